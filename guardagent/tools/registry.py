@@ -1,0 +1,151 @@
+"""The toolbox: the only functions a guard program may call.
+
+The coder prompt is generated from this registry (signature + docstring of each entry), so
+what the LLM is told and what the sandbox binds can never drift apart.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One trusted function and how it is presented to the coder.
+
+    Attributes:
+        name: Name the program calls it by.
+        func: The trusted implementation (runs with full Python, outside the restrictions).
+        group: Free-form grouping used to order the prompt listing.
+    """
+
+    name: str
+    func: Callable[..., Any]
+    group: str = "custom"
+
+    @property
+    def signature(self) -> str:
+        """`name(arg: type, ...) -> type` as the coder should call it."""
+        return f"{self.name}{inspect.signature(self.func)}"
+
+    @property
+    def doc(self) -> str:
+        """The docstring, dedented; the coder reads it as the function's contract."""
+        return inspect.getdoc(self.func) or ""
+
+
+class Toolbox:
+    """An ordered, name-unique set of trusted functions.
+
+    Profiles select a subset by name; users add their own with :meth:`register`.
+    """
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self._add(spec)
+
+    def _add(self, spec: ToolSpec) -> None:
+        if not spec.name.isidentifier() or spec.name.startswith("_"):
+            raise ValueError(f"toolbox name {spec.name!r} must be a public Python identifier")
+        if spec.name in self._specs and self._specs[spec.name].func is not spec.func:
+            raise ValueError(f"toolbox already has a function named {spec.name!r}")
+        self._specs[spec.name] = spec
+
+    @overload
+    def register(self, func: F, *, name: str | None = None, group: str = "custom") -> F: ...
+
+    @overload
+    def register(
+        self, func: None = None, *, name: str | None = None, group: str = "custom"
+    ) -> Callable[[F], F]: ...
+
+    def register(
+        self, func: F | None = None, *, name: str | None = None, group: str = "custom"
+    ) -> F | Callable[[F], F]:
+        """Add a trusted function; usable bare (`@tb.register`) or with options.
+
+        The function must have a docstring: it is the only thing the coder knows about it.
+        """
+
+        def decorate(f: F) -> F:
+            if not inspect.getdoc(f):
+                raise ValueError(f"toolbox function {f.__name__!r} needs a docstring")
+            self._add(ToolSpec(name=name or f.__name__, func=f, group=group))
+            return f
+
+        return decorate(func) if func is not None else decorate
+
+    def subset(self, names: Iterable[str]) -> Toolbox:
+        """A toolbox holding only `names`, in that order; unknown names are an error."""
+        names = list(names)
+        missing = [n for n in names if n not in self._specs]
+        if missing:
+            known = ", ".join(sorted(self._specs))
+            raise KeyError(f"unknown toolbox function(s) {missing}; known: {known}")
+        return Toolbox(self._specs[n] for n in names)
+
+    def merged(self, other: Toolbox) -> Toolbox:
+        """This toolbox followed by the entries of `other` it does not already hold."""
+        return Toolbox([*self, *(s for s in other if s.name not in self._specs)])
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name a program must not rebind."""
+        return frozenset(self._specs)
+
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        """Name -> implementation, for binding into the sandbox."""
+        return {n: s.func for n, s in self._specs.items()}
+
+    def describe(self) -> str:
+        """The toolbox listing for the coder prompt: signature and docstring of each entry."""
+        blocks = []
+        for spec in sorted(self._specs.values(), key=lambda s: s.group):
+            doc = "\n".join("    " + line for line in spec.doc.splitlines())
+            blocks.append(f"{spec.signature}\n{doc}")
+        return "\n\n".join(blocks)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._specs.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
+DEFAULT_TOOLBOX = Toolbox()
+"""Every built-in function plus whatever users register with :func:`guard_tool`."""
+
+
+@overload
+def guard_tool(func: F, *, name: str | None = None, group: str = "custom") -> F: ...
+
+
+@overload
+def guard_tool(
+    func: None = None, *, name: str | None = None, group: str = "custom"
+) -> Callable[[F], F]: ...
+
+
+def guard_tool(
+    func: F | None = None, *, name: str | None = None, group: str = "custom"
+) -> F | Callable[[F], F]:
+    """Register a trusted function in the default toolbox so profiles can name it.
+
+    Example:
+        ```python
+        @guard_tool
+        def is_weekend(date: str) -> bool:
+            \"\"\"True when the ISO date falls on a Saturday or Sunday.\"\"\"
+            ...
+        ```
+    """
+    return DEFAULT_TOOLBOX.register(func, name=name, group=group)
