@@ -1,0 +1,99 @@
+"""`GuardAgent`: the guard graph behind a two-method API."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from guardagent.context import GuardContext
+from guardagent.decision import GuardDecision
+from guardagent.graph.builder import build_graph
+from guardagent.llm import resolve_model
+from guardagent.memory_store.seed import open_memory
+from guardagent.profiles.loader import load_profile
+
+
+class GuardAgent:
+    """Guard one target agent's events under one profile.
+
+    Args:
+        profile: Built-in profile name or path to a profile YAML/directory.
+        model: `"offline"` (default: verified programs only), an `init_chat_model` spec such as
+            `"openai:gpt-4o"`, or a `BaseChatModel` instance.
+        base_url: OpenAI-compatible endpoint for `model` (vLLM, Ollama `/v1`, llama.cpp).
+        **settings: Any other :class:`GuardContext` field (`k`, `max_attempts`,
+            `memory_dir`, `memory_url`, `reuse_programs`, `timeout_seconds`).
+
+    Example:
+        ```python
+        guard = GuardAgent(profile="eicu-ac")
+        decision = guard.check("Identity: nursing\\nQuestion: ...", agent_log)
+        if not decision.allowed:
+            print(decision.violations, decision.reason)
+        ```
+    """
+
+    def __init__(
+        self,
+        profile: str = "eicu-ac",
+        model: Any = "offline",
+        *,
+        base_url: str | None = None,
+        **settings: Any,
+    ) -> None:
+        self.context = GuardContext(profile=profile, model=model, base_url=base_url, **settings)
+        load_profile(profile)  # fail fast on an unknown or invalid profile
+        resolve_model(model, base_url)  # and on a model spec that cannot be built
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_graph().compile(
+            name="guardagent"
+        )
+
+    def warm_up(self) -> None:
+        """Open and seed the memory now rather than on the first event."""
+        open_memory(self.context.profile, self.context.memory_dir, self.context.memory_url)
+
+    def _result(self, out: dict[str, Any], started: float) -> GuardDecision:
+        decision: GuardDecision = out["guard_decision"]
+        return decision.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
+
+    def check(self, agent_input: str, agent_output: str, **overrides: Any) -> GuardDecision:
+        """Decide whether one event may pass.
+
+        Args:
+            agent_input: The target agent's input (the user's request and facts).
+            agent_output: The target agent's output log (untrusted).
+            **overrides: :class:`GuardContext` fields for this call only.
+        """
+        started = time.perf_counter()
+        out = self.graph.invoke(
+            {"agent_input": agent_input, "agent_output": agent_output},
+            context=replace(self.context, **overrides),
+            config={"run_name": "guardagent", "metadata": {"profile": self.context.profile}},
+        )
+        return self._result(out, started)
+
+    async def acheck(self, agent_input: str, agent_output: str, **overrides: Any) -> GuardDecision:
+        """Async :meth:`check`; the sandbox and Chroma calls do not block the event loop."""
+        started = time.perf_counter()
+        out = await self.graph.ainvoke(
+            {"agent_input": agent_input, "agent_output": agent_output},
+            context=replace(self.context, **overrides),
+            config={"run_name": "guardagent", "metadata": {"profile": self.context.profile}},
+        )
+        return self._result(out, started)
+
+    async def acheck_many(
+        self, events: list[tuple[str, str]], *, concurrency: int = 8
+    ) -> list[GuardDecision]:
+        """Check many events with bounded concurrency; results in input order."""
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(event: tuple[str, str]) -> GuardDecision:
+            async with gate:
+                return await self.acheck(*event)
+
+        return list(await asyncio.gather(*(one(e) for e in events)))

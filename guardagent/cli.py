@@ -1,0 +1,153 @@
+"""`guardagent` command line: check one event, evaluate on cases, run one program."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from guardagent.eval.cases import CaseFileError, read_cases, write_cases
+
+
+def _text(value: str) -> str:
+    """`@FILE` reads the file (`@-` reads stdin); anything else is the text itself."""
+    if value == "@-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise click.BadParameter(f"no such file: {path}")
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
+    from guardagent.agent import GuardAgent
+    from guardagent.llm import ModelConfigError
+    from guardagent.profiles.loader import ProfileError
+
+    try:
+        return GuardAgent(profile=profile, model=model, base_url=base_url, **settings)
+    except (ProfileError, ModelConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+_profile = click.option("--profile", required=True, help="Built-in profile name or path.")
+_input = click.option("--input", "agent_input", required=True, help="Agent input: TEXT or @FILE.")
+_output = click.option(
+    "--output", "agent_output", required=True, help="Agent output: TEXT or @FILE."
+)
+_model = click.option(
+    "--model", default="offline", show_default=True,
+    help="'offline', or an init_chat_model spec such as openai:gpt-4o.",
+)
+_base_url = click.option("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")
+_memory_dir = click.option("--memory-dir", default=None, help="Directory of the Chroma memory.")
+_memory_url = click.option("--memory-url", default=None, help="Chroma server URL (shared memory).")
+
+
+@click.group()
+@click.version_option(package_name="guardagent")
+def main() -> None:
+    """GuardAgent: guard an LLM agent's actions with generated, sandboxed guardrail code."""
+
+
+@main.command()
+@_profile
+@_input
+@_output
+@_model
+@_base_url
+@_memory_dir
+@_memory_url
+def check(profile: str, agent_input: str, agent_output: str, model: str, base_url: str | None,
+          memory_dir: str | None, memory_url: str | None) -> None:
+    """Decide whether one event may pass; prints the decision as JSON."""
+    guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
+    decision = guard.check(_text(agent_input), _text(agent_output))
+    click.echo(decision.model_dump_json(indent=2))
+
+
+@main.command(name="eval")
+@_profile
+@click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
+              help="Case file (JSONL); default: the profile's shipped benchmark.")
+@_model
+@_base_url
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for metrics.json, predictions.jsonl and report.md.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--skip-invalid", is_flag=True, help="Skip malformed case lines (listed in the report).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@_memory_dir
+@_memory_url
+def eval_cmd(profile: str, cases_path: str | None, model: str, base_url: str | None,
+             limit: int | None, out_dir: str, concurrency: int, skip_invalid: bool, quiet: bool,
+             memory_dir: str | None, memory_url: str | None) -> None:
+    """Evaluate the guard on labelled cases; writes metrics, predictions and a report."""
+    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.runner import run_eval
+
+    skipped: list[tuple[int, str]] = []
+    try:
+        if cases_path:
+            cases, skipped = read_cases(cases_path, skip_invalid=skip_invalid)
+        else:
+            cases = load_benchmark(profile)
+    except (CaseFileError, FileNotFoundError, KeyError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    cases = cases[:limit] if limit else cases
+    if not cases:
+        raise click.ClickException("no cases to evaluate")
+    guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
+    metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
+                       skipped=skipped)
+    headline = {k: metrics[k] for k in ("LPA", "LPP", "LPR", "CCA", "FRA", "n")}
+    click.echo(json.dumps({"profile": profile, **headline}))
+    click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md", err=True)
+
+
+@main.command(name="run-program")
+@click.argument("program_file", type=click.Path(exists=True, dir_okay=False))
+@_profile
+@_input
+@_output
+@click.option("--timeout", type=float, default=5.0, show_default=True, help="Wall-clock seconds.")
+def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_output: str,
+                    timeout: float) -> None:
+    """Run one guard program in the sandbox; prints {"ok", "decision", "error"}."""
+    from guardagent.profiles.loader import ProfileError, load_profile
+    from guardagent.tools.sandbox import SandboxLimits, run_program
+
+    try:
+        tools = load_profile(profile).tools()
+    except ProfileError as exc:
+        raise click.ClickException(str(exc)) from None
+    source = Path(program_file).read_text(encoding="utf-8")
+    result = run_program(source, tools, _text(agent_input), _text(agent_output),
+                         SandboxLimits(wall_seconds=timeout))
+    click.echo(json.dumps(
+        {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}, indent=2
+    ))
+
+
+@main.command(name="export-cases")
+@_profile
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False))
+def export_cases(profile: str, out_file: str) -> None:
+    """Write a shipped benchmark in the case-file format (JSONL)."""
+    from guardagent.eval.benchmarks import load_benchmark
+
+    try:
+        count = write_cases(out_file, load_benchmark(profile))
+    except (FileNotFoundError, KeyError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+    click.echo(f"wrote {count} cases to {out_file}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The public result of one guard check."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ProgramSource = Literal["memory", "generated", "none"]
+
+
+class GuardDecision(BaseModel):
+    """Whether an event may pass, what it violated, and how the guard got there.
+
+    `label` mirrors the paper's convention (1 = denied) so decisions score directly against
+    the benchmarks; `allowed` is the same fact for callers.
+    """
+
+    allowed: bool
+    label: Literal[0, 1]
+    violations: dict[str, list[str]] | list[str] = Field(default_factory=list)
+    reason: str = ""
+    guardrailed_output: str | None = None
+    program_source: ProgramSource = "none"
+    program: str | None = None
+    attempts: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+    profile: str = ""
+
+    @property
+    def failed_closed(self) -> bool:
+        """True when the guard denied because it could not reach a verdict."""
+        return self.error is not None and not self.allowed

@@ -1,0 +1,72 @@
+"""The guard workflow as a LangGraph `StateGraph`.
+
+```
+START -> retrieve --(verified program)--> execute
+                  \\--(model)--> plan -> code -> execute
+execute --ok--> decide -> END
+execute --error, attempts left, model--> debug -> code
+otherwise --> decide (fail closed) -> END
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from guardagent.context import GuardContext
+from guardagent.graph.state import GuardInput, GuardOutput, GuardState
+from guardagent.llm import is_offline
+from guardagent.nodes.code import code
+from guardagent.nodes.debug import debug
+from guardagent.nodes.decide import decide
+from guardagent.nodes.execute import execute
+from guardagent.nodes.plan import plan
+from guardagent.nodes.retrieve import retrieve
+from guardagent.nodes.runtime import context_of
+
+
+def after_retrieve(state: GuardState, runtime: Any) -> Literal["execute", "plan", "decide"]:
+    """A verified program runs directly; otherwise the model plans; offline, we fail closed."""
+    if state.get("program"):
+        return "execute"
+    return "decide" if is_offline(context_of(runtime).model) else "plan"
+
+
+def after_llm(state: GuardState) -> Literal["continue", "decide"]:
+    """A model failure (after its client's retries) ends the run with a denial."""
+    return "decide" if state.get("error") else "continue"
+
+
+def after_execute(state: GuardState, runtime: Any) -> Literal["decide", "debug", "plan"]:
+    """Retry through the debugger while attempts remain and a model can write code."""
+    execution = state.get("execution")
+    if execution and execution["ok"]:
+        return "decide"
+    ctx = context_of(runtime)
+    if is_offline(ctx.model) or state.get("attempts", 0) >= ctx.max_attempts:
+        return "decide"
+    # A remembered program that fails on this event is not debugged: the model starts afresh.
+    return "plan" if state.get("program_source") == "memory" else "debug"
+
+
+def build_graph() -> StateGraph[GuardState, GuardContext, GuardInput, GuardOutput]:
+    """The uncompiled guard graph; compile it with the checkpointer of your choice."""
+    builder = StateGraph(
+        GuardState, context_schema=GuardContext, input_schema=GuardInput, output_schema=GuardOutput
+    )
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("plan", plan)
+    builder.add_node("code", code)
+    builder.add_node("execute", execute)
+    builder.add_node("debug", debug)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "retrieve")
+    builder.add_conditional_edges("retrieve", after_retrieve, ["execute", "plan", "decide"])
+    builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
+    builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
+    builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
+    builder.add_conditional_edges("execute", after_execute, ["decide", "debug", "plan"])
+    builder.add_edge("decide", END)
+    return builder

@@ -1,0 +1,85 @@
+"""Reasoning backends: a LangChain chat model, or none at all (offline)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+OFFLINE = "offline"
+
+
+class ModelConfigError(ValueError):
+    """A model spec that cannot be turned into a chat model."""
+
+
+def is_offline(model: Any) -> bool:
+    """True for the embedded default: no LLM, verified programs only."""
+    return model is None or (isinstance(model, str) and model.strip().lower() in {"", OFFLINE})
+
+
+@lru_cache(maxsize=16)
+def _from_spec(spec: str, base_url: str | None) -> BaseChatModel:
+    from langchain.chat_models import init_chat_model
+
+    kwargs: dict[str, Any] = {"temperature": 0}
+    if base_url:
+        if ":" not in spec:
+            spec = f"openai:{spec}"
+        # Local OpenAI-compatible servers rarely check the key, but the client insists on one.
+        kwargs.update(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "EMPTY"))
+        kwargs.setdefault("max_retries", 2)
+        kwargs.setdefault("timeout", float(os.environ.get("GUARDAGENT_LLM_TIMEOUT", "60")))
+    try:
+        return init_chat_model(spec, **kwargs)
+    except Exception as exc:  # init_chat_model raises ValueError/ImportError with its own text
+        raise ModelConfigError(f"cannot build chat model {spec!r}: {exc}") from exc
+
+
+def resolve_model(model: Any, base_url: str | None = None) -> BaseChatModel | None:
+    """Turn a context's `model` into a chat model, or None when offline.
+
+    Args:
+        model: `"offline"`/None, an `init_chat_model` spec (`"openai:gpt-4o"`,
+            `"ollama:qwen2.5-coder"`), or a `BaseChatModel` instance.
+        base_url: Endpoint of an OpenAI-compatible server (implies the `openai` provider).
+    """
+    if is_offline(model):
+        return None
+    if isinstance(model, BaseChatModel):
+        return model
+    if isinstance(model, str):
+        return _from_spec(model.strip(), base_url)
+    raise ModelConfigError(f"model must be 'offline', a spec string or a BaseChatModel, not {model!r}")
+
+
+class ModelCallError(RuntimeError):
+    """The model failed after its client's retries, or answered with nothing usable."""
+
+
+def _text_and_tokens(reply: Any) -> tuple[str, int]:
+    content = getattr(reply, "content", reply)
+    if isinstance(content, list):  # content blocks
+        content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    text = str(content or "").strip()
+    if not text:
+        raise ModelCallError("the model returned empty content")
+    usage = getattr(reply, "usage_metadata", None) or {}
+    return text, int(usage.get("total_tokens", 0) or 0)
+
+
+def call_model(model: BaseChatModel, system: str, user: str, *, run_name: str) -> tuple[str, int]:
+    """One chat call; returns the reply text and the tokens the provider reported.
+
+    Raises:
+        ModelCallError: on any client error (HTTP, timeout, malformed body) or empty reply.
+    """
+    try:
+        reply = model.invoke(
+            [("system", system), ("human", user)], config={"run_name": run_name}
+        )
+    except Exception as exc:  # provider clients raise many types; all mean "no answer"
+        raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+    return _text_and_tokens(reply)

@@ -1,0 +1,219 @@
+"""Chroma memory of demonstrations with the paper's Levenshtein re-rank.
+
+Chroma narrows the memory to a few candidates by embedding similarity, and the exact
+Levenshtein distance on agent input + output (the paper's measure) orders those candidates,
+so the cost grows with the candidate count, not with the memory size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import Levenshtein
+from langchain_core.embeddings import Embeddings
+from platformdirs import user_data_dir
+from typing_extensions import TypedDict
+
+from guardagent.memory_store.embeddings import HashingEmbeddings
+
+
+class Demonstration(TypedDict):
+    """One remembered event with the plan and program that guarded it.
+
+    `details` holds the expected violations (JSON text in Chroma); `verified` says the
+    program reproduced the labelled decisions for its guard request.
+    """
+
+    id: str
+    agent_input: str
+    agent_output: str
+    plan: str
+    code: str
+    label: int
+    details: dict[str, list[str]] | list[str]
+    request_fingerprint: str
+    verified: bool
+
+
+def request_fingerprint(guard_request: str) -> str:
+    """A stable key for a guard request: whitespace- and case-insensitive."""
+    norm = " ".join(guard_request.lower().split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+
+
+def demonstration_id(demo: Demonstration) -> str:
+    """Content-addressed id, so seeding the same demonstration twice stores it once."""
+    key = "\x00".join(
+        [demo["request_fingerprint"], demo["agent_input"], demo["agent_output"], demo["code"]]
+    )
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def event_text(agent_input: str, agent_output: str) -> str:
+    """What similarity is measured on (the paper: agent input + output)."""
+    return f"{agent_input}\n{agent_output}"
+
+
+def default_memory_dir() -> Path:
+    """`$GUARDAGENT_MEMORY_DIR`, else the platform's user data directory."""
+    env = os.environ.get("GUARDAGENT_MEMORY_DIR")
+    return Path(env) if env else Path(user_data_dir("guardagent")) / "memory"
+
+
+def collection_name(profile: str) -> str:
+    """A Chroma-legal collection name (3-512 of [a-zA-Z0-9._-], alnum at both ends)."""
+    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", profile).strip("-._") or "profile"
+    return f"guardagent-{slug}"[:500]
+
+
+_CLIENT_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=16)
+def _client(path: str | None, url: str | None) -> Any:
+    with _CLIENT_LOCK:
+        if url:
+            match = re.match(r"^(https?)://([^:/]+)(?::(\d+))?/?$", url)
+            if not match:
+                raise ValueError(f"memory_url must look like http://host:port, got {url!r}")
+            scheme, host, port = match.groups()
+            return chromadb.HttpClient(
+                host=host, port=int(port or 8000), ssl=scheme == "https"
+            )
+        Path(path or default_memory_dir()).mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path or default_memory_dir()))
+
+
+class MemoryStore:
+    """Demonstrations of one guard profile in one Chroma collection.
+
+    Args:
+        profile: Profile name; selects the collection.
+        path: Directory of the embedded persistent client (default: user data dir).
+        url: Chroma server URL; when given, `path` is ignored.
+        embeddings: Candidate embedding; defaults to :class:`HashingEmbeddings`.
+        candidates: How many candidates Chroma returns before the Levenshtein re-rank.
+    """
+
+    def __init__(
+        self,
+        profile: str,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        embeddings: Embeddings | None = None,
+        candidates: int = 32,
+    ) -> None:
+        self.embeddings = embeddings or HashingEmbeddings()
+        self.candidates = candidates
+        client = _client(str(path) if path else None, url)
+        self._collection = client.get_or_create_collection(
+            collection_name(profile), embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+
+    def count(self) -> int:
+        """Number of stored demonstrations."""
+        return int(self._collection.count())
+
+    def add(self, demos: list[Demonstration]) -> list[str]:
+        """Insert or update demonstrations (idempotent by content id); returns their ids."""
+        if not demos:
+            return []
+        ids = [d["id"] or demonstration_id(d) for d in demos]
+        texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
+        self._collection.upsert(
+            ids=ids,
+            embeddings=self.embeddings.embed_documents(texts),  # type: ignore[arg-type]
+            documents=texts,
+            metadatas=[_to_metadata(d) for d in demos],
+        )
+        return ids
+
+    def search(
+        self,
+        agent_input: str,
+        agent_output: str,
+        k: int,
+        *,
+        request: str | None = None,
+        verified_only: bool = False,
+    ) -> list[Demonstration]:
+        """Top-k demonstrations: Chroma candidates, then exact Levenshtein order.
+
+        Args:
+            agent_input: The event's input.
+            agent_output: The event's output.
+            k: How many to return.
+            request: Restrict to demonstrations of this guard-request fingerprint.
+            verified_only: Restrict to demonstrations whose program is verified.
+        """
+        where = _where(request, verified_only)
+        total = self.count()
+        if total == 0 or k <= 0:
+            return []
+        query = event_text(agent_input, agent_output)
+        found = self._collection.query(
+            query_embeddings=[self.embeddings.embed_query(query)],  # type: ignore[arg-type]
+            n_results=min(max(self.candidates, k), total),
+            where=where,
+            include=["documents", "metadatas"],
+        )
+        docs = (found.get("documents") or [[]])[0]
+        metas = (found.get("metadatas") or [[]])[0]
+        ids = found["ids"][0]
+        ranked = rerank(query, list(zip(ids, docs, metas, strict=True)), k)
+        return [_from_metadata(i, m) for i, _, m in ranked]
+
+
+def rerank(
+    query: str, candidates: list[tuple[str, Any, Any]], k: int
+) -> list[tuple[str, Any, Any]]:
+    """Order (id, document, metadata) candidates by Levenshtein distance to `query`; ties by id."""
+    scored = sorted(candidates, key=lambda c: (Levenshtein.distance(query, c[1] or ""), c[0]))
+    return scored[:k]
+
+
+def _where(request: str | None, verified_only: bool) -> dict[str, Any] | None:
+    clauses: list[dict[str, Any]] = []
+    if request:
+        clauses.append({"request_fingerprint": request})
+    if verified_only:
+        clauses.append({"verified": True})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _to_metadata(d: Demonstration) -> dict[str, Any]:
+    return {
+        "agent_input": d["agent_input"],
+        "agent_output": d["agent_output"],
+        "plan": d["plan"],
+        "code": d["code"],
+        "label": int(d["label"]),
+        "details": json.dumps(d["details"]),
+        "request_fingerprint": d["request_fingerprint"],
+        "verified": bool(d["verified"]),
+    }
+
+
+def _from_metadata(demo_id: str, meta: Any) -> Demonstration:
+    return Demonstration(
+        id=demo_id,
+        agent_input=str(meta["agent_input"]),
+        agent_output=str(meta["agent_output"]),
+        plan=str(meta["plan"]),
+        code=str(meta["code"]),
+        label=int(meta["label"]),
+        details=json.loads(meta["details"]),
+        request_fingerprint=str(meta["request_fingerprint"]),
+        verified=bool(meta["verified"]),
+    )

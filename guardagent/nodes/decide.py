@@ -1,0 +1,57 @@
+"""decide: turn the last execution into a GuardDecision, failing closed without a verdict."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from guardagent.decision import GuardDecision
+from guardagent.graph.state import GuardState
+from guardagent.nodes.runtime import context_of
+
+NO_PROGRAM = (
+    "no verified program in memory covers this guard request and no model is configured; "
+    "configure a model (model='openai:gpt-4o' or a local base_url) to generate one"
+)
+
+
+def _failure(state: GuardState) -> str:
+    execution = state.get("execution")
+    if state.get("error"):
+        return state["error"]
+    if execution is None:
+        return NO_PROGRAM
+    return f"program failed after {state.get('attempts', 0)} attempt(s): {execution['error']}"
+
+
+def decide(state: GuardState, runtime: Any) -> dict[str, Any]:
+    """Build the decision; anything short of a valid verdict is a denial with the reason."""
+    ctx = context_of(runtime)
+    execution = state.get("execution")
+    verdict = execution["verdict"] if execution and execution["ok"] else None
+    common: dict[str, Any] = {
+        "program_source": state.get("program_source", "none"),
+        "program": state.get("program"),
+        "attempts": state.get("attempts", 0),
+        "llm_calls": state.get("llm_calls", 0),
+        "tokens": state.get("tokens", 0),
+        "latency_ms": (time.perf_counter() - state.get("started_at", time.perf_counter())) * 1000,
+        "profile": ctx.profile,
+    }
+    if verdict is None or state.get("error"):
+        error = _failure(state)
+        decision = GuardDecision(
+            allowed=False, label=1, reason=f"denied: the guard could not decide ({error})",
+            error=error, **common,
+        )
+    elif verdict["allowed"]:
+        decision = GuardDecision(
+            allowed=True, label=0, reason=verdict["reason"],
+            guardrailed_output=state["agent_output"], **common,
+        )
+    else:
+        decision = GuardDecision(
+            allowed=False, label=1, violations=verdict["violations"], reason=verdict["reason"],
+            **common,
+        )
+    return {"guard_decision": decision}

@@ -1,0 +1,22 @@
+"""execute: run the program in the sandbox with the event bound as plain data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardagent.graph.state import GuardState
+from guardagent.nodes.runtime import context_of, limits_of, profile_of
+from guardagent.tools.sandbox import run_program
+
+
+def execute(state: GuardState, runtime: Any) -> dict[str, Any]:
+    """Run the current program once; every run counts as an attempt."""
+    ctx = context_of(runtime)
+    result = run_program(
+        state.get("program", ""),
+        profile_of(ctx).tools(),
+        state["agent_input"],
+        state["agent_output"],
+        limits_of(ctx),
+    )
+    return {"execution": result, "attempts": state.get("attempts", 0) + 1}

@@ -1,0 +1,38 @@
+"""plan: the planner LLM writes the four-step plan for this event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardagent import prompts
+from guardagent.graph.state import GuardState
+from guardagent.llm import ModelCallError, call_model
+from guardagent.nodes.runtime import context_of, model_of, profile_of
+
+
+def plan(state: GuardState, runtime: Any) -> dict[str, Any]:
+    """Ask the model for a plan given the guard request, spec, demonstrations and event."""
+    ctx = context_of(runtime)
+    profile = profile_of(ctx)
+    model = model_of(ctx)
+    if model is None:
+        return {"error": "no model configured for planning"}
+    demos = "\n\n".join(
+        prompts.DEMO_PLAN.format(
+            agent_input=d["agent_input"], agent_output=d["agent_output"], plan=d["plan"]
+        )
+        for d in state.get("demonstrations", [])
+    )
+    user = prompts.PLANNER_USER.format(
+        guard_request=profile.guard_request,
+        agent_specification=profile.agent_specification,
+        demonstrations=demos or "(none)",
+        agent_input=state["agent_input"],
+        agent_output=state["agent_output"],
+    )
+    calls = state.get("llm_calls", 0) + 1
+    try:
+        text, tokens = call_model(model, prompts.PLANNER_SYSTEM, user, run_name="guardagent.plan")
+    except ModelCallError as exc:
+        return {"error": f"planner model failed: {exc}", "llm_calls": calls}
+    return {"plan": text, "llm_calls": calls, "tokens": state.get("tokens", 0) + tokens}

@@ -1,0 +1,138 @@
+"""Guard profiles: a guard request, the target agent's specification, a toolbox and demos.
+
+A profile is a YAML file (or a directory holding `profile.yaml`). Built-in profiles live next
+to this module and are addressed by name.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from guardagent.memory_store.store import Demonstration, demonstration_id, request_fingerprint
+from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox
+
+BUILTIN_DIR = Path(__file__).parent
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be found or does not validate."""
+
+
+class DemoSpec(BaseModel):
+    """A hand-written demonstration as stored in a profile's JSONL file."""
+
+    id: str
+    agent_input: str
+    agent_output: str
+    label: int = Field(ge=0, le=1)
+    details: dict[str, list[str]] | list[str] = Field(default_factory=list)
+    plan: str
+    code: str
+
+
+class Profile(BaseModel):
+    """A loaded guard profile."""
+
+    name: str
+    description: str = ""
+    guard_request: str
+    agent_specification: str
+    toolbox: list[str]
+    k: int = Field(default=1, ge=1)
+    demonstrations: list[DemoSpec]
+    root: Path
+
+    @field_validator("toolbox")
+    @classmethod
+    def _known_functions(cls, names: list[str]) -> list[str]:
+        DEFAULT_TOOLBOX.subset(names)  # raises KeyError naming the unknown ones
+        return names
+
+    @property
+    def fingerprint(self) -> str:
+        """Key of this profile's guard request in memory."""
+        return request_fingerprint(self.guard_request)
+
+    def tools(self) -> Toolbox:
+        """The trusted functions programs under this profile may call."""
+        return DEFAULT_TOOLBOX.subset(self.toolbox)
+
+    def demos(self, *, verified: bool) -> list[Demonstration]:
+        """The demonstrations as memory records, marked with the verification result."""
+        out = []
+        for d in self.demonstrations:
+            demo = Demonstration(
+                id="",
+                agent_input=d.agent_input,
+                agent_output=d.agent_output,
+                plan=d.plan,
+                code=d.code,
+                label=d.label,
+                details=d.details,
+                request_fingerprint=self.fingerprint,
+                verified=verified,
+            )
+            demo["id"] = demonstration_id(demo)
+            out.append(demo)
+        return out
+
+
+def builtin_profiles() -> list[str]:
+    """Names of the profiles shipped with the package."""
+    return sorted(p.parent.name for p in BUILTIN_DIR.glob("*/profile.yaml"))
+
+
+def _resolve(name_or_path: str) -> Path:
+    builtin = BUILTIN_DIR / name_or_path / "profile.yaml"
+    if "/" not in name_or_path and builtin.is_file():
+        return builtin
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        path = path / "profile.yaml"
+    if path.is_file():
+        return path
+    raise ProfileError(
+        f"unknown profile {name_or_path!r}: not a built-in ({', '.join(builtin_profiles())}) "
+        "and no profile YAML at that path"
+    )
+
+
+def _read_demos(root: Path, spec: Any) -> list[dict[str, Any]]:
+    """Demonstrations inline (a list) or in a JSONL file; `program` names a file of code."""
+    if isinstance(spec, str):
+        lines = (root / spec).read_text(encoding="utf-8").splitlines()
+        spec = [json.loads(line) for line in lines if line.strip()]
+    demos = []
+    for raw in spec or []:
+        raw = dict(raw)
+        if "program" in raw:
+            raw["code"] = (root / raw.pop("program")).read_text(encoding="utf-8")
+        demos.append(raw)
+    return demos
+
+
+@lru_cache(maxsize=32)
+def load_profile(name_or_path: str) -> Profile:
+    """Load a built-in profile by name, or a profile YAML / directory by path.
+
+    Raises:
+        ProfileError: unknown name, unreadable file, or invalid content (with the reason).
+    """
+    path = _resolve(name_or_path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict):
+            raise ProfileError(f"{path}: a profile must be a YAML mapping")
+        raw["demonstrations"] = _read_demos(path.parent, raw.get("demonstrations"))
+        raw.setdefault("name", path.parent.name)
+        return Profile(root=path.parent, **raw)
+    except (OSError, json.JSONDecodeError, yaml.YAMLError, KeyError) as exc:
+        raise ProfileError(f"{path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ProfileError(f"{path}: invalid profile:\n{exc}") from exc
