@@ -1,0 +1,320 @@
+"""The RestrictedPython policy for guard programs: compile checks, guards and builtins.
+
+Generated guard code is hostile (attacker-controlled agent output reaches the coder's
+prompt), so everything here is an explicit allow-list: no module object is ever reachable,
+attribute access refuses underscore names, frame/code walking attributes and
+`str.format`, and a program may not rebind any name the host gave it (toolbox functions,
+`allow`/`deny`, the two input strings). The process boundary in
+:mod:`guardagent.tools.sandbox` is the second, independent layer.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
+from types import CodeType
+from typing import Any, NamedTuple
+
+from RestrictedPython import Guards
+from RestrictedPython.compile import compile_restricted_exec
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+# RestrictedPython's guards are untyped; pin the signatures we rely on.
+_safer_getattr: Callable[[object, str, Any], Any] = Guards.safer_getattr
+_safer_getattr_raise: Callable[[object, str], Any] = Guards.safer_getattr_raise
+_full_write_guard: Callable[[Any], Any] = Guards.full_write_guard
+_iter_unpack_sequence: Callable[..., Any] = Guards.guarded_iter_unpack_sequence
+_unpack_sequence: Callable[..., Any] = Guards.guarded_unpack_sequence
+
+PROGRAM_FILENAME = "<guard>"
+"""Filename compiled into guard code; tracebacks are matched on it to report line numbers."""
+
+INPUT_NAMES = frozenset({"agent_input", "agent_output"})
+
+# Attributes refused on top of RestrictedPython's own list. `mro` hands out `object`;
+# `format`/`format_map` are refused on every receiver because they walk attributes of
+# their arguments by name (the "{0.__class__}" escape).
+_DENIED_ATTRIBUTES = frozenset({"mro", "format", "format_map"}) | INSPECT_ATTRIBUTES
+
+_SAFE_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    ArithmeticError,
+    AssertionError,
+    AttributeError,
+    Exception,
+    IndexError,
+    KeyError,
+    LookupError,
+    NameError,
+    NotImplementedError,
+    OverflowError,
+    RuntimeError,
+    StopIteration,
+    TypeError,
+    UnicodeError,
+    ValueError,
+    ZeroDivisionError,
+)
+
+_SAFE_CALLABLES: tuple[Callable[..., Any], ...] = (
+    abs, all, any, bin, bool, callable, chr, dict, divmod, enumerate, filter, float,
+    frozenset, hash, hex, int, isinstance, iter, len, list, map, max, min, next, oct, ord,
+    pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, zip,
+)  # fmt: skip
+
+_INPLACE_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "&=": operator.iand,
+    "@=": operator.imatmul,
+}
+
+
+class CompiledProgram(NamedTuple):
+    """Outcome of :func:`compile_program`: code when runnable, else the errors found.
+
+    Attributes:
+        code: The restricted bytecode, or None when any error was found.
+        compile_errors: Syntax and RestrictedPython errors.
+        policy_errors: Verdict-integrity violations (see :func:`policy_errors`).
+
+    """
+
+    code: CodeType | None
+    compile_errors: tuple[str, ...]
+    policy_errors: tuple[str, ...]
+
+    def messages(self) -> list[str]:
+        """Every error as `"<Kind>: text"`, compile errors first."""
+        return [f"CompileError: {e}" for e in self.compile_errors] + [
+            f"PolicyError: {e}" for e in self.policy_errors
+        ]
+
+
+# --------------------------------------------------------------------------- guards
+
+
+def _refuse_attribute(obj: object, name: object) -> None:
+    """Raise AttributeError for names a program must never reach, whatever the object."""
+    if type(name) is not str:
+        raise TypeError("attribute name must be a str")
+    if name.startswith("_") or name in _DENIED_ATTRIBUTES:
+        raise AttributeError(f"access to attribute {name!r} is not allowed")
+
+
+def guarded_getattr(obj: object, name: str) -> Any:
+    """`_getattr_` for `obj.name`: refuses dangerous names, raises on missing ones.
+
+    Uses RestrictedPython's `safer_getattr_raise` underneath so a missing attribute is an
+    error (the stock `safer_getattr` returns None, which can fail open).
+    """
+    _refuse_attribute(obj, name)
+    return _safer_getattr_raise(obj, name)
+
+
+def guarded_getattr_builtin(obj: object, name: str, *default: Any) -> Any:
+    """The program's `getattr()`: same refusals as `_getattr_`, optional default."""
+    _refuse_attribute(obj, name)
+    if len(default) > 1:
+        raise TypeError("getattr expected at most 3 arguments")
+    if default:
+        return _safer_getattr(obj, name, default[0])
+    return _safer_getattr_raise(obj, name)
+
+
+def guarded_hasattr(obj: object, name: str) -> bool:
+    """The program's `hasattr()`: False for refused names instead of leaking them."""
+    try:
+        guarded_getattr(obj, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def guarded_getitem(obj: Any, key: Any) -> Any:
+    """`_getitem_`: plain subscription; nothing reachable here maps to host internals."""
+    return obj[key]
+
+
+def guarded_apply(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`_apply_`: the transformer routes `f(*a, **kw)` calls through here."""
+    return func(*args, **kwargs)
+
+
+def guarded_inplacevar(op: str, target: Any, value: Any) -> Any:
+    """`_inplacevar_`: `x += y` and friends, restricted to the known operators."""
+    try:
+        fn = _INPLACE_OPERATORS[op]
+    except KeyError:
+        raise TypeError(f"operator {op!r} is not allowed") from None
+    return fn(target, value)
+
+
+class OutputCollector:
+    """One capped print buffer per run (the stock collector makes one per function).
+
+    Printing past the cap keeps running but the text is dropped, so a print loop cannot
+    exhaust the parent's memory; the time limits end the loop.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+        self._max = max_chars
+        self.truncated = False
+
+    def write(self, text: str) -> None:
+        """Keep at most the first `max_chars` characters ever written."""
+        room = self._max - self._size
+        if room <= 0:
+            self.truncated = self.truncated or bool(text)
+            return
+        if len(text) > room:
+            self.truncated = True
+            text = text[:room]
+        self._parts.append(text)
+        self._size += len(text)
+
+    def flush(self) -> None:
+        """`print(flush=True)` calls this; nothing is buffered elsewhere."""
+
+    def text(self) -> str:
+        """Everything kept so far."""
+        return "".join(self._parts)
+
+    def __call__(self) -> str:
+        """The `printed` name in a program evaluates to this."""
+        return self.text()
+
+    def _call_print(self, *objects: Any, **kwargs: Any) -> None:
+        """`print(...)` as rewritten by the transformer; `file=` is refused."""
+        if "file" in kwargs:
+            raise TypeError("print(file=...) is not allowed")
+        print(*objects, **kwargs, file=self)
+
+
+def safe_builtins() -> dict[str, Any]:
+    """The explicit builtins of a guard program: pure functions, plain types, exceptions."""
+    table: dict[str, Any] = {f.__name__: f for f in _SAFE_CALLABLES}
+    table.update({e.__name__: e for e in _SAFE_EXCEPTIONS})
+    table.update(getattr=guarded_getattr_builtin, hasattr=guarded_hasattr)
+    table.update({"True": True, "False": False, "None": None})
+    return table
+
+
+def program_globals(bindings: dict[str, Any], collector: OutputCollector) -> dict[str, Any]:
+    """Fresh globals for one run: builtins, guards, then the host's `bindings`.
+
+    Args:
+        bindings: Toolbox wrappers, `allow`/`deny` and the input strings.
+        collector: The run's single print buffer, returned by every `_print_(...)` call.
+
+    """
+
+    def print_factory(_getattr: object = None) -> OutputCollector:
+        return collector
+
+    return {
+        "__builtins__": safe_builtins(),
+        "__name__": "guard_program",
+        "_getattr_": guarded_getattr,
+        "_getitem_": guarded_getitem,
+        "_getiter_": iter,
+        "_iter_unpack_sequence_": _iter_unpack_sequence,
+        "_unpack_sequence_": _unpack_sequence,
+        "_write_": _full_write_guard,
+        "_apply_": guarded_apply,
+        "_inplacevar_": guarded_inplacevar,
+        "_print_": print_factory,
+        **bindings,
+    }
+
+
+# --------------------------------------------------------------------------- policy
+
+
+def _bound_names(node: ast.AST) -> Iterator[tuple[str, str]]:
+    """(name, how) for every name `node` binds, deletes or declares."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+        yield node.id, "delete" if isinstance(node.ctx, ast.Del) else "assign to"
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name, "define"
+    elif isinstance(node, ast.arg):
+        yield node.arg, "use as a parameter"
+    elif isinstance(node, ast.alias):
+        yield node.asname or node.name.partition(".")[0], "import as"
+    elif isinstance(node, ast.Global | ast.Nonlocal):
+        yield from ((n, "declare global") for n in node.names)
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        yield node.name, "bind in except"
+    elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+        yield node.name, "capture in match"
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        yield node.rest, "capture in match"
+    elif (
+        isinstance(node, ast.Attribute | ast.Subscript)
+        and isinstance(node.ctx, ast.Store | ast.Del)
+        and isinstance(node.value, ast.Name)
+    ):
+        yield node.value.id, "modify"
+
+
+def policy_errors(tree: ast.AST, protected: Iterable[str]) -> list[str]:
+    """Verdict-integrity checks on the untransformed AST.
+
+    Rebinding a protected name would let a program swap `allow`/`deny` or a toolbox
+    function for its own code, so any binding of one is refused before the program runs;
+    imports and classes have no use in guard code and are refused outright.
+    """
+    protected = frozenset(protected)
+    errors: list[str] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            errors.append(f"Line {line}: imports are not allowed")
+        elif isinstance(node, ast.ClassDef):
+            errors.append(f"Line {line}: class definitions are not allowed")
+        for name, how in _bound_names(node):
+            if name in protected:
+                errors.append(f"Line {line}: cannot {how} protected name {name!r}")
+    return errors
+
+
+def _parse(source: str) -> ast.Module | str:
+    """The AST, or a one-line reason; parser bombs surface as MemoryError/RecursionError."""
+    try:
+        return ast.parse(source, PROGRAM_FILENAME, "exec")
+    except SyntaxError as exc:
+        return f"Line {exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    except (MemoryError, RecursionError, ValueError) as exc:
+        return f"source too complex or invalid to parse ({type(exc).__name__})"
+
+
+@lru_cache(maxsize=128)
+def compile_program(source: str, protected: frozenset[str]) -> CompiledProgram:
+    """Parse, check the policy and compile restricted; cached so repeated runs skip it.
+
+    The policy walk runs first, on the pristine tree, because the RestrictedPython
+    transformer rewrites the tree in place.
+    """
+    tree = _parse(source)
+    if isinstance(tree, str):
+        return CompiledProgram(None, (tree,), ())
+    policy = tuple(policy_errors(tree, protected))
+    try:
+        result = compile_restricted_exec(tree, PROGRAM_FILENAME)
+    except (MemoryError, RecursionError, SyntaxError, ValueError) as exc:
+        return CompiledProgram(None, (f"cannot compile: {type(exc).__name__}: {exc}",), policy)
+    if result.errors or policy:
+        return CompiledProgram(None, tuple(result.errors), policy)
+    return CompiledProgram(result.code, (), ())

@@ -1,0 +1,460 @@
+"""Run LLM-generated guard programs in a forked, rlimited child process.
+
+Two independent layers: RestrictedPython (:mod:`guardagent.tools.restricted`) limits what
+the code can name, and a fresh child process per run limits what it can do if that layer
+fails: empty environment, no file descriptors but the result pipe, an empty working
+directory, CPU/address-space/file-size/descriptor limits and a parent-side SIGKILL at the
+wall-clock deadline. The child is forked from the caller (not spawned, not a warm worker),
+so toolbox functions registered at any time, closures in `__main__` included, are present
+and no state survives a run. Only one JSON line crosses back; nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import gc
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from typing_extensions import TypedDict
+
+from guardagent.tools.registry import Toolbox
+from guardagent.tools.restricted import (
+    INPUT_NAMES,
+    PROGRAM_FILENAME,
+    OutputCollector,
+    compile_program,
+    program_globals,
+)
+from guardagent.tools.verdict import VERDICT_NAMES, Verdict, VerdictError, VerdictRecorder
+
+__all__ = ["ExecutionResult", "SandboxLimits", "arun_program", "check_program", "run_program"]
+
+_RESULT_FD = 3
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+_MAX_PAYLOAD = 4 * 1024 * 1024  # verdict + stdout + error, bytes of JSON
+_MAX_ERROR_CHARS = 2000
+_MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n'
+_FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
+_RESET_SIGNALS = tuple(
+    s
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP, signal.SIGUSR1,
+              signal.SIGUSR2, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ)
+)  # fmt: skip
+_PASSED_EXCEPTIONS = (TypeError, ValueError, KeyError, IndexError, LookupError)
+_SIGNAL_ERRORS: dict[int, str] = {
+    signal.SIGXCPU.value: "LimitExceeded: CPU time limit exceeded",
+    signal.SIGXFSZ.value: "LimitExceeded: file size limit exceeded",
+    signal.SIGKILL.value: "LimitExceeded: killed (CPU or memory limit)",
+}
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one run.
+
+    Attributes:
+        wall_seconds: Parent-side deadline; the child is SIGKILLed when it passes.
+        cpu_seconds: RLIMIT_CPU of the child (catches C-level loops a signal cannot stop).
+        memory_mb: Address space the program may add on top of what the forked
+            interpreter already maps (RLIMIT_AS = current size + this). An absolute cap
+            would be meaningless: with chromadb and langgraph loaded the parent already
+            maps ~500 MB before it runs anything.
+        max_output_chars: Printed text kept for the debugger; the rest is dropped.
+        max_source_chars: Longer programs are rejected before parsing (parser bombs).
+
+    """
+
+    wall_seconds: float = 5.0
+    cpu_seconds: int = 5
+    memory_mb: int = 1024
+    max_output_chars: int = 20_000
+    max_source_chars: int = 100_000
+
+
+class ExecutionResult(TypedDict):
+    """What one run produced; plain JSON-able data.
+
+    `verdict` is only set when `ok` is True, so a caller that forgets to check `ok` still
+    cannot read an allow out of a failed run.
+    """
+
+    ok: bool
+    verdict: Verdict | None
+    error: str | None
+    stdout: str
+    duration_ms: float
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def _protected_names(toolbox: Toolbox) -> frozenset[str]:
+    return toolbox.names | VERDICT_NAMES | INPUT_NAMES
+
+
+def check_program(source: str, toolbox: Toolbox) -> list[str]:
+    """Compile and policy errors of `source`, each `"<Kind>: text"`; [] when runnable.
+
+    Args:
+        source: The guard program.
+        toolbox: The functions it will be given (their names may not be rebound).
+
+    """
+    if type(source) is not str:
+        return ["CompileError: source must be a str"]
+    if len(source) > SandboxLimits.max_source_chars:
+        return [f"CompileError: source longer than {SandboxLimits.max_source_chars} chars"]
+    return compile_program(source, _protected_names(toolbox)).messages()
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def _copying(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a trusted function so data crosses its boundary only as deep copies.
+
+    The program can then neither mutate host data it was handed nor hand the trusted
+    function an object it keeps mutating; trusted exceptions are re-raised without their
+    chain so no host object rides along on them.
+    """
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = copy.deepcopy((args, kwargs))
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:
+            kind = type(exc) if type(exc) in _PASSED_EXCEPTIONS else RuntimeError
+            raise kind(f"{name}(): {type(exc).__name__}: {exc}") from None
+        return copy.deepcopy(result)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Callable[..., Any]]:
+    """`allow`/`deny` that also remember every VerdictError, caught by the program or not."""
+    out: dict[str, Callable[..., Any]] = {}
+    for name, func in recorder.toolbox().functions().items():
+
+        def call(*args: Any, _f: Callable[..., Any] = func, **kwargs: Any) -> None:
+            try:
+                _f(*args, **kwargs)
+            except VerdictError as exc:
+                errors.append(str(exc))
+                raise VerdictError(str(exc)) from None
+            except TypeError as exc:  # wrong arity: still a bad verdict call
+                errors.append(str(exc))
+                raise TypeError(str(exc)) from None
+
+        call.__name__ = call.__qualname__ = name
+        out[name] = call
+    return out
+
+
+def _program_line(exc: BaseException) -> str:
+    """` (line N)` of the deepest traceback frame inside the program, or ''."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f" (line {line})" if line else ""
+
+
+def _describe(exc: BaseException) -> str:
+    """`"<Kind>: message"` for an exception that ended the program."""
+    if isinstance(exc, MemoryError):
+        return "LimitExceeded: memory limit exceeded (MemoryError)"
+    if isinstance(exc, RecursionError):
+        return "LimitExceeded: maximum recursion depth exceeded" + _program_line(exc)
+    try:
+        text = str(exc)[:_MAX_ERROR_CHARS]
+    except Exception:
+        text = "<unprintable>"
+    kind = "VerdictError" if isinstance(exc, VerdictError) else "RuntimeError"
+    return f"{kind}: {type(exc).__name__}: {text}{_program_line(exc)}"
+
+
+def _execute(
+    code: Any, toolbox: Toolbox, agent_input: str, agent_output: str, max_output: int
+) -> dict[str, Any]:
+    """Run the program in this (child) process; the result as a JSON-able dict."""
+    recorder = VerdictRecorder()
+    verdict_errors: list[str] = []
+    collector = OutputCollector(max_output)
+    bindings: dict[str, Any] = {n: _copying(n, f) for n, f in toolbox.functions().items()}
+    bindings.update(_verdict_calls(recorder, verdict_errors))
+    bindings.update(agent_input=agent_input, agent_output=agent_output)
+    scope = program_globals(bindings, collector)
+    error: str | None = None
+    try:
+        exec(code, scope)
+    except BaseException as exc:
+        error = _describe(exc)
+    scope.clear()
+    if verdict_errors:
+        error = f"VerdictError: {verdict_errors[0][:_MAX_ERROR_CHARS]}"
+    elif error is None and recorder.verdict is None:
+        error = "NoVerdict: the program finished without calling allow() or deny()"
+    stdout = collector.text() + ("\n... [output truncated]" if collector.truncated else "")
+    return {"v": recorder.verdict if error is None else None, "e": error, "o": stdout}
+
+
+def _isolate(workdir: str, write_fd: int, limits: SandboxLimits) -> None:
+    """Strip the child down: signals, descriptors, cwd, environment, rlimits."""
+    for sig in _RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+    if write_fd != _RESULT_FD:
+        os.dup2(write_fd, _RESULT_FD)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    os.closerange(_RESULT_FD + 1, _MAX_FD)
+    os.chdir(workdir)
+    os.environ.clear()
+    gc.disable()  # a full collection would touch (copy) every page shared with the parent
+    with open("/proc/self/statm", "rb") as statm:
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    _limit(resource.RLIMIT_AS, mapped + limits.memory_mb * 1024 * 1024)
+    _limit(resource.RLIMIT_CPU, max(1, limits.cpu_seconds), hard_extra=1)
+    _limit(resource.RLIMIT_FSIZE, 0)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NPROC, 0)
+    _limit(resource.RLIMIT_NOFILE, _RESULT_FD + 1)
+
+
+def _limit(which: int, soft: int, hard_extra: int = 0) -> None:
+    """Lower a limit; never raise it above the inherited hard limit."""
+    _, hard = resource.getrlimit(which)
+    want_hard = soft + hard_extra
+    if hard != resource.RLIM_INFINITY:
+        want_hard = min(want_hard, hard)
+        soft = min(soft, hard)
+    resource.setrlimit(which, (soft, want_hard))
+
+
+def _write_all(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(_RESULT_FD, view) :]
+
+
+def _child(
+    code: Any, toolbox: Toolbox, inputs: tuple[str, str], limits: SandboxLimits,
+    workdir: str, write_fd: int,
+) -> NoReturn:  # fmt: skip
+    """Body of the forked child: isolate, run, write one JSON line, `os._exit`."""
+    status = 0
+    try:
+        _isolate(workdir, write_fd, limits)
+        payload = _execute(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
+        line = json.dumps(payload).encode() + b"\n"
+        if len(line) > _MAX_PAYLOAD:
+            line = b'{"e": "LimitExceeded: verdict or output too large to report"}\n'
+        _write_all(line)
+    except MemoryError:
+        with contextlib.suppress(BaseException):
+            _write_all(_MEMORY_LINE)
+    except BaseException:
+        status = 70
+        with contextlib.suppress(BaseException):
+            _write_all(_FAILED_LINE)
+    finally:
+        os._exit(status)
+
+
+# --------------------------------------------------------------------------- parent side
+
+_zombies: set[int] = set()
+_zombies_lock = threading.Lock()
+
+
+def _reap_later(pid: int) -> None:
+    """Kill and reap `pid` without waiting for its (slow, large) address-space teardown."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with _zombies_lock:
+        _zombies.add(pid)
+        pending = list(_zombies)
+    for child in pending:
+        try:
+            done, _ = os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            done = child
+        if done:
+            with _zombies_lock:
+                _zombies.discard(child)
+
+
+def _read_line(fd: int, deadline: float) -> tuple[str, bytes]:
+    """Wait for the child's JSON line: ("line", data), ("eof"|"timeout"|"oversize", b"")."""
+    buf = bytearray()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout", b""
+        if not poller.poll(max(1, int(remaining * 1000))):
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return "eof", b""
+        buf += chunk
+        end = buf.find(b"\n")
+        if end >= 0:
+            return "line", bytes(buf[:end])
+        if len(buf) > _MAX_PAYLOAD:
+            return "oversize", b""
+
+
+def _death_error(status: int) -> str:
+    """Explain a child that died without reporting."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        default = f"SandboxError: child killed by signal {signal.Signals(sig).name}"
+        return _SIGNAL_ERRORS.get(sig, default)
+    return f"SandboxError: child exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+def _parse_payload(line: bytes) -> tuple[Verdict | None, str | None, str]:
+    """Validate the child's line as data; a malformed line is a SandboxError."""
+    try:
+        payload = json.loads(line)
+        verdict, error, stdout = payload.get("v"), payload.get("e"), payload.get("o", "")
+        if not (isinstance(error, str | None) and isinstance(stdout, str)):
+            raise ValueError("bad field types")
+        return _revalidate(verdict), error, stdout
+    except (ValueError, TypeError, AttributeError, VerdictError) as exc:
+        return None, f"SandboxError: malformed result from child ({exc})", ""
+
+
+def _revalidate(raw: Any) -> Verdict | None:
+    """Rebuild the verdict through a fresh recorder so its shape is exactly the contract."""
+    if raw is None:
+        return None
+    if type(raw) is not dict or set(raw) != {"allowed", "violations", "reason"}:
+        raise ValueError("bad verdict")
+    recorder = VerdictRecorder()
+    if raw["allowed"] is True and raw["violations"] == []:
+        recorder.allow(raw["reason"])
+    elif raw["allowed"] is False:
+        recorder.deny(raw["violations"], raw["reason"])
+    else:
+        raise ValueError("bad verdict")
+    return recorder.verdict
+
+
+def _fork_run(
+    code: Any, toolbox: Toolbox, inputs: tuple[str, str], limits: SandboxLimits
+) -> tuple[Verdict | None, str | None, str]:
+    """Fork one child for one run and turn whatever happens into (verdict, error, stdout)."""
+    workdir = tempfile.mkdtemp(prefix="guard-sandbox-")
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child; reported through the pipe
+            _child(code, toolbox, inputs, limits, workdir, write_fd)
+        os.close(write_fd)
+        write_fd = -1
+        outcome, line = _read_line(read_fd, time.monotonic() + limits.wall_seconds)
+        if outcome == "line":
+            _reap_later(pid)
+            return _parse_payload(line)
+        if outcome != "eof":
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        if outcome == "timeout":
+            return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
+        if outcome == "oversize":
+            return None, "LimitExceeded: result too large", ""
+        return None, _death_error(status), ""
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _result(
+    start: float, verdict: Verdict | None, error: str | None, stdout: str = ""
+) -> ExecutionResult:
+    ok = error is None and verdict is not None
+    return ExecutionResult(
+        ok=ok,
+        verdict=verdict if ok else None,
+        error=error,
+        stdout=stdout,
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def run_program(
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
+    limits: SandboxLimits | None = None,
+) -> ExecutionResult:
+    """Run a guard program in a fresh child process and return its single verdict.
+
+    Never raises for a bad program: compile/policy rejections, runtime errors, missing or
+    duplicate verdicts, limit kills and sandbox failures all come back with `ok=False`.
+    Safe to call from several threads at once.
+
+    Args:
+        source: The guard program (RestrictedPython subset).
+        toolbox: Trusted functions bound as globals; registered functions are picked up
+            by fork, so closures and `__main__` functions work.
+        agent_input: Bound as `agent_input`.
+        agent_output: Bound as `agent_output`.
+        limits: Resource limits; defaults to `SandboxLimits()`.
+
+    """
+    start = time.perf_counter()
+    limits = limits or SandboxLimits()
+    if type(agent_input) is not str or type(agent_output) is not str:
+        return _result(start, None, "SandboxError: agent_input and agent_output must be str")
+    if type(source) is not str or len(source) > limits.max_source_chars:
+        return _result(start, None, f"CompileError: source must be a str of at most "
+                       f"{limits.max_source_chars} chars")  # fmt: skip
+    compiled = compile_program(source, _protected_names(toolbox))
+    if compiled.code is None:
+        kind = "CompileError" if compiled.compile_errors else "PolicyError"
+        texts = compiled.compile_errors or compiled.policy_errors
+        return _result(start, None, f"{kind}: " + "; ".join(texts))
+    try:
+        verdict, error, stdout = _fork_run(
+            compiled.code, toolbox, (agent_input, agent_output), limits
+        )
+    except OSError as exc:
+        return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
+    return _result(start, verdict, error, stdout)
+
+
+async def arun_program(
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
+    limits: SandboxLimits | None = None,
+) -> ExecutionResult:
+    """:func:`run_program` on a worker thread, so the event loop never waits on a child."""
+    return await asyncio.to_thread(run_program, source, toolbox, agent_input, agent_output, limits)
