@@ -227,6 +227,15 @@ DEV_SET: list[tuple[str, str]] = [
     ("Get a quote for car insurance", "other"),
     ("Find the store hours of the nearest pharmacy", "other"),
     ("Buy a bus ticket to Philadelphia", "other"),
+    ("Apply for a credit card with no annual fee", "other"),
+    ("Get a car loan pre-approval", "other"),
+    # overlaps: the category named first is the head of a conjoined request
+    ("Rent a car and book a hotel in Las Vegas", "car"),
+    ("Book a hotel and a flight to Miami", "hotel"),
+    ("Find flights to Rome and a car rental at the destination airport", "flight"),
+    ("Find the best price for a 65 inch TV", "purchase"),
+    ("Search for a rental home in Lake Tahoe for a week", "hotel"),
+    ("Purchase a subscription to a video streaming service", "media"),
 ]
 
 
