@@ -65,14 +65,15 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     guard.warm_up()
     bar = tqdm(total=len(cases), desc=guard.context.profile, disable=not progress, unit="case")
-    right = 0
+    right = finished = 0
     decisions: list[GuardDecision] = []
 
     def done(i: int, decision: GuardDecision) -> None:
-        nonlocal right
-        bar.update(1)
+        nonlocal right, finished
+        finished += 1
         right += decision.label == cases[i].label
-        bar.set_postfix(LPA=f"{100 * right / bar.n:.1f}")
+        bar.update(1)
+        bar.set_postfix(LPA=f"{100 * right / finished:.1f}", refresh=False)
 
     if concurrency <= 1:
         for i, case in enumerate(cases):

@@ -31,7 +31,11 @@ class ToolSpec:
     @property
     def signature(self) -> str:
         """`name(arg: type, ...) -> type` as the coder should call it."""
-        return f"{self.name}{inspect.signature(self.func)}"
+        try:  # resolve `from __future__ import annotations` strings into real types
+            sig = inspect.signature(self.func, eval_str=True)
+        except (NameError, TypeError):
+            sig = inspect.signature(self.func)
+        return f"{self.name}{sig}"
 
     @property
     def doc(self) -> str:
