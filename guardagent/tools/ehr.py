@@ -15,25 +15,25 @@ import re
 
 from guardagent.tools.registry import guard_tool
 
+_SCHEMA_TEXT = """
+allergy(patientunitstayid, drugname, allergyname, allergytime)
+cost(uniquepid, patienthealthsystemstayid, eventtype, eventid, chargetime, cost)
+diagnosis(patientunitstayid, icd9code, diagnosisname, diagnosistime)
+intakeoutput(patientunitstayid, cellpath, celllabel, cellvaluenumeric, intakeoutputtime)
+lab(patientunitstayid, labname, labresult, labresulttime)
+medication(patientunitstayid, drugname, dosage, routeadmin, drugstarttime, drugstoptime)
+microlab(patientunitstayid, culturesite, organism, culturetakentime)
+patient(patientunitstayid, patienthealthsystemstayid, gender, age, ethnicity, hospitalid, wardid,
+    admissionheight, hospitaladmitsource, hospitaldischargestatus, admissionweight,
+    dischargeweight, uniquepid, hospitaladmittime, unitadmittime, unitdischargetime,
+    hospitaldischargetime)
+treatment(patientunitstayid, treatmentname, treatmenttime)
+vitalperiodic(patientunitstayid, temperature, sao2, heartrate, respiration, systemicsystolic,
+    systemicdiastolic, systemicmean, observationtime)
+"""
 EICU_SCHEMA: dict[str, list[str]] = {
-    "allergy": ["patientunitstayid", "drugname", "allergyname", "allergytime"],
-    "cost": ["uniquepid", "patienthealthsystemstayid", "eventtype", "eventid", "chargetime",
-             "cost"],
-    "diagnosis": ["patientunitstayid", "icd9code", "diagnosisname", "diagnosistime"],
-    "intakeoutput": ["patientunitstayid", "cellpath", "celllabel", "cellvaluenumeric",
-                     "intakeoutputtime"],
-    "lab": ["patientunitstayid", "labname", "labresult", "labresulttime"],
-    "medication": ["patientunitstayid", "drugname", "dosage", "routeadmin", "drugstarttime",
-                   "drugstoptime"],
-    "microlab": ["patientunitstayid", "culturesite", "organism", "culturetakentime"],
-    "patient": ["patientunitstayid", "patienthealthsystemstayid", "gender", "age", "ethnicity",
-                "hospitalid", "wardid", "admissionheight", "hospitaladmitsource",
-                "hospitaldischargestatus", "admissionweight", "dischargeweight", "uniquepid",
-                "hospitaladmittime", "unitadmittime", "unitdischargetime",
-                "hospitaldischargetime"],
-    "treatment": ["patientunitstayid", "treatmentname", "treatmenttime"],
-    "vitalperiodic": ["patientunitstayid", "temperature", "sao2", "heartrate", "respiration",
-                      "systemicsystolic", "systemicdiastolic", "systemicmean", "observationtime"],
+    m.group(1): re.findall(r"\w+", m.group(2))
+    for m in re.finditer(r"(\w+)\(([^)]*)\)", _SCHEMA_TEXT)
 }
 """The 10 eICU tables EHRAgent queries and their readable columns."""
 
@@ -46,6 +46,9 @@ EICU_PRIMARY_KEYS: dict[str, str] = {
 """Each table's primary key. It exists in the database, so code can name it; no role may read
 it (except patient's, which is also an ordinary column)."""
 
+UNRESOLVED_TABLE = "?"
+"""Table key for columns read from a table variable the extractor cannot trace (fail closed)."""
+
 _KNOWN = {t: {*cols, EICU_PRIMARY_KEYS[t]} for t, cols in EICU_SCHEMA.items()}
 _NOT_COLUMNS = {"max", "min", "sum", "avg", "mean", "count", "list", "in", "not", "like",
                 "null", "and", "or", "is", "none", "true", "false", "format"}
@@ -55,17 +58,21 @@ _STRING = re.compile(
     r"""[rRfFbBuU]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""",
     re.S,
 )
+_PIECE = re.compile(_STRING.pattern + r"|([A-Za-z_]\w*)", re.S)
+_COMPOUND = re.compile(
+    r"\s*(?:(?:if|elif|while|with|except|for)\b[^:]*|else|try|finally)\s*:\s*(?=\S)"
+)
+_SQL_STAR = re.compile(r"(?:\bselect\s+(?:distinct\s+)?|,\s*)(?:([a-z_]\w*)\s*\.\s*)?\*")
 _CALL = re.compile(r"\b(LoadDB|FilterDB|GetValue|SQLInterpreter)\s*([(\[])")
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)\s*(.*)$", re.S)
 _GROW = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\.\s*(?:extend|append)\s*\(|\+=)\s*(.*?)\)?\s*$", re.S)
 _FOR = re.compile(r"^\s*for\s+(.+?)\s+in\s+(.+?):", re.S)
 _OP = re.compile(r"!=|>=|<=|==|=|>|<|\bnot\s+in\b|\bin\b|\blike\b", re.I)
-_SQL_CLAUSE = (r"(?=\b(?:where|group|order|having|limit|union|join|inner|left|right|full|cross"
-               r"|natural|on)\b|$)")
+_SQL_WORDS = "where group order having limit union join inner left right full cross natural on"
+_SQL_CLAUSE = rf"(?=\b(?:{'|'.join(_SQL_WORDS.split())})\b|$)"
 _SQL_FROM = re.compile(r"\bfrom\s+(.*?)" + _SQL_CLAUSE, re.S)
 _SQL_JOIN = re.compile(r"\bjoin\s+([a-z_]\w*)(\s+(?:as\s+)?([a-z_]\w*))?", re.S)
-_SQL_KEYWORDS = {"where", "group", "order", "having", "limit", "union", "join", "inner", "left",
-                 "right", "full", "cross", "natural", "on", "as"}
+_SQL_KEYWORDS = {*_SQL_WORDS.split(), "as"}
 
 
 @guard_tool(group="ehr")
@@ -141,103 +148,81 @@ def ehr_code(agent_output: str) -> str:
 
 
 def _logical_lines(code: str) -> list[str]:
-    """Split code into statements, joining lines inside brackets; tolerant of bad quoting."""
+    """Split code into statements without comments, joining lines inside open brackets."""
     lines: list[str] = []
     buf: list[str] = []
-    depth, quote, i = 0, "", 0
-    while i < len(code):
-        ch = code[i]
-        if quote:
-            if ch == "\\":
-                buf.append(code[i:i + 2])
-                i += 2
-                continue
-            if code.startswith(quote, i):
-                buf.append(quote)
-                i += len(quote)
-                quote = ""
-                continue
-            if ch == "\n" and len(quote) == 1:
-                quote = ""  # an unclosed one-line string ends with its line
-        if not quote:
-            if ch in "\"'":
-                quote = code[i:i + 3] if code[i:i + 3] in ('"""', "'''") else ch
-                buf.append(quote)
-                i += len(quote)
-                continue
-            if ch == "#":
-                while i < len(code) and code[i] != "\n":
-                    i += 1
-                continue
-            depth += (ch in "([{") - (ch in ")]}")
-            depth = max(depth, 0)
-            if ch == "\n" and depth == 0:
-                lines.append("".join(buf))
-                buf = []
-                i += 1
-                continue
-        buf.append(ch)
-        i += 1
-    lines.append("".join(buf))
+    depth = 0
+    for raw in code.splitlines():
+        cut = _mask(raw).find("#")  # drop the comment, not a `#` inside a string
+        buf.append(raw if cut < 0 else raw[:cut])
+        bare = _mask(buf[-1])
+        depth = max(0, depth + sum(map(bare.count, "([{")) - sum(map(bare.count, ")]}")))
+        if depth == 0:
+            joined = "\n".join(buf)
+            cuts = [-1, *(i for i, ch in enumerate(_mask(joined)) if ch == ";"), len(joined)]
+            lines += [joined[a + 1:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+            buf = []
+    lines.append("\n".join(buf))
     return [line for line in lines if line.strip()]
+
+
+def _mask(text: str) -> str:
+    """`text` with every string literal blanked out, so brackets and commas in strings vanish."""
+    return _STRING.sub(lambda m: "\0" * len(m.group(0)), text)
 
 
 def _bracket(text: str, start: int, quotes: bool = True) -> tuple[str, int]:
     """The text inside the bracket opening at `start`, and the index after its close."""
-    pairs = {"(": ")", "[": "]"}
-    opener, closer = text[start], pairs[text[start]]
-    depth, quote, i = 0, "", start
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif quotes and ch in "\"'":
-            quote = ch
-        elif ch == opener:
-            depth += 1
-        elif ch == closer:
-            depth -= 1
-            if depth == 0:
-                return text[start + 1:i], i + 1
-        i += 1
+    scan, closer = (_mask(text) if quotes else text), {"(": ")", "[": "]"}[text[start]]
+    depth = 0
+    for i in range(start, len(scan)):
+        depth += (scan[i] == text[start]) - (scan[i] == closer)
+        if depth == 0:
+            return text[start + 1:i], i + 1
     return text[start + 1:], len(text)
 
 
 def _split_args(inner: str) -> list[str]:
     """Top-level comma-separated arguments of a call."""
     args: list[str] = []
-    cur: list[str] = []
-    depth, quote = 0, ""
-    for ch in inner:
-        if quote:
-            quote = "" if ch == quote and (not cur or cur[-1] != "\\") else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    args.append("".join(cur))
-    return [a.strip() for a in args]
+    depth, last = 0, 0
+    for i, ch in enumerate(_mask(inner)):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            args.append(inner[last:i].strip())
+            last = i + 1
+    return [*args, inner[last:].strip()]
 
 
 def _string_value(arg: str, strings: dict[str, str]) -> str:
-    """The text a string argument carries: its literals (before any `.format`) or its variable.
+    """The text a string expression carries, as far as it can be known without running it.
 
-    Placeholders stay, since they stand for values, not columns.
+    Literals and string variables are concatenated; `{}`/`{name}` placeholders of `.format` or
+    f-strings are filled from string literals and variables; other placeholders become `{}`
+    (they stand for values computed at run time, which are not column names).
     """
-    arg = arg.split(".format(", 1)[0].strip()
-    if arg in strings:
-        return strings[arg]
-    return "".join(_literal_text(m.group(1)) for m in _STRING.finditer(arg))
+    head, _, fmt = arg.partition(".format(")
+    text = "".join(_literal_text(m.group(1)) if m.group(1) else strings.get(m.group(2), "")
+                   for m in _PIECE.finditer(head))
+    positional: list[str | None] = []
+    named: dict[str, str | None] = dict(strings)
+    for farg in _split_args(_bracket("(" + fmt, 0)[0]) if fmt else []:
+        kw = re.match(r"([A-Za-z_]\w*)\s*=(?!=)(.*)", farg, re.S)
+        value = kw.group(2).strip() if kw else farg
+        known = _string_value(value, strings) if _STRING.match(value) or value in strings else None
+        if kw:
+            named[kw.group(1)] = known
+        else:
+            positional.append(known)
+    auto = iter(range(len(positional)))
+
+    def fill(m: re.Match[str]) -> str:
+        key = m.group(1) or str(next(auto, -1))
+        value = positional[int(key)] if key.isdigit() and int(key) < len(positional) else (
+            named.get(key))
+        return "{}" if value is None else value
+
+    return re.sub(r"\{(\w*)[^{}]*\}", fill, text)
 
 
 def _literal_text(token: str) -> str:
@@ -283,10 +268,18 @@ class _Extractor:
         return self.tables.get(m.group(1)) if m else None
 
     def statement(self, line: str) -> None:
+        """Record the reads of one statement, then what its assignment binds."""
+        head = _COMPOUND.match(_mask(line))
+        if head:  # `if c: x = ...` on one line: the header, then the body
+            self.statement(line[:head.end()])
+            self.statement(line[head.end():])
+            return
         for m in _CALL.finditer(line):
             inner, _ = _bracket(line, m.end() - 1, quotes=m.group(1) != "SQLInterpreter")
             if m.group(1) == "SQLInterpreter":
-                sql = self.strings.get(inner.strip()) or _strip_quotes(inner)
+                stray = re.search("['\"]", _mask(inner))  # badly quoted: read it raw
+                sql = (_strip_quotes(inner) if m.group(2) == "[" or stray
+                       else _string_value(inner, self.strings))
                 for table, cols in _sql_columns(sql).items():
                     self.add(table, sorted(cols))
                 continue
@@ -300,15 +293,16 @@ class _Extractor:
                              _IDENT.findall(_OP.split(p, maxsplit=1)[0])]
                 else:
                     names = _IDENT.findall(spec)
-                self.add(self.resolve(args[0]), names)
+                self.add(self.resolve(args[0]) or UNRESOLVED_TABLE, names)
         for var, table in list(self.tables.items()):
-            for m in re.finditer(rf"\b{var}\s*(?:\.\s*(\w+)\s*(\()?|(\[))", line):
+            for m in re.finditer(rf"\b{var}\s*(?:\.\s*(\w+)\s*([(\[])?|(\[))", line):
                 if m.group(1) and not m.group(2):
                     if table in _KNOWN:  # on other tables an attribute may be a method
                         self.add(table, [m.group(1)])
                 elif m.group(2) or m.group(3):
                     inner = _bracket(line, m.end() - 1)[0]
-                    self.add(table, [_literal_text(s.group(1)) for s in _STRING.finditer(inner)])
+                    self.add(table, [n for s in _STRING.finditer(inner)
+                                     for n in _IDENT.findall(_literal_text(s.group(1)))])
         loop = _FOR.match(line)
         if loop:
             held = self.resolve(loop.group(2))
@@ -368,6 +362,9 @@ def _sql_scope(text: str, outer_alias: dict[str, str], outer_tables: list[str],
     for table in tables:
         found.setdefault(table, set())
     body = _SQL_JOIN.sub(" ", _SQL_FROM.sub(" ", text))
+    for star in _SQL_STAR.finditer(body):  # `select *` / `t.*` read every column
+        for table in [alias.get(star.group(1), star.group(1))] if star.group(1) else tables:
+            found.setdefault(table, set()).update(_KNOWN.get(table, ()))
     for qm in re.finditer(r"\b([a-z_]\w*)\s*\.\s*([a-z_]\w*)", body):
         table = alias.get(qm.group(1), qm.group(1))
         known = _KNOWN.get(table)
