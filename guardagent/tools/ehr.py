@@ -83,7 +83,7 @@ def parse_identity(agent_input: str) -> str:
     output, which the target agent (and anyone steering it) writes.
 
     Args:
-        agent_input: The event's input, e.g. "Identity: nursing\\nQuestion: ...".
+        agent_input: The event's input, e.g. "Identity: nursing\nQuestion: ...".
 
     Returns:
         The role lowercased with runs of whitespace collapsed to one space (for example
@@ -99,7 +99,7 @@ def parse_question(agent_input: str) -> str:
     r"""The user's question: the text after `Question:` in the agent input.
 
     Args:
-        agent_input: The event's input, e.g. "Identity: nursing\\nQuestion: ...".
+        agent_input: The event's input, e.g. "Identity: nursing\nQuestion: ...".
 
     Returns:
         The question with surrounding whitespace stripped, or "" when there is none.
@@ -389,13 +389,17 @@ def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
     Understands EHRAgent's tools: `LoadDB('table')`; `FilterDB(db, 'col=v||col2>v||max(col3)')`
     (the column left of each `=, !=, <, >, <=, >=, in, like` condition, or inside
     `max()`/`min()`); `GetValue(db, 'col, agg')`; `SQLInterpreter(...)` / `SQLInterpreter[...]`
-    (SQL with `alias.column` and bare columns resolved against the FROM/JOIN tables);
-    `Calendar`/`Calculate` read no table. Variables are followed through assignments
-    (`x = LoadDB('lab')`, `y = FilterDB(x, ...)`, reassignment, `'...'.format(...)`), and
-    `db['col']` / `db.col` on a table variable also count. Columns of the 10 eICU tables are
-    matched as whole identifiers against `EICU_SCHEMA` plus the table's primary key (which
-    counts when named: no role may read it). Unknown tables are reported with whatever
-    columns the code names for them.
+    (SQL with `alias.column` and bare columns resolved against the FROM/JOIN tables of their
+    subquery; `select *` / `t.*` read every column, `count(*)` none); `Calendar`/`Calculate`
+    read no table. Variables are followed through assignments (`x = LoadDB('lab')`,
+    `y = FilterDB(x, ...)`, reassignment, rows collected into lists), and condition strings
+    through `.format(...)`, f-strings, concatenation and string variables; `db['col']`,
+    `db.col`, `db.loc[:, 'col']` on a table variable also count. Columns of the 10 eICU tables
+    are matched as whole identifiers (never substrings) against `EICU_SCHEMA` plus the table's
+    primary key, which counts when named (no role may read it). Unknown tables are reported
+    with whatever columns the code names for them. Columns read from a table variable that
+    cannot be traced (e.g. defined in an earlier cell) are reported under the table "?", so
+    `check_access` denies them (fail closed).
 
     Args:
         agent_output: The EHRAgent run log; only its last code cell (see `ehr_code`) is read.
