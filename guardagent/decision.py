@@ -24,6 +24,7 @@ class GuardDecision(BaseModel):
     program_source: ProgramSource = "none"
     program: str | None = None
     attempts: int = 0
+    attempt_errors: list[str | None] = Field(default_factory=list)
     llm_calls: int = 0
     tokens: int = 0
     latency_ms: float = 0.0

@@ -38,6 +38,7 @@ class GuardState(GuardInput, total=False):
     program_source: Literal["memory", "generated", "none"]
     feedback: str
     attempts: int
+    attempt_errors: list[str | None]
     llm_calls: int
     tokens: int
     execution: ExecutionResult

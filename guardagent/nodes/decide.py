@@ -33,6 +33,7 @@ def decide(state: GuardState, runtime: Any) -> dict[str, Any]:
         "program_source": state.get("program_source", "none"),
         "program": state.get("program"),
         "attempts": state.get("attempts", 0),
+        "attempt_errors": state.get("attempt_errors", []),
         "llm_calls": state.get("llm_calls", 0),
         "tokens": state.get("tokens", 0),
         "latency_ms": (time.perf_counter() - state.get("started_at", time.perf_counter())) * 1000,

@@ -19,4 +19,8 @@ def execute(state: GuardState, runtime: Any) -> dict[str, Any]:
         state["agent_output"],
         limits_of(ctx),
     )
-    return {"execution": result, "attempts": state.get("attempts", 0) + 1}
+    return {
+        "execution": result,
+        "attempts": state.get("attempts", 0) + 1,
+        "attempt_errors": [*state.get("attempt_errors", []), result["error"]],
+    }

@@ -27,6 +27,7 @@ def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:
         "started_at": started,
         "demonstrations": demos,
         "attempts": 0,
+        "attempt_errors": [],
         "llm_calls": 0,
         "tokens": 0,
         "program_source": "none",
