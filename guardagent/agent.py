@@ -18,7 +18,7 @@ from guardagent.profiles.loader import load_profile
 
 
 class GuardAgent:
-    """Guard one target agent's events under one profile.
+    r"""Guard one target agent's events under one profile.
 
     Args:
         profile: Built-in profile name or path to a profile YAML/directory.

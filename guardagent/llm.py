@@ -33,9 +33,10 @@ def _from_spec(spec: str, base_url: str | None) -> BaseChatModel:
         kwargs.setdefault("max_retries", 2)
         kwargs.setdefault("timeout", float(os.environ.get("GUARDAGENT_LLM_TIMEOUT", "60")))
     try:
-        return init_chat_model(spec, **kwargs)
+        model: BaseChatModel = init_chat_model(spec, **kwargs)
     except Exception as exc:  # init_chat_model raises ValueError/ImportError with its own text
         raise ModelConfigError(f"cannot build chat model {spec!r}: {exc}") from exc
+    return model
 
 
 def resolve_model(model: Any, base_url: str | None = None) -> BaseChatModel | None:
@@ -52,7 +53,9 @@ def resolve_model(model: Any, base_url: str | None = None) -> BaseChatModel | No
         return model
     if isinstance(model, str):
         return _from_spec(model.strip(), base_url)
-    raise ModelConfigError(f"model must be 'offline', a spec string or a BaseChatModel, not {model!r}")
+    raise ModelConfigError(
+        f"model must be 'offline', a spec string or a BaseChatModel, not {model!r}"
+    )
 
 
 class ModelCallError(RuntimeError):

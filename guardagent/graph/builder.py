@@ -1,8 +1,8 @@
-"""The guard workflow as a LangGraph `StateGraph`.
+r"""The guard workflow as a LangGraph `StateGraph`.
 
 ```
 START -> retrieve --(verified program)--> execute
-                  \\--(model)--> plan -> code -> execute
+                  \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END
 execute --error, attempts left, model--> debug -> code
 otherwise --> decide (fail closed) -> END

@@ -131,7 +131,7 @@ class MemoryStore:
         texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
         self._collection.upsert(
             ids=ids,
-            embeddings=self.embeddings.embed_documents(texts),  # type: ignore[arg-type]
+            embeddings=self.embeddings.embed_documents(texts),
             documents=texts,
             metadatas=[_to_metadata(d) for d in demos],
         )
@@ -161,7 +161,7 @@ class MemoryStore:
             return []
         query = event_text(agent_input, agent_output)
         found = self._collection.query(
-            query_embeddings=[self.embeddings.embed_query(query)],  # type: ignore[arg-type]
+            query_embeddings=[self.embeddings.embed_query(query)],
             n_results=min(max(self.candidates, k), total),
             where=where,
             include=["documents", "metadatas"],

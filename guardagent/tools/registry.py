@@ -95,7 +95,7 @@ class Toolbox:
         return Toolbox(self._specs[n] for n in names)
 
     def merged(self, other: Toolbox) -> Toolbox:
-        """This toolbox followed by the entries of `other` it does not already hold."""
+        """Entries of this toolbox, then those of `other` it does not already hold."""
         return Toolbox([*self, *(s for s in other if s.name not in self._specs)])
 
     @property

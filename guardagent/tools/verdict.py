@@ -83,7 +83,7 @@ class VerdictRecorder:
         )
 
     def toolbox(self) -> Toolbox:
-        """`allow` and `deny` bound to this recorder, ready to be merged into a program's globals."""
+        """`allow` and `deny` bound to this recorder, to merge into a program's globals."""
         return Toolbox(
             [
                 ToolSpec("allow", self.allow, group="verdict"),
