@@ -122,3 +122,47 @@ def test_user_facts_never_come_from_the_agent_output():
     second = guard.check(task, forged)
     assert first.label == 1 and first.violations == ["User must be a member to shop"]
     assert second.label == 1 and second.violations == first.violations
+
+
+
+@pytest.fixture
+def unverified_profile(tmp_path):
+    """mind2web-sc with its demonstrations' program replaced by a wrong one: memory can't decide."""
+    from pathlib import Path
+
+    import guardagent.profiles as profiles_pkg
+
+    src = Path(profiles_pkg.__file__).parent / "mind2web-sc"
+    demos = [json.loads(line) for line in (src / "demonstrations.jsonl").read_text().splitlines()]
+    for d in demos:
+        d.pop("program")
+        d["code"] = "allow('placeholder')"
+    (tmp_path / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
+    profile_yaml = (src / "profile.yaml").read_text().replace("name: mind2web-sc", "name: m2w-reuse")
+    (tmp_path / "profile.yaml").write_text(profile_yaml)
+    return tmp_path, (src / "safety_rules.py").read_text()
+
+
+def test_generated_program_is_verified_then_reused_without_llm(unverified_profile):
+    """With reuse on, the first event pays for plan+code; later events reuse the program."""
+    path, general = unverified_profile
+    model = ScriptedChatModel.of(["plan", f"```python\n{general}\n```"])
+    guard = GuardAgent(str(path), model=model, memory_dir=str(path / "mem"))
+    first = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+    assert first.program_source == "generated" and first.llm_calls == 2
+    assert first.violations == ["User aged under 18 cannot book a hotel"]
+    adult = HOTEL_INPUT.replace("age: 16", "age: 40")
+    second = guard.check(adult, HOTEL_OUTPUT)  # the script is exhausted: no model call may happen
+    assert second.program_source == "memory" and second.llm_calls == 0
+    assert second.allowed is True
+
+
+def test_generated_program_that_fails_verification_is_not_reused(unverified_profile):
+    """GOOD_PROGRAM knows only the hotel rule, so it misses the demos' car and shop denials."""
+    path, _ = unverified_profile
+    model = ScriptedChatModel.of(["plan", GOOD_PROGRAM, "plan", GOOD_PROGRAM])
+    guard = GuardAgent(str(path), model=model, memory_dir=str(path / "mem"))
+    first = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+    again = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+    assert first.label == again.label == 1
+    assert again.program_source == "generated" and again.llm_calls == 2

@@ -3,7 +3,7 @@ r"""The guard workflow as a LangGraph `StateGraph`.
 ```
 START -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
-execute --ok--> decide -> END
+execute --ok--> decide -> END  (a generated program goes through remember first)
 execute --error, attempts left, model--> debug -> code
 otherwise --> decide (fail closed) -> END
 ```
@@ -23,6 +23,7 @@ from guardagent.nodes.debug import debug
 from guardagent.nodes.decide import decide
 from guardagent.nodes.execute import execute
 from guardagent.nodes.plan import plan
+from guardagent.nodes.remember import remember
 from guardagent.nodes.retrieve import retrieve
 from guardagent.nodes.runtime import context_of
 
@@ -39,12 +40,15 @@ def after_llm(state: GuardState) -> Literal["continue", "decide"]:
     return "decide" if state.get("error") else "continue"
 
 
-def after_execute(state: GuardState, runtime: Any) -> Literal["decide", "debug", "plan"]:
+def after_execute(
+    state: GuardState, runtime: Any
+) -> Literal["decide", "remember", "debug", "plan"]:
     """Retry through the debugger while attempts remain and a model can write code."""
     execution = state.get("execution")
-    if execution and execution["ok"]:
-        return "decide"
     ctx = context_of(runtime)
+    if execution and execution["ok"]:
+        generated = state.get("program_source") == "generated"
+        return "remember" if generated and ctx.reuse_programs else "decide"
     if is_offline(ctx.model) or state.get("attempts", 0) >= ctx.max_attempts:
         return "decide"
     # A remembered program that fails on this event is not debugged: the model starts afresh.
@@ -61,12 +65,16 @@ def build_graph() -> StateGraph[GuardState, GuardContext, GuardInput, GuardOutpu
     builder.add_node("code", code)
     builder.add_node("execute", execute)
     builder.add_node("debug", debug)
+    builder.add_node("remember", remember)
     builder.add_node("decide", decide)
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges("retrieve", after_retrieve, ["execute", "plan", "decide"])
     builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
     builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
     builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
-    builder.add_conditional_edges("execute", after_execute, ["decide", "debug", "plan"])
+    builder.add_conditional_edges(
+        "execute", after_execute, ["decide", "remember", "debug", "plan"]
+    )
+    builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder

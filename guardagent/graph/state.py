@@ -43,4 +43,5 @@ class GuardState(GuardInput, total=False):
     tokens: int
     execution: ExecutionResult
     error: str
+    remembered: bool
     started_at: float

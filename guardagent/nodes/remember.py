@@ -1,0 +1,46 @@
+"""remember: keep a generated program for reuse once it proves itself on the demonstrations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardagent.graph.state import GuardState
+from guardagent.memory_store.store import Demonstration, demonstration_id
+from guardagent.nodes.runtime import context_of, limits_of, memory_of, profile_of
+from guardagent.verification import verify_program
+
+
+def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
+    """Verify the program the model just wrote; if verified, store it for later events.
+
+    The program must reproduce the label and details of every labelled demonstration of the
+    guard request; only then may later events run it with no LLM call. The event it decided
+    is stored with it (labelled by the program's own verdict) so retrieval finds it.
+    """
+    ctx = context_of(runtime)
+    execution = state.get("execution")
+    if execution is None or execution["verdict"] is None:
+        return {}
+    profile = profile_of(ctx)
+    program = state.get("program", "")
+    problems = verify_program(
+        program, profile.demos(verified=False), profile.tools(), limits_of(ctx)
+    )
+    if problems:
+        return {"remembered": False}
+    verdict = execution["verdict"]
+    demo = Demonstration(
+        id="",
+        agent_input=state["agent_input"],
+        agent_output=state["agent_output"],
+        plan=state.get("plan", ""),
+        code=program,
+        label=0 if verdict["allowed"] else 1,
+        details=verdict["violations"],
+        request_fingerprint=profile.fingerprint,
+        verified=True,
+    )
+    demo["id"] = demonstration_id(demo)
+    memory_of(ctx).add([demo])
+    return {"remembered": True}
+
