@@ -295,7 +295,8 @@ def _parse(source: str) -> ast.Module | str:
     try:
         return ast.parse(source, PROGRAM_FILENAME, "exec")
     except SyntaxError as exc:
-        return f"Line {exc.lineno}: {type(exc).__name__}: {exc.msg}"
+        where = f"Line {exc.lineno}: " if exc.lineno else ""
+        return f"{where}{type(exc).__name__}: {exc.msg}"
     except (MemoryError, RecursionError, ValueError) as exc:
         return f"source too complex or invalid to parse ({type(exc).__name__})"
 

@@ -144,23 +144,29 @@ def _copying(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Callable[..., Any]]:
-    """`allow`/`deny` that also remember every VerdictError, caught by the program or not."""
-    out: dict[str, Callable[..., Any]] = {}
-    for name, func in recorder.toolbox().functions().items():
+    """`allow`/`deny` that also remember every VerdictError, caught by the program or not.
 
-        def call(*args: Any, _f: Callable[..., Any] = func, **kwargs: Any) -> None:
-            try:
-                _f(*args, **kwargs)
-            except VerdictError as exc:
-                errors.append(str(exc))
-                raise VerdictError(str(exc)) from None
-            except TypeError as exc:  # wrong arity: still a bad verdict call
-                errors.append(str(exc))
-                raise TypeError(str(exc)) from None
+    A program that swallows a failed verdict call and tries again is treated as having
+    failed: a forged or repeated verdict must never turn into a clean result.
+    """
+    return {
+        name: _remembering(name, func, errors)
+        for name, func in recorder.toolbox().functions().items()
+    }
 
-        call.__name__ = call.__qualname__ = name
-        out[name] = call
-    return out
+
+def _remembering(name: str, func: Callable[..., Any], errors: list[str]) -> Callable[..., Any]:
+    """Wrap one verdict call; a closure (not a default argument) so callers cannot swap it."""
+
+    def call(*args: Any, **kwargs: Any) -> None:
+        try:
+            func(*args, **kwargs)
+        except (VerdictError, TypeError) as exc:  # TypeError: wrong arity or keywords
+            errors.append(str(exc))
+            raise type(exc)(str(exc)) from None
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _program_line(exc: BaseException) -> str:
@@ -360,8 +366,18 @@ def _read_line(fd: int, deadline: float) -> tuple[str, bytes]:
             return "oversize", b""
 
 
-def _death_error(status: int) -> str:
+def _wait(pid: int) -> int | None:
+    """Exit status of `pid`; None if someone else (a `waitpid(-1)` watcher) reaped it."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def _death_error(status: int | None) -> str:
     """Explain a child that died without reporting."""
+    if status is None:
+        return "SandboxError: the child exited without a result (reaped elsewhere)"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         default = f"SandboxError: child killed by signal {signal.Signals(sig).name}"
@@ -417,7 +433,7 @@ def _fork_run(
             return _parse_payload(line)
         if outcome != "eof":
             os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        status = _wait(pid)
         if outcome == "timeout":
             return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
         if outcome == "oversize":
