@@ -3,41 +3,50 @@
 Chroma's default embedding downloads an ONNX model at first use and fails with no network.
 Retrieval here is re-ranked by Levenshtein distance, so the candidate embedding should
 approximate edit-distance neighbourhoods rather than meaning: hashed character n-gram counts do
-that, cost microseconds, and need no model file. Any LangChain `Embeddings` can replace it.
+that, cost tens of microseconds (vectorised with numpy), and need no model file. Any LangChain
+`Embeddings` can replace it.
 """
 
 from __future__ import annotations
 
-import math
-import zlib
-
+import numpy as np
 from langchain_core.embeddings import Embeddings
+
+_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads n-gram codes over buckets
 
 
 class HashingEmbeddings(Embeddings):
     """L2-normalised, sqrt-damped counts of hashed character n-grams.
 
     Args:
-        dim: Vector size; collisions fall as it grows.
-        ngram: Character n-gram length.
+        dim: Vector size; collisions fall as it grows, index cost rises.
+        ngram: Character n-gram length (bytes of the lowercased UTF-8 text).
         max_chars: Text beyond this length is ignored (agent logs can be long; their heads and
             structure dominate similarity anyway).
     """
 
-    def __init__(self, dim: int = 512, ngram: int = 3, max_chars: int = 8000) -> None:
+    def __init__(self, dim: int = 256, ngram: int = 3, max_chars: int = 8000) -> None:
         self.dim = dim
         self.ngram = ngram
         self.max_chars = max_chars
 
+    @property
+    def name(self) -> str:
+        """Identifies the vector space, so memories built with another embedding never mix."""
+        return f"hash{self.ngram}x{self.dim}"
+
     def _embed(self, text: str) -> list[float]:
-        text = " ".join(text[: self.max_chars].lower().split())
-        vec = [0.0] * self.dim
-        n = self.ngram
-        for i in range(max(1, len(text) - n + 1)):
-            vec[zlib.crc32(text[i : i + n].encode("utf-8")) % self.dim] += 1.0
-        vec = [math.sqrt(v) for v in vec]
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
+        data = " ".join(text[: self.max_chars].lower().split()).encode("utf-8")
+        raw = np.frombuffer(data, dtype=np.uint8).astype(np.uint64)
+        if raw.size < self.ngram:
+            raw = np.concatenate([raw, np.zeros(self.ngram - raw.size, dtype=np.uint64)])
+        codes = np.zeros(raw.size - self.ngram + 1, dtype=np.uint64)
+        for i in range(self.ngram):
+            codes = (codes << np.uint64(8)) | raw[i : raw.size - self.ngram + 1 + i]
+        buckets = ((codes * _MULT) >> np.uint64(40)) % np.uint64(self.dim)
+        vec = np.sqrt(np.bincount(buckets.astype(np.int64), minlength=self.dim))
+        norm = float(np.linalg.norm(vec)) or 1.0
+        return (vec / norm).tolist()  # type: ignore[no-any-return]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed several texts."""

@@ -68,9 +68,17 @@ def default_memory_dir() -> Path:
     return Path(env) if env else Path(user_data_dir("guardagent")) / "memory"
 
 
-def collection_name(profile: str) -> str:
-    """A Chroma-legal collection name (3-512 of [a-zA-Z0-9._-], alnum at both ends)."""
-    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", profile).strip("-._") or "profile"
+def embedding_name(embeddings: Embeddings) -> str:
+    """Name of an embedding's vector space (its `name` attribute, else its class name)."""
+    return str(getattr(embeddings, "name", "") or type(embeddings).__name__).lower()
+
+
+def collection_name(profile: str, embedding: str) -> str:
+    """A Chroma-legal collection name (3-512 of [a-zA-Z0-9._-], alnum at both ends).
+
+    The embedding is part of the name: vectors of two embeddings must never share an index.
+    """
+    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", f"{profile}.{embedding}").strip("-._") or "profile"
     return f"guardagent-{slug}"[:500]
 
 
@@ -116,7 +124,9 @@ class MemoryStore:
         self.candidates = candidates
         client = _client(str(path) if path else None, url)
         self._collection = client.get_or_create_collection(
-            collection_name(profile), embedding_function=None, metadata={"hnsw:space": "cosine"}
+            collection_name(profile, embedding_name(self.embeddings)),
+            embedding_function=None,
+            metadata={"hnsw:space": "cosine"},
         )
 
     def count(self) -> int:
@@ -170,7 +180,7 @@ class MemoryStore:
         metas = (found.get("metadatas") or [[]])[0]
         ids = found["ids"][0]
         ranked = rerank(query, list(zip(ids, docs, metas, strict=True)), k)
-        return [_from_metadata(i, m) for i, _, m in ranked]
+        return [_from_record(i, doc, m) for i, doc, m in ranked]
 
 
 def rerank(
@@ -193,9 +203,9 @@ def _where(request: str | None, verified_only: bool) -> dict[str, Any] | None:
 
 
 def _to_metadata(d: Demonstration) -> dict[str, Any]:
+    # The document already holds input + output; only the split point is kept here.
     return {
-        "agent_input": d["agent_input"],
-        "agent_output": d["agent_output"],
+        "input_chars": len(d["agent_input"]),
         "plan": d["plan"],
         "code": d["code"],
         "label": int(d["label"]),
@@ -205,11 +215,12 @@ def _to_metadata(d: Demonstration) -> dict[str, Any]:
     }
 
 
-def _from_metadata(demo_id: str, meta: Any) -> Demonstration:
+def _from_record(demo_id: str, document: str, meta: Any) -> Demonstration:
+    split = int(meta["input_chars"])
     return Demonstration(
         id=demo_id,
-        agent_input=str(meta["agent_input"]),
-        agent_output=str(meta["agent_output"]),
+        agent_input=document[:split],
+        agent_output=document[split + 1 :],
         plan=str(meta["plan"]),
         code=str(meta["code"]),
         label=int(meta["label"]),
