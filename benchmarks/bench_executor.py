@@ -50,7 +50,7 @@ RULES = [
      "text": "User must be at least 15 to buy an R-rated movie ticket"},
 ]  # fmt: skip
 
-GUARD_PROGRAM = '''
+GUARD_PROGRAM = """
 info = parse_user_info(agent_input)
 task = parse_task(agent_input)
 action = final_action(agent_output)
@@ -71,7 +71,7 @@ if violated:
     deny(violated, "the user does not meet the " + category + " requirements")
 else:
     allow("no rule applies to this action")
-'''
+"""
 
 
 def make_toolbox() -> Toolbox:

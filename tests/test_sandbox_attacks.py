@@ -154,7 +154,10 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "except_star": ("try:\n    allow()\nexcept* Exception:\n    pass", COMPILE),
     "async_def": ("async def f():\n    allow()\nallow()", COMPILE),
     "match_capture": ("match 1:\n    case allow:\n        pass\nallow()", COMPILE),
-    "nonlocal": ("def f():\n    x = 1\n    def g():\n        nonlocal x\n    g()\nallow()", COMPILE),
+    "nonlocal": (
+        "def f():\n    x = 1\n    def g():\n        nonlocal x\n    g()\nallow()",
+        COMPILE,
+    ),
     # --- shadowing guard names
     "shadow_getattr": ("_getattr_ = lambda o, n: 1\nallow()", COMPILE),
     "def_getitem": ("def _getitem_(o, k):\n    return o\nallow()", COMPILE),
