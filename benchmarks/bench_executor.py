@@ -20,9 +20,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from guardagent.tools.registry import Toolbox  # noqa: E402
-from guardagent.tools.restricted import OutputCollector, compile_program, program_globals  # noqa: E402
+from guardagent.tools.restricted import compile_program, prepare_program  # noqa: E402
 from guardagent.tools.sandbox import SandboxLimits, _protected_names, run_program  # noqa: E402
-from guardagent.tools.verdict import VerdictRecorder  # noqa: E402
 
 AGENT_INPUT = """Task: Book a one-way flight from Denver to Boston for 2 adults on May 3.
 User information:
@@ -135,18 +134,20 @@ def percentiles(ms: list[float]) -> dict[str, float]:
 
 
 def bench_inprocess(tb: Toolbox, runs: int) -> list[float]:
-    """The same compiled program with plain `exec`: fresh globals, no process, no limits."""
+    """The same compiled program run with plain `exec` in this process.
+
+    Same fresh globals, copying wrappers and verdict recorder as the sandbox, so the
+    difference is exactly the process isolation.
+    """
     compiled = compile_program(GUARD_PROGRAM, _protected_names(tb))
     assert compiled.code is not None, compiled.messages()
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        recorder = VerdictRecorder()
-        bindings = {**tb.functions(), **recorder.toolbox().functions()}
-        bindings.update(agent_input=AGENT_INPUT, agent_output=AGENT_OUTPUT)
-        exec(compiled.code, program_globals(bindings, OutputCollector(20_000)))
-        assert recorder.verdict is not None and recorder.verdict["allowed"] is False
+        program = prepare_program(compiled.code, tb, AGENT_INPUT, AGENT_OUTPUT, 20_000)
+        result = program.execute()
         times.append((time.perf_counter() - t0) * 1000)
+        assert result["e"] is None and result["v"]["allowed"] is False, result
     return times
 
 

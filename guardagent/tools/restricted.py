@@ -11,8 +11,10 @@ attribute access refuses underscore names, frame/code walking attributes and
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
 from typing import Any, NamedTuple
@@ -20,6 +22,9 @@ from typing import Any, NamedTuple
 from RestrictedPython import Guards
 from RestrictedPython.compile import compile_restricted_exec
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+from guardagent.tools.registry import Toolbox
+from guardagent.tools.verdict import VerdictError, VerdictRecorder
 
 # RestrictedPython's guards are untyped; pin the signatures we rely on.
 _safer_getattr: Callable[[object, str, Any], Any] = Guards.safer_getattr
@@ -32,6 +37,11 @@ PROGRAM_FILENAME = "<guard>"
 """Filename compiled into guard code; tracebacks are matched on it to report line numbers."""
 
 INPUT_NAMES = frozenset({"agent_input", "agent_output"})
+TRUNCATED_MARK = "\n... [output truncated]"
+_MAX_ERROR_CHARS = 2000
+# Exceptions of trusted functions passed on with their type; anything else becomes
+# RuntimeError. Either way only the message crosses, never the original object.
+_PASSED_EXCEPTIONS = (TypeError, ValueError, KeyError, IndexError, LookupError)
 
 # Attributes refused on top of RestrictedPython's own list. `mro` hands out `object`;
 # `format`/`format_map` are refused on every receiver because they walk attributes of
@@ -238,6 +248,125 @@ def program_globals(bindings: dict[str, Any], collector: OutputCollector) -> dic
         "_print_": print_factory,
         **bindings,
     }
+
+
+# --------------------------------------------------------------------------- running
+
+
+def copying_tool(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a trusted function so data crosses its boundary only as deep copies.
+
+    The program can then neither mutate host data it was handed nor hand the trusted
+    function an object it keeps mutating; trusted exceptions are re-raised without their
+    chain so no host object rides along on them.
+    """
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = copy.deepcopy((args, kwargs))
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:
+            kind = type(exc) if type(exc) in _PASSED_EXCEPTIONS else RuntimeError
+            raise kind(f"{name}(): {type(exc).__name__}: {exc}") from None
+        return copy.deepcopy(result)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Callable[..., Any]]:
+    """`allow`/`deny` that also remember every VerdictError, caught by the program or not.
+
+    A program that swallows a failed verdict call and tries again is treated as having
+    failed: a forged or repeated verdict must never turn into a clean result.
+    """
+    return {
+        name: _remembering(name, func, errors)
+        for name, func in recorder.toolbox().functions().items()
+    }
+
+
+def _remembering(name: str, func: Callable[..., Any], errors: list[str]) -> Callable[..., Any]:
+    """Wrap one verdict call; a closure (not a default argument) so callers cannot swap it."""
+
+    def call(*args: Any, **kwargs: Any) -> None:
+        try:
+            func(*args, **kwargs)
+        except (VerdictError, TypeError) as exc:  # TypeError: wrong arity or keywords
+            errors.append(str(exc))
+            raise type(exc)(str(exc)) from None
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _program_line(exc: BaseException) -> str:
+    """` (line N)` of the deepest traceback frame inside the program, or ''."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f" (line {line})" if line else ""
+
+
+def _describe(exc: BaseException) -> str:
+    """`"<Kind>: message"` for an exception that ended the program."""
+    if isinstance(exc, MemoryError):
+        return "LimitExceeded: memory limit exceeded (MemoryError)"
+    if isinstance(exc, RecursionError):
+        return "LimitExceeded: maximum recursion depth exceeded" + _program_line(exc)
+    try:
+        text = str(exc)[:_MAX_ERROR_CHARS]
+    except Exception:
+        text = "<unprintable>"
+    kind = "VerdictError" if isinstance(exc, VerdictError) else "RuntimeError"
+    return f"{kind}: {type(exc).__name__}: {text}{_program_line(exc)}"
+
+
+@dataclass
+class PreparedProgram:
+    """A compiled program with its fresh globals, ready to execute exactly once."""
+
+    code: CodeType
+    scope: dict[str, Any]
+    recorder: VerdictRecorder
+    verdict_errors: list[str]
+    collector: OutputCollector
+
+    def execute(self) -> dict[str, Any]:
+        """Run it here; `{"v": verdict|None, "e": "<Kind>: ..."|None, "o": stdout}`.
+
+        The verdict is reported only for a clean run: after an error, or after any failed
+        verdict call (even one the program caught), it is dropped.
+        """
+        error: str | None = None
+        try:
+            exec(self.code, self.scope)
+        except BaseException as exc:
+            error = _describe(exc)
+        self.scope.clear()  # frees a memory bomb's data before the result is built
+        if self.verdict_errors:
+            error = f"VerdictError: {self.verdict_errors[0][:_MAX_ERROR_CHARS]}"
+        elif error is None and self.recorder.verdict is None:
+            error = "NoVerdict: the program finished without calling allow() or deny()"
+        stdout = self.collector.text() + (TRUNCATED_MARK if self.collector.truncated else "")
+        return {"v": self.recorder.verdict if error is None else None, "e": error, "o": stdout}
+
+
+def prepare_program(
+    code: CodeType, toolbox: Toolbox, agent_input: str, agent_output: str, max_output: int
+) -> PreparedProgram:
+    """Fresh recorder, print buffer, copying wrappers and globals for one run."""
+    recorder = VerdictRecorder()
+    verdict_errors: list[str] = []
+    collector = OutputCollector(max_output)
+    bindings: dict[str, Any] = {n: copying_tool(n, f) for n, f in toolbox.functions().items()}
+    bindings.update(verdict_calls(recorder, verdict_errors))
+    bindings.update(agent_input=agent_input, agent_output=agent_output)
+    scope = program_globals(bindings, collector)
+    return PreparedProgram(code, scope, recorder, verdict_errors, collector)
 
 
 # --------------------------------------------------------------------------- policy

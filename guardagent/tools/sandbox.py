@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import gc
 import json
 import os
@@ -23,7 +22,6 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -32,10 +30,10 @@ from typing_extensions import TypedDict
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.restricted import (
     INPUT_NAMES,
-    PROGRAM_FILENAME,
-    OutputCollector,
+    TRUNCATED_MARK,
+    PreparedProgram,
     compile_program,
-    program_globals,
+    prepare_program,
 )
 from guardagent.tools.verdict import VERDICT_NAMES, Verdict, VerdictError, VerdictRecorder
 
@@ -44,15 +42,14 @@ __all__ = ["ExecutionResult", "SandboxLimits", "arun_program", "check_program", 
 _RESULT_FD = 3
 _MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
 _MAX_PAYLOAD = 4 * 1024 * 1024  # verdict + stdout + error, bytes of JSON
-_MAX_ERROR_CHARS = 2000
+_MAX_ERROR_CHARS = 4000
 _MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n'
 _FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
 _RESET_SIGNALS = tuple(
-    s
+    int(s)
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP, signal.SIGUSR1,
               signal.SIGUSR2, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ)
 )  # fmt: skip
-_PASSED_EXCEPTIONS = (TypeError, ValueError, KeyError, IndexError, LookupError)
 _SIGNAL_ERRORS: dict[int, str] = {
     signal.SIGXCPU.value: "LimitExceeded: CPU time limit exceeded",
     signal.SIGXFSZ.value: "LimitExceeded: file size limit exceeded",
@@ -122,104 +119,24 @@ def check_program(source: str, toolbox: Toolbox) -> list[str]:
 # --------------------------------------------------------------------------- child side
 
 
-def _copying(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a trusted function so data crosses its boundary only as deep copies.
-
-    The program can then neither mutate host data it was handed nor hand the trusted
-    function an object it keeps mutating; trusted exceptions are re-raised without their
-    chain so no host object rides along on them.
-    """
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs = copy.deepcopy((args, kwargs))
-        try:
-            result = func(*args, **kwargs)
-        except Exception as exc:
-            kind = type(exc) if type(exc) in _PASSED_EXCEPTIONS else RuntimeError
-            raise kind(f"{name}(): {type(exc).__name__}: {exc}") from None
-        return copy.deepcopy(result)
-
-    call.__name__ = call.__qualname__ = name
-    return call
-
-
-def _verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Callable[..., Any]]:
-    """`allow`/`deny` that also remember every VerdictError, caught by the program or not.
-
-    A program that swallows a failed verdict call and tries again is treated as having
-    failed: a forged or repeated verdict must never turn into a clean result.
-    """
-    return {
-        name: _remembering(name, func, errors)
-        for name, func in recorder.toolbox().functions().items()
-    }
-
-
-def _remembering(name: str, func: Callable[..., Any], errors: list[str]) -> Callable[..., Any]:
-    """Wrap one verdict call; a closure (not a default argument) so callers cannot swap it."""
-
-    def call(*args: Any, **kwargs: Any) -> None:
-        try:
-            func(*args, **kwargs)
-        except (VerdictError, TypeError) as exc:  # TypeError: wrong arity or keywords
-            errors.append(str(exc))
-            raise type(exc)(str(exc)) from None
-
-    call.__name__ = call.__qualname__ = name
-    return call
-
-
-def _program_line(exc: BaseException) -> str:
-    """` (line N)` of the deepest traceback frame inside the program, or ''."""
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return f" (line {line})" if line else ""
-
-
-def _describe(exc: BaseException) -> str:
-    """`"<Kind>: message"` for an exception that ended the program."""
-    if isinstance(exc, MemoryError):
-        return "LimitExceeded: memory limit exceeded (MemoryError)"
-    if isinstance(exc, RecursionError):
-        return "LimitExceeded: maximum recursion depth exceeded" + _program_line(exc)
-    try:
-        text = str(exc)[:_MAX_ERROR_CHARS]
-    except Exception:
-        text = "<unprintable>"
-    kind = "VerdictError" if isinstance(exc, VerdictError) else "RuntimeError"
-    return f"{kind}: {type(exc).__name__}: {text}{_program_line(exc)}"
-
-
 @dataclass
 class _Run:
-    """Everything one run needs, built fresh in the parent just before the fork.
+    """One run, built fresh in the parent just before the fork.
 
     Building it before the fork keeps allocation out of the child, where every touched
     page is a copy-on-write fault (~4 us each on these VMs); the parent drops its copy.
     """
 
-    code: Any
-    scope: dict[str, Any]
-    recorder: VerdictRecorder
-    verdict_errors: list[str]
-    collector: OutputCollector
+    program: PreparedProgram
     rlimits: list[tuple[int, int, int]]
+    signals: list[int]
 
 
 def _prepare(code: Any, toolbox: Toolbox, inputs: tuple[str, str], limits: SandboxLimits) -> _Run:
-    """Fresh recorder, print buffer, wrappers and globals for one run."""
-    recorder = VerdictRecorder()
-    verdict_errors: list[str] = []
-    collector = OutputCollector(limits.max_output_chars)
-    bindings: dict[str, Any] = {n: _copying(n, f) for n, f in toolbox.functions().items()}
-    bindings.update(_verdict_calls(recorder, verdict_errors))
-    bindings.update(agent_input=inputs[0], agent_output=inputs[1])
-    scope = program_globals(bindings, collector)
-    return _Run(code, scope, recorder, verdict_errors, collector, _rlimits(limits))
+    """The program's fresh globals plus the child's limits and signals to reset."""
+    program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
+    signals = [s for s in _RESET_SIGNALS if callable(signal.getsignal(s))]
+    return _Run(program, _rlimits(limits), signals)
 
 
 def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
@@ -243,26 +160,9 @@ def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
     return out
 
 
-def _execute(run: _Run) -> dict[str, Any]:
-    """Run the program in this (child) process; the result as a JSON-able dict."""
-    error: str | None = None
-    try:
-        exec(run.code, run.scope)
-    except BaseException as exc:
-        error = _describe(exc)
-    run.scope.clear()
-    if run.verdict_errors:
-        error = f"VerdictError: {run.verdict_errors[0][:_MAX_ERROR_CHARS]}"
-    elif error is None and run.recorder.verdict is None:
-        error = "NoVerdict: the program finished without calling allow() or deny()"
-    collector = run.collector
-    stdout = collector.text() + ("\n... [output truncated]" if collector.truncated else "")
-    return {"v": run.recorder.verdict if error is None else None, "e": error, "o": stdout}
-
-
-def _isolate(cwd_fd: int, write_fd: int, rlimits: list[tuple[int, int, int]]) -> None:
+def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
     """Strip the child down: signals, cwd, descriptors, environment, rlimits."""
-    for sig in _RESET_SIGNALS:
+    for sig in run.signals:  # only Python-level handlers: the program must not trigger them
         signal.signal(sig, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
@@ -276,7 +176,7 @@ def _isolate(cwd_fd: int, write_fd: int, rlimits: list[tuple[int, int, int]]) ->
     os.closerange(_RESULT_FD + 1, _MAX_FD)
     os.environ.clear()
     gc.disable()  # a full collection would touch (copy) every page shared with the parent
-    for which, soft, hard in rlimits:
+    for which, soft, hard in run.rlimits:
         resource.setrlimit(which, (soft, hard))
 
 
@@ -290,8 +190,8 @@ def _child(run: _Run, cwd_fd: int, write_fd: int) -> NoReturn:
     """Body of the forked child: isolate, run, write one JSON line, `os._exit`."""
     status = 0
     try:
-        _isolate(cwd_fd, write_fd, run.rlimits)
-        line = json.dumps(_execute(run)).encode() + b"\n"
+        _isolate(run, cwd_fd, write_fd)
+        line = json.dumps(run.program.execute()).encode() + b"\n"
         if len(line) > _MAX_PAYLOAD:
             line = b'{"e": "LimitExceeded: verdict or output too large to report"}\n'
         _write_all(line)
@@ -385,15 +285,17 @@ def _death_error(status: int | None) -> str:
     return f"SandboxError: child exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _parse_payload(line: bytes) -> tuple[Verdict | None, str | None, str]:
-    """Validate the child's line as data; a malformed line is a SandboxError."""
+def _parse_payload(line: bytes, max_output: int) -> tuple[Verdict | None, str | None, str]:
+    """Validate the child's line as data (the child is not trusted); caps re-applied here."""
     try:
         payload = json.loads(line)
         verdict, error, stdout = payload.get("v"), payload.get("e"), payload.get("o", "")
         if not (isinstance(error, str | None) and isinstance(stdout, str)):
             raise ValueError("bad field types")
-        return _revalidate(verdict), error, stdout
-    except (ValueError, TypeError, AttributeError, VerdictError) as exc:
+        if len(stdout) > max_output + len(TRUNCATED_MARK):
+            stdout = stdout[:max_output] + TRUNCATED_MARK
+        return _revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout
+    except (ValueError, TypeError, AttributeError, RecursionError, VerdictError) as exc:
         return None, f"SandboxError: malformed result from child ({exc})", ""
 
 
@@ -430,7 +332,7 @@ def _fork_run(
         outcome, line = _read_line(read_fd, time.monotonic() + limits.wall_seconds)
         if outcome == "line":
             _reap_later(pid)
-            return _parse_payload(line)
+            return _parse_payload(line, limits.max_output_chars)
         if outcome != "eof":
             os.kill(pid, signal.SIGKILL)
         status = _wait(pid)
