@@ -1,0 +1,258 @@
+r"""GuardAgent as LangChain 1.x agent middleware: every tool call is guarded before it runs.
+
+```python
+from langchain.agents import create_agent
+from guardagent.integrations import GuardAgentMiddleware
+
+agent = create_agent(model, tools, middleware=[GuardAgentMiddleware("tool-calls")])
+agent.invoke({"messages": [("user", "send 2500 to acct-9")], "user_info": {"verified": False}})
+```
+
+`wrap_tool_call` turns each call (name, args and the conversation so far) into one GuardAgent
+event. Allowed: the tool runs. Denied: the tool does not run, and the model gets
+``ToolMessage(content="GuardAgent blocked <tool>: <violations>. Reason: <reason>",
+status="error")`` so it can tell the user or try something else.
+
+Event format for a tool call (see :mod:`guardagent.integrations.events`)::
+
+    agent_input:
+        Task: <the user's (human) messages, oldest first>
+        User information:
+           verified: false,
+           role: "analyst"
+    agent_output:
+        (Conversation)
+          USER: ...
+          AI: calls lookup_balance({"account": "checking"})
+          TOOL RESULT [lookup_balance]: 4210.55
+        (Tool call)
+        TOOL: transfer_funds
+        ARGS: {"amount": 2500, "to": "acct-77"}
+
+The user's facts come only from the host: ``user_info`` (a mapping, or a callable of the
+`ToolCallRequest`) or, by default, the agent state's ``user_info`` key, which this
+middleware adds to the agent's state schema. Conversation lines are indented so tool
+results (attacker-controlled) cannot forge the ``TOOL:``/``ARGS:`` block. The built-in
+``tool-calls`` profile guards exactly this format.
+
+Human review (``review=``): ``"never"`` (default) answers every denial with the error
+ToolMessage; ``"on_fail"`` pauses with `langgraph.types.interrupt` when the guard failed
+closed (it could not decide, ``decision.error`` set); ``"on_deny"`` pauses on every denial.
+The pause needs a checkpointer; resume with ``Command(resume="approve")`` /
+``Command(resume={"type": "reject", "message": "..."})`` (also accepted: ``True``/``False``
+and HITL-style ``{"decisions": [{"type": ...}]}``). Anything else is a rejection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any, Literal, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command, interrupt
+
+from guardagent.agent import GuardAgent
+from guardagent.decision import GuardDecision
+from guardagent.integrations.events import tool_call_event
+from guardagent.integrations.runner import arun_guard, as_guard, describe_denial, run_guard
+
+Review = Literal["never", "on_fail", "on_deny"]
+UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
+ToolResult = ToolMessage | Command[Any]
+
+REVIEW_TYPE = "guardagent_review"
+
+
+class GuardedAgentState(AgentState[Any]):
+    """The agent state plus the trusted facts about the user that rules are checked against."""
+
+    user_info: NotRequired[dict[str, Any]]
+
+
+class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
+    """Guard each tool call of a `create_agent` agent with a GuardAgent profile.
+
+    Args:
+        guard: A :class:`GuardAgent`, or a profile name/path (default ``tool-calls``).
+        user_info: Trusted user facts: a mapping, a callable of the request, or None to read
+            the agent state's ``user_info``.
+        tools: Names of the tools to guard; None guards every tool.
+        review: When to ask a human (``"never"``, ``"on_fail"``, ``"on_deny"``).
+        run_name: Trace name of each guard run (its outcome is ``<run_name>.decision``).
+        **settings: :class:`~guardagent.context.GuardContext` fields (``model``,
+            ``memory_dir``, ...) for the guard.
+    """
+
+    state_schema = GuardedAgentState
+
+    def __init__(
+        self,
+        guard: GuardAgent | str = "tool-calls",
+        *,
+        user_info: UserInfo = None,
+        tools: Collection[str] | None = None,
+        review: Review = "never",
+        run_name: str = "guardagent.tool_call",
+        **settings: Any,
+    ) -> None:
+        super().__init__()
+        if review not in ("never", "on_fail", "on_deny"):
+            raise ValueError(f"review must be 'never', 'on_fail' or 'on_deny', not {review!r}")
+        self.guard = as_guard(guard, **settings)
+        self.user_info = user_info
+        self.guarded_tools = frozenset(tools) if tools is not None else None
+        self.review = review
+        self.run_name = run_name
+        # Decisions awaiting a reviewer, so a resumed tool node does not guard the call again
+        # (with a model behind the guard, a second run could even decide differently).
+        self._pending: OrderedDict[str, GuardDecision] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- event -----------------------------------------------------------------------------
+
+    def _facts(self, request: ToolCallRequest) -> Mapping[str, Any] | None:
+        if callable(self.user_info):
+            return self.user_info(request)
+        if self.user_info is not None:
+            return self.user_info
+        state = request.state
+        facts = state.get("user_info") if isinstance(state, Mapping) else None
+        return facts if isinstance(facts, Mapping) else None
+
+    def event(self, request: ToolCallRequest) -> tuple[str, str]:
+        """The GuardAgent event (agent_input, agent_output) of one pending tool call."""
+        state = request.state
+        messages: list[BaseMessage] = []
+        if isinstance(state, Mapping):
+            messages = [m for m in state.get("messages", []) if isinstance(m, BaseMessage)]
+        call = request.tool_call
+        return tool_call_event(call["name"], call.get("args") or {}, messages,
+                               self._facts(request))
+
+    def _guarded(self, request: ToolCallRequest) -> bool:
+        return self.guarded_tools is None or request.tool_call["name"] in self.guarded_tools
+
+    def _metadata(self, request: ToolCallRequest) -> dict[str, Any]:
+        return {"guardagent_integration": "middleware",
+                "guardagent_tool": request.tool_call["name"],
+                "guardagent_tool_call_id": request.tool_call.get("id") or ""}
+
+    @staticmethod
+    def _key(request: ToolCallRequest, event: tuple[str, str]) -> str:
+        digest = hashlib.sha256("\x00".join(event).encode("utf-8")).hexdigest()[:24]
+        return f"{request.tool_call.get('id') or ''}:{digest}"
+
+    # -- outcome ---------------------------------------------------------------------------
+
+    def _asks(self, decision: GuardDecision) -> bool:
+        if decision.allowed or self.review == "never":
+            return False
+        return self.review == "on_deny" or decision.error is not None
+
+    def _denied(
+        self, request: ToolCallRequest, decision: GuardDecision, note: str = ""
+    ) -> ToolMessage:
+        call = request.tool_call
+        text = f"GuardAgent blocked {call['name']}: {describe_denial(decision)}"
+        return ToolMessage(content=text + note, tool_call_id=call.get("id") or "",
+                           name=call["name"], status="error")
+
+    def _ask(self, request: ToolCallRequest, decision: GuardDecision) -> tuple[bool, str]:
+        """Pause for a reviewer; returns (approved, the reviewer's message)."""
+        call = request.tool_call
+        answer = interrupt({
+            "type": REVIEW_TYPE,
+            "tool_call": {"name": call["name"], "args": call.get("args") or {},
+                          "id": call.get("id")},
+            "decision": decision.model_dump(
+                mode="json", include={"allowed", "violations", "reason", "error",
+                                      "program_source", "attempts", "profile"}),
+            "question": f"GuardAgent denied {call['name']} ({describe_denial(decision)}). "
+                        "Approve the call anyway?",
+            "options": ["approve", "reject"],
+        })
+        return parse_review(answer)
+
+    def _pending_or(self, key: str) -> GuardDecision | None:
+        with self._lock:
+            return self._pending.get(key)
+
+    def _remember(self, key: str, decision: GuardDecision) -> None:
+        with self._lock:
+            self._pending[key] = decision
+            while len(self._pending) > 1024:
+                self._pending.popitem(last=False)
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._pending.pop(key, None)
+
+    def _resolve(
+        self, request: ToolCallRequest, key: str, decision: GuardDecision
+    ) -> ToolMessage | None:
+        """None: run the tool. A ToolMessage: the call is blocked (after review, if any)."""
+        if decision.allowed:
+            return None
+        if not self._asks(decision):
+            return self._denied(request, decision)
+        self._remember(key, decision)
+        approved, message = self._ask(request, decision)  # raises GraphInterrupt the 1st time
+        self._forget(key)
+        if approved:
+            return None
+        note = f" A reviewer rejected the call{': ' + message if message else ''}."
+        return self._denied(request, decision, note)
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]
+    ) -> ToolResult:
+        """Run the tool only if GuardAgent allows the call (or a reviewer approves it)."""
+        if not self._guarded(request):
+            return handler(request)
+        event = self.event(request)
+        key = self._key(request, event)
+        decision = self._pending_or(key) or run_guard(
+            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request)
+        )
+        blocked = self._resolve(request, key, decision)
+        return handler(request) if blocked is None else blocked
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """Async :meth:`wrap_tool_call`; the guard's sandbox and store calls do not block."""
+        if not self._guarded(request):
+            return await handler(request)
+        event = self.event(request)
+        key = self._key(request, event)
+        decision = self._pending_or(key) or await arun_guard(
+            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request)
+        )
+        blocked = self._resolve(request, key, decision)
+        return await handler(request) if blocked is None else blocked
+
+
+def parse_review(answer: Any) -> tuple[bool, str]:
+    """A reviewer's resume value as (approved, message); anything unclear is a rejection."""
+    if isinstance(answer, Mapping) and isinstance(answer.get("decisions"), list):
+        answer = answer["decisions"][0] if answer["decisions"] else None
+    if isinstance(answer, bool):
+        return answer, ""
+    if isinstance(answer, str):
+        return answer.strip().lower() in {"approve", "approved", "yes", "allow"}, ""
+    if isinstance(answer, Mapping):
+        kind = str(answer.get("type", "")).strip().lower()
+        return kind == "approve", str(answer.get("message", "") or "")
+    return False, ""
+
+
+__all__ = ["REVIEW_TYPE", "GuardAgentMiddleware", "GuardedAgentState", "Review", "parse_review"]
