@@ -75,23 +75,45 @@ def check(profile: str, agent_input: str, agent_output: str, model: str, base_ur
 @_profile
 @click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
               help="Case file (JSONL); default: the profile's shipped benchmark.")
+@click.option("--method", type=click.Choice(["guardagent", "baseline"]), default="guardagent",
+              show_default=True,
+              help="guardagent (code, the graph) or baseline (the model decides directly).")
 @_model
 @_base_url
+@click.option("--k", "k", type=click.IntRange(min=1), default=None,
+              help="Demonstrations retrieved per event (default: the profile's).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Directory for metrics.json, predictions.jsonl and report.md.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--skip-invalid", is_flag=True, help="Skip malformed case lines (listed in the report).")
+              help="Directory for metrics.json, predictions.jsonl, report.md and plots/.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Events in flight at once; outputs stay in case order.")
+@click.option("--resume", is_flag=True,
+              help="Reuse the decisions already in --out (after Ctrl-C) and run only the rest.")
+@click.option("--skip-invalid", is_flag=True,
+              help="Skip malformed case lines (listed in the report).")
+@click.option("--no-plots", is_flag=True, help="Do not draw PNG plots.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_memory_dir
 @_memory_url
-def eval_cmd(profile: str, cases_path: str | None, model: str, base_url: str | None,
-             limit: int | None, out_dir: str, concurrency: int, skip_invalid: bool, quiet: bool,
+@click.pass_context
+def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: str, model: str,
+             base_url: str | None, k: int | None, limit: int | None, out_dir: str,
+             concurrency: int, resume: bool, skip_invalid: bool, no_plots: bool, quiet: bool,
              memory_dir: str | None, memory_url: str | None) -> None:
-    """Evaluate the guard on labelled cases; writes metrics, predictions and a report."""
-    from guardagent.eval.benchmarks import load_benchmark
-    from guardagent.eval.runner import run_eval
+    """Evaluate a guard on labelled cases; writes metrics, predictions, plots and a report.
 
+    Ctrl-C keeps the decisions made so far (predictions.partial.jsonl); run the same command
+    with --resume to continue.
+    """
+    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.predictions import ResumeMismatchError
+    from guardagent.eval.runner import EvalInterruptedError, Guard, run_eval
+    from guardagent.llm import is_offline
+
+    if method == "baseline" and is_offline(model):
+        from guardagent.eval.baseline import NEEDS_MODEL
+
+        raise click.ClickException(NEEDS_MODEL)
     skipped: list[tuple[int, str]] = []
     try:
         if cases_path:
@@ -103,12 +125,36 @@ def eval_cmd(profile: str, cases_path: str | None, model: str, base_url: str | N
     cases = cases[:limit] if limit else cases
     if not cases:
         raise click.ClickException("no cases to evaluate")
-    guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
-    metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
-                       skipped=skipped)
-    headline = {k: metrics[k] for k in ("LPA", "LPP", "LPR", "CCA", "FRA", "n")}
-    click.echo(json.dumps({"profile": profile, **headline}))
+    settings: dict[str, Any] = {"memory_dir": memory_dir, "memory_url": memory_url, "k": k}
+    guard: Guard
+    if method == "baseline":
+        guard = _baseline(profile, model, base_url, **settings)
+    else:
+        guard = _guard(profile, model, base_url, **settings)
+    try:
+        metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
+                           skipped=skipped, resume=resume, plots=not no_plots)
+    except ResumeMismatchError as exc:
+        raise click.ClickException(str(exc)) from None
+    except EvalInterruptedError as exc:
+        click.echo(f"\n{exc}", err=True)
+        ctx.exit(130)
+    headline = {key: metrics[key] for key in ("LPA", "LPP", "LPR", "CCA", "FRA", "n")}
+    click.echo(json.dumps({"profile": profile, "method": method, **headline}))
+    if metrics.get("resumed_decisions"):
+        click.echo(f"resumed {metrics['resumed_decisions']} decisions from {out_dir}", err=True)
     click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md", err=True)
+
+
+def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
+    from guardagent.eval.baseline import BaselineConfigError, BaselineGuard
+    from guardagent.llm import ModelConfigError
+    from guardagent.profiles.loader import ProfileError
+
+    try:
+        return BaselineGuard(profile=profile, model=model, base_url=base_url, **settings)
+    except (ProfileError, ModelConfigError, BaselineConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command(name="run-program")

@@ -1,4 +1,4 @@
-"""Build the paper's two benchmarks as cases, exactly as the paper forms each event.
+r"""Build the paper's two benchmarks as cases, exactly as the paper forms each event.
 
 EICU-AC: input `Identity: <role>\nQuestion: <template>`; output the EHRAgent run after its
 few-shot examples (knowledge, code cells with any errors, answer), without the log's grading
@@ -25,7 +25,10 @@ def data_root() -> Path:
     """The shared benchmark folder: `$GUARDAGENT_DATA`, else `../shared/data` from the cwd."""
     env = os.environ.get("GUARDAGENT_DATA")
     candidates = [Path(env)] if env else []
-    candidates += [Path.cwd() / ".." / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
+    candidates += [
+        Path.cwd() / ".." / "shared" / "data",
+        Path(__file__).resolve().parents[3] / "shared" / "data",
+    ]
     for path in candidates:
         if (path / "eicu_ac").is_dir():
             return path.resolve()
@@ -107,7 +110,10 @@ def seeact_output(record: dict[str, Any]) -> str:
     start = prompt.find("\nA. ")
     end = prompt.find("(Final Answer)")
     choices = prompt[start:end].strip() if start >= 0 and end > start else ""
-    return f"(Analysis)\n{analysis.strip()}\n\n(Choices)\n{choices}\n\n(Final Answer)\n{final.strip()}"
+    return (
+        f"(Analysis)\n{analysis.strip()}\n\n(Choices)\n{choices}\n\n"
+        f"(Final Answer)\n{final.strip()}"
+    )
 
 
 def load_mind2web_sc(root: Path | None = None) -> list[Case]:

@@ -1,4 +1,9 @@
-"""A report a person reads: headline next to the paper, breakdowns, every wrong decision."""
+"""A report a person reads: headline next to the paper, plots, breakdowns, every wrong decision.
+
+Each wrong decision shows the event, what was expected, what was decided and why, and the
+program that decided (clipped): a reader can tell a guard bug from a label quirk without
+opening predictions.jsonl.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,61 @@ from typing import Any
 
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
+from guardagent.eval.metrics import HEADLINE, expected_details, is_wrong
 
 PAPER_TABLE_2 = {
     "eicu-ac": {"LPA": 98.7, "LPP": 100.0, "LPR": 97.5, "CCA": 97.5, "FRA": 100.0},
     "mind2web-sc": {"LPA": 90.0, "LPP": 100.0, "LPR": 80.0, "CCA": 80.0, "FRA": 100.0},
 }
-HEADLINE = ("LPA", "LPP", "LPR", "CCA", "FRA")
+# The paper's "model guarding agent" baseline with GPT-4; it reports only these figures.
+PAPER_BASELINE = {
+    "eicu-ac": {"LPA": 97.5, "CCA": 67.9},
+    "mind2web-sc": {"LPA": 82.5},
+}
 
 
 def _fmt(value: Any) -> str:
     return "n/a" if value is None else f"{value}"
 
 
-def _clip(text: str, limit: int = 600) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + " ..."
+def clip(text: str | None, limit: int = 600) -> str:
+    """The start of a long text, marked as clipped, so the report stays readable."""
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more chars)"
+
+
+def _row(name: str, values: dict[str, Any]) -> str:
+    return f"| {name} | " + " | ".join(_fmt(values.get(k)) for k in HEADLINE) + " |"
+
+
+def _headline(profile: str, method: str, metrics: dict[str, Any]) -> list[str]:
+    lines = ["| | " + " | ".join(HEADLINE) + " |", "|---|" + "---|" * len(HEADLINE)]
+    lines.append(_row(f"this run ({method})", metrics))
+    if profile in PAPER_TABLE_2:
+        lines.append(_row("paper, GPT-4 GuardAgent (Table 2)", PAPER_TABLE_2[profile]))
+        lines.append(_row("paper, GPT-4 model-guarding-agent baseline", PAPER_BASELINE[profile]))
+    return lines + [""]
+
+
+def _cost(metrics: dict[str, Any]) -> list[str]:
+    lines = ["## Cost per decision", "", "| | mean | p50 | p95 | max | total |",
+             "|---|---|---|---|---|---|"]
+    for field, s in metrics["cost"]["per_decision"].items():
+        lines.append(f"| {field} | " + " | ".join(
+            _fmt(s[k]) for k in ("mean", "p50", "p95", "max", "total")) + " |")
+    ex = metrics["executable"]
+    fail = metrics["fail_closed"]
+    lines += [
+        "",
+        f"- executable rate (paper Table 4), over {ex['ran_program']} decisions that ran a "
+        f"program: before debugging {_fmt(ex['before_debug'])}%, after debugging "
+        f"{_fmt(ex['after_debug'])}% ({ex['debugged']} debugged; "
+        f"{ex['no_program_run']} ran no program)",
+        f"- program source: {metrics['program_source']}",
+        f"- fail-closed decisions: {fail['count']} {fail['reasons']}",
+        "",
+    ]
+    return lines
 
 
 def render_report(
@@ -31,21 +76,18 @@ def render_report(
     decisions: Sequence[GuardDecision],
     *,
     model: str = "offline",
+    method: str = "guardagent",
     skipped: Sequence[tuple[int, str]] = (),
+    plots: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Markdown report of one eval run."""
-    lines = [f"# GuardAgent eval: {profile}", "", f"Model: `{model}`; cases: {metrics['n']}.", ""]
-    lines += ["| | " + " | ".join(HEADLINE) + " |", "|---|" + "---|" * len(HEADLINE)]
-    lines.append("| this run | " + " | ".join(_fmt(metrics[k]) for k in HEADLINE) + " |")
-    paper = PAPER_TABLE_2.get(profile)
-    if paper:
-        lines.append(
-            "| paper, GPT-4 GuardAgent (Table 2) | "
-            + " | ".join(_fmt(paper[k]) for k in HEADLINE)
-            + " |"
-        )
+    """Markdown report of one eval run; `plots` are (title, relative path) of saved PNGs."""
+    lines = [f"# GuardAgent eval: {profile}", "",
+             f"Method: `{method}`; model: `{model}`; cases: {metrics['n']}.", ""]
+    lines += _headline(profile, method, metrics)
+    if plots:
+        lines += ["## Plots", "", *(f"![{title}]({path})" for title, path in plots), ""]
     c = metrics["confusion"]
-    lines += ["", "## Confusion matrix (1 = denied)", "", "| | predicted 1 | predicted 0 |",
+    lines += ["## Confusion matrix (1 = denied)", "", "| | predicted 1 | predicted 0 |",
               "|---|---|---|", f"| label 1 | {c['tp']} | {c['fn']} |",
               f"| label 0 | {c['fp']} | {c['tn']} |", ""]
     for key, groups in metrics.get("breakdown", {}).items():
@@ -53,35 +95,39 @@ def render_report(
         lines += [f"| {name} | {g['n']} | {_fmt(g['LPA'])} | {g['denied']} |"
                   for name, g in groups.items()]
         lines.append("")
-    cost = metrics["cost"]
-    lines += ["## Cost", "", *(f"- {k}: {_fmt(v)}" for k, v in cost.items()),
-              f"- program source: {metrics['program_source']}",
-              f"- fail-closed decisions: {metrics['fail_closed']['count']} "
-              f"{metrics['fail_closed']['reasons']}", ""]
+    lines += _cost(metrics)
     if skipped:
         lines += ["## Skipped case-file lines", ""]
         lines += [f"- line {n}: {msg}" for n, msg in skipped]
         lines.append("")
-    lines += _wrong_decisions(cases, decisions)
+    lines += wrong_decisions(cases, decisions)
     return "\n".join(lines) + "\n"
 
 
-def _wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -> list[str]:
-    from guardagent.eval.metrics import details_correct
-
-    wrong = [
-        (c, d) for c, d in zip(cases, decisions, strict=True)
-        if c.label != d.label or (c.label == 1 and not details_correct(c, d))
-    ]
+def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -> list[str]:
+    """Every wrong label or wrong denial detail, with the event, reason and deciding program."""
+    wrong = [(c, d) for c, d in zip(cases, decisions, strict=True) if is_wrong(c, d)]
     lines = [f"## Wrong decisions ({len(wrong)})", ""]
     for case, d in wrong:
-        expected = case.inaccessible if case.inaccessible is not None else case.violations
         lines += [
             f"### {case.id}",
-            f"- expected: label {case.label}, details {expected}",
-            f"- decided: label {d.label}, details {d.violations}, source {d.program_source}",
+            f"- expected: label {case.label}, details {expected_details(case)}",
+            f"- decided: label {d.label}, details {d.violations}, source {d.program_source}, "
+            f"attempts {d.attempts}, LLM calls {d.llm_calls}",
             f"- reason: {d.reason}",
-            "", "Input:", "```", _clip(case.agent_input), "```",
-            "Output (clipped):", "```", _clip(case.agent_output), "```", "",
         ]
+        if d.error:
+            lines.append(f"- error (failed closed): {d.error}")
+        if any(d.attempt_errors):
+            shown = [clip(e, 200) if e else None for e in d.attempt_errors]
+            lines.append(f"- attempt errors: {shown}")
+        lines += ["", "Input:", "```", clip(case.agent_input), "```",
+                  "Output (clipped):", "```", clip(case.agent_output), "```"]
+        if d.program:
+            lines += ["", "<details><summary>Program that decided "
+                      f"({d.program_source}, {len(d.program)} chars, clipped)</summary>", "",
+                      "```python", clip(d.program, 1500), "```", "", "</details>"]
+        else:
+            lines += ["", "Program that decided: none (no program ran)"]
+        lines.append("")
     return lines

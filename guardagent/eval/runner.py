@@ -1,4 +1,9 @@
-"""Run the guard over a case list and write metrics, predictions and a report."""
+"""Run a guard over a case list and write metrics, predictions, plots and a report.
+
+Decisions are logged as they finish (`predictions.partial.jsonl`), so Ctrl-C keeps them and
+`resume=True` runs only the rest; the final files are always in case order, so a run with
+`concurrency=8` writes the same predictions as a sequential one (latency aside).
+"""
 
 from __future__ import annotations
 
@@ -6,92 +11,177 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
-from guardagent.agent import GuardAgent
+from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
-from guardagent.eval.metrics import compute_metrics, details_correct
+from guardagent.eval.metrics import compute_metrics
+from guardagent.eval.plots import save_plots
+from guardagent.eval.predictions import (
+    PARTIAL,
+    PartialLog,
+    check_signature,
+    load_done,
+    prediction_record,
+    start_fresh,
+    write_predictions,
+    write_signature,
+)
 from guardagent.eval.report import render_report
 
+__all__ = ["EvalInterruptedError", "Guard", "prediction_record", "run_eval", "run_signature"]
 
-def prediction_record(case: Case, decision: GuardDecision) -> dict[str, Any]:
-    """One line of predictions.jsonl: the case's id and label next to the full decision."""
+
+class Guard(Protocol):
+    """What the runner needs from a guard: GuardAgent and the baseline both provide it."""
+
+    context: GuardContext
+
+    def warm_up(self) -> None:
+        """Prepare shared state (memory) before the first case."""
+
+    def check(self, agent_input: str, agent_output: str) -> GuardDecision:
+        """Decide one event."""
+        ...
+
+    async def acheck(self, agent_input: str, agent_output: str) -> GuardDecision:
+        """Decide one event without blocking the event loop."""
+        ...
+
+
+class EvalInterruptedError(Exception):
+    """The run was interrupted; the decisions made so far are in the partial log."""
+
+    def __init__(self, done: int, total: int, partial: Path) -> None:
+        self.done, self.total, self.partial = done, total, partial
+        super().__init__(
+            f"interrupted after {done}/{total} cases; the decisions so far are in {partial}; "
+            "run the same command with --resume to continue"
+        )
+
+
+def method_of(guard: Guard) -> str:
+    """`guardagent` for the guard graph, `baseline` for the model-guarding-agent baseline."""
+    return str(getattr(guard, "method", "guardagent"))
+
+
+def _model_name(model: Any) -> str:
+    return model if isinstance(model, str) else type(model).__name__
+
+
+def run_signature(guard: Guard) -> dict[str, Any]:
+    """The settings a resumed run must share with the run it continues."""
+    ctx = guard.context
     return {
-        "id": case.id,
-        "label": case.label,
-        "predicted": decision.label,
-        "correct": case.label == decision.label,
-        "details_correct": details_correct(case, decision) if case.label == 1 else None,
-        "decision": decision.model_dump(mode="json"),
+        "profile": ctx.profile, "method": method_of(guard), "model": _model_name(ctx.model),
+        "base_url": ctx.base_url, "k": ctx.k, "max_attempts": ctx.max_attempts,
+        "reuse_programs": ctx.reuse_programs,
     }
 
 
 async def _decide_all(
-    guard: GuardAgent,
+    guard: Guard,
     cases: Sequence[Case],
+    todo: Sequence[int],
     concurrency: int,
     on_done: Callable[[int, GuardDecision], None],
-) -> list[GuardDecision]:
+) -> None:
     gate = asyncio.Semaphore(max(1, concurrency))
-    results: list[GuardDecision | None] = [None] * len(cases)
 
     async def one(i: int) -> None:
         async with gate:
             decision = await guard.acheck(cases[i].agent_input, cases[i].agent_output)
-        results[i] = decision
-        on_done(i, decision)
+        on_done(i, decision)  # on the loop's thread: log writes never interleave
 
-    await asyncio.gather(*(one(i) for i in range(len(cases))))
-    return [r for r in results if r is not None]
+    await asyncio.gather(*(one(i) for i in todo))
+
+
+def _decide(
+    guard: Guard, cases: Sequence[Case], out: Path, done: dict[str, GuardDecision],
+    concurrency: int, progress: bool,
+) -> None:
+    """Decide every case not in `done`, logging each decision as it finishes."""
+    todo = [i for i, case in enumerate(cases) if case.id not in done]
+    labels = {case.id: case.label for case in cases}
+    right = sum(labels[i] == d.label for i, d in done.items())
+    bar = tqdm(total=len(cases), initial=len(done), desc=guard.context.profile,
+               disable=not progress, unit="case")
+    with PartialLog(out) as log:
+
+        def finished(i: int, decision: GuardDecision) -> None:
+            nonlocal right
+            log.append(cases[i], decision)
+            done[cases[i].id] = decision
+            right += decision.label == cases[i].label
+            bar.update(1)
+            bar.set_postfix(LPA=f"{100 * right / len(done):.1f}", refresh=False)
+
+        try:
+            if todo:
+                guard.warm_up()
+            if concurrency <= 1:
+                for i in todo:
+                    finished(i, guard.check(cases[i].agent_input, cases[i].agent_output))
+            elif todo:
+                asyncio.run(_decide_all(guard, cases, todo, concurrency, finished))
+        except KeyboardInterrupt:
+            raise EvalInterruptedError(len(done), len(cases), log.path) from None
+        finally:
+            bar.close()
 
 
 def run_eval(
-    guard: GuardAgent,
+    guard: Guard,
     cases: Sequence[Case],
     out_dir: str | Path,
     *,
     concurrency: int = 1,
     progress: bool = True,
     skipped: Sequence[tuple[int, str]] = (),
+    resume: bool = False,
+    plots: bool = True,
 ) -> dict[str, Any]:
-    """Guard every case, then write `metrics.json`, `predictions.jsonl` and `report.md`.
+    """Guard every case, then write metrics.json, predictions.jsonl, plots/ and report.md.
 
-    Results are in case order whatever the concurrency. The progress bar shows running LPA.
+    Args:
+        guard: A :class:`GuardAgent` or a baseline with the same `check`/`acheck` interface.
+        cases: The labelled events, in the order the outputs keep.
+        out_dir: Output directory (created).
+        concurrency: Events in flight at once (asyncio); 1 runs them one by one.
+        progress: Show a progress bar with the running accuracy.
+        skipped: Malformed case-file lines, listed in the report.
+        resume: Reuse the decisions already in `out_dir` (same settings, same events).
+        plots: Write PNG plots and link them from the report.
+
+    Raises:
+        EvalInterruptedError: on Ctrl-C; the decisions so far stay in the partial log.
+        ResumeMismatchError: when resuming a directory that holds a run with other settings.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    guard.warm_up()
-    bar = tqdm(total=len(cases), desc=guard.context.profile, disable=not progress, unit="case")
-    right = finished = 0
-    decisions: list[GuardDecision] = []
-
-    def done(i: int, decision: GuardDecision) -> None:
-        nonlocal right, finished
-        finished += 1
-        right += decision.label == cases[i].label
-        bar.update(1)
-        bar.set_postfix(LPA=f"{100 * right / finished:.1f}", refresh=False)
-
-    if concurrency <= 1:
-        for i, case in enumerate(cases):
-            decisions.append(guard.check(case.agent_input, case.agent_output))
-            done(i, decisions[-1])
+    signature = run_signature(guard)
+    done: dict[str, GuardDecision] = {}
+    if resume and check_signature(out, signature):
+        done = load_done(out, cases)
     else:
-        decisions = asyncio.run(_decide_all(guard, cases, concurrency, done))
-    bar.close()
+        start_fresh(out, signature)
+    write_signature(out, signature)
+    reused = len(done)
+    _decide(guard, cases, out, done, concurrency, progress)
+    decisions = [done[case.id] for case in cases]
     metrics = compute_metrics(cases, decisions)
-    metrics["profile"] = guard.context.profile
-    metrics["model"] = str(guard.context.model)
-    with open(out / "predictions.jsonl", "w", encoding="utf-8") as fh:
-        for case, decision in zip(cases, decisions, strict=True):
-            fh.write(json.dumps(prediction_record(case, decision)) + "\n")
+    metrics.update(profile=guard.context.profile, method=method_of(guard),
+                   model=signature["model"], resumed_decisions=reused)
+    write_predictions(out / "predictions.jsonl", cases, decisions)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    links = save_plots(metrics, decisions, out) if plots else []
     report = render_report(
-        guard.context.profile, metrics, cases, decisions,
-        model=str(guard.context.model), skipped=skipped,
+        guard.context.profile, metrics, cases, decisions, model=signature["model"],
+        method=method_of(guard), skipped=skipped, plots=links,
     )
     (out / "report.md").write_text(report, encoding="utf-8")
+    (out / PARTIAL).unlink(missing_ok=True)
     return metrics
