@@ -2,8 +2,10 @@
 
 Chroma's default embedding downloads an ONNX model at first use and fails with no network.
 Retrieval here is re-ranked by Levenshtein distance, so the candidate embedding should
-approximate edit-distance neighbourhoods rather than meaning: hashed character n-gram counts do
-that, cost tens of microseconds (vectorised with numpy), and need no model file. Any LangChain
+approximate edit-distance neighbourhoods rather than meaning. Raw counts of hashed character
+n-grams do that: one edit changes at most 2n counts, so the L1/L2 distance between count vectors
+tracks edit distance (including length differences, which normalised vectors would hide). They
+cost tens of microseconds (vectorised with numpy) and need no model file. Any LangChain
 `Embeddings` can replace it.
 """
 
@@ -16,7 +18,7 @@ _MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads n-gram codes
 
 
 class HashingEmbeddings(Embeddings):
-    """L2-normalised, sqrt-damped counts of hashed character n-grams.
+    """Counts of hashed character n-grams, compared with L2 distance (not cosine).
 
     Args:
         dim: Vector size; collisions fall as it grows, index cost rises.
@@ -29,11 +31,12 @@ class HashingEmbeddings(Embeddings):
         self.dim = dim
         self.ngram = ngram
         self.max_chars = max_chars
+        self.space = "l2"
 
     @property
     def name(self) -> str:
         """Identifies the vector space, so memories built with another embedding never mix."""
-        return f"hash{self.ngram}x{self.dim}"
+        return f"hashcount{self.ngram}x{self.dim}"
 
     def _embed(self, text: str) -> list[float]:
         data = " ".join(text[: self.max_chars].lower().split()).encode("utf-8")
@@ -44,9 +47,8 @@ class HashingEmbeddings(Embeddings):
         for i in range(self.ngram):
             codes = (codes << np.uint64(8)) | raw[i : raw.size - self.ngram + 1 + i]
         buckets = ((codes * _MULT) >> np.uint64(40)) % np.uint64(self.dim)
-        vec = np.sqrt(np.bincount(buckets.astype(np.int64), minlength=self.dim))
-        norm = float(np.linalg.norm(vec)) or 1.0
-        return (vec / norm).tolist()  # type: ignore[no-any-return]
+        vec = np.bincount(buckets.astype(np.int64), minlength=self.dim).astype(np.float64)
+        return vec.tolist()  # type: ignore[no-any-return]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed several texts."""

@@ -111,6 +111,8 @@ class MemoryStore:
         candidates: How many candidates Chroma returns before the Levenshtein re-rank.
     """
 
+    DEFAULT_CANDIDATES = 64
+
     def __init__(
         self,
         profile: str,
@@ -118,15 +120,15 @@ class MemoryStore:
         path: str | Path | None = None,
         url: str | None = None,
         embeddings: Embeddings | None = None,
-        candidates: int = 32,
+        candidates: int | None = None,
     ) -> None:
         self.embeddings = embeddings or HashingEmbeddings()
-        self.candidates = candidates
+        self.candidates = candidates or self.DEFAULT_CANDIDATES
         client = _client(str(path) if path else None, url)
         self._collection = client.get_or_create_collection(
             collection_name(profile, embedding_name(self.embeddings)),
             embedding_function=None,
-            metadata={"hnsw:space": "cosine"},
+            metadata={"hnsw:space": getattr(self.embeddings, "space", "cosine")},
         )
 
     def count(self) -> int:

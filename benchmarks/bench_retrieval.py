@@ -1,0 +1,134 @@
+"""Retrieval latency and recall at 1k / 10k / 100k demonstrations.
+
+Compares GuardAgent's retrieval (Chroma candidates by the offline n-gram embedding, then exact
+Levenshtein re-rank) with the reference approach (exact Levenshtein over every demonstration,
+as the paper's code does), in the same run. recall@k counts a returned demonstration as right
+when its distance is within the true k-th smallest distance (ties are not errors).
+
+Run: .venv/bin/python benchmarks/bench_retrieval.py [--sizes 1000 10000 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import Levenshtein
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synthetic import synthetic_events  # noqa: E402
+
+from guardagent.memory_store.store import (  # noqa: E402
+    Demonstration,
+    MemoryStore,
+    demonstration_id,
+    event_text,
+)
+
+
+def _demos(events: list[tuple[str, str]]) -> list[Demonstration]:
+    out = []
+    for i, (inp, outp) in enumerate(events):
+        d = Demonstration(id="", agent_input=inp, agent_output=outp, plan="p", code=f"# {i}",
+                          label=i % 2, details=[], request_fingerprint="bench", verified=True)
+        d["id"] = demonstration_id(d)
+        out.append(d)
+    return out
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return round(s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))], 3)
+
+
+def build(path: str, size: int, candidates: int) -> tuple[MemoryStore, list[str], float]:
+    store = MemoryStore(f"bench-{size}", path=path, candidates=candidates)
+    demos = _demos(synthetic_events(size, seed=1))
+    started = time.perf_counter()
+    for i in range(0, size, 2000):
+        store.add(demos[i : i + 2000])
+    texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
+    return store, texts, time.perf_counter() - started
+
+
+def measure(
+    size: int, k: int, candidates: int, queries: int, exact_queries: int, path: str
+) -> dict[str, object]:
+    store, texts, build_s = build(path, size, candidates)
+    events = synthetic_events(queries, seed=2)
+    ours, exact_ms, recalls = [], [], []
+    for n, (inp, outp) in enumerate(events):
+        t0 = time.perf_counter()
+        got = store.search(inp, outp, k)
+        ours.append((time.perf_counter() - t0) * 1000)
+        if n >= exact_queries:
+            continue
+        q = event_text(inp, outp)
+        t0 = time.perf_counter()
+        dists = sorted(Levenshtein.distance(q, t) for t in texts)
+        exact_ms.append((time.perf_counter() - t0) * 1000)
+        kth = dists[k - 1]
+        hits = sum(Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) <= kth
+                   for d in got)
+        recalls.append(hits / k)
+    return {
+        "size": size,
+        "k": k,
+        "candidates": store.candidates,
+        "build_s": round(build_s, 1),
+        "ours_ms_p50": _pct(ours, 50),
+        "ours_ms_p95": _pct(ours, 95),
+        "exact_ms_p50": _pct(exact_ms, 50),
+        "speedup_p50": round(statistics.median(exact_ms) / statistics.median(ours), 1),
+        "recall_at_k": round(statistics.mean(recalls), 3),
+        "queries": queries,
+        "exact_queries": len(exact_ms),
+    }
+
+
+def peak_rss_mb(path: str, size: int, k: int, candidates: int) -> float:
+    """Peak RSS of a fresh guard process that opens the store and serves 50 queries."""
+    code = (
+        "import resource, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from synthetic import synthetic_events\n"
+        "from guardagent.memory_store.store import MemoryStore\n"
+        f"s = MemoryStore('bench-{size}', path={path!r}, candidates={candidates})\n"
+        f"for i, o in synthetic_events(50, seed=3): s.search(i, o, {k})\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return round(int(out.stdout.split()[-1]) / 1024, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--candidates", type=int, default=MemoryStore.DEFAULT_CANDIDATES)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--exact-queries", type=int, default=20)
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            row = measure(size, args.k, args.candidates, args.queries, args.exact_queries, tmp)
+            row["guard_process_peak_rss_mb"] = peak_rss_mb(tmp, size, args.k, args.candidates)
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    for r in results:
+        print(f"retrieval size={r['size']}: p50 {r['ours_ms_p50']} ms, p95 {r['ours_ms_p95']} ms, "
+              f"exact scan p50 {r['exact_ms_p50']} ms ({r['speedup_p50']}x), "
+              f"recall@{r['k']} {r['recall_at_k']}, peak RSS {r['guard_process_peak_rss_mb']} MB")
+    print(f"benchmark process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+
+
+if __name__ == "__main__":
+    main()
