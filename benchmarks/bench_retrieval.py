@@ -127,7 +127,8 @@ def main() -> None:
         print(f"retrieval size={r['size']}: p50 {r['ours_ms_p50']} ms, p95 {r['ours_ms_p95']} ms, "
               f"exact scan p50 {r['exact_ms_p50']} ms ({r['speedup_p50']}x), "
               f"recall@{r['k']} {r['recall_at_k']}, peak RSS {r['guard_process_peak_rss_mb']} MB")
-    print(f"benchmark process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"benchmark process peak RSS {own} MB")
 
 
 if __name__ == "__main__":
