@@ -103,3 +103,92 @@ def test_read_cases_reports_line_numbers(tmp_path):
     cases, skipped = read_cases(path, skip_invalid=True)
     assert [c.id for c in cases] == ["a"]
     assert [n for n, _ in skipped] == [2, 3, 5, 6]
+
+
+def _ran(errors, **kw) -> GuardDecision:
+    return GuardDecision(allowed=True, label=0, attempt_errors=errors, attempts=len(errors), **kw)
+
+
+def test_executable_rate_before_and_after_debugging_by_hand():
+    decisions = [
+        _ran([None]),  # first run fine
+        _ran(["KeyError: 'years'", None]),  # fixed by the debugger
+        _ran(["NameError", "NameError", "NameError"]),  # never executable
+        _ran([]),  # no program ran (offline, nothing verified)
+    ]
+    cases = [_case(i, 0) for i in range(4)]
+    ex = compute_metrics(cases, decisions)["executable"]
+    assert ex == {
+        "before_debug": 33.3,  # 1 of the 3 that ran
+        "after_debug": 66.7,  # 2 of 3
+        "ran_program": 3,
+        "debugged": 2,
+        "no_program_run": 1,
+    }
+
+
+def test_cost_per_decision_percentiles_by_hand():
+    decisions = [
+        GuardDecision(allowed=True, label=0, llm_calls=c, tokens=t, attempts=a, latency_ms=ms)
+        for c, t, a, ms in [
+            (0, 0, 1, 10.0),
+            (4, 900, 2, 20.0),
+            (6, 1500, 3, 30.0),
+            (1, 100, 1, 40.0),
+        ]
+    ]
+    cost = compute_metrics([_case(i, 0) for i in range(4)], decisions)["cost"]
+    calls = cost["per_decision"]["llm_calls"]
+    # sorted calls 0, 1, 4, 6: p50 at rank 1.5 -> 1 + 0.5 * 3; p95 at rank 2.85 -> 4 + 0.85 * 2
+    assert calls == {"mean": 2.75, "p50": 2.5, "p95": 5.7, "max": 6.0, "total": 11.0}
+    assert cost["per_decision"]["tokens"]["total"] == 2500.0
+    assert cost["per_decision"]["attempts"]["mean"] == 1.75
+    # latencies 10..40: p50 = 25, p95 = 30 + 0.85 * 10
+    assert cost["latency_ms_p50"] == 25.0 and cost["latency_ms_p95"] == 38.5
+    assert cost["llm_calls_per_decision"] == 2.75 and cost["tokens_per_decision"] == 625.0
+
+
+def test_percentile_matches_the_statistics_module():
+    import statistics
+
+    from guardagent.eval.metrics import percentile
+
+    values = [3.0, 1.0, 7.5, 2.25, 9.0, 4.0, 6.0]
+    assert percentile(values, 50) == statistics.median(values)
+    q = statistics.quantiles(values, n=20, method="inclusive")  # q[18] is the 95th
+    assert percentile(values, 95) == round(q[18], 2)
+    assert percentile([], 50) is None and percentile([5.0], 95) == 5.0
+
+
+def test_fail_closed_counts_and_reasons():
+    cases = [_case(i, 1, violations=["r"]) for i in range(3)]
+    decisions = [
+        GuardDecision(allowed=False, label=1, error="planner model failed: HTTP 500"),
+        GuardDecision(allowed=False, label=1, error="planner model failed: timeout"),
+        GuardDecision(allowed=False, label=1, error="program failed after 3 attempt(s): boom"),
+    ]
+    fail = compute_metrics(cases, decisions)["fail_closed"]
+    assert fail == {
+        "count": 3,
+        "reasons": {"planner model failed": 2, "program failed after 3 attempt(s)": 1},
+    }
+
+
+def test_cca_leaves_out_denials_that_state_no_details():
+    # A bring-your-own file may label a denial without saying why: CCA cannot judge it.
+    cases = [_case(1, 1, violations=["r"]), _case(2, 1), _case(3, 1, violations=[])]
+    m = compute_metrics(cases, [_deny(["r"]), _deny(["x"]), _deny([])])
+    assert m["counts"] == {"label_1": 3, "label_0": 0, "cca_judged": 1}
+    assert m["CCA"] == 100.0 and m["LPR"] == 100.0
+    only_unjudged = compute_metrics(cases[1:], [_deny(["x"]), _deny([])])
+    assert only_unjudged["CCA"] is None
+
+
+def test_wrong_decisions_are_wrong_labels_or_wrong_details():
+    from guardagent.eval.metrics import is_wrong
+
+    denial = _case(1, 1, violations=["r"])
+    assert not is_wrong(denial, _deny(["r"]))
+    assert is_wrong(denial, _deny(["other"]))
+    assert is_wrong(denial, _allow(denial))
+    assert not is_wrong(_case(2, 1), _deny(["anything"]))  # no details stated
