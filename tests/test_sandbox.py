@@ -256,6 +256,21 @@ def test_source_limit() -> None:
     assert run("allow()\n" + "#" * 200)["ok"]
 
 
+def test_large_sources_are_compiled_in_the_child() -> None:
+    filler = "x = 1\n" * 4000  # > 16 000 chars: the parent leaves compiling to the child
+    assert run(filler + "deny([str(x)])")["verdict"] == {
+        "allowed": False,
+        "violations": ["1"],
+        "reason": "",
+    }
+    assert run(filler + "allow = 1")["error"] == (
+        "PolicyError: Line 4001: cannot assign to protected name 'allow'"
+    )
+    assert run(filler + "allow(")["error"] == (
+        "CompileError: Line 4001: SyntaxError: '(' was never closed"
+    )
+
+
 def test_recursion_limit() -> None:
     result = run("def f(n):\n    return f(n + 1)\nf(0)")
     assert result["error"] == "LimitExceeded: maximum recursion depth exceeded (line 2)"

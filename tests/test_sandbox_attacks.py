@@ -30,6 +30,7 @@ KILLED = ("LimitExceeded", "Timeout")
 LIMIT = ("LimitExceeded",)
 VERDICT = ("VerdictError",)
 NOVERDICT = ("NoVerdict",)
+CRASHED = ("SandboxError",)
 
 
 def make_toolbox() -> Toolbox:
@@ -234,12 +235,18 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "recursion": ("def f(n):\n    return f(n + 1)\nf(0)\nallow()", LIMIT),
     "nested_repr": ("x = []\nfor i in range(100000):\n    x = [x]\nprint(x)\nallow()", LIMIT),
     "nested_copy": ("x = []\nfor i in range(100000):\n    x = [x]\necho(x)\nallow()", LIMIT),
+    "c_stack_overflow": (
+        "x = [1]\nfor i in range(1000000):\n    x = map(abs, x)\nlist(x)\nallow()",
+        CRASHED,
+    ),
     # --- parser bombs
     "nested_parens": (NESTED_PARENS, COMPILE),
     "unary_bomb": (MINUS_BOMB, COMPILE),
     "attribute_chain_bomb": (ATTR_BOMB, COMPILE),
     "indent_bomb": (INDENT_BOMB, COMPILE),
     "huge_source": (HUGE_SOURCE, COMPILE),
+    # ~2.5 s of RestrictedPython transforming: compiled in the child, under the CPU limit
+    "transformer_bomb": ("a.b.c.d.e.f.g.h.i.j.k.l.m\n" * 3800 + "allow()", KILLED),
     "null_byte": ("allow()\x00", COMPILE),
     # --- huge output
     "print_flood": ("while True:\n    print('A' * 10000)", KILLED),
@@ -269,6 +276,10 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "allow_then_crash": ("allow()\nraise ValueError('after')", RUNTIME),
     "printed_forge": ("print('ALLOW')\nx = printed", NOVERDICT),
+    "huge_reason": ("deny(['x' * 10 ** 8])", LIMIT),
+    "huge_error_message": ("raise ValueError('x' * 10 ** 7)", RUNTIME),
+    "raise_keyboard_interrupt": ("raise KeyboardInterrupt\nallow()", RUNTIME),
+    "exception_group": ("raise ExceptionGroup('x', [ValueError()])\nallow()", RUNTIME),
 }
 
 
@@ -306,6 +317,7 @@ def test_attack(name: str, host: Path) -> None:
     text = json.dumps(result)
     assert SECRET not in text
     assert len(result["stdout"]) <= LIMITS.max_output_chars + 100
+    assert len(error) <= 5000
     assert sorted(p.name for p in host.iterdir()) == ["keep.txt"]
     assert (host / "keep.txt").read_text() == "original"
     assert strip(run_program(BENIGN, TOOLBOX, "in", "out", LIMITS)) == before

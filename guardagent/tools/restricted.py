@@ -104,6 +104,14 @@ class CompiledProgram(NamedTuple):
     compile_errors: tuple[str, ...]
     policy_errors: tuple[str, ...]
 
+    def rejection(self) -> str | None:
+        """One `"<Kind>: a; b"` line for a rejected program (compile errors win), else None."""
+        if self.compile_errors:
+            return "CompileError: " + "; ".join(self.compile_errors)
+        if self.policy_errors:
+            return "PolicyError: " + "; ".join(self.policy_errors)
+        return None
+
     def messages(self) -> list[str]:
         """Every error as `"<Kind>: text"`, compile errors first."""
         return [f"CompileError: {e}" for e in self.compile_errors] + [
@@ -329,7 +337,7 @@ def _describe(exc: BaseException) -> str:
 class PreparedProgram:
     """A compiled program with its fresh globals, ready to execute exactly once."""
 
-    code: CodeType
+    code: CodeType | None
     scope: dict[str, Any]
     recorder: VerdictRecorder
     verdict_errors: list[str]
@@ -341,6 +349,8 @@ class PreparedProgram:
         The verdict is reported only for a clean run: after an error, or after any failed
         verdict call (even one the program caught), it is dropped.
         """
+        if self.code is None:
+            return {"v": None, "e": "SandboxError: no compiled code to run", "o": ""}
         error: str | None = None
         try:
             exec(self.code, self.scope)
@@ -356,7 +366,7 @@ class PreparedProgram:
 
 
 def prepare_program(
-    code: CodeType, toolbox: Toolbox, agent_input: str, agent_output: str, max_output: int
+    code: CodeType | None, toolbox: Toolbox, agent_input: str, agent_output: str, max_output: int
 ) -> PreparedProgram:
     """Fresh recorder, print buffer, copying wrappers and globals for one run."""
     recorder = VerdictRecorder()

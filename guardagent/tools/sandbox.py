@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, NoReturn
 
 from typing_extensions import TypedDict
@@ -43,6 +44,10 @@ _RESULT_FD = 3
 _MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
 _MAX_PAYLOAD = 4 * 1024 * 1024  # verdict + stdout + error, bytes of JSON
 _MAX_ERROR_CHARS = 4000
+# RestrictedPython's transformer is pure Python: a hostile 100 kB source can take seconds
+# to compile. Up to this size the parent compiles (and caches); above it, the child does,
+# under the CPU and wall-clock limits.
+_PARENT_COMPILE_CHARS = 16_000
 _MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n'
 _FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
 _RESET_SIGNALS = tuple(
@@ -130,13 +135,29 @@ class _Run:
     program: PreparedProgram
     rlimits: list[tuple[int, int, int]]
     signals: list[int]
+    source: str | None  # set when the child must compile (large sources)
+    protected: frozenset[str]
 
 
-def _prepare(code: Any, toolbox: Toolbox, inputs: tuple[str, str], limits: SandboxLimits) -> _Run:
+def _prepare(
+    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
+    limits: SandboxLimits,
+) -> _Run:  # fmt: skip
     """The program's fresh globals plus the child's limits and signals to reset."""
     program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
     signals = [s for s in _RESET_SIGNALS if callable(signal.getsignal(s))]
-    return _Run(program, _rlimits(limits), signals)
+    protected = _protected_names(toolbox)
+    return _Run(program, _rlimits(limits), signals, None if code else source, protected)
+
+
+def _compile_and_execute(run: _Run) -> dict[str, Any]:
+    """In the child: compile first if the parent left that to us, then run."""
+    if run.source is not None:
+        compiled = compile_program(run.source, run.protected)
+        if compiled.code is None:
+            return {"v": None, "e": compiled.rejection(), "o": ""}
+        run.program.code = compiled.code
+    return run.program.execute()
 
 
 def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
@@ -191,7 +212,7 @@ def _child(run: _Run, cwd_fd: int, write_fd: int) -> NoReturn:
     status = 0
     try:
         _isolate(run, cwd_fd, write_fd)
-        line = json.dumps(run.program.execute()).encode() + b"\n"
+        line = json.dumps(_compile_and_execute(run)).encode() + b"\n"
         if len(line) > _MAX_PAYLOAD:
             line = b'{"e": "LimitExceeded: verdict or output too large to report"}\n'
         _write_all(line)
@@ -316,10 +337,11 @@ def _revalidate(raw: Any) -> Verdict | None:
 
 
 def _fork_run(
-    code: Any, toolbox: Toolbox, inputs: tuple[str, str], limits: SandboxLimits
-) -> tuple[Verdict | None, str | None, str]:
+    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
+    limits: SandboxLimits,
+) -> tuple[Verdict | None, str | None, str]:  # fmt: skip
     """Fork one child for one run and turn whatever happens into (verdict, error, stdout)."""
-    run = _prepare(code, toolbox, inputs, limits)
+    run = _prepare(code, source, toolbox, inputs, limits)
     cwd_fd = _empty_cwd_fd()
     read_fd, write_fd = os.pipe()
     try:
@@ -389,14 +411,15 @@ def run_program(
     if type(source) is not str or len(source) > limits.max_source_chars:
         return _result(start, None, f"CompileError: source must be a str of at most "
                        f"{limits.max_source_chars} chars")  # fmt: skip
-    compiled = compile_program(source, _protected_names(toolbox))
-    if compiled.code is None:
-        kind = "CompileError" if compiled.compile_errors else "PolicyError"
-        texts = compiled.compile_errors or compiled.policy_errors
-        return _result(start, None, f"{kind}: " + "; ".join(texts))
+    code = None
+    if len(source) <= _PARENT_COMPILE_CHARS:
+        compiled = compile_program(source, _protected_names(toolbox))
+        if compiled.code is None:
+            return _result(start, None, compiled.rejection())
+        code = compiled.code
     try:
         verdict, error, stdout = _fork_run(
-            compiled.code, toolbox, (agent_input, agent_output), limits
+            code, source, toolbox, (agent_input, agent_output), limits
         )
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
