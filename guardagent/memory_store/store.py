@@ -12,6 +12,7 @@ import json
 import os
 import re
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,7 @@ class MemoryStore:
     """
 
     DEFAULT_CANDIDATES = 64
+    PROGRAM_CACHE_SECONDS = 5.0
 
     def __init__(
         self,
@@ -124,6 +126,7 @@ class MemoryStore:
     ) -> None:
         self.embeddings = embeddings or HashingEmbeddings()
         self.candidates = candidates or self.DEFAULT_CANDIDATES
+        self._programs: dict[str, tuple[float, list[str]]] = {}
         client = _client(str(path) if path else None, url)
         self._collection = client.get_or_create_collection(
             collection_name(profile, embedding_name(self.embeddings)),
@@ -147,6 +150,7 @@ class MemoryStore:
             documents=texts,
             metadatas=[_to_metadata(d) for d in demos],
         )
+        self._programs.clear()
         return ids
 
     def search(
@@ -167,15 +171,13 @@ class MemoryStore:
             request: Restrict to demonstrations of this guard-request fingerprint.
             verified_only: Restrict to demonstrations whose program is verified.
         """
-        where = _where(request, verified_only)
-        total = self.count()
-        if total == 0 or k <= 0:
+        if k <= 0:
             return []
         query = event_text(agent_input, agent_output)
         found = self._collection.query(
             query_embeddings=[self.embeddings.embed_query(query)],
-            n_results=min(max(self.candidates, k), total),
-            where=where,
+            n_results=max(self.candidates, k),  # Chroma returns fewer when it holds fewer
+            where=_where(request, verified_only),
             include=["documents", "metadatas"],
         )
         docs = (found.get("documents") or [[]])[0]
@@ -183,6 +185,22 @@ class MemoryStore:
         ids = found["ids"][0]
         ranked = rerank(query, list(zip(ids, docs, metas, strict=True)), k)
         return [_from_record(i, doc, m) for i, doc, m in ranked]
+
+    def verified_programs(self, request: str) -> list[str]:
+        """The distinct verified programs of a guard request.
+
+        Most requests have one general program, and then no per-event retrieval is needed to
+        pick it. Cached in-process; refreshed after this process adds demonstrations and every
+        `PROGRAM_CACHE_SECONDS`, so programs added by other processes appear soon after.
+        """
+        now = time.monotonic()
+        cached = self._programs.get(request)
+        if cached and now - cached[0] < self.PROGRAM_CACHE_SECONDS:
+            return cached[1]
+        found = self._collection.get(where=_where(request, True), include=["metadatas"])
+        codes = sorted({str(m["code"]) for m in found.get("metadatas") or []})
+        self._programs[request] = (now, codes)
+        return codes
 
 
 def rerank(

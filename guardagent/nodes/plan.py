@@ -7,6 +7,7 @@ from typing import Any
 from guardagent import prompts
 from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, call_model
+from guardagent.nodes.retrieve import demonstrations
 from guardagent.nodes.runtime import context_of, model_of, profile_of
 
 
@@ -17,11 +18,12 @@ def plan(state: GuardState, runtime: Any) -> dict[str, Any]:
     model = model_of(ctx)
     if model is None:
         return {"error": "no model configured for planning"}
+    shots = demonstrations(state, ctx)
     demos = "\n\n".join(
         prompts.DEMO_PLAN.format(
             agent_input=d["agent_input"], agent_output=d["agent_output"], plan=d["plan"]
         )
-        for d in state.get("demonstrations", [])
+        for d in shots
     )
     user = prompts.PLANNER_USER.format(
         guard_request=profile.guard_request,
@@ -35,4 +37,9 @@ def plan(state: GuardState, runtime: Any) -> dict[str, Any]:
         text, tokens = call_model(model, prompts.PLANNER_SYSTEM, user, run_name="guardagent.plan")
     except ModelCallError as exc:
         return {"error": f"planner model failed: {exc}", "llm_calls": calls}
-    return {"plan": text, "llm_calls": calls, "tokens": state.get("tokens", 0) + tokens}
+    return {
+        "plan": text,
+        "demonstrations": shots,
+        "llm_calls": calls,
+        "tokens": state.get("tokens", 0) + tokens,
+    }

@@ -1,45 +1,58 @@
-"""retrieve: demonstrations for the prompts, and a verified program if memory has one."""
+"""retrieve: a verified program for this guard request, else demonstrations for the model."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
+from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
 
 
-def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:
-    """Fetch the k nearest demonstrations of this guard request (Levenshtein re-ranked).
+def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
+    """The k nearest demonstrations of this request (Levenshtein re-ranked), fetched once."""
+    if state.get("demonstrations"):
+        return state["demonstrations"]
+    profile = profile_of(ctx)
+    return memory_of(ctx).search(
+        state["agent_input"], state["agent_output"], ctx.k or profile.k,
+        request=profile.fingerprint,
+    )
 
-    A verified program among them is taken for execution, so the planner and coder are
-    skipped: most events then need no LLM call at all.
+
+def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
+    fingerprint = profile_of(ctx).fingerprint
+    memory = memory_of(ctx)
+    programs = memory.verified_programs(fingerprint)
+    if len(programs) <= 1:  # the usual case: one general program, no search needed
+        return programs[0] if programs else None
+    nearest = memory.search(
+        state["agent_input"], state["agent_output"], 1, request=fingerprint, verified_only=True
+    )
+    return nearest[0]["code"] if nearest else None
+
+
+def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:
+    """Pick the verified program for this request, nearest-first when memory holds several.
+
+    With a verified program, the planner and coder are skipped, so the event needs no LLM
+    call and no demonstrations. Otherwise the demonstrations for the prompts are fetched here.
     """
     started = time.perf_counter()
     ctx = context_of(runtime)
-    profile = profile_of(ctx)
-    memory = memory_of(ctx)
-    k = ctx.k or profile.k
-    demos = memory.search(
-        state["agent_input"], state["agent_output"], k, request=profile.fingerprint
-    )
     update: dict[str, Any] = {
         "started_at": started,
-        "demonstrations": demos,
         "attempts": 0,
         "attempt_errors": [],
         "llm_calls": 0,
         "tokens": 0,
         "program_source": "none",
     }
-    if ctx.reuse_programs:
-        verified = [d for d in demos if d["verified"]] or memory.search(
-            state["agent_input"],
-            state["agent_output"],
-            1,
-            request=profile.fingerprint,
-            verified_only=True,
-        )
-        if verified:
-            update.update(program=verified[0]["code"], program_source="memory")
+    program = _verified_program(state, ctx) if ctx.reuse_programs else None
+    if program:
+        update.update(program=program, program_source="memory")
+    else:
+        update["demonstrations"] = demonstrations(state, ctx)
     return update

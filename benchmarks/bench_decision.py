@@ -1,0 +1,68 @@
+"""Decision latency with a verified program from memory (no LLM), end to end.
+
+Runs the offline guard over the shipped benchmark events (latency only; accuracy is the eval's
+job) and reports p50/p99 per decision plus the share of time spent in each node, measured from
+the graph's own update stream.
+
+Run: .venv/bin/python benchmarks/bench_decision.py [--profile eicu-ac] [--n 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+
+from guardagent import GuardAgent, GuardContext
+from guardagent.eval.benchmarks import load_benchmark
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return round(s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))], 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--profile", default="eicu-ac")
+    parser.add_argument("--n", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as mem:
+        guard = GuardAgent(args.profile, memory_dir=mem)
+        guard.warm_up()
+        cases = load_benchmark(args.profile)
+        events = [(c.agent_input, c.agent_output) for c in cases]
+        events = (events * (args.n // len(events) + 1))[: args.n]
+        guard.check(*events[0])  # first call pays imports and caches
+        end_to_end = [guard.check(i, o).latency_ms for i, o in events]
+        per_node: dict[str, float] = defaultdict(float)
+        ctx = GuardContext(profile=args.profile, memory_dir=mem)
+        for agent_input, agent_output in events:
+            last = time.perf_counter()
+            for update in guard.graph.stream(
+                {"agent_input": agent_input, "agent_output": agent_output},
+                context=ctx, stream_mode="updates",
+            ):
+                now = time.perf_counter()
+                for node in update:
+                    per_node[node] += (now - last) * 1000
+                last = now
+    total = sum(per_node.values())
+    result = {
+        "profile": args.profile,
+        "decisions": len(end_to_end),
+        "p50_ms": _pct(end_to_end, 50),
+        "p99_ms": _pct(end_to_end, 99),
+        "mean_ms": round(statistics.mean(end_to_end), 2),
+        "share": {node: round(ms / total, 3) for node, ms in per_node.items()},
+    }
+    print(json.dumps(result))
+    print(f"decision latency ({args.profile}, verified program, no LLM): "
+          f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; share {result['share']}")
+
+
+if __name__ == "__main__":
+    main()
