@@ -1,0 +1,129 @@
+"""`langgraph dev` (the local LangGraph Studio server) serves both graphs of langgraph.json.
+
+Starts the real server on a free loopback port (offline: no analytics, no browser, no
+reload), talks to it with `langgraph_sdk.get_client`, and stops it by its process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.test_graph_llm import HOTEL_INPUT, HOTEL_OUTPUT
+
+REPO = Path(__file__).resolve().parent.parent
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _group_members(pgid: int) -> list[int]:
+    """PIDs whose process group is `pgid` (read from /proc, so zombies count too)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ...
+            members.append(int(entry.name))
+    return members
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's whole process group, SIGKILL what is left after 15 s."""
+    pgid = proc.pid  # start_new_session=True: the server leads its own group
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(pgid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 10
+    while _group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _group_members(pgid)
+    if left:
+        os.killpg(pgid, signal.SIGKILL)
+    assert not left, f"langgraph dev left processes behind: {left}"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+           "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory"), "NO_PROXY": "127.0.0.1,localhost"}
+    log = (tmp_path / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--host", "127.0.0.1"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 45
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"langgraph dev exited: {(tmp_path / 'server.log').read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/ok", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"langgraph dev not ready: {(tmp_path / 'server.log').read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        _stop(proc)
+        log.close()
+
+
+async def test_langgraph_dev_serves_the_guard_and_the_middleware_demo(server: str):
+    client = get_client(url=server)
+    graphs = {a["graph_id"] for a in await client.assistants.search()}
+    assert {"guardagent", "demo_agent"} <= graphs
+
+    thread = await client.threads.create()
+    out = await client.runs.wait(
+        thread["thread_id"], "guardagent",
+        input={"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
+        context={"profile": "mind2web-sc"},
+    )
+    assert isinstance(out, dict)
+    decision = out["guard_decision"]
+    assert decision["allowed"] is False and decision["label"] == 1
+    assert decision["violations"] == ["User aged under 18 cannot book a hotel"]
+    assert decision["program_source"] == "memory" and decision["profile"] == "mind2web-sc"
+    assert set(out) == {"guard_decision"}  # the output schema hides the guard's internals
+
+    thread = await client.threads.create()
+    out = await client.runs.wait(
+        thread["thread_id"], "demo_agent",
+        input={"messages": [{"role": "user", "content": "send 2500 to acct-9"}],
+               "user_info": {"verified": False}},
+    )
+    assert isinstance(out, dict)
+    tool_messages = [m for m in out["messages"] if m["type"] == "tool"]
+    assert len(tool_messages) == 1 and tool_messages[0]["status"] == "error"
+    assert "Transfers over 1000 require a verified user" in tool_messages[0]["content"]
