@@ -1,0 +1,120 @@
+"""Memory shared between processes through a Chroma server (`MemoryStore(..., url=...)`).
+
+Starts `chroma run` on a free loopback port, writes one demonstration from each of two
+separate processes, reads both from a third, then stops the server by its process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_langgraph_dev import _group_members
+
+CHROMA = Path(sys.executable).parent / "chroma"
+REPO = Path(__file__).resolve().parent.parent
+
+WRITER = """
+import sys
+from guardagent.memory_store.store import Demonstration, MemoryStore, demonstration_id
+
+url, who = sys.argv[1], sys.argv[2]
+demo = Demonstration(
+    id="", agent_input=f"Task: event written by {who}", agent_output=f"output of {who}",
+    plan="p", code="allow('ok')", label=0, details=[], request_fingerprint="shared-req",
+    verified=True,
+)
+demo["id"] = demonstration_id(demo)
+MemoryStore("shared-memory", url=url).add([demo])
+print(demo["id"])
+"""
+
+READER = """
+import json, sys
+from guardagent.memory_store.store import MemoryStore
+
+store = MemoryStore("shared-memory", url=sys.argv[1])
+found = store.search("Task: event written by", "output of", 5, request="shared-req")
+print(json.dumps({"count": store.count(),
+                  "inputs": sorted(d["agent_input"] for d in found),
+                  "verified": [d["verified"] for d in found]}))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def chroma_url(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    log = (tmp_path / "chroma.log").open("wb")
+    proc = subprocess.Popen(
+        [str(CHROMA), "run", "--path", str(tmp_path / "db"), "--host", "127.0.0.1",
+         "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"chroma exited: {(tmp_path / 'chroma.log').read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"chroma not ready: {(tmp_path / 'chroma.log').read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+        deadline = time.monotonic() + 10
+        while _group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _group_members(proc.pid), "chroma left processes behind"
+
+
+def _start(code: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "ANONYMIZED_TELEMETRY": "False"}
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc: subprocess.Popen[str]) -> str:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return out.strip().splitlines()[-1]
+
+
+def test_two_writer_processes_and_a_reader_share_one_chroma_server(chroma_url: str):
+    # The two writers run at the same time, as two guard workers sharing one memory would.
+    writers = [_start(WRITER, chroma_url, f"writer-{n}") for n in (1, 2)]
+    first, second = (_result(w) for w in writers)
+    assert first != second
+    seen = json.loads(_result(_start(READER, chroma_url)))
+    assert seen["count"] == 2
+    assert seen["inputs"] == ["Task: event written by writer-1", "Task: event written by writer-2"]
+    assert seen["verified"] == [True, True]
