@@ -140,6 +140,9 @@ try:
     int('nope')
 except ValueError as exc:
     msg += ' caught ' + str(exc.args[0])[:7]
+def kw(*args, func=0, **rest):
+    return len(args) + func + len(rest)
+assert kw(*[1, 2], func=3, **{'op': 4}) == 6
 assert isinstance(msg, str) and any([True]) and all([1]) and max(1, 2) == 2
 print(msg, round(2.5), abs(-1), min([3, 1]), sum(range(4)), tuple([1]), printed)
 deny([msg])

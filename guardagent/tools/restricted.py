@@ -164,8 +164,11 @@ def guarded_getitem(obj: Any, key: Any) -> Any:
     return obj[key]
 
 
-def guarded_apply(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`_apply_`: the transformer routes `f(*a, **kw)` calls through here."""
+def guarded_apply(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """`_apply_`: the transformer routes `f(*a, **kw)` calls through here.
+
+    `func` is positional-only so a program's own `func=` keyword reaches its target.
+    """
     return func(*args, **kwargs)
 
 

@@ -71,8 +71,8 @@ class SandboxLimits:
         cpu_seconds: RLIMIT_CPU of the child (catches C-level loops a signal cannot stop).
         memory_mb: Address space the program may add on top of what the forked
             interpreter already maps (RLIMIT_AS = current size + this). An absolute cap
-            would be meaningless: with chromadb and langgraph loaded the parent already
-            maps ~500 MB before it runs anything.
+            would be meaningless: with chromadb (a live client) and langgraph loaded the
+            parent already maps ~650 MB (measured) before it runs anything.
         max_output_chars: Printed text kept for the debugger; the rest is dropped.
         max_source_chars: Longer programs are rejected before parsing (parser bombs).
 
