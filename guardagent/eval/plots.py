@@ -18,17 +18,27 @@ from guardagent.decision import GuardDecision
 PLOTS_DIR = "plots"
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A figure on the Agg canvas, independent of pyplot and of any notebook backend."""
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def figure_png(fig: Figure) -> bytes:
+    """PNG bytes of a figure, for `IPython.display.Image(data=...)` in notebooks."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def confusion_figure(metrics: dict[str, Any], title: str = "") -> Figure:
     """2x2 confusion matrix, rows = gold label, columns = predicted label (1 = denied)."""
     c = metrics["confusion"]
     cells = [[c["tp"], c["fn"]], [c["fp"], c["tn"]]]
-    fig = _figure(4.2, 3.6)
+    fig = new_figure(4.2, 3.6)
     ax = fig.add_subplot()
     image = ax.imshow(cells, cmap="Blues")
     peak = max(max(row) for row in cells) or 1
@@ -48,7 +58,7 @@ def breakdown_figure(metrics: dict[str, Any], key: str) -> Figure:
     groups = metrics["breakdown"][key]
     names = list(groups)
     values = [groups[n]["LPA"] or 0.0 for n in names]
-    fig = _figure(7.0, 0.45 * len(names) + 1.2)
+    fig = new_figure(7.0, 0.45 * len(names) + 1.2)
     ax = fig.add_subplot()
     bars = ax.barh(range(len(names)), values, color="tab:blue")
     ax.set_yticks(range(len(names)), [_short(n) for n in names])
@@ -68,7 +78,7 @@ def latency_figure(decisions: Sequence[GuardDecision]) -> Figure:
     from guardagent.eval.metrics import percentile
 
     values = [d.latency_ms for d in decisions]
-    fig = _figure(6.0, 3.4)
+    fig = new_figure(6.0, 3.4)
     ax = fig.add_subplot()
     ax.hist(values, bins=min(40, max(5, len(values) // 5)), color="tab:gray")
     for q, style in ((50, "-"), (95, "--")):
