@@ -402,3 +402,19 @@ def test_threads_concurrently() -> None:
     for i, result in results:
         assert result["ok"], result
         assert result["verdict"]["violations"][0] == str(i)  # type: ignore[index]
+
+
+async def test_arun_program_leaves_the_default_executor_free() -> None:
+    loop = asyncio.get_running_loop()
+    slow = [
+        asyncio.ensure_future(
+            arun_program("while True:\n    pass", TOOLBOX, "", "", SandboxLimits(wall_seconds=0.5))
+        )
+        for _ in range(12)
+    ]
+    await asyncio.sleep(0.05)
+    start = time.monotonic()
+    assert await loop.run_in_executor(None, lambda: 42) == 42
+    assert time.monotonic() - start < 0.3
+    results = await asyncio.gather(*slow)
+    assert all(r["error"] is not None and r["error"].startswith("Timeout") for r in results)

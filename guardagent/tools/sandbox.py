@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -22,6 +23,7 @@ import signal
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any, NoReturn
@@ -232,6 +234,7 @@ def _child(run: _Run, cwd_fd: int, write_fd: int) -> NoReturn:
 _zombies: set[int] = set()
 _lock = threading.Lock()
 _cwd: list[int] = []
+_pool: list[ThreadPoolExecutor] = []
 
 
 def _empty_cwd_fd() -> int:
@@ -433,5 +436,21 @@ async def arun_program(
     agent_output: str,
     limits: SandboxLimits | None = None,
 ) -> ExecutionResult:
-    """:func:`run_program` on a worker thread, so the event loop never waits on a child."""
-    return await asyncio.to_thread(run_program, source, toolbox, agent_input, agent_output, limits)
+    """:func:`run_program` on a worker thread, so the event loop never waits on a child.
+
+    The threads are the sandbox's own pool, not the loop's default executor: a burst of
+    slow programs (each up to `wall_seconds`) must not starve unrelated blocking work such
+    as LangGraph's sync nodes. Cancelling the await does not stop the run; the child
+    still dies at its deadline.
+    """
+    call = functools.partial(run_program, source, toolbox, agent_input, agent_output, limits)
+    return await asyncio.get_running_loop().run_in_executor(_async_pool(), call)
+
+
+def _async_pool() -> ThreadPoolExecutor:
+    """The lazily created pool behind :func:`arun_program`; waiting threads hold no GIL."""
+    with _lock:
+        if not _pool:
+            workers = max(8, 4 * (os.cpu_count() or 1))
+            _pool.append(ThreadPoolExecutor(workers, thread_name_prefix="guard-sandbox"))
+        return _pool[0]
