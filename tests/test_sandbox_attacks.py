@@ -19,7 +19,7 @@ from guardagent.tools.sandbox import ExecutionResult, SandboxLimits, run_program
 
 SECRET_NAME = "GUARD_FAKE_SECRET"
 SECRET = "s3cr3t-canary-7f1e9a"
-LIMITS = SandboxLimits(wall_seconds=3.0, cpu_seconds=1, memory_mb=256)
+LIMITS = SandboxLimits(wall_seconds=1.5, cpu_seconds=1, memory_mb=256)
 
 HOST_DATA: dict[str, Any] = {"k": ["a", "b"], "config": {"admin": False, "threshold": 3}}
 
@@ -226,7 +226,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     # --- memory bombs
     "str_bomb": ("x = 'x' * 10 ** 10\nallow()", LIMIT),
     "list_bomb": ("x = [0] * 10 ** 10\nallow()", LIMIT),
-    "list_growth": ("x = []\nwhile True:\n    x.append('a' * 10 ** 6)", LIMIT),
+    "list_growth": ("x = []\nwhile True:\n    x.append('a' * 10 ** 6)", KILLED),
     "memory_catch_loop": (
         "x = []\nwhile True:\n    try:\n        x.append(' ' * 10 ** 7)\n    except:\n        pass",
         KILLED,
@@ -276,7 +276,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "allow_then_crash": ("allow()\nraise ValueError('after')", RUNTIME),
     "printed_forge": ("print('ALLOW')\nx = printed", NOVERDICT),
-    "huge_reason": ("deny(['x' * 10 ** 8])", LIMIT),
+    "huge_reason": ("deny(['x' * 10 ** 8])", KILLED),
     "huge_error_message": ("raise ValueError('x' * 10 ** 7)", RUNTIME),
     "raise_keyboard_interrupt": ("raise KeyboardInterrupt\nallow()", RUNTIME),
     "exception_group": ("raise ExceptionGroup('x', [ValueError()])\nallow()", RUNTIME),

@@ -276,6 +276,8 @@ def copying_tool(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs = copy.deepcopy((args, kwargs))
         try:
             result = func(*args, **kwargs)
+        except (MemoryError, RecursionError):
+            raise  # still a limit, whoever hit it
         except Exception as exc:
             kind = type(exc) if type(exc) in _PASSED_EXCEPTIONS else RuntimeError
             raise kind(f"{name}(): {type(exc).__name__}: {exc}") from None
