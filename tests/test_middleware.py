@@ -243,3 +243,19 @@ def test_check_tool_rules_fails_closed():
     with pytest.raises(ValueError):
         parse_tool_call("TOOL: x\nARGS: [1, 2]")
     assert parse_tool_call("(Final answer)\nANSWER: hi") == {"name": "", "args": {}}
+
+
+async def test_async_review_interrupts_and_a_rejection_keeps_the_tool_from_running():
+    agent, bank = _agent(
+        [_call("transfer_funds", {"amount": 9000, "to": "acct-1"}), "Not sent."],
+        GuardAgentMiddleware("tool-calls", review="on_deny", user_info={"verified": False}),
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "async-review"}}
+    out = await agent.ainvoke({"messages": [HumanMessage("send 9000 to acct-1")]}, config)
+    [pause] = out["__interrupt__"]
+    assert pause.value["decision"]["violations"] == [RULE_TRANSFER]
+    out = await agent.ainvoke(Command(resume="reject"), config)
+    assert bank.ran == []
+    [msg] = _tool_messages(out)
+    assert msg.status == "error" and "A reviewer rejected the call." in msg.content
