@@ -418,3 +418,37 @@ async def test_arun_program_leaves_the_default_executor_free() -> None:
     assert time.monotonic() - start < 0.3
     results = await asyncio.gather(*slow)
     assert all(r["error"] is not None and r["error"].startswith("Timeout") for r in results)
+
+
+# --------------------------------------------------------------------------- parent-side checks
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'["v", "e"]',
+        b'{"v": {"allowed": true, "violations": ["x"], "reason": ""}, "e": null, "o": ""}',
+        b'{"v": {"allowed": 1, "violations": [], "reason": ""}, "e": null, "o": ""}',
+        b'{"v": {"allowed": true, "violations": [], "reason": 5}, "e": null, "o": ""}',
+        b'{"v": {"allowed": true, "violations": [], "reason": "", "x": 1}, "e": null, "o": ""}',
+        b'{"v": {"allowed": false, "violations": {"t": "c"}, "reason": ""}, "e": null, "o": ""}',
+        b'{"v": null, "e": 3, "o": ""}',
+    ],
+)
+def test_parent_rejects_forged_or_malformed_child_lines(line: bytes) -> None:
+    from guardagent.tools.sandbox import _parse_payload
+
+    verdict, error, _ = _parse_payload(line, 100)
+    assert verdict is None
+    assert error is not None and error.startswith("SandboxError: malformed result")
+
+
+def test_parent_recaps_child_stdout() -> None:
+    from guardagent.tools.sandbox import _parse_payload
+
+    line = json.dumps({"v": None, "e": "NoVerdict: x", "o": "y" * 10_000}).encode()
+    _, error, stdout = _parse_payload(line, 100)
+    assert error == "NoVerdict: x"
+    assert stdout == "y" * 100 + "\n... [output truncated]"
