@@ -183,9 +183,10 @@ def test_concurrency_gives_the_sequential_predictions(tmp_path, profile):
     assert one == eight
 
 
-def test_sigint_keeps_partial_predictions_and_resume_completes(tmp_path):
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_sigint_keeps_partial_predictions_and_resume_completes(tmp_path, concurrency):
     cases = tmp_path / "cases.jsonl"
-    all_cases = load_benchmark("mind2web-sc")[:80]
+    all_cases = load_benchmark("mind2web-sc")[:40]
     write_cases(cases, all_cases)
     out = tmp_path / "run"
     cmd = [

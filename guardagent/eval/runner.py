@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 from tqdm import tqdm
@@ -123,14 +126,47 @@ def _decide(
             if todo:
                 guard.warm_up()
             if concurrency <= 1:
-                for i in todo:
-                    finished(i, guard.check(cases[i].agent_input, cases[i].agent_output))
+                with _StopOnSigint() as stop:
+                    for i in todo:
+                        finished(i, guard.check(cases[i].agent_input, cases[i].agent_output))
+                        if stop.requested:
+                            raise KeyboardInterrupt
             elif todo:
+                # asyncio.run's own SIGINT handler cancels the tasks and raises KeyboardInterrupt
                 asyncio.run(_decide_all(guard, cases, todo, concurrency, finished))
         except KeyboardInterrupt:
             raise EvalInterruptedError(len(done), len(cases), log.path) from None
         finally:
             bar.close()
+
+
+class _StopOnSigint:
+    """Make Ctrl-C stop a sequential run even when its KeyboardInterrupt gets swallowed.
+
+    The sandbox forks per program, and Python ignores (only prints) an exception raised in
+    an at-fork hook such as logging's lock release; a Ctrl-C landing there would be lost and
+    the run would go on. This handler records the request and raises as usual, and the loop
+    stops after the current case if the raise went nowhere. Installed only over the default
+    handler, in the main thread, so a host with its own SIGINT handling keeps it.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _StopOnSigint:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def run_eval(
