@@ -120,11 +120,16 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
             cases, skipped = read_cases(cases_path, skip_invalid=skip_invalid)
         else:
             cases = load_benchmark(profile)
-    except (CaseFileError, FileNotFoundError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except CaseFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    except FileNotFoundError as exc:
+        shown = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
+        raise click.ClickException(shown) from None
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
     cases = cases[:limit] if limit else cases
     if not cases:
-        raise click.ClickException("no cases to evaluate")
+        raise click.ClickException(f"no cases to evaluate in {cases_path or profile}")
     settings: dict[str, Any] = {"memory_dir": memory_dir, "memory_url": memory_url, "k": k}
     guard: Guard
     if method == "baseline":

@@ -112,3 +112,32 @@ def test_console_script_is_installed():
     out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, check=True)
     for command in ("check", "eval", "run-program", "export-cases"):
         assert command in out.stdout
+
+
+def test_eval_input_errors_are_clear(tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    result = CliRunner().invoke(main, ["eval", "--profile", "eicu-ac", "--cases", str(missing),
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code != 0 and f"No such file or directory: {missing}\n" in result.output
+    (tmp_path / "empty.jsonl").write_text("\n")
+    result = CliRunner().invoke(main, ["eval", "--profile", "eicu-ac", "--cases",
+                                       str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "r")])
+    assert result.exit_code != 0 and "no cases to evaluate" in result.output
+    own_profile = str(Path("guardagent/profiles/mind2web-sc").resolve())
+    result = CliRunner().invoke(main, ["eval", "--profile", own_profile, "--out", str(tmp_path)])
+    assert result.exit_code != 0 and "pass --cases FILE.jsonl" in result.output
+
+
+def test_exported_cases_evaluate_like_the_shipped_benchmark(tmp_path):
+    exported = tmp_path / "m2w.jsonl"
+    CliRunner().invoke(main, ["export-cases", "--profile", "mind2web-sc", "--out", str(exported)])
+    runs = {}
+    for name, extra in (("shipped", []), ("file", ["--cases", str(exported)])):
+        out = tmp_path / name
+        result = CliRunner().invoke(main, ["eval", "--profile", "mind2web-sc", *extra, "--limit",
+                                           "12", "--out", str(out), "--quiet", "--no-plots"])
+        assert result.exit_code == 0, result.output
+        runs[name] = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+        for record in runs[name]:
+            record["decision"].pop("latency_ms")
+    assert len(runs["file"]) == 12 and runs["file"] == runs["shipped"]
