@@ -23,7 +23,7 @@ from pathlib import Path
 import Levenshtein
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic import synthetic_events  # noqa: E402
+from synthetic import near_duplicates, synthetic_events  # noqa: E402
 
 from guardagent.memory_store.store import (  # noqa: E402
     Demonstration,
@@ -48,27 +48,34 @@ def _pct(xs: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))], 3)
 
 
-def build(path: str, size: int, candidates: int) -> tuple[MemoryStore, list[str], float]:
+def build(
+    path: str, size: int, candidates: int
+) -> tuple[MemoryStore, list[tuple[str, str]], float]:
     store = MemoryStore(f"bench-{size}", path=path, candidates=candidates)
-    demos = _demos(synthetic_events(size, seed=1))
+    events = synthetic_events(size, seed=1)
+    demos = _demos(events)
     started = time.perf_counter()
     for i in range(0, size, 2000):
         store.add(demos[i : i + 2000])
-    texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
-    return store, texts, time.perf_counter() - started
+    return store, events, time.perf_counter() - started
 
 
 def measure(
     size: int, k: int, candidates: int, queries: int, exact_queries: int, path: str
 ) -> dict[str, object]:
-    store, texts, build_s = build(path, size, candidates)
-    events = synthetic_events(queries, seed=2)
-    ours, exact_ms, recalls = [], [], []
+    store, stored, build_s = build(path, size, candidates)
+    texts = [event_text(i, o) for i, o in stored]
+    half = queries // 2
+    events = synthetic_events(half, seed=2) + near_duplicates(stored, queries - half, seed=3)
+    ours: list[float] = []
+    exact_ms: list[float] = []
+    recalls: dict[str, list[float]] = {"fresh": [], "near_duplicate": []}
     for n, (inp, outp) in enumerate(events):
+        kind = "fresh" if n < half else "near_duplicate"
         t0 = time.perf_counter()
         got = store.search(inp, outp, k)
         ours.append((time.perf_counter() - t0) * 1000)
-        if n >= exact_queries:
+        if n % half >= exact_queries // 2:
             continue
         q = event_text(inp, outp)
         t0 = time.perf_counter()
@@ -77,7 +84,7 @@ def measure(
         kth = dists[k - 1]
         hits = sum(Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) <= kth
                    for d in got)
-        recalls.append(hits / k)
+        recalls[kind].append(hits / k)
     return {
         "size": size,
         "k": k,
@@ -87,7 +94,9 @@ def measure(
         "ours_ms_p95": _pct(ours, 95),
         "exact_ms_p50": _pct(exact_ms, 50),
         "speedup_p50": round(statistics.median(exact_ms) / statistics.median(ours), 1),
-        "recall_at_k": round(statistics.mean(recalls), 3),
+        "recall_at_k": round(statistics.mean(recalls["fresh"] + recalls["near_duplicate"]), 3),
+        "recall_at_k_fresh": round(statistics.mean(recalls["fresh"]), 3),
+        "recall_at_k_near_duplicate": round(statistics.mean(recalls["near_duplicate"]), 3),
         "queries": queries,
         "exact_queries": len(exact_ms),
     }
@@ -126,7 +135,9 @@ def main() -> None:
     for r in results:
         print(f"retrieval size={r['size']}: p50 {r['ours_ms_p50']} ms, p95 {r['ours_ms_p95']} ms, "
               f"exact scan p50 {r['exact_ms_p50']} ms ({r['speedup_p50']}x), "
-              f"recall@{r['k']} {r['recall_at_k']}, peak RSS {r['guard_process_peak_rss_mb']} MB")
+              f"recall@{r['k']} {r['recall_at_k']} (fresh {r['recall_at_k_fresh']}, "
+              f"near-duplicate {r['recall_at_k_near_duplicate']}), "
+              f"peak RSS {r['guard_process_peak_rss_mb']} MB")
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(f"benchmark process peak RSS {own} MB")
 

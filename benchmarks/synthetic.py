@@ -61,3 +61,20 @@ def synthetic_events(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """`n` events, half EHRAgent-like and half SeeAct-like, 300 to ~4000 characters each."""
     rng = random.Random(seed)
     return [(_ehr_event if i % 2 == 0 else _web_event)(rng) for i in range(n)]
+
+
+def near_duplicates(events: list[tuple[str, str]], n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """`n` new events that differ from stored ones only in their numbers (ids, values, ages).
+
+    This is how guard memories are queried in practice: the same kind of request recurs with
+    other patients, dates and amounts.
+    """
+    import re
+
+    rng = random.Random(seed)
+
+    def renumber(text: str) -> str:
+        return re.sub(r"\d", lambda _: str(rng.randint(0, 9)), text)
+
+    picks = [events[rng.randrange(len(events))] for _ in range(n)]
+    return [(renumber(i), renumber(o)) for i, o in picks]
