@@ -17,44 +17,13 @@ are indented, so they can never forge the unindented ``TOOL:`` line that
 from __future__ import annotations
 
 import json
-import operator
 import re
-from collections.abc import Callable
 from typing import Any
 
+from guardagent.tools.compare import compare
 from guardagent.tools.registry import guard_tool
 
 _CALL = re.compile(r"^TOOL:[ \t]*(?P<name>[^\n]*)\n(?:ARGS:[ \t]*(?P<args>[^\n]*))?", re.M)
-
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">=": operator.ge,
-    ">": operator.gt,
-    "<=": operator.le,
-    "<": operator.lt,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-}
-
-
-def _compare(actual: Any, op: str, expected: Any) -> bool | None:
-    """`actual <op> expected`, or None when the two cannot be compared.
-
-    Booleans compare only with booleans (1 is not True), and a string never passes an
-    ordering test against a number ("5000" > 1000 is uncomparable, not False).
-    """
-    if op not in _OPS:
-        raise ValueError(f"unknown op {op!r}; use one of {sorted(_OPS)}")
-    if (isinstance(actual, bool) or isinstance(expected, bool)) and type(actual) is not type(
-        expected
-    ):
-        return None
-    try:
-        return bool(_OPS[op](actual, expected))
-    except TypeError:
-        return None
-
 
 @guard_tool(group="toolcalls")
 def parse_tool_call(agent_output: str) -> dict[str, Any]:
@@ -105,7 +74,7 @@ def _applies(call: dict[str, Any], rule: dict[str, Any]) -> bool:
             raise ValueError(f"each 'when' condition needs arg, op, value: {cond!r}")
         if cond["arg"] not in args:
             continue  # unknown argument value: fail closed, the rule applies
-        holds = _compare(args[cond["arg"]], cond["op"], cond["value"])
+        holds = compare(args[cond["arg"]], cond["op"], cond["value"])
         if holds is False:
             return False
     return True
@@ -150,7 +119,7 @@ def check_tool_rules(
         if not _applies(call if isinstance(call, dict) else {}, rule):
             continue
         actual = info.get(rule["field"])
-        ok = actual is not None and _compare(actual, rule["op"], rule["value"]) is True
+        ok = actual is not None and compare(actual, rule["op"], rule["value"]) is True
         if not ok and rule["violation"] not in violations:
             violations.append(str(rule["violation"]))
     return violations

@@ -9,11 +9,10 @@ and never a source of user facts.
 from __future__ import annotations
 
 import json
-import operator
 import re
-from collections.abc import Callable
 from typing import Any
 
+from guardagent.tools.compare import check_op, compare
 from guardagent.tools.registry import guard_tool
 from guardagent.tools.web_categories import categorize
 
@@ -214,28 +213,6 @@ def web_action_category(task: str, final_action: dict[str, str]) -> str:
     return category
 
 
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">=": operator.ge,
-    ">": operator.gt,
-    "<=": operator.le,
-    "<": operator.lt,
-}
-
-
-def _meets(actual: Any, op: str, required: Any) -> bool:
-    """Whether a user value satisfies one requirement; bools only compare with bools."""
-    if (isinstance(actual, bool) or isinstance(required, bool)) and type(actual) is not type(
-        required
-    ):
-        return False
-    try:
-        return bool(_OPS[op](actual, required))
-    except TypeError:
-        return False
-
-
 @guard_tool(group="web")
 def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, Any]]) -> list[str]:
     """Return the violation texts of the rules for `category` that the user does not meet.
@@ -249,7 +226,7 @@ def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, 
     Args:
         user_info: User facts from ``parse_user_info`` (never from the agent output).
         category: The action's category from ``web_action_category``.
-        rules: The policy as a list of rule dicts. Ops: ==, !=, >=, >, <=, <.
+        rules: The policy as a list of rule dicts. Ops: ==, !=, >=, >, <=, <, in, not in.
 
     Returns:
         The violation texts, in rule order without duplicates; ``[]`` when every applicable
@@ -268,12 +245,11 @@ def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, 
         missing = [k for k in ("category", "field", "op", "value", "violation") if k not in rule]
         if missing:
             raise ValueError(f"rule {rule!r} lacks {missing}")
-        if rule["op"] not in _OPS:
-            raise ValueError(f"unknown op {rule['op']!r}; use one of {sorted(_OPS)}")
+        check_op(rule["op"])
         if str(rule["category"]).strip().lower() != wanted:
             continue
         actual = info.get(rule["field"])
-        ok = actual is not None and _meets(actual, rule["op"], rule["value"])
+        ok = actual is not None and compare(actual, rule["op"], rule["value"]) is True
         if not ok and rule["violation"] not in violations:
             violations.append(str(rule["violation"]))
     return violations
