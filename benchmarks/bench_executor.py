@@ -23,7 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from guardagent.tools.registry import Toolbox  # noqa: E402
 from guardagent.tools.restricted import compile_program, prepare_program  # noqa: E402
-from guardagent.tools.sandbox import SandboxLimits, _protected_names, run_program  # noqa: E402
+from guardagent.tools.sandbox import (  # noqa: E402
+    SandboxLimits,
+    _protected_names,
+    _reap_later,
+    run_program,
+)
 
 AGENT_INPUT = """Task: Book a one-way flight from Denver to Boston for 2 adults on May 3.
 User information:
@@ -162,6 +167,28 @@ def bench_inprocess(tb: Toolbox, runs: int) -> list[float]:
     return times
 
 
+def bench_fork_floor(runs: int) -> list[float]:
+    """An empty child (fork, one byte back, lazy reap): the floor no fork-per-run beats.
+
+    Fork cost grows with the parent's address space and with machine load, so this is
+    reported next to the sandbox numbers to separate executor overhead from the machine.
+    """
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(write_fd, b"\n")
+            os._exit(0)
+        os.close(write_fd)
+        os.read(read_fd, 1)
+        os.close(read_fd)
+        _reap_later(pid)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
 def bench_sandbox(tb: Toolbox, runs: int) -> list[float]:
     """Wall time of `run_program` per call (compile is cached after the first call)."""
     limits = SandboxLimits()
@@ -188,6 +215,7 @@ def main() -> None:
     bench_sandbox(tb, 10)  # warm-up: compile cache, page cache
     bench_inprocess(tb, 10)
     inproc = percentiles(bench_inprocess(tb, args.runs))
+    floor = percentiles(bench_fork_floor(args.runs))
     cpu_before = cpu_seconds()
     sandbox = percentiles(bench_sandbox(tb, args.runs))
     time.sleep(0.2)
@@ -201,6 +229,8 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "inprocess_exec_ms": inproc,
         "sandbox_run_ms": sandbox,
+        "empty_fork_ms": floor,
+        "p50_overhead_above_empty_fork_ms": round(sandbox["p50"] - floor["p50"], 3),
         "sandbox_cpu_ms_per_run": round(cpu_ms, 3),
         "p50_ratio": round(sandbox["p50"] / inproc["p50"], 1),
         "p50_target_ms": 5.0,
@@ -210,6 +240,7 @@ def main() -> None:
         f"sandbox p50 {sandbox['p50']:.2f} ms / p99 {sandbox['p99']:.2f} ms vs in-process exec "
         f"p50 {inproc['p50']:.3f} ms: {report['p50_ratio']}x "
         f"({'meets' if sandbox['p50'] <= 5.0 else 'MISSES'} the 5 ms p50 target); "
+        f"empty fork p50 {floor['p50']:.2f} ms; "
         f"CPU per run {report['sandbox_cpu_ms_per_run']} ms, load {report['load_avg_1m']:.2f} "
         f"on {report['cpus']} CPUs"
     )
