@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from guardagent.profiles import load_profile
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.sandbox import ExecutionResult, SandboxLimits, run_program
+from guardagent.tools.zygote import toolbox_refs
 
 SECRET_NAME = "GUARD_FAKE_SECRET"
 SECRET = "s3cr3t-canary-7f1e9a"
@@ -329,3 +332,49 @@ def test_secret_is_visible_to_host_but_not_child(host: Path) -> None:
     assert os.environ[SECRET_NAME] == SECRET
     result = run_program("deny([read_setting('GUARD_FAKE_SECRET') or 'empty'])", TOOLBOX, "", "")
     assert result["ok"] and result["verdict"]["violations"] == ["empty"]
+
+
+# The same corpus through the pre-warmed zygote, which serves built-in toolboxes. Programs
+# that call the closures above fail there with a NameError (RuntimeError) instead; every
+# other expectation holds: no allow, no secret, no file, and the next run is unchanged.
+BUILTIN_TOOLBOX = load_profile("mind2web-sc").tools()
+BUILTIN_BENIGN = """
+user = parse_user_info(agent_input)
+deny(["age " + str(user["age"])], "benign check")
+"""
+BUILTIN_INPUT = "Task: x\nUser information:\n   age: 30,\n   membership: False"
+
+
+def test_builtin_toolbox_runs_in_the_zygote() -> None:
+    assert toolbox_refs(BUILTIN_TOOLBOX) is not None
+    assert toolbox_refs(TOOLBOX) is None  # closures keep forking from the caller
+
+
+# Attacks on the closure toolbox's own names (rebinding `config`, ...) are about that toolbox;
+# the name policy itself runs in the caller for both paths and is covered above.
+ZYGOTE_ATTACKS = {
+    name: attack for name, attack in ATTACKS.items()
+    if not re.search(r"\b(lookup|config|read_setting|save_note|echo)\b", attack[0])
+}
+
+
+def test_zygote_corpus_is_large_enough() -> None:
+    assert len(ZYGOTE_ATTACKS) >= 60
+
+
+@pytest.mark.parametrize("name", sorted(ZYGOTE_ATTACKS))
+def test_attack_through_zygote(name: str, host: Path) -> None:
+    source, kinds = ZYGOTE_ATTACKS[name]
+    source = source.replace("CANARY", json.dumps(str(host)))
+    before = strip(run_program(BUILTIN_BENIGN, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS))
+    assert before["ok"] and before["verdict"]["violations"] == ["age 30"], before
+
+    result = run_program(source, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS)
+
+    assert result["ok"] is False and result["verdict"] is None, result
+    error = result["error"] or ""
+    assert error.split(":", 1)[0] in (*kinds, *RUNTIME, *NOVERDICT), (name, error)
+    assert SECRET not in json.dumps(result)
+    assert sorted(p.name for p in host.iterdir()) == ["keep.txt"]
+    after = strip(run_program(BUILTIN_BENIGN, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS))
+    assert after == before

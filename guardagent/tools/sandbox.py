@@ -39,6 +39,7 @@ from guardagent.tools.restricted import (
     prepare_program,
 )
 from guardagent.tools.verdict import VERDICT_NAMES, Verdict, VerdictError, VerdictRecorder
+from guardagent.tools.zygote import run_in_zygote, toolbox_refs
 
 __all__ = ["ExecutionResult", "SandboxLimits", "arun_program", "check_program", "run_program"]
 
@@ -141,7 +142,7 @@ class _Run:
     protected: frozenset[str]
 
 
-def _prepare(
+def prepare_run(
     code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
     limits: SandboxLimits,
 ) -> _Run:  # fmt: skip
@@ -229,6 +230,11 @@ def _child(run: _Run, cwd_fd: int, write_fd: int) -> NoReturn:
         os._exit(status)
 
 
+def child_main(run: _Run, write_fd: int) -> NoReturn:
+    """Child body for a process that forked elsewhere (the zygote): same isolation."""
+    _child(run, empty_cwd_fd(), write_fd)
+
+
 # --------------------------------------------------------------------------- parent side
 
 _zombies: set[int] = set()
@@ -237,7 +243,7 @@ _cwd: list[int] = []
 _pool: list[ThreadPoolExecutor] = []
 
 
-def _empty_cwd_fd() -> int:
+def empty_cwd_fd() -> int:
     """A descriptor of an empty directory that has already been deleted.
 
     Children `fchdir` into it: nothing can be created in a removed directory, not even by
@@ -344,8 +350,8 @@ def _fork_run(
     limits: SandboxLimits,
 ) -> tuple[Verdict | None, str | None, str]:  # fmt: skip
     """Fork one child for one run and turn whatever happens into (verdict, error, stdout)."""
-    run = _prepare(code, source, toolbox, inputs, limits)
-    cwd_fd = _empty_cwd_fd()
+    run = prepare_run(code, source, toolbox, inputs, limits)
+    cwd_fd = empty_cwd_fd()
     read_fd, write_fd = os.pipe()
     try:
         pid = os.fork()
@@ -414,19 +420,51 @@ def run_program(
     if type(source) is not str or len(source) > limits.max_source_chars:
         return _result(start, None, f"CompileError: source must be a str of at most "
                        f"{limits.max_source_chars} chars")  # fmt: skip
-    code = None
-    if len(source) <= _PARENT_COMPILE_CHARS:
-        compiled = compile_program(source, _protected_names(toolbox))
-        if compiled.code is None:
-            return _result(start, None, compiled.rejection())
-        code = compiled.code
+    code, rejection = compile_for_run(source, toolbox)
+    if rejection is not None:
+        return _result(start, None, rejection)
+    inputs = (agent_input, agent_output)
     try:
-        verdict, error, stdout = _fork_run(
-            code, source, toolbox, (agent_input, agent_output), limits
-        )
+        refs = toolbox_refs(toolbox) if _zygote_enabled() else None
+        try:
+            if refs is not None:
+                return _result(start, *_zygote_run(source, refs, inputs, limits))
+        except OSError:  # no zygote (could not start, or it died): fork the caller instead
+            pass
+        verdict, error, stdout = _fork_run(code, source, toolbox, inputs, limits)
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
     return _result(start, verdict, error, stdout)
+
+
+def compile_for_run(source: str, toolbox: Toolbox) -> tuple[CodeType | None, str | None]:
+    """(code, None) to run, (None, rejection) to refuse, or (None, None): compile in the child.
+
+    Small sources compile here (and are cached); large ones compile in the child, under its
+    CPU and wall-clock limits, because RestrictedPython may take seconds on a hostile one.
+    """
+    if len(source) > _PARENT_COMPILE_CHARS:
+        return None, None
+    compiled = compile_program(source, _protected_names(toolbox))
+    return compiled.code, (compiled.rejection() if compiled.code is None else None)
+
+
+def _zygote_enabled() -> bool:
+    return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+
+
+def _zygote_run(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits
+) -> tuple[Verdict | None, str | None, str]:
+    """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
+    outcome, value = run_in_zygote(source, refs, inputs, limits)
+    if outcome == "line":
+        return _parse_payload(value, limits.max_output_chars)
+    if outcome == "status":
+        return None, _death_error(value), ""
+    if outcome == "timeout":
+        return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
+    return None, "SandboxError: the sandbox child closed without a result", ""
 
 
 async def arun_program(

@@ -1,0 +1,269 @@
+"""A small pre-warmed process that forks one sandbox child per run.
+
+Forking the caller costs time in proportion to what it maps: a guard process with LangGraph
+and Chroma loaded maps 500+ MB and pays ~5 ms per fork before the program even starts. The
+zygote is a fresh interpreter that imports only the sandbox and the built-in toolbox (~15 MB),
+so its forks are cheap, and each child is still a fresh copy: nothing survives a run.
+
+The zygote serves toolboxes made only of built-in functions (modules under `guardagent.`),
+which it imports itself. User functions may close over state of the calling process (a
+runtime-loaded table, a client), which a re-import would not reproduce, so those toolboxes
+keep forking from the caller. Requests and results are JSON lines over a private Unix socket.
+
+Protocol, one connection per run: the caller sends one request line; the child sends
+`{"pid": N}` and then its result line (the sandbox's child format); if the child dies without
+a result, the zygote sends `{"x": wait_status}`. The caller enforces the wall-clock limit by
+killing the child's pid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+from guardagent.tools.registry import Toolbox, ToolSpec
+
+BUILTIN_PREFIX = "guardagent."
+_MAX_REQUEST = 64 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------- caller side
+
+
+def toolbox_refs(toolbox: Toolbox) -> list[list[str]] | None:
+    """[name, module, qualname, group] per function, or None if any is not a built-in."""
+    refs = []
+    for spec in toolbox:
+        module = getattr(spec.func, "__module__", "") or ""
+        qualname = getattr(spec.func, "__qualname__", "") or ""
+        if not module.startswith(BUILTIN_PREFIX) or "<" in qualname:
+            return None
+        refs.append([spec.name, module, qualname, spec.group])
+    return refs
+
+
+class _Zygote:
+    """The running zygote process and the path of its socket."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="guard-zygote-")
+        self.path = os.path.join(self.dir, "zygote.sock")
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "guardagent.tools.zygote", self.path],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, close_fds=True,
+        )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.path):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise OSError("the sandbox zygote did not start")
+            time.sleep(0.01)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.dir)
+
+
+_lock = threading.Lock()
+_current: list[_Zygote] = []
+_owner: list[int] = []
+
+
+def _zygote() -> _Zygote:
+    """The zygote of this process, (re)started on demand; a forked caller starts its own."""
+    with _lock:
+        if _owner and _owner[0] != os.getpid():  # we are a fork of the owner: not ours
+            _current.clear()
+        if not _current or not _current[0].alive():
+            if _current:
+                _current[0].stop()
+                _current.clear()
+            _current.append(_Zygote())
+            _owner[:] = [os.getpid()]
+        return _current[0]
+
+
+@atexit.register
+def _shutdown() -> None:
+    with _lock:
+        if _current and _owner and _owner[0] == os.getpid():
+            _current[0].stop()
+        _current.clear()
+
+
+def _lines(sock: socket.socket, deadline: float) -> Any:
+    """Yield JSON lines from the socket until EOF or the deadline (then yields None)."""
+    buf = bytearray()
+    while True:
+        end = buf.find(b"\n")
+        if end >= 0:
+            line, buf = bytes(buf[:end]), buf[end + 1 :]
+            yield line
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+            yield None
+            return
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        buf += chunk
+
+
+def run_in_zygote(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any
+) -> tuple[str, Any]:
+    """Run one program in a zygote child.
+
+    Returns:
+        ("line", bytes) with the child's result line, ("status", int) when the child died
+        without one, ("timeout", None) after killing it, or ("eof", None).
+    """
+    request = json.dumps(
+        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
+         "limits": asdict(limits)}
+    ).encode() + b"\n"  # fmt: skip
+    deadline = time.monotonic() + limits.wall_seconds
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(_zygote().path)
+        sock.sendall(request)
+        pid = None
+        for line in _lines(sock, deadline):
+            if line is None:
+                if pid:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                return "timeout", None
+            if pid is None and line.startswith(b'{"pid"'):
+                pid = int(json.loads(line)["pid"])
+            elif line.startswith(b'{"x"'):
+                return "status", int(json.loads(line)["x"])
+            else:
+                return "line", line
+    return "eof", None
+
+
+# --------------------------------------------------------------------------- zygote side
+
+
+def _toolbox(refs: list[list[str]], cache: dict[str, Toolbox]) -> Toolbox:
+    key = json.dumps(refs)
+    if key not in cache:
+        specs = []
+        for name, module, qualname, group in refs:
+            if not module.startswith(BUILTIN_PREFIX):
+                raise ValueError(f"zygote serves built-in functions only, not {module}")
+            obj: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+            specs.append(ToolSpec(name, obj, group))
+        cache[key] = Toolbox(specs)
+    return cache[key]
+
+
+def _answer(conn: socket.socket, error: str) -> None:
+    """Reply without forking (a rejected program or a malformed request) and hang up."""
+    with contextlib.suppress(OSError):
+        result = json.dumps({"v": None, "e": error, "o": ""}).encode()
+        conn.sendall(b'{"pid": 0}\n' + result + b"\n")
+    conn.close()
+
+
+def _handle(
+    conn: socket.socket, pending: dict[int, socket.socket], cache: dict[str, Toolbox]
+) -> None:
+    from guardagent.tools import sandbox
+
+    with conn.makefile("rb") as reader:
+        raw = reader.readline(_MAX_REQUEST)
+    try:
+        req = json.loads(raw)
+        toolbox = _toolbox(req["tools"], cache)
+        code, rejection = sandbox.compile_for_run(req["source"], toolbox)
+        if rejection is not None:
+            return _answer(conn, rejection)
+        inputs = (req["input"], req["output"])
+        run = sandbox.prepare_run(
+            code, req["source"], toolbox, inputs, sandbox.SandboxLimits(**req["limits"])
+        )
+    except Exception as exc:  # a malformed request is answered, never fatal to the zygote
+        return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        with contextlib.suppress(BaseException):
+            conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        sandbox.child_main(run, conn.fileno())
+    pending[pid] = conn
+
+
+def _reap(pending: dict[int, socket.socket]) -> None:
+    while pending:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = pending.pop(pid, None)
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.sendall(json.dumps({"x": status}).encode() + b"\n")
+            conn.close()
+
+
+def serve(path: str) -> None:
+    """Zygote main loop: accept a request, fork its child, report deaths, repeat.
+
+    Exits when its caller is gone (re-parented), so a killed guard process leaves nothing.
+    Ctrl-C in a terminal reaches the whole process group; the caller decides, not the zygote.
+    """
+    caller = os.getppid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.chmod(path + ".tmp", 0o600)
+    listener.listen(128)
+    os.rename(path + ".tmp", path)  # the caller waits for this name: ready means listening
+    wake_r, wake_w = os.pipe()
+    waiting: list[Any] = [listener, wake_r]
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    pending: dict[int, socket.socket] = {}
+    cache: dict[str, Toolbox] = {}
+    while os.getppid() == caller:
+        ready = select.select(waiting, [], [], 1.0)[0]
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+            _reap(pending)
+        if listener in ready:
+            conn, _ = listener.accept()
+            _handle(conn, pending, cache)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
