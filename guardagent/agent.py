@@ -89,7 +89,12 @@ class GuardAgent:
     async def acheck_many(
         self, events: list[tuple[str, str]], *, concurrency: int = 8
     ) -> list[GuardDecision]:
-        """Check many events with bounded concurrency; results in input order."""
+        """Check many events with bounded concurrency; results in input order.
+
+        The graph's sync nodes run on the event loop's default executor, whose size caps
+        the real concurrency (6 threads on a 2-core machine); size it for `concurrency`
+        with `loop.set_default_executor(ThreadPoolExecutor(n))` when the model is slow.
+        """
         gate = asyncio.Semaphore(max(1, concurrency))
 
         async def one(event: tuple[str, str]) -> GuardDecision:

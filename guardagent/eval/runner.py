@@ -12,6 +12,7 @@ import json
 import signal
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
@@ -93,6 +94,9 @@ async def _decide_all(
     on_done: Callable[[int, GuardDecision], None],
 ) -> None:
     gate = asyncio.Semaphore(max(1, concurrency))
+    # The graph's sync nodes run on the loop's default executor (min(32, cpus + 4) threads,
+    # 6 on a 2-core machine); this loop is ours, so size it for the events in flight.
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))
 
     async def one(i: int) -> None:
         async with gate:
