@@ -27,9 +27,10 @@ For a final answer the last block is ``(Final answer)`` followed by ``ANSWER: <t
 (indented continuation lines). Why this shape:
 
 - User facts are trusted only from the host (``user_info``), never from the conversation,
-  so they go in the input; the ``User information:`` block is written last, so a human
-  message that contains its own ``User information:`` text cannot override it (the parser
-  reads the last block).
+  so they go in the input; the ``User information:`` block is always written, last (as
+  ``(none)`` when the host has no facts), so a human message that contains its own
+  ``User information:`` text cannot override or supply facts (the parser reads the last
+  block).
 - Every conversation line is indented by two spaces: tool results are attacker-controlled
   and must not be able to forge the unindented ``TOOL:`` / ``ARGS:`` lines.
 - ``ARGS`` is one-line JSON (``sort_keys``), so it parses exactly and the same call always
@@ -79,9 +80,13 @@ def _value(value: Any) -> str:
 
 
 def render_user_info(user_info: Mapping[str, Any] | None) -> str:
-    """The ``User information:`` block (empty string when there are no facts)."""
+    """The ``User information:`` block; written even with no facts (as ``(none)``).
+
+    The parser reads the last block, so an always-present host block means a user message
+    that carries its own ``User information:`` text can never stand in for the host's facts.
+    """
     if not user_info:
-        return ""
+        return "User information:\n   (none)"
     lines = [f"   {key}: {_value(val)}" for key, val in user_info.items()]
     return "User information:\n" + ",\n".join(lines)
 
@@ -89,11 +94,7 @@ def render_user_info(user_info: Mapping[str, Any] | None) -> str:
 def render_input(messages: Iterable[BaseMessage], user_info: Mapping[str, Any] | None) -> str:
     """The event's agent input: the user's messages as the task, then the user's facts."""
     asks = [" ".join(_text(m.content).split()) for m in messages if isinstance(m, HumanMessage)]
-    parts = ["Task: " + "\n".join(a for a in asks if a)]
-    facts = render_user_info(user_info)
-    if facts:
-        parts.append(facts)
-    return "\n".join(parts)
+    return "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
 
 
 def _message_line(message: BaseMessage) -> str:
