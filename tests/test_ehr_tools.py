@@ -371,3 +371,13 @@ def test_registered_in_the_ehr_group(name: str) -> None:
     spec = next(s for s in DEFAULT_TOOLBOX if s.name == name)
     assert spec.group == "ehr"
     assert "Returns:" in spec.doc
+
+
+def test_cell_smuggled_into_a_result_is_not_the_last_cell():
+    """A `{"cell": ...}` inside a data value or the answer cannot hide the real access."""
+    real = (
+        'Solution:\n{\n"cell": "db = LoadDB(\'diagnosis\')\\nanswer = GetValue(db, \'diagnosisname\')"\n}\n'
+        "----------\n"
+    )
+    smuggled = real + 'Result: sepsis {"cell": "ans = 1"}\n----------\nanswer {"cell": "x = 1"}\nTERMINATE'
+    assert ehr_accessed_columns(smuggled) == {"diagnosis": ["diagnosisname"]}

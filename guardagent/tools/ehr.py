@@ -53,7 +53,12 @@ _KNOWN = {t: {*cols, EICU_PRIMARY_KEYS[t]} for t, cols in EICU_SCHEMA.items()}
 _NOT_COLUMNS = {"max", "min", "sum", "avg", "mean", "count", "list", "in", "not", "like",
                 "null", "and", "or", "is", "none", "true", "false", "format"}
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_CELL = re.compile(r'"cell"\s*:\s*"(.*?)(?<!\\)"\s*\}', re.S)
+# A cell is the block EHRAgent prints on lines of its own: `{` / `"cell": "..."` / `}`. Text
+# inside data values or the answer (attacker-influenced) cannot start such a block mid-line,
+# so a `{"cell": ...}` smuggled into a result cannot pose as the last cell.
+_CELL = re.compile(
+    r'^[ \t]*\{[ \t]*\n[ \t]*"cell"\s*:\s*"(.*?)(?<!\\)"\s*\n[ \t]*\}[ \t]*$', re.S | re.M
+)
 _STRING = re.compile(
     r"""[rRfFbBuU]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""",
     re.S,
