@@ -4,9 +4,12 @@ Two independent layers: RestrictedPython (:mod:`guardagent.tools.restricted`) li
 the code can name, and a fresh child process per run limits what it can do if that layer
 fails: empty environment, no file descriptors but the result pipe, an empty working
 directory, CPU/address-space/file-size/descriptor limits and a parent-side SIGKILL at the
-wall-clock deadline. The child is forked from the caller (not spawned, not a warm worker),
-so toolbox functions registered at any time, closures in `__main__` included, are present
-and no state survives a run. Only one JSON line crosses back; nothing is unpickled.
+wall-clock deadline. Every run gets a freshly forked child (never a reused worker), so no
+state survives a run. Toolboxes of registered built-ins are forked by a small pre-warmed
+zygote (:mod:`guardagent.tools.zygote`), which is cheaper than forking a guard process with
+LangGraph and Chroma loaded; any other toolbox is forked from the caller, so functions
+registered at any time, closures in `__main__` included, run with the caller's state. Only
+one JSON line crosses back; nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -429,8 +432,8 @@ def run_program(
         try:
             if refs is not None:
                 return _result(start, *_zygote_run(source, refs, inputs, limits))
-        except OSError:  # no zygote (could not start, or it died): fork the caller instead
-            pass
+        except Exception:  # noqa: BLE001 - no usable zygote (could not start, died, ...):
+            pass  # fork the caller instead, which is just as isolated
         verdict, error, stdout = _fork_run(code, source, toolbox, inputs, limits)
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import glob
 import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,24 +36,45 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from guardagent.tools.registry import Toolbox, ToolSpec
+from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
 
 BUILTIN_PREFIX = "guardagent."
+_PREFIX = "guard-zygote-"
 _MAX_REQUEST = 64 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- caller side
 
 
+def _resolve(module: str, qualname: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _builtin_ref(func: Any) -> tuple[str, str] | None:
+    """(module, qualname) when `func` is exactly a registered built-in the zygote can import."""
+    module = getattr(func, "__module__", "") or ""
+    qualname = getattr(func, "__qualname__", "") or ""
+    if not module.startswith(BUILTIN_PREFIX) or "<" in qualname:
+        return None
+    if DEFAULT_TOOLBOX.functions().get(getattr(func, "__name__", "")) is not func:
+        return None
+    try:  # a wrapper or bound method that merely reports a built-in's name is not it
+        return (module, qualname) if _resolve(module, qualname) is func else None
+    except (ImportError, AttributeError):
+        return None
+
+
 def toolbox_refs(toolbox: Toolbox) -> list[list[str]] | None:
     """[name, module, qualname, group] per function, or None if any is not a built-in."""
     refs = []
     for spec in toolbox:
-        module = getattr(spec.func, "__module__", "") or ""
-        qualname = getattr(spec.func, "__qualname__", "") or ""
-        if not module.startswith(BUILTIN_PREFIX) or "<" in qualname:
+        ref = _builtin_ref(spec.func)
+        if ref is None:
             return None
-        refs.append([spec.name, module, qualname, spec.group])
+        refs.append([spec.name, *ref, spec.group])
     return refs
 
 
@@ -59,12 +82,16 @@ class _Zygote:
     """The running zygote process and the path of its socket."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="guard-zygote-")
+        _sweep_stale()
+        self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, "zygote.sock")
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
+        # The caller's import path, minus "" (its cwd); -P keeps the zygote's own cwd (an
+        # empty private directory) off sys.path: nothing in a working directory is imported.
+        path = [p for p in sys.path if p]
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "guardagent.tools.zygote", self.path],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [sys.executable, "-P", "-m", "guardagent.tools.zygote", self.path],
+            env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True,
         )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
         deadline = time.monotonic() + 20
@@ -86,6 +113,18 @@ class _Zygote:
             os.unlink(self.path)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
+
+
+def _sweep_stale() -> None:
+    """Remove socket directories left by callers that were killed (no atexit ran)."""
+    for entry in glob.glob(os.path.join(tempfile.gettempdir(), f"{_PREFIX}*-*")):
+        try:
+            owner = int(os.path.basename(entry)[len(_PREFIX) :].split("-", 1)[0])
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
 
 
 _lock = threading.Lock()
@@ -125,7 +164,9 @@ def _lines(sock: socket.socket, deadline: float) -> Any:
             yield line
             continue
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+        poller = select.poll()  # not select(): it fails for descriptors above 1023
+        poller.register(sock, select.POLLIN | select.POLLHUP)
+        if remaining <= 0 or not poller.poll(max(1, int(remaining * 1000))):
             yield None
             return
         chunk = sock.recv(65536)
@@ -147,9 +188,10 @@ def run_in_zygote(
         {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
          "limits": asdict(limits)}
     ).encode() + b"\n"  # fmt: skip
-    deadline = time.monotonic() + limits.wall_seconds
+    path = _zygote().path  # may start the zygote: not part of the program's time
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(_zygote().path)
+        sock.connect(path)
+        deadline = time.monotonic() + limits.wall_seconds
         sock.sendall(request)
         pid = None
         for line in _lines(sock, deadline):
@@ -175,12 +217,10 @@ def _toolbox(refs: list[list[str]], cache: dict[str, Toolbox]) -> Toolbox:
     if key not in cache:
         specs = []
         for name, module, qualname, group in refs:
-            if not module.startswith(BUILTIN_PREFIX):
-                raise ValueError(f"zygote serves built-in functions only, not {module}")
-            obj: Any = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-            specs.append(ToolSpec(name, obj, group))
+            func = _resolve(module, qualname) if module.startswith(BUILTIN_PREFIX) else None
+            if func is None or _builtin_ref(func) is None:
+                raise ValueError(f"not a registered built-in toolbox function: {module}.{qualname}")
+            specs.append(ToolSpec(name, func, group))
         cache[key] = Toolbox(specs)
     return cache[key]
 
@@ -198,9 +238,11 @@ def _handle(
 ) -> None:
     from guardagent.tools import sandbox
 
-    with conn.makefile("rb") as reader:
-        raw = reader.readline(_MAX_REQUEST)
     try:
+        conn.settimeout(10)  # one stuck client must not stall every other run
+        with conn.makefile("rb") as reader:
+            raw = reader.readline(_MAX_REQUEST)
+        conn.settimeout(None)
         req = json.loads(raw)
         toolbox = _toolbox(req["tools"], cache)
         code, rejection = sandbox.compile_for_run(req["source"], toolbox)
@@ -214,9 +256,11 @@ def _handle(
         return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
-        with contextlib.suppress(BaseException):
+        try:
             conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-        sandbox.child_main(run, conn.fileno())
+            sandbox.child_main(run, conn.fileno())
+        finally:
+            os._exit(70)
     pending[pid] = conn
 
 
@@ -243,6 +287,19 @@ def serve(path: str) -> None:
     """
     caller = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _serve(path, caller)
+    finally:  # the caller may be gone: leave no socket or directory behind
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(path))
+
+
+def _serve(path: str, caller: int) -> None:
+    from guardagent.tools.sandbox import empty_cwd_fd
+
+    empty_cwd_fd()  # made once, here: children only fchdir into it
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     os.chmod(path + ".tmp", 0o600)
@@ -261,8 +318,11 @@ def serve(path: str) -> None:
             os.read(wake_r, 4096)
             _reap(pending)
         if listener in ready:
-            conn, _ = listener.accept()
-            _handle(conn, pending, cache)
+            try:
+                conn, _ = listener.accept()
+                _handle(conn, pending, cache)
+            except OSError:  # a client that went away mid-request
+                continue
 
 
 if __name__ == "__main__":
