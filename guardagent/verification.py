@@ -6,10 +6,12 @@ details on every labelled demonstration of the same guard request.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 
 from guardagent.memory_store.store import Demonstration
+from guardagent.profiles.loader import Profile
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.sandbox import SandboxLimits, run_program
 from guardagent.tools.verdict import Violations
@@ -39,6 +41,9 @@ def verify_program(
     limits: SandboxLimits | None = None,
 ) -> list[str]:
     """Run `code` on each demonstration; returns the mismatches ([] means verified)."""
+    demos = list(demos)
+    if {d["label"] for d in demos} != {0, 1}:
+        return ["verification needs labelled demonstrations of both an allowed and a denied event"]
     problems = []
     count = 0
     for demo in demos:
@@ -58,3 +63,19 @@ def verify_program(
     if count == 0:
         problems.append("no labelled demonstrations to verify against")
     return problems
+
+
+_PROBLEMS: dict[tuple[str, str], list[str]] = {}
+
+
+def program_problems(code: str, profile: Profile) -> list[str]:
+    """Why `code` is not trusted for `profile` ([] = verified on its demonstrations).
+
+    Whatever memory says about a program (it may come from an older profile, another
+    process or a shared Chroma server), it is trusted only after it reproduces this
+    profile's demonstrations here; the result is cached per process.
+    """
+    key = (profile.fingerprint, hashlib.sha256(code.encode("utf-8")).hexdigest())
+    if key not in _PROBLEMS:
+        _PROBLEMS[key] = verify_program(code, profile.demos(verified=False), profile.tools())
+    return _PROBLEMS[key]

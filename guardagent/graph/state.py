@@ -43,5 +43,4 @@ class GuardState(GuardInput, total=False):
     tokens: int
     execution: ExecutionResult
     error: str
-    remembered: bool
     started_at: float

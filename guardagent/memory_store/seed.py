@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from guardagent.memory_store.store import MemoryStore
 from guardagent.profiles.loader import Profile, load_profile
-from guardagent.verification import verify_program
+from guardagent.verification import program_problems
 
 log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -26,15 +26,12 @@ def seed_memory(store: MemoryStore, profile: Profile) -> dict[str, list[str]]:
     """
     demos = profile.demos(verified=False)
     problems: dict[str, list[str]] = {}
-    verdicts: dict[str, list[str]] = {}
     for demo in demos:
-        if demo["code"] not in verdicts:
-            verdicts[demo["code"]] = verify_program(demo["code"], demos, profile.tools())
-        demo["verified"] = not verdicts[demo["code"]]
-        problems[demo["id"]] = verdicts[demo["code"]]
-        if verdicts[demo["code"]]:
+        problems[demo["id"]] = program_problems(demo["code"], profile)
+        demo["verified"] = not problems[demo["id"]]
+        if problems[demo["id"]]:
             log.warning("profile %s: demonstration program not verified: %s",
-                        profile.name, verdicts[demo["code"]])
+                        profile.name, problems[demo["id"]])
     store.add(demos)
     return problems
 

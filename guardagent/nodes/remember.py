@@ -6,8 +6,8 @@ from typing import Any
 
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
-from guardagent.nodes.runtime import context_of, limits_of, memory_of, profile_of
-from guardagent.verification import verify_program
+from guardagent.nodes.runtime import context_of, memory_of, profile_of
+from guardagent.verification import program_problems
 
 
 def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
@@ -23,11 +23,8 @@ def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
         return {}
     profile = profile_of(ctx)
     program = state.get("program", "")
-    problems = verify_program(
-        program, profile.demos(verified=False), profile.tools(), limits_of(ctx)
-    )
-    if problems:
-        return {"remembered": False}
+    if program_problems(program, profile):
+        return {}
     verdict = execution["verdict"]
     demo = Demonstration(
         id="",
@@ -42,5 +39,5 @@ def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
     )
     demo["id"] = demonstration_id(demo)
     memory_of(ctx).add([demo])
-    return {"remembered": True}
+    return {}
 

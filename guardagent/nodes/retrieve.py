@@ -9,6 +9,7 @@ from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
+from guardagent.verification import program_problems
 
 
 def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
@@ -23,15 +24,25 @@ def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
 
 
 def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
-    fingerprint = profile_of(ctx).fingerprint
+    """The program to run: the profile's own verified program, else one from memory.
+
+    Memory may hold programs the model wrote (or anything a shared Chroma server was given),
+    so those count only after they verify on this profile's demonstrations in this process.
+    """
+    profile = profile_of(ctx)
+    shipped = [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
+               if not program_problems(c, profile)]  # fmt: skip
     memory = memory_of(ctx)
-    programs = memory.verified_programs(fingerprint)
+    programs = shipped or [
+        c for c in memory.verified_programs(profile.fingerprint) if not program_problems(c, profile)
+    ]
     if len(programs) <= 1:  # the usual case: one general program, no search needed
         return programs[0] if programs else None
     nearest = memory.search(
-        state["agent_input"], state["agent_output"], 1, request=fingerprint, verified_only=True
-    )
-    return nearest[0]["code"] if nearest else None
+        state["agent_input"], state["agent_output"], memory.candidates,
+        request=profile.fingerprint, verified_only=True,
+    )  # fmt: skip
+    return next((d["code"] for d in nearest if d["code"] in programs), programs[0])
 
 
 def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:

@@ -56,8 +56,17 @@ class Profile(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        """Key of this profile's guard request in memory."""
-        return request_fingerprint(self.guard_request)
+        """Key of this profile's programs in memory.
+
+        It covers the guard request, the toolbox and the labelled demonstrations a program is
+        verified against: changing any of them starts a new key, so programs verified under
+        the old ones are never picked up again.
+        """
+        demos = [
+            [d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations
+        ]
+        key = json.dumps([self.guard_request, sorted(self.toolbox), demos], sort_keys=True)
+        return request_fingerprint(key)
 
     def tools(self) -> Toolbox:
         """The trusted functions programs under this profile may call."""
