@@ -166,3 +166,20 @@ def test_generated_program_that_fails_verification_is_not_reused(unverified_prof
     again = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert first.label == again.label == 1
     assert again.program_source == "generated" and again.llm_calls == 2
+
+
+def test_unreachable_memory_server_fails_closed():
+    guard = GuardAgent("mind2web-sc", memory_url="http://127.0.0.1:9")  # nothing listens there
+    decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+    assert decision.allowed is False and decision.label == 1
+    assert decision.error and decision.error.startswith("memory unavailable")
+
+
+def test_unknown_context_key_is_a_clear_error_before_any_work():
+    from guardagent.graph import graph
+
+    with pytest.raises(TypeError, match="no_such_setting"):
+        graph.invoke(
+            {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
+            context={"profile": "mind2web-sc", "no_such_setting": 1},
+        )

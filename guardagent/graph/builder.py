@@ -30,6 +30,8 @@ from guardagent.nodes.runtime import context_of
 
 def after_retrieve(state: GuardState, runtime: Any) -> Literal["execute", "plan", "decide"]:
     """A verified program runs directly; otherwise the model plans; offline, we fail closed."""
+    if state.get("error"):
+        return "decide"
     if state.get("program"):
         return "execute"
     return "decide" if is_offline(context_of(runtime).model) else "plan"

@@ -18,7 +18,10 @@ def plan(state: GuardState, runtime: Any) -> dict[str, Any]:
     model = model_of(ctx)
     if model is None:
         return {"error": "no model configured for planning"}
-    shots = demonstrations(state, ctx)
+    try:
+        shots = demonstrations(state, ctx)
+    except Exception as exc:  # noqa: BLE001 - memory down: no prompt without its demos
+        return {"error": f"memory unavailable: {type(exc).__name__}: {exc}"}
     demos = "\n\n".join(
         prompts.DEMO_PLAN.format(
             agent_input=d["agent_input"], agent_output=d["agent_output"], plan=d["plan"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
 from guardagent.verification import program_problems
+
+log = logging.getLogger(__name__)
 
 
 def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
@@ -38,6 +41,9 @@ def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
         verified=True,
     )
     demo["id"] = demonstration_id(demo)
-    memory_of(ctx).add([demo])
+    try:
+        memory_of(ctx).add([demo])
+    except Exception:  # noqa: BLE001 - the decision stands; only the reuse is lost
+        log.warning("could not store a verified program in memory", exc_info=True)
     return {}
 

@@ -61,9 +61,12 @@ def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:
         "tokens": 0,
         "program_source": "none",
     }
-    program = _verified_program(state, ctx) if ctx.reuse_programs else None
-    if program:
-        update.update(program=program, program_source="memory")
-    else:
-        update["demonstrations"] = demonstrations(state, ctx)
+    try:
+        program = _verified_program(state, ctx) if ctx.reuse_programs else None
+        if program:
+            update.update(program=program, program_source="memory")
+        else:
+            update["demonstrations"] = demonstrations(state, ctx)
+    except Exception as exc:  # noqa: BLE001 - Chroma down, bad memory dir...: deny, say why
+        update["error"] = f"memory unavailable: {type(exc).__name__}: {exc}"
     return update
