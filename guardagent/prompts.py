@@ -6,6 +6,19 @@ text is fenced and labelled as data: the target agent's output may be written by
 
 from __future__ import annotations
 
+import re
+
+_FENCE_TAG = re.compile(r"<(/?)(agent_input|agent_output)\b", re.IGNORECASE)
+
+
+def fenced(text: str) -> str:
+    """Event text made safe to place between `<agent_input>`/`<agent_output>` tags.
+
+    The target agent's output can be written by an attacker; without this it could close the
+    fence (`</agent_output>`) and continue with instructions that read as ours.
+    """
+    return _FENCE_TAG.sub(lambda m: f"<{m.group(1)}\u200b{m.group(2)}", text)
+
 PLANNER_SYSTEM = """You are GuardAgent, an agent that safeguards another agent (the target agent).
 You receive guard requests (the policy to enforce), a specification of the target agent, and one
 event of the target agent: its input and its output. Write a step-by-step plan, in four steps, of

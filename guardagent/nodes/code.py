@@ -39,8 +39,8 @@ def code(state: GuardState, runtime: Any) -> dict[str, Any]:
     user = prompts.CODER_USER.format(
         guard_request=profile.guard_request,
         demonstrations=demos or "(none)",
-        agent_input=state["agent_input"],
-        agent_output=state["agent_output"],
+        agent_input=prompts.fenced(state["agent_input"]),
+        agent_output=prompts.fenced(state["agent_output"]),
         plan=state.get("plan", ""),
         feedback=feedback,
     )
