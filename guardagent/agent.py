@@ -31,7 +31,7 @@ class GuardAgent:
     Example:
         ```python
         guard = GuardAgent(profile="eicu-ac")
-        decision = guard.check("Identity: nursing\\nQuestion: ...", agent_log)
+        decision = guard.check("Identity: nursing\nQuestion: ...", agent_log)
         if not decision.allowed:
             print(decision.violations, decision.reason)
         ```

@@ -16,7 +16,7 @@ host.add_node("guard", guard_node("tool-calls"))        # reads state["messages"
 host.add_node("tools", ToolNode(tools))
 host.add_edge("agent", "guard")
 host.add_conditional_edges(
-    "guard", lambda s: "tools" if s["guard_decision"].allowed else END
+    "guard", lambda s: END if s["guard_decision"] and not s["guard_decision"].allowed else "tools"
 )
 ```
 """
