@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from guardagent.tools.compare import compare
+from guardagent.tools.compare import compare, unmet_requirements
 from guardagent.tools.registry import guard_tool
 
 _CALL = re.compile(r"^TOOL:[ \t]*(?P<name>[^\n]*)\n(?:ARGS:[ \t]*(?P<args>[^\n]*))?", re.M)
@@ -108,18 +108,5 @@ def check_tool_rules(
         ValueError: When a rule is not a dict, lacks a key, or uses an unknown op.
 
     """
-    info = user_info if isinstance(user_info, dict) else {}
-    violations: list[str] = []
-    for rule in rules:
-        if not isinstance(rule, dict):
-            raise ValueError(f"each rule must be a dict, got {type(rule).__name__}")
-        missing = [k for k in ("tool", "field", "op", "value", "violation") if k not in rule]
-        if missing:
-            raise ValueError(f"rule {rule!r} lacks {missing}")
-        if not _applies(call if isinstance(call, dict) else {}, rule):
-            continue
-        actual = info.get(rule["field"])
-        ok = actual is not None and compare(actual, rule["op"], rule["value"]) is True
-        if not ok and rule["violation"] not in violations:
-            violations.append(str(rule["violation"]))
-    return violations
+    pending = call if isinstance(call, dict) else {}
+    return unmet_requirements(user_info, rules, "tool", lambda rule: _applies(pending, rule))

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from guardagent.tools.compare import check_op, compare
+from guardagent.tools.compare import unmet_requirements
 from guardagent.tools.registry import guard_tool
 from guardagent.tools.web_categories import categorize
 
@@ -236,20 +236,7 @@ def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, 
         ValueError: When a rule is not a dict, lacks a key, or uses an unknown op.
 
     """
-    info = user_info if isinstance(user_info, dict) else {}
     wanted = str(category).strip().lower()
-    violations: list[str] = []
-    for rule in rules:
-        if not isinstance(rule, dict):
-            raise ValueError(f"each rule must be a dict, got {type(rule).__name__}")
-        missing = [k for k in ("category", "field", "op", "value", "violation") if k not in rule]
-        if missing:
-            raise ValueError(f"rule {rule!r} lacks {missing}")
-        check_op(rule["op"])
-        if str(rule["category"]).strip().lower() != wanted:
-            continue
-        actual = info.get(rule["field"])
-        ok = actual is not None and compare(actual, rule["op"], rule["value"]) is True
-        if not ok and rule["violation"] not in violations:
-            violations.append(str(rule["violation"]))
-    return violations
+    return unmet_requirements(
+        user_info, rules, "category", lambda rule: str(rule["category"]).strip().lower() == wanted
+    )
