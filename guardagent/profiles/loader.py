@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
 from guardagent.memory_store.store import Demonstration, demonstration_id, request_fingerprint
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox
@@ -47,6 +47,7 @@ class Profile(BaseModel):
     k: int = Field(default=1, ge=1)
     demonstrations: list[DemoSpec]
     root: Path
+    _tools: Toolbox | None = PrivateAttr(default=None)
 
     @field_validator("toolbox")
     @classmethod
@@ -69,8 +70,10 @@ class Profile(BaseModel):
         return request_fingerprint(key)
 
     def tools(self) -> Toolbox:
-        """The trusted functions programs under this profile may call."""
-        return DEFAULT_TOOLBOX.subset(self.toolbox)
+        """The trusted functions programs under this profile may call (built once)."""
+        if self._tools is None:
+            self._tools = DEFAULT_TOOLBOX.subset(self.toolbox)
+        return self._tools
 
     def demos(self, *, verified: bool) -> list[Demonstration]:
         """The demonstrations as memory records, marked with the verification result."""
