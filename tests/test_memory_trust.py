@@ -45,3 +45,10 @@ def test_fingerprint_changes_with_the_demonstrations():
     profile = load_profile("mind2web-sc")
     changed = profile.model_copy(update={"demonstrations": profile.demonstrations[:2]})
     assert changed.fingerprint != profile.fingerprint
+
+
+def test_policy_literal_is_read_from_the_profile_program():
+    rules = load_profile("mind2web-sc").policy("RULES")
+    assert {r["category"] for r in rules} == {"car", "media", "hotel", "job", "purchase", "flight"}
+    permissions = load_profile("eicu-ac").policy("PERMISSIONS")
+    assert "diagnosis" not in permissions["nursing"]

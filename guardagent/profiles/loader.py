@@ -6,6 +6,7 @@ to this module and are addressed by name.
 
 from __future__ import annotations
 
+import ast
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -74,6 +75,22 @@ class Profile(BaseModel):
         if self._tools is None:
             self._tools = DEFAULT_TOOLBOX.subset(self.toolbox)
         return self._tools
+
+    def policy(self, name: str) -> Any:
+        """The literal a profile program assigns to `name` (its rule or permission table).
+
+        Benchmarks and tests read the policy from the program itself, so there is one copy.
+
+        Raises:
+            KeyError: when no demonstration program assigns `name` a literal.
+        """
+        for code in dict.fromkeys(d.code for d in self.demonstrations):
+            for node in ast.parse(code).body:
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in node.targets
+                ):
+                    return ast.literal_eval(node.value)
+        raise KeyError(f"profile {self.name!r}: no program assigns a literal to {name!r}")
 
     def demos(self, *, verified: bool) -> list[Demonstration]:
         """The demonstrations as memory records, marked with the verification result."""
