@@ -310,7 +310,7 @@ def _wait(pid: int) -> int | None:
 def _death_error(status: int | None) -> str:
     """Explain a child that died without reporting."""
     if status is None:
-        return "SandboxError: the child exited without a result (reaped elsewhere)"
+        return "SandboxError: the child exited without a result"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         default = f"SandboxError: child killed by signal {signal.Signals(sig).name}"
@@ -366,15 +366,10 @@ def _fork_run(
         outcome, line = _read_line(read_fd, time.monotonic() + limits.wall_seconds)
         if outcome == "line":
             _reap_later(pid)
-            return _parse_payload(line, limits.max_output_chars)
+            return _ended(outcome, line, None, limits)
         if outcome != "eof":
             os.kill(pid, signal.SIGKILL)
-        status = _wait(pid)
-        if outcome == "timeout":
-            return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
-        if outcome == "oversize":
-            return None, "LimitExceeded: result too large", ""
-        return None, _death_error(status), ""
+        return _ended(outcome, line, _wait(pid), limits)
     finally:
         os.close(read_fd)
         if write_fd >= 0:
@@ -461,13 +456,22 @@ def _zygote_run(
 ) -> tuple[Verdict | None, str | None, str]:
     """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
     outcome, value = run_in_zygote(source, refs, inputs, limits)
-    if outcome == "line":
-        return _parse_payload(value, limits.max_output_chars)
     if outcome == "status":
-        return None, _death_error(value), ""
+        return _ended("eof", b"", value, limits)
+    return _ended(outcome, value or b"", None, limits)
+
+
+def _ended(
+    outcome: str, line: bytes, status: int | None, limits: SandboxLimits
+) -> tuple[Verdict | None, str | None, str]:
+    """How a child ended, as (verdict, error, stdout): one reading for both fork paths."""
+    if outcome == "line":
+        return _parse_payload(line, limits.max_output_chars)
     if outcome == "timeout":
         return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
-    return None, "SandboxError: the sandbox child closed without a result", ""
+    if outcome == "oversize":
+        return None, "LimitExceeded: result too large", ""
+    return None, _death_error(status), ""
 
 
 async def arun_program(
