@@ -11,9 +11,10 @@ otherwise --> decide (fail closed) -> END
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardInput, GuardOutput, GuardState
@@ -28,7 +29,9 @@ from guardagent.nodes.retrieve import retrieve
 from guardagent.nodes.runtime import context_of
 
 
-def after_retrieve(state: GuardState, runtime: Any) -> Literal["execute", "plan", "decide"]:
+def after_retrieve(
+    state: GuardState, runtime: Runtime[GuardContext]
+) -> Literal["execute", "plan", "decide"]:
     """A verified program runs directly; otherwise the model plans; offline, we fail closed."""
     if state.get("error"):
         return "decide"
@@ -43,7 +46,7 @@ def after_llm(state: GuardState) -> Literal["continue", "decide"]:
 
 
 def after_execute(
-    state: GuardState, runtime: Any
+    state: GuardState, runtime: Runtime[GuardContext]
 ) -> Literal["decide", "remember", "debug", "plan"]:
     """Retry through the debugger while attempts remain and a model can write code."""
     execution = state.get("execution")

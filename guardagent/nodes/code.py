@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from guardagent import prompts
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, call_model
 from guardagent.nodes.runtime import context_of, model_of, profile_of
@@ -18,7 +21,7 @@ def toolbox_listing(toolbox: Toolbox) -> str:
     return VerdictRecorder().toolbox().merged(toolbox).describe()
 
 
-def code(state: GuardState, runtime: Any) -> dict[str, Any]:
+def code(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Ask the model for a program; on a retry the debugger's diagnosis is included."""
     ctx = context_of(runtime)
     profile = profile_of(ctx)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from guardagent import prompts
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, call_model
 from guardagent.nodes.code import toolbox_listing
 from guardagent.nodes.runtime import context_of, model_of, profile_of
 
 
-def debug(state: GuardState, runtime: Any) -> dict[str, Any]:
+def debug(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Explain the error so the coder can fix it."""
     ctx = context_of(runtime)
     model = model_of(ctx)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of
@@ -24,7 +27,7 @@ def _failure(state: GuardState) -> str:
     return f"program failed after {state.get('attempts', 0)} attempt(s): {execution['error']}"
 
 
-def decide(state: GuardState, runtime: Any) -> dict[str, Any]:
+def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Build the decision; anything short of a valid verdict is a denial with the reason."""
     ctx = context_of(runtime)
     execution = state.get("execution")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, limits_of, profile_of
 from guardagent.tools.sandbox import run_program
 
 
-def execute(state: GuardState, runtime: Any) -> dict[str, Any]:
+def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Run the current program once; every run counts as an attempt."""
     ctx = context_of(runtime)
     result = run_program(

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from guardagent import prompts
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, call_model
 from guardagent.nodes.retrieve import demonstrations
 from guardagent.nodes.runtime import context_of, model_of, profile_of
 
 
-def plan(state: GuardState, runtime: Any) -> dict[str, Any]:
+def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Ask the model for a plan given the guard request, spec, demonstrations and event."""
     ctx = context_of(runtime)
     profile = profile_of(ctx)

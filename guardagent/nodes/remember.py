@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
@@ -13,7 +16,7 @@ from guardagent.verification import program_problems
 log = logging.getLogger(__name__)
 
 
-def remember(state: GuardState, runtime: Any) -> dict[str, Any]:
+def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Verify the program the model just wrote; if verified, store it for later events.
 
     The program must reproduce the label and details of every labelled demonstration of the

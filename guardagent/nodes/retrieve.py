@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration
@@ -45,7 +47,7 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     return next((d["code"] for d in nearest if d["code"] in programs), programs[0])
 
 
-def retrieve(state: GuardState, runtime: Any) -> dict[str, Any]:
+def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Pick the verified program for this request, nearest-first when memory holds several.
 
     With a verified program, the planner and coder are skipped, so the event needs no LLM

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.llm import resolve_model
@@ -14,14 +16,21 @@ from guardagent.profiles.loader import Profile, load_profile
 from guardagent.tools.sandbox import SandboxLimits
 
 
-def context_of(runtime: Any) -> GuardContext:
-    """The run's context; a plain dict (as Studio sends it) is accepted too."""
-    ctx = getattr(runtime, "context", None)
+def context_of(runtime: Runtime[GuardContext]) -> GuardContext:
+    """The run's context; defaults when none was given.
+
+    As a subgraph of a host graph we receive the host's context as it is, often a plain dict
+    with the host's own keys: our fields are taken from it and the rest is left to the host.
+    """
+    ctx: Any = runtime.context
     if ctx is None:
         return GuardContext()
+    if isinstance(ctx, GuardContext):
+        return ctx
     if isinstance(ctx, dict):
-        return GuardContext(**ctx)
-    return ctx  # type: ignore[no-any-return]
+        known = {f.name for f in fields(GuardContext)}
+        return GuardContext(**{k: v for k, v in ctx.items() if k in known})
+    raise TypeError(f"context must be a GuardContext or a dict, not {type(ctx).__name__}")
 
 
 def profile_of(ctx: GuardContext) -> Profile:
