@@ -10,6 +10,10 @@ which it imports itself. User functions may close over state of the calling proc
 runtime-loaded table, a client), which a re-import would not reproduce, so those toolboxes
 keep forking from the caller. Requests and results are JSON lines over a private Unix socket.
 
+The zygote keeps one child forked ahead of time (a spare): a request is handed to it with the
+connection (SCM_RIGHTS), so the fork is paid before the request, and a new spare is forked
+right after. A spare serves exactly one request, so every run still gets a fresh process.
+
 Protocol, one connection per run: the caller sends one request line; the child sends
 `{"pid": N}` and then its result line (the sandbox's child format); if the child dies without
 a result, the zygote sends `{"x": wait_status}`. The caller enforces the wall-clock limit by
@@ -233,50 +237,126 @@ def _answer(conn: socket.socket, error: str) -> None:
     conn.close()
 
 
-def _handle(
-    conn: socket.socket, pending: dict[int, socket.socket], cache: dict[str, Toolbox]
-) -> None:
+def _child_run(raw: bytes, conn: socket.socket, cache: dict[str, Toolbox]) -> None:
+    """In a fresh child: build the run from the request, announce our pid, run isolated."""
     from guardagent.tools import sandbox
 
-    try:
-        conn.settimeout(10)  # one stuck client must not stall every other run
-        with conn.makefile("rb") as reader:
-            raw = reader.readline(_MAX_REQUEST)
-        conn.settimeout(None)
-        req = json.loads(raw)
-        toolbox = _toolbox(req["tools"], cache)
-        code, rejection = sandbox.compile_for_run(req["source"], toolbox)
-        if rejection is not None:
-            return _answer(conn, rejection)
-        inputs = (req["input"], req["output"])
-        run = sandbox.prepare_run(
-            code, req["source"], toolbox, inputs, sandbox.SandboxLimits(**req["limits"])
-        )
-    except Exception as exc:  # a malformed request is answered, never fatal to the zygote
-        return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
+    req = json.loads(raw)
+    toolbox = _toolbox(req["tools"], cache)
+    code, _ = sandbox.compile_for_run(req["source"], toolbox)  # cached: the zygote compiled it
+    inputs = (req["input"], req["output"])
+    run = sandbox.prepare_run(
+        code, req["source"], toolbox, inputs, sandbox.SandboxLimits(**req["limits"])
+    )
+    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    sandbox.child_main(run, conn.fileno())
+
+
+_HEADER = 16  # fixed-width length of the request that follows a handed-over connection
+
+
+def _spare_main(chan: socket.socket, cache: dict[str, Toolbox]) -> None:
+    """A pre-forked child waiting for one request: the fork is paid before the request."""
+    header, fds, _, _ = socket.recv_fds(chan, _HEADER, 1)
+    if not fds:  # the zygote went away
+        return
+    while len(header) < _HEADER:
+        header += chan.recv(_HEADER - len(header))
+    size = int(header)
+    raw = bytearray()
+    while len(raw) < size:
+        chunk = chan.recv(min(1 << 20, size - len(raw)))
+        if not chunk:
+            return
+        raw += chunk
+    chan.close()
+    _child_run(bytes(raw), socket.socket(fileno=fds[0]), cache)
+
+
+def _fork(body: Any, *closing: Any) -> int:
+    """Fork a child that closes the zygote's descriptors in `closing`, runs `body`, exits."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
-            conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-            sandbox.child_main(run, conn.fileno())
+            signal.set_wakeup_fd(-1)
+            for item in closing:
+                with contextlib.suppress(OSError):
+                    item.close() if hasattr(item, "close") else os.close(item)
+            body()
         finally:
             os._exit(70)
-    pending[pid] = conn
+    return pid
 
 
-def _reap(pending: dict[int, socket.socket]) -> None:
-    while pending:
+class _Server:
+    """The zygote's state: listener, in-flight runs, caches and one idle spare child."""
+
+    def __init__(self, listener: socket.socket, wake: tuple[int, int]) -> None:
+        self.listener = listener
+        self.wake = wake
+        self.pending: dict[int, socket.socket] = {}
+        self.cache: dict[str, Toolbox] = {}
+        self.spare: tuple[int, socket.socket] | None = None
+
+    def ensure_spare(self) -> None:
+        """Keep one child forked ahead of time (after the latest compile, so it has it)."""
+        if self.spare is not None:
+            return
+        ours, theirs = socket.socketpair()
+        pid = _fork(
+            lambda: _spare_main(theirs, self.cache), ours, self.listener, *self.wake
+        )
+        theirs.close()
+        self.spare = (pid, ours)
+
+    def handle(self, conn: socket.socket) -> None:
+        from guardagent.tools import sandbox
+
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        conn = pending.pop(pid, None)
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.sendall(json.dumps({"x": status}).encode() + b"\n")
-            conn.close()
+            conn.settimeout(10)  # one stuck client must not stall every other run
+            with conn.makefile("rb") as reader:
+                raw = reader.readline(_MAX_REQUEST)
+            conn.settimeout(None)
+            req = json.loads(raw)  # validated here, so a rejection needs no fork
+            toolbox = _toolbox(req["tools"], self.cache)
+            _, rejection = sandbox.compile_for_run(req["source"], toolbox)
+            sandbox.SandboxLimits(**req["limits"])
+        except Exception as exc:  # a malformed request is answered, never fatal to the zygote
+            return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
+        if rejection is not None:
+            return _answer(conn, rejection)
+        if self.spare is not None:
+            pid, chan = self.spare
+            self.spare = None
+            try:
+                socket.send_fds(chan, [b"%016d" % len(raw)], [conn.fileno()])
+                chan.sendall(raw)
+                chan.close()
+                self.pending[pid] = conn
+                return
+            except OSError:  # the spare died: fork one now
+                chan.close()
+        cache = self.cache
+        pid = _fork(lambda: _child_run(raw, conn, cache), self.listener, *self.wake)
+        self.pending[pid] = conn
+
+    def reap(self) -> None:
+        """Report children that died without a result; forget a spare that died idle."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.spare is not None and self.spare[0] == pid:
+                self.spare[1].close()
+                self.spare = None
+            conn = self.pending.pop(pid, None)
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps({"x": status}).encode() + b"\n")
+                conn.close()
 
 
 def serve(path: str) -> None:
@@ -310,17 +390,17 @@ def _serve(path: str, caller: int) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    pending: dict[int, socket.socket] = {}
-    cache: dict[str, Toolbox] = {}
+    server = _Server(listener, (wake_r, wake_w))
     while os.getppid() == caller:
+        server.ensure_spare()
         ready = select.select(waiting, [], [], 1.0)[0]
         if wake_r in ready:
             os.read(wake_r, 4096)
-            _reap(pending)
+            server.reap()
         if listener in ready:
             try:
                 conn, _ = listener.accept()
-                _handle(conn, pending, cache)
+                server.handle(conn)
             except OSError:  # a client that went away mid-request
                 continue
 
