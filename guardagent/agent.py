@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +14,7 @@ from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
 from guardagent.memory_store.seed import open_memory
 from guardagent.profiles.loader import load_profile
+from guardagent.runs import ainvoke_guard, invoke_guard
 
 
 class GuardAgent:
@@ -56,10 +56,6 @@ class GuardAgent:
         """Open and seed the memory now rather than on the first event."""
         open_memory(self.context.profile, self.context.memory_dir, self.context.memory_url)
 
-    def _result(self, out: dict[str, Any], started: float) -> GuardDecision:
-        decision: GuardDecision = out["guard_decision"]
-        return decision.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
-
     def check(self, agent_input: str, agent_output: str, **overrides: Any) -> GuardDecision:
         """Decide whether one event may pass.
 
@@ -68,23 +64,17 @@ class GuardAgent:
             agent_output: The target agent's output log (untrusted).
             **overrides: :class:`GuardContext` fields for this call only.
         """
-        started = time.perf_counter()
-        out = self.graph.invoke(
-            {"agent_input": agent_input, "agent_output": agent_output},
-            context=replace(self.context, **overrides),
-            config={"run_name": "guardagent", "metadata": {"profile": self.context.profile}},
-        )
-        return self._result(out, started)
+        return invoke_guard(
+            self.graph, replace(self.context, **overrides), agent_input, agent_output,
+            run_name="guardagent",
+        )  # fmt: skip
 
     async def acheck(self, agent_input: str, agent_output: str, **overrides: Any) -> GuardDecision:
         """Async :meth:`check`; the sandbox and Chroma calls do not block the event loop."""
-        started = time.perf_counter()
-        out = await self.graph.ainvoke(
-            {"agent_input": agent_input, "agent_output": agent_output},
-            context=replace(self.context, **overrides),
-            config={"run_name": "guardagent", "metadata": {"profile": self.context.profile}},
-        )
-        return self._result(out, started)
+        return await ainvoke_guard(
+            self.graph, replace(self.context, **overrides), agent_input, agent_output,
+            run_name="guardagent",
+        )  # fmt: skip
 
     async def acheck_many(
         self, events: list[tuple[str, str]], *, concurrency: int = 8

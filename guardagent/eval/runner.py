@@ -35,6 +35,7 @@ from guardagent.eval.predictions import (
     write_signature,
 )
 from guardagent.eval.report import render_report
+from guardagent.runs import model_name
 
 __all__ = ["EvalInterruptedError", "Guard", "prediction_record", "run_eval", "run_signature"]
 
@@ -72,15 +73,11 @@ def method_of(guard: Guard) -> str:
     return str(getattr(guard, "method", "guardagent"))
 
 
-def _model_name(model: Any) -> str:
-    return model if isinstance(model, str) else type(model).__name__
-
-
 def run_signature(guard: Guard) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues."""
     ctx = guard.context
     return {
-        "profile": ctx.profile, "method": method_of(guard), "model": _model_name(ctx.model),
+        "profile": ctx.profile, "method": method_of(guard), "model": model_name(ctx.model),
         "base_url": ctx.base_url, "k": ctx.k, "max_attempts": ctx.max_attempts,
         "reuse_programs": ctx.reuse_programs,
     }

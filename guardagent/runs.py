@@ -1,0 +1,122 @@
+"""One guard run of the compiled graph, named and traced the same way wherever it starts.
+
+`GuardAgent.check`, the agent middleware and `guard_node` all run the graph through here, so
+every run has a name, carries the profile and model as metadata, and is followed by a child run
+`<run_name>.decision` whose metadata holds the outcome (program source, attempts, LLM calls,
+allowed, failed closed): outcome facts only exist after the run, and LangSmith filters on
+metadata, not on outputs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph.state import CompiledStateGraph
+
+from guardagent.context import GuardContext
+from guardagent.decision import GuardDecision
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+
+def model_name(model: Any) -> str:
+    """A readable name for a context's model: the spec string, or the model's own name."""
+    if isinstance(model, str):
+        return model
+    return str(
+        getattr(model, "model_name", None) or getattr(model, "model", None)
+        or type(model).__name__
+    )  # fmt: skip
+
+
+def run_config(
+    context: GuardContext, run_name: str, metadata: Mapping[str, Any] | None = None
+) -> RunnableConfig:
+    """Config of one guard run: its name, tags and the metadata known before it starts."""
+    return {
+        "run_name": run_name,
+        "tags": ["guardagent"],
+        "metadata": {
+            "guardagent_profile": context.profile,
+            "guardagent_model": model_name(context.model),
+            **(metadata or {}),
+        },
+    }
+
+
+def outcome_metadata(decision: GuardDecision) -> dict[str, Any]:
+    """What a trace should be filterable by once the decision exists."""
+    return {
+        "guardagent_profile": decision.profile,
+        "guardagent_allowed": decision.allowed,
+        "guardagent_program_source": decision.program_source,
+        "guardagent_attempts": decision.attempts,
+        "guardagent_llm_calls": decision.llm_calls,
+        "guardagent_failed_closed": decision.failed_closed,
+    }
+
+
+def _summary(decision: GuardDecision) -> dict[str, Any]:
+    return decision.model_dump(
+        mode="json", include={"allowed", "label", "violations", "reason", "error"}
+    )
+
+
+def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableConfig]:
+    name = f"{run_name}.decision"
+    config: RunnableConfig = {
+        "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
+    }
+    return RunnableLambda(_summary, name=name), config
+
+
+def _finish(out: dict[str, Any], started: float) -> GuardDecision:
+    decision: GuardDecision = out["guard_decision"]
+    return decision.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
+
+
+def invoke_guard(
+    graph: Graph,
+    context: GuardContext,
+    agent_input: str,
+    agent_output: str,
+    *,
+    run_name: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> GuardDecision:
+    """Guard one event: run the graph, time it end to end, record the outcome run."""
+    started = time.perf_counter()
+    out = graph.invoke(
+        {"agent_input": agent_input, "agent_output": agent_output},
+        context=context,
+        config=run_config(context, run_name, metadata),
+    )
+    decision = _finish(out, started)
+    runnable, config = _outcome_run(decision, run_name)
+    runnable.invoke(decision, config=config)
+    return decision
+
+
+async def ainvoke_guard(
+    graph: Graph,
+    context: GuardContext,
+    agent_input: str,
+    agent_output: str,
+    *,
+    run_name: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> GuardDecision:
+    """Async :func:`invoke_guard`."""
+    started = time.perf_counter()
+    out = await graph.ainvoke(
+        {"agent_input": agent_input, "agent_output": agent_output},
+        context=context,
+        config=run_config(context, run_name, metadata),
+    )
+    decision = _finish(out, started)
+    runnable, config = _outcome_run(decision, run_name)
+    await runnable.ainvoke(decision, config=config)
+    return decision
