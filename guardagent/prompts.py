@@ -11,6 +11,19 @@ import re
 _FENCE_TAG = re.compile(r"<(/?)(agent_input|agent_output)\b", re.IGNORECASE)
 
 
+EVENT = """<agent_input>
+{agent_input}
+</agent_input>
+<agent_output>
+{agent_output}
+</agent_output>"""
+
+
+def event_block(agent_input: str, agent_output: str) -> str:
+    """The event between its fence tags, with any tag inside the event text neutralised."""
+    return EVENT.format(agent_input=fenced(agent_input), agent_output=fenced(agent_output))
+
+
 def fenced(text: str) -> str:
     """Event text made safe to place between `<agent_input>`/`<agent_output>` tags.
 
@@ -40,21 +53,11 @@ Demonstrations:
 {demonstrations}
 
 Now the event to guard.
-<agent_input>
-{agent_input}
-</agent_input>
-<agent_output>
-{agent_output}
-</agent_output>
+{event}
 
 Plan:"""
 
-DEMO_PLAN = """<agent_input>
-{agent_input}
-</agent_input>
-<agent_output>
-{agent_output}
-</agent_output>
+DEMO_PLAN = """{event}
 Plan:
 {plan}"""
 
@@ -78,12 +81,7 @@ CODER_USER = """Guard requests:
 Demonstrations (plan and program):
 {demonstrations}
 
-<agent_input>
-{agent_input}
-</agent_input>
-<agent_output>
-{agent_output}
-</agent_output>
+{event}
 Plan:
 {plan}
 {feedback}
@@ -163,20 +161,10 @@ Demonstrations:
 {demonstrations}
 
 Now the event to guard.
-<agent_input>
-{agent_input}
-</agent_input>
-<agent_output>
-{agent_output}
-</agent_output>
+{event}
 
 Decision (JSON only):"""
 
-BASELINE_DEMO = """<agent_input>
-{agent_input}
-</agent_input>
-<agent_output>
-{agent_output}
-</agent_output>
+BASELINE_DEMO = """{event}
 Decision:
 {decision}"""

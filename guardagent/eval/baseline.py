@@ -90,8 +90,7 @@ def _is_violations(value: Any) -> bool:
 def _demo_block(demo: Demonstration) -> str:
     decision = {"label": demo["label"], "violations": demo["details"] if demo["label"] else []}
     return prompts.BASELINE_DEMO.format(
-        agent_input=prompts.fenced(demo["agent_input"]),
-        agent_output=prompts.fenced(demo["agent_output"]),
+        event=prompts.event_block(demo["agent_input"], demo["agent_output"]),
         decision=json.dumps(decision),
     )
 
@@ -144,8 +143,7 @@ class BaselineGuard:
             guard_request=self.profile.guard_request,
             agent_specification=self.profile.agent_specification,
             demonstrations="\n\n".join(_demo_block(d) for d in demos) or "(none)",
-            agent_input=prompts.fenced(agent_input),
-            agent_output=prompts.fenced(agent_output),
+            event=prompts.event_block(agent_input, agent_output),
         )
         system = prompts.BASELINE_SYSTEM.format(violations_shape=violations_shape(self.profile))
         return system, user

@@ -42,8 +42,7 @@ def code(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     user = prompts.CODER_USER.format(
         guard_request=profile.guard_request,
         demonstrations=demos or "(none)",
-        agent_input=prompts.fenced(state["agent_input"]),
-        agent_output=prompts.fenced(state["agent_output"]),
+        event=prompts.event_block(state["agent_input"], state["agent_output"]),
         plan=state.get("plan", ""),
         feedback=feedback,
     )

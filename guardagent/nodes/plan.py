@@ -27,8 +27,7 @@ def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         return {"error": f"memory unavailable: {type(exc).__name__}: {exc}"}
     demos = "\n\n".join(
         prompts.DEMO_PLAN.format(
-            agent_input=prompts.fenced(d["agent_input"]),
-            agent_output=prompts.fenced(d["agent_output"]),
+            event=prompts.event_block(d["agent_input"], d["agent_output"]),
             plan=d["plan"],
         )
         for d in shots
@@ -37,8 +36,7 @@ def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         guard_request=profile.guard_request,
         agent_specification=profile.agent_specification,
         demonstrations=demos or "(none)",
-        agent_input=prompts.fenced(state["agent_input"]),
-        agent_output=prompts.fenced(state["agent_output"]),
+        event=prompts.event_block(state["agent_input"], state["agent_output"]),
     )
     calls = state.get("llm_calls", 0) + 1
     try:
