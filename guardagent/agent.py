@@ -53,8 +53,9 @@ class GuardAgent:
         )
 
     def warm_up(self) -> None:
-        """Open and seed the memory now rather than on the first event."""
-        open_memory(self.context.profile, self.context.memory_dir, self.context.memory_url)
+        """Open and seed the memory, and load its scan index, now rather than on the first event."""
+        memory = open_memory(self.context.profile, self.context.memory_dir, self.context.memory_url)
+        memory.load_index()
 
     def check(self, agent_input: str, agent_output: str, **overrides: Any) -> GuardDecision:
         """Decide whether one event may pass.

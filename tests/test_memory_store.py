@@ -69,3 +69,65 @@ def test_memory_survives_a_restart(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["1", "allow('1')"]
+
+
+def _soup_event(rng: random.Random) -> tuple[str, str]:
+    """Logs of one shared shape whose exact neighbours are near ties (like SeeAct steps)."""
+    things = ["hotel room", "pickup truck", "jazz playlist", "nurse job", "flight to Rome"]
+    analysis = " ".join(rng.choice(things) for _ in range(rng.randint(5, 30)))
+    choices = "\n".join(f"{chr(65 + i)}. <button id={i}> {rng.choice(things)} </button>"
+                        for i in range(rng.randint(3, 12)))
+    return f"Task: find a {rng.choice(things)}", f"(Analysis)\n{analysis}\n(Choices)\n{choices}"
+
+
+def _exact_kth(store_texts: list[str], q: str, k: int) -> int:
+    return sorted(Levenshtein.distance(q, t) for t in store_texts)[k - 1]
+
+
+def test_scan_returns_the_exact_levenshtein_neighbours_of_near_tie_logs(tmp_path):
+    rng = random.Random(11)
+    events = [_soup_event(rng) for _ in range(400)]
+    demos = [Demonstration(id="", agent_input=i, agent_output=o, plan="p", code=f"# {n}",
+                           label=0, details=[], request_fingerprint="fp", verified=True)
+             for n, (i, o) in enumerate(events)]
+    for d in demos:
+        d["id"] = demonstration_id(d)
+    store = MemoryStore("scan-test", path=tmp_path)
+    store.add(demos)
+    texts = [event_text(i, o) for i, o in events]
+    for _ in range(10):
+        qi, qo = _soup_event(rng)
+        q = event_text(qi, qo)
+        got = store.search(qi, qo, 3)
+        dists = [Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"]))
+                 for d in got]
+        assert len(got) == 3
+        assert max(dists) <= _exact_kth(texts, q, 3)  # ties with the true 3rd are not errors
+
+
+def test_scan_sees_what_another_store_wrote_and_local_flag_changes(tmp_path):
+    reader = MemoryStore("shared-test", path=tmp_path)
+    writer = MemoryStore("shared-test", path=tmp_path)
+    writer.add([_demo(1, "alpha beta")])
+    assert [d["code"] for d in reader.search("input gamma", "output gamma", 1)] == ["allow('1')"]
+    writer.add([_demo(2, "gamma")])
+    assert [d["code"] for d in reader.search("input gamma", "output gamma", 1)] == ["allow('2')"]
+    reader.add([_demo(3, "delta", verified=False)])
+    assert reader.search("input delta", "output delta", 1, verified_only=True)[0]["code"] != "allow('3')"
+    reader.add([_demo(3, "delta", verified=True)])  # same id, now verified
+    assert reader.search("input delta", "output delta", 1, verified_only=True)[0]["code"] == "allow('3')"
+
+
+def test_above_the_scan_limit_chroma_serves_the_candidates(tmp_path):
+    rng = random.Random(3)
+    store = MemoryStore("limit-test", path=tmp_path, scan_limit=5, candidates=20)
+    demos = [_demo(i, _words(rng, rng.randint(3, 20))) for i in range(20)]
+    store.add(demos)
+    q_in, q_out = "input " + _words(rng, 8), "output " + _words(rng, 8)
+    q = event_text(q_in, q_out)
+    got = store.search(q_in, q_out, 4)
+    by_id = {d["id"]: d for d in demos}
+    exact = sorted(Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"]))
+                   for d in demos)[:4]
+    assert [Levenshtein.distance(q, event_text(by_id[d["id"]]["agent_input"],
+                                               by_id[d["id"]]["agent_output"])) for d in got] == exact

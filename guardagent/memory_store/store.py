@@ -1,8 +1,10 @@
 """Chroma memory of demonstrations with the paper's Levenshtein re-rank.
 
-Chroma narrows the memory to a few candidates by embedding similarity, and the exact
-Levenshtein distance on agent input + output (the paper's measure) orders those candidates,
-so the cost grows with the candidate count, not with the memory size.
+A candidate stage narrows the memory to a few demonstrations, and the exact Levenshtein distance
+on agent input + output (the paper's measure) orders those candidates. Up to `scan_limit`
+demonstrations the candidates come from an in-process word-sketch scan of all of them (it keeps
+the exact neighbours; ~2.4 us per demonstration); above it, from Chroma's embedding index, so
+the cost grows with the candidate count, not with the memory size.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from platformdirs import user_data_dir
 from typing_extensions import TypedDict
 
 from guardagent.memory_store.embeddings import HashingEmbeddings
+from guardagent.memory_store.sketch_index import SketchIndex
 
 
 class Demonstration(TypedDict):
@@ -109,10 +112,15 @@ class MemoryStore:
         path: Directory of the embedded persistent client (default: user data dir).
         url: Chroma server URL; when given, `path` is ignored.
         embeddings: Candidate embedding; defaults to :class:`HashingEmbeddings`.
-        candidates: How many candidates Chroma returns before the Levenshtein re-rank.
+        candidates: How many candidates reach the exact Levenshtein re-rank.
+        scan_limit: Up to this many stored demonstrations, candidates come from a scan of all
+            of them by word-sketch distance (in-process, keeps near-tie neighbours); above it,
+            from Chroma's embedding index (cost independent of the memory's size). 0 turns the
+            scan off.
     """
 
     DEFAULT_CANDIDATES = 64
+    DEFAULT_SCAN_LIMIT = 5_000
     PROGRAM_CACHE_SECONDS = 5.0
 
     def __init__(
@@ -123,9 +131,12 @@ class MemoryStore:
         url: str | None = None,
         embeddings: Embeddings | None = None,
         candidates: int | None = None,
+        scan_limit: int | None = None,
     ) -> None:
         self.embeddings = embeddings or HashingEmbeddings()
         self.candidates = candidates or self.DEFAULT_CANDIDATES
+        self.scan_limit = self.DEFAULT_SCAN_LIMIT if scan_limit is None else scan_limit
+        self._index = SketchIndex()
         self._programs: dict[str, tuple[float, list[str]]] = {}
         client = _client(str(path) if path else None, url)
         self._collection = client.get_or_create_collection(
@@ -138,19 +149,36 @@ class MemoryStore:
         """Number of stored demonstrations."""
         return int(self._collection.count())
 
+    def load_index(self) -> bool:
+        """Bring the scan's in-process index up to date (loading it on first use).
+
+        Returns whether the memory is small enough to be scanned. Call it at start-up so the
+        first search does not pay for the load (~0.2 s per 1k demonstrations).
+        """
+        count = self.count()
+        if count > self.scan_limit:
+            return False
+        self._index.sync(self._collection, count)
+        return True
+
     def add(self, demos: list[Demonstration]) -> list[str]:
         """Insert or update demonstrations (idempotent by content id); returns their ids."""
         if not demos:
             return []
         ids = [d["id"] or demonstration_id(d) for d in demos]
         texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
+        metadatas = [_to_metadata(d) for d in demos]
         self._collection.upsert(
             ids=ids,
             embeddings=self.embeddings.embed_documents(texts),
             documents=texts,
-            metadatas=[_to_metadata(d) for d in demos],
+            metadatas=metadatas,
         )
         self._programs.clear()
+        if self.count() <= self.scan_limit:
+            self._index.put(ids, texts, metadatas)
+        else:
+            self._index = SketchIndex()  # past the limit: Chroma's index serves, free the scan's
         return ids
 
     def search(
@@ -162,7 +190,10 @@ class MemoryStore:
         request: str | None = None,
         verified_only: bool = False,
     ) -> list[Demonstration]:
-        """Top-k demonstrations: Chroma candidates, then exact Levenshtein order.
+        """Top-k demonstrations: candidates, then exact Levenshtein order.
+
+        Candidates come from the word-sketch scan while the memory holds at most `scan_limit`
+        demonstrations, else from Chroma's embedding index.
 
         Args:
             agent_input: The event's input.
@@ -174,17 +205,32 @@ class MemoryStore:
         if k <= 0:
             return []
         query = event_text(agent_input, agent_output)
-        found = self._collection.query(
-            query_embeddings=[self.embeddings.embed_query(query)],
-            n_results=max(self.candidates, k),  # Chroma returns fewer when it holds fewer
-            where=_where(request, verified_only),
-            include=["documents", "metadatas"],
-        )
-        docs = (found.get("documents") or [[]])[0]
-        metas = (found.get("metadatas") or [[]])[0]
-        ids = found["ids"][0]
-        ranked = rerank(query, list(zip(ids, docs, metas, strict=True)), k)
+        depth = max(self.candidates, k)
+        if self.load_index():
+            pool = self._index.nearest(query, depth, request=request, verified_only=verified_only)
+            ids = [i for i, _, _ in rerank(query, [(i, doc, None) for i, doc in pool], k)]
+            ranked = self._records(ids, _where(request, verified_only))
+        else:
+            found = self._collection.query(
+                query_embeddings=[self.embeddings.embed_query(query)],
+                n_results=depth,  # Chroma returns fewer when it holds fewer
+                where=_where(request, verified_only),
+                include=["documents", "metadatas"],
+            )
+            docs = (found.get("documents") or [[]])[0]
+            metas = (found.get("metadatas") or [[]])[0]
+            candidates = list(zip(found["ids"][0], docs, metas, strict=True))
+            ranked = rerank(query, candidates, k)
         return [_from_record(i, doc, m) for i, doc, m in ranked]
+
+    def _records(self, ids: list[str], where: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+        """(id, document, metadata) of `ids` in their order, filtered again on fresh metadata."""
+        if not ids:
+            return []
+        got = self._collection.get(ids=ids, where=where, include=["documents", "metadatas"])
+        found = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        by_id = {i: (i, doc, meta) for i, doc, meta in found}
+        return [by_id[i] for i in ids if i in by_id]
 
     def verified_programs(self, request: str) -> list[str]:
         """The distinct verified programs of a guard request.

@@ -1,0 +1,104 @@
+"""An in-process scan of every demonstration by word-level edit distance.
+
+Vectors of character n-grams lose the order of a log. On logs that share one structure (every
+SeeAct step has an analysis, a list of choices and an answer) the exact Levenshtein neighbours
+are near ties that no such vector keeps among its candidates
+(`benchmarks/retrieval_headroom.py`). Levenshtein distance between word sketches (one
+character per hashed word) does keep them, at ~2.4 us per demonstration: affordable as a scan
+of a memory of up to ~10k demonstrations, not of 100k. The store uses this index up to its
+`scan_limit` and Chroma's approximate index above it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import zlib
+from typing import Any, NamedTuple
+
+import numpy as np
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein as SketchLevenshtein
+
+_WORD = re.compile(r"\w+")
+
+
+def word_sketch(text: str) -> str:
+    """One character (1-255) per word of `text`, from a hash of the lowercased word."""
+    return "".join(chr(1 + zlib.crc32(w.encode()) % 255) for w in _WORD.findall(text.lower()))
+
+
+class Entry(NamedTuple):
+    """What the scan needs of one demonstration: its text, sketch and filter fields."""
+
+    document: str
+    sketch: str
+    request: str
+    verified: bool
+
+
+class SketchIndex:
+    """Every demonstration of one collection, kept in step with Chroma (the store of record).
+
+    The index reloads when the collection's count differs from its own (another process
+    wrote); this process's writes are put in directly. A flag changed by another process
+    without a new demonstration shows up at its next reload.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, ids: list[str], documents: list[str], metadatas: list[dict[str, Any]]) -> None:
+        """Add or replace entries (what this process just wrote to Chroma)."""
+        with self._lock:
+            for demo_id, doc, meta in zip(ids, documents, metadatas, strict=True):
+                self._entries[demo_id] = _entry(doc, meta)
+
+    def sync(self, collection: Any, count: int) -> None:
+        """Reload filter fields when the count moved; fetch documents only for unseen ids."""
+        with self._lock:
+            if count == len(self._entries):
+                return
+            found = collection.get(include=["metadatas"])
+            new = [i for i in found["ids"] if i not in self._entries]
+            docs = dict.fromkeys(new, "")
+            if new:
+                fetched = collection.get(ids=new, include=["documents"])
+                docs.update(zip(fetched["ids"], fetched["documents"] or [], strict=True))
+            old = self._entries
+            self._entries = {
+                i: _entry(docs[i] if i in docs else old[i].document, meta or {})
+                for i, meta in zip(found["ids"], found.get("metadatas") or [], strict=True)
+            }
+
+    def nearest(
+        self, query: str, depth: int, *, request: str | None, verified_only: bool
+    ) -> list[tuple[str, str]]:
+        """(id, document) of the `depth` demonstrations nearest by word-sketch distance."""
+        with self._lock:
+            pool = [
+                (demo_id, e)
+                for demo_id, e in self._entries.items()
+                if (not request or e.request == request) and (e.verified or not verified_only)
+            ]
+        if not pool:
+            return []
+        scores = process.cdist(
+            [word_sketch(query)], [e.sketch for _, e in pool],
+            scorer=SketchLevenshtein.distance, dtype=np.int32,
+        )[0]  # fmt: skip
+        nearest = np.argsort(scores, kind="stable")[:depth]
+        return [(pool[j][0], pool[j][1].document) for j in nearest]
+
+
+def _entry(document: str, meta: dict[str, Any]) -> Entry:
+    return Entry(
+        document=document or "",
+        sketch=word_sketch(document or ""),
+        request=str(meta.get("request_fingerprint", "")),
+        verified=bool(meta.get("verified")),
+    )
