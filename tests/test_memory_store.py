@@ -131,3 +131,16 @@ def test_above_the_scan_limit_chroma_serves_the_candidates(tmp_path):
                    for d in demos)[:4]
     assert [Levenshtein.distance(q, event_text(by_id[d["id"]]["agent_input"],
                                                by_id[d["id"]]["agent_output"])) for d in got] == exact
+
+
+def test_rerank_with_cutoffs_equals_a_full_sort():
+    from guardagent.memory_store.store import rerank
+
+    rng = random.Random(0)
+    for _ in range(500):
+        cands = [(f"id{rng.randint(0, 9)}-{i}", "".join(rng.choice("ab c") for _ in range(rng.randint(0, 30))), None)
+                 for i in range(rng.randint(0, 40))]
+        q = "".join(rng.choice("ab c") for _ in range(rng.randint(0, 30)))
+        k = rng.randint(0, 6)
+        full = sorted(cands, key=lambda c: (Levenshtein.distance(q, c[1]), c[0]))[:k]
+        assert rerank(q, cands, k) == full

@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+from bisect import insort
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -252,9 +253,21 @@ class MemoryStore:
 def rerank(
     query: str, candidates: list[tuple[str, Any, Any]], k: int
 ) -> list[tuple[str, Any, Any]]:
-    """Order (id, document, metadata) candidates by Levenshtein distance to `query`; ties by id."""
-    scored = sorted(candidates, key=lambda c: (Levenshtein.distance(query, c[1] or ""), c[0]))
-    return scored[:k]
+    """Order (id, document, metadata) candidates by Levenshtein distance to `query`; ties by id.
+
+    Once k candidates are in hand, the k-th best distance is a cut-off: a candidate beyond it
+    costs a fraction of a full distance, and the top k come out as a full sort would give them.
+    """
+    if k <= 0:
+        return []
+    best: list[tuple[int, str, int]] = []  # (distance, id, position in candidates)
+    for n, (cid, doc, _) in enumerate(candidates):
+        cutoff = best[-1][0] if len(best) == k else None
+        dist = Levenshtein.distance(query, doc or "", score_cutoff=cutoff)
+        if cutoff is None or (dist, cid) < best[-1][:2]:
+            insort(best, (dist, cid, n))
+            del best[k:]
+    return [candidates[n] for _, _, n in best]
 
 
 def _where(request: str | None, verified_only: bool) -> dict[str, Any] | None:
