@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import time
-import zlib
 from multiprocessing import Pool
 from pathlib import Path
 
@@ -37,19 +35,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import near_duplicates, synthetic_events
 
 from guardagent.memory_store.embeddings import HashingEmbeddings
+from guardagent.memory_store.sketch_index import word_sketch
 from guardagent.memory_store.store import event_text
 
 _TEXTS: list[str] = []
-_WORD = re.compile(r"\w+")
 
 
 def _exact_row(query: str) -> np.ndarray:
     return np.array([Levenshtein.distance(query, t) for t in _TEXTS], dtype=np.int32)
-
-
-def _sketch(text: str) -> str:
-    """One character per word (hashed), so word-level Levenshtein runs on short strings."""
-    return "".join(chr(1 + zlib.crc32(w.encode()) % 255) for w in _WORD.findall(text.lower()))
 
 
 def _recall(exact: np.ndarray, ranked: np.ndarray, depth: int, k: int) -> float:
@@ -88,7 +81,7 @@ def main() -> None:
     emb = HashingEmbeddings()
     vectors = np.array(emb.embed_documents(_TEXTS), dtype=np.float32)
     norms = (vectors * vectors).sum(1)
-    sketches = [_sketch(t) for t in _TEXTS]
+    sketches = [word_sketch(t) for t in _TEXTS]
     depths = [64, 256, 1024, 4096]
     by_embedding: dict[int, list[float]] = {c: [] for c in depths}
     by_sketch: dict[int, list[float]] = {m: [] for m in (64, 256)}
@@ -103,7 +96,7 @@ def main() -> None:
         for c in depths:
             by_embedding[c].append(_recall(row, order, c, args.k))
         t0 = time.perf_counter()
-        word_d = process.cdist([_sketch(q)], sketches, scorer=RapidLevenshtein.distance,
+        word_d = process.cdist([word_sketch(q)], sketches, scorer=RapidLevenshtein.distance,
                                dtype=np.int32)[0]
         scan_ms.append((time.perf_counter() - t0) * 1000)
         word_order = np.argsort(word_d, kind="stable")

@@ -71,7 +71,7 @@ class SketchIndex:
                 docs.update(zip(fetched["ids"], fetched["documents"] or [], strict=True))
             old = self._entries
             self._entries = {
-                i: _entry(docs[i] if i in docs else old[i].document, meta or {})
+                i: _entry(docs[i], meta or {}) if i in docs else _refiled(old[i], meta or {})
                 for i, meta in zip(found["ids"], found.get("metadatas") or [], strict=True)
             }
 
@@ -96,9 +96,16 @@ class SketchIndex:
 
 
 def _entry(document: str, meta: dict[str, Any]) -> Entry:
-    return Entry(
-        document=document or "",
-        sketch=word_sketch(document or ""),
-        request=str(meta.get("request_fingerprint", "")),
-        verified=bool(meta.get("verified")),
+    document = document or ""
+    return _refiled(Entry(document, word_sketch(document), "", False), meta)
+
+
+def _refiled(entry: Entry, meta: dict[str, Any]) -> Entry:
+    """`entry` with the filter fields of `meta`.
+
+    Ids are content-addressed, so the text and sketch of a known id never change and a reload
+    does not recompute them.
+    """
+    return entry._replace(
+        request=str(meta.get("request_fingerprint", "")), verified=bool(meta.get("verified"))
     )

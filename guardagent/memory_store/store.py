@@ -158,6 +158,7 @@ class MemoryStore:
         """
         count = self.count()
         if count > self.scan_limit:
+            self._index = SketchIndex()  # Chroma's index serves now: free the scan's memory
             return False
         self._index.sync(self._collection, count)
         return True
@@ -178,8 +179,6 @@ class MemoryStore:
         self._programs.clear()
         if self.count() <= self.scan_limit:
             self._index.put(ids, texts, metadatas)
-        else:
-            self._index = SketchIndex()  # past the limit: Chroma's index serves, free the scan's
         return ids
 
     def search(
