@@ -21,14 +21,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from guardagent.tools.registry import Toolbox  # noqa: E402
-from guardagent.tools.restricted import compile_program, prepare_program  # noqa: E402
-from guardagent.tools.sandbox import (  # noqa: E402
+from guardagent.sandbox.policy import compile_program, prepare_program  # noqa: E402
+from guardagent.sandbox.process import (  # noqa: E402
     SandboxLimits,
     _protected_names,
     _reap_later,
     run_program,
 )
+from guardagent.tools.registry import Toolbox  # noqa: E402
 
 AGENT_INPUT = """Task: Book a one-way flight from Denver to Boston for 2 adults on May 3.
 User information:
@@ -206,7 +206,7 @@ def bench_builtin(runs: int) -> tuple[list[float], list[float]]:
     """The shipped mind2web-sc program with the built-in toolbox (served by the zygote),
     against in-process exec of the same compiled program with the same bindings."""
     from guardagent.profiles import load_profile
-    from guardagent.tools.restricted import prepare_program
+    from guardagent.sandbox.policy import prepare_program
 
     profile = load_profile("mind2web-sc")
     tools, demo = profile.tools(), profile.demonstrations[0]

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from guardagent.eval.benchmarks import load_eicu_ac
 from guardagent.eval.cases import Case
 from guardagent.profiles import load_profile
-from guardagent.tools.ehr import (
+from guardagent.readers.ehragent import (
     EICU_PRIMARY_KEYS,
-    check_access,
     ehr_accessed_columns,
     ehr_code,
     parse_identity,
 )
+from guardagent.tools.rules import check_access
 
 # The eicu-ac profile's own permission table (the paper's Figure 5), read from its program.
 PERMISSIONS: dict[str, dict[str, list[str]]] = load_profile("eicu-ac").policy("PERMISSIONS")

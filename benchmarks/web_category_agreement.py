@@ -14,13 +14,9 @@ from typing import Any
 
 from guardagent.eval.benchmarks import load_mind2web_sc
 from guardagent.profiles import load_profile
-from guardagent.tools.web import (
-    check_rules,
-    parse_task,
-    parse_user_info,
-    seeact_final_action,
-    web_action_category,
-)
+from guardagent.readers.seeact import parse_task, seeact_final_action, web_action_category
+from guardagent.readers.user_facts import parse_user_info
+from guardagent.tools.rules import check_rules
 
 RULES: list[dict[str, Any]] = load_profile("mind2web-sc").policy("RULES")
 RULE_NAME = {r["violation"]: r["category"] for r in RULES}

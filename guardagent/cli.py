@@ -172,7 +172,7 @@ def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_out
                     timeout: float) -> None:
     """Run one guard program in the sandbox; prints {"ok", "decision", "error"}."""
     from guardagent.profiles.loader import ProfileError, load_profile
-    from guardagent.tools.sandbox import SandboxLimits, run_program
+    from guardagent.sandbox.process import SandboxLimits, run_program
 
     try:
         tools = load_profile(profile).tools()

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from guardagent.memory_store.store import Demonstration
 from guardagent.profiles.loader import Profile
+from guardagent.sandbox.process import SandboxLimits, run_program
 from guardagent.tools.registry import Toolbox
-from guardagent.tools.sandbox import SandboxLimits, run_program
 from guardagent.tools.verdict import Violations
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)

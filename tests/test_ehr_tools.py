@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from guardagent.tools.ehr import (
+from guardagent.readers.ehragent import (
     EICU_PRIMARY_KEYS,
     EICU_SCHEMA,
     UNRESOLVED_TABLE,
-    check_access,
     ehr_accessed_columns,
     ehr_code,
     parse_identity,
     parse_question,
 )
 from guardagent.tools.registry import DEFAULT_TOOLBOX
+from guardagent.tools.rules import check_access
 
 SEP = "-" * 58
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from guardagent.tools.registry import Toolbox
-from guardagent.tools.restricted import OutputCollector, program_globals, safe_builtins
-from guardagent.tools.sandbox import (
+from guardagent.sandbox.policy import OutputCollector, program_globals, safe_builtins
+from guardagent.sandbox.process import (
     ExecutionResult,
     SandboxLimits,
     arun_program,
     check_program,
     run_program,
 )
+from guardagent.tools.registry import Toolbox
 
 ROLES = {"nurse": {"patient": ["name", "age"]}, "admin": {}}
 
@@ -438,7 +438,7 @@ async def test_arun_program_leaves_the_default_executor_free() -> None:
     ],
 )
 def test_parent_rejects_forged_or_malformed_child_lines(line: bytes) -> None:
-    from guardagent.tools.sandbox import _parse_payload
+    from guardagent.sandbox.process import _parse_payload
 
     verdict, error, _ = _parse_payload(line, 100)
     assert verdict is None
@@ -446,7 +446,7 @@ def test_parent_rejects_forged_or_malformed_child_lines(line: bytes) -> None:
 
 
 def test_parent_recaps_child_stdout() -> None:
-    from guardagent.tools.sandbox import _parse_payload
+    from guardagent.sandbox.process import _parse_payload
 
     line = json.dumps({"v": None, "e": "NoVerdict: x", "o": "y" * 10_000}).encode()
     _, error, stdout = _parse_payload(line, 100)

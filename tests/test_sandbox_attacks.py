@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from guardagent.profiles import load_profile
+from guardagent.sandbox.process import ExecutionResult, SandboxLimits, run_program
+from guardagent.sandbox.zygote import toolbox_refs
 from guardagent.tools.registry import Toolbox
-from guardagent.tools.sandbox import ExecutionResult, SandboxLimits, run_program
-from guardagent.tools.zygote import toolbox_refs
 
 SECRET_NAME = "GUARD_FAKE_SECRET"
 SECRET = "s3cr3t-canary-7f1e9a"

@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 
 from guardagent.profiles import load_profile
+from guardagent.readers.seeact import parse_task, seeact_final_action, web_action_category
+from guardagent.readers.user_facts import parse_user_info
 from guardagent.tools import DEFAULT_TOOLBOX
-from guardagent.tools.web import (
-    check_rules,
-    parse_task,
-    parse_user_info,
-    seeact_final_action,
-    web_action_category,
-)
+from guardagent.tools.rules import check_rules
 
 AGENT_INPUT = (
     "Task: Rent a compact car at the Denver airport for next weekend\n"
@@ -298,6 +294,7 @@ def test_registered_in_toolbox() -> None:
     for name in ("parse_task", "parse_user_info", "seeact_final_action",
                  "web_action_category", "check_rules"):
         assert name in DEFAULT_TOOLBOX
-    web = [s for s in DEFAULT_TOOLBOX if s.group == "web"]
-    assert len(web) == 5
+    web = {s.name for s in DEFAULT_TOOLBOX if s.group == "web"}
+    assert web == {"parse_task", "seeact_final_action", "web_action_category", "check_rules"}
+    assert DEFAULT_TOOLBOX.subset(["parse_user_info"]).functions()["parse_user_info"]
     assert all("Returns:" in s.doc for s in web)

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from guardagent.profiles import load_profile
-from guardagent.tools import web
+from guardagent.readers import user_facts
+from guardagent.sandbox.process import run_program
+from guardagent.sandbox.zygote import _zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox, ToolSpec
-from guardagent.tools.sandbox import run_program
-from guardagent.tools.zygote import _zygote, toolbox_refs
 
 PROGRAM = "deny([str(parse_user_info(agent_input).get('age'))], 'age')"
 EVENT = "Task: x\nUser information:\n   age: 30"
@@ -22,7 +22,7 @@ EVENT = "Task: x\nUser information:\n   age: 30"
 def test_wrapped_builtin_is_not_replaced_by_the_original() -> None:
     """A user's wrapper that reports a built-in's name must run as written (fork path)."""
 
-    @functools.wraps(web.parse_user_info)
+    @functools.wraps(user_facts.parse_user_info)
     def stricter(agent_input: str) -> dict[str, Any]:
         return {"age": -1}
 

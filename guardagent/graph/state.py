@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from guardagent.decision import GuardDecision
 from guardagent.memory_store.store import Demonstration
-from guardagent.tools.sandbox import ExecutionResult
+from guardagent.sandbox.process import ExecutionResult
 
 
 class GuardInput(TypedDict):

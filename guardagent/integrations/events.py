@@ -4,7 +4,7 @@ GuardAgent guards *events*: an ``agent_input`` (trusted: what the user asked and
 is) and an ``agent_output`` (untrusted: what the agent did and is about to do). A LangChain /
 LangGraph host has messages and tool calls instead, so this module fixes one text format that
 the middleware, :func:`~guardagent.integrations.subgraph.guard_node` and the ``tool-calls``
-profile's toolbox (:mod:`guardagent.tools.toolcalls`) all share.
+profile's toolbox (:mod:`guardagent.readers.toolcall`) all share.
 
 Event format for a tool call::
 

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, limits_of, profile_of
-from guardagent.tools.sandbox import run_program
+from guardagent.sandbox.process import run_program
 
 
 def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:

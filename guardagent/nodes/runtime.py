@@ -13,7 +13,7 @@ from guardagent.llm import resolve_model
 from guardagent.memory_store.seed import open_memory
 from guardagent.memory_store.store import MemoryStore
 from guardagent.profiles.loader import Profile, load_profile
-from guardagent.tools.sandbox import SandboxLimits
+from guardagent.sandbox.process import SandboxLimits
 
 
 def context_of(runtime: Runtime[GuardContext]) -> GuardContext:

@@ -1,9 +1,11 @@
-"""Trusted functions guard programs may call, and the sandbox that runs the programs.
+"""The toolbox registry and the verdict and rule-check functions guard programs call.
 
-Importing this package registers the built-in toolbox functions in `DEFAULT_TOOLBOX`.
+Importing this package registers the built-in toolbox functions in `DEFAULT_TOOLBOX`: the
+readers of :mod:`guardagent.readers` and the checks of :mod:`guardagent.tools.rules`.
 """
 
-from guardagent.tools import ehr, toolcalls, web  # noqa: F401  (registers the built-ins)
+from guardagent import readers  # noqa: F401, I001  (registers the readers, after the registry)
+from guardagent.tools import rules  # noqa: F401  (registers the checks)
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec, guard_tool
 from guardagent.tools.verdict import VERDICT_NAMES, Verdict, VerdictError, VerdictRecorder
 

@@ -40,6 +40,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from guardagent.sandbox import child
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
 
 BUILTIN_PREFIX = "guardagent."
@@ -94,7 +95,7 @@ class _Zygote:
         path = [p for p in sys.path if p]
         env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "guardagent.tools.zygote", self.path],
+            [sys.executable, "-P", "-m", "guardagent.sandbox.zygote", self.path],
             env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True,
         )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
@@ -239,17 +240,15 @@ def _answer(conn: socket.socket, error: str) -> None:
 
 def _child_run(raw: bytes, conn: socket.socket, cache: dict[str, Toolbox]) -> None:
     """In a fresh child: build the run from the request, announce our pid, run isolated."""
-    from guardagent.tools import sandbox
-
     req = json.loads(raw)
     toolbox = _toolbox(req["tools"], cache)
-    code, _ = sandbox.compile_for_run(req["source"], toolbox)  # cached: the zygote compiled it
+    code, _ = child.compile_for_run(req["source"], toolbox)  # cached: the zygote compiled it
     inputs = (req["input"], req["output"])
-    run = sandbox.prepare_run(
-        code, req["source"], toolbox, inputs, sandbox.SandboxLimits(**req["limits"])
+    run = child.prepare_run(
+        code, req["source"], toolbox, inputs, child.SandboxLimits(**req["limits"])
     )
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-    sandbox.child_main(run, conn.fileno())
+    child.child_main(run, conn.fileno())
 
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
@@ -310,8 +309,6 @@ class _Server:
         self.spare = (pid, ours)
 
     def handle(self, conn: socket.socket) -> None:
-        from guardagent.tools import sandbox
-
         try:
             conn.settimeout(10)  # one stuck client must not stall every other run
             with conn.makefile("rb") as reader:
@@ -319,8 +316,8 @@ class _Server:
             conn.settimeout(None)
             req = json.loads(raw)  # validated here, so a rejection needs no fork
             toolbox = _toolbox(req["tools"], self.cache)
-            _, rejection = sandbox.compile_for_run(req["source"], toolbox)
-            sandbox.SandboxLimits(**req["limits"])
+            _, rejection = child.compile_for_run(req["source"], toolbox)
+            child.SandboxLimits(**req["limits"])
         except Exception as exc:  # a malformed request is answered, never fatal to the zygote
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
         if rejection is not None:
@@ -377,9 +374,7 @@ def serve(path: str) -> None:
 
 
 def _serve(path: str, caller: int) -> None:
-    from guardagent.tools.sandbox import empty_cwd_fd
-
-    empty_cwd_fd()  # made once, here: children only fchdir into it
+    child.empty_cwd_fd()  # made once, here: children only fchdir into it
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     os.chmod(path + ".tmp", 0o600)

@@ -5,7 +5,7 @@ prompt), so everything here is an explicit allow-list: no module object is ever 
 attribute access refuses underscore names, frame/code walking attributes and
 `str.format`, and a program may not rebind any name the host gave it (toolbox functions,
 `allow`/`deny`, the two input strings). The process boundary in
-:mod:`guardagent.tools.sandbox` is the second, independent layer.
+:mod:`guardagent.sandbox.child` is the second, independent layer.
 """
 
 from __future__ import annotations

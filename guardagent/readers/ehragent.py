@@ -419,27 +419,3 @@ def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
     for line in _logical_lines(ehr_code(agent_output)):
         extractor.statement(line)
     return {t: sorted(cols) for t, cols in sorted(extractor.found.items())}
-
-
-@guard_tool(group="ehr")
-def check_access(accessed: dict[str, list[str]],
-                 permissions: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The accessed columns that the permissions do not allow.
-
-    Args:
-        accessed: Table -> columns the code reads (as from `ehr_accessed_columns`).
-        permissions: Table -> columns the user's role may read. A table missing here is not
-            readable at all, so every accessed column of it is inaccessible.
-
-    Returns:
-        Table -> sorted inaccessible columns; tables with nothing inaccessible are left out,
-        so an empty dict means the access is allowed.
-
-    """
-    denied: dict[str, list[str]] = {}
-    for table, cols in accessed.items():
-        allowed = set(permissions.get(table, ()))
-        bad = sorted({c for c in cols if c not in allowed})
-        if bad:
-            denied[table] = bad
-    return denied

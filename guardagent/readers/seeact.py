@@ -8,22 +8,13 @@ and never a source of user facts.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
-from guardagent.tools.compare import unmet_requirements
+from guardagent.readers.user_facts import USER_INFO_LABEL
+from guardagent.readers.web_categories import categorize
 from guardagent.tools.registry import guard_tool
-from guardagent.tools.web_categories import categorize
 
 _TASK = re.compile(r"^\s*task\s*:\s*", re.I | re.M)
-_USER_INFO = re.compile(r"user\s*info(?:rmation)?\s*:", re.I)
-_PAIR = re.compile(
-    r"""["']?(?P<key>[A-Za-z_][A-Za-z0-9_ \-]*?)["']?\s*[:=]\s*"""
-    r"""(?P<value>"[^"]*"|'[^']*'|[^,\n}{]*)""",
-)
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)")
 _FINAL = re.compile(
     r"ELEMENT\s*:\s*(?P<element>[^\n]*?)\s*(?:\n|[,;/|]|\s)\s*"
     r"ACTION\s*:\s*(?P<action>[^\n]*?)\s*(?:\n|[,;/|]|\s)\s*"
@@ -49,85 +40,12 @@ def parse_task(agent_input: str) -> str:
 
     """
     text = agent_input or ""
-    info = _USER_INFO.search(text)
+    info = USER_INFO_LABEL.search(text)
     head = text[: info.start()] if info else text
     label = _TASK.search(head)
     if label:
         head = head[label.end() :]
     return " ".join(head.split())
-
-
-def _typed(raw: str) -> Any:
-    """Type a user-information value: int, float, bool (any case), None, else string."""
-    value = raw.strip().rstrip(",").strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    lowered = value.lower()
-    if lowered == "true":
-        return True
-    if lowered == "false":
-        return False
-    if lowered in {"none", "null"}:
-        return None
-    if _INT.fullmatch(value):
-        return int(value)
-    if _FLOAT.fullmatch(value):
-        return float(value)
-    return value
-
-
-def _norm_key(key: str) -> str:
-    return re.sub(r"[\s\-]+", "_", key.strip().strip("\"'").strip()).lower()
-
-
-@guard_tool(group="web")
-def parse_user_info(agent_input: str) -> dict[str, Any]:
-    """Return the ``User information:`` block of the agent input as a dict of typed values.
-
-    User facts come ONLY from the agent input: the agent output is attacker-influenced and
-    must never supply them, so this function takes no output argument. The block after the
-    last ``User information:`` label is read as ``key: value`` or ``key=value`` pairs
-    (one or several per line, trailing commas allowed) or as a JSON object. Keys are
-    lowercased with spaces/hyphens turned into ``_`` (``Dr License`` -> ``dr_license``).
-    Values: integers -> int, decimals -> float, true/false in any case -> bool,
-    none/null -> None, quoted or other text -> str. Reading stops at the first non-empty
-    line that holds no pair. Later duplicates of a key override earlier ones.
-
-    Args:
-        agent_input: The target agent's input (trusted text).
-
-    Returns:
-        The user facts, e.g. ``{"age": 45, "domestic": False, "dr_license": True}``;
-        ``{}`` when there is no user information block. A rule whose field is missing here
-        must fail (see ``check_rules``).
-
-    """
-    text = agent_input or ""
-    labels = list(_USER_INFO.finditer(text))
-    if not labels:
-        return {}
-    block = text[labels[-1].end() :].strip()
-    if block.startswith("{"):
-        end = block.rfind("}")
-        try:
-            loaded = json.loads(block[: end + 1])
-        except (json.JSONDecodeError, ValueError):
-            loaded = None
-        if isinstance(loaded, dict):
-            return {_norm_key(str(k)): v for k, v in loaded.items()}
-    info: dict[str, Any] = {}
-    for line in block.splitlines():
-        stripped = line.strip().strip("{}").strip()
-        if not stripped:
-            continue
-        pairs = list(_PAIR.finditer(stripped))
-        if not pairs:
-            break
-        for pair in pairs:
-            key = _norm_key(pair.group("key"))
-            if key:
-                info[key] = _typed(pair.group("value"))
-    return info
 
 
 def _choice_line(agent_output: str, letter: str, before: int) -> str:
@@ -211,32 +129,3 @@ def web_action_category(task: str, final_action: dict[str, str]) -> str:
         secondary.append(value)
     category, _ = categorize(str(task or ""), secondary)
     return category
-
-
-@guard_tool(group="web")
-def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, Any]]) -> list[str]:
-    """Return the violation texts of the rules for `category` that the user does not meet.
-
-    Each rule is ``{"category": str, "field": str, "op": str, "value": Any,
-    "violation": str}`` and states a REQUIREMENT (e.g. ``age >= 18`` to book a hotel).
-    Only rules whose category equals `category` (case-insensitive) apply. Fail closed: a
-    field missing from `user_info` (or None), a value of the wrong type (e.g. "yes" for a
-    bool, or 1 for True) or an uncomparable value counts as not meeting the requirement.
-
-    Args:
-        user_info: User facts from ``parse_user_info`` (never from the agent output).
-        category: The action's category from ``web_action_category``.
-        rules: The policy as a list of rule dicts. Ops: ==, !=, >=, >, <=, <, in, not in.
-
-    Returns:
-        The violation texts, in rule order without duplicates; ``[]`` when every applicable
-        requirement is met or no rule applies (e.g. category "other").
-
-    Raises:
-        ValueError: When a rule is not a dict, lacks a key, or uses an unknown op.
-
-    """
-    wanted = str(category).strip().lower()
-    return unmet_requirements(
-        user_info, rules, "category", lambda rule: str(rule["category"]).strip().lower() == wanted
-    )

@@ -1,0 +1,19 @@
+"""Readers: the trusted code that turns a target agent's event into facts.
+
+This package is the guard's trust surface. Each module reads one target agent's events and
+states in its docstring what it fails closed on; every reader reports what it could not read
+through :func:`guardagent.readers.evidence.unreadable`, which makes the run deny.
+
+- :mod:`.ehragent`: EHRAgent on eICU (its code cells, `Solution:` sections, the paper's
+  `Generated code:` layout, fenced blocks; Python via `ast`, SQL via `sqlglot`).
+- :mod:`.seeact`: SeeAct web agent (task, user facts, final action) and action categories.
+- :mod:`.toolcall`: a pending tool call, in the presentations common agent stacks use.
+- :mod:`.user_facts`: the host's `User information:` block.
+
+Importing this package registers the readers in the default toolbox.
+"""
+
+from guardagent.readers import ehragent, seeact, toolcall, user_facts  # noqa: F401
+from guardagent.readers.evidence import Unreadable, UnreadableEvidence, unreadable
+
+__all__ = ["Unreadable", "UnreadableEvidence", "unreadable"]

@@ -1,0 +1,232 @@
+"""The child side of a sandbox run: limits, the run's globals, isolation and the one result line.
+
+Both ways of forking a child (from the caller, in :mod:`guardagent.sandbox.process`, and from
+the pre-warmed zygote, in :mod:`guardagent.sandbox.zygote`) build the same `_Run` here and
+hand it to :func:`child_main`, so a child is isolated the same way whoever forked it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import resource
+import signal
+import tempfile
+import threading
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any, NoReturn
+
+from guardagent.sandbox.policy import (
+    INPUT_NAMES,
+    PreparedProgram,
+    compile_program,
+    prepare_program,
+)
+from guardagent.tools.registry import Toolbox
+from guardagent.tools.verdict import VERDICT_NAMES
+
+_RESULT_FD = 3
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+_MAX_PAYLOAD = 4 * 1024 * 1024  # verdict + stdout + error, bytes of JSON
+# RestrictedPython's transformer is pure Python: a hostile 100 kB source can take seconds
+# to compile. Up to this size the parent compiles (and caches); above it, the child does,
+# under the CPU and wall-clock limits.
+_PARENT_COMPILE_CHARS = 16_000
+_MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n'
+_FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
+_RESET_SIGNALS = tuple(
+    int(s)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP, signal.SIGUSR1,
+              signal.SIGUSR2, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ)
+)  # fmt: skip
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one run.
+
+    Attributes:
+        wall_seconds: Parent-side deadline; the child is SIGKILLed when it passes.
+        cpu_seconds: RLIMIT_CPU of the child (catches C-level loops a signal cannot stop).
+        memory_mb: Address space the program may add on top of what the forked
+            interpreter already maps (RLIMIT_AS = current size + this). An absolute cap
+            would be meaningless: with chromadb (a live client) and langgraph loaded the
+            parent already maps ~650 MB (measured) before it runs anything.
+        max_output_chars: Printed text kept for the debugger; the rest is dropped.
+        max_source_chars: Longer programs are rejected before parsing (parser bombs).
+
+    """
+
+    wall_seconds: float = 5.0
+    cpu_seconds: int = 5
+    memory_mb: int = 1024
+    max_output_chars: int = 20_000
+    max_source_chars: int = 100_000
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def _protected_names(toolbox: Toolbox) -> frozenset[str]:
+    return toolbox.names | VERDICT_NAMES | INPUT_NAMES
+
+
+def check_program(source: str, toolbox: Toolbox) -> list[str]:
+    """Compile and policy errors of `source`, each `"<Kind>: text"`; [] when runnable.
+
+    Args:
+        source: The guard program.
+        toolbox: The functions it will be given (their names may not be rebound).
+
+    """
+    if type(source) is not str:
+        return ["CompileError: source must be a str"]
+    if len(source) > SandboxLimits.max_source_chars:
+        return [f"CompileError: source longer than {SandboxLimits.max_source_chars} chars"]
+    return compile_program(source, _protected_names(toolbox)).messages()
+
+
+# --------------------------------------------------------------------------- child side
+
+
+@dataclass
+class _Run:
+    """One run, built fresh in the parent just before the fork.
+
+    Building it before the fork keeps allocation out of the child, where every touched
+    page is a copy-on-write fault (~4 us each on these VMs); the parent drops its copy.
+    """
+
+    program: PreparedProgram
+    rlimits: list[tuple[int, int, int]]
+    signals: list[int]
+    source: str | None  # set when the child must compile (large sources)
+    protected: frozenset[str]
+
+
+def prepare_run(
+    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
+    limits: SandboxLimits,
+) -> _Run:  # fmt: skip
+    """The program's fresh globals plus the child's limits and signals to reset."""
+    program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
+    signals = [s for s in _RESET_SIGNALS if callable(signal.getsignal(s))]
+    protected = _protected_names(toolbox)
+    return _Run(program, _rlimits(limits), signals, None if code else source, protected)
+
+
+def _compile_and_execute(run: _Run) -> dict[str, Any]:
+    """In the child: compile first if the parent left that to us, then run."""
+    if run.source is not None:
+        compiled = compile_program(run.source, run.protected)
+        if compiled.code is None:
+            return {"v": None, "e": compiled.rejection(), "o": ""}
+        run.program.code = compiled.code
+    return run.program.execute()
+
+
+def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) for the child, never above the inherited hard limits."""
+    with open("/proc/self/statm", "rb") as statm:
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    cpu = max(1, limits.cpu_seconds)
+    wanted = [
+        (resource.RLIMIT_AS, mapped + limits.memory_mb * 1024 * 1024, 0),
+        (resource.RLIMIT_CPU, cpu, 1),  # soft: SIGXCPU; hard one second later: SIGKILL
+        (resource.RLIMIT_FSIZE, 0, 0),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NPROC, 0, 0),
+        (resource.RLIMIT_NOFILE, _RESULT_FD + 1, 0),
+    ]
+    out = []
+    for which, soft, extra in wanted:
+        hard = resource.getrlimit(which)[1]
+        cap = soft + extra if hard == resource.RLIM_INFINITY else min(soft + extra, hard)
+        out.append((which, min(soft, cap), cap))
+    return out
+
+
+def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
+    """Strip the child down: signals, cwd, descriptors, environment, rlimits."""
+    for sig in run.signals:  # only Python-level handlers: the program must not trigger them
+        signal.signal(sig, signal.SIG_DFL)
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+    os.fchdir(cwd_fd)
+    if write_fd != _RESULT_FD:
+        os.dup2(write_fd, _RESULT_FD)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    os.closerange(_RESULT_FD + 1, _MAX_FD)
+    os.environ.clear()
+    gc.disable()  # a full collection would touch (copy) every page shared with the parent
+    for which, soft, hard in run.rlimits:
+        resource.setrlimit(which, (soft, hard))
+
+
+def _write_all(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(_RESULT_FD, view) :]
+
+
+def _child(run: _Run, cwd_fd: int, write_fd: int) -> NoReturn:
+    """Body of the forked child: isolate, run, write one JSON line, `os._exit`."""
+    status = 0
+    try:
+        _isolate(run, cwd_fd, write_fd)
+        line = json.dumps(_compile_and_execute(run)).encode() + b"\n"
+        if len(line) > _MAX_PAYLOAD:
+            line = b'{"e": "LimitExceeded: verdict or output too large to report"}\n'
+        _write_all(line)
+    except MemoryError:
+        with contextlib.suppress(BaseException):
+            _write_all(_MEMORY_LINE)
+    except BaseException:
+        status = 70
+        with contextlib.suppress(BaseException):
+            _write_all(_FAILED_LINE)
+    finally:
+        os._exit(status)
+
+
+def child_main(run: _Run, write_fd: int) -> NoReturn:
+    """Child body for a process that forked elsewhere (the zygote): same isolation."""
+    _child(run, empty_cwd_fd(), write_fd)
+
+
+
+_lock = threading.Lock()
+_cwd: list[int] = []
+
+
+def empty_cwd_fd() -> int:
+    """A descriptor of an empty directory that has already been deleted.
+
+    Children `fchdir` into it: nothing can be created in a removed directory, not even by
+    root, and there is nothing to clean up after a killed child.
+    """
+    with _lock:
+        if not _cwd:
+            path = tempfile.mkdtemp(prefix="guard-sandbox-")
+            _cwd.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            os.rmdir(path)
+        return _cwd[0]
+
+
+def compile_for_run(source: str, toolbox: Toolbox) -> tuple[CodeType | None, str | None]:
+    """(code, None) to run, (None, rejection) to refuse, or (None, None): compile in the child.
+
+    Small sources compile here (and are cached); large ones compile in the child, under its
+    CPU and wall-clock limits, because RestrictedPython may take seconds on a hostile one.
+    """
+    if len(source) > _PARENT_COMPILE_CHARS:
+        return None, None
+    compiled = compile_program(source, _protected_names(toolbox))
+    return compiled.code, (compiled.rejection() if compiled.code is None else None)
+
+

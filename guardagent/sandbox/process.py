@@ -1,0 +1,306 @@
+"""Run LLM-generated guard programs in a forked, rlimited child process.
+
+Two independent layers: RestrictedPython (:mod:`guardagent.sandbox.policy`) limits what
+the code can name, and a fresh child process per run limits what it can do if that layer
+fails: empty environment, no file descriptors but the result pipe, an empty working
+directory, CPU/address-space/file-size/descriptor limits and a parent-side SIGKILL at the
+wall-clock deadline. Every run gets a freshly forked child (never a reused worker), so no
+state survives a run. Toolboxes of registered built-ins are forked by a small pre-warmed
+zygote (:mod:`guardagent.sandbox.zygote`), which is cheaper than forking a guard process with
+LangGraph and Chroma loaded; any other toolbox is forked from the caller, so functions
+registered at any time, closures in `__main__` included, run with the caller's state. Only
+one JSON line crosses back; nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import select
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import CodeType
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from guardagent.sandbox.child import (
+    _MAX_PAYLOAD,
+    SandboxLimits,
+    _child,
+    check_program,
+    compile_for_run,
+    empty_cwd_fd,
+    prepare_run,
+)
+from guardagent.sandbox.policy import TRUNCATED_MARK
+from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
+from guardagent.tools.registry import Toolbox
+from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
+
+__all__ = [
+    "ExecutionResult", "SandboxLimits", "arun_program", "check_program", "compile_for_run",
+    "run_program",
+]  # fmt: skip
+
+_MAX_ERROR_CHARS = 4000
+_SIGNAL_ERRORS: dict[int, str] = {
+    signal.SIGXCPU.value: "LimitExceeded: CPU time limit exceeded",
+    signal.SIGXFSZ.value: "LimitExceeded: file size limit exceeded",
+    signal.SIGKILL.value: "LimitExceeded: killed (CPU or memory limit)",
+}
+
+
+class ExecutionResult(TypedDict):
+    """What one run produced; plain JSON-able data.
+
+    `verdict` is only set when `ok` is True, so a caller that forgets to check `ok` still
+    cannot read an allow out of a failed run.
+    """
+
+    ok: bool
+    verdict: Verdict | None
+    error: str | None
+    stdout: str
+    duration_ms: float
+
+
+# --------------------------------------------------------------------------- parent side
+
+_zombies: set[int] = set()
+_lock = threading.Lock()
+_pool: list[ThreadPoolExecutor] = []
+
+
+def _reap_later(pid: int) -> None:
+    """Kill and reap `pid` without waiting for its (slow, large) address-space teardown."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with _lock:
+        _zombies.add(pid)
+        pending = list(_zombies)
+    for child in pending:
+        try:
+            done, _ = os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            done = child
+        if done:
+            with _lock:
+                _zombies.discard(child)
+
+
+def _read_line(fd: int, deadline: float) -> tuple[str, bytes]:
+    """Wait for the child's JSON line: ("line", data), ("eof"|"timeout"|"oversize", b"")."""
+    buf = bytearray()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout", b""
+        if not poller.poll(max(1, int(remaining * 1000))):
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return "eof", b""
+        buf += chunk
+        end = buf.find(b"\n")
+        if end >= 0:
+            return "line", bytes(buf[:end])
+        if len(buf) > _MAX_PAYLOAD:
+            return "oversize", b""
+
+
+def _wait(pid: int) -> int | None:
+    """Exit status of `pid`; None if someone else (a `waitpid(-1)` watcher) reaped it."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def _death_error(status: int | None) -> str:
+    """Explain a child that died without reporting."""
+    if status is None:
+        return "SandboxError: the child exited without a result"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        default = f"SandboxError: child killed by signal {signal.Signals(sig).name}"
+        return _SIGNAL_ERRORS.get(sig, default)
+    return f"SandboxError: child exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+def _parse_payload(line: bytes, max_output: int) -> tuple[Verdict | None, str | None, str]:
+    """Validate the child's line as data (the child is not trusted); caps re-applied here."""
+    try:
+        payload = json.loads(line)
+        verdict, error, stdout = payload.get("v"), payload.get("e"), payload.get("o", "")
+        if not (isinstance(error, str | None) and isinstance(stdout, str)):
+            raise ValueError("bad field types")
+        if len(stdout) > max_output + len(TRUNCATED_MARK):
+            stdout = stdout[:max_output] + TRUNCATED_MARK
+        return _revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout
+    except (ValueError, TypeError, AttributeError, RecursionError, VerdictError) as exc:
+        return None, f"SandboxError: malformed result from child ({exc})", ""
+
+
+def _revalidate(raw: Any) -> Verdict | None:
+    """Rebuild the verdict through a fresh recorder so its shape is exactly the contract."""
+    if raw is None:
+        return None
+    if type(raw) is not dict or set(raw) != {"allowed", "violations", "reason"}:
+        raise ValueError("bad verdict")
+    recorder = VerdictRecorder()
+    if raw["allowed"] is True and raw["violations"] == []:
+        recorder.allow(raw["reason"])
+    elif raw["allowed"] is False:
+        recorder.deny(raw["violations"], raw["reason"])
+    else:
+        raise ValueError("bad verdict")
+    return recorder.verdict
+
+
+def _fork_run(
+    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
+    limits: SandboxLimits,
+) -> tuple[Verdict | None, str | None, str]:  # fmt: skip
+    """Fork one child for one run and turn whatever happens into (verdict, error, stdout)."""
+    run = prepare_run(code, source, toolbox, inputs, limits)
+    cwd_fd = empty_cwd_fd()
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child; reported through the pipe
+            _child(run, cwd_fd, write_fd)
+        os.close(write_fd)
+        write_fd = -1
+        del run
+        outcome, line = _read_line(read_fd, time.monotonic() + limits.wall_seconds)
+        if outcome == "line":
+            _reap_later(pid)
+            return _ended(outcome, line, None, limits)
+        if outcome != "eof":
+            os.kill(pid, signal.SIGKILL)
+        return _ended(outcome, line, _wait(pid), limits)
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+
+
+def _result(
+    start: float, verdict: Verdict | None, error: str | None, stdout: str = ""
+) -> ExecutionResult:
+    ok = error is None and verdict is not None
+    return ExecutionResult(
+        ok=ok,
+        verdict=verdict if ok else None,
+        error=error,
+        stdout=stdout,
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def run_program(
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
+    limits: SandboxLimits | None = None,
+) -> ExecutionResult:
+    """Run a guard program in a fresh child process and return its single verdict.
+
+    Never raises for a bad program: compile/policy rejections, runtime errors, missing or
+    duplicate verdicts, limit kills and sandbox failures all come back with `ok=False`.
+    Safe to call from several threads at once.
+
+    Args:
+        source: The guard program (RestrictedPython subset).
+        toolbox: Trusted functions bound as globals; registered functions are picked up
+            by fork, so closures and `__main__` functions work.
+        agent_input: Bound as `agent_input`.
+        agent_output: Bound as `agent_output`.
+        limits: Resource limits; defaults to `SandboxLimits()`.
+
+    """
+    start = time.perf_counter()
+    limits = limits or SandboxLimits()
+    if type(agent_input) is not str or type(agent_output) is not str:
+        return _result(start, None, "SandboxError: agent_input and agent_output must be str")
+    if type(source) is not str or len(source) > limits.max_source_chars:
+        return _result(start, None, f"CompileError: source must be a str of at most "
+                       f"{limits.max_source_chars} chars")  # fmt: skip
+    code, rejection = compile_for_run(source, toolbox)
+    if rejection is not None:
+        return _result(start, None, rejection)
+    inputs = (agent_input, agent_output)
+    try:
+        refs = toolbox_refs(toolbox) if _zygote_enabled() else None
+        try:
+            if refs is not None:
+                return _result(start, *_zygote_run(source, refs, inputs, limits))
+        except Exception:  # noqa: BLE001 - no usable zygote (could not start, died, ...):
+            pass  # fork the caller instead, which is just as isolated
+        verdict, error, stdout = _fork_run(code, source, toolbox, inputs, limits)
+    except OSError as exc:
+        return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
+    return _result(start, verdict, error, stdout)
+
+
+def _zygote_enabled() -> bool:
+    return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+
+
+def _zygote_run(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits
+) -> tuple[Verdict | None, str | None, str]:
+    """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
+    outcome, value = run_in_zygote(source, refs, inputs, limits)
+    if outcome == "status":
+        return _ended("eof", b"", value, limits)
+    return _ended(outcome, value or b"", None, limits)
+
+
+def _ended(
+    outcome: str, line: bytes, status: int | None, limits: SandboxLimits
+) -> tuple[Verdict | None, str | None, str]:
+    """How a child ended, as (verdict, error, stdout): one reading for both fork paths."""
+    if outcome == "line":
+        return _parse_payload(line, limits.max_output_chars)
+    if outcome == "timeout":
+        return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
+    if outcome == "oversize":
+        return None, "LimitExceeded: result too large", ""
+    return None, _death_error(status), ""
+
+
+async def arun_program(
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
+    limits: SandboxLimits | None = None,
+) -> ExecutionResult:
+    """:func:`run_program` on a worker thread, so the event loop never waits on a child.
+
+    The threads are the sandbox's own pool, not the loop's default executor: a burst of
+    slow programs (each up to `wall_seconds`) must not starve unrelated blocking work such
+    as LangGraph's sync nodes. Cancelling the await does not stop the run; the child
+    still dies at its deadline.
+    """
+    call = functools.partial(run_program, source, toolbox, agent_input, agent_output, limits)
+    return await asyncio.get_running_loop().run_in_executor(_async_pool(), call)
+
+
+def _async_pool() -> ThreadPoolExecutor:
+    """The lazily created pool behind :func:`arun_program`; waiting threads hold no GIL."""
+    with _lock:
+        if not _pool:
+            workers = max(8, 4 * (os.cpu_count() or 1))
+            _pool.append(ThreadPoolExecutor(workers, thread_name_prefix="guard-sandbox"))
+        return _pool[0]
