@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from guardagent.readers.evidence import Unreadable
+
 ProgramSource = Literal["memory", "generated", "none"]
 
 
@@ -13,7 +15,9 @@ class GuardDecision(BaseModel):
     """Whether an event may pass, what it violated, and how the guard got there.
 
     `label` mirrors the paper's convention (1 = denied) so decisions score directly against
-    the benchmarks; `allowed` is the same fact for callers.
+    the benchmarks; `allowed` is the same fact for callers. `unreadable` lists what the
+    readers could not read when that is why the event was denied, so a caller can tell a
+    blind guard from a strict one.
     """
 
     allowed: bool
@@ -29,6 +33,7 @@ class GuardDecision(BaseModel):
     tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
+    unreadable: list[Unreadable] = Field(default_factory=list)
     profile: str = ""
 
     @property

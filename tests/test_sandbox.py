@@ -90,7 +90,7 @@ def test_benign_allow() -> None:
 
 def test_result_is_plain_json() -> None:
     result = run(GUARD, "Identity: admin", "x")
-    assert set(result) == {"ok", "verdict", "error", "stdout", "duration_ms"}
+    assert set(result) == {"ok", "verdict", "error", "stdout", "duration_ms", "unreadable"}
     assert json.loads(json.dumps(result)) == result
 
 
@@ -440,7 +440,7 @@ async def test_arun_program_leaves_the_default_executor_free() -> None:
 def test_parent_rejects_forged_or_malformed_child_lines(line: bytes) -> None:
     from guardagent.sandbox.process import _parse_payload
 
-    verdict, error, _ = _parse_payload(line, 100)
+    verdict, error, _, _ = _parse_payload(line, 100)
     assert verdict is None
     assert error is not None and error.startswith("SandboxError: malformed result")
 
@@ -449,6 +449,6 @@ def test_parent_recaps_child_stdout() -> None:
     from guardagent.sandbox.process import _parse_payload
 
     line = json.dumps({"v": None, "e": "NoVerdict: x", "o": "y" * 10_000}).encode()
-    _, error, stdout = _parse_payload(line, 100)
+    _, error, stdout, _ = _parse_payload(line, 100)
     assert error == "NoVerdict: x"
     assert stdout == "y" * 100 + "\n... [output truncated]"

@@ -4,6 +4,7 @@ r"""The guard workflow as a LangGraph `StateGraph`.
 START -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END  (a generated program goes through remember first)
+execute --unreadable evidence--> decide (deny, naming what could not be read) -> END
 execute --error, attempts left, model--> debug -> code
 otherwise --> decide (fail closed) -> END
 ```
@@ -51,6 +52,8 @@ def after_execute(
     """Retry through the debugger while attempts remain and a model can write code."""
     execution = state.get("execution")
     ctx = context_of(runtime)
+    if execution and execution.get("unreadable"):
+        return "decide"  # the evidence, not the program, is at fault: no retry, no model
     if execution and execution["ok"]:
         generated = state.get("program_source") == "generated"
         return "remember" if generated and ctx.reuse_programs else "decide"

@@ -11,6 +11,7 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of
+from guardagent.readers.evidence import describe
 
 NO_PROGRAM = (
     "no verified program in memory covers this guard request and no model is configured; "
@@ -42,7 +43,14 @@ def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         "latency_ms": (time.perf_counter() - state.get("started_at", time.perf_counter())) * 1000,
         "profile": ctx.profile,
     }
-    if verdict is None or state.get("error"):
+    unread = (execution.get("unreadable") if execution else None) or []
+    if unread and not state.get("error"):
+        error = f"unreadable evidence: {describe(unread)}"
+        decision = GuardDecision(
+            allowed=False, label=1, reason=f"denied: the guard could not read the event ({error})",
+            error=error, unreadable=unread, **common,
+        )
+    elif verdict is None or state.get("error"):
         error = _failure(state)
         decision = GuardDecision(
             allowed=False, label=1, reason=f"denied: the guard could not decide ({error})",

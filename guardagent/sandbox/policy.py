@@ -23,6 +23,7 @@ from RestrictedPython import Guards
 from RestrictedPython.compile import compile_restricted_exec
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from guardagent.readers.evidence import describe, open_ledger
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictError, VerdictRecorder
 
@@ -39,6 +40,7 @@ PROGRAM_FILENAME = "<guard>"
 INPUT_NAMES = frozenset({"agent_input", "agent_output"})
 TRUNCATED_MARK = "\n... [output truncated]"
 _MAX_ERROR_CHARS = 2000
+_MAX_UNREADABLE = 20  # ledger entries reported per run
 # Exceptions of trusted functions passed on with their type; anything else becomes
 # RuntimeError. Either way only the message crosses, never the original object.
 _PASSED_EXCEPTIONS = (TypeError, ValueError, KeyError, IndexError, LookupError)
@@ -349,25 +351,30 @@ class PreparedProgram:
     collector: OutputCollector
 
     def execute(self) -> dict[str, Any]:
-        """Run it here; `{"v": verdict|None, "e": "<Kind>: ..."|None, "o": stdout}`.
+        """Run it here; `{"v": verdict|None, "e": "<Kind>: ..."|None, "o": stdout, "u": [...]}`.
 
-        The verdict is reported only for a clean run: after an error, or after any failed
-        verdict call (even one the program caught), it is dropped.
+        The verdict is reported only for a clean run: after an error, after any failed
+        verdict call (even one the program caught), or when a reader recorded evidence it
+        could not read (`"u"`, even if the program caught the exception), it is dropped.
         """
         if self.code is None:
             return {"v": None, "e": "SandboxError: no compiled code to run", "o": ""}
         error: str | None = None
+        ledger = open_ledger()
         try:
             exec(self.code, self.scope)
         except BaseException as exc:
             error = _describe(exc)
         self.scope.clear()  # frees a memory bomb's data before the result is built
-        if self.verdict_errors:
+        if ledger:  # a reader could not read the event: whatever the program did, deny
+            error = f"Unreadable: {describe(ledger)}"[:_MAX_ERROR_CHARS]
+        elif self.verdict_errors:
             error = f"VerdictError: {self.verdict_errors[0][:_MAX_ERROR_CHARS]}"
         elif error is None and self.recorder.verdict is None:
             error = "NoVerdict: the program finished without calling allow() or deny()"
         stdout = self.collector.text() + (TRUNCATED_MARK if self.collector.truncated else "")
-        return {"v": self.recorder.verdict if error is None else None, "e": error, "o": stdout}
+        verdict = self.recorder.verdict if error is None else None
+        return {"v": verdict, "e": error, "o": stdout, "u": ledger[:_MAX_UNREADABLE]}
 
 
 def prepare_program(

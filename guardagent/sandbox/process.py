@@ -29,6 +29,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from guardagent.readers.evidence import Unreadable
 from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
@@ -56,11 +57,17 @@ _SIGNAL_ERRORS: dict[int, str] = {
 }
 
 
+_Ended = tuple[Verdict | None, str | None, str, list[Unreadable]]
+"""(verdict, error, stdout, unreadable): how a child's run ended, read the same for both forks."""
+
+
 class ExecutionResult(TypedDict):
     """What one run produced; plain JSON-able data.
 
     `verdict` is only set when `ok` is True, so a caller that forgets to check `ok` still
-    cannot read an allow out of a failed run.
+    cannot read an allow out of a failed run. `unreadable` lists what the readers could not
+    read; when it is non-empty the run is not ok and the event must be denied for it, not
+    debugged (the program is not at fault, the evidence is).
     """
 
     ok: bool
@@ -68,6 +75,7 @@ class ExecutionResult(TypedDict):
     error: str | None
     stdout: str
     duration_ms: float
+    unreadable: list[Unreadable]
 
 
 # --------------------------------------------------------------------------- parent side
@@ -135,7 +143,7 @@ def _death_error(status: int | None) -> str:
     return f"SandboxError: child exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _parse_payload(line: bytes, max_output: int) -> tuple[Verdict | None, str | None, str]:
+def _parse_payload(line: bytes, max_output: int) -> _Ended:
     """Validate the child's line as data (the child is not trusted); caps re-applied here."""
     try:
         payload = json.loads(line)
@@ -144,9 +152,26 @@ def _parse_payload(line: bytes, max_output: int) -> tuple[Verdict | None, str | 
             raise ValueError("bad field types")
         if len(stdout) > max_output + len(TRUNCATED_MARK):
             stdout = stdout[:max_output] + TRUNCATED_MARK
-        return _revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout
+        unread = _revalidate_unreadable(payload.get("u", []))
+        if unread and error is None:
+            raise ValueError("unreadable evidence without an error")
+        return _revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout, unread
     except (ValueError, TypeError, AttributeError, RecursionError, VerdictError) as exc:
-        return None, f"SandboxError: malformed result from child ({exc})", ""
+        return None, f"SandboxError: malformed result from child ({exc})", "", []
+
+
+def _revalidate_unreadable(raw: Any) -> list[Unreadable]:
+    """The child's ledger entries, rebuilt as exactly `{"reason": str, "detail": str}`."""
+    if type(raw) is not list or len(raw) > 100:
+        raise ValueError("bad unreadable list")
+    out: list[Unreadable] = []
+    for item in raw:
+        if type(item) is not dict or set(item) != {"reason", "detail"}:
+            raise ValueError("bad unreadable entry")
+        if type(item["reason"]) is not str or type(item["detail"]) is not str:
+            raise ValueError("bad unreadable entry")
+        out.append(Unreadable(reason=item["reason"][:80], detail=item["detail"][:400]))
+    return out
 
 
 def _revalidate(raw: Any) -> Verdict | None:
@@ -168,8 +193,8 @@ def _revalidate(raw: Any) -> Verdict | None:
 def _fork_run(
     code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
     limits: SandboxLimits,
-) -> tuple[Verdict | None, str | None, str]:  # fmt: skip
-    """Fork one child for one run and turn whatever happens into (verdict, error, stdout)."""
+) -> _Ended:  # fmt: skip
+    """Fork one child for one run and turn whatever happens into an `_Ended`."""
     run = prepare_run(code, source, toolbox, inputs, limits)
     cwd_fd = empty_cwd_fd()
     read_fd, write_fd = os.pipe()
@@ -194,8 +219,9 @@ def _fork_run(
 
 
 def _result(
-    start: float, verdict: Verdict | None, error: str | None, stdout: str = ""
-) -> ExecutionResult:
+    start: float, verdict: Verdict | None, error: str | None, stdout: str = "",
+    unreadable: list[Unreadable] | None = None,
+) -> ExecutionResult:  # fmt: skip
     ok = error is None and verdict is not None
     return ExecutionResult(
         ok=ok,
@@ -203,6 +229,7 @@ def _result(
         error=error,
         stdout=stdout,
         duration_ms=(time.perf_counter() - start) * 1000,
+        unreadable=list(unreadable or []),
     )
 
 
@@ -246,10 +273,10 @@ def run_program(
                 return _result(start, *_zygote_run(source, refs, inputs, limits))
         except Exception:  # noqa: BLE001 - no usable zygote (could not start, died, ...):
             pass  # fork the caller instead, which is just as isolated
-        verdict, error, stdout = _fork_run(code, source, toolbox, inputs, limits)
+        ended = _fork_run(code, source, toolbox, inputs, limits)
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
-    return _result(start, verdict, error, stdout)
+    return _result(start, *ended)
 
 
 def _zygote_enabled() -> bool:
@@ -258,7 +285,7 @@ def _zygote_enabled() -> bool:
 
 def _zygote_run(
     source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits
-) -> tuple[Verdict | None, str | None, str]:
+) -> _Ended:
     """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
     outcome, value = run_in_zygote(source, refs, inputs, limits)
     if outcome == "status":
@@ -268,15 +295,15 @@ def _zygote_run(
 
 def _ended(
     outcome: str, line: bytes, status: int | None, limits: SandboxLimits
-) -> tuple[Verdict | None, str | None, str]:
-    """How a child ended, as (verdict, error, stdout): one reading for both fork paths."""
+) -> _Ended:
+    """How a child ended, as an `_Ended`: one reading for both fork paths."""
     if outcome == "line":
         return _parse_payload(line, limits.max_output_chars)
     if outcome == "timeout":
-        return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", ""
+        return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", "", []
     if outcome == "oversize":
-        return None, "LimitExceeded: result too large", ""
-    return None, _death_error(status), ""
+        return None, "LimitExceeded: result too large", "", []
+    return None, _death_error(status), "", []
 
 
 async def arun_program(
