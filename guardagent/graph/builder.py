@@ -55,8 +55,8 @@ def after_execute(
     if execution and execution.get("unreadable"):
         return "decide"  # the evidence, not the program, is at fault: no retry, no model
     if execution and execution["ok"]:
-        generated = state.get("program_source") == "generated"
-        return "remember" if generated and ctx.reuse_programs else "decide"
+        # A generated program decides only after it verifies (remember); reuse or not.
+        return "remember" if state.get("program_source") == "generated" else "decide"
     if is_offline(ctx.model) or state.get("attempts", 0) >= ctx.max_attempts:
         return "decide"
     # A remembered program that fails on this event is not debugged: the model starts afresh.

@@ -29,7 +29,7 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
         return {}
     profile = profile_of(ctx)
     program = state.get("program", "")
-    if program_problems(program, profile):
+    if program_problems(program, profile) or not ctx.reuse_programs:
         return {}
     verdict = execution["verdict"]
     demo = Demonstration(
