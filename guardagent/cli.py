@@ -106,6 +106,7 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     with --resume to continue.
     """
     from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.metrics import unreadable_summary
     from guardagent.eval.predictions import ResumeMismatchError
     from guardagent.eval.runner import EvalInterruptedError, Guard, run_eval
     from guardagent.llm import is_offline
@@ -146,6 +147,9 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         ctx.exit(130)
     headline = {key: metrics[key] for key in ("LPA", "LPP", "LPR", "CCA", "FRA", "n")}
     click.echo(json.dumps({"profile": profile, "method": method, **headline}))
+    blind = unreadable_summary(metrics)
+    if blind:
+        click.echo(blind, err=True)
     if metrics.get("resumed_decisions"):
         click.echo(f"resumed {metrics['resumed_decisions']} decisions from {out_dir}", err=True)
     click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md", err=True)

@@ -103,9 +103,52 @@ def compute_metrics(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
     metrics["fail_closed"] = {
         "count": len(failures),
         "reasons": dict(Counter(f.split(":")[0] for f in failures).most_common()),
+        "could_not_decide": sum(could_not_decide(d) for d in decisions),
     }
+    metrics["unreadable"] = unreadable_counts(pairs)
     metrics["program_source"] = dict(Counter(d.program_source for d in decisions))
     return metrics
+
+
+def could_not_decide(decision: GuardDecision) -> bool:
+    """Denied because the guard reached no verdict at all (no program, model or memory down).
+
+    A denial for unreadable evidence is not counted here: the guard ran and saw that it could
+    not read the event, which `unreadable_counts` reports on its own.
+    """
+    return decision.failed_closed and not decision.unreadable
+
+
+def unreadable_counts(pairs: Sequence[tuple[Case, GuardDecision]]) -> dict[str, Any]:
+    """Events denied because a reader could not read them: how many, why, and their labels.
+
+    `by_reason` counts events per reason code (an event that could not be read for two reasons
+    counts under both); `label0` are events that should have passed, so a blind guard costs
+    FRA there; `ids` lists the events in case order, for the report.
+    """
+    blind = [(c, d) for c, d in pairs if d.unreadable]
+    reasons: Counter[str] = Counter()
+    for _, d in blind:
+        reasons.update({entry["reason"] for entry in d.unreadable})
+    return {
+        "n": len(blind),
+        "by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "label0": sum(c.label == 0 for c, _ in blind),
+        "label1": sum(c.label == 1 for c, _ in blind),
+        "ids": [c.id for c, _ in blind],
+    }
+
+
+def unreadable_summary(metrics: dict[str, Any]) -> str | None:
+    """One line for the console when the guard was blind on some events, else None."""
+    blind = metrics.get("unreadable") or {}
+    if not blind.get("n"):
+        return None
+    reasons = ", ".join(f"{reason} {count}" for reason, count in blind["by_reason"].items())
+    return (
+        f"the guard could not read {blind['n']} of {metrics['n']} events ({reasons}); they were "
+        f"denied, {blind['label0']} of them should have passed; see report.md"
+    )
 
 
 def executable_rates(decisions: Sequence[GuardDecision]) -> dict[str, Any]:

@@ -84,6 +84,7 @@ def render_report(
     lines = [f"# GuardAgent eval: {profile}", "",
              f"Method: `{method}`; model: `{model}`; cases: {metrics['n']}.", ""]
     lines += _headline(profile, method, metrics)
+    lines += unreadable_section(cases, decisions)
     if plots:
         lines += ["## Plots", "", *(f"![{title}]({path})" for title, path in plots), ""]
     c = metrics["confusion"]
@@ -102,6 +103,35 @@ def render_report(
         lines.append("")
     lines += wrong_decisions(cases, decisions)
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside one Markdown table cell (no line breaks, no column separators)."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def unreadable_section(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -> list[str]:
+    """Every event denied because a reader could not read it, with the reason and detail.
+
+    Such a denial says nothing about the event, only that the guard was blind to it; listing
+    them apart lets a reader tell a blind guard from a strict one (label-0 rows cost FRA).
+    """
+    blind = [(c, d) for c, d in zip(cases, decisions, strict=True) if d.unreadable]
+    if not blind:
+        return []
+    label0 = sum(c.label == 0 for c, _ in blind)
+    lines = [
+        f"## Events the guard could not read ({len(blind)})", "",
+        "These events were denied because a reader could not read them: the guard was blind "
+        f"here, not strict. {label0} of them should have passed (label 0) and count against "
+        f"FRA; {len(blind) - label0} should have been denied (label 1).", "",
+        "| id | label | reason | detail |", "|---|---|---|---|",
+    ]
+    for case, d in blind:
+        for entry in {(e["reason"], e["detail"]): e for e in d.unreadable}.values():
+            lines.append(f"| {_cell(case.id)} | {case.label} | {_cell(entry['reason'])} | "
+                         f"{_cell(entry['detail'])} |")
+    return lines + [""]
 
 
 def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -> list[str]:
