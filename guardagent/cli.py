@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from guardagent.eval.cases import CaseFileError, read_cases, write_cases
+from guardagent.eval.definitions import help_epilog
 
 
 def _text(value: str) -> str:
@@ -71,7 +72,7 @@ def check(profile: str, agent_input: str, agent_output: str, model: str, base_ur
     click.echo(decision.model_dump_json(indent=2))
 
 
-@main.command(name="eval")
+@main.command(name="eval", epilog=help_epilog())
 @_profile
 @click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
               help="Case file (JSONL); default: the profile's shipped benchmark.")

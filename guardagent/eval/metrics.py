@@ -1,5 +1,7 @@
 """The paper's metrics (section 3.3 / 5.1) and the breakdowns around them.
 
+What each metric means, in words, is in :mod:`guardagent.eval.definitions`.
+
 All rates are percentages rounded to 0.1, as in the paper's tables; a rate whose denominator
 is empty (no label-1 cases, nothing predicted 1, ...) is `None`, never a made-up 0 or 100.
 """
@@ -12,11 +14,12 @@ from typing import Any
 
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
+from guardagent.eval.definitions import METRICS
 from guardagent.tools.verdict import Violations
 from guardagent.verification import same_details
 
 BREAKDOWN_KEYS = ("role", "rule", "domain")
-HEADLINE = ("LPA", "LPP", "LPR", "CCA", "FRA")
+HEADLINE = tuple(METRICS)  # ("LPA", "LPP", "LPR", "CCA", "FRA"), defined in words there
 COST_FIELDS = ("llm_calls", "tokens", "attempts", "latency_ms")
 
 

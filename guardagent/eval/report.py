@@ -12,6 +12,7 @@ from typing import Any
 
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
+from guardagent.eval.definitions import CONVENTIONS, markdown_table
 from guardagent.eval.metrics import HEADLINE, expected_details, is_wrong
 
 PAPER_TABLE_2 = {
@@ -84,6 +85,7 @@ def render_report(
     lines = [f"# GuardAgent eval: {profile}", "",
              f"Method: `{method}`; model: `{model}`; cases: {metrics['n']}.", ""]
     lines += _headline(profile, method, metrics)
+    lines += ["What the metrics mean:", "", *markdown_table(), "", CONVENTIONS, ""]
     lines += unreadable_section(cases, decisions)
     if plots:
         lines += ["## Plots", "", *(f"![{title}]({path})" for title, path in plots), ""]
