@@ -7,9 +7,8 @@ text is fenced and labelled as data: the target agent's output may be written by
 from __future__ import annotations
 
 import re
-
-_FENCE_TAG = re.compile(r"<(/?)(agent_input|agent_output)\b", re.IGNORECASE)
-
+import unicodedata
+from collections.abc import Iterator
 
 EVENT = """<agent_input>
 {agent_input}
@@ -17,6 +16,26 @@ EVENT = """<agent_input>
 <agent_output>
 {agent_output}
 </agent_output>"""
+
+# The tokenizer's brackets: "<" and ">", the characters NFKC maps to them (full-width, small
+# form) and the angle brackets a reader takes for them (single guillemets, CJK and math angle
+# brackets, modifier and Canadian syllabics arrowheads, ornaments, not-less/greater signs).
+_OPEN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u02c2\u1438\u276e\u226e"
+_CLOSE = ">\uff1e\ufe65\u203a\u232a\u3009\u27e9\u02c3\u1433\u276f\u226f"
+_BRACKET = re.compile(f"[{_OPEN}{_CLOSE}]")  # locates brackets only; spans are read below
+_FENCE_NAMES = ("agentinput", "agentoutput")  # letters and digits of the fence tags' names
+_NAME_LEN = max(map(len, _FENCE_NAMES))
+# Letters of other scripts that render like the Latin letters of the fence names (NFKC keeps
+# them apart); not all of Unicode's confusables, the ones a reader would read as those names.
+_CONFUSABLES = str.maketrans({
+    "\u0430": "a", "\u0251": "a", "\u03b1": "a", "\u0261": "g", "\u0581": "g",
+    "\u0435": "e", "\u04bd": "e", "\u0578": "n", "\u043f": "n", "\u0442": "t",
+    "\u03c4": "t", "\u0456": "i", "\u0131": "i", "\u03b9": "i", "\u0269": "i",
+    "\u04cf": "i", "\u0440": "p", "\u03c1": "p", "\u03c5": "u", "\u057d": "u",
+    "\u028b": "u", "\u043e": "o", "\u03bf": "o", "\u0585": "o",
+})  # fmt: skip
+# Letters (category Lo) that render as nothing: Hangul fillers.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 
 
 def event_block(agent_input: str, agent_output: str) -> str:
@@ -27,10 +46,66 @@ def event_block(agent_input: str, agent_output: str) -> str:
 def fenced(text: str) -> str:
     """Event text made safe to place between `<agent_input>`/`<agent_output>` tags.
 
-    The target agent's output can be written by an attacker; without this it could close the
-    fence (`</agent_output>`) and continue with instructions that read as ours.
+    The target agent's output can be written by an attacker; a model reads
+    `< /AGENT_OUTPUT >`, `＜/agent_output＞` or `</agent\u200b_output>` as the closing tag it
+    resembles, and whatever follows as our instructions. So the text is split into bracket
+    spans (from an opening bracket to the next bracket, see :func:`_fence_spans`), and a span
+    whose name reads as a fence tag's, opening or closing, of either fence, has its brackets
+    replaced by `&lt;` / `&gt;`: the tag stays legible as data but is no tag. Every other
+    character, ordinary `a < b > c` and the HTML of web agents included, is left as it is.
     """
-    return _FENCE_TAG.sub(lambda m: f"<{m.group(1)}\u200b{m.group(2)}", text)
+    pieces: list[str] = []
+    last = 0
+    for start, end in _fence_spans(text):
+        pieces += [text[last:start], "&lt;"]
+        last = start + 1
+        if end is not None:
+            pieces += [text[last:end], "&gt;"]
+            last = end + 1
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _fence_spans(text: str) -> Iterator[tuple[int, int | None]]:
+    """(opening bracket, closing bracket or None) of each span that names a fence tag.
+
+    A span runs from an opening bracket to the next bracket of either kind (or the end of the
+    text, as a model also reads an unclosed `</agent_output` as a tag). Spans do not overlap,
+    so every character is read at most once: linear time whatever the text.
+    """
+    opened: int | None = None
+    for match in _BRACKET.finditer(text):
+        at = match.start()
+        if opened is not None:
+            if _names_fence(text[opened + 1 : at]):
+                yield opened, at if text[at] in _CLOSE else None
+            opened = None
+        if text[at] in _OPEN:
+            opened = at
+    if opened is not None and _names_fence(text[opened + 1 :]):
+        yield opened, None
+
+
+def _names_fence(inside: str) -> bool:
+    """Whether a bracket span reads as a fence tag, however spelt.
+
+    Its letters and digits are taken after NFKC, casefolding and a fold of look-alike
+    letters; everything else (`/`, whitespace, `_`, `-`, zero-width and other format
+    characters, combining marks) is dropped. A span whose letters start with a fence name
+    (`agentoutput`) names it: `</ Agent-Output foo="x">` does, `<input id=1>` does not.
+    Erring towards a match costs nothing but two escaped brackets.
+    """
+    name = ""
+    for c in inside:
+        if c.isascii():
+            name += c.lower() if c.isalnum() else ""
+        else:
+            folded = unicodedata.normalize("NFKC", c).casefold().translate(_CONFUSABLES)
+            name += "".join(x for x in folded if x.isalnum() and x not in _BLANK_LETTERS)
+        if len(name) >= _NAME_LEN:
+            break
+    return name.startswith(_FENCE_NAMES)
+
 
 PLANNER_SYSTEM = """You are GuardAgent, an agent that safeguards another agent (the target agent).
 You receive guard requests (the policy to enforce), a specification of the target agent, and one
