@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from guardagent.memory_store.store import Demonstration
 from guardagent.profiles.loader import Profile
+from guardagent.sandbox.dataflow import check_dataflow
 from guardagent.sandbox.process import SandboxLimits, run_program
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Violations
@@ -40,7 +41,14 @@ def verify_program(
     toolbox: Toolbox,
     limits: SandboxLimits | None = None,
 ) -> list[str]:
-    """Run `code` on each demonstration; returns the mismatches ([] means verified)."""
+    """Run `code` on each demonstration; returns the mismatches ([] means verified).
+
+    A program that handles the raw event text itself (see :mod:`guardagent.sandbox.dataflow`)
+    is refused before it runs on anything.
+    """
+    refused = check_dataflow(code, toolbox)
+    if refused:
+        return refused
     demos = list(demos)
     if {d["label"] for d in demos} != {0, 1}:
         return ["verification needs labelled demonstrations of both an allowed and a denied event"]
