@@ -13,16 +13,29 @@ from guardagent.eval.cases import CaseFileError, read_cases, write_cases
 from guardagent.eval.definitions import help_epilog
 
 
-def _text(value: str) -> str:
-    """`@FILE` reads the file (`@-` reads stdin); anything else is the text itself."""
+def _text(value: str, what: str) -> str:
+    """`@FILE` reads the file (`@-` reads stdin); anything else is the text itself.
+
+    Whatever the bytes (UTF-8 with or without BOM, UTF-16, Latin-1, raw bytes in argv), the
+    result is text the guard can read and the decision can be printed with; undecodable
+    bytes become U+FFFD, and a note on stderr says how many.
+    """
+    from guardagent.eval.textio import clean_text, decode_bytes
+
     if value == "@-":
-        return sys.stdin.read()
-    if value.startswith("@"):
+        binary = getattr(sys.stdin, "buffer", None)  # a replaced stdin may be text only
+        decoded = decode_bytes(binary.read()) if binary else clean_text(sys.stdin.read())
+    elif value.startswith("@"):
         path = Path(value[1:])
         if not path.is_file():
-            raise click.BadParameter(f"no such file: {path}")
-        return path.read_text(encoding="utf-8")
-    return value
+            raise click.BadParameter(f"no such file: {path}", param_hint=what)
+        decoded = decode_bytes(path.read_bytes())
+    else:
+        decoded = clean_text(value)
+    note = decoded.note(what)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    return decoded.text
 
 
 def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
@@ -67,9 +80,12 @@ def main() -> None:
 def check(profile: str, agent_input: str, agent_output: str, model: str, base_url: str | None,
           memory_dir: str | None, memory_url: str | None) -> None:
     """Decide whether one event may pass; prints the decision as JSON."""
+    from guardagent.eval.textio import dumps_safe
+
+    event = _text(agent_input, "--input"), _text(agent_output, "--output")
     guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
-    decision = guard.check(_text(agent_input), _text(agent_output))
-    click.echo(decision.model_dump_json(indent=2))
+    decision = guard.check(*event)
+    click.echo(dumps_safe(decision.model_dump(mode="json")))
 
 
 @main.command(name="eval", epilog=help_epilog())
@@ -183,11 +199,13 @@ def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_out
         tools = load_profile(profile).tools()
     except ProfileError as exc:
         raise click.ClickException(str(exc)) from None
-    source = Path(program_file).read_text(encoding="utf-8")
-    result = run_program(source, tools, _text(agent_input), _text(agent_output),
-                         SandboxLimits(wall_seconds=timeout))
-    click.echo(json.dumps(
-        {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}, indent=2
+    from guardagent.eval.textio import decode_bytes, dumps_safe
+
+    source = decode_bytes(Path(program_file).read_bytes()).text
+    result = run_program(source, tools, _text(agent_input, "--input"),
+                         _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
+    click.echo(dumps_safe(
+        {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
     ))
 
 

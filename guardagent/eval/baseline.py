@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from guardagent import prompts
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
+from guardagent.eval.textio import json_error
 from guardagent.llm import ModelCallError, call_model, resolve_model
 from guardagent.memory_store.seed import open_memory
 from guardagent.memory_store.store import Demonstration
@@ -57,7 +58,7 @@ def parse_answer(text: str) -> tuple[int, Violations, str]:
     try:
         raw = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise BaselineAnswerError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+        raise BaselineAnswerError(f"not JSON ({json_error(exc)})") from None
     if not isinstance(raw, dict):
         raise BaselineAnswerError("the answer must be a JSON object")
     label = raw.get("label")

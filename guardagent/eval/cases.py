@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from guardagent.eval.textio import REPLACEMENT, has_surrogates, json_error, sniff_encoding
+
 
 class Case(BaseModel):
     """One labelled event of a target agent.
@@ -46,14 +48,33 @@ class CaseFileError(ValueError):
         super().__init__(f"{path}: {len(problems)} malformed line(s)\n{shown}{more}")
 
 
+def _surrogate_fields(raw: Any, where: str = "") -> list[str]:
+    """Where a parsed line holds a lone surrogate (a JSON escape of half a surrogate pair)."""
+    if isinstance(raw, str):
+        return [where or "case"] if has_surrogates(raw) else []
+    if isinstance(raw, dict):
+        items = list(raw.items())
+    elif isinstance(raw, list):
+        items = list(enumerate(raw))
+    else:
+        return []
+    return [f for k, v in items for f in _surrogate_fields(v, f"{where}.{k}" if where else str(k))]
+
+
 def parse_case_line(line: str) -> Case:
     """Parse one JSONL line; raises ValueError with a one-line reason."""
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise ValueError(f"not valid JSON ({json_error(exc)})") from None
     if not isinstance(raw, dict):
         raise ValueError("each line must be a JSON object")
+    bad = _surrogate_fields(raw)
+    if bad:
+        raise ValueError(
+            f"{', '.join(bad)}: holds a lone \\udXXX surrogate escape, which is not a "
+            "character (write the character itself, or a surrogate pair)"
+        )
     try:
         return Case.model_validate(raw)
     except ValidationError as exc:
@@ -78,23 +99,53 @@ def read_cases(
     cases: list[Case] = []
     problems: list[tuple[int, str]] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                case = parse_case_line(line)
-            except ValueError as exc:
-                problems.append((number, str(exc)))
-                continue
-            if case.id in seen:
-                problems.append((number, f"duplicate id {case.id!r}"))
-                continue
-            seen.add(case.id)
-            cases.append(case)
+    for number, line, undecodable in _numbered_lines(Path(path).read_bytes()):
+        if undecodable:
+            problems.append((number, undecodable))
+            continue
+        if not line.strip():
+            continue
+        try:
+            case = parse_case_line(line)
+        except ValueError as exc:
+            problems.append((number, str(exc)))
+            continue
+        if case.id in seen:
+            problems.append((number, f"duplicate id {case.id!r}"))
+            continue
+        seen.add(case.id)
+        cases.append(case)
     if problems and not skip_invalid:
         raise CaseFileError(str(path), problems)
     return cases, problems
+
+
+def _numbered_lines(data: bytes) -> Iterator[tuple[int, str, str | None]]:
+    """(line number, text, problem) of each line of a case file; `problem` when it is no text.
+
+    UTF-8 files (the format's encoding; a BOM is allowed) are decoded line by line, so a line
+    with stray bytes is reported with its number while the others are read as usual. UTF-16
+    and UTF-32 files (recognised by their BOM, or UTF-16 by its NUL bytes) are decoded whole.
+    """
+    encoding, skip = sniff_encoding(data)
+    if encoding == "utf-8":
+        for number, raw in enumerate(data[skip:].split(b"\n"), start=1):
+            try:
+                yield number, raw.decode("utf-8"), None
+            except UnicodeDecodeError as exc:
+                yield number, "", (
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of "
+                    "the line); save the case file as UTF-8"
+                )
+        return
+    text = data[skip:].decode(encoding, errors="replace")
+    genuine = data[skip:].decode(encoding, errors="ignore").split("\n")
+    for number, line in enumerate(text.split("\n"), start=1):
+        kept = genuine[number - 1] if number <= len(genuine) else ""
+        if line.count(REPLACEMENT) > kept.count(REPLACEMENT):
+            yield number, "", f"not valid {encoding.upper()}: undecodable bytes"
+        else:
+            yield number, line, None
 
 
 def write_cases(path: str | Path, cases: Iterable[Case]) -> int:

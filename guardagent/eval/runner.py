@@ -219,6 +219,7 @@ def run_eval(
         guard.context.profile, metrics, cases, decisions, model=signature["model"],
         method=method_of(guard), skipped=skipped, plots=links,
     )
-    (out / "report.md").write_text(report, encoding="utf-8")
+    # a lone surrogate in a decision (a program echoing odd text) must not lose the report
+    (out / "report.md").write_text(report, encoding="utf-8", errors="backslashreplace")
     (out / PARTIAL).unlink(missing_ok=True)
     return metrics
