@@ -7,6 +7,7 @@ event text themselves.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from guardagent.tools.compare import compare, unmet_requirements
@@ -86,7 +87,9 @@ def _applies(call: dict[str, Any], rule: dict[str, Any]) -> bool:
 
 @guard_tool(group="toolcalls")
 def check_tool_rules(
-    call: dict[str, Any], user_info: dict[str, Any], rules: list[dict[str, Any]]
+    call: dict[str, Any] | list[dict[str, Any]],
+    user_info: dict[str, Any],
+    rules: list[dict[str, Any]],
 ) -> list[str]:
     """Return the violation texts of the rules that cover `call` and the user does not meet.
 
@@ -100,17 +103,28 @@ def check_tool_rules(
     counts as not meeting the requirement.
 
     Args:
-        call: The dict from ``parse_tool_call``.
+        call: One call ``{"name", "args"}`` (an item of ``parse_tool_calls``), or the whole
+            list from ``parse_tool_calls``: then every call is checked.
         user_info: User facts from ``parse_user_info(agent_input)`` (never the output).
         rules: The policy as rule dicts. Ops: ==, !=, >=, >, <=, <, in, not in.
 
     Returns:
-        The violation texts in rule order without duplicates; ``[]`` when no rule covers
-        the call or every covering requirement is met.
+        The violation texts in rule order without duplicates (over every call of a list);
+        ``[]`` when no rule covers the call(s) or every covering requirement is met.
 
     Raises:
-        ValueError: When a rule is not a dict, lacks a key, or uses an unknown op.
+        ValueError: When a rule is not a dict, lacks a key, or uses an unknown op, or when
+            `call` is neither a call dict nor a list of them (a call that cannot be read
+            must not pass unchecked).
 
     """
-    pending = call if isinstance(call, dict) else {}
-    return unmet_requirements(user_info, rules, "tool", lambda rule: _applies(pending, rule))
+    calls = call if isinstance(call, list) else [call]
+    violated = unmet_requirements(user_info, rules, "tool", lambda rule: False)  # rules valid?
+    for pending in calls:
+        if not isinstance(pending, dict):
+            raise ValueError(f"a tool call must be a dict with name and args, got {pending!r:.80}")
+        covered = partial(_applies, pending)
+        for text in unmet_requirements(user_info, rules, "tool", covered):
+            if text not in violated:
+                violated.append(text)
+    return violated

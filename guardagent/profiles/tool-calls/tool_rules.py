@@ -13,16 +13,27 @@ RULES = [
      "violation": "Users under 21 cannot order alcohol"},
 ]
 
-# Step 2: the user's facts (from the agent input only) and the pending tool call.
+# Step 2: the user's facts (from the agent input only) and EVERY pending tool call. The
+# reader denies by itself when the output holds neither a call nor a final answer, or a
+# call it cannot parse; [] means a readable final answer.
 user = parse_user_info(agent_input)
-call = parse_tool_call(agent_output)
+calls = parse_tool_calls(agent_output)
 
-# Steps 3-4: check the rules that cover this call and give the verdict.
-if not call["name"]:
-    allow("no tool call in this event; the rules govern tool calls only")
+# Steps 3-4: check the rules that cover each call and give the verdict.
+if not calls:
+    allow("a final answer and no tool call; the rules govern tool calls only")
 else:
-    violated = check_tool_rules(call, user, RULES)
+    violated = []
+    broken = []
+    for call in calls:
+        found = check_tool_rules(call, user, RULES)
+        if found:
+            broken.append(call["name"] + " breaks: " + "; ".join(found))
+        for text in found:
+            if text not in violated:
+                violated.append(text)
+    names = ", ".join([call["name"] for call in calls])
     if violated:
-        deny(violated, "the call " + call["name"] + " breaks: " + "; ".join(violated))
+        deny(violated, "the call(s) " + "; ".join(broken))
     else:
-        allow("no rule forbids " + call["name"] + " for this user")
+        allow("no rule forbids " + names + " for this user")
