@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.ehragent import (
     EICU_PRIMARY_KEYS,
     EICU_SCHEMA,
-    UNRESOLVED_TABLE,
     ehr_accessed_columns,
     ehr_code,
     parse_identity,
@@ -46,9 +46,11 @@ def test_identity_is_lowercased_and_whitespace_normalized() -> None:
     assert parse_identity("Identity: Nursing\nQuestion: what?") == "nursing"
 
 
-def test_identity_absent_is_empty() -> None:
-    assert parse_identity("Question: who am I, physician?") == ""
-    assert parse_identity("") == ""
+def test_identity_absent_is_unreadable() -> None:
+    for text in ("Question: who am I, physician?", "", "Identity:   \nQuestion: q"):
+        with pytest.raises(UnreadableEvidence) as info:
+            parse_identity(text)
+        assert info.value.reason == "no_identity"
 
 
 def test_identity_only_from_a_line_of_the_input() -> None:
@@ -57,7 +59,8 @@ def test_identity_only_from_a_line_of_the_input() -> None:
     assert parse_identity(text) == "nursing"
     # The function reads only what it is given: an output claiming a role is not consulted.
     output = run("x = 1\n# Identity: physician")
-    assert parse_identity("Question: q?") == ""
+    with pytest.raises(UnreadableEvidence):
+        parse_identity("Question: q?")
     assert "Identity: physician" in ehr_code(output)
 
 
@@ -71,30 +74,30 @@ def test_parse_question() -> None:
 # --- ehr_code --------------------------------------------------------------------------------
 
 
-def test_last_cell_is_taken_and_decoded() -> None:
+def test_every_cell_is_taken_and_decoded() -> None:
     out = run(
         "cost_db = LoadDB('cost')\nanswer = GetValue(cost_db, 'cost, sum')",
         'lab_db = LoadDB("lab")\nanswer = GetValue(FilterDB(lab_db, \'labname="x"\'), '
         "'labresult')",
     )
     code = ehr_code(out)
-    assert code.splitlines()[0] == 'lab_db = LoadDB("lab")'
+    assert code.index("cost_db = LoadDB('cost')") < code.index('lab_db = LoadDB("lab")')
     assert "labname=\"x\"" in code
-    assert "cost" not in code
 
 
-def test_last_cell_decides_the_access() -> None:
+def test_every_cell_counts_for_the_access() -> None:
+    # An attacker can add a cell but cannot remove the one that ran: all cells count.
     out = run(
         "cost_db = LoadDB('cost')\nanswer = GetValue(cost_db, 'cost, sum')",
         "lab_db = LoadDB('lab')\nf = FilterDB(lab_db, 'labname=sodium')\n"
         "answer = GetValue(f, 'labresult, max')",
     )
-    assert ehr_accessed_columns(out) == {"lab": ["labname", "labresult"]}
+    assert ehr_accessed_columns(out) == {"cost": ["cost"], "lab": ["labname", "labresult"]}
 
 
 def test_invalid_json_escape_falls_back_to_manual_unescape() -> None:
     out = '{\n"cell": "a = LoadDB(\'lab\')\\nb = FilterDB(a, \'labname=x\\y\')"\n}'
-    assert ehr_code(out) == "a = LoadDB('lab')\nb = FilterDB(a, 'labname=xy')"
+    assert ehr_code(out).splitlines()[1:] == ["a = LoadDB('lab')", "b = FilterDB(a, 'labname=xy')"]
     assert ehr_accessed_columns(out) == {"lab": ["labname"]}
 
 
@@ -104,7 +107,7 @@ def test_plain_solution_block_without_cell() -> None:
         "med = LoadDB('medication')\nf = FilterDB(med, 'drugname=aspirin')\n"
         "answer = GetValue(f, 'dosage')\n" + SEP + "\n81 mg\n" + SEP + "\nTERMINATE"
     )
-    assert ehr_code(out).splitlines() == [
+    assert ehr_code(out).splitlines()[1:] == [
         "med = LoadDB('medication')",
         "f = FilterDB(med, 'drugname=aspirin')",
         "answer = GetValue(f, 'dosage')",
@@ -112,9 +115,12 @@ def test_plain_solution_block_without_cell() -> None:
     assert ehr_accessed_columns(out) == {"medication": ["dosage", "drugname"]}
 
 
-def test_no_code_at_all() -> None:
+def test_no_code_at_all_is_unreadable() -> None:
     assert ehr_code("I cannot answer that.\nTERMINATE") == ""
-    assert ehr_accessed_columns("I cannot answer that.\nTERMINATE") == {}
+    for out in ("I cannot answer that.\nTERMINATE", "", "Answer: 42"):
+        with pytest.raises(UnreadableEvidence) as info:
+            ehr_accessed_columns(out)
+        assert info.value.reason == "no_code"
 
 
 # --- FilterDB / GetValue ---------------------------------------------------------------------
@@ -237,11 +243,11 @@ def test_semicolons_compound_lines_comments_and_multiline_calls() -> None:
 
 
 def test_untraceable_table_variable_fails_closed() -> None:
-    # A table variable from an earlier cell (or a helper's parameter) cannot be traced;
-    # its columns are reported under UNRESOLVED_TABLE so check_access denies them.
-    got = accessed("answer = GetValue(filtered_lab_db, 'labresult, max')")
-    assert got == {UNRESOLVED_TABLE: ["labresult"]}
-    assert check_access(got, {"lab": EICU_SCHEMA["lab"]}) == {UNRESOLVED_TABLE: ["labresult"]}
+    # A table variable the code never loaded (or a helper's unknown parameter) cannot be
+    # traced: the event is unreadable, so the run denies.
+    with pytest.raises(UnreadableEvidence) as info:
+        accessed("answer = GetValue(filtered_lab_db, 'labresult, max')")
+    assert info.value.reason == "untraced_table"
 
 
 # --- SQL -------------------------------------------------------------------------------------
@@ -283,7 +289,7 @@ def test_sql_comma_from_list_and_table_named_like_its_column() -> None:
 
 
 def test_sql_select_star_reads_every_column_but_count_star_none() -> None:
-    got = accessed("answer = SQLInterpreter('select * from microlab where organism = \"x\"')")
+    got = accessed("answer = SQLInterpreter(\"select * from microlab where organism = 'x'\")")
     assert got == {"microlab": sorted([*EICU_SCHEMA["microlab"], "microlabid"])}
     got = accessed("answer = SQLInterpreter('select t.*, p.age from treatment t, patient p')")
     assert got == {"patient": ["age"],
@@ -332,14 +338,21 @@ def test_primary_keys_count_when_named() -> None:
     assert check_access(got, nursing_lab) == {"lab": ["labid"]}
 
 
-def test_columns_outside_the_schema_are_dropped_unknown_tables_kept() -> None:
-    got = accessed(
-        "v = LoadDB('vitalperiodic')",
-        "f = FilterDB(v, 'observationoffset=5||heartrate>1')",
-        "e = LoadDB('chartevents')",
-        "g = GetValue(FilterDB(e, 'itemid=220045'), 'valuenum, max')",
+def test_names_outside_the_schema() -> None:
+    # In the final block a name the database lacks makes the event unreadable...
+    with pytest.raises(UnreadableEvidence) as info:
+        accessed("v = LoadDB('vitalperiodic')", "f = FilterDB(v, 'observationoffset=5||heartrate>1')")
+    assert info.value.reason == "unknown_column"
+    with pytest.raises(UnreadableEvidence) as info:
+        accessed("e = LoadDB('chartevents')")
+    assert info.value.reason == "unknown_table"
+    # ...in a block the agent retried after, it read nothing (the tool errors on it), while
+    # the real columns of that block still count.
+    out = run(
+        "v = LoadDB('vitalperiodic')\nf = FilterDB(v, 'observationoffset=5||heartrate>1')",
+        "v = LoadDB('vitalperiodic')\nanswer = GetValue(v, 'sao2, max')",
     )
-    assert got == {"chartevents": ["itemid", "valuenum"], "vitalperiodic": ["heartrate"]}
+    assert ehr_accessed_columns(out) == {"vitalperiodic": ["heartrate", "sao2"]}
 
 
 # --- check_access ----------------------------------------------------------------------------

@@ -1,83 +1,93 @@
-"""Trusted extractors for guarding EHRAgent on eICU (access control, the paper's EICU-AC).
+r"""Reader for EHRAgent on eICU (the paper's EICU-AC): who asks, and which columns the code reads.
 
-A guard program must not judge by eye which columns EHRAgent's code reads: the run log is
-attacker-influenced text, and the agent often retries, leaving several code cells behind.
-These functions parse the event deterministically. Facts about the user come only from the
-agent input; facts about data access come only from the last code cell of the agent output.
-Columns are matched as whole identifiers against the schema, never as substrings, so
-`labresulttime` never implies `labresult` and `average_cost` never implies `age`.
+Trust boundary: facts about the user come only from the agent input (`Identity:`); what data
+the answer came from comes only from the code in the agent output, which is attacker-influenced
+text and is parsed, never run.
+
+Every presentation of EHRAgent's output is read, in two steps. First the output is normalised
+into its code blocks (:func:`code_blocks`): the raw run log's JSON `{"cell": "..."}` blocks
+(however many retries), `Solution:` sections, the paper's `Generated code:` ... `Answer:` layout
+(Figure 9), fenced markdown blocks (```` ```python ````, ```` ```sql ````, bare fences), and
+code or SQL standing outside any block. Then each block is parsed: Python with `ast`
+(:mod:`.ehr_python`), SQL with `sqlglot` (:mod:`.ehr_sql`). An attacker can add a code block
+to the output but cannot remove the one that ran, so the reads of **every** block count, cells
+of one run sharing their variables as in the agent's kernel.
+
+Fails closed (the event is denied, naming what could not be read): an output with no code at
+all, whatever its answer (`no_code`: "nothing found" never means "nothing read"); an input
+with no `Identity:` line (`no_identity`); a code block that is not valid Python or SQL, a
+`"cell"` block that is not valid JSON (`unparsable_code`); a line that calls one of EHRAgent's
+tools outside any block but does not parse; plus everything :mod:`.ehr_python` and
+:mod:`.ehr_sql` fail closed on (a column or table chosen at run time or not in the schema,
+write statements, dynamic code, ...). Outputs hold at most `MAX_CELLS` cells and
+`MAX_BLOCKS` blocks (`too_complex` beyond).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from dataclasses import dataclass
+from typing import Literal
 
+from guardagent.readers.ehr_python import Interpreter
+from guardagent.readers.ehr_sql import sql_reads
+from guardagent.readers.eicu_schema import EICU_PRIMARY_KEYS, EICU_SCHEMA
+from guardagent.readers.evidence import unreadable
 from guardagent.tools.registry import guard_tool
 
-_SCHEMA_TEXT = """
-allergy(patientunitstayid, drugname, allergyname, allergytime)
-cost(uniquepid, patienthealthsystemstayid, eventtype, eventid, chargetime, cost)
-diagnosis(patientunitstayid, icd9code, diagnosisname, diagnosistime)
-intakeoutput(patientunitstayid, cellpath, celllabel, cellvaluenumeric, intakeoutputtime)
-lab(patientunitstayid, labname, labresult, labresulttime)
-medication(patientunitstayid, drugname, dosage, routeadmin, drugstarttime, drugstoptime)
-microlab(patientunitstayid, culturesite, organism, culturetakentime)
-patient(patientunitstayid, patienthealthsystemstayid, gender, age, ethnicity, hospitalid, wardid,
-    admissionheight, hospitaladmitsource, hospitaldischargestatus, admissionweight,
-    dischargeweight, uniquepid, hospitaladmittime, unitadmittime, unitdischargetime,
-    hospitaldischargetime)
-treatment(patientunitstayid, treatmentname, treatmenttime)
-vitalperiodic(patientunitstayid, temperature, sao2, heartrate, respiration, systemicsystolic,
-    systemicdiastolic, systemicmean, observationtime)
-"""
-EICU_SCHEMA: dict[str, list[str]] = {
-    m.group(1): re.findall(r"\w+", m.group(2))
-    for m in re.finditer(r"(\w+)\(([^)]*)\)", _SCHEMA_TEXT)
-}
-"""The 10 eICU tables EHRAgent queries and their readable columns."""
+__all__ = [
+    "EICU_PRIMARY_KEYS",
+    "EICU_SCHEMA",
+    "CodeBlock",
+    "code_blocks",
+    "ehr_accessed_columns",
+    "ehr_code",
+    "parse_identity",
+    "parse_question",
+]
 
-EICU_PRIMARY_KEYS: dict[str, str] = {
-    "allergy": "allergyid", "cost": "costid", "diagnosis": "diagnosisid",
-    "intakeoutput": "intakeoutputid", "lab": "labid", "medication": "medicationid",
-    "microlab": "microlabid", "patient": "patientunitstayid", "treatment": "treatmentid",
-    "vitalperiodic": "vitalperiodicid",
-}
-"""Each table's primary key. It exists in the database, so code can name it; no role may read
-it (except patient's, which is also an ordinary column)."""
+MAX_CELLS = 200
+MAX_BLOCKS = 400
+Language = Literal["python", "sql", "auto"]
 
-UNRESOLVED_TABLE = "?"
-"""Table key for columns read from a table variable the extractor cannot trace (fail closed)."""
+_SECTION_HEADERS = ("Solution:", "Generated code:", "Generated Code:", "Code:")
+_OTHER_HEADERS = ("Answer:", "Knowledge:", "Question:", "Observation:", "Error:",
+                  "Potential Reasons:", "TERMINATE")  # fmt: skip
+_ERROR_REPORT = ("Error:", "Potential Reasons:", "Please make modifications")
+_TOOL_NAMES = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # words of prose lines, to spot a tool call
+_MAX_CONTINUATION = 40  # lines a bare statement may span
+_CODE_NODES = (ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.For, ast.While,
+               ast.If, ast.With, ast.FunctionDef, ast.Return, ast.Try, ast.Delete, ast.Call,
+               ast.ClassDef, ast.Lambda)  # fmt: skip
 
-_KNOWN = {t: {*cols, EICU_PRIMARY_KEYS[t]} for t, cols in EICU_SCHEMA.items()}
-_NOT_COLUMNS = {"max", "min", "sum", "avg", "mean", "count", "list", "in", "not", "like",
-                "null", "and", "or", "is", "none", "true", "false", "format"}
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-# A cell is the block EHRAgent prints on lines of its own: `{` / `"cell": "..."` / `}`. Text
-# inside data values or the answer (attacker-influenced) cannot start such a block mid-line,
-# so a `{"cell": ...}` smuggled into a result cannot pose as the last cell.
-_CELL = re.compile(
-    r'^[ \t]*\{[ \t]*\n[ \t]*"cell"\s*:\s*"(.*?)(?<!\\)"\s*\n[ \t]*\}[ \t]*$', re.S | re.M
-)
-_STRING = re.compile(
-    r"""[rRfFbBuU]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""",
-    re.S,
-)
-_PIECE = re.compile(_STRING.pattern + r"|([A-Za-z_]\w*)", re.S)
-_COMPOUND = re.compile(
-    r"\s*(?:(?:if|elif|while|with|except|for)\b[^:]*|else|try|finally)\s*:\s*(?=\S)"
-)
-_SQL_STAR = re.compile(r"(?:\bselect\s+(?:distinct\s+)?|,\s*)(?:([a-z_]\w*)\s*\.\s*)?\*")
-_CALL = re.compile(r"\b(LoadDB|FilterDB|GetValue|SQLInterpreter)\s*([(\[])")
-_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)\s*(.*)$", re.S)
-_GROW = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\.\s*(?:extend|append)\s*\(|\+=)\s*(.*?)\)?\s*$", re.S)
-_FOR = re.compile(r"^\s*for\s+(.+?)\s+in\s+(.+?):", re.S)
-_OP = re.compile(r"!=|>=|<=|==|=|>|<|\bnot\s+in\b|\bin\b|\blike\b", re.I)
-_SQL_WORDS = "where group order having limit union join inner left right full cross natural on"
-_SQL_CLAUSE = rf"(?=\b(?:{'|'.join(_SQL_WORDS.split())})\b|$)"
-_SQL_FROM = re.compile(r"\bfrom\s+(.*?)" + _SQL_CLAUSE, re.S)
-_SQL_JOIN = re.compile(r"\bjoin\s+([a-z_]\w*)(\s+(?:as\s+)?([a-z_]\w*))?", re.S)
-_SQL_KEYWORDS = {*_SQL_WORDS.split(), "as"}
+
+@dataclass(frozen=True)
+class CodeBlock:
+    """One piece of code found in an EHRAgent output.
+
+    Attributes:
+        kind: Where it was found: `cell`, `section` (`Solution:` / `Generated code:`),
+            `fence` (markdown) or `bare` (outside any block).
+        language: `python`, `sql`, or `auto` (Python, else SQL when it reads as SQL).
+        text: The code, decoded.
+        line: 1-based line of the output where it starts (for messages).
+    """
+
+    kind: str
+    language: Language
+    text: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        """How a message names this block."""
+        return f"the {self.kind} block at output line {self.line}"
+
+
+# --------------------------------------------------------------------------- agent input
 
 
 @guard_tool(group="ehr")
@@ -85,18 +95,24 @@ def parse_identity(agent_input: str) -> str:
     r"""The user's role, read from the `Identity:` line of the agent input.
 
     Only the agent input is trusted for facts about the user; never call this on the agent
-    output, which the target agent (and anyone steering it) writes.
+    output, which the target agent (and anyone steering it) writes. An input without an
+    `Identity:` line cannot be judged: the event is denied as unreadable (`no_identity`).
 
     Args:
         agent_input: The event's input, e.g. "Identity: nursing\nQuestion: ...".
 
     Returns:
         The role lowercased with runs of whitespace collapsed to one space (for example
-        "general administration"), or "" when there is no `Identity:` line.
+        "general administration").
 
     """
-    m = re.search(r"^[ \t]*Identity[ \t]*:[ \t]*(.*)$", agent_input, re.M | re.I)
-    return " ".join(m.group(1).split()).lower() if m else ""
+    for line in agent_input.splitlines():
+        head, sep, value = line.partition(":")
+        if sep and head.strip().lower() == "identity":
+            role = " ".join(value.split()).lower()
+            if role:
+                return role
+    unreadable("no_identity", "the agent input has no 'Identity:' line naming the user's role")
 
 
 @guard_tool(group="ehr")
@@ -110,312 +126,343 @@ def parse_question(agent_input: str) -> str:
         The question with surrounding whitespace stripped, or "" when there is none.
 
     """
-    m = re.search(r"^[ \t]*Question[ \t]*:(.*)", agent_input, re.M | re.S | re.I)
-    return m.group(1).strip() if m else ""
+    lines = agent_input.splitlines()
+    for i, line in enumerate(lines):
+        head, sep, value = line.partition(":")
+        if sep and head.strip().lower() == "question":
+            return "\n".join([value, *lines[i + 1:]]).strip()
+    return ""
 
 
-def _decode_cell(body: str) -> str:
-    """Decode a cell's JSON string body; logs are not always valid JSON, so unescape by hand."""
+# --------------------------------------------------------------------------- normalising
+
+
+def _json_string(text: str, start: int) -> tuple[str, int] | None:
+    r"""Decode the JSON string literal opening at `text[start]`; (value, end) or None.
+
+    Tolerates the escapes EHRAgent logs hold but JSON forbids (`\'`, a backslash before a
+    newline), so the real logs read as the agent meant them.
+    """
+    simple = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", '"': '"',
+              "\\": "\\", "'": "'", "\n": ""}  # fmt: skip
+    out: list[str] = []
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return "".join(out), i + 1
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1:i + 2]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
+            out.append(chr(int(text[i + 2:i + 6], 16)))
+            i += 6
+        elif nxt in simple:
+            out.append(simple[nxt])
+            i += 2
+        elif nxt:
+            out.append(nxt)  # an escape JSON does not know: the character itself
+            i += 2
+        else:
+            return None
+    return None
+
+
+def _cells(output: str) -> list[tuple[int, int, str]]:
+    """(start, end, code) of every `{"cell": "..."}` object, wherever it stands."""
+    found: list[tuple[int, int, str]] = []
+    decoder = json.JSONDecoder(strict=False)
+    pos = 0
+    while (key := output.find('"cell"', pos)) >= 0:
+        pos = key + 6
+        brace = key - 1
+        while brace >= 0 and output[brace] in " \t\r\n":
+            brace -= 1
+        if brace < 0 or output[brace] != "{":
+            continue  # prose mentioning "cell"; code in prose is caught as a bare line
+        if len(found) >= MAX_CELLS:
+            unreadable("too_complex", f"the output holds more than {MAX_CELLS} code cells")
+        try:
+            obj, end = decoder.raw_decode(output, brace)
+            code = obj.get("cell") if isinstance(obj, dict) else None
+        except (ValueError, RecursionError):
+            code, end = _lenient_cell(output, pos)
+        if not isinstance(code, str):
+            line = output.count("\n", 0, brace) + 1
+            unreadable("unparsable_code", f"the code cell at output line {line} is not valid JSON")
+        found.append((brace, end, code))
+        pos = end
+    return found
+
+
+def _lenient_cell(output: str, after_key: int) -> tuple[str | None, int]:
+    """`"cell": "<string>" }` read with the string's lax escapes; (None, pos) when not that."""
+    i = after_key
+    while i < len(output) and output[i] in " \t\r\n":
+        i += 1
+    if output[i:i + 1] != ":":
+        return None, after_key
+    i += 1
+    while i < len(output) and output[i] in " \t\r\n":
+        i += 1
+    if output[i:i + 1] != '"':
+        return None, after_key
+    decoded = _json_string(output, i)
+    if decoded is None:
+        return None, after_key
+    code, i = decoded
+    while i < len(output) and output[i] in " \t\r\n":
+        i += 1
+    return (code, i + 1) if output[i:i + 1] == "}" else (None, after_key)
+
+
+def _is_rule(line: str) -> bool:
+    """A separator line of dashes (EHRAgent prints one between the parts of its log)."""
+    text = line.strip()
+    return len(text) >= 3 and set(text) == {"-"}
+
+
+def _header(line: str, headers: tuple[str, ...]) -> str | None:
+    text = line.strip()
+    return next((h for h in headers if text.startswith(h)), None)
+
+
+def _fence(line: str) -> str | None:
+    """The info string of a markdown fence line (`` ```python ``), or None."""
+    text = line[len(line) - len(line.lstrip(" ")):] if len(line) - len(line.lstrip(" ")) <= 3 \
+        else ""  # fmt: skip
+    return text[3:].strip().lower() if text.startswith("```") else None
+
+
+def _is_error_report(text: str) -> bool:
+    """EHRAgent's own report of a failed cell (`TypeError: ... in the code line "..."`).
+
+    It quotes code from a cell in prose; the cell itself is read, the quote never ran.
+    """
+    head, sep, _ = text.partition(":")
+    return text.startswith(_ERROR_REPORT) or (
+        bool(sep) and head.isidentifier() and head.endswith(("Error", "Exception")))
+
+
+def _looks_like_sql(text: str) -> bool:
+    words = _WORD.findall(text[:200].lower())
+    return bool(words) and words[0] in ("select", "with") and "from" in _WORD.findall(
+        text.lower())  # fmt: skip
+
+
+def _calls_tool(line: str) -> bool:
+    """Whether a line calls one of EHRAgent's tools (`LoadDB(`, `SQLInterpreter[`, ...)."""
+    for word in _WORD.finditer(line):
+        if word.group() in _TOOL_NAMES:
+            rest = line[word.end():].lstrip()
+            if rest[:1] in ("(", "["):
+                return True
+    return False
+
+
+def _is_statement(text: str) -> bool:
+    """Whether `text` parses as Python that does something (not a bare name, number or tuple)."""
     try:
-        return str(json.loads(f'"{body}"', strict=False))
-    except ValueError:
-        table = {"n": "\n", "t": "\t", "r": "\r"}
-        return re.sub(r"\\(.)", lambda m: table.get(m.group(1), m.group(1)), body, flags=re.S)
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(n, _CODE_NODES) for n in ast.walk(tree)) or any(
+        isinstance(n, ast.AnnAssign) and n.value is not None for n in tree.body)  # fmt: skip
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+class _Lines:
+    """The output's lines outside cells, walked once: sections, fences and bare code."""
+
+    def __init__(self, text: str, cell_lines: set[int]) -> None:
+        self.lines = text.split("\n")
+        self.cell_lines = cell_lines  # 0-based lines a cell stood on (now blank)
+        self.blocks: list[CodeBlock] = []
+
+    def scan(self) -> None:
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            info = _fence(line)
+            if info is not None:
+                i = self.fence(i, info)
+            elif _header(line, _SECTION_HEADERS):
+                i = self.section(i)
+            else:
+                i = self.bare(i)
+
+    def add(self, kind: str, language: Language, text: str, line: int) -> None:
+        if text.strip():
+            if len(self.blocks) >= MAX_BLOCKS:
+                unreadable("too_complex", f"the output holds more than {MAX_BLOCKS} code blocks")
+            self.blocks.append(CodeBlock(kind, language, text.strip("\n"), line + 1))
+
+    def fence(self, start: int, info: str) -> int:
+        """A markdown fence; an unclosed one runs to the end (as in CommonMark)."""
+        end = start + 1
+        while end < len(self.lines) and not (
+                self.lines[end].strip().startswith("```")
+                and set(self.lines[end].strip()) == {"`"}):  # fmt: skip
+            end += 1
+        language: Language = "sql" if info.startswith("sql") else (
+            "python" if info.startswith(("python", "py")) else "auto")  # fmt: skip
+        self.add("fence", language, "\n".join(self.lines[start + 1:end]), start + 1)
+        return end + 1
+
+    def section(self, start: int) -> int:
+        """`Solution:` / `Generated code:`: code up to a separator, header or fence."""
+        header = _header(self.lines[start], _SECTION_HEADERS) or ""
+        first = self.lines[start].strip()[len(header):]
+        body = [first] if first.strip() else []
+        i = start + 1
+        rules = 0
+        while i < len(self.lines) and not body and i not in self.cell_lines and (
+                not self.lines[i].strip() or (_is_rule(self.lines[i]) and rules == 0)):
+            rules += _is_rule(self.lines[i])
+            i += 1  # fmt: skip
+        begin = i
+        while i < len(self.lines):
+            line = self.lines[i]
+            if i in self.cell_lines or _is_rule(line) or _fence(line) is not None or _header(
+                    line, _SECTION_HEADERS + _OTHER_HEADERS):  # fmt: skip
+                break
+            body.append(line)
+            i += 1
+        text = "\n".join(body)
+        if not text.strip() or _parses(text) or _looks_like_sql(text):
+            self.add("section", "auto", text, begin)
+            return i
+        # Code, then prose without a header: keep the longest prefix that parses; the rest
+        # is read line by line (a tool call in it is still caught).
+        for cut in range(len(body) - 1, 0, -1):
+            if _parses("\n".join(body[:cut])) and _is_statement("\n".join(body[:cut])):
+                self.add("section", "python", "\n".join(body[:cut]), begin)
+                return begin + cut - (1 if first.strip() else 0)
+        self.add("section", "auto", text, begin)  # not valid: unreadable when parsed
+        return i
+
+    def bare(self, i: int) -> int:
+        """A line outside any block: code when it calls a tool, is a statement, or is SQL."""
+        line = self.lines[i]
+        text = line.strip().lstrip("-*> ").strip()
+        if not text or _is_error_report(text):
+            return i + 1
+        if _looks_like_sql(text):
+            end = i + 1
+            while end < len(self.lines) and self.lines[end].strip() and not text.rstrip(
+                    ).endswith(";") and end - i < _MAX_CONTINUATION:  # fmt: skip
+                end += 1
+            self.add("bare", "sql", "\n".join([text, *self.lines[i + 1:end]]), i)
+            return end
+        tool = _calls_tool(text)
+        if not tool and not _is_statement(text):
+            return i + 1
+        for end in range(i + 1, min(len(self.lines), i + _MAX_CONTINUATION) + 1):
+            chunk = "\n".join([text, *self.lines[i + 1:end]])
+            if _parses(chunk):
+                while end < len(self.lines) and self.lines[end][:1] in (" ", "\t") and _parses(
+                        "\n".join([chunk, self.lines[end]])):  # fmt: skip
+                    chunk = "\n".join([chunk, self.lines[end]])
+                    end += 1
+                self.add("bare", "python", chunk, i)
+                return end
+        what = "calls an EHRAgent tool" if tool else "reads as code"
+        unreadable("unparsable_code", f"output line {i + 1} {what} but is not valid Python")
+
+
+def code_blocks(agent_output: str) -> list[CodeBlock]:
+    """Every code block of an EHRAgent output, in the order they appear.
+
+    Args:
+        agent_output: The output in any of EHRAgent's presentations (see the module doc).
+
+    Returns:
+        The blocks, cells and the others interleaved by position. Empty when the output holds
+        no code at all.
+
+    """
+    cells = _cells(agent_output)
+    rest = list(agent_output)
+    cell_lines: set[int] = set()
+    for start, end, _ in cells:  # blank the cells out, keeping line numbers
+        rest[start:end] = ["\n" if ch == "\n" else " " for ch in agent_output[start:end]]
+        first = agent_output.count("\n", 0, start)
+        cell_lines.update(range(first, first + agent_output.count("\n", start, end) + 1))
+    lines = _Lines("".join(rest), cell_lines)
+    lines.scan()
+    blocks = [CodeBlock("cell", "python", code, agent_output.count("\n", 0, start) + 1)
+              for start, _, code in cells]  # fmt: skip
+    return sorted([*blocks, *lines.blocks], key=lambda b: b.line)
 
 
 @guard_tool(group="ehr")
 def ehr_code(agent_output: str) -> str:
-    """The code EHRAgent finally ran: the LAST code cell of the run.
+    """All the code of an EHRAgent output, every block in order (retries included).
 
-    EHRAgent retries after errors, so a log often holds several `{"cell": "..."}` blocks;
-    only the last one decides what data the answer came from. Cells are decoded (escaped
-    newlines and quotes become real ones). When the log has no cell, the code of the last
-    `Solution:` block (plain code up to the next dashed line) is used instead.
+    An attacker can add code to the output but cannot remove the code that ran, so every
+    block counts. Blocks are separated by a comment line naming where each was found.
 
     Args:
-        agent_output: The EHRAgent run log (knowledge, code cells, errors, answer).
+        agent_output: The EHRAgent output: a raw run log with JSON `{"cell": ...}` blocks,
+            `Solution:` sections, the paper's `Generated code:` / `Answer:` layout, fenced
+            blocks, or a mixture.
 
     Returns:
-        The code as plain Python-like text, or "" when the output holds no code.
+        The code as text; "" when the output holds no code.
 
     """
-    cells = _CELL.findall(agent_output)
-    if cells:
-        return _decode_cell(cells[-1]).strip()
-    pos = agent_output.rfind("Solution:")
-    if pos < 0:
-        return ""
-    rest = agent_output[pos + len("Solution:"):].lstrip("\n").lstrip(" \t")
-    rest = re.sub(r"^\s*-{10,}[ \t]*\n", "", rest)
-    end = re.search(r"^\s*-{10,}\s*$|^Question:|^TERMINATE|\n\s*\n\s*\n", rest, re.M)
-    code = rest[: end.start()] if end else rest
-    return re.sub(r"^\s*```(?:python)?\s*$", "", code, flags=re.M).strip()
-
-
-def _logical_lines(code: str) -> list[str]:
-    """Split code into statements without comments, joining lines inside open brackets."""
-    lines: list[str] = []
-    buf: list[str] = []
-    depth = 0
-    for raw in code.splitlines():
-        cut = _mask(raw).find("#")  # drop the comment, not a `#` inside a string
-        buf.append(raw if cut < 0 else raw[:cut])
-        bare = _mask(buf[-1])
-        depth = max(0, depth + sum(map(bare.count, "([{")) - sum(map(bare.count, ")]}")))
-        if depth == 0:
-            joined = "\n".join(buf)
-            cuts = [-1, *(i for i, ch in enumerate(_mask(joined)) if ch == ";"), len(joined)]
-            lines += [joined[a + 1:b] for a, b in zip(cuts, cuts[1:], strict=False)]
-            buf = []
-    lines.append("\n".join(buf))
-    return [line for line in lines if line.strip()]
-
-
-def _mask(text: str) -> str:
-    """`text` with every string literal blanked out, so brackets and commas in strings vanish."""
-    return _STRING.sub(lambda m: "\0" * len(m.group(0)), text)
-
-
-def _bracket(text: str, start: int, quotes: bool = True) -> tuple[str, int]:
-    """The text inside the bracket opening at `start`, and the index after its close."""
-    scan, closer = (_mask(text) if quotes else text), {"(": ")", "[": "]"}[text[start]]
-    depth = 0
-    for i in range(start, len(scan)):
-        depth += (scan[i] == text[start]) - (scan[i] == closer)
-        if depth == 0:
-            return text[start + 1:i], i + 1
-    return text[start + 1:], len(text)
-
-
-def _split_args(inner: str) -> list[str]:
-    """Top-level comma-separated arguments of a call."""
-    args: list[str] = []
-    depth, last = 0, 0
-    for i, ch in enumerate(_mask(inner)):
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == "," and depth == 0:
-            args.append(inner[last:i].strip())
-            last = i + 1
-    return [*args, inner[last:].strip()]
-
-
-def _string_value(arg: str, strings: dict[str, str]) -> str:
-    """The text a string expression carries, as far as it can be known without running it.
-
-    Literals and string variables are concatenated; `{}`/`{name}` placeholders of `.format` or
-    f-strings are filled from string literals and variables; other placeholders become `{}`
-    (they stand for values computed at run time, which are not column names).
-    """
-    head, _, fmt = arg.partition(".format(")
-    text = "".join(_literal_text(m.group(1)) if m.group(1) else strings.get(m.group(2), "")
-                   for m in _PIECE.finditer(head))
-    positional: list[str | None] = []
-    named: dict[str, str | None] = dict(strings)
-    for farg in _split_args(_bracket("(" + fmt, 0)[0]) if fmt else []:
-        kw = re.match(r"([A-Za-z_]\w*)\s*=(?!=)(.*)", farg, re.S)
-        value = kw.group(2).strip() if kw else farg
-        known = _string_value(value, strings) if _STRING.match(value) or value in strings else None
-        if kw:
-            named[kw.group(1)] = known
-        else:
-            positional.append(known)
-    auto = iter(range(len(positional)))
-
-    def fill(m: re.Match[str]) -> str:
-        key = m.group(1) or str(next(auto, -1))
-        value = positional[int(key)] if key.isdigit() and int(key) < len(positional) else (
-            named.get(key))
-        return "{}" if value is None else value
-
-    return re.sub(r"\{(\w*)[^{}]*\}", fill, text)
-
-
-def _literal_text(token: str) -> str:
-    """The content of a quoted literal token, unescaped."""
-    width = 3 if token[:3] in ('"""', "'''") else 1
-    return _decode_cell(token[width:-width])
-
-
-class _Extractor:
-    """Walks the statements of one code cell, tracking which variable holds which table."""
-
-    def __init__(self) -> None:
-        self.tables: dict[str, str] = {}
-        self.strings: dict[str, str] = {}
-        self.found: dict[str, set[str]] = {}
-
-    def add(self, table: str | None, names: list[str]) -> None:
-        if table is None:
-            return
-        known = _KNOWN.get(table)
-        cols = self.found.setdefault(table, set())
-        for name in (n.lower() for n in names):
-            if (name in known) if known is not None else (name not in _NOT_COLUMNS):
-                cols.add(name)
-
-    def bind(self, var: str, table: str | None) -> None:
-        """Record what a variable now holds; a non-table value forgets an older table."""
-        if table is None:
-            self.tables.pop(var, None)
-        else:
-            self.tables[var] = table
-
-    def resolve(self, expr: str) -> str | None:
-        """The table an expression evaluates to, when it is a table at all."""
-        expr = expr.strip()
-        m = re.match(r"(LoadDB|FilterDB)\s*\(", expr)
-        if m:
-            args = _split_args(_bracket(expr, m.end() - 1)[0])
-            if m.group(1) == "LoadDB":
-                return _string_value(args[0], self.strings).strip().lower() or None
-            return self.resolve(args[0])
-        m = re.match(r"([A-Za-z_]\w*)\s*(?:$|[.\[])", expr)
-        return self.tables.get(m.group(1)) if m else None
-
-    def statement(self, line: str) -> None:
-        """Record the reads of one statement, then what its assignment binds."""
-        head = _COMPOUND.match(_mask(line))
-        if head:  # `if c: x = ...` on one line: the header, then the body
-            self.statement(line[:head.end()])
-            self.statement(line[head.end():])
-            return
-        for m in _CALL.finditer(line):
-            inner, _ = _bracket(line, m.end() - 1, quotes=m.group(1) != "SQLInterpreter")
-            if m.group(1) == "SQLInterpreter":
-                stray = re.search("['\"]", _mask(inner))  # badly quoted: read it raw
-                sql = (_strip_quotes(inner) if m.group(2) == "[" or stray
-                       else _string_value(inner, self.strings))
-                for table, cols in _sql_columns(sql).items():
-                    self.add(table, sorted(cols))
-                continue
-            args = _split_args(inner)
-            if m.group(1) == "LoadDB":
-                self.add(self.resolve(line[m.start():]), [])
-            elif len(args) >= 2:
-                spec = _string_value(args[1], self.strings)
-                if m.group(1) == "FilterDB":
-                    names = [n for p in spec.split("||") for n in
-                             _IDENT.findall(_OP.split(p, maxsplit=1)[0])]
-                else:
-                    names = _IDENT.findall(spec)
-                self.add(self.resolve(args[0]) or UNRESOLVED_TABLE, names)
-        for var, table in list(self.tables.items()):
-            for m in re.finditer(rf"\b{var}\s*(?:\.\s*(\w+)\s*([(\[])?|(\[))", line):
-                if m.group(1) and not m.group(2):
-                    if table in _KNOWN:  # on other tables an attribute may be a method
-                        self.add(table, [m.group(1)])
-                elif m.group(2) or m.group(3):
-                    inner = _bracket(line, m.end() - 1)[0]
-                    self.add(table, [n for s in _STRING.finditer(inner)
-                                     for n in _IDENT.findall(_literal_text(s.group(1)))])
-        loop = _FOR.match(line)
-        if loop:
-            held = self.resolve(loop.group(2))
-            for target in _IDENT.findall(loop.group(1)):
-                self.bind(target, held)
-        grow = _GROW.match(line)  # rows collected into a list still come from their table
-        if grow and self.resolve(grow.group(2)) is not None:
-            self.bind(grow.group(1), self.resolve(grow.group(2)))
-        assign = _ASSIGN.match(line)
-        if assign:
-            target, rhs = assign.group(1), assign.group(2).strip()
-            self.bind(target, self.resolve(rhs))
-            if _STRING.match(rhs):
-                self.strings[target] = _string_value(rhs, self.strings)
-            else:
-                self.strings.pop(target, None)
-
-
-def _strip_quotes(text: str) -> str:
-    """SQL passed as `'...'`, `"..."` or bare (the `SQLInterpreter[...]` form)."""
-    text = re.sub(r"^[rRfF]?(\"\"\"|'''|\"|')", "", text.strip())
-    return re.sub(r"(\"\"\"|'''|\"|')$", "", text)
-
-
-def _sql_columns(sql: str) -> dict[str, set[str]]:
-    """Tables -> columns an SQL query reads.
-
-    `alias.column` and bare columns are resolved against the FROM/JOIN tables of their own
-    subquery, then the enclosing ones, as SQL scoping does.
-    """
-    text = re.sub(r"'(?:[^']|'')*'", " ", sql).lower()
-    found: dict[str, set[str]] = {}
-    _sql_scope(text, {}, [], found)
-    return found
-
-
-def _sql_scope(text: str, outer_alias: dict[str, str], outer_tables: list[str],
-               found: dict[str, set[str]]) -> None:
-    subqueries = []
-    while (m := re.search(r"\(\s*select\b", text)) is not None:
-        inner, end = _bracket(text, m.start(), quotes=False)
-        subqueries.append(inner)
-        text = text[:m.start()] + " " + text[end:]
-    alias: dict[str, str] = dict(outer_alias)
-    tables: list[str] = []
-    for fm in _SQL_FROM.finditer(text):
-        for item in fm.group(1).split(","):
-            words = [w for w in _IDENT.findall(item) if w != "as"]
-            if words:
-                tables.append(words[0])
-                alias.update({w: words[0] for w in words})
-    for jm in _SQL_JOIN.finditer(text):
-        tables.append(jm.group(1))
-        alias[jm.group(1)] = jm.group(1)
-        if jm.group(3) and jm.group(3) not in _SQL_KEYWORDS:
-            alias[jm.group(3)] = jm.group(1)
-    for table in tables:
-        found.setdefault(table, set())
-    body = _SQL_JOIN.sub(" ", _SQL_FROM.sub(" ", text))
-    for star in _SQL_STAR.finditer(body):  # `select *` / `t.*` read every column
-        for table in [alias.get(star.group(1), star.group(1))] if star.group(1) else tables:
-            found.setdefault(table, set()).update(_KNOWN.get(table, ()))
-    for qm in re.finditer(r"\b([a-z_]\w*)\s*\.\s*([a-z_]\w*)", body):
-        table = alias.get(qm.group(1), qm.group(1))
-        known = _KNOWN.get(table)
-        if known is None or qm.group(2) in known:
-            found.setdefault(table, set()).add(qm.group(2))
-    bare = re.sub(r"\b[a-z_]\w*\s*\.\s*[a-z_]\w*", " ", body)
-    for name in set(_IDENT.findall(bare)):
-        for scope in (tables, outer_tables):
-            owners = [t for t in scope if name in _KNOWN.get(t, ())]
-            for table in owners:
-                found[table].add(name)
-            if owners:
-                break
-    for sub in subqueries:
-        _sql_scope(sub, alias, tables + outer_tables, found)
+    blocks = code_blocks(agent_output)
+    return "\n".join(f"# --- {b.where} ({b.language})\n{b.text}" for b in blocks)
 
 
 @guard_tool(group="ehr")
 def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
-    """Tables and columns that EHRAgent's last code cell really reads.
+    """Tables and columns EHRAgent's code reads, from every code block of its output.
 
-    Understands EHRAgent's tools: `LoadDB('table')`; `FilterDB(db, 'col=v||col2>v||max(col3)')`
-    (the column left of each `=, !=, <, >, <=, >=, in, like` condition, or inside
-    `max()`/`min()`); `GetValue(db, 'col, agg')`; `SQLInterpreter(...)` / `SQLInterpreter[...]`
-    (SQL with `alias.column` and bare columns resolved against the FROM/JOIN tables of their
-    subquery; `select *` / `t.*` read every column, `count(*)` none); `Calendar`/`Calculate`
-    read no table. Variables are followed through assignments (`x = LoadDB('lab')`,
-    `y = FilterDB(x, ...)`, reassignment, rows collected into lists), and condition strings
-    through `.format(...)`, f-strings, concatenation and string variables; `db['col']`,
-    `db.col`, `db.loc[:, 'col']` on a table variable also count. Columns of the 10 eICU tables
-    are matched as whole identifiers (never substrings) against `EICU_SCHEMA` plus the table's
-    primary key, which counts when named (no role may read it). Unknown tables are reported
-    with whatever columns the code names for them. Columns read from a table variable that
-    cannot be traced (e.g. defined in an earlier cell) are reported under the table "?", so
-    `check_access` denies them (fail closed).
+    Python is parsed with `ast` and followed through assignments, tuples, branches, loops,
+    comprehensions, string building (`+`, `%`, `.format`, f-strings, `str()`) and functions
+    the code defines: `LoadDB('t')`, `FilterDB(db, 'col=v||max(col2)')`,
+    `GetValue(db, 'col[, agg]')`, `db['col']`, `db.col`, `db.loc[:, cols]`; a table read
+    whole (`db.iloc`, `db.values`, `print(db)`, iterating it) counts every column. SQL (in
+    `SQLInterpreter` or standing alone) is parsed with sqlglot, aliases and subqueries
+    resolved to base columns, `select *` meaning every column. Primary keys (`labid`) count
+    when named; no role may read them.
+
+    The event is denied as unreadable (the program need not check) when the output has no
+    code, or code the reader cannot read: invalid Python/SQL, a table or column chosen at run
+    time or not in the eICU schema, a table never loaded, write statements, dynamic code.
 
     Args:
-        agent_output: The EHRAgent run log; only its last code cell (see `ehr_code`) is read.
+        agent_output: The EHRAgent output in any presentation (see `ehr_code`).
 
     Returns:
         A dict table -> sorted list of column names, tables in alphabetical order. A table
-        that is loaded but none of whose columns is read maps to []. Empty when there is no
-        code.
+        loaded but none of whose columns is read maps to [].
 
     """
-    extractor = _Extractor()
-    for line in _logical_lines(ehr_code(agent_output)):
-        extractor.statement(line)
-    return {t: sorted(cols) for t, cols in sorted(extractor.found.items())}
+    blocks = code_blocks(agent_output)
+    if not blocks:
+        unreadable("no_code", "no code found: cannot tell which data the answer came from")
+    interpreter = Interpreter(sql_reads)
+    for n, block in enumerate(blocks):
+        final = interpreter.reads.strict = n == len(blocks) - 1
+        language = block.language
+        if language == "auto":
+            language = "sql" if not _parses(block.text) and _looks_like_sql(block.text) else (
+                "python")  # fmt: skip
+        if language == "python" and not final and not _parses(block.text):
+            continue  # a SyntaxError: Python ran none of it (the agent retried after it)
+        if language == "sql":
+            interpreter.reads.merge(sql_reads(block.text))
+        else:
+            interpreter.run_source(block.text, block.where)
+    return {t: sorted(cols) for t, cols in sorted(interpreter.reads.found.items())}

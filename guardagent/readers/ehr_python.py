@@ -1,0 +1,908 @@
+"""Which eICU columns EHRAgent's Python code reads, by abstract interpretation of its AST.
+
+EHRAgent answers with Python that calls its tools: `LoadDB(table)`, `FilterDB(db, conditions)`,
+`GetValue(db, "column[, aggregation]")`, `SQLInterpreter(sql)` / `SQLInterpreter[sql]`. The code
+is attacker-influenced text, so nothing here runs it: it is parsed with `ast` and walked with a
+small abstract interpreter that tracks, for each variable, the strings it may hold (constants,
+`+`, `%`, `str.format`, f-strings, `str()`, joins; a run-time part is a hole) and the tables it
+may hold (through assignments, tuples, branches, loops, comprehensions, calls of functions the
+code defines). Branches and loops are over-approximated: every path counts, so code can only be
+read as reading *more*, never less.
+
+Reads counted: the columns of FilterDB conditions and GetValue specs, `db["col"]`, `db.col`,
+`db.loc[..., cols]`, `db[[cols]]`, keyword arguments such as `sort_values("col")`, SQL (through
+:mod:`.ehr_sql`), and every column of a table that is read whole (`db.iloc`, `db.values`,
+`print(db)`, iterating it, any method or function the reader does not know).
+
+Fails closed (:func:`~guardagent.readers.evidence.unreadable`) on: code that is not valid Python
+(`unparsable_code`); a table name or column chosen at run time, i.e. a hole where a name must be
+(`dynamic_table`, `dynamic_column`, `dynamic_sql`); a table or column not in the eICU schema
+(`unknown_table`, `unknown_column`); a table variable the code never loaded (`untraced_table`);
+dynamic code or direct data access (`eval`, `exec`, `getattr`, `__import__`, `open`, sqlite or
+pandas readers: `dynamic_code`); constructs it does not model (classes, `match`, async,
+`global`: `unsupported_construct`); code too large or too deeply nested to walk in bounded time
+(`too_complex`).
+"""
+
+from __future__ import annotations
+
+import ast
+import string
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from guardagent.readers.eicu_schema import EICU_COLUMNS
+from guardagent.readers.evidence import unreadable
+
+HOLE = "\0"
+"""Stands for a run-time part of a string (a value the reader cannot know)."""
+
+_MAX_STRINGS = 64  # possible values tracked per string before it becomes wholly unknown
+_MAX_CALL_DEPTH = 4  # nested calls of functions the code itself defines
+_MAX_NODES = 200_000  # AST nodes walked per event, loops included
+_TOOLS = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
+_DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr", "globals",
+                      "locals", "vars", "__import__", "open", "breakpoint", "input"})  # fmt: skip
+_DATA_ACCESS = frozenset({"connect", "execute", "executemany", "executescript", "read_sql",
+                          "read_sql_query", "read_sql_table", "read_csv", "read_table",
+                          "read_json", "read_parquet", "read_pickle", "import_module"})  # fmt: skip
+_NO_READ = frozenset({"len", "isinstance", "type", "id", "bool"})
+_FRAME_ATTRS = frozenset({"shape", "empty", "columns", "index", "dtypes", "ndim", "size"})
+_ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna", "nlargest",
+                          "nsmallest", "set_index", "sort_index", "reset_index", "query",
+                          "filter", "merge", "join", "copy", "rename", "astype"})  # fmt: skip
+_INDEXERS = frozenset({"loc", "iloc", "at", "iat"})
+_ROW_ITERATORS = frozenset({"iterrows", "itertuples", "items", "iteritems"})
+_GROWTH = frozenset({"append", "extend", "add", "insert", "update", "setdefault"})
+_AGGREGATIONS = frozenset({"max", "min", "mean", "avg", "sum", "count", "list", "median",
+                           "first", "last", "std", "var", "unique", "nunique"})  # fmt: skip
+_FILTER_OPS = ("<=", ">=", "!=", "==", "=", "<", ">")
+_FILTER_WORD_OPS = (" not in ", " in ", " not like ", " like ", " is not ", " is ")
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression may evaluate to; a join of every possibility (over-approximation).
+
+    Attributes:
+        strs: Possible string values; `HOLE` marks a run-time part.
+        tables: eICU tables this may be (a loaded, possibly filtered table).
+        indexer: Tables whose `.loc`/`.iloc`/... indexer this is, with its name.
+        elems: For a list/tuple/set/dict/iterator: the join of its elements.
+        func: Names of functions the code defined that this may be.
+        other: May be something else (a number, a GetValue result, a module, ...).
+    """
+
+    strs: frozenset[str] = frozenset()
+    tables: frozenset[str] = frozenset()
+    indexer: frozenset[tuple[str, str]] = frozenset()
+    elems: Value | None = None
+    func: frozenset[str] = frozenset()
+    other: bool = False
+
+    def join(self, other: Value) -> Value:
+        """Either this or `other`."""
+        elems = self.elems if other.elems is None else (
+            other.elems if self.elems is None else self.elems.join(other.elems))
+        return Value(_cap(self.strs | other.strs), self.tables | other.tables,
+                     self.indexer | other.indexer, elems, self.func | other.func,
+                     self.other or other.other)  # fmt: skip
+
+
+OPAQUE = Value(other=True)
+UNKNOWN_STR = Value(strs=frozenset({HOLE}))
+
+
+def _cap(strs: frozenset[str]) -> frozenset[str]:
+    return strs if len(strs) <= _MAX_STRINGS else frozenset({HOLE})
+
+
+def _join_all(values: Iterable[Value]) -> Value:
+    out = Value()
+    for value in values:
+        out = out.join(value)
+    return out
+
+
+def _concat(left: Value, right: Value) -> Value:
+    """`left + right` for strings: every pairing; anything non-string is a hole."""
+    lefts = left.strs | ({HOLE} if left.other or left.tables else frozenset())
+    rights = right.strs | ({HOLE} if right.other or right.tables else frozenset())
+    if not lefts or not rights:
+        return OPAQUE
+    if len(lefts) * len(rights) > _MAX_STRINGS:
+        return UNKNOWN_STR
+    return Value(strs=frozenset(_squash(a + b) for a in lefts for b in rights))
+
+
+def _squash(text: str) -> str:
+    while HOLE + HOLE in text:
+        text = text.replace(HOLE + HOLE, HOLE)
+    return text
+
+
+def _as_text(value: Value) -> frozenset[str]:
+    """The strings `str(value)` may give: its own strings, else a hole."""
+    return value.strs if value.strs and not (value.other or value.tables) else (
+        value.strs | {HOLE})
+
+
+@dataclass
+class Reads:
+    """Table -> columns read; a table loaded but none of whose columns is read maps to []."""
+
+    found: dict[str, set[str]] = field(default_factory=dict)
+    strict: bool = True
+    unknown: list[str] = field(default_factory=list)
+
+    def table(self, name: str) -> None:
+        """Record a loaded table (even if none of its columns is read)."""
+        self.found.setdefault(name, set())
+
+    def column(self, tables: frozenset[str], name: str, where: str) -> None:
+        """Record `name` read from whichever of `tables` has it; a name none has is unreadable."""
+        if HOLE in name:
+            unreadable("dynamic_column", f"{where}: the column name is computed at run time")
+        col = name.strip().strip("`\"'[]").strip().lower()
+        owners = [t for t in tables if col in EICU_COLUMNS[t]]
+        if not owners:
+            detail = (f"{where}: column '{col}' is not in the schema of table(s) "
+                      f"{', '.join(sorted(tables))}")  # fmt: skip
+            if self.strict:
+                unreadable("unknown_column", detail)
+            self.unknown.append(detail)
+        for table in owners:
+            self.found.setdefault(table, set()).add(col)
+
+    def whole(self, tables: frozenset[str]) -> None:
+        """Record every column of `tables`: the table was read whole."""
+        for table in tables:
+            self.found.setdefault(table, set()).update(EICU_COLUMNS[table])
+
+    def merge(self, other: dict[str, set[str]]) -> None:
+        """Add reads found elsewhere (the SQL reader)."""
+        for table, cols in other.items():
+            self.found.setdefault(table, set()).update(cols)
+
+
+Env = dict[str, Value]
+
+
+class Interpreter:
+    """Walks the statements of EHRAgent's code cells in order, sharing one environment.
+
+    Cells of one run share their variables (the agent's kernel keeps them), so a table loaded in
+    one cell and read in the next is traced.
+    """
+
+    def __init__(self, sql_reads: Callable[[str], dict[str, set[str]]]) -> None:
+        self.env: Env = {}
+        self.reads = Reads()
+        self.sql_reads = sql_reads
+        self.functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
+        self.depth = 0
+        self.budget = _MAX_NODES
+        self.returns: list[list[Value]] = []
+
+    # ------------------------------------------------------------------ entry points
+
+    def run_source(self, source: str, where: str) -> None:
+        """Parse one code block and walk it; invalid Python is unreadable.
+
+        EHRAgent may write `SQLInterpreter[select ...]` with the SQL unquoted (its prompt's
+        notation); such SQL is lifted into a string literal first, the rest must be Python.
+        """
+        try:
+            tree = ast.parse(lift_raw_sql(source))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            line = getattr(exc, "lineno", None)
+            unreadable("unparsable_code", f"{where} is not valid Python"
+                       + (f" (line {line})" if line else ""))  # fmt: skip
+        self.block(tree.body)
+        self.end_of_cell(tree.body)
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, body: list[ast.stmt]) -> None:
+        """Walk statements in order."""
+        for stmt in body:
+            self.stmt(stmt)
+
+    def end_of_cell(self, body: list[ast.stmt]) -> None:
+        """What a cell hands back reads its data: `answer` and a displayed last expression."""
+        self.reads.whole(_tables_in(self.env.get("answer", Value())))
+        if body and isinstance(body[-1], ast.Expr):
+            self.reads.whole(_tables_in(self.env.get("_", Value())))
+
+    def _tick(self, node: ast.AST) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            unreadable("too_complex", "the code is too large to read in bounded time")
+
+    def stmt(self, node: ast.stmt) -> None:  # noqa: C901 - one branch per statement kind
+        """Walk one statement; a kind the reader does not model is unreadable."""
+        self._tick(node)
+        if isinstance(node, ast.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.bind(target, value, node.value)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.bind(node.target, self.expr(node.value), node.value)
+        elif isinstance(node, ast.AugAssign):
+            current = self.expr(node.target)
+            right = self.expr(node.value)
+            strings = isinstance(node.op, ast.Add) and current.elems is None and (
+                current.strs or right.strs)  # fmt: skip
+            self.bind(node.target, _concat(current, right) if strings else current.join(right),
+                      None)  # fmt: skip
+        elif isinstance(node, ast.Expr | ast.Return):
+            value = self.expr(node.value) if node.value is not None else OPAQUE
+            if isinstance(node, ast.Return) and self.returns:
+                self.returns[-1].append(value)
+            elif isinstance(node, ast.Expr):
+                self.env["_"] = value  # a notebook displays a cell's last expression
+        elif isinstance(node, ast.If | ast.While):
+            self.expr(node.test)
+            self.branches([node.body, node.orelse], loop=isinstance(node, ast.While))
+        elif isinstance(node, ast.For):
+            items = self.iterate(self.expr(node.iter), node.iter)
+            self.bind(node.target, items, None)
+            self.branches([node.body, node.orelse], loop=True, rebind=(node.target, items))
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                value = self.expr(item.context_expr)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, value, None)
+            self.block(node.body)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            handlers: list[list[ast.stmt]] = [h.body for h in node.handlers]
+            for handler in node.handlers:
+                if handler.name:
+                    self.env[handler.name] = OPAQUE
+            self.branches([node.body + node.orelse, *handlers])
+            self.block(node.finalbody)
+        elif isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                self.expr(decorator)
+            self.functions[node.name] = node
+            self.env[node.name] = Value(func=frozenset({node.name}))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                top = (alias.asname or alias.name).split(".")[0]
+                self.env[top] = OPAQUE
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.env.pop(target.id, None)
+                else:
+                    self.expr(target)
+        elif isinstance(node, ast.Raise | ast.Assert):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+        elif isinstance(node, ast.Pass | ast.Break | ast.Continue):
+            return
+        else:
+            unreadable("unsupported_construct",
+                       f"line {node.lineno}: a '{type(node).__name__}' statement")  # fmt: skip
+
+    def branches(
+        self, bodies: list[list[ast.stmt]], loop: bool = False,
+        rebind: tuple[ast.expr, Value] | None = None,
+    ) -> None:  # fmt: skip
+        """Run each body from the current state and join: every path counts.
+
+        A loop body runs twice, so values that flow around the loop once are seen.
+        """
+        start = dict(self.env)
+        ends = [start] if loop or len(bodies) < 2 or not bodies[-1] else []
+        for body in bodies:
+            self.env = dict(start)
+            for _ in range(2 if loop else 1):
+                if rebind is not None:
+                    self.bind(rebind[0], rebind[1], None)
+                self.block(body)
+            ends.append(self.env)
+        joined: Env = {}
+        for env in ends:
+            for name, value in env.items():
+                joined[name] = joined[name].join(value) if name in joined else value
+        self.env = joined
+
+    def bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
+        """Assign `value` to a target; tuples unpack element-wise when the source is a literal."""
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+        elif isinstance(target, ast.Tuple | ast.List):
+            if isinstance(source, ast.Tuple | ast.List) and len(source.elts) == len(target.elts):
+                for sub, elt in zip(target.elts, source.elts, strict=True):
+                    self.bind(sub, self.expr(elt), elt)
+                return
+            part = value.elems if value.elems is not None else (
+                value if value.tables else OPAQUE)
+            for sub in target.elts:
+                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, part, None)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, value, None)
+        else:  # x.attr = v, x[i] = v: the container may now hold v
+            self.expr(target.value if isinstance(target, ast.Attribute | ast.Subscript)
+                      else target)  # fmt: skip
+            if isinstance(target, ast.Subscript):
+                self.expr(target.slice)
+            base = _root_name(target)
+            if base is not None and base in self.env:
+                held = self.env[base]
+                elems = value if held.elems is None else held.elems.join(value)
+                self.env[base] = replace(held, elems=elems)
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, node: ast.expr) -> Value:  # noqa: C901 - one branch per expression kind
+        """What an expression may evaluate to, recording the reads it makes."""
+        self._tick(node)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return Value(strs=frozenset({node.value}))
+            if isinstance(node.value, int | float) and not isinstance(node.value, bool):
+                return Value(strs=frozenset({str(node.value)}))  # what formatting it gives
+            return OPAQUE
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id, OPAQUE)
+        if isinstance(node, ast.JoinedStr):
+            return self.fstring(node)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(self.expr(node.value), node.attr, node.lineno)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            elems = [self.expr(e.value if isinstance(e, ast.Starred) else e) for e in node.elts]
+            return Value(elems=_join_all(elems))
+        if isinstance(node, ast.Dict):
+            keys = [self.expr(k) for k in node.keys if k is not None]
+            values = [self.expr(v) for v in node.values]
+            return Value(elems=_join_all(keys + values))
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            return self.expr(node.body).join(self.expr(node.orelse))
+        if isinstance(node, ast.BoolOp):
+            return _join_all(self.expr(v) for v in node.values)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            return self.comprehension(node)
+        if isinstance(node, ast.Lambda):
+            name = f"<lambda {id(node)}>"
+            self.functions[name] = node
+            return Value(func=frozenset({name}))
+        if isinstance(node, ast.NamedExpr):
+            value = self.expr(node.value)
+            self.bind(node.target, value, node.value)
+            return value
+        if isinstance(node, ast.Starred):
+            return self.expr(node.value)
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.UnaryOp | ast.Slice | ast.FormattedValue):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return OPAQUE
+        if isinstance(node, ast.Await | ast.Yield | ast.YieldFrom):
+            unreadable("unsupported_construct", f"line {node.lineno}: '{type(node).__name__}'")
+        unreadable("unsupported_construct", f"an expression '{type(node).__name__}'")
+
+    def compare(self, node: ast.Compare) -> Value:
+        """Comparing a table's values reads them all; `"col" in row` only asks for a name."""
+        operands = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        for i, value in enumerate(operands):
+            membership = i > 0 and isinstance(node.ops[i - 1], ast.In | ast.NotIn)
+            if not membership:
+                self.reads.whole(value.tables)
+        return OPAQUE
+
+    def fstring(self, node: ast.JoinedStr) -> Value:
+        """An f-string: literal parts kept, each field its text or a hole."""
+        out = Value(strs=frozenset({""}))
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                value = self.expr(part.value)
+                if part.format_spec is not None:
+                    self.expr(part.format_spec)
+                plain = part.conversion in (-1, ord("s")) and part.format_spec is None
+                piece = Value(strs=_as_text(value) if plain else frozenset({HOLE}))
+            else:
+                piece = self.expr(part)
+            out = _concat(out, piece)
+        return out
+
+    def binop(self, node: ast.BinOp) -> Value:
+        """`+` concatenates, `%` formats; other operators on text give unknown text."""
+        left, right = self.expr(node.left), self.expr(node.right)
+        if isinstance(node.op, ast.Add):
+            if left.elems is not None or right.elems is not None:
+                return left.join(right)
+            return _concat(left, right) if left.strs or right.strs else OPAQUE
+        if isinstance(node.op, ast.Mod) and left.strs:
+            args = right.elems if (right.elems is not None and isinstance(
+                node.right, ast.Tuple)) else right  # fmt: skip
+            return Value(strs=_cap(frozenset(_percent(s, _as_text(args)) for s in left.strs)))
+        if left.strs or right.strs:
+            return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
+        return OPAQUE
+
+    def comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> Value:
+        """A comprehension: its targets bound to the iterables' elements, in its own scope."""
+        saved = dict(self.env)
+        for gen in node.generators:
+            self.bind(gen.target, self.iterate(self.expr(gen.iter), gen.iter), None)
+            for cond in gen.ifs:
+                self.expr(cond)
+        if isinstance(node, ast.DictComp):
+            elem = self.expr(node.key).join(self.expr(node.value))
+        else:
+            elem = self.expr(node.elt)
+        self.env = saved
+        return Value(elems=elem)
+
+    def iterate(self, value: Value, node: ast.expr) -> Value:
+        """What a `for` over `value` binds: its elements, or a table's rows.
+
+        A row is still that table, so `row["col"]` is a read of col and any other use of a row
+        reads it whole.
+        """
+        rows = Value(tables=value.tables | frozenset(t for t, _ in value.indexer))
+        if value.elems is not None:
+            return value.elems.join(rows) if rows.tables else value.elems
+        if rows.tables:
+            return rows
+        if value.strs:
+            return UNKNOWN_STR
+        return OPAQUE
+
+    # ------------------------------------------------------------------ calls
+
+    def call(self, node: ast.Call) -> Value:
+        """A call: EHRAgent's tools, functions the code defined, or anything else."""
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if name in _TOOLS and name not in self.env:
+            return self.tool(name, node)
+        args = [self.expr(a.value if isinstance(a, ast.Starred) else a) for a in node.args]
+        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if name in _DYNAMIC or (isinstance(func, ast.Attribute) and func.attr in _DATA_ACCESS):
+            if name in ("eval", "exec") and args and all(a.tables and not a.strs for a in args):
+                return Value(tables=args[0].tables)  # eval() of a table: its data, not code
+            callee = name or (func.attr if isinstance(func, ast.Attribute) else "?")
+            unreadable("dynamic_code", f"line {node.lineno}: a call of '{callee}'")
+        if isinstance(func, ast.Attribute):
+            owner = self.expr(func.value)
+            if func.attr in _GROWTH and not owner.tables:
+                self.grow(func.value, [*args, *kwargs.values()])
+                return OPAQUE
+            return self.method(owner, func.attr, args, kwargs, node)
+        target = self.env.get(name, OPAQUE) if name is not None else self.expr(func)
+        if target.func:
+            return self.user_call(target.func, args, kwargs, node)
+        if name not in _NO_READ:  # a table handed to anything else is read whole
+            for value in [*args, *kwargs.values()]:
+                self.reads.whole(_tables_in(value))
+        if name == "str" and len(args) == 1:
+            return Value(strs=_as_text(args[0]))
+        if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
+            return Value(elems=_join_all(a.elems if a.elems is not None else a for a in args))
+        return OPAQUE
+
+    def grow(self, container: ast.expr, values: list[Value]) -> None:
+        """`rows.append(x)` and friends: the container may now hold x."""
+        base = _root_name(container)
+        if base is None:
+            return
+        held = self.env.get(base, Value())
+        added = _join_all(values)
+        self.env[base] = replace(held, elems=added if held.elems is None else held.elems.join(
+            added))  # fmt: skip
+
+    def user_call(
+        self, names: frozenset[str], args: list[Value], kwargs: dict[str | None, Value],
+        node: ast.Call,
+    ) -> Value:  # fmt: skip
+        """Walk the body of a function the code defined, with these arguments bound."""
+        if self.depth >= _MAX_CALL_DEPTH:
+            unreadable("too_complex", f"line {node.lineno}: calls nested too deeply to follow")
+        result = Value()
+        for fname in sorted(names):
+            fn = self.functions[fname]
+            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+            saved = dict(self.env)
+            for param in (*params, *(a.arg for a in fn.args.kwonlyargs)):
+                self.env[param] = OPAQUE
+            for default in (*fn.args.defaults, *(d for d in fn.args.kw_defaults if d)):
+                self.expr(default)
+            for param, value in zip(params, args, strict=False):
+                self.env[param] = value
+            for key, value in kwargs.items():
+                if key is not None:
+                    self.env[key] = value
+            for extra in (fn.args.vararg, fn.args.kwarg):
+                if extra is not None:
+                    self.env[extra.arg] = Value(elems=_join_all([*args, *kwargs.values()]))
+            self.depth += 1
+            self.returns.append([])
+            try:
+                if isinstance(fn, ast.Lambda):
+                    self.returns[-1].append(self.expr(fn.body))
+                else:
+                    self.block(fn.body)
+            finally:
+                self.depth -= 1
+                returned = self.returns.pop()
+                self.env = saved
+            result = result.join(_join_all(returned) if returned else OPAQUE)
+        return result
+
+    def tool(self, name: str, node: ast.Call) -> Value:
+        """EHRAgent's own tools: where tables are loaded and columns named."""
+        where = f"line {node.lineno}: {name}"
+        args = [self.expr(a) for a in node.args]
+        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if name == "SQLInterpreter":
+            sql = args[0] if args else kwargs.get("query", kwargs.get("sql", Value()))
+            return self.sql(sql, where)
+        if name == "LoadDB":
+            target = args[0] if args else next(iter(kwargs.values()), Value())
+            return Value(tables=self.table_names(target, where))
+        db = args[0] if args else Value()
+        spec = args[1] if len(args) > 1 else next(iter(kwargs.values()), Value())
+        tables = self.table_of(db, where)
+        if not spec.strs or spec.other or spec.tables:
+            unreadable("dynamic_column", f"{where}: the column argument is computed at run time")
+        for text in spec.strs:
+            for col in (filter_columns if name == "FilterDB" else value_columns)(text):
+                self.reads.column(tables, col, where)
+        return Value(tables=tables) if name == "FilterDB" else OPAQUE
+
+    def sql(self, sql: Value, where: str) -> Value:
+        """SQL passed to SQLInterpreter: every possible text is read.
+
+        A run-time part is allowed only where SQL takes a value (see `fill_value_holes`).
+        """
+        if not sql.strs or sql.other or sql.tables:
+            unreadable("dynamic_sql", f"{where}: the SQL text is built at run time")
+        for text in sql.strs:
+            self.reads.merge(self.sql_reads(fill_value_holes(text, where)))
+        return OPAQUE
+
+    def table_names(self, value: Value, where: str) -> frozenset[str]:
+        """The tables LoadDB may load: known constants of the schema only."""
+        if not value.strs or value.other or value.tables or any(HOLE in s for s in value.strs):
+            unreadable("dynamic_table", f"{where}: the table name is computed at run time")
+        names = frozenset(s.strip().lower() for s in value.strs)
+        for table in names:
+            if table not in EICU_COLUMNS:
+                unreadable("unknown_table", f"{where}: '{table}' is not an eICU table")
+            self.reads.table(table)
+        return names
+
+    def table_of(self, value: Value, where: str) -> frozenset[str]:
+        """The tables a FilterDB/GetValue argument holds; an untraced one is unreadable."""
+        if not value.tables:
+            unreadable("untraced_table", f"{where}: its table was never loaded with LoadDB")
+        return value.tables
+
+    # ------------------------------------------------------------------ tables
+
+    def method(
+        self, owner: Value, attr: str, args: list[Value], kwargs: dict[str | None, Value],
+        node: ast.Call,
+    ) -> Value:  # fmt: skip
+        """`owner.attr(...)`: string methods are followed, table methods counted as reads."""
+        where = f"line {node.lineno}: .{attr}()"
+        if owner.tables and attr in _ROW_ITERATORS:  # (index, row) pairs: rows stay the table
+            return Value(elems=Value(tables=owner.tables, other=True))
+        if owner.tables:
+            named = [*args, *(v for k, v in kwargs.items() if k in (
+                "by", "subset", "on", "columns", "items", "keys", "column", None))]  # fmt: skip
+            if attr in _ROW_METHODS:
+                for value in named:
+                    for text in (value.strs | (value.elems.strs if value.elems else frozenset())):
+                        self.reads.column(owner.tables, text, where)
+                    if value.tables:
+                        self.reads.merge({t: set() for t in value.tables})
+                return Value(tables=owner.tables | frozenset().union(*(
+                    v.tables for v in args)))  # fmt: skip
+            self.reads.whole(owner.tables)
+            return OPAQUE
+        for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
+            self.reads.whole(_tables_in(value))
+        if owner.strs and not owner.other:
+            return Value(strs=_cap(frozenset(_str_method(s, attr, args) for s in owner.strs)))
+        if owner.elems is not None and attr in ("copy", "pop", "get", "items", "values", "keys"):
+            return owner.elems if attr in ("pop", "get") else Value(elems=owner.elems)
+        return OPAQUE
+
+    def attribute(self, owner: Value, attr: str, line: int) -> Value:
+        """`owner.attr`: a column of a table, an indexer, a harmless attribute, or a whole read."""
+        if owner.tables:
+            if attr in _INDEXERS:
+                return Value(indexer=frozenset((t, attr) for t in owner.tables))
+            if attr in _FRAME_ATTRS:
+                return OPAQUE
+            if attr in _ROW_METHODS:
+                return owner  # the bound method; its call is handled in `method`
+            if any(attr in EICU_COLUMNS[t] for t in owner.tables):
+                self.reads.column(owner.tables, attr, f"line {line}: .{attr}")
+                return OPAQUE
+            self.reads.whole(owner.tables)  # values, to_dict, iterrows, head, T, ...
+            return OPAQUE
+        return OPAQUE
+
+    def subscript(self, node: ast.Subscript) -> Value:
+        """`owner[key]`: columns of a table, rows of a table, or an element of a container."""
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == "SQLInterpreter" and "SQLInterpreter" \
+                not in self.env:  # fmt: skip
+            return self.sql(self.expr(node.slice), f"line {node.lineno}: SQLInterpreter[...]")
+        owner = self.expr(base)
+        where = f"line {node.lineno}: [...]"
+        key = self.expr(node.slice) if not isinstance(node.slice, ast.Tuple) else Value()
+        if owner.indexer:
+            tables = frozenset(t for t, _ in owner.indexer)
+            self.index_columns(tables, owner.indexer, node.slice, where)
+            return Value(tables=tables)
+        if owner.tables:
+            if isinstance(node.slice, ast.Slice | ast.Compare | ast.BoolOp | ast.UnaryOp) or (
+                    isinstance(node.slice, ast.BinOp) and isinstance(
+                        node.slice.op, ast.BitAnd | ast.BitOr | ast.BitXor)):  # fmt: skip
+                return Value(tables=owner.tables)  # rows: a slice or a boolean mask
+            self.named_columns(owner.tables, key, where)
+            return Value(tables=owner.tables) if key.elems is not None else OPAQUE
+        if owner.elems is not None:
+            return owner.elems
+        if owner.strs:
+            return UNKNOWN_STR
+        return OPAQUE
+
+    def index_columns(
+        self, tables: frozenset[str], indexer: frozenset[tuple[str, str]], key: ast.expr,
+        where: str,
+    ) -> None:  # fmt: skip
+        """`.loc[rows, cols]` names columns; `.loc[rows]` and any `.iloc` read every column."""
+        if any(kind in ("iloc", "iat") for _, kind in indexer):
+            if isinstance(key, ast.Tuple):
+                for elt in key.elts:
+                    self.expr(elt)
+            self.reads.whole(tables)
+            return
+        if not isinstance(key, ast.Tuple) or len(key.elts) != 2:
+            if not isinstance(key, ast.Tuple):
+                self.expr(key)
+            self.reads.whole(tables)
+            return
+        self.expr(key.elts[0])
+        cols = key.elts[1]
+        if isinstance(cols, ast.Slice):
+            self.reads.whole(tables)
+            return
+        self.named_columns(tables, self.expr(cols), where)
+
+    def named_columns(self, tables: frozenset[str], key: Value, where: str) -> None:
+        """Columns named by a subscript key: a string, or a list of strings."""
+        names = key.elems if key.elems is not None else key
+        if names.other or names.tables or not names.strs:
+            unreadable("dynamic_column", f"{where}: the column is chosen at run time")
+        for text in names.strs:
+            self.reads.column(tables, text, where)
+
+
+def lift_raw_sql(source: str) -> str:
+    """`SQLInterpreter[<raw SQL>]` rewritten as `SQLInterpreter['<raw SQL>']`.
+
+    Only when the source is not valid Python as it stands: EHRAgent's prompt writes the tool
+    that way, with the SQL unquoted.
+    """
+    if _parses(source):
+        return source
+    out, pos = [], 0
+    while (start := source.find("SQLInterpreter", pos)) >= 0:
+        open_at = start + len("SQLInterpreter")
+        while open_at < len(source) and source[open_at] in " \t":
+            open_at += 1
+        close = _closing_bracket(source, open_at) if source[open_at:open_at + 1] == "[" else None
+        if close is None:
+            out.append(source[pos:open_at])
+            pos = open_at
+            continue
+        inner = source[open_at + 1:close]
+        literal = inner if _is_string_literal(inner) else repr(inner.strip())
+        out.append(source[pos:open_at] + "[" + literal + "]")
+        pos = close + 1
+    return "".join(out) + source[pos:]
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _is_string_literal(text: str) -> bool:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return isinstance(tree.body, ast.Constant | ast.JoinedStr | ast.BinOp | ast.Call | ast.Name)
+
+
+def _closing_bracket(text: str, open_at: int) -> int | None:
+    """Index of the `]` closing the `[` at `open_at`, skipping SQL/Python quoted strings."""
+    depth, i, quote = 0, open_at, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+            if depth == 0:
+                return i if ch == "]" else None
+        i += 1
+    return None
+
+
+_HOLE_NAME = "__guard_hole__"
+_VALUE_PARENTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
+                  exp.In, exp.Between, exp.Is, exp.Limit, exp.Offset, exp.Add, exp.Sub,
+                  exp.Mul, exp.Div, exp.Tuple)  # fmt: skip
+
+
+def fill_value_holes(sql: str, where: str) -> str:
+    """SQL with its run-time parts (`.format(pid)`) checked and filled, or unreadable.
+
+    A run-time part inside a quoted string, or standing where SQL takes a value (an operand
+    of a comparison, `IN (...)`, `BETWEEN`, `LIMIT`, arithmetic) is a value and is filled with
+    a literal; anywhere else (a column, a table, a keyword, the select list) it could name
+    data, so the SQL is unreadable.
+    """
+    if HOLE not in sql:
+        return sql
+    text = sql.replace(HOLE, _HOLE_NAME)
+    try:
+        trees = [t for t in sqlglot.parse(text, read="sqlite") if t is not None]
+    except (SqlglotError, RecursionError):
+        unreadable("dynamic_sql", f"{where}: SQL built at run time that does not parse")
+    for tree in trees:
+        for node in list(tree.find_all(exp.Column, exp.Table, exp.Identifier)):
+            if _HOLE_NAME not in node.name:
+                continue
+            value = isinstance(node, exp.Column) and not node.table and isinstance(
+                node.parent, _VALUE_PARENTS)  # fmt: skip
+            if not value:
+                unreadable("dynamic_sql", f"{where}: a run-time part of the SQL stands where a "
+                           "name must be")  # fmt: skip
+            node.replace(exp.Literal.number(0))
+    return ";\n".join(t.sql(dialect="sqlite") for t in trees)
+
+
+def _tables_in(value: Value) -> frozenset[str]:
+    """Tables anywhere in a value, its elements included."""
+    inner = _tables_in(value.elems) if value.elems is not None else frozenset()
+    return value.tables | inner | frozenset(t for t, _ in value.indexer)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _percent(template: str, values: frozenset[str]) -> str:
+    """`template % args` with every conversion a hole unless its value is a single known string."""
+    known = next(iter(values)) if len(values) == 1 else HOLE
+    out, i = [], 0
+    while i < len(template):
+        ch = template[i]
+        if ch != "%":
+            out.append(ch)
+            i += 1
+            continue
+        if template[i + 1:i + 2] == "%":
+            out.append("%")
+            i += 2
+            continue
+        j = i + 1
+        while j < len(template) and template[j] not in "diouxXeEfFgGcrsa":
+            j += 1
+        out.append(known if template[j:j + 1] == "s" else HOLE)
+        i = j + 1
+    return _squash("".join(out))
+
+
+def _str_method(text: str, attr: str, args: list[Value]) -> str:
+    """A string method on one known value; anything not modelled is a hole."""
+    if attr == "format":
+        return _format(text, args)
+    if attr in ("lower", "upper", "strip", "lstrip", "rstrip", "casefold", "title"):
+        return str(getattr(text.replace(HOLE, ""), attr)()) if HOLE not in text else (
+            text if attr in ("strip", "lstrip", "rstrip") else HOLE)
+    if attr == "replace" and len(args) >= 2 and len(args[0].strs) == 1 and len(args[1].strs) == 1:
+        old, new = next(iter(args[0].strs)), next(iter(args[1].strs))
+        return text.replace(old, new) if HOLE not in old + new else HOLE
+    if attr == "join" and args and args[0].elems is not None and args[0].elems.strs:
+        parts = args[0].elems.strs
+        return HOLE if len(parts) != 1 else _squash(next(iter(parts)) + text + HOLE)
+    return HOLE
+
+
+def _format(template: str, args: list[Value]) -> str:
+    """`template.format(*args)`: fields parsed with the standard library's own format parser."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return HOLE
+    out, auto = [], 0
+    for literal, name, spec, conversion in fields:
+        out.append(literal)
+        if name is None:
+            continue
+        if name == "":
+            index: int | None = auto
+            auto += 1
+        else:
+            index = int(name) if name.isdigit() else None
+        value = args[index] if index is not None and index < len(args) else None
+        text = value.strs if value is not None and not spec and not conversion else None
+        out.append(next(iter(text)) if text and len(text) == 1 and not (
+            value is not None and (value.other or value.tables)) else HOLE)  # fmt: skip
+    return _squash("".join(out))
+
+
+def filter_columns(conditions: str) -> list[str]:
+    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax)."""
+    cols = []
+    for cond in conditions.split("||"):
+        text = cond.strip()
+        if not text:
+            continue
+        low = text.lower()
+        if low.startswith(("max(", "min(")) and text.endswith(")"):
+            cols.append(text[4:-1])
+            continue
+        cut = _first_operator(text)
+        if cut is None:
+            cols.append(text)  # no operator: not a condition EHRAgent understands; still a name
+        else:
+            cols.append(text[:cut])
+    return cols
+
+
+def _first_operator(text: str) -> int | None:
+    """Index where the condition's operator starts (the earliest of any operator)."""
+    low = text.lower()
+    hits = [i for op in (*_FILTER_OPS, *_FILTER_WORD_OPS) if (i := low.find(op)) > 0]
+    return min(hits) if hits else None
+
+
+def value_columns(spec: str) -> list[str]:
+    """Columns of a GetValue spec: `col` or `col, aggregation`.
+
+    A second name that is no aggregation counts as a column too (over-approximation).
+    """
+    parts = [p.strip() for p in spec.split(",")]
+    return [parts[0], *(p for p in parts[1:] if p and p.lower() not in _AGGREGATIONS)]
