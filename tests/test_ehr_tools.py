@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.ehragent import (
     EICU_PRIMARY_KEYS,
     EICU_SCHEMA,
@@ -15,6 +14,7 @@ from guardagent.readers.ehragent import (
     parse_identity,
     parse_question,
 )
+from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.tools.registry import DEFAULT_TOOLBOX
 from guardagent.tools.rules import check_access
 
