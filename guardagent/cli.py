@@ -223,5 +223,32 @@ def export_cases(profile: str, out_file: str) -> None:
     click.echo(f"wrote {count} cases to {out_file}")
 
 
+@main.group(name="profile")
+def profile_group() -> None:
+    """Inspect guard profiles (your own or the built-in ones)."""
+
+
+@profile_group.command(name="check")
+@click.argument("profile_ref", metavar="NAME_OR_PATH")
+@click.pass_context
+def profile_check(ctx: click.Context, profile_ref: str) -> None:
+    """Load a profile, run its programs on its demonstrations, print a table.
+
+    Exits 1 when a program does not reproduce its demonstrations (such a program is never
+    used: offline, a profile without a verified program denies every event).
+    """
+    from guardagent.profiles.check import check_profile, render_check
+    from guardagent.profiles.loader import ProfileError, load_profile
+
+    try:
+        loaded = load_profile(profile_ref)
+    except ProfileError as exc:
+        raise click.ClickException(str(exc)) from None
+    result = check_profile(loaded)
+    click.echo(render_check(result))
+    if not result.verified:
+        ctx.exit(1)
+
+
 if __name__ == "__main__":
     main()

@@ -163,3 +163,120 @@ def test_utf16_case_files_are_read(tmp_path: Path) -> None:
                      .encode("utf-16"))
     cases, skipped = read_cases(path)
     assert [c.agent_output for c in cases] == ["naïve ✓"] * 3 and skipped == []
+
+
+# -- 3. a custom profile whose program does not verify says what failed, once ---------------
+
+ROLE_PROGRAM = """role = parse_identity(agent_input)
+if role == "physician":
+    deny({"cost": ["cost"]}, "no cost for physicians")
+else:
+    allow("fine")
+"""
+
+
+def _demo(ident: str, role: str, label: int, **kw: object) -> dict[str, object]:
+    return {"id": ident, "agent_input": f"Identity: {role}\nQuestion: cost?", "agent_output": "o",
+            "label": label, "plan": "read the role", "code": ROLE_PROGRAM, **kw}
+
+
+def _write_profile(root: Path, demos: list[dict[str, object]], name: str = "mine") -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
+    (folder / "profile.yaml").write_text(
+        f"name: {name}\nguard_request: Nurses may not read the cost table.\n"
+        "agent_specification: An EHR agent.\ntoolbox: [parse_identity]\n"
+        "demonstrations: demonstrations.jsonl\n"
+    )
+    return folder
+
+
+def test_unverified_program_is_explained_with_the_users_ids(tmp_path: Path) -> None:
+    from guardagent.profiles.check import NO_PROGRAM, check_profile, explain_no_program
+    from guardagent.profiles.loader import load_profile
+
+    folder = _write_profile(tmp_path, [
+        _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
+        _demo("doctor-cost", "physician", 0),
+        _demo("admin-cost", "general administration", 0),
+    ])
+    profile = load_profile(str(folder))
+    check = check_profile(profile)
+    assert not check.verified and not check.usable
+    runs = {r.demo_id: r for r in check.programs[0].runs}
+    assert runs["nurse-cost"].problem == "gave label 0 on demonstration `nurse-cost`, expected 1"
+    assert runs["doctor-cost"].problem == "gave label 1 on demonstration `doctor-cost`, expected 0"
+    assert runs["admin-cost"].problem is None
+    message = explain_no_program(profile)
+    assert message.startswith("profile 'mine' has no verified program: its program gave label 0 "
+                              "on demonstration `nurse-cost`, expected 1; gave label 1 on "
+                              "demonstration `doctor-cost`, expected 0.")
+    assert f"guardagent profile check {folder}" in message
+    assert explain_no_program(load_profile("eicu-ac")) == NO_PROGRAM
+
+
+def test_wrong_details_errors_and_missing_labels_are_explained(tmp_path: Path) -> None:
+    from guardagent.profiles.check import check_profile, unverified_note
+    from guardagent.profiles.loader import load_profile
+
+    crash = "role = parse_identity(agent_input)\nallow(role + 1)\n"
+    folder = _write_profile(tmp_path, [
+        _demo("doc", "physician", 1, details={"cost": ["cost", "uniquepid"]}),
+        _demo("nurse", "nursing", 0, code=crash),
+    ])
+    check = check_profile(load_profile(str(folder)))
+    first, second = check.programs
+    assert first.holders == ["doc"] and second.holders == ["nurse"]
+    assert first.runs[0].problem == ('denied demonstration `doc` with {"cost": ["cost"]}, '
+                                     'expected {"cost": ["cost", "uniquepid"]}')
+    assert second.runs[1].problem is not None
+    assert second.runs[1].problem.startswith("failed on demonstration `nurse`: RuntimeError: "
+                                             "TypeError: can only concatenate str")
+    note = unverified_note(load_profile(str(folder)))
+    assert note is not None and "the program of demonstration `doc` denied" in note
+    assert "the program of demonstration `nurse` " in note
+
+    only_denials = _write_profile(tmp_path, [_demo("doc", "physician", 1,
+                                                   details={"cost": ["cost"]})], name="half")
+    check = check_profile(load_profile(str(only_denials)))
+    assert check.programs[0].problems == [
+        "verification needs demonstrations of both an allowed (label 0) and a denied (label 1) "
+        "event; the profile has label 1 only"]
+
+
+def test_profile_check_command_prints_a_table_and_fails(tmp_path: Path) -> None:
+    folder = _write_profile(tmp_path, [
+        _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
+        _demo("doctor-ok", "general administration", 0),
+    ])
+    result = CliRunner().invoke(main, ["profile", "check", str(folder)])
+    assert result.exit_code == 1
+    assert "program 1 (in nurse-cost, doctor-ok; 5 lines): NOT VERIFIED" in result.output
+    row = next(line for line in result.output.splitlines() if "nurse-cost " in line)
+    assert row.split()[:5] == ["nurse-cost", "deny", '{"cost":', '["cost"]}', "allow"]
+    assert "FAIL: gave label 0 on demonstration `nurse-cost`, expected 1" in row
+    assert "0 of 1 program(s) verified" in result.output
+
+    good = CliRunner().invoke(main, ["profile", "check", "mind2web-sc"])
+    assert good.exit_code == 0, good.output
+    assert "1 of 1 program(s) verified" in good.output and "FAIL" not in good.output
+
+
+def test_profile_errors_speak_in_the_profiles_terms(tmp_path: Path) -> None:
+    no_code = _demo("nurse-cost", "nursing", 1)
+    del no_code["code"]
+    folder = _write_profile(tmp_path, [no_code, _demo("two", "nursing", 3)])
+    result = CliRunner().invoke(main, ["profile", "check", str(folder)])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: {folder}/profile.yaml: invalid profile:\n"
+        "  - demonstration 1 (id 'nurse-cost'): no `code`: give its guard program as `code` "
+        "(the program's text) or `program` (a file next to profile.yaml)\n"
+        "  - demonstration 2 (id 'two'): `label`: Input should be less than or equal to 1\n"
+    )
+    (folder / "demonstrations.jsonl").write_text('{"id": "x"}\n{"id": \n')
+    result = CliRunner().invoke(main, ["check", "--profile", str(folder), "--input", "i",
+                                       "--output", "o"])
+    assert result.exit_code == 1
+    assert f"{folder}/demonstrations.jsonl line 2: not valid JSON" in result.output

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -135,15 +136,76 @@ def _resolve(name_or_path: str) -> Path:
 def _read_demos(root: Path, spec: Any) -> list[dict[str, Any]]:
     """Demonstrations inline (a list) or in a JSONL file; `program` names a file of code."""
     if isinstance(spec, str):
-        lines = (root / spec).read_text(encoding="utf-8").splitlines()
-        spec = [json.loads(line) for line in lines if line.strip()]
+        source = root / spec
+        spec = []
+        for number, line in enumerate(_read(source).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                spec.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ProfileError(
+                    f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno})"
+                ) from None
+    if spec is not None and not isinstance(spec, list):
+        raise ProfileError("`demonstrations` must be a list or the name of a JSONL file")
     demos = []
-    for raw in spec or []:
+    for number, raw in enumerate(spec or [], start=1):
+        if not isinstance(raw, dict):
+            raise ProfileError(f"demonstration {number}: must be a mapping (JSON object)")
         raw = dict(raw)
         if "program" in raw:
-            raw["code"] = (root / raw.pop("program")).read_text(encoding="utf-8")
+            program = root / str(raw.pop("program"))
+            if not program.is_file():
+                raise ProfileError(f"{_demo_name(number, raw)}: program file {program} "
+                                   "does not exist")
+            raw["code"] = _read(program)
         demos.append(raw)
     return demos
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not valid UTF-8 (byte {exc.start + 1}); save it as UTF-8"
+                           ) from None
+
+
+def _demo_name(number: int, raw: Any) -> str:
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    return f"demonstration {number}" + (f" (id {ident!r})" if ident else "")
+
+
+def _field(loc: Sequence[str | int]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def explain_validation(exc: ValidationError, raw: dict[str, Any]) -> list[str]:
+    """Each pydantic error as one line in the profile's terms (field, demonstration id).
+
+    A profile author should read "demonstration 2 (id 'nurse-cost'): no `code`", not a dump
+    of pydantic's model and input values.
+    """
+    demos = raw.get("demonstrations") or []
+    lines = []
+    for error in exc.errors():
+        loc, kind = error["loc"], error["type"]
+        if len(loc) >= 2 and loc[0] == "demonstrations" and isinstance(loc[1], int):
+            where = _demo_name(loc[1] + 1, demos[loc[1]] if loc[1] < len(demos) else None)
+            name = _field(loc[2:])
+            if kind == "missing" and name == "code":
+                lines.append(f"{where}: no `code`: give its guard program as `code` (the "
+                             "program's text) or `program` (a file next to profile.yaml)")
+            elif kind == "missing":
+                lines.append(f"{where}: missing `{name}`")
+            else:
+                lines.append(f"{where}: `{name}`: {error['msg']}")
+        elif kind == "missing":
+            lines.append(f"missing `{_field(loc)}`")
+        else:
+            lines.append(f"`{_field(loc) or 'profile'}`: {error['msg']}")
+    return lines
 
 
 @lru_cache(maxsize=32)
@@ -151,17 +213,27 @@ def load_profile(name_or_path: str) -> Profile:
     """Load a built-in profile by name, or a profile YAML / directory by path.
 
     Raises:
-        ProfileError: unknown name, unreadable file, or invalid content (with the reason).
+        ProfileError: unknown name, unreadable file, or invalid content, with the reason in
+            the profile's terms (the field, the demonstration's id).
     """
     path = _resolve(name_or_path)
+    raw: dict[str, Any] = {}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(raw, dict):
+        loaded = yaml.safe_load(_read(path)) or {}
+        if not isinstance(loaded, dict):
             raise ProfileError(f"{path}: a profile must be a YAML mapping")
+        raw = loaded
         raw["demonstrations"] = _read_demos(path.parent, raw.get("demonstrations"))
         raw.setdefault("name", path.parent.name)
         return Profile(root=path.parent, **raw)
-    except (OSError, json.JSONDecodeError, yaml.YAMLError, KeyError) as exc:
+    except ProfileError as exc:
+        text = str(exc)  # messages about a file of the profile already name it
+        named = text.startswith(str(path.parent))
+        raise ProfileError(text if named else f"{path}: {text}") from None
+    except KeyError as exc:  # an unknown toolbox name; str(KeyError) would add quotes
+        raise ProfileError(f"{path}: {exc.args[0] if exc.args else exc}") from None
+    except (OSError, yaml.YAMLError) as exc:
         raise ProfileError(f"{path}: {exc}") from exc
     except ValidationError as exc:
-        raise ProfileError(f"{path}: invalid profile:\n{exc}") from exc
+        shown = "\n".join(f"  - {line}" for line in explain_validation(exc, raw))
+        raise ProfileError(f"{path}: invalid profile:\n{shown}") from None

@@ -1,0 +1,256 @@
+"""Check a profile's programs on its demonstrations, and say in the user's terms what failed.
+
+A profile's program is reused with no model only once it reproduces every demonstration's
+label and details (:mod:`guardagent.verification`). When it does not, the user needs to know
+which demonstration, by the id they wrote, and what the program did there ("gave label 0 on
+demonstration `nurse-cost`, expected 1"), not that a model should be configured. This module
+runs each distinct program on each demonstration and keeps the outcome per demonstration, for
+`guardagent profile check` and for the message of a guard that has no verified program.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
+from guardagent.readers.evidence import Unreadable, describe
+from guardagent.sandbox.process import SandboxLimits, run_program
+from guardagent.tools.verdict import Violations
+from guardagent.verification import same_details
+
+NO_PROGRAM = (
+    "no verified program in memory covers this guard request and no model is configured; "
+    "configure a model (model='openai:gpt-4o' or a local base_url) to generate one"
+)
+"""Why a guard with a verified profile still had no program (memory off, no model)."""
+
+_SHOWN_PROBLEMS = 3
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _details(details: Violations) -> str:
+    return json.dumps(details, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One program run on one demonstration, next to what the demonstration expects."""
+
+    demo_id: str
+    expected_label: int
+    expected_details: Violations
+    label: int | None
+    """0 allowed, 1 denied, None when the program reached no verdict."""
+    details: Violations = field(default_factory=list)
+    error: str | None = None
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    @property
+    def problem(self) -> str | None:
+        """What went wrong on this demonstration, in one phrase; None when it matched."""
+        name = f"demonstration `{self.demo_id}`"
+        if self.label is None:
+            if self.unreadable:
+                return f"could not read {name} ({_short(describe(self.unreadable))})"
+            return f"failed on {name}: {_short(self.error or 'no verdict')}"
+        if self.label != self.expected_label:
+            return f"gave label {self.label} on {name}, expected {self.expected_label}"
+        if self.label == 1 and not same_details(self.details, self.expected_details):
+            return (f"denied {name} with {_details(self.details)}, expected "
+                    f"{_details(self.expected_details)}")
+        return None
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """One distinct program of a profile and how it did on every demonstration."""
+
+    number: int
+    code: str
+    holders: list[str]
+    """Ids of the demonstrations that carry this program."""
+    runs: list[DemoRun]
+    problem: str | None = None
+    """A reason it cannot verify whatever it does (the demonstrations lack a label)."""
+
+    @property
+    def problems(self) -> list[str]:
+        """Every reason this program is not verified, profile-wide reason first."""
+        found = [self.problem] if self.problem else []
+        return found + [run.problem for run in self.runs if run.problem]
+
+    @property
+    def verified(self) -> bool:
+        """True when it reproduced every demonstration (it will be reused offline)."""
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class ProfileCheck:
+    """Every program of a profile checked on every demonstration of it."""
+
+    profile: Profile
+    programs: list[ProgramCheck]
+
+    @property
+    def verified(self) -> bool:
+        """True when the profile has programs and every one of them verifies."""
+        return bool(self.programs) and all(p.verified for p in self.programs)
+
+    @property
+    def usable(self) -> bool:
+        """True when at least one program verifies, so offline checks can decide."""
+        return any(p.verified for p in self.programs)
+
+
+def _labels_problem(demos: Sequence[DemoSpec]) -> str | None:
+    labels = {d.label for d in demos}
+    if labels == {0, 1}:
+        return None
+    have = ", ".join(f"label {label}" for label in sorted(labels)) or "none"
+    return ("verification needs demonstrations of both an allowed (label 0) and a denied "
+            f"(label 1) event; the profile has {have} only")
+
+
+def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | None) -> DemoRun:
+    result = run_program(code, profile.tools(), demo.agent_input, demo.agent_output, limits)
+    verdict = result["verdict"]
+    if not result["ok"] or verdict is None:
+        return DemoRun(demo.id, demo.label, demo.details, None, error=result["error"],
+                       unreadable=result["unreadable"])
+    return DemoRun(demo.id, demo.label, demo.details, 0 if verdict["allowed"] else 1,
+                   details=verdict["violations"])
+
+
+def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> ProfileCheck:
+    """Run each distinct program of `profile` on each of its demonstrations.
+
+    The same test as :func:`guardagent.verification.verify_program` (label, and details of a
+    denial compared as sets), kept per demonstration so the outcome can be shown by the ids
+    the user wrote.
+    """
+    demos = profile.demonstrations
+    labels = _labels_problem(demos)
+    programs = []
+    for number, code in enumerate(dict.fromkeys(d.code for d in demos), start=1):
+        programs.append(ProgramCheck(
+            number=number,
+            code=code,
+            holders=[d.id for d in demos if d.code == code],
+            runs=[_run(code, d, profile, limits) for d in demos],
+            problem=labels,
+        ))
+    return ProfileCheck(profile=profile, programs=programs)
+
+
+_CHECKS: dict[tuple[str, tuple[str, ...]], ProfileCheck] = {}
+
+
+def cached_check(profile: Profile) -> ProfileCheck:
+    """:func:`check_profile`, once per process and profile content."""
+    key = (profile.fingerprint, tuple(d.code for d in profile.demonstrations))
+    if key not in _CHECKS:
+        _CHECKS[key] = check_profile(profile)
+    return _CHECKS[key]
+
+
+def profile_ref(profile: Profile) -> str:
+    """How the user names the profile on the command line: built-in name, else its folder."""
+    if profile.root.resolve().parent == BUILTIN_DIR.resolve():
+        return profile.root.name
+    return str(profile.root)
+
+
+def _program_phrase(check: ProgramCheck, several: bool) -> str:
+    problems = check.problems
+    shown = "; ".join(problems[:_SHOWN_PROBLEMS])
+    if len(problems) > _SHOWN_PROBLEMS:
+        shown += f"; and {len(problems) - _SHOWN_PROBLEMS} more"
+    if not several:
+        return f"its program {shown}"
+    holders = ", ".join(f"`{h}`" for h in check.holders)
+    return f"the program of demonstration {holders} {shown}"
+
+
+def unverified_note(profile: Profile) -> str | None:
+    """One line naming every program of `profile` that does not verify and why; None if all do.
+
+    Meant to be said once (a log line at start-up), not once per demonstration.
+    """
+    check = cached_check(profile)
+    bad = [p for p in check.programs if not p.verified]
+    if not bad:
+        return None
+    several = len(check.programs) > 1
+    what = "; ".join(_program_phrase(p, several) for p in bad)
+    used = ("the others are used" if check.usable else "so it has no verified program")
+    return (f"profile {profile.name!r}: {what}. Not used, {used}; see "
+            f"`guardagent profile check {profile_ref(profile)}`")
+
+
+def explain_no_program(profile: Profile) -> str:
+    """Why a guard under `profile` had no program to run, and what the user can do.
+
+    When the profile's own programs do not verify, it says which demonstration failed and
+    how, by the user's ids; otherwise (memory reuse off, no model) the generic reason.
+    """
+    if not profile.demonstrations:
+        return (f"profile {profile.name!r} has no demonstrations, so no program to verify; "
+                "add demonstrations with a program, or configure a model (model="
+                "'openai:gpt-4o' or a local base_url) to generate one")
+    check = cached_check(profile)
+    if check.usable:
+        return NO_PROGRAM
+    several = len(check.programs) > 1
+    what = "; ".join(_program_phrase(p, several) for p in check.programs)
+    return (
+        f"profile {profile.name!r} has no verified program: {what}. Fix the program or the "
+        f"demonstration and check with `guardagent profile check {profile_ref(profile)}`; or "
+        "configure a model (model='openai:gpt-4o' or a local base_url) to generate one"
+    )
+
+
+def _cell_label(label: int | None, details: Violations) -> str:
+    if label is None:
+        return "no verdict"
+    return "allow" if label == 0 else f"deny {_short(_details(details), 48)}"
+
+
+def render_check(check: ProfileCheck) -> str:
+    """A plain-text table per program: each demonstration, expected, got, and the verdict."""
+    profile = check.profile
+    lines = [f"profile {profile.name!r} ({profile.root}): {len(profile.demonstrations)} "
+             f"demonstration(s), {len(check.programs)} program(s)"]
+    for program in check.programs:
+        status = "verified" if program.verified else "NOT VERIFIED"
+        lines += ["", f"program {program.number} (in {', '.join(program.holders)}; "
+                      f"{len(program.code.splitlines())} lines): {status}"]
+        if program.problem:
+            lines.append(f"  {program.problem}")
+        rows = [("demonstration", "expected", "got", "result")]
+        for run in program.runs:
+            rows.append((run.demo_id, _cell_label(run.expected_label, run.expected_details),
+                         _cell_label(run.label, run.details),
+                         "ok" if run.problem is None else "FAIL: " + run.problem))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
+                  for r in rows]
+    good = sum(p.verified for p in check.programs)
+    lines.append("")
+    if check.verified:
+        lines.append(f"{good} of {len(check.programs)} program(s) verified: offline checks "
+                     "reuse them with no model call")
+    elif check.usable:
+        lines.append(f"{good} of {len(check.programs)} program(s) verified; the others are "
+                     "not used")
+    else:
+        lines.append(f"0 of {len(check.programs)} program(s) verified: offline, every event "
+                     "under this profile is denied (no verified program); fix the program or "
+                     "the demonstrations, or configure a model")
+    return "\n".join(lines)
