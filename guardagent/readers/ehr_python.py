@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import sqlglot
+import sqlglot.dialects.sqlite  # noqa: F401 - loaded now: a sandbox child may open no file
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 

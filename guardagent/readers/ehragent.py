@@ -26,12 +26,14 @@ write statements, dynamic code, ...). Outputs hold at most `MAX_CELLS` cells and
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from typing import Literal
 
-from guardagent.readers.ehr_python import Interpreter
+from guardagent.readers.ehr_python import Interpreter, lift_raw_sql
 from guardagent.readers.ehr_sql import sql_reads
 from guardagent.readers.eicu_schema import EICU_PRIMARY_KEYS, EICU_SCHEMA
 from guardagent.readers.evidence import unreadable
@@ -262,6 +264,34 @@ def _calls_tool(line: str) -> bool:
     return False
 
 
+_CODE_KEYWORDS = frozenset({"for", "if", "elif", "else", "while", "with", "def", "return",
+                            "import", "from", "try", "except", "finally", "class", "lambda",
+                            "assert", "del", "raise", "print"})  # fmt: skip
+_CODE_FOLLOWERS = frozenset({"=", "(", "[", ".", ",", ":", "+=", "-=", "*=", "/=", "|="})
+
+
+def _starts_like_code(text: str) -> bool:
+    """Whether a line opens the way a Python statement does (`name =`, `name(`, `for ...`).
+
+    Used on lines that mention a tool but do not parse: `x = FilterDB(db, 'a'` is broken
+    code (unreadable), `(2) LoadDB(DBNAME) loads the table` is prose about the tool.
+    """
+    tokens: list[tokenize.TokenInfo] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING):
+                tokens.append(token)
+            if len(tokens) == 2:
+                break
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an unclosed bracket later in the line: the first tokens are what we need
+    if not tokens or tokens[0].type != tokenize.NAME:
+        return False
+    if tokens[0].string in _CODE_KEYWORDS:
+        return True
+    return len(tokens) == 2 and tokens[1].string in _CODE_FOLLOWERS
+
+
 def _is_statement(text: str) -> bool:
     """Whether `text` parses as Python that does something (not a bare name, number or tuple)."""
     try:
@@ -274,7 +304,7 @@ def _is_statement(text: str) -> bool:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        ast.parse(lift_raw_sql(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
@@ -363,9 +393,9 @@ class _Lines:
                 end += 1
             self.add("bare", "sql", "\n".join([text, *self.lines[i + 1:end]]), i)
             return end
-        tool = _calls_tool(text)
+        tool = _calls_tool(text) and _starts_like_code(text)
         if not tool and not _is_statement(text):
-            return i + 1
+            return i + 1  # prose, or prose that mentions a tool: `(2) LoadDB(DBNAME) loads ...`
         for end in range(i + 1, min(len(self.lines), i + _MAX_CONTINUATION) + 1):
             chunk = "\n".join([text, *self.lines[i + 1:end]])
             if _parses(chunk):
