@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ErrorLevel, SqlglotError
 
 from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.readers.evidence import unreadable
@@ -395,7 +395,8 @@ class _Reader:
                 return  # a result-column alias: its expression is read where it is defined
             level = level.parent
         where = _describe(scope.sources) if scope.sources else "any table in scope"
-        unreadable("unknown_column", f"column '{name}' is not in the schema of {where}")
+        hint = " (a quoted name is a column; text takes single quotes)" if node.this.quoted else ""
+        unreadable("unknown_column", f"column '{name}' is not in the schema of {where}{hint}")
 
     def report(self, sources: list[_Source], name: str) -> None:
         """Record `name` as read from every base table among `sources`."""
@@ -431,7 +432,7 @@ def _describe(sources: list[_Source]) -> str:
 def _quote(node: exp.Expr) -> str:
     """A node's SQL for a detail, short (details quote attacker text)."""
     try:
-        text = node.sql(dialect="sqlite")
+        text = node.sql(dialect="sqlite", unsupported_level=ErrorLevel.IGNORE)
     except SqlglotError:  # pragma: no cover - generation of a parsed node should not fail
         text = type(node).__name__
     return text if len(text) <= 80 else text[:77] + "..."
