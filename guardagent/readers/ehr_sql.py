@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlglot
+import sqlglot.dialects.sqlite  # noqa: F401 - loaded now: a sandbox child may open no file
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError
 
