@@ -106,8 +106,14 @@ def check(profile: str, agent_input: str, agent_output: str, model: str, base_ur
               help="Events in flight at once; outputs stay in case order.")
 @click.option("--resume", is_flag=True,
               help="Reuse the decisions already in --out (after Ctrl-C) and run only the rest.")
+@click.option("--overwrite", is_flag=True,
+              help="Drop the decisions of an interrupted run in --out and start again.")
 @click.option("--skip-invalid", is_flag=True,
               help="Skip malformed case lines (listed in the report).")
+@click.option("--max-failed-closed", type=click.FloatRange(0, 1), default=0.5,
+              show_default=True,
+              help="Exit 3 with a warning when at least this share of the decisions could not "
+                   "be made (model down, no verified program).")
 @click.option("--no-plots", is_flag=True, help="Do not draw PNG plots.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_memory_dir
@@ -115,16 +121,18 @@ def check(profile: str, agent_input: str, agent_output: str, model: str, base_ur
 @click.pass_context
 def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: str, model: str,
              base_url: str | None, k: int | None, limit: int | None, out_dir: str,
-             concurrency: int, resume: bool, skip_invalid: bool, no_plots: bool, quiet: bool,
-             memory_dir: str | None, memory_url: str | None) -> None:
+             concurrency: int, resume: bool, overwrite: bool, skip_invalid: bool,
+             max_failed_closed: float, no_plots: bool, quiet: bool, memory_dir: str | None,
+             memory_url: str | None) -> None:
     """Evaluate a guard on labelled cases; writes metrics, predictions, plots and a report.
 
     Ctrl-C keeps the decisions made so far (predictions.partial.jsonl); run the same command
-    with --resume to continue.
+    with --resume to continue. Exit status: 0 done, 1 bad input, 3 most decisions failed
+    closed (see --max-failed-closed), 130 interrupted.
     """
     from guardagent.eval.benchmarks import load_benchmark
-    from guardagent.eval.metrics import unreadable_summary
-    from guardagent.eval.predictions import ResumeMismatchError
+    from guardagent.eval.metrics import failed_closed_warning, unreadable_summary
+    from guardagent.eval.predictions import ResumeMismatchError, UnfinishedRunError
     from guardagent.eval.runner import EvalInterruptedError, Guard, run_eval
     from guardagent.llm import is_offline
 
@@ -132,6 +140,7 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         from guardagent.eval.baseline import NEEDS_MODEL
 
         raise click.ClickException(NEEDS_MODEL)
+    _known_profile(profile)
     skipped: list[tuple[int, str]] = []
     try:
         if cases_path:
@@ -156,8 +165,9 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         guard = _guard(profile, model, base_url, **settings)
     try:
         metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
-                           skipped=skipped, resume=resume, plots=not no_plots)
-    except ResumeMismatchError as exc:
+                           skipped=skipped, resume=resume, plots=not no_plots,
+                           overwrite=overwrite)
+    except (ResumeMismatchError, UnfinishedRunError) as exc:
         raise click.ClickException(str(exc)) from None
     except EvalInterruptedError as exc:
         click.echo(f"\n{exc}", err=True)
@@ -170,6 +180,20 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     if metrics.get("resumed_decisions"):
         click.echo(f"resumed {metrics['resumed_decisions']} decisions from {out_dir}", err=True)
     click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md", err=True)
+    failed = failed_closed_warning(metrics, max_failed_closed)
+    if failed:
+        click.secho(failed, err=True, fg="red", bold=True)
+        ctx.exit(3)
+
+
+def _known_profile(profile: str) -> None:
+    """Fail early, naming the known profiles, when `profile` is neither a name nor a path."""
+    from guardagent.profiles.loader import ProfileError, load_profile
+
+    try:
+        load_profile(profile)
+    except ProfileError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
@@ -189,9 +213,14 @@ def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -
 @_input
 @_output
 @click.option("--timeout", type=float, default=5.0, show_default=True, help="Wall-clock seconds.")
-def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_output: str,
-                    timeout: float) -> None:
-    """Run one guard program in the sandbox; prints {"ok", "decision", "error"}."""
+@click.pass_context
+def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_input: str,
+                    agent_output: str, timeout: float) -> None:
+    """Run one guard program in the sandbox; prints {"ok", "decision", "error"}.
+
+    Exits 1 when the program gave no verdict (rejected, failed, timed out, or a reader could
+    not read the event); the JSON says why.
+    """
     from guardagent.profiles.loader import ProfileError, load_profile
     from guardagent.sandbox.process import SandboxLimits, run_program
 
@@ -207,6 +236,8 @@ def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_out
     click.echo(dumps_safe(
         {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
     ))
+    if not result["ok"]:  # rejected, timed out, crashed or unreadable: say so to the shell
+        ctx.exit(1)
 
 
 @main.command(name="export-cases")
@@ -214,12 +245,17 @@ def run_program_cmd(program_file: str, profile: str, agent_input: str, agent_out
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False))
 def export_cases(profile: str, out_file: str) -> None:
     """Write a shipped benchmark in the case-file format (JSONL)."""
-    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.benchmarks import BENCHMARKS, load_benchmark
 
+    _known_profile(profile)
+    if profile not in BENCHMARKS:
+        raise click.ClickException(f"profile {profile!r} ships no benchmark to export (only "
+                                   f"{', '.join(BENCHMARKS)} do)")
     try:
         count = write_cases(out_file, load_benchmark(profile))
-    except (FileNotFoundError, KeyError) as exc:
-        raise click.ClickException(str(exc).strip("'\"")) from None
+    except FileNotFoundError as exc:
+        shown = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
+        raise click.ClickException(shown) from None
     click.echo(f"wrote {count} cases to {out_file}")
 
 

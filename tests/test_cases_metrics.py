@@ -172,6 +172,7 @@ def test_fail_closed_counts_and_reasons():
         "count": 3,
         "reasons": {"planner model failed": 2, "program failed after 3 attempt(s)": 1},
         "could_not_decide": 3,
+        "first_error": "planner model failed: HTTP 500",
     }
 
 

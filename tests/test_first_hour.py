@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -280,3 +281,137 @@ def test_profile_errors_speak_in_the_profiles_terms(tmp_path: Path) -> None:
                                        "--output", "o"])
     assert result.exit_code == 1
     assert f"{folder}/demonstrations.jsonl line 2: not valid JSON" in result.output
+
+
+# -- 4. no silent defaults, no silent failures ------------------------------------------------
+
+
+def _cases_file(path: Path, n: int = 2) -> Path:
+    rows = [{"id": f"x{i}", "agent_input": "Identity: nursing\nQuestion: cost?",
+             "agent_output": "o", "label": 0} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_baseline_against_a_dead_server_fails_loudly(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, [
+        "eval", "--profile", "eicu-ac", "--method", "baseline", "--model", "gpt-4o",
+        "--base-url", f"http://127.0.0.1:{port}/v1", "--cases",
+        str(_cases_file(tmp_path / "c.jsonl", 1)), "--out", str(out), "--quiet", "--no-plots"])
+    assert result.exit_code == 3, result.output
+    assert "WARNING: 1 of 1 decisions (100.0%) failed closed" in result.stderr
+    assert "most common reason: baseline model failed (1)" in result.stderr
+    metrics = json.loads((out / "metrics.json").read_text())  # the files are still written
+    assert metrics["fail_closed"]["could_not_decide"] == 1
+    assert metrics["fail_closed"]["first_error"].startswith("baseline model failed: ")
+
+
+def test_an_unverified_profile_fails_the_eval_and_a_threshold_can_allow_it(tmp_path: Path) -> None:
+    folder = _write_profile(tmp_path, [
+        _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
+        _demo("admin", "general administration", 0),
+    ])
+    cases = _cases_file(tmp_path / "c.jsonl")
+    args = ["eval", "--profile", str(folder), "--cases", str(cases), "--quiet", "--no-plots"]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert result.exit_code == 3 and "2 of 2 decisions (100.0%) failed closed" in result.stderr
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b"),
+                                       "--max-failed-closed", "1"])
+    assert result.exit_code == 3  # every decision failed: still at the threshold
+    assert compute_metrics([], [])["fail_closed"]["could_not_decide"] == 0
+
+
+def test_a_few_failures_do_not_fail_the_eval() -> None:
+    from guardagent.eval.metrics import failed_closed_warning
+
+    cases = [Case(id=f"c{i}", agent_input="i", agent_output="o", label=0) for i in range(4)]
+    ok = GuardDecision(allowed=True, label=0, guardrailed_output="o")
+    stuck = GuardDecision(allowed=False, label=1, error="program failed after 3 attempt(s): x")
+    blind = GuardDecision(allowed=False, label=1, error="unreadable evidence: no_code: none",
+                          unreadable=[{"reason": "no_code", "detail": "none"}])
+    assert failed_closed_warning(compute_metrics(cases, [ok, ok, ok, stuck])) is None
+    assert failed_closed_warning(compute_metrics(cases, [ok, ok, stuck, stuck])) is not None
+    # a blind guard is reported as unreadable, not as a guard that could not decide
+    assert failed_closed_warning(compute_metrics(cases, [ok, blind, blind, blind])) is None
+    assert failed_closed_warning(compute_metrics(cases, [ok, ok, ok, stuck]), 0.25) is not None
+
+
+def test_a_wrong_guardagent_data_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    monkeypatch.setenv("GUARDAGENT_DATA", str(tmp_path / "nowhere"))
+    result = CliRunner().invoke(main, ["eval", "--profile", "mind2web-sc", "--out",
+                                       str(tmp_path / "run")])
+    assert result.exit_code == 1
+    assert f"GUARDAGENT_DATA={tmp_path / 'nowhere'} holds no benchmark data" in result.output
+    result = CliRunner().invoke(main, ["export-cases", "--profile", "eicu-ac", "--out",
+                                       str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 1 and "holds no benchmark data" in result.output
+
+
+def test_rerun_into_an_interrupted_out_dir_is_refused(tmp_path: Path) -> None:
+    cases = _cases_file(tmp_path / "c.jsonl", 3)
+    out = tmp_path / "run"
+    args = ["eval", "--profile", "eicu-ac", "--cases", str(cases), "--out", str(out), "--quiet",
+            "--no-plots"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert CliRunner().invoke(main, args).exit_code == 0  # a finished run may be replaced
+    partial = (out / "predictions.jsonl").read_text().splitlines()[:2]
+    (out / "predictions.jsonl").unlink()
+    (out / "predictions.partial.jsonl").write_text("\n".join(partial) + "\n")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "holds 2 decision(s) of an interrupted run" in result.output
+    assert "--resume" in result.output and "--overwrite" in result.output
+    assert (out / "predictions.partial.jsonl").is_file()  # nothing was dropped
+    result = CliRunner().invoke(main, [*args, "--resume"])
+    assert result.exit_code == 0 and "resumed 2 decisions" in result.stderr
+    (out / "predictions.partial.jsonl").write_text("\n".join(partial) + "\n")
+    result = CliRunner().invoke(main, [*args, "--overwrite"])
+    assert result.exit_code == 0 and "resumed" not in result.stderr
+
+
+def test_run_program_exits_non_zero_without_a_verdict(tmp_path: Path) -> None:
+    prog = tmp_path / "p.py"
+    base = ["run-program", str(prog), "--profile", "eicu-ac", "--input", "i", "--output", "o"]
+    for source, error in [
+        ("import os\nallow('x')\n", "import"),  # rejected before running
+        ("x = 1 / 0\n", "ZeroDivisionError"),  # failed
+        ("while True:\n    pass\n", "imit"),  # timed out / killed
+        ("x = 1\n", "NoVerdict"),  # ran, decided nothing
+    ]:
+        prog.write_text(source)
+        result = CliRunner().invoke(main, [*base, "--timeout", "1"])
+        out = json.loads(result.stdout)
+        assert result.exit_code == 1, source
+        assert out["ok"] is False and out["decision"] is None and error in out["error"], out
+    prog.write_text("deny({'cost': ['cost']}, 'no')\n")
+    assert CliRunner().invoke(main, base).exit_code == 0  # a denial is a verdict
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "--out", "unused"],
+    ["export-cases", "--out", "unused.jsonl"],
+    ["check", "--input", "i", "--output", "o"],
+])
+def test_a_mistyped_profile_is_unknown_with_the_known_names(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [command[0], "--profile", "eicu_ac", *command[1:]])
+    assert result.exit_code == 1
+    assert "unknown profile 'eicu_ac'" in result.output
+    assert "eicu-ac, mind2web-sc, tool-calls" in result.output
+    assert "--cases" not in result.output
+
+
+def test_a_profile_without_a_benchmark_says_so(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["eval", "--profile", "tool-calls", "--out",
+                                       str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "profile 'tool-calls' ships no benchmark (only eicu-ac, mind2web-sc do); pass " \
+        "--cases FILE.jsonl" in result.output
+    result = CliRunner().invoke(main, ["export-cases", "--profile", "tool-calls", "--out",
+                                       str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 1
+    assert "ships no benchmark to export (only eicu-ac, mind2web-sc do)" in result.output

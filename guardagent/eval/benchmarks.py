@@ -22,10 +22,22 @@ BENCHMARKS = {"eicu-ac": "eicu_ac", "mind2web-sc": "mind2web_sc"}
 
 
 def data_root() -> Path:
-    """The shared benchmark folder: `$GUARDAGENT_DATA`, else `../shared/data` from the cwd."""
+    """The shared benchmark folder: `$GUARDAGENT_DATA`, else `../shared/data` from the cwd.
+
+    A `$GUARDAGENT_DATA` that holds no benchmark is an error, never a reason to look
+    elsewhere: the user asked for that folder, and a silent fallback would evaluate other data.
+    """
     env = os.environ.get("GUARDAGENT_DATA")
-    candidates = [Path(env)] if env else []
-    candidates += [
+    if env:
+        chosen = Path(env).expanduser()
+        if not any((chosen / folder).is_dir() for folder in BENCHMARKS.values()):
+            raise FileNotFoundError(
+                f"GUARDAGENT_DATA={env} holds no benchmark data (no eicu_ac/ or mind2web_sc/ "
+                "folder there); point it at the folder that holds them, or unset it to use "
+                "../shared/data"
+            )
+        return chosen.resolve()
+    candidates = [
         Path.cwd() / ".." / "shared" / "data",
         Path(__file__).resolve().parents[3] / "shared" / "data",
     ]
@@ -144,8 +156,13 @@ def load_mind2web_sc(root: Path | None = None) -> list[Case]:
 
 
 def load_benchmark(profile: str, root: Path | None = None) -> list[Case]:
-    """The shipped benchmark of a built-in profile."""
+    """The shipped benchmark of a built-in profile.
+
+    Raises:
+        KeyError: when `profile` has no shipped benchmark (see :data:`BENCHMARKS`).
+    """
     loaders = {"eicu-ac": load_eicu_ac, "mind2web-sc": load_mind2web_sc}
     if profile not in loaders:
-        raise KeyError(f"no shipped benchmark for profile {profile!r}; pass --cases FILE.jsonl")
+        raise KeyError(f"profile {profile!r} ships no benchmark (only {', '.join(loaders)} "
+                       "do); pass --cases FILE.jsonl")
     return loaders[profile](root)

@@ -21,6 +21,7 @@ from guardagent.verification import same_details
 BREAKDOWN_KEYS = ("role", "rule", "domain")
 HEADLINE = tuple(METRICS)  # ("LPA", "LPP", "LPR", "CCA", "FRA"), defined in words there
 COST_FIELDS = ("llm_calls", "tokens", "attempts", "latency_ms")
+FIRST_ERROR_CHARS = 300
 
 
 def rate(num: int, den: int) -> float | None:
@@ -103,10 +104,12 @@ def compute_metrics(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
     metrics["executable"] = executable_rates(decisions)
     metrics["cost"] = cost(decisions)
     failures = [d.error for d in decisions if d.error]
+    stuck = [d.error for d in decisions if could_not_decide(d) and d.error]
     metrics["fail_closed"] = {
         "count": len(failures),
         "reasons": dict(Counter(f.split(":")[0] for f in failures).most_common()),
-        "could_not_decide": sum(could_not_decide(d) for d in decisions),
+        "could_not_decide": len(stuck),
+        "first_error": stuck[0][:FIRST_ERROR_CHARS] if stuck else None,
     }
     metrics["unreadable"] = unreadable_counts(pairs)
     metrics["program_source"] = dict(Counter(d.program_source for d in decisions))
@@ -140,6 +143,28 @@ def unreadable_counts(pairs: Sequence[tuple[Case, GuardDecision]]) -> dict[str, 
         "label1": sum(c.label == 1 for c, _ in blind),
         "ids": [c.id for c, _ in blind],
     }
+
+
+def failed_closed_warning(metrics: dict[str, Any], threshold: float = 0.5) -> str | None:
+    """A loud warning when at least `threshold` of the decisions could not be made at all.
+
+    Then the metrics describe the failure (a dead model server, a profile with no verified
+    program), not the guard: every such event was denied unseen. None below the threshold.
+    """
+    fail = metrics["fail_closed"]
+    stuck, n = fail.get("could_not_decide", 0), metrics["n"]
+    if not n or not stuck or stuck < threshold * n:
+        return None
+    reasons = {r: c for r, c in fail["reasons"].items() if r != "unreadable evidence"}
+    top, count = next(iter(reasons.items()), ("?", stuck))
+    return "\n".join([
+        f"WARNING: {stuck} of {n} decisions ({rate(stuck, n)}%) failed closed: the guard "
+        "could not decide them and denied them unseen,",
+        "so the metrics above measure that failure, not the guard.",
+        f"  most common reason: {top} ({count}); first error: {fail.get('first_error')}",
+        "  Is the model server up (--model, --base-url)? Does the profile verify "
+        "(guardagent profile check PROFILE)?",
+    ])
 
 
 def unreadable_summary(metrics: dict[str, Any]) -> str | None:

@@ -29,6 +29,28 @@ class ResumeMismatchError(ValueError):
     """`--resume` was asked for a directory that holds a run with other settings."""
 
 
+class UnfinishedRunError(ValueError):
+    """A fresh run was asked for a directory that holds the decisions of an interrupted one."""
+
+
+def refuse_to_drop(out_dir: Path) -> None:
+    """Raise when `out_dir` holds an interrupted run's decisions, which a fresh run would drop.
+
+    A finished run (predictions.jsonl) may be replaced: everything in it can be recomputed
+    from the command. The partial log of an interrupted run is work only `--resume` keeps.
+
+    Raises:
+        UnfinishedRunError: naming how many decisions are there and the two ways on.
+    """
+    kept = len(_records(out_dir / PARTIAL))
+    if kept:
+        raise UnfinishedRunError(
+            f"{out_dir} holds {kept} decision(s) of an interrupted run ({PARTIAL}); pass "
+            "--resume to continue it, --overwrite to drop them and start again, or use "
+            "another --out"
+        )
+
+
 def case_key(case: Case) -> str:
     """What a decision depends on: the event. A case edited since the decision gets rerun."""
     text = f"{case.agent_input}\x00{case.agent_output}"

@@ -30,6 +30,7 @@ from guardagent.eval.predictions import (
     check_signature,
     load_done,
     prediction_record,
+    refuse_to_drop,
     start_fresh,
     write_predictions,
     write_signature,
@@ -180,6 +181,7 @@ def run_eval(
     skipped: Sequence[tuple[int, str]] = (),
     resume: bool = False,
     plots: bool = True,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Guard every case, then write metrics.json, predictions.jsonl, plots/ and report.md.
 
@@ -192,12 +194,18 @@ def run_eval(
         skipped: Malformed case-file lines, listed in the report.
         resume: Reuse the decisions already in `out_dir` (same settings, same events).
         plots: Write PNG plots and link them from the report.
+        overwrite: Without `resume`, drop an interrupted run's decisions in `out_dir`
+            rather than refuse to start.
 
     Raises:
         EvalInterruptedError: on Ctrl-C; the decisions so far stay in the partial log.
         ResumeMismatchError: when resuming a directory that holds a run with other settings.
+        UnfinishedRunError: when `out_dir` holds an interrupted run and neither `resume` nor
+            `overwrite` says what to do with its decisions.
     """
     out = Path(out_dir)
+    if not resume and not overwrite:
+        refuse_to_drop(out)
     out.mkdir(parents=True, exist_ok=True)
     signature = run_signature(guard)
     done: dict[str, GuardDecision] = {}
