@@ -290,3 +290,24 @@ def test_generated_nestings_report_base_columns_only(
 def test_primary_keys_are_reported_under_their_table() -> None:
     for table, key in EICU_PRIMARY_KEYS.items():
         assert sql_reads(f"select {key} from {table}") == {table: {key}}
+
+
+def test_a_resolver_gap_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last check: a column or star the resolver never visited makes the SQL unreadable.
+
+    Simulates a gap (the walk skipping WHERE clauses / select lists): the reads would be
+    silently incomplete without the check.
+    """
+    real = ehr_sql._Reader.walk
+
+    def gappy(self: ehr_sql._Reader, value: object, scope: object, ctes: object) -> None:
+        if isinstance(value, (exp.Where, list)):
+            return
+        real(self, value, scope, ctes)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ehr_sql._Reader, "walk", gappy)
+    for sql in ("select 1 from lab where labresult > 1", "select * from lab"):
+        with pytest.raises(UnreadableEvidence) as caught:
+            sql_reads(sql)
+        assert caught.value.reason == "unsupported_statement"
+        assert "where the reader does not look" in caught.value.detail

@@ -98,6 +98,9 @@ _SELECT_CLAUSES = frozenset({
 _TABLE_ARGS = frozenset({"this", "db", "alias", "joins", "indexed"})
 """Table arguments the resolver understands (`indexed`: INDEXED BY / NOT INDEXED)."""
 
+_DERIVED_ARGS = frozenset({"this", "alias", "joins"})
+"""Arguments of a subquery in FROM the resolver understands."""
+
 
 @dataclass(frozen=True)
 class _Source:
@@ -137,8 +140,8 @@ class _Reader:
 
     def __init__(self) -> None:
         self.reads: dict[str, set[str]] = {}
-        self.seen_columns: set[int] = set()
-        self.seen_tables: set[int] = set()
+        self.seen: set[int] = set()
+        """Ids of the column, table and star nodes resolved (see :meth:`check_all_seen`)."""
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -245,6 +248,7 @@ class _Reader:
             for join in node.args.get("joins") or []:
                 self.join(join, scope, ctes)
         elif isinstance(node, exp.Subquery):
+            self.only(node, _DERIVED_ARGS)
             alias = node.args.get("alias")
             if isinstance(alias, exp.TableAlias) and alias.columns:
                 unreadable("unsupported_statement",
@@ -260,13 +264,10 @@ class _Reader:
 
     def table(self, node: exp.Table, scope: _Scope, ctes: _Ctes) -> None:
         """A named FROM item: a CTE in scope, or one of the eICU tables."""
-        self.seen_tables.add(id(node))
+        self.seen.add(id(node))
         if not isinstance(node.this, exp.Identifier):
             unreadable("unsupported_statement", f"a table-valued function: {_quote(node)}")
-        for key, value in node.args.items():
-            if _present(value) and key not in _TABLE_ARGS:
-                unreadable("unsupported_statement", f"a table with a '{key}' clause: "
-                           f"{_quote(node)}")
+        self.only(node, _TABLE_ARGS)
         alias = node.args.get("alias")
         if isinstance(alias, exp.TableAlias) and alias.columns:
             unreadable("unsupported_statement", f"a table alias with a column list: "
@@ -283,6 +284,13 @@ class _Reader:
         else:
             unreadable("unknown_table", f"table '{name}' is not one of the eICU tables")
 
+    def only(self, node: exp.Expr, allowed: frozenset[str]) -> None:
+        """Refuse a FROM item that carries a clause the reader does not read."""
+        for key, value in node.args.items():
+            if _present(value) and key not in allowed:
+                unreadable("unsupported_statement", f"a FROM item with a '{key}' clause: "
+                           f"{_quote(node)}")
+
     def join(self, join: exp.Expr, scope: _Scope, ctes: _Ctes) -> None:
         """A JOIN: its item, then USING / NATURAL columns (both sides) and ON."""
         if not isinstance(join, exp.Join):
@@ -294,7 +302,7 @@ class _Reader:
         for ident in join.args.get("using") or []:
             name = ident.name.lower()
             if isinstance(ident, exp.Column):
-                self.seen_columns.add(id(ident))
+                self.seen.add(id(ident))
             owners = [s for s in scope.sources if name in s.columns]
             if not owners:
                 unreadable("unknown_column", f"column '{name}' in USING is in no joined table")
@@ -326,6 +334,7 @@ class _Reader:
             return
         if isinstance(node, exp.Star):
             if isinstance(node.parent, exp.Count):
+                self.seen.add(id(node))
                 return  # count(*) reads rows, no column
             self.star(node, scope, qualifier=None)
             return
@@ -352,8 +361,9 @@ class _Reader:
         select = node.parent
         if not (isinstance(select, exp.Select) and node.arg_key == "expressions"):
             unreadable("unsupported_statement", f"'{_quote(node)}' outside a select list")
+        self.seen.add(id(node))
         if isinstance(node, exp.Column):
-            self.seen_columns.add(id(node))
+            self.seen.add(id(node.this))  # the Star inside `t.*`
         covered = [s for s in scope.sources if qualifier is None or s.name == qualifier]
         if qualifier is not None and not covered:
             unreadable("unknown_table", f"'{qualifier}.*': no table or alias '{qualifier}' "
@@ -364,7 +374,7 @@ class _Reader:
 
     def column(self, node: exp.Column, scope: _Scope) -> None:
         """Resolve one column reference through the scopes and report its base column."""
-        self.seen_columns.add(id(node))
+        self.seen.add(id(node))
         name, qualifier = node.name.lower(), node.table.lower()
         if node.args.get("catalog") is not None:
             unreadable("unsupported_statement", f"a four-part name: {_quote(node)}")
@@ -406,10 +416,9 @@ class _Reader:
                 self.reads[source.table].add(name)
 
     def check_all_seen(self, tree: exp.Expr) -> None:
-        """Last line of defence: every column and table node must have been resolved."""
-        for node in tree.find_all(exp.Column, exp.Table):
-            seen = self.seen_columns if isinstance(node, exp.Column) else self.seen_tables
-            if id(node) not in seen and node.arg_key != "indexed":
+        """Last line of defence: every column, table and star node must have been resolved."""
+        for node in tree.find_all(exp.Column, exp.Table, exp.Star):
+            if id(node) not in self.seen and node.arg_key != "indexed":
                 unreadable("unsupported_statement",
                            f"'{_quote(node)}' sits where the reader does not look")
 
