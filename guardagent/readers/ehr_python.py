@@ -73,25 +73,38 @@ class Value:
         strs: Possible string values; `HOLE` marks a run-time part.
         tables: eICU tables this may be (a loaded, possibly filtered table).
         indexer: Tables whose `.loc`/`.iloc`/... indexer this is, with its name.
-        elems: For a list/tuple/set/dict/iterator: the join of its elements.
+        elems: For a list/tuple/set/dict/iterator: the join of its elements (a dict's values).
+        keys: For a dict: the join of its keys.
         func: Names of functions the code defined that this may be.
         other: May be something else (a number, a GetValue result, a module, ...).
+        columns: For a table: the only columns it still holds (`db[["a", "b"]]`; those were
+            recorded when selected), or None for all of them.
     """
 
     strs: frozenset[str] = frozenset()
     tables: frozenset[str] = frozenset()
     indexer: frozenset[tuple[str, str]] = frozenset()
     elems: Value | None = None
+    keys: Value | None = None
     func: frozenset[str] = frozenset()
     other: bool = False
+    columns: frozenset[str] | None = None
 
     def join(self, other: Value) -> Value:
         """Either this or `other`."""
-        elems = self.elems if other.elems is None else (
-            other.elems if self.elems is None else self.elems.join(other.elems))
+        if self.tables and other.tables:
+            columns = None if self.columns is None or other.columns is None else (
+                self.columns | other.columns)  # fmt: skip
+        else:
+            columns = self.columns if self.tables else other.columns
         return Value(_cap(self.strs | other.strs), self.tables | other.tables,
-                     self.indexer | other.indexer, elems, self.func | other.func,
-                     self.other or other.other)  # fmt: skip
+                     self.indexer | other.indexer, _join_opt(self.elems, other.elems),
+                     _join_opt(self.keys, other.keys), self.func | other.func,
+                     self.other or other.other, columns)  # fmt: skip
+
+
+def _join_opt(a: Value | None, b: Value | None) -> Value | None:
+    return a if b is None else (b if a is None else a.join(b))
 
 
 OPAQUE = Value(other=True)
@@ -370,7 +383,7 @@ class Interpreter:
         if isinstance(node, ast.Dict):
             keys = [self.expr(k) for k in node.keys if k is not None]
             values = [self.expr(v) for v in node.values]
-            return Value(elems=_join_all(keys + values))
+            return Value(elems=_join_all(values), keys=_join_all(keys))
         if isinstance(node, ast.IfExp):
             self.expr(node.test)
             return self.expr(node.body).join(self.expr(node.orelse))
@@ -402,10 +415,11 @@ class Interpreter:
     def compare(self, node: ast.Compare) -> Value:
         """Comparing a table's values reads them all; `"col" in row` only asks for a name."""
         operands = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        identity = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
         for i, value in enumerate(operands):
             membership = i > 0 and isinstance(node.ops[i - 1], ast.In | ast.NotIn)
-            if not membership:
-                self.reads.whole(value.tables)
+            if not membership and not identity:
+                self.reads.whole(_tables_in(value, deep=False))
         return OPAQUE
 
     def fstring(self, node: ast.JoinedStr) -> Value:
@@ -431,9 +445,9 @@ class Interpreter:
                 return left.join(right)
             return _concat(left, right) if left.strs or right.strs else OPAQUE
         if isinstance(node.op, ast.Mod) and left.strs:
-            args = right.elems if (right.elems is not None and isinstance(
-                node.right, ast.Tuple)) else right  # fmt: skip
-            return Value(strs=_cap(frozenset(_percent(s, _as_text(args)) for s in left.strs)))
+            parts = [self.expr(e) for e in node.right.elts] if isinstance(
+                node.right, ast.Tuple) else [right]  # fmt: skip
+            return Value(strs=_cap(frozenset(_percent(s, parts) for s in left.strs)))
         if left.strs or right.strs:
             return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
         return OPAQUE
@@ -460,9 +474,11 @@ class Interpreter:
         A row is still that table, so `row["col"]` is a read of col and any other use of a row
         reads it whole.
         """
-        rows = Value(tables=value.tables | frozenset(t for t, _ in value.indexer))
-        if value.elems is not None:
-            return value.elems.join(rows) if rows.tables else value.elems
+        rows = Value(tables=value.tables | frozenset(t for t, _ in value.indexer),
+                     columns=value.columns)  # fmt: skip
+        items = _join_opt(value.elems, value.keys)
+        if items is not None:
+            return items.join(rows) if rows.tables else items
         if rows.tables:
             return rows
         if value.strs:
@@ -608,7 +624,7 @@ class Interpreter:
         """`owner.attr(...)`: string methods are followed, table methods counted as reads."""
         where = f"line {node.lineno}: .{attr}()"
         if owner.tables and attr in _ROW_ITERATORS:  # (index, row) pairs: rows stay the table
-            return Value(elems=Value(tables=owner.tables, other=True))
+            return Value(elems=Value(tables=owner.tables, other=True, columns=owner.columns))
         if owner.tables:
             named = [*args, *(v for k, v in kwargs.items() if k in (
                 "by", "subset", "on", "columns", "items", "keys", "column", None))]  # fmt: skip
@@ -618,16 +634,22 @@ class Interpreter:
                         self.reads.column(owner.tables, text, where)
                     if value.tables:
                         self.reads.merge({t: set() for t in value.tables})
-                return Value(tables=owner.tables | frozenset().union(*(
-                    v.tables for v in args)))  # fmt: skip
-            self.reads.whole(owner.tables)
+                joined = frozenset().union(*(v.tables for v in args))
+                return Value(tables=owner.tables | joined,
+                             columns=None if joined else owner.columns)  # fmt: skip
+            self.reads.whole(_tables_in(owner, deep=False))
             return OPAQUE
         for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
             self.reads.whole(_tables_in(value))
         if owner.strs and not owner.other:
             return Value(strs=_cap(frozenset(_str_method(s, attr, args) for s in owner.strs)))
-        if owner.elems is not None and attr in ("copy", "pop", "get", "items", "values", "keys"):
-            return owner.elems if attr in ("pop", "get") else Value(elems=owner.elems)
+        if attr in ("pop", "get", "setdefault") and owner.elems is not None:
+            return owner.elems
+        if attr in ("keys", "values", "items", "copy"):
+            items = {"keys": owner.keys, "values": owner.elems, "copy": owner.elems,
+                     "items": _join_opt(owner.keys, owner.elems)}[attr]  # fmt: skip
+            if items is not None:
+                return replace(owner, elems=items) if attr == "copy" else Value(elems=items)
         return OPAQUE
 
     def attribute(self, owner: Value, attr: str, line: int) -> Value:
@@ -642,7 +664,7 @@ class Interpreter:
             if any(attr in EICU_COLUMNS[t] for t in owner.tables):
                 self.reads.column(owner.tables, attr, f"line {line}: .{attr}")
                 return OPAQUE
-            self.reads.whole(owner.tables)  # values, to_dict, iterrows, head, T, ...
+            self.reads.whole(_tables_in(owner, deep=False))  # values, to_dict, head, T, ...
             return OPAQUE
         return OPAQUE
 
@@ -657,15 +679,15 @@ class Interpreter:
         key = self.expr(node.slice) if not isinstance(node.slice, ast.Tuple) else Value()
         if owner.indexer:
             tables = frozenset(t for t, _ in owner.indexer)
-            self.index_columns(tables, owner.indexer, node.slice, where)
-            return Value(tables=tables)
+            columns = self.index_columns(tables, owner.indexer, node.slice, where)
+            return Value(tables=tables, columns=columns)
         if owner.tables:
             if isinstance(node.slice, ast.Slice | ast.Compare | ast.BoolOp | ast.UnaryOp) or (
                     isinstance(node.slice, ast.BinOp) and isinstance(
                         node.slice.op, ast.BitAnd | ast.BitOr | ast.BitXor)):  # fmt: skip
-                return Value(tables=owner.tables)  # rows: a slice or a boolean mask
-            self.named_columns(owner.tables, key, where)
-            return Value(tables=owner.tables) if key.elems is not None else OPAQUE
+                return replace(owner, indexer=frozenset())  # rows: a slice or a boolean mask
+            columns = self.named_columns(owner.tables, key, where)
+            return Value(tables=owner.tables, columns=columns)
         if owner.elems is not None:
             return owner.elems
         if owner.strs:
@@ -675,33 +697,36 @@ class Interpreter:
     def index_columns(
         self, tables: frozenset[str], indexer: frozenset[tuple[str, str]], key: ast.expr,
         where: str,
-    ) -> None:  # fmt: skip
-        """`.loc[rows, cols]` names columns; `.loc[rows]` and any `.iloc` read every column."""
+    ) -> frozenset[str] | None:  # fmt: skip
+        """`.loc[rows, cols]` names columns; `.loc[rows]` and any `.iloc` read every column.
+
+        Returns the columns the result holds, or None when it holds (and read) them all.
+        """
         if any(kind in ("iloc", "iat") for _, kind in indexer):
-            if isinstance(key, ast.Tuple):
-                for elt in key.elts:
-                    self.expr(elt)
+            for elt in key.elts if isinstance(key, ast.Tuple) else [key]:
+                self.expr(elt)
             self.reads.whole(tables)
-            return
+            return None
         if not isinstance(key, ast.Tuple) or len(key.elts) != 2:
             if not isinstance(key, ast.Tuple):
                 self.expr(key)
             self.reads.whole(tables)
-            return
+            return None
         self.expr(key.elts[0])
         cols = key.elts[1]
         if isinstance(cols, ast.Slice):
             self.reads.whole(tables)
-            return
-        self.named_columns(tables, self.expr(cols), where)
+            return None
+        return self.named_columns(tables, self.expr(cols), where)
 
-    def named_columns(self, tables: frozenset[str], key: Value, where: str) -> None:
-        """Columns named by a subscript key: a string, or a list of strings."""
+    def named_columns(self, tables: frozenset[str], key: Value, where: str) -> frozenset[str]:
+        """Columns named by a subscript key (a string, or a list of strings), recorded."""
         names = key.elems if key.elems is not None else key
         if names.other or names.tables or not names.strs:
             unreadable("dynamic_column", f"{where}: the column is chosen at run time")
         for text in names.strs:
             self.reads.column(tables, text, where)
+        return frozenset(n.strip().lower() for n in names.strs)
 
 
 def lift_raw_sql(source: str) -> str:
@@ -790,8 +815,9 @@ def fill_value_holes(sql: str, where: str) -> str:
         unreadable("dynamic_sql", f"{where}: SQL built at run time that does not parse")
     for tree in trees:
         for node in list(tree.find_all(exp.Column, exp.Table, exp.Identifier)):
-            if _HOLE_NAME not in node.name:
-                continue
+            if _HOLE_NAME not in node.name or (
+                    isinstance(node, exp.Identifier) and isinstance(node.parent, exp.Column)):
+                continue  # fmt: skip
             value = isinstance(node, exp.Column) and not node.table and isinstance(
                 node.parent, _VALUE_PARENTS)  # fmt: skip
             if not value:
@@ -801,10 +827,19 @@ def fill_value_holes(sql: str, where: str) -> str:
     return ";\n".join(t.sql(dialect="sqlite") for t in trees)
 
 
-def _tables_in(value: Value) -> frozenset[str]:
-    """Tables anywhere in a value, its elements included."""
-    inner = _tables_in(value.elems) if value.elems is not None else frozenset()
-    return value.tables | inner | frozenset(t for t, _ in value.indexer)
+def _tables_in(value: Value, deep: bool = True) -> frozenset[str]:
+    """Tables a value holds whole (its elements included when `deep`).
+
+    A table narrowed to some columns (`db[["a"]]`) is left out: those columns were recorded
+    when they were selected, and it holds no other.
+    """
+    own = value.tables if value.columns is None else frozenset()
+    inner = frozenset[str]()
+    if deep:
+        for part in (value.elems, value.keys):
+            if part is not None:
+                inner |= _tables_in(part)
+    return own | inner | frozenset(t for t, _ in value.indexer)
 
 
 def _root_name(node: ast.expr) -> str | None:
@@ -813,10 +848,10 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _percent(template: str, values: frozenset[str]) -> str:
-    """`template % args` with every conversion a hole unless its value is a single known string."""
-    known = next(iter(values)) if len(values) == 1 else HOLE
-    out, i = [], 0
+def _percent(template: str, args: list[Value]) -> str:
+    """`template % args`: each `%s` takes its argument's text when that is one known string."""
+    texts = [_as_text(a) for a in args]
+    out, i, n = [], 0, 0
     while i < len(template):
         ch = template[i]
         if ch != "%":
@@ -830,7 +865,9 @@ def _percent(template: str, values: frozenset[str]) -> str:
         j = i + 1
         while j < len(template) and template[j] not in "diouxXeEfFgGcrsa":
             j += 1
-        out.append(known if template[j:j + 1] == "s" else HOLE)
+        text = texts[n] if n < len(texts) else frozenset({HOLE})
+        n += 1
+        out.append(next(iter(text)) if template[j:j + 1] == "s" and len(text) == 1 else HOLE)
         i = j + 1
     return _squash("".join(out))
 
