@@ -40,7 +40,7 @@ def test_readers_are_the_functions_that_declare_an_event_parameter():
         "parse_identity": {0: "agent_input"}, "parse_question": {0: "agent_input"},
         "ehr_code": {0: "agent_output"}, "ehr_accessed_columns": {0: "agent_output"},
         "parse_task": {0: "agent_input"}, "parse_user_info": {0: "agent_input"},
-        "seeact_final_action": {0: "agent_output"}, "parse_tool_call": {0: "agent_output"},
+        "seeact_final_action": {0: "agent_output"}, "parse_tool_calls": {0: "agent_output"},
     }  # fmt: skip
 
 

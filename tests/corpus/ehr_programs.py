@@ -106,7 +106,7 @@ PROGRAMS: list[tuple[str, str, dict[str, set[str]]]] = [
      {"allergy": {"patientunitstayid", "drugname", "allergyname", "allergytime", "allergyid"}}),
     ("answer is a table", "answer = FilterDB(LoadDB('treatment'), 'treatmentname=x')",
      {"treatment": {"treatmentname", "patientunitstayid", "treatmenttime", "treatmentid"}}),
-    ("sql call", "answer = SQLInterpreter('select count(*) from diagnosis where icd9code = \"1\"')",
+    ("sql call", "answer = SQLInterpreter(\"select count(*) from diagnosis where icd9code = '1'\")",
      {"diagnosis": set()}),
     ("sql brackets", "answer = SQLInterpreter[select max(labresult) from lab where labname = 'bun']",
      {"lab": {"labresult", "labname"}}),
@@ -120,7 +120,7 @@ PROGRAMS: list[tuple[str, str, dict[str, set[str]]]] = [
     ("sql variable", "q = 'select organism from microlab'\nanswer = SQLInterpreter(q)",
      {"microlab": {"organism"}}),
     ("sql join", "answer = SQLInterpreter('select d.diagnosisname from diagnosis d join patient p "
-     "on d.patientunitstayid = p.patientunitstayid where p.uniquepid = \"a\"')",
+     "on d.patientunitstayid = p.patientunitstayid where p.uniquepid = 1')",
      {"diagnosis": {"diagnosisname", "patientunitstayid"},
       "patient": {"patientunitstayid", "uniquepid"}}),
     ("calendar", "d = Calendar('-1 year')\ndb = LoadDB('lab')\nf = FilterDB(db, "
