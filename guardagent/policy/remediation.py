@@ -1,0 +1,196 @@
+"""Remediation computed with z3's optimiser: the fewest predicate changes that comply.
+
+For a denied event we look for the smallest set of changes after which every hard rule of
+the event's circuits holds:
+
+- a changeable condition may flip (``user_consent`` becomes true: "ask for consent"); a
+  condition declared ``changeable: false`` (a user's age) may not;
+- an action the program reported may be dropped (switched off), never added; dropping an
+  action also drops the ancestors it alone made true;
+- an open predicate may be settled to a value (one change), or left open, in which case the
+  rules must hold whatever its value: the open predicates' completions are expanded, so the
+  remedy is checked against every one of them (up to `EXPAND_LIMIT` open predicates; above
+  that, every open predicate the rules use must be settled).
+
+The number of changes is minimised first; then the weight of the soft rules kept. Up to
+`max_remedies` different minimal remedies are returned (each found remedy is blocked and the
+optimiser asked again), so an agent can choose "obtain consent" or "do not publish".
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import z3
+
+from guardagent.policy.event import EventValues
+from guardagent.policy.model import PolicyModel
+from guardagent.policy.results import Change, Remediation, Remedy
+from guardagent.policy.solver import Z3_LOCK, CompiledPolicy, Z3Bool, compiled
+
+EXPAND_LIMIT = 8
+"""Open predicates whose 2^k completions are expanded; above it they must be settled."""
+
+
+@dataclass
+class _Choice:
+    """The optimiser's handle on one predicate."""
+
+    name: str
+    kind: str
+    before: bool | None
+    var: Z3Bool | None = None  # new value (fixed conditions, settled opens)
+    changed: Z3Bool | None = None  # true when this predicate changes
+
+
+def _names(model: PolicyModel, comp: CompiledPolicy, ev: EventValues) -> set[str]:
+    names: set[str] = set()
+    for rule_id in ev.circuit:
+        names.update(comp.names_of(model.by_id[rule_id]))
+    tree = model.tree
+    for action in [n for n in names if model.by_name[n].kind == "action"]:
+        names.update(tree.descendants(action))
+    return names
+
+
+def _build(
+    model: PolicyModel, comp: CompiledPolicy, ev: EventValues, names: set[str]
+) -> tuple[z3.Optimize, list[_Choice], list[str]]:
+    """The optimiser with every hard rule required and a cost per change."""
+    opt = z3.Optimize()
+    choices: list[_Choice] = []
+    own: dict[str, Z3Bool] = {}  # the action's own (directly reported) value
+    settled_vars: dict[str, tuple[Z3Bool, Z3Bool]] = {}  # open name -> (settle?, value)
+    fixed: dict[str, Z3Bool] = {}
+    opens: list[str] = []
+    for name in sorted(names):
+        pred = model.by_name[name]
+        if pred.kind == "action":
+            direct = ev.direct.get(name, False)
+            if direct is False:
+                own[name] = z3.BoolVal(False)
+                continue
+            keep = z3.Bool(f"__keep__{name}")
+            if direct is None:  # open: may be left open (expanded) or ruled out
+                opens.append(name)
+                rule_out = z3.Not(keep)
+                settled_vars[name] = (rule_out, z3.BoolVal(False))
+                choices.append(_Choice(name, "action", None, z3.BoolVal(False), rule_out))
+            else:
+                own[name] = keep
+                choices.append(_Choice(name, "action", True, keep, z3.Not(keep)))
+            continue
+        value = ev.values[name]
+        if value is None:
+            opens.append(name)
+            settle, settled = z3.Bool(f"__settle__{name}"), z3.Bool(f"__value__{name}")
+            settled_vars[name] = (settle, settled)
+            choices.append(_Choice(name, "condition", None, settled, settle))
+            continue
+        if pred.changeable:
+            new = z3.Bool(f"__new__{name}")
+            fixed[name] = new
+            choices.append(_Choice(name, "condition", value, new, new != z3.BoolVal(value)))
+        else:
+            fixed[name] = z3.BoolVal(value)
+    expand = len(opens) <= EXPAND_LIMIT
+    if not expand:  # too many completions: every open predicate must be settled
+        for name in opens:
+            opt.add(settled_vars[name][0])
+    completions = itertools.product((False, True), repeat=len(opens)) if expand else [
+        (False,) * len(opens)
+    ]
+    tree = model.tree
+    hard = [r for r in ev.circuit if model.by_id[r].hard]
+    soft = [r for r in ev.circuit if not model.by_id[r].hard]
+    soft_parts: dict[str, list[Z3Bool]] = {r: [] for r in soft}
+    for completion in completions:
+        leaf: dict[str, Z3Bool] = dict(fixed)
+        leaf_own = dict(own)
+        for name, bit in zip(opens, completion, strict=True):
+            settle, settled = settled_vars[name]
+            current = z3.If(settle, settled, z3.BoolVal(bit))
+            if model.by_name[name].kind == "action":
+                leaf_own[name] = current
+            else:
+                leaf[name] = current
+        values = dict(leaf)
+        for name in names:
+            if model.by_name[name].kind == "action":
+                sources = [leaf_own.get(a, z3.BoolVal(False))
+                           for a in (name, *tree.descendants(name))]  # fmt: skip
+                values[name] = z3.simplify(z3.Or(*sources))
+        for rule_id in hard:
+            opt.add(_instance(comp, model, rule_id, values))
+        for rule_id in soft:
+            soft_parts[rule_id].append(_instance(comp, model, rule_id, values))
+    for choice in choices:
+        assert choice.changed is not None
+        opt.add_soft(z3.Not(choice.changed), 1, id="changes")
+    for rule_id, parts in soft_parts.items():
+        weight = model.by_id[rule_id].weight
+        if weight > 0:
+            opt.add_soft(z3.And(*parts), weight, id="soft_rules")
+    return opt, choices, hard
+
+
+def _instance(
+    comp: CompiledPolicy, model: PolicyModel, rule_id: str, values: dict[str, Z3Bool]
+) -> Z3Bool:
+    """The rule's term with its predicates replaced by the optimiser's expressions."""
+    names = comp.names_of(model.by_id[rule_id])
+    return z3.substitute(comp.terms[rule_id], *[(comp.bools[n], values[n]) for n in names])
+
+
+def _how(choice: _Choice, after: bool) -> str:
+    if choice.kind == "action":
+        return f"do not take the action {choice.name}"
+    if choice.before is None:
+        return f"establish that {choice.name} is {str(after).lower()}"
+    return f"make {choice.name} {str(after).lower()}"
+
+
+def remediate(
+    model: PolicyModel, ev: EventValues, *, denying: list[str] | None = None,
+    max_remedies: int = 3,
+) -> Remediation:  # fmt: skip
+    """The minimal remedies for an event (every hard rule of its circuits holding after).
+
+    Args:
+        model: The policy model.
+        ev: The event's values.
+        denying: Ids of the rules that denied (their remediation texts are returned);
+            default every rule of the circuits that has one.
+        max_remedies: Different minimal remedies to return at most.
+    """
+    comp = compiled(model)
+    ids = ev.circuit if denying is None else denying
+    texts = list(dict.fromkeys(
+        model.by_id[r].remediation for r in ids if model.by_id[r].remediation
+    ))  # fmt: skip
+    with Z3_LOCK:
+        opt, choices, _ = _build(model, comp, ev, _names(model, comp, ev))
+        remedies: list[Remedy] = []
+        best: int | None = None
+        while len(remedies) < max_remedies and opt.check() == z3.sat:
+            found = opt.model()
+            made = [c for c in choices
+                    if c.changed is not None and z3.is_true(found.eval(c.changed, True))]
+            if best is None:
+                best = len(made)
+            elif len(made) > best:
+                break
+            changes = [
+                Change(
+                    predicate=c.name, kind="action" if c.kind == "action" else "condition",
+                    before=c.before, after=z3.is_true(found.eval(c.var, True)),
+                    how=_how(c, z3.is_true(found.eval(c.var, True))),
+                )
+                for c in made
+            ]  # fmt: skip
+            remedies.append(Remedy(changes=changes))
+            if not made:
+                break
+            opt.add(z3.Not(z3.And(*[c.changed for c in made])))
+    return Remediation(feasible=bool(remedies), remedies=remedies, texts=texts)

@@ -1,0 +1,186 @@
+"""Rule formulas as z3 terms, and the per-rule solvers verification asks.
+
+Every verdict about a rule comes from z3 (satisfiability under assumptions), never from
+evaluating the rule as a Python boolean: an open predicate is simply left out of the
+assumptions, so "violated under every completion" is an unsat answer, not a guess.
+
+z3's default context is shared by the whole process and is not thread-safe, while guard
+graphs run nodes on several threads; every entry point here therefore takes :data:`Z3_LOCK`.
+Verification holds it for a few milliseconds per event.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import z3
+
+from guardagent.policy.formula import And, Const, Formula, Iff, Implies, Not, Or, Var
+from guardagent.policy.model import PolicyModel, Rule
+
+Z3_LOCK = threading.RLock()
+"""Held around every use of z3 (one global context, not thread-safe)."""
+
+Z3Bool = Any
+"""A z3 boolean term (z3 ships no type information)."""
+
+
+def to_z3(formula: Formula, bools: Mapping[str, Z3Bool]) -> Z3Bool:
+    """The z3 term of a formula; `bools` maps each predicate name to its z3 constant."""
+    if isinstance(formula, Var):
+        return bools[formula.name]
+    if isinstance(formula, Const):
+        return z3.BoolVal(formula.value)
+    if isinstance(formula, Not):
+        return z3.Not(to_z3(formula.operand, bools))
+    if isinstance(formula, And):
+        return z3.And(*[to_z3(o, bools) for o in formula.operands])
+    if isinstance(formula, Or):
+        return z3.Or(*[to_z3(o, bools) for o in formula.operands])
+    if isinstance(formula, Implies):
+        return z3.Implies(to_z3(formula.left, bools), to_z3(formula.right, bools))
+    assert isinstance(formula, Iff)
+    return to_z3(formula.left, bools) == to_z3(formula.right, bools)
+
+
+Outcome = Literal["holds", "violated", "open"]
+
+
+@dataclass
+class RuleCheck:
+    """What z3 says about one rule under a partial assignment.
+
+    Attributes:
+        outcome: ``holds`` (under every completion of the open predicates), ``violated``
+            (under every completion), or ``open`` (holds under some, violated under others).
+        deciding: For holds/violated, a small set of the given values that already forces
+            the outcome (z3's unsat core over the assumptions).
+        witness: For ``open``, one completion of the rule's open predicates violating it.
+    """
+
+    outcome: Outcome
+    deciding: dict[str, bool] = field(default_factory=dict)
+    witness: dict[str, bool] = field(default_factory=dict)
+
+
+class RuleSolver:
+    """Two incremental solvers for one rule: one asserting it, one asserting its negation.
+
+    Checking "can the rule hold / fail given these values" is then a single `check` with
+    the values as assumptions, and the unsat core names the values that decided it.
+    """
+
+    def __init__(self, term: Z3Bool, names: tuple[str, ...], lits: _Literals) -> None:
+        self.names = names
+        self._lits = lits
+        self._holds = z3.Solver()
+        self._holds.set("core.minimize", True)
+        self._holds.add(term)
+        self._fails = z3.Solver()
+        self._fails.set("core.minimize", True)
+        self._fails.add(z3.Not(term))
+
+    def check(self, values: Mapping[str, bool]) -> RuleCheck:
+        """Decide the rule with `values` fixed and the rule's other predicates open."""
+        assumptions = [self._lits.literal(n, values[n]) for n in self.names if n in values]
+        with Z3_LOCK:
+            if self._holds.check(*assumptions) == z3.unsat:
+                return RuleCheck("violated", self._lits.decode(self._holds.unsat_core()))
+            if self._fails.check(*assumptions) == z3.unsat:
+                return RuleCheck("holds", self._lits.decode(self._fails.unsat_core()))
+            model = self._fails.model()
+            open_names = [n for n in self.names if n not in values]
+            witness = {
+                n: z3.is_true(model.eval(self._lits.bools[n], model_completion=True))
+                for n in open_names
+            }
+            return RuleCheck("open", witness=witness)
+
+
+class _Literals:
+    """Pre-built assumption literals per predicate, and the way back from an unsat core."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.bools: dict[str, Z3Bool] = {n: z3.Bool(n) for n in names}
+        self._pos = dict(self.bools)
+        self._neg = {n: z3.Not(b) for n, b in self.bools.items()}
+        self._back: dict[int, tuple[str, bool]] = {}
+        for n in self.bools:
+            self._back[self._pos[n].get_id()] = (n, True)
+            self._back[self._neg[n].get_id()] = (n, False)
+
+    def literal(self, name: str, value: bool) -> Z3Bool:
+        return self._pos[name] if value else self._neg[name]
+
+    def decode(self, core: Iterable[Z3Bool]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for lit in core:
+            found = self._back.get(lit.get_id())
+            if found is not None:
+                out[found[0]] = found[1]
+        return out
+
+
+class CompiledPolicy:
+    """A policy model's predicates and rules as z3 terms, built once per model.
+
+    The *effective* term of a rule is its logic, guarded by its explicit `actions` when it
+    lists any (`OR(actions) IMPLIES logic`): such a rule only binds when one of its actions
+    is taken, which is what attaching a rule to an action means.
+    """
+
+    def __init__(self, model: PolicyModel) -> None:
+        self.model = model
+        names = [p.name for p in model.predicates]
+        names += [n for n in model.undefined if n not in names]  # the checker still reasons
+        with Z3_LOCK:
+            self.lits = _Literals(names)
+            self.bools = self.lits.bools
+            self.terms: dict[str, Z3Bool] = {r.id: self._effective(r) for r in model.rules}
+            self.tree_terms: list[Z3Bool] = [
+                z3.Implies(self.bools[child], self.bools[parent])
+                for child, parent in model.tree.parents.items()
+                if parent is not None and parent in self.bools
+            ]
+        self._rule_solvers: dict[str, RuleSolver] = {}
+
+    def _effective(self, rule: Rule) -> Z3Bool:
+        term = to_z3(rule.formula, self.bools)
+        if rule.actions:
+            return z3.Implies(z3.Or(*[self.bools[a] for a in rule.actions]), term)
+        return term
+
+    def names_of(self, rule: Rule) -> tuple[str, ...]:
+        """Predicates of the effective term: the logic's and the explicit actions."""
+        return tuple(dict.fromkeys([*rule.predicates, *rule.actions]))
+
+    def rule_solver(self, rule_id: str) -> RuleSolver:
+        """The (cached) incremental solvers of one rule."""
+        solver = self._rule_solvers.get(rule_id)
+        if solver is None:
+            rule = self.model.by_id[rule_id]
+            with Z3_LOCK:
+                solver = RuleSolver(self.terms[rule_id], self.names_of(rule), self.lits)
+            self._rule_solvers[rule_id] = solver
+        return solver
+
+
+_compiled: dict[int, tuple[weakref.ref[PolicyModel], CompiledPolicy]] = {}
+_compiled_lock = threading.Lock()
+
+
+def compiled(model: PolicyModel) -> CompiledPolicy:
+    """The compiled form of `model`, built on first use and kept while the model lives."""
+    key = id(model)
+    with _compiled_lock:
+        entry = _compiled.get(key)
+        if entry is not None and entry[0]() is model:
+            return entry[1]
+    built = CompiledPolicy(model)
+    with _compiled_lock:
+        _compiled[key] = (weakref.ref(model, lambda _: _compiled.pop(key, None)), built)
+    return built
