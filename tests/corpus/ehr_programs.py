@@ -107,7 +107,7 @@ PROGRAMS: list[tuple[str, str, dict[str, set[str]]]] = [
     ("answer is a table", "answer = FilterDB(LoadDB('treatment'), 'treatmentname=x')",
      {"treatment": {"treatmentname", "patientunitstayid", "treatmenttime", "treatmentid"}}),
     ("sql call", "answer = SQLInterpreter(\"select count(*) from diagnosis where icd9code = '1'\")",
-     {"diagnosis": set()}),
+     {"diagnosis": {"icd9code"}}),
     ("sql brackets", "answer = SQLInterpreter[select max(labresult) from lab where labname = 'bun']",
      {"lab": {"labresult", "labname"}}),
     ("sql format value", "pid = GetValue(LoadDB('patient'), 'patientunitstayid')\n"
