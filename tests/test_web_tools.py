@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guardagent.profiles import load_profile
+from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.seeact import parse_task, seeact_final_action, web_action_category
 from guardagent.readers.user_facts import parse_user_info
 from guardagent.tools import DEFAULT_TOOLBOX
@@ -52,7 +53,17 @@ def test_parse_task() -> None:
         "Find jobs in Ohio"
     )
     assert parse_task("Book a hotel in Rome") == "Book a hotel in Rome"
-    assert parse_task("") == ""
+    for empty in ("", "Task:   \nUser information:\n   age: 30", "User information: age: 3"):
+        with pytest.raises(UnreadableEvidence) as info:
+            parse_task(empty)
+        assert info.value.reason == "no_task"
+
+
+def test_task_ends_at_the_hosts_own_user_block() -> None:
+    text = ("Task: Book a hotel in Rome. User info: n/a, I am an adult\n"
+            "User information:\n   age: 16")
+    assert parse_task(text) == "Book a hotel in Rome. User info: n/a, I am an adult"
+    assert parse_user_info(text)["age"] == 16
 
 
 def test_parse_user_info_types() -> None:
@@ -123,12 +134,35 @@ def test_final_action_type_and_missing() -> None:
         "value": "red shoes",
         "element_text": "A. <input id=0 text search />",
     }
-    assert seeact_final_action("no answer here") == {
-        "element": "",
-        "action": "",
-        "value": "",
-        "element_text": "",
-    }
+    for unreadable_output in ("no answer here", "", "ELEMENT: B but no action"):
+        with pytest.raises(UnreadableEvidence) as info:
+            seeact_final_action(unreadable_output)
+        assert info.value.reason == "no_final_action"
+
+
+@pytest.mark.parametrize("answer", [
+    "ELEMENT: A\nACTION: TYPE\nVALUE: red shoes",
+    "ELEMENT: A, ACTION: TYPE, VALUE: red shoes",
+    "element: a\naction: type\nvalue: red shoes",
+    "**ELEMENT:** A\n**ACTION:** TYPE\n**VALUE:** red shoes",
+    '{"element": "A", "action": "TYPE", "value": "red shoes"}',
+    "ELEMENT: (A)\r\n\r\nACTION: TYPE\r\n\r\nVALUE: red shoes\r\n",
+])
+def test_final_action_in_every_layout(answer: str) -> None:
+    out = "(Choices)\nA. <input id=0 text search />\n\n(Final Answer)\n" + answer
+    got = seeact_final_action(out)
+    assert (got["element"], got["action"], got["value"]) == ("A", "TYPE", "red shoes")
+    assert got["element_text"] == "A. <input id=0 text search />"
+
+
+def test_final_action_is_linear_on_a_hostile_line() -> None:
+    import time
+
+    line = "ELEMENT: " + "x" * 90_000 + " ACTION" * 5000
+    start = time.perf_counter()
+    with pytest.raises(UnreadableEvidence):
+        seeact_final_action(line + "\n" + "value:" * 20_000)
+    assert time.perf_counter() - start < 5.0  # catastrophic backtracking took 48 s
     gone = seeact_final_action("(Choices)\nA. <a> x </a>\nELEMENT: F\nACTION: CLICK\nVALUE: None")
     assert gone["element"] == "F" and gone["element_text"] == ""
 

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import re
 
+from guardagent.readers.evidence import unreadable
 from guardagent.readers.user_facts import USER_INFO_LABEL
 from guardagent.readers.web_categories import categorize
 from guardagent.tools.registry import guard_tool
 
-_TASK = re.compile(r"^\s*task\s*:\s*", re.I | re.M)
-_FINAL = re.compile(
-    r"ELEMENT\s*:\s*(?P<element>[^\n]*?)\s*(?:\n|[,;/|]|\s)\s*"
-    r"ACTION\s*:\s*(?P<action>[^\n]*?)\s*(?:\n|[,;/|]|\s)\s*"
-    r"VALUE\s*:\s*(?P<value>[^\n]*)",
-    re.I,
-)
-_LETTER = re.compile(r"^[(\[]?([A-Z]{1,2})[)\].:]?$")
+_TASK = "task"
+# A key of the final answer and its separator. A fixed alternation and no nested or
+# unbounded lazy quantifier, so matching is linear in the line (an 88 kB line is fine).
+_KEY = re.compile(r"\b(element|action|value)\b[\"'*_`]*[ \t]*[:=]", re.I)
+_TRIM = " \t\"'*_`,;|{}"
+_LETTER = re.compile(r"[(\[]?([A-Za-z]{1,2})[)\].:]?")
 
 
 @guard_tool(group="web")
@@ -29,47 +28,74 @@ def parse_task(agent_input: str) -> str:
     r"""Return the user's task from a web agent's input.
 
     The input looks like ``Task: <task>\nUser information:\n   age: 45, ...``. The task is
-    the text after ``Task:`` up to the ``User information:`` block (it may span lines).
-    Without a ``Task:`` label, the text before the user information block is returned.
+    the text after ``Task:`` up to the host's own ``User information:`` block, which is the
+    last one (a task may itself mention "user info"); it may span lines. Without a ``Task:``
+    label, the text before that block is the task. An input with no task cannot be judged:
+    the event is denied as unreadable (`no_task`).
 
     Args:
         agent_input: The target agent's input (trusted text).
 
     Returns:
-        The task text, stripped; "" when there is none.
+        The task text with runs of whitespace collapsed.
 
     """
     text = agent_input or ""
-    info = USER_INFO_LABEL.search(text)
-    head = text[: info.start()] if info else text
-    label = _TASK.search(head)
-    if label:
-        head = head[label.end() :]
-    return " ".join(head.split())
+    labels = list(USER_INFO_LABEL.finditer(text))
+    head = text[: labels[-1].start()] if labels else text
+    lines = head.split("\n")
+    for i, line in enumerate(lines):
+        key, sep, rest = line.partition(":")
+        if sep and key.strip().lower() == _TASK:
+            head = "\n".join([rest, *lines[i + 1:]])
+            break
+    task = " ".join(head.split())
+    if not task:
+        unreadable("no_task", "the agent input states no task to judge the action against")
+    return task
 
 
-def _choice_line(agent_output: str, letter: str, before: int) -> str:
+def _choice_line(lines: list[str], letter: str) -> str:
     """The ``<letter>. ...`` line of the choices SeeAct was shown, preferring (Choices)."""
     if not letter:
         return ""
-    pattern = re.compile(rf"^\s*({re.escape(letter)}\.\s.*?)\s*$", re.M)
-    head = agent_output[:before]
-    section = head.rfind("(Choices)")
-    scopes = [head[section:]] if section >= 0 else []
-    scopes.append(head)
-    for scope in scopes:
-        found = pattern.findall(scope)
+    section = max((i for i, line in enumerate(lines) if line.strip() == "(Choices)"), default=0)
+    for scope in (lines[section:], lines):
+        found = [line.strip() for line in scope if line.lstrip().startswith(letter + ". ")]
         if found:
-            return str(found[-1])
+            return found[-1]
     return ""
+
+
+def _answers(lines: list[str]) -> list[dict[str, str]]:
+    """Every ELEMENT/ACTION[/VALUE] record, in order, whatever its layout.
+
+    Keys may stand one per line, several on a line (`ELEMENT: B, ACTION: CLICK`), in JSON
+    (`{"element": "B", ...}`) or in markdown (`**ELEMENT:** B`), in any case.
+    """
+    records: list[dict[str, str]] = []
+    for line in lines:
+        keys = list(_KEY.finditer(line))
+        for n, key in enumerate(keys):
+            end = keys[n + 1].start() if n + 1 < len(keys) else len(line)
+            name, value = key.group(1).lower(), line[key.end():end].strip(_TRIM)
+            if name == "element":
+                records.append({"element": value, "line": str(len(records))})
+            elif records and name not in records[-1]:
+                records[-1][name] = value
+    return [r for r in records if "action" in r]
 
 
 @guard_tool(group="web")
 def seeact_final_action(agent_output: str) -> dict[str, str]:
-    """Return SeeAct's final action: the LAST ``ELEMENT: / ACTION: / VALUE:`` block.
+    """Return SeeAct's final action: the LAST ``ELEMENT: / ACTION: / VALUE:`` answer.
 
-    The output text is attacker-influenced; the result describes what the agent is about
-    to do, and is fit to judge the action, never to supply user facts.
+    The answer may be written one key per line (SeeAct's own layout), on one line
+    (`ELEMENT: B, ACTION: TYPE, VALUE: Columbus`), as JSON or with markdown emphasis, in any
+    case. The output text is attacker-influenced; the result describes what the agent is
+    about to do, and is fit to judge the action, never to supply user facts. An output with
+    no readable final answer (no ELEMENT with an ACTION) cannot be judged: the event is
+    denied as unreadable (`no_final_action`).
 
     Args:
         agent_output: The target agent's output (analysis, choices, final answer).
@@ -80,22 +106,22 @@ def seeact_final_action(agent_output: str) -> dict[str, str]:
         letter; ``action`` is upper-case (e.g. "CLICK", "TYPE", "SELECT"); ``value`` is the
         typed/selected value as written ("None" when there is none); ``element_text`` is the
         full choice line for that letter (e.g. ``C. <button> Add to Cart </button>``),
-        "" when not found. All four are "" when there is no final-answer block.
+        "" when not found.
 
     """
-    text = agent_output or ""
-    matches = list(_FINAL.finditer(text))
-    if not matches:
-        return {"element": "", "action": "", "value": "", "element_text": ""}
-    last = matches[-1]
-    raw_element = last.group("element").strip()
-    letter = _LETTER.match(raw_element)
-    element = letter.group(1) if letter else raw_element
+    lines = (agent_output or "").replace("\r", "").split("\n")
+    answers = _answers(lines)
+    if not answers:
+        unreadable("no_final_action",
+                   "the output has no final answer (ELEMENT and ACTION) to judge")  # fmt: skip
+    last = answers[-1]
+    letter = _LETTER.fullmatch(last["element"])
+    element = letter.group(1).upper() if letter else last["element"]
     return {
         "element": element,
-        "action": last.group("action").strip().upper(),
-        "value": last.group("value").strip(),
-        "element_text": _choice_line(text, element if letter else "", last.start()),
+        "action": last["action"].upper(),
+        "value": last.get("value", "None") or "None",
+        "element_text": _choice_line(lines, element if letter else ""),
     }
 
 

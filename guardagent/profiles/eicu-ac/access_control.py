@@ -61,7 +61,7 @@ if role not in PERMISSIONS:
 else:
     blocked = check_access(accessed, PERMISSIONS[role])
     if blocked:
-        deny(blocked, "a " + role + " may not access " + ", ".join(
+        deny(blocked, "the role '" + role + "' may not access " + ", ".join(
             [table + "." + col for table in sorted(blocked) for col in blocked[table]]))
     else:
         allow("every column the agent's code reads is accessible to a " + role)
