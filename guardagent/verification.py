@@ -73,6 +73,13 @@ def verify_program(
     return problems
 
 
+def summarize(problems: list[str], limit: int = 3) -> str:
+    """The first `limit` problems on one line, with how many more there are."""
+    shown = "; ".join(problems[:limit])
+    more = len(problems) - limit
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
 _PROBLEMS: dict[tuple[str, str], list[str]] = {}
 
 

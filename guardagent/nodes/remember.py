@@ -1,4 +1,4 @@
-"""remember: keep a generated program for reuse once it proves itself on the demonstrations."""
+"""remember: a generated program decides only once it verifies; then it is kept for reuse."""
 
 from __future__ import annotations
 
@@ -11,17 +11,22 @@ from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
-from guardagent.verification import program_problems
+from guardagent.verification import program_problems, summarize
 
 log = logging.getLogger(__name__)
 
+UNVERIFIED = "the generated program did not verify on the profile's demonstrations"
+
 
 def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
-    """Verify the program the model just wrote; if verified, store it for later events.
+    """Verify the program the model just wrote; deny if it fails, else store it for reuse.
 
-    The program must reproduce the label and details of every labelled demonstration of the
-    guard request; only then may later events run it with no LLM call. The event it decided
-    is stored with it (labelled by the program's own verdict) so retrieval finds it.
+    A model-written program is attacker-influenced (the event it was written for is in its
+    prompt), so its verdict on this event counts only if the program reproduces every
+    labelled demonstration of the guard request (and passes the rest of
+    :func:`~guardagent.verification.program_problems`). Otherwise the event is denied with
+    the reason, whether or not programs are reused. A verified program is stored with the
+    event it decided (labelled by its own verdict) so later events run it with no LLM call.
     """
     ctx = context_of(runtime)
     execution = state.get("execution")
@@ -29,7 +34,10 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
         return {}
     profile = profile_of(ctx)
     program = state.get("program", "")
-    if program_problems(program, profile) or not ctx.reuse_programs:
+    problems = program_problems(program, profile)
+    if problems:
+        return {"error": f"{UNVERIFIED}: {summarize(problems)}"}
+    if not ctx.reuse_programs:
         return {}
     verdict = execution["verdict"]
     demo = Demonstration(
@@ -49,4 +57,3 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     except Exception:  # noqa: BLE001 - the decision stands; only the reuse is lost
         log.warning("could not store a verified program in memory", exc_info=True)
     return {}
-
