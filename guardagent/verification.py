@@ -1,15 +1,21 @@
-"""Verification of general guard programs against labelled demonstrations.
+"""Verification of general guard programs: demonstrations, counterfactuals, data flow.
 
-A program is trusted for reuse (no LLM call) only if it reproduces the known decision and its
-details on every labelled demonstration of the same guard request.
+A program is trusted (to decide, and to be reused with no LLM call) only if it keeps the raw
+event out of its own logic, reproduces the known decision and its details on every labelled
+demonstration of the same guard request, and decides the request's counterfactual events as
+the request's rules do (:mod:`guardagent.counterfactuals`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
+from guardagent.counterfactuals import Case, program_cases, request_suite, suite_key
 from guardagent.memory_store.store import Demonstration
 from guardagent.profiles.loader import Profile
 from guardagent.sandbox.dataflow import check_dataflow
@@ -35,16 +41,31 @@ def same_details(a: Violations, b: Violations) -> bool:
     return not a and not b
 
 
+MAX_PROBLEMS = 12
+"""Verification stops after this many mismatches: the program is refused either way."""
+PARALLEL_RUNS = 2
+"""Sandbox runs at once while verifying (one forked child each)."""
+
+
 def verify_program(
     code: str,
     demos: Iterable[Demonstration],
     toolbox: Toolbox,
     limits: SandboxLimits | None = None,
+    *,
+    cases: Iterable[Case] = (),
 ) -> list[str]:
-    """Run `code` on each demonstration; returns the mismatches ([] means verified).
+    """Run `code` on each demonstration, then on `cases`; returns the mismatches ([] = verified).
 
     A program that handles the raw event text itself (see :mod:`guardagent.sandbox.dataflow`)
     is refused before it runs on anything.
+
+    Args:
+        code: The guard program.
+        demos: The labelled demonstrations (named by their `id` in problems).
+        toolbox: The functions the program is given.
+        limits: Sandbox limits per run.
+        cases: Further events with their expected decisions (counterfactuals).
     """
     refused = check_dataflow(code, toolbox)
     if refused:
@@ -52,25 +73,49 @@ def verify_program(
     demos = list(demos)
     if {d["label"] for d in demos} != {0, 1}:
         return ["verification needs labelled demonstrations of both an allowed and a denied event"]
-    problems = []
-    count = 0
-    for demo in demos:
-        count += 1
-        result = run_program(code, toolbox, demo["agent_input"], demo["agent_output"], limits)
-        verdict = result["verdict"]
-        if not result["ok"] or verdict is None:
-            problems.append(f"{demo['id']}: {result['error']}")
-            continue
-        label = 0 if verdict["allowed"] else 1
-        if label != demo["label"]:
-            problems.append(f"{demo['id']}: label {label}, expected {demo['label']}")
-        elif label == 1 and not same_details(verdict["violations"], demo["details"]):
-            problems.append(
-                f"{demo['id']}: violations {verdict['violations']}, expected {demo['details']}"
-            )
-    if count == 0:
-        problems.append("no labelled demonstrations to verify against")
+    labelled = [
+        Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
+    ]
+    return run_cases(code, toolbox, [*labelled, *cases], limits)
+
+
+def run_cases(
+    code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None
+) -> list[str]:
+    """Mismatches of `code` on `cases`: label, and the details of a denial.
+
+    Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches, so a
+    program that is wrong is refused after its first batches of mismatches.
+    """
+    problems: list[str] = []
+    pending = list(cases)
+    batch = 4 * PARALLEL_RUNS
+    with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
+        for start in range(0, len(pending), batch):
+            chunk = pending[start : start + batch]
+            run = partial(_mismatch, code, toolbox, limits=limits)
+            problems += [p for p in pool.map(run, chunk) if p is not None]
+            if len(problems) >= MAX_PROBLEMS:
+                problems = problems[:MAX_PROBLEMS]
+                problems.append(f"(verification stopped after {MAX_PROBLEMS} problems)")
+                break
     return problems
+
+
+def _mismatch(
+    code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None
+) -> str | None:
+    result = run_program(code, toolbox, case.agent_input, case.agent_output, limits)
+    verdict = result["verdict"]
+    if not result["ok"] or verdict is None:
+        return f"{case.name}: {result['error']}"
+    label = 0 if verdict["allowed"] else 1
+    if label != case.label:
+        want = f" {case.details}" if case.label == 1 else ""
+        return f"{case.name}: label {label}, expected {case.label}{want}"
+    if label == 1 and not same_details(verdict["violations"], case.details):
+        return f"{case.name}: violations {verdict['violations']}, expected {case.details}"
+    return None
 
 
 def summarize(problems: list[str], limit: int = 3) -> str:
@@ -81,16 +126,38 @@ def summarize(problems: list[str], limit: int = 3) -> str:
 
 
 _PROBLEMS: dict[tuple[str, str], list[str]] = {}
+_LOCK = threading.Lock()
 
 
 def program_problems(code: str, profile: Profile) -> list[str]:
-    """Why `code` is not trusted for `profile` ([] = verified on its demonstrations).
+    """Why `code` is not trusted for `profile` ([] = verified).
 
+    Verified means: it respects the data-flow discipline, reproduces every labelled
+    demonstration, and decides every counterfactual of the request as the request's rules
+    do (:mod:`guardagent.counterfactuals`); and the request is covered (each rule is probed).
     Whatever memory says about a program (it may come from an older profile, another
-    process or a shared Chroma server), it is trusted only after it reproduces this
-    profile's demonstrations here; the result is cached per process.
+    process or a shared Chroma server), it is trusted only after this, here; the result is
+    cached per process, so each program is verified once.
     """
-    key = (profile.fingerprint, hashlib.sha256(code.encode("utf-8")).hexdigest())
-    if key not in _PROBLEMS:
-        _PROBLEMS[key] = verify_program(code, profile.demos(verified=False), profile.tools())
+    key = (suite_key(profile), hashlib.sha256(code.encode("utf-8")).hexdigest())
+    if key in _PROBLEMS:
+        return _PROBLEMS[key]
+    with _LOCK:
+        if key not in _PROBLEMS:
+            _PROBLEMS[key] = _verify(code, profile)
     return _PROBLEMS[key]
+
+
+def _verify(code: str, profile: Profile) -> list[str]:
+    tools = profile.tools()
+    refused = check_dataflow(code, tools)
+    if refused:
+        return refused
+    suite = request_suite(profile)
+    named = [
+        Demonstration(**{**demo, "id": spec.id})
+        for demo, spec in zip(profile.demos(verified=False), profile.demonstrations, strict=True)
+    ]
+    problems = verify_program(code, named, tools,
+                              cases=[*suite.cases, *program_cases(profile, code)])  # fmt: skip
+    return problems + [f"the request is not covered: {p}" for p in suite.problems]
