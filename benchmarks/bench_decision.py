@@ -4,7 +4,10 @@ Runs the offline guard over the shipped benchmark events (latency only; accuracy
 job) and reports p50/p99 per decision plus the share of time spent in each node, measured from
 the graph's own update stream.
 
-Run: .venv/bin/python benchmarks/bench_decision.py [--profile eicu-ac] [--n 300]
+`--sql` (eicu-ac) makes every event SQL-heavy: the agent's code is the record's gold SQL query
+run through `SQLInterpreter`, so the SQL reader (sqlglot, scopes) is on every decision.
+
+Run: .venv/bin/python benchmarks/bench_decision.py [--profile eicu-ac] [--n 300] [--sql]
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import time
 from collections import defaultdict
 
 from guardagent import GuardAgent, GuardContext
-from guardagent.eval.benchmarks import load_benchmark
+from guardagent.eval.benchmarks import data_root, load_benchmark
+from guardagent.eval.cases import Case
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -25,16 +29,29 @@ def _pct(xs: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))], 2)
 
 
+def _as_sql(case: Case) -> str:
+    """The event's output with its code replaced by the record's gold SQL in one cell."""
+    record = {r["id"]: r for r in _records()}[case.meta["record_id"]]
+    code = f"answer = SQLInterpreter({json.dumps(record['query'])})"
+    return f'Knowledge:\n- k\nSolution:\n{{\n"cell": {json.dumps(code)}\n}}\n42\nTERMINATE'
+
+
+def _records() -> list[dict[str, str]]:
+    path = data_root() / "eicu_ac" / "eicu_ac.json"
+    return list(json.loads(path.read_text(encoding="utf-8")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", default="eicu-ac")
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--sql", action="store_true", help="SQL-heavy eicu-ac events")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as mem:
         guard = GuardAgent(args.profile, memory_dir=mem)
         guard.warm_up()
         cases = load_benchmark(args.profile)
-        events = [(c.agent_input, c.agent_output) for c in cases]
+        events = [(c.agent_input, _as_sql(c) if args.sql else c.agent_output) for c in cases]
         events = (events * (args.n // len(events) + 1))[: args.n]
         guard.check(*events[0])  # first call pays imports and caches
         end_to_end = [guard.check(i, o).latency_ms for i, o in events]
@@ -60,7 +77,10 @@ def main() -> None:
         "share": {node: round(ms / total, 3) for node, ms in per_node.items()},
     }
     print(json.dumps(result))
-    print(f"decision latency ({args.profile}, verified program, no LLM): "
+    if args.sql:
+        result["events"] = "sql-heavy"
+    print(f"decision latency ({args.profile}{', SQL-heavy' if args.sql else ''}, "
+          "verified program, no LLM): "
           f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; share {result['share']}")
 
 
