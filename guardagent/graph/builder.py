@@ -5,7 +5,7 @@ START -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END  (a generated program goes through remember first)
 execute --unreadable evidence--> decide (deny, naming what could not be read) -> END
-execute --error, attempts left, model--> debug -> code
+execute --error, attempts left, model--> debug -> code (a verified program's error: decide)
 otherwise --> decide (fail closed) -> END
 ```
 """
@@ -48,7 +48,7 @@ def after_llm(state: GuardState) -> Literal["continue", "decide"]:
 
 def after_execute(
     state: GuardState, runtime: Runtime[GuardContext]
-) -> Literal["decide", "remember", "debug", "plan"]:
+) -> Literal["decide", "remember", "debug"]:
     """Retry through the debugger while attempts remain and a model can write code."""
     execution = state.get("execution")
     ctx = context_of(runtime)
@@ -57,10 +57,13 @@ def after_execute(
     if execution and execution["ok"]:
         # A generated program decides only after it verifies (remember); reuse or not.
         return "remember" if state.get("program_source") == "generated" else "decide"
+    if state.get("program_source") == "memory":
+        # A verified program that fails on this event denies: the event's text must not be
+        # able to choose the path into the model's prompt.
+        return "decide"
     if is_offline(ctx.model) or state.get("attempts", 0) >= ctx.max_attempts:
         return "decide"
-    # A remembered program that fails on this event is not debugged: the model starts afresh.
-    return "plan" if state.get("program_source") == "memory" else "debug"
+    return "debug"
 
 
 def build_graph() -> StateGraph[GuardState, GuardContext, GuardInput, GuardOutput]:
@@ -80,9 +83,7 @@ def build_graph() -> StateGraph[GuardState, GuardContext, GuardInput, GuardOutpu
     builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
     builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
     builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
-    builder.add_conditional_edges(
-        "execute", after_execute, ["decide", "remember", "debug", "plan"]
-    )
+    builder.add_conditional_edges("execute", after_execute, ["decide", "remember", "debug"])
     builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder
