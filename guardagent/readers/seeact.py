@@ -1,9 +1,15 @@
-"""Trusted toolbox functions for guarding a web agent (SeeAct) with rules over user facts.
+"""Reader for SeeAct, a web agent, guarded with rules over user facts (the paper's Mind2Web-SC).
 
-Trust boundary: the agent input (the user's task and the user information block) is
+Trust boundary: the agent input (the user's task and the host's user information block) is
 trusted; the agent output (SeeAct's analysis, the page elements it saw, its final answer) is
 attacker-influenced, so it may only ever be *secondary* evidence about what the action is,
 and never a source of user facts.
+
+Fails closed (the event is denied, naming what could not be read): an input with no task
+(`no_task`), an output with no readable final answer, i.e. no ELEMENT with an ACTION in any
+layout (`no_final_action`). A rule whose user fact is missing counts as not met
+(:func:`guardagent.tools.rules.check_rules`). Every function here runs in time linear in its
+input: lines are split once and each is matched by a pattern without nested quantifiers.
 """
 
 from __future__ import annotations
