@@ -1,4 +1,9 @@
-"""`guardagent` command line: check one event, evaluate on cases, run one program."""
+"""`guardagent` command line: check one event, evaluate on cases, run one program.
+
+Only click is imported at start-up; each command imports what it needs when it runs, so
+`guardagent --help` is instant and `check` pays for the guard graph and nothing else
+(`benchmarks/bench_cold_start.py` measures both).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ from typing import Any
 
 import click
 
-from guardagent.eval.cases import CaseFileError, read_cases, write_cases
 from guardagent.eval.definitions import help_epilog
 
 
@@ -77,15 +81,39 @@ def main() -> None:
 @_base_url
 @_memory_dir
 @_memory_url
+@click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
+@click.option("--fields", default=None, metavar="A,B,...",
+              help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
 def check(profile: str, agent_input: str, agent_output: str, model: str, base_url: str | None,
-          memory_dir: str | None, memory_url: str | None) -> None:
+          memory_dir: str | None, memory_url: str | None, quiet: bool,
+          fields: str | None) -> None:
     """Decide whether one event may pass; prints the decision as JSON."""
     from guardagent.eval.textio import dumps_safe
 
+    wanted = _decision_fields(fields)
     event = _text(agent_input, "--input"), _text(agent_output, "--output")
     guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
-    decision = guard.check(*event)
-    click.echo(dumps_safe(decision.model_dump(mode="json")))
+    shown = guard.check(*event).model_dump(mode="json")
+    if quiet:
+        shown.pop("program", None)
+    if wanted:
+        shown = {name: shown[name] for name in wanted if name in shown}
+    click.echo(dumps_safe(shown))
+
+
+def _decision_fields(fields: str | None) -> list[str]:
+    """The field names of `--fields`, checked before any work so a typo costs nothing."""
+    if not fields:
+        return []
+    from guardagent.decision import GuardDecision
+
+    wanted = [name.strip() for name in fields.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in GuardDecision.model_fields]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown field(s) {', '.join(unknown)}; a decision has "
+            f"{', '.join(GuardDecision.model_fields)}", param_hint="--fields")
+    return wanted
 
 
 @main.command(name="eval", epilog=help_epilog())
@@ -131,6 +159,7 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     closed (see --max-failed-closed), 130 interrupted.
     """
     from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.cases import CaseFileError, read_cases
     from guardagent.eval.metrics import failed_closed_warning, unreadable_summary
     from guardagent.eval.predictions import ResumeMismatchError, UnfinishedRunError
     from guardagent.eval.runner import EvalInterruptedError, Guard, run_eval
@@ -246,6 +275,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
 def export_cases(profile: str, out_file: str) -> None:
     """Write a shipped benchmark in the case-file format (JSONL)."""
     from guardagent.eval.benchmarks import BENCHMARKS, load_benchmark
+    from guardagent.eval.cases import write_cases
 
     _known_profile(profile)
     if profile not in BENCHMARKS:

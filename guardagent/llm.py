@@ -1,12 +1,17 @@
-"""Reasoning backends: a LangChain chat model, or none at all (offline)."""
+"""Reasoning backends: a LangChain chat model, or none at all (offline).
+
+Nothing from LangChain's model stack is imported until a model is asked for, so an offline
+guard (the default) starts without it.
+"""
 
 from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
+if TYPE_CHECKING:  # langchain_core's model classes load on first real use: offline needs none
+    from langchain_core.language_models import BaseChatModel
 
 OFFLINE = "offline"
 
@@ -49,6 +54,8 @@ def resolve_model(model: Any, base_url: str | None = None) -> BaseChatModel | No
     """
     if is_offline(model):
         return None
+    from langchain_core.language_models import BaseChatModel
+
     if isinstance(model, BaseChatModel):
         return model
     if isinstance(model, str):

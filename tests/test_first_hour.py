@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -415,3 +416,64 @@ def test_a_profile_without_a_benchmark_says_so(tmp_path: Path) -> None:
                                        str(tmp_path / "x.jsonl")])
     assert result.exit_code == 1
     assert "ships no benchmark to export (only eicu-ac, mind2web-sc do)" in result.output
+
+
+# -- 5. cold start: nothing heavy is imported before it is needed -----------------------------
+
+HEAVY = ("langgraph", "chromadb", "matplotlib", "langchain_openai", "openai", "langchain")
+PROBE = """import json, sys
+from guardagent.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+heavy = sorted(p for p in {heavy!r} if p in sys.modules)
+print("\\nHEAVY=" + json.dumps(heavy))
+"""
+
+
+def _heavy_after(args: list[str], tmp_path: Path) -> list[str]:
+    env = {**os.environ, "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+                          capture_output=True, text=True, env=env, check=False)
+    marker = [line for line in proc.stdout.splitlines() if line.startswith("HEAVY=")]
+    assert marker, proc.stderr
+    return list(json.loads(marker[0].removeprefix("HEAVY=")))
+
+
+def test_help_imports_nothing_heavy(tmp_path: Path) -> None:
+    assert _heavy_after(["--help"], tmp_path) == []
+    assert _heavy_after(["eval", "--help"], tmp_path) == []
+
+
+def test_offline_check_and_eval_import_no_model_client_and_no_plotting(tmp_path: Path) -> None:
+    heavy = _heavy_after(["check", "--profile", "mind2web-sc", "--input", ADULT_HOTEL_INPUT,
+                          "--output", HOTEL_OUTPUT, "--quiet"], tmp_path)
+    assert "langgraph" in heavy  # the guard graph itself is the one thing check needs
+    assert not {"matplotlib", "langchain_openai", "openai", "langchain"} & set(heavy)
+    cases = _cases_file(tmp_path / "c.jsonl", 1)
+    heavy = _heavy_after(["eval", "--profile", "eicu-ac", "--cases", str(cases), "--out",
+                          str(tmp_path / "run"), "--quiet", "--no-plots"], tmp_path)
+    assert "matplotlib" not in heavy and "openai" not in heavy
+
+
+def test_loading_a_profile_does_not_open_the_memory_stack() -> None:
+    code = ("import sys; from guardagent.profiles.loader import load_profile; "
+            "p = load_profile('eicu-ac'); print(len(p.demonstrations), "
+            "'chromadb' in sys.modules, 'langgraph' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert proc.stdout.split() == ["3", "False", "False"]
+
+
+def test_check_quiet_and_fields() -> None:
+    args = ["check", "--profile", "mind2web-sc", "--input", ADULT_HOTEL_INPUT, "--output",
+            HOTEL_OUTPUT]
+    full = json.loads(CliRunner().invoke(main, args).stdout)
+    assert full["program"]
+    quiet = json.loads(CliRunner().invoke(main, [*args, "--quiet"]).stdout)
+    assert "program" not in quiet and quiet["allowed"] == full["allowed"]
+    picked = CliRunner().invoke(main, [*args, "--fields", "allowed, reason"])
+    assert list(json.loads(picked.stdout)) == ["allowed", "reason"]
+    bad = CliRunner().invoke(main, [*args, "--fields", "allowed,verdict"])
+    assert bad.exit_code == 2 and "unknown field(s) verdict" in bad.output

@@ -23,7 +23,6 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
 from guardagent.eval.metrics import compute_metrics
-from guardagent.eval.plots import save_plots
 from guardagent.eval.predictions import (
     PARTIAL,
     PartialLog,
@@ -222,7 +221,11 @@ def run_eval(
                    model=signature["model"], resumed_decisions=reused)
     write_predictions(out / "predictions.jsonl", cases, decisions)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    links = save_plots(metrics, decisions, out) if plots else []
+    links: list[tuple[str, str]] = []
+    if plots:
+        from guardagent.eval.plots import save_plots  # matplotlib loads only when drawing
+
+        links = save_plots(metrics, decisions, out)
     report = render_report(
         guard.context.profile, metrics, cases, decisions, model=signature["model"],
         method=method_of(guard), skipped=skipped, plots=links,

@@ -11,13 +11,15 @@ import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
-from guardagent.memory_store.store import Demonstration, demonstration_id, request_fingerprint
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox
+
+if TYPE_CHECKING:  # the memory store (and Chroma) load only when memory records are built
+    from guardagent.memory_store.store import Demonstration
 
 BUILTIN_DIR = Path(__file__).parent
 
@@ -68,6 +70,8 @@ class Profile(BaseModel):
         demos = [
             [d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations
         ]
+        from guardagent.memory_store.store import request_fingerprint
+
         key = json.dumps([self.guard_request, sorted(self.toolbox), demos], sort_keys=True)
         return request_fingerprint(key)
 
@@ -95,6 +99,8 @@ class Profile(BaseModel):
 
     def demos(self, *, verified: bool) -> list[Demonstration]:
         """The demonstrations as memory records, marked with the verification result."""
+        from guardagent.memory_store.store import Demonstration, demonstration_id
+
         out = []
         for d in self.demonstrations:
             demo = Demonstration(

@@ -1,0 +1,114 @@
+"""Cold start of the `guardagent` command: whole-process wall time, median of several runs.
+
+A shell loop over events starts one process per event, so what counts is the time from exec
+to exit, imports included. Each command runs `--runs` times in a fresh process against a
+private memory directory (the first `check` seeds it and is reported apart); the script
+prints the medians next to the goals of issue 14, and with `--importtime` which heavy
+packages a `check` imported and the slowest top-level imports (`python -X importtime`).
+
+Run: .venv/bin/python benchmarks/bench_cold_start.py [--runs 7] [--importtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+GOALS = {"help": 0.5, "check eicu-ac": 1.5, "check mind2web-sc": 1.5}
+HEAVY = ("langgraph", "chromadb", "matplotlib", "langchain_openai", "openai", "langchain")
+EICU_INPUT = "Identity: nursing\nQuestion: what was the last heart rate of patient 002-1?"
+EICU_OUTPUT = ('Solution:\n{"cell": "db = LoadDB(\'vitalperiodic\')\\nrows = FilterDB(db, '
+               '\'patientunitstayid=1\')\\nanswer = GetValue(rows, \'heartrate, max\')"}\n'
+               "----\n88\n----\nTERMINATE")
+WEB_INPUT = ("Task: Find a used Toyota Corolla under 10000 dollars\nUser information:\n"
+             "   age: 30,\n   domestic: True,\n   dr_license: True,\n   vaccine: True,\n"
+             "   membership: False")
+WEB_OUTPUT = ("(Analysis)\nThe search page is open.\n\n(Choices)\nA. <button id=0> Search "
+              "</button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+COMMANDS = {
+    "help": ["--help"],
+    "check eicu-ac": ["check", "--profile", "eicu-ac", "--input", EICU_INPUT, "--output",
+                      EICU_OUTPUT, "--quiet"],
+    "check mind2web-sc": ["check", "--profile", "mind2web-sc", "--input", WEB_INPUT,
+                          "--output", WEB_OUTPUT, "--quiet"],
+}
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process from start to exit; a failing command is an error.
+
+    CPU time (user + system, the process and its children) barely moves when other work
+    shares the machine, so it is reported beside the wall time a user waits.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:3])} failed:\n{proc.stderr.decode()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def import_profile(args: list[str], env: dict[str, str], top: int) -> dict[str, object]:
+    """Which heavy packages one command imports, and its slowest imports (cumulative)."""
+    argv = [sys.executable, "-X", "importtime", "-c",
+            "import sys; from guardagent.cli import main; main(sys.argv[1:])", *args]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    rows = []  # (cumulative us, depth, module)
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if not line.startswith("import time:") or len(parts) != 3:
+            continue
+        cumulative, name = parts[1].strip(), parts[2][1:]
+        if cumulative.isdigit():
+            rows.append((int(cumulative), len(name) - len(name.lstrip()), name.strip()))
+    loaded = {name.split(".")[0] for _, _, name in rows}
+    roots = sorted(((us, name) for us, depth, name in rows if depth == 0), reverse=True)
+    return {
+        "heavy_imported": sorted(p for p in HEAVY if p in loaded),
+        "slowest_imports_ms": {name: round(us / 1000, 1) for us, name in roots[:top]},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    exe = str(BIN / "guardagent")
+    with tempfile.TemporaryDirectory(prefix="guardagent-bench-") as memory:
+        env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory}
+        first = {name: round(timed([exe, *argv], env)[0], 3)
+                 for name, argv in COMMANDS.items() if name != "help"}
+        result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0],
+                                     "first_check_s": first}
+        medians = {}
+        for name, argv in COMMANDS.items():
+            runs = [timed([exe, *argv], env) for _ in range(args.runs)]
+            wall = statistics.median(t for t, _ in runs)
+            medians[name] = {"median_s": round(wall, 3),
+                             "min_s": round(min(t for t, _ in runs), 3),
+                             "max_s": round(max(t for t, _ in runs), 3),
+                             "median_cpu_s": round(statistics.median(c for _, c in runs), 3),
+                             "goal_s": GOALS[name], "meets_goal": wall <= GOALS[name]}
+        result["commands"] = medians
+        if args.importtime:
+            result["imports"] = {name: import_profile(argv, env, args.top)
+                                 for name, argv in COMMANDS.items()}
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
