@@ -27,22 +27,32 @@ pandas readers: `dynamic_code`); constructs it does not model (classes, `match`,
 from __future__ import annotations
 
 import ast
-import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-import sqlglot
-import sqlglot.dialects.sqlite  # noqa: F401 - loaded now: a sandbox child may open no file
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-
+from guardagent.readers.ehr_text import (
+    fill_value_holes,
+    filter_columns,
+    lift_raw_sql,
+    value_columns,
+)
+from guardagent.readers.ehr_values import (
+    HOLE,
+    OPAQUE,
+    UNKNOWN_STR,
+    Value,
+    as_text,
+    cap,
+    concat,
+    join_all,
+    join_opt,
+    percent,
+    str_method,
+    tables_in,
+)
 from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.readers.evidence import unreadable
 
-HOLE = "\0"
-"""Stands for a run-time part of a string (a value the reader cannot know)."""
-
-_MAX_STRINGS = 64  # possible values tracked per string before it becomes wholly unknown
 _MAX_CALL_DEPTH = 4  # nested calls of functions the code itself defines
 _MAX_NODES = 200_000  # AST nodes walked per event, loops included
 _TOOLS = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
@@ -59,92 +69,6 @@ _ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna",
 _INDEXERS = frozenset({"loc", "iloc", "at", "iat"})
 _ROW_ITERATORS = frozenset({"iterrows", "itertuples", "items", "iteritems"})
 _GROWTH = frozenset({"append", "extend", "add", "insert", "update", "setdefault"})
-_AGGREGATIONS = frozenset({"max", "min", "mean", "avg", "sum", "count", "list", "median",
-                           "first", "last", "std", "var", "unique", "nunique"})  # fmt: skip
-_FILTER_OPS = ("<=", ">=", "!=", "==", "=", "<", ">")
-_FILTER_WORD_OPS = (" not in ", " in ", " not like ", " like ", " is not ", " is ")
-
-
-@dataclass(frozen=True)
-class Value:
-    """What an expression may evaluate to; a join of every possibility (over-approximation).
-
-    Attributes:
-        strs: Possible string values; `HOLE` marks a run-time part.
-        tables: eICU tables this may be (a loaded, possibly filtered table).
-        indexer: Tables whose `.loc`/`.iloc`/... indexer this is, with its name.
-        elems: For a list/tuple/set/dict/iterator: the join of its elements (a dict's values).
-        keys: For a dict: the join of its keys.
-        func: Names of functions the code defined that this may be.
-        other: May be something else (a number, a GetValue result, a module, ...).
-        columns: For a table: the only columns it still holds (`db[["a", "b"]]`; those were
-            recorded when selected), or None for all of them.
-    """
-
-    strs: frozenset[str] = frozenset()
-    tables: frozenset[str] = frozenset()
-    indexer: frozenset[tuple[str, str]] = frozenset()
-    elems: Value | None = None
-    keys: Value | None = None
-    func: frozenset[str] = frozenset()
-    other: bool = False
-    columns: frozenset[str] | None = None
-
-    def join(self, other: Value) -> Value:
-        """Either this or `other`."""
-        if self.tables and other.tables:
-            columns = None if self.columns is None or other.columns is None else (
-                self.columns | other.columns)  # fmt: skip
-        else:
-            columns = self.columns if self.tables else other.columns
-        return Value(_cap(self.strs | other.strs), self.tables | other.tables,
-                     self.indexer | other.indexer, _join_opt(self.elems, other.elems),
-                     _join_opt(self.keys, other.keys), self.func | other.func,
-                     self.other or other.other, columns)  # fmt: skip
-
-
-def _join_opt(a: Value | None, b: Value | None) -> Value | None:
-    return a if b is None else (b if a is None else a.join(b))
-
-
-OPAQUE = Value(other=True)
-UNKNOWN_STR = Value(strs=frozenset({HOLE}))
-
-
-def _cap(strs: frozenset[str]) -> frozenset[str]:
-    return strs if len(strs) <= _MAX_STRINGS else frozenset({HOLE})
-
-
-def _join_all(values: Iterable[Value]) -> Value:
-    out = Value()
-    for value in values:
-        out = out.join(value)
-    return out
-
-
-def _concat(left: Value, right: Value) -> Value:
-    """`left + right` for strings: every pairing; anything non-string is a hole."""
-    lefts = left.strs | ({HOLE} if left.other or left.tables else frozenset())
-    rights = right.strs | ({HOLE} if right.other or right.tables else frozenset())
-    if not lefts or not rights:
-        return OPAQUE
-    if len(lefts) * len(rights) > _MAX_STRINGS:
-        return UNKNOWN_STR
-    return Value(strs=frozenset(_squash(a + b) for a in lefts for b in rights))
-
-
-def _squash(text: str) -> str:
-    while HOLE + HOLE in text:
-        text = text.replace(HOLE + HOLE, HOLE)
-    return text
-
-
-def _as_text(value: Value) -> frozenset[str]:
-    """The strings `str(value)` may give: its own strings, else a hole."""
-    return value.strs if value.strs and not (value.other or value.tables) else (
-        value.strs | {HOLE})
-
-
 @dataclass
 class Reads:
     """Table -> columns read; a table loaded but none of whose columns is read maps to []."""
@@ -228,9 +152,9 @@ class Interpreter:
 
     def end_of_cell(self, body: list[ast.stmt]) -> None:
         """What a cell hands back reads its data: `answer` and a displayed last expression."""
-        self.reads.whole(_tables_in(self.env.get("answer", Value())))
+        self.reads.whole(tables_in(self.env.get("answer", Value())))
         if body and isinstance(body[-1], ast.Expr):
-            self.reads.whole(_tables_in(self.env.get("_", Value())))
+            self.reads.whole(tables_in(self.env.get("_", Value())))
 
     def _tick(self, node: ast.AST) -> None:
         self.budget -= 1
@@ -252,7 +176,7 @@ class Interpreter:
             right = self.expr(node.value)
             strings = isinstance(node.op, ast.Add) and current.elems is None and (
                 current.strs or right.strs)  # fmt: skip
-            self.bind(node.target, _concat(current, right) if strings else current.join(right),
+            self.bind(node.target, concat(current, right) if strings else current.join(right),
                       None)  # fmt: skip
         elif isinstance(node, ast.Expr | ast.Return):
             value = self.expr(node.value) if node.value is not None else OPAQUE
@@ -379,16 +303,16 @@ class Interpreter:
             return self.subscript(node)
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
             elems = [self.expr(e.value if isinstance(e, ast.Starred) else e) for e in node.elts]
-            return Value(elems=_join_all(elems))
+            return Value(elems=join_all(elems))
         if isinstance(node, ast.Dict):
             keys = [self.expr(k) for k in node.keys if k is not None]
             values = [self.expr(v) for v in node.values]
-            return Value(elems=_join_all(values), keys=_join_all(keys))
+            return Value(elems=join_all(values), keys=join_all(keys))
         if isinstance(node, ast.IfExp):
             self.expr(node.test)
             return self.expr(node.body).join(self.expr(node.orelse))
         if isinstance(node, ast.BoolOp):
-            return _join_all(self.expr(v) for v in node.values)
+            return join_all(self.expr(v) for v in node.values)
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self.comprehension(node)
         if isinstance(node, ast.Lambda):
@@ -419,7 +343,7 @@ class Interpreter:
         for i, value in enumerate(operands):
             membership = i > 0 and isinstance(node.ops[i - 1], ast.In | ast.NotIn)
             if not membership and not identity:
-                self.reads.whole(_tables_in(value, deep=False))
+                self.reads.whole(tables_in(value, deep=False))
         return OPAQUE
 
     def fstring(self, node: ast.JoinedStr) -> Value:
@@ -431,10 +355,10 @@ class Interpreter:
                 if part.format_spec is not None:
                     self.expr(part.format_spec)
                 plain = part.conversion in (-1, ord("s")) and part.format_spec is None
-                piece = Value(strs=_as_text(value) if plain else frozenset({HOLE}))
+                piece = Value(strs=as_text(value) if plain else frozenset({HOLE}))
             else:
                 piece = self.expr(part)
-            out = _concat(out, piece)
+            out = concat(out, piece)
         return out
 
     def binop(self, node: ast.BinOp) -> Value:
@@ -443,11 +367,11 @@ class Interpreter:
         if isinstance(node.op, ast.Add):
             if left.elems is not None or right.elems is not None:
                 return left.join(right)
-            return _concat(left, right) if left.strs or right.strs else OPAQUE
+            return concat(left, right) if left.strs or right.strs else OPAQUE
         if isinstance(node.op, ast.Mod) and left.strs:
             parts = [self.expr(e) for e in node.right.elts] if isinstance(
                 node.right, ast.Tuple) else [right]  # fmt: skip
-            return Value(strs=_cap(frozenset(_percent(s, parts) for s in left.strs)))
+            return Value(strs=cap(frozenset(percent(s, parts) for s in left.strs)))
         if left.strs or right.strs:
             return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
         return OPAQUE
@@ -476,7 +400,7 @@ class Interpreter:
         """
         rows = Value(tables=value.tables | frozenset(t for t, _ in value.indexer),
                      columns=value.columns)  # fmt: skip
-        items = _join_opt(value.elems, value.keys)
+        items = join_opt(value.elems, value.keys)
         if items is not None:
             return items.join(rows) if rows.tables else items
         if rows.tables:
@@ -511,11 +435,11 @@ class Interpreter:
             return self.user_call(target.func, args, kwargs, node)
         if name not in _NO_READ:  # a table handed to anything else is read whole
             for value in [*args, *kwargs.values()]:
-                self.reads.whole(_tables_in(value))
+                self.reads.whole(tables_in(value))
         if name == "str" and len(args) == 1:
-            return Value(strs=_as_text(args[0]))
+            return Value(strs=as_text(args[0]))
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
-            return Value(elems=_join_all(a.elems if a.elems is not None else a for a in args))
+            return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
         return OPAQUE
 
     def grow(self, container: ast.expr, values: list[Value]) -> None:
@@ -524,7 +448,7 @@ class Interpreter:
         if base is None:
             return
         held = self.env.get(base, Value())
-        added = _join_all(values)
+        added = join_all(values)
         self.env[base] = replace(held, elems=added if held.elems is None else held.elems.join(
             added))  # fmt: skip
 
@@ -551,7 +475,7 @@ class Interpreter:
                     self.env[key] = value
             for extra in (fn.args.vararg, fn.args.kwarg):
                 if extra is not None:
-                    self.env[extra.arg] = Value(elems=_join_all([*args, *kwargs.values()]))
+                    self.env[extra.arg] = Value(elems=join_all([*args, *kwargs.values()]))
             self.depth += 1
             self.returns.append([])
             try:
@@ -563,7 +487,7 @@ class Interpreter:
                 self.depth -= 1
                 returned = self.returns.pop()
                 self.env = saved
-            result = result.join(_join_all(returned) if returned else OPAQUE)
+            result = result.join(join_all(returned) if returned else OPAQUE)
         return result
 
     def tool(self, name: str, node: ast.Call) -> Value:
@@ -637,17 +561,17 @@ class Interpreter:
                 joined = frozenset().union(*(v.tables for v in args))
                 return Value(tables=owner.tables | joined,
                              columns=None if joined else owner.columns)  # fmt: skip
-            self.reads.whole(_tables_in(owner, deep=False))
+            self.reads.whole(tables_in(owner, deep=False))
             return OPAQUE
         for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
-            self.reads.whole(_tables_in(value))
+            self.reads.whole(tables_in(value))
         if owner.strs and not owner.other:
-            return Value(strs=_cap(frozenset(_str_method(s, attr, args) for s in owner.strs)))
+            return Value(strs=cap(frozenset(str_method(s, attr, args) for s in owner.strs)))
         if attr in ("pop", "get", "setdefault") and owner.elems is not None:
             return owner.elems
         if attr in ("keys", "values", "items", "copy"):
             items = {"keys": owner.keys, "values": owner.elems, "copy": owner.elems,
-                     "items": _join_opt(owner.keys, owner.elems)}[attr]  # fmt: skip
+                     "items": join_opt(owner.keys, owner.elems)}[attr]  # fmt: skip
             if items is not None:
                 return replace(owner, elems=items) if attr == "copy" else Value(elems=items)
         return OPAQUE
@@ -664,7 +588,7 @@ class Interpreter:
             if any(attr in EICU_COLUMNS[t] for t in owner.tables):
                 self.reads.column(owner.tables, attr, f"line {line}: .{attr}")
                 return OPAQUE
-            self.reads.whole(_tables_in(owner, deep=False))  # values, to_dict, head, T, ...
+            self.reads.whole(tables_in(owner, deep=False))  # values, to_dict, head, T, ...
             return OPAQUE
         return OPAQUE
 
@@ -729,218 +653,9 @@ class Interpreter:
         return frozenset(n.strip().lower() for n in names.strs)
 
 
-def lift_raw_sql(source: str) -> str:
-    """`SQLInterpreter[<raw SQL>]` rewritten as `SQLInterpreter['<raw SQL>']`.
-
-    Only when the source is not valid Python as it stands: EHRAgent's prompt writes the tool
-    that way, with the SQL unquoted.
-    """
-    if _parses(source):
-        return source
-    out, pos = [], 0
-    while (start := source.find("SQLInterpreter", pos)) >= 0:
-        open_at = start + len("SQLInterpreter")
-        while open_at < len(source) and source[open_at] in " \t":
-            open_at += 1
-        close = _closing_bracket(source, open_at) if source[open_at:open_at + 1] == "[" else None
-        if close is None:
-            out.append(source[pos:open_at])
-            pos = open_at
-            continue
-        inner = source[open_at + 1:close]
-        literal = inner if _is_string_literal(inner) else repr(inner.strip())
-        out.append(source[pos:open_at] + "[" + literal + "]")
-        pos = close + 1
-    return "".join(out) + source[pos:]
-
-
-def _parses(source: str) -> bool:
-    try:
-        ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-def _is_string_literal(text: str) -> bool:
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return isinstance(tree.body, ast.Constant | ast.JoinedStr | ast.BinOp | ast.Call | ast.Name)
-
-
-def _closing_bracket(text: str, open_at: int) -> int | None:
-    """Index of the `]` closing the `[` at `open_at`, skipping SQL/Python quoted strings."""
-    depth, i, quote = 0, open_at, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-            if depth == 0:
-                return i if ch == "]" else None
-        i += 1
-    return None
-
-
-_HOLE_NAME = "__guard_hole__"
-_VALUE_PARENTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
-                  exp.In, exp.Between, exp.Is, exp.Limit, exp.Offset, exp.Add, exp.Sub,
-                  exp.Mul, exp.Div, exp.Tuple)  # fmt: skip
-
-
-def fill_value_holes(sql: str, where: str) -> str:
-    """SQL with its run-time parts (`.format(pid)`) checked and filled, or unreadable.
-
-    A run-time part inside a quoted string, or standing where SQL takes a value (an operand
-    of a comparison, `IN (...)`, `BETWEEN`, `LIMIT`, arithmetic) is a value and is filled with
-    a literal; anywhere else (a column, a table, a keyword, the select list) it could name
-    data, so the SQL is unreadable.
-    """
-    if HOLE not in sql:
-        return sql
-    text = sql.replace(HOLE, _HOLE_NAME)
-    try:
-        trees = [t for t in sqlglot.parse(text, read="sqlite") if t is not None]
-    except (SqlglotError, RecursionError):
-        unreadable("dynamic_sql", f"{where}: SQL built at run time that does not parse")
-    for tree in trees:
-        for node in list(tree.find_all(exp.Column, exp.Table, exp.Identifier)):
-            if _HOLE_NAME not in node.name or (
-                    isinstance(node, exp.Identifier) and isinstance(node.parent, exp.Column)):
-                continue  # fmt: skip
-            value = isinstance(node, exp.Column) and not node.table and isinstance(
-                node.parent, _VALUE_PARENTS)  # fmt: skip
-            if not value:
-                unreadable("dynamic_sql", f"{where}: a run-time part of the SQL stands where a "
-                           "name must be")  # fmt: skip
-            node.replace(exp.Literal.number(0))
-    return ";\n".join(t.sql(dialect="sqlite") for t in trees)
-
-
-def _tables_in(value: Value, deep: bool = True) -> frozenset[str]:
-    """Tables a value holds whole (its elements included when `deep`).
-
-    A table narrowed to some columns (`db[["a"]]`) is left out: those columns were recorded
-    when they were selected, and it holds no other.
-    """
-    own = value.tables if value.columns is None else frozenset()
-    inner = frozenset[str]()
-    if deep:
-        for part in (value.elems, value.keys):
-            if part is not None:
-                inner |= _tables_in(part)
-    return own | inner | frozenset(t for t, _ in value.indexer)
-
-
 def _root_name(node: ast.expr) -> str | None:
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _percent(template: str, args: list[Value]) -> str:
-    """`template % args`: each `%s` takes its argument's text when that is one known string."""
-    texts = [_as_text(a) for a in args]
-    out, i, n = [], 0, 0
-    while i < len(template):
-        ch = template[i]
-        if ch != "%":
-            out.append(ch)
-            i += 1
-            continue
-        if template[i + 1:i + 2] == "%":
-            out.append("%")
-            i += 2
-            continue
-        j = i + 1
-        while j < len(template) and template[j] not in "diouxXeEfFgGcrsa":
-            j += 1
-        text = texts[n] if n < len(texts) else frozenset({HOLE})
-        n += 1
-        out.append(next(iter(text)) if template[j:j + 1] == "s" and len(text) == 1 else HOLE)
-        i = j + 1
-    return _squash("".join(out))
-
-
-def _str_method(text: str, attr: str, args: list[Value]) -> str:
-    """A string method on one known value; anything not modelled is a hole."""
-    if attr == "format":
-        return _format(text, args)
-    if attr in ("lower", "upper", "strip", "lstrip", "rstrip", "casefold", "title"):
-        return str(getattr(text.replace(HOLE, ""), attr)()) if HOLE not in text else (
-            text if attr in ("strip", "lstrip", "rstrip") else HOLE)
-    if attr == "replace" and len(args) >= 2 and len(args[0].strs) == 1 and len(args[1].strs) == 1:
-        old, new = next(iter(args[0].strs)), next(iter(args[1].strs))
-        return text.replace(old, new) if HOLE not in old + new else HOLE
-    if attr == "join" and args and args[0].elems is not None and args[0].elems.strs:
-        parts = args[0].elems.strs
-        return HOLE if len(parts) != 1 else _squash(next(iter(parts)) + text + HOLE)
-    return HOLE
-
-
-def _format(template: str, args: list[Value]) -> str:
-    """`template.format(*args)`: fields parsed with the standard library's own format parser."""
-    try:
-        fields = list(string.Formatter().parse(template))
-    except ValueError:
-        return HOLE
-    out, auto = [], 0
-    for literal, name, spec, conversion in fields:
-        out.append(literal)
-        if name is None:
-            continue
-        if name == "":
-            index: int | None = auto
-            auto += 1
-        else:
-            index = int(name) if name.isdigit() else None
-        value = args[index] if index is not None and index < len(args) else None
-        text = value.strs if value is not None and not spec and not conversion else None
-        out.append(next(iter(text)) if text and len(text) == 1 and not (
-            value is not None and (value.other or value.tables)) else HOLE)  # fmt: skip
-    return _squash("".join(out))
-
-
-def filter_columns(conditions: str) -> list[str]:
-    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax)."""
-    cols = []
-    for cond in conditions.split("||"):
-        text = cond.strip()
-        if not text:
-            continue
-        low = text.lower()
-        if low.startswith(("max(", "min(")) and text.endswith(")"):
-            cols.append(text[4:-1])
-            continue
-        cut = _first_operator(text)
-        if cut is None:
-            cols.append(text)  # no operator: not a condition EHRAgent understands; still a name
-        else:
-            cols.append(text[:cut])
-    return cols
-
-
-def _first_operator(text: str) -> int | None:
-    """Index where the condition's operator starts (the earliest of any operator)."""
-    low = text.lower()
-    hits = [i for op in (*_FILTER_OPS, *_FILTER_WORD_OPS) if (i := low.find(op)) > 0]
-    return min(hits) if hits else None
-
-
-def value_columns(spec: str) -> list[str]:
-    """Columns of a GetValue spec: `col` or `col, aggregation`.
-
-    A second name that is no aggregation counts as a column too (over-approximation).
-    """
-    parts = [p.strip() for p in spec.split(",")]
-    return [parts[0], *(p for p in parts[1:] if p and p.lower() not in _AGGREGATIONS)]

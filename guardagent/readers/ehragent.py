@@ -33,8 +33,9 @@ import tokenize
 from dataclasses import dataclass
 from typing import Literal
 
-from guardagent.readers.ehr_python import Interpreter, lift_raw_sql
+from guardagent.readers.ehr_python import Interpreter
 from guardagent.readers.ehr_sql import sql_reads
+from guardagent.readers.ehr_text import lift_raw_sql, parses
 from guardagent.readers.eicu_schema import EICU_PRIMARY_KEYS, EICU_SCHEMA
 from guardagent.readers.evidence import unreadable
 from guardagent.tools.registry import guard_tool
@@ -303,11 +304,8 @@ def _is_statement(text: str) -> bool:
 
 
 def _parses(text: str) -> bool:
-    try:
-        ast.parse(lift_raw_sql(text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+    """Valid Python, once any `SQLInterpreter[raw SQL]` is lifted into a string."""
+    return parses(lift_raw_sql(text))
 
 
 class _Lines:
