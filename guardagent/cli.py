@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from guardagent.eval.definitions import help_epilog
+from guardagent.memory_cli import memory
 
 
 def _text(value: str, what: str) -> str:
@@ -314,6 +315,9 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
     click.echo(render_check(result))
     if not result.verified:
         ctx.exit(1)
+
+
+main.add_command(memory)
 
 
 if __name__ == "__main__":

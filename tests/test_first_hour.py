@@ -477,3 +477,52 @@ def test_check_quiet_and_fields() -> None:
     assert list(json.loads(picked.stdout)) == ["allowed", "reason"]
     bad = CliRunner().invoke(main, [*args, "--fields", "allowed,verdict"])
     assert bad.exit_code == 2 and "unknown field(s) verdict" in bad.output
+
+
+# -- 6. where the state lives ---------------------------------------------------------------
+
+
+def test_memory_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory_dir = tmp_path / "memory"
+    monkeypatch.setenv("GUARDAGENT_MEMORY_DIR", str(memory_dir))
+    runner = CliRunner()
+    result = runner.invoke(main, ["memory", "info"])
+    assert result.exit_code == 0
+    assert result.output == (f"memory: {memory_dir} (local directory)\n"
+                             "  nothing stored yet: it is created on first use\n")
+    assert not memory_dir.exists()  # looking does not create it
+
+    seeded = runner.invoke(main, ["check", "--profile", "mind2web-sc", "--input",
+                                  ADULT_HOTEL_INPUT, "--output", HOTEL_OUTPUT,
+                                  "--memory-dir", str(tmp_path / "other")])
+    assert seeded.exit_code == 0
+    runner.invoke(main, ["eval", "--profile", "eicu-ac", "--cases",
+                         str(_cases_file(tmp_path / "c.jsonl", 1)), "--out", str(tmp_path / "r"),
+                         "--quiet", "--no-plots", "--memory-dir", str(memory_dir)])  # seeds it
+    info = json.loads(runner.invoke(main, ["memory", "info", "--json"]).stdout)
+    assert info["location"] == str(memory_dir) and info["exists"]
+    assert [c["name"].split(".")[0] for c in info["collections"]] == ["guardagent-eicu-ac"]
+    demos = 3
+    assert info["records"] == demos and info["collections"][0]["verified_programs"] == 1
+    text = runner.invoke(main, ["memory", "info", "--profile", "eicu-ac"]).output
+    assert f"{demos} record(s), 1 verified program(s); {demos} of the profile as it is now" in text
+
+    refused = runner.invoke(main, ["memory", "clear", "--profile", "eicu-ac"])
+    assert refused.exit_code == 1 and "run again with --yes" in refused.output
+    assert json.loads(runner.invoke(main, ["memory", "info", "--json"]).stdout)["records"] == demos
+    done = runner.invoke(main, ["memory", "clear", "--profile", "eicu-ac", "--yes"])
+    assert done.exit_code == 0
+    assert done.output == f"deleted {demos} record(s) of profile eicu-ac from {memory_dir}\n"
+    assert json.loads(runner.invoke(main, ["memory", "info", "--json"]).stdout)["records"] == 0
+    again = runner.invoke(main, ["memory", "clear", "--profile", "eicu-ac", "--yes"])
+    assert again.exit_code == 0 and "nothing to clear" in again.output
+    # --memory-dir wins over the environment
+    other = json.loads(runner.invoke(main, ["memory", "info", "--json", "--memory-dir",
+                                            str(tmp_path / "other")]).stdout)
+    assert [c["name"].split(".")[0] for c in other["collections"]] == ["guardagent-mind2web-sc"]
+
+
+def test_memory_commands_name_unknown_profiles(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["memory", "clear", "--profile", "eicu_ac", "--yes",
+                                       "--memory-dir", str(tmp_path)])
+    assert result.exit_code == 1 and "unknown profile 'eicu_ac'" in result.output
