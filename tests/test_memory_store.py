@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import Levenshtein
+import pytest
 
 from guardagent.memory_store import Demonstration, MemoryStore, demonstration_id
 from guardagent.memory_store.seed import seed_memory
@@ -42,10 +43,12 @@ def test_topk_matches_exact_levenshtein_order_on_candidates(tmp_path):
 
 
 def test_search_filters_by_request_and_verified(tmp_path):
-    store = MemoryStore("filter-test", path=tmp_path)
-    store.add([_demo(1, "a", fp="one"), _demo(2, "b", fp="two", verified=False)])
+    store = MemoryStore("filter-test", path=tmp_path, verifier=lambda code: code != "allow('2')")
+    store.add([_demo(1, "a", fp="one"), _demo(2, "b", fp="two", verified=True)])
     assert [d["request_fingerprint"] for d in store.search("input a", "x", 5, request="one")] == ["one"]
+    # Stored as verified, but it does not verify here: the stored flag is never believed.
     assert store.search("input b", "x", 5, request="two", verified_only=True) == []
+    assert store.verified_programs("two") == [] and store.verified_programs("one") == ["allow('1')"]
     assert len(store.search("input b", "x", 5)) == 2
 
 
@@ -105,17 +108,18 @@ def test_scan_returns_the_exact_levenshtein_neighbours_of_near_tie_logs(tmp_path
         assert max(dists) <= _exact_kth(texts, q, 3)  # ties with the true 3rd are not errors
 
 
-def test_scan_sees_what_another_store_wrote_and_local_flag_changes(tmp_path):
-    reader = MemoryStore("shared-test", path=tmp_path)
+def test_scan_sees_what_another_store_wrote_and_verification_is_decided_here(tmp_path):
+    reader = MemoryStore("shared-test", path=tmp_path, verifier=lambda code: code != "allow('3')")
     writer = MemoryStore("shared-test", path=tmp_path)
     writer.add([_demo(1, "alpha beta")])
     assert [d["code"] for d in reader.search("input gamma", "output gamma", 1)] == ["allow('1')"]
     writer.add([_demo(2, "gamma")])
     assert [d["code"] for d in reader.search("input gamma", "output gamma", 1)] == ["allow('2')"]
-    reader.add([_demo(3, "delta", verified=False)])
-    assert reader.search("input delta", "output delta", 1, verified_only=True)[0]["code"] != "allow('3')"
-    reader.add([_demo(3, "delta", verified=True)])  # same id, now verified
-    assert reader.search("input delta", "output delta", 1, verified_only=True)[0]["code"] == "allow('3')"
+    writer.add([_demo(3, "delta", verified=True)])  # the writer says verified; the reader disagrees
+    assert reader.search("input delta", "output delta", 1)[0]["code"] == "allow('3')"
+    best = reader.search("input delta", "output delta", 1, verified_only=True)[0]
+    assert best["code"] != "allow('3')" and best["verified"] is True
+    assert writer.search("input delta", "output delta", 1)[0]["verified"] is False  # no verifier
 
 
 def test_above_the_scan_limit_chroma_serves_the_candidates(tmp_path):
@@ -144,3 +148,89 @@ def test_rerank_with_cutoffs_equals_a_full_sort():
         k = rng.randint(0, 6)
         full = sorted(cands, key=lambda c: (Levenshtein.distance(q, c[1]), c[0]))[:k]
         assert rerank(q, cands, k) == full
+
+
+# --------------------------------------------------------------------------- integrity
+
+PLANT = """
+import json, sys
+import chromadb
+from guardagent.memory_store.embeddings import HashingEmbeddings
+from guardagent.memory_store.store import collection_name, embedding_name, event_text
+
+path, profile, record = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+emb = HashingEmbeddings()
+col = chromadb.PersistentClient(path=path).get_or_create_collection(
+    collection_name(profile, embedding_name(emb)), embedding_function=None,
+    metadata={"hnsw:space": emb.space})
+text = event_text(record["agent_input"], record["agent_output"])
+meta = {"input_chars": len(record["agent_input"]), "plan": record["plan"], "code": record["code"],
+        "label": record["label"], "details": json.dumps(record["details"]),
+        "request_fingerprint": record["request_fingerprint"], "verified": True,
+        **record.get("extra", {})}
+col.upsert(ids=[record["id"]], documents=[text], metadatas=[meta],
+           embeddings=emb.embed_documents([text]))
+"""
+
+
+def plant(path, profile: str, record: dict) -> None:
+    """Write a record as a process with write access to the database but no key would."""
+    import json as _json
+
+    subprocess.run([sys.executable, "-c", PLANT, str(path), profile, _json.dumps(record)],
+                   check=True, capture_output=True, text=True)
+
+
+def test_a_key_file_is_made_once_beside_the_database_readable_by_its_owner_only(tmp_path, monkeypatch):
+    import stat
+
+    from guardagent.memory_store.integrity import KEY_FILE, MemoryKeyError
+
+    monkeypatch.delenv("GUARDAGENT_MEMORY_KEY", raising=False)
+    first = MemoryStore("key-test", path=tmp_path)
+    first.add([_demo(1, "kept")])
+    key = tmp_path / KEY_FILE
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    again = MemoryStore("key-test", path=tmp_path)  # same key: the record is trusted
+    assert [d["code"] for d in again.search("input kept", "output kept", 1)] == ["allow('1')"]
+    key.chmod(0o644)
+    with pytest.raises(MemoryKeyError, match="chmod 600"):
+        MemoryStore("key-test", path=tmp_path)
+
+
+def test_records_signed_with_another_key_are_not_trusted(tmp_path, monkeypatch):
+    from guardagent.memory_store.integrity import MemoryKeyError
+
+    MemoryStore("keys", path=tmp_path, key="a deployment key, 32 bytes long").add([_demo(1, "x")])
+    assert MemoryStore("keys", path=tmp_path).search("input x", "output x", 1) == []
+    monkeypatch.setenv("GUARDAGENT_MEMORY_KEY", "a deployment key, 32 bytes long")
+    assert len(MemoryStore("keys", path=tmp_path).search("input x", "output x", 1)) == 1
+    with pytest.raises(MemoryKeyError, match="16 bytes"):
+        MemoryStore("keys", path=tmp_path, key="short")
+
+
+def test_a_shared_memory_without_a_key_trusts_nothing(monkeypatch):
+    from guardagent.memory_store.integrity import memory_key
+
+    monkeypatch.delenv("GUARDAGENT_MEMORY_KEY", raising=False)
+    assert memory_key(None, None, "http://127.0.0.1:8000") is None
+    monkeypatch.setenv("GUARDAGENT_MEMORY_KEY", "k" * 16)
+    assert memory_key(None, None, "http://127.0.0.1:8000") == b"k" * 16
+
+
+def test_unsigned_and_tampered_records_are_never_returned(tmp_path):
+    store = MemoryStore("plant-test", path=tmp_path, verifier=lambda code: True)
+    good = _demo(1, "the real one")
+    store.add([good])
+    planted = _demo(2, "the real one!")  # nearer to the query than the real one
+    plant(tmp_path, "plant-test", {**planted, "extra": {"hmac": "0" * 64}})
+    # A copy of the real record with its program swapped, keeping the real tags.
+    meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
+    swapped = {**good, "id": "swapped", "code": "allow('swapped')",
+               "extra": {k: meta[k] for k in ("hmac", "program_hmac")}}
+    plant(tmp_path, "plant-test", swapped)
+    assert store.count() == 3
+    found = store.search("input the real one!", "output the real one!", 5)
+    assert [d["code"] for d in found] == ["allow('1')"]
+    assert store.verified_programs("fp") == ["allow('1')"]
+    assert [d["code"] for d in store.search("x", "y", 5, verified_only=True)] == ["allow('1')"]

@@ -1,7 +1,8 @@
-"""Open a profile's memory, seeded with its verified demonstrations.
+"""Open a profile's memory, seeded with its demonstrations.
 
 Seeding runs once per process and store location; it is idempotent across restarts because
-demonstration ids are content hashes.
+demonstration ids are content hashes. The memory checks every record's integrity tag with
+the deployment's key and counts a program as verified only once it verifies here.
 """
 
 from __future__ import annotations
@@ -37,14 +38,38 @@ def seed_memory(store: MemoryStore, profile: Profile) -> dict[str, list[str]]:
 
 
 @lru_cache(maxsize=32)
-def _open(profile_ref: str, path: str | None, url: str | None) -> MemoryStore:
+def _open(
+    profile_ref: str, path: str | None, url: str | None, key: str | bytes | None
+) -> MemoryStore:
     profile = load_profile(profile_ref)
-    store = MemoryStore(profile.name, path=path, url=url)
+
+    def verifies(code: str) -> bool:
+        return not program_problems(code, profile)
+
+    store = MemoryStore(profile.name, path=path, url=url, key=key, verifier=verifies)
+    if not store.signed:
+        log.warning(
+            "memory %s has no key: its records are written untagged and none is trusted; "
+            "set GUARDAGENT_MEMORY_KEY (the same on every guard sharing it)", url or path
+        )
     seed_memory(store, profile)
     return store
 
 
-def open_memory(profile_ref: str, path: str | None = None, url: str | None = None) -> MemoryStore:
-    """The seeded memory store of a profile (cached per process)."""
+def open_memory(
+    profile_ref: str,
+    path: str | None = None,
+    url: str | None = None,
+    key: str | bytes | None = None,
+) -> MemoryStore:
+    """The seeded memory store of a profile (cached per process).
+
+    Args:
+        profile_ref: Profile name or path.
+        path: Local memory directory (default: the user data dir).
+        url: Chroma server URL of a shared memory.
+        key: The deployment's memory key; else `$GUARDAGENT_MEMORY_KEY`, else (local only)
+            the directory's key file. A shared memory with no key trusts no record.
+    """
     with _LOCK:
-        return _open(profile_ref, path, url)
+        return _open(profile_ref, path, url, key)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import zlib
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,25 +30,43 @@ def word_sketch(text: str) -> str:
 
 
 class Entry(NamedTuple):
-    """What the scan needs of one demonstration: its text, sketch and filter fields."""
+    """What the scan needs of one demonstration: its text, sketch and filter fields.
+
+    `trusted` says its integrity tag checked when it was indexed; the store checks the tag
+    again on the record it returns, so a record changed since then is still caught.
+    """
 
     document: str
     sketch: str
     request: str
-    verified: bool
+    code: str
+    trusted: bool
+
+
+Trust = Callable[[str, dict[str, Any]], bool]
+"""Whether a (document, metadata) record carries a valid integrity tag."""
+
+
+def _trust_all(document: str, meta: dict[str, Any]) -> bool:
+    return True
 
 
 class SketchIndex:
     """Every demonstration of one collection, kept in step with Chroma (the store of record).
 
     The index reloads when the collection's count differs from its own (another process
-    wrote); this process's writes are put in directly. A flag changed by another process
+    wrote); this process's writes are put in directly. Metadata changed by another process
     without a new demonstration shows up at its next reload.
+
+    Args:
+        trust: Checks a record's integrity tag (see :mod:`.integrity`); untrusted entries
+            are kept (the count must match Chroma's) but never returned by `nearest`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, trust: Trust = _trust_all) -> None:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
+        self._trust = trust
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -56,7 +75,7 @@ class SketchIndex:
         """Add or replace entries (what this process just wrote to Chroma)."""
         with self._lock:
             for demo_id, doc, meta in zip(ids, documents, metadatas, strict=True):
-                self._entries[demo_id] = _entry(doc, meta)
+                self._entries[demo_id] = _entry(doc, meta, self._trust)
 
     def sync(self, collection: Any, count: int) -> None:
         """Reload filter fields when the count moved; fetch documents only for unseen ids."""
@@ -70,21 +89,33 @@ class SketchIndex:
                 fetched = collection.get(ids=new, include=["documents"])
                 docs.update(zip(fetched["ids"], fetched["documents"] or [], strict=True))
             old = self._entries
+            trust = self._trust
             self._entries = {
-                i: _entry(docs[i], meta or {}) if i in docs else _refiled(old[i], meta or {})
+                i: _entry(docs[i], meta or {}, trust)
+                if i in docs else _refiled(old[i], meta or {}, trust)
                 for i, meta in zip(found["ids"], found.get("metadatas") or [], strict=True)
-            }
+            }  # fmt: skip
 
     def nearest(
-        self, query: str, depth: int, *, request: str | None, verified_only: bool
-    ) -> list[tuple[str, str]]:
-        """(id, document) of the `depth` demonstrations nearest by word-sketch distance."""
+        self, query: str, depth: int, *, request: str | None,
+        accept: Callable[[Entry], bool] | None = None,
+    ) -> list[tuple[str, str]]:  # fmt: skip
+        """(id, document) of the `depth` trusted demonstrations nearest by word-sketch distance.
+
+        Args:
+            query: The event text.
+            depth: How many to return.
+            request: Only demonstrations of this guard-request fingerprint.
+            accept: A further filter (the store's: program verified in this process).
+        """
         with self._lock:
             pool = [
                 (demo_id, e)
                 for demo_id, e in self._entries.items()
-                if (not request or e.request == request) and (e.verified or not verified_only)
+                if e.trusted and (not request or e.request == request)
             ]
+        if accept is not None:  # outside the lock: it may verify a program
+            pool = [(demo_id, e) for demo_id, e in pool if accept(e)]
         if not pool:
             return []
         scores = process.cdist(
@@ -95,17 +126,20 @@ class SketchIndex:
         return [(pool[j][0], pool[j][1].document) for j in nearest]
 
 
-def _entry(document: str, meta: dict[str, Any]) -> Entry:
+def _entry(document: str, meta: dict[str, Any], trust: Trust) -> Entry:
     document = document or ""
-    return _refiled(Entry(document, word_sketch(document), "", False), meta)
+    return _refiled(Entry(document, word_sketch(document), "", "", False), meta, trust)
 
 
-def _refiled(entry: Entry, meta: dict[str, Any]) -> Entry:
-    """`entry` with the filter fields of `meta`.
+def _refiled(entry: Entry, meta: dict[str, Any], trust: Trust) -> Entry:
+    """`entry` with the filter fields of `meta`, its tag checked again.
 
     Ids are content-addressed, so the text and sketch of a known id never change and a reload
-    does not recompute them.
+    does not recompute them (a record rewritten in place under its id fails its tag check
+    when the store reads it back).
     """
     return entry._replace(
-        request=str(meta.get("request_fingerprint", "")), verified=bool(meta.get("verified"))
+        request=str(meta.get("request_fingerprint", "")),
+        code=str(meta.get("code", "")),
+        trusted=trust(entry.document, meta),
     )

@@ -5,6 +5,10 @@ on agent input + output (the paper's measure) orders those candidates. Up to `sc
 demonstrations the candidates come from an in-process word-sketch scan of all of them (it keeps
 the exact neighbours; ~2.4 us per demonstration); above it, from Chroma's embedding index, so
 the cost grows with the candidate count, not with the memory size.
+
+Nothing read back is believed for being there: a record is returned only when its HMAC tag
+checks with the deployment's memory key (:mod:`.integrity`), and whether its program is
+verified is decided in this process (the store's `verifier`), never read from the record.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import re
 import threading
 import time
 from bisect import insort
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,14 +32,23 @@ from platformdirs import user_data_dir
 from typing_extensions import TypedDict
 
 from guardagent.memory_store.embeddings import HashingEmbeddings
-from guardagent.memory_store.sketch_index import SketchIndex
+from guardagent.memory_store.integrity import (
+    PROGRAM_TAG,
+    RECORD_TAG,
+    checks,
+    memory_key,
+    program_tag,
+    record_tag,
+)
+from guardagent.memory_store.sketch_index import Entry, SketchIndex
 
 
 class Demonstration(TypedDict):
     """One remembered event with the plan and program that guarded it.
 
-    `details` holds the expected violations (JSON text in Chroma); `verified` says the
-    program reproduced the labelled decisions for its guard request.
+    `details` holds the expected violations (JSON text in Chroma). `verified` says the
+    program verified for its guard request: on records read back, only if it verified in
+    this process (the stored flag is written for people, never read).
     """
 
     id: str
@@ -118,6 +132,16 @@ class MemoryStore:
             of them by word-sketch distance (in-process, keeps near-tie neighbours); above it,
             from Chroma's embedding index (cost independent of the memory's size). 0 turns the
             scan off.
+        key: The memory key that signs this process's records and checks everyone's
+            (:func:`~guardagent.memory_store.integrity.memory_key`: else
+            `$GUARDAGENT_MEMORY_KEY`, else the local directory's key file; a server URL
+            with no key trusts no record).
+        verifier: Whether a program verifies for this memory's profile, in this process
+            (`open_memory` passes the profile's verification). Without one no program
+            counts as verified.
+
+    Raises:
+        MemoryKeyError: A configured key that is too short, or an unsafe key file.
     """
 
     DEFAULT_CANDIDATES = 64
@@ -133,21 +157,31 @@ class MemoryStore:
         embeddings: Embeddings | None = None,
         candidates: int | None = None,
         scan_limit: int | None = None,
+        key: str | bytes | None = None,
+        verifier: Callable[[str], bool] | None = None,
     ) -> None:
         self.embeddings = embeddings or HashingEmbeddings()
         self.candidates = candidates or self.DEFAULT_CANDIDATES
         self.scan_limit = self.DEFAULT_SCAN_LIMIT if scan_limit is None else scan_limit
-        self._index = SketchIndex()
-        self._programs: dict[str, tuple[float, list[str]]] = {}
         client = _client(str(path) if path else None, url)
+        self._key = memory_key(key, None if url else Path(path or default_memory_dir()), url)
+        self._verifier = verifier
+        self._verdicts: dict[str, bool] = {}
+        self._index = SketchIndex(self._signed)
+        self._programs: dict[str, tuple[float, list[str]]] = {}
         self._collection = client.get_or_create_collection(
             collection_name(profile, embedding_name(self.embeddings)),
             embedding_function=None,
             metadata={"hnsw:space": getattr(self.embeddings, "space", "cosine")},
         )
 
+    @property
+    def signed(self) -> bool:
+        """Whether this store has a key: without one it writes untagged and trusts nothing."""
+        return self._key is not None
+
     def count(self) -> int:
-        """Number of stored demonstrations."""
+        """Number of stored demonstrations (trusted or not)."""
         return int(self._collection.count())
 
     def load_index(self) -> bool:
@@ -158,18 +192,21 @@ class MemoryStore:
         """
         count = self.count()
         if count > self.scan_limit:
-            self._index = SketchIndex()  # Chroma's index serves now: free the scan's memory
+            self._index = SketchIndex(self._signed)  # Chroma's index serves: free the scan
             return False
         self._index.sync(self._collection, count)
         return True
 
     def add(self, demos: list[Demonstration]) -> list[str]:
-        """Insert or update demonstrations (idempotent by content id); returns their ids."""
+        """Insert or update demonstrations (idempotent by content id); returns their ids.
+
+        Each record is tagged with this store's key (untagged without one).
+        """
         if not demos:
             return []
         ids = [d["id"] or demonstration_id(d) for d in demos]
         texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
-        metadatas = [_to_metadata(d) for d in demos]
+        metadatas = [_to_metadata(d, self._key) for d in demos]
         self._collection.upsert(
             ids=ids,
             embeddings=self.embeddings.embed_documents(texts),
@@ -190,38 +227,55 @@ class MemoryStore:
         request: str | None = None,
         verified_only: bool = False,
     ) -> list[Demonstration]:
-        """Top-k demonstrations: candidates, then exact Levenshtein order.
+        """Top-k trusted demonstrations: candidates, then exact Levenshtein order.
 
         Candidates come from the word-sketch scan while the memory holds at most `scan_limit`
-        demonstrations, else from Chroma's embedding index.
+        demonstrations, else from Chroma's embedding index. Only records whose integrity tag
+        checks are considered.
 
         Args:
             agent_input: The event's input.
             agent_output: The event's output.
             k: How many to return.
             request: Restrict to demonstrations of this guard-request fingerprint.
-            verified_only: Restrict to demonstrations whose program is verified.
+            verified_only: Restrict to demonstrations whose program verifies in this process.
         """
-        if k <= 0:
+        if k <= 0 or self._key is None:
             return []
         query = event_text(agent_input, agent_output)
         depth = max(self.candidates, k)
+        where = _where(request)
         if self.load_index():
-            pool = self._index.nearest(query, depth, request=request, verified_only=verified_only)
+            accept = self._verified_entry if verified_only else None
+            pool = self._index.nearest(query, depth, request=request, accept=accept)
             ids = [i for i, _, _ in rerank(query, [(i, doc, None) for i, doc in pool], k)]
-            ranked = self._records(ids, _where(request, verified_only))
+            ranked = self._records(ids, where)
         else:
             found = self._collection.query(
                 query_embeddings=[self.embeddings.embed_query(query)],
                 n_results=depth,  # Chroma returns fewer when it holds fewer
-                where=_where(request, verified_only),
+                where=where,
                 include=["documents", "metadatas"],
             )
             docs = (found.get("documents") or [[]])[0]
             metas = (found.get("metadatas") or [[]])[0]
-            candidates = list(zip(found["ids"][0], docs, metas, strict=True))
+            candidates = [
+                (i, doc, meta)
+                for i, doc, meta in zip(found["ids"][0], docs, metas, strict=True)
+                if self._signed(doc, meta)
+                and (not verified_only or self._verified(str(meta.get("code", ""))))
+            ]
             ranked = rerank(query, candidates, k)
-        return [_from_record(i, doc, m) for i, doc, m in ranked]
+        out = []
+        for demo_id, doc, meta in ranked:
+            if not self._signed(doc, meta):  # rewritten since it was indexed
+                continue
+            code = str(meta["code"])
+            verified = self._verified(code) if verified_only else self._verdicts.get(code, False)
+            if verified_only and not verified:
+                continue
+            out.append(_from_record(demo_id, doc, meta, verified))
+        return out
 
     def _records(self, ids: list[str], where: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
         """(id, document, metadata) of `ids` in their order, filtered again on fresh metadata."""
@@ -233,7 +287,7 @@ class MemoryStore:
         return [by_id[i] for i in ids if i in by_id]
 
     def verified_programs(self, request: str) -> list[str]:
-        """The distinct verified programs of a guard request.
+        """The distinct programs of a guard request that are signed and verify here.
 
         Most requests have one general program, and then no per-event retrieval is needed to
         pick it. Cached in-process; refreshed after this process adds demonstrations and every
@@ -243,10 +297,50 @@ class MemoryStore:
         cached = self._programs.get(request)
         if cached and now - cached[0] < self.PROGRAM_CACHE_SECONDS:
             return cached[1]
-        found = self._collection.get(where=_where(request, True), include=["metadatas"])
-        codes = sorted({str(m["code"]) for m in found.get("metadatas") or []})
+        codes: list[str] = []
+        if self._key is not None and self._verifier is not None:
+            found = self._collection.get(where=_where(request), include=["metadatas"])
+            signed = {
+                str(m["code"]) for m in found.get("metadatas") or []
+                if m and isinstance(m.get("code"), str) and self._program_signed(m, request)
+            }  # fmt: skip
+            codes = sorted(c for c in signed if self._verified(c))
         self._programs[request] = (now, codes)
         return codes
+
+    # -- integrity and local verification
+
+    def _signed(self, document: Any, meta: Any) -> bool:
+        """Whether a record's tag checks over its whole content."""
+        if self._key is None or not isinstance(document, str) or not isinstance(meta, dict):
+            return False
+        try:
+            split = int(meta["input_chars"])
+            expected = record_tag(
+                self._key, agent_input=document[:split], agent_output=document[split + 1 :],
+                plan=str(meta["plan"]), code=str(meta["code"]), label=int(meta["label"]),
+                details=json.loads(meta["details"]), request=str(meta["request_fingerprint"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            return False
+        return checks(expected, meta.get(RECORD_TAG))
+
+    def _program_signed(self, meta: dict[str, Any], request: str) -> bool:
+        if self._key is None:
+            return False
+        expected = program_tag(self._key, code=str(meta["code"]), request=request)
+        return checks(expected, meta.get(PROGRAM_TAG))
+
+    def _verified(self, code: str) -> bool:
+        """Whether `code` verifies for this memory's profile, decided here (and remembered)."""
+        if self._verifier is None:
+            return False
+        if code not in self._verdicts:
+            self._verdicts[code] = bool(self._verifier(code))
+        return self._verdicts[code]
+
+    def _verified_entry(self, entry: Entry) -> bool:
+        return self._verified(entry.code)
 
 
 def rerank(
@@ -269,31 +363,34 @@ def rerank(
     return [candidates[n] for _, _, n in best]
 
 
-def _where(request: str | None, verified_only: bool) -> dict[str, Any] | None:
-    clauses: list[dict[str, Any]] = []
-    if request:
-        clauses.append({"request_fingerprint": request})
-    if verified_only:
-        clauses.append({"verified": True})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+def _where(request: str | None) -> dict[str, Any] | None:
+    # Chroma filters only on what is harmless to believe (a record with a forged request
+    # field is still checked by its tag); nothing about trust or verification is filtered here.
+    return {"request_fingerprint": request} if request else None
 
 
-def _to_metadata(d: Demonstration) -> dict[str, Any]:
+def _to_metadata(d: Demonstration, key: bytes | None) -> dict[str, Any]:
     # The document already holds input + output; only the split point is kept here.
-    return {
+    meta: dict[str, Any] = {
         "input_chars": len(d["agent_input"]),
         "plan": d["plan"],
         "code": d["code"],
         "label": int(d["label"]),
         "details": json.dumps(d["details"]),
         "request_fingerprint": d["request_fingerprint"],
-        "verified": bool(d["verified"]),
+        "verified": bool(d["verified"]),  # for people reading the store; never read back
     }
+    if key is not None:
+        meta[RECORD_TAG] = record_tag(
+            key, agent_input=d["agent_input"], agent_output=d["agent_output"], plan=d["plan"],
+            code=d["code"], label=int(d["label"]), details=json.loads(meta["details"]),
+            request=d["request_fingerprint"],
+        )  # fmt: skip
+        meta[PROGRAM_TAG] = program_tag(key, code=d["code"], request=d["request_fingerprint"])
+    return meta
 
 
-def _from_record(demo_id: str, document: str, meta: Any) -> Demonstration:
+def _from_record(demo_id: str, document: str, meta: Any, verified: bool) -> Demonstration:
     split = int(meta["input_chars"])
     return Demonstration(
         id=demo_id,
@@ -304,5 +401,5 @@ def _from_record(demo_id: str, document: str, meta: Any) -> Demonstration:
         label=int(meta["label"]),
         details=json.loads(meta["details"]),
         request_fingerprint=str(meta["request_fingerprint"]),
-        verified=bool(meta["verified"]),
+        verified=verified,
     )
