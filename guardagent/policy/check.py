@@ -96,6 +96,7 @@ class _Tracked:
         self.track: dict[str, Z3Bool] = {}
         self.back: dict[int, str] = {}
         self.negated: dict[str, Z3Bool] = {}
+        self.order = {rule.id: i for i, rule in enumerate(rules)}
         for rule in rules:
             t = z3.Bool(f"__rule__{rule.id}")
             n = z3.Bool(f"__not_rule__{rule.id}")
@@ -115,9 +116,12 @@ class _Tracked:
         return [self.back[c.get_id()] for c in self.solver.unsat_core() if c.get_id() in self.back]
 
     def minimal(self, core: list[str], *extra: Z3Bool) -> list[str]:
-        """Shrink an unsat core to a minimal one (deletion: each rule left is needed)."""
-        kept = list(core)
-        for rule_id in list(core):
+        """Shrink an unsat core to a minimal one (deletion: each rule left is needed).
+
+        The result is in policy order, so reports are stable.
+        """
+        kept = sorted(core, key=self.order.__getitem__)
+        for rule_id in list(kept):
             trial = [r for r in kept if r != rule_id]
             if not self.sat(trial, *extra):
                 kept = trial

@@ -593,14 +593,18 @@ def _structure(reader: _Reader, predicates: list[Predicate], rules: list[Rule]) 
                 f"predicate {pred.name!r}: parent {pred.parent!r} is not an action", pred.location
             ))
     parents = {p.name: p.parent for p in predicates if p.kind == "action"}
+    cycles: set[frozenset[str]] = set()
     for name in parents:
         chain, node = [name], parents.get(name)
         while node is not None and node in parents:
             if node in chain:
-                reader.issues.append(PolicyIssue(
-                    f"action tree has a cycle: {' -> '.join([*chain, node])}",
-                    seen[name].location,
-                ))
+                loop = chain[chain.index(node):]
+                if frozenset(loop) not in cycles:
+                    cycles.add(frozenset(loop))
+                    reader.issues.append(PolicyIssue(
+                        f"action tree has a cycle: {' -> '.join([*loop, node])}",
+                        seen[loop[0]].location,
+                    ))
                 break
             chain.append(node)
             node = parents.get(node)

@@ -12,7 +12,6 @@ Verification holds it for a few milliseconds per event.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -169,18 +168,22 @@ class CompiledPolicy:
         return solver
 
 
-_compiled: dict[int, tuple[weakref.ref[PolicyModel], CompiledPolicy]] = {}
 _compiled_lock = threading.Lock()
+_SLOT = "_z3_compiled"
 
 
 def compiled(model: PolicyModel) -> CompiledPolicy:
-    """The compiled form of `model`, built on first use and kept while the model lives."""
-    key = id(model)
+    """The compiled form of `model`, built on first use and kept with the model.
+
+    It is stored in the (frozen) model's instance dict, like a cached property, so it
+    lives exactly as long as the model and costs no hashing of the model to find.
+    """
+    found = model.__dict__.get(_SLOT)
+    if isinstance(found, CompiledPolicy):
+        return found
     with _compiled_lock:
-        entry = _compiled.get(key)
-        if entry is not None and entry[0]() is model:
-            return entry[1]
-    built = CompiledPolicy(model)
-    with _compiled_lock:
-        _compiled[key] = (weakref.ref(model, lambda _: _compiled.pop(key, None)), built)
-    return built
+        found = model.__dict__.get(_SLOT)
+        if not isinstance(found, CompiledPolicy):
+            found = CompiledPolicy(model)
+            model.__dict__[_SLOT] = found
+    return found
