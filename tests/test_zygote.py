@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +18,8 @@ import pytest
 
 from guardagent.profiles import load_profile
 from guardagent.readers import user_facts
-from guardagent.sandbox.process import run_program
-from guardagent.sandbox.zygote import _zygote, toolbox_refs
+from guardagent.sandbox.process import SandboxLimits, run_program
+from guardagent.sandbox.zygote import _Zygote, _zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox, ToolSpec
 
 PROGRAM = "deny([str(parse_user_info(agent_input).get('age'))], 'age')"
@@ -59,3 +66,133 @@ def test_zygote_socket_is_private() -> None:
     zygote = _zygote()
     assert os.stat(zygote.path).st_mode & 0o077 == 0
     assert os.stat(zygote.dir).st_mode & 0o077 == 0
+
+
+# --------------------------------------------------------------------------- issue 11, item 7
+
+
+def _exchange(path: str, request: bytes, timeout: float = 5.0) -> list[dict[str, Any]]:
+    """Send one raw request line to a zygote socket; the JSON lines it answers, until EOF."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def _request(source: str, limits: SandboxLimits | dict[str, Any], **extra: Any) -> bytes:
+    tools = toolbox_refs(load_profile("mind2web-sc").tools())
+    body = {"source": source, "tools": tools, "input": EVENT, "output": "",
+            "limits": limits if isinstance(limits, dict) else asdict(limits), **extra}
+    return json.dumps(body).encode() + b"\n"
+
+
+def test_the_callers_import_path_does_not_reach_the_zygote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard-library names on the caller's sys.path (a `python -m` cwd) are not imported."""
+    marker = tmp_path / "imported"
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    for name in ("socket", "json", "select", "signal", "tempfile"):
+        (shadow / f"{name}.py").write_text(
+            f"open({str(marker)!r}, 'a').write({name!r})\nraise ImportError('shadowed')\n"
+        )
+    monkeypatch.setattr(sys, "path", [str(shadow), *sys.path])
+    try:
+        zygote: _Zygote | None = _Zygote()
+    except OSError:
+        zygote = None
+    try:
+        assert not marker.exists(), f"the zygote imported {marker.read_text()} from the caller's path"
+        assert zygote is not None
+        announce, result, *_ = _exchange(zygote.path, _request(PROGRAM, SandboxLimits()))
+        assert result["v"]["violations"] == ["30"], result
+        with open(f"/proc/{zygote.proc.pid}/environ", "rb") as env:
+            assert env.read().strip(b"\0") == b""  # started with no environment at all
+    finally:
+        if zygote is not None:
+            zygote.stop()
+
+
+def test_requests_may_lower_limits_but_never_raise_them() -> None:
+    path = _zygote().path
+    for field, value in (("memory_mb", 10**6), ("cpu_seconds", 3600), ("max_output_chars", 10**9),
+                         ("max_source_chars", 10**9), ("wall_seconds", 10**6)):
+        limits = {**asdict(SandboxLimits()), field: value}
+        [announce, result] = _exchange(path, _request(PROGRAM, limits))
+        assert announce == {"pid": 0}, "the zygote forked a child for a raised limit"
+        assert result["v"] is None and field in result["e"], result
+    for bad in ({**asdict(SandboxLimits()), "cpu_seconds": "5"}, {"memory_mb": 64},
+                {**asdict(SandboxLimits()), "memory_mb": -1}):
+        [announce, result] = _exchange(path, _request(PROGRAM, bad))
+        assert announce == {"pid": 0} and result["e"].startswith("SandboxError"), result
+    lower = SandboxLimits(wall_seconds=2, cpu_seconds=1, memory_mb=64, max_output_chars=100)
+    announce, result, *_ = _exchange(path, _request(PROGRAM, lower))  # then {"x": status}
+    assert announce["pid"] > 0 and result["v"]["violations"] == ["30"]
+    # The caller refuses raised limits too, before any child exists.
+    result2 = run_program(PROGRAM, load_profile("mind2web-sc").tools(), EVENT, "",
+                          SandboxLimits(memory_mb=10**6))
+    assert not result2["ok"] and "memory_mb" in (result2["error"] or "")
+
+
+def test_a_stalled_connection_does_not_block_other_runs() -> None:
+    tools = load_profile("mind2web-sc").tools()
+    assert run_program(PROGRAM, tools, EVENT, "")["ok"]  # the zygote is up and warm
+    path = _zygote().path
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stalled:
+        stalled.connect(path)
+        stalled.sendall(b'{"source": "allow()", "tools": [')  # half a line, then nothing
+        time.sleep(0.2)  # the zygote has accepted it by now
+        started = time.monotonic()
+        results = [run_program(PROGRAM, tools, EVENT, "") for _ in range(3)]
+        elapsed = time.monotonic() - started
+    assert all(r["ok"] for r in results), results
+    assert elapsed < 2.0, f"runs waited {elapsed:.1f} s behind a stalled connection"
+
+
+def _read_environ() -> str:
+    """Trusted toolbox function: this process's initial environment block, as the kernel shows it."""
+    os.close(0)  # the child may hold 4 descriptors; 0 is /dev/null
+    fd = os.open("/proc/self/environ", os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 20).replace(b"\0", b"").decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def test_caller_fork_children_have_an_empty_environment_block() -> None:
+    tools = Toolbox([ToolSpec("read_environ", _read_environ, "test")])
+    assert toolbox_refs(tools) is None  # not a built-in: forked from this process
+    assert Path("/proc/self/environ").read_bytes().strip(b"\0")  # we do have one
+    result = run_program("e = read_environ()\ndeny(['n=' + str(len(e)), e[:80]], 'env')",
+                         tools, "", "")
+    assert result["verdict"] is not None, result
+    assert result["verdict"]["violations"][0] == "n=0", result["verdict"]
+
+
+def test_zygote_children_have_an_empty_environment_block() -> None:
+    """Read a running zygote child's /proc/<pid>/environ from here."""
+    path = _zygote().path
+    limits = SandboxLimits(wall_seconds=5, cpu_seconds=3)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(path)
+        sock.sendall(_request("while True:\n    pass", limits))
+        pid = json.loads(sock.recv(4096).split(b"\n")[0])["pid"]
+        try:
+            deadline = time.monotonic() + 2
+            block = b"?"
+            while time.monotonic() < deadline:
+                with open(f"/proc/{pid}/environ", "rb") as env:
+                    block = env.read().strip(b"\0")
+                if not block:
+                    break
+                time.sleep(0.01)
+            assert block == b"", block[:200]
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -8,17 +8,21 @@ hand it to :func:`child_main`, so a child is isolated the same way whoever forke
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import json
+import math
 import os
 import resource
 import signal
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 from types import CodeType
 from typing import Any, NoReturn
 
+from guardagent.readers.user_facts import bind_host_facts
 from guardagent.sandbox.policy import (
     INPUT_NAMES,
     PreparedProgram,
@@ -66,6 +70,65 @@ class SandboxLimits:
     max_source_chars: int = 100_000
 
 
+_maxima: list[SandboxLimits] = [SandboxLimits(wall_seconds=60.0)]
+
+
+def limit_maxima() -> SandboxLimits:
+    """The most a run may ask for: the defaults, except a wall clock of up to 60 s.
+
+    The wall clock is the caller's own deadline (the child's CPU stays capped by
+    `cpu_seconds`), so deployments may allow slower programs without raising anything the
+    child itself could use.
+    """
+    return _maxima[0]
+
+
+def set_limit_maxima(maxima: SandboxLimits) -> None:
+    """Change the process's limit maxima (a deployment decision; the zygote restarts on it)."""
+    problems = limit_problems(maxima, SandboxLimits(
+        wall_seconds=math.inf, cpu_seconds=2**31, memory_mb=2**31, max_output_chars=2**31,
+        max_source_chars=2**31,
+    ))  # fmt: skip
+    if problems:
+        raise ValueError("; ".join(problems))
+    _maxima[0] = maxima
+
+
+def limit_problems(limits: Any, maxima: SandboxLimits) -> list[str]:
+    """Why `limits` may not be used under `maxima`: [] when every field is sane and not higher.
+
+    Requests may lower any limit, never raise one: the zygote checks every request with this
+    too, so a forged or buggy request cannot buy a child more memory or CPU.
+    """
+    if not isinstance(limits, SandboxLimits):
+        return [f"limits must be SandboxLimits, not {type(limits).__name__}"]
+    problems = []
+    for f in fields(SandboxLimits):
+        value, most = getattr(limits, f.name), getattr(maxima, f.name)
+        number = type(value) in (int, float) if f.name == "wall_seconds" else type(value) is int
+        if not number or not math.isfinite(value) or value <= 0:
+            problems.append(f"{f.name}={value!r} is not a positive number")
+        elif value > most:
+            problems.append(f"{f.name}={value!r} is above the maximum {most!r}")
+    return problems
+
+
+def limits_from_json(raw: Any, maxima: SandboxLimits) -> SandboxLimits:
+    """A request's limits, rebuilt field by field and checked against `maxima`.
+
+    Raises:
+        ValueError: missing, unknown, mistyped or raised fields, each named.
+    """
+    names = {f.name for f in fields(SandboxLimits)}
+    if type(raw) is not dict or set(raw) != names:
+        raise ValueError(f"limits must have exactly the fields {sorted(names)}")
+    limits = SandboxLimits(**raw)
+    problems = limit_problems(limits, maxima)
+    if problems:
+        raise ValueError("limits refused: " + "; ".join(problems))
+    return limits
+
+
 # --------------------------------------------------------------------------- compile
 
 
@@ -104,21 +167,48 @@ class _Run:
     signals: list[int]
     source: str | None  # set when the child must compile (large sources)
     protected: frozenset[str]
+    facts: dict[str, Any] | None  # the host's structured user facts (JSON), if it gave any
+    environ: tuple[int, int] | None  # the initial environment block to wipe in the child
 
 
 def prepare_run(
     code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
-    limits: SandboxLimits,
+    limits: SandboxLimits, facts: dict[str, Any] | None = None,
 ) -> _Run:  # fmt: skip
-    """The program's fresh globals plus the child's limits and signals to reset."""
+    """The program's fresh globals plus the child's limits, signals to reset and user facts."""
     program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
     signals = [s for s in _RESET_SIGNALS if callable(signal.getsignal(s))]
     protected = _protected_names(toolbox)
-    return _Run(program, _rlimits(limits), signals, None if code else source, protected)
+    return _Run(program, _rlimits(limits), signals, None if code else source, protected,
+                facts, _environ_block())  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def _environ_block() -> tuple[int, int] | None:
+    """(start, end) addresses of this process's initial environment strings, from the kernel.
+
+    `os.environ.clear()` empties the C `environ` array, but the strings the process started
+    with stay where the kernel put them and `/proc/self/environ` keeps showing them; the
+    child overwrites them. Read once in the parent: a fork has the same addresses.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            after_name = stat.read().rsplit(b")", 1)[1].split()
+        start, end = int(after_name[47]), int(after_name[48])  # fields 50, 51: env_start/end
+    except (OSError, IndexError, ValueError):
+        return None
+    return (start, end) if 0 < start < end and end - start < 64 * 1024 * 1024 else None
+
+
+def _wipe_environ(block: tuple[int, int] | None) -> None:
+    """Overwrite the initial environment strings with NULs (the `environ` array is empty)."""
+    if block is not None:
+        ctypes.memset(block[0], 0, block[1] - block[0])
 
 
 def _compile_and_execute(run: _Run) -> dict[str, Any]:
-    """In the child: compile first if the parent left that to us, then run."""
+    """In the child: bind the host's facts, compile if the parent left that to us, then run."""
+    bind_host_facts(run.facts)
     if run.source is not None:
         compiled = compile_program(run.source, run.protected)
         if compiled.code is None:
@@ -149,7 +239,7 @@ def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
 
 
 def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
-    """Strip the child down: signals, cwd, descriptors, environment, rlimits."""
+    """Strip the child down: signals, cwd, descriptors, environment (block too), rlimits."""
     for sig in run.signals:  # only Python-level handlers: the program must not trigger them
         signal.signal(sig, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):
@@ -163,6 +253,7 @@ def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
             os.dup2(null, fd)
     os.closerange(_RESULT_FD + 1, _MAX_FD)
     os.environ.clear()
+    _wipe_environ(run.environ)
     gc.disable()  # a full collection would touch (copy) every page shared with the parent
     for which, soft, hard in run.rlimits:
         resource.setrlimit(which, (soft, hard))

@@ -4,12 +4,15 @@ Two independent layers: RestrictedPython (:mod:`guardagent.sandbox.policy`) limi
 the code can name, and a fresh child process per run limits what it can do if that layer
 fails: empty environment, no file descriptors but the result pipe, an empty working
 directory, CPU/address-space/file-size/descriptor limits and a parent-side SIGKILL at the
-wall-clock deadline. Every run gets a freshly forked child (never a reused worker), so no
-state survives a run. Toolboxes of registered built-ins are forked by a small pre-warmed
-zygote (:mod:`guardagent.sandbox.zygote`), which is cheaper than forking a guard process with
-LangGraph and Chroma loaded; any other toolbox is forked from the caller, so functions
-registered at any time, closures in `__main__` included, run with the caller's state. Only
-one JSON line crosses back; nothing is unpickled.
+wall-clock deadline. The child also overwrites the environment strings it inherited, so
+`/proc/self/environ` shows none (its memory is still a copy of the caller's: a caller-forked
+child holds whatever the caller held, keys of API clients included). Every run gets a
+freshly forked child (never a reused worker), so no state survives a run. Toolboxes of
+registered built-ins are forked by a small pre-warmed zygote (:mod:`guardagent.sandbox.zygote`),
+which is cheaper than forking a guard process with LangGraph and Chroma loaded; any other
+toolbox is forked from the caller, so functions registered at any time, closures in
+`__main__` included, run with the caller's state. Only one JSON line crosses back; nothing is
+unpickled.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from types import CodeType
 from typing import Any
@@ -30,6 +34,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from guardagent.readers.evidence import Unreadable
+from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
@@ -37,7 +42,10 @@ from guardagent.sandbox.child import (
     check_program,
     compile_for_run,
     empty_cwd_fd,
+    limit_maxima,
+    limit_problems,
     prepare_run,
+    set_limit_maxima,
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK
 from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
@@ -46,7 +54,7 @@ from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
 
 __all__ = [
     "ExecutionResult", "SandboxLimits", "arun_program", "check_program", "compile_for_run",
-    "run_program",
+    "limit_maxima", "limit_problems", "run_program", "set_limit_maxima",
 ]  # fmt: skip
 
 _MAX_ERROR_CHARS = 4000
@@ -192,10 +200,10 @@ def _revalidate(raw: Any) -> Verdict | None:
 
 def _fork_run(
     code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
-    limits: SandboxLimits,
+    limits: SandboxLimits, facts: dict[str, Any] | None,
 ) -> _Ended:  # fmt: skip
     """Fork one child for one run and turn whatever happens into an `_Ended`."""
-    run = prepare_run(code, source, toolbox, inputs, limits)
+    run = prepare_run(code, source, toolbox, inputs, limits, facts)
     cwd_fd = empty_cwd_fd()
     read_fd, write_fd = os.pipe()
     try:
@@ -239,6 +247,8 @@ def run_program(
     agent_input: str,
     agent_output: str,
     limits: SandboxLimits | None = None,
+    *,
+    user_facts: Mapping[str, Any] | None = None,
 ) -> ExecutionResult:
     """Run a guard program in a fresh child process and return its single verdict.
 
@@ -252,13 +262,23 @@ def run_program(
             by fork, so closures and `__main__` functions work.
         agent_input: Bound as `agent_input`.
         agent_output: Bound as `agent_output`.
-        limits: Resource limits; defaults to `SandboxLimits()`.
+        limits: Resource limits; defaults to `SandboxLimits()`. They may lower the
+            process's maxima (:func:`limit_maxima`), never raise them.
+        user_facts: The host's structured facts about the user: `parse_user_info` returns
+            them in the child (types kept) instead of reading `agent_input`'s text block.
 
     """
     start = time.perf_counter()
     limits = limits or SandboxLimits()
     if type(agent_input) is not str or type(agent_output) is not str:
         return _result(start, None, "SandboxError: agent_input and agent_output must be str")
+    problems = limit_problems(limits, limit_maxima())
+    if problems:
+        return _result(start, None, "SandboxError: limits refused: " + "; ".join(problems))
+    try:
+        facts = None if user_facts is None else normalize_facts(user_facts)
+    except ValueError as exc:
+        return _result(start, None, f"SandboxError: user facts refused: {exc}")
     if type(source) is not str or len(source) > limits.max_source_chars:
         return _result(start, None, f"CompileError: source must be a str of at most "
                        f"{limits.max_source_chars} chars")  # fmt: skip
@@ -270,10 +290,10 @@ def run_program(
         refs = toolbox_refs(toolbox) if _zygote_enabled() else None
         try:
             if refs is not None:
-                return _result(start, *_zygote_run(source, refs, inputs, limits))
+                return _result(start, *_zygote_run(source, refs, inputs, limits, facts))
         except Exception:  # noqa: BLE001 - no usable zygote (could not start, died, ...):
             pass  # fork the caller instead, which is just as isolated
-        ended = _fork_run(code, source, toolbox, inputs, limits)
+        ended = _fork_run(code, source, toolbox, inputs, limits, facts)
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
     return _result(start, *ended)
@@ -284,10 +304,11 @@ def _zygote_enabled() -> bool:
 
 
 def _zygote_run(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits
-) -> _Ended:
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits,
+    facts: dict[str, Any] | None,
+) -> _Ended:  # fmt: skip
     """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
-    outcome, value = run_in_zygote(source, refs, inputs, limits)
+    outcome, value = run_in_zygote(source, refs, inputs, limits, facts)
     if outcome == "status":
         return _ended("eof", b"", value, limits)
     return _ended(outcome, value or b"", None, limits)
@@ -312,6 +333,8 @@ async def arun_program(
     agent_input: str,
     agent_output: str,
     limits: SandboxLimits | None = None,
+    *,
+    user_facts: Mapping[str, Any] | None = None,
 ) -> ExecutionResult:
     """:func:`run_program` on a worker thread, so the event loop never waits on a child.
 
@@ -320,7 +343,9 @@ async def arun_program(
     as LangGraph's sync nodes. Cancelling the await does not stop the run; the child
     still dies at its deadline.
     """
-    call = functools.partial(run_program, source, toolbox, agent_input, agent_output, limits)
+    call = functools.partial(
+        run_program, source, toolbox, agent_input, agent_output, limits, user_facts=user_facts
+    )
     return await asyncio.get_running_loop().run_in_executor(_async_pool(), call)
 
 

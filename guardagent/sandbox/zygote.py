@@ -14,6 +14,15 @@ The zygote keeps one child forked ahead of time (a spare): a request is handed t
 connection (SCM_RIGHTS), so the fork is paid before the request, and a new spare is forked
 right after. A spare serves exactly one request, so every run still gets a fresh process.
 
+The zygote trusts nothing around it. It starts in isolated mode (`python -I`: no
+`PYTHON*` variables, no user site, no working directory on `sys.path`) with an empty
+environment, and imports the standard library, site-packages and this package's own
+directory only, so no module on the caller's `sys.path` (a `python -m` working directory)
+can shadow one it imports. Each request is checked before any fork: built-in functions only,
+limits that may lower, never raise, the caller's maxima (given when the zygote starts), user
+facts that are a JSON object. Requests are read without blocking, so one client that sends
+half a line delays nobody (it is dropped after a few seconds).
+
 Protocol, one connection per run: the caller sends one request line; the child sends
 `{"pid": N}` and then its result line (the sandbox's child format); if the child dies without
 a result, the zygote sends `{"x": wait_status}`. The caller enforces the wall-clock limit by
@@ -27,8 +36,10 @@ import contextlib
 import glob
 import importlib
 import json
+import math
 import os
 import select
+import selectors
 import shutil
 import signal
 import socket
@@ -38,14 +49,32 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox import child
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
 
 BUILTIN_PREFIX = "guardagent."
 _PREFIX = "guard-zygote-"
 _MAX_REQUEST = 64 * 1024 * 1024
+_READ_SECONDS = 10.0  # a client has this long to send its whole request line
+_MAX_INCOMING = 256  # requests arriving at once; beyond, the oldest is dropped
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+# Run by `python -I -c`: load this package from its own directory (nothing else from there
+# goes on sys.path), after the standard library and site-packages, then serve.
+_BOOT = """\
+import importlib.util, sys
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "guardagent", package + "/__init__.py", submodule_search_locations=[package])
+module = importlib.util.module_from_spec(spec)
+sys.modules["guardagent"] = module
+spec.loader.exec_module(module)
+from guardagent.sandbox.zygote import serve
+serve(sys.argv[2], sys.argv[3])
+"""
 
 
 # --------------------------------------------------------------------------- caller side
@@ -88,15 +117,15 @@ class _Zygote:
 
     def __init__(self) -> None:
         _sweep_stale()
+        self.maxima = child.limit_maxima()
         self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, "zygote.sock")
-        # The caller's import path, minus "" (its cwd); -P keeps the zygote's own cwd (an
-        # empty private directory) off sys.path: nothing in a working directory is imported.
-        path = [p for p in sys.path if p]
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(path)}
+        # Isolated mode and an empty environment: the caller's sys.path, PYTHONPATH and
+        # working directory never reach the zygote (see the module docstring).
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "guardagent.sandbox.zygote", self.path],
-            env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [sys.executable, "-I", "-c", _BOOT, _PACKAGE_DIR, self.path,
+             json.dumps(asdict(self.maxima))],
+            env={}, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True,
         )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
         deadline = time.monotonic() + 20
@@ -142,7 +171,8 @@ def _zygote() -> _Zygote:
     with _lock:
         if _owner and _owner[0] != os.getpid():  # we are a fork of the owner: not ours
             _current.clear()
-        if not _current or not _current[0].alive():
+        stale = bool(_current) and _current[0].maxima != child.limit_maxima()
+        if not _current or not _current[0].alive() or stale:
             if _current:
                 _current[0].stop()
                 _current.clear()
@@ -181,8 +211,9 @@ def _lines(sock: socket.socket, deadline: float) -> Any:
 
 
 def run_in_zygote(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any
-) -> tuple[str, Any]:
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    facts: dict[str, Any] | None = None,
+) -> tuple[str, Any]:  # fmt: skip
     """Run one program in a zygote child.
 
     Returns:
@@ -191,7 +222,7 @@ def run_in_zygote(
     """
     request = json.dumps(
         {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
-         "limits": asdict(limits)}
+         "limits": asdict(limits), "facts": facts}
     ).encode() + b"\n"  # fmt: skip
     path = _zygote().path  # may start the zygote: not part of the program's time
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -233,19 +264,38 @@ def _toolbox(refs: list[list[str]], cache: dict[str, Toolbox]) -> Toolbox:
 def _answer(conn: socket.socket, error: str) -> None:
     """Reply without forking (a rejected program or a malformed request) and hang up."""
     with contextlib.suppress(OSError):
+        conn.setblocking(True)
         result = json.dumps({"v": None, "e": error, "o": ""}).encode()
         conn.sendall(b'{"pid": 0}\n' + result + b"\n")
     conn.close()
 
 
-def _child_run(raw: bytes, conn: socket.socket, cache: dict[str, Toolbox]) -> None:
+class _Request:
+    """A request line, checked: what a child needs to build its run."""
+
+    def __init__(self, raw: bytes, cache: dict[str, Toolbox], maxima: child.SandboxLimits) -> None:
+        req = json.loads(raw)
+        if type(req) is not dict:
+            raise ValueError("a request is a JSON object")
+        self.toolbox = _toolbox(req["tools"], cache)
+        self.source, self.input, self.output = req["source"], req["input"], req["output"]
+        if not all(type(x) is str for x in (self.source, self.input, self.output)):
+            raise ValueError("source, input and output must be strings")
+        self.limits = child.limits_from_json(req["limits"], maxima)
+        if len(self.source) > self.limits.max_source_chars:
+            raise ValueError(f"source longer than {self.limits.max_source_chars} chars")
+        facts = req.get("facts")
+        self.facts = None if facts is None else normalize_facts(facts)
+
+
+def _child_run(
+    raw: bytes, conn: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits
+) -> None:
     """In a fresh child: build the run from the request, announce our pid, run isolated."""
-    req = json.loads(raw)
-    toolbox = _toolbox(req["tools"], cache)
-    code, _ = child.compile_for_run(req["source"], toolbox)  # cached: the zygote compiled it
-    inputs = (req["input"], req["output"])
+    req = _Request(raw, cache, maxima)
+    code, _ = child.compile_for_run(req.source, req.toolbox)  # cached: the zygote compiled it
     run = child.prepare_run(
-        code, req["source"], toolbox, inputs, child.SandboxLimits(**req["limits"])
+        code, req.source, req.toolbox, (req.input, req.output), req.limits, req.facts
     )
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     child.child_main(run, conn.fileno())
@@ -254,7 +304,9 @@ def _child_run(raw: bytes, conn: socket.socket, cache: dict[str, Toolbox]) -> No
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
 
 
-def _spare_main(chan: socket.socket, cache: dict[str, Toolbox]) -> None:
+def _spare_main(
+    chan: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits
+) -> None:
     """A pre-forked child waiting for one request: the fork is paid before the request."""
     header, fds, _, _ = socket.recv_fds(chan, _HEADER, 1)
     if not fds:  # the zygote went away
@@ -269,7 +321,7 @@ def _spare_main(chan: socket.socket, cache: dict[str, Toolbox]) -> None:
             return
         raw += chunk
     chan.close()
-    _child_run(bytes(raw), socket.socket(fileno=fds[0]), cache)
+    _child_run(bytes(raw), socket.socket(fileno=fds[0]), cache, maxima)
 
 
 def _fork(body: Any, *closing: Any) -> int:
@@ -287,37 +339,106 @@ def _fork(body: Any, *closing: Any) -> int:
     return pid
 
 
-class _Server:
-    """The zygote's state: listener, in-flight runs, caches and one idle spare child."""
+class _Incoming:
+    """A connection whose request line is still arriving."""
 
-    def __init__(self, listener: socket.socket, wake: tuple[int, int]) -> None:
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.buf = bytearray()
+        self.deadline = time.monotonic() + _READ_SECONDS
+
+
+class _Server:
+    """The zygote's state: listener, requests arriving, in-flight runs, one idle spare child.
+
+    Requests are read as their bytes arrive (one `select` loop, no blocking read), so a
+    client that stalls mid-line delays no other run; it is answered and dropped after
+    `_READ_SECONDS`.
+    """
+
+    def __init__(
+        self, listener: socket.socket, wake: tuple[int, int], maxima: child.SandboxLimits
+    ) -> None:
         self.listener = listener
         self.wake = wake
+        self.maxima = maxima
+        self.selector = selectors.DefaultSelector()  # epoll: no 1024-descriptor ceiling
+        self.incoming: dict[int, _Incoming] = {}
         self.pending: dict[int, socket.socket] = {}
         self.cache: dict[str, Toolbox] = {}
         self.spare: tuple[int, socket.socket] | None = None
+
+    def _closing(self) -> list[Any]:
+        """What a forked child must not keep.
+
+        Our listener, wake pipe and selector, and every connection of another run (a copy
+        held open would keep its client from seeing EOF).
+        """
+        return [self.listener, *self.wake, self.selector, *self.pending.values(),
+                *(i.conn for i in self.incoming.values())]  # fmt: skip
 
     def ensure_spare(self) -> None:
         """Keep one child forked ahead of time (after the latest compile, so it has it)."""
         if self.spare is not None:
             return
         ours, theirs = socket.socketpair()
-        pid = _fork(
-            lambda: _spare_main(theirs, self.cache), ours, self.listener, *self.wake
-        )
+        cache, maxima = self.cache, self.maxima
+        pid = _fork(lambda: _spare_main(theirs, cache, maxima), ours, *self._closing())
         theirs.close()
         self.spare = (pid, ours)
 
-    def handle(self, conn: socket.socket) -> None:
+    def accept(self) -> None:
+        """Take every waiting connection; its request is read as it arrives."""
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            conn.setblocking(False)
+            if len(self.incoming) >= _MAX_INCOMING:  # a flood: descriptors are finite
+                oldest = min(self.incoming.values(), key=lambda i: i.deadline)
+                _answer(self._done(oldest), "SandboxError: bad zygote request (too many)")
+            self.incoming[conn.fileno()] = _Incoming(conn)
+            self.selector.register(conn, selectors.EVENT_READ, "request")
+
+    def read(self, conn: socket.socket) -> None:
+        """Read what arrived; a complete line is handled, a closed or oversized one dropped."""
+        incoming = self.incoming[conn.fileno()]
         try:
-            conn.settimeout(10)  # one stuck client must not stall every other run
-            with conn.makefile("rb") as reader:
-                raw = reader.readline(_MAX_REQUEST)
-            conn.settimeout(None)
-            req = json.loads(raw)  # validated here, so a rejection needs no fork
-            toolbox = _toolbox(req["tools"], self.cache)
-            _, rejection = child.compile_for_run(req["source"], toolbox)
-            child.SandboxLimits(**req["limits"])
+            chunk = conn.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the client went away before finishing its request
+            self._done(incoming).close()
+            return
+        incoming.buf += chunk
+        end = incoming.buf.find(b"\n")
+        if end >= 0:
+            self.handle(self._done(incoming), bytes(incoming.buf[:end]))
+        elif len(incoming.buf) > _MAX_REQUEST:
+            _answer(self._done(incoming), "SandboxError: bad zygote request (too large)")
+
+    def expire(self) -> None:
+        """Answer and drop connections that did not send their request in time."""
+        now = time.monotonic()
+        for incoming in [i for i in self.incoming.values() if i.deadline <= now]:
+            _answer(self._done(incoming), "SandboxError: bad zygote request (not sent in time)")
+
+    def next_deadline(self) -> float:
+        return min((i.deadline for i in self.incoming.values()), default=math.inf)
+
+    def _done(self, incoming: _Incoming) -> socket.socket:
+        self.selector.unregister(incoming.conn)
+        del self.incoming[incoming.conn.fileno()]
+        incoming.conn.setblocking(True)
+        return incoming.conn
+
+    def handle(self, conn: socket.socket, raw: bytes) -> None:
+        try:  # validated here, so a rejection needs no fork
+            req = _Request(raw, self.cache, self.maxima)
+            _, rejection = child.compile_for_run(req.source, req.toolbox)
         except Exception as exc:  # a malformed request is answered, never fatal to the zygote
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
         if rejection is not None:
@@ -333,8 +454,8 @@ class _Server:
                 return
             except OSError:  # the spare died: fork one now
                 chan.close()
-        cache = self.cache
-        pid = _fork(lambda: _child_run(raw, conn, cache), self.listener, *self.wake)
+        cache, maxima = self.cache, self.maxima
+        pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
         self.pending[pid] = conn
 
     def reap(self) -> None:
@@ -356,16 +477,22 @@ class _Server:
                 conn.close()
 
 
-def serve(path: str) -> None:
+def serve(path: str, maxima: str | None = None) -> None:
     """Zygote main loop: accept a request, fork its child, report deaths, repeat.
 
     Exits when its caller is gone (re-parented), so a killed guard process leaves nothing.
     Ctrl-C in a terminal reaches the whole process group; the caller decides, not the zygote.
+
+    Args:
+        path: Where to listen (in a private directory the caller made).
+        maxima: The caller's limit maxima as JSON (:func:`child.limit_maxima`); requests
+            above them are refused.
     """
     caller = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    most = child.SandboxLimits(**json.loads(maxima)) if maxima else child.limit_maxima()
     try:
-        _serve(path, caller)
+        _serve(path, caller, most)
     finally:  # the caller may be gone: leave no socket or directory behind
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -373,32 +500,38 @@ def serve(path: str) -> None:
             os.rmdir(os.path.dirname(path))
 
 
-def _serve(path: str, caller: int) -> None:
+def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
+    tempfile.tempdir = os.path.dirname(path)  # our private directory; no TMPDIR to read
     child.empty_cwd_fd()  # made once, here: children only fchdir into it
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     os.chmod(path + ".tmp", 0o600)
     listener.listen(128)
+    listener.setblocking(False)
     os.rename(path + ".tmp", path)  # the caller waits for this name: ready means listening
     wake_r, wake_w = os.pipe()
-    waiting: list[Any] = [listener, wake_r]
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    server = _Server(listener, (wake_r, wake_w))
+    server = _Server(listener, (wake_r, wake_w), maxima)
+    server.selector.register(listener, selectors.EVENT_READ, "listen")
+    server.selector.register(wake_r, selectors.EVENT_READ, "wake")
     while os.getppid() == caller:
         server.ensure_spare()
-        ready = select.select(waiting, [], [], 1.0)[0]
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-            server.reap()
-        if listener in ready:
+        timeout = max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
+        for key, _ in server.selector.select(timeout):
             try:
-                conn, _ = listener.accept()
-                server.handle(conn)
+                if key.data == "wake":
+                    os.read(wake_r, 4096)
+                    server.reap()
+                elif key.data == "listen":
+                    server.accept()
+                elif key.fd in server.incoming:
+                    server.read(server.incoming[key.fd].conn)
             except OSError:  # a client that went away mid-request
                 continue
+        server.expire()
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
