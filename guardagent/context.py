@@ -1,26 +1,81 @@
-"""Runtime settings of the guard graph (LangGraph `context_schema`)."""
+"""Settings of the guard graph: what the deployment sets versus what one run may choose.
+
+Two kinds of settings, from two kinds of callers:
+
+- :class:`GuardContext` holds everything, deployment settings included (model, its endpoint,
+  memory location, limits, program reuse, the profiles a run may pick). Only trusted Python
+  code builds one: `GuardAgent(...)`, `build_graph(settings)`, the middleware's constructor,
+  or :meth:`GuardContext.from_env` for a served graph, from the server's environment.
+- :class:`RunContext` is what a run may choose: a *registered* profile name and the host's
+  structured facts about the user. It is the served graph's `context_schema`, so LangGraph
+  Studio shows only these fields, and it is all that is read from a context dict that a
+  client or a host graph passes in.
+
+A served graph's client is attacker-influenced: a `base_url` it chose would receive the
+server's API key and supply the program that decides; a `memory_dir` would create a database
+anywhere; a profile *path* would read any file.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+ENV_PREFIX = "GUARDAGENT_"
+"""Deployment settings of a served graph are read from `GUARDAGENT_<FIELD>` variables."""
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """What one run may choose; the served graph's context schema.
+
+    Attributes:
+        profile: Name of a profile this deployment serves (the built-in ones and the names
+            the deployment registered); None for the deployment's default profile. Never a
+            path: a run cannot make the server read a file.
+        user_facts: The host's facts about the user for this run (``{"age": 16, ...}``),
+            handed to guard programs as data; None to read the agent input's
+            ``User information:`` block instead.
+    """
+
+    profile: str | None = None
+    user_facts: dict[str, Any] | None = None
+
+
+RUN_KEYS = frozenset(f.name for f in fields(RunContext))
+"""The only keys read from a context that did not come from trusted Python code."""
 
 
 @dataclass(kw_only=True)
 class GuardContext:
-    """Settings for one run; every field has a safe default so `{}` is a valid context.
+    """Every setting of a run; every field has a safe default so `GuardContext()` is valid.
+
+    Built only by trusted code (the Python API, or :meth:`from_env` for a served graph); a
+    run's client contributes at most the :class:`RunContext` fields.
 
     Attributes:
-        profile: Built-in profile name (`eicu-ac`, `mind2web-sc`) or a path to a profile.
-        model: `"offline"` (verified programs only, no LLM), an `init_chat_model` spec such
-            as `"openai:gpt-4o"`, or a LangChain `BaseChatModel` instance.
+        profile: Built-in profile name (`eicu-ac`, `mind2web-sc`, `tool-calls`) or a path to
+            a profile: the default profile of the deployment.
+        model: `"offline"` (verified programs only, no LLM), an `init_chat_model` spec such as
+            `"openai:gpt-4o"`, or a LangChain `BaseChatModel` instance.
         base_url: OpenAI-compatible endpoint (vLLM, Ollama `/v1`, llama.cpp) for `model`.
         k: Demonstrations retrieved per event; `None` uses the profile's default.
         max_attempts: Program runs before failing closed (the paper's debugging budget).
-        memory_dir: Directory of the embedded Chroma memory; `None` uses the user data dir.
+        memory_dir: Directory of the embedded Chroma memory; `None` uses
+            `$GUARDAGENT_MEMORY_DIR`, else the user data dir.
         memory_url: `http://host:port` of a Chroma server, to share memory between processes.
+        memory_key: Key that signs and checks memory records; `None` uses
+            `$GUARDAGENT_MEMORY_KEY`, else (local memory only) the directory's key file.
+            Never shown in a repr or a trace.
         reuse_programs: Reuse verified programs from memory instead of calling the model.
         timeout_seconds: Wall-clock limit of one program run in the sandbox.
+        profiles: Extra profiles a run may choose by name (name -> profile path), on top of
+            the built-in ones.
+        user_facts: The host's structured facts about the user for this run (see
+            :class:`RunContext`); usually passed per call, `check(..., user_facts=...)`.
     """
 
     profile: str = "eicu-ac"
@@ -30,5 +85,79 @@ class GuardContext:
     max_attempts: int = 3
     memory_dir: str | None = None
     memory_url: str | None = None
+    memory_key: str | bytes | None = field(default=None, repr=False)
     reuse_programs: bool = True
     timeout_seconds: float = 5.0
+    profiles: dict[str, str] | None = None
+    user_facts: dict[str, Any] | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> GuardContext:
+        """Deployment settings from `GUARDAGENT_*` variables (the served graph's source).
+
+        `GUARDAGENT_PROFILE`, `_MODEL`, `_BASE_URL`, `_K`, `_MAX_ATTEMPTS`, `_MEMORY_DIR`,
+        `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`, and
+        `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
+        the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
+
+        Raises:
+            ValueError: a variable that does not parse, naming it.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, parse in _ENV_FIELDS.items():
+            raw = (env.get(ENV_PREFIX + name.upper()) or "").strip()
+            if not raw:
+                continue
+            try:
+                values[name] = parse(raw)
+            except ValueError as exc:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r}: {exc}") from None
+        return cls(**values)
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("must be a positive number of seconds")
+    return value
+
+
+def _flag(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("must be true or false")
+
+
+def _profiles(raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in raw.split(","):
+        name, sep, path = item.strip().partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ValueError("must be name=path pairs separated by commas")
+        out[name.strip()] = path.strip()
+    return out
+
+
+_ENV_FIELDS: dict[str, Any] = {
+    "profile": str,
+    "model": str,
+    "base_url": str,
+    "k": _positive_int,
+    "max_attempts": _positive_int,
+    "memory_dir": str,
+    "memory_url": str,
+    "reuse_programs": _flag,
+    "timeout_seconds": _positive_float,
+    "profiles": _profiles,
+}

@@ -4,15 +4,22 @@
 LLM, no network), so the graph runs anywhere `langgraph dev` runs; swap in a real chat model
 to try it for real. Try, in Studio or with the SDK::
 
-    {"messages": [{"role": "user", "content": "send 2500 to acct-9"}],
-     "user_info": {"verified": false}}
+    {"messages": [{"role": "user", "content": "send 2500 to acct-9"}]}
 
-The guard (profile ``tool-calls``) blocks the transfer (unverified user, over 1000); with
-``"verified": true`` it runs. ``"what is the balance of checking"`` always runs.
+The guard (profile ``tool-calls``) blocks the transfer (unverified user, over 1000);
+``"what is the balance of checking"`` always runs.
+
+Who the user is belongs to the deployment, not to the client that sends the messages: the
+facts come from the server's environment, ``GUARDAGENT_DEMO_USER_INFO`` (a JSON object,
+default ``{"verified": false}``); start the server with
+``GUARDAGENT_DEMO_USER_INFO='{"verified": true}'`` to see the transfer run. A real host takes
+them from its authenticated session; a client's input or context cannot set them here.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +32,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 from guardagent.integrations.middleware import GuardAgentMiddleware
+from guardagent.readers.user_facts import normalize_facts
+
+USER_INFO_ENV = "GUARDAGENT_DEMO_USER_INFO"
 
 _TRANSFER = re.compile(
     r"\b(?:send|transfer|pay|wire)\s+\$?(?P<amount>\d+(?:\.\d+)?)\s*(?:dollars|usd|eur)?\s+"
@@ -88,8 +98,28 @@ def lookup_balance(account: str) -> str:
     return f"{account}: 4210.55"
 
 
+def deployment_user_info() -> dict[str, Any]:
+    """The demo user's facts, from the server's environment (`GUARDAGENT_DEMO_USER_INFO`).
+
+    Raises:
+        ValueError: the variable is not a JSON object of facts.
+    """
+    raw = os.environ.get(USER_INFO_ENV, "").strip()
+    if not raw:
+        return {"verified": False}
+    try:
+        return normalize_facts(json.loads(raw))
+    except ValueError as exc:  # JSONDecodeError included
+        raise ValueError(f"{USER_INFO_ENV}={raw!r}: {exc}") from None
+
+
 def build_demo_agent(**middleware_settings: Any) -> Any:
-    """The demo agent; `middleware_settings` go to :class:`GuardAgentMiddleware`."""
+    """The demo agent; `middleware_settings` go to :class:`GuardAgentMiddleware`.
+
+    The user's facts default to :func:`deployment_user_info`, so neither the client's input
+    nor its context can say who the user is.
+    """
+    middleware_settings.setdefault("user_info", deployment_user_info())
     return create_agent(
         ScriptedBankModel(),
         [transfer_funds, lookup_balance],
