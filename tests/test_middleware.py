@@ -64,8 +64,8 @@ def test_denied_call_never_runs_and_the_model_sees_why():
         [_call("transfer_funds", {"amount": 2500, "to": "acct-9"}), "I cannot do that."],
         GuardAgentMiddleware("tool-calls"),
     )
-    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")],
-                        "user_info": {"verified": False, "age": 30}})
+    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")]},
+                       context={"user_info": {"verified": False, "age": 30}})
     assert bank.ran == []
     [msg] = _tool_messages(out)
     assert msg.status == "error" and msg.tool_call_id == "call-1" and msg.name == "transfer_funds"
@@ -78,8 +78,8 @@ def test_allowed_call_runs_unchanged():
         [_call("transfer_funds", {"amount": 2500, "to": "acct-9"}), "Sent."],
         GuardAgentMiddleware("tool-calls"),
     )
-    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")],
-                        "user_info": {"verified": True}})
+    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")]},
+                       context={"user_info": {"verified": True}})
     assert bank.ran == [("transfer_funds", {"amount": 2500, "to": "acct-9"})]
     [msg] = _tool_messages(out)
     assert msg.status == "success" and msg.content == "sent 2500.0 to acct-9"
@@ -133,8 +133,8 @@ def test_review_on_deny_interrupts_then_approve_runs_the_tool():
         middleware, checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "review-approve"}}
-    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")],
-                        "user_info": {"verified": False}}, config)
+    out = agent.invoke({"messages": [HumanMessage("send 2500 to acct-9")]}, config,
+                       context={"user_info": {"verified": False}})
     [pause] = out["__interrupt__"]
     assert pause.value["type"] == REVIEW_TYPE
     assert pause.value["tool_call"] == {"name": "transfer_funds",
@@ -142,7 +142,9 @@ def test_review_on_deny_interrupts_then_approve_runs_the_tool():
     assert pause.value["decision"]["violations"] == [RULE_TRANSFER]
     json.dumps(pause.value)  # the interrupt payload must cross an API as JSON
     assert bank.ran == []
-    out = agent.invoke(Command(resume={"type": "approve"}), config)
+    # The run's context is per invocation: the resumed run carries the same facts.
+    out = agent.invoke(Command(resume={"type": "approve"}), config,
+                       context={"user_info": {"verified": False}})
     assert bank.ran == [("transfer_funds", {"amount": 2500, "to": "acct-9"})]
     [msg] = _tool_messages(out)
     assert msg.status == "success"

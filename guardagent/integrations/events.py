@@ -30,7 +30,9 @@ For a final answer the last block is ``(Final answer)`` followed by ``ANSWER: <t
   so they go in the input; the ``User information:`` block is always written, last (as
   ``(none)`` when the host has no facts), so a human message that contains its own
   ``User information:`` text cannot override or supply facts (the parser reads the last
-  block).
+  block). The block is for display, prompts and memory: the integrations also hand the
+  facts to the guard program as data (``user_facts``), and then the block is never
+  re-parsed, so a fact whose value looks like a facts block stays one value.
 - Every conversation line is indented by two spaces: tool results are attacker-controlled
   and must not be able to forge the unindented ``TOOL:`` / ``ARGS:`` lines.
 - ``ARGS`` is one-line JSON (``sort_keys``), so it parses exactly and the same call always

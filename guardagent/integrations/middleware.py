@@ -5,7 +5,8 @@ from langchain.agents import create_agent
 from guardagent.integrations import GuardAgentMiddleware
 
 agent = create_agent(model, tools, middleware=[GuardAgentMiddleware("tool-calls")])
-agent.invoke({"messages": [("user", "send 2500 to acct-9")], "user_info": {"verified": False}})
+agent.invoke({"messages": [("user", "send 2500 to acct-9")]},
+             context={"user_info": {"verified": False}})
 ```
 
 `wrap_tool_call` turns each call (name, args and the conversation so far) into one GuardAgent
@@ -29,11 +30,16 @@ Event format for a tool call (see :mod:`guardagent.integrations.events`)::
         TOOL: transfer_funds
         ARGS: {"amount": 2500, "to": "acct-77"}
 
-The user's facts come only from the host: ``user_info`` (a mapping, or a callable of the
-`ToolCallRequest`) or, by default, the agent state's ``user_info`` key, which this
-middleware adds to the agent's state schema. Conversation lines are indented so tool
-results (attacker-controlled) cannot forge the ``TOOL:``/``ARGS:`` block. The built-in
-``tool-calls`` profile guards exactly this format.
+The user's facts come only from the host, and reach the guard program as data (the
+event's ``User information:`` block is for display and memory, never re-parsed): the
+constructor's ``user_info`` (a mapping, or a callable of the `ToolCallRequest`), else the
+run's context (``context={"user_info": {...}}``: ``Runtime.context`` as a dict or an object
+with a ``user_info`` attribute, or ``config["configurable"]["user_info"]``). The agent state
+is read only when the host opts in (``facts_from_state=True``, which adds ``user_info`` to the
+state schema): whoever invokes the agent, and any tool returning ``Command(update=...)``, can
+write state. Conversation lines are indented so tool results (attacker-controlled) cannot
+forge the ``TOOL:``/``ARGS:`` block. The built-in ``tool-calls`` profile guards exactly this
+format.
 
 Human review (``review=``): ``"never"`` (default) answers every denial with the error
 ToolMessage; ``"on_fail"`` pauses with `langgraph.types.interrupt` when the guard failed
@@ -59,42 +65,53 @@ from langgraph.types import Command, interrupt
 from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.integrations.events import tool_call_event
-from guardagent.integrations.runner import arun_guard, as_guard, describe_denial, run_guard
+from guardagent.integrations.runner import (
+    arun_guard,
+    as_guard,
+    describe_denial,
+    facts_in,
+    run_guard,
+)
 
 Review = Literal["never", "on_fail", "on_deny"]
 UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
 ToolResult = ToolMessage | Command[Any]
 
 REVIEW_TYPE = "guardagent_review"
+USER_INFO_KEY = "user_info"
+"""Where the host puts its facts about the user: the run's context (or, opted in, the state)."""
 
 
 class GuardedAgentState(AgentState[Any]):
-    """The agent state plus the trusted facts about the user that rules are checked against."""
+    """The agent state plus the user's facts, for hosts that opt in to facts from state."""
 
     user_info: NotRequired[dict[str, Any]]
 
 
-class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
+class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Guard each tool call of a `create_agent` agent with a GuardAgent profile.
 
     Args:
         guard: A :class:`GuardAgent`, or a profile name/path (default ``tool-calls``).
         user_info: Trusted user facts: a mapping, a callable of the request, or None to read
-            the agent state's ``user_info``.
+            ``user_info`` from the run's context.
+        facts_from_state: Also read the agent state's ``user_info`` when the context has
+            none. Off by default: the invoker and tools returning `Command` can set state.
         tools: Names of the tools to guard; None guards every tool.
         review: When to ask a human (``"never"``, ``"on_fail"``, ``"on_deny"``).
         run_name: Trace name of each guard run (its outcome is ``<run_name>.decision``).
         **settings: :class:`~guardagent.context.GuardContext` fields (``model``,
-            ``memory_dir``, ...) for the guard.
+            ``memory_dir``, ...) for the guard: the deployment's, never the run's.
     """
 
-    state_schema = GuardedAgentState
+    state_schema = AgentState
 
     def __init__(
         self,
         guard: GuardAgent | str = "tool-calls",
         *,
         user_info: UserInfo = None,
+        facts_from_state: bool = False,
         tools: Collection[str] | None = None,
         review: Review = "never",
         run_name: str = "guardagent.tool_call",
@@ -105,6 +122,9 @@ class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
             raise ValueError(f"review must be 'never', 'on_fail' or 'on_deny', not {review!r}")
         self.guard = as_guard(guard, **settings)
         self.user_info = user_info
+        self.facts_from_state = facts_from_state
+        if facts_from_state:
+            self.state_schema = GuardedAgentState
         self.guarded_tools = frozenset(tools) if tools is not None else None
         self.review = review
         self.run_name = run_name
@@ -115,24 +135,38 @@ class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
 
     # -- event -----------------------------------------------------------------------------
 
-    def _facts(self, request: ToolCallRequest) -> Mapping[str, Any] | None:
+    def facts(self, request: ToolCallRequest) -> dict[str, Any]:
+        """The user's facts for this call, from the host only (``{}`` when it gave none).
+
+        In order: the constructor's ``user_info``; the run's context, then its config's
+        ``configurable``; the agent state only with ``facts_from_state=True``.
+        """
+        found: Mapping[str, Any] | None
         if callable(self.user_info):
-            return self.user_info(request)
-        if self.user_info is not None:
-            return self.user_info
-        state = request.state
-        facts = state.get("user_info") if isinstance(state, Mapping) else None
-        return facts if isinstance(facts, Mapping) else None
+            found = self.user_info(request)
+        elif self.user_info is not None:
+            found = self.user_info
+        else:
+            runtime = getattr(request, "runtime", None)
+            config = getattr(runtime, "config", None) or {}
+            found = (facts_in(getattr(runtime, "context", None), USER_INFO_KEY)
+                     or facts_in(config.get("configurable"), USER_INFO_KEY))  # fmt: skip
+            if found is None and self.facts_from_state:
+                found = facts_in(request.state, USER_INFO_KEY)
+        return dict(found or {})
 
     def event(self, request: ToolCallRequest) -> tuple[str, str]:
         """The GuardAgent event (agent_input, agent_output) of one pending tool call."""
+        return self._event(request, self.facts(request))
+
+    @staticmethod
+    def _event(request: ToolCallRequest, facts: Mapping[str, Any]) -> tuple[str, str]:
         state = request.state
         messages: list[BaseMessage] = []
         if isinstance(state, Mapping):
             messages = [m for m in state.get("messages", []) if isinstance(m, BaseMessage)]
         call = request.tool_call
-        return tool_call_event(call["name"], call.get("args") or {}, messages,
-                               self._facts(request))
+        return tool_call_event(call["name"], call.get("args") or {}, messages, facts)
 
     def _guarded(self, request: ToolCallRequest) -> bool:
         return self.guarded_tools is None or request.tool_call["name"] in self.guarded_tools
@@ -216,10 +250,12 @@ class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
         """Run the tool only if GuardAgent allows the call (or a reviewer approves it)."""
         if not self._guarded(request):
             return handler(request)
-        event = self.event(request)
+        facts = self.facts(request)
+        event = self._event(request, facts)
         key = self._key(request, event)
         decision = self._pending_or(key) or run_guard(
-            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request)
+            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request),
+            user_facts=facts,
         )
         blocked = self._resolve(request, key, decision)
         return handler(request) if blocked is None else blocked
@@ -232,10 +268,12 @@ class GuardAgentMiddleware(AgentMiddleware[GuardedAgentState, Any, Any]):
         """Async :meth:`wrap_tool_call`; the guard's sandbox and store calls do not block."""
         if not self._guarded(request):
             return await handler(request)
-        event = self.event(request)
+        facts = self.facts(request)
+        event = self._event(request, facts)
         key = self._key(request, event)
         decision = self._pending_or(key) or await arun_guard(
-            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request)
+            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request),
+            user_facts=facts,
         )
         blocked = self._resolve(request, key, decision)
         return await handler(request) if blocked is None else blocked
@@ -255,4 +293,7 @@ def parse_review(answer: Any) -> tuple[bool, str]:
     return False, ""
 
 
-__all__ = ["REVIEW_TYPE", "GuardAgentMiddleware", "GuardedAgentState", "Review", "parse_review"]
+__all__ = [
+    "REVIEW_TYPE", "USER_INFO_KEY", "GuardAgentMiddleware", "GuardedAgentState", "Review",
+    "parse_review",
+]  # fmt: skip

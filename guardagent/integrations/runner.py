@@ -9,6 +9,11 @@ matter there that `GuardAgent.check` does not handle:
   checkpoint the guard's internals for nothing.
 - Each run is named (``run_name``) and carries what is being guarded as metadata; naming and
   the outcome run are :mod:`guardagent.runs`, shared with `GuardAgent.check`.
+- The host's user facts travel as data (`user_facts`) next to the event text, so guard
+  programs get them exactly; the text block of the event is for display and memory.
+
+Settings are the guard's (its :class:`GuardAgent`, built by the host's code): the host graph's
+own context or state never changes the model, endpoint, memory or limits of a guard run.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from guardagent.agent import GuardAgent
+from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
 
 
@@ -44,6 +51,17 @@ def as_guard(guard_or_profile: GuardAgent | str, **settings: Any) -> GuardAgent:
     return GuardAgent(profile=guard_or_profile, **settings)
 
 
+def _context(guard: GuardAgent, user_facts: Mapping[str, Any] | None) -> GuardContext:
+    """The guard's own settings, with this event's facts (checked: a JSON object) when given.
+
+    Raises:
+        ValueError: facts that are not a JSON object (a host bug: loud, and nothing runs).
+    """
+    if user_facts is None:
+        return guard.context
+    return replace(guard.context, user_facts=normalize_facts(user_facts))
+
+
 def run_guard(
     guard: GuardAgent,
     agent_input: str,
@@ -51,10 +69,21 @@ def run_guard(
     *,
     run_name: str,
     metadata: Mapping[str, Any] | None = None,
+    user_facts: Mapping[str, Any] | None = None,
 ) -> GuardDecision:
-    """Guard one event as a named, traced child of the current host run."""
+    """Guard one event as a named, traced child of the current host run.
+
+    Args:
+        guard: The guard whose settings (the deployment's) the run uses.
+        agent_input: The event's input (the user's request; the facts block for display).
+        agent_output: The event's output (untrusted).
+        run_name: Trace name of the run.
+        metadata: Trace metadata known before the run.
+        user_facts: The host's facts about the user, handed to the program as data; None to
+            let the program read the event's ``User information:`` block.
+    """
     return invoke_guard(
-        stateless_graph(), guard.context, agent_input, agent_output,
+        stateless_graph(), _context(guard, user_facts), agent_input, agent_output,
         run_name=run_name, metadata=metadata,
     )  # fmt: skip
 
@@ -66,12 +95,21 @@ async def arun_guard(
     *,
     run_name: str,
     metadata: Mapping[str, Any] | None = None,
+    user_facts: Mapping[str, Any] | None = None,
 ) -> GuardDecision:
     """Async :func:`run_guard`."""
     return await ainvoke_guard(
-        stateless_graph(), guard.context, agent_input, agent_output,
+        stateless_graph(), _context(guard, user_facts), agent_input, agent_output,
         run_name=run_name, metadata=metadata,
     )  # fmt: skip
+
+
+def facts_in(source: Any, key: str) -> Mapping[str, Any] | None:
+    """The mapping under `key` of a dict or an object (a run's context, a state), else None."""
+    if source is None:
+        return None
+    found = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+    return found if isinstance(found, Mapping) else None
 
 
 def describe_denial(decision: GuardDecision) -> str:

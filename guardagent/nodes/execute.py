@@ -1,4 +1,8 @@
-"""execute: run the program in the sandbox with the event bound as plain data."""
+"""execute: run the program in the sandbox with the event bound as plain data.
+
+The host's structured user facts (the run's `user_facts`) go to the sandbox as data too, so
+`parse_user_info` returns them there instead of re-reading the input's text block.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]
         state["agent_input"],
         state["agent_output"],
         limits_of(ctx),
+        user_facts=ctx.user_facts,
     )
     return {
         "execution": result,
