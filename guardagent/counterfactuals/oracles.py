@@ -21,6 +21,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
+from typing_extensions import override
+
 from guardagent.counterfactuals.events import (
     Event,
     Readers,
@@ -182,7 +184,8 @@ class CategoryRulesOracle(_FactRules):
     def _category(self, task: str, action: dict[str, str]) -> str:
         return str(self.functions["web_action_category"](task, action))
 
-    def decide(self, event: Event) -> Expected:  # noqa: D102
+    @override
+    def decide(self, event: Event) -> Expected:
         user = self._read("parse_user_info", event)
         category = self._category(
             self._read("parse_task", event), self._read("seeact_final_action", event)
@@ -190,7 +193,8 @@ class CategoryRulesOracle(_FactRules):
         violated = self.functions["check_rules"](user, category, self.table)
         return Expected(1 if violated else 0, list(violated), tuple(violated))
 
-    def edits(self, event: Event) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def edits(self, event: Event) -> Iterator[Edit]:
         yield from self._flip_facts(event)
         action = self._read("seeact_final_action", event)
         for rule in self.table:
@@ -206,7 +210,8 @@ class CategoryRulesOracle(_FactRules):
                 yield from self._exact(event, new, f"task {task!r}, {what}",
                                        parse_task=task, parse_user_info=facts)  # fmt: skip
 
-    def slots(self, event: Event, text: str) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def slots(self, event: Event, text: str) -> Iterator[Edit]:
         facts = self._read("parse_user_info", event)
         task = f"{self._read('parse_task', event)} {text}"
         new = Event(with_task(task, facts), event.agent_output)
@@ -240,7 +245,8 @@ class ToolRulesOracle(_FactRules):
     _READERS = ("parse_tool_calls", "parse_tool_call")
 
     @classmethod
-    def fits(cls, profile: Profile) -> bool:  # noqa: D102
+    @override
+    def fits(cls, profile: Profile) -> bool:
         return super().fits(profile) and any(r in profile.toolbox for r in cls._READERS)
 
     def __init__(self, table: Any, profile: Profile) -> None:
@@ -258,7 +264,8 @@ class ToolRulesOracle(_FactRules):
         call = {"name": name, "args": args}
         return call if self.reader == "parse_tool_call" else [call]
 
-    def decide(self, event: Event) -> Expected:  # noqa: D102
+    @override
+    def decide(self, event: Event) -> Expected:
         user = self._read("parse_user_info", event)
         calls = self._pending(event)
         if not calls:
@@ -288,7 +295,8 @@ class ToolRulesOracle(_FactRules):
             for value in [*boundary(cond["op"], cond["value"]), *hostile(cond["value"])]:
                 yield f"{arg}={_show(value)}", {**base, **meeting, arg: value}
 
-    def edits(self, event: Event) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def edits(self, event: Event) -> Iterator[Edit]:
         yield from self._flip_facts(event)
         calls = self._pending(event)
         call = calls[-1] if calls else {"name": "", "args": {}}
@@ -304,7 +312,8 @@ class ToolRulesOracle(_FactRules):
                     yield from self._exact(event, new, f"{name}({what_call}), {what_fact}",
                                            **changed)  # fmt: skip
 
-    def slots(self, event: Event, text: str) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def slots(self, event: Event, text: str) -> Iterator[Edit]:
         calls = self._pending(event)
         if len(calls) != 1:
             return
@@ -323,10 +332,12 @@ class AccessOracle(Oracle):
     kind = "access control"
     needs = frozenset({"parse_identity", "ehr_accessed_columns", "check_access"})
 
-    def rules(self) -> list[str]:  # noqa: D102
+    @override
+    def rules(self) -> list[str]:
         return sorted(self.table)
 
-    def decide(self, event: Event) -> Expected:  # noqa: D102
+    @override
+    def decide(self, event: Event) -> Expected:
         role = self._read("parse_identity", event)
         accessed = self._read("ehr_accessed_columns", event)
         if role not in self.table:
@@ -334,7 +345,8 @@ class AccessOracle(Oracle):
         blocked = self.functions["check_access"](accessed, self.table[role])
         return Expected(1 if blocked else 0, blocked, (role,) if blocked else ())
 
-    def edits(self, event: Event) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def edits(self, event: Event) -> Iterator[Edit]:
         accessed = self._read("ehr_accessed_columns", event)
         roles = [*sorted(self.table), *([UNLISTED_ROLE] if any(accessed.values()) else [])]
         for role in roles:
@@ -343,7 +355,8 @@ class AccessOracle(Oracle):
                 yield from self._exact(event, Event(new, event.agent_output), f"identity {role}",
                                        parse_identity=role)  # fmt: skip
 
-    def slots(self, event: Event, text: str) -> Iterator[Edit]:  # noqa: D102
+    @override
+    def slots(self, event: Event, text: str) -> Iterator[Edit]:
         if "parse_question" not in self.readers:
             return
         question = f"{self._read('parse_question', event)} {text}"

@@ -148,7 +148,7 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
             for edit in oracle.edits(_event(demo)):
                 try:
                     got = oracle.decide(edit.event)
-                except Exception:  # noqa: BLE001, S112 - an edit the readers refuse: no case
+                except Exception:  # noqa: BLE001 - an edit the readers refuse: no case
                     continue
                 cases.append(Case(f"{demo.id}: {edit.what}", *edit.event, got.label, got.details))
                 covered.update(got.rules)
@@ -258,7 +258,7 @@ def program_cases(profile: Profile, code: str) -> list[Case]:
             for edit in oracle.slots(_event(demo), text):
                 try:
                     got = oracle.decide(edit.event)
-                except Exception:  # noqa: BLE001, S112 - an edit the readers refuse: no case
+                except Exception:  # noqa: BLE001 - an edit the readers refuse: no case
                     continue
                 cases.append(Case(f"{demo.id}: {edit.what}", *edit.event, got.label, got.details))
     return cases
