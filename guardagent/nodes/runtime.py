@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langgraph.runtime import Runtime
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the model stack and Chroma load when a run first needs them
 
     from guardagent.memory_store.store import MemoryStore
 
-R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 _ENV_NAMES = tuple(
     ENV_PREFIX + name
     for name in ("PROFILE", "MODEL", "BASE_URL", "K", "MAX_ATTEMPTS", "MEMORY_DIR", "MEMORY_URL",
@@ -141,9 +141,7 @@ def context_of(runtime: Runtime[Any]) -> GuardContext:
     return for_run(deployment_settings(), ctx)
 
 
-def bind_settings(
-    settings: GuardContext | None,
-) -> Callable[[Callable[[Any, Runtime[Any]], R]], Callable[[Any, Runtime[Any]], R]]:
+def bind_settings(settings: GuardContext | None) -> Callable[[F], F]:
     """Bind deployment settings to a node or edge function of the guard graph.
 
     The bound function sees, instead of an untrusted context, `settings` with the run's own
@@ -152,11 +150,11 @@ def bind_settings(
     settings apply).
     """
 
-    def bind(func: Callable[[Any, Runtime[Any]], R]) -> Callable[[Any, Runtime[Any]], R]:
+    def bind(func: F) -> F:
         if settings is None:
             return func
 
-        def bound(state: Any, runtime: Runtime[Any]) -> R:
+        def bound(state: Any, runtime: Runtime[Any]) -> Any:
             if not isinstance(runtime.context, GuardContext):
                 runtime = runtime.override(context=for_run(settings, runtime.context))
             return func(state, runtime)
@@ -165,7 +163,7 @@ def bind_settings(
         bound.__name__ = getattr(func, "__name__", "node")
         bound.__qualname__ = getattr(func, "__qualname__", bound.__name__)
         bound.__doc__ = func.__doc__
-        return bound
+        return cast(F, bound)
 
     return bind
 
