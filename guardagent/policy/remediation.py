@@ -8,9 +8,9 @@ the event's circuits holds:
 - an action the program reported may be dropped (switched off), never added; dropping an
   action also drops the ancestors it alone made true;
 - an open predicate may be settled to a value (one change), or left open, in which case the
-  rules must hold whatever its value: the open predicates' completions are expanded, so the
-  remedy is checked against every one of them (up to `EXPAND_LIMIT` open predicates; above
-  that, every open predicate the rules use must be settled).
+  rules must hold whatever its value: each rule is expanded over the completions of the open
+  predicates it depends on, so the remedy is checked against every one of them (up to
+  `EXPAND_LIMIT` open predicates per rule; above that, they must be settled).
 
 The number of changes is minimised first; then the weight of the soft rules kept. Up to
 `max_remedies` different minimal remedies are returned (each found remedy is blocked and the
@@ -30,7 +30,7 @@ from guardagent.policy.results import Change, Remediation, Remedy
 from guardagent.policy.solver import Z3_LOCK, CompiledPolicy, Z3Bool, compiled
 
 EXPAND_LIMIT = 8
-"""Open predicates whose 2^k completions are expanded; above it they must be settled."""
+"""Open predicates per rule whose 2^k completions are expanded; above it they must be settled."""
 
 
 @dataclass
@@ -94,37 +94,50 @@ def _build(
             choices.append(_Choice(name, "condition", value, new, new != z3.BoolVal(value)))
         else:
             fixed[name] = z3.BoolVal(value)
-    expand = len(opens) <= EXPAND_LIMIT
-    if not expand:  # too many completions: every open predicate must be settled
-        for name in opens:
-            opt.add(settled_vars[name][0])
-    completions = itertools.product((False, True), repeat=len(opens)) if expand else [
-        (False,) * len(opens)
-    ]
     tree = model.tree
+    open_set = set(opens)
+
+    def sources(name: str) -> tuple[str, ...]:
+        """The leaves a predicate's value is made of (an action: itself and descendants)."""
+        if model.by_name[name].kind == "action":
+            return (name, *tree.descendants(name))
+        return (name,)
+
+    def expr_of(name: str, bits: dict[str, bool]) -> Z3Bool:
+        def leaf(n: str) -> Z3Bool:
+            if n in open_set:
+                settle, settled = settled_vars[n]
+                return z3.If(settle, settled, z3.BoolVal(bits[n]))
+            if model.by_name[n].kind == "action":
+                return own.get(n, z3.BoolVal(False))
+            return fixed[n]
+
+        parts = [leaf(n) for n in sources(name)]
+        return parts[0] if len(parts) == 1 else z3.Or(*parts)
+
+    def instances(rule_id: str) -> list[Z3Bool]:
+        """The rule for every completion of the open predicates it depends on.
+
+        "Holds whatever the open values" distributes over the rules, so each rule is
+        expanded over its own open predicates only (2^k copies for k of them).
+        """
+        names = comp.names_of(model.by_id[rule_id])
+        rule_opens = sorted({n for name in names for n in sources(name)} & open_set)
+        if len(rule_opens) > EXPAND_LIMIT:  # too many completions: they must be settled
+            for n in rule_opens:
+                opt.add(settled_vars[n][0])
+            rule_opens = []
+        out = []
+        for combo in itertools.product((False, True), repeat=len(rule_opens)):
+            bits = dict(zip(rule_opens, combo, strict=True))
+            pairs = [(comp.bools[n], expr_of(n, bits)) for n in names]
+            out.append(z3.substitute(comp.terms[rule_id], *pairs))
+        return out
+
     hard = [r for r in ev.circuit if model.by_id[r].hard]
-    soft = [r for r in ev.circuit if not model.by_id[r].hard]
-    soft_parts: dict[str, list[Z3Bool]] = {r: [] for r in soft}
-    for completion in completions:
-        leaf: dict[str, Z3Bool] = dict(fixed)
-        leaf_own = dict(own)
-        for name, bit in zip(opens, completion, strict=True):
-            settle, settled = settled_vars[name]
-            current = z3.If(settle, settled, z3.BoolVal(bit))
-            if model.by_name[name].kind == "action":
-                leaf_own[name] = current
-            else:
-                leaf[name] = current
-        values = dict(leaf)
-        for name in names:
-            if model.by_name[name].kind == "action":
-                sources = [leaf_own.get(a, z3.BoolVal(False))
-                           for a in (name, *tree.descendants(name))]  # fmt: skip
-                values[name] = z3.simplify(z3.Or(*sources))
-        for rule_id in hard:
-            opt.add(_instance(comp, model, rule_id, values))
-        for rule_id in soft:
-            soft_parts[rule_id].append(_instance(comp, model, rule_id, values))
+    for rule_id in hard:
+        opt.add(*instances(rule_id))
+    soft_parts = {r: instances(r) for r in ev.circuit if not model.by_id[r].hard}
     for choice in choices:
         assert choice.changed is not None
         opt.add_soft(z3.Not(choice.changed), 1, id="changes")
@@ -133,14 +146,6 @@ def _build(
         if weight > 0:
             opt.add_soft(z3.And(*parts), weight, id="soft_rules")
     return opt, choices, hard
-
-
-def _instance(
-    comp: CompiledPolicy, model: PolicyModel, rule_id: str, values: dict[str, Z3Bool]
-) -> Z3Bool:
-    """The rule's term with its predicates replaced by the optimiser's expressions."""
-    names = comp.names_of(model.by_id[rule_id])
-    return z3.substitute(comp.terms[rule_id], *[(comp.bools[n], values[n]) for n in names])
 
 
 def _how(choice: _Choice, after: bool) -> str:

@@ -86,12 +86,12 @@ class RuleSolver:
     def check(self, values: Mapping[str, bool]) -> RuleCheck:
         """Decide the rule with `values` fixed and the rule's other predicates open."""
         assumptions = [self._lits.literal(n, values[n]) for n in self.names if n in values]
-        with Z3_LOCK:
-            if self._holds.check(*assumptions) == z3.unsat:
-                return RuleCheck("violated", self._lits.decode(self._holds.unsat_core()))
+        with Z3_LOCK:  # most rules hold, so ask that first: one check for them
             if self._fails.check(*assumptions) == z3.unsat:
                 return RuleCheck("holds", self._lits.decode(self._fails.unsat_core()))
             model = self._fails.model()
+            if self._holds.check(*assumptions) == z3.unsat:
+                return RuleCheck("violated", self._lits.decode(self._holds.unsat_core()))
             open_names = [n for n in self.names if n not in values]
             witness = {
                 n: z3.is_true(model.eval(self._lits.bools[n], model_completion=True))

@@ -71,6 +71,15 @@ def _rule_result(model: PolicyModel, rule: Rule, ev: EventValues) -> RuleResult:
     )
 
 
+def _not_applicable(rule: Rule) -> RuleResult:
+    """A rule outside the event's circuits (built unvalidated: every field is ours)."""
+    return RuleResult.model_construct(
+        id=rule.id, status="not_applicable", hard=rule.hard, logic=rule.logic,
+        policy=rule.policy, deciding={}, open=[], witness={}, explanation="",
+        remediation="", risk_types=list(rule.risk_types), source=rule.source,
+    )  # fmt: skip
+
+
 def _violations(
     model: PolicyModel, ev: EventValues, denying: list[RuleResult]
 ) -> list[str] | dict[str, list[str]]:
@@ -97,12 +106,9 @@ def verify_values(
     """:func:`verify_event` on values already read with `event_values`."""
     in_circuit = set(ev.circuit)
     results = [
-        _rule_result(model, rule, ev) if rule.id in in_circuit
-        else RuleResult(id=rule.id, status="not_applicable", hard=rule.hard, logic=rule.logic,
-                        policy=rule.policy, risk_types=list(rule.risk_types),
-                        source=rule.source)
+        _rule_result(model, rule, ev) if rule.id in in_circuit else _not_applicable(rule)
         for rule in model.rules
-    ]  # fmt: skip
+    ]
     denying = [r for r in results if r.denies]
     safety = safety_probability(model, ev, threshold) if probability else None
     used_open = sorted({n for r in results for n in r.open})
