@@ -148,6 +148,25 @@ def program_problems(code: str, profile: Profile) -> list[str]:
     return _PROBLEMS[key]
 
 
+_BEYOND: dict[tuple[str, str], list[str]] = {}
+
+
+def request_problems(code: str, profile: Profile) -> list[str]:
+    """The problems of `code` beyond the labelled demonstrations (cached per process).
+
+    Data-flow refusals, counterfactual mismatches and the request's coverage gaps: what a
+    report that runs the demonstrations itself (`guardagent profile check`) adds to them.
+    """
+    key = (suite_key(profile), hashlib.sha256(code.encode("utf-8")).hexdigest())
+    if key not in _BEYOND:
+        tools = profile.tools()
+        refused = check_dataflow(code, tools)
+        suite = request_suite(profile)
+        found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)])
+        _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
+    return _BEYOND[key]
+
+
 def _verify(code: str, profile: Profile) -> list[str]:
     tools = profile.tools()
     refused = check_dataflow(code, tools)

@@ -287,3 +287,14 @@ def test_a_correct_generated_program_is_verified_stored_and_reused(unverified_we
     assert first.program_source == "generated" and first.error is None
     again = GuardAgent(str(unverified_web), memory_dir=mem).check(ADULT_HOTEL, HOTEL_PAGE)
     assert again.allowed is True and again.program_source == "memory" and again.llm_calls == 0
+
+
+def test_request_problems_are_what_verification_adds_to_the_demonstrations():
+    from guardagent.verification import request_problems
+
+    assert request_problems(WEB_PROGRAM, WEB) == []
+    beyond = request_problems(TWO_RULES, WEB)
+    assert beyond and not any(p.startswith(("pickup-truck-rental: label", "headphones-cart: label"))
+                              for p in beyond)  # fmt: skip
+    assert request_problems(WEB_PROGRAM.replace("if violated:", "if agent_output and violated:"),
+                            WEB)[0].startswith("DataFlowError: Line ")  # fmt: skip
