@@ -28,6 +28,7 @@ from IPython.display import Image, Markdown, display
 
 from guardagent import GuardAgent, GuardContext, load_profile
 from guardagent.eval.benchmarks import load_benchmark
+from guardagent.eval.definitions import CONVENTIONS, markdown_table
 from guardagent.eval.metrics import HEADLINE, expected_details, is_wrong
 from guardagent.eval.predictions import read_decisions
 from guardagent.eval.report import PAPER_BASELINE, PAPER_TABLE_2, clip
@@ -57,7 +58,7 @@ table = ["| | " + " | ".join(HEADLINE) + " |", "|---" * (len(HEADLINE) + 1) + "|
          row(f"this run (n={metrics['n']})", metrics),
          row("paper, GPT-4 GuardAgent (full benchmark)", PAPER_TABLE_2[PROFILE]),
          row("paper, GPT-4 model-only baseline", PAPER_BASELINE[PROFILE])]
-display(Markdown("\\n".join(table)))
+display(Markdown("\\n".join(table + ["", *markdown_table(), "", CONVENTIONS])))
 ex, per = metrics["executable"], metrics["cost"]["per_decision"]
 print("executable before / after debugging:", ex["before_debug"], "/", ex["after_debug"])
 print("LLM calls per decision:", per["llm_calls"]["mean"],
@@ -130,7 +131,8 @@ scripted = [
 ]
 nodes = [node for node, _ in scripted]
 print(" -> ".join(nodes))
-assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute", "decide"]
+assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute",
+                 "remember", "decide"]
 final = scripted[-1][1]["guard_decision"]
 assert final.attempt_errors[0] and final.attempt_errors[-1] is None
 assert final.label == steps[-1][1]["guard_decision"].label  # same program, same verdict
@@ -147,7 +149,7 @@ def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
             f"{profile} --out DIR`), computes the paper's metrics, shows the plots, and walks "
             "one event through the graph node by node: offline (retrieve -> execute -> "
             "decide) and with a scripted stand-in model (plan, code, execute, debug, code, "
-            "execute, decide)."
+            "execute, remember, decide)."
         ),
         new_code_cell(PARAMETERS.format(profile=profile)),
         new_code_cell(IMPORTS),
@@ -213,8 +215,10 @@ from guardagent.eval.runner import run_eval'''
 COMPARE_RUNS = '''if not (RUN_A and RUN_B):
     everything = load_benchmark(PROFILE)
     cases = everything[:: max(1, len(everything) // LIMIT)][:LIMIT]
-    RUN_A = tempfile.mkdtemp(prefix="guardagent-a-")
-    RUN_B = tempfile.mkdtemp(prefix="guardagent-b-")
+    # Under GUARDAGENT_NB_OUT (the tests set it to their own temporary folder) the two runs go
+    # there; otherwise into a new temporary folder.
+    BASE = os.environ.get("GUARDAGENT_NB_OUT") or tempfile.mkdtemp(prefix="guardagent-compare-")
+    RUN_A, RUN_B = os.path.join(BASE, "guardagent"), os.path.join(BASE, "baseline")
     run_eval(GuardAgent(PROFILE), cases, RUN_A, progress=False, plots=False)
     # The baseline asks a model for the decision directly. Without GUARDAGENT_NB_MODEL a
     # stand-in that always answers "allow" takes the model's place: it shows the comparison,

@@ -164,9 +164,11 @@ def test_report_links_plots_and_shows_the_deciding_program(tmp_path, m2w_cases):
         assert f"(plots/{stem}.png)" in report
     assert f"### {cases[0].id}" in report
     program = (Path("guardagent/profiles/mind2web-sc/safety_rules.py")).read_text()
-    section = report.split(f"### {cases[0].id}")[1]
-    assert "Program that decided (memory" in section
-    assert program.strip().splitlines()[0] in section
+    section = report.split(f"### {cases[0].id}")[1].split("\n### ")[0]
+    assert "- program that decided: [program 1](#program-1) (memory, " in section
+    programs = report.split('<a id="program-1"></a>')[1]
+    assert program.strip() in programs  # in full, once
+    assert report.count(program.strip().splitlines()[0]) == 1
     assert "executable rate" in report and "| latency_ms |" in report
 
 

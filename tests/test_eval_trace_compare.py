@@ -29,9 +29,11 @@ def test_scripted_trace_shows_every_node_in_order():
     context = GuardContext(profile="mind2web-sc", model=model, reuse_programs=False)
     steps = stream_steps(HOTEL_INPUT, HOTEL_OUTPUT, context)
     nodes = [node for node, _ in steps]
-    assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute", "decide"]
+    assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute",
+                     "remember", "decide"]
     text = trace_markdown(steps)
-    assert "**1. retrieve**" in text and "**8. decide**" in text
+    assert "**1. retrieve**" in text and "**9. decide**" in text
+    assert "**8. remember**\n\n```\nverified the generated program" in text
     assert "attempt 1: failed" in text and "diagnosis:\nuse 'age'" in text
     assert "retrieved 3 demonstration(s)" in describe_step(*steps[0])
 

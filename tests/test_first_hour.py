@@ -60,19 +60,21 @@ HOTEL_OUTPUT = (
     "(Analysis)\nThe hotel booking page is open (café).\n\n(Choices)\nA. <button id=0> Reserve "
     "</button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None"
 )
-ECHO_PROGRAM = "allow(agent_input + ' | ' + agent_output)\n"
+ECHO_PROGRAM = "allow(parse_identity(agent_input))\n"  # the reason echoes the decoded role
+ROLE = "Identity: "
 
 
 @pytest.mark.parametrize(
     ("data", "expected", "note"),
     [
-        ("café".encode("latin-1"), "caf\ufffd", "not valid UTF-8; 1 undecodable"),
-        (codecs.BOM_UTF8 + "café".encode(), "café", None),
-        ("café ✓".encode("utf-16"), "café ✓", None),  # with its BOM
-        ("café ✓ some text".encode("utf-16-le"), "café ✓ some text", None),  # no BOM
-        ("café ✓ some text".encode("utf-16-be"), "café ✓ some text", None),
-        (codecs.BOM_UTF32_LE + "café".encode("utf-32-le"), "café", None),
-        (b"ok \xff\xfe\xfd end", "ok \ufffd\ufffd\ufffd end", "not valid UTF-8; 3 undecodable"),
+        ((ROLE + "café").encode("latin-1"), "caf\ufffd", "not valid UTF-8; 1 undecodable"),
+        (codecs.BOM_UTF8 + (ROLE + "café").encode(), "café", None),
+        ((ROLE + "café ✓").encode("utf-16"), "café ✓", None),  # with its BOM
+        ((ROLE + "café ✓ some text").encode("utf-16-le"), "café ✓ some text", None),  # no BOM
+        ((ROLE + "café ✓ some text").encode("utf-16-be"), "café ✓ some text", None),
+        (codecs.BOM_UTF32_LE + (ROLE + "café").encode("utf-32-le"), "café", None),
+        (ROLE.encode() + b"ok \xff\xfe\xfd end", "ok \ufffd\ufffd\ufffd end",
+         "not valid UTF-8; 3 undecodable"),
     ],
 )
 def test_at_file_in_any_encoding_is_read(tmp_path: Path, data: bytes, expected: str,
@@ -83,7 +85,7 @@ def test_at_file_in_any_encoding_is_read(tmp_path: Path, data: bytes, expected: 
                                        "eicu-ac", "--input", f"@{tmp_path}/in.txt", "--output",
                                        "out"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["decision"]["reason"] == f"{expected} | out"
+    assert json.loads(result.stdout)["decision"]["reason"] == expected
     if note:
         assert f"note: --input: {note}" in result.stderr
     else:
@@ -93,10 +95,10 @@ def test_at_file_in_any_encoding_is_read(tmp_path: Path, data: bytes, expected: 
 def test_stdin_bytes_are_decoded(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(ECHO_PROGRAM)
     result = CliRunner().invoke(
-        main, ["run-program", str(tmp_path / "prog.py"), "--profile", "eicu-ac", "--input", "in",
-               "--output", "@-"], input="naïve ✓".encode("utf-16"))
+        main, ["run-program", str(tmp_path / "prog.py"), "--profile", "eicu-ac", "--input", "@-",
+               "--output", "out"], input=(ROLE + "naïve ✓").encode("utf-16"))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["decision"]["reason"] == "in | naïve ✓"
+    assert json.loads(result.stdout)["decision"]["reason"] == "naïve ✓"
 
 
 def test_check_prints_a_decision_for_argv_bytes_on_an_allowed_event() -> None:
@@ -213,7 +215,8 @@ def test_unverified_program_is_explained_with_the_users_ids(tmp_path: Path) -> N
     message = explain_no_program(profile)
     assert message.startswith("profile 'mine' has no verified program: its program gave label 0 "
                               "on demonstration `nurse-cost`, expected 1; gave label 1 on "
-                              "demonstration `doctor-cost`, expected 0.")
+                              "demonstration `doctor-cost`, expected 0")
+    assert "configure a model" in message.split(". ")[-1]  # the fix comes after the cause
     assert f"guardagent profile check {folder}" in message
     assert explain_no_program(load_profile("eicu-ac")) == NO_PROGRAM
 
@@ -242,9 +245,10 @@ def test_wrong_details_errors_and_missing_labels_are_explained(tmp_path: Path) -
     only_denials = _write_profile(tmp_path, [_demo("doc", "physician", 1,
                                                    details={"cost": ["cost"]})], name="half")
     check = check_profile(load_profile(str(only_denials)))
-    assert check.programs[0].problems == [
-        "verification needs demonstrations of both an allowed (label 0) and a denied (label 1) "
-        "event; the profile has label 1 only"]
+    assert check.programs[0].runs[0].problem is None  # right on its one demonstration...
+    assert any("both an allowed and a denied event" in p  # ...but that proves nothing
+               for p in check.programs[0].problems)
+    assert not check.verified
 
 
 def test_profile_check_command_prints_a_table_and_fails(tmp_path: Path) -> None:
@@ -526,3 +530,64 @@ def test_memory_commands_name_unknown_profiles(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["memory", "clear", "--profile", "eicu_ac", "--yes",
                                        "--memory-dir", str(tmp_path)])
     assert result.exit_code == 1 and "unknown profile 'eicu_ac'" in result.output
+
+
+# -- 7. small things ------------------------------------------------------------------------
+
+
+def test_report_shows_each_deciding_program_once_and_links_it() -> None:
+    cases = [Case(id=f"w{i}", agent_input="i", agent_output="o", label=1, violations=["r"])
+             for i in range(4)]
+    program_a = "# program A\n" + "x = 1\n" * 200 + "allow('a')\n"
+    program_b = "# program B\nallow('b')\n"
+    decisions = [
+        GuardDecision(allowed=True, label=0, guardrailed_output="o", program=program_a,
+                      program_source="memory"),
+        GuardDecision(allowed=True, label=0, guardrailed_output="o", program=program_b,
+                      program_source="generated"),
+        GuardDecision(allowed=True, label=0, guardrailed_output="o", program=program_a,
+                      program_source="memory"),
+        GuardDecision(allowed=False, label=1, error="no verified program"),
+    ]
+    report = render_report("p", compute_metrics(cases, decisions), cases, decisions)
+    assert report.count("# program A") == 1 and report.count("# program B") == 1
+    assert report.count("x = 1") == 200  # shown in full, not clipped
+    links = [line for line in report.splitlines() if line.startswith("- program that decided")]
+    assert links == [
+        f"- program that decided: [program 1](#program-1) (memory, {len(program_a)} chars)",
+        f"- program that decided: [program 2](#program-2) (generated, {len(program_b)} chars)",
+        f"- program that decided: [program 1](#program-1) (memory, {len(program_a)} chars)",
+        "- program that decided: none (no program ran)",
+    ]
+    programs = report.split("## Programs that decided them")[1]
+    assert programs.index('<a id="program-1"></a>') < programs.index("# program A")
+    assert programs.index('<a id="program-2"></a>') < programs.index("# program B")
+
+
+def test_per_rule_plot_wraps_long_names_instead_of_cutting_them() -> None:
+    from guardagent.eval.plots import breakdown_figure
+
+    rule = ("User must be in certain countries to search movies/musics/video and must also be "
+            "a member of the streaming service")
+    cases = [Case(id="a", agent_input="i", agent_output="o", label=1, violations=[rule],
+                  meta={"rule": rule}),
+             Case(id="b", agent_input="i", agent_output="o", label=0, meta={"rule": "none"})]
+    decisions = [GuardDecision(allowed=False, label=1, violations=[rule]),
+                 GuardDecision(allowed=True, label=0, guardrailed_output="o")]
+    fig = breakdown_figure(compute_metrics(cases, decisions), "rule")
+    labels = [tick.get_text() for tick in fig.axes[0].get_yticklabels()]
+    assert labels[1] == "none"
+    assert "\n" in labels[0] and " ".join(labels[0].split()) == rule
+    assert "..." not in labels[0]
+
+
+def test_json_errors_say_at_once() -> None:
+    from guardagent.eval.cases import parse_case_line
+
+    with pytest.raises(ValueError) as err:
+        parse_case_line('{"id": "unterminated')
+    assert str(err.value) == "not valid JSON (Unterminated string starting at column 8)"
+    with pytest.raises(ValueError) as err:
+        parse_case_line('{"id": }')
+    assert str(err.value) == "not valid JSON (Expecting value at column 8)"
+

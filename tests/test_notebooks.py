@@ -60,8 +60,12 @@ def _check_outputs(name, nb, out_dir):
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     if name == "compare_runs.ipynb":
         assert "case(s) decided differently" in text
+        # both runs went under the folder it was given, none into a stray temporary folder
+        assert (out_dir / "guardagent" / "metrics.json").is_file()
+        assert (out_dir / "baseline" / "metrics.json").is_file()
     else:
-        assert "retrieve -> plan -> code -> execute -> debug -> code -> execute -> decide" in text
+        assert ("retrieve -> plan -> code -> execute -> debug -> code -> execute -> remember -> "
+                "decide") in text
         assert (out_dir / "metrics.json").is_file()
 
 

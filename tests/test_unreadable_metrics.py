@@ -100,11 +100,14 @@ def test_prediction_records_carry_the_unreadable_entries() -> None:
 
 
 @guard_tool(group="test-blind")
-def widget_words(text: str) -> list[str]:
-    """The words of a widget log; an empty log cannot be read."""
-    if not text.strip():
+def widget_words(agent_output: str) -> list[str]:
+    """The words of a widget log; an empty log cannot be read.
+
+    A reader: its parameter is named `agent_output`, so programs may pass it the raw output.
+    """
+    if not agent_output.strip():
         unreadable("empty_output", "the output is empty: there is nothing to read")
-    return text.split()
+    return agent_output.split()
 
 
 PROGRAM = """words = widget_words(agent_output)
@@ -126,7 +129,8 @@ def _profile(root: Path) -> Path:
     folder.mkdir()
     (folder / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
     (folder / "profile.yaml").write_text(
-        "name: widget-guard\nguard_request: Never say forbidden.\nagent_specification: A "
+        "name: widget-guard\nguard_request: 'Never say forbidden: \"no forbidden words\".'\n"
+        "agent_specification: A "
         "widget log.\ntoolbox: [widget_words]\ndemonstrations: demonstrations.jsonl\n"
     )
     return folder

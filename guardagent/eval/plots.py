@@ -6,6 +6,7 @@ touches a display or the global pyplot state of a notebook that imports this mod
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,12 @@ def breakdown_figure(metrics: dict[str, Any], key: str) -> Figure:
     groups = metrics["breakdown"][key]
     names = list(groups)
     values = [groups[n]["LPA"] or 0.0 for n in names]
-    fig = new_figure(7.0, 0.45 * len(names) + 1.2)
+    labels = [wrap_label(n) for n in names]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig = new_figure(8.0, 0.25 * lines + 0.2 * len(names) + 1.2)
     ax = fig.add_subplot()
     bars = ax.barh(range(len(names)), values, color="tab:blue")
-    ax.set_yticks(range(len(names)), [_short(n) for n in names])
+    ax.set_yticks(range(len(names)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 130)
     ax.set_xticks([0, 20, 40, 60, 80, 100])
@@ -93,8 +96,9 @@ def latency_figure(decisions: Sequence[GuardDecision]) -> Figure:
     return fig
 
 
-def _short(name: str, limit: int = 48) -> str:
-    return name if len(name) <= limit else name[: limit - 3] + "..."
+def wrap_label(name: str, width: int = 44) -> str:
+    """A group name on as many lines as it needs: a rule's full text, never cut short."""
+    return textwrap.fill(name, width=width, break_long_words=True) or name
 
 
 def run_figures(

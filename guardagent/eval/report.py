@@ -1,8 +1,8 @@
 """A report a person reads: headline next to the paper, plots, breakdowns, every wrong decision.
 
-Each wrong decision shows the event, what was expected, what was decided and why, and the
-program that decided (clipped): a reader can tell a guard bug from a label quirk without
-opening predictions.jsonl.
+Each wrong decision shows the event, what was expected, what was decided and why, and links
+to the program that decided (each distinct program is shown once, in full): a reader can
+tell a guard bug from a label quirk without opening predictions.jsonl.
 """
 
 from __future__ import annotations
@@ -137,8 +137,13 @@ def unreadable_section(cases: Sequence[Case], decisions: Sequence[GuardDecision]
 
 
 def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -> list[str]:
-    """Every wrong label or wrong denial detail, with the event, reason and deciding program."""
+    """Every wrong label or wrong denial detail, with the event, reason and deciding program.
+
+    One program usually decides every event of a profile, so each distinct program is shown
+    once, at the end, and every wrong decision links to it.
+    """
     wrong = [(c, d) for c, d in zip(cases, decisions, strict=True) if is_wrong(c, d)]
+    programs: dict[str, int] = {}
     lines = [f"## Wrong decisions ({len(wrong)})", ""]
     for case, d in wrong:
         lines += [
@@ -153,13 +158,24 @@ def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
         if any(d.attempt_errors):
             shown = [clip(e, 200) if e else None for e in d.attempt_errors]
             lines.append(f"- attempt errors: {shown}")
-        lines += ["", "Input:", "```", clip(case.agent_input), "```",
-                  "Output (clipped):", "```", clip(case.agent_output), "```"]
         if d.program:
-            lines += ["", "<details><summary>Program that decided "
-                      f"({d.program_source}, {len(d.program)} chars, clipped)</summary>", "",
-                      "```python", clip(d.program, 1500), "```", "", "</details>"]
+            number = programs.setdefault(d.program, len(programs) + 1)
+            lines.append(f"- program that decided: [program {number}](#program-{number}) "
+                         f"({d.program_source}, {len(d.program)} chars)")
         else:
-            lines += ["", "Program that decided: none (no program ran)"]
-        lines.append("")
+            lines.append("- program that decided: none (no program ran)")
+        lines += ["", "Input:", "```", clip(case.agent_input), "```",
+                  "Output (clipped):", "```", clip(case.agent_output), "```", ""]
+    return lines + programs_section(programs)
+
+
+def programs_section(programs: dict[str, int]) -> list[str]:
+    """Each program that decided a wrong decision, once, under the anchor the entries link."""
+    if not programs:
+        return []
+    lines = ["## Programs that decided them", ""]
+    for program, number in programs.items():
+        lines += [f'<a id="program-{number}"></a>', "", f"### Program {number}", "",
+                  f"<details><summary>{len(program)} chars</summary>", "",
+                  "```python", program.strip(), "```", "", "</details>", ""]
     return lines

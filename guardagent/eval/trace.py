@@ -67,6 +67,9 @@ def describe_step(node: str, update: dict[str, Any], limit: int = 400) -> str:
         return f"attempt {attempt}: failed: {clip(result.get('error'), limit)}"
     if node == "debug":
         return "diagnosis:\n" + clip(update.get("feedback") or update.get("error", ""), limit)
+    if node == "remember":
+        return ("verified the generated program on the profile's demonstrations; one that "
+                "reproduces them all is stored, so later events reuse it with no model call")
     if node == "decide":
         d: GuardDecision = update["guard_decision"]
         verdict = "ALLOW" if d.allowed else "DENY"

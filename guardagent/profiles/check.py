@@ -11,14 +11,13 @@ runs each distinct program on each demonstration and keeps the outcome per demon
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
 from guardagent.sandbox.process import SandboxLimits, run_program
 from guardagent.tools.verdict import Violations
-from guardagent.verification import same_details
+from guardagent.verification import program_problems, same_details
 
 NO_PROGRAM = (
     "no verified program in memory covers this guard request and no model is configured; "
@@ -76,14 +75,14 @@ class ProgramCheck:
     holders: list[str]
     """Ids of the demonstrations that carry this program."""
     runs: list[DemoRun]
-    problem: str | None = None
-    """A reason it cannot verify whatever it does (the demonstrations lack a label)."""
+    other: list[str] = field(default_factory=list)
+    """What else the verifier refused (data flow, labels, counterfactual variants of a
+    demonstration, coverage of the request), beyond the plain runs on the demonstrations."""
 
     @property
     def problems(self) -> list[str]:
-        """Every reason this program is not verified, profile-wide reason first."""
-        found = [self.problem] if self.problem else []
-        return found + [run.problem for run in self.runs if run.problem]
+        """Every reason this program is not verified, demonstration by demonstration first."""
+        return [run.problem for run in self.runs if run.problem] + self.other
 
     @property
     def verified(self) -> bool:
@@ -109,15 +108,6 @@ class ProfileCheck:
         return any(p.verified for p in self.programs)
 
 
-def _labels_problem(demos: Sequence[DemoSpec]) -> str | None:
-    labels = {d.label for d in demos}
-    if labels == {0, 1}:
-        return None
-    have = ", ".join(f"label {label}" for label in sorted(labels)) or "none"
-    return ("verification needs demonstrations of both an allowed (label 0) and a denied "
-            f"(label 1) event; the profile has {have} only")
-
-
 def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | None) -> DemoRun:
     result = run_program(code, profile.tools(), demo.agent_input, demo.agent_output, limits)
     verdict = result["verdict"]
@@ -128,23 +118,35 @@ def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | No
                    details=verdict["violations"])
 
 
+def _other_problems(verifier: list[str], runs: list[DemoRun]) -> list[str]:
+    """The verifier's findings that the per-demonstration runs do not already show.
+
+    A demonstration that failed plainly also fails its counterfactual variants; those
+    repeats (messages that start with its id) are left out.
+    """
+    failed = {run.demo_id for run in runs if run.problem}
+    return [p for p in verifier if not any(p.startswith(f"{demo}: ") for demo in failed)]
+
+
 def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> ProfileCheck:
     """Run each distinct program of `profile` on each of its demonstrations.
 
-    The same test as :func:`guardagent.verification.verify_program` (label, and details of a
-    denial compared as sets), kept per demonstration so the outcome can be shown by the ids
-    the user wrote.
+    Each demonstration is run and compared as :func:`guardagent.verification.verify_program`
+    compares it (label, and the details of a denial as sets), and kept apart so the outcome
+    can be shown by the ids the user wrote. The verifier itself
+    (:func:`guardagent.verification.program_problems`) stays the authority: whatever else it
+    refuses (data flow, counterfactual variants, coverage of the request) is reported too.
     """
     demos = profile.demonstrations
-    labels = _labels_problem(demos)
     programs = []
     for number, code in enumerate(dict.fromkeys(d.code for d in demos), start=1):
+        runs = [_run(code, d, profile, limits) for d in demos]
         programs.append(ProgramCheck(
             number=number,
             code=code,
             holders=[d.id for d in demos if d.code == code],
-            runs=[_run(code, d, profile, limits) for d in demos],
-            problem=labels,
+            runs=runs,
+            other=_other_problems(program_problems(code, profile), runs),
         ))
     return ProfileCheck(profile=profile, programs=programs)
 
@@ -231,8 +233,6 @@ def render_check(check: ProfileCheck) -> str:
         status = "verified" if program.verified else "NOT VERIFIED"
         lines += ["", f"program {program.number} (in {', '.join(program.holders)}; "
                       f"{len(program.code.splitlines())} lines): {status}"]
-        if program.problem:
-            lines.append(f"  {program.problem}")
         rows = [("demonstration", "expected", "got", "result")]
         for run in program.runs:
             rows.append((run.demo_id, _cell_label(run.expected_label, run.expected_details),
@@ -241,6 +241,7 @@ def render_check(check: ProfileCheck) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
                   for r in rows]
+        lines += [f"  also refused: {_short(other, 300)}" for other in program.other]
     good = sum(p.verified for p in check.programs)
     lines.append("")
     if check.verified:

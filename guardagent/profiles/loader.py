@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
+from guardagent.eval.textio import json_error
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox
 
 if TYPE_CHECKING:  # the memory store (and Chroma) load only when memory records are built
@@ -151,7 +152,7 @@ def _read_demos(root: Path, spec: Any) -> list[dict[str, Any]]:
                 spec.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise ProfileError(
-                    f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno})"
+                    f"{source} line {number}: not valid JSON ({json_error(exc)})"
                 ) from None
     if spec is not None and not isinstance(spec, list):
         raise ProfileError("`demonstrations` must be a list or the name of a JSONL file")
