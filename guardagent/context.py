@@ -74,6 +74,9 @@ class GuardContext:
         timeout_seconds: Wall-clock limit of one program run in the sandbox.
         profiles: Extra profiles a run may choose by name (name -> profile path), on top of
             the built-in ones.
+        max_event_chars: Events whose input plus output is longer are denied with the
+            reason before any reader or model sees them (attacker text must not choose the
+            path or the cost).
         user_facts: The host's structured facts about the user for this run (see
             :class:`RunContext`); usually passed per call, `check(..., user_facts=...)`.
     """
@@ -90,13 +93,15 @@ class GuardContext:
     timeout_seconds: float = 5.0
     profiles: dict[str, str] | None = None
     user_facts: dict[str, Any] | None = None
+    max_event_chars: int = 1_000_000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GuardContext:
         """Deployment settings from `GUARDAGENT_*` variables (the served graph's source).
 
         `GUARDAGENT_PROFILE`, `_MODEL`, `_BASE_URL`, `_K`, `_MAX_ATTEMPTS`, `_MEMORY_DIR`,
-        `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`, and
+        `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`,
+        `_MAX_EVENT_CHARS`, and
         `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
         the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
 
@@ -160,4 +165,5 @@ _ENV_FIELDS: dict[str, Any] = {
     "reuse_programs": _flag,
     "timeout_seconds": _positive_float,
     "profiles": _profiles,
+    "max_event_chars": _positive_int,
 }

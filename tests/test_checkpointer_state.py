@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext
 from guardagent.graph.builder import build_graph
 from guardagent.graph.state import GuardInput, GuardState
+from guardagent.nodes.admit import admit
 from guardagent.nodes.retrieve import retrieve
 from tests.scripted import ScriptedChatModel
 from tests.test_graph_llm import GOOD_PROGRAM, HOTEL_INPUT, HOTEL_OUTPUT
@@ -61,18 +62,19 @@ def test_the_schema_has_the_keys_that_once_went_stale() -> None:
             "guard_decision", "program_source"} <= set(PER_EVENT_KEYS)  # fmt: skip
 
 
-def test_retrieve_resets_every_per_event_key(tmp_path: Path) -> None:
+def test_admit_resets_every_per_event_key(tmp_path: Path) -> None:
     stale: dict[str, Any] = {key: f"stale {key}" for key in PER_EVENT_KEYS}
     stale["demonstrations"] = [{"id": "stale", "agent_input": "old", "agent_output": "old"}]
     stale["attempts"] = 7
     state: Any = {**stale, "agent_input": ADULT_INPUT, "agent_output": HOTEL_OUTPUT}
     ctx = GuardContext(profile="mind2web-sc", reuse_programs=False, memory_dir=str(tmp_path))
-    update = retrieve(state, Runtime(context=ctx))
+    update = admit(state, Runtime(context=ctx))
     assert set(PER_EVENT_KEYS) <= set(update), "every per-event key must be written"
     for key in PER_EVENT_KEYS:
         assert update[key] != stale[key], key
-    assert update["demonstrations"], "demonstrations are fetched for this event"
-    assert all(d["id"] != "stale" for d in update["demonstrations"])
+    found = retrieve({**state, **update}, Runtime(context=ctx))["demonstrations"]
+    assert found, "demonstrations are fetched for this event"
+    assert all(d["id"] != "stale" for d in found)
 
 
 def test_unverified_program_of_the_previous_event_never_decides_without_reuse() -> None:

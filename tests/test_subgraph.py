@@ -105,7 +105,7 @@ def test_streaming_with_subgraphs_yields_the_guard_nodes_updates():
     host_nodes = [next(iter(update)) for ns, update in chunks if ns == ()]
     assert host_nodes == ["planner", "guard", "refuse"]
     inner = [(ns, next(iter(update))) for ns, update in chunks if ns]
-    assert [node for _, node in inner] == ["retrieve", "execute", "decide"]
+    assert [node for _, node in inner] == ["admit", "retrieve", "execute", "decide"]
     assert all(ns[0].startswith("guard:") for ns, _ in inner)
     decided = next(u["decide"] for ns, u in chunks if ns and "decide" in u)
     assert decided["guard_decision"].violations == [RULE_DELETE]

@@ -1,7 +1,8 @@
 r"""The guard workflow as a LangGraph `StateGraph`.
 
 ```
-START -> retrieve --(verified program)--> execute
+START -> admit --(over the size limit)--> decide (deny) -> END
+admit -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END  (a generated program goes through remember first)
 execute --unreadable evidence--> decide (deny, naming what could not be read) -> END
@@ -12,14 +13,15 @@ otherwise --> decide (fail closed) -> END
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from guardagent.context import GuardContext
+from guardagent.context import GuardContext, RunContext
 from guardagent.graph.state import GuardInput, GuardOutput, GuardState
 from guardagent.llm import is_offline
+from guardagent.nodes.admit import admit
 from guardagent.nodes.code import code
 from guardagent.nodes.debug import debug
 from guardagent.nodes.decide import decide
@@ -27,7 +29,7 @@ from guardagent.nodes.execute import execute
 from guardagent.nodes.plan import plan
 from guardagent.nodes.remember import remember
 from guardagent.nodes.retrieve import retrieve
-from guardagent.nodes.runtime import context_of
+from guardagent.nodes.runtime import bind_settings, context_of
 
 
 def after_retrieve(
@@ -66,24 +68,41 @@ def after_execute(
     return "debug"
 
 
-def build_graph() -> StateGraph[GuardState, GuardContext, GuardInput, GuardOutput]:
-    """The uncompiled guard graph; compile it with the checkpointer of your choice."""
+def after_admit(state: GuardState) -> Literal["retrieve", "decide"]:
+    """An event refused at the door goes straight to the denial."""
+    return "decide" if state.get("error") else "retrieve"
+
+
+def build_graph(
+    settings: GuardContext | None = None,
+) -> StateGraph[GuardState, Any, GuardInput, GuardOutput]:
+    """The uncompiled guard graph; compile it with the checkpointer of your choice.
+
+    Args:
+        settings: The deployment's settings for runs whose context is not a `GuardContext`
+            built by Python code (a client's or a host graph's dict contributes only what
+            :class:`RunContext` holds). `None`: the environment's settings.
+    """
+    bind = bind_settings(settings)
     builder = StateGraph(
-        GuardState, context_schema=GuardContext, input_schema=GuardInput, output_schema=GuardOutput
-    )
-    builder.add_node("retrieve", retrieve)
-    builder.add_node("plan", plan)
-    builder.add_node("code", code)
-    builder.add_node("execute", execute)
-    builder.add_node("debug", debug)
-    builder.add_node("remember", remember)
-    builder.add_node("decide", decide)
-    builder.add_edge(START, "retrieve")
-    builder.add_conditional_edges("retrieve", after_retrieve, ["execute", "plan", "decide"])
+        GuardState, context_schema=cast(Any, RunContext), input_schema=GuardInput,
+        output_schema=GuardOutput,
+    )  # fmt: skip
+    builder.add_node("admit", bind(admit))
+    builder.add_node("retrieve", bind(retrieve))
+    builder.add_node("plan", bind(plan))
+    builder.add_node("code", bind(code))
+    builder.add_node("execute", bind(execute))
+    builder.add_node("debug", bind(debug))
+    builder.add_node("remember", bind(remember))
+    builder.add_node("decide", bind(decide))
+    builder.add_edge(START, "admit")
+    builder.add_conditional_edges("admit", after_admit, ["retrieve", "decide"])
+    builder.add_conditional_edges("retrieve", bind(after_retrieve), ["execute", "plan", "decide"])
     builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
     builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
     builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
-    builder.add_conditional_edges("execute", after_execute, ["decide", "remember", "debug"])
+    builder.add_conditional_edges("execute", bind(after_execute), ["decide", "remember", "debug"])
     builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder

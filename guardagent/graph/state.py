@@ -6,7 +6,7 @@ that adds the guard as a subgraph sees no internal keys and shares no reducers w
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_origin, get_type_hints
 
 from typing_extensions import TypedDict
 
@@ -44,3 +44,32 @@ class GuardState(GuardInput, total=False):
     execution: ExecutionResult
     error: str
     started_at: float
+
+
+def _empty(hint: Any) -> Any:
+    """A key's value before any node wrote it this event.
+
+    Counters and lists that nodes add to start at zero / empty; every other key is None,
+    which the nodes and the decision read as absent (`program=None`, no `error`).
+    """
+    kind = get_origin(hint) or hint
+    return kind() if kind in (int, float, list, dict) else None
+
+
+# Every working key: the state schema minus the event itself, so that a key added to
+# GuardState later is reset too. Under a checkpointer the next event on a thread starts from
+# the last event's state; a key left over (the program the model wrote, its execution, an
+# error, another event's demonstrations or decision) would decide the new event.
+_PER_EVENT_HINTS: dict[str, Any] = {
+    key: hint
+    for key, hint in get_type_hints(GuardState).items()
+    if key not in get_type_hints(GuardInput)
+}
+PER_EVENT_KEYS: tuple[str, ...] = tuple(_PER_EVENT_HINTS)
+
+
+def fresh_state() -> dict[str, Any]:
+    """Every per-event key at its value before the event's first node (new lists each call)."""
+    fresh = {key: _empty(hint) for key, hint in _PER_EVENT_HINTS.items()}
+    fresh["program_source"] = "none"
+    return fresh

@@ -32,7 +32,6 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from guardagent.context import RunContext
 from guardagent.graph.builder import build_graph
 from guardagent.nodes.runtime import check_settings, deployment_settings
 
@@ -41,12 +40,12 @@ check_settings(settings)
 
 
 def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The guard graph with :class:`RunContext` as its context schema."""
-    builder = build_graph()
-    # The client's context dict is coerced into the schema: it must never become a
-    # GuardContext, which the nodes trust as settings built by Python code.
-    builder.context_schema = RunContext  # type: ignore[assignment]
-    return builder.compile(name="guardagent")
+    """The guard graph with :class:`RunContext` as its context schema (as every built graph).
+
+    The client's context dict is coerced into that schema: it never becomes a GuardContext,
+    which the nodes trust as settings built by Python code.
+    """
+    return build_graph().compile(name="guardagent")
 
 
 graph = served_graph()
