@@ -9,6 +9,7 @@ Only click is imported at start-up; Chroma loads when a command runs.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,16 @@ def _client(memory_dir: str | None, memory_url: str | None) -> Any | None:
     return shared_client(str(path) if path else None, memory_url)
 
 
+def _key(memory_dir: str | None, memory_url: str | None) -> bytes | None:
+    """The deployment's memory key: configured, else an existing local key file (none is made)."""
+    from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, memory_key
+
+    _, path = _location(memory_dir, memory_url)
+    if os.environ.get(KEY_ENV) or (path is not None and (path / KEY_FILE).is_file()):
+        return memory_key(None, path, memory_url)
+    return None
+
+
 def _profile_prefix(profile: str) -> tuple[str, str | None]:
     """(collection-name prefix, current request fingerprint) of a profile name or path."""
     from guardagent.memory_store.store import collection_name
@@ -63,16 +74,30 @@ def _profile_prefix(profile: str) -> tuple[str, str | None]:
 
 
 def collections(client: Any, prefix: str = "guardagent-",
-                fingerprint: str | None = None) -> list[CollectionInfo]:
-    """The guardagent collections whose name starts with `prefix`, counted."""
+                fingerprint: str | None = None, key: bytes | None = None) -> list[CollectionInfo]:
+    """The guardagent collections whose name starts with `prefix`, counted.
+
+    `verified_programs` counts the distinct programs tagged with `key` (none without one).
+    """
+    from guardagent.memory_store.integrity import PROGRAM_TAG, checks, program_tag
+
+    def signed(meta: Any) -> bool:
+        if key is None or not meta or not isinstance(meta.get("code"), str):
+            return False
+        expected = program_tag(key, code=meta["code"],
+                               request=str(meta.get("request_fingerprint", "")))
+        return checks(expected, meta.get(PROGRAM_TAG))
+
     out = []
     for listed in client.list_collections():
         name = listed if isinstance(listed, str) else listed.name
         if not name.startswith(prefix):
             continue
         collection = client.get_collection(name)
-        verified = collection.get(where={"verified": True}, include=["metadatas"])
-        codes = {str(m.get("code")) for m in verified.get("metadatas") or []}
+        # The stored "verified" flag is the writer's claim; count the programs whose tag
+        # checks with this deployment's key (each guard still verifies them before use).
+        found = collection.get(include=["metadatas"])
+        codes = {str(m["code"]) for m in found.get("metadatas") or [] if signed(m)}
         current = (len(collection.get(where={"request_fingerprint": fingerprint},
                                       include=[])["ids"]) if fingerprint else 0)
         out.append(CollectionInfo(name, int(collection.count()), len(codes), current))
@@ -106,7 +131,8 @@ def info(profile: str | None, memory_dir: str | None, memory_url: str | None,
     where, _ = _location(memory_dir, memory_url)
     prefix, fingerprint = _profile_prefix(profile) if profile else ("guardagent-", None)
     client = _client(memory_dir, memory_url)
-    found = collections(client, prefix, fingerprint) if client is not None else []
+    found = (collections(client, prefix, fingerprint, _key(memory_dir, memory_url))
+             if client is not None else [])
     if as_json:
         click.echo(dumps_safe({
             "location": where, "exists": client is not None,

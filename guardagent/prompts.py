@@ -143,6 +143,10 @@ CODER_SYSTEM = """You write guardrail code in Python that carries out a plan. Ru
   literal and read everything about the event from `agent_input` and `agent_output` (two str
   variables already defined) with the toolbox extractors, so the program works for every event
   under the same guard request.
+- Pass `agent_input` / `agent_output` only directly to a reader (a toolbox function with an
+  `agent_input` / `agent_output` parameter, e.g. `parse_user_info(agent_input)`). Never look at
+  them yourself (no `in`, slicing, `len`, comparison, `.find`, f-string, copy): such a program
+  is refused before it runs.
 - Finish by calling exactly one of `allow(reason)` or `deny(violations, reason)`. The decision is
   taken only from that call; printed text is ignored.
 - Answer with one ```python fenced block and nothing else.

@@ -96,12 +96,14 @@ def test_unverified_program_of_the_previous_event_never_decides_without_reuse() 
 def test_unverified_program_of_the_previous_event_never_decides_with_reuse(
     unverified_profile: Path,
 ) -> None:
-    """GOOD_PROGRAM knows only the hotel rule: it allows the adult but fails verification."""
+    """Without its policy table the profile cannot verify any program: the generated one would
+    allow the adult, but it does not decide, is not stored, and the next event has none."""
     graph = _graph()
     common = {"profile": str(unverified_profile), "memory_dir": str(unverified_profile / "mem")}
     first = _check(graph, "t", ADULT_INPUT, model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]),
                    **common)  # fmt: skip
-    assert first.allowed is True and first.program_source == "generated"
+    assert first.allowed is False and first.program_source == "generated"
+    assert "did not verify" in (first.error or "")
     second = _check(graph, "t", ADULT_INPUT, **common)  # offline
     assert second.allowed is False and second.program_source == "none"
     assert second.llm_calls == 0 and "no verified program" in (second.error or "")

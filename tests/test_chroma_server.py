@@ -97,8 +97,14 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
         assert not _group_members(proc.pid), "chroma left processes behind"
 
 
-def _start(code: str, *args: str) -> subprocess.Popen[str]:
+KEY = "shared-memory key of this deployment (test)"
+
+
+def _start(code: str, *args: str, key: str | None = KEY) -> subprocess.Popen[str]:
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "ANONYMIZED_TELEMETRY": "False"}
+    env.pop("GUARDAGENT_MEMORY_KEY", None)
+    if key is not None:  # a shared memory trusts only records tagged with the deployment's key
+        env["GUARDAGENT_MEMORY_KEY"] = key
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -117,4 +123,12 @@ def test_two_writer_processes_and_a_reader_share_one_chroma_server(chroma_url: s
     seen = json.loads(_result(_start(READER, chroma_url)))
     assert seen["count"] == 2
     assert seen["inputs"] == ["Task: event written by writer-1", "Task: event written by writer-2"]
-    assert seen["verified"] == [True, True]
+    assert seen["verified"] == [False, False]  # never read from the store; no verifier here
+    # A client without the key, or with another one, writes records nobody trusts and
+    # trusts none of the deployment's.
+    _result(_start(WRITER, chroma_url, "intruder", key=None))
+    _result(_start(WRITER, chroma_url, "other-key", key="some other deployment's key"))
+    again = json.loads(_result(_start(READER, chroma_url)))
+    assert again["count"] == 4 and again["inputs"] == seen["inputs"]
+    keyless = json.loads(_result(_start(READER, chroma_url, key=None)))
+    assert keyless["count"] == 4 and keyless["inputs"] == []

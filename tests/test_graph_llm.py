@@ -5,6 +5,7 @@ import json
 import pytest
 
 from guardagent import GuardAgent
+from guardagent.profiles import load_profile
 from tests.scripted import ScriptedChatModel
 
 HOTEL_INPUT = (
@@ -16,7 +17,11 @@ HOTEL_OUTPUT = (
     "(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <button id=0> Reserve </button>\n\n"
     "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None"
 )
-GOOD_PROGRAM = """```python
+# A program decides only once it verifies on the whole request (six rules), so the model's
+# "good" program is the general one; HOTEL_ONLY knows one rule and never verifies.
+GENERAL_PROGRAM = load_profile("mind2web-sc").demonstrations[0].code
+GOOD_PROGRAM = f"```python\n{GENERAL_PROGRAM}\n```"
+HOTEL_ONLY_PROGRAM = """```python
 user = parse_user_info(agent_input)
 if user["age"] < 18:
     deny(["User aged under 18 cannot book a hotel"], "the user is under 18")
@@ -134,9 +139,10 @@ def unverified_profile(tmp_path):
 
     src = Path(profiles_pkg.__file__).parent / "mind2web-sc"
     demos = [json.loads(line) for line in (src / "demonstrations.jsonl").read_text().splitlines()]
+    rules = GENERAL_PROGRAM[GENERAL_PROGRAM.index("RULES = ["): GENERAL_PROGRAM.index("]\n\n") + 2]
     for d in demos:
         d.pop("program")
-        d["code"] = "allow('placeholder')"
+        d["code"] = rules + "\nallow('placeholder')"  # the policy table stays, the program is wrong
     (tmp_path / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
     profile_yaml = (src / "profile.yaml").read_text().replace("name: mind2web-sc", "name: m2w-reuse")
     (tmp_path / "profile.yaml").write_text(profile_yaml)
@@ -158,13 +164,14 @@ def test_generated_program_is_verified_then_reused_without_llm(unverified_profil
 
 
 def test_generated_program_that_fails_verification_is_not_reused(unverified_profile):
-    """GOOD_PROGRAM knows only the hotel rule, so it misses the demos' car and shop denials."""
+    """HOTEL_ONLY_PROGRAM knows only the hotel rule, so it misses the demos' car and shop denials."""
     path, _ = unverified_profile
-    model = ScriptedChatModel.of(["plan", GOOD_PROGRAM, "plan", GOOD_PROGRAM])
+    model = ScriptedChatModel.of(["plan", HOTEL_ONLY_PROGRAM, "plan", HOTEL_ONLY_PROGRAM])
     guard = GuardAgent(str(path), model=model, memory_dir=str(path / "mem"))
     first = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     again = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert first.label == again.label == 1
+    assert "did not verify" in (first.error or "")
     assert again.program_source == "generated" and again.llm_calls == 2
 
 

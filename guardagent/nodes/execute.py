@@ -13,20 +13,27 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, limits_of, profile_of
-from guardagent.sandbox.process import run_program
+from guardagent.sandbox.dataflow import check_dataflow
+from guardagent.sandbox.process import ExecutionResult, run_program
 
 
 def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
-    """Run the current program once; every run counts as an attempt."""
+    """Run the current program once; every run counts as an attempt.
+
+    A program that handles the raw event itself is refused, not run (retrieve and code
+    already refuse it; this keeps it so whatever reaches the node).
+    """
     ctx = context_of(runtime)
-    result = run_program(
-        state.get("program", ""),
-        profile_of(ctx).tools(),
-        state["agent_input"],
-        state["agent_output"],
-        limits_of(ctx),
-        user_facts=ctx.user_facts,
-    )
+    program, tools = state.get("program", ""), profile_of(ctx).tools()
+    refused = check_dataflow(program, tools)
+    if refused:
+        result = ExecutionResult(ok=False, verdict=None, error="; ".join(refused), stdout="",
+                                 duration_ms=0.0, unreadable=[])  # fmt: skip
+    else:
+        result = run_program(
+            program, tools, state["agent_input"], state["agent_output"], limits_of(ctx),
+            user_facts=ctx.user_facts,
+        )  # fmt: skip
     return {
         "execution": result,
         "attempts": state.get("attempts", 0) + 1,
