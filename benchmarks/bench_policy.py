@@ -105,7 +105,7 @@ def _events(model: Any, n: int, seed: int) -> list[dict[str, Any]]:
         circuit = event_values(model, {leaf: True}).circuit
         names = sorted({p for r in circuit for p in model.by_id[r].predicates
                         if model.by_name[p].kind == "condition"})
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=comp.ctx)
         solver.add(*[comp.terms[r] for r in circuit], *comp.tree_terms, comp.bools[leaf])
         wanted = {name: rng.random() < 0.5 for name in names}
         while True:

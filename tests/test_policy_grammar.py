@@ -23,7 +23,7 @@ from guardagent.policy.formula import (
 )
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
 from guardagent.policy.model import PolicyError, load_policy_text
-from guardagent.policy.solver import Z3_LOCK, to_z3
+from guardagent.policy.solver import to_z3
 
 NAMES = ["a", "b", "c", "d", "e", "f"]
 
@@ -140,11 +140,10 @@ def test_render_parses_back_to_the_same_formula(formula):
 @given(formulas())
 def test_z3_translation_agrees_with_truth_tables(formula):
     names = sorted(variables(formula))
-    with Z3_LOCK:
-        bools = {n: z3.Bool(n) for n in NAMES}
-        term = to_z3(formula, bools)
-        for bits in itertools.product((False, True), repeat=len(names)):
-            env = dict(zip(names, bits, strict=True))
-            pairs = [(bools[n], z3.BoolVal(v)) for n, v in env.items()]
-            value = z3.simplify(z3.substitute(term, *pairs)) if pairs else z3.simplify(term)
-            assert z3.is_true(value) == truth(formula, env)
+    bools = {n: z3.Bool(n) for n in NAMES}
+    term = to_z3(formula, bools)
+    for bits in itertools.product((False, True), repeat=len(names)):
+        env = dict(zip(names, bits, strict=True))
+        pairs = [(bools[n], z3.BoolVal(v)) for n, v in env.items()]
+        value = z3.simplify(z3.substitute(term, *pairs)) if pairs else z3.simplify(term)
+        assert z3.is_true(value) == truth(formula, env)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from guardagent.policy.event import event_values
 from guardagent.policy.model import load_policy_text
 from guardagent.policy.probability import EPSILON, evaluate, safety_probability
-from guardagent.policy.solver import Z3_LOCK, to_z3
+from guardagent.policy.solver import to_z3
 from guardagent.policy.verify import verify_event
 from tests.test_policy_grammar import NAMES, formulas
 
@@ -128,12 +128,11 @@ def test_the_vectorised_evaluator_agrees_with_z3_on_every_completion(formula):
     rows = list(itertools.product((False, True), repeat=len(NAMES)))
     env = {n: np.array([r[i] for r in rows]) for i, n in enumerate(NAMES)}
     values = np.broadcast_to(np.asarray(evaluate(formula, env)), (len(rows),))
-    with Z3_LOCK:
-        bools = {n: z3.Bool(n) for n in NAMES}
-        term = to_z3(formula, bools)
-        for row, value in zip(rows, values, strict=True):
-            pairs = [(bools[n], z3.BoolVal(v)) for n, v in zip(NAMES, row, strict=True)]
-            assert z3.is_true(z3.simplify(z3.substitute(term, *pairs))) == bool(value)
+    bools = {n: z3.Bool(n) for n in NAMES}
+    term = to_z3(formula, bools)
+    for row, value in zip(rows, values, strict=True):
+        pairs = [(bools[n], z3.BoolVal(v)) for n, v in zip(NAMES, row, strict=True)]
+        assert z3.is_true(z3.simplify(z3.substitute(term, *pairs))) == bool(value)
 
 
 def test_threshold_comes_from_the_policy():

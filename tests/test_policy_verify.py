@@ -194,3 +194,44 @@ def test_verdicts_agree_with_brute_force_truth_tables(formula, picks):
             == (expected == "holds")
             for bits in itertools.product((False, True), repeat=len(rest))
         )
+
+
+def test_threads_verifying_at_once_get_the_sequential_answers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [(REDDIT, FIGURE), (REDDIT, {**FIGURE, "user_consent": True}),
+             (SMALL, {"publish": True, "private": True}), (SMALL, {"delete": None, "c": True})]
+    # `deciding` is *a* minimal set of values z3 needed (an unsat core); when several exist,
+    # which one z3 returns may depend on the solver's history, so it is left out here.
+    skip = {"rules": {"__all__": {"deciding"}}}
+
+    def run(i):
+        return verify_event(*cases[i % 4]).model_dump(exclude=skip)
+
+    expected = [run(i) for i in range(4)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(run, range(64)))
+    assert all(g == expected[i % 4] for i, g in enumerate(got))
+
+
+def test_cli_verify_prints_the_verdict():
+    import json
+
+    from click.testing import CliRunner
+
+    from guardagent.policy.cli import policy as policy_cli
+
+    runner = CliRunner()
+    args = ["verify", "tool-calls", "--assign", "calls_transfer_funds=true",
+            "--assign", "transfer_amount_over_1000=true", "--assign", "user_is_verified=open"]
+    text = runner.invoke(policy_cli, args)
+    assert text.exit_code == 0
+    assert "DENY under tool-calls@1" in text.output
+    assert "[possibly_violated] large-transfer-needs-verified-user" in text.output
+    assert "open: user_is_verified" in text.output
+    data = json.loads(runner.invoke(policy_cli, [*args, "--json"]).output)
+    assert data["allowed"] is False and data["open_predicates"] == ["user_is_verified"]
+    bad = runner.invoke(policy_cli, ["verify", "tool-calls", "--assign", "ghost=true"])
+    assert bad.exit_code == 1 and "does not declare: ghost" in bad.output
+    worse = runner.invoke(policy_cli, ["verify", "tool-calls", "--assign", "x=maybe"])
+    assert worse.exit_code == 2

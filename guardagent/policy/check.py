@@ -22,7 +22,7 @@ from typing import Any, Literal
 import z3
 
 from guardagent.policy.model import PolicyError, PolicyModel, Rule, load_policy
-from guardagent.policy.solver import Z3_LOCK, CompiledPolicy, Z3Bool, compiled
+from guardagent.policy.solver import CompiledPolicy, Z3Bool, compiled
 
 Severity = Literal["error", "warning", "info"]
 
@@ -91,15 +91,15 @@ class _Tracked:
     """
 
     def __init__(self, comp: CompiledPolicy, rules: Sequence[Rule]) -> None:
-        self.solver = z3.Solver()
+        self.solver = z3.Solver(ctx=comp.ctx)
         self.solver.add(*comp.tree_terms)
         self.track: dict[str, Z3Bool] = {}
         self.back: dict[int, str] = {}
         self.negated: dict[str, Z3Bool] = {}
         self.order = {rule.id: i for i, rule in enumerate(rules)}
         for rule in rules:
-            t = z3.Bool(f"__rule__{rule.id}")
-            n = z3.Bool(f"__not_rule__{rule.id}")
+            t = comp.fresh(f"__rule__{rule.id}")
+            n = comp.fresh(f"__not_rule__{rule.id}")
             self.solver.add(z3.Implies(t, comp.terms[rule.id]))
             self.solver.add(z3.Implies(n, z3.Not(comp.terms[rule.id])))
             self.track[rule.id] = t
@@ -286,7 +286,7 @@ def _interchangeable(model: PolicyModel, comp: CompiledPolicy) -> list[Finding]:
             continue
         groups.setdefault((pred.kind, pred.parent, tuple(rule_ids)), []).append(name)
     out: list[Finding] = []
-    checker = z3.Solver()
+    checker = z3.Solver(ctx=comp.ctx)
     for (_, _, rule_ids), names in groups.items():
         for p, q in itertools.combinations(names, 2):
             tp, tq = model.by_name[p].target, model.by_name[q].target
@@ -348,6 +348,14 @@ def _globals(model: PolicyModel) -> list[Finding]:
     ]  # fmt: skip
 
 
+def _solver_checks(model: PolicyModel, comp: CompiledPolicy, hard: list[str]) -> list[Finding]:
+    tracked = _Tracked(comp, model.rules)
+    unsat = _satisfiability(model, tracked, hard)
+    if unsat:
+        return unsat  # everything else would follow from the contradiction
+    return _actions(model, comp, tracked, hard) + _redundant(model, tracked, hard)
+
+
 def check_model(model: PolicyModel) -> CheckReport:
     """Run every check on a loaded model (loaded with ``strict=False`` to see undefined names)."""
     start = time.perf_counter()
@@ -356,13 +364,8 @@ def check_model(model: PolicyModel) -> CheckReport:
     comp = compiled(model)
     hard_rules = [r for r in model.rules if r.hard]
     hard = [r.id for r in hard_rules]
-    with Z3_LOCK:
-        tracked = _Tracked(comp, model.rules)
-        unsat = _satisfiability(model, tracked, hard)
-        report.findings += unsat
-        if not unsat:
-            report.findings += _actions(model, comp, tracked, hard)
-            report.findings += _redundant(model, tracked, hard)
+    with comp.lock:  # z3 temporaries live and die inside the helpers, under the lock
+        report.findings += _solver_checks(model, comp, hard)
         report.findings += _interchangeable(model, comp)
     report.findings += _unused(model)
     report.findings += _assignments(model)

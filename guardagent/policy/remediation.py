@@ -27,7 +27,10 @@ import z3
 from guardagent.policy.event import EventValues
 from guardagent.policy.model import PolicyModel
 from guardagent.policy.results import Change, Remediation, Remedy
-from guardagent.policy.solver import Z3_LOCK, CompiledPolicy, Z3Bool, compiled
+from guardagent.policy.solver import CompiledPolicy, Z3Bool, compiled
+
+SEARCH_FACTOR = 3
+"""Minimal remedies collected per remedy returned (they are sorted before the cut)."""
 
 EXPAND_LIMIT = 8
 """Open predicates per rule whose 2^k completions are expanded; above it they must be settled."""
@@ -58,7 +61,7 @@ def _build(
     model: PolicyModel, comp: CompiledPolicy, ev: EventValues, names: set[str]
 ) -> tuple[z3.Optimize, list[_Choice], list[str]]:
     """The optimiser with every hard rule required and a cost per change."""
-    opt = z3.Optimize()
+    opt = z3.Optimize(ctx=comp.ctx)
     choices: list[_Choice] = []
     own: dict[str, Z3Bool] = {}  # the action's own (directly reported) value
     settled_vars: dict[str, tuple[Z3Bool, Z3Bool]] = {}  # open name -> (settle?, value)
@@ -69,14 +72,14 @@ def _build(
         if pred.kind == "action":
             direct = ev.direct.get(name, False)
             if direct is False:
-                own[name] = z3.BoolVal(False)
+                own[name] = comp.true(False)
                 continue
-            keep = z3.Bool(f"__keep__{name}")
+            keep = comp.fresh(f"__keep__{name}")
             if direct is None:  # open: may be left open (expanded) or ruled out
                 opens.append(name)
                 rule_out = z3.Not(keep)
-                settled_vars[name] = (rule_out, z3.BoolVal(False))
-                choices.append(_Choice(name, "action", None, z3.BoolVal(False), rule_out))
+                settled_vars[name] = (rule_out, comp.true(False))
+                choices.append(_Choice(name, "action", None, comp.true(False), rule_out))
             else:
                 own[name] = keep
                 choices.append(_Choice(name, "action", True, keep, z3.Not(keep)))
@@ -84,16 +87,16 @@ def _build(
         value = ev.values[name]
         if value is None:
             opens.append(name)
-            settle, settled = z3.Bool(f"__settle__{name}"), z3.Bool(f"__value__{name}")
+            settle, settled = comp.fresh(f"__settle__{name}"), comp.fresh(f"__value__{name}")
             settled_vars[name] = (settle, settled)
             choices.append(_Choice(name, "condition", None, settled, settle))
             continue
         if pred.changeable:
-            new = z3.Bool(f"__new__{name}")
+            new = comp.fresh(f"__new__{name}")
             fixed[name] = new
-            choices.append(_Choice(name, "condition", value, new, new != z3.BoolVal(value)))
+            choices.append(_Choice(name, "condition", value, new, new != comp.true(value)))
         else:
-            fixed[name] = z3.BoolVal(value)
+            fixed[name] = comp.true(value)
     tree = model.tree
     open_set = set(opens)
 
@@ -107,9 +110,9 @@ def _build(
         def leaf(n: str) -> Z3Bool:
             if n in open_set:
                 settle, settled = settled_vars[n]
-                return z3.If(settle, settled, z3.BoolVal(bits[n]))
+                return z3.If(settle, settled, comp.true(bits[n]))
             if model.by_name[n].kind == "action":
-                return own.get(n, z3.BoolVal(False))
+                return own.get(n, comp.true(False))
             return fixed[n]
 
         parts = [leaf(n) for n in sources(name)]
@@ -156,6 +159,41 @@ def _how(choice: _Choice, after: bool) -> str:
     return f"make {choice.name} {str(after).lower()}"
 
 
+def _search(
+    model: PolicyModel, comp: CompiledPolicy, ev: EventValues, max_remedies: int
+) -> list[Remedy]:
+    """Minimal remedies: optimise, block the change set found, optimise again.
+
+    Up to `SEARCH_FACTOR` times more minimal remedies than returned are collected and then
+    sorted, so the answer does not depend on the order z3 happens to find them in.
+    """
+    opt, choices, _ = _build(model, comp, ev, _names(model, comp, ev))
+    remedies: list[Remedy] = []
+    best: int | None = None
+    while len(remedies) < max_remedies * SEARCH_FACTOR and opt.check() == z3.sat:
+        found = opt.model()
+        made = [c for c in choices
+                if c.changed is not None and z3.is_true(found.eval(c.changed, True))]
+        if best is None:
+            best = len(made)
+        elif len(made) > best:
+            break
+        changes = [
+            Change(
+                predicate=c.name, kind="action" if c.kind == "action" else "condition",
+                before=c.before, after=z3.is_true(found.eval(c.var, True)),
+                how=_how(c, z3.is_true(found.eval(c.var, True))),
+            )
+            for c in made
+        ]  # fmt: skip
+        remedies.append(Remedy(changes=changes))
+        if not made:
+            break
+        opt.add(z3.Not(z3.And(*[c.changed for c in made])))
+    remedies.sort(key=lambda r: [(c.predicate, c.after) for c in r.changes])
+    return remedies[:max_remedies]
+
+
 def remediate(
     model: PolicyModel, ev: EventValues, *, denying: list[str] | None = None,
     max_remedies: int = 3,
@@ -174,28 +212,6 @@ def remediate(
     texts = list(dict.fromkeys(
         model.by_id[r].remediation for r in ids if model.by_id[r].remediation
     ))  # fmt: skip
-    with Z3_LOCK:
-        opt, choices, _ = _build(model, comp, ev, _names(model, comp, ev))
-        remedies: list[Remedy] = []
-        best: int | None = None
-        while len(remedies) < max_remedies and opt.check() == z3.sat:
-            found = opt.model()
-            made = [c for c in choices
-                    if c.changed is not None and z3.is_true(found.eval(c.changed, True))]
-            if best is None:
-                best = len(made)
-            elif len(made) > best:
-                break
-            changes = [
-                Change(
-                    predicate=c.name, kind="action" if c.kind == "action" else "condition",
-                    before=c.before, after=z3.is_true(found.eval(c.var, True)),
-                    how=_how(c, z3.is_true(found.eval(c.var, True))),
-                )
-                for c in made
-            ]  # fmt: skip
-            remedies.append(Remedy(changes=changes))
-            if not made:
-                break
-            opt.add(z3.Not(z3.And(*[c.changed for c in made])))
+    with comp.lock:  # the optimiser and its temporaries live and die under the lock
+        remedies = _search(model, comp, ev, max_remedies)
     return Remediation(feasible=bool(remedies), remedies=remedies, texts=texts)

@@ -4,9 +4,12 @@ Every verdict about a rule comes from z3 (satisfiability under assumptions), nev
 evaluating the rule as a Python boolean: an open predicate is simply left out of the
 assumptions, so "violated under every completion" is an unsat answer, not a guess.
 
-z3's default context is shared by the whole process and is not thread-safe, while guard
-graphs run nodes on several threads; every entry point here therefore takes :data:`Z3_LOCK`.
-Verification holds it for a few milliseconds per event.
+A z3 context is not thread-safe, while guard graphs run nodes on several threads. Each
+compiled policy therefore owns its own `z3.Context` and a lock: every use of the policy's
+terms happens under `CompiledPolicy.lock`, and code that creates z3 temporaries does its
+work in a helper called under the lock, so the temporaries are also freed under it (freeing
+a z3 object touches its context). Different policies never share a context, so they verify
+in parallel, and a policy's terms die with it without racing anyone.
 """
 
 from __future__ import annotations
@@ -21,29 +24,29 @@ import z3
 from guardagent.policy.formula import And, Const, Formula, Iff, Implies, Not, Or, Var
 from guardagent.policy.model import PolicyModel, Rule
 
-Z3_LOCK = threading.RLock()
-"""Held around every use of z3 (one global context, not thread-safe)."""
-
 Z3Bool = Any
 """A z3 boolean term (z3 ships no type information)."""
 
 
-def to_z3(formula: Formula, bools: Mapping[str, Z3Bool]) -> Z3Bool:
-    """The z3 term of a formula; `bools` maps each predicate name to its z3 constant."""
+def to_z3(formula: Formula, bools: Mapping[str, Z3Bool], ctx: Any = None) -> Z3Bool:
+    """The z3 term of a formula; `bools` maps each predicate name to its z3 constant.
+
+    `ctx` is the z3 context of the constants (None: z3's default context).
+    """
     if isinstance(formula, Var):
         return bools[formula.name]
     if isinstance(formula, Const):
-        return z3.BoolVal(formula.value)
+        return z3.BoolVal(formula.value, ctx)
     if isinstance(formula, Not):
-        return z3.Not(to_z3(formula.operand, bools))
+        return z3.Not(to_z3(formula.operand, bools, ctx))
     if isinstance(formula, And):
-        return z3.And(*[to_z3(o, bools) for o in formula.operands])
+        return z3.And(*[to_z3(o, bools, ctx) for o in formula.operands])
     if isinstance(formula, Or):
-        return z3.Or(*[to_z3(o, bools) for o in formula.operands])
+        return z3.Or(*[to_z3(o, bools, ctx) for o in formula.operands])
     if isinstance(formula, Implies):
-        return z3.Implies(to_z3(formula.left, bools), to_z3(formula.right, bools))
+        return z3.Implies(to_z3(formula.left, bools, ctx), to_z3(formula.right, bools, ctx))
     assert isinstance(formula, Iff)
-    return to_z3(formula.left, bools) == to_z3(formula.right, bools)
+    return to_z3(formula.left, bools, ctx) == to_z3(formula.right, bools, ctx)
 
 
 Outcome = Literal["holds", "violated", "open"]
@@ -73,38 +76,59 @@ class RuleSolver:
     the values as assumptions, and the unsat core names the values that decided it.
     """
 
-    def __init__(self, term: Z3Bool, names: tuple[str, ...], lits: _Literals) -> None:
+    def __init__(
+        self, term: Z3Bool, names: tuple[str, ...], lits: _Literals, lock: threading.RLock
+    ) -> None:
         self.names = names
         self._lits = lits
-        self._holds = z3.Solver()
+        self._lock = lock
+        self._holds = z3.Solver(ctx=lits.ctx)
         self._holds.set("core.minimize", True)
         self._holds.add(term)
-        self._fails = z3.Solver()
+        self._fails = z3.Solver(ctx=lits.ctx)
         self._fails.set("core.minimize", True)
         self._fails.add(z3.Not(term))
 
     def check(self, values: Mapping[str, bool]) -> RuleCheck:
         """Decide the rule with `values` fixed and the rule's other predicates open."""
+        with self._lock:
+            return self._check(values)
+
+    def _check(self, values: Mapping[str, bool]) -> RuleCheck:
         assumptions = [self._lits.literal(n, values[n]) for n in self.names if n in values]
-        with Z3_LOCK:  # most rules hold, so ask that first: one check for them
-            if self._fails.check(*assumptions) == z3.unsat:
-                return RuleCheck("holds", self._lits.decode(self._fails.unsat_core()))
-            model = self._fails.model()
-            if self._holds.check(*assumptions) == z3.unsat:
-                return RuleCheck("violated", self._lits.decode(self._holds.unsat_core()))
-            open_names = [n for n in self.names if n not in values]
-            witness = {
-                n: z3.is_true(model.eval(self._lits.bools[n], model_completion=True))
-                for n in open_names
-            }
-            return RuleCheck("open", witness=witness)
+        # Most rules hold, so that is asked first: one check for them.
+        if self._fails.check(*assumptions) == z3.unsat:
+            return RuleCheck("holds", self._lits.decode(self._fails.unsat_core()))
+        if self._holds.check(*assumptions) == z3.unsat:
+            return RuleCheck("violated", self._lits.decode(self._holds.unsat_core()))
+        return RuleCheck("open", witness=self._witness(assumptions, values))
+
+    def _witness(self, assumptions: list[Z3Bool], values: Mapping[str, bool]) -> dict[str, bool]:
+        """The first violating completion in the order false < true, name by name.
+
+        Canonical, so the same event always reports the same witness (a model z3 happens to
+        return can depend on what the incremental solver saw before).
+        """
+        chosen = list(assumptions)
+        witness: dict[str, bool] = {}
+        for name in self.names:
+            if name in values:
+                continue
+            for value in (False, True):
+                literal = self._lits.literal(name, value)
+                if self._fails.check(*chosen, literal) == z3.sat:
+                    chosen.append(literal)
+                    witness[name] = value
+                    break
+        return witness
 
 
 class _Literals:
     """Pre-built assumption literals per predicate, and the way back from an unsat core."""
 
-    def __init__(self, names: Iterable[str]) -> None:
-        self.bools: dict[str, Z3Bool] = {n: z3.Bool(n) for n in names}
+    def __init__(self, names: Iterable[str], ctx: Any) -> None:
+        self.ctx = ctx
+        self.bools: dict[str, Z3Bool] = {n: z3.Bool(n, ctx) for n in names}
         self._pos = dict(self.bools)
         self._neg = {n: z3.Not(b) for n, b in self.bools.items()}
         self._back: dict[int, tuple[str, bool]] = {}
@@ -134,21 +158,30 @@ class CompiledPolicy:
 
     def __init__(self, model: PolicyModel) -> None:
         self.model = model
+        self.ctx = z3.Context()
+        self.lock = threading.RLock()
         names = [p.name for p in model.predicates]
         names += [n for n in model.undefined if n not in names]  # the checker still reasons
-        with Z3_LOCK:
-            self.lits = _Literals(names)
-            self.bools = self.lits.bools
-            self.terms: dict[str, Z3Bool] = {r.id: self._effective(r) for r in model.rules}
-            self.tree_terms: list[Z3Bool] = [
-                z3.Implies(self.bools[child], self.bools[parent])
-                for child, parent in model.tree.parents.items()
-                if parent is not None and parent in self.bools
-            ]
+        self.lits = _Literals(names, self.ctx)
+        self.bools = self.lits.bools
+        self.terms: dict[str, Z3Bool] = {r.id: self._effective(r) for r in model.rules}
+        self.tree_terms: list[Z3Bool] = [
+            z3.Implies(self.bools[child], self.bools[parent])
+            for child, parent in model.tree.parents.items()
+            if parent is not None and parent in self.bools
+        ]
         self._rule_solvers: dict[str, RuleSolver] = {}
 
+    def true(self, value: bool = True) -> Z3Bool:
+        """A boolean constant in this policy's context."""
+        return z3.BoolVal(value, self.ctx)
+
+    def fresh(self, name: str) -> Z3Bool:
+        """A new boolean constant in this policy's context (for trackers, choices)."""
+        return z3.Bool(name, self.ctx)
+
     def _effective(self, rule: Rule) -> Z3Bool:
-        term = to_z3(rule.formula, self.bools)
+        term = to_z3(rule.formula, self.bools, self.ctx)
         if rule.actions:
             return z3.Implies(z3.Or(*[self.bools[a] for a in rule.actions]), term)
         return term
@@ -162,9 +195,12 @@ class CompiledPolicy:
         solver = self._rule_solvers.get(rule_id)
         if solver is None:
             rule = self.model.by_id[rule_id]
-            with Z3_LOCK:
-                solver = RuleSolver(self.terms[rule_id], self.names_of(rule), self.lits)
-            self._rule_solvers[rule_id] = solver
+            with self.lock:
+                solver = self._rule_solvers.get(rule_id)
+                if solver is None:
+                    solver = RuleSolver(self.terms[rule_id], self.names_of(rule), self.lits,
+                                        self.lock)  # fmt: skip
+                    self._rule_solvers[rule_id] = solver
         return solver
 
 
