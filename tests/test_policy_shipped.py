@@ -79,17 +79,26 @@ def test_mind2web_policy_decides_like_the_rule_table(category, user):
     assert verdict.violations == program
 
 
+calls = st.lists(
+    st.fixed_dictionaries({
+        "name": st.sampled_from(["transfer_funds", "delete_file", "place_order", "lookup",
+                                 " Delete_File "]),
+        "args": st.dictionaries(st.sampled_from(["amount", "category", "to"]), facts, max_size=3),
+    }),
+    max_size=3,
+)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["transfer_funds", "delete_file", "place_order", "lookup", "", " Delete_File "]),
-       st.dictionaries(st.sampled_from(["amount", "category", "to"]), facts, max_size=3),
-       users(["verified", "role", "age"]))
-def test_tool_policy_decides_like_the_rule_table_and_always_offers_a_remedy(name, args, user):
+@given(calls, users(["verified", "role", "age"]))
+def test_tool_policy_decides_like_the_rule_table_and_always_offers_a_remedy(pending, user):
     rules = load_profile("tool-calls").policy("RULES")
-    call = {"name": name, "args": args}
-    program = check_tool_rules(call, user, rules) if name else []
-    verdict = verify_event(TOOLS, tool_calls_predicates(call, user))
+    program: list[str] = []
+    for call in pending:  # as the profile's program: every call, each text once
+        program += [t for t in check_tool_rules(call, user, rules) if t not in program]
+    verdict = verify_event(TOOLS, tool_calls_predicates(pending, user))
     assert verdict.allowed == (not program)
-    assert verdict.violations == program
+    assert sorted(verdict.violations) == sorted(program)
     if not verdict.allowed:  # every denial of the tool-call profile comes with a remedy
         assert verdict.remediation.feasible and verdict.remediation.remedies
         assert verdict.remediation.texts
@@ -125,3 +134,11 @@ def test_shared_benchmarks_get_the_same_labels_and_violations_on_both_paths(prof
     denied = [r for r in results if r.policy.label == 1 and r.verdict is not None]
     assert denied and all(r.verdict.denying() for r in denied)  # each names its rule(s)
     assert all(r.verdict.remediation is not None for r in denied)
+
+
+def test_tool_call_profile_demonstrations_through_both_paths():
+    demos = load_profile("tool-calls").demonstrations
+    results = [tool_calls_case(d.id, d.agent_input, d.agent_output) for d in demos]
+    assert all(r.same for r in results), [(r.id, r.program, r.policy) for r in results if not r.same]
+    assert [r.policy.label for r in results] == [d.label for d in demos]
+    assert all(r.verdict.remediation.remedies for r in results if r.policy.label == 1)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -29,7 +28,13 @@ from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, profile_of
 from guardagent.policy.event import VerificationError
-from guardagent.policy.model import PolicyError, PolicyModel, load_policy, policy_path
+from guardagent.policy.model import (
+    PolicyError,
+    PolicyModel,
+    load_policy,
+    policy_digest,
+    resolve_policy,
+)
 from guardagent.policy.recorder import PredicateError, PredicateRecorder
 from guardagent.policy.results import PolicyVerdict
 from guardagent.policy.verify import verify_event
@@ -43,13 +48,21 @@ _models: dict[str, PolicyModel] = {}
 _models_lock = threading.Lock()
 
 
-def resolve_policy(root: Path | None, name_or_path: str) -> Path:
-    """A profile's `policy_model` entry as a file: relative to the profile, else shipped."""
-    if root is not None and not Path(name_or_path).is_absolute():
-        local = root / name_or_path
-        if local.is_file():
-            return local
-    return policy_path(name_or_path)
+def needs_verify(profile: Any) -> bool:
+    """Whether runs under `profile` go through `verify` (it names a policy model)."""
+    return bool(getattr(profile, "policy_model", None))
+
+
+def policy_fingerprint(profile: Any) -> str:
+    """A digest of the policy model file a profile names ("" when none).
+
+    Part of the profile's fingerprint, so programs verified under one policy model are not
+    reused under an edited one.
+    """
+    name = getattr(profile, "policy_model", None)
+    if not name:
+        return ""
+    return policy_digest(resolve_policy(getattr(profile, "root", None), str(name)))
 
 
 def profile_policy(profile: Any) -> PolicyModel | None:

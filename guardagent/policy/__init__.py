@@ -11,43 +11,30 @@
 - :mod:`.shipped`, :mod:`.parity`: the shipped profiles as policy models.
 """
 
-from guardagent.policy.check import CheckReport, Finding, check_model, check_policy
-from guardagent.policy.event import VerificationError, event_values
-from guardagent.policy.model import (
-    PolicyError,
-    PolicyModel,
-    dump_policy,
-    load_policy,
-    load_policy_text,
-)
-from guardagent.policy.recorder import ASSIGN_NAMES, Assignment, PredicateError, PredicateRecorder
-from guardagent.policy.results import (
-    PolicyVerdict,
-    Remediation,
-    RuleResult,
-    SafetyProbability,
-)
-from guardagent.policy.verify import verify_event
+from __future__ import annotations
 
-__all__ = [
-    "ASSIGN_NAMES",
-    "Assignment",
-    "CheckReport",
-    "Finding",
-    "PolicyError",
-    "PolicyModel",
-    "PolicyVerdict",
-    "PredicateError",
-    "PredicateRecorder",
-    "Remediation",
-    "RuleResult",
-    "SafetyProbability",
-    "VerificationError",
-    "check_model",
-    "check_policy",
-    "dump_policy",
-    "event_values",
-    "load_policy",
-    "load_policy_text",
-    "verify_event",
-]
+import importlib
+from typing import Any
+
+# Exports resolve on first use, so importing `guardagent.policy.recorder` (the sandbox
+# binds `assign` from it, in the zygote too) does not load z3, lark or numpy.
+_EXPORTS = {
+    "CheckReport": "check", "Finding": "check", "check_model": "check", "check_policy": "check",
+    "VerificationError": "event", "event_values": "event",
+    "PolicyError": "model", "PolicyModel": "model", "dump_policy": "model",
+    "load_policy": "model", "load_policy_text": "model",
+    "ASSIGN_NAMES": "recorder", "Assignment": "recorder", "PredicateError": "recorder",
+    "PredicateRecorder": "recorder",
+    "PolicyVerdict": "results", "Remediation": "results", "RuleResult": "results",
+    "SafetyProbability": "results",
+    "verify_event": "verify",
+}  # fmt: skip
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'guardagent.policy' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"guardagent.policy.{module}"), name)

@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -706,6 +707,23 @@ def policy_path(name_or_path: str | Path) -> Path:
     if "/" not in text and not text.endswith((".yaml", ".yml")) and shipped.is_file():
         return shipped
     return Path(name_or_path)
+
+
+def resolve_policy(root: Path | None, name_or_path: str) -> Path:
+    """A profile's `policy_model` entry as a file: relative to the profile, else shipped."""
+    if root is not None and not Path(name_or_path).is_absolute():
+        local = root / name_or_path
+        if local.is_file():
+            return local
+    return policy_path(name_or_path)
+
+
+def policy_digest(path: Path) -> str:
+    """SHA-256 of a policy file's bytes (``unreadable:<path>`` when it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return f"unreadable:{path}"
 
 
 def load_policy(path: str | Path, *, strict: bool = True) -> PolicyModel:

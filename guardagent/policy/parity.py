@@ -28,9 +28,10 @@ from guardagent.policy.verify import verify_event
 from guardagent.readers.ehragent import ehr_accessed_columns, parse_identity
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.seeact import parse_task, seeact_final_action, web_action_category
-from guardagent.readers.toolcall import parse_tool_call
+from guardagent.readers.toolcall import parse_tool_calls
 from guardagent.readers.user_facts import parse_user_info
 from guardagent.tools.rules import check_access, check_rules, check_tool_rules
+from guardagent.verification import same_details
 
 Violations = list[str] | dict[str, list[str]]
 
@@ -55,8 +56,9 @@ class ParityCase:
 
     @property
     def same(self) -> bool:
-        """Same label and same violations."""
-        return self.program == self.policy
+        """Same label and same violations (as sets, the way CCA compares them)."""
+        return self.program.label == self.policy.label and same_details(
+            self.program.violations, self.policy.violations)
 
 
 @lru_cache(maxsize=8)
@@ -117,10 +119,12 @@ def tool_calls_case(case_id: str, agent_input: str, agent_output: str) -> Parity
 
     def read() -> tuple[PathDecision, dict[str, bool | None]]:
         user = parse_user_info(agent_input)
-        call = parse_tool_call(agent_output)
-        violated = check_tool_rules(call, user, _table("tool-calls", "RULES")) if call[
-            "name"] else []  # fmt: skip
-        return PathDecision(1 if violated else 0, violated), tool_calls_predicates(call, user)
+        calls = parse_tool_calls(agent_output)
+        rules = _table("tool-calls", "RULES")
+        violated: list[str] = []
+        for call in calls:  # as the profile's program: every call, texts once, in order
+            violated += [t for t in check_tool_rules(call, user, rules) if t not in violated]
+        return PathDecision(1 if violated else 0, violated), tool_calls_predicates(calls, user)
 
     return _decide(case_id, read, "tool-calls")
 

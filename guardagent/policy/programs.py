@@ -26,11 +26,12 @@ for name, value in mind2web_sc_predicates(category, user).items():
     assign(name, value)
 """,
     "tool-calls": """\
-# Guard program for tool calls under the tool-calls policy model: the pending call and the
-# user's facts (from the agent input only), as predicates.
+# Guard program for tool calls under the tool-calls policy model: every pending call and
+# the user's facts (from the agent input only), as predicates. The reader denies by itself
+# when the output holds neither a call nor a final answer, or a call it cannot parse.
 user = parse_user_info(agent_input)
-call = parse_tool_call(agent_output)
-for name, value in tool_calls_predicates(call, user).items():
+calls = parse_tool_calls(agent_output)
+for name, value in tool_calls_predicates(calls, user).items():
     assign(name, value)
 """,
 }
@@ -42,6 +43,6 @@ TOOLBOXES: dict[str, list[str]] = {
         "parse_task", "parse_user_info", "seeact_final_action", "web_action_category",
         "mind2web_sc_predicates",
     ],
-    "tool-calls": ["parse_tool_call", "parse_user_info", "tool_calls_predicates"],
+    "tool-calls": ["parse_tool_calls", "parse_user_info", "tool_calls_predicates"],
 }  # fmt: skip
 """Profile name -> the toolbox functions its policy program calls."""

@@ -112,30 +112,52 @@ def mind2web_sc_predicates(category: str, user_info: dict[str, Any]) -> dict[str
     return values
 
 
+def _any_call(calls: list[dict[str, Any]], tool: str, arg: str, op: str,
+              expected: Any) -> bool | None:  # fmt: skip
+    """Whether a call to `tool` has `arg <op> expected`, over all such calls.
+
+    True if one does; else None if one's argument is missing or does not compare (it
+    might); else False.
+    """
+    found: bool | None = False
+    for call in calls:
+        if str(call.get("name", "")).strip().lower() != tool:
+            continue
+        value = _fact(call.get("args"), arg, op, expected)
+        if value is True:
+            return True
+        if value is None:
+            found = None
+    return found
+
+
 @guard_tool(group="policy")
 def tool_calls_predicates(
-    call: dict[str, Any], user_info: dict[str, Any]
+    calls: list[dict[str, Any]] | dict[str, Any], user_info: dict[str, Any]
 ) -> dict[str, bool | None]:
-    """Predicates of the `tool-calls` policy model for one pending tool call.
+    """Predicates of the `tool-calls` policy model for the pending tool call(s).
 
     Args:
-        call: From ``parse_tool_call(agent_output)``; a call to another tool (or none)
-            takes no action.
+        calls: Every pending call, from ``parse_tool_calls(agent_output)`` (or one call
+            from ``parse_tool_call``); a call to another tool, or none, takes no action.
         user_info: From ``parse_user_info(agent_input)`` (never the agent output).
 
     Returns:
-        The call's action set True, the argument conditions (None when the argument is
-        missing or does not compare) and the user conditions (None when the fact is
-        missing or does not compare).
+        Each called tool's action set True; the argument conditions over the calls to
+        their tool (``transfer_amount_over_1000`` is True if any transfer is over 1000,
+        None if none is but one's amount is missing or does not compare); the user
+        conditions (None when the fact is missing or does not compare).
     """
-    pending = call if isinstance(call, dict) else {}
+    pending = [calls] if isinstance(calls, dict) else list(calls or [])
+    pending = [c for c in pending if isinstance(c, dict) and c.get("name")]
     values: Values = {}
-    action = TOOL_ACTIONS.get(str(pending.get("name", "")).strip().lower())
-    if action is not None:
-        values[action] = True
-    args = pending.get("args")
-    values["transfer_amount_over_1000"] = _fact(args, "amount", ">", 1000)
-    values["order_category_is_alcohol"] = _fact(args, "category", "==", "alcohol")
+    for call in pending:
+        action = TOOL_ACTIONS.get(str(call.get("name", "")).strip().lower())
+        if action is not None:
+            values[action] = True
+    values["transfer_amount_over_1000"] = _any_call(pending, "transfer_funds", "amount", ">", 1000)
+    values["order_category_is_alcohol"] = _any_call(
+        pending, "place_order", "category", "==", "alcohol")
     values["user_is_verified"] = _fact(user_info, "verified", "==", True)
     values["user_role_is_admin"] = _fact(user_info, "role", "==", "admin")
     values["user_age_21_or_over"] = _fact(user_info, "age", ">=", 21)
