@@ -89,7 +89,7 @@ for chunk in graph.stream(
     for node, update in chunk.items():
         steps.append((node, update))
         print(f"{node:>8} wrote {sorted(update)}")
-assert [node for node, _ in steps] == ["retrieve", "execute", "decide"]
+assert [node for node, _ in steps] == ["admit", "retrieve", "execute", "decide"]
 display(Markdown(trace_markdown(steps)))'''
 
 FAKE_MODEL = '''from langchain_core.language_models import GenericFakeChatModel
@@ -131,8 +131,8 @@ scripted = [
 ]
 nodes = [node for node, _ in scripted]
 print(" -> ".join(nodes))
-assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute",
-                 "remember", "decide"]
+assert nodes == ["admit", "retrieve", "plan", "code", "execute", "debug", "code",
+                 "execute", "remember", "decide"]
 final = scripted[-1][1]["guard_decision"]
 assert final.attempt_errors[0] and final.attempt_errors[-1] is None
 assert final.label == steps[-1][1]["guard_decision"].label  # same program, same verdict
@@ -147,9 +147,9 @@ def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
             "Runs the GuardAgent graph over a sample of the benchmark (set "
             "`GUARDAGENT_NB_LIMIT`; the full benchmark is `guardagent eval --profile "
             f"{profile} --out DIR`), computes the paper's metrics, shows the plots, and walks "
-            "one event through the graph node by node: offline (retrieve -> execute -> "
-            "decide) and with a scripted stand-in model (plan, code, execute, debug, code, "
-            "execute, remember, decide)."
+            "one event through the graph node by node: offline (admit -> retrieve -> "
+            "execute -> decide) and with a scripted stand-in model (plan, code, execute, "
+            "debug, code, execute, remember, decide)."
         ),
         new_code_cell(PARAMETERS.format(profile=profile)),
         new_code_cell(IMPORTS),
@@ -167,9 +167,9 @@ def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
         new_markdown_cell("## Wrong decisions"),
         new_code_cell(WRONG),
         new_markdown_cell(
-            "## One trace, offline\n\nMemory holds a verified program for this guard request, "
-            "so no model is needed: retrieve finds it, execute runs it in the sandbox, decide "
-            "builds the decision."
+            "## One trace, offline\n\nThe profile has a verified program for this guard "
+            "request, so no model is needed: admit accepts the event, retrieve finds the "
+            "program, execute runs it in the sandbox, decide builds the decision."
         ),
         new_code_cell(TRACE),
         new_markdown_cell(

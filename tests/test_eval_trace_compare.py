@@ -17,11 +17,12 @@ RULE = "User aged under 18 cannot book a hotel"
 
 def test_offline_trace_is_retrieve_execute_decide():
     steps = stream_steps(HOTEL_INPUT, HOTEL_OUTPUT, GuardContext(profile="mind2web-sc"))
-    assert [node for node, _ in steps] == ["retrieve", "execute", "decide"]
-    assert "verified program" in describe_step(*steps[0])
-    assert describe_step(*steps[1]).startswith("attempt 1: ran")
-    assert describe_step(*steps[2]).startswith("DENY (label 1)")
-    assert RULE in describe_step(*steps[2])
+    assert [node for node, _ in steps] == ["admit", "retrieve", "execute", "decide"]
+    assert describe_step(*steps[0]).startswith("admitted the event")
+    assert "verified program" in describe_step(*steps[1])
+    assert describe_step(*steps[2]).startswith("attempt 1: ran")
+    assert describe_step(*steps[3]).startswith("DENY (label 1)")
+    assert RULE in describe_step(*steps[3])
 
 
 def test_scripted_trace_shows_every_node_in_order():
@@ -29,13 +30,13 @@ def test_scripted_trace_shows_every_node_in_order():
     context = GuardContext(profile="mind2web-sc", model=model, reuse_programs=False)
     steps = stream_steps(HOTEL_INPUT, HOTEL_OUTPUT, context)
     nodes = [node for node, _ in steps]
-    assert nodes == ["retrieve", "plan", "code", "execute", "debug", "code", "execute",
+    assert nodes == ["admit", "retrieve", "plan", "code", "execute", "debug", "code", "execute",
                      "remember", "decide"]
     text = trace_markdown(steps)
-    assert "**1. retrieve**" in text and "**9. decide**" in text
-    assert "**8. remember**\n\n```\nverified the generated program" in text
+    assert "**2. retrieve**" in text and "**10. decide**" in text
+    assert "**9. remember**\n\n```\nverified the generated program" in text
     assert "attempt 1: failed" in text and "diagnosis:\nuse 'age'" in text
-    assert "retrieved 3 demonstration(s)" in describe_step(*steps[0])
+    assert "retrieved 3 demonstration(s)" in describe_step(*steps[1])
 
 
 def _cases():

@@ -251,6 +251,29 @@ def test_wrong_details_errors_and_missing_labels_are_explained(tmp_path: Path) -
     assert not check.verified
 
 
+PENDING_DECIDE = pytest.mark.xfail(
+    strict=True, reason="needs the decide.py / seed.py change of the issue-14 report "
+    "(explain_no_program, unverified_note); drop this marker once applied")
+
+
+@PENDING_DECIDE
+def test_check_on_an_unverified_profile_says_what_failed_once(tmp_path: Path) -> None:
+    folder = _write_profile(tmp_path, [
+        _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
+        _demo("admin", "general administration", 0),
+    ])
+    result = CliRunner().invoke(main, ["check", "--profile", str(folder), "--input",
+                                       "Identity: nursing\nQuestion: cost?", "--output", "o",
+                                       "--memory-dir", str(tmp_path / "memory")])
+    assert result.exit_code == 0, result.output
+    decision = json.loads(result.stdout)
+    assert decision["allowed"] is False
+    assert decision["error"].startswith("profile 'mine' has no verified program: its program "
+                                        "gave label 0 on demonstration `nurse-cost`, expected 1")
+    notes = [line for line in result.stderr.splitlines() if "nurse-cost" in line]
+    assert len(notes) <= 1  # said once, by the user's id, never by a content hash
+
+
 def test_profile_check_command_prints_a_table_and_fails(tmp_path: Path) -> None:
     folder = _write_profile(tmp_path, [
         _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
@@ -461,6 +484,16 @@ def test_offline_check_and_eval_import_no_model_client_and_no_plotting(tmp_path:
     assert "matplotlib" not in heavy and "openai" not in heavy
 
 
+@pytest.mark.xfail(strict=True, reason="needs the memory_store/store.py (lazy chromadb) and "
+                   "nodes/retrieve.py (no memory for a shipped program) changes of the issue-14 "
+                   "report; drop this marker once applied")
+def test_check_with_a_shipped_program_opens_no_memory(tmp_path: Path) -> None:
+    heavy = _heavy_after(["check", "--profile", "mind2web-sc", "--input", ADULT_HOTEL_INPUT,
+                          "--output", HOTEL_OUTPUT, "--quiet"], tmp_path)
+    assert "chromadb" not in heavy
+    assert not (tmp_path / "memory").exists()
+
+
 def test_loading_a_profile_does_not_open_the_memory_stack() -> None:
     code = ("import sys; from guardagent.profiles.loader import load_profile; "
             "p = load_profile('eicu-ac'); print(len(p.demonstrations), "
@@ -496,13 +529,12 @@ def test_memory_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                              "  nothing stored yet: it is created on first use\n")
     assert not memory_dir.exists()  # looking does not create it
 
-    seeded = runner.invoke(main, ["check", "--profile", "mind2web-sc", "--input",
-                                  ADULT_HOTEL_INPUT, "--output", HOTEL_OUTPUT,
-                                  "--memory-dir", str(tmp_path / "other")])
-    assert seeded.exit_code == 0
-    runner.invoke(main, ["eval", "--profile", "eicu-ac", "--cases",
-                         str(_cases_file(tmp_path / "c.jsonl", 1)), "--out", str(tmp_path / "r"),
-                         "--quiet", "--no-plots", "--memory-dir", str(memory_dir)])  # seeds it
+    cases = str(_cases_file(tmp_path / "c.jsonl", 1))
+    for profile, where in (("mind2web-sc", tmp_path / "other"), ("eicu-ac", memory_dir)):
+        seeded = runner.invoke(main, ["eval", "--profile", profile, "--cases", cases, "--out",
+                                      str(tmp_path / profile), "--quiet", "--no-plots",
+                                      "--memory-dir", str(where)])  # an eval seeds its memory
+        assert seeded.exit_code == 0, seeded.output
     info = json.loads(runner.invoke(main, ["memory", "info", "--json"]).stdout)
     assert info["location"] == str(memory_dir) and info["exists"]
     assert [c["name"].split(".")[0] for c in info["collections"]] == ["guardagent-eicu-ac"]

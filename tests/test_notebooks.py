@@ -64,8 +64,8 @@ def _check_outputs(name, nb, out_dir):
         assert (out_dir / "guardagent" / "metrics.json").is_file()
         assert (out_dir / "baseline" / "metrics.json").is_file()
     else:
-        assert ("retrieve -> plan -> code -> execute -> debug -> code -> execute -> remember -> "
-                "decide") in text
+        assert ("admit -> retrieve -> plan -> code -> execute -> debug -> code -> execute -> "
+                "remember -> decide") in text
         assert (out_dir / "metrics.json").is_file()
 
 

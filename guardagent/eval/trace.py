@@ -44,6 +44,10 @@ def stream_steps(
 
 def describe_step(node: str, update: dict[str, Any], limit: int = 400) -> str:
     """A short account of what one node did, from the keys it wrote."""
+    if node == "admit":
+        if update.get("error"):
+            return f"refused the event before reading it: {update['error']}"
+        return "admitted the event (within the size limit); per-event state started afresh"
     if node == "retrieve":
         parts = []
         if update.get("program_source") == "memory":
