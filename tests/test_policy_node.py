@@ -1,4 +1,5 @@
-"""The verify node's contract, and the policy programs under the sandbox's RestrictedPython policy."""
+"""The verify node's contract (guardagent.policy.runs), and the policy programs under the sandbox's
+RestrictedPython policy."""
 
 from __future__ import annotations
 
@@ -8,17 +9,18 @@ from types import SimpleNamespace
 import pytest
 
 from guardagent.integrations.events import tool_call_event
-from guardagent.nodes.verify import (
-    NOTHING_ASSIGNED,
-    after_verify,
-    decision_parts,
-    profile_policy,
-    verify_execution,
-)
+from guardagent.nodes.verify import after_verify
 from guardagent.policy import shipped  # noqa: F401  (registers the predicate functions)
 from guardagent.policy.model import load_policy
 from guardagent.policy.programs import PROGRAMS, TOOLBOXES
 from guardagent.policy.recorder import ASSIGN_NAMES, PredicateRecorder
+from guardagent.policy.runs import (
+    NOTHING_ASSIGNED,
+    decision_parts,
+    execution_verdict,
+    profile_policy,
+    verify_execution,
+)
 from guardagent.sandbox.policy import (
     OutputCollector,
     compile_program,
@@ -138,3 +140,18 @@ def test_a_policy_program_cannot_rebind_assign():
     protected = toolbox.names | VERDICT_NAMES | ASSIGN_NAMES | {"agent_input", "agent_output"}
     compiled = compile_program("def assign(n, v):\n    pass\n", frozenset(protected))
     assert compiled.code is None and "protected name 'assign'" in compiled.rejection()
+
+
+def test_execution_verdict_applies_the_policy_model():
+    run = execution({"calls_delete_file": {"value": True, "probability": None},
+                     "user_role_is_admin": {"value": False, "probability": None}})
+    verdict, error = execution_verdict(run, TOOLS)
+    assert error is None and verdict == {"allowed": False, "reason": verdict["reason"],
+                                         "violations": ["Only admins may delete files"]}
+    assert execution_verdict(run, None) == (None, "the program gave no verdict")
+    failed = {**run, "ok": False, "error": "RuntimeError: boom"}
+    assert execution_verdict(failed, TOOLS) == (None, "RuntimeError: boom")
+    own = {**run, "verdict": {"allowed": True, "violations": [], "reason": "fine"}}
+    assert execution_verdict(own, None)[0]["allowed"] is True
+    assert execution_verdict(own, TOOLS)[0]["allowed"] is False  # the policy denies
+    assert execution_verdict(execution({}), TOOLS) == (None, NOTHING_ASSIGNED)
