@@ -107,17 +107,17 @@ class FakeChatModel(GenericFakeChatModel):
         reply = AIMessage(content=next(self.messages))
         return ChatResult(generations=[ChatGeneration(message=reply)])'''
 
-SCRIPTED_TRACE = '''# The model path: the fake "LLM" plans, writes a program that calls a function
-# the toolbox does not have, the debugger explains the error, and the second program (the
-# profile's own) runs. reuse_programs=False makes the graph ask the model, not memory.
+SCRIPTED_TRACE = '''# The model path: the fake "LLM" plans, writes a program that fails when it runs
+# (it reads a setting that does not exist), the debugger explains the error, and the second
+# program (the profile's own) runs and then verifies on the demonstrations (remember).
+# reuse_programs=False makes the graph ask the model, not memory.
 good = load_profile(PROFILE).demonstrations[0].code
-tool = next(name for name in load_profile(PROFILE).toolbox if f"{name}(" in good)
-broken = good.replace(f"{tool}(", f"{tool}_v2(", 1)
+broken = 'limits = {}\\nthreshold = limits["threshold"]\\n' + good
 fake = FakeChatModel(messages=iter([
     "1. Read the user's facts from the input. 2. Read the action from the output. "
     "3. Check the guard request's requirements. 4. Allow or deny with the violations.",
     f"```python\\n{broken}\\n```",
-    f"`{tool}_v2` is not a toolbox function; call `{tool}` instead.",
+    "`limits` is empty, so `limits['threshold']` raises KeyError: drop those two lines.",
     f"```python\\n{good}\\n```",
 ]), prompts=[])
 context = GuardContext(profile=PROFILE, model=fake, reuse_programs=False)

@@ -80,8 +80,11 @@ async def test_every_notebook_runs_offline_without_errors(kernel_name, monkeypat
         # Each kernel reads its own output directory from its environment at start-up.
         client = NotebookClient(books[name], timeout=240, kernel_name=kernel_name,
                                 resources={"metadata": {"path": str(NOTEBOOKS)}})
-        # env goes to the kernel's start; a failing cell (asserts included) raises here.
-        await client.async_execute(env={**os.environ, "GUARDAGENT_NB_OUT": str(out_dir)})
+        # env goes to the kernel's start; a failing cell (asserts included) raises here. Each
+        # kernel has its own memory: three processes creating one Chroma database at once race.
+        env = {**os.environ, "GUARDAGENT_NB_OUT": str(out_dir),
+               "GUARDAGENT_MEMORY_DIR": str(out_dir) + "-memory"}
+        await client.async_execute(env=env)
         return out_dir
 
     # Kernels start and import in parallel: the three together take about as long as one.
