@@ -209,7 +209,8 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         click.echo(blind, err=True)
     if metrics.get("resumed_decisions"):
         click.echo(f"resumed {metrics['resumed_decisions']} decisions from {out_dir}", err=True)
-    click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md", err=True)
+    click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md (what LPA, LPP, "
+               "LPR, CCA and FRA mean: report.md, or guardagent eval --help)", err=True)
     failed = failed_closed_warning(metrics, max_failed_closed)
     if failed:
         click.secho(failed, err=True, fg="red", bold=True)

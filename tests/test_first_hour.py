@@ -385,7 +385,10 @@ def test_rerun_into_an_interrupted_out_dir_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["eval", "--profile", "eicu-ac", "--cases", str(cases), "--out", str(out), "--quiet",
             "--no-plots"]
-    assert CliRunner().invoke(main, args).exit_code == 0
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0
+    assert "what LPA, LPP, LPR, CCA and FRA mean: report.md, or guardagent eval --help" in \
+        " ".join(first.stderr.split())  # the console points to the definitions
     assert CliRunner().invoke(main, args).exit_code == 0  # a finished run may be replaced
     partial = (out / "predictions.jsonl").read_text().splitlines()[:2]
     (out / "predictions.jsonl").unlink()
