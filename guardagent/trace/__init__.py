@@ -1,0 +1,74 @@
+"""The trace engine: guard a tool call by the whole conversation that led to it.
+
+- :mod:`.messages`: read a trace (LangChain ``messages_to_dict`` JSON or OpenAI chat with
+  ``tool_calls``, plus the proposed call) into a typed :class:`Trace`; nothing is cut;
+- :mod:`.labels`: the deployer's tool labels (trusted / untrusted results, sensitive,
+  effect read / write / send / irreversible; unlabelled = untrusted and irreversible);
+- :mod:`.values`: type-aware reading and normalisation of e-mails, URLs, IBANs, phone
+  numbers, amounts, dates and phrases;
+- :mod:`.state`: the per-thread incremental index (hash chain, postings; JSON, small);
+- :mod:`.provenance`: which earlier messages contain each value of the proposed call, and
+  whether it comes from the user, a trusted source, only untrusted sources, or nowhere;
+- :mod:`.temporal`: call patterns, order, counts, navigation scope, secret flow;
+- :mod:`.predicates`: all of it as named predicates with their deciding messages, for a
+  policy model.
+
+Typical use::
+
+    trace = parse_trace(messages, proposed_call)
+    facts = analyze(trace, Labels.load("labels.yaml"), index=TraceIndex.from_json(saved))
+    values = facts.assignments({"recipient_untrusted": 'arg_only_untrusted("to")'})
+    saved = facts.index.to_json()
+"""
+
+from guardagent.trace.labels import LabelError, Labels, ToolLabel, labels_from_schemas
+from guardagent.trace.messages import (
+    MAX_TRACE_BYTES,
+    Message,
+    ToolCall,
+    Trace,
+    load_trace,
+    parse_trace,
+    render_event,
+)
+from guardagent.trace.predicates import (
+    PREDICATES,
+    Consent,
+    Fact,
+    PredicateSpecError,
+    TraceFacts,
+    analyze,
+    compile_bindings,
+    facts_json,
+    unknown_arguments,
+)
+from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance
+from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
+
+__all__ = [
+    "MAX_STATE_BYTES",
+    "MAX_TRACE_BYTES",
+    "PREDICATES",
+    "CallProvenance",
+    "Consent",
+    "Fact",
+    "LabelError",
+    "Labels",
+    "Message",
+    "PredicateSpecError",
+    "SourceRef",
+    "ToolCall",
+    "ToolLabel",
+    "Trace",
+    "TraceFacts",
+    "TraceIndex",
+    "ValueProvenance",
+    "analyze",
+    "compile_bindings",
+    "facts_json",
+    "labels_from_schemas",
+    "load_trace",
+    "parse_trace",
+    "render_event",
+    "unknown_arguments",
+]

@@ -1,0 +1,240 @@
+"""The deployer's tool labels: whose data a tool returns, and what calling it does.
+
+A guard cannot tell from a tool's output whether to believe it; the deployer can. Each tool
+gets two labels (and two optional facts):
+
+- ``results``: ``trusted`` (the user's own records: their account, contacts, own calendar)
+  or ``untrusted`` (anything others can write: mail, messages from others, web pages,
+  shared files). ``sensitive: true`` marks results that must not leave (balances,
+  credentials, private files).
+- ``effect``: ``read``, ``write``, ``send`` (data leaves the user's hands) or
+  ``irreversible`` (money moves, things are deleted).
+- ``recipients``: for a ``send`` tool, the arguments that say where the data goes (``to``,
+  ``cc``, ``iban``); without them, every e-mail address, phone number, URL and IBAN in the
+  call's arguments counts as a recipient.
+- ``args``: the argument names from the tool's schema; when given, a rule that names an
+  argument the tool does not have is a configuration error instead of a silent no-op.
+
+A tool with no label is ``untrusted`` and ``irreversible`` (fail closed). User messages are
+trusted, the system prompt is the deployer's (trusted), model text is not a source at all.
+
+File format (YAML or JSON, the ``tools`` section of a profile or policy)::
+
+    tools:
+      get_balance: {results: trusted, effect: read, sensitive: true}
+      send_money: {results: trusted, effect: irreversible, recipients: [iban]}
+      "read_*": {results: untrusted, effect: read}      # fnmatch patterns, in order
+    phone_region: CH                                    # default region for phone numbers
+
+An exact name wins over patterns; among patterns the first that matches wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+Trust = Literal["trusted", "untrusted"]
+Effect = Literal["read", "write", "send", "irreversible"]
+SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"]
+
+EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible")
+_KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description"})
+
+
+class LabelError(ValueError):
+    """A label file that cannot be used; `problems` lists every problem found."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class ToolLabel:
+    """The labels of one tool.
+
+    Attributes:
+        results: Whether its results are the user's own data (``trusted``).
+        effect: What calling it does.
+        sensitive: Its results must not leave.
+        recipients: Arguments naming where a ``send`` goes.
+        args: The tool's argument names, when known.
+        labelled: False for the fail-closed default of a tool with no label.
+    """
+
+    results: Trust = "untrusted"
+    effect: Effect = "irreversible"
+    sensitive: bool = False
+    recipients: tuple[str, ...] = ()
+    args: tuple[str, ...] | None = None
+    labelled: bool = True
+
+
+UNLABELLED = ToolLabel(labelled=False)
+"""What an unknown tool is: untrusted results, irreversible effect."""
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Every tool's labels, plus reading settings that depend on the deployment.
+
+    Attributes:
+        tools: Exact tool name -> label.
+        patterns: ``(fnmatch pattern, label)`` in file order.
+        phone_region: Default region for phone numbers written without ``+``.
+    """
+
+    tools: Mapping[str, ToolLabel] = field(default_factory=dict)
+    patterns: tuple[tuple[str, ToolLabel], ...] = ()
+    phone_region: str | None = None
+
+    def label(self, tool: str | None) -> ToolLabel:
+        """The label of a tool (:data:`UNLABELLED` when nothing names it)."""
+        if tool is None:
+            return UNLABELLED
+        found = self.tools.get(tool)
+        if found is not None:
+            return found
+        return next((lab for pat, lab in self.patterns if fnmatch.fnmatchcase(tool, pat)),
+                    UNLABELLED)  # fmt: skip
+
+    def kind(self, source: str) -> SourceKind:
+        """The trust class of a message source (``user``, ``system``, ``model``, ``tool:X``)."""
+        if source in ("user", "system", "model"):
+            return cast(SourceKind, source)
+        tool = source.removeprefix("tool:")
+        trusted = tool != "?" and self.label(tool).results == "trusted"
+        return "trusted_tool" if trusted else "untrusted_tool"
+
+    def sensitive(self, source: str) -> bool:
+        """Whether a message source is a tool labelled ``sensitive``."""
+        return source.startswith("tool:") and self.label(source[5:]).sensitive
+
+    def to_json(self) -> dict[str, Any]:
+        """The labels as plain data (the file format)."""
+        def one(lab: ToolLabel) -> dict[str, Any]:
+            out: dict[str, Any] = {"results": lab.results, "effect": lab.effect}
+            if lab.sensitive:
+                out["sensitive"] = True
+            if lab.recipients:
+                out["recipients"] = list(lab.recipients)
+            if lab.args is not None:
+                out["args"] = list(lab.args)
+            return out
+
+        tools = {name: one(lab) for name, lab in self.tools.items()}
+        tools.update({pat: one(lab) for pat, lab in self.patterns})
+        data: dict[str, Any] = {"tools": tools}
+        if self.phone_region:
+            data["phone_region"] = self.phone_region
+        return data
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the labels (what a decision was made under)."""
+        text = json.dumps(self.to_json(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Labels:
+        """Read labels from the file format; every problem is reported at once.
+
+        Raises:
+            LabelError: unknown keys or values.
+        """
+        problems: list[str] = []
+        raw_tools = data.get("tools", {})
+        if not isinstance(raw_tools, Mapping):
+            raise LabelError(["'tools' must be a mapping of tool name to labels"])
+        extra = sorted(set(data) - {"tools", "phone_region"})
+        if extra:
+            problems.append(f"unknown keys {extra}")
+        tools: dict[str, ToolLabel] = {}
+        patterns: list[tuple[str, ToolLabel]] = []
+        for name, raw in raw_tools.items():
+            label = _label(str(name), raw, problems)
+            if label is None:
+                continue
+            if any(c in str(name) for c in "*?["):
+                patterns.append((str(name), label))
+            else:
+                tools[str(name)] = label
+        region = data.get("phone_region")
+        if region is not None and not (isinstance(region, str) and len(region) == 2):
+            problems.append("phone_region must be a two-letter region code such as 'US'")
+        if problems:
+            raise LabelError(problems)
+        return cls(tools, tuple(patterns), region.upper() if isinstance(region, str) else None)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Labels:
+        """Read labels from a YAML or JSON file."""
+        import yaml
+
+        text = Path(path).read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+        if not isinstance(data, Mapping):
+            raise LabelError([f"{path}: a label file is a mapping with 'tools'"])
+        return cls.from_mapping(data)
+
+
+def _label(name: str, raw: Any, problems: list[str]) -> ToolLabel | None:
+    if not isinstance(raw, Mapping):
+        problems.append(f"{name}: labels must be a mapping")
+        return None
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        problems.append(f"{name}: unknown keys {unknown}")
+    results = raw.get("results", "untrusted")
+    effect = raw.get("effect", "irreversible")
+    sensitive = raw.get("sensitive", False)
+    if results not in ("trusted", "untrusted"):
+        problems.append(f"{name}: results must be 'trusted' or 'untrusted', not {results!r}")
+    if effect not in EFFECTS:
+        problems.append(f"{name}: effect must be one of {', '.join(EFFECTS)}, not {effect!r}")
+    if type(sensitive) is not bool:
+        problems.append(f"{name}: sensitive must be true or false")
+    recipients = _names(name, "recipients", raw.get("recipients", []), problems)
+    args = _names(name, "args", raw["args"], problems) if "args" in raw else None
+    if args is not None and recipients and not set(recipients) <= set(args):
+        problems.append(f"{name}: recipients {sorted(set(recipients) - set(args))} are not "
+                        "among its args")  # fmt: skip
+    return ToolLabel(results, effect, sensitive, recipients, args)
+
+
+def _names(tool: str, key: str, raw: Any, problems: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        problems.append(f"{tool}: {key} must be a list of argument names")
+        return ()
+    return tuple(raw)
+
+
+def labels_from_schemas(tools: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """A label file to edit, from tool schemas.
+
+    Schemas: OpenAI ``{"type": "function", "function": {...}}``, bare ``{"name",
+    "parameters"}``, Anthropic ``{"name", "input_schema"}`` or ``{"name", "args_schema"}``.
+    Every tool starts fail-closed (``untrusted``, ``irreversible``) with its argument
+    names filled in; the deployer then marks the user's own data ``trusted`` and lowers
+    effects. Nothing is guessed from names or descriptions.
+    """
+    out: dict[str, Any] = {}
+    for tool in tools:
+        spec = tool.get("function", tool) if isinstance(tool.get("function"), Mapping) else tool
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            raise LabelError(["a tool schema has no name"])
+        params = spec.get("parameters") or spec.get("input_schema") or spec.get("args_schema")
+        props = params.get("properties", {}) if isinstance(params, Mapping) else {}
+        entry: dict[str, Any] = {"results": "untrusted", "effect": "irreversible",
+                                 "args": sorted(props)}  # fmt: skip
+        if isinstance(spec.get("description"), str):
+            entry["description"] = " ".join(spec["description"].split())[:200]
+        out[name] = entry
+    return {"tools": out}

@@ -1,0 +1,470 @@
+r"""A conversation trace plus the proposed tool call, read into one typed :class:`Trace`.
+
+Accepted input (the trace format; a whole document, nothing is cut):
+
+- A JSON **document**: a list of messages, or an object ``{"messages": [...],
+  "proposed_call": {...}}`` (``tool_call`` is accepted for ``proposed_call``). Given as
+  text (``str`` / ``bytes``) or already decoded.
+- **Messages** in either of two formats, mixable in one list:
+
+  - LangChain, as :func:`langchain_core.messages.messages_to_dict` writes them:
+    ``{"type": "human" | "ai" | "system" | "tool" | "function" | "chat" (and the
+    ``...MessageChunk`` types), "data": {"content", "name", "tool_calls": [{"name", "args",
+    "id"}], "invalid_tool_calls", "tool_call_id", "status", "role" (chat)}}``. An AI
+    message without ``tool_calls`` falls back to OpenAI-style
+    ``additional_kwargs.tool_calls``. `BaseMessage` objects are converted with
+    ``messages_to_dict``.
+  - OpenAI chat: ``{"role": "system" | "developer" | "user" | "assistant" | "tool" |
+    "function", "content", "name", "tool_calls": [{"id", "type": "function", "function":
+    {"name", "arguments": "<JSON object>"}}], "function_call", "tool_call_id"}``.
+
+  Content is a string, null, or a list of parts: text parts (``text``, ``input_text``,
+  ``output_text``) and refusals give their text; any other part (an image, a JSON block)
+  is kept as its JSON, so nothing a tool returned is dropped.
+- The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
+  "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
+  {...} | "<JSON object>"}``. Without one, the last message must be an assistant message
+  making exactly one call, and that call is the proposed one. A proposed call whose id is
+  a call of the last assistant message *is* that call (the arguments given here win: a
+  reviewer may have edited them); one found earlier in the trace is refused, since the
+  messages after it are not "earlier".
+
+Roles and sources. Every message gets a ``role`` (``system``, ``user``, ``assistant``,
+``tool``) and a ``source`` naming who wrote its text: ``system`` (the deployer), ``user``,
+``model``, or ``tool:<name>`` for a tool result, the tool's name taken from the call it
+answers (by ``tool_call_id``; a legacy ``function`` message by the nearest unanswered call
+of its name) or, failing that, from the message's own ``name``; ``tool:?`` when neither
+names it (unlabelled, so untrusted). A result whose ``name`` contradicts the call it
+answers makes the trace unreadable.
+
+Fails closed through :func:`guardagent.readers.evidence.unreadable`: ``trace_too_large``
+(over ``max_bytes``, default 8 MB of UTF-8), ``unparsable_trace`` (not JSON, an unknown
+role or type, arguments that are not a JSON object, content of an unknown shape),
+``inconsistent_trace`` (a result naming another tool than its call, the proposed call
+followed by later messages), ``no_tool_call`` / ``several_tool_calls`` (no proposed call
+given and the last message does not make exactly one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from guardagent.readers.evidence import unreadable
+
+MAX_TRACE_BYTES = 8 * 1024 * 1024
+"""Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+_LC_TYPES: dict[str, Role] = {
+    "human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
+    "HumanMessageChunk": "user", "AIMessageChunk": "assistant", "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool", "FunctionMessageChunk": "tool",
+}  # fmt: skip
+_OPENAI_ROLES: dict[str, Role] = {
+    "system": "system", "developer": "system", "user": "user", "human": "user",
+    "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
+}  # fmt: skip
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call: an earlier one from an assistant message, or the proposed one.
+
+    Attributes:
+        name: The tool's name.
+        args: The arguments (a JSON object).
+        id: The call id, when the trace gives one.
+        index: The message that makes the call (for a proposed call that is not in the
+            trace: the number of messages, i.e. just after the last).
+        position: Order among all calls of the trace (the proposed call is last).
+    """
+
+    name: str
+    args: dict[str, Any]
+    id: str | None
+    index: int
+    position: int = 0
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a trace.
+
+    Attributes:
+        role: ``system``, ``user``, ``assistant`` or ``tool``.
+        source: Who wrote the text: ``system``, ``user``, ``model``, ``tool:<name>`` or
+            ``tool:?``.
+        text: The whole text (content parts joined by newlines; nothing cut).
+        tool_name: The tool a ``tool`` message is the result of (None if unknown).
+        tool_call_id: The call a ``tool`` message answers.
+        index: Position in the trace, from 0.
+        calls: Calls an ``assistant`` message makes.
+        status: ``error`` for a tool result the host marked as failed, ``ok`` otherwise
+            (None for other roles).
+    """
+
+    role: Role
+    source: str
+    text: str
+    tool_name: str | None
+    tool_call_id: str | None
+    index: int
+    calls: tuple[ToolCall, ...] = ()
+    status: Literal["ok", "error"] | None = None
+
+    @cached_property
+    def digest(self) -> bytes:
+        """SHA-256 of everything the message says (role, source, ids, status, text, calls)."""
+        head = json.dumps(
+            [self.role, self.source, self.tool_call_id, self.status,
+             [[c.id, c.name, c.args] for c in self.calls]],
+            ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str,
+        )  # fmt: skip
+        h = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        h.update(self.text.encode("utf-8", "surrogatepass"))
+        return h.digest()
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A conversation and the call it is about to make.
+
+    Attributes:
+        messages: Every message, in order (all of them are earlier than `call`).
+        call: The proposed call.
+        size: UTF-8 bytes read (text and arguments).
+    """
+
+    messages: tuple[Message, ...]
+    call: ToolCall
+    size: int = 0
+    _calls: tuple[ToolCall, ...] = field(default=(), repr=False)
+    _results: dict[str, int] = field(default_factory=dict, repr=False)
+    _answers: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """Earlier calls (every call of the messages except the proposed one), in order."""
+        return self._calls
+
+    def result_of(self, call: ToolCall) -> Message | None:
+        """The tool result answering an earlier call, if the trace has it."""
+        at = self._results.get(call.id) if call.id else None
+        if at is None:
+            at = self._results.get(f"#{call.position}")
+        return self.messages[at] if at is not None else None
+
+    def call_of(self, message: Message) -> ToolCall | None:
+        """The earlier call a tool result answers, if known."""
+        where = self._answers.get(message.index)
+        if where is None:
+            return None
+        return self.messages[where[0]].calls[where[1]]
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.messages: list[Message] = []
+        self.position = 0
+        self.calls_by_id: dict[str, tuple[int, int]] = {}
+        self.unanswered: list[tuple[int, int]] = []
+        self.results: dict[str, int] = {}
+        self.answers: dict[int, tuple[int, int]] = {}
+
+    def count(self, text: str) -> None:
+        self.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if self.size > self.max_bytes:
+            unreadable("trace_too_large", f"the trace is over {self.max_bytes} bytes; it is "
+                       "denied rather than cut (raise max_trace_bytes to guard it)")  # fmt: skip
+
+    def text(self, content: Any, where: str) -> str:
+        if content is None:
+            return ""
+        if isinstance(content, str):
+            self.count(content)
+            return content
+        if isinstance(content, list):
+            parts: list[str] = []
+            for part in content:
+                if isinstance(part, str):
+                    parts.append(part)
+                elif isinstance(part, Mapping):
+                    kind = part.get("type")
+                    if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+                        parts.append(str(part["text"]))
+                    elif kind == "refusal" and isinstance(part.get("refusal"), str):
+                        parts.append(str(part["refusal"]))
+                    else:
+                        parts.append(_json(part))
+                else:
+                    unreadable("unparsable_trace", f"{where}: a content part is neither text nor "
+                               "an object")  # fmt: skip
+            joined = "\n".join(parts)
+            self.count(joined)
+            return joined
+        return unreadable("unparsable_trace", f"{where}: content is neither text nor a list")
+
+    def args(self, raw: Any, where: str) -> dict[str, Any]:
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return {}
+        if isinstance(raw, str):
+            self.count(raw)
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                unreadable("unparsable_trace", f"{where}: arguments are not JSON")
+        elif isinstance(raw, Mapping):
+            self.count(_json(raw))
+        if not isinstance(raw, Mapping):
+            unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
+        return dict(raw)
+
+    def call(self, raw: Any, index: int, where: str) -> ToolCall:
+        if not isinstance(raw, Mapping):
+            unreadable("unparsable_trace", f"{where}: a tool call is not an object")
+        fn = raw.get("function")
+        if isinstance(fn, Mapping):
+            name, args = fn.get("name"), self.args(fn.get("arguments"), where)
+        elif "args" in raw:
+            name, args = raw.get("name"), self.args(raw.get("args"), where)
+        else:
+            name, args = raw.get("name"), self.args(raw.get("arguments", raw.get("input")), where)
+        if not isinstance(name, str) or not name.strip():
+            unreadable("unparsable_trace", f"{where}: a tool call has no name")
+        ident = raw.get("id")
+        call = ToolCall(name=name.strip(), args=args,
+                        id=str(ident) if isinstance(ident, str | int) and ident != "" else None,
+                        index=index, position=self.position)  # fmt: skip
+        self.position += 1
+        return call
+
+    def add(self, raw: Any, index: int) -> None:
+        where = f"message {index}"
+        if hasattr(raw, "type") and hasattr(raw, "content") and not isinstance(raw, Mapping):
+            raw = _to_dict(raw)
+        if not isinstance(raw, Mapping):
+            unreadable("unparsable_trace", f"{where} is not an object")
+        if "role" in raw:
+            data: Mapping[str, Any] = raw
+            role = _OPENAI_ROLES.get(str(raw.get("role")))
+            legacy_function = raw.get("role") == "function"
+        elif "type" in raw and isinstance(raw.get("data"), Mapping):
+            data = raw["data"]
+            kind = str(raw["type"])
+            if kind in ("chat", "ChatMessageChunk"):
+                role = _OPENAI_ROLES.get(str(data.get("role")))
+            else:
+                role = _LC_TYPES.get(kind)
+            legacy_function = kind in ("function", "FunctionMessageChunk")
+        else:
+            unreadable("unparsable_trace", f"{where} is neither LangChain nor OpenAI chat")
+        if role is None:
+            unreadable("unparsable_trace", f"{where} has an unknown role or type")
+        text = self.text(data.get("content"), where)
+        name = data.get("name") if isinstance(data.get("name"), str) else None
+        if role == "assistant":
+            self.assistant(data, text, index, where)
+        elif role == "tool":
+            self.tool(data, text, name, index, where, legacy_function)
+        else:
+            source = "user" if role == "user" else "system"
+            self.messages.append(Message(role, source, text, None, None, index))
+
+    def assistant(self, data: Mapping[str, Any], text: str, index: int, where: str) -> None:
+        raw_calls = data.get("tool_calls")
+        if not raw_calls:
+            extra = data.get("additional_kwargs")
+            raw_calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+        if not raw_calls and isinstance(data.get("function_call"), Mapping):
+            raw_calls = [data["function_call"]]
+        if raw_calls is not None and not isinstance(raw_calls, list):
+            unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
+        calls = tuple(self.call(c, index, where) for c in raw_calls or [])
+        for k, call in enumerate(calls):
+            if call.id is not None:
+                self.calls_by_id[call.id] = (index, k)
+            self.unanswered.append((index, k))
+        invalid = data.get("invalid_tool_calls")
+        if isinstance(invalid, list) and invalid:
+            shown = _json(invalid)
+            self.count(shown)
+            text = (text + "\n" if text else "") + "[invalid tool calls] " + shown
+        self.messages.append(Message("assistant", "model", text, None, None, index, calls))
+
+    def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
+             legacy_function: bool) -> None:  # fmt: skip
+        ident = data.get("tool_call_id")
+        call_id = str(ident) if isinstance(ident, str | int) and ident != "" else None
+        answered: tuple[int, int] | None = None
+        if call_id is not None:
+            answered = self.calls_by_id.get(call_id)
+        elif legacy_function and name:
+            answered = next((a for a in reversed(self.unanswered)
+                             if self.messages[a[0]].calls[a[1]].name == name), None)  # fmt: skip
+        tool_name = name
+        if answered is not None:
+            call = self.messages[answered[0]].calls[answered[1]]
+            if name and name != call.name:
+                unreadable("inconsistent_trace", f"{where}: a result named {name[:40]!r} answers "
+                           f"a call of {call.name[:40]!r}")  # fmt: skip
+            tool_name = call.name
+            if answered in self.unanswered:
+                self.unanswered.remove(answered)
+            self.results[call.id or f"#{call.position}"] = index
+            self.answers[index] = answered
+        status: Literal["ok", "error"] = "error" if data.get("status") == "error" else "ok"
+        source = f"tool:{tool_name}" if tool_name else "tool:?"
+        self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+                                     status=status))  # fmt: skip
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _to_dict(message: Any) -> dict[str, Any]:
+    from langchain_core.messages import messages_to_dict
+
+    return messages_to_dict([message])[0]
+
+
+def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
+    if isinstance(raw, bytes | bytearray | str):
+        if len(raw) > max_bytes:
+            unreadable("trace_too_large", f"the trace is over {max_bytes} bytes; it is denied "
+                       "rather than cut (raise max_trace_bytes to guard it)")  # fmt: skip
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            unreadable("unparsable_trace", f"the trace is not JSON ({exc})")
+    if isinstance(raw, Mapping):
+        if not isinstance(raw.get("messages"), list):
+            unreadable("unparsable_trace", "a trace object needs a 'messages' list")
+        return raw["messages"], raw.get("proposed_call", raw.get("tool_call"))
+    if isinstance(raw, list | tuple):
+        return list(raw), None
+    return unreadable("unparsable_trace", "a trace is a list of messages or an object with "
+                      "'messages'")  # fmt: skip
+
+
+def parse_trace(
+    messages: Any, proposed_call: Any = None, *, max_bytes: int = MAX_TRACE_BYTES
+) -> Trace:
+    """Read a trace (see the module docstring for the format).
+
+    Args:
+        messages: A message list (dicts or LangChain messages), a trace object with
+            ``messages`` (and ``proposed_call``), or either as JSON text.
+        proposed_call: The call to guard; overrides the document's ``proposed_call``.
+        max_bytes: Size limit; a larger trace is unreadable (never cut).
+
+    Raises:
+        UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
+    """
+    items, documented = _document(messages, max_bytes)
+    reader = _Reader(max_bytes)
+    for index, raw in enumerate(items):
+        reader.add(raw, index)
+    msgs = reader.messages
+    given = proposed_call if proposed_call is not None else documented
+    proposed: ToolCall | None = None
+    last = msgs[-1] if msgs else None
+    if given is None:
+        if last is None or last.role != "assistant" or not last.calls:
+            unreadable("no_tool_call", "no proposed call was given and the last message makes "
+                       "no tool call")  # fmt: skip
+        if len(last.calls) > 1:
+            unreadable("several_tool_calls", f"the last message makes {len(last.calls)} calls; "
+                       "pass the one to guard as proposed_call")  # fmt: skip
+        proposed = last.calls[0]
+    else:
+        wanted = reader.call(given, len(msgs), "the proposed call")
+        proposed = _match(msgs, wanted)
+    skip = {(proposed.index, proposed.position)}
+    if proposed.index < len(msgs):  # in the last message: later siblings are not earlier
+        skip.update((c.index, c.position) for c in msgs[proposed.index].calls
+                    if c.position > proposed.position)  # fmt: skip
+    earlier = tuple(c for m in msgs for c in m.calls if (c.index, c.position) not in skip)
+    return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers)
+
+
+def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
+    """The proposed call as a call of the trace, or as a new call after the last message.
+
+    With an id, the call with that id anywhere in the trace (it must be in the last
+    message); without one, an equal call (name and arguments) of the last message.
+    """
+    if wanted.id is not None:
+        where = [(m, c) for m in msgs for c in m.calls if c.id == wanted.id]
+    else:
+        where = [(msgs[-1], c) for c in (msgs[-1].calls if msgs else ())
+                 if c.name == wanted.name and c.args == wanted.args][:1]  # fmt: skip
+    for message, call in where:
+        if message.index != len(msgs) - 1:
+            unreadable("inconsistent_trace", f"the proposed call is made in message "
+                       f"{message.index}, and {len(msgs) - 1 - message.index} message(s) "
+                       "follow it")  # fmt: skip
+        return ToolCall(wanted.name, wanted.args, call.id, call.index, call.position)
+    return wanted
+
+
+def load_trace(path_or_text: str | bytes, *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
+    """Read a trace document from JSON text (a file's content or stdin)."""
+    return parse_trace(path_or_text, max_bytes=max_bytes)
+
+
+# -- as an event ---------------------------------------------------------------------------
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in (text.splitlines() or [""]))
+
+
+def _line(message: Message) -> str:
+    if message.role == "user":
+        return "USER: " + message.text
+    if message.role == "system":
+        return "SYSTEM: " + message.text
+    if message.role == "tool":
+        return f"TOOL RESULT [{message.tool_name or message.tool_call_id or '?'}]: " + message.text
+    said = message.text
+    if message.calls:
+        calls = ", ".join(f"{c.name}({_args(c.args)})" for c in message.calls)
+        said = (said + "\n" if said else "") + "calls " + calls
+    return "AI: " + said
+
+
+def _args(args: Mapping[str, Any]) -> str:
+    return json.dumps(dict(args), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """The trace as a GuardAgent event (agent_input, agent_output), uncut.
+
+    Same layout as :func:`guardagent.integrations.events.tool_call_event` (task from the
+    user messages, the host's ``User information:`` block last; conversation lines indented
+    so no message can forge the unindented ``TOOL:`` / ``ARGS:`` block), without the
+    4,000-character tail: the whole trace is the event.
+    """
+    from guardagent.integrations.events import render_user_info
+
+    asks = [" ".join(m.text.split()) for m in trace.messages if m.role == "user"]
+    agent_input = "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
+    body = "\n".join(_indent(_line(m)) for m in trace.messages) or "  (none)"
+    name = " ".join(trace.call.name.split())
+    block = f"(Tool call)\nTOOL: {name}\nARGS: {_args(trace.call.args)}"
+    agent_output = f"(Conversation)\n{body}\n{block}"
+    return agent_input, agent_output

@@ -1,0 +1,312 @@
+"""Where each value of the proposed call comes from: the earlier messages that contain it.
+
+For every argument of the proposed call, every list element, and every typed value inside a
+free-text argument (an address in a message body), the messages that contain it after
+normalisation (:mod:`guardagent.trace.values`), and from those its **origin**:
+
+- ``user``: a user message contains it;
+- ``trusted``: else the system prompt or a ``trusted`` tool's result;
+- ``untrusted``: else only ``untrusted`` tool results (mail, pages, others' messages);
+- ``invented``: no user, system or tool message contains it (model text may: the model
+  made it up or assembled it).
+
+Search. Typed values are looked up by key in the thread's index
+(:class:`~guardagent.trace.state.TraceIndex`). A phrase (a ``text`` value, or a typed
+value none of whose keys is found) is a run of whole word tokens: the index gives the
+messages holding all its tokens, and one Aho-Corasick automaton over all the call's
+phrases (``pyahocorasick``) confirms the contiguous run in each such message in one pass,
+so the work is linear in the candidate messages (at most the trace). A phrase found in no
+single message is looked for across a boundary: its first part at the end of a message and
+the rest at the start of the next message of the same source (a value split in two).
+Messages the index could not keep (over its size budget) are read here instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import ahocorasick
+
+from guardagent.trace.labels import Labels, SourceKind
+from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.state import TraceIndex, echo_of, flatten, message_keys, posted
+from guardagent.trace.values import Value, ValueKind, normalize_text, read_scalar, tokens
+
+Origin = Literal["user", "trusted", "untrusted", "invented"]
+_TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
+_SHOWN_CHARS = 60
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One message that contains a value."""
+
+    index: int
+    source: str
+    kind: SourceKind
+
+    def __str__(self) -> str:
+        return f"message {self.index} ({self.source})"
+
+
+@dataclass(frozen=True)
+class ValueProvenance:
+    """One value of the proposed call and the messages that contain it.
+
+    Attributes:
+        path: The argument path (``to``, ``to[1]``, ``payment.iban``).
+        value: The value as read.
+        inner: Found inside a free-text argument (not the argument itself).
+        sources: Every earlier message containing it (model messages included, though
+            they never make a value trusted), in order.
+        split: Found only across the boundary of two consecutive messages of one source.
+    """
+
+    path: str
+    value: Value
+    inner: bool
+    sources: tuple[SourceRef, ...]
+    split: bool = False
+
+    def kinds(self) -> set[SourceKind]:
+        """The trust classes of the sources."""
+        return {s.kind for s in self.sources}
+
+    @property
+    def origin(self) -> Origin:
+        """``user`` / ``trusted`` / ``untrusted`` / ``invented`` (see the module docstring)."""
+        kinds = self.kinds()
+        if "user" in kinds:
+            return "user"
+        if kinds & _TRUSTED:
+            return "trusted"
+        return "untrusted" if "untrusted_tool" in kinds else "invented"
+
+    def of(self, *kinds: SourceKind) -> tuple[SourceRef, ...]:
+        """The sources of the given classes."""
+        return tuple(s for s in self.sources if s.kind in kinds)
+
+    def describe(self) -> str:
+        """One line for a decision: the value, its origin and the messages that decided it."""
+        shown = self.value.text if len(self.value.text) <= _SHOWN_CHARS else (
+            self.value.text[:_SHOWN_CHARS] + "...")  # fmt: skip
+        where = f"{self.path} ({'inside' if self.inner else 'value'}) {shown!r}"
+        origin = self.origin
+        if origin == "invented":
+            model = self.of("model")
+            said = f"; only the model wrote it ({', '.join(map(str, model))})" if model else ""
+            return f"{where} is in no user, system or tool message{said}"
+        deciding = {"user": ("user",), "trusted": ("system", "trusted_tool"),
+                    "untrusted": ("untrusted_tool",)}[origin]  # fmt: skip
+        refs = ", ".join(str(s) for s in self.of(*deciding))  # type: ignore[arg-type]
+        split = " (split across two messages)" if self.split else ""
+        label = {"user": "from the user", "trusted": "from a trusted source",
+                 "untrusted": "only from untrusted sources"}[origin]  # fmt: skip
+        return f"{where} is {label}: {refs}{split}"
+
+
+@dataclass(frozen=True)
+class CallProvenance:
+    """The provenance of every value of one call."""
+
+    call: ToolCall
+    values: tuple[ValueProvenance, ...]
+
+    def select(
+        self, arg: str = "*", *, kinds: Iterable[ValueKind] | None = None, inner: bool = True
+    ) -> list[ValueProvenance]:
+        """Values of an argument (``*``: all), optionally of some kinds only.
+
+        `arg` names an argument or a path prefix: ``to`` selects ``to``, ``to[0]``,
+        ``to.name``. Inner values (found inside free text) are included unless `inner` is
+        False; `kinds` filters both.
+        """
+        wanted = set(kinds) if kinds is not None else None
+        return [
+            v for v in self.values
+            if (arg == "*" or v.path == arg or v.path.startswith((arg + "[", arg + ".")))
+            and (inner or not v.inner)
+            and (wanted is None or v.value.kind in wanted)
+        ]  # fmt: skip
+
+
+class Search:
+    """Finds values in the messages of one trace (one query: caches live for one call).
+
+    Args:
+        trace: The trace.
+        index: Its index, up to date (:meth:`TraceIndex.update` on this trace).
+        labels: The deployer's labels.
+    """
+
+    def __init__(self, trace: Trace, index: TraceIndex, labels: Labels) -> None:
+        if index.count != len(trace.messages):
+            raise ValueError("the index is not up to date with this trace; call update() first")
+        self.trace = trace
+        self.index = index
+        self.labels = labels
+        self.region = index.region
+        self._unindexed: dict[int, set[str]] = {}
+        self._texts: dict[int, str] = {}
+        self._token_list: dict[int, list[str]] = {}
+        self._next: list[int | None] | None = None
+
+    # -- primitives ------------------------------------------------------------------------
+
+    def _unindexed_keys(self, i: int) -> set[str]:
+        keys = self._unindexed.get(i)
+        if keys is None:
+            self.index.work.messages_rescanned += 1
+            keys = message_keys(self.trace.messages[i], self.trace, self.region)
+            self._unindexed[i] = keys
+        return keys
+
+    def ids(self, keys: Iterable[str]) -> set[int]:
+        """Messages containing any of the keys (index and unindexed messages)."""
+        keys = list(keys)
+        found = posted(self.index, keys)
+        for i in self.index.unindexed:
+            if not self._unindexed_keys(i).isdisjoint(keys):
+                found.add(i)
+        return found
+
+    def _all(self, keys: Sequence[str]) -> set[int]:
+        """Messages containing every key."""
+        lists = sorted((self.index.ids(k) for k in set(keys)), key=len)
+        found = set(lists[0]) if lists else set()
+        for ids in lists[1:]:
+            if not found:
+                break
+            found.intersection_update(ids)
+        for i in self.index.unindexed:
+            if self._unindexed_keys(i).issuperset(keys):
+                found.add(i)
+        return found
+
+    def token_list(self, i: int) -> list[str]:
+        """A message's tokens, with those echoed from its own call blanked out."""
+        toks = self._token_list.get(i)
+        if toks is None:
+            message = self.trace.messages[i]
+            self.index.work.messages_verified += 1
+            echo = echo_of(message, self.trace, self.region)
+            toks = [t if "w:" + t not in echo else "\x00" for t in
+                    tokens(normalize_text(message.text))]  # fmt: skip
+            self._token_list[i] = toks
+        return toks
+
+    def token_text(self, i: int) -> str:
+        """A message's token list as one space-padded string (what the automaton scans)."""
+        text = self._texts.get(i)
+        if text is None:
+            text = " " + " ".join(self.token_list(i)) + " "
+            self._texts[i] = text
+        return text
+
+    def _next_of_source(self, i: int) -> int | None:
+        if self._next is None:
+            nxt: list[int | None] = [None] * self.index.count
+            last: dict[int, int] = {}
+            for j in range(self.index.count - 1, -1, -1):
+                nxt[j] = last.get(self.index.sources[j])
+                last[self.index.sources[j]] = j
+            self._next = nxt
+        return self._next[i]
+
+    # -- phrases ---------------------------------------------------------------------------
+
+    def phrases(self, needles: Sequence[tuple[str, ...]]) -> list[tuple[set[int], bool]]:
+        """For each token run: the messages containing it, and whether only split in two."""
+        results: list[tuple[set[int], bool]] = [(set(), False) for _ in needles]
+        candidates: list[set[int]] = []
+        automaton = ahocorasick.Automaton()
+        for n, needle in enumerate(needles):
+            if len(needle) == 1:
+                results[n] = (self.ids(["w:" + needle[0]]), False)
+                candidates.append(set())
+                continue
+            candidates.append(self._all(["w:" + t for t in needle]))
+            automaton.add_word(" " + " ".join(needle) + " ", n)
+        scan = set().union(*candidates) if candidates else set()
+        if scan:
+            automaton.make_automaton()
+            for i in sorted(scan):
+                for _, n in automaton.iter(self.token_text(i)):
+                    if i in candidates[n]:
+                        results[n][0].add(i)
+        for n, needle in enumerate(needles):
+            if not results[n][0] and len(needle) > 1:
+                split = self._split(needle)
+                if split:
+                    results[n] = (split, True)
+        return results
+
+    def _split(self, needle: tuple[str, ...]) -> set[int]:
+        """Messages i, j (j next of i's source): the run's head ends i, its rest starts j."""
+        firsts = self.ids(["w:" + needle[0]])
+        lasts = self.ids(["w:" + needle[-1]])
+        found: set[int] = set()
+        for i in sorted(firsts):
+            j = self._next_of_source(i)
+            if j is None or j not in lasts:
+                continue
+            head, tail = self.token_list(i), self.token_list(j)
+            for k in range(1, len(needle)):
+                if tuple(head[-k:]) == needle[:k] and tuple(tail[:len(needle) - k]) == needle[k:]:
+                    found.update((i, j))
+                    break
+        return found
+
+    # -- values ----------------------------------------------------------------------------
+
+    def locate(self, values: Sequence[Value]) -> list[tuple[set[int], bool]]:
+        """For each value: the messages containing it, and whether only split in two."""
+        out: list[tuple[set[int], bool]] = []
+        pending: list[tuple[int, tuple[str, ...]]] = []
+        for n, value in enumerate(values):
+            found = self.ids(list(value.keys)) if value.keys else set()
+            out.append((found, False))
+            if not found and value.tokens:
+                pending.append((n, value.tokens))
+        if pending:
+            for (n, _), result in zip(pending, self.phrases([p for _, p in pending]),
+                                      strict=True):  # fmt: skip
+                out[n] = result
+        return out
+
+    def refs(self, ids: Iterable[int]) -> tuple[SourceRef, ...]:
+        """Source references of message indices, in order."""
+        out = []
+        for i in sorted(ids):
+            source = self.index.source_of(i)
+            out.append(SourceRef(i, source, self.labels.kind(source)))
+        return tuple(out)
+
+    def part_sources(self, value: Value, part: str) -> tuple[SourceRef, ...]:
+        """Sources of a coarser part of a value (a URL's ``host`` or ``domain``)."""
+        key = value.part(part)
+        return self.refs(self.ids([key])) if key else ()
+
+
+def call_values(call: ToolCall, region: str | None) -> list[tuple[str, Value, bool]]:
+    """``(path, value, inner)`` for every value of a call's arguments, in argument order."""
+    out: list[tuple[str, Value, bool]] = []
+    for path, scalar in flatten(call.args):
+        whole, inner = read_scalar(scalar, region=region)
+        if whole is not None:
+            out.append((path, whole, False))
+        out.extend((path, v, True) for v in inner)
+    return out
+
+
+def call_provenance(search: Search, call: ToolCall | None = None) -> CallProvenance:
+    """The provenance of every value of a call (default: the trace's proposed call)."""
+    call = call if call is not None else search.trace.call
+    items = call_values(call, search.region)
+    located = search.locate([v for _, v, _ in items])
+    return CallProvenance(call, tuple(
+        ValueProvenance(path, value, inner, search.refs(ids), split)
+        for (path, value, inner), (ids, split) in zip(items, located, strict=True)
+    ))  # fmt: skip

@@ -1,0 +1,341 @@
+"""Per-thread incremental index of a trace: what every earlier message contains, kept small.
+
+An agent thread is guarded call after call, and each call brings the whole conversation
+again. Reading every message again (normalising it, finding its e-mail addresses, URLs,
+IBANs, phone numbers, amounts, dates and words) would make the n-th call cost the whole
+thread. :class:`TraceIndex` keeps what that reading produced, so each call reads only the
+messages that are new since the last one:
+
+- **postings**: for every key a message contains (typed keys from
+  :mod:`guardagent.trace.values` and ``w:<token>`` for each word), the messages that contain
+  it. Keys are stored as 64-bit BLAKE2b digests, so the state holds no conversation text.
+- **echo exclusion**: a tool result does not count as a source of what its own call's
+  arguments put into it (``search_contacts("x@evil.com")`` answering "no contact
+  x@evil.com" does not make that address the user's data): the keys of the call's
+  arguments are left out of the result's postings.
+- **splits**: a value written across two consecutive messages of one source (an IBAN
+  whose last groups arrive in the next chunk) is read from the joined boundary (the last
+  and first :data:`WINDOW` characters) and posted to both messages.
+- **hash chain**: every message's SHA-256 (role, source, ids, status, text, calls) and a
+  chain over them. A call whose trace changed or dropped a message the index has seen is
+  unreadable (``trace_rewritten``), naming the first changed message. A host that edits a
+  message on purpose (a reviewer's edit of a pending call) says so with :meth:`truncate`.
+
+Cost. Each update hashes every message (C-speed SHA-256 over its text, needed to see a
+rewrite anywhere) and *reads* only new ones; the counters in :attr:`TraceIndex.work` say
+how much of each was done, and the tests check them.
+
+Size. The state is plain JSON (for a LangGraph checkpoint). A message whose postings would
+take the state over ``max_state_bytes`` (default 1 MB) is not posted; it is listed as
+*unindexed* and read again at query time (correct, but its cost is then paid per call).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from guardagent.readers.evidence import unreadable
+from guardagent.trace.messages import Message, ToolCall, Trace
+from guardagent.trace.values import extract_values, normalize_text, read_scalar, tokens
+
+STATE_FORMAT = "guardagent-trace-index/1"
+MAX_STATE_BYTES = 1_000_000
+"""Default budget of a serialised state."""
+
+WINDOW = 96
+"""Characters read on each side of a boundary between two messages of one source."""
+
+_GENESIS = hashlib.sha256(b"guardagent trace chain").hexdigest()
+
+
+def key_hash(key: str) -> str:
+    """The stored form of a key: 64-bit BLAKE2b, URL-safe base64 (11 characters)."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+def _short(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest[:9]).decode("ascii")
+
+
+def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Scalar leaves of a call's arguments as ``(path, value)``: ``to``, ``to[0]``, ``a.b``."""
+    if isinstance(args, Mapping):
+        out: list[tuple[str, Any]] = []
+        for key, value in args.items():
+            out.extend(flatten(value, f"{path}.{key}" if path else str(key)))
+        return out
+    if isinstance(args, list | tuple):
+        return [leaf for i, item in enumerate(args) for leaf in flatten(item, f"{path}[{i}]")]
+    return [(path, args)]
+
+
+def call_keys(call: ToolCall, region: str | None) -> set[str]:
+    """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
+    keys: set[str] = set()
+    for _, scalar in flatten(call.args):
+        whole, inner = read_scalar(scalar, region=region)
+        for value in ([whole] if whole else []) + inner:
+            keys.update(value.keys)
+            keys.update(k for _, k in value.parts)
+            keys.update("w:" + t for t in value.tokens)
+    return keys
+
+
+def text_keys(normalized: str, region: str | None) -> set[str]:
+    """Every key normalised text contains."""
+    keys = {"w:" + t for t in tokens(normalized)}
+    for found in extract_values(normalized, region=region):
+        keys.update(found.value.keys)
+        keys.update(k for _, k in found.value.parts)
+    return keys
+
+
+def echo_of(message: Message, trace: Trace, region: str | None) -> set[str]:
+    """Keys a tool result only repeats from the arguments of the call it answers."""
+    if message.role != "tool":
+        return set()
+    call = trace.call_of(message)
+    return call_keys(call, region) if call is not None else set()
+
+
+def message_keys(message: Message, trace: Trace, region: str | None) -> set[str]:
+    """The keys a message is a source of (its own, less those echoed from its call)."""
+    return text_keys(normalize_text(message.text), region) - echo_of(message, trace, region)
+
+
+@dataclass
+class Work:
+    """What an update or a query actually did (for tests and benchmarks)."""
+
+    messages_hashed: int = 0
+    bytes_hashed: int = 0
+    messages_read: int = 0
+    chars_read: int = 0
+    messages_verified: int = 0
+    messages_rescanned: int = 0
+
+
+class TraceIndex:
+    """The incremental index of one thread (see the module docstring).
+
+    Args:
+        region: Default phone region (from the labels); part of the state, since it
+            changes what is read.
+        max_state_bytes: Budget of the serialised state.
+    """
+
+    def __init__(self, region: str | None = None, max_state_bytes: int = MAX_STATE_BYTES) -> None:
+        self.region = region
+        self.max_state_bytes = max_state_bytes
+        self.count = 0
+        self.chain = _GENESIS
+        self.hashes: list[str] = []
+        self.sources: list[int] = []
+        self.source_names: list[str] = []
+        self.postings: dict[str, list[int]] = {}
+        self.tails: dict[str, tuple[int, str]] = {}
+        self.unindexed: list[int] = []
+        self.work = Work()
+        self._size = 400
+
+    # -- reading a trace -------------------------------------------------------------------
+
+    def update(self, trace: Trace) -> list[int]:
+        """Check the trace against what the index has seen, then read its new messages.
+
+        Returns:
+            The indices of the messages read now.
+
+        Raises:
+            UnreadableEvidence: ``trace_rewritten`` when a message seen before changed or
+                is gone.
+        """
+        messages = trace.messages
+        if len(messages) < self.count:
+            unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
+                       f"check and now has {len(messages)}: messages were removed")  # fmt: skip
+        chain = bytes.fromhex(_GENESIS)
+        for i, message in enumerate(messages):
+            digest = message.digest
+            self.work.messages_hashed += 1
+            self.work.bytes_hashed += len(message.text)
+            if i < self.count and _short(digest) != self.hashes[i]:
+                unreadable("trace_rewritten", f"message {i} ({message.source}) changed since "
+                           "the thread's last check")  # fmt: skip
+            chain = hashlib.sha256(chain + digest).digest()
+            if i == self.count - 1 and self.chain and chain.hex() != self.chain:
+                unreadable("trace_rewritten", "the thread's hash chain does not match its "
+                           "last check")  # fmt: skip
+        new = list(range(self.count, len(messages)))
+        for i in new:
+            self._read(messages[i], trace)
+        self.count = len(messages)
+        self.chain = chain.hex() if messages else _GENESIS
+        return new
+
+    def _source_id(self, source: str) -> int:
+        try:
+            return self.source_names.index(source)
+        except ValueError:
+            self.source_names.append(source)
+            self._size += len(source) + 4
+            return len(self.source_names) - 1
+
+    def _read(self, message: Message, trace: Trace) -> None:
+        self.work.messages_read += 1
+        self.work.chars_read += len(message.text)
+        normalized = normalize_text(message.text)
+        echo = echo_of(message, trace, self.region)
+        keys = text_keys(normalized, self.region) - echo
+        self.hashes.append(_short(message.digest))
+        self.sources.append(self._source_id(message.source))
+        self._size += 16 + len(str(len(self.sources)))
+        crossing = self._crossing(message, normalized) - echo
+        hashed = {key_hash(k) for k in keys}
+        cost = sum(len(str(message.index)) + 1 + (0 if h in self.postings else 16) for h in hashed)
+        if self._size + cost > self.max_state_bytes:
+            self.unindexed.append(message.index)
+            self._size += len(str(message.index)) + 1
+            return
+        for h in hashed:
+            self._post(h, message.index)
+        prev = self.tails.get(message.source)
+        if prev is not None:
+            for key in crossing:
+                h = key_hash(key)
+                self._post(h, prev[0])
+                self._post(h, message.index)
+        self.tails[message.source] = (message.index, normalized[-WINDOW:])
+
+    def _post(self, h: str, index: int) -> None:
+        ids = self.postings.get(h)
+        if ids is None:
+            self.postings[h] = [index]
+            self._size += 16 + len(str(index))
+            return
+        at = bisect_left(ids, index)
+        if at == len(ids) or ids[at] != index:
+            ids.insert(at, index)
+            self._size += 1 + len(str(index))
+
+    def _crossing(self, message: Message, normalized: str) -> set[str]:
+        """Keys of typed values that span the boundary with the previous message of the source."""
+        prev = self.tails.get(message.source)
+        if prev is None or not normalized:
+            return set()
+        tail, head = prev[1], normalized[:WINDOW]
+        keys: set[str] = set()
+        for sep in ("", " "):
+            joined = tail + sep + head
+            cut = len(tail)
+            for found in extract_values(joined, region=self.region):
+                if found.start < cut and found.end > cut + len(sep):
+                    keys.update(found.value.keys)
+                    keys.update(k for _, k in found.value.parts)
+        return keys
+
+    def truncate(self, count: int) -> None:
+        """Forget messages from `count` on (a host that rewrote them on purpose says so).
+
+        The next :meth:`update` reads them again. Costs one pass over the postings.
+        """
+        if count >= self.count:
+            return
+        count = max(0, count)
+        self.postings = {h: kept for h, ids in self.postings.items()
+                         if (kept := [i for i in ids if i < count])}  # fmt: skip
+        self.unindexed = [i for i in self.unindexed if i < count]
+        self.tails = {s: t for s, t in self.tails.items() if t[0] < count}
+        del self.hashes[count:]
+        del self.sources[count:]
+        self.count = count
+        self.chain = ""  # unknown until the next update re-hashes the kept messages
+        self._size = len(str(self.to_json()))
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def ids(self, key: str) -> list[int]:
+        """Messages posted under a key (unindexed messages not included)."""
+        return self.postings.get(key_hash(key), [])
+
+    def source_of(self, index: int) -> str:
+        """The source of a message the index has seen."""
+        return self.source_names[self.sources[index]]
+
+    def next_of_source(self, index: int) -> int | None:
+        """The next message with the same source, if any."""
+        source = self.sources[index]
+        return next((j for j in range(index + 1, self.count) if self.sources[j] == source), None)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as JSON-able data (for a checkpoint)."""
+        return {
+            "format": STATE_FORMAT,
+            "region": self.region,
+            "count": self.count,
+            "chain": self.chain,
+            "hashes": "".join(self.hashes),
+            "sources": self.sources,
+            "source_names": self.source_names,
+            "postings": self.postings,
+            "tails": {s: [i, t] for s, (i, t) in self.tails.items()},
+            "unindexed": self.unindexed,
+        }
+
+    @classmethod
+    def from_json(
+        cls, data: Any, *, region: str | None = None, max_state_bytes: int = MAX_STATE_BYTES
+    ) -> TraceIndex:
+        """A state read back from a checkpoint.
+
+        A state made under another phone region starts over (the readings differ); a
+        state that is not one this module wrote is unreadable (``unreadable_state``).
+        """
+        index = cls(region, max_state_bytes)
+        if data is None:
+            return index
+        try:
+            if data.get("format") != STATE_FORMAT:
+                raise ValueError("format")
+            if data.get("region") != region:
+                return index
+            count = int(data["count"])
+            hashes = str(data["hashes"])
+            sources = [int(s) for s in data["sources"]]
+            names = [str(n) for n in data["source_names"]]
+            if len(hashes) != 12 * count or len(sources) != count:
+                raise ValueError("lengths")
+            if any(not 0 <= s < len(names) for s in sources):
+                raise ValueError("sources")
+            postings = {str(h): [int(i) for i in ids] for h, ids in data["postings"].items()}
+            tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
+            unindexed = [int(i) for i in data["unindexed"]]
+            chain = str(data["chain"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
+        index.count = count
+        index.chain = chain
+        index.hashes = [hashes[i:i + 12] for i in range(0, len(hashes), 12)]
+        index.sources = sources
+        index.source_names = names
+        index.postings = postings
+        index.tails = tails
+        index.unindexed = unindexed
+        index._size = len(str(data))
+        return index
+
+
+def posted(index: TraceIndex, keys: Iterable[str]) -> set[int]:
+    """Messages posted under any of the keys."""
+    found: set[int] = set()
+    for key in keys:
+        found.update(index.ids(key))
+    return found

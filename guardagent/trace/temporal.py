@@ -1,0 +1,317 @@
+"""Facts about the order of calls in a trace, where navigation goes, and where secrets go.
+
+Rules over a trajectory need more than the proposed call: "a transfer only after the user's
+balance was looked up", "nothing after the agent said it was done", "at most three e-mails
+per thread", "stay on the admin site", "the balance never leaves for an address the user
+did not give". This module reads those facts from the trace's calls (every call the
+assistant messages make, before the proposed one) with the deployer's labels.
+
+Call patterns (:class:`CallPattern`): a tool-name glob (``send_*``), or ``effect:<effect>``
+(every tool with that label, so renaming tools changes nothing), optionally with argument
+constraints (a glob over the normalised text, or a value compared by kind: ``"Alice@X.com"``
+equals ``"alice@x.com"``, ``2500`` equals ``"2,500.00"``) and the status of the call's
+result (``ok``: answered without error; ``error``; ``any``, the default, also counts calls
+not answered yet).
+
+Navigation scopes (:class:`Scope`): ``host[/path]`` with globs (``*.example.com/admin/*``),
+matched against the canonical host (no ``www.``) and path; a URL the reader cannot read is
+never in scope.
+
+Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
+returned (typed values, the whole value, and identifier-like tokens of free text), and not
+one the user wrote, reaching a ``send`` call whose recipient is not from the user or a
+trusted source. A send call without a readable recipient counts as going to an unknown one.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from guardagent.trace.labels import EFFECTS, Effect, Labels
+from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.provenance import Search, ValueProvenance, call_values
+from guardagent.trace.state import flatten
+from guardagent.trace.values import Value, normalize_text, read_scalar, secret_like
+
+Status = Literal["ok", "error", "any"]
+RECIPIENT_KINDS = frozenset({"email", "phone", "url", "iban"})
+"""Value kinds that name a destination, when a send tool's label names no recipient args."""
+
+
+class PatternError(ValueError):
+    """A call pattern or scope that cannot be read."""
+
+
+# -- call patterns -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallPattern:
+    """Which calls a temporal fact counts.
+
+    Attributes:
+        tool: Glob over the tool name.
+        effect: Only tools with this effect label.
+        args: ``(argument path, expected)`` constraints, all of which must hold.
+        status: The call's result status required.
+    """
+
+    tool: str = "*"
+    effect: Effect | None = None
+    args: tuple[tuple[str, Any], ...] = field(default=())
+    status: Status = "any"
+
+    @classmethod
+    def of(
+        cls,
+        spec: str | Mapping[str, Any] | CallPattern,
+        *,
+        args: Mapping[str, Any] | None = None,
+        status: Status | None = None,
+    ) -> CallPattern:
+        """Read a pattern: a glob, ``effect:<effect>``, or a mapping.
+
+        The mapping has ``tool``, ``effect``, ``args``, ``status``; the keyword `args` and
+        `status` add to whatever the spec says.
+        """
+        if isinstance(spec, CallPattern):
+            base = spec
+        elif isinstance(spec, str):
+            if spec.startswith("effect:"):
+                base = cls(effect=_effect(spec[7:]))
+            elif spec.strip():
+                base = cls(tool=spec.strip())
+            else:
+                raise PatternError("an empty call pattern")
+        elif isinstance(spec, Mapping):
+            unknown = set(spec) - {"tool", "effect", "args", "status"}
+            if unknown:
+                raise PatternError(f"unknown call pattern keys {sorted(unknown)}")
+            raw_args = spec.get("args") or {}
+            if not isinstance(raw_args, Mapping):
+                raise PatternError("a call pattern's args must be a mapping")
+            base = cls(str(spec.get("tool", "*")),
+                       _effect(spec["effect"]) if spec.get("effect") is not None else None,
+                       tuple((str(k), v) for k, v in raw_args.items()),
+                       _status(spec.get("status", "any")))  # fmt: skip
+        else:
+            kind = type(spec).__name__
+            raise PatternError(f"a call pattern is a string or a mapping, not {kind}")
+        extra = tuple((str(k), v) for k, v in (args or {}).items())
+        return cls(base.tool, base.effect, base.args + extra,
+                   _status(status) if status is not None else base.status)  # fmt: skip
+
+    def __str__(self) -> str:
+        text = f"effect:{self.effect}" if self.effect and self.tool == "*" else self.tool
+        if self.args:
+            text += "(" + ", ".join(f"{k}={v!r}" for k, v in self.args) + ")"
+        return text + (f" [{self.status}]" if self.status != "any" else "")
+
+
+def _effect(text: Any) -> Effect:
+    if text not in EFFECTS:
+        raise PatternError(f"effect must be one of {', '.join(EFFECTS)}, not {text!r}")
+    return text  # type: ignore[no-any-return]
+
+
+def _status(text: Any) -> Status:
+    if text not in ("ok", "error", "any"):
+        raise PatternError(f"status must be ok, error or any, not {text!r}")
+    return text  # type: ignore[no-any-return]
+
+
+def same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
+    """Whether an argument value equals an expected one, by kind (or matches a glob)."""
+    if isinstance(expected, bool) or expected is None or isinstance(actual, bool):
+        return actual is expected if isinstance(expected, bool) else actual == expected
+    if isinstance(expected, str) and any(c in expected for c in "*?["):
+        return fnmatch.fnmatchcase(normalize_text(str(actual)).strip(), normalize_text(expected))
+    a, _ = read_scalar(actual, region=region)
+    e, _ = read_scalar(expected, region=region)
+    if a is None or e is None:
+        return False
+    if a.keys and e.keys:
+        return not set(a.keys).isdisjoint(e.keys)
+    return a.tokens == e.tokens and bool(a.tokens)
+
+
+def _values_at(call: ToolCall, arg: str) -> list[Any]:
+    return [v for p, v in flatten(call.args)
+            if p == arg or p.startswith((arg + "[", arg + "."))]  # fmt: skip
+
+
+def matches(call: ToolCall, pattern: CallPattern, trace: Trace, labels: Labels) -> bool:
+    """Whether a call matches a pattern."""
+    if not fnmatch.fnmatchcase(call.name, pattern.tool):
+        return False
+    if pattern.effect is not None and labels.label(call.name).effect != pattern.effect:
+        return False
+    for arg, expected in pattern.args:
+        if not any(same_value(v, expected, labels.phone_region) for v in _values_at(call, arg)):
+            return False
+    if pattern.status != "any":
+        result = trace.result_of(call)
+        return result is not None and result.status == pattern.status
+    return True
+
+
+def earlier_calls(trace: Trace, pattern: CallPattern, labels: Labels) -> list[ToolCall]:
+    """Earlier calls matching a pattern, in order."""
+    return [c for c in trace.calls if matches(c, pattern, trace, labels)]
+
+
+def order_violations(
+    trace: Trace, first: CallPattern, then: CallPattern, labels: Labels
+) -> list[ToolCall]:
+    """Calls matching `then` (earlier ones and the proposed one) with no `first` call before.
+
+    "A before B" holds when this is empty.
+    """
+    out: list[ToolCall] = []
+    seen_first = False
+    for call in (*trace.calls, trace.call):
+        if matches(call, then, trace, labels) and not seen_first:
+            out.append(call)
+        if call is not trace.call and matches(call, first, trace, labels):
+            seen_first = True
+    return out
+
+
+# -- navigation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A navigation scope: a host glob and an optional path glob."""
+
+    host: str
+    path: str | None = None
+
+    @classmethod
+    def of(cls, spec: str | Scope) -> Scope:
+        """Read ``host[/path]`` (globs allowed; a scheme and ``www.`` are ignored)."""
+        if isinstance(spec, Scope):
+            return spec
+        text = normalize_text(str(spec)).strip()
+        if "://" in text:
+            text = text.split("://", 1)[1]
+        text = text.removeprefix("www.")
+        host, slash, path = text.partition("/")
+        if not host:
+            raise PatternError(f"a scope needs a host: {spec!r}")
+        return cls(host, "/" + path.rstrip("/") if slash and path not in ("", "*") else None)
+
+    def admits(self, value: Value) -> bool:
+        """Whether a URL value is inside the scope."""
+        where = url_location(value)
+        if where is None:
+            return False
+        host, path = where
+        if not fnmatch.fnmatchcase(host, self.host):
+            return False
+        return self.path is None or fnmatch.fnmatchcase(path or "/", self.path) or (
+            self.path.endswith("/*") and path == self.path[:-2])  # fmt: skip
+
+    def __str__(self) -> str:
+        return self.host + (self.path or "")
+
+
+def url_location(value: Value) -> tuple[str, str] | None:
+    """``(host, path)`` of a URL value (host without ``www.`` and port, path decoded)."""
+    if value.kind != "url" or not value.keys:
+        return None
+    rest = value.keys[0].removeprefix("url:").split("?", 1)[0]
+    host, slash, path = rest.partition("/")
+    return host.split(":", 1)[0], "/" + path if slash else ""
+
+
+def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
+    """The URL values of an argument (None for a value that is not a readable URL)."""
+    out: list[Value | None] = []
+    for scalar in _values_at(call, arg):
+        whole, inner = read_scalar(scalar, region=region)
+        if whole is not None and whole.kind == "url":
+            out.append(whole)
+        elif inner and all(v.kind == "url" for v in inner):
+            out.extend(inner)
+        else:
+            out.append(None)
+    return out
+
+
+def out_of_scope(
+    calls: Iterable[ToolCall], scopes: Sequence[Scope], arg: str, region: str | None
+) -> list[tuple[ToolCall, str]]:
+    """``(call, url)`` for every URL of the calls' `arg` outside every scope."""
+    out: list[tuple[ToolCall, str]] = []
+    for call in calls:
+        for value in urls_at(call, arg, region):
+            if value is None or not any(s.admits(value) for s in scopes):
+                out.append((call, value.text if value is not None else "(not a URL)"))
+    return out
+
+
+# -- secret flow ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Flow:
+    """What of the proposed call comes from `sensitive` tools, and where it goes.
+
+    Attributes:
+        leaked: Values found in a sensitive tool's result and in no user message.
+        recipients: The call's recipient values with their provenance.
+        send: Whether the call's tool has one of the effects that make data leave.
+    """
+
+    leaked: tuple[ValueProvenance, ...]
+    recipients: tuple[ValueProvenance, ...]
+    send: bool
+
+    @property
+    def unapproved(self) -> tuple[ValueProvenance, ...]:
+        """Recipients not from the user or a trusted source."""
+        return tuple(r for r in self.recipients if r.origin not in ("user", "trusted"))
+
+    @property
+    def flows(self) -> bool:
+        """A sensitive value reaches a send whose recipient is unknown or not trusted."""
+        return self.send and bool(self.leaked) and (not self.recipients or bool(self.unapproved))
+
+
+def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("send",)) -> Flow:
+    """The secret flow of the trace's proposed call (see the module docstring)."""
+    call = search.trace.call
+    label = labels.label(call.name)
+    items = call_values(call, search.region)
+    extra: list[tuple[str, Value, bool]] = []
+    for path, value, _ in items:
+        if value.kind == "text":
+            extra.extend((path, Value("text", (), t, (t,)), True)
+                         for t in dict.fromkeys(value.tokens) if secret_like(t))  # fmt: skip
+    candidates = items + extra
+    located = search.locate([v for _, v, _ in candidates])
+    leaked: list[ValueProvenance] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for (path, value, inner), (ids, split) in zip(candidates, located, strict=True):
+        ident = (path, value.keys or value.tokens)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        refs = search.refs(ids)
+        if any(r.kind == "user" for r in refs):
+            continue
+        if any(labels.sensitive(r.source) for r in refs):
+            leaked.append(ValueProvenance(path, value, inner, refs, split))
+    if label.recipients:
+        chosen = [(p, v, i) for p, v, i in items
+                  if any(p == a or p.startswith((a + "[", a + ".")) for a in label.recipients)]
+    else:
+        chosen = [(p, v, i) for p, v, i in items if v.kind in RECIPIENT_KINDS]
+    found = search.locate([v for _, v, _ in chosen])
+    recipients = tuple(ValueProvenance(p, v, i, search.refs(ids), split)
+                       for (p, v, i), (ids, split) in zip(chosen, found, strict=True))  # fmt: skip
+    return Flow(tuple(leaked), recipients, label.effect in set(effects))
