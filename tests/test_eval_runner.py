@@ -182,7 +182,9 @@ def test_concurrency_gives_the_sequential_predictions(tmp_path, profile):
     eight = _without_latency(_lines(tmp_path / "c8" / "predictions.jsonl"))
     assert len(one) == len(cases)
     assert [r["id"] for r in eight] == [c.id for c in cases]
-    assert one == eight
+    differ = [(a["id"], a["decision"]["error"], b["decision"]["error"])
+              for a, b in zip(one, eight, strict=True) if a != b]
+    assert not differ, differ  # (id, error at concurrency 1, error at 8): a load-induced kill?
 
 
 @pytest.mark.parametrize("concurrency", ["1", "4"])
