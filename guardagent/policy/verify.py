@@ -41,8 +41,9 @@ def _explain(rule: Rule, status: str, deciding: dict[str, bool], open_names: lis
         because = f" (because {_values_text(deciding)})" if deciding else " (it can never hold)"
         return f"Violates {rule.id}: {text}{because}."
     if status == "possibly_violated":
+        verb = "is" if len(open_names) == 1 else "are"
         return (f"May violate {rule.id}: {text}; not settled until {', '.join(open_names)} "
-                f"are known (violated if {_values_text(witness)}).")  # fmt: skip
+                f"{verb} known (violated if {_values_text(witness)}).")  # fmt: skip
     return ""
 
 
