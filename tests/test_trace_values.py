@@ -1,0 +1,195 @@
+"""Typed values: each kind read by its parser, normalisation properties (hypothesis), no network."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardagent.trace import values
+from guardagent.trace.values import (
+    amount_readings,
+    extract_values,
+    normalize_text,
+    read_scalar,
+    tokens,
+)
+
+
+def keys(text: str, region: str | None = None) -> list[str]:
+    return [k for f in extract_values(normalize_text(text), region=region) for k in f.value.keys]
+
+
+def whole(value: object, region: str | None = None) -> values.Value:
+    found, _ = read_scalar(value, region=region)
+    assert found is not None
+    return found
+
+
+def test_format_character_table_matches_unicodedata() -> None:
+    expected = {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+    table = {c for lo, hi in values._FORMAT_RANGES for c in range(lo, hi + 1)}
+    assert table == expected
+
+
+def test_normalisation_folds_width_case_and_format_characters() -> None:
+    assert normalize_text("ＡＬＩＣＥ＠Ｅｘａｍｐｌｅ．ｃｏｍ") == "alice@example.com"
+    assert normalize_text("Stra\u00dfe") == "strasse"
+    assert normalize_text("pa\u200by\u00adpal") == "paypal"
+    assert normalize_text("\ufb01le") == "file"
+
+
+def test_kinds_in_free_text() -> None:
+    text = ("Pay CHF 2'500.00 to DE89 3704 0044 0532 0130 00 by 14 May 2024; mail Bob.K@Example.COM "
+            "or see https://www.example.com/Pay/?ref=1 and evil.co.uk/login; call +41 44 668 18 00.")
+    found = keys(text)
+    for key in ["amount:2500", "iban:DE89370400440532013000", "date:2024-05-14", "email:bob.k@example.com",
+                "url:example.com/pay?ref=1", "url:evil.co.uk/login", "phone:+41446681800"]:
+        assert key in found, key
+    assert "amount:89" not in found and "amount:3704" not in found, "digits of an IBAN are not amounts"
+
+
+def test_iban_checksum_and_length() -> None:
+    assert not any(k.startswith("iban:") for k in keys("DE89 3704 0044 0532 0130 01"))
+    assert whole("de89-3704-0044-0532-0130-00").keys == ("iban:DE89370400440532013000",)
+    assert whole("DE89 3704 0044 0532 0130 01").kind == "text", "a wrong checksum is no IBAN"
+    # an IBAN directly followed by more letters is not read (wrong length)
+    assert not any(k.startswith("iban:") for k in keys("DE89370400440532013000X"))
+
+
+def test_urls() -> None:
+    variants = ["https://www.Example.com/Docs/", "http://example.com/docs", "example.com/docs",
+                "WWW.EXAMPLE.COM/docs/", "https://example.com:443/docs#top"]
+    assert {whole(v).keys for v in variants} == {("url:example.com/docs",)}
+    tricky = whole("https://trusted.com@evil.example.net/x")
+    assert tricky.keys == ("url:evil.example.net/x",) and tricky.part("host") == "host:evil.example.net"
+    assert whole("https://a.b.example.co.uk/").part("domain") == "domain:example.co.uk"
+    assert whole("notes.txt").kind == "text", "no public suffix, no URL"
+    assert "url:example.com/a" in keys("(see example.com/a).")
+
+
+def test_phones_need_a_region_without_plus() -> None:
+    assert whole("+41 44 668 18 00").keys == ("phone:+41446681800",)
+    assert whole("044 668 18 00", region="CH").keys[0] == "phone:+41446681800"
+    assert not any(k.startswith("phone:") for k in keys("044 668 18 00"))
+    assert "phone:+41446681800" in keys("call 044 668 18 00 today", region="CH")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2500", ("2500",)), ("2,500.00", ("2500",)), ("2.500,00", ("2500",)), ("2'500", ("2500",)),
+    ("1,500", ("1500", "1.5")), ("1.5", ("1.5",)), ("1,234,567.89", ("1234567.89",)),
+    ("1.2.3", ()), ("0,500", ("0.5",)), ("12,34,56", ()),
+])
+def test_amount_readings(text: str, expected: tuple[str, ...]) -> None:
+    assert amount_readings(text) == expected
+
+
+def test_dates() -> None:
+    for text in ["2024-05-14", "14.05.2024", "05/14/2024", "14 May 2024", "May 14, 2024", "14th of May 2024",
+                 "2024-05-14T09:30:00Z"]:
+        assert "date:2024-05-14" in whole(text).keys, text
+    assert set(whole("03/04/2024").keys) == {"date:2024-04-03", "date:2024-03-04"}
+    assert whole("31.02.2024").kind != "date"
+
+
+def test_scalars() -> None:
+    assert whole(2500).keys == whole(2500.0).keys == whole("$2,500.00").keys[:1] == ("amount:2500",)
+    assert read_scalar(True) == (None, [])
+    assert read_scalar(float("nan")) == (None, [])
+    assert read_scalar("   ") == (None, [])
+    text, inner = read_scalar("Hi Bob, pay GB82 WEST 1234 5698 7654 32 and write to x@y.org")
+    assert text is not None and text.kind == "text"
+    assert [v.kind for v in inner] == ["iban", "email"]
+
+
+def test_tldextract_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    values._tld.cache_clear()
+    values._url_value.cache_clear()
+    assert whole("https://shop.example.co.uk/cart").part("domain") == "domain:example.co.uk"
+    assert whole("login.foo.github.io").part("domain") == "domain:github.io"
+
+
+# -- properties ----------------------------------------------------------------------------
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=80)
+
+
+@given(_text)
+@settings(max_examples=300, deadline=None)
+def test_normalize_is_idempotent(text: str) -> None:
+    once = normalize_text(text)
+    assert normalize_text(once) == once
+    assert tokens(normalize_text(once)) == tokens(once)
+
+
+@given(_text)
+@settings(max_examples=200, deadline=None)
+def test_format_characters_never_change_tokens(text: str) -> None:
+    spliced = "\u200b".join(text) + "\ufeff"
+    assert normalize_text(spliced) == normalize_text(text)
+
+
+_local = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._+-]{0,10}[A-Za-z0-9])?", fullmatch=True).filter(lambda s: ".." not in s)
+_label = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,8}[A-Za-z0-9])?", fullmatch=True)
+
+
+@given(_local, _label, st.sampled_from(["com", "org", "ch", "co.uk", "net"]), st.randoms())
+@settings(max_examples=200, deadline=None)
+def test_email_case_never_matters(local: str, domain: str, suffix: str, rnd: object) -> None:
+    address = f"{local}@{domain}.{suffix}"
+    swapped = "".join(c.upper() if i % 2 else c.lower() for i, c in enumerate(address))
+    assert whole(address).keys == whole(swapped).keys == whole(address.upper()).keys
+    assert whole(address).keys[0] in keys(f"write to {swapped}.")
+
+
+_ibans = st.sampled_from(["DE89370400440532013000", "GB82WEST12345698765432", "CH9300762011623852957",
+                          "FR1420041010050500013M02606", "NL91ABNA0417164300"])
+
+
+@given(_ibans, st.lists(st.sampled_from(["", " ", "-"]), min_size=40, max_size=40), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_iban_spacing_never_matters(iban: str, seps: list[str], lower: bool) -> None:
+    spaced = iban[:2] + "".join(c + seps[i] for i, c in enumerate(iban[2:])).strip(" -")
+    if lower:
+        spaced = spaced.lower()
+    key = f"iban:{iban}"
+    assert whole(spaced).keys == (key,)
+    assert key in keys(f"pay to {spaced}, thanks")
+
+
+@given(st.sampled_from(["example.com", "shop.example.co.uk", "sub.domain.org"]),
+       st.lists(st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True), max_size=3),
+       st.sampled_from(["http://", "https://", ""]), st.booleans(), st.booleans(), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_url_variants_never_matter(host: str, path: list[str], scheme: str, www: bool, slash: bool, upper: bool) -> None:
+    base = host + ("/" + "/".join(path) if path else "")
+    variant = scheme + ("www." if www else "") + base + ("/" if slash else "")
+    if upper:
+        variant = variant.upper()
+    assert whole(variant).keys == whole("https://" + base).keys
+    assert whole(variant).keys[0] in keys(f"go to {variant} now")
+
+
+@given(st.integers(min_value=0, max_value=10**9), st.sampled_from([",", ".", "'", ""]), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_grouped_amounts_read_their_value(n: int, group: str, cents: bool) -> None:
+    digits = str(n)
+    groups = []
+    while digits:
+        groups.insert(0, digits[-3:])
+        digits = digits[:-3]
+    written = group.join(groups)
+    if cents:
+        decimal = "," if group == "." else "."
+        written += decimal + "00"
+    assert f"amount:{n}" in whole(written).keys or f"amount:{n}" in whole("CHF " + written).keys
