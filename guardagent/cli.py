@@ -16,6 +16,7 @@ import click
 
 from guardagent.eval.definitions import help_epilog
 from guardagent.memory_cli import memory
+from guardagent.policy.cli import policy
 
 
 def _text(value: str, what: str) -> str:
@@ -319,6 +320,7 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
 
 
 main.add_command(memory)
+main.add_command(policy)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from guardagent.policy.results import Remediation, RuleResult
 from guardagent.readers.evidence import Unreadable
 
 ProgramSource = Literal["memory", "generated", "none"]
@@ -18,6 +19,11 @@ class GuardDecision(BaseModel):
     the benchmarks; `allowed` is the same fact for callers. `unreadable` lists what the
     readers could not read when that is why the event was denied, so a caller can tell a
     blind guard from a strict one.
+
+    Under a policy model (verifiable rules) `rules` holds every rule's result (holds /
+    violated / possibly violated / not applicable, the predicate values that decided it,
+    explanation, remediation), `safety_probability` the probability that every hard rule
+    holds if the action executes, and `remediation` the computed remedies of a denial.
     """
 
     allowed: bool
@@ -35,6 +41,9 @@ class GuardDecision(BaseModel):
     error: str | None = None
     unreadable: list[Unreadable] = Field(default_factory=list)
     profile: str = ""
+    rules: list[RuleResult] = Field(default_factory=list)
+    safety_probability: float | None = None
+    remediation: Remediation | None = None
 
     @property
     def failed_closed(self) -> bool:

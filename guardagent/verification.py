@@ -17,6 +17,8 @@ from functools import partial
 
 from guardagent.counterfactuals import Case, program_cases, request_suite, suite_key
 from guardagent.memory_store.store import Demonstration
+from guardagent.policy.model import PolicyModel
+from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import Profile
 from guardagent.sandbox.dataflow import check_dataflow
 from guardagent.sandbox.process import SandboxLimits, run_program
@@ -54,6 +56,7 @@ def verify_program(
     limits: SandboxLimits | None = None,
     *,
     cases: Iterable[Case] = (),
+    policy: PolicyModel | None = None,
 ) -> list[str]:
     """Run `code` on each demonstration, then on `cases`; returns the mismatches ([] = verified).
 
@@ -66,6 +69,8 @@ def verify_program(
         toolbox: The functions the program is given.
         limits: Sandbox limits per run.
         cases: Further events with their expected decisions (counterfactuals).
+        policy: The profile's policy model: runs are judged by the verdict it gives on the
+            predicates the program assigns (with the program's own, if any).
     """
     refused = check_dataflow(code, toolbox)
     if refused:
@@ -76,12 +81,13 @@ def verify_program(
     labelled = [
         Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
     ]
-    return run_cases(code, toolbox, [*labelled, *cases], limits)
+    return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy)
 
 
 def run_cases(
-    code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None
-) -> list[str]:
+    code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None,
+    *, policy: PolicyModel | None = None,
+) -> list[str]:  # fmt: skip
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
     Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches, so a
@@ -93,7 +99,7 @@ def run_cases(
     with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
-            run = partial(_mismatch, code, toolbox, limits=limits)
+            run = partial(_mismatch, code, toolbox, limits=limits, policy=policy)
             problems += [p for p in pool.map(run, chunk) if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
@@ -103,12 +109,13 @@ def run_cases(
 
 
 def _mismatch(
-    code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None
-) -> str | None:
+    code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None,
+    policy: PolicyModel | None = None,
+) -> str | None:  # fmt: skip
     result = run_program(code, toolbox, case.agent_input, case.agent_output, limits)
-    verdict = result["verdict"]
-    if not result["ok"] or verdict is None:
-        return f"{case.name}: {result['error']}"
+    verdict, error = execution_verdict(result, policy)
+    if verdict is None:
+        return f"{case.name}: {error}"
     label = 0 if verdict["allowed"] else 1
     if label != case.label:
         want = f" {case.details}" if case.label == 1 else ""
@@ -162,7 +169,8 @@ def request_problems(code: str, profile: Profile) -> list[str]:
         tools = profile.tools()
         refused = check_dataflow(code, tools)
         suite = request_suite(profile)
-        found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)])
+        found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)],
+                                     policy=profile_policy(profile))  # fmt: skip
         _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
     return _BEYOND[key]
 
@@ -178,5 +186,6 @@ def _verify(code: str, profile: Profile) -> list[str]:
         for demo, spec in zip(profile.demos(verified=False), profile.demonstrations, strict=True)
     ]
     problems = verify_program(code, named, tools,
-                              cases=[*suite.cases, *program_cases(profile, code)])  # fmt: skip
+                              cases=[*suite.cases, *program_cases(profile, code)],
+                              policy=profile_policy(profile))  # fmt: skip
     return problems + [f"the request is not covered: {p}" for p in suite.problems]

@@ -90,7 +90,8 @@ def test_benign_allow() -> None:
 
 def test_result_is_plain_json() -> None:
     result = run(GUARD, "Identity: admin", "x")
-    assert set(result) == {"ok", "verdict", "error", "stdout", "duration_ms", "unreadable"}
+    assert set(result) == {"ok", "verdict", "error", "stdout", "duration_ms", "unreadable",
+                           "predicates"}
     assert json.loads(json.dumps(result)) == result
 
 
@@ -435,12 +436,17 @@ async def test_arun_program_leaves_the_default_executor_free() -> None:
         b'{"v": {"allowed": true, "violations": [], "reason": "", "x": 1}, "e": null, "o": ""}',
         b'{"v": {"allowed": false, "violations": {"t": "c"}, "reason": ""}, "e": null, "o": ""}',
         b'{"v": null, "e": 3, "o": ""}',
+        b'{"v": null, "e": null, "o": "", "p": {"x": {"value": 1, "probability": null}}}',
+        b'{"v": null, "e": null, "o": "", "p": {"x": {"value": true}}}',
+        b'{"v": null, "e": null, "o": "", "p": ["x"]}',
+        b'{"v": null, "e": "NoVerdict", "o": "", "p": {"x": {"value": true, "probability": null}}}',
     ],
 )
 def test_parent_rejects_forged_or_malformed_child_lines(line: bytes) -> None:
     from guardagent.sandbox.process import _parse_payload
 
-    verdict, error, _, _ = _parse_payload(line, 100)
+    verdict, error, _, _, predicates = _parse_payload(line, 100)
+    assert predicates == {}
     assert verdict is None
     assert error is not None and error.startswith("SandboxError: malformed result")
 
@@ -449,6 +455,6 @@ def test_parent_recaps_child_stdout() -> None:
     from guardagent.sandbox.process import _parse_payload
 
     line = json.dumps({"v": None, "e": "NoVerdict: x", "o": "y" * 10_000}).encode()
-    _, error, stdout, _ = _parse_payload(line, 100)
+    _, error, stdout, _, _ = _parse_payload(line, 100)
     assert error == "NoVerdict: x"
     assert stdout == "y" * 100 + "\n... [output truncated]"

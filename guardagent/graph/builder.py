@@ -5,6 +5,7 @@ START -> admit --(over the size limit)--> decide (deny) -> END
 admit -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END  (a generated program goes through remember first)
+execute --ok, the profile names a policy model--> verify (z3, per rule) -> decide / remember
 execute --unreadable evidence--> decide (deny, naming what could not be read) -> END
 execute --error, attempts left, model--> debug -> code (a verified program's error: decide)
 otherwise --> decide (fail closed) -> END
@@ -29,7 +30,9 @@ from guardagent.nodes.execute import execute
 from guardagent.nodes.plan import plan
 from guardagent.nodes.remember import remember
 from guardagent.nodes.retrieve import retrieve
-from guardagent.nodes.runtime import bind_settings, context_of
+from guardagent.nodes.runtime import bind_settings, context_of, profile_of
+from guardagent.nodes.verify import after_verify, verify
+from guardagent.policy.runs import needs_verify
 
 
 def after_retrieve(
@@ -50,13 +53,15 @@ def after_llm(state: GuardState) -> Literal["continue", "decide"]:
 
 def after_execute(
     state: GuardState, runtime: Runtime[GuardContext]
-) -> Literal["decide", "remember", "debug"]:
+) -> Literal["decide", "remember", "debug", "verify"]:
     """Retry through the debugger while attempts remain and a model can write code."""
     execution = state.get("execution")
     ctx = context_of(runtime)
     if execution and execution.get("unreadable"):
         return "decide"  # the evidence, not the program, is at fault: no retry, no model
     if execution and execution["ok"]:
+        if needs_verify(profile_of(ctx)):
+            return "verify"  # the policy model's rules, with z3; then remember / decide
         # A generated program decides only after it verifies (remember); reuse or not.
         return "remember" if state.get("program_source") == "generated" else "decide"
     if state.get("program_source") == "memory":
@@ -95,6 +100,7 @@ def build_graph(
     builder.add_node("execute", bind(execute))
     builder.add_node("debug", bind(debug))
     builder.add_node("remember", bind(remember))
+    builder.add_node("verify", bind(verify))
     builder.add_node("decide", bind(decide))
     builder.add_edge(START, "admit")
     builder.add_conditional_edges("admit", after_admit, ["retrieve", "decide"])
@@ -102,7 +108,10 @@ def build_graph(
     builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
     builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
     builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
-    builder.add_conditional_edges("execute", bind(after_execute), ["decide", "remember", "debug"])
+    builder.add_conditional_edges(
+        "execute", bind(after_execute), ["decide", "remember", "debug", "verify"]
+    )
+    builder.add_conditional_edges("verify", after_verify, ["remember", "decide"])
     builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder

@@ -12,6 +12,7 @@ from typing_extensions import TypedDict
 
 from guardagent.decision import GuardDecision
 from guardagent.memory_store.store import Demonstration
+from guardagent.policy.results import PolicyVerdict
 from guardagent.sandbox.process import ExecutionResult
 
 
@@ -42,6 +43,7 @@ class GuardState(GuardInput, total=False):
     llm_calls: int
     tokens: int
     execution: ExecutionResult
+    policy_verdict: PolicyVerdict
     error: str
     started_at: float
 

@@ -193,6 +193,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ToolMessage:
         call = request.tool_call
         text = f"GuardAgent blocked {call['name']}: {describe_denial(decision)}"
+        if decision.remediation is not None:  # a policy model's computed remedies and advice
+            text += f" {decision.remediation.summary()}"
         return ToolMessage(content=text + note, tool_call_id=call.get("id") or "",
                            name=call["name"], status="error")
 

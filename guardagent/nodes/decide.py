@@ -11,6 +11,7 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of
+from guardagent.policy.runs import decision_parts
 from guardagent.readers.evidence import describe
 
 NO_PROGRAM = (
@@ -25,6 +26,8 @@ def _failure(state: GuardState) -> str:
         return state["error"]
     if execution is None:
         return NO_PROGRAM
+    if execution["ok"] and execution["verdict"] is None:
+        return "the program assigned predicates but the profile names no policy model"
     return f"program failed after {state.get('attempts', 0)} attempt(s): {execution['error']}"
 
 
@@ -44,11 +47,18 @@ def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         "profile": ctx.profile,
     }
     unread = (execution.get("unreadable") if execution else None) or []
+    policy = state.get("policy_verdict")
     if unread and not state.get("error"):
         error = f"unreadable evidence: {describe(unread)}"
         decision = GuardDecision(
             allowed=False, label=1, reason=f"denied: the guard could not read the event ({error})",
             error=error, unreadable=unread, **common,
+        )
+    elif policy is not None and not state.get("error"):
+        parts = decision_parts(policy, verdict)  # the policy model's verdict (and the program's)
+        decision = GuardDecision(
+            **parts, guardrailed_output=state["agent_output"] if parts["allowed"] else None,
+            **common,
         )
     elif verdict is None or state.get("error"):
         error = _failure(state)

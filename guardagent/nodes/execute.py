@@ -28,7 +28,7 @@ def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]
     refused = check_dataflow(program, tools)
     if refused:
         result = ExecutionResult(ok=False, verdict=None, error="; ".join(refused), stdout="",
-                                 duration_ms=0.0, unreadable=[])  # fmt: skip
+                                 duration_ms=0.0, unreadable=[], predicates={})  # fmt: skip
     else:
         result = run_program(
             program, tools, state["agent_input"], state["agent_output"], limits_of(ctx),

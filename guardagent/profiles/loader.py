@@ -42,7 +42,13 @@ class DemoSpec(BaseModel):
 
 
 class Profile(BaseModel):
-    """A loaded guard profile."""
+    """A loaded guard profile.
+
+    `policy_model` names a policy model (a YAML file relative to the profile, or a shipped
+    policy's name such as ``tool-calls``): programs then assign its predicates with
+    ``assign(...)`` and the graph's `verify` node decides every rule with z3
+    (:mod:`guardagent.policy`). `safety_threshold` overrides the policy model's threshold.
+    """
 
     name: str
     description: str = ""
@@ -52,6 +58,8 @@ class Profile(BaseModel):
     k: int = Field(default=1, ge=1)
     demonstrations: list[DemoSpec]
     root: Path
+    policy_model: str | None = None
+    safety_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     _tools: Toolbox | None = PrivateAttr(default=None)
 
     @field_validator("toolbox")
@@ -64,16 +72,22 @@ class Profile(BaseModel):
     def fingerprint(self) -> str:
         """Key of this profile's programs in memory.
 
-        It covers the guard request, the toolbox and the labelled demonstrations a program is
-        verified against: changing any of them starts a new key, so programs verified under
-        the old ones are never picked up again.
+        It covers the guard request, the toolbox, the labelled demonstrations a program is
+        verified against and the policy model's file (when the profile names one): changing
+        any of them starts a new key, so programs verified under the old ones are never
+        picked up again.
         """
         demos = [
             [d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations
         ]
         from guardagent.memory_store.store import request_fingerprint
 
-        key = json.dumps([self.guard_request, sorted(self.toolbox), demos], sort_keys=True)
+        parts: list[Any] = [self.guard_request, sorted(self.toolbox), demos]
+        if self.policy_model:  # programs verified under one policy model are not reused
+            from guardagent.policy.model import policy_digest, resolve_policy
+
+            parts.append(policy_digest(resolve_policy(self.root, self.policy_model)))
+        key = json.dumps(parts, sort_keys=True)
         return request_fingerprint(key)
 
     def tools(self) -> Toolbox:

@@ -22,6 +22,7 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any, NoReturn
 
+from guardagent.policy.recorder import ASSIGN_NAMES
 from guardagent.readers.user_facts import bind_host_facts
 from guardagent.sandbox.policy import (
     INPUT_NAMES,
@@ -133,7 +134,7 @@ def limits_from_json(raw: Any, maxima: SandboxLimits) -> SandboxLimits:
 
 
 def _protected_names(toolbox: Toolbox) -> frozenset[str]:
-    return toolbox.names | VERDICT_NAMES | INPUT_NAMES
+    return toolbox.names | VERDICT_NAMES | ASSIGN_NAMES | INPUT_NAMES
 
 
 def check_program(source: str, toolbox: Toolbox) -> list[str]:

@@ -14,7 +14,7 @@ import ast
 import copy
 import operator
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import CodeType
 from typing import Any, NamedTuple
@@ -23,6 +23,7 @@ from RestrictedPython import Guards
 from RestrictedPython.compile import compile_restricted_exec
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from guardagent.policy.recorder import PredicateError, PredicateRecorder
 from guardagent.readers.evidence import describe, open_ledger
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictError, VerdictRecorder
@@ -301,13 +302,27 @@ def verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Cal
     }
 
 
+def assign_calls(
+    recorder: PredicateRecorder, errors: list[str]
+) -> dict[str, Callable[..., Any]]:
+    """`assign` that also remembers every PredicateError, caught by the program or not.
+
+    As with the verdict calls, a failed assignment the program swallows still fails the
+    run: a predicate must never be left at a value the program did not manage to set.
+    """
+    return {
+        name: _remembering(name, func, errors)
+        for name, func in recorder.toolbox().functions().items()
+    }
+
+
 def _remembering(name: str, func: Callable[..., Any], errors: list[str]) -> Callable[..., Any]:
     """Wrap one verdict call; a closure (not a default argument) so callers cannot swap it."""
 
     def call(*args: Any, **kwargs: Any) -> None:
         try:
             func(*args, **kwargs)
-        except (VerdictError, TypeError) as exc:  # TypeError: wrong arity or keywords
+        except (VerdictError, PredicateError, TypeError) as exc:  # TypeError: arity, keywords
             errors.append(str(exc))
             raise type(exc)(str(exc)) from None
 
@@ -349,13 +364,16 @@ class PreparedProgram:
     recorder: VerdictRecorder
     verdict_errors: list[str]
     collector: OutputCollector
+    predicates: PredicateRecorder = field(default_factory=PredicateRecorder)
 
     def execute(self) -> dict[str, Any]:
-        """Run it here; `{"v": verdict|None, "e": "<Kind>: ..."|None, "o": stdout, "u": [...]}`.
+        """Run it here; `{"v": verdict, "e": "<Kind>: ...", "o": stdout, "u": [...], "p": {...}}`.
 
-        The verdict is reported only for a clean run: after an error, after any failed
-        verdict call (even one the program caught), or when a reader recorded evidence it
-        could not read (`"u"`, even if the program caught the exception), it is dropped.
+        The verdict and the predicates are reported only for a clean run: after an error,
+        after any failed verdict or assign call (even one the program caught), or when a
+        reader recorded evidence it could not read (`"u"`, even if the program caught the
+        exception), they are dropped. A program under a policy model may assign predicates
+        instead of giving a verdict; one that does neither has not decided anything.
         """
         if self.code is None:
             return {"v": None, "e": "SandboxError: no compiled code to run", "o": ""}
@@ -370,25 +388,31 @@ class PreparedProgram:
             error = f"Unreadable: {describe(ledger)}"[:_MAX_ERROR_CHARS]
         elif self.verdict_errors:
             error = f"VerdictError: {self.verdict_errors[0][:_MAX_ERROR_CHARS]}"
-        elif error is None and self.recorder.verdict is None:
-            error = "NoVerdict: the program finished without calling allow() or deny()"
+        elif (error is None and self.recorder.verdict is None
+              and not self.predicates.assignments):  # fmt: skip
+            error = ("NoVerdict: the program finished without calling allow() or deny() "
+                     "(or assign() under a policy model)")  # fmt: skip
         stdout = self.collector.text() + (TRUNCATED_MARK if self.collector.truncated else "")
         verdict = self.recorder.verdict if error is None else None
-        return {"v": verdict, "e": error, "o": stdout, "u": ledger[:_MAX_UNREADABLE]}
+        predicates = self.predicates.to_json() if error is None else {}
+        return {"v": verdict, "e": error, "o": stdout, "u": ledger[:_MAX_UNREADABLE],
+                "p": predicates}  # fmt: skip
 
 
 def prepare_program(
     code: CodeType | None, toolbox: Toolbox, agent_input: str, agent_output: str, max_output: int
 ) -> PreparedProgram:
-    """Fresh recorder, print buffer, copying wrappers and globals for one run."""
+    """Fresh recorders, print buffer, copying wrappers and globals for one run."""
     recorder = VerdictRecorder()
+    predicates = PredicateRecorder()
     verdict_errors: list[str] = []
     collector = OutputCollector(max_output)
     bindings: dict[str, Any] = {n: copying_tool(n, f) for n, f in toolbox.functions().items()}
     bindings.update(verdict_calls(recorder, verdict_errors))
+    bindings.update(assign_calls(predicates, verdict_errors))
     bindings.update(agent_input=agent_input, agent_output=agent_output)
     scope = program_globals(bindings, collector)
-    return PreparedProgram(code, scope, recorder, verdict_errors, collector)
+    return PreparedProgram(code, scope, recorder, verdict_errors, collector, predicates)
 
 
 # --------------------------------------------------------------------------- policy

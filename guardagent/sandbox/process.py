@@ -33,6 +33,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from guardagent.policy.recorder import Assignments, PredicateError, PredicateRecorder
 from guardagent.readers.evidence import Unreadable
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox.child import (
@@ -65,8 +66,9 @@ _SIGNAL_ERRORS: dict[int, str] = {
 }
 
 
-_Ended = tuple[Verdict | None, str | None, str, list[Unreadable]]
-"""(verdict, error, stdout, unreadable): how a child's run ended, read the same for both forks."""
+_Ended = tuple[Verdict | None, str | None, str, list[Unreadable], Assignments]
+"""(verdict, error, stdout, unreadable, predicates): how a child's run ended, read the same
+for both forks."""
 
 
 class ExecutionResult(TypedDict):
@@ -75,7 +77,9 @@ class ExecutionResult(TypedDict):
     `verdict` is only set when `ok` is True, so a caller that forgets to check `ok` still
     cannot read an allow out of a failed run. `unreadable` lists what the readers could not
     read; when it is non-empty the run is not ok and the event must be denied for it, not
-    debugged (the program is not at fault, the evidence is).
+    debugged (the program is not at fault, the evidence is). `predicates` holds what a
+    program under a policy model assigned (empty unless `ok`); such a run is ok without a
+    verdict, and the `verify` node decides it.
     """
 
     ok: bool
@@ -84,6 +88,7 @@ class ExecutionResult(TypedDict):
     stdout: str
     duration_ms: float
     unreadable: list[Unreadable]
+    predicates: Assignments
 
 
 # --------------------------------------------------------------------------- parent side
@@ -163,9 +168,14 @@ def _parse_payload(line: bytes, max_output: int) -> _Ended:
         unread = _revalidate_unreadable(payload.get("u", []))
         if unread and error is None:
             raise ValueError("unreadable evidence without an error")
-        return _revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout, unread
-    except (ValueError, TypeError, AttributeError, RecursionError, VerdictError) as exc:
-        return None, f"SandboxError: malformed result from child ({exc})", "", []
+        predicates = PredicateRecorder.from_json(payload.get("p", {}))
+        if predicates and error is not None:
+            raise ValueError("predicates from a failed run")
+        return (_revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout, unread,
+                predicates)  # fmt: skip
+    except (ValueError, TypeError, AttributeError, RecursionError, VerdictError,
+            PredicateError) as exc:  # fmt: skip
+        return None, f"SandboxError: malformed result from child ({exc})", "", [], {}
 
 
 def _revalidate_unreadable(raw: Any) -> list[Unreadable]:
@@ -228,9 +238,9 @@ def _fork_run(
 
 def _result(
     start: float, verdict: Verdict | None, error: str | None, stdout: str = "",
-    unreadable: list[Unreadable] | None = None,
+    unreadable: list[Unreadable] | None = None, predicates: Assignments | None = None,
 ) -> ExecutionResult:  # fmt: skip
-    ok = error is None and verdict is not None
+    ok = error is None and (verdict is not None or bool(predicates))
     return ExecutionResult(
         ok=ok,
         verdict=verdict if ok else None,
@@ -238,6 +248,7 @@ def _result(
         stdout=stdout,
         duration_ms=(time.perf_counter() - start) * 1000,
         unreadable=list(unreadable or []),
+        predicates=dict(predicates or {}) if ok else {},
     )
 
 
@@ -321,10 +332,11 @@ def _ended(
     if outcome == "line":
         return _parse_payload(line, limits.max_output_chars)
     if outcome == "timeout":
-        return None, f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s", "", []
+        timeout = f"Timeout: exceeded the wall-clock limit of {limits.wall_seconds} s"
+        return None, timeout, "", [], {}
     if outcome == "oversize":
-        return None, "LimitExceeded: result too large", "", []
-    return None, _death_error(status), "", []
+        return None, "LimitExceeded: result too large", "", [], {}
+    return None, _death_error(status), "", [], {}
 
 
 async def arun_program(
