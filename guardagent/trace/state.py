@@ -8,7 +8,8 @@ messages that are new since the last one:
 
 - **postings**: for every key a message contains (typed keys from
   :mod:`guardagent.trace.values` and ``w:<token>`` for each word), the messages that contain
-  it. Keys are stored as 64-bit BLAKE2b digests, so the state holds no conversation text.
+  it. Keys are stored as 64-bit BLAKE2b digests: the state holds no conversation text but
+  the last :data:`WINDOW` characters of each source's last message (for splits, below).
 - **echo exclusion**: a tool result does not count as a source of what its own call's
   arguments put into it (``search_contacts("x@evil.com")`` answering "no contact
   x@evil.com" does not make that address the user's data): the keys of the call's
@@ -37,6 +38,7 @@ import hashlib
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from guardagent.readers.evidence import unreadable
@@ -47,12 +49,14 @@ STATE_FORMAT = "guardagent-trace-index/1"
 MAX_STATE_BYTES = 1_000_000
 """Default budget of a serialised state."""
 
-WINDOW = 96
-"""Characters read on each side of a boundary between two messages of one source."""
+WINDOW = 48
+"""Characters read on each side of a boundary between two messages of one source (an IBAN
+written in groups of four is 42 characters at most)."""
 
 _GENESIS = hashlib.sha256(b"guardagent trace chain").hexdigest()
 
 
+@lru_cache(maxsize=1 << 16)
 def key_hash(key: str) -> str:
     """The stored form of a key: 64-bit BLAKE2b, URL-safe base64 (11 characters)."""
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
@@ -231,13 +235,13 @@ class TraceIndex:
             return set()
         tail, head = prev[1], normalized[:WINDOW]
         keys: set[str] = set()
-        for sep in ("", " "):
+        joins = ("",) if tail[-1:].isspace() or head[:1].isspace() else ("", " ")
+        for sep in joins:
             joined = tail + sep + head
             cut = len(tail)
-            for found in extract_values(joined, region=self.region):
-                if found.start < cut and found.end > cut + len(sep):
-                    keys.update(found.value.keys)
-                    keys.update(k for _, k in found.value.parts)
+            for found in extract_values(joined, region=self.region, across=(cut, cut + len(sep))):
+                keys.update(found.value.keys)
+                keys.update(k for _, k in found.value.parts)
         return keys
 
     def truncate(self, count: int) -> None:

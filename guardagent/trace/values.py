@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -102,6 +103,7 @@ _DATE_DMY = re.compile(
     rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})(?!\w)"
 )
 _DATE_MDY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\w)")
+_MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 _NUMBER = re.compile(r"(?<![\w.,'])\d+(?:[.,']\d+)*(?![\w])")
 _TRAILING = ".,;:!?)]}'\""
 
@@ -348,44 +350,68 @@ def _numeric_date(m: re.Match[str]) -> Value | None:
 # -- finding values in text ----------------------------------------------------------------
 
 
-def _free(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return all(end <= s or start >= e for s, e in spans)
+class _Spans:
+    """Non-overlapping spans taken so far, sorted: overlap checks in O(log n)."""
+
+    def __init__(self, across: tuple[int, int] | None) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.across = across
+
+    def free(self, start: int, end: int) -> bool:
+        """Whether a candidate may be read: it overlaps nothing taken (and spans `across`)."""
+        if self.across is not None and not (start < self.across[0] and end > self.across[1]):
+            return False
+        at = bisect_right(self.starts, start)
+        if at and self.ends[at - 1] > start:
+            return False
+        return at == len(self.starts) or self.starts[at] >= end
+
+    def take(self, start: int, end: int) -> None:
+        at = bisect_right(self.starts, start)
+        self.starts.insert(at, start)
+        self.ends.insert(at, end)
 
 
-def extract_values(normalized: str, *, region: str | None = None) -> list[Found]:
+def extract_values(
+    normalized: str, *, region: str | None = None, across: tuple[int, int] | None = None
+) -> list[Found]:
     """Every typed value in normalised text, in order of position.
 
     Args:
         normalized: Text from :func:`normalize_text`.
         region: Default phone region (``"US"``, ``"CH"``); None reads only ``+`` numbers.
+        across: ``(a, b)``: only values that start before `a` and end after `b` (the values
+            that span a boundary; the others are not parsed at all).
 
     Returns:
-        The values with their spans. Spans of different kinds do not overlap, except that
-        a URL's host is also read where an e-mail address is not; numbers inside another
-        value (an IBAN's digits, a date's year) are not read again as amounts.
+        The values with their spans. Spans do not overlap: an e-mail address is not read
+        again as a URL, nor an IBAN's digits or a date's year as amounts.
     """
     found: list[Found] = []
-    taken: list[tuple[int, int]] = []
+    taken = _Spans(across)
 
     def keep(value: Value | None, start: int, end: int) -> None:
         if value is not None:
             found.append(Found(value, start, end))
-            taken.append((start, end))
+            taken.take(start, end)
 
     if "@" in normalized:
         for m in _EMAIL.finditer(normalized):
-            key = _email_key(m.group(0))
             text = m.group(0)
             start = m.start() + (len(text) - len(text.lstrip(".")))
-            email = Value("email", (key,), text.strip("."), tuple(tokens(text))) if key else None
-            keep(email, start, m.end())
+            if taken.free(start, m.end()):
+                key = _email_key(text)
+                if key is not None:
+                    email = Value("email", (key,), text.strip("."), tuple(tokens(text)))
+                    keep(email, start, m.end())
     if "." in normalized:
         for m in _URL_SCHEME.finditer(normalized):
-            if _free(taken, m.start(), m.end()):
+            if taken.free(m.start(), m.end()):
                 value = _url_value(m.group(0), False)
                 keep(value, m.start(), m.start() + len(value.text) if value else m.end())
         for m in _URL_BARE.finditer(normalized):
-            if _free(taken, m.start(), m.end()):
+            if taken.free(m.start(), m.end()):
                 value = _url_value(m.group(0), True)
                 keep(value, m.start(), m.start() + len(value.text) if value else m.end())
     pos = 0
@@ -405,36 +431,37 @@ def extract_values(normalized: str, *, region: str | None = None) -> list[Found]
                     break
         if len(compact) != length or (end < len(normalized) and normalized[end].isalnum()):
             continue
+        if not taken.free(m.start(), end):
+            continue
         key = _iban_key("".join(compact))
-        if key is not None and _free(taken, m.start(), end):
+        if key is not None:
             keep(Value("iban", (key,), normalized[m.start():end],
                        tuple(tokens(normalized[m.start():end]))), m.start(), end)  # fmt: skip
             pos = end
     for m in _DATE_ISO.finditer(normalized):
-        if _free(taken, m.start(), m.end()):
+        if taken.free(m.start(), m.end()):
             y, mo, d = (int(g) for g in m.groups())
             keep(_date_value([_date(y, mo, d)], m.group(0)), m.start(), m.end())
     for m in _DATE_NUM.finditer(normalized):
-        if _free(taken, m.start(), m.end()):
+        if taken.free(m.start(), m.end()):
             keep(_numeric_date(m), m.start(), m.end())
-    if any(month in normalized for month in ("jan", "feb", "mar", "apr", "may", "jun", "jul",
-                                              "aug", "sep", "oct", "nov", "dec")):  # fmt: skip
+    if _MONTH_HINT.search(normalized):
         for m in _DATE_DMY.finditer(normalized):
-            if _free(taken, m.start(), m.end()):
+            if taken.free(m.start(), m.end()):
                 iso = _date(int(m.group(3)), _MONTHS[m.group(2)], int(m.group(1)))
                 keep(_date_value([iso], m.group(0)), m.start(), m.end())
         for m in _DATE_MDY.finditer(normalized):
-            if _free(taken, m.start(), m.end()):
+            if taken.free(m.start(), m.end()):
                 iso = _date(int(m.group(3)), _MONTHS[m.group(1)], int(m.group(2)))
                 keep(_date_value([iso], m.group(0)), m.start(), m.end())
     for m in _PHONE.finditer(normalized):
         text = m.group(0)
-        if _free(taken, m.start(), m.end()):
+        if taken.free(m.start(), m.end()):
             key = _phone_key(text, region)
             if key is not None:
                 keep(Value("phone", (key,), text, tuple(tokens(text))), m.start(), m.end())
     for m in _NUMBER.finditer(normalized):
-        if _free(taken, m.start(), m.end()):
+        if taken.free(m.start(), m.end()):
             keep(_amount_value(m.group(0), m.group(0)), m.start(), m.end())
     found.sort(key=lambda f: (f.start, f.end))
     return found
