@@ -246,8 +246,9 @@ def test_wrong_details_errors_and_missing_labels_are_explained(tmp_path: Path) -
                                                    details={"cost": ["cost"]})], name="half")
     check = check_profile(load_profile(str(only_denials)))
     assert check.programs[0].runs[0].problem is None  # right on its one demonstration...
-    assert any("both an allowed and a denied event" in p  # ...but that proves nothing
-               for p in check.programs[0].problems)
+    assert ("verification needs demonstrations of both an allowed (label 0) and a denied "
+            "(label 1) event; the profile has label 1 only"  # ...but that proves nothing
+            in check.programs[0].problems)
     assert not check.verified
 
 

@@ -17,7 +17,7 @@ from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
 from guardagent.sandbox.process import SandboxLimits, run_program
 from guardagent.tools.verdict import Violations
-from guardagent.verification import program_problems, same_details
+from guardagent.verification import program_problems, request_problems, same_details
 
 NO_PROGRAM = (
     "no verified program in memory covers this guard request and no model is configured; "
@@ -118,14 +118,34 @@ def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | No
                    details=verdict["violations"])
 
 
-def _other_problems(verifier: list[str], runs: list[DemoRun]) -> list[str]:
-    """The verifier's findings that the per-demonstration runs do not already show.
+def _labels_problem(demos: list[DemoSpec]) -> str | None:
+    labels = {d.label for d in demos}
+    if labels == {0, 1}:
+        return None
+    have = " and ".join(f"label {label}" for label in sorted(labels)) or "none"
+    return ("verification needs demonstrations of both an allowed (label 0) and a denied "
+            f"(label 1) event; the profile has {have} only")
 
-    A demonstration that failed plainly also fails its counterfactual variants; those
-    repeats (messages that start with its id) are left out.
+
+def _other_problems(code: str, profile: Profile, runs: list[DemoRun]) -> list[str]:
+    """What the verifier refuses beyond the plain runs on the demonstrations.
+
+    Data flow, counterfactual variants and coverage come from
+    :func:`guardagent.verification.request_problems`; a demonstration that failed plainly
+    also fails its variants, and those repeats (messages that start with its id) are left
+    out. The verifier (:func:`guardagent.verification.program_problems`) stays the
+    authority: should it refuse a program this report found nothing against, its own
+    reasons are shown.
     """
     failed = {run.demo_id for run in runs if run.problem}
-    return [p for p in verifier if not any(p.startswith(f"{demo}: ") for demo in failed)]
+    labels = _labels_problem(profile.demonstrations)
+    found = ([labels] if labels else []) + [
+        p for p in request_problems(code, profile)
+        if not any(p.startswith(f"{demo}: ") for demo in failed)
+    ]
+    if not found and not failed:
+        found = program_problems(code, profile)
+    return found
 
 
 def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> ProfileCheck:
@@ -133,9 +153,8 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
 
     Each demonstration is run and compared as :func:`guardagent.verification.verify_program`
     compares it (label, and the details of a denial as sets), and kept apart so the outcome
-    can be shown by the ids the user wrote. The verifier itself
-    (:func:`guardagent.verification.program_problems`) stays the authority: whatever else it
-    refuses (data flow, counterfactual variants, coverage of the request) is reported too.
+    can be shown by the ids the user wrote; whatever else verification refuses (data flow,
+    counterfactual variants, coverage of the request) is reported beside them.
     """
     demos = profile.demonstrations
     programs = []
@@ -146,7 +165,7 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
             code=code,
             holders=[d.id for d in demos if d.code == code],
             runs=runs,
-            other=_other_problems(program_problems(code, profile), runs),
+            other=_other_problems(code, profile, runs),
         ))
     return ProfileCheck(profile=profile, programs=programs)
 
