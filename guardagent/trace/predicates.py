@@ -589,9 +589,9 @@ def _consent_covers(record: Consent, facts: TraceFacts, arg: str | None) -> bool
         return False
     if record.args is not None:
         return _canon(dict(record.args)) == _canon(call.args)
+    if not record.values:
+        return True  # a decision about the tool's calls as such
     if arg is None:
-        if not record.values:
-            return True
         return all(_values_match(facts, name, expected) for name, expected in record.values.items())
     if arg not in record.values:
         return False
