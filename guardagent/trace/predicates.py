@@ -553,9 +553,9 @@ def secret_flow(facts: TraceFacts, effects: Any = "send") -> Fact:
         return Fact("secret_flow", False, (), f"{facts.trace.call.name!r} does not send")
     if not flow.leaked:
         return Fact("secret_flow", False, (), "no value of the call comes from a sensitive tool")
-    leaked = "; ".join(v.describe() for v in flow.leaked[:3])
     sources = tuple(dict.fromkeys(s for v in flow.leaked for s in v.sources
                                   if facts.labels.sensitive(s.source)))  # fmt: skip
+    leaked = "; ".join(_leak(facts, v) for v in flow.leaked[:3])
     if not flow.recipients:
         return Fact("secret_flow", True, sources, f"{leaked}; and the call has no recipient "
                     "that could be traced")  # fmt: skip
@@ -568,13 +568,19 @@ def secret_flow(facts: TraceFacts, effects: Any = "send") -> Fact:
                 "a trusted source")  # fmt: skip
 
 
+def _leak(facts: TraceFacts, value: ValueProvenance) -> str:
+    shown = value.value.text if len(value.value.text) <= 40 else value.value.text[:40] + "..."
+    where = ", ".join(f"{s} sensitive" for s in value.sources if facts.labels.sensitive(s.source))
+    return f"{shown!r} in {value.path} comes from {where}"
+
+
 @predicate
 def value_from_sensitive(facts: TraceFacts, arg: str = "*") -> Fact:
     """Some value of the argument comes from a sensitive tool (and not from the user)."""
     leaked = [v for v in facts.flow.leaked if arg == "*" or _under(v.path, arg)]
     sources = tuple(dict.fromkeys(s for v in leaked for s in v.sources
                                   if facts.labels.sensitive(s.source)))  # fmt: skip
-    detail = "; ".join(v.describe() for v in leaked[:3]) or "no value from a sensitive tool"
+    detail = "; ".join(_leak(facts, v) for v in leaked[:3]) or "no value from a sensitive tool"
     return Fact("value_from_sensitive", bool(leaked), sources, detail)
 
 

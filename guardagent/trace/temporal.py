@@ -295,9 +295,9 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []
-    seen: set[tuple[str, tuple[str, ...]]] = set()
+    seen: set[tuple[str, str]] = set()
     for (path, value, inner), (ids, split) in zip(candidates, located, strict=True):
-        ident = (path, value.keys or value.tokens)
+        ident = (path, value.text)
         if ident in seen:
             continue
         seen.add(ident)
