@@ -122,13 +122,14 @@ class Message:
     @cached_property
     def digest(self) -> bytes:
         """SHA-256 of everything the message says (role, source, ids, status, text, calls)."""
-        head = json.dumps(
-            [self.role, self.source, self.tool_call_id, self.status,
-             [[c.id, c.name, c.args] for c in self.calls]],
-            ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str,
-        )  # fmt: skip
+        fields = [self.role, self.source, self.tool_call_id or "", self.status or ""]
+        if self.calls:
+            calls = [[c.id, c.name, c.args] for c in self.calls]
+            fields.append(json.dumps(calls, default=str, ensure_ascii=False, sort_keys=True,
+                                     separators=(",", ":")))  # fmt: skip
+        # every field length-prefixed, the text last: no two messages hash the same string
+        head = "".join(f"{len(value)}:{value}" for value in fields) + f"{len(self.text)}:"
         h = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
         h.update(self.text.encode("utf-8", "surrogatepass"))
         return h.digest()
 
@@ -253,10 +254,10 @@ class _Reader:
 
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
-        if hasattr(raw, "type") and hasattr(raw, "content") and not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
+            if not (hasattr(raw, "type") and hasattr(raw, "content")):
+                unreadable("unparsable_trace", f"{where} is not an object")
             raw = _to_dict(raw)
-        if not isinstance(raw, Mapping):
-            unreadable("unparsable_trace", f"{where} is not an object")
         if "role" in raw:
             data: Mapping[str, Any] = raw
             role = _OPENAI_ROLES.get(str(raw.get("role")))

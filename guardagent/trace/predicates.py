@@ -48,7 +48,7 @@ import ast
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from guardagent.trace.labels import EFFECTS, Labels
@@ -232,6 +232,7 @@ def predicate(func: Predicate) -> Predicate:
 BoundPredicate = Callable[[TraceFacts], Fact]
 
 
+@lru_cache(maxsize=4096)
 def compile_predicate(expression: str) -> BoundPredicate:
     """Read a predicate expression (``name(literal, ..., key=literal)``) with :mod:`ast`.
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -260,13 +261,20 @@ class TraceIndex:
         del self.sources[count:]
         self.count = count
         self.chain = ""  # unknown until the next update re-hashes the kept messages
-        self._size = len(str(self.to_json()))
+        self._size = len(json.dumps(self.to_json()))
 
     # -- queries ---------------------------------------------------------------------------
 
     def ids(self, key: str) -> list[int]:
-        """Messages posted under a key (unindexed messages not included)."""
-        return self.postings.get(key_hash(key), [])
+        """Messages posted under a key (unindexed messages not included).
+
+        A posting restored from a checkpoint is checked here, when used, rather than all
+        of them on every restore.
+        """
+        ids = self.postings.get(key_hash(key), [])
+        if not all(type(i) is int and 0 <= i < self.count for i in ids):
+            unreadable("unreadable_state", "the thread's trace index holds a bad posting")
+        return ids
 
     def source_of(self, index: int) -> str:
         """The source of a message the index has seen."""
@@ -292,6 +300,7 @@ class TraceIndex:
             "postings": self.postings,
             "tails": {s: [i, t] for s, (i, t) in self.tails.items()},
             "unindexed": self.unindexed,
+            "size": self._size,
         }
 
     @classmethod
@@ -319,10 +328,13 @@ class TraceIndex:
                 raise ValueError("lengths")
             if any(not 0 <= s < len(names) for s in sources):
                 raise ValueError("sources")
-            postings = {str(h): [int(i) for i in ids] for h, ids in data["postings"].items()}
+            postings = data["postings"]
+            if type(postings) is not dict or not all(type(v) is list for v in postings.values()):
+                raise ValueError("postings")
             tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
             unindexed = [int(i) for i in data["unindexed"]]
             chain = str(data["chain"])
+            size = int(data.get("size", 0)) or len(json.dumps(data))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
         index.count = count
@@ -333,7 +345,7 @@ class TraceIndex:
         index.postings = postings
         index.tails = tails
         index.unindexed = unindexed
-        index._size = len(str(data))
+        index._size = size
         return index
 
 
