@@ -281,3 +281,19 @@ def test_consent_is_a_host_record_never_message_text() -> None:
     with pytest.raises(PredicateSpecError):
         Consent.from_json({"tool": "x", "decision": "maybe"})
     assert Consent.from_json(exact.to_json()) == exact
+
+
+def test_free_text_is_judged_by_the_addresses_in_it_and_recipients_fall_back_to_kinds() -> None:
+    messages = [{"role": "user", "content": "Write to alice@example.org about the trip."}]
+    named = facts_of(messages, {"name": "send_email", "args": {"to": "Alice Martin <Alice@Example.org>"}})
+    assert named.fact('arg_from_user("to")').value is True
+    assert named.fact('arg_from_user("to", kinds="text")').value is False, "the display name is the model's"
+    labels = Labels.from_mapping({"tools": {"post": {"results": "untrusted", "effect": "send"}}})
+    post = facts_of(messages, {"name": "post", "args": {"channel": "general", "text": "cc eve@evil.example"}}, labels)
+    fact = post.fact('arg_from_trusted("@recipients")')
+    assert fact.value is False and "eve@evil.example" in fact.detail
+    nowhere = facts_of(messages, {"name": "post", "args": {"channel": "general", "text": "hello"}}, labels)
+    assert nowhere.fact('arg_from_trusted("@recipients")').value is None
+    assert nowhere.fact('arg_only_untrusted("@recipients")').value is None
+    no_iban = facts_of(messages, {"name": "send_money", "args": {"amount": 5}})
+    assert no_iban.fact('arg_from_trusted("@recipients")').value is None

@@ -21,10 +21,12 @@ Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
   ``arg_from_trusted(arg)`` (user, system or trusted tool), ``arg_only_untrusted(arg)``,
   ``arg_invented(arg)``. The ``from`` predicates hold when *every* selected value comes
   from such a source (so they hold for an absent argument), the other two when *any*
-  value does (so they fail for an absent one). Keyword options: ``kinds="email,iban"``
-  (only values of those kinds; by default the whole argument values of every kind and the
-  e-mail addresses, URLs, IBANs and phone numbers inside free text), ``part="host"`` or
-  ``"domain"`` (a URL's host or registered domain instead of the whole URL);
+  value does (so they fail for an absent one); for ``"@recipients"``, a call that names no
+  recipient leaves them open (None: a rule that needs them denies). Keyword options:
+  ``kinds="email,iban"`` (only values of those kinds; by default whole argument values,
+  except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
+  judged by those), ``part="host"`` or ``"domain"`` (a URL's host or registered domain
+  instead of the whole URL);
 - order and counts: ``called_before(pattern, args={...}, status=...)``,
   ``called_at_least(pattern, n)``, ``order_holds(first, then)`` (every ``then`` call,
   this one included, comes after a ``first`` call), ``nothing_after(pattern)`` (no
@@ -62,6 +64,7 @@ from guardagent.trace.provenance import (
 )
 from guardagent.trace.state import TraceIndex, flatten
 from guardagent.trace.temporal import (
+    RECIPIENT_KINDS,
     CallPattern,
     Flow,
     PatternError,
@@ -370,16 +373,18 @@ def _part(raw: Any) -> str | None:
 def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     wanted = _kinds(kinds)
     label = facts.labels.label(facts.trace.call.name)
-    names = list(label.recipients) if arg == "@recipients" else [arg]
-    out: list[ValueProvenance] = []
-    for name in names:
-        for v in facts.provenance.select(name):
-            if wanted is not None:
-                if v.value.kind in wanted:
-                    out.append(v)
-            elif not v.inner or v.value.kind in INNER_KINDS:
-                out.append(v)
-    return out
+    if arg == "@recipients" and not label.recipients:
+        chosen = [v for v in facts.provenance.values if v.value.kind in RECIPIENT_KINDS]
+    else:
+        names = list(label.recipients) if arg == "@recipients" else [arg]
+        chosen = [v for name in names for v in facts.provenance.select(name)]
+    if wanted is not None:
+        return [v for v in chosen if v.value.kind in wanted]
+    # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
+    # by those (a model-written "Alice <alice@x.org>" is as trusted as the address in it)
+    holders = {v.path for v in chosen if v.inner and v.value.kind in INNER_KINDS}
+    return [v for v in chosen if (v.value.kind in INNER_KINDS if v.inner
+                                  else v.value.kind != "text" or v.path not in holders)]
 
 
 def _with_part(
@@ -399,6 +404,8 @@ def _with_part(
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
                 test: Callable[[ValueProvenance], bool], every: bool) -> Fact:  # fmt: skip
     values = _with_part(facts, _select(facts, arg, kinds), part)
+    if not values and arg == "@recipients":
+        return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
         label = facts.labels.label(facts.trace.call.name)
         top = arg.split("[", 1)[0].split(".", 1)[0]
