@@ -11,7 +11,9 @@
   whether it comes from the user, a trusted source, only untrusted sources, or nowhere;
 - :mod:`.temporal`: call patterns, order, counts, navigation scope, secret flow;
 - :mod:`.predicates`: all of it as named predicates with their deciding messages, for a
-  policy model.
+  policy model;
+- :mod:`.guard`: one guarded call prepared for the guard graph (event text, predicate
+  values, the thread's new state).
 
 Typical use::
 
@@ -21,6 +23,7 @@ Typical use::
     saved = facts.index.to_json()
 """
 
+from guardagent.trace.guard import TraceEvent, prepare_trace_event, unreadable_fields
 from guardagent.trace.labels import LabelError, Labels, ToolLabel, labels_from_schemas
 from guardagent.trace.messages import (
     MAX_TRACE_BYTES,
@@ -60,6 +63,7 @@ __all__ = [
     "ToolCall",
     "ToolLabel",
     "Trace",
+    "TraceEvent",
     "TraceFacts",
     "TraceIndex",
     "ValueProvenance",
@@ -69,6 +73,8 @@ __all__ = [
     "labels_from_schemas",
     "load_trace",
     "parse_trace",
+    "prepare_trace_event",
     "render_event",
     "unknown_arguments",
+    "unreadable_fields",
 ]
