@@ -1,4 +1,4 @@
-"""Oracles: what the guard request decides on any event, from the profile's policy table.
+"""Oracles: what the guard request decides on any event, from the profile's policy.
 
 A profile kind whose program holds its policy as a literal (`PERMISSIONS` for access
 control, `RULES` for rules over user facts) has an oracle here: the table plus the toolbox's
@@ -10,8 +10,9 @@ rule's trigger) and to put text into the fields its readers return.
 The table is taken from the profile (:meth:`guardagent.profiles.loader.Profile.policy`),
 never from the program under test. Kinds are recognised by the table's shape and the
 readers and checks the profile's toolbox holds; a profile that matches none has no oracle,
-and verification falls back to labelled demonstrations per rule. (These are not the logic
-policy models of :mod:`guardagent.policy`; an oracle for those can be added here.)
+and verification falls back to labelled demonstrations per rule. A profile that names a
+logic policy model (:mod:`guardagent.policy`) has no table: its oracle decides with the
+model and z3 (:mod:`.policy_oracle`), and :func:`oracle_for` picks it first.
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class Oracle(ABC):
     def fits(cls, profile: Profile) -> bool:
         """Whether the profile's toolbox holds what this kind reads and checks with."""
         return cls.needs <= set(profile.toolbox)
+
+    @property
+    def source(self) -> str:
+        """Where the expected decisions come from, as problems name it."""
+        return f"{self.kind} table"
 
     @abstractmethod
     def rules(self) -> list[str]:
@@ -391,7 +397,24 @@ def _table_fits(kind: type[Oracle], table: Any) -> bool:
 
 
 def oracle_for(profile: Profile) -> Oracle | None:
-    """The oracle of a profile's policy table, or None when its kind is not recognised."""
+    """The oracle of a profile's policy, or None when its kind is not recognised.
+
+    A profile that names a policy model gets the policy-model oracle of the predicate
+    function its toolbox holds (none if the model does not load: verification then fails
+    on loading it); otherwise the oracle of the table its program holds.
+    """
+    if profile.policy_model:
+        from guardagent.counterfactuals.policy_oracle import POLICY_KINDS  # imports this module
+        from guardagent.policy.model import PolicyError
+        from guardagent.policy.runs import profile_policy
+
+        try:
+            model = profile_policy(profile)
+        except PolicyError:
+            return None
+        if model is None:
+            return None
+        return next((kind(model, profile) for kind in POLICY_KINDS if kind.fits(profile)), None)
     for name, kinds in _KINDS.items():
         try:
             table = profile.policy(name)

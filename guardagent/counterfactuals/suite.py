@@ -133,14 +133,14 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
         try:
             expected = oracle.decide(_event(demo))
         except Exception as exc:  # noqa: BLE001 - the table or a reader cannot take it
-            problems.append(f"the {oracle.kind} policy cannot decide demonstration {demo.id}: "
-                            f"{type(exc).__name__}: {exc}")  # fmt: skip
+            problems.append(f"the profile's {oracle.source} cannot decide demonstration "
+                            f"{demo.id}: {type(exc).__name__}: {exc}")  # fmt: skip
             continue
         if expected.label != demo.label or (
             demo.label == 1 and not same_details(expected.details, demo.details)
         ):
             problems.append(
-                f"the profile's {oracle.kind} table gives demonstration {demo.id} label "
+                f"the profile's {oracle.source} gives demonstration {demo.id} label "
                 f"{expected.label} {expected.details}, its label is {demo.label} {demo.details}"
             )
         covered.update(expected.rules)
@@ -153,7 +153,7 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
                 cases.append(Case(f"{demo.id}: {edit.what}", *edit.event, got.label, got.details))
                 covered.update(got.rules)
         except (ValueError, TypeError, KeyError) as exc:
-            problems.append(f"the profile's {oracle.kind} table is malformed: {exc}")
+            problems.append(f"the profile's {oracle.source} is malformed: {exc}")
     missing = [r for r in oracle.rules() if r not in covered]
     if missing:
         problems.append(

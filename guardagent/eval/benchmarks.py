@@ -158,10 +158,16 @@ def load_mind2web_sc(root: Path | None = None) -> list[Case]:
 def load_benchmark(profile: str, root: Path | None = None) -> list[Case]:
     """The shipped benchmark of a built-in profile.
 
+    The policy-model profiles (`eicu-ac-policy`, `mind2web-sc-policy`) guard the same agents
+    under the same requests as `eicu-ac` and `mind2web-sc`, so they run the same benchmarks.
+
     Raises:
         KeyError: when `profile` has no shipped benchmark (see :data:`BENCHMARKS`).
     """
-    loaders = {"eicu-ac": load_eicu_ac, "mind2web-sc": load_mind2web_sc}
+    loaders = {
+        "eicu-ac": load_eicu_ac, "eicu-ac-policy": load_eicu_ac,
+        "mind2web-sc": load_mind2web_sc, "mind2web-sc-policy": load_mind2web_sc,
+    }  # fmt: skip
     if profile not in loaders:
         raise KeyError(f"profile {profile!r} ships no benchmark (only {', '.join(loaders)} "
                        "do); pass --cases FILE.jsonl")

@@ -95,20 +95,21 @@ def verify_execution(
 
 
 def execution_verdict(
-    execution: Mapping[str, Any], model: PolicyModel | None
+    execution: Mapping[str, Any], model: PolicyModel | None, *, threshold: float | None = None
 ) -> tuple[Verdict | None, str | None]:
     """What one run decides once its policy model is applied: (verdict, None) or (None, error).
 
     For code that judges programs by their verdicts (verification on demonstrations and
     counterfactuals): without a policy model it is the run's own verdict; with one, the
-    verdict `decide` would build from the run (policy and program combined).
+    verdict `decide` would build from the run (policy and program combined). `threshold` is
+    the profile's safety threshold, as the `verify` node applies it (None: the model's).
     """
     if not execution.get("ok"):
         return None, str(execution.get("error"))
     own = execution.get("verdict")
     if model is None:
         return (own, None) if own is not None else (None, "the program gave no verdict")
-    update = verify_execution(execution, model)
+    update = verify_execution(execution, model, threshold=threshold)
     if "error" in update:
         return None, str(update["error"])
     parts = decision_parts(update["policy_verdict"], own)
