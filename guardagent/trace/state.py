@@ -232,8 +232,8 @@ class TraceIndex:
     def _crossing(self, message: Message, normalized: str) -> set[str]:
         """Keys of typed values that span the boundary with the previous message of the source."""
         prev = self.tails.get(message.source)
-        if prev is None or not normalized:
-            return set()
+        if prev is None or not normalized or message.source == "model":
+            return set()  # model text is never a source: its splits do not matter
         tail, head = prev[1], normalized[:WINDOW]
         keys: set[str] = set()
         joins = ("",) if tail[-1:].isspace() or head[:1].isspace() else ("", " ")

@@ -103,6 +103,7 @@ _DATE_DMY = re.compile(
     rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})(?!\w)"
 )
 _DATE_MDY = re.compile(rf"(?<!\w)({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\w)")
+_DIGIT = re.compile(r"\d")
 _MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 _NUMBER = re.compile(r"(?<![\w.,'])\d+(?:[.,']\d+)*(?![\w])")
 _TRAILING = ".,;:!?)]}'\""
@@ -414,6 +415,9 @@ def extract_values(
             if taken.free(m.start(), m.end()):
                 value = _url_value(m.group(0), True)
                 keep(value, m.start(), m.start() + len(value.text) if value else m.end())
+    if not _DIGIT.search(normalized):  # every kind below has digits
+        found.sort(key=lambda f: (f.start, f.end))
+        return found
     pos = 0
     while (hit := _IBAN.search(normalized, pos)) is not None:
         m = hit
