@@ -60,11 +60,28 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
+PROBE = f"""import json, sys
+from guardagent.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("\\nHEAVY=" + json.dumps(sorted(p for p in {HEAVY!r} if p in sys.modules)))
+"""
+
+
 def import_profile(args: list[str], env: dict[str, str], top: int) -> dict[str, object]:
-    """Which heavy packages one command imports, and its slowest imports (cumulative)."""
-    argv = [sys.executable, "-X", "importtime", "-c",
-            "import sys; from guardagent.cli import main; main(sys.argv[1:])", *args]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    """Which heavy packages one command imports, and its slowest imports (cumulative).
+
+    The heavy list is read from the process's own `sys.modules`; the timings come from
+    `-X importtime`, whose lines are the roots of the import tree of that process.
+    """
+    argv = [sys.executable, "-X", "importtime", "-c", PROBE, *args]
+    # run outside the checkout: `-c` puts the working directory first on sys.path
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False,
+                          cwd=tempfile.gettempdir())
+    heavy = [line.removeprefix("HEAVY=") for line in proc.stdout.splitlines()
+             if line.startswith("HEAVY=")]
     rows = []  # (cumulative us, depth, module)
     for line in proc.stderr.splitlines():
         parts = line.split("|")
@@ -73,10 +90,9 @@ def import_profile(args: list[str], env: dict[str, str], top: int) -> dict[str, 
         cumulative, name = parts[1].strip(), parts[2][1:]
         if cumulative.isdigit():
             rows.append((int(cumulative), len(name) - len(name.lstrip()), name.strip()))
-    loaded = {name.split(".")[0] for _, _, name in rows}
     roots = sorted(((us, name) for us, depth, name in rows if depth == 0), reverse=True)
     return {
-        "heavy_imported": sorted(p for p in HEAVY if p in loaded),
+        "heavy_imported": json.loads(heavy[0]) if heavy else None,
         "slowest_imports_ms": {name: round(us / 1000, 1) for us, name in roots[:top]},
     }
 

@@ -7,6 +7,7 @@ Only click is imported at start-up; each command imports what it needs when it r
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -16,7 +17,6 @@ import click
 
 from guardagent.eval.definitions import help_epilog
 from guardagent.memory_cli import memory
-from guardagent.policy.cli import policy
 
 
 def _text(value: str, what: str) -> str:
@@ -69,7 +69,39 @@ _memory_dir = click.option("--memory-dir", default=None, help="Directory of the 
 _memory_url = click.option("--memory-url", default=None, help="Chroma server URL (shared memory).")
 
 
-@click.group()
+class _LazyGroup(click.Group):
+    """A command group whose heavier subcommand groups load on first use.
+
+    `guardagent policy` pulls in z3, the readers and pydantic (about 0.3 s); `--help` lists
+    it from the short text below instead, so only running it pays for the import.
+    """
+
+    LAZY: dict[str, tuple[str, str, str]] = {
+        "policy": ("guardagent.policy.cli", "policy",
+                   "Policy models: predicates, rules and an action tree, verified with z3."),
+    }
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            module, attr, short = self.LAZY[cmd_name]
+            if self._listing:  # the help listing only needs the one-line text
+                return click.Command(cmd_name, help=short)
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+@click.group(cls=_LazyGroup)
 @click.version_option(package_name="guardagent")
 def main() -> None:
     """GuardAgent: guard an LLM agent's actions with generated, sandboxed guardrail code."""
@@ -277,13 +309,13 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False))
 def export_cases(profile: str, out_file: str) -> None:
     """Write a shipped benchmark in the case-file format (JSONL)."""
-    from guardagent.eval.benchmarks import BENCHMARKS, load_benchmark
+    from guardagent.eval.benchmarks import PROFILE_BENCHMARKS, load_benchmark
     from guardagent.eval.cases import write_cases
 
     _known_profile(profile)
-    if profile not in BENCHMARKS:
+    if profile not in PROFILE_BENCHMARKS:
         raise click.ClickException(f"profile {profile!r} ships no benchmark to export (only "
-                                   f"{', '.join(BENCHMARKS)} do)")
+                                   f"{', '.join(PROFILE_BENCHMARKS)} do)")
     try:
         count = write_cases(out_file, load_benchmark(profile))
     except FileNotFoundError as exc:
@@ -320,7 +352,6 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
 
 
 main.add_command(memory)
-main.add_command(policy)
 
 
 if __name__ == "__main__":

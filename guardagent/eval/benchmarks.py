@@ -19,6 +19,11 @@ from typing import Any
 from guardagent.eval.cases import Case
 
 BENCHMARKS = {"eicu-ac": "eicu_ac", "mind2web-sc": "mind2web_sc"}
+"""The paper's two benchmarks: the profile built for each, and its folder in the data."""
+PROFILE_BENCHMARKS = {**BENCHMARKS, "eicu-ac-policy": "eicu_ac",
+                      "mind2web-sc-policy": "mind2web_sc"}
+"""Every built-in profile with a shipped benchmark (policy-model variants guard the same
+agents under the same requests, so they run the same benchmark)."""
 
 
 def data_root() -> Path:
@@ -162,13 +167,10 @@ def load_benchmark(profile: str, root: Path | None = None) -> list[Case]:
     under the same requests as `eicu-ac` and `mind2web-sc`, so they run the same benchmarks.
 
     Raises:
-        KeyError: when `profile` has no shipped benchmark (see :data:`BENCHMARKS`).
+        KeyError: when `profile` has no shipped benchmark (see :data:`PROFILE_BENCHMARKS`).
     """
-    loaders = {
-        "eicu-ac": load_eicu_ac, "eicu-ac-policy": load_eicu_ac,
-        "mind2web-sc": load_mind2web_sc, "mind2web-sc-policy": load_mind2web_sc,
-    }  # fmt: skip
-    if profile not in loaders:
-        raise KeyError(f"profile {profile!r} ships no benchmark (only {', '.join(loaders)} "
-                       "do); pass --cases FILE.jsonl")
-    return loaders[profile](root)
+    loaders = {"eicu_ac": load_eicu_ac, "mind2web_sc": load_mind2web_sc}
+    if profile not in PROFILE_BENCHMARKS:
+        raise KeyError(f"profile {profile!r} ships no benchmark (only "
+                       f"{', '.join(PROFILE_BENCHMARKS)} do); pass --cases FILE.jsonl")
+    return loaders[PROFILE_BENCHMARKS[profile]](root)
