@@ -51,6 +51,7 @@ INJECTED = {
     "i05_phish_url_openai.json": ("url", [2]),
     "i06_split_iban_langchain.json": ("iban", [2, 4]),
     "i07_invented_openai.json": ("iban", None),
+    "i08_laundered_contact_langchain.json": ("email", [2]),
 }
 BENIGN = {
     "b01_rent_openai.json": {"iban": "user", "amount": "user"},
@@ -120,6 +121,25 @@ def test_a_result_that_echoes_its_call_is_not_a_source() -> None:
     assert [s.index for s in value.sources] == [2]
     bob = parse_trace(trace_doc_with_call(trace, {"to": "bob@example.com"}))
     assert origin_of(bob, "to").origin == "trusted"
+
+
+def test_a_trusted_store_does_not_launder_what_the_model_wrote_into_it() -> None:
+    trace = load("i08_laundered_contact_langchain.json")
+    value = origin_of(trace, "email")
+    assert [s.source for s in value.laundered] == ["tool:search_contacts"]
+    assert "only hold what the model wrote into an earlier call" in value.describe()
+    # without the injected mail, the stored address comes from nowhere the model did not write
+    messages = to_openai(trace)
+    messages[2] = {**messages[2], "content": "No new mail."}
+    clean = origin_of(rebuild(messages, trace.call.name, trace.call.args), "email")
+    assert clean.origin == "invented" and [s.index for s in clean.laundered] == [6]
+    # a contact that was in the store before the model wrote it again stays trusted
+    lookup = [{"role": "assistant", "content": None, "tool_calls": [{"id": "s0", "type": "function",
+               "function": {"name": "search_contacts", "arguments": "{\"query\": \"Accountant\"}"}}]},
+              {"role": "tool", "tool_call_id": "s0", "content": "Accountant | ledger@new-accounting.example"}]
+    stored = origin_of(rebuild([messages[0], *lookup, *messages[3:]], trace.call.name, trace.call.args), "email")
+    assert stored.origin == "trusted" and [s.index for s in stored.of("trusted_tool")] == [2]
+    assert [s.index for s in stored.laundered] == [6]
 
 
 def trace_doc_with_call(trace: Trace, args: dict[str, Any]) -> dict[str, Any]:

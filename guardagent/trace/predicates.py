@@ -393,12 +393,8 @@ def _with_part(
     which = _part(part)
     if which is None:
         return values
-    out = []
-    for v in values:
-        if v.value.kind == "url":
-            refs = facts.search.part_sources(v.value, which)
-            out.append(ValueProvenance(f"{v.path}#{which}", v.value, v.inner, refs))
-    return out
+    parts = (facts.search.part_provenance(v, which) for v in values)
+    return [p for p in parts if p is not None]
 
 
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,

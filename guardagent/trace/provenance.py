@@ -62,6 +62,8 @@ class ValueProvenance:
         sources: Every earlier message containing it (model messages included, though
             they never make a value trusted), in order.
         split: Found only across the boundary of two consecutive messages of one source.
+        laundered: Trusted tool results that hold it only because the model had written
+            it into an earlier call (not counted among the sources).
     """
 
     path: str
@@ -69,6 +71,7 @@ class ValueProvenance:
     inner: bool
     sources: tuple[SourceRef, ...]
     split: bool = False
+    laundered: tuple[SourceRef, ...] = ()
 
     def kinds(self) -> set[SourceKind]:
         """The trust classes of the sources."""
@@ -97,11 +100,17 @@ class ValueProvenance:
         if origin == "invented":
             model = self.of("model")
             said = f"; only the model wrote it ({', '.join(map(str, model))})" if model else ""
+            if self.laundered:
+                said += (f"; {', '.join(map(str, self.laundered))} only hold what the model "
+                         "wrote into an earlier call")  # fmt: skip
             return f"{where} is in no user, system or tool message{said}"
         deciding = {"user": ("user",), "trusted": ("system", "trusted_tool"),
                     "untrusted": ("untrusted_tool",)}[origin]  # fmt: skip
         refs = ", ".join(str(s) for s in self.of(*deciding))  # type: ignore[arg-type]
         split = " (split across two messages)" if self.split else ""
+        if self.laundered:
+            split += ("; not counting " + ", ".join(map(str, self.laundered))
+                      + ", which only hold what the model wrote into an earlier call")  # fmt: skip
         label = {"user": "from the user", "trusted": "from a trusted source",
                  "untrusted": "only from untrusted sources"}[origin]  # fmt: skip
         return f"{where} is {label}: {refs}{split}"
@@ -284,10 +293,37 @@ class Search:
             out.append(SourceRef(i, source, self.labels.kind(source)))
         return tuple(out)
 
-    def part_sources(self, value: Value, part: str) -> tuple[SourceRef, ...]:
-        """Sources of a coarser part of a value (a URL's ``host`` or ``domain``)."""
-        key = value.part(part)
-        return self.refs(self.ids([key])) if key else ()
+    def launder(self, value: Value, refs: tuple[SourceRef, ...]
+                ) -> tuple[tuple[SourceRef, ...], tuple[SourceRef, ...]]:  # fmt: skip
+        """Split sources into real ones and trusted results repeating what the model wrote."""
+        kept: list[SourceRef] = []
+        dropped: list[SourceRef] = []
+        for ref in refs:
+            if ref.kind == "trusted_tool" and self._written(value, ref.index):
+                dropped.append(ref)
+            else:
+                kept.append(ref)
+        return tuple(kept), tuple(dropped)
+
+    def _written(self, value: Value, index: int) -> bool:
+        if any(self.index.written_before(k, index) for k in value.keys):
+            return True
+        return bool(value.tokens) and all(self.index.written_before("w:" + t, index)
+                                          for t in value.tokens)  # fmt: skip
+
+    def provenance(self, path: str, value: Value, inner: bool, ids: Iterable[int],
+                   split: bool) -> ValueProvenance:  # fmt: skip
+        """A value's provenance from the messages found to contain it."""
+        kept, dropped = self.launder(value, self.refs(ids))
+        return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
+
+    def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
+        """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``)."""
+        key = found.value.part(part)
+        if key is None:
+            return None
+        value = Value(found.value.kind, (key,), found.value.text)
+        return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
 
 
 def call_values(call: ToolCall, region: str | None) -> list[tuple[str, Value, bool]]:
@@ -307,6 +343,6 @@ def call_provenance(search: Search, call: ToolCall | None = None) -> CallProvena
     items = call_values(call, search.region)
     located = search.locate([v for _, v, _ in items])
     return CallProvenance(call, tuple(
-        ValueProvenance(path, value, inner, search.refs(ids), split)
+        search.provenance(path, value, inner, ids, split)
         for (path, value, inner), (ids, split) in zip(items, located, strict=True)
     ))  # fmt: skip

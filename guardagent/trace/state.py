@@ -14,6 +14,12 @@ messages that are new since the last one:
   arguments put into it (``search_contacts("x@evil.com")`` answering "no contact
   x@evil.com" does not make that address the user's data): the keys of the call's
   arguments are left out of the result's postings.
+- **written**: every key the model put into an earlier call's arguments, with the first
+  message that did. A trusted tool's result that holds a value the model wrote before it
+  (``add_contact("eve@evil.example")``, then ``search_contacts`` listing it) only gives
+  back what the model stored: :mod:`~guardagent.trace.provenance` does not count it as a
+  trusted source of that value. Always kept, whatever the size budget (it can only lower
+  trust).
 - **splits**: a value written across two consecutive messages of one source (an IBAN
   whose last groups arrive in the next chunk) is read from the joined boundary (the last
   and first :data:`WINDOW` characters) and posted to both messages.
@@ -146,6 +152,7 @@ class TraceIndex:
         self.postings: dict[str, list[int]] = {}
         self.tails: dict[str, tuple[int, str]] = {}
         self.unindexed: list[int] = []
+        self.written: dict[str, int] = {}
         self.work = Work()
         self._size = 400
 
@@ -202,6 +209,12 @@ class TraceIndex:
         self.sources.append(self._source_id(message.source))
         self._size += 16 + len(str(len(self.sources)))
         crossing = self._crossing(message, normalized) - echo
+        for call in message.calls:
+            for key in call_keys(call, self.region):
+                h = key_hash(key)
+                if h not in self.written:
+                    self.written[h] = message.index
+                    self._size += 16 + len(str(message.index))
         hashed = {key_hash(k) for k in keys}
         cost = sum(len(str(message.index)) + 1 + (0 if h in self.postings else 16) for h in hashed)
         if self._size + cost > self.max_state_bytes:
@@ -257,6 +270,7 @@ class TraceIndex:
                          if (kept := [i for i in ids if i < count])}  # fmt: skip
         self.unindexed = [i for i in self.unindexed if i < count]
         self.tails = {s: t for s, t in self.tails.items() if t[0] < count}
+        self.written = {h: i for h, i in self.written.items() if i < count}
         del self.hashes[count:]
         del self.sources[count:]
         self.count = count
@@ -275,6 +289,11 @@ class TraceIndex:
         if not all(type(i) is int and 0 <= i < self.count for i in ids):
             unreadable("unreadable_state", "the thread's trace index holds a bad posting")
         return ids
+
+    def written_before(self, key: str, index: int) -> bool:
+        """Whether the model put `key` into a call's arguments before message `index`."""
+        at = self.written.get(key_hash(key))
+        return at is not None and at < index
 
     def source_of(self, index: int) -> str:
         """The source of a message the index has seen."""
@@ -300,6 +319,7 @@ class TraceIndex:
             "postings": self.postings,
             "tails": {s: [i, t] for s, (i, t) in self.tails.items()},
             "unindexed": self.unindexed,
+            "written": self.written,
             "size": self._size,
         }
 
@@ -333,6 +353,7 @@ class TraceIndex:
                 raise ValueError("postings")
             tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
             unindexed = [int(i) for i in data["unindexed"]]
+            written = {str(h): int(i) for h, i in data["written"].items()}
             chain = str(data["chain"])
             size = int(data.get("size", 0)) or len(json.dumps(data))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -345,6 +366,7 @@ class TraceIndex:
         index.postings = postings
         index.tails = tails
         index.unindexed = unindexed
+        index.written = written
         index._size = size
         return index
 

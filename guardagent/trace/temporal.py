@@ -312,6 +312,6 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     else:
         chosen = [(p, v, i) for p, v, i in items if v.kind in RECIPIENT_KINDS]
     found = search.locate([v for _, v, _ in chosen])
-    recipients = tuple(ValueProvenance(p, v, i, search.refs(ids), split)
+    recipients = tuple(search.provenance(p, v, i, ids, split)
                        for (p, v, i), (ids, split) in zip(chosen, found, strict=True))  # fmt: skip
     return Flow(tuple(leaked), recipients, label.effect in set(effects))
