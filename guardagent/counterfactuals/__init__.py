@@ -3,6 +3,9 @@
 - :mod:`.events`: edits of an event whose effect on the trusted readers is checked exactly.
 - :mod:`.oracles`: oracles per profile kind (expected decisions from the profile's
   table, and the edits that flip each fact, identity and rule trigger).
+- :mod:`.policy_oracle`: oracles of policy-model profiles (expected decisions from z3 on the
+  trusted predicate function's values), probing with tables from :mod:`.probes` (the
+  literals the model's assignment expressions compare with).
 - :mod:`.suite`: the cases a program must decide right, and the request's coverage problems.
 """
 
