@@ -7,14 +7,15 @@ from the request's rules:
 
 - **with an oracle** (the profile's program holds its `RULES` / `PERMISSIONS` table and
   the kind is known, :mod:`.oracles`; or the profile names a policy model and its toolbox a
-  known predicate function, :mod:`.policy_oracle`): each user fact or identity flipped across each rule's
-  boundary, each rule's trigger made to hold and not hold (the action category of a web
-  task, a tool call's name and each argument condition, with the spellings a model may
-  choose: other case, NaN, a number as text), and every string literal of the program put
-  into each field a reader returns (task, typed value, chosen element, tool arguments,
-  question). Expected decisions come from the table and the trusted readers and checks (or
-  from z3 on the policy model, over the predicate function's values of the trusted readers'
-  output), and every rule must be violated by at least one demonstration or counterfactual;
+  known predicate function, :mod:`.policy_oracle`): each user fact or identity flipped
+  across each rule's boundary, each rule's trigger made to hold and not hold (the action
+  category of a web task, a tool call's name and each argument condition, with the
+  spellings a model may choose: other case, NaN, a number as text), and every string
+  literal of the program put into each field a reader returns (task, typed value, chosen
+  element, tool arguments, question). Expected decisions come from the table and the
+  trusted readers and checks (or from z3 on the policy model, over the predicate function's
+  values of the trusted readers' output), and every rule must be violated by at least one
+  demonstration or counterfactual;
 - **without one**: the rules are the violation texts the guard request quotes, and each must
   have a labelled denial among the demonstrations (the problems name those that lack one);
 - **always**: irrelevant text (padding, the program's literals, text naming the rules)
