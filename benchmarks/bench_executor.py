@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from guardagent.sandbox.policy import compile_program, prepare_program  # noqa: E402
 from guardagent.sandbox.child import _protected_names  # noqa: E402
+from guardagent.sandbox.policy import compile_program, prepare_program  # noqa: E402
 from guardagent.sandbox.process import SandboxLimits, _reap_later, run_program  # noqa: E402
 from guardagent.tools.registry import Toolbox  # noqa: E402
 

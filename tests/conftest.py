@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
-os.environ.setdefault("GUARDAGENT_MEMORY_DIR", tempfile.mkdtemp(prefix="guardagent-test-memory-"))
+if "GUARDAGENT_MEMORY_DIR" not in os.environ:
+    _MEMORY = tempfile.mkdtemp(prefix="guardagent-test-memory-")
+    os.environ["GUARDAGENT_MEMORY_DIR"] = _MEMORY
+    atexit.register(shutil.rmtree, _MEMORY, ignore_errors=True)  # leave no folder behind
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")

@@ -254,12 +254,6 @@ def test_wrong_details_errors_and_missing_labels_are_explained(tmp_path: Path) -
     assert not check.verified
 
 
-PENDING_DECIDE = pytest.mark.xfail(
-    strict=True, reason="needs the decide.py / seed.py change of the issue-14 report "
-    "(explain_no_program, unverified_note); drop this marker once applied")
-
-
-@PENDING_DECIDE
 def test_check_on_an_unverified_profile_says_what_failed_once(tmp_path: Path) -> None:
     folder = _write_profile(tmp_path, [
         _demo("nurse-cost", "nursing", 1, details={"cost": ["cost"]}),
@@ -494,9 +488,6 @@ def test_offline_check_and_eval_import_no_model_client_and_no_plotting(tmp_path:
     assert "matplotlib" not in heavy and "openai" not in heavy
 
 
-@pytest.mark.xfail(strict=True, reason="needs the memory_store/store.py (lazy chromadb) and "
-                   "nodes/retrieve.py (no memory for a shipped program) changes of the issue-14 "
-                   "report; drop this marker once applied")
 def test_check_with_a_shipped_program_opens_no_memory(tmp_path: Path) -> None:
     heavy = _heavy_after(["check", "--profile", "mind2web-sc", "--input", ADULT_HOTEL_INPUT,
                           "--output", HOTEL_OUTPUT, "--quiet"], tmp_path)

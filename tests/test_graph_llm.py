@@ -176,7 +176,10 @@ def test_generated_program_that_fails_verification_is_not_reused(unverified_prof
 
 
 def test_unreachable_memory_server_fails_closed():
-    guard = GuardAgent("mind2web-sc", memory_url="http://127.0.0.1:9")  # nothing listens there
+    # The profile's own verified program decides without the memory; an event that needs the
+    # memory (no reuse: demonstrations for the model) is denied when it cannot be reached.
+    guard = GuardAgent("mind2web-sc", memory_url="http://127.0.0.1:9",  # nothing listens there
+                       reuse_programs=False)
     decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert decision.allowed is False and decision.label == 1
     assert decision.error and decision.error.startswith("memory unavailable")

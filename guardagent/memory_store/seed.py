@@ -12,6 +12,7 @@ import threading
 from functools import lru_cache
 
 from guardagent.memory_store.store import MemoryStore
+from guardagent.profiles.check import unverified_note
 from guardagent.profiles.loader import Profile, load_profile
 from guardagent.verification import program_problems
 
@@ -30,9 +31,9 @@ def seed_memory(store: MemoryStore, profile: Profile) -> dict[str, list[str]]:
     for demo in demos:
         problems[demo["id"]] = program_problems(demo["code"], profile)
         demo["verified"] = not problems[demo["id"]]
-        if problems[demo["id"]]:
-            log.warning("profile %s: demonstration program not verified: %s",
-                        profile.name, problems[demo["id"]])
+    note = unverified_note(profile) if any(problems.values()) else None
+    if note:  # once per profile, naming the user's demonstration ids
+        log.warning("%s", note)
     store.add(demos)
     return problems
 

@@ -25,7 +25,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import Levenshtein
 from langchain_core.embeddings import Embeddings
 from platformdirs import user_data_dir
@@ -106,6 +105,8 @@ _CLIENT_LOCK = threading.Lock()
 
 @lru_cache(maxsize=16)
 def _client(path: str | None, url: str | None) -> Any:
+    import chromadb  # 0.3-0.6 s of imports: paid only when a memory is opened
+
     with _CLIENT_LOCK:
         if url:
             match = re.match(r"^(https?)://([^:/]+)(?::(\d+))?/?$", url)

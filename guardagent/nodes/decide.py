@@ -10,22 +10,20 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.state import GuardState
-from guardagent.nodes.runtime import context_of
+from guardagent.nodes.runtime import context_of, profile_of
 from guardagent.policy.runs import decision_parts
+from guardagent.profiles.check import NO_PROGRAM, explain_no_program
 from guardagent.readers.evidence import describe
 
-NO_PROGRAM = (
-    "no verified program in memory covers this guard request and no model is configured; "
-    "configure a model (model='openai:gpt-4o' or a local base_url) to generate one"
-)
+__all__ = ["NO_PROGRAM", "decide"]
 
 
-def _failure(state: GuardState) -> str:
+def _failure(state: GuardState, ctx: GuardContext) -> str:
     execution = state.get("execution")
     if state.get("error"):
         return state["error"]
     if execution is None:
-        return NO_PROGRAM
+        return explain_no_program(profile_of(ctx))
     if execution["ok"] and execution["verdict"] is None:
         return "the program assigned predicates but the profile names no policy model"
     return f"program failed after {state.get('attempts', 0)} attempt(s): {execution['error']}"
@@ -61,7 +59,7 @@ def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
             **common,
         )
     elif verdict is None or state.get("error"):
-        error = _failure(state)
+        error = _failure(state, ctx)
         decision = GuardDecision(
             allowed=False, label=1, reason=f"denied: the guard could not decide ({error})",
             error=error, **common,

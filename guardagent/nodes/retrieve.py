@@ -33,6 +33,8 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     profile = profile_of(ctx)
     shipped = [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
                if not program_problems(c, profile)]  # fmt: skip
+    if len(shipped) == 1:  # the profile's own verified program decides: no memory to open
+        return shipped[0]
     memory = memory_of(ctx)
     programs = shipped or [
         c for c in memory.verified_programs(profile.fingerprint) if not program_problems(c, profile)

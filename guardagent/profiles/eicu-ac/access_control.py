@@ -64,4 +64,4 @@ else:
         deny(blocked, "the role '" + role + "' may not access " + ", ".join(
             [table + "." + col for table in sorted(blocked) for col in blocked[table]]))
     else:
-        allow("every column the agent's code reads is accessible to a " + role)
+        allow("every column the agent's code reads is accessible to the role '" + role + "'")
