@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import inspect
 
+from guardagent.sandbox.policy import AST_LOCK
 from guardagent.tools.registry import Toolbox
 
 EVENT_NAMES = ("agent_input", "agent_output")
@@ -147,8 +148,9 @@ def check_dataflow(source: str, toolbox: Toolbox) -> list[str]:
     A source that does not parse yields no data-flow error here: the sandbox's compile step
     reports the syntax error and refuses it anyway.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
+    with AST_LOCK:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return []
     return [f"{ERROR_KIND}: {e}" for e in dataflow_errors(tree, toolbox)]

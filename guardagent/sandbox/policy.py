@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 import operator
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -476,6 +477,12 @@ def _parse(source: str) -> ast.Module | str:
         return f"source too complex or invalid to parse ({type(exc).__name__})"
 
 
+AST_LOCK = threading.Lock()
+"""Held around every parse and compile of program source in the guard process: CPython 3.11
+converts ASTs with interpreter-wide state, and two threads doing it at once can fail with
+"AST constructor recursion depth mismatch" (python/cpython#106905)."""
+
+
 @lru_cache(maxsize=128)
 def compile_program(source: str, protected: frozenset[str]) -> CompiledProgram:
     """Parse, check the policy and compile restricted; cached so repeated runs skip it.
@@ -483,6 +490,11 @@ def compile_program(source: str, protected: frozenset[str]) -> CompiledProgram:
     The policy walk runs first, on the pristine tree, because the RestrictedPython
     transformer rewrites the tree in place.
     """
+    with AST_LOCK:
+        return _compile(source, protected)
+
+
+def _compile(source: str, protected: frozenset[str]) -> CompiledProgram:
     tree = _parse(source)
     if isinstance(tree, str):
         return CompiledProgram(None, (tree,), ())
