@@ -57,6 +57,7 @@ def verify_program(
     *,
     cases: Iterable[Case] = (),
     policy: PolicyModel | None = None,
+    threshold: float | None = None,
 ) -> list[str]:
     """Run `code` on each demonstration, then on `cases`; returns the mismatches ([] = verified).
 
@@ -71,6 +72,7 @@ def verify_program(
         cases: Further events with their expected decisions (counterfactuals).
         policy: The profile's policy model: runs are judged by the verdict it gives on the
             predicates the program assigns (with the program's own, if any).
+        threshold: The profile's safety threshold, as the `verify` node applies it.
     """
     refused = check_dataflow(code, toolbox)
     if refused:
@@ -81,12 +83,13 @@ def verify_program(
     labelled = [
         Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
     ]
-    return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy)
+    return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy,
+                     threshold=threshold)  # fmt: skip
 
 
 def run_cases(
     code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None,
-    *, policy: PolicyModel | None = None,
+    *, policy: PolicyModel | None = None, threshold: float | None = None,
 ) -> list[str]:  # fmt: skip
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
@@ -99,7 +102,8 @@ def run_cases(
     with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
-            run = partial(_mismatch, code, toolbox, limits=limits, policy=policy)
+            run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
+                          threshold=threshold)  # fmt: skip
             problems += [p for p in pool.map(run, chunk) if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
@@ -110,10 +114,10 @@ def run_cases(
 
 def _mismatch(
     code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None,
-    policy: PolicyModel | None = None,
+    policy: PolicyModel | None = None, threshold: float | None = None,
 ) -> str | None:  # fmt: skip
     result = run_program(code, toolbox, case.agent_input, case.agent_output, limits)
-    verdict, error = execution_verdict(result, policy)
+    verdict, error = execution_verdict(result, policy, threshold=threshold)
     if verdict is None:
         return f"{case.name}: {error}"
     label = 0 if verdict["allowed"] else 1
@@ -170,7 +174,8 @@ def request_problems(code: str, profile: Profile) -> list[str]:
         refused = check_dataflow(code, tools)
         suite = request_suite(profile)
         found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)],
-                                     policy=profile_policy(profile))  # fmt: skip
+                                     policy=profile_policy(profile),
+                                     threshold=profile.safety_threshold)  # fmt: skip
         _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
     return _BEYOND[key]
 
@@ -187,5 +192,6 @@ def _verify(code: str, profile: Profile) -> list[str]:
     ]
     problems = verify_program(code, named, tools,
                               cases=[*suite.cases, *program_cases(profile, code)],
-                              policy=profile_policy(profile))  # fmt: skip
+                              policy=profile_policy(profile),
+                              threshold=profile.safety_threshold)  # fmt: skip
     return problems + [f"the request is not covered: {p}" for p in suite.problems]

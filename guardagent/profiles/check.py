@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
 from guardagent.sandbox.process import SandboxLimits, run_program
@@ -110,10 +111,12 @@ class ProfileCheck:
 
 def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | None) -> DemoRun:
     result = run_program(code, profile.tools(), demo.agent_input, demo.agent_output, limits)
-    verdict = result["verdict"]
-    if not result["ok"] or verdict is None:
-        return DemoRun(demo.id, demo.label, demo.details, None, error=result["error"],
-                       unreadable=result["unreadable"])
+    verdict, error = execution_verdict(result, profile_policy(profile),
+                                       threshold=profile.safety_threshold)  # fmt: skip
+    if verdict is None:
+        return DemoRun(demo.id, demo.label, demo.details, None,
+                       error=result["error"] if not result["ok"] else error,
+                       unreadable=result["unreadable"])  # fmt: skip
     return DemoRun(demo.id, demo.label, demo.details, 0 if verdict["allowed"] else 1,
                    details=verdict["violations"])
 
