@@ -297,3 +297,16 @@ def test_free_text_is_judged_by_the_addresses_in_it_and_recipients_fall_back_to_
     assert nowhere.fact('arg_only_untrusted("@recipients")').value is None
     no_iban = facts_of(messages, {"name": "send_money", "args": {"amount": 5}})
     assert no_iban.fact('arg_from_trusted("@recipients")').value is None
+
+
+def test_with_a_key_only_signed_consent_counts() -> None:
+    key = b"deployment-key"
+    messages = [{"role": "user", "content": "check mail"}]
+    proposed = {"name": "send_money", "args": {"iban": "GB82WEST12345698765432", "amount": 50}}
+    record = Consent("send_money", "approve", args=proposed["args"])
+    assert analyze(parse_trace(messages, proposed), LABELS, consent=[record.signed(key)],
+                   key=key).fact("consent_given()").value is True
+    for bad in [record.to_json(), record, record.signed(b"other"),
+                {**Consent("send_money", args={"amount": 1}).signed(key), "args": proposed["args"]}]:
+        facts = analyze(parse_trace(messages, proposed), LABELS, consent=[bad], key=key)
+        assert facts.fact("consent_given()").value is False

@@ -219,3 +219,18 @@ def test_index_survives_a_process_restart_in_sqlite(tmp_path: Path) -> None:
         assert stored["count"] == 24
         out = app.invoke({"messages": thread(40, seed=9)[:36]}, config)
     assert out["read"] == 12 and out["verdict"].startswith("to is ")
+
+
+def test_a_signed_state_cannot_be_forged_or_moved_between_deployments() -> None:
+    key, other = b"deployment-key", b"someone-else"
+    messages = thread(12, seed=10)
+    index = TraceIndex(REGION)
+    index.update(parse_trace(messages, proposed(messages)))
+    signed = index.to_json(key)
+    assert TraceIndex.from_json(signed, region=REGION, key=key).count == 12
+    forged = json.loads(json.dumps(signed))
+    forged["postings"]["AAAAAAAAAAA"] = [0]  # post something under the user's message
+    for bad in [forged, index.to_json(), index.to_json(other)]:
+        with pytest.raises(UnreadableEvidence) as excinfo:
+            TraceIndex.from_json(bad, region=REGION, key=key)
+        assert excinfo.value.reason == "unreadable_state"

@@ -68,6 +68,7 @@ def prepare_trace_event(
     thread_state: Mapping[str, Any] | None = None,
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
+    key: bytes | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -81,6 +82,9 @@ def prepare_trace_event(
         thread_state: The thread's saved index (None for a new thread).
         max_bytes: Trace size limit.
         max_state_bytes: State size budget.
+        key: The deployment's key: the saved state must be signed with it (and is signed
+            again), and consent records must be too (:meth:`Consent.signed`). Use one
+            whenever the state or the records pass through storage others can write.
 
     Raises:
         UnreadableEvidence: the trace or the thread state cannot be read (too large,
@@ -90,11 +94,11 @@ def prepare_trace_event(
     compiled = compile_bindings(bindings)
     trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
     index = TraceIndex.from_json(thread_state, region=labels.phone_region,
-                                 max_state_bytes=max_state_bytes)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent)
+                                 max_state_bytes=max_state_bytes, key=key)  # fmt: skip
+    facts = analyze(trace, labels, index=index, consent=consent, key=key)
     values = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
-    return TraceEvent(trace, agent_input, agent_output, values, index.to_json())
+    return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
 
 
 def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:

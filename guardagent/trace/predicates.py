@@ -62,7 +62,7 @@ from guardagent.trace.provenance import (
     ValueProvenance,
     call_provenance,
 )
-from guardagent.trace.state import TraceIndex, flatten
+from guardagent.trace.state import TraceIndex, flatten, sign, verify
 from guardagent.trace.temporal import (
     RECIPIENT_KINDS,
     CallPattern,
@@ -130,6 +130,12 @@ class Consent:
     values: Mapping[str, Any] = field(default_factory=dict)
     call_id: str | None = None
 
+    def signed(self, key: bytes) -> dict[str, Any]:
+        """The record as JSON, signed with the deployment's key (see :class:`TraceFacts`)."""
+        data = self.to_json()
+        data["mac"] = sign(data, key)
+        return data
+
     @classmethod
     def from_json(cls, raw: Any) -> Consent:
         """Read a record (``{"tool", "decision", "args", "values", "call_id"}``)."""
@@ -166,6 +172,10 @@ class TraceFacts:
         labels: The deployer's labels.
         index: The thread's index (updated here with this trace); None builds one.
         consent: The host's review records for this thread.
+        key: The deployment's key: the index must be signed with it (checked by
+            :meth:`TraceIndex.from_json` when the caller restores it) and so must every
+            consent record (:meth:`Consent.signed`); an unsigned or altered record is
+            ignored, as if the reviewer never approved.
     """
 
     def __init__(
@@ -175,6 +185,7 @@ class TraceFacts:
         *,
         index: TraceIndex | None = None,
         consent: Iterable[Consent | Mapping[str, Any]] = (),
+        key: bytes | None = None,
     ) -> None:
         self.trace = trace
         self.labels = labels
@@ -183,7 +194,10 @@ class TraceFacts:
             raise ValueError("the index was built for another phone region")
         self.index.update(trace)
         self.search = Search(trace, self.index, labels)
-        self.consent = tuple(Consent.from_json(c) for c in consent)
+        records = list(consent)
+        if key is not None:
+            records = [c for c in records if isinstance(c, Mapping) and verify(c, key)]
+        self.consent = tuple(Consent.from_json(c) for c in records)
 
     @cached_property
     def provenance(self) -> CallProvenance:
@@ -215,9 +229,10 @@ def analyze(
     *,
     index: TraceIndex | None = None,
     consent: Iterable[Consent | Mapping[str, Any]] = (),
+    key: bytes | None = None,
 ) -> TraceFacts:
     """Analyse a trace for its proposed call (see :class:`TraceFacts`)."""
-    return TraceFacts(trace, labels, index=index, consent=consent)
+    return TraceFacts(trace, labels, index=index, consent=consent, key=key)
 
 
 # -- registry ------------------------------------------------------------------------------

@@ -32,6 +32,12 @@ Cost. Each update hashes every message (C-speed SHA-256 over its text, needed to
 rewrite anywhere) and *reads* only new ones; the counters in :attr:`TraceIndex.work` say
 how much of each was done, and the tests check them.
 
+Trust. Whoever can write the thread's state could forge an index (post an attacker's IBAN
+under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
+the state (HMAC-SHA256 over its canonical JSON) and :meth:`from_json` refuses a state
+without a valid signature (``unreadable_state``); without a key, the state is trusted as
+much as the store that holds it.
+
 Size. The state is plain JSON (for a LangGraph checkpoint). A message whose postings would
 take the state over ``max_state_bytes`` (default 1 MB) is not posted; it is listed as
 *unindexed* and read again at query time (correct, but its cost is then paid per call).
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
@@ -306,9 +313,9 @@ class TraceIndex:
 
     # -- state -----------------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
-        """The state as JSON-able data (for a checkpoint)."""
-        return {
+    def to_json(self, key: bytes | None = None) -> dict[str, Any]:
+        """The state as JSON-able data (for a checkpoint), signed when given a key."""
+        data: dict[str, Any] = {
             "format": STATE_FORMAT,
             "region": self.region,
             "count": self.count,
@@ -322,19 +329,31 @@ class TraceIndex:
             "written": self.written,
             "size": self._size,
         }
+        if key is not None:
+            data["mac"] = sign(data, key)
+        return data
 
     @classmethod
     def from_json(
-        cls, data: Any, *, region: str | None = None, max_state_bytes: int = MAX_STATE_BYTES
+        cls,
+        data: Any,
+        *,
+        region: str | None = None,
+        max_state_bytes: int = MAX_STATE_BYTES,
+        key: bytes | None = None,
     ) -> TraceIndex:
         """A state read back from a checkpoint.
 
         A state made under another phone region starts over (the readings differ); a
-        state that is not one this module wrote is unreadable (``unreadable_state``).
+        state that is not one this module wrote, or (with a key) not signed with it, is
+        unreadable (``unreadable_state``).
         """
         index = cls(region, max_state_bytes)
         if data is None:
             return index
+        if key is not None and not (isinstance(data, Mapping) and verify(data, key)):
+            unreadable("unreadable_state", "the thread's trace index is not signed by this "
+                       "deployment (altered, or written by someone else)")  # fmt: skip
         try:
             if data.get("format") != STATE_FORMAT:
                 raise ValueError("format")
@@ -369,6 +388,19 @@ class TraceIndex:
         index.written = written
         index._size = size
         return index
+
+
+def sign(data: Mapping[str, Any], key: bytes) -> str:
+    """HMAC-SHA256 of a JSON object's canonical form (its ``mac`` left out)."""
+    body = json.dumps({k: v for k, v in data.items() if k != "mac"}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
+    return hmac.new(key, body.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def verify(data: Mapping[str, Any], key: bytes) -> bool:
+    """Whether a JSON object carries a valid ``mac`` made with `key`."""
+    mac = data.get("mac")
+    return isinstance(mac, str) and hmac.compare_digest(mac, sign(data, key))
 
 
 def posted(index: TraceIndex, keys: Iterable[str]) -> set[int]:
