@@ -169,3 +169,9 @@ def test_example_traces_load() -> None:
     for path in sorted(TRACES.glob("*.json")):
         trace = load_trace(path.read_text(encoding="utf-8"))
         assert trace.messages and trace.call.name, path.name
+
+
+def test_json_text_in_any_unicode_encoding() -> None:
+    doc = json.dumps({"messages": [{"role": "user", "content": "Grüße"}], "proposed_call": {"name": "f"}})
+    for raw in [doc, "\ufeff" + doc, doc.encode("utf-8"), doc.encode("utf-8-sig"), doc.encode("utf-16")]:
+        assert parse_trace(raw).messages[0].text == "Grüße"

@@ -347,6 +347,8 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         if len(raw) > max_bytes:
             unreadable("trace_too_large", f"the trace is over {max_bytes} bytes; it is denied "
                        "rather than cut (raise max_trace_bytes to guard it)")  # fmt: skip
+        if isinstance(raw, str):
+            raw = raw.removeprefix("\ufeff")
         try:
             raw = json.loads(raw)
         except ValueError as exc:
