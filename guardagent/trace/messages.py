@@ -424,9 +424,9 @@ def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
     return wanted
 
 
-def load_trace(path_or_text: str | bytes, *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
+def load_trace(text: str | bytes, *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
     """Read a trace document from JSON text (a file's content or stdin)."""
-    return parse_trace(path_or_text, max_bytes=max_bytes)
+    return parse_trace(text, max_bytes=max_bytes)
 
 
 # -- as an event ---------------------------------------------------------------------------

@@ -306,11 +306,6 @@ class TraceIndex:
         """The source of a message the index has seen."""
         return self.source_names[self.sources[index]]
 
-    def next_of_source(self, index: int) -> int | None:
-        """The next message with the same source, if any."""
-        source = self.sources[index]
-        return next((j for j in range(index + 1, self.count) if self.sources[j] == source), None)
-
     # -- state -----------------------------------------------------------------------------
 
     def to_json(self, key: bytes | None = None) -> dict[str, Any]:
