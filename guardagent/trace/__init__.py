@@ -23,30 +23,57 @@ Typical use::
     saved = facts.index.to_json()
 """
 
-from guardagent.trace.guard import TraceEvent, prepare_trace_event, unreadable_fields
-from guardagent.trace.labels import LabelError, Labels, ToolLabel, labels_from_schemas
-from guardagent.trace.messages import (
-    MAX_TRACE_BYTES,
-    Message,
-    ToolCall,
-    Trace,
-    load_trace,
-    parse_trace,
-    render_event,
-)
-from guardagent.trace.predicates import (
-    PREDICATES,
-    Consent,
-    Fact,
-    PredicateSpecError,
-    TraceFacts,
-    analyze,
-    compile_bindings,
-    facts_json,
-    unknown_arguments,
-)
-from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance
-from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from guardagent.trace.guard import TraceEvent, prepare_trace_event, unreadable_fields
+    from guardagent.trace.labels import LabelError, Labels, ToolLabel, labels_from_schemas
+    from guardagent.trace.messages import (
+        MAX_TRACE_BYTES,
+        Message,
+        ToolCall,
+        Trace,
+        load_trace,
+        parse_trace,
+        render_event,
+    )
+    from guardagent.trace.predicates import (
+        PREDICATES,
+        Consent,
+        Fact,
+        PredicateSpecError,
+        TraceFacts,
+        analyze,
+        compile_bindings,
+        facts_json,
+        unknown_arguments,
+    )
+    from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance
+    from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
+
+_HOMES = {
+    "TraceEvent": "guard", "prepare_trace_event": "guard", "unreadable_fields": "guard",
+    "LabelError": "labels", "Labels": "labels", "ToolLabel": "labels",
+    "labels_from_schemas": "labels", "MAX_TRACE_BYTES": "messages", "Message": "messages",
+    "ToolCall": "messages", "Trace": "messages", "load_trace": "messages",
+    "parse_trace": "messages", "render_event": "messages", "PREDICATES": "predicates",
+    "Consent": "predicates", "Fact": "predicates", "PredicateSpecError": "predicates",
+    "TraceFacts": "predicates", "analyze": "predicates", "compile_bindings": "predicates",
+    "facts_json": "predicates", "unknown_arguments": "predicates",
+    "CallProvenance": "provenance", "SourceRef": "provenance",
+    "ValueProvenance": "provenance", "MAX_STATE_BYTES": "state", "TraceIndex": "state",
+}  # fmt: skip
+"""Where each public name lives: modules load on first use, so importing one light module
+(``guardagent.trace.labels`` from a policy file) does not pull in the whole engine."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"guardagent.trace.{home}"), name)
+
 
 __all__ = [
     "MAX_STATE_BYTES",
