@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -17,6 +18,9 @@ from guardagent.nodes.runtime import check_settings, memory_of
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
+
+if TYPE_CHECKING:
+    from guardagent.trace import TraceEvent
 
 
 class GuardAgent:
@@ -124,3 +128,127 @@ class GuardAgent:
                 return await self.acheck(*event)
 
         return list(await asyncio.gather(*(one(e) for e in events)))
+
+    # -- traces ----------------------------------------------------------------------------
+
+    def _trace(
+        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
+        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
+    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
+        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+        from guardagent.policy.runs import profile_policy
+        from guardagent.readers.evidence import UnreadableEvidence
+        from guardagent.trace import prepare_trace_event, unreadable_fields
+
+        model = profile_policy(load_profile(self.context.profile))
+        if model is None or model.labels is None or not model.trace_bindings:
+            raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
+                             "model with tool labels and trace predicates")  # fmt: skip
+        try:
+            return prepare_trace_event(
+                messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
+                user_facts=user_facts, consent=consent, thread_state=thread_state,
+                max_bytes=max_bytes, key=self.context.trace_key_bytes,
+            ), model  # fmt: skip
+        except UnreadableEvidence as exc:
+            return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+
+    def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
+        """A policy whose every predicate is a trace predicate needs no program: verify here."""
+        from guardagent.policy.runs import decision_parts
+        from guardagent.policy.verify import verify_event
+
+        if set(model.trace_bindings) != {p.name for p in model.predicates}:
+            return None
+        threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
+        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold), None)
+        return GuardDecision(
+            **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
+            profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+
+    @staticmethod
+    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any) -> GuardDecision:
+        """The decision with the trace facts, the thread state, and why each condition held."""
+        facts = event.details()
+        named = [facts[n]["detail"] for r in decision.rules
+                 if r.status in ("violated", "possibly_violated")
+                 for n in [*r.deciding, *r.open]
+                 if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
+        reason = decision.reason
+        if named:
+            reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
+        return decision.model_copy(update={"trace_facts": facts, "trace_state": event.thread_state,
+                                           "reason": reason})  # fmt: skip
+
+    def check_trace(
+        self,
+        messages: Any,
+        proposed_call: Mapping[str, Any] | None = None,
+        *,
+        user_facts: Mapping[str, Any] | None = None,
+        consent: Iterable[Any] = (),
+        thread_state: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> GuardDecision:
+        """Decide whether a tool call may run, given the whole conversation before it.
+
+        Args:
+            messages: The trace: LangChain messages (objects or `messages_to_dict` JSON) or
+                OpenAI chat messages with `tool_calls`, a list or ``{"messages",
+                "proposed_call"}``, or that as JSON text (see DESIGN.md, "Traces").
+            proposed_call: The call to guard (default: the last message's only call).
+            user_facts: The host's facts about the user.
+            consent: The host's review records for this thread (``{"tool", "decision",
+                "args", "values", "call_id"}``); text in a message never counts.
+            thread_state: `decision.trace_state` of this thread's previous call (None for
+                the first call): only new messages are read, and a rewritten history is
+                denied.
+            **overrides: :class:`GuardContext` fields for this call only.
+
+        Returns:
+            The decision, with `trace_facts` (which messages decided each predicate) and
+            `trace_state` (keep it for the thread's next call).
+        """
+        started = time.perf_counter()
+        max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
+        event, model = self._trace(messages, proposed_call, user_facts, consent, thread_state,
+                                   max_bytes)  # fmt: skip
+        if isinstance(event, GuardDecision):
+            return event
+        decision = self._verify_trace(event, model, started)
+        if decision is None:
+            overrides["trace_assignments"] = event.assignments
+            overrides.setdefault("max_event_chars", max_bytes + 65_536)
+            decision = invoke_guard(
+                self.graph, self._context(user_facts, overrides), event.agent_input,
+                event.agent_output, run_name="guardagent.trace",
+            )  # fmt: skip
+        return self._with_trace(decision, event, model)
+
+    async def acheck_trace(
+        self,
+        messages: Any,
+        proposed_call: Mapping[str, Any] | None = None,
+        *,
+        user_facts: Mapping[str, Any] | None = None,
+        consent: Iterable[Any] = (),
+        thread_state: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> GuardDecision:
+        """Async :meth:`check_trace` (the trace is read in a worker thread)."""
+        started = time.perf_counter()
+        max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
+        event, model = await asyncio.to_thread(
+            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes)
+        if isinstance(event, GuardDecision):
+            return event
+        decision = self._verify_trace(event, model, started)
+        if decision is None:
+            overrides["trace_assignments"] = event.assignments
+            overrides.setdefault("max_event_chars", max_bytes + 65_536)
+            decision = await ainvoke_guard(
+                self.graph, self._context(user_facts, overrides), event.agent_input,
+                event.agent_output, run_name="guardagent.trace",
+            )  # fmt: skip
+        return self._with_trace(decision, event, model)

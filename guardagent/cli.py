@@ -109,8 +109,15 @@ def main() -> None:
 
 @main.command()
 @_profile
-@_input
-@_output
+@click.option("--input", "agent_input", default=None, help="Agent input: TEXT or @FILE.")
+@click.option("--output", "agent_output", default=None, help="Agent output: TEXT or @FILE.")
+@click.option("--trace", "trace_file", default=None, metavar="FILE|-",
+              help="A whole conversation and its proposed tool call (LangChain messages_to_dict "
+                   "JSON or OpenAI chat), instead of --input/--output.")
+@click.option("--consent", "consent_file", default=None, type=click.Path(dir_okay=False),
+              help="With --trace: JSON list of the host's review records.")
+@click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
+              help="With --trace: the thread's state file, read if present and rewritten.")
 @_model
 @_base_url
 @_memory_dir
@@ -118,21 +125,53 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
 @click.option("--fields", default=None, metavar="A,B,...",
               help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-def check(profile: str, agent_input: str, agent_output: str, model: str, base_url: str | None,
-          memory_dir: str | None, memory_url: str | None, quiet: bool,
-          fields: str | None) -> None:
-    """Decide whether one event may pass; prints the decision as JSON."""
+def check(profile: str, agent_input: str | None, agent_output: str | None,
+          trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
+          base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
+          fields: str | None) -> None:  # fmt: skip
+    """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON."""
     from guardagent.eval.textio import dumps_safe
 
     wanted = _decision_fields(fields)
-    event = _text(agent_input, "--input"), _text(agent_output, "--output")
+    if (trace_file is None) == (agent_input is None or agent_output is None):
+        raise click.UsageError("give --input and --output, or --trace")
+    if trace_file is None and (consent_file or state_file):
+        raise click.UsageError("--consent and --state go with --trace")
     guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
-    shown = guard.check(*event).model_dump(mode="json")
+    if trace_file is not None:
+        decision = _check_trace(guard, trace_file, consent_file, state_file)
+    else:
+        decision = guard.check(_text(agent_input or "", "--input"),
+                               _text(agent_output or "", "--output"))  # fmt: skip
+    shown = decision.model_dump(mode="json")
     if quiet:
         shown.pop("program", None)
     if wanted:
         shown = {name: shown[name] for name in wanted if name in shown}
     click.echo(dumps_safe(shown))
+
+
+def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
+                 state_file: str | None) -> Any:  # fmt: skip
+    """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
+    if trace_file == "-":
+        raw: bytes = sys.stdin.buffer.read()
+    elif Path(trace_file).is_file():
+        raw = Path(trace_file).read_bytes()
+    else:
+        raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
+    consent = json.loads(Path(consent_file).read_text(encoding="utf-8")) if consent_file else []
+    state_path = Path(state_file) if state_file else None
+    state = (json.loads(state_path.read_text(encoding="utf-8"))
+             if state_path is not None and state_path.is_file() else None)  # fmt: skip
+    try:
+        decision = guard.check_trace(raw, consent=consent, thread_state=state)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if state_path is not None and decision.trace_state is not None:
+        state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
+                              encoding="utf-8")  # fmt: skip
+    return decision
 
 
 def _decision_fields(fields: str | None) -> list[str]:

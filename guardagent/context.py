@@ -79,6 +79,14 @@ class GuardContext:
             path or the cost).
         user_facts: The host's structured facts about the user for this run (see
             :class:`RunContext`); usually passed per call, `check(..., user_facts=...)`.
+        max_trace_bytes: Size limit of a trace (`check_trace`): larger ones are denied with
+            the reason, never cut.
+        trace_assignments: Predicates of the policy model the host assigned from the trace
+            (`check_trace`), merged with the program's by `verify`. Set only by trusted
+            code, never from a run's client (not a :class:`RunContext` key).
+        trace_key: Key that signs a thread's trace state and the reviewers' consent records
+            (`check_trace`, the middleware's ``trace=True``); with it, a state or record
+            that anyone else wrote is refused. Never shown in a repr or a trace.
     """
 
     profile: str = "eicu-ac"
@@ -94,6 +102,15 @@ class GuardContext:
     profiles: dict[str, str] | None = None
     user_facts: dict[str, Any] | None = None
     max_event_chars: int = 1_000_000
+    max_trace_bytes: int = 8 * 1024 * 1024
+    trace_assignments: dict[str, bool | None] | None = None
+    trace_key: str | bytes | None = field(default=None, repr=False)
+
+    @property
+    def trace_key_bytes(self) -> bytes | None:
+        """`trace_key` as bytes (None without one)."""
+        key = self.trace_key
+        return key.encode("utf-8") if isinstance(key, str) else key
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GuardContext:

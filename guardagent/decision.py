@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,10 @@ class GuardDecision(BaseModel):
     violated / possibly violated / not applicable, the predicate values that decided it,
     explanation, remediation), `safety_probability` the probability that every hard rule
     holds if the action executes, and `remediation` the computed remedies of a denial.
+
+    From `check_trace`: `trace_facts` holds each trace predicate's value with the messages
+    that decided it, and `trace_state` the thread's updated index (for the caller to keep
+    with the thread; left out of dumps).
     """
 
     allowed: bool
@@ -44,6 +48,8 @@ class GuardDecision(BaseModel):
     rules: list[RuleResult] = Field(default_factory=list)
     safety_probability: float | None = None
     remediation: Remediation | None = None
+    trace_facts: dict[str, Any] | None = None
+    trace_state: dict[str, Any] | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def failed_closed(self) -> bool:

@@ -52,10 +52,12 @@ and HITL-style ``{"decisions": [{"type": ...}]}``). Anything else is a rejection
 from __future__ import annotations
 
 import hashlib
+import json
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -72,12 +74,17 @@ from guardagent.integrations.runner import (
     facts_in,
     run_guard,
 )
+from guardagent.trace.predicates import Consent
 
 Review = Literal["never", "on_fail", "on_deny"]
 UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
 ToolResult = ToolMessage | Command[Any]
 
 REVIEW_TYPE = "guardagent_review"
+TRACE_KEY = "guardagent_trace"
+"""State key of the thread's trace index (``trace=True``): only new messages are read."""
+CONSENT_KEY = "guardagent_consent"
+"""State key of the reviewers' approvals (``trace=True``): consent for later decisions."""
 USER_INFO_KEY = "user_info"
 """Where the host puts its facts about the user: the run's context (or, opted in, the state)."""
 
@@ -86,6 +93,23 @@ class GuardedAgentState(AgentState[Any]):
     """The agent state plus the user's facts, for hosts that opt in to facts from state."""
 
     user_info: NotRequired[dict[str, Any]]
+
+
+def _newest_trace(
+    old: dict[str, Any] | None, new: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """Parallel calls of one step each write the index: keep the one that read the most."""
+    if new is None:
+        return old
+    return new if old is None or new.get("count", 0) >= old.get("count", 0) else old
+
+
+class GuardedTraceState(AgentState[Any]):
+    """The agent state plus the thread's trace index and consent (``trace=True``)."""
+
+    user_info: NotRequired[dict[str, Any]]
+    guardagent_trace: NotRequired[Annotated[dict[str, Any] | None, _newest_trace]]
+    guardagent_consent: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
 
 
 class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -100,6 +124,11 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: Names of the tools to guard; None guards every tool.
         review: When to ask a human (``"never"``, ``"on_fail"``, ``"on_deny"``).
         run_name: Trace name of each guard run (its outcome is ``<run_name>.decision``).
+        trace: Guard each call with the whole conversation (`GuardAgent.check_trace`): the
+            profile's policy model needs tool labels and trace predicates. The thread's
+            index and the reviewers' approvals live in the agent state (`guardagent_trace`,
+            `guardagent_consent`: keep a checkpointer); an approval made in review is
+            recorded as consent for later decisions.
         **settings: :class:`~guardagent.context.GuardContext` fields (``model``,
             ``memory_dir``, ...) for the guard: the deployment's, never the run's.
     """
@@ -115,6 +144,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: Collection[str] | None = None,
         review: Review = "never",
         run_name: str = "guardagent.tool_call",
+        trace: bool = False,
         **settings: Any,
     ) -> None:
         super().__init__()
@@ -125,6 +155,9 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.facts_from_state = facts_from_state
         if facts_from_state:
             self.state_schema = GuardedAgentState
+        self.trace = trace
+        if trace:
+            self.state_schema = GuardedTraceState
         self.guarded_tools = frozenset(tools) if tools is not None else None
         self.review = review
         self.run_name = run_name
@@ -244,6 +277,51 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         note = f" A reviewer rejected the call{': ' + message if message else ''}."
         return self._denied(request, decision, note)
 
+    # -- traces ----------------------------------------------------------------------------
+
+    def _trace_check(self, request: ToolCallRequest, facts: Mapping[str, Any]) -> GuardDecision:
+        state = request.state if isinstance(request.state, Mapping) else {}
+        return self.guard.check_trace(
+            list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
+            consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
+        )  # fmt: skip
+
+    async def _atrace_check(
+        self, request: ToolCallRequest, facts: Mapping[str, Any]
+    ) -> GuardDecision:
+        state = request.state if isinstance(request.state, Mapping) else {}
+        return await self.guard.acheck_trace(
+            list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
+            consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
+        )  # fmt: skip
+
+    @staticmethod
+    def _trace_key(request: ToolCallRequest) -> str:
+        call = request.tool_call
+        args = json.dumps(call.get("args") or {}, sort_keys=True, default=str)
+        return f"{call.get('id') or ''}:trace:{hashlib.sha256(args.encode()).hexdigest()[:24]}"
+
+    def _with_state(self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision,
+                    reviewed: bool) -> ToolResult:  # fmt: skip
+        """The tool's result plus the thread's index (and a reviewer's approval as consent)."""
+        update: dict[str, Any] = {}
+        if decision.trace_state is not None:
+            update[TRACE_KEY] = decision.trace_state
+        if reviewed:
+            call = request.tool_call
+            # the same call, proposed again later (a retry has a new id), is approved too
+            record = Consent(call["name"], "approve", args=dict(call.get("args") or {}))
+            key = self.guard.context.trace_key_bytes
+            update[CONSENT_KEY] = [record.signed(key) if key else record.to_json()]
+        if not update:
+            return result
+        if isinstance(result, ToolMessage):
+            return Command(update={"messages": [result], **update})
+        if isinstance(result.update, dict):
+            return Command(graph=result.graph, update={**result.update, **update},
+                           resume=result.resume, goto=result.goto)  # fmt: skip
+        return result
+
     # -- hooks -----------------------------------------------------------------------------
 
     def wrap_tool_call(
@@ -253,6 +331,13 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not self._guarded(request):
             return handler(request)
         facts = self.facts(request)
+        if self.trace:
+            key = self._trace_key(request)
+            decision = self._pending_or(key) or self._trace_check(request, facts)
+            blocked = self._resolve(request, key, decision)
+            result = handler(request) if blocked is None else blocked
+            reviewed = blocked is None and not decision.allowed
+            return self._with_state(request, result, decision, reviewed)
         event = self._event(request, facts)
         key = self._key(request, event)
         decision = self._pending_or(key) or run_guard(
@@ -271,6 +356,13 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not self._guarded(request):
             return await handler(request)
         facts = self.facts(request)
+        if self.trace:
+            key = self._trace_key(request)
+            decision = self._pending_or(key) or await self._atrace_check(request, facts)
+            blocked = self._resolve(request, key, decision)
+            result = await handler(request) if blocked is None else blocked
+            reviewed = blocked is None and not decision.allowed
+            return self._with_state(request, result, decision, reviewed)
         event = self._event(request, facts)
         key = self._key(request, event)
         decision = self._pending_or(key) or await arun_guard(
@@ -296,6 +388,7 @@ def parse_review(answer: Any) -> tuple[bool, str]:
 
 
 __all__ = [
-    "REVIEW_TYPE", "USER_INFO_KEY", "GuardAgentMiddleware", "GuardedAgentState", "Review",
+    "CONSENT_KEY", "REVIEW_TYPE", "TRACE_KEY", "USER_INFO_KEY", "GuardAgentMiddleware",
+    "GuardedAgentState", "GuardedTraceState", "Review",
     "parse_review",
 ]  # fmt: skip

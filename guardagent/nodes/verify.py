@@ -39,7 +39,8 @@ def verify(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     if model is None:
         return {}
     threshold = getattr(profile, "safety_threshold", None)
-    return verify_execution(state.get("execution"), model, threshold=threshold)
+    trace = context_of(runtime).trace_assignments
+    return verify_execution(state.get("execution"), model, threshold=threshold, trace=trace)
 
 
 def after_verify(state: GuardState) -> Literal["remember", "decide"]:

@@ -44,6 +44,7 @@ import yaml
 from guardagent.policy.formula import Formula, occurrences, variables
 from guardagent.policy.formula import template as derive_template
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
+from guardagent.trace.labels import Labels
 
 FORMAT = "guardagent-policy/1"
 """The file layout this module reads and writes."""
@@ -52,7 +53,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "policies"
 """Policy models shipped with the package (`guardagent/policies/<name>.yaml`)."""
 
 PredicateKind = Literal["action", "condition"]
-AssignKind = Literal["tool", "expression", "query"]
+AssignKind = Literal["tool", "expression", "query", "trace"]
 ViolationsMode = Literal["rules", "targets"]
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -99,23 +100,29 @@ class AssignedBy:
             (e.g. ``user["age"] < 18``); documentation for the program's author, never run
             by the engine.
         query: A yes/no question for a model; its answer carries a probability.
+        trace: A trace predicate (``arg_only_untrusted("to")``, see
+            :mod:`guardagent.trace.predicates`), assigned by the host from the whole
+            conversation before the program runs (never by the program).
     """
 
     tool: str | None = None
     expression: str | None = None
     query: str | None = None
+    trace: str | None = None
 
     @property
     def kind(self) -> AssignKind:
-        """Which of the three ways this is."""
+        """Which of the four ways this is."""
         if self.tool is not None:
             return "tool"
+        if self.trace is not None:
+            return "trace"
         return "expression" if self.expression is not None else "query"
 
     @property
     def text(self) -> str:
-        """The function name, expression or question."""
-        return self.tool or self.expression or self.query or ""
+        """The function name, expression, question or trace predicate."""
+        return self.tool or self.expression or self.query or self.trace or ""
 
 
 @dataclass(frozen=True)
@@ -254,6 +261,8 @@ class PolicyModel:
         predicates: Declared predicates, in file order.
         rules: Rules, in file order.
         path: The file it was loaded from.
+        labels: The deployer's tool labels (``labels:`` section, the format of
+            :mod:`guardagent.trace.labels`), for trace predicates; None without one.
     """
 
     name: str
@@ -264,6 +273,13 @@ class PolicyModel:
     threshold: float = 0.5
     violations: ViolationsMode = "rules"
     path: str | None = field(default=None, compare=False)
+    labels: Labels | None = None
+
+    @cached_property
+    def trace_bindings(self) -> dict[str, str]:
+        """Predicates the host assigns from the trace: name -> trace predicate expression."""
+        return {p.name: p.assigned_by.text for p in self.predicates
+                if p.assigned_by is not None and p.assigned_by.kind == "trace"}  # fmt: skip
 
     @cached_property
     def by_name(self) -> dict[str, Predicate]:
@@ -445,8 +461,8 @@ class _Reader:
 
 
 _TOP_KEYS = (
-    "format", "name", "version", "description", "threshold", "violations", "predicates",
-    "rules",
+    "format", "name", "version", "description", "threshold", "violations", "labels",
+    "predicates", "rules",
 )  # fmt: skip
 _PREDICATE_KEYS = (
     "name", "kind", "description", "assign", "probability", "changeable", "parent", "target",
@@ -478,13 +494,21 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
         kind = "condition"
     assigned = None
     if "assign" in fields:
-        how = reader.mapping(fields["assign"], f"{what}: assign", ("tool", "expression", "query"))
+        how = reader.mapping(fields["assign"], f"{what}: assign",
+                             ("tool", "expression", "query", "trace"))  # fmt: skip
         if len(how) != 1:
             reader.problem(fields["assign"], f"{what}: assign needs exactly one of tool, "
-                           "expression, query")  # fmt: skip
+                           "expression, query, trace")  # fmt: skip
         else:
             key, _ = next(iter(how.items()))
             text = reader.string(how, key, f"{what}: assign")
+            if text is not None and key == "trace":
+                from guardagent.trace.predicates import PredicateSpecError, compile_predicate
+
+                try:
+                    compile_predicate(text)
+                except PredicateSpecError as exc:
+                    reader.problem(how[key], f"{what}: {exc}")
             if text is not None:
                 assigned = AssignedBy(**{key: text})
     parent = reader.string(fields, "parent", what)
@@ -669,6 +693,16 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         if (r := _rule(reader, n, i)) is not None
     ]  # fmt: skip
     _structure(reader, predicates, rules)
+    labels = None
+    if "labels" in top:
+        from guardagent.trace.labels import LabelError
+
+        raw = reader.value(top["labels"])
+        try:
+            labels = Labels.from_mapping(raw if isinstance(raw, dict) else {"tools": raw})
+        except LabelError as exc:
+            for problem in exc.problems:
+                reader.problem(top["labels"], f"labels: {problem}")
     model = PolicyModel(
         name=name,
         version=version,
@@ -678,6 +712,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         predicates=tuple(predicates),
         rules=tuple(rules),
         path=file,
+        labels=labels,
     )
     if strict:
         for pred_name, uses in model.undefined.items():
@@ -805,6 +840,8 @@ def dump_policy(model: PolicyModel) -> str:
     doc["threshold"] = model.threshold
     if model.violations != "rules":
         doc["violations"] = model.violations
+    if model.labels is not None:
+        doc["labels"] = model.labels.to_json()
     doc["predicates"] = [_predicate_entry(p) for p in model.predicates]
     doc["rules"] = [_rule_entry(r) for r in model.rules]
     text: str = yaml.dump(

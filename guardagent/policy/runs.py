@@ -81,11 +81,23 @@ def predicates_of(execution: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def verify_execution(
-    execution: Mapping[str, Any] | None, model: PolicyModel, *, threshold: float | None = None
+    execution: Mapping[str, Any] | None,
+    model: PolicyModel,
+    *,
+    threshold: float | None = None,
+    trace: Mapping[str, bool | None] | None = None,
 ) -> dict[str, Any]:
-    """The node's update for one execution (pure: no runtime needed; tested directly)."""
+    """The node's update for one execution (pure: no runtime needed; tested directly).
+
+    `trace` holds the predicates the host assigned from the conversation (the policy's
+    ``assign: {trace: ...}`` ones); a program that assigns one of them too is an error.
+    """
     try:
         assignments = predicates_of(execution)
+        for name, value in (trace or {}).items():
+            if name in assignments:
+                return {"error": f"the program assigned {name!r}, which the trace assigns"}
+            assignments[name] = {"value": value, "probability": None}
         if not assignments:
             return {"error": NOTHING_ASSIGNED}
         verdict = verify_event(model, assignments, threshold=threshold)
