@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping
@@ -55,6 +56,10 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "policies"
 PredicateKind = Literal["action", "condition"]
 AssignKind = Literal["tool", "expression", "query", "trace"]
 ViolationsMode = Literal["rules", "targets"]
+ReviewState = Literal["proposed", "approved", "edited", "rejected"]
+REVIEW_STATES: tuple[str, ...] = ("proposed", "approved", "edited", "rejected")
+"""A rule's human sign-off state; a rule without one was written by hand (not under review)."""
+SIGNED_OFF: frozenset[str] = frozenset({"approved", "edited"})
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -178,6 +183,11 @@ class Rule:
         hard: A violated hard rule denies; a soft one is reported only.
         actions: Actions the rule is attached to beyond those its logic names; the rule
             then applies only when one of them is taken.
+        span: The verbatim text of the source the rule was extracted from (extraction keeps
+            it so a reviewer sees what the rule claims to encode).
+        review: Human sign-off: ``proposed`` (extracted, not yet reviewed), ``approved``,
+            ``edited`` (a reviewer changed it) or ``rejected`` (never guards); None for
+            rules written by hand.
         location: Where the entry starts; `logic_location` where its logic string starts
             (`logic_style` and `logic_indent` map columns inside it to the file).
     """
@@ -194,6 +204,8 @@ class Rule:
     weight: float = 1.0
     hard: bool = True
     actions: tuple[str, ...] = ()
+    span: str = ""
+    review: ReviewState | None = None
     location: Location | None = field(default=None, compare=False)
     logic_location: Location | None = field(default=None, compare=False)
     logic_style: str | None = field(default=None, compare=False)
@@ -263,6 +275,8 @@ class PolicyModel:
         path: The file it was loaded from.
         labels: The deployer's tool labels (``labels:`` section, the format of
             :mod:`guardagent.trace.labels`), for trace predicates; None without one.
+        approved_only: Guard only with rules a human signed off (review ``approved`` or
+            ``edited``); see :func:`guarding_model`.
     """
 
     name: str
@@ -274,6 +288,7 @@ class PolicyModel:
     violations: ViolationsMode = "rules"
     path: str | None = field(default=None, compare=False)
     labels: Labels | None = None
+    approved_only: bool = False
 
     @cached_property
     def trace_bindings(self) -> dict[str, str]:
@@ -462,7 +477,7 @@ class _Reader:
 
 _TOP_KEYS = (
     "format", "name", "version", "description", "threshold", "violations", "labels",
-    "predicates", "rules",
+    "approved_only", "predicates", "rules",
 )  # fmt: skip
 _PREDICATE_KEYS = (
     "name", "kind", "description", "assign", "probability", "changeable", "parent", "target",
@@ -470,7 +485,7 @@ _PREDICATE_KEYS = (
 )  # fmt: skip
 _RULE_KEYS = (
     "id", "logic", "template", "risk_types", "source", "policy", "explanation", "remediation",
-    "weight", "hard", "actions",
+    "weight", "hard", "actions", "span", "review",
 )  # fmt: skip
 
 
@@ -565,6 +580,11 @@ def _rule(reader: _Reader, node: yaml.Node, index: int) -> Rule | None:
         reader.problem(fields["template"], f"{what}: template {given!r} does not match the "
                        f"logic (its template is {derived!r}); drop it, it is derived")  # fmt: skip
     weight = reader.number(fields, "weight", what, low=0.0, high=1e9)
+    review = reader.string(fields, "review", what)
+    if review is not None and review not in REVIEW_STATES:
+        reader.problem(fields["review"], f"{what}: review must be one of "
+                       f"{', '.join(REVIEW_STATES)}")  # fmt: skip
+        review = "proposed"
     return Rule(
         id=rule_id,
         logic=logic,
@@ -578,6 +598,8 @@ def _rule(reader: _Reader, node: yaml.Node, index: int) -> Rule | None:
         weight=1.0 if weight is None else weight,
         hard=reader.boolean(fields, "hard", what, True),
         actions=reader.strings(fields, "actions", what),
+        span=reader.string(fields, "span", what) or "",
+        review=_review_state(review),
         location=reader.at(node),
         logic_location=reader.at(logic_node),
         logic_style=style,
@@ -586,6 +608,16 @@ def _rule(reader: _Reader, node: yaml.Node, index: int) -> Rule | None:
 
 
 _PLACEHOLDER: Formula = parse_logic("TRUE")
+
+
+def _review_state(text: str | None) -> ReviewState | None:
+    if text == "approved":
+        return "approved"
+    if text == "edited":
+        return "edited"
+    if text == "rejected":
+        return "rejected"
+    return None if text is None else "proposed"
 
 
 def _sequence(reader: _Reader, fields: dict[str, yaml.Node], key: str) -> list[yaml.Node]:
@@ -713,6 +745,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         rules=tuple(rules),
         path=file,
         labels=labels,
+        approved_only=reader.boolean(top, "approved_only", "policy", False),
     )
     if strict:
         for pred_name, uses in model.undefined.items():
@@ -775,6 +808,35 @@ def load_policy(path: str | Path, *, strict: bool = True) -> PolicyModel:
     return load_policy_text(text, str(file), strict=strict)
 
 
+# --------------------------------------------------------------------------- sign-off
+
+
+def guards(rule: Rule, *, approved_only: bool) -> bool:
+    """Whether `rule` takes part in guarding.
+
+    A rejected rule never guards. Under `approved_only`, only rules a human signed off
+    (``approved`` or ``edited``) guard: extracted rules still ``proposed`` and hand-written
+    rules without a review state do not, so nothing unreviewed can decide.
+    """
+    if rule.review == "rejected":
+        return False
+    return not approved_only or rule.review in SIGNED_OFF
+
+
+def guarding_model(model: PolicyModel, *, approved_only: bool | None = None) -> PolicyModel:
+    """The model with only the rules that guard (see :func:`guards`).
+
+    `approved_only` None means the model's own setting; a profile may force it on (it can
+    never turn off a policy's own `approved_only`). The model is returned unchanged when
+    every rule guards, so compiled solvers cached on it are reused.
+    """
+    strict = model.approved_only or bool(approved_only)
+    kept = tuple(r for r in model.rules if guards(r, approved_only=strict))
+    if len(kept) == len(model.rules):
+        return model
+    return dataclasses.replace(model, rules=kept)
+
+
 # --------------------------------------------------------------------------- dumping
 
 
@@ -825,6 +887,10 @@ def _rule_entry(rule: Rule) -> dict[str, Any]:
         entry["weight"] = rule.weight
     if not rule.hard:
         entry["hard"] = False
+    if rule.span:
+        entry["span"] = rule.span
+    if rule.review is not None:
+        entry["review"] = rule.review
     return entry
 
 
@@ -842,6 +908,8 @@ def dump_policy(model: PolicyModel) -> str:
         doc["violations"] = model.violations
     if model.labels is not None:
         doc["labels"] = model.labels.to_json()
+    if model.approved_only:
+        doc["approved_only"] = True
     doc["predicates"] = [_predicate_entry(p) for p in model.predicates]
     doc["rules"] = [_rule_entry(r) for r in model.rules]
     text: str = yaml.dump(

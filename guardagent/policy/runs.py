@@ -19,6 +19,7 @@ from typing import Any
 from guardagent.policy.event import VerificationError
 from guardagent.policy.model import (
     PolicyModel,
+    guarding_model,
     load_policy,
     policy_digest,
     resolve_policy,
@@ -57,6 +58,10 @@ def policy_fingerprint(profile: Any) -> str:
 def profile_policy(profile: Any) -> PolicyModel | None:
     """The policy model a profile names (loaded strictly, once per file), or None.
 
+    Only the rules that guard are kept (:func:`guarding_model`): rejected rules never, and
+    under `approved_only` (the policy's own setting, or the profile's ``approved_only``
+    attribute) only rules a human approved or edited.
+
     Raises:
         PolicyError: the named file does not load (the profile is broken: deny loudly).
     """
@@ -64,11 +69,12 @@ def profile_policy(profile: Any) -> PolicyModel | None:
     if not name:
         return None
     path = resolve_policy(getattr(profile, "root", None), str(name))
-    key = str(path.resolve())
+    approved_only = bool(getattr(profile, "approved_only", False))
+    key = f"{path.resolve()}|{approved_only}"
     with _models_lock:
         model = _models.get(key)
     if model is None:
-        model = load_policy(path)
+        model = guarding_model(load_policy(path), approved_only=approved_only)
         with _models_lock:
             _models[key] = model
     return model
