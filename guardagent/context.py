@@ -118,7 +118,8 @@ class GuardContext:
 
         `GUARDAGENT_PROFILE`, `_MODEL`, `_BASE_URL`, `_K`, `_MAX_ATTEMPTS`, `_MEMORY_DIR`,
         `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`,
-        `_MAX_EVENT_CHARS`, and
+        `_MAX_EVENT_CHARS`, `_MAX_TRACE_BYTES`, `_TRACE_KEY` (the deployment's key that
+        signs trace state and consent records; surrounding spaces are dropped), and
         `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
         the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
 
@@ -183,4 +184,6 @@ _ENV_FIELDS: dict[str, Any] = {
     "timeout_seconds": _positive_float,
     "profiles": _profiles,
     "max_event_chars": _positive_int,
+    "max_trace_bytes": _positive_int,
+    "trace_key": str,
 }
