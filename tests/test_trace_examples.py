@@ -194,3 +194,17 @@ def test_deployment_key_from_the_environment_signs_state_and_consent(tmp_path: P
     other = GuardAgent(profile=context.profile, trace_key="another key")
     foreign = other.check_trace(delete, thread_state=decision.trace_state)
     assert not foreign.allowed and foreign.unreadable, "state signed with another key is refused"
+
+
+def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) -> None:
+    text = BROWSER_POLICY.read_text(encoding="utf-8")
+    planted = text.replace('arg_only_untrusted("value")', 'arg_only_untrusted("vaule")')
+    assert planted != text
+    path = tmp_path / "policy.yaml"
+    path.write_text(planted, encoding="utf-8")
+    report = check_policy(path)
+    assert report.ok, "a warning, not an error: the policy still loads"
+    [finding] = [f for f in report.findings if f.code == "unknown_argument"]
+    assert finding.severity == "warning" and finding.predicates == ("value_only_from_page",)
+    assert "'vaule'" in finding.message and finding.location and ":" in finding.location
+    assert check_policy(BROWSER_POLICY).codes("warning") == []

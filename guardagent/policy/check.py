@@ -5,7 +5,8 @@ undeclared predicates, hard rules that cannot all hold at once. Warnings (the po
 but probably not as meant): an action the rules forbid outright, rules that conflict when
 their action is taken, redundant rules (implied by the others: prunable), unused
 predicates, interchangeable predicates (merge candidates), `assign` entries naming unknown
-toolbox functions or unparsable expressions. Every finding names the rules and predicates
+toolbox functions or unparsable expressions, trace predicates naming a tool argument that no
+labelled tool has (a typo that would never fire). Every finding names the rules and predicates
 involved and, when there is one, the position in the file.
 """
 
@@ -340,6 +341,33 @@ def _assignments(model: PolicyModel) -> list[Finding]:
     return out
 
 
+def _arguments(model: PolicyModel) -> list[Finding]:
+    """Trace predicates naming an argument no labelled tool declares (`args` in the labels).
+
+    ``arg_from_user("recipent")`` holds for every call (no value to trace), so a typo turns a
+    rule off without a sound; with the tools' argument names in the labels it is found here.
+    """
+    if model.labels is None:
+        return []
+    from guardagent.trace.predicates import unknown_arguments
+
+    out: list[Finding] = []
+    for name, expression in model.trace_bindings.items():
+        pred = model.by_name[name]
+        try:
+            problems = unknown_arguments({name: expression}, model.labels)
+        except SyntaxError:
+            continue  # reported when the expression is bound
+        for problem in problems:
+            out.append(Finding(
+                "warning", "unknown_argument",
+                f"predicate {name!r} ({expression}): {problem.split(': ', 1)[-1]}; check the "
+                "spelling or add the argument to the tool's `args` in `labels`",
+                predicates=(name,), location=str(pred.location) if pred.location else None,
+            ))  # fmt: skip
+    return out
+
+
 def _globals(model: PolicyModel) -> list[Finding]:
     return [
         Finding("info", "global_rule", f"rule {rule_id!r} names no action: it applies to "
@@ -369,6 +397,7 @@ def check_model(model: PolicyModel) -> CheckReport:
         report.findings += _interchangeable(model, comp)
     report.findings += _unused(model)
     report.findings += _assignments(model)
+    report.findings += _arguments(model)
     report.findings += _globals(model)
     order = {"error": 0, "warning": 1, "info": 2}
     report.findings.sort(key=lambda f: order[f.severity])
