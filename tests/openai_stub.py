@@ -10,6 +10,8 @@ message, so one stub serves a whole guard run. Faults (`fault=`) replace every a
 - ``"empty"``: a well-formed completion whose content is "".
 
 Every request is counted (and its JSON body kept) so tests can prove retries are bounded.
+A `responder` (request body -> answer text) replaces the scripted GuardAgent answers, for
+other prompts (e.g. policy extraction, which wants JSON per document section).
 Runs in a daemon thread on 127.0.0.1 with an OS-chosen port; `stop()` shuts it down.
 """
 
@@ -19,6 +21,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 PLAN = (
@@ -46,6 +49,7 @@ class OpenAIStub:
         fault: None for scripted answers, or "500", "timeout", "malformed", "empty".
         programs: Coder answers in order (the last one repeats).
         hang_seconds: How long a "timeout" request sleeps before answering.
+        responder: When given, computes every answer from the request body instead.
     """
 
     def __init__(
@@ -54,8 +58,10 @@ class OpenAIStub:
         *,
         programs: list[str] | None = None,
         hang_seconds: float = 5.0,
+        responder: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self.fault = fault
+        self.responder = responder
         self.programs = list(programs or [PROGRAM])
         self.hang_seconds = hang_seconds
         self.requests: list[dict[str, Any]] = []
@@ -122,7 +128,9 @@ class OpenAIStub:
             return "coder"
         return "planner"
 
-    def _content(self, role: str) -> str:
+    def _content(self, role: str, body: dict[str, Any]) -> str:
+        if self.responder is not None:
+            return self.responder(body)
         if role == "planner":
             return PLAN
         if role == "debugger":
@@ -136,7 +144,7 @@ class OpenAIStub:
             self.requests.append(body)
             self.roles.append(role)
             self.headers.append(headers)
-            return self._content(role)
+            return self._content(role, body)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         stub = self
