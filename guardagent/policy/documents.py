@@ -210,14 +210,14 @@ def _pdf_blocks(path: Path) -> list[Block]:
     return blocks
 
 
-def _sections(file: str, blocks: list[Block]) -> list[Section]:
+def _sections(file: str, blocks: list[Block], *, strip_title: bool = True) -> list[Section]:
     """Group paragraphs under their heading path.
 
     A document with a single top-level heading (its title) leaves it out of the paths, so
     references stay short: ``policy.md#refunds:p2`` rather than ``policy.md#title/refunds:p2``.
     """
     tops = [i for i, (level, _) in enumerate(blocks) if level == 1]
-    if len(tops) == 1 and tops[0] == 0:
+    if strip_title and len(tops) == 1 and tops[0] == 0:
         blocks = blocks[1:]
     out: list[Section] = []
     path: list[tuple[int, str]] = []
@@ -272,7 +272,7 @@ def read_document(path: str | Path) -> list[Section]:
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix == ".pdf":
-        return _sections(file.name, _pdf_blocks(file))
+        return _sections(file.name, _pdf_blocks(file), strip_title=False)
     try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
