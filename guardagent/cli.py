@@ -384,10 +384,52 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
         loaded = load_profile(profile_ref)
     except ProfileError as exc:
         raise click.ClickException(str(exc)) from None
+    from guardagent.profiles.scaffold import (
+        check_trace_profile,
+        is_trace_profile,
+        render_trace_check,
+    )
+
+    if is_trace_profile(loaded):  # no programs: the policy, its labels and example traces
+        trace_check = check_trace_profile(loaded)
+        click.echo(render_trace_check(trace_check))
+        ctx.exit(0 if trace_check.ready else 1)
     result = check_profile(loaded)
     click.echo(render_check(result))
     if not result.verified:
         ctx.exit(1)
+
+
+@profile_group.command(name="new")
+@click.argument("name")
+@click.option("--tools", "tools_file", required=True,
+              type=click.Path(exists=True, dir_okay=False),
+              help="JSON file of tool schemas: OpenAI tools/functions, Anthropic tools or "
+                   "LangChain tool dicts (a list, or {\"tools\": [...]}).")  # fmt: skip
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Directory to create (default: ./NAME); must not exist or be empty.")
+def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
+    """Scaffold a trace-guard profile NAME from tool schemas (deny by default).
+
+    Writes profile.yaml and policy.yaml: every tool labelled untrusted and irreversible
+    (fail closed) with its argument names, and denied by a placeholder rule until you say
+    when it may run. `guardagent profile check DIR` then lists what is left to edit.
+    """
+    from guardagent.profiles.scaffold import ScaffoldError, scaffold_profile
+
+    target = Path(out_dir or name)
+    try:
+        tools = json.loads(Path(tools_file).read_text(encoding="utf-8"))
+        written = scaffold_profile(name, tools, target)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"{tools_file}: not JSON ({exc})") from None
+    except ScaffoldError as exc:
+        raise click.ClickException(f"{tools_file}: {exc}") from None
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
+               f"`guardagent profile check {target}`, guard with `guardagent check --profile "
+               f"{target} --trace TRACE.json`")  # fmt: skip
 
 
 main.add_command(memory)
