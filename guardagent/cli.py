@@ -365,7 +365,7 @@ def export_cases(profile: str, out_file: str) -> None:
 
 @main.group(name="profile")
 def profile_group() -> None:
-    """Inspect guard profiles (your own or the built-in ones)."""
+    """Create and inspect guard profiles (your own or the built-in ones)."""
 
 
 @profile_group.command(name="check")
