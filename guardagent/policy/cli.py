@@ -221,9 +221,11 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
               help="Per-iteration statistics JSON (default: OUT's stem + .stats.json).")
 @click.option("--plot/--no-plot", default=True, help="Also write OUT's stem + .stats.png.")
 @click.option("--attempts", type=click.IntRange(1, 10), default=3, show_default=True)
+@click.option("--score/--no-score", default=True,
+              help="Have the model score the rules' vagueness after each step.")
 def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
              max_iterations: int, out: str | None, stats_path: str | None, plot: bool,
-             attempts: int) -> None:  # fmt: skip
+             attempts: int, score: bool) -> None:  # fmt: skip
     """Refine (with --model) and prune POLICY until nothing changes.
 
     Redundancy pruning works offline: rules z3 proves implied by the others go, predicates
@@ -240,7 +242,8 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
                    "with OPENAI_API_KEY, or --base-url for a local server).", err=True)
     try:
         model = load_policy(policy_file)
-        result = optimize_policy(model, chat, max_iterations=max_iterations, attempts=attempts)
+        result = optimize_policy(model, chat, max_iterations=max_iterations, attempts=attempts,
+                                 score=score)
     except PolicyError as exc:
         raise click.ClickException(str(exc)) from None
     except ModelCallError as exc:

@@ -532,14 +532,18 @@ def optimize_policy(
     *,
     max_iterations: int = 10,
     attempts: int = DEFAULT_ATTEMPTS,
+    score: bool = True,
 ) -> Optimization:
     """Refine (with a model) and prune until nothing changes or `max_iterations` is reached.
+
+    With a model and `score`, the model also scores each rule's vagueness (0 concrete,
+    1 vague) after every step; unchanged rules are not asked about again.
 
     Raises:
         ModelCallError: the model cannot be reached.
     """
     state = _State.of(policy)
-    scorer = _Scorer(model, attempts) if model is not None else None
+    scorer = _Scorer(model, attempts) if model is not None and score else None
 
     def record(iteration: int, step: Step, details: dict[str, Any]) -> None:
         steps.append(StepStats(iteration, step, len(state.predicates), len(state.active()),
