@@ -229,15 +229,34 @@ def explain_validation(exc: ValidationError, raw: dict[str, Any]) -> list[str]:
     return lines
 
 
-@lru_cache(maxsize=32)
 def load_profile(name_or_path: str) -> Profile:
     """Load a built-in profile by name, or a profile YAML / directory by path.
+
+    Loaded profiles are cached by the state of their files (name, size and modification time
+    of every file in the profile's folder), not by path: a profile edited on disk is loaded
+    afresh on its next use.
 
     Raises:
         ProfileError: unknown name, unreadable file, or invalid content, with the reason in
             the profile's terms (the field, the demonstration's id).
     """
     path = _resolve(name_or_path)
+    return _load(path, _stamp(path.parent))
+
+
+def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """What a cached profile must match: each file of its folder with its size and mtime."""
+    entries = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_file():
+            stat = entry.stat()
+            entries.append((entry.name, stat.st_size, stat.st_mtime_ns))
+    return tuple(entries)
+
+
+@lru_cache(maxsize=32)
+def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
+    """Read and validate one profile file (cached per `stamp`)."""
     raw: dict[str, Any] = {}
     try:
         loaded = yaml.safe_load(_read(path)) or {}
