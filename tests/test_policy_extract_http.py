@@ -101,3 +101,25 @@ def test_walkthrough_over_http(stub: OpenAIStub, tmp_path: Path) -> None:
     assert not verdict.allowed
     assert any(r.id == "5-exporting-data-p1-1" and r.status == "violated"
                for r in verdict.rules)
+
+
+def test_the_reviewed_example_guards_the_support_agents_tools(tmp_path: Path) -> None:
+    from guardagent import GuardAgent
+    from guardagent.integrations.events import tool_call_event
+
+    guard = GuardAgent(str(EXAMPLES / "support-agent"), memory_dir=str(tmp_path))
+    facts = {"ticket_open": True, "identity_verified": True, "comply_with_gdpr": False,
+             "ticket_customer": "c-7", "manager_approval": False}
+    # The rejected rule (no lookups without a GDPR basis) does not guard.
+    lookup = guard.check(*tool_call_event("lookup_customer", {"customer_id": "c-7"}, [], facts))
+    assert lookup.allowed and lookup.program_source == "memory", lookup.reason
+    refund = guard.check(*tool_call_event("refund", {"customer_id": "c-7", "amount": 900}, [],
+                                          facts))
+    assert not refund.allowed
+    assert refund.violations == [
+        "Refunds above 500 EUR need a support manager's approval first. (scope: refund)"]
+    # A fact the host did not give stays open: the rule it could break denies.
+    unknown = guard.check(*tool_call_event("export_data", {"customer_id": "c-7",
+                                                           "encrypted": True}, [],
+                                           {"ticket_open": True}))
+    assert not unknown.allowed
