@@ -1,3 +1,6 @@
+# ruff: noqa
+# mypy: ignore-errors
+# (A sandbox guard program: the toolbox and assign() are its globals; it is data, not a module.)
 # Guard program for the support agent under its reviewed policy model
 # (../support-agent-policy.yaml). Facts about the ticket and the customer come from the
 # host's "User information" block only; the pending tool calls from the agent output.
