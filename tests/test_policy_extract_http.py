@@ -123,3 +123,24 @@ def test_the_reviewed_example_guards_the_support_agents_tools(tmp_path: Path) ->
                                                            "encrypted": True}, [],
                                            {"ticket_open": True}))
     assert not unknown.allowed
+
+
+def test_malformed_answers_over_http_are_retried_then_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    doc = tmp_path / "p.md"
+    doc.write_text("## Export\n\nExports must be encrypted.\n\n## Email\n\nNo card numbers.\n")
+    out = tmp_path / "p.yaml"
+    with OpenAIStub(responder=lambda body: "I would rather not answer in JSON.") as server:
+        result = _run(["extract", str(doc), "--model", "openai:stub-model", "--base-url",
+                       server.base_url, "--out", str(out), "--no-progress", "--attempts", "2"])
+        assert server.count == 4  # two sections, two attempts each: bounded
+        retry = server.requests[1]["messages"]
+        assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
+        assert "no JSON object" in retry[-1]["content"]
+    assert result.exit_code == 1
+    assert "section p.md#export failed after 2 attempt(s)" in result.output
+    report = json.loads((tmp_path / "p.yaml.report.json").read_text())
+    assert report["failed_sections"] == ["p.md#export", "p.md#email"] and not report["ok"]
