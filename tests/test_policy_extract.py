@@ -106,7 +106,7 @@ def test_extract_example_with_scripted_model() -> None:
 def test_malformed_output_is_retried_with_the_error(tmp_path: Path) -> None:
     doc = _doc(tmp_path, "p.md", "## Export\n\nExports must be encrypted.\n")
     good = {"policies": [{"definition": "Exports are encrypted.", "text": "Exports must be "
-                          "encrypted.", "reference": "p.md#export:p1",
+                          "encrypted.", "reference": "[export:p1]",  # file part left out
                           "predicates": [{"name": "export_data", "kind": "action"},
                                          {"name": "encrypted", "kind": "condition"}],
                           "rules": [{"logic": "export_data IMPLIES encrypted"}]}]}
@@ -120,6 +120,7 @@ def test_malformed_output_is_retried_with_the_error(tmp_path: Path) -> None:
     assert "no JSON object" in retry1
     assert "not a verbatim span" in retry2
     assert result.model is not None and result.model.rules[0].span == "Exports must be encrypted."
+    assert result.model.rules[0].source == "p.md#export:p1"
 
 
 def test_output_that_stays_invalid_is_reported_not_dropped(tmp_path: Path) -> None:

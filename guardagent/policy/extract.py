@@ -145,6 +145,15 @@ def _same_words(text: str) -> str:
     return normalize_space(text.translate(table))
 
 
+def _paragraph_ref(section: Section, ref: str) -> str:
+    """The cited paragraph's full reference (models often drop the file part or brackets)."""
+    ref = ref.strip().strip("[]").strip()
+    known = {p.ref for p in section.paragraphs}
+    if ref not in known and f"{section.file}#{ref}" in known:
+        return f"{section.file}#{ref}"
+    return ref
+
+
 class _Builder:
     """Accumulates predicates and rules across sections, validating each answer."""
 
@@ -165,7 +174,7 @@ class _Builder:
         errors: list[str] = []
         for i, policy in enumerate(answer.policies):
             where = f"policies[{i}]"
-            para = paragraphs.get(policy.reference.strip().strip("[]"))
+            para = paragraphs.get(_paragraph_ref(section, policy.reference))
             if para is None:
                 errors.append(f"{where}.reference {policy.reference!r} is not a paragraph of "
                               f"this section (use one of: {', '.join(paragraphs)})")  # fmt: skip
@@ -204,7 +213,7 @@ class _Builder:
                 if pred.name not in self.predicates:
                     self.predicates[pred.name] = Predicate(pred.name, pred.kind,
                                                            pred.description.strip())
-            ref = policy.reference.strip().strip("[]")
+            ref = _paragraph_ref(section, policy.reference)
             span = _same_words(policy.text)
             paragraph = _same_words(paragraphs[ref])
             start = paragraph.find(span)
