@@ -2,12 +2,25 @@
 
 A profile is a YAML file (or a directory holding `profile.yaml`). Built-in profiles live next
 to this module and are addressed by name.
+
+A profile may name Python modules of its own (`toolbox_modules`): a `.py` file inside the
+profile's folder, or an importable dotted module. They are run once per process, before the
+profile's `toolbox` names are resolved, so their `@guard_tool` functions can be named there;
+the CLI, the API and the served graph all load profiles here, so all three see the same
+functions. Running a module is running the deployer's code, which is why only a profile the
+deployment names is ever loaded: a run that names a profile by path is refused before this
+module reads anything (:func:`guardagent.nodes.runtime.for_run`).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib
+import importlib.util
 import json
+import sys
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -60,7 +73,9 @@ class Profile(BaseModel):
     root: Path
     policy_model: str | None = None
     safety_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    toolbox_modules: list[str] = Field(default_factory=list)
     _tools: Toolbox | None = PrivateAttr(default=None)
+    _module_digests: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator("toolbox")
     @classmethod
@@ -87,6 +102,8 @@ class Profile(BaseModel):
             from guardagent.policy.model import policy_digest, resolve_policy
 
             parts.append(policy_digest(resolve_policy(self.root, self.policy_model)))
+        if self.toolbox_modules:  # nor programs verified against other versions of its tools
+            parts.append(self._module_digests or self.toolbox_modules)
         key = json.dumps(parts, sort_keys=True)
         return request_fingerprint(key)
 
@@ -265,7 +282,10 @@ def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
         raw = loaded
         raw["demonstrations"] = _read_demos(path.parent, raw.get("demonstrations"))
         raw.setdefault("name", path.parent.name)
-        return Profile(root=path.parent, **raw)
+        digests = load_toolbox_modules(path.parent, raw.get("toolbox_modules"))
+        profile = Profile(root=path.parent, **raw)
+        profile._module_digests = digests
+        return profile
     except ProfileError as exc:
         text = str(exc)  # messages about a file of the profile already name it
         named = text.startswith(str(path.parent))
@@ -277,3 +297,93 @@ def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
     except ValidationError as exc:
         shown = "\n".join(f"  - {line}" for line in explain_validation(exc, raw))
         raise ProfileError(f"{path}: invalid profile:\n{shown}") from None
+
+
+# --------------------------------------------------------------------------- toolbox modules
+
+_MODULE_LOCK = threading.RLock()  # a module may load a profile of its own
+_FILE_MODULES: dict[str, str] = {}  # sha256 of a file's content -> its module's name
+_MODULE_PREFIX = "guardprofile_"  # never "guardagent.": the sandbox zygote serves only those
+
+
+def load_toolbox_modules(root: Path, spec: Any) -> list[str]:
+    """Run the profile's `toolbox_modules` (once per process) and return their digests.
+
+    Each entry is a `.py` file relative to the profile's folder (it must stay inside it) or a
+    dotted module importable by this process (an installed package: give the same import
+    path to the CLI, the API and the server). A file is run under a name of its own made from
+    its content's digest, so an identical file named by two profiles runs once; its
+    functions are not "built-ins": the sandbox forks the calling process for them
+    (:func:`guardagent.sandbox.zygote.toolbox_refs`).
+
+    Raises:
+        ProfileError: a malformed entry, a missing file, or a module that fails to run
+            (with the exception it raised).
+    """
+    if spec is None:
+        return []
+    if not isinstance(spec, list) or not all(isinstance(e, str) and e for e in spec):
+        raise ProfileError("`toolbox_modules` must be a list of module files (`my_tools.py`, "
+                           "relative to the profile) or dotted module names")
+    with _MODULE_LOCK:
+        return [_load_module(root, entry) for entry in spec]
+
+
+def _is_file_entry(entry: str) -> bool:
+    return entry.endswith(".py") or "/" in entry or "\\" in entry
+
+
+def _load_module(root: Path, entry: str) -> str:
+    if not _is_file_entry(entry):
+        if not all(part.isidentifier() for part in entry.split(".")):
+            raise ProfileError(f"toolbox module {entry!r}: not a dotted module name nor a "
+                               ".py file")
+        try:
+            module = importlib.import_module(entry)
+        except ImportError as exc:
+            raise ProfileError(f"toolbox module {entry!r} cannot be imported ({exc}); install "
+                               "it, or name a .py file relative to the profile") from None
+        except Exception as exc:  # the deployer's module raised: say what, not a traceback
+            raise ProfileError(_failed(entry, exc)) from None
+        origin = getattr(module, "__file__", None)
+        return _digest(Path(origin).read_bytes()) if origin else entry
+    base = root.resolve()
+    file = (base / entry).resolve()
+    if Path(entry).is_absolute() or not file.is_relative_to(base):
+        raise ProfileError(f"toolbox module {entry!r}: a module file must be inside the "
+                           f"profile's folder ({base})")
+    if not file.is_file():
+        raise ProfileError(f"toolbox module {entry!r}: no such file {file}")
+    source = file.read_bytes()
+    digest = _digest(source)
+    if digest not in _FILE_MODULES:  # the same content copied into two profiles runs once
+        _FILE_MODULES[digest] = _run_file(file, source, digest)
+    return digest
+
+
+def _run_file(file: Path, source: bytes, digest: str) -> str:
+    stem = "".join(c if c.isalnum() else "_" for c in file.stem)
+    name = f"{_MODULE_PREFIX}{stem}_{digest[:16]}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has one
+        raise ProfileError(f"toolbox module {file}: cannot be loaded as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and typing look their module up by name
+    try:
+        exec(compile(source, str(file), "exec"), module.__dict__)  # noqa: S102 (the deployer's)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ProfileError(_failed(str(file), exc)) from None
+    return name
+
+
+def _failed(where: str, exc: Exception) -> str:
+    text = f"toolbox module {where} failed to load: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ValueError) and "already has a function named" in str(exc):
+        text += (" (a process registers each toolbox name once: rename the function, or "
+                 "restart the process to use an edited module)")
+    return text
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
