@@ -60,7 +60,8 @@ class Profile(BaseModel):
     `policy_model` names a policy model (a YAML file relative to the profile, or a shipped
     policy's name such as ``tool-calls``): programs then assign its predicates with
     ``assign(...)`` and the graph's `verify` node decides every rule with z3
-    (:mod:`guardagent.policy`). `safety_threshold` overrides the policy model's threshold.
+    (:mod:`guardagent.policy`). `safety_threshold` overrides the policy model's threshold;
+    `approved_only` guards with only the rules a human approved or edited.
     """
 
     name: str
@@ -73,6 +74,7 @@ class Profile(BaseModel):
     root: Path
     policy_model: str | None = None
     safety_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    approved_only: bool = False
     toolbox_modules: list[str] = Field(default_factory=list)
     _tools: Toolbox | None = PrivateAttr(default=None)
     _module_digests: list[str] = PrivateAttr(default_factory=list)
