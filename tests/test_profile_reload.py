@@ -20,3 +20,28 @@ def test_an_edited_profile_is_reloaded(tmp_path: Path) -> None:
     os.utime(yaml_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     second = load_profile(str(folder))
     assert second is not first and second.k == 2 and first.k == 3
+
+
+def test_an_edited_policy_model_is_reloaded(tmp_path: Path) -> None:
+    from guardagent.policy.runs import profile_policy
+
+    folder = tmp_path / "policy-profile"
+    shutil.copytree(Path(BUILTIN_DIR) / "tool-calls-policy", folder)
+    profile = load_profile(str(folder))
+    first = profile_policy(profile)
+    assert first is not None and profile_policy(profile) is first
+    name = profile.policy_model
+    assert name is not None
+    source = Path(BUILTIN_DIR).parent / "policies" / f"{name}.yaml"
+    if not (folder / name).is_file():  # the profile names a shipped policy: use a local copy
+        (folder / "policy.yaml").write_text(source.read_text())
+        yaml_file = folder / "profile.yaml"
+        yaml_file.write_text(yaml_file.read_text().replace(f"policy_model: {name}",
+                                                           "policy_model: policy.yaml"))
+        profile = load_profile(str(folder))
+        first = profile_policy(profile)
+    policy_file = folder / (profile.policy_model or "")
+    policy_file.write_text(policy_file.read_text().replace("version:", "# edited\nversion:", 1))
+    stat = policy_file.stat()
+    os.utime(policy_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert profile_policy(profile) is not first

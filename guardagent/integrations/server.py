@@ -34,9 +34,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from guardagent.graph.builder import build_graph
 from guardagent.nodes.runtime import check_settings, deployment_settings
+from guardagent.profiles.loader import load_profile
 
 settings = deployment_settings()  # fail at start on a malformed GUARDAGENT_* variable
 check_settings(settings)
+for _ref in {settings.profile, *(settings.profiles or {}).values()}:
+    load_profile(_ref)  # and on a profile the deployment names that does not load
 
 
 def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:

@@ -56,7 +56,7 @@ def policy_fingerprint(profile: Any) -> str:
 
 
 def profile_policy(profile: Any) -> PolicyModel | None:
-    """The policy model a profile names (loaded strictly, once per file), or None.
+    """The policy model a profile names (loaded strictly, once per version of the file), or None.
 
     Only the rules that guard are kept (:func:`guarding_model`): rejected rules never, and
     under `approved_only` (the policy's own setting, or the profile's ``approved_only``
@@ -70,7 +70,8 @@ def profile_policy(profile: Any) -> PolicyModel | None:
         return None
     path = resolve_policy(getattr(profile, "root", None), str(name))
     approved_only = bool(getattr(profile, "approved_only", False))
-    key = f"{path.resolve()}|{approved_only}"
+    stat = path.stat()  # an edited file is a new policy: cached by its state, not its path
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{approved_only}"
     with _models_lock:
         model = _models.get(key)
     if model is None:
