@@ -45,7 +45,7 @@ def same_details(a: Violations, b: Violations) -> bool:
 
 MAX_PROBLEMS = 12
 """Verification stops after this many mismatches: the program is refused either way."""
-PARALLEL_RUNS = 2
+PARALLEL_RUNS = 4
 """Sandbox runs at once while verifying (one forked child each)."""
 
 
