@@ -8,7 +8,7 @@ rule language, so a policy file round-trips and templates can be derived, not ha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -94,21 +94,31 @@ def occurrences(formula: Formula) -> list[Var]:
     return [n for n in walk(formula) if isinstance(n, Var)]
 
 
-def rename(formula: Formula, mapping: dict[str, str]) -> Formula:
-    """`formula` with predicates renamed (names missing from `mapping` are kept)."""
+def map_vars(formula: Formula, replace: Callable[[Var], Formula]) -> Formula:
+    """`formula` with every predicate occurrence replaced by `replace(var)`."""
     if isinstance(formula, Var):
-        return Var(mapping.get(formula.name, formula.name), formula.column)
+        return replace(formula)
     if isinstance(formula, Const):
         return formula
     if isinstance(formula, Not):
-        return Not(rename(formula.operand, mapping))
+        return Not(map_vars(formula.operand, replace))
     if isinstance(formula, And):
-        return And(tuple(rename(o, mapping) for o in formula.operands))
+        return And(tuple(map_vars(o, replace) for o in formula.operands))
     if isinstance(formula, Or):
-        return Or(tuple(rename(o, mapping) for o in formula.operands))
+        return Or(tuple(map_vars(o, replace) for o in formula.operands))
     if isinstance(formula, Implies):
-        return Implies(rename(formula.left, mapping), rename(formula.right, mapping))
-    return Iff(rename(formula.left, mapping), rename(formula.right, mapping))
+        return Implies(map_vars(formula.left, replace), map_vars(formula.right, replace))
+    return Iff(map_vars(formula.left, replace), map_vars(formula.right, replace))
+
+
+def rename(formula: Formula, mapping: dict[str, str]) -> Formula:
+    """`formula` with predicates renamed (names missing from `mapping` are kept)."""
+    return map_vars(formula, lambda v: Var(mapping.get(v.name, v.name), v.column))
+
+
+def substitute(formula: Formula, definitions: dict[str, Formula]) -> Formula:
+    """`formula` with each defined predicate replaced by its definition."""
+    return map_vars(formula, lambda v: definitions.get(v.name, v))
 
 
 def _wrap(node: Formula, parent_level: int, *, strict: bool) -> str:

@@ -34,7 +34,12 @@ from pydantic import BaseModel, Field
 from guardagent.llm import ModelCallError
 from guardagent.policy.answers import DEFAULT_ATTEMPTS, ask_json
 from guardagent.policy.extract import PredicateSpec
-from guardagent.policy.formula import And, Const, Formula, Iff, Implies, Not, Or, Var, render
+from guardagent.policy.formula import (
+    Formula,
+    Var,
+    render,
+    substitute,
+)
 from guardagent.policy.formula import variables as names_in
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
 from guardagent.policy.model import PolicyModel, Predicate, Rule, dump_policy, load_policy_text
@@ -59,25 +64,6 @@ _STOP = frozenset({"a", "an", "the", "of", "to", "is", "on", "in", "for", "with"
 
 
 # --------------------------------------------------------------------------- formulas
-
-
-def substitute(formula: Formula, definitions: dict[str, Formula]) -> Formula:
-    """`formula` with each defined predicate replaced by its definition."""
-    if isinstance(formula, Var):
-        return definitions.get(formula.name, formula)
-    if isinstance(formula, Const):
-        return formula
-    if isinstance(formula, Not):
-        return Not(substitute(formula.operand, definitions))
-    if isinstance(formula, And):
-        return And(tuple(substitute(o, definitions) for o in formula.operands))
-    if isinstance(formula, Or):
-        return Or(tuple(substitute(o, definitions) for o in formula.operands))
-    if isinstance(formula, Implies):
-        return Implies(substitute(formula.left, definitions),
-                       substitute(formula.right, definitions))  # fmt: skip
-    assert isinstance(formula, Iff)
-    return Iff(substitute(formula.left, definitions), substitute(formula.right, definitions))
 
 
 class _Z3:
