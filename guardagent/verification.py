@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -19,11 +19,19 @@ from guardagent.counterfactuals import Case, program_cases, request_suite, suite
 from guardagent.memory_store.store import Demonstration
 from guardagent.policy.model import PolicyModel
 from guardagent.policy.runs import execution_verdict, profile_policy
-from guardagent.profiles.loader import Profile
+from guardagent.profiles.loader import BUILTIN_DIR, Profile
 from guardagent.sandbox.dataflow import check_dataflow
-from guardagent.sandbox.process import SandboxLimits, run_program
+from guardagent.sandbox.process import (
+    ExecutionResult,
+    SandboxLimits,
+    run_program,
+    run_shipped_program,
+)
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Violations
+
+Runner = Callable[[str, Toolbox, str, str, SandboxLimits | None], ExecutionResult]
+"""Runs one program on one event: :func:`run_program` or :func:`run_shipped_program`."""
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 
@@ -58,6 +66,7 @@ def verify_program(
     cases: Iterable[Case] = (),
     policy: PolicyModel | None = None,
     threshold: float | None = None,
+    runner: Runner = run_program,
 ) -> list[str]:
     """Run `code` on each demonstration, then on `cases`; returns the mismatches ([] = verified).
 
@@ -73,6 +82,8 @@ def verify_program(
         policy: The profile's policy model: runs are judged by the verdict it gives on the
             predicates the program assigns (with the program's own, if any).
         threshold: The profile's safety threshold, as the `verify` node applies it.
+        runner: How each case runs: a sandbox child (default), or in this process for a
+            program that ships with the package (:func:`runner_for`).
     """
     refused = check_dataflow(code, toolbox)
     if refused:
@@ -84,12 +95,13 @@ def verify_program(
         Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
     ]
     return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy,
-                     threshold=threshold)  # fmt: skip
+                     threshold=threshold, runner=runner)  # fmt: skip
 
 
 def run_cases(
     code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None,
     *, policy: PolicyModel | None = None, threshold: float | None = None,
+    runner: Runner = run_program,
 ) -> list[str]:  # fmt: skip
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
@@ -103,7 +115,7 @@ def run_cases(
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
             run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
-                          threshold=threshold)  # fmt: skip
+                          threshold=threshold, runner=runner)  # fmt: skip
             problems += [p for p in pool.map(run, chunk) if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
@@ -115,8 +127,9 @@ def run_cases(
 def _mismatch(
     code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None,
     policy: PolicyModel | None = None, threshold: float | None = None,
+    runner: Runner = run_program,
 ) -> str | None:  # fmt: skip
-    result = run_program(code, toolbox, case.agent_input, case.agent_output, limits)
+    result = runner(code, toolbox, case.agent_input, case.agent_output, limits)
     verdict, error = execution_verdict(result, policy, threshold=threshold)
     if verdict is None:
         return f"{case.name}: {error}"
@@ -175,7 +188,8 @@ def request_problems(code: str, profile: Profile) -> list[str]:
         suite = request_suite(profile)
         found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)],
                                      policy=profile_policy(profile),
-                                     threshold=profile.safety_threshold)  # fmt: skip
+                                     threshold=profile.safety_threshold,
+                                     runner=runner_for(code, profile))  # fmt: skip
         _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
     return _BEYOND[key]
 
@@ -193,5 +207,19 @@ def _verify(code: str, profile: Profile) -> list[str]:
     problems = verify_program(code, named, tools,
                               cases=[*suite.cases, *program_cases(profile, code)],
                               policy=profile_policy(profile),
-                              threshold=profile.safety_threshold)  # fmt: skip
+                              threshold=profile.safety_threshold,
+                              runner=runner_for(code, profile))  # fmt: skip
     return problems + [f"the request is not covered: {p}" for p in suite.problems]
+
+
+def runner_for(code: str, profile: Profile) -> Runner:
+    """How to run `code` while verifying it: in this process, or in a sandbox child.
+
+    In this process only for a built-in profile's own program (package code, as trusted as
+    the readers): verifying it would otherwise fork ~20-130 children at start-up, a few
+    hundred ms of every `guardagent check`. A program from memory or a model always runs in
+    a child.
+    """
+    builtin = profile.root.resolve().parent == BUILTIN_DIR.resolve()
+    shipped = code in {spec.code for spec in profile.demonstrations}
+    return run_shipped_program if builtin and shipped else run_program

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import os
@@ -40,6 +41,7 @@ from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
     _child,
+    _protected_names,
     check_program,
     compile_for_run,
     empty_cwd_fd,
@@ -48,7 +50,7 @@ from guardagent.sandbox.child import (
     prepare_run,
     set_limit_maxima,
 )
-from guardagent.sandbox.policy import TRUNCATED_MARK
+from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
 from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
@@ -337,6 +339,33 @@ def _ended(
     if outcome == "oversize":
         return None, "LimitExceeded: result too large", "", [], {}
     return None, _death_error(status), "", [], {}
+
+
+def run_shipped_program(
+    source: str, toolbox: Toolbox, agent_input: str, agent_output: str,
+    limits: SandboxLimits | None = None,
+) -> ExecutionResult:  # fmt: skip
+    """Run a program that ships with the installed package in this process, without a fork.
+
+    Only for code that is part of the package (a built-in profile's own program, as trusted
+    as the readers it calls). It compiles under the same RestrictedPython policy and runs
+    with the same globals, recorders and unreadable-evidence ledger as in a child (in a copy
+    of the current context, so nothing it binds leaks), and its result is read back through
+    the same validation, so the outcome is the child's. What it lacks are the process limits,
+    which exist for hostile code. Verification uses it to check a built-in program on its
+    counterfactual events at start-up without forking a child for each; decisions always run
+    in a child (:func:`run_program`).
+    """
+    start = time.perf_counter()
+    limits = limits or SandboxLimits()
+    compiled = compile_program(source, _protected_names(toolbox))
+    if compiled.code is None:
+        return _result(start, None, compiled.rejection())
+    program = prepare_program(compiled.code, toolbox, agent_input, agent_output,
+                              limits.max_output_chars)  # fmt: skip
+    payload = contextvars.copy_context().run(program.execute)
+    line = json.dumps(payload).encode()
+    return _result(start, *_parse_payload(line, limits.max_output_chars))
 
 
 async def arun_program(
