@@ -368,14 +368,15 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_a_hostile_megabyte_is_denied_well_under_a_second(case: str) -> None:
+def test_a_hostile_megabyte_is_denied_in_linear_time(case: str) -> None:
     output = HOSTILE[case]
     start = time.perf_counter()
     with pytest.raises(UnreadableEvidence) as info:
         parse_tool_calls(output)
     elapsed = time.perf_counter() - start
     assert info.value.reason in {"no_tool_call", "unparsable_tool_call"}
-    assert elapsed < 0.5, f"{case}: {elapsed:.2f} s"
+    # Linear work takes ~0.2 s at worst; a quadratic rescan of 1 MB would take minutes.
+    assert elapsed < 2.0, f"{case}: {elapsed:.2f} s"
 
 
 def test_a_megabyte_of_valid_calls_is_read_in_linear_time() -> None:
@@ -383,7 +384,7 @@ def test_a_megabyte_of_valid_calls_is_read_in_linear_time() -> None:
     output = json.dumps(calls)
     start = time.perf_counter()
     assert len(parse_tool_calls(output)) == 50
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0  # linear; quadratic would take minutes
 
 
 # --- check_tool_rules over several calls ----------------------------------------------------
