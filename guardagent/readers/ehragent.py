@@ -62,6 +62,7 @@ _ERROR_REPORT = ("Error:", "Potential Reasons:", "Please make modifications")
 _TOOL_NAMES = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # words of prose lines, to spot a tool call
 _MAX_CONTINUATION = 40  # lines a bare statement may span
+_MAX_PREFIX_TRIES = 8  # parses spent finding where a section's code ends and prose begins
 _CODE_NODES = (ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.For, ast.While,
                ast.If, ast.With, ast.FunctionDef, ast.Return, ast.Try, ast.Delete, ast.Call,
                ast.ClassDef, ast.Lambda)  # fmt: skip
@@ -308,6 +309,17 @@ def _parses(text: str) -> bool:
     return parses(lift_raw_sql(text))
 
 
+def _error_line(text: str) -> int | None:
+    """The line where Python stops parsing `text` (None: it parses; 0: unknown)."""
+    try:
+        ast.parse(lift_raw_sql(text))
+    except SyntaxError as exc:
+        return exc.lineno or 0
+    except (ValueError, RecursionError, MemoryError):
+        return 0
+    return None
+
+
 class _Lines:
     """The output's lines outside cells, walked once: sections, fences and bare code."""
 
@@ -369,12 +381,19 @@ class _Lines:
         if not text.strip() or _parses(text) or _looks_like_sql(text):
             self.add("section", "auto", text, begin)
             return i
-        # Code, then prose without a header: keep the longest prefix that parses; the rest
-        # is read line by line (a tool call in it is still caught).
-        for cut in range(len(body) - 1, 0, -1):
-            if _parses("\n".join(body[:cut])) and _is_statement("\n".join(body[:cut])):
-                self.add("section", "python", "\n".join(body[:cut]), begin)
+        # Code, then prose without a header: keep the longest prefix that parses, cutting
+        # where the parser stops (a bounded number of tries, so a hostile section costs
+        # linear time); the rest is read line by line (a tool call in it is still caught).
+        cut = len(body) - 1
+        for _ in range(_MAX_PREFIX_TRIES):
+            if cut < 1:
+                break
+            prefix = "\n".join(body[:cut])
+            stop = _error_line(prefix)
+            if stop is None and _is_statement(prefix):
+                self.add("section", "python", prefix, begin)
                 return begin + cut - (1 if first.strip() else 0)
+            cut = min(cut - 1, stop - 1) if stop else cut - 1
         self.add("section", "auto", text, begin)  # not valid: unreadable when parsed
         return i
 
@@ -397,14 +416,31 @@ class _Lines:
         for end in range(i + 1, min(len(self.lines), i + _MAX_CONTINUATION) + 1):
             chunk = "\n".join([text, *self.lines[i + 1:end]])
             if _parses(chunk):
-                while end < len(self.lines) and self.lines[end][:1] in (" ", "\t") and _parses(
-                        "\n".join([chunk, self.lines[end]])):  # fmt: skip
-                    chunk = "\n".join([chunk, self.lines[end]])
-                    end += 1
+                chunk, end = self.indented_tail(chunk, end)
                 self.add("bare", "python", chunk, i)
                 return end
         what = "calls an EHRAgent tool" if tool else "reads as code"
         unreadable("unparsable_code", f"output line {i + 1} {what} but is not valid Python")
+
+
+    def indented_tail(self, chunk: str, end: int) -> tuple[str, int]:
+        """`chunk` extended by the indented lines after it that keep it valid Python.
+
+        The whole indented run is tried at once; when it does not parse, lines are added one
+        at a time up to `_MAX_CONTINUATION` (the rest is read line by line), so a long run
+        costs linear time.
+        """
+        stop = end
+        while stop < len(self.lines) and self.lines[stop][:1] in (" ", "\t"):
+            stop += 1
+        whole = "\n".join([chunk, *self.lines[end:stop]])
+        if stop > end and _parses(whole):
+            return whole, stop
+        while end < min(stop, end + _MAX_CONTINUATION) and _parses(
+                "\n".join([chunk, self.lines[end]])):  # fmt: skip
+            chunk = "\n".join([chunk, self.lines[end]])
+            end += 1
+        return chunk, end
 
 
 def code_blocks(agent_output: str) -> list[CodeBlock]:
