@@ -146,11 +146,24 @@ def check_dataflow(source: str, toolbox: Toolbox) -> list[str]:
     """Data-flow violations of a program's source, each `"DataFlowError: Line N: ..."`.
 
     A source that does not parse yields no data-flow error here: the sandbox's compile step
-    reports the syntax error and refuses it anyway.
+    reports the syntax error and refuses it anyway. Results are cached per source and
+    toolbox functions: the execute node checks the same verified program on every event.
     """
-    with AST_LOCK:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return []
-    return [f"{ERROR_KIND}: {e}" for e in dataflow_errors(tree, toolbox)]
+    key = (source, tuple((spec.name, spec.func) for spec in toolbox))
+    found = _CHECKED.get(key)
+    if found is None:
+        with AST_LOCK:
+            try:
+                tree: ast.Module | None = ast.parse(source)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                tree = None
+        found = () if tree is None else tuple(
+            f"{ERROR_KIND}: {e}" for e in dataflow_errors(tree, toolbox))  # fmt: skip
+        if len(_CHECKED) >= _MAX_CHECKED:
+            _CHECKED.clear()
+        _CHECKED[key] = found
+    return list(found)
+
+
+_MAX_CHECKED = 256
+_CHECKED: dict[tuple[str, tuple[tuple[str, object], ...]], tuple[str, ...]] = {}
