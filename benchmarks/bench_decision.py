@@ -29,16 +29,16 @@ def _pct(xs: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))], 2)
 
 
-def _as_sql(case: Case) -> str:
+def _as_sql(case: Case, queries: dict[str, str]) -> str:
     """The event's output with its code replaced by the record's gold SQL in one cell."""
-    record = {r["id"]: r for r in _records()}[case.meta["record_id"]]
-    code = f"answer = SQLInterpreter({json.dumps(record['query'])})"
+    code = f"answer = SQLInterpreter({json.dumps(queries[case.meta['record_id']])})"
     return f'Knowledge:\n- k\nSolution:\n{{\n"cell": {json.dumps(code)}\n}}\n42\nTERMINATE'
 
 
-def _records() -> list[dict[str, str]]:
+def _gold_queries() -> dict[str, str]:
+    """Record id -> its gold SQL query (read once)."""
     path = data_root() / "eicu_ac" / "eicu_ac.json"
-    return list(json.loads(path.read_text(encoding="utf-8")))
+    return {r["id"]: r["query"] for r in json.loads(path.read_text(encoding="utf-8"))}
 
 
 def main() -> None:
@@ -51,7 +51,9 @@ def main() -> None:
         guard = GuardAgent(args.profile, memory_dir=mem)
         guard.warm_up()
         cases = load_benchmark(args.profile)
-        events = [(c.agent_input, _as_sql(c) if args.sql else c.agent_output) for c in cases]
+        queries = _gold_queries() if args.sql else {}
+        events = [(c.agent_input, _as_sql(c, queries) if args.sql else c.agent_output)
+                  for c in cases]  # fmt: skip
         events = (events * (args.n // len(events) + 1))[: args.n]
         guard.check(*events[0])  # first call pays imports and caches
         end_to_end = [guard.check(i, o).latency_ms for i, o in events]
