@@ -1,0 +1,69 @@
+"""Trace facts as named predicates, each with the messages that decided it.
+
+A policy model (:mod:`guardagent.policy`) judges an event by predicates. This module gives
+the trace engine's facts that shape: each predicate is a function of the analysed trace
+(:class:`TraceFacts`) returning a :class:`Fact` (True, False, or None when it cannot be
+told) with the source messages that decided it and one line that says why. A policy binds
+its predicate names to predicate expressions, written as calls with literal arguments and
+read with :mod:`ast` (never evaluated)::
+
+    recipient_untrusted: arg_only_untrusted("to")
+    iban_invented:       arg_invented("iban")
+    balance_checked:     called_before("get_balance", status="ok")
+    leaks_secret:        secret_flow()
+    recipient_confirmed: consent_given("to")
+
+Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
+``"@recipients"`` the recipient arguments of the tool's label):
+
+- the call: ``tool_is(*globs)``, ``effect_is(*effects)``, ``tool_labelled()``;
+- provenance: ``arg_present(arg)``, ``arg_from_user(arg)``, ``arg_from_trusted_tool(arg)``,
+  ``arg_from_trusted(arg)`` (user, system or trusted tool), ``arg_only_untrusted(arg)``,
+  ``arg_invented(arg)``. The ``from`` predicates hold when *every* selected value comes
+  from such a source (so they hold for an absent argument), the other two when *any*
+  value does (so they fail for an absent one); for ``"@recipients"``, a call that names no
+  recipient leaves them open (None: a rule that needs them denies). Keyword options:
+  ``kinds="email,iban"`` (only values of those kinds; by default whole argument values,
+  except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
+  judged by those), ``part="host"`` or ``"domain"`` (a URL's host or registered domain
+  instead of the whole URL);
+- order and counts: ``called_before(pattern, args={...}, status=...)``,
+  ``called_at_least(pattern, n)``, ``order_holds(first, then)`` (every ``then`` call,
+  this one included, comes after a ``first`` call), ``nothing_after(pattern)`` (no
+  ``pattern`` call happened before this one);
+- navigation: ``navigation_in_scope(*scopes, arg="url")`` (every URL of the argument is in
+  a scope; none, or one that does not read as a URL, is not),
+  ``history_in_scope(*scopes, tool="*", arg="url")`` (every earlier such call was);
+- secrets: ``secret_flow(effects="send")``, ``value_from_sensitive(arg="*")``;
+- consent: ``consent_given(arg=None)``: a :class:`Consent` record from the host's review
+  approves this call (or, with `arg`, these values of the argument). Text in a message
+  never counts: consent is only what the host passes in.
+
+A predicate's expression is checked when bound (:func:`compile_bindings`): an unknown
+predicate, a non-literal argument or a bad option is a configuration error then, not a
+denial later.
+"""
+
+from collections.abc import Sequence
+
+# the predicate modules register themselves with the engine when imported
+from guardagent.trace.predicates import call, consent, history, provenance, secrets  # noqa: F401
+from guardagent.trace.predicates.engine import (
+    PREDICATES,
+    TraceFacts,
+    analyze,
+    compile_bindings,
+    compile_predicate,
+    facts_json,
+    predicate,
+    unknown_arguments,
+)
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.provenance import INNER_KINDS
+from guardagent.trace.predicates.record import Consent, Decision
+
+__all__: Sequence[str] = [
+    "INNER_KINDS", "PREDICATES", "Consent", "Decision", "Fact", "PredicateSpecError",
+    "TraceFacts", "analyze", "compile_bindings", "compile_predicate", "facts_json", "predicate",
+    "unknown_arguments",
+]  # fmt: skip

@@ -1,0 +1,94 @@
+"""History predicates: earlier calls, their order and counts, and navigation scope."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from guardagent.trace.predicates.engine import TraceFacts, predicate
+from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.options import under
+from guardagent.trace.provenance import SourceRef
+from guardagent.trace.state import flatten
+from guardagent.trace.temporal import (
+    CallPattern,
+    Scope,
+    earlier_calls,
+    order_violations,
+    out_of_scope,
+    urls_at,
+)
+
+
+def _refs(facts: TraceFacts, indices: Iterable[int]) -> tuple[SourceRef, ...]:
+    return facts.search.refs(i for i in indices if i < facts.index.count)
+
+
+@predicate
+def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
+    """An earlier call matches the pattern."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    calls = earlier_calls(facts.trace, pat, facts.labels)
+    detail = (f"{len(calls)} earlier call(s) match {pat}" if calls
+              else f"no earlier call matches {pat}")  # fmt: skip
+    return Fact("called_before", bool(calls), _refs(facts, (c.index for c in calls)), detail)
+
+
+@predicate
+def called_at_least(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
+                    status: Any = None) -> Fact:  # fmt: skip
+    """At least `n` earlier calls match the pattern."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    calls = earlier_calls(facts.trace, pat, facts.labels)
+    return Fact("called_at_least", len(calls) >= int(n), _refs(facts, (c.index for c in calls)),
+                f"{len(calls)} earlier call(s) match {pat}")  # fmt: skip
+
+
+@predicate
+def order_holds(facts: TraceFacts, first: Any, then: Any) -> Fact:
+    """Every call matching `then` (earlier ones and this one) comes after a `first` call."""
+    a, b = CallPattern.of(first), CallPattern.of(then)
+    bad = order_violations(facts.trace, a, b, facts.labels)
+    if not bad:
+        return Fact("order_holds", True, (), f"every {b} call comes after a {a} call")
+    shown = ", ".join("the proposed call" if c is facts.trace.call else f"message {c.index}"
+                      for c in bad[:5])  # fmt: skip
+    return Fact("order_holds", False, _refs(facts, (c.index for c in bad)),
+                f"{b} without an earlier {a}: {shown}")  # fmt: skip
+
+
+@predicate
+def nothing_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
+    """No earlier call matches the pattern (so this call does not come after one)."""
+    fact = called_before(facts, pattern, args, status)
+    return Fact("nothing_after", not fact.value, fact.sources, fact.detail)
+
+
+
+
+@predicate
+def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fact:
+    """Every URL of the proposed call's argument is inside one of the scopes."""
+    parsed = [Scope.of(s) for s in scopes]
+    call = facts.trace.call
+    outside = out_of_scope([call], parsed, arg, facts.index.region)
+    if not urls_at(call, arg, facts.index.region):
+        return Fact("navigation_in_scope", False, (), f"argument {arg!r} holds no URL")
+    if outside:
+        shown = ", ".join(repr(u) for _, u in outside[:3])
+        return Fact("navigation_in_scope", False, (),
+                    f"{shown} outside {', '.join(map(str, parsed))}")  # fmt: skip
+    return Fact("navigation_in_scope", True, (), f"inside {', '.join(map(str, parsed))}")
+
+
+@predicate
+def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str = "url") -> Fact:
+    """Every earlier call of the tool(s) navigated inside one of the scopes."""
+    parsed = [Scope.of(s) for s in scopes]
+    calls = earlier_calls(facts.trace, CallPattern.of(tool), facts.labels)
+    calls = [c for c in calls if any(under(p, arg) for p, _ in flatten(c.args))]
+    outside = out_of_scope(calls, parsed, arg, facts.index.region)
+    if outside:
+        return Fact("history_in_scope", False, _refs(facts, (c.index for c, _ in outside)),
+                    f"earlier {outside[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
+    return Fact("history_in_scope", True, (), f"{len(calls)} earlier navigation(s) in scope")

@@ -1,0 +1,110 @@
+"""Provenance predicates: where each value of the proposed call came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from guardagent.trace.predicates.engine import TraceFacts, predicate
+from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.options import parse_kinds, parse_part, under
+from guardagent.trace.provenance import ValueProvenance
+from guardagent.trace.state import flatten
+from guardagent.trace.temporal import RECIPIENT_KINDS
+from guardagent.trace.values import ValueKind
+
+INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
+"""Typed values inside free text that provenance predicates look at by default."""
+
+
+def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
+    wanted = parse_kinds(kinds)
+    label = facts.labels.label(facts.trace.call.name)
+    if arg == "@recipients" and not label.recipients:
+        chosen = [v for v in facts.provenance.values if v.value.kind in RECIPIENT_KINDS]
+    else:
+        names = list(label.recipients) if arg == "@recipients" else [arg]
+        chosen = [v for name in names for v in facts.provenance.select(name)]
+    if wanted is not None:
+        return [v for v in chosen if v.value.kind in wanted]
+    # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
+    # by those (a model-written "Alice <alice@x.org>" is as trusted as the address in it)
+    holders = {v.path for v in chosen if v.inner and v.value.kind in INNER_KINDS}
+    return [v for v in chosen if (v.value.kind in INNER_KINDS if v.inner
+                                  else v.value.kind != "text" or v.path not in holders)]
+
+
+def _withparse_part(
+    facts: TraceFacts, values: list[ValueProvenance], part: Any
+) -> list[ValueProvenance]:
+    which = parse_part(part)
+    if which is None:
+        return values
+    parts = (facts.search.part_provenance(v, which) for v in values)
+    return [p for p in parts if p is not None]
+
+
+def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
+                test: Callable[[ValueProvenance], bool], every: bool) -> Fact:  # fmt: skip
+    values = _withparse_part(facts, _select(facts, arg, kinds), part)
+    if not values and arg == "@recipients":
+        return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
+    if not values:
+        label = facts.labels.label(facts.trace.call.name)
+        top = arg.split("[", 1)[0].split(".", 1)[0]
+        note = (f" ({facts.trace.call.name!r} has no such argument)" if label.args is not None
+                and arg not in ("*", "@recipients") and top not in label.args else "")  # fmt: skip
+        return Fact(name, every, (), f"argument {arg!r} has no value to trace{note}")
+    hits = [v for v in values if test(v)]
+    if every:
+        value = len(hits) == len(values)
+        deciding = values if value else [v for v in values if not test(v)]
+    else:
+        value = bool(hits)
+        deciding = hits if value else values
+    sources = tuple(dict.fromkeys(s for v in deciding for s in v.sources))
+    return Fact(name, value, sources, "; ".join(v.describe() for v in deciding[:5]))
+
+
+@predicate
+def arg_present(facts: TraceFacts, arg: str) -> Fact:
+    """The argument is present with at least one non-empty value."""
+    present = [p for p, v in flatten(facts.trace.call.args)
+               if under(p, arg) and v not in (None, "")]  # fmt: skip
+    return Fact("arg_present", bool(present), (),
+                f"argument {arg!r} is {'present' if present else 'absent'}")  # fmt: skip
+
+
+@predicate
+def arg_from_user(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
+    """Every value of the argument is in a user message."""
+    return _provenance(facts, "arg_from_user", arg, kinds, part,
+                       lambda v: "user" in v.kinds(), every=True)  # fmt: skip
+
+
+@predicate
+def arg_from_trusted_tool(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
+    """Every value of the argument is in a trusted tool's result."""
+    return _provenance(facts, "arg_from_trusted_tool", arg, kinds, part,
+                       lambda v: "trusted_tool" in v.kinds(), every=True)  # fmt: skip
+
+
+@predicate
+def arg_from_trusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
+    """Every value of the argument comes from the user, the system prompt or a trusted tool."""
+    return _provenance(facts, "arg_from_trusted", arg, kinds, part,
+                       lambda v: v.origin in ("user", "trusted"), every=True)  # fmt: skip
+
+
+@predicate
+def arg_only_untrusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
+    """Some value of the argument is found only in untrusted tool results."""
+    return _provenance(facts, "arg_only_untrusted", arg, kinds, part,
+                       lambda v: v.origin == "untrusted", every=False)  # fmt: skip
+
+
+@predicate
+def arg_invented(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
+    """Some value of the argument is in no user, system or tool message."""
+    return _provenance(facts, "arg_invented", arg, kinds, part,
+                       lambda v: v.origin == "invented", every=False)  # fmt: skip

@@ -1,0 +1,67 @@
+"""Consent records: a reviewer's decision on a call, recorded and signed by the host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from guardagent.trace.predicates.fact import PredicateSpecError
+from guardagent.trace.state import sign
+
+Decision = Literal["approve", "edit", "reject"]
+
+
+@dataclass(frozen=True)
+class Consent:
+    """A reviewer's decision on a call, recorded by the host (never read from messages).
+
+    Attributes:
+        tool: The tool the decision is about.
+        decision: ``approve``, ``edit`` (the edited call is approved) or ``reject``.
+        args: The exact arguments decided on (None: any arguments of the tool).
+        values: Specific argument values decided on (``{"to": "x@y.com"}``), when the
+            review was about them rather than the whole call.
+        call_id: The call the review was about, when known (then only that call).
+    """
+
+    tool: str
+    decision: Decision = "approve"
+    args: Mapping[str, Any] | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+
+    def signed(self, key: bytes) -> dict[str, Any]:
+        """The record as JSON, signed with the deployment's key (see :class:`TraceFacts`)."""
+        data = self.to_json()
+        data["mac"] = sign(data, key)
+        return data
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Consent:
+        """Read a record (``{"tool", "decision", "args", "values", "call_id"}``)."""
+        if isinstance(raw, Consent):
+            return raw
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("tool"), str):
+            raise PredicateSpecError("a consent record needs a 'tool'")
+        decision = raw.get("decision", "approve")
+        if decision not in ("approve", "edit", "reject"):
+            raise PredicateSpecError(f"consent decision must be approve, edit or reject, not "
+                                     f"{decision!r}")  # fmt: skip
+        args, values = raw.get("args"), raw.get("values") or {}
+        if (args is not None and not isinstance(args, Mapping)) or not isinstance(values, Mapping):
+            raise PredicateSpecError("consent args and values must be mappings")
+        call_id = raw.get("call_id")
+        return cls(raw["tool"], decision, dict(args) if args is not None else None, dict(values),
+                   str(call_id) if call_id else None)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able form (for a checkpoint)."""
+        return {"tool": self.tool, "decision": self.decision, "args": self.args,
+                "values": dict(self.values), "call_id": self.call_id}  # fmt: skip
+
+
+def canon(value: Any) -> str:
+    """One JSON spelling of a value, so equal arguments compare equal."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
