@@ -134,6 +134,7 @@ class GuardAgent:
     def _trace(
         self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
         consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
+        thread_id: str | None = None,
     ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
         """The prepared trace (or the denial of an unreadable one) and the policy model."""
         from guardagent.policy.runs import profile_policy
@@ -148,7 +149,7 @@ class GuardAgent:
             return prepare_trace_event(
                 messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
-                max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                max_bytes=max_bytes, key=self.context.trace_key_bytes, thread_id=thread_id,
             ), model  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
@@ -178,7 +179,8 @@ class GuardAgent:
         reason = decision.reason
         if named:
             reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-        return decision.model_copy(update={"trace_facts": facts, "trace_state": event.thread_state,
+        state = event.state_after(decision.allowed)  # an allowed call uses its approvals
+        return decision.model_copy(update={"trace_facts": facts, "trace_state": state,
                                            "reason": reason})  # fmt: skip
 
     def check_trace(
@@ -189,6 +191,7 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        thread_id: str | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Decide whether a tool call may run, given the whole conversation before it.
@@ -200,10 +203,15 @@ class GuardAgent:
             proposed_call: The call to guard (default: the last message's only call).
             user_facts: The host's facts about the user.
             consent: The host's review records for this thread (``{"tool", "decision",
-                "args", "values", "call_id"}``); text in a message never counts.
+                "args", "values", "call_id", "thread", "uses"}``, signed with the
+                deployment's key when it has one); text in a message never counts. An
+                approval counts only in the thread it names, for the call it names, and
+                once (or `uses` times): the thread's state counts its uses.
             thread_state: `decision.trace_state` of this thread's previous call (None for
                 the first call): only new messages are read, and a rewritten history is
                 denied.
+            thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
+                records' ``thread``; None: the state's, or a random one for a new thread.
             **overrides: :class:`GuardContext` fields for this call only.
 
         Returns:
@@ -213,7 +221,7 @@ class GuardAgent:
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = self._trace(messages, proposed_call, user_facts, consent, thread_state,
-                                   max_bytes)  # fmt: skip
+                                   max_bytes, thread_id)  # fmt: skip
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)
@@ -234,13 +242,15 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        thread_id: str | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = await asyncio.to_thread(
-            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes)
+            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes,
+            thread_id)
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)

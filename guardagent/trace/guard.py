@@ -8,9 +8,10 @@ a few lines:
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
-   consent records;
+   consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
-5. hand back the new thread state, to be saved with the thread.
+5. hand back the new thread state, to be saved with the thread (with the approvals this
+   call used once it is allowed: :meth:`TraceEvent.state_after`).
 
 Everything here is trusted host-side code: the values it produces are facts for the
 verifier, assigned next to (never by) the guard program.
@@ -19,13 +20,14 @@ verifier, assigned next to (never by) the guard program.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import MAX_TRACE_BYTES, Trace, parse_trace, render_event
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
+from guardagent.trace.predicates.ledger import read_ledger, spend_in_state, use_of, with_ledger
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
 
@@ -38,7 +40,9 @@ class TraceEvent:
         agent_input: The event's input (user messages, then the host's user facts).
         agent_output: The whole conversation and the proposed call, uncut.
         facts: Each bound predicate's fact (value, deciding messages, detail).
-        thread_state: The thread's updated index as JSON, to save with the thread.
+        thread_state: The thread's updated index and consent ledger as JSON, to save with
+            the thread when the call is denied (:meth:`state_after`).
+        consumed: The approvals the consent predicates used for this call.
     """
 
     trace: Trace
@@ -46,6 +50,14 @@ class TraceEvent:
     agent_output: str
     facts: dict[str, Fact]
     thread_state: dict[str, Any]
+    consumed: tuple[str, ...] = ()
+    key: bytes | None = field(default=None, repr=False)
+
+    def state_after(self, allowed: bool) -> dict[str, Any]:
+        """The state to save once the call is decided: an allowed call uses its approvals."""
+        if not allowed or not self.consumed:
+            return self.thread_state
+        return spend_in_state(self.thread_state, self.consumed, use_of(self.trace.call), self.key)
 
     @property
     def assignments(self) -> dict[str, bool | None]:
@@ -69,6 +81,7 @@ def prepare_trace_event(
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
     key: bytes | None = None,
+    thread_id: str | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -85,6 +98,9 @@ def prepare_trace_event(
         key: The deployment's key: the saved state must be signed with it (and is signed
             again), and consent records must be too (:meth:`Consent.signed`). Use one
             whenever the state or the records pass through storage others can write.
+        thread_id: The host's id of the thread: consent records approve calls of the
+            thread they name, and a state of another thread is unreadable (None: the
+            state's id, or a random one for a new thread).
 
     Raises:
         UnreadableEvidence: the trace or the thread state cannot be read (too large,
@@ -93,12 +109,15 @@ def prepare_trace_event(
     """
     compiled = compile_bindings(bindings)
     trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
-    index = TraceIndex.from_json(thread_state, region=labels.phone_region,
+    index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
+    index = TraceIndex.from_json(index_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent, key=key)
+    facts = analyze(trace, labels, index=index, consent=consent, key=key, ledger=ledger)
     values = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
-    return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
+    state = with_ledger(index.to_json(key), ledger, key)
+    return TraceEvent(trace, agent_input, agent_output, values, state, tuple(facts.consumed),
+                      key)  # fmt: skip
 
 
 def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 from guardagent.trace.labels import EFFECTS, Labels
 from guardagent.trace.messages import Trace
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.ledger import ConsentLedger
 from guardagent.trace.predicates.options import parse_kinds, parse_part
 from guardagent.trace.predicates.record import Consent
 from guardagent.trace.provenance import CallProvenance, Search, call_provenance
@@ -31,6 +32,13 @@ class TraceFacts:
             :meth:`TraceIndex.from_json` when the caller restores it) and so must every
             consent record (:meth:`Consent.signed`); an unsigned or altered record is
             ignored, as if the reviewer never approved.
+        thread: The thread's id (approvals count only in their thread); ignored when a
+            `ledger` is given (its thread).
+        ledger: The thread's consent ledger (which approvals are used up); None starts one.
+
+    Attributes:
+        consumed: The approvals the consent predicates used to approve this call; the
+            caller records them in the ledger once the call is allowed.
     """
 
     def __init__(
@@ -41,6 +49,8 @@ class TraceFacts:
         index: TraceIndex | None = None,
         consent: Iterable[Consent | Mapping[str, Any]] = (),
         key: bytes | None = None,
+        thread: str | None = None,
+        ledger: ConsentLedger | None = None,
     ) -> None:
         self.trace = trace
         self.labels = labels
@@ -53,6 +63,8 @@ class TraceFacts:
         if key is not None:
             records = [c for c in records if isinstance(c, Mapping) and verify(c, key)]
         self.consent = tuple(Consent.from_json(c) for c in records)
+        self.ledger = ledger if ledger is not None else ConsentLedger(thread)
+        self.consumed: dict[str, None] = {}
 
     @cached_property
     def provenance(self) -> CallProvenance:
@@ -85,9 +97,12 @@ def analyze(
     index: TraceIndex | None = None,
     consent: Iterable[Consent | Mapping[str, Any]] = (),
     key: bytes | None = None,
+    thread: str | None = None,
+    ledger: ConsentLedger | None = None,
 ) -> TraceFacts:
     """Analyse a trace for its proposed call (see :class:`TraceFacts`)."""
-    return TraceFacts(trace, labels, index=index, consent=consent, key=key)
+    return TraceFacts(trace, labels, index=index, consent=consent, key=key, thread=thread,
+                      ledger=ledger)  # fmt: skip
 
 
 # -- registry ------------------------------------------------------------------------------
@@ -166,6 +181,11 @@ def _check(func: Predicate, name: str, args: list[Any], kwargs: dict[str, Any]) 
             for effect in args:
                 if effect not in EFFECTS:
                     raise PredicateSpecError(f"{name}: unknown effect {effect!r}")
+        validate = getattr(func, "validate", None)  # a predicate's own option checks
+        if validate is not None:
+            problem = validate(*args, **kwargs)
+            if problem:
+                raise PredicateSpecError(f"{name}: {problem}")
     except PatternError as exc:
         raise PredicateSpecError(f"{name}: {exc}") from None
 
