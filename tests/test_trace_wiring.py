@@ -107,7 +107,7 @@ def test_cli_check_trace_keeps_the_thread_state(tmp_path: Path) -> None:
 
     profile = str(trace_profile(tmp_path))
     state = tmp_path / "thread.json"
-    runner = CliRunner()
+    runner = CliRunner(env={"GUARDAGENT_TRACE_KEY": "deployment secret"})  # --state needs it
     out = runner.invoke(main, ["check", "--profile", profile, "--trace",
                                str(TRACES / "i03_share_openai.json"), "--state", str(state),
                                "--fields", "allowed,reason"])  # fmt: skip
