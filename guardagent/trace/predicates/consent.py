@@ -92,7 +92,7 @@ def consent_given(
     arg: str | None = None,
     conversation: bool = False,
     similarity: float = 85,
-    match: str = "either",
+    match: str = "both",
 ) -> Fact:
     """The host's review approved this call (or, with `arg`, this argument's values), once.
 
@@ -112,7 +112,7 @@ def consent_given(
 
 
 def _validate(arg: Any = None, conversation: Any = False, similarity: Any = 85,
-              match: Any = "either") -> str | None:  # fmt: skip
+              match: Any = "both") -> str | None:  # fmt: skip
     if arg is not None and not isinstance(arg, str):
         return "arg must be an argument name"
     if not isinstance(conversation, bool):

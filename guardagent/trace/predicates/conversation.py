@@ -8,11 +8,15 @@ every one of these conditions (else it does not, and the fact says which one fai
   tool result or in the model's own messages never counts;
 - it comes right after an **assistant message that asks a question** (a sentence ending in
   ``?``) and makes no call: a user message that answers no question never counts;
-- the question **names this call** (fuzzy, with ``rapidfuzz``, ``similarity`` 0-100, default
-  85): its tool (``delete_project`` as "delete the project") or one of its argument values
-  (``planner``; with ``arg``, every value of that argument); ``match="both"`` asks for
-  the tool *and* a value. Values longer than :data:`MAX_TARGET_CHARS` (a message body) are
-  not targets; short values and numbers must appear as whole words (``4950`` in "CHF 4,950");
+- the question **names this call** (fuzzy, with ``rapidfuzz``, ``similarity`` 50-100,
+  default 85): its tool (``delete_project`` as "delete the project", or its verb "delete")
+  *and* one of its argument values (``planner``), by default (``match="both"``: "May I
+  delete planner?" does not approve deleting ``notes``, nor "May I read planner?" deleting
+  planner); a call with no value to name is named by its tool. ``match="either"`` takes the
+  tool *or* a value (looser: for tools whose calls the user tells apart by either). With
+  ``arg``, every value of that argument must be named. Values longer than
+  :data:`MAX_TARGET_CHARS` (a message body) are not targets; short values and numbers must
+  appear as whole words (``4950`` in "CHF 4,950");
 - the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
   "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
   "not", "wait", "but", "instead", any "...n't"): "No", "Yes, but not now" and "Don't" never
@@ -41,8 +45,8 @@ from guardagent.trace.predicates.options import under
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 
-MATCHES = ("either", "both")
-"""How a question must name the call: its tool or a value (``either``), or ``both``."""
+MATCHES = ("both", "either")
+"""How a question must name the call: its tool and a value (``both``), or ``either``."""
 
 MAX_TARGET_CHARS = 200
 """Argument values longer than this are content, not a target a question names."""
@@ -150,16 +154,26 @@ def _named(target: str, question: str, similarity: float) -> bool:
     return fuzz.partial_ratio(target, question) >= similarity
 
 
+def _tool_named(tool: str, question: str, similarity: float) -> bool:
+    """The tool's words ("delete project"), or its verb as a word of its own ("delete")."""
+    if not tool:
+        return False
+    if fuzz.token_set_ratio(tool, question) >= similarity:
+        return True
+    verb = tool.split()[0]
+    return len(verb) >= 3 and any(fuzz.ratio(verb, w) >= similarity for w in question.split())
+
+
 def names_call(question: str, call: ToolCall, *, arg: str | None = None,
-               similarity: float = 85, match: str = "either") -> bool:  # fmt: skip
-    """Whether a question names a call: its tool, its values, or both (see the module)."""
+               similarity: float = 85, match: str = "both") -> bool:  # fmt: skip
+    """Whether a question names a call: its tool and a value, or either (see the module)."""
     q = _clean(question)
-    tool = _words(call.name)
-    tool_named = bool(tool) and (fuzz.token_set_ratio(tool, q) >= similarity
-                                 or fuzz.partial_ratio(tool, q) >= similarity)  # fmt: skip
+    tool_named = _tool_named(_words(call.name), q, similarity)
     targets = _targets(call, arg)
     if arg is not None:  # the argument's every value
         target_named = bool(targets) and all(_named(t, q, similarity) for t in targets)
+    elif match == "both" and not targets:
+        target_named = True  # a call with no value to name: its tool names it
     else:
         target_named = any(_named(t, q, similarity) for t in targets)
     if match == "both":
@@ -177,7 +191,7 @@ def _identity(answer: Message) -> str:
 
 
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
-                          similarity: float = 85, match: str = "either") -> Fact:  # fmt: skip
+                          similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
     """The user's last message says yes to the assistant's question naming this call."""
     msgs, call = facts.trace.messages, facts.trace.call
     options: dict[str, Any] = {"arg": arg, "similarity": similarity, "match": match}
