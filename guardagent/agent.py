@@ -179,6 +179,10 @@ class GuardAgent:
         reason = decision.reason
         if named:
             reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
+        consented = [f["detail"] for f in facts.values()
+                     if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
+        if decision.allowed and consented:  # name the approval the call used
+            reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
         state = event.state_after(decision.allowed)  # an allowed call uses its approvals
         return decision.model_copy(update={"trace_facts": facts, "trace_state": state,
                                            "reason": reason})  # fmt: skip

@@ -185,3 +185,18 @@ def test_a_yes_stays_a_yes_across_spellings_and_any_negation_undoes_it(
     at = data.draw(st.integers(0, len(words)))
     assert not says_yes(" ".join([*words[:at], negation, *words[at:]]))
     assert not says_yes(" ".join([*words[:at], "shouldn't", *words[at:]]))
+
+
+def test_the_example_profile_decides_its_traces_and_names_the_consenting_message() -> None:
+    from pathlib import Path
+
+    from guardagent.agent import GuardAgent
+    from guardagent.profiles.loader import load_profile
+    from guardagent.profiles.scaffold import check_trace_profile
+
+    root = Path(__file__).resolve().parent.parent / "guardagent/policies/examples/workspace"
+    check = check_trace_profile(load_profile(str(root)))
+    assert check.ready and len(check.traces) == 4, [t.problem for t in check.traces]
+    doc = json.loads((root / "traces/b01_yes_then_delete_openai.json").read_text(encoding="utf-8"))
+    decision = GuardAgent(profile=str(root)).check_trace(doc)
+    assert decision.allowed and "Consent: the user approved it in message 5" in decision.reason
