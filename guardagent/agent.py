@@ -161,7 +161,8 @@ class GuardAgent:
         if set(model.trace_bindings) != {p.name for p in model.predicates}:
             return None
         threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
-        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold), None)
+        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
+                                         expected=model.trace_bindings), None)
         return GuardDecision(
             **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
             profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,

@@ -45,6 +45,7 @@ import yaml
 from guardagent.policy.formula import Formula, occurrences, variables
 from guardagent.policy.formula import template as derive_template
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
+from guardagent.policy.screen import screen_yaml
 from guardagent.trace.labels import Labels
 
 FORMAT = "guardagent-policy/1"
@@ -692,6 +693,9 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         PolicyError: every problem found, each with its position.
     """
     reader = _Reader(text, file)
+    screened = screen_yaml(text)
+    if screened is not None:
+        raise PolicyError([PolicyIssue(screened[0], Location(file, screened[1], screened[2]))])
     try:
         loader = yaml.SafeLoader(text)
         try:
