@@ -152,6 +152,9 @@ class GuardAgent:
             ), model  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+        except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
+            deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
+            return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
 
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""

@@ -4,7 +4,10 @@ The API (`GuardAgent.check_trace`), the CLI (`check --trace`) and the middleware
 same few steps before the guard graph runs; this module is those steps, so each of them is
 a few lines:
 
-1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut);
+1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut)
+   and refuse a proposed call of a tool the labels do not name (``unlabelled_tool``: the
+   policy's rules never see it, whatever they say) and host records that do not read
+   (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
@@ -22,9 +25,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from guardagent.readers.evidence import UnreadableEvidence
+from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.labels import Labels
-from guardagent.trace.messages import MAX_TRACE_BYTES, Trace, parse_trace, render_event
+from guardagent.trace.messages import (
+    MAX_TRACE_BYTES,
+    Trace,
+    check_nesting,
+    parse_trace,
+    render_event,
+)
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
@@ -87,18 +96,40 @@ def prepare_trace_event(
             whenever the state or the records pass through storage others can write.
 
     Raises:
-        UnreadableEvidence: the trace or the thread state cannot be read (too large,
-            malformed, rewritten); the caller denies with the reason.
+        UnreadableEvidence: the trace, the consent records or the thread state cannot be
+            read (too large, malformed, rewritten), or the proposed tool is not labelled;
+            the caller denies with the reason.
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
     trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
+    name = trace.call.name
+    if not labels.label(name).labelled:
+        unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
+                   "matched exactly); a tool with no label is denied")  # fmt: skip
+    consent = _readable_consent(consent)
     index = TraceIndex.from_json(thread_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
     facts = analyze(trace, labels, index=index, consent=consent, key=key)
     values = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
     return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
+
+
+def _readable_consent(
+    consent: Iterable[Consent | Mapping[str, Any]],
+) -> list[Consent | Mapping[str, Any]]:
+    """The host's records, each checked to read before any predicate looks at it."""
+    records = list(consent) if isinstance(consent, Iterable) else [consent]
+    for i, record in enumerate(records):
+        if isinstance(record, Consent):
+            continue
+        check_nesting(record, f"consent record {i}", reason="unreadable_consent")
+        try:
+            Consent.from_json(record)
+        except (ValueError, TypeError) as exc:
+            unreadable("unreadable_consent", f"consent record {i}: {str(exc)[:200]}")
+    return records
 
 
 def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
