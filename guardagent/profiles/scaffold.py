@@ -134,6 +134,9 @@ def _comment(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+_DEFAULTED = frozenset({"results", "effect"})
+"""Label keys the scaffold leaves unset: the fail-closed default until the author sets them."""
+
 _CONDITIONS = [
     ("call_confirmed", "A reviewer approved this call (the host's review; never text in a "
      "message).", "consent_given()"),
@@ -175,8 +178,11 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "labels:",
         "  tools:",
     ]
+    at = lines.index("labels:")
+    lines[at:at] = ["# A label without `results` / `effect` is untrusted and irreversible; profile",
+                    "# check lists it until you write both (even to those same values)."]
     for tool in tools:
-        entry = dict(labels[tool["name"]])
+        entry = {k: v for k, v in labels[tool["name"]].items() if k not in _DEFAULTED}
         description = entry.pop("description", "")
         if description:
             lines.append(f"    # {_comment(description)}")
@@ -369,6 +375,24 @@ def _where(finding: Any) -> str:
     return f"{finding.location}: " if finding.location else ""
 
 
+def _written_labels(path: Path) -> dict[str, set[str]]:
+    """The keys each tool's label sets in the file (what the author wrote, not defaults).
+
+    A label the author wrote out (``effect: irreversible``, ``recipients: []``) is on
+    purpose and is not listed as left to decide; only keys left unset are.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    raw = data.get("labels") if isinstance(data, Mapping) else None
+    tools = raw.get("tools", raw) if isinstance(raw, Mapping) else raw
+    if not isinstance(tools, Mapping):
+        return {}
+    return {str(name): set(entry) if isinstance(entry, Mapping) else set()
+            for name, entry in tools.items()}  # fmt: skip
+
+
 def check_trace_profile(profile: Profile) -> TraceProfileCheck:
     """Check a trace profile: policy (z3), labels, placeholder rules, example traces."""
     from guardagent.agent import GuardAgent
@@ -396,15 +420,16 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
             "under which the tool may run (the comments above each rule show examples)")
     labels = model.labels
     if labels is not None:
-        default = sorted(n for n, lab in labels.tools.items()
-                         if (lab.results, lab.effect) == ("untrusted", "irreversible"))  # fmt: skip
+        written = _written_labels(path)
+        default = sorted(n for n in labels.tools if not written.get(n, set()) >= _DEFAULTED)
         if default:
             result.notes.append(
-                f"labels: {len(default)} tool(s) at the fail-closed default (untrusted results, "
-                f"irreversible): {', '.join(default)}. Right for tools that move money or delete; "
-                "otherwise mark the user's own records `results: trusted` and lower `effect`")
+                f"labels: {len(default)} tool(s) left at the fail-closed default (untrusted "
+                f"results, irreversible): {', '.join(default)}. Right for tools that move money "
+                "or delete (say so: write `results` and `effect`); otherwise mark the user's own "
+                "records `results: trusted` and lower `effect`")
         sends = sorted(n for n, lab in labels.tools.items()
-                       if lab.effect == "send" and not lab.recipients)  # fmt: skip
+                       if lab.effect == "send" and "recipients" not in written.get(n, set()))
         if sends:
             result.notes.append(
                 f"labels: send tool(s) {', '.join(sends)} name no `recipients`: every address, "
