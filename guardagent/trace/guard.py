@@ -24,7 +24,13 @@ from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace.labels import Labels
-from guardagent.trace.messages import MAX_TRACE_BYTES, Trace, parse_trace, render_event
+from guardagent.trace.messages import (
+    FINAL_ANSWER,
+    MAX_TRACE_BYTES,
+    Trace,
+    parse_trace,
+    render_event,
+)
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
@@ -92,7 +98,8 @@ def prepare_trace_event(
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
+    answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
+    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
     index = TraceIndex.from_json(thread_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
     facts = analyze(trace, labels, index=index, consent=consent, key=key)
