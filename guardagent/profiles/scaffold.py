@@ -15,9 +15,9 @@ writes, in a new directory:
 
 :func:`check_trace_profile` is what ``guardagent profile check`` says about such a profile:
 the policy's own check (z3), the tools still at the fail-closed labels, the placeholder
-rules still denying a tool outright, and every example trace under ``traces/`` decided and
-compared with its ``expect``. Schemas are read as data; nothing is guessed from a tool's
-name or description.
+rules still denying a tool outright, and every example trace (in ``traces/`` of the profile
+or next to its policy) decided and compared with its ``expect``. Schemas are read as data;
+nothing is guessed from a tool's name or description.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ PLACEHOLDER = "guardagent profile new (deny by default)"
 """The `source` of a scaffolded placeholder rule; one still ending in FALSE is left to edit."""
 
 TRACES_DIR = "traces"
-"""Example traces of a profile (JSON, the trace format, with an ``expect``)."""
+"""Example traces of a profile (JSON, the trace format, with an ``expect``): the folder of
+that name in the profile, and the one next to its policy model (so a shipped example policy
+brings its traces to every profile that guards with it)."""
 
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -435,7 +437,8 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
                 f"labels: send tool(s) {', '.join(sends)} name no `recipients`: every address, "
                 "number, URL and IBAN in their arguments counts as one")
     folder = profile.root / TRACES_DIR
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    folders = dict.fromkeys(f.resolve() for f in (folder, path.parent / TRACES_DIR) if f.is_dir())
+    files = sorted((f for d in folders for f in d.glob("*.json")), key=lambda f: f.name)
     if not files:
         result.notes.append(
             f"traces: none in {folder}: add example traces (the trace format, with \"expect\": "
