@@ -28,6 +28,7 @@ from typing import Any
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import (
+    FINAL_ANSWER,
     MAX_TRACE_BYTES,
     Trace,
     check_nesting,
@@ -102,7 +103,8 @@ def prepare_trace_event(
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
+    answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
+    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
     name = trace.call.name
     if not labels.label(name).labelled:
         unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "

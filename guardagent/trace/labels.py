@@ -7,8 +7,9 @@ gets two labels (and two optional facts):
   or ``untrusted`` (anything others can write: mail, messages from others, web pages,
   shared files). ``sensitive: true`` marks results that must not leave (balances,
   credentials, private files).
-- ``effect``: ``read``, ``write``, ``send`` (data leaves the user's hands) or
-  ``irreversible`` (money moves, things are deleted).
+- ``effect``: ``read``, ``write``, ``send`` (data leaves the user's hands),
+  ``irreversible`` (money moves, things are deleted) or ``navigate`` (a browser opens a
+  page: where it goes is judged by navigation scopes).
 - ``recipients``: for a ``send`` tool, the arguments that say where the data goes (``to``,
   ``cc``, ``iban``); without them, every e-mail address, phone number, URL and IBAN in the
   call's arguments counts as a recipient.
@@ -44,10 +45,10 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 Trust = Literal["trusted", "untrusted"]
-Effect = Literal["read", "write", "send", "irreversible"]
+Effect = Literal["read", "write", "send", "irreversible", "navigate"]
 SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"]
 
-EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible")
+EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible", "navigate")
 _KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description"})
 
 

@@ -29,6 +29,9 @@ Accepted input (the trace format; a whole document, nothing is cut):
   arguments (found by id, or without an id by equality); a proposed call found earlier in
   the trace is refused, since the messages after it are not "earlier". After any other
   last message the proposed call is a new call. Tool names are kept exactly as written.
+  With ``final_answer`` (the policy labels the pseudo-tool ``respond``), a last assistant
+  message that makes no call is itself the proposed call: ``respond({"content": <its
+  text>})`` (:func:`final_answer_call`).
 
 Roles and sources. Every message gets a ``role`` (``system``, ``user``, ``assistant``,
 ``tool``) and a ``source`` naming who wrote its text: ``system`` (the deployer), ``user``,
@@ -412,7 +415,11 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
 
 
 def parse_trace(
-    messages: Any, proposed_call: Any = None, *, max_bytes: int = MAX_TRACE_BYTES
+    messages: Any,
+    proposed_call: Any = None,
+    *,
+    max_bytes: int = MAX_TRACE_BYTES,
+    final_answer: str | None = None,
 ) -> Trace:
     """Read a trace (see the module docstring for the format).
 
@@ -421,6 +428,9 @@ def parse_trace(
             ``messages`` (and ``proposed_call``), or either as JSON text.
         proposed_call: The call to guard; overrides the document's ``proposed_call``.
         max_bytes: Size limit; a larger trace is unreadable (never cut).
+        final_answer: The pseudo-tool a final answer is guarded as (see
+            :func:`final_answer_call`); None: a last message without a call is
+            ``no_tool_call``.
 
     Raises:
         UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
@@ -434,9 +444,15 @@ def parse_trace(
     proposed: ToolCall | None = None
     last = msgs[-1] if msgs else None
     if given is None:
+        answer = final_answer_call(last, final_answer, reader.position)
+        if answer is not None:
+            return Trace(tuple(msgs), answer, reader.size,
+                         tuple(c for m in msgs for c in m.calls), reader.results,
+                         reader.answers)  # fmt: skip
         if last is None or last.role != "assistant" or not last.calls:
             unreadable("no_tool_call", "no proposed call was given and the last message makes "
-                       "no tool call")  # fmt: skip
+                       "no tool call (label the pseudo-tool `respond` to guard a final "
+                       "answer)")  # fmt: skip
         if len(last.calls) > 1:
             unreadable("several_tool_calls", f"the last message makes {len(last.calls)} calls; "
                        "pass the one to guard as proposed_call")  # fmt: skip
@@ -450,6 +466,24 @@ def parse_trace(
                     if c.position > proposed.position)  # fmt: skip
     earlier = tuple(c for m in msgs for c in m.calls if (c.index, c.position) not in skip)
     return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers)
+
+
+FINAL_ANSWER = "respond"
+"""The pseudo-tool a final answer (an assistant message with no call) is guarded as."""
+
+
+def final_answer_call(last: Message | None, name: str | None, position: int) -> ToolCall | None:
+    """A final answer as a call of the pseudo-tool `name`, ``{"content": <its text>}``.
+
+    An assistant message that makes no call is the agent's message to the user (a question,
+    a report, the final answer). Guarded as a call, end-of-run rules can judge it like any
+    action (``respond`` only after ``save_file``; no sensitive value in it). Only when the
+    caller names the pseudo-tool (the host does when the policy labels it): otherwise the
+    trace stays ``no_tool_call``, as before.
+    """
+    if name is None or last is None or last.role != "assistant" or last.calls:
+        return None
+    return ToolCall(name, {"content": last.text}, None, last.index, position)
 
 
 def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
