@@ -21,6 +21,7 @@ import ast
 import hashlib
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from typing_extensions import override
@@ -49,18 +50,42 @@ from guardagent.readers.evidence import unreadable
 
 _LOCK = threading.Lock()
 _DERIVED: dict[str, tuple[PolicyModel, str]] = {}  # request fingerprint -> (model, where)
+_STAMPS: dict[str, tuple[int, int]] = {}  # where -> the file's (size, mtime) when registered
 
 
 def register_derived(profile: Profile, model: PolicyModel, where: str = "") -> None:
     """Record the policy model derived from `profile`'s request (`where`: its file, if any)."""
     with _LOCK:
         _DERIVED[profile.fingerprint] = (model, where)
+        if where:
+            _STAMPS[where] = _stamp(where)
+
+
+def _stamp(where: str) -> tuple[int, int]:
+    try:
+        stat = Path(where).stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+def changed_on_disk(profile: Profile) -> bool:
+    """Whether the file of a registered derivation was edited since (a reviewer's decisions)."""
+    with _LOCK:
+        entry = _DERIVED.get(profile.fingerprint)
+        return bool(entry and entry[1] and _STAMPS.get(entry[1]) != _stamp(entry[1]))
 
 
 def forget_derived(profile: Profile) -> None:
     """Drop a registered derivation (tests; a deployer's re-derivation)."""
     with _LOCK:
         _DERIVED.pop(profile.fingerprint, None)
+
+
+def clear_derived() -> None:
+    """Forget every registered derivation (tests: a fresh process)."""
+    with _LOCK:
+        _DERIVED.clear()
 
 
 def derived_entry(profile: Profile) -> tuple[PolicyModel, str] | None:

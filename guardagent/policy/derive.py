@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from guardagent.counterfactuals.derived import DerivedOracle, derived_entry, register_derived
+from guardagent.counterfactuals.derived import (
+    DerivedOracle,
+    changed_on_disk,
+    derived_entry,
+    forget_derived,
+    register_derived,
+)
 from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.expressions import ExpressionError, parse_expression
 from guardagent.llm import ModelCallError
@@ -199,8 +205,12 @@ def save(profile: Profile, derivation: Derivation, memory_dir: str | Path,
     path = cache_path(profile, memory_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, derivation.text)
-    _write(path.with_suffix(SIGNATURE), sign(secret, profile.fingerprint, derivation.text))
+    _write(path.with_suffix(SIGNATURE), _signature(secret, profile.fingerprint, derivation.text))
     return path
+
+
+def _signature(key: bytes, fingerprint: str, text: str) -> str:
+    return f"{fingerprint} {sign(key, fingerprint, text)}\n"
 
 
 def _write(path: Path, text: str) -> None:
@@ -222,8 +232,8 @@ def load_cached(profile: Profile, memory_dir: str | Path,
         return None
     try:
         text = path.read_text(encoding="utf-8")
-        tag = path.with_suffix(SIGNATURE).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        tag = path.with_suffix(SIGNATURE).read_text(encoding="ascii").split()[-1]
+    except (OSError, UnicodeDecodeError, IndexError):
         return None
     if not hmac.compare_digest(sign(secret, profile.fingerprint, text), tag):
         return None
@@ -232,13 +242,20 @@ def load_cached(profile: Profile, memory_dir: str | Path,
     return Derivation(load_policy_text(text, str(path)), text, path=path)
 
 
-def resign(path: Path, profile: Profile, key: str | bytes | None = None) -> bool:
-    """Re-tag a derived policy file after a reviewer's decisions (``policy review``)."""
-    secret = _key(path.parent.parent, key)
-    if secret is None:
+def resign(path: Path, key: str | bytes | None = None) -> bool:
+    """Re-tag a derived policy file after a reviewer's decisions (``policy review``).
+
+    Only a file that already has a tag (a derived policy in a memory directory) is
+    re-tagged, for the request its tag names; whoever runs this holds the memory's key.
+    """
+    signature = path.with_suffix(SIGNATURE)
+    if path.parent.name != DERIVED_DIR or not signature.is_file():
         return False
-    text = path.read_text(encoding="utf-8")
-    _write(path.with_suffix(SIGNATURE), sign(secret, profile.fingerprint, text))
+    secret = _key(path.parent.parent, key)
+    fields = signature.read_text(encoding="ascii", errors="replace").split()
+    if secret is None or len(fields) != 2:
+        return False
+    _write(signature, _signature(secret, fields[0], path.read_text(encoding="utf-8")))
     return True
 
 
@@ -246,14 +263,20 @@ def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: st
                    key: str | bytes | None = None) -> Derivation | None:  # fmt: skip
     """The derived rules of `profile`, registered for its oracle: in process, cache, or new.
 
-    Returns None when the profile needs no derivation (it has a table or a policy model) or
-    none can be made (no model, nothing cached).
+    Returns None when the profile needs no derivation (it has a table or a policy model, or
+    labelled denials for every rule its request quotes) or none can be made (no model,
+    nothing cached).
     """
     from guardagent.counterfactuals.oracles import table_oracle
+    from guardagent.counterfactuals.suite import request_suite
 
     if profile.policy_model or table_oracle(profile) is not None:
         return None
+    if changed_on_disk(profile):  # reviewed (or tampered with) since: read and check again
+        forget_derived(profile)
     entry = derived_entry(profile)
+    if entry is None and not request_suite(profile).problems:
+        return None  # labelled denials cover every rule the request quotes: they suffice
     if entry is not None:
         return Derivation(entry[0], path=Path(entry[1]) if entry[1] else None)
     cached = load_cached(profile, memory_dir, key) if memory_dir else None
