@@ -158,7 +158,8 @@ def _b64_views(text: str) -> list[str]:
         run = m.group(0).replace("-", "+").replace("_", "/")
         for offset in range(4):
             part = run[offset:]
-            part = part[: len(part) - len(part) % 4]
+            rest = len(part) % 4  # a last group cut short: pad it (one char alone is noise)
+            part = part[:-1] if rest == 1 else part + "=" * ((4 - rest) % 4)
             if len(part) < 8:
                 continue
             try:
