@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -149,6 +149,7 @@ class GuardAgent:
                 messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                values=model.values, secrets=model.secrets,
             ), model  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
@@ -172,18 +173,28 @@ class GuardAgent:
         )  # fmt: skip
 
     @staticmethod
-    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any) -> GuardDecision:
-        """The decision with the trace facts, the thread state, and why each condition held."""
+    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
+                    rules: str = "all") -> GuardDecision:  # fmt: skip
+        """The decision with the trace facts, the thread state, and why each condition held.
+
+        A denial always lists its violations (the violated rules' policies when the guard
+        gave none); ``rules="applied"`` keeps only the rules that applied to the call.
+        """
         facts = event.details()
-        named = [facts[n]["detail"] for r in decision.rules
-                 if r.status in ("violated", "possibly_violated")
-                 for n in [*r.deciding, *r.open]
+        violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
+        named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
                  if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
         reason = decision.reason
         if named:
             reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-        return decision.model_copy(update={"trace_facts": facts, "trace_state": event.thread_state,
-                                           "reason": reason})  # fmt: skip
+        update: dict[str, Any] = {"trace_facts": facts, "trace_state": event.thread_state,
+                                  "reason": reason}  # fmt: skip
+        if not decision.allowed and not decision.violations:
+            update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
+                decision.reason]
+        if rules == "applied":
+            update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
+        return decision.model_copy(update=update)
 
     def check_trace(
         self,
@@ -193,6 +204,7 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        rules: Literal["all", "applied"] = "all",
         **overrides: Any,
     ) -> GuardDecision:
         """Decide whether a tool call may run, given the whole conversation before it.
@@ -208,6 +220,8 @@ class GuardAgent:
             thread_state: `decision.trace_state` of this thread's previous call (None for
                 the first call): only new messages are read, and a rewritten history is
                 denied.
+            rules: ``applied`` lists in `decision.rules` only the rules that applied to the
+                call (not those of other actions); ``all`` (default) every rule.
             **overrides: :class:`GuardContext` fields for this call only.
 
         Returns:
@@ -228,7 +242,7 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
 
     async def acheck_trace(
         self,
@@ -238,6 +252,7 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        rules: Literal["all", "applied"] = "all",
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
@@ -255,4 +270,4 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)

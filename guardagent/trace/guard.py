@@ -36,6 +36,8 @@ from guardagent.trace.messages import (
     render_event,
 )
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
+from guardagent.trace.records import Records
+from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
 
@@ -79,6 +81,8 @@ def prepare_trace_event(
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
     key: bytes | None = None,
+    values: Records | None = None,
+    secrets: Secrets | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -95,6 +99,9 @@ def prepare_trace_event(
         key: The deployment's key: the saved state must be signed with it (and is signed
             again), and consent records must be too (:meth:`Consent.signed`). Use one
             whenever the state or the records pass through storage others can write.
+        values: The policy's ``values:`` (the user's records); with `user_facts`, a
+            trusted source for provenance (:mod:`guardagent.trace.records`).
+        secrets: The policy's declared ``secrets:`` (:mod:`guardagent.trace.secrets`).
 
     Raises:
         UnreadableEvidence: the trace, the consent records or the thread state cannot be
@@ -112,10 +119,12 @@ def prepare_trace_event(
     consent = _readable_consent(consent)
     index = TraceIndex.from_json(thread_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent, key=key)
-    values = {name: fn(facts) for name, fn in compiled.items()}
+    records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
+    facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
+                    secrets=secrets)  # fmt: skip
+    found = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
-    return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
+    return TraceEvent(trace, agent_input, agent_output, found, index.to_json(key))
 
 
 def _readable_consent(
@@ -142,4 +151,5 @@ def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
         "reason": f"denied: the trace cannot be guarded ({exc.reason}: {exc.detail})",
         "error": f"{exc.reason}: {exc.detail}",
         "unreadable": [{"reason": exc.reason, "detail": exc.detail}],
+        "violations": [f"the trace cannot be guarded ({exc.reason})"],
     }
