@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -149,10 +149,14 @@ class GuardAgent:
             return prepare_trace_event(
                 messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
-                max_bytes=max_bytes, key=self.context.trace_key_bytes, thread_id=thread_id,
+                max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                values=model.values, secrets=model.secrets, thread_id=thread_id,
             ), model  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+        except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
+            deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
+            return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
 
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
@@ -162,19 +166,24 @@ class GuardAgent:
         if set(model.trace_bindings) != {p.name for p in model.predicates}:
             return None
         threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
-        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold), None)
+        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
+                                         expected=model.trace_bindings), None)
         return GuardDecision(
             **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
             profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,
         )  # fmt: skip
 
     @staticmethod
-    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any) -> GuardDecision:
-        """The decision with the trace facts, the thread state, and why each condition held."""
+    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
+                    rules: str = "all") -> GuardDecision:  # fmt: skip
+        """The decision with the trace facts, the thread state, and why each condition held.
+
+        A denial always lists its violations (the violated rules' policies when the guard
+        gave none); ``rules="applied"`` keeps only the rules that applied to the call.
+        """
         facts = event.details()
-        named = [facts[n]["detail"] for r in decision.rules
-                 if r.status in ("violated", "possibly_violated")
-                 for n in [*r.deciding, *r.open]
+        violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
+        named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
                  if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
         reason = decision.reason
         if named:
@@ -184,8 +193,14 @@ class GuardAgent:
         if decision.allowed and consented:  # name the approval the call used
             reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
         state = event.state_after(decision.allowed)  # an allowed call uses its approvals
-        return decision.model_copy(update={"trace_facts": facts, "trace_state": state,
-                                           "reason": reason})  # fmt: skip
+        update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
+                                  "reason": reason}  # fmt: skip
+        if not decision.allowed and not decision.violations:
+            update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
+                decision.reason]
+        if rules == "applied":
+            update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
+        return decision.model_copy(update=update)
 
     def check_trace(
         self,
@@ -196,6 +211,7 @@ class GuardAgent:
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
+        rules: Literal["all", "applied"] = "all",
         **overrides: Any,
     ) -> GuardDecision:
         """Decide whether a tool call may run, given the whole conversation before it.
@@ -216,6 +232,8 @@ class GuardAgent:
                 denied.
             thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
                 records' ``thread``; None: the state's, or a random one for a new thread.
+            rules: ``applied`` lists in `decision.rules` only the rules that applied to the
+                call (not those of other actions); ``all`` (default) every rule.
             **overrides: :class:`GuardContext` fields for this call only.
 
         Returns:
@@ -236,7 +254,7 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
 
     async def acheck_trace(
         self,
@@ -247,6 +265,7 @@ class GuardAgent:
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
+        rules: Literal["all", "applied"] = "all",
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
@@ -265,4 +284,4 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)

@@ -60,11 +60,11 @@ def test_an_unsigned_consent_file_is_refused_with_the_key_set(profile: str, tmp_
     record = Consent("send_money", args=ATTACK, thread="t1")
     unsigned = write(tmp_path / "unsigned.json", [record.to_json()])
     line = one_line_error(run(profile, "--trace", str(PAYMENT), "--consent", unsigned,
-                              "--thread", "t1"))  # fmt: skip
+                              "--thread-id", "t1"))  # fmt: skip
     assert "record 1" in line and "not signed" in line
     other_key = write(tmp_path / "other.json", [record.signed(b"another key")])
     assert "not signed" in one_line_error(run(profile, "--trace", str(PAYMENT), "--consent",
-                                              other_key, "--thread", "t1"))  # fmt: skip
+                                              other_key, "--thread-id", "t1"))  # fmt: skip
     for bad in ("{not json", '{"tool": "x"}', '[{"tool": "x", "uses": 0}]'):
         (tmp_path / "bad.json").write_text(bad, encoding="utf-8")
         one_line_error(run(profile, "--trace", str(PAYMENT), "--consent",
@@ -76,7 +76,7 @@ def test_state_is_written_signed_and_an_approval_is_used_once(profile: str, tmp_
                                                        thread="t1").signed(KEY.encode())])
     state = tmp_path / "thread.json"
     first = run(profile, "--trace", str(PAYMENT), "--consent", signed, "--state", str(state),
-                "--thread", "t1")  # fmt: skip
+                "--thread-id", "t1")  # fmt: skip
     assert first.exit_code == 0, first.output
     assert json.loads(first.output)["allowed"] is True
     saved = json.loads(state.read_text(encoding="utf-8"))
@@ -93,7 +93,7 @@ def test_state_is_written_signed_and_an_approval_is_used_once(profile: str, tmp_
                 "--state", str(state))  # the thread's id comes from its state
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["allowed"] is False, "the approval was used"
-    moved = run(profile, "--trace", str(PAYMENT), "--state", str(state), "--thread", "t2")
+    moved = run(profile, "--trace", str(PAYMENT), "--state", str(state), "--thread-id", "t2")
     assert json.loads(moved.output)["allowed"] is False, "a state of another thread"
 
 

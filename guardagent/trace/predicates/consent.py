@@ -15,8 +15,8 @@ from typing import Any
 
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.conversation import MATCHES, asked_in_conversation
-from guardagent.trace.predicates.engine import TraceFacts, predicate
-from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.ledger import use_of
 from guardagent.trace.predicates.options import under
 from guardagent.trace.predicates.record import Consent, canon
@@ -111,19 +111,16 @@ def consent_given(
     return Fact("consent_given", False, asked.sources, f"{fact.detail}; {asked.detail}")
 
 
-def _validate(arg: Any = None, conversation: Any = False, similarity: Any = 85,
-              match: Any = "both") -> str | None:  # fmt: skip
+@checks("consent_given")
+def _check_options(options: dict[str, Any]) -> None:
+    arg, similarity = options["arg"], options["similarity"]
     if arg is not None and not isinstance(arg, str):
-        return "arg must be an argument name"
-    if not isinstance(conversation, bool):
-        return "conversation must be True or False"
+        raise PredicateSpecError("arg must be an argument name")
+    if not isinstance(options["conversation"], bool):
+        raise PredicateSpecError("conversation must be True or False")
     if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not (
         50 <= similarity <= 100
     ):
-        return "similarity must be a number from 50 to 100"
-    if match not in MATCHES:
-        return f"match must be one of {', '.join(MATCHES)}"
-    return None
-
-
-consent_given.validate = _validate  # type: ignore[attr-defined]
+        raise PredicateSpecError("similarity must be a number from 50 to 100")
+    if options["match"] not in MATCHES:
+        raise PredicateSpecError(f"match must be one of {', '.join(MATCHES)}")
