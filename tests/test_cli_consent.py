@@ -18,6 +18,7 @@ from guardagent.cli import main
 from guardagent.trace import Consent
 from guardagent.trace.predicates.ledger import LEDGER_FIELD
 from guardagent.trace.state import verify
+from tests.test_consent_binding import paid_and_asked_again
 from tests.test_trace_wiring import TRACES, trace_profile
 
 KEY = "cli deployment key"
@@ -82,13 +83,7 @@ def test_state_is_written_signed_and_an_approval_is_used_once(profile: str, tmp_
     saved = json.loads(state.read_text(encoding="utf-8"))
     assert verify({k: v for k, v in saved.items() if k != LEDGER_FIELD}, KEY.encode())
     assert verify(saved[LEDGER_FIELD], KEY.encode()) and saved[LEDGER_FIELD]["thread"] == "t1"
-    doc = json.loads(PAYMENT.read_text(encoding="utf-8"))
-    doc["messages"] += [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c2", "type": "function",
-             "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}]},
-        {"role": "tool", "tool_call_id": "c2", "content": "Transfer done."}]  # fmt: skip
-    doc["proposed_call"] = {"id": "c3", "name": "send_money", "args": ATTACK}
+    doc = paid_and_asked_again(json.loads(PAYMENT.read_text(encoding="utf-8")))
     again = run(profile, "--trace", write(tmp_path / "again.json", doc), "--consent", signed,
                 "--state", str(state))  # the thread's id comes from its state
     assert again.exit_code == 0, again.output

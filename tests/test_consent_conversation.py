@@ -20,6 +20,8 @@ from guardagent.trace.predicates.conversation import (
     says_yes,
 )
 from guardagent.trace.predicates.ledger import ConsentLedger
+from tests.trace_helpers import call, user
+from tests.trace_helpers import result as tool
 
 LABELS = Labels.from_mapping({"tools": {
     "list_projects": {"results": "trusted", "effect": "read"},
@@ -31,21 +33,8 @@ CHAT = "consent_given(conversation=True)"
 DELETE = {"id": "d1", "name": "delete_project", "args": {"project": "planner"}}
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
 def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
-
-
-def call(ident: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": ident, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
-
-
-def tool(ident: str, text: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": ident, "content": text}
 
 
 def asked(answer: str, question: str = "I found 3 projects. May I delete the project `planner`?",
