@@ -189,3 +189,19 @@ def test_the_example_profile_decides_its_traces_and_names_the_consenting_message
     doc = json.loads((root / "traces/b01_yes_then_delete_openai.json").read_text(encoding="utf-8"))
     decision = GuardAgent(profile=str(root)).check_trace(doc)
     assert decision.allowed and "Consent: the user approved it in message 5" in decision.reason
+
+
+def test_reading_the_question_is_linear_in_the_models_text() -> None:
+    """The model's message is attacker-influenced: one long question, or many, costs linear time."""
+    import time
+
+    def cost(n: int, unit: str) -> float:
+        messages = [user("Clean up"), assistant(unit * (n // len(unit)) + "?"), user("yes")]
+        facts = analyze(parse_trace(messages, {**DELETE, "args": {"project": "p" * 190}}), LABELS)
+        started = time.perf_counter()
+        facts.fact(CHAT)
+        return time.perf_counter() - started
+
+    for unit in ("May I delete the project planer ", "Is it planner? ", "1,2 "):
+        small, large = cost(20_000, unit), cost(200_000, unit)
+        assert large < 30 * max(small, 1e-3), (unit, small, large)

@@ -291,3 +291,14 @@ def test_trace_mode_refuses_to_start_without_the_deployment_key(tmp_path):
     assert GuardAgentMiddleware(GuardAgent(profile=profile, trace_key="k"), trace=True).trace
     assert GuardAgentMiddleware(profile, trace=True, trace_key="k").trace
     assert not GuardAgentMiddleware(profile).trace, "without trace=True nothing is kept in state"
+
+
+def test_parallel_calls_keep_the_state_whose_ledger_used_an_approval():
+    from guardagent.integrations.middleware import _newest_trace
+
+    used = {"count": 4, "consent": {"uses": {"r:a": ["c2"]}}}
+    unused = {"count": 4, "consent": {"uses": {}}}
+    assert _newest_trace(used, unused) is used and _newest_trace(unused, used) is used
+    longer = {"count": 5, "consent": {"uses": {}}}
+    assert _newest_trace(used, longer) is longer, "the index that read the most still wins"
+    assert _newest_trace(None, unused) is unused and _newest_trace(used, None) is used

@@ -75,7 +75,7 @@ from guardagent.integrations.runner import (
     run_guard,
 )
 from guardagent.trace.predicates import Consent
-from guardagent.trace.predicates.ledger import spend_in_state, thread_of
+from guardagent.trace.predicates.ledger import LEDGER_FIELD, spend_in_state, thread_of
 
 Review = Literal["never", "on_fail", "on_deny"]
 UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
@@ -104,10 +104,24 @@ class GuardedAgentState(AgentState[Any]):
 def _newest_trace(
     old: dict[str, Any] | None, new: dict[str, Any] | None
 ) -> dict[str, Any] | None:
-    """Parallel calls of one step each write the index: keep the one that read the most."""
+    """Parallel calls of one step each write the index: keep the one that read the most.
+
+    Of two that read as much, the one whose consent ledger records more uses: an approval
+    a parallel call used stays used (both cannot be kept: each ledger is signed whole).
+    """
     if new is None:
         return old
-    return new if old is None or new.get("count", 0) >= old.get("count", 0) else old
+    if old is None:
+        return new
+    return new if (new.get("count", 0), _uses(new)) >= (old.get("count", 0), _uses(old)) else old
+
+
+def _uses(state: dict[str, Any]) -> int:
+    ledger = state.get(LEDGER_FIELD)
+    uses = ledger.get("uses") if isinstance(ledger, dict) else None
+    if not isinstance(uses, dict):
+        return 0
+    return sum(len(v) for v in uses.values() if isinstance(v, list))
 
 
 class GuardedTraceState(AgentState[Any]):

@@ -7,7 +7,8 @@ every one of these conditions (else it does not, and the fact says which one fai
 - the **answer** is the thread's last user message, and it is a ``user`` message: text in a
   tool result or in the model's own messages never counts;
 - it comes right after an **assistant message that asks a question** (a sentence ending in
-  ``?``) and makes no call: a user message that answers no question never counts;
+  ``?``, one of its last :data:`MAX_QUESTIONS`) and makes no call: a user message that
+  answers no question never counts;
 - the question **names this call** (fuzzy, with ``rapidfuzz``, ``similarity`` 50-100,
   default 85): its tool (``delete_project`` as "delete the project", or its verb "delete")
   *and* one of its argument values (``planner``), by default (``match="both"``: "May I
@@ -32,6 +33,7 @@ read as a yes (fail closed).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -47,6 +49,9 @@ from guardagent.trace.state import flatten
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
+
+MAX_QUESTIONS = 3
+"""Only the last questions of the assistant's message are read: the one the user answers."""
 
 MAX_TARGET_CHARS = 200
 """Argument values longer than this are content, not a target a question names."""
@@ -69,19 +74,18 @@ NEGATIVE = frozenset({
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
-_DIGIT_GROUPING = frozenset(",'’_\u202f\u00a0 ")
+# One separator between two digits. No quantifier: constant work per position, linear over
+# attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
+_DIGIT_GROUPS = re.compile(r"(?<=[0-9])[,'’_\u202f\u00a0 ](?=[0-9])")
 
 
 def _clean(text: str) -> str:
-    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined."""
-    text = unicodedata.normalize("NFKC", text)
-    out: list[str] = []
-    for i, ch in enumerate(text):  # "4,950" and "4 950" read as 4950 (a linear scan)
-        if (ch in _DIGIT_GROUPING and 0 < i < len(text) - 1 and text[i - 1].isdigit()
-                and text[i + 1].isdigit()):  # fmt: skip
-            continue
-        out.append(ch)
-    return " ".join(default_process("".join(out)).split())
+    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined.
+
+    "4,950" and "4 950" read as 4950: a separator between two digits is dropped.
+    """
+    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
+    return " ".join(default_process(text).split())
 
 
 def _words(name: str) -> str:
@@ -164,21 +168,33 @@ def _tool_named(tool: str, question: str, similarity: float) -> bool:
     return len(verb) >= 3 and any(fuzz.ratio(verb, w) >= similarity for w in question.split())
 
 
-def names_call(question: str, call: ToolCall, *, arg: str | None = None,
-               similarity: float = 85, match: str = "both") -> bool:  # fmt: skip
-    """Whether a question names a call: its tool and a value, or either (see the module)."""
-    q = _clean(question)
-    tool_named = _tool_named(_words(call.name), q, similarity)
-    targets = _targets(call, arg)
-    if arg is not None:  # the argument's every value
-        target_named = bool(targets) and all(_named(t, q, similarity) for t in targets)
-    elif match == "both" and not targets:
-        target_named = True  # a call with no value to name: its tool names it
-    else:
-        target_named = any(_named(t, q, similarity) for t in targets)
-    if match == "both":
-        return tool_named and target_named
-    return target_named if arg is not None else tool_named or target_named
+class CallNames:
+    """What a question must name to name a call, read once per call (see the module)."""
+
+    def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
+                 match: str = "both") -> None:  # fmt: skip
+        self.tool = _words(call.name)
+        self.targets = _targets(call, arg)
+        self.arg, self.similarity, self.match = arg, similarity, match
+
+    def named_by(self, question: str) -> bool:
+        """Whether a question names the call: its tool and a value, or either."""
+        q, sim = _clean(question), self.similarity
+        tool_named = _tool_named(self.tool, q, sim)
+        if self.arg is not None:  # the argument's every value
+            target_named = bool(self.targets) and all(_named(t, q, sim) for t in self.targets)
+        elif self.match == "both" and not self.targets:
+            target_named = True  # a call with no value to name: its tool names it
+        else:
+            target_named = any(_named(t, q, sim) for t in self.targets)
+        if self.match == "both":
+            return tool_named and target_named
+        return target_named if self.arg is not None else tool_named or target_named
+
+
+def names_call(question: str, call: ToolCall, **options: Any) -> bool:
+    """Whether a question names a call (options as :class:`CallNames`)."""
+    return CallNames(call, **options).named_by(question)
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -203,7 +219,8 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if asker is None or asker.role != "assistant" or asker.calls:
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
-    asked = [q for q in questions(asker.text) if names_call(q, call, **options)]
+    names = CallNames(call, **options)
+    asked = [q for q in questions(asker.text)[-MAX_QUESTIONS:] if names.named_by(q)]
     if not asked:
         return Fact("consent_given", False, (where,), f"the assistant's question before the "
                     f"user's last message (message {asker.index}) does not name "
@@ -215,7 +232,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
                     "plain yes")  # fmt: skip
     used = next((c for c in facts.trace.calls if c.index > answer.index
-                 and any(names_call(q, c, **options) for q in asked)), None)  # fmt: skip
+                 and any(CallNames(c, **options).named_by(q) for q in asked)), None)  # fmt: skip
     identity = _identity(answer)
     if used is not None or facts.ledger.used(identity):
         by = f" by the call in message {used.index}" if used is not None else ""
