@@ -141,3 +141,24 @@ def test_the_ledger_is_signed_bound_to_its_state_and_cannot_be_dropped(guard: Gu
         decision = guard.check_trace(paid_and_asked_again(payment()), consent=records,
                                      thread_state=forged, thread_id="t1")  # fmt: skip
         assert not decision.allowed and decision.unreadable, decision.reason
+
+
+@pytest.mark.parametrize("ledger", [
+    "not a ledger", {"format": "guardagent-consent-ledger/1"}, {"uses": 5}, [],
+    {"format": "guardagent-consent-ledger/1", "thread": 7, "uses": {}},
+    {"format": "guardagent-consent-ledger/1", "thread": "t1", "uses": {"r:x": "c2"}},
+    {"format": "other/1", "thread": "t1", "uses": {}},
+])  # fmt: skip
+def test_a_ledger_that_does_not_read_is_unreadable_state_with_or_without_a_key(
+    guard: GuardAgent, ledger: Any,
+) -> None:
+    unkeyed = GuardAgent(profile=guard.context.profile)
+    for deciding in (guard, unkeyed):
+        first = deciding.check_trace(payment(), thread_id="t1")
+        state = {**first.trace_state, LEDGER_FIELD: ledger}  # type: ignore[dict-item]
+        if isinstance(ledger, dict):  # bound to the right index: only its content is wrong
+            state[LEDGER_FIELD] = {"count": first.trace_state["count"],  # type: ignore[index]
+                                   "chain": first.trace_state["chain"], **ledger}  # type: ignore[index]
+        decision = deciding.check_trace(paid_and_asked_again(payment()), thread_state=state,
+                                        thread_id="t1")  # fmt: skip
+        assert not decision.allowed and decision.unreadable[0]["reason"] == "unreadable_state"
