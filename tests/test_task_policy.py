@@ -206,3 +206,22 @@ def test_the_cache_keeps_the_most_recent_tasks(guard: GuardAgent,
     guard.attach_task({**SHOP, "name": "lru-3"})
     assert len(task_module._cache) == 2
     assert guard.attach_task({**SHOP, "name": "lru-1"}) is not first  # dropped, attached again
+
+
+def test_a_task_cannot_redefine_a_base_predicate(guard: GuardAgent) -> None:
+    spec = {"predicates": [{"name": "in_task_sites", "kind": "condition",
+                            "assign": {"trace": 'navigation_in_scope("*")'}}]}  # fmt: skip
+    with pytest.raises(TaskPolicyError, match="is a predicate of the base policy"):
+        guard.attach_task(spec)
+
+
+def test_a_task_action_may_hang_under_a_base_action(guard: GuardAgent) -> None:
+    spec = {"predicates": [{"name": "deletes_drafts", "kind": "action", "parent": "deletes",
+                            "assign": {"trace": 'tool_is("delete_item")'}}],
+            "rules": [{"id": "no-draft-deletes", "logic": "NOT deletes_drafts"}]}  # fmt: skip
+    attached = guard.attach_task(spec)
+    assert attached.model.by_name["deletes_drafts"].parent == "deletes"
+    decision = guard.check_trace(trace(DELETE), task=spec)
+    assert not decision.allowed and "no-draft-deletes" in violated(decision)
+    with pytest.raises(TaskPolicyError, match="parent 'nothing' is not declared"):
+        guard.attach_task({"predicates": [{**spec["predicates"][0], "parent": "nothing"}]})

@@ -175,17 +175,18 @@ def attach_task(base: PolicyModel, spec: TaskPolicy | Mapping[str, Any] | None) 
 
 
 def _task_entries(base: PolicyModel, task: TaskPolicy) -> tuple[PolicyModel, list[str]]:
-    """The task's predicates and rules read in the context of the base's predicates.
+    """The task's predicates and rules read by the policy reader, against the base's names.
 
-    The base's predicates are there as stubs (name, kind, parent: what the task's entries
-    may refer to), so the reader checks parents, rules' actions and duplicate names across
-    both without reading the base's expressions again.
+    The base predicates a task entry names as a ``parent`` or in a rule's ``actions`` are
+    there as stubs (name, kind), so the reader checks the action tree; rules may use any
+    base predicate, and names the task declares again are refused.
     """
     problems = [f"predicate {p.get('name')!r}: a task predicate is assigned by `trace`"
                 for p in task.predicates
                 if not (isinstance(p.get("assign"), Mapping) and set(p["assign"]) == {"trace"})]
-    stubs = [{"name": p.name, "kind": p.kind, **({"parent": p.parent} if p.parent else {})}
-             for p in base.predicates]  # fmt: skip
+    named = {p.get("parent") for p in task.predicates} | {
+        a for r in task.rules for a in (r.get("actions") or []) if isinstance(a, str)}
+    stubs = [{"name": p.name, "kind": p.kind} for p in base.predicates if p.name in named]
     rules = [{"source": f"task {task.name}", **r} for r in task.rules]
     doc = {"format": FORMAT, "name": task.name, "version": "task",
            "predicates": [*stubs, *task.predicates], "rules": rules}  # fmt: skip
@@ -194,12 +195,17 @@ def _task_entries(base: PolicyModel, task: TaskPolicy) -> tuple[PolicyModel, lis
                                 strict=False)  # fmt: skip
     except PolicyError as exc:
         raise TaskPolicyError([*problems, *(i.message for i in exc.issues)]) from None
+    declared = set(base.by_name)
+    problems += [f"predicate {p.name!r} is a predicate of the base policy: a task adds "
+                 "predicates, it does not redefine them"
+                 for p in read.predicates[len(stubs):] if p.name in declared]  # fmt: skip
     taken = {r.id for r in base.rules}
     problems += [f"rule {r.id!r} is a rule of the base policy: a task adds rules, it does not "
                  "replace them" for r in read.rules if r.id in taken]  # fmt: skip
     problems += [f"rule {rule} uses undefined predicate {name!r}"
-                 for name, uses in read.undefined.items() for rule, _ in uses]  # fmt: skip
-    return read, problems
+                 for name, uses in read.undefined.items() if name not in declared
+                 for rule, _ in uses]  # fmt: skip
+    return dataclasses.replace(read, predicates=read.predicates[len(stubs):]), problems
 
 
 def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTask:
@@ -210,8 +216,7 @@ def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTa
         problems: list[str] = []
     else:
         read, problems = _task_entries(base, task)
-        added = read.predicates[len(base.predicates):]
-        model = dataclasses.replace(base, predicates=(*base.predicates, *added),
+        model = dataclasses.replace(base, predicates=(*base.predicates, *read.predicates),
                                     rules=(*base.rules, *read.rules))  # fmt: skip
     used = {n for e in model.trace_bindings.values() for n in placeholders(e)}
     problems += [f"parameter {n!r} is used by no predicate of the policy or the task"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -73,6 +74,7 @@ def _names(value: Any) -> Iterator[str]:
             yield from _names(item)
 
 
+@lru_cache(maxsize=4096)
 def placeholders(expression: str) -> frozenset[str]:
     """The task parameters an expression names (empty for most expressions)."""
     call = _call(expression)
