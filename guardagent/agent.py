@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -181,9 +181,13 @@ class GuardAgent:
                 messages, proposed_call, labels=model.labels, bindings=attached.bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                values=model.values, secrets=model.secrets,
             )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+        except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
+            deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
+            return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
         if attached.unset:
             event = replace(event, facts={**event.facts, **attached.open_facts()})
         return event, attached.model
@@ -196,25 +200,36 @@ class GuardAgent:
         if set(model.trace_bindings) != {p.name for p in model.predicates}:
             return None
         threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
-        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold), None)
+        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
+                                         expected=model.trace_bindings), None)
         return GuardDecision(
             **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
             profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,
         )  # fmt: skip
 
     @staticmethod
-    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any) -> GuardDecision:
-        """The decision with the trace facts, the thread state, and why each condition held."""
+    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
+                    rules: str = "all") -> GuardDecision:  # fmt: skip
+        """The decision with the trace facts, the thread state, and why each condition held.
+
+        A denial always lists its violations (the violated rules' policies when the guard
+        gave none); ``rules="applied"`` keeps only the rules that applied to the call.
+        """
         facts = event.details()
-        named = [facts[n]["detail"] for r in decision.rules
-                 if r.status in ("violated", "possibly_violated")
-                 for n in [*r.deciding, *r.open]
+        violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
+        named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
                  if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
         reason = decision.reason
         if named:
             reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-        return decision.model_copy(update={"trace_facts": facts, "trace_state": event.thread_state,
-                                           "reason": reason})  # fmt: skip
+        update: dict[str, Any] = {"trace_facts": facts, "trace_state": event.thread_state,
+                                  "reason": reason}  # fmt: skip
+        if not decision.allowed and not decision.violations:
+            update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
+                decision.reason]
+        if rules == "applied":
+            update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
+        return decision.model_copy(update=update)
 
     def check_trace(
         self,
@@ -224,6 +239,7 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        rules: Literal["all", "applied"] = "all",
         task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
@@ -240,6 +256,8 @@ class GuardAgent:
             thread_state: `decision.trace_state` of this thread's previous call (None for
                 the first call): only new messages are read, and a rewritten history is
                 denied.
+            rules: ``applied`` lists in `decision.rules` only the rules that applied to the
+                call (not those of other actions); ``all`` (default) every rule.
             task: The task policy of this thread (:class:`~guardagent.policy.task.TaskPolicy`,
                 its mapping ``{"params", "predicates", "rules"}``, or what
                 :meth:`attach_task` returned): merged with the profile's policy, checked
@@ -264,7 +282,7 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
 
     async def acheck_trace(
         self,
@@ -274,6 +292,7 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        rules: Literal["all", "applied"] = "all",
         task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
@@ -293,7 +312,7 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
 
 
 def _task_spec(task: Any) -> Any:

@@ -125,18 +125,36 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
 @click.option("--fields", default=None, metavar="A,B,...",
               help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-def check(profile: str, agent_input: str | None, agent_output: str | None,
+@click.option("--server", default=None, metavar="URL",
+              help="Send the event or trace to a guard service (`guardagent serve`) instead of "
+                   "deciding here; token from $GUARDAGENT_SERVICE_TOKEN.")
+@click.option("--thread-id", default=None, help="With --server: the thread the service keeps.")
+@click.option("--idempotency-key", default=None,
+              help="With --server: a retry with the same key gets the stored decision.")
+@click.pass_context
+def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
           trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
-          fields: str | None) -> None:  # fmt: skip
-    """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON."""
-    from guardagent.eval.textio import dumps_safe
+          fields: str | None, server: str | None, thread_id: str | None,
+          idempotency_key: str | None) -> None:  # fmt: skip
+    """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON.
 
-    wanted = _decision_fields(fields)
+    With --server the guard service decides (same JSON). Exit status with --server: 0
+    allowed, 1 denied (or no decision from the service), 2 input that could not be read.
+    """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
     if trace_file is None and (consent_file or state_file):
         raise click.UsageError("--consent and --state go with --trace")
+    if server is not None:  # before any heavy import: the hook pays the interpreter only
+        ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
+                               consent_file, state_file, quiet, fields, thread_id,
+                               idempotency_key))  # fmt: skip
+    if thread_id is not None or idempotency_key is not None:
+        raise click.UsageError("--thread-id and --idempotency-key go with --server")
+    from guardagent.eval.textio import dumps_safe
+
+    wanted = _decision_fields(fields)
     guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
     if trace_file is not None:
         decision = _check_trace(guard, trace_file, consent_file, state_file)
@@ -149,6 +167,27 @@ def check(profile: str, agent_input: str | None, agent_output: str | None,
     if wanted:
         shown = {name: shown[name] for name in wanted if name in shown}
     click.echo(dumps_safe(shown))
+
+
+def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
+                  agent_output: str | None, trace_file: str | None, consent_file: str | None,
+                  state_file: str | None, quiet: bool, fields: str | None,
+                  thread_id: str | None, idempotency_key: str | None) -> int:  # fmt: skip
+    """`check --server`: deployment options belong to the service, thread state too."""
+    from guardagent.service.remote import check_remote
+
+    chosen = [name for name, source in (("--model", "model"), ("--base-url", "base_url"),
+              ("--memory-dir", "memory_dir"), ("--memory-url", "memory_url"))
+              if ctx.get_parameter_source(source) is click.core.ParameterSource.COMMANDLINE]
+    if chosen or state_file:
+        raise click.UsageError(f"{', '.join(chosen or ['--state'])}: with --server the service's "
+                               "deployment decides these (use --thread-id for thread state)")
+    return check_remote(
+        server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
+        agent_input=None if agent_input is None else _text(agent_input, "--input"),
+        agent_output=None if agent_output is None else _text(agent_output, "--output"),
+        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields,
+    )  # fmt: skip
 
 
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
@@ -430,6 +469,34 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
     click.echo(f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
                f"`guardagent profile check {target}`, guard with `guardagent check --profile "
                f"{target} --trace TRACE.json`")  # fmt: skip
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def serve(host: str, port: int, log_level: str) -> None:
+    """Run the guard service (one replica) until SIGTERM; in-flight requests finish.
+
+    Every setting comes from the environment (README, "Deployment"):
+    GUARDAGENT_DATABASE_URL (Postgres shared by replicas; unset: one in-process replica),
+    GUARDAGENT_CHROMA_URL (the Chroma server) with GUARDAGENT_MEMORY_KEY,
+    GUARDAGENT_SERVICE_TOKEN, GUARDAGENT_POOL_SIZE, GUARDAGENT_LOCK_WAIT_SECONDS,
+    GUARDAGENT_PROFILE / _PROFILES and the guard's other GUARDAGENT_* settings.
+    """
+    from guardagent.service.settings import ServiceSettings
+
+    try:
+        settings = ServiceSettings.from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        from guardagent.service.serve import serve as run
+    except ImportError as exc:
+        raise click.ClickException(f"{exc.name or exc}: the service needs its extra: "
+                                   "pip install 'guardagent[service]'") from None
+    run(host, port, log_level=log_level, settings=settings)
 
 
 main.add_command(memory)

@@ -139,7 +139,8 @@ def test_a_new_profile_guards_deny_by_default_and_says_what_to_edit(tmp_path: Pa
     assert not denied.allowed and "denied by send_email-allowed" in denied.reason
     unlisted = guard.check_trace({"messages": BENIGN["messages"],
                                   "proposed_call": {"name": "delete_all", "args": {}}})  # fmt: skip
-    assert not unlisted.allowed and "listed-tools-only" in unlisted.reason
+    assert not unlisted.allowed and "unlabelled_tool" in unlisted.reason  # the trace path's own
+    assert "'delete_all'" in unlisted.reason
 
     result = CliRunner().invoke(main, ["profile", "check", str(root)])
     assert result.exit_code == 1

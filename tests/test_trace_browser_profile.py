@@ -87,6 +87,9 @@ def test_violations_stop_at_the_first_harmful_action(guard: GuardAgent, path: Pa
     expect = doc["expect"]
     stopped_at, decision = replay(guard, doc)[-1]
     assert not decision.allowed and stopped_at == expect["first_harmful_call"], decision.reason
+    if "unreadable" in expect:  # the trace path's own denial (an unlabelled tool): no rule
+        assert [u["reason"] for u in decision.unreadable] == [expect["unreadable"]]
+        return
     violated = [r.id for r in decision.rules if r.status == "violated"]
     assert violated == [expect["rule"]], decision.reason
     assert f"denied by {expect['rule']}" in decision.reason
@@ -95,8 +98,10 @@ def test_violations_stop_at_the_first_harmful_action(guard: GuardAgent, path: Pa
 
 
 def test_every_rule_is_exercised_by_a_violating_trace() -> None:
-    rules = {load(p)["expect"]["rule"] for p in VIOLATING}
-    assert rules == {r.id for r in load_policy(EXAMPLE / "policy.yaml").rules}
+    rules = {load(p)["expect"]["rule"] for p in VIOLATING} - {None}
+    # listed-tools-only stays as defence in depth; the trace path denies unlabelled tools first
+    assert rules == {r.id for r in load_policy(EXAMPLE / "policy.yaml").rules} - {
+        "listed-tools-only"}
 
 
 def test_a_link_whose_target_the_host_does_not_know_is_not_judged_by_scope(

@@ -151,6 +151,7 @@ def banking_thread(balance_error: bool = False) -> list[dict[str, Any]]:
         call("2", "send_money", {"iban": "CH9300762011623852957", "amount": 20}),
         result("2", "done"),
         call("3", "send_email", {"to": "plumber@example.com", "body": "paid"}),
+        {"role": "user", "content": "And pay the plumber now."},  # the proposed call is new
     ]
 
 

@@ -338,11 +338,18 @@ class TraceProfileCheck:
 
 
 def _expected(doc: Any) -> tuple[str | None, str | None, str | None]:
-    """``(expected text, rule, source)`` from a trace's ``expect``."""
+    """``(expected text, rule, source)`` from a trace's ``expect``.
+
+    ``{"unreadable": "<reason>"}`` expects the trace path's own denial (an unlabelled tool,
+    an inconsistent trace), which no rule decides; it is returned as the rule
+    ``unreadable:<reason>``.
+    """
     expect = doc.get("expect") if isinstance(doc, Mapping) else None
     if not isinstance(expect, Mapping):
         return None, None, None
     rule, source = expect.get("rule"), expect.get("source")
+    if isinstance(expect.get("unreadable"), str):
+        return f"deny ({expect['unreadable']})", f"unreadable:{expect['unreadable']}", None
     if expect.get("allowed") is True:
         return "allow", None, None
     if rule or expect.get("allowed") is False:
@@ -360,7 +367,11 @@ def _run_trace(guard: Any, path: Path) -> TraceRun:
     violated = tuple(r.id for r in decision.rules if r.status in ("violated", "possibly_violated"))
     run = TraceRun(path.name, decision.allowed, violated, decision.reason, expected)
     problem = None
-    if decision.unreadable:
+    reasons = {f"unreadable:{u.get('reason')}" for u in decision.unreadable}
+    if rule and rule.startswith("unreadable:"):
+        if decision.allowed or rule not in reasons:
+            problem = f"{'allowed' if decision.allowed else decision.reason}, expected {expected}"
+    elif decision.unreadable:
         problem = f"unreadable: {decision.reason}"
     elif expected == "allow" and not decision.allowed:
         problem = f"denied ({', '.join(violated) or decision.reason}), expected allowed"

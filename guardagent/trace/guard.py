@@ -4,7 +4,10 @@ The API (`GuardAgent.check_trace`), the CLI (`check --trace`) and the middleware
 same few steps before the guard graph runs; this module is those steps, so each of them is
 a few lines:
 
-1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut);
+1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut)
+   and refuse a proposed call of a tool the labels do not name (``unlabelled_tool``: the
+   policy's rules never see it, whatever they say) and host records that do not read
+   (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
@@ -22,16 +25,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from guardagent.readers.evidence import UnreadableEvidence
+from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import (
     FINAL_ANSWER,
     MAX_TRACE_BYTES,
     Trace,
+    check_nesting,
     parse_trace,
     render_event,
 )
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
+from guardagent.trace.records import Records
+from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
 
@@ -75,6 +81,8 @@ def prepare_trace_event(
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
     key: bytes | None = None,
+    values: Records | None = None,
+    secrets: Secrets | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -91,21 +99,48 @@ def prepare_trace_event(
         key: The deployment's key: the saved state must be signed with it (and is signed
             again), and consent records must be too (:meth:`Consent.signed`). Use one
             whenever the state or the records pass through storage others can write.
+        values: The policy's ``values:`` (the user's records); with `user_facts`, a
+            trusted source for provenance (:mod:`guardagent.trace.records`).
+        secrets: The policy's declared ``secrets:`` (:mod:`guardagent.trace.secrets`).
 
     Raises:
-        UnreadableEvidence: the trace or the thread state cannot be read (too large,
-            malformed, rewritten); the caller denies with the reason.
+        UnreadableEvidence: the trace, the consent records or the thread state cannot be
+            read (too large, malformed, rewritten), or the proposed tool is not labelled;
+            the caller denies with the reason.
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
     answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
     trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
+    name = trace.call.name
+    if not labels.label(name).labelled:
+        unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
+                   "matched exactly); a tool with no label is denied")  # fmt: skip
+    consent = _readable_consent(consent)
     index = TraceIndex.from_json(thread_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent, key=key)
-    values = {name: fn(facts) for name, fn in compiled.items()}
+    records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
+    facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
+                    secrets=secrets)  # fmt: skip
+    found = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
-    return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
+    return TraceEvent(trace, agent_input, agent_output, found, index.to_json(key))
+
+
+def _readable_consent(
+    consent: Iterable[Consent | Mapping[str, Any]],
+) -> list[Consent | Mapping[str, Any]]:
+    """The host's records, each checked to read before any predicate looks at it."""
+    records = list(consent) if isinstance(consent, Iterable) else [consent]
+    for i, record in enumerate(records):
+        if isinstance(record, Consent):
+            continue
+        check_nesting(record, f"consent record {i}", reason="unreadable_consent")
+        try:
+            Consent.from_json(record)
+        except (ValueError, TypeError) as exc:
+            unreadable("unreadable_consent", f"consent record {i}: {str(exc)[:200]}")
+    return records
 
 
 def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
@@ -116,4 +151,5 @@ def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
         "reason": f"denied: the trace cannot be guarded ({exc.reason}: {exc.detail})",
         "error": f"{exc.reason}: {exc.detail}",
         "unreadable": [{"reason": exc.reason, "detail": exc.detail}],
+        "violations": [f"the trace cannot be guarded ({exc.reason})"],
     }

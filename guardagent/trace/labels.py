@@ -27,7 +27,11 @@ File format (YAML or JSON, the ``tools`` section of a profile or policy)::
       "read_*": {results: untrusted, effect: read}      # fnmatch patterns, in order
     phone_region: CH                                    # default region for phone numbers
 
-An exact name wins over patterns; among patterns the first that matches wins.
+An exact name wins over patterns; among patterns the first that matches wins. Names are
+compared as they are, never normalised (``Send_Money`` and ``send_money `` are other tools),
+and a name with a space or an invisible character (``send\u200b_money``) matches no pattern.
+The trace path denies a proposed call of a tool with no label (``unlabelled_tool``), whatever
+the policy's rules say; earlier calls of one are read as untrusted sources.
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ class Labels:
         found = self.tools.get(tool)
         if found is not None:
             return found
+        if not tool.isprintable() or any(c.isspace() for c in tool):
+            return UNLABELLED  # a hidden or spaced character: no pattern may stand for it
         return next((lab for pat, lab in self.patterns if fnmatch.fnmatchcase(tool, pat)),
                     UNLABELLED)  # fmt: skip
 

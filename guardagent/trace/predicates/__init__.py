@@ -47,7 +47,16 @@ denial later.
 from collections.abc import Sequence
 
 # the predicate modules register themselves with the engine when imported
-from guardagent.trace.predicates import call, consent, history, provenance, secrets  # noqa: F401
+from guardagent.trace.predicates import (  # noqa: F401
+    arguments,
+    call,
+    consent,
+    derived,
+    history,
+    provenance,
+    secrets,
+    sequences,
+)
 from guardagent.trace.predicates.engine import (
     PREDICATES,
     TraceFacts,
