@@ -171,7 +171,7 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "#  2. rules: replace each `IMPLIES FALSE` with the condition under which the tool may",
         "#     run (uncomment the conditions you use); for a read-only tool, `TRUE`.",
         "#  3. run `guardagent profile check <profile dir>`; add example traces to its traces/.",
-        "# Trace predicates: guardagent/trace/predicates.py; labels: guardagent/trace/labels.py.",
+        "# Trace predicates: guardagent/trace/predicates/; labels: guardagent/trace/labels.py.",
         "format: guardagent-policy/1",
         f"name: {_q(name)}",
         'version: "1"',
