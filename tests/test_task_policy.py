@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -225,3 +226,25 @@ def test_a_task_action_may_hang_under_a_base_action(guard: GuardAgent) -> None:
     assert not decision.allowed and "no-draft-deletes" in violated(decision)
     with pytest.raises(TaskPolicyError, match="parent 'nothing' is not declared"):
         guard.attach_task({"predicates": [{**spec["predicates"][0], "parent": "nothing"}]})
+
+
+def test_parameters_may_stand_for_values_a_predicate_checks(tmp_path: Path) -> None:
+    """`arg_in("value", "$values")` loads (checked once a task sets it): the values a task may type."""
+    root = tmp_path / "typed"
+    root.mkdir()
+    policy = POLICY.replace(
+        "  - {name: in_task_sites,",
+        "  - {name: value_allowed, kind: condition, assign: {trace: 'arg_in(\"value\", \"$values\")'}}\n"
+        "  - {name: in_task_sites,",
+    ).replace("  - {id: edits, logic: (fills OR deletes) IMPLIES TRUE}",
+              "  - {id: typed-values, logic: fills IMPLIES value_allowed}\n"
+              "  - {id: edits, logic: deletes IMPLIES TRUE}")  # fmt: skip
+    (root / "policy.yaml").write_text(policy, encoding="utf-8")
+    (root / "profile.yaml").write_text(PROFILE, encoding="utf-8")
+    guard = GuardAgent(profile=str(root))
+    task = {"params": {**SHOP["params"], "values": ["25", "30"]}}
+    assert guard.check_trace(trace(FILL), task=task).allowed
+    other = {"name": "fill", "args": {"bid": "q1", "value": "2500"}}
+    assert violated(guard.check_trace(trace(other), task=task)) == ["typed-values"]
+    with pytest.raises(TaskPolicyError, match="values must be a list"):
+        guard.attach_task({"params": {**SHOP["params"], "values": "25"}})

@@ -139,3 +139,34 @@ def resolve(expression: str, params: Mapping[str, Any]) -> str:
             args.append(_substitute(value, params))
     shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
     return f"{call.func.id}({', '.join(shown)})"
+
+
+def check_template(expression: str) -> None:
+    """Check an expression as a policy file holds it (configuration errors when loading).
+
+    Without parameters it is compiled like any expression. With them, its values are
+    checked when a task sets them (:mod:`guardagent.policy.task`), since ``"$limit"`` is no
+    number yet; here only its shape: a call of a known predicate, literal arguments it takes.
+
+    Raises:
+        PredicateSpecError: the expression cannot be bound.
+    """
+    from guardagent.trace.predicates import PREDICATES, PredicateSpecError, compile_predicate
+
+    if not placeholders(expression):
+        compile_predicate(expression)
+        return
+    call = _call(expression)
+    assert call is not None and isinstance(call.func, ast.Name)  # it names parameters
+    func = PREDICATES.get(call.func.id)
+    if func is None:
+        raise PredicateSpecError(f"{expression!r}: unknown predicate {call.func.id!r}")
+    literal = dict(_literals(call))
+    if len(literal) != len(call.args) + len(call.keywords):
+        raise PredicateSpecError(f"{expression!r}: arguments must be literals")
+    args = [literal[i] for i in range(len(call.args))]
+    kwargs = {k: v for k, v in literal.items() if isinstance(k, str)}
+    try:
+        inspect.signature(func).bind(None, *args, **kwargs)
+    except TypeError as exc:
+        raise PredicateSpecError(f"{expression!r}: {exc}") from None
