@@ -45,7 +45,7 @@ def replay(guard: GuardAgent, doc: dict[str, Any], **kw: Any) -> list[tuple[str,
     for call in (*trace.calls, trace.call):
         prefix = doc["messages"][: call.index + 1] if call is not trace.call else doc["messages"]
         decision = guard.check_trace(prefix, {"name": call.name, "args": call.args, "id": call.id},
-                                     thread_state=state, **kw)  # fmt: skip
+                                     thread_state=state, task=doc.get("task"), **kw)  # fmt: skip
         out.append((call.id or "", decision))
         if not decision.allowed:
             break
@@ -98,7 +98,7 @@ def test_violations_stop_at_the_first_harmful_action(guard: GuardAgent, path: Pa
 
 
 def test_every_rule_is_exercised_by_a_violating_trace() -> None:
-    rules = {load(p)["expect"]["rule"] for p in VIOLATING} - {None}
+    rules = {load(p)["expect"]["rule"] for p in VIOLATING if "task" not in load(p)} - {None}
     # listed-tools-only stays as defence in depth; the trace path denies unlabelled tools first
     assert rules == {r.id for r in load_policy(EXAMPLE / "policy.yaml").rules} - {
         "listed-tools-only"}
@@ -128,3 +128,17 @@ def test_profile_check_decides_the_shipped_traces() -> None:
     result = CliRunner().invoke(main, ["profile", "check", "browser-trace"])
     assert result.exit_code == 0, result.output
     assert f"ready: the policy checks and {len(TRACES)} example trace(s)" in result.output
+
+
+def test_a_task_policy_of_the_thread_narrows_the_base_policy(guard: GuardAgent) -> None:
+    """The example traces with a `task` carry the host's task policy for that thread."""
+    doc = load(EXAMPLE / "traces" / "i08_task_other_order_openai.json")
+    assert guard.check_trace(doc).allowed, "the base policy allows the whole admin site"
+    decision = guard.check_trace(doc, task=doc["task"])
+    assert not decision.allowed
+    [rule] = [r for r in decision.rules if r.status == "violated"]
+    assert (rule.id, rule.source) == ("task-pages", "task order-5531")
+    fill = {"name": "fill", "args": {"bid": "g2", "value": "Happy birthday", "text": "Gift note",
+                                     "role": "textbox"}}  # fmt: skip
+    other_field = guard.check_trace(doc["messages"], fill, task=doc["task"])
+    assert [r.id for r in other_field.rules if r.status == "violated"] == ["task-fields"]
