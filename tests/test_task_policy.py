@@ -53,6 +53,12 @@ demonstrations: []
 policy_model: policy.yaml
 """
 
+DEEP: list[Any] = []
+_at = DEEP
+for _ in range(5000):
+    _at.append([])
+    _at = _at[0]
+
 SHOP = {"name": "restock", "params": {"sites": ["shop.example/catalog/*"], "required": "fill"}}
 DOCS = {"name": "read-docs", "params": {"sites": ["docs.example"], "required": "goto"}}
 NO_DELETES = {**SHOP, "name": "restock-no-deletes",
@@ -163,6 +169,7 @@ def test_attaching_checks_with_z3_once_and_caches_by_content(
     ({"params": {"sites": []}}, "give at least one scope"),
     ({"params": {"sites": float("nan")}}, "only JSON values"),
     ({"labels": {"tools": {}}}, "unknown key 'labels'"),
+    ({"params": {"sites": DEEP}}, "nested too deep"),
 ])  # fmt: skip
 def test_a_task_that_cannot_be_attached_is_refused_naming_why(
     guard: GuardAgent, spec: dict[str, Any], problem: str

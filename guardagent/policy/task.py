@@ -113,6 +113,8 @@ class TaskPolicy:
             text = json.dumps(doc, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise TaskPolicyError([f"a task policy holds only JSON values ({exc})"]) from None
+        except RecursionError:
+            raise TaskPolicyError(["a task policy nested too deep to read"]) from None
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
