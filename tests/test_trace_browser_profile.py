@@ -135,6 +135,7 @@ def test_profile_check_decides_the_shipped_traces() -> None:
 def test_a_task_policy_of_the_thread_narrows_the_base_policy(guard: GuardAgent) -> None:
     """The example traces with a `task` carry the host's task policy for that thread."""
     doc = load(EXAMPLE / "traces" / "i08_task_other_order_openai.json")
+    # the document's own "task" is not read by check_trace (only its task= argument attaches)
     assert guard.check_trace(doc).allowed, "the base policy allows the whole admin site"
     decision = guard.check_trace(doc, task=doc["task"])
     assert not decision.allowed
