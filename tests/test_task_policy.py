@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent.agent import GuardAgent
 from guardagent.policy import task as task_module
@@ -255,3 +257,22 @@ def test_parameters_may_stand_for_values_a_predicate_checks(tmp_path: Path) -> N
     assert violated(guard.check_trace(trace(other), task=task)) == ["typed-values"]
     with pytest.raises(TaskPolicyError, match="values must be a list"):
         guard.attach_task({"params": {**SHOP["params"], "values": "25"}})
+
+
+@given(st.lists(st.text(min_size=1), max_size=5),
+       st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8))
+@settings(max_examples=150, deadline=None)
+def test_resolving_gives_back_exactly_the_values_set(spread: list[str], value: Any) -> None:
+    """Whatever JSON values a task sets, the resolved expression reads back as those values."""
+    import ast
+
+    text = resolve('navigation_in_scope("$s", arg="$v")', {"s": spread, "v": value})
+    call = ast.parse(text, mode="eval").body
+    assert isinstance(call, ast.Call)
+    assert [ast.literal_eval(a) for a in call.args] == spread
+    assert ast.literal_eval(call.keywords[0].value) == value
+    nested = resolve('called_before({"tool": "$s", "args": {"x": "$v"}})', {"s": spread, "v": value})
+    assert ast.literal_eval(ast.parse(nested, mode="eval").body.args[0]) == {  # type: ignore[attr-defined]
+        "tool": spread, "args": {"x": value}}
