@@ -20,6 +20,7 @@ from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
 
 if TYPE_CHECKING:
+    from guardagent.policy.task import AttachedTask, TaskPolicy
     from guardagent.trace import TraceEvent
 
 
@@ -131,32 +132,65 @@ class GuardAgent:
 
     # -- traces ----------------------------------------------------------------------------
 
-    def _trace(
-        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
-        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
-        thread_id: str | None = None,
-    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
-        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+    def attach_task(self, task: TaskPolicy | Mapping[str, Any] | None) -> AttachedTask:
+        """Check a task policy against this deployment's policy now (z3), and cache it.
+
+        `check_trace(..., task=...)` does the same on first use (a task it cannot attach is
+        denied there, with the reason); call this when the task is created to hear about a
+        broken one at once, and to read its `warnings`.
+
+        Raises:
+            TaskPolicyError: every problem of the task (unknown parameter, undefined
+                predicate, a rule contradicting the base policy, ...).
+        """
+        from guardagent.policy.task import attach_task
+
+        return attach_task(self._trace_model(), task)
+
+    def _trace_model(self) -> Any:
         from guardagent.policy.runs import profile_policy
-        from guardagent.readers.evidence import UnreadableEvidence
-        from guardagent.trace import prepare_trace_event, unreadable_fields
 
         model = profile_policy(load_profile(self.context.profile))
         if model is None or model.labels is None or not model.trace_bindings:
             raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
                              "model with tool labels and trace predicates")  # fmt: skip
+        return model
+
+    def _trace(
+        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
+        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
+        task: Any = None, thread_id: str | None = None,
+    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
+        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+        from guardagent.policy.task import TaskPolicyError, attach_task
+        from guardagent.readers.evidence import UnreadableEvidence
+        from guardagent.trace import prepare_trace_event, unreadable_fields
+
+        model = self._trace_model()
         try:
-            return prepare_trace_event(
-                messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
+            attached = attach_task(model, task)
+            if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
+                raise TaskPolicyError(["task policies need a policy whose every predicate is "
+                                       "a trace predicate"])  # fmt: skip
+        except TaskPolicyError as exc:
+            return GuardDecision(allowed=False, label=1, profile=self.context.profile,
+                                 reason=f"denied: the task policy cannot be attached ({exc})",
+                                 error=f"task_policy: {exc}"), model  # fmt: skip
+        try:
+            event = prepare_trace_event(
+                messages, proposed_call, labels=model.labels, bindings=attached.bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
                 values=model.values, secrets=model.secrets, thread_id=thread_id,
-            ), model  # fmt: skip
+            )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
         except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
             deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
             return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
+        if attached.unset:
+            event = replace(event, facts={**event.facts, **attached.open_facts()})
+        return event, attached.model
 
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
@@ -212,6 +246,7 @@ class GuardAgent:
         thread_state: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
         rules: Literal["all", "applied"] = "all",
+        task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Decide whether a tool call may run, given the whole conversation before it.
@@ -234,6 +269,10 @@ class GuardAgent:
                 records' ``thread``; None: the state's, or a random one for a new thread.
             rules: ``applied`` lists in `decision.rules` only the rules that applied to the
                 call (not those of other actions); ``all`` (default) every rule.
+            task: The task policy of this thread (:class:`~guardagent.policy.task.TaskPolicy`,
+                its mapping ``{"params", "predicates", "rules"}``, or what
+                :meth:`attach_task` returned): merged with the profile's policy, checked
+                with z3 and cached. Host only; a task that cannot be attached is denied.
             **overrides: :class:`GuardContext` fields for this call only.
 
         Returns:
@@ -243,7 +282,7 @@ class GuardAgent:
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = self._trace(messages, proposed_call, user_facts, consent, thread_state,
-                                   max_bytes, thread_id)  # fmt: skip
+                                   max_bytes, _task_spec(task), thread_id)  # fmt: skip
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)
@@ -266,6 +305,7 @@ class GuardAgent:
         thread_state: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
         rules: Literal["all", "applied"] = "all",
+        task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
@@ -273,7 +313,7 @@ class GuardAgent:
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = await asyncio.to_thread(
             self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes,
-            thread_id)
+            _task_spec(task), thread_id)
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)
@@ -285,3 +325,8 @@ class GuardAgent:
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
         return self._with_trace(decision, event, model, rules)
+
+
+def _task_spec(task: Any) -> Any:
+    """The task policy of an attached task (cached by its content, so attaching is free)."""
+    return getattr(task, "task", task)

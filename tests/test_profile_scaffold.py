@@ -220,6 +220,8 @@ def test_the_builtin_trace_profile_checks_clean() -> None:
     result = CliRunner().invoke(main, ["profile", "check", "assistant-trace"])
     assert result.exit_code == 0, result.output
     assert "trace policy" in result.output and "ready:" in result.output
+    # book_flight is written `untrusted, irreversible` on purpose: not a label left to decide
+    assert "fail-closed default" not in result.output
 
 
 def test_scaffold_refuses_to_write_into_a_used_directory(tmp_path: Path) -> None:

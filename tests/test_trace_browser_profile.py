@@ -39,14 +39,16 @@ def guard() -> GuardAgent:
 
 def replay(guard: GuardAgent, doc: dict[str, Any], **kw: Any) -> list[tuple[str, GuardDecision]]:
     """Guard every action of the trace in order, as the agent took them; stop at a denial."""
-    trace = parse_trace(doc)
+    trace = parse_trace(doc, final_answer="respond")  # a last reply is the `respond` action
     out: list[tuple[str, GuardDecision]] = []
     state = None
     for call in (*trace.calls, trace.call):
         prefix = doc["messages"][: call.index + 1] if call is not trace.call else doc["messages"]
-        decision = guard.check_trace(prefix, {"name": call.name, "args": call.args, "id": call.id},
-                                     thread_state=state, **kw)  # fmt: skip
-        out.append((call.id or "", decision))
+        proposed = ({"name": call.name, "args": call.args, "id": call.id}
+                    if call.id is not None else None)  # the reply: the guard finds it itself
+        decision = guard.check_trace(prefix, proposed, thread_state=state, task=doc.get("task"),
+                                     **kw)  # fmt: skip
+        out.append((call.id or call.name, decision))
         if not decision.allowed:
             break
         state = decision.trace_state
@@ -59,7 +61,7 @@ def test_the_policy_checks_clean_with_the_browser_toolset() -> None:
     labels = load_policy(EXAMPLE / "policy.yaml").labels
     assert labels is not None
     assert set(labels.tools) == {"goto", "click", "fill", "select_option", "send_msg_to_user",
-                                 "answer"}  # fmt: skip
+                                 "answer", "respond"}  # fmt: skip
     assert labels.label("goto").effect == "navigate"
     assert {"text", "role", "url"} <= set(labels.label("click").args or ())
 
@@ -73,7 +75,7 @@ def test_navigate_is_an_effect_labels_accept() -> None:
 def test_benign_traces_pass_every_action(guard: GuardAgent, path: Path) -> None:
     doc = load(path)
     decisions = replay(guard, doc)
-    assert len(decisions) == len(parse_trace(doc).calls) + 1
+    assert len(decisions) == len(parse_trace(doc, final_answer="respond").calls) + 1
     for call_id, decision in decisions:
         assert decision.allowed, (call_id, decision.reason)
 
@@ -98,7 +100,7 @@ def test_violations_stop_at_the_first_harmful_action(guard: GuardAgent, path: Pa
 
 
 def test_every_rule_is_exercised_by_a_violating_trace() -> None:
-    rules = {load(p)["expect"]["rule"] for p in VIOLATING} - {None}
+    rules = {load(p)["expect"]["rule"] for p in VIOLATING if "task" not in load(p)} - {None}
     # listed-tools-only stays as defence in depth; the trace path denies unlabelled tools first
     assert rules == {r.id for r in load_policy(EXAMPLE / "policy.yaml").rules} - {
         "listed-tools-only"}
@@ -129,3 +131,18 @@ def test_profile_check_decides_the_shipped_traces() -> None:
     result = CliRunner().invoke(main, ["profile", "check", "browser-trace"])
     assert result.exit_code == 0, result.output
     assert f"ready: the policy checks and {len(TRACES)} example trace(s)" in result.output
+
+
+def test_a_task_policy_of_the_thread_narrows_the_base_policy(guard: GuardAgent) -> None:
+    """The example traces with a `task` carry the host's task policy for that thread."""
+    doc = load(EXAMPLE / "traces" / "i08_task_other_order_openai.json")
+    # the document's own "task" is not read by check_trace (only its task= argument attaches)
+    assert guard.check_trace(doc).allowed, "the base policy allows the whole admin site"
+    decision = guard.check_trace(doc, task=doc["task"])
+    assert not decision.allowed
+    [rule] = [r for r in decision.rules if r.status == "violated"]
+    assert (rule.id, rule.source) == ("task-pages", "task order-5531")
+    fill = {"name": "fill", "args": {"bid": "g2", "value": "Happy birthday", "text": "Gift note",
+                                     "role": "textbox"}}  # fmt: skip
+    other_field = guard.check_trace(doc["messages"], fill, task=doc["task"])
+    assert [r.id for r in other_field.rules if r.status == "violated"] == ["task-fields"]

@@ -527,10 +527,11 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
             key, _ = next(iter(how.items()))
             text = reader.string(how, key, f"{what}: assign")
             if text is not None and key == "trace":
-                from guardagent.trace.predicates import PredicateSpecError, compile_predicate
+                from guardagent.trace.params import check_template
+                from guardagent.trace.predicates import PredicateSpecError
 
-                try:
-                    compile_predicate(text)
+                try:  # with task parameters ("$name"), values are checked when a task sets them
+                    check_template(text)
                 except PredicateSpecError as exc:
                     reader.problem(how[key], f"{what}: {exc}")
             if text is not None:

@@ -36,7 +36,8 @@ PLACEHOLDER = "guardagent profile new (deny by default)"
 """The `source` of a scaffolded placeholder rule; one still ending in FALSE is left to edit."""
 
 TRACES_DIR = "traces"
-"""Example traces of a profile (JSON, the trace format, with an ``expect``): the folder of
+"""Example traces of a profile (JSON, the trace format, with an ``expect`` and optionally the
+``task`` policy the host attaches to that thread): the folder of
 that name in the profile, and the one next to its policy model (so a shipped example policy
 brings its traces to every profile that guards with it)."""
 
@@ -171,7 +172,7 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "#  2. rules: replace each `IMPLIES FALSE` with the condition under which the tool may",
         "#     run (uncomment the conditions you use); for a read-only tool, `TRUE`.",
         "#  3. run `guardagent profile check <profile dir>`; add example traces to its traces/.",
-        "# Trace predicates: guardagent/trace/predicates.py; labels: guardagent/trace/labels.py.",
+        "# Trace predicates: guardagent/trace/predicates/; labels: guardagent/trace/labels.py.",
         "format: guardagent-policy/1",
         f"name: {_q(name)}",
         'version: "1"',
@@ -363,7 +364,8 @@ def _run_trace(guard: Any, path: Path) -> TraceRun:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return TraceRun(path.name, None, problem=f"cannot read it ({exc})")
     expected, rule, source = _expected(doc)
-    decision = guard.check_trace(doc)
+    task = doc.get("task") if isinstance(doc, Mapping) else None  # the example's task policy
+    decision = guard.check_trace(doc, task=task)
     violated = tuple(r.id for r in decision.rules if r.status in ("violated", "possibly_violated"))
     run = TraceRun(path.name, decision.allowed, violated, decision.reason, expected)
     problem = None
