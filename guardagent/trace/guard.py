@@ -102,7 +102,7 @@ def prepare_trace_event(
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
+    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, labels=labels)
     name = trace.call.name
     if not labels.label(name).labelled:
         unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "

@@ -58,6 +58,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from guardagent.readers.evidence import unreadable
+from guardagent.trace.fields import split_result
+from guardagent.trace.labels import Labels
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -182,8 +184,9 @@ class Trace:
 
 
 class _Reader:
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, labels: Labels | None = None) -> None:
         self.max_bytes = max_bytes
+        self.labels = labels
         self.size = 0
         self.messages: list[Message] = []
         self.position = 0
@@ -264,6 +267,7 @@ class _Reader:
 
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
+        index = len(self.messages)  # a result split into fields is several messages
         if type(raw) is not dict and not isinstance(raw, Mapping):
             if not (hasattr(raw, "type") and hasattr(raw, "content")):
                 unreadable("unparsable_trace", f"{where} is not an object")
@@ -347,8 +351,18 @@ class _Reader:
             self.answers[index] = answered
         status: Literal["ok", "error"] = "error" if data.get("status") == "error" else "ok"
         source = f"tool:{tool_name}" if tool_name else "tool:?"
-        self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+        label = self.labels.label(tool_name) if self.labels and tool_name else None
+        if label is None or not label.untrusted_fields or label.results != "trusted":
+            self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+                                         status=status))  # fmt: skip
+            return
+        trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
+                                      label.columns)  # fmt: skip
+        self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
                                      status=status))  # fmt: skip
+        for part, part_text in parts:
+            self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
+                                         call_id, len(self.messages), status=status))  # fmt: skip
 
 
 def _json(value: Any) -> str:
@@ -412,7 +426,8 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
 
 
 def parse_trace(
-    messages: Any, proposed_call: Any = None, *, max_bytes: int = MAX_TRACE_BYTES
+    messages: Any, proposed_call: Any = None, *, max_bytes: int = MAX_TRACE_BYTES,
+    labels: Labels | None = None,
 ) -> Trace:
     """Read a trace (see the module docstring for the format).
 
@@ -421,12 +436,17 @@ def parse_trace(
             ``messages`` (and ``proposed_call``), or either as JSON text.
         proposed_call: The call to guard; overrides the document's ``proposed_call``.
         max_bytes: Size limit; a larger trace is unreadable (never cut).
+        labels: The deployer's labels: a result of a tool with ``untrusted_fields`` is read
+            as its trusted rest (source ``tool:<name>``) followed by one message per
+            untrusted field path (source ``tool:<name>#<path>``, or ``tool:<name>#unparsed``
+            for a result that is not the labelled structure), so message numbers count
+            those parts. None: every result is one message.
 
     Raises:
         UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
     """
     items, documented = _document(messages, max_bytes)
-    reader = _Reader(max_bytes)
+    reader = _Reader(max_bytes, labels)
     for index, raw in enumerate(items):
         reader.add(raw, index)
     msgs = reader.messages
@@ -496,6 +516,8 @@ def _line(message: Message) -> str:
         return "USER: " + message.text
     if message.role == "system":
         return "SYSTEM: " + message.text
+    if message.role == "tool" and "#" in message.source:
+        return f"TOOL RESULT [{message.source[5:]}] (untrusted field): " + message.text
     if message.role == "tool":
         return f"TOOL RESULT [{message.tool_name or message.tool_call_id or '?'}]: " + message.text
     said = message.text
