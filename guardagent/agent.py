@@ -140,6 +140,8 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
+        if user_facts is not None:
+            normalize_facts(user_facts)  # the host's own value: its error is loud, as in check
         model = profile_policy(load_profile(self.context.profile))
         if model is None or model.labels is None or not model.trace_bindings:
             raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
@@ -212,7 +214,14 @@ class GuardAgent:
 
         Returns:
             The decision, with `trace_facts` (which messages decided each predicate) and
-            `trace_state` (keep it for the thread's next call).
+            `trace_state` (keep it for the thread's next call). Everything read from the
+            trace, the records and the state ends in a decision: what cannot be read is a
+            denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
+            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
+
+        Raises:
+            ValueError: `user_facts` that are not a JSON object of JSON values, or a profile
+                without a trace policy (the caller's configuration, reported loudly).
         """
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)

@@ -210,3 +210,43 @@ def test_a_hidden_or_spaced_character_matches_no_label_pattern() -> None:
     assert labels.label("send_money").labelled
     for name in ("send\u200b_money", "send money", "send_money\n", "send\u202emoney"):
         assert not labels.label(name).labelled, name
+
+
+def test_the_middleware_denies_unlabelled_tools_and_deep_arguments_without_raising(
+    tmp_path: Any,
+) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    from guardagent.integrations.middleware import GuardAgentMiddleware
+    from tests.scripted import ScriptedChatModel
+
+    ran: list[str] = []
+
+    @tool
+    def wire_transfer(iban: str, amount: float) -> str:
+        """Wire money."""
+        ran.append("wire_transfer")
+        return "sent"
+
+    @tool
+    def search_contacts(query: Any) -> str:
+        """Search the user's contacts."""
+        ran.append("search_contacts")
+        return "none"
+
+    def call(name: str, args: dict[str, Any], ident: str) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": ident}])
+
+    guard = GuardAgent(profile="assistant-trace", memory_dir=str(tmp_path))
+    model = ScriptedChatModel.of([call("wire_transfer", {"iban": IBAN, "amount": 5}, "c1"),
+                                  call("search_contacts", {"query": _deep(300)}, "c2"), "done"])
+    agent = create_agent(model, [wire_transfer, search_contacts],
+                         middleware=[GuardAgentMiddleware(guard, trace=True, user_info={})])
+    out = agent.invoke({"messages": [HumanMessage("Pay Bob 5 CHF.")]})
+    assert ran == []
+    blocked = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in blocked] == ["error", "error"]
+    assert "unlabelled_tool" in blocked[0].content and "wire_transfer" in blocked[0].content
+    assert "unparsable_trace" in blocked[1].content

@@ -120,6 +120,8 @@ def _readable_consent(
     consent: Iterable[Consent | Mapping[str, Any]],
 ) -> list[Consent | Mapping[str, Any]]:
     """The host's records, each checked to read before any predicate looks at it."""
+    if consent is None:
+        return []
     records = list(consent) if isinstance(consent, Iterable) else [consent]
     for i, record in enumerate(records):
         if isinstance(record, Consent):
