@@ -250,3 +250,35 @@ def test_the_middleware_denies_unlabelled_tools_and_deep_arguments_without_raisi
     assert [m.status for m in blocked] == ["error", "error"]
     assert "unlabelled_tool" in blocked[0].content and "wire_transfer" in blocked[0].content
     assert "unparsable_trace" in blocked[1].content
+
+
+def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"messages": [{"role": "user", "content": "hi"}], "proposed_call": '
+                    '{"name": "send_money", "args": ' + '{"x": ' * 5000 + "1" + "}" * 5000
+                    + "}}", encoding="utf-8")  # fmt: skip
+    out = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
+                                    str(deep), "--fields", "allowed,reason"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    shown = json.loads(out.output)
+    assert shown["allowed"] is False and "unparsable_trace" in shown["reason"]
+
+    root = Path(__file__).parent.parent / "guardagent"
+    policy = (root / "policies/examples/assistant/policy.yaml").read_text(encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(
+        policy.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"))
+    profile = (root / "profiles/assistant-trace/profile.yaml").read_text(encoding="utf-8")
+    (tmp_path / "profile.yaml").write_text(
+        profile.replace("../../policies/examples/assistant/policy.yaml", "policy.yaml"))
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(_trace(proposed=PAY)), encoding="utf-8")
+    out = CliRunner().invoke(main, ["check", "--profile", str(tmp_path), "--trace", str(trace)])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    line = next(i for i, text in enumerate(policy.splitlines(), 1) if "phone_region:" in text)
+    assert f"policy.yaml:{line}:" in out.output and "not allowed" in out.output

@@ -234,7 +234,7 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = _loads(raw, where)
+                raw = _loads(raw)
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
             check_nesting(raw, where)
@@ -390,12 +390,12 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
         stack.extend((child, depth + 1) for child in children)
 
 
-def _loads(text: str | bytes | bytearray, where: str) -> Any:
-    """`json.loads`, with nesting too deep for the parser's recursion an unparsable trace."""
+def _loads(text: str | bytes | bytearray) -> Any:
+    """`json.loads`, with nesting too deep for the parser's recursion a ValueError too."""
     try:
         return json.loads(text)
     except RecursionError:
-        return unreadable("unparsable_trace", f"{where}: JSON nested too deep to read")
+        raise ValueError("JSON nested too deep to read") from None
 
 
 def _to_dict(message: Any) -> dict[str, Any]:
@@ -412,7 +412,7 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         if isinstance(raw, str):
             raw = raw.removeprefix("\ufeff")
         try:
-            raw = _loads(raw, "the trace")
+            raw = _loads(raw)
         except ValueError as exc:
             unreadable("unparsable_trace", f"the trace is not JSON ({exc})")
     if isinstance(raw, Mapping):
