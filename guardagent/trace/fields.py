@@ -27,10 +27,18 @@ listing, record ``$[N]`` or cell ``$[*][N]``). The value a path reaches is untru
 nothing; a step that meets the wrong shape (``[*]`` on a string) means the result is not
 the structure the label describes.
 
+Listings escape nothing: text others write in a cell can hold ``|`` and newlines and so
+forge the rest of its line and whole lines after it (a cell that reads as empty may begin
+with the newline). A listing is therefore cut at its first untrusted cell: that cell and
+everything after it are one untrusted part, and only the lines and cells before it are
+trusted. That suits a one-record answer (a contact lookup) with the untrusted columns last;
+a tool returning many records should return JSON, which escapes.
+
 Fail closed: a result that does not parse as its ``result_format`` (not JSON, YAML with
 tags, anchors or over-deep nesting, a listing line with another number of cells than
 ``columns``: an injected ``|`` shifts cells), or that a path meets with the wrong shape, is
-untrusted whole.
+untrusted whole. JSON and YAML are read by their parsers, so a tool must write them with a
+serializer (which escapes), not by pasting text into a template.
 """
 
 from __future__ import annotations
@@ -166,13 +174,7 @@ def _has_anchor(text: str) -> bool:
     return False
 
 
-def _structure(text: str, fmt: ResultFormat, columns: int | None) -> Any:
-    if fmt == "listing":
-        rows = [[cell.strip() for cell in line.split("|")] for line in text.splitlines()
-                if line.strip()]  # fmt: skip
-        if columns is not None and any(len(row) != columns for row in rows):
-            raise _Mismatch
-        return rows
+def _structure(text: str, fmt: ResultFormat) -> Any:
     if fmt == "yaml":
         value = _yaml(text)
     else:
@@ -220,10 +222,43 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _render(root: Any, fmt: ResultFormat) -> str:
-    if fmt == "listing":
-        return "\n".join(" | ".join("" if c is None else str(c) for c in row) for row in root)
+def _render(root: Any) -> str:
     return _text(root)
+
+
+def _split_listing(
+    text: str, paths: tuple[FieldPath, ...], columns: int | None
+) -> tuple[str, list[tuple[str, str]]]:
+    """A listing cut at its first untrusted cell: that cell and all after it are untrusted.
+
+    Nothing escapes a listing's separators, so text others write in one cell, even one that
+    reads as empty (a newline first), can forge the rest of its line and whole lines after
+    it; only what comes before it is the tool's own.
+    """
+    rows = [[cell.strip() for cell in line.split("|")] for line in text.split("\n")
+            if line.strip()]  # fmt: skip
+    if columns is not None and any(len(row) != columns for row in rows):
+        raise _Mismatch
+    box: list[Any] = [rows]
+    where = {id(row): i for i, row in enumerate(rows)}
+    cuts: list[tuple[int, int, str]] = []
+    for path in paths:
+        for parent, key in _reach(box, path):
+            if parent is box:
+                cuts.append((0, 0, path.text))
+            elif parent is rows:
+                cuts.append((key, 0, path.text))
+            elif id(parent) in where:
+                cuts.append((where[id(parent)], key, path.text))
+    if not cuts:
+        return _lines(rows), []
+    row, cell, name = min(cuts)
+    trusted = _lines([*rows[:row], *([rows[row][:cell]] if cell else [])])
+    return trusted, [(name, _lines([rows[row][cell:], *rows[row + 1 :]]))]
+
+
+def _lines(rows: list[list[str]]) -> str:
+    return "\n".join(" | ".join(cells) for cells in rows)
 
 
 def split_result(
@@ -240,12 +275,15 @@ def split_result(
 
     Returns:
         ``(trusted text, [(part name, untrusted text), ...])``: one part per path that
-        reached something (its values one per line), or, when the result is not the
+        reached something (its values one per line; in a listing, one part: the first
+        untrusted cell and everything after it), or, when the result is not the
         structure, ``("", [("unparsed", text)])``: the whole result untrusted.
     """
     box: list[Any] = []
     try:
-        box.append(_structure(text, fmt, columns))
+        if fmt == "listing":
+            return _split_listing(text, paths, columns)
+        box.append(_structure(text, fmt))
         reached = [(p, _reach(box, p)) for p in paths]
     except _Mismatch:
         return "", [(UNPARSED, text)]
@@ -257,4 +295,4 @@ def split_result(
     for _, places in reached:  # blank only after every path has read its values
         for parent, key in places:
             parent[key] = None
-    return ("" if box[0] is None else _render(box[0], fmt)), parts
+    return ("" if box[0] is None else _render(box[0])), parts
