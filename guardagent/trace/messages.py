@@ -80,6 +80,7 @@ _OPENAI_ROLES: dict[str, Role] = {
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_CONTAINERS = (Mapping, list, tuple)
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,7 @@ class _Reader:
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
             check_nesting(raw, where)
-        elif isinstance(raw, Mapping):
-            check_nesting(raw, where)
+        elif isinstance(raw, Mapping):  # nesting checked with its message or proposed call
             self.count(_json(raw))
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
@@ -248,7 +248,6 @@ class _Reader:
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
-        check_nesting(raw, where)
         fn = raw.get("function")
         if isinstance(fn, Mapping):
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
@@ -375,19 +374,16 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
     Raises:
         UnreadableEvidence: with `reason`, naming `where`.
     """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:  # one level at a time, only containers kept: linear, no recursion
         if depth >= MAX_NESTING:
             unreadable(reason, f"{where}: objects or lists are nested more than "
                        f"{MAX_NESTING} deep")  # fmt: skip
-        stack.extend((child, depth + 1) for child in children)
+        level = [child for item in level
+                 for child in (item.values() if isinstance(item, Mapping) else item)
+                 if isinstance(child, _CONTAINERS)]  # fmt: skip
+        depth += 1
 
 
 def _loads(text: str | bytes | bytearray) -> Any:
@@ -462,6 +458,7 @@ def parse_trace(
                        "pass the one to guard as proposed_call")  # fmt: skip
         proposed = last.calls[0]
     else:
+        check_nesting(given, "the proposed call")
         wanted = reader.call(given, len(msgs), "the proposed call")
         proposed = _match(msgs, wanted)
     skip = {(proposed.index, proposed.position)}
