@@ -4,16 +4,21 @@ call it answers, and hostile shapes (deep nesting, bad records, foreign state) a
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent import GuardAgent
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import parse_trace
 
 IBAN = "CH9300762011623852957"
+ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -253,8 +258,6 @@ def test_the_middleware_denies_unlabelled_tools_and_deep_arguments_without_raisi
 
 
 def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: Any) -> None:
-    from pathlib import Path
-
     from click.testing import CliRunner
 
     from guardagent.cli import main
@@ -269,7 +272,7 @@ def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: An
     shown = json.loads(out.output)
     assert shown["allowed"] is False and "unparsable_trace" in shown["reason"]
 
-    root = Path(__file__).parent.parent / "guardagent"
+    root = ROOT / "guardagent"
     policy = (root / "policies/examples/assistant/policy.yaml").read_text(encoding="utf-8")
     (tmp_path / "policy.yaml").write_text(
         policy.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"))
@@ -282,3 +285,35 @@ def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: An
     assert out.exit_code != 0 and "Traceback" not in out.output
     line = next(i for i, text in enumerate(policy.splitlines(), 1) if "phone_region:" in text)
     assert f"policy.yaml:{line}:" in out.output and "not allowed" in out.output
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_labels() -> Any:
+    from guardagent.policy.model import load_policy
+
+    return load_policy(ROOT / "guardagent/policies/examples/assistant/policy.yaml").labels
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["send_money", "send_email", "share_file", "browse"]),
+       edit=st.sampled_from(["upper", "title", "zwsp", "space", "nbsp", "fullwidth", "homoglyph"]),
+       at=st.integers(min_value=0, max_value=20))  # fmt: skip
+def test_a_respelled_tool_name_is_never_labelled(name: str, edit: str, at: int) -> None:
+    """Metamorphic: any respelling of a labelled name is another, unlabelled tool."""
+    from guardagent.trace import prepare_trace_event
+
+    i = at % (len(name) + 1)
+    spelled = {
+        "upper": name.upper(), "title": name.title(),
+        "zwsp": name[:i] + "\u200b" + name[i:], "space": name[:i] + " " + name[i:],
+        "nbsp": name + "\u00a0", "fullwidth": name.replace("s", "\uff53"),
+        "homoglyph": name.replace("e", "\u0435"),
+    }[edit]  # fmt: skip
+    if spelled == name:
+        return
+    labels = _shipped_labels()
+    assert labels.label(name).labelled and not labels.label(spelled).labelled
+    with pytest.raises(UnreadableEvidence) as caught:
+        prepare_trace_event(_trace(proposed={"name": spelled, "args": {"to": "x@y.ch"}}),
+                            labels=labels, bindings={"a": 'tool_is("x")'})  # fmt: skip
+    assert caught.value.reason == "unlabelled_tool"
