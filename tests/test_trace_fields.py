@@ -129,6 +129,7 @@ def test_a_path_outside_the_syntax_is_an_error(bad: str) -> None:
      "needs 'columns'"),
     ({"results": "trusted", "result_format": "csv"}, "result_format must be"),
     ({"results": "trusted", "columns": 0}, "columns must be"),
+    ({"results": "trusted", "untrusted_fields": "$[*].subject"}, "a list of field paths"),
 ])  # fmt: skip
 def test_label_errors_are_reported(label: dict[str, Any], problem: str) -> None:
     with pytest.raises(LabelError) as caught:

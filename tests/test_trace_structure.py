@@ -66,6 +66,14 @@ def test_a_tool_not_labelled_exactly_is_denied_naming_it(guard: GuardAgent, name
     assert repr(name)[1:-1] in decision.reason
 
 
+def test_the_async_path_denies_an_unlabelled_tool_too(guard: GuardAgent) -> None:
+    import asyncio
+
+    t = _trace(proposed={"name": "forward_email", "args": {"to": "eve@evil.io"}})
+    decision = asyncio.run(guard.acheck_trace(t["messages"], t["proposed_call"]))
+    assert not decision.allowed and decision.unreadable[0]["reason"] == "unlabelled_tool"
+
+
 def test_a_labelled_read_tool_is_still_allowed(guard: GuardAgent) -> None:
     t = _trace(proposed={"name": "get_balance", "args": {"account": "checking"}})
     assert guard.check_trace(t["messages"], t["proposed_call"]).allowed

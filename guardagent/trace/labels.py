@@ -247,7 +247,11 @@ def _fields(
 ) -> tuple[tuple[FieldPath, ...], ResultFormat, int | None]:
     """The `untrusted_fields`, `result_format` and `columns` of one label."""
     paths: list[FieldPath] = []
-    for text in _names(name, "untrusted_fields", raw.get("untrusted_fields", []), problems):
+    texts = raw.get("untrusted_fields", [])
+    if not isinstance(texts, list) or not all(isinstance(x, str) for x in texts):
+        problems.append(f"{name}: untrusted_fields must be a list of field paths ('$[*].subject')")
+        texts = []
+    for text in texts:
         try:
             paths.append(parse_path(text))
         except PathError as exc:
