@@ -195,3 +195,17 @@ def test_a_listing_is_trusted_only_before_its_first_filled_untrusted_cell(
         assert trusted == " | ".join(lines[0][:2])
         assert parts[0][0] == "$[*][2]" and parts[0][1].startswith(lines[0][2])
         assert all(" | ".join(r) in parts[0][1] for r in lines[1:])
+
+
+@pytest.mark.parametrize("text, where", [
+    ("tools:\n  t: !!python/object/apply:os.system [x]\n", ":2:6:"),
+    ("tools: {t: {results: trusted\n", ":2:"),
+    ("x: " + "[" * 100 + "]" * 100 + "\n", ":1:"),
+])  # fmt: skip
+def test_a_label_file_that_is_not_plain_data_is_a_label_error(tmp_path: Any, text: str,
+                                                              where: str) -> None:  # fmt: skip
+    path = tmp_path / "labels.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LabelError) as caught:
+        Labels.load(path)
+    assert where in str(caught.value)

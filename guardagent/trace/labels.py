@@ -210,8 +210,19 @@ class Labels:
         """Read labels from a YAML or JSON file."""
         import yaml
 
+        from guardagent.policy.screen import screen_yaml
+
         text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        screened = screen_yaml(text)
+        if screened is not None:
+            raise LabelError([f"{path}:{screened[1]}:{screened[2]}: {screened[0]}"])
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            problem = getattr(exc, "problem", None) or exc
+            raise LabelError([f"{where}: not valid YAML ({problem})"]) from None
         if not isinstance(data, Mapping):
             raise LabelError([f"{path}: a label file is a mapping with 'tools'"])
         return cls.from_mapping(data)
