@@ -127,7 +127,8 @@ def prepare_trace_event(
     """
     compiled = compile_bindings(bindings)
     answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
+    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, labels=labels,
+                        final_answer=answers)
     name = trace.call.name
     if not labels.label(name).labelled:
         unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
@@ -150,6 +151,8 @@ def _readable_consent(
     consent: Iterable[Consent | Mapping[str, Any]],
 ) -> list[Consent | Mapping[str, Any]]:
     """The host's records, each checked to read before any predicate looks at it."""
+    if consent is None:
+        return []
     records = list(consent) if isinstance(consent, Iterable) else [consent]
     for i, record in enumerate(records):
         if isinstance(record, Consent):
