@@ -244,12 +244,14 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     elif Path(trace_file).is_file():
         raw = Path(trace_file).read_bytes()
     else:
-        raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
+        what = "a directory, not a file" if Path(trace_file).is_dir() else "no such file"
+        raise click.BadParameter(f"{what}: {trace_file}", param_hint="--trace")
     key = guard.context.trace_key_bytes
     consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
-    state = (json.loads(state_path.read_text(encoding="utf-8"))
-             if state_path is not None and state_path.is_file() else None)  # fmt: skip
+    if state_path is not None and state_path.is_dir():
+        raise _SetupError(f"--state {state_file}: a directory, not a file")
+    state = _state(state_path) if state_path is not None and state_path.is_file() else None
     try:
         decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
     except ValueError as exc:
@@ -258,6 +260,19 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
                               encoding="utf-8")  # fmt: skip
     return decision
+
+
+def _state(path: Path) -> Any:
+    """The `--state` file's JSON; a corrupt file goes to the guard as it is, which denies it.
+
+    The guard, not the CLI, judges thread state (`unreadable_state`): a file that is not JSON
+    is passed through as its text so the decision says so, never a traceback.
+    """
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _consent_records(path: str, key: bytes | None) -> list[Any]:
