@@ -4,12 +4,14 @@ With `GUARDAGENT_DATABASE_URL` a replica opens two bounded pools on it: one for 
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
 lock waiters hold) and one for `AsyncPostgresSaver` and short queries. The schema (LangGraph's
 checkpoint tables and the idempotency table) is created under an advisory lock, so replicas
-that start together do not race. Without a database everything lives in this process, which
-is right for one replica only.
+that start together do not race (polled: see :func:`_setup_lock`). Without a database
+everything lives in this process, which is right for one replica only.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,7 +20,13 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from guardagent.service.idempotency import Decisions, MemoryDecisions, PostgresDecisions
-from guardagent.service.locks import LocalLocks, Locks, PostgresLocks
+from guardagent.service.locks import (
+    LOCK_NAMESPACE,
+    LocalLocks,
+    LockBusy,
+    Locks,
+    PostgresLocks,
+)
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.threads import ThreadStore, saver_serde
 
@@ -42,6 +50,25 @@ async def _no_ping() -> None:
 async def _release(conn: Any) -> None:
     """Pool reset: a connection goes back holding no lock, whatever its last user did."""
     await conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+async def _setup_lock(conn: Any) -> None:
+    """Take the schema lock by polling, never by waiting inside a statement.
+
+    LangGraph's migrations build indexes `CONCURRENTLY`, which waits for every open
+    transaction: a replica blocked in `pg_advisory_lock` is one, and would wait for the very
+    replica whose index build waits for it.
+    """
+    deadline = time.monotonic() + _OPEN_SECONDS
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                                 (LOCK_NAMESPACE, "setup:schema"))  # fmt: skip
+        row = await cur.fetchone()
+        if row and row[0]:
+            return
+        if time.monotonic() > deadline:
+            raise LockBusy(f"another replica kept the schema lock for {_OPEN_SECONDS:g} s")
+        await asyncio.sleep(0.1)
 
 
 @asynccontextmanager
@@ -69,10 +96,13 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
         await lock_pool.open(wait=True, timeout=_OPEN_SECONDS)
         try:
             saver = AsyncPostgresSaver(data_pool, serde=saver_serde())
-            locks = PostgresLocks(lock_pool, max(settings.lock_wait_seconds, _OPEN_SECONDS))
-            async with locks.hold(["setup:schema"]) as conn:
-                await saver.setup()
-                await PostgresDecisions.setup(conn)
+            async with lock_pool.connection() as conn:
+                await _setup_lock(conn)
+                try:
+                    await saver.setup()
+                    await PostgresDecisions.setup(conn)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
 
             async def ping() -> None:
                 async with data_pool.connection(timeout=2.0) as conn:
