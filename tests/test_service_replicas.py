@@ -44,13 +44,13 @@ class Cluster:
         self.procs: list[Any] = []
         self.env = {"GUARDAGENT_DATABASE_URL": url, "GUARDAGENT_PROFILE": "assistant-trace",
                     "GUARDAGENT_LOCK_WAIT_SECONDS": str(LOCK_WAIT), "GUARDAGENT_POOL_SIZE": "6",
-                    "GUARDAGENT_SHUTDOWN_SECONDS": "20", "LANGGRAPH_STRICT_MSGPACK": "true",
-                    "GUARDAGENT_MEMORY_DIR": str(root / "memory")}  # fmt: skip
+                    "GUARDAGENT_SHUTDOWN_SECONDS": "20", "LANGGRAPH_STRICT_MSGPACK": "true"}  # fmt: skip
 
     def start(self, count: int) -> list[tuple[Any, GuardClient]]:
         ports = [free_port() for _ in range(count)]
         logs = [self.root / f"replica-{port}.log" for port in ports]
-        procs = [start_replica(port, self.env, log) for port, log in zip(ports, logs, strict=True)]
+        procs = [start_replica(port, {**self.env, "GUARDAGENT_MEMORY_DIR": str(log) + ".memory"},
+                               log) for port, log in zip(ports, logs, strict=True)]  # fmt: skip
         self.procs += procs
         for proc, port, log in zip(procs, ports, logs, strict=True):
             wait_ready(proc, port, log)
@@ -160,6 +160,7 @@ def test_a_killed_replica_loses_only_its_in_flight_requests(cluster: Cluster,
                 decided.append(key)
             except ServiceError as exc:
                 errors.append(str(exc))
+                return  # the replica is gone: this client stops sending to it
 
     workers = [threading.Thread(target=load, args=(doomed, 10_000)),
                threading.Thread(target=load, args=(survivor, 20))]  # fmt: skip
