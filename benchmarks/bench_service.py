@@ -1,6 +1,6 @@
 """Guard service throughput: decisions/s with 1 and 2 replicas, stateless and on threads.
 
-Starts a throwaway PostgreSQL (the machine's binaries, fsync on) and replicas of
+Starts a throwaway PostgreSQL (the machine's binaries; fsync on unless --no-fsync) and replicas of
 `python -m guardagent.service` on loopback ports, then drives each configuration with a pool
 of client threads (`GuardClient`, one HTTP request per decision) for a fixed time:
 
@@ -127,12 +127,15 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=4, help="threads per client worker")
     parser.add_argument("--kind", choices=["trace", "event"], default="trace")
+    parser.add_argument("--no-fsync", action="store_true",
+                        help="PostgreSQL with fsync and synchronous_commit off")
     args = parser.parse_args()
     profile = "assistant-trace" if args.kind == "trace" else "mind2web-sc"
     root = Path(tempfile.mkdtemp(prefix="bench-service-"))
     print(f"# kind={args.kind} profile={profile} concurrency={args.concurrency} "
-          f"seconds={args.seconds} cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
-    with running_postgres(root, durable=True) as url:
+          f"seconds={args.seconds} fsync={'off' if args.no_fsync else 'on'} "
+          f"cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
+    with running_postgres(root, durable=not args.no_fsync) as url:
         ports = [free_port(), free_port()]
         env = {"GUARDAGENT_DATABASE_URL": url, "GUARDAGENT_PROFILE": profile,
                "GUARDAGENT_POOL_SIZE": str(args.concurrency + 2)}
@@ -145,8 +148,8 @@ def main() -> None:
                                                              "postmaster.pid"), None)
             postmaster = int(pid_file.read_text().split()[0]) if pid_file else 0
             clients = [GuardClient(f"http://127.0.0.1:{p}") for p in ports]
-            for client in clients:  # warm each replica's first decision
-                run([client], args.kind, None, 1, 1.0, [], lambda: [])
+            for client in clients:  # warm each replica: first decision, threads, the saver
+                run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [])
             rows = []
             for replicas in (1, 2):
                 for mode, threads in (("stateless", None), ("threads", args.threads)):

@@ -1,6 +1,7 @@
 """Where a replica keeps what replicas share: Postgres when configured, else this process.
 
-With `GUARDAGENT_DATABASE_URL` a replica opens two bounded pools on it: one for thread locks
+With `GUARDAGENT_DATABASE_URL` a replica opens two fixed-size pools on it (no connection opened
+while a request waits; 2 x `GUARDAGENT_POOL_SIZE` connections per replica): one for thread locks
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
 lock waiters hold) and one for `AsyncPostgresSaver` and short queries. The schema (LangGraph's
 checkpoint tables and the idempotency table) is created under an advisory lock, so replicas
@@ -84,11 +85,11 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
 
     url, size = settings.database_url, settings.pool_size
     data_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url, min_size=1, max_size=size, open=False, name="guardagent-data",
+        url, min_size=size, max_size=size, open=False, name="guardagent-data",
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )  # fmt: skip
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url, min_size=1, max_size=size, open=False, name="guardagent-locks",
+        url, min_size=size, max_size=size, open=False, name="guardagent-locks",
         kwargs={"autocommit": True}, reset=_release,
     )  # fmt: skip
     await data_pool.open(wait=True, timeout=_OPEN_SECONDS)
@@ -108,8 +109,10 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
                 async with data_pool.connection(timeout=2.0) as conn:
                     await conn.execute("SELECT 1")
 
+            savers = [saver, *(AsyncPostgresSaver(data_pool, serde=saver_serde())
+                               for _ in range(max(0, size // 2 - 1)))]  # fmt: skip
             yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
-                         PostgresDecisions(), ThreadStore(saver), ping)  # fmt: skip
+                         PostgresDecisions(), ThreadStore(*savers), ping)  # fmt: skip
         finally:
             await lock_pool.close()
     finally:

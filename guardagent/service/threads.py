@@ -10,6 +10,7 @@ checkpoint the child of the last one, so the history never forks.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -40,14 +41,27 @@ def saver_serde() -> Any:
 
 
 class ThreadStore:
-    """Load and append a thread's decisions through a checkpointer."""
+    """Load and append a thread's decisions through checkpointers.
 
-    def __init__(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
+    Args:
+        checkpointers: One or more savers of the same database. `AsyncPostgresSaver` runs
+            every call of one instance in turn (an asyncio lock, even over a pool), so a
+            replica gives each of several savers a share of the threads: a thread always
+            uses the same one, and different threads proceed at once.
+    """
+
+    def __init__(self, *checkpointers: BaseCheckpointSaver[Any]) -> None:
         builder = StateGraph(ThreadState)
         builder.add_node("record", _record)
         builder.add_edge(START, "record")
         builder.add_edge("record", END)
-        self.graph = builder.compile(checkpointer=checkpointer, name="guardagent.thread")
+        self.graphs = [builder.compile(checkpointer=c, name="guardagent.thread")
+                       for c in checkpointers]  # fmt: skip
+        self.graph = self.graphs[0]
+
+    def _graph(self, thread_id: str) -> Any:
+        digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=4)
+        return self.graphs[int.from_bytes(digest.digest(), "big") % len(self.graphs)]
 
     @staticmethod
     def _config(thread_id: str) -> Any:
@@ -55,7 +69,7 @@ class ThreadStore:
 
     async def trace_state(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's trace index after its last decision (None for a new thread)."""
-        snapshot = await self.graph.aget_state(self._config(thread_id))
+        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id))
         value = snapshot.values.get("trace_state") if snapshot.values else None
         return value if isinstance(value, dict) else None
 
@@ -65,7 +79,8 @@ class ThreadStore:
         update: ThreadState = {"kind": kind, "decision": decision}
         if trace_state is not None:
             update["trace_state"] = trace_state
-        await self.graph.aupdate_state(self._config(thread_id), update, as_node="record")
+        await self._graph(thread_id).aupdate_state(self._config(thread_id), update,
+                                                   as_node="record")
 
     async def history(self, thread_id: str, limit: int = 1000) -> dict[str, Any]:
         """The thread's decisions, oldest first, and whether its checkpoints form one line.
@@ -73,8 +88,8 @@ class ThreadStore:
         `linear` is False when two checkpoints share a parent: two runs of the thread at once
         (what the thread lock prevents).
         """
-        snaps = [s async for s in self.graph.aget_state_history(self._config(thread_id),
-                                                                 limit=limit)]  # fmt: skip
+        graph = self._graph(thread_id)
+        snaps = [s async for s in graph.aget_state_history(self._config(thread_id), limit=limit)]
         ids = [s.config["configurable"]["checkpoint_id"] for s in snaps]
         parents = [(s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
                    for s in snaps]  # fmt: skip
