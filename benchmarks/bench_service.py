@@ -8,9 +8,9 @@ of client threads (`GuardClient`, one HTTP request per decision) for a fixed tim
 - threads: every request on one of `--threads` threads (lock, read the thread's index,
   decide, append a checkpoint), spread over the replicas round-robin.
 
-CPU is read from /proc: the replicas' processes, PostgreSQL's (postmaster and backends) and
-this process (the load generator), as cores used over the run's wall time. The host's load
-average is printed because the machine's other work slows every figure.
+CPU is read from /proc: the replicas with their sandbox workers, PostgreSQL (postmaster and
+backends) and this process (the load generator), as cores used over the run's wall time. The
+host's load average is printed because the machine's other work slows every figure.
 
 Run: .venv/bin/python benchmarks/bench_service.py [--seconds 10] [--concurrency 8]
      [--kind trace|event]
@@ -43,28 +43,34 @@ EVENT_OUTPUT = ("(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <b
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def tree(pids: list[int]) -> list[int]:
+    """`pids` and their live descendants (a replica's sandbox workers)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))):
+            parents[int(entry.name)] = int(stat[1])
+    found, frontier = set(pids), set(pids)
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return sorted(found)
+
+
 def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of `pids` and of their reaped children (utime, stime, cutime, cstime)."""
     total = 0
     for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
+        stat = _stat(pid)
+        if stat:
+            total += sum(int(v) for v in stat[11:15])
     return total / TICKS
-
-
-def postgres_pids(datadir_marker: str, postmaster: int) -> list[int]:
-    pids = [postmaster]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(stat[1]) == postmaster:
-                pids.append(int(entry.name))
-    return pids
 
 
 def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
@@ -96,8 +102,8 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
                 else:
                     errors[0] += 1
 
-    pg = pg_pids()
-    before = (cpu_seconds(replica_pids), cpu_seconds(pg), sum(os.times()[:2]))
+    pg, replicas = pg_pids(), tree(replica_pids)
+    before = (cpu_seconds(replicas), cpu_seconds(pg), sum(os.times()[:2]))
     wall = time.monotonic()
     workers = [threading.Thread(target=worker, args=(n,)) for n in range(concurrency)]
     for w in workers:
@@ -105,8 +111,8 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
     for w in workers:
         w.join()
     wall = time.monotonic() - wall
-    pg = pg_pids()
-    after = (cpu_seconds(replica_pids), cpu_seconds(pg), sum(os.times()[:2]))
+    pg, replicas = pg_pids(), tree(replica_pids)
+    after = (cpu_seconds(replicas), cpu_seconds(pg), sum(os.times()[:2]))
     cores = [(a - b) / wall for a, b in zip(after, before, strict=True)]
     latencies.sort()
     return {
@@ -155,7 +161,7 @@ def main() -> None:
                 for mode, threads in (("stateless", None), ("threads", args.threads)):
                     result = run(clients[:replicas], args.kind, threads, args.concurrency,
                                  args.seconds, [p.pid for p in procs[:replicas]],
-                                 lambda: postgres_pids("", postmaster) if postmaster else [])
+                                 lambda: tree([postmaster]) if postmaster else [])
                     rows.append({"replicas": replicas, "mode": mode, **result})
                     print(json.dumps(rows[-1]), flush=True)
         finally:

@@ -31,6 +31,8 @@ from tests.pg_server import (
     wait_ready,
 )
 
+pytestmark = pytest.mark.slow  # server tests (CI runs them: `pytest -q` selects every marker)
+
 TRACES = Path(__file__).parent / "traces"
 MESSAGES = json.loads((TRACES / "i02_exfil_langchain.json").read_text())["messages"]
 LOCK_WAIT = 2.0
@@ -219,14 +221,14 @@ def test_thread_locks_keep_two_replicas_from_forking_a_thread(cluster: Cluster) 
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    from guardagent.service.locks import PostgresLocks
+    from guardagent.service.locks import PostgresLocks, release_all
     from guardagent.service.threads import ThreadStore, saver_serde
 
     async def run(thread: str, locked: bool) -> bool:
         kw = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         async with AsyncConnectionPool(cluster.url, kwargs=kw, min_size=1, max_size=4) as data, \
                 AsyncConnectionPool(cluster.url, kwargs={"autocommit": True}, min_size=1,
-                                    max_size=4) as lk:
+                                    max_size=4, reset=release_all) as lk:
             stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde())) for _ in "ab"]
             locks = PostgresLocks(lk, 10)
 

@@ -129,7 +129,8 @@ class Decider:
                 stored = check_reuse(key, await self.decisions.get(session, key), fp)
                 if stored is not None:
                     return Answer(200, stored.body, replayed=True)
-            state = await self.threads.trace_state(thread) if thread is not None else None
+            trace = thread is not None and request.kind == "trace"  # events need no index
+            state = await self.threads.trace_state(thread) if trace and thread else None
             decision = await self._run(request, state)
             body = decision.model_dump(mode="json")
             if thread is not None:

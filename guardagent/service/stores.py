@@ -27,6 +27,7 @@ from guardagent.service.locks import (
     LockBusy,
     Locks,
     PostgresLocks,
+    release_all,
 )
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.threads import ThreadStore, saver_serde
@@ -46,11 +47,6 @@ class Stores:
 
 async def _no_ping() -> None:
     return None
-
-
-async def _release(conn: Any) -> None:
-    """Pool reset: a connection goes back holding no lock, whatever its last user did."""
-    await conn.execute("SELECT pg_advisory_unlock_all()")
 
 
 async def _setup_lock(conn: Any) -> None:
@@ -90,7 +86,7 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
     )  # fmt: skip
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url, min_size=size, max_size=size, open=False, name="guardagent-locks",
-        kwargs={"autocommit": True}, reset=_release,
+        kwargs={"autocommit": True}, reset=release_all,
     )  # fmt: skip
     await data_pool.open(wait=True, timeout=_OPEN_SECONDS)
     try:
