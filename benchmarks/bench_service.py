@@ -73,6 +73,40 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICKS
 
 
+def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dict[str, float]:
+    """Median wall and CPU time (ms) of a bare interpreter and of one `check --server` call.
+
+    CPU time (user + system of the child) moves less than wall time on a busy machine.
+    """
+    import subprocess
+
+    messages = json.loads(TRACE.read_text())["messages"]
+    trace = root / "trace.json"
+    trace.write_text(json.dumps({"messages": messages[:2]}))
+    args = (["--trace", str(trace)] if kind == "trace"
+            else ["--input", EVENT_INPUT, "--output", EVENT_OUTPUT])  # fmt: skip
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "check --server": [sys.executable, "-m", "guardagent.cli", "check", "--server", url,
+                           "--profile", profile, *args],
+    }  # fmt: skip
+    import resource
+
+    result = {}
+    for name, command in commands.items():
+        times, cpu = [], []
+        for _ in range(n):
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=False)
+            times.append((time.perf_counter() - started) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000)
+        result[f"{name} wall"] = round(statistics.median(times), 1)
+        result[f"{name} cpu"] = round(statistics.median(cpu), 1)
+    return result
+
+
 def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
         seconds: float, replica_pids: list[int], pg_pids: Any) -> dict[str, Any]:  # fmt: skip
     messages = json.loads(TRACE.read_text())["messages"][:2]
@@ -154,6 +188,8 @@ def main() -> None:
                                                              "postmaster.pid"), None)
             postmaster = int(pid_file.read_text().split()[0]) if pid_file else 0
             clients = [GuardClient(f"http://127.0.0.1:{p}") for p in ports]
+            print("# cold start, median ms:", json.dumps(cold_start(
+                f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
             for client in clients:  # warm each replica: first decision, threads, the saver
                 run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [])
             rows = []
