@@ -11,7 +11,7 @@ checkpoint the child of the last one, so the history never forks.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -23,11 +23,16 @@ MAX_THREAD_ID_CHARS = 256
 
 
 class ThreadState(TypedDict, total=False):
-    """What a thread keeps between decisions: plain data only, restored under strict msgpack."""
+    """What a thread keeps between decisions: plain data only, restored under strict msgpack.
+
+    `request` is the idempotency key and request fingerprint of the decision, if it had a
+    key: a retry still finds its decision when the replica died before storing the key.
+    """
 
     kind: str
     decision: dict[str, Any]
     trace_state: dict[str, Any] | None
+    request: dict[str, str] | None
 
 
 def _record(state: ThreadState) -> ThreadState:
@@ -67,16 +72,21 @@ class ThreadStore:
     def _config(thread_id: str) -> Any:
         return {"configurable": {"thread_id": thread_id}}
 
+    async def last(self, thread_id: str) -> ThreadState:
+        """The thread's state after its last decision (empty for a new thread)."""
+        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id))
+        return cast(ThreadState, dict(snapshot.values or {}))
+
     async def trace_state(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's trace index after its last decision (None for a new thread)."""
-        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id))
-        value = snapshot.values.get("trace_state") if snapshot.values else None
+        value = (await self.last(thread_id)).get("trace_state")
         return value if isinstance(value, dict) else None
 
     async def append(self, thread_id: str, kind: str, decision: dict[str, Any],
-                     trace_state: dict[str, Any] | None) -> None:  # fmt: skip
+                     trace_state: dict[str, Any] | None,
+                     request: dict[str, str] | None = None) -> None:  # fmt: skip
         """Write the decision (and the new trace index, if the decision made one)."""
-        update: ThreadState = {"kind": kind, "decision": decision}
+        update: ThreadState = {"kind": kind, "decision": decision, "request": request}
         if trace_state is not None:
             update["trace_state"] = trace_state
         await self._graph(thread_id).aupdate_state(self._config(thread_id), update,
