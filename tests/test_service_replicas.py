@@ -232,14 +232,17 @@ def test_thread_locks_keep_two_replicas_from_forking_a_thread(cluster: Cluster) 
             stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde())) for _ in "ab"]
             locks = PostgresLocks(lk, 10)
 
-            async def step(store: ThreadStore, i: int) -> None:
+            async def step(store: ThreadStore, i: int, both_read: asyncio.Barrier | None) -> None:
                 async with locks.hold([f"thread:{thread}"] if locked else []):
                     await store.trace_state(thread)
+                    if both_read is not None:  # unlocked: both replicas read before either writes
+                        await both_read.wait()
                     await asyncio.sleep(0.05)  # a run between the read and the write
                     await store.append(thread, "event", {"allowed": True, "n": i}, None)
 
             for i in range(3):
-                await asyncio.gather(*(step(s, i) for s in stores))
+                barrier = None if locked else asyncio.Barrier(len(stores))
+                await asyncio.gather(*(step(s, i, barrier) for s in stores))
             return bool((await stores[0].history(thread))["linear"])
 
     assert asyncio.run(run("t-fork-unlocked", locked=False)) is False
