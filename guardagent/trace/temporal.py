@@ -286,7 +286,7 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
     label = labels.label(call.name)
-    items = call_values(call, search.region)
+    items = call_values(call, search.region, search.year)
     extra: list[tuple[str, Value, bool]] = []
     for path, value, _ in items:
         if value.kind == "text":
