@@ -149,6 +149,7 @@ class GuardAgent:
                 messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                budget_ms=self.context.trace_budget_ms,
             ), model  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model

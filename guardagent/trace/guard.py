@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence
+from guardagent.trace.budget import reading_budget
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import MAX_TRACE_BYTES, Trace, parse_trace, render_event
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
@@ -69,6 +70,7 @@ def prepare_trace_event(
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
     key: bytes | None = None,
+    budget_ms: float | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -85,18 +87,21 @@ def prepare_trace_event(
         key: The deployment's key: the saved state must be signed with it (and is signed
             again), and consent records must be too (:meth:`Consent.signed`). Use one
             whenever the state or the records pass through storage others can write.
+        budget_ms: Wall-clock budget of reading the trace (None: unbounded).
 
     Raises:
         UnreadableEvidence: the trace or the thread state cannot be read (too large,
-            malformed, rewritten); the caller denies with the reason.
+            malformed, rewritten, or its reading exhausted `budget_ms`:
+            ``trace_budget_exceeded``); the caller denies with the reason.
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
-    index = TraceIndex.from_json(thread_state, region=labels.phone_region,
-                                 max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent, key=key)
-    values = {name: fn(facts) for name, fn in compiled.items()}
+    with reading_budget(budget_ms):
+        trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
+        index = TraceIndex.from_json(thread_state, region=labels.phone_region,
+                                     max_state_bytes=max_state_bytes, key=key)  # fmt: skip
+        facts = analyze(trace, labels, index=index, consent=consent, key=key)
+        values = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
     return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
 

@@ -15,6 +15,7 @@ value (see :func:`~guardagent.trace.kinds.unplaced`).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -42,10 +43,14 @@ _PATTERNS = {
     "dmy": rf"(?:^|[^{_W}])((\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\.?"
            r"(?:,?\s+(\d{4}))?)",
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
+    "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
     "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
 }  # fmt: skip
+_DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
+_MONTH_HINT = re.compile("jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")  # literals only
 _IBAN_SEPARATORS = frozenset(" -")
+_TOKEN_PUNCTUATION = ".,;:!?()[]<>'\""
 _CHECK_EVERY = 256
 
 
@@ -170,8 +175,7 @@ def _dates(r: _Reader, year: int) -> None:
     r.each("iso", lambda m: _date_value([iso(int(m.group(2)), int(m.group(3)),
                                               int(m.group(4)))], m.group(1)), "-")  # fmt: skip
     r.each("num", numeric, "/-")
-    if any(m in r.text for m in ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
-                                 "oct", "nov", "dec")):  # fmt: skip
+    if _MONTH_HINT.search(r.text) is not None:
         r.each("dmy", lambda m: named(m.group(2), m.group(3), m.group(4), m.group(1)))
         r.each("mdy", lambda m: named(m.group(3), m.group(2), m.group(4), m.group(1)))
 
@@ -193,20 +197,14 @@ def _links(r: _Reader, name: str, *, bare: bool) -> None:
 
 def _leftover_at_signs(r: _Reader) -> None:
     """Every ``x@y`` token no address or URL accounts for is an unplaced value."""
-    text = r.text
-    pos = 0
-    while (at := text.find("@", pos)) != -1:
-        start, end = at, at + 1
-        while start and not text[start - 1].isspace():
-            start -= 1
-        while end < len(text) and not text[end].isspace():
-            end += 1
-        pos = end
-        if r.taken.inside(at) or at == start or at == end - 1:
+    for m in _matches("at_token", r.text):
+        start, end = m.span()
+        token = m.group(0).strip(_TOKEN_PUNCTUATION)
+        if "@" not in token or token[0] == "@" or token[-1] == "@":
             continue
-        token = text[start:end].strip(".,;:!?()[]<>'\"")
-        if "@" in token and token[0] != "@" and token[-1] != "@":
-            offset = text.find(token, start, end)
+        offset = start + m.group(0).index(token)
+        at = offset + token.index("@")
+        if not r.taken.inside(at):
             r.keep(unplaced("email", token, tuple(tokens(token))), offset, offset + len(token))
     r.taken.flush()
 
@@ -239,7 +237,7 @@ def extract_values(
         _links(r, "bare", bare=True)
     if "@" in text:
         _leftover_at_signs(r)
-    if any(c.isdigit() for c in text):  # every kind below has digits
+    if _DIGIT.search(text) is not None:  # every kind below has digits
         for n, m in enumerate(_matches("iban", text)):
             if n % _CHECK_EVERY == _CHECK_EVERY - 1:
                 check_budget()
