@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent.trace import Labels, analyze, parse_trace
+from guardagent.trace.locate import extract_values
 from guardagent.trace.messages import Trace
+from guardagent.trace.normal import reading_form
+from guardagent.trace.values import read_argument, read_scalar
 
 LABELS = Labels.load(Path(__file__).parent / "traces" / "assistant_labels.yaml")
 
@@ -234,3 +240,109 @@ def test_repeating_a_benign_traces_values_in_an_untrusted_result_changes_no_user
     users = [k for k, origin in before.items() if origin == "user"]
     assert users, name
     assert all(after[k] == "user" for k in users), name
+
+
+# -- navigation scopes read URLs as the browser does ---------------------------------------
+
+
+def goto_facts(url: str, scope: str) -> bool | None:
+    labels = Labels.from_mapping({"tools": {"goto": {"results": "untrusted", "effect": "read"}}})
+    messages = [{"role": "user", "content": "Look at the orders."},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "g", "type": "function",
+                 "function": {"name": "goto", "arguments": json.dumps({"url": url})}}]}]  # fmt: skip
+    facts = analyze(parse_trace(messages), labels)
+    return facts.fact(f"navigation_in_scope({scope})").value
+
+
+@pytest.mark.parametrize(("url", "scope", "inside"), [
+    ("https://evil.io\\@example.com/", '"example.com"', False),
+    ("https://example.com\\@evil.io/", '"example.com"', True),
+    ("https://straße.ch/", '"strasse.ch"', False),
+    ("https://STRASSE.ch/", '"strasse.ch"', True),
+    ("https://xn--strae-oqa.ch/a", '"straße.ch"', True),
+    ("https://attacker.github.io/", '"alice.github.io"', False),
+    ("https://shop.example/orders?status=open", '"shop.example/orders?status=*"', True),
+    ("https://shop.example/orders?export=all", '"shop.example/orders?status=*"', False),
+    ("https://shop.example/orders", '"shop.example/orders?status=*"', False),
+    ("https://shop.example/help#faq", '"shop.example/help#faq"', True),
+    ("https://shop.example/help#admin", '"shop.example/help#faq"', False),
+    ("http://localhost:8080/x", '"localhost:8080"', True),
+    ("http://localhost:9090/x", '"localhost:8080"', False),
+    ("http://localhost:9090/x", '"localhost"', True),
+    ("evil.zzz/login", '"*"', False),
+])  # fmt: skip
+def test_navigation_scopes_use_the_browsers_reading(url: str, scope: str, inside: bool) -> None:
+    assert goto_facts(url, scope) is inside
+
+
+# -- differential: the project's reading equals the WHATWG parser's (ada) and the PSL's -----
+
+_ascii_label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?", fullmatch=True)
+_unicode_label = st.sampled_from(["straße", "bücher", "café", "παράδειγμα", "пример", "münchen",
+                                  "ὀδυσσεύς", "täst", "xn--strae-oqa", "ẞtraße"])  # fmt: skip
+_label = st.one_of(_ascii_label, _ascii_label.map(str.upper), _unicode_label)
+_suffix = st.sampled_from(["com", "ch", "co.uk", "github.io", "blogspot.com", "de", "org", "appspot.com",
+                           "s3.amazonaws.com", "net"])  # fmt: skip
+_tail = st.from_regex(r"[a-z0-9]([a-z0-9=&_-]{0,8}[a-z0-9])?", fullmatch=True)
+
+
+@cache
+def _psl() -> Any:
+    import tldextract
+
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
+
+
+@st.composite
+def _urls(draw: st.DrawFn) -> tuple[str, bool]:
+    host = ".".join(draw(st.lists(_label, min_size=1, max_size=3))) + "." + draw(_suffix)
+    scheme = draw(st.sampled_from(["https://", "http://", "HTTPS://", ""]))
+    userinfo = draw(st.sampled_from(["", "user@", "u:p@", "evil.io\\@", "a%40b@"])) if scheme else ""
+    port = draw(st.sampled_from(["", ":8080", ":443", ":80"]))
+    path = "".join("/" + p for p in draw(st.lists(_tail, max_size=3)))
+    query = "?" + draw(_tail) if draw(st.booleans()) else ""
+    fragment = "#" + draw(_tail) if draw(st.booleans()) else ""
+    return scheme + userinfo + host + port + (path or ("/" if query or fragment else "")) + query + fragment, not scheme
+
+
+@given(_urls())
+@settings(max_examples=300, deadline=None)
+def test_hosts_and_registrable_domains_equal_ada_and_the_psl(case: tuple[str, bool]) -> None:
+    import ada_url
+
+    url, bare = case
+    try:
+        expected = ada_url.URL(("http://" + url) if bare else url).hostname
+    except ValueError:
+        expected = None
+    found = [f.value for f in extract_values(reading_form(f"see {url} now"), region=None)
+             if f.value.kind == "url"]  # fmt: skip
+    if expected is None:
+        assert not any(v.placed for v in found), url
+        return
+    assert found and found[0].placed, url
+    host = expected.removeprefix("www.")
+    ext = _psl()(host)
+    domain = f"{ext.domain}.{ext.suffix}" if ext.domain and ext.suffix else host
+    assert found[0].part("host") == f"host:{host}", url
+    assert found[0].part("domain") == f"domain:{domain}", url
+    whole, _ = read_scalar(url)
+    assert whole is not None and whole.part("host") == f"host:{host}", url
+
+
+@given(st.from_regex(r"[a-z0-9]([a-z0-9._-]{0,8}[a-z0-9])?", fullmatch=True).filter(lambda s: ".." not in s),
+       st.lists(_label, min_size=1, max_size=2), _suffix)
+@settings(max_examples=200, deadline=None)
+def test_mail_domains_equal_email_validators_idna_reading(local: str, labels: list[str], suffix: str) -> None:
+    from email_validator import EmailNotValidError, validate_email
+
+    address = f"{local}@{'.'.join(labels)}.{suffix}"
+    try:
+        valid = validate_email(address, check_deliverability=False)
+    except EmailNotValidError:
+        assert not any(v.keys for v, _ in read_argument(address)), address
+        return
+    whole, _ = read_scalar(address)
+    assert whole is not None and whole.keys == (f"email:{valid.local_part.casefold()}@{valid.ascii_domain}",)
+    assert whole.keys[0] in {k for f in extract_values(reading_form(f"write to {address}, thanks"))
+                             for k in f.value.keys}  # fmt: skip
