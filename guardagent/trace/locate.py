@@ -48,6 +48,8 @@ _PATTERNS = {
     "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
 }  # fmt: skip
 _DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
+_NUM_HINT = re.compile(r"\d[./-]\d")  # fixed width: constant work per position
+_IBAN_HINT = re.compile(r"[a-z][a-z][ -]?\d")  # fixed width
 _MONTH_HINT = re.compile("jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")  # literals only
 _IBAN_SEPARATORS = frozenset(" -")
 _TOKEN_PUNCTUATION = ".,;:!?()[]<>'\""
@@ -73,11 +75,52 @@ def _after_ok(text: str, end: int, extra: str = "") -> bool:
     return end >= len(text) or not (_word(text[end]) or text[end] in extra)
 
 
-def _matches(name: str, text: str) -> Iterator[Any]:
-    for n, m in enumerate(_re(name).finditer(text)):
-        if n % _CHECK_EVERY == _CHECK_EVERY - 1:
+class _Hit:
+    """One match: the group spans over the text (what RE2 returns, without the wrapper)."""
+
+    __slots__ = ("spans", "text")
+
+    def __init__(self, text: str, spans: list[tuple[int, int]]) -> None:
+        self.text = text
+        self.spans = spans
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        return self.spans[group]
+
+    def start(self, group: int = 0) -> int:
+        return self.spans[group][0]
+
+    def group(self, group: int = 0) -> str:
+        """A group's text (empty when it did not take part)."""
+        start, end = self.spans[group]
+        return "" if start < 0 else self.text[start:end]
+
+
+def _matches(name: str, text: str) -> Iterator[_Hit]:
+    """Every non-overlapping match, left to right; the budget is checked as they come."""
+    pattern = _re(name)
+    if text.isascii():  # byte offsets are character offsets: call RE2 directly, no decoding
+        import re2
+
+        data = text.encode("ascii")
+        regexp = pattern._regexp
+        unanchored = re2._Anchor.UNANCHORED
+        pos, n = 0, 0
+        while pos <= len(data):
+            spans = regexp.Match(unanchored, data, pos, len(data))
+            if spans[0][0] < 0:
+                return
+            n += 1
+            if n % _CHECK_EVERY == 0:
+                check_budget()
+            yield _Hit(text, spans)
+            pos = spans[0][1] if spans[0][1] > pos else pos + 1
+        return
+    groups = pattern.groups
+    for n, m in enumerate(pattern.finditer(text), 1):
+        if n % _CHECK_EVERY == 0:
             check_budget()
-        yield m
+        yield _Hit(text, [m.span(g) for g in range(groups + 1)])
 
 
 class _Spans:
@@ -163,7 +206,7 @@ def _iban_at(text: str, start: int) -> tuple[str, int] | None:
 
 
 def _dates(r: _Reader, year: int) -> None:
-    def numeric(m: Any) -> Value | None:
+    def numeric(m: _Hit) -> Value | None:
         if m.group(3) != m.group(5):
             return None
         a, b, y = int(m.group(2)), int(m.group(4)), full_year(m.group(6))
@@ -172,9 +215,11 @@ def _dates(r: _Reader, year: int) -> None:
     def named(day: str, month: str, yr: str | None, written: str) -> Value | None:
         return _date_value([iso(int(yr) if yr else year, MONTHS[month], int(day))], written)
 
-    r.each("iso", lambda m: _date_value([iso(int(m.group(2)), int(m.group(3)),
-                                              int(m.group(4)))], m.group(1)), "-")  # fmt: skip
-    r.each("num", numeric, "/-")
+    if "-" in r.text:
+        r.each("iso", lambda m: _date_value([iso(int(m.group(2)), int(m.group(3)),
+                                                  int(m.group(4)))], m.group(1)), "-")  # fmt: skip
+    if _NUM_HINT.search(r.text) is not None:
+        r.each("num", numeric, "/-")
     if _MONTH_HINT.search(r.text) is not None:
         r.each("dmy", lambda m: named(m.group(2), m.group(3), m.group(4), m.group(1)))
         r.each("mdy", lambda m: named(m.group(3), m.group(2), m.group(4), m.group(1)))
@@ -238,9 +283,7 @@ def extract_values(
     if "@" in text:
         _leftover_at_signs(r)
     if _DIGIT.search(text) is not None:  # every kind below has digits
-        for n, m in enumerate(_matches("iban", text)):
-            if n % _CHECK_EVERY == _CHECK_EVERY - 1:
-                check_budget()
+        for m in _matches("iban", text) if _IBAN_HINT.search(text) is not None else ():
             start = m.start(1)
             hit = _iban_at(text, start) if not r.taken.inside(start) else None
             if hit is not None and r.taken.free(start, hit[1]):
