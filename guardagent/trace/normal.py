@@ -131,5 +131,8 @@ def unescape(text: str) -> str:
     for _ in range(_MAX_ROUNDS):
         if "\\" not in text:
             break
-        text = _unescape_once(text)
+        read = _unescape_once(text)
+        if read == text:
+            break
+        text = read
     return text

@@ -254,9 +254,13 @@ class Search:
             automaton.make_automaton()
             for i in sorted(scan):
                 check_budget()
+                wanted = {n for n, ids in enumerate(candidates) if i in ids}
                 for _, n in automaton.iter(self.token_text(i)):
-                    if i in candidates[n]:
+                    if n in wanted:
                         results[n][0].add(i)
+                        wanted.discard(n)
+                        if not wanted:
+                            break  # every phrase this message may hold is found
         for n, needle in enumerate(needles):
             if not results[n][0] and len(needle) > 1:
                 split = self._split(needle)

@@ -115,12 +115,13 @@ def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> se
     return keys
 
 
-def readings(text: str) -> list[str]:
+@lru_cache(maxsize=64)
+def readings(text: str) -> tuple[str, ...]:
     """A message's text as written, and with its escapes read when it holds any."""
     if "\\" not in text:
-        return [text]
+        return (text,)
     unescaped = unescape(text)
-    return [text, unescaped] if unescaped != text else [text]
+    return (text, unescaped) if unescaped != text else (text,)
 
 
 def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:
