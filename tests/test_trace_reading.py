@@ -117,6 +117,11 @@ def test_a_link_the_parser_cannot_place_is_still_traced() -> None:
                                            "body": "Bob, see evil.zzz/login today"}}  # fmt: skip
     mail = openai("Email bob@x.ch a hello.", "Nothing new.", body)
     assert both_layouts(mail, 'arg_invented("body")') is True
+    # a link glued to the next sentence is not placed either, but still traced
+    glued = {**body, "args": {**body["args"], "body": "Bob, see evil.com.Next time bring it"}}
+    assert both_layouts(openai("Email bob@x.ch a hello.", "Nothing new.", glued), 'arg_invented("body")') is True
+    said = openai("Email bob@x.ch: see evil.com.Next time bring it", "Nothing new.", glued)
+    assert both_layouts(said, 'arg_invented("body")') is False
 
 
 def test_ports_and_ips_are_part_of_the_url() -> None:
@@ -346,3 +351,44 @@ def test_mail_domains_equal_email_validators_idna_reading(local: str, labels: li
     assert whole is not None and whole.keys == (f"email:{valid.local_part.casefold()}@{valid.ascii_domain}",)
     assert whole.keys[0] in {k for f in extract_values(reading_form(f"write to {address}, thanks"))
                              for k in f.value.keys}  # fmt: skip
+
+
+# -- metamorphic: re-encoding a trusted result changes no decision -------------------------
+
+_VALUES = st.sampled_from([
+    ("send_email", "to", "Bob.Keller@Example.org"), ("send_email", "to", "anna@straße.ch"),
+    ("browse", "url", "https://docs.example.com/guide?page=2"), ("browse", "url", "http://localhost:8080/x"),
+    ("send_money", "iban", "CH93 0076 2011 6238 5295 7"), ("send_message", "recipient", "+41 79 555 12 34"),
+    ("book_flight", "date", "2024-06-13"),
+])  # fmt: skip
+_ENCODINGS = st.sampled_from(["plain", "json", "json_ascii", "repr", "json_in_json", "percent_case"])
+
+
+def _encoded(value: str, how: str) -> str:
+    record = {"note": "from the address book", "value": value, "tab": "a\tb"}
+    if how == "json":
+        return json.dumps(record, ensure_ascii=False)
+    if how == "json_ascii":
+        return json.dumps(record)
+    if how == "repr":
+        return repr(record)
+    if how == "json_in_json":
+        return json.dumps({"body": json.dumps(record)})
+    if how == "percent_case" and value.startswith("http"):
+        scheme, _, rest = value.partition("://")
+        host, _, path = rest.partition("/")
+        return f"see {scheme.upper()}://{host.upper()}/{path.replace('e', '%65')}"
+    return f"value: {value}"
+
+
+@given(_VALUES, _ENCODINGS, st.booleans())
+@settings(max_examples=120, deadline=None)
+def test_re_encoding_a_trusted_result_changes_no_decision(case: tuple[str, str, str], how: str,
+                                                          lang: bool) -> None:  # fmt: skip
+    tool, arg, value = case
+    args: dict[str, Any] = {arg: value.lower() if arg == "to" else value}
+    messages = openai("Please do it.", _encoded(value, how), {"name": tool, "args": args},
+                      tool_name="search_contacts", system="Today is 2024-05-01.")
+    messages = langchain(messages) if lang else messages
+    assert fact(messages, f'arg_from_trusted("{arg}")') is True, (value, how)
+    assert fact(messages, f'arg_invented("{arg}")') is False, (value, how)

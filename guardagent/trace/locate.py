@@ -32,7 +32,8 @@ from guardagent.trace.urls import read_link
 _W = r"\pL\pN_"
 _URL_CHARS = r"[^\s\pZ\pC<>\"'`{}|^]"
 _PATTERNS = {
-    "email": rf"[{_W}.!#$%&'*+/=?^`{{|}}~-]+@[{_W}-]+(?:\.[{_W}-]+)+",
+    # a quote never starts a local part in text: 'bob@x.org' is quoted, not an address with '
+    "email": rf"[{_W}.!#$%&*+/=?^{{|}}~-][{_W}.!#$%&'*+/=?^`{{|}}~-]*@[{_W}-]+(?:\.[{_W}-]+)+",
     "url": rf"(?:^|[^{_W}.+-])((?:https?|ftp|wss?)://{_URL_CHARS}+)",
     "bare": rf"(?:^|[^{_W}.@/:\\-])((?:www\.)?[{_W}-]+(?:\.[{_W}-]+)+(?::\d{{1,5}})?"
             rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",

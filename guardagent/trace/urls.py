@@ -6,7 +6,8 @@ is ``evil.io`` (a backslash ends the authority), and through its IDNA UTS-46
 non-transitional processing (``straße.ch`` is ``xn--strae-oqa.ch``, never ``strasse.ch``).
 A ``www.`` prefix, the scheme's default port, the fragment and trailing slashes are dropped
 from the key, and the path is percent-decoded and case-folded (re-spellings of one page
-meet). The fragment and the query stay in :class:`~guardagent.trace.kinds.Location` for
+meet); in the query only escapes of unreserved characters are decoded (RFC 3986). The
+fragment and the query stay in :class:`~guardagent.trace.kinds.Location` for
 scope rules.
 
 Parts: ``host:<host>`` and ``domain:<registrable domain>`` (the Public Suffix List with its
@@ -23,6 +24,8 @@ kept as a value found only where the same token is written (see
 
 from __future__ import annotations
 
+import re
+import string
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -38,6 +41,8 @@ SCHEMES = frozenset({"http", "https", "ftp", "ws", "wss"})
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _TRAILING = frozenset(".,;:!?'\"") | frozenset(_CLOSERS)
 _IP_HOSTS = (1, 2)  # ada's HostType.IPV4, HostType.IPV6
+_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")  # fixed width: linear
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
 @cache
@@ -106,13 +111,21 @@ def read_url(candidate: str, bare: bool) -> Value | None:
         return None
     port = int(url.port) if url.port else None
     path = unquote(url.pathname).casefold().rstrip("/")
-    query = url.search.removeprefix("?")
+    query = _unreserved(url.search.removeprefix("?"))
     where = Location(host, port, path, query, url.hash.removeprefix("#"))
     authority = host if port is None else f"{host}:{port}"
     key = f"url:{authority}{path}" + (f"?{query}" if query else "")
     return Value("url", (key,), candidate, tuple(tokens(candidate)),
                  parts=(("host", f"host:{host}"), ("domain", f"domain:{domain or host}")),
                  where=where)  # fmt: skip
+
+
+def _unreserved(text: str) -> str:
+    """Percent-escapes of unreserved characters decoded (RFC 3986 6.2.2.2: the same URI)."""
+    if "%" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: c if (c := chr(int(m.group(1), 16))) in _UNRESERVED
+                       else m.group(0).upper(), text)  # fmt: skip
 
 
 def _dotted_quad(candidate: str) -> bool:
