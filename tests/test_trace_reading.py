@@ -392,3 +392,40 @@ def test_re_encoding_a_trusted_result_changes_no_decision(case: tuple[str, str, 
     messages = langchain(messages) if lang else messages
     assert fact(messages, f'arg_from_trusted("{arg}")') is True, (value, how)
     assert fact(messages, f'arg_invented("{arg}")') is False, (value, how)
+
+
+# -- readings of text ----------------------------------------------------------------------
+
+
+def test_the_value_reading_keeps_idna_deviations_and_the_word_reading_folds_them() -> None:
+    from guardagent.trace.normal import normalize_text
+
+    assert reading_form("STRAẞE.ch Straße ΣΊΣΥΦΟΣ σίσυφος") == "straße.ch straße σίσυφοσ σίσυφος"
+    assert normalize_text("Straße") == "strasse"
+    assert reading_form("ｅｘａｍｐｌｅ．ｃｏｍ pa\u200byp\u00adal") == "example.com paypal"
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    ("a\\nb\\tc\\\"d\\\\e", 'a\nb\tc"d\\e'),
+    ("caf\\u00e9 \\x41 \\U0001F600 \\ud83d\\ude00", "café A \U0001F600 \U0001F600"),
+    ("\\\\u0040 twice: \\\\\\\\u0040", "@ twice: @"),
+    ("\\q \\u12 \\", "\\q \\u12 \\"),
+])  # fmt: skip
+def test_string_literal_escapes_are_read(written: str, read: str) -> None:
+    from guardagent.trace.normal import unescape
+
+    assert unescape(written) == read
+
+
+def test_an_older_index_state_is_read_again_and_the_year_is_kept() -> None:
+    from guardagent.trace.state import TraceIndex
+
+    messages = openai("Book LX318 on June 13.", None, {"name": "book_flight", "args": {"date": "2031-06-13"}},
+                      system="Today is 2031-01-02.")  # fmt: skip
+    facts = analyze(parse_trace(messages), LABELS)
+    assert facts.index.year == 2031 and facts.fact('arg_from_user("date")').value is True
+    state = facts.index.to_json()
+    restored = TraceIndex.from_json(state, region=LABELS.phone_region)
+    assert restored.year == 2031 and restored.count == len(messages)
+    old = TraceIndex.from_json({**state, "format": "guardagent-trace-index/1"}, region=LABELS.phone_region)
+    assert old.count == 0, "a state of the earlier readings starts over"
