@@ -171,8 +171,9 @@ class _Reader:
         self.found: list[Found] = []
         self.taken = _Spans(across)
 
-    def keep(self, value: Value | None, start: int, end: int) -> None:
-        if value is not None and self.taken.free(start, end):
+    def keep(self, value: Value | None, start: int, end: int, checked: bool = False) -> None:
+        """Take a value's span (`checked`: the caller saw it free)."""
+        if value is not None and (checked or self.taken.free(start, end)):
             self.found.append(Found(value, start, end))
             self.taken.take(start, end)
 
@@ -182,7 +183,7 @@ class _Reader:
         for m in _matches(name, self.text):
             start, end = m.span(group)
             if (after is None or _after_ok(self.text, end, after)) and self.taken.free(start, end):
-                self.keep(read(m), start, end)
+                self.keep(read(m), start, end, checked=True)
         self.taken.flush()
 
 

@@ -89,6 +89,8 @@ def amount_readings(text: str) -> tuple[str, ...]:
     Grouping separators (``,`` ``.`` ``'``) are told from a decimal separator by position
     and group sizes; a string with no consistent reading (``1.2.3``) has none.
     """
+    if text.isdigit():  # the common case: a plain integer
+        return (str(int(text)),) if text.isascii() else ()
     groups, seps = _split(text)
     if not all(g.isdigit() and g.isascii() for g in groups):
         return ()
@@ -130,7 +132,7 @@ def amount_value(text: str, written: str) -> Value | None:
     readings = amount_readings(text)
     if not readings:
         return None
-    return Value("amount", tuple(f"amount:{r}" for r in readings), written,
+    return Value("amount", tuple("amount:" + r for r in readings), written,
                  (text,) if text.isdigit() else tuple(tokens(text)))  # fmt: skip
 
 
