@@ -331,6 +331,15 @@ def test_hosts_and_registrable_domains_equal_ada_and_the_psl(case: tuple[str, bo
     domain = f"{ext.domain}.{ext.suffix}" if ext.domain and ext.suffix else host
     assert found[0].part("host") == f"host:{host}", url
     assert found[0].part("domain") == f"domain:{domain}", url
+    written = url.split("://", 1)[-1].split("@", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    if "\\" not in url:  # the host as written, through the idna package's UTS-46 (non-transitional)
+        import idna
+
+        try:
+            mapped = idna.encode(written, uts46=True, transitional=False).decode("ascii")
+        except idna.IDNAError:
+            mapped = None
+        assert mapped is None or mapped == expected, url
     whole, _ = read_scalar(url)
     assert whole is not None and whole.part("host") == f"host:{host}", url
 
