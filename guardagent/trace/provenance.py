@@ -108,6 +108,11 @@ class ValueProvenance:
             self.value.text[:_SHOWN_CHARS] + "...")  # fmt: skip
         where = f"{self.path} ({'inside' if self.inner else 'value'}) {shown!r}"
         origin = self.origin
+        if not self.value.keys and self.value.kind != "text" or (
+                self.value.kind == "text" and not self.value.tokens):  # fmt: skip
+            if self.value.kind == "email":
+                return f"{where} is not an address a mail server accepts: it comes from nobody"
+            return f"{where} holds nothing that can be traced: it comes from nobody"
         if origin == "invented":
             model = self.of("model")
             said = f"; only the model wrote it ({', '.join(map(str, model))})" if model else ""
