@@ -438,3 +438,27 @@ def test_an_older_index_state_is_read_again_and_the_year_is_kept() -> None:
     assert restored.year == 2031 and restored.count == len(messages)
     old = TraceIndex.from_json({**state, "format": "guardagent-trace-index/1"}, region=LABELS.phone_region)
     assert old.count == 0, "a state of the earlier readings starts over"
+
+
+# -- nothing raises: any text is read (fail closed, never an exception) -------------------
+
+_PIECES = st.sampled_from(list("ab.@:/\\?#[]()<>\"' ,;-_%0123456789xX\n\tß") + [
+    "http://", "www.", "localhost", "\\u00e9", "\\ud83d", "@[", "xn--", ".com", "\x00", "\ud800", "DE89",
+    "+41", "may", "June 13", "mailto:"])  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=30).map("".join), st.lists(_PIECES, max_size=20).map("".join),
+       st.sampled_from(["send_email", "browse", "send_money"]))  # fmt: skip
+@settings(max_examples=300, deadline=None)
+def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> None:
+    # a lone surrogate ("0\ud800") raised UnicodeEncodeError out of RE2 before
+    messages = [{"role": "system", "content": "Today is " + text[:10]}, {"role": "user", "content": text},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",
+                 "function": {"name": "get_iban", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "1", "content": arg + text}]  # fmt: skip
+    call = {"name": tool, "args": {"to": arg, "url": text, "iban": [arg, text], "body": text + arg}}
+    facts = analyze(parse_trace(messages, call), LABELS)
+    for expression in ('arg_from_trusted("@recipients")', 'arg_from_trusted("url", part="domain")',
+                       "secret_flow()", 'arg_invented("*")', 'navigation_in_scope("example.com?x=*")'):
+        assert facts.fact(expression).value in (True, False, None)
+    assert read_argument("0\ud800") and extract_values(reading_form("0\ud800 bob@x.ch")) is not None

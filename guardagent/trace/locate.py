@@ -48,6 +48,7 @@ _PATTERNS = {
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
     "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
 }  # fmt: skip
+_SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear
 _DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
 _NUM_HINT = re.compile(r"\d[./-]\d")  # fixed width: constant work per position
 _IBAN_HINT = re.compile(r"[a-z][a-z][ -]?\d")  # fixed width
@@ -275,6 +276,8 @@ def extract_values(
     Returns:
         The values with their spans. Spans do not overlap.
     """
+    if not text.isascii():
+        text = _SURROGATE.sub("\ufffd", text)  # RE2 reads UTF-8; same length, same offsets
     r = _Reader(text, across)
     if "://" in text:
         _links(r, "url", bare=False)
