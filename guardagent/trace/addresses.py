@@ -108,6 +108,9 @@ def read_address_list(text: str) -> list[Value] | None:
         return None
     if header.defects:
         return None
+    accounted = sum(a.addr_spec.count("@") + a.display_name.count("@") for a in header.addresses)
+    if accounted != body.count("@"):
+        return None  # an @ in a route or a comment: read as free text, where it is a leftover
     out: list[Value] = []
     for address in header.addresses:
         spec = address.addr_spec

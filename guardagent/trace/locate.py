@@ -244,16 +244,27 @@ def _links(r: _Reader, name: str, *, bare: bool) -> None:
 
 
 def _leftover_at_signs(r: _Reader) -> None:
-    """Every ``x@y`` token no address or URL accounts for is an unplaced value."""
+    """Every token with an ``@`` that no address or URL accounts for is an unplaced value.
+
+    A lone ``@`` or a handle (``@alice``) is not an address. A leftover that overlaps a
+    value read before (``bob@x.ch@evil.io``) is kept beside it: both are judged.
+    """
     for m in _matches("at_token", r.text):
-        start, end = m.span()
+        start = m.start()
         token = m.group(0).strip(_TOKEN_PUNCTUATION)
-        if "@" not in token or token[0] == "@" or token[-1] == "@":
+        if token.count("@") == 1 and (token[0] == "@" or token[-1] == "@"):
             continue
         offset = start + m.group(0).index(token)
-        at = offset + token.index("@")
-        if not r.taken.inside(at):
-            r.keep(unplaced("email", token, tuple(tokens(token))), offset, offset + len(token))
+        ats = [offset + i for i, c in enumerate(token) if c == "@"]
+        if all(r.taken.inside(at) for at in ats):
+            continue
+        value = unplaced("email", token, tuple(tokens(token)))
+        end = offset + len(token)
+        across = r.taken.across
+        if r.taken.free(offset, end):
+            r.keep(value, offset, end, checked=True)
+        elif across is None or (offset < across[0] and end > across[1]):
+            r.found.append(Found(value, offset, end))
     r.taken.flush()
 
 
