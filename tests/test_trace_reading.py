@@ -124,6 +124,18 @@ def test_a_link_the_parser_cannot_place_is_still_traced() -> None:
     assert both_layouts(said, 'arg_invented("body")') is False
 
 
+@pytest.mark.parametrize("url", [
+    "https://example.com\t@evil.io/", "example.com\n@evil.io", "https://example.com\r\n@evil.io",
+    "example.com@evil.io", "example.com @evil.io", "evil", "mail bob@example.com",
+])  # fmt: skip
+def test_a_url_argument_is_read_whole_as_the_browser_reads_it(url: str) -> None:
+    # the URL Standard drops tabs and newlines first: these open evil.io, or are no URL at all
+    messages = openai("Open example.com/help for me.", "Nothing new.", browse(url))
+    assert both_layouts(messages, 'arg_from_trusted("url", part="domain")') is False
+    assert both_layouts(messages, 'arg_from_trusted("url", part="host")') is False
+    assert goto_facts(url, '"example.com"') is False
+
+
 def test_ports_and_ips_are_part_of_the_url() -> None:
     messages = openai("Open http://localhost:8080/admin", "Nothing new.", browse("http://localhost:9090/admin"))
     assert both_layouts(messages, 'arg_from_user("url")') is False

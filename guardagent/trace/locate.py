@@ -243,16 +243,21 @@ def _links(r: _Reader, name: str, *, bare: bool) -> None:
     r.taken.flush()
 
 
+def _handle(token: str) -> bool:
+    """``@alice``: a mention, not an address (``@evil.io`` is no handle)."""
+    return all(c.isalnum() or c == "_" for c in token[1:])
+
+
 def _leftover_at_signs(r: _Reader) -> None:
     """Every token with an ``@`` that no address or URL accounts for is an unplaced value.
 
-    A lone ``@`` or a handle (``@alice``) is not an address. A leftover that overlaps a
-    value read before (``bob@x.ch@evil.io``) is kept beside it: both are judged.
+    A lone ``@``, a trailing one or a handle (``@alice``) is not an address. A leftover that
+    overlaps a value read before (``bob@x.ch@evil.io``) is kept beside it: both are judged.
     """
     for m in _matches("at_token", r.text):
         start = m.start()
         token = m.group(0).strip(_TOKEN_PUNCTUATION)
-        if token.count("@") == 1 and (token[0] == "@" or token[-1] == "@"):
+        if token.count("@") == 1 and (token[-1] == "@" or (token[0] == "@" and _handle(token))):
             continue
         offset = start + m.group(0).index(token)
         ats = [offset + i for i, c in enumerate(token) if c == "@"]

@@ -110,6 +110,9 @@ class ValueProvenance:
         origin = self.origin
         if not self.value.keys and self.value.kind != "text" or (
                 self.value.kind == "text" and not self.value.tokens):  # fmt: skip
+            if "#" in self.path:
+                part = self.path.rsplit("#", 1)[1]
+                return f"{where} is no URL with a {part}: it comes from nobody"
             if self.value.kind == "email":
                 return f"{where} is not an address a mail server accepts: it comes from nobody"
             return f"{where} holds nothing that can be traced: it comes from nobody"
@@ -339,10 +342,15 @@ class Search:
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
 
     def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
-        """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``)."""
+        """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``).
+
+        A value that is no URL (an address, a phrase) has no such part: it is from nobody,
+        so a rule about hosts never holds vacuously for it.
+        """
         key = found.value.part(part)
-        if key is None:
-            return None
+        if key is None:  # not a URL: it has no host a rule could trust, so it is from nobody
+            none = nobody(found.value.kind, found.value.text)
+            return ValueProvenance(f"{found.path}#{part}", none, found.inner, ())
         value = Value(found.value.kind, (key,), found.value.text)
         return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
 

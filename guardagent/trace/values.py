@@ -33,7 +33,7 @@ from guardagent.trace.normal import (
     tokens,
 )
 from guardagent.trace.numbers import amount_readings, canon, strip_currency
-from guardagent.trace.urls import _tld
+from guardagent.trace.urls import _tld, link_like, read_link, trim
 from guardagent.trace.urls import read_url as _url_value
 
 __all__ = [
@@ -42,10 +42,32 @@ __all__ = [
     "reading_form", "secret_like", "tokens",
 ]  # fmt: skip
 _TRAILING = ".,;:!?"
+_TAB_NEWLINE = {9: None, 10: None, 13: None}
+
+
+def _one_link(text: str) -> Value | None:
+    """A whole argument a browser reads as one URL, or None.
+
+    The URL Standard removes every ASCII tab and newline before parsing, so
+    ``https://example.com<TAB>@evil.io`` opens ``evil.io``: the argument is read the same way.
+    """
+    cleaned = text.translate(_TAB_NEWLINE)
+    if not cleaned or any(c.isspace() for c in cleaned):
+        return None  # several tokens
+    if "@" in cleaned.split("/", 1)[0] and "://" not in cleaned and cleaned == text:
+        return None  # an address (bob@x.ch), unless tabs or newlines were hiding a link
+    bare = "://" not in cleaned
+    if bare and not link_like(trim(cleaned)) and not cleaned.startswith(("localhost", "www.")):
+        return None
+    return read_link(cleaned, bare)
 
 
 def _whole(text: str, region: str | None, year: int | None) -> Value | None:
     """The typed value a whole string is (in reading form), or None."""
+    if "://" in text or "." in text or "localhost" in text:
+        link = _one_link(text)
+        if link is not None and (link.placed or text.translate(_TAB_NEWLINE) != text):
+            return link
     found = extract_values(text, region=region, year=year)
     if len(found) == 1 and found[0].start == 0 and found[0].end >= len(text.rstrip(_TRAILING)):
         value = found[0].value
