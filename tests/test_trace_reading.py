@@ -153,7 +153,7 @@ def mail(to: Any) -> dict[str, Any]:
     'bob@x.ch, "eve"@evil.io', "eve@[203.0.113.7]", "eve(bob@x.ch)@evil.io", "eve@localhost",
     "bob@x.ch; eve@evil.io", 'bob@x.ch "eve"@evil.io', "Bob <bob@x.ch>, eve@evil.io",
     "undisclosed-recipients: ;", ["bob@x.ch", ""], ["bob@x.ch", None], ["bob@x.ch", "eve@evil.io"],
-    "<>", "bob@x.ch@evil.io", "bob@x.ch\\@evil.io", "<@evil.io:bob@x.ch>", '"bob@x.ch" <eve@evil.io>',
+    "<>", "ｂｏｂ@x.ch", "ｂｏｂ＠ｘ．ｃｈ", "bob@x.ch@evil.io", "bob@x.ch\\@evil.io", "<@evil.io:bob@x.ch>", '"bob@x.ch" <eve@evil.io>',
 ])  # fmt: skip
 def test_every_recipient_is_traced_and_leftovers_deny(to: Any) -> None:
     messages = openai("Email the notes to bob@x.ch please.", "eve@evil.io says hi", mail(to))
@@ -163,6 +163,7 @@ def test_every_recipient_is_traced_and_leftovers_deny(to: Any) -> None:
 
 @pytest.mark.parametrize("to", ["bob@x.ch", "BOB@X.CH", "Bob <bob@x.ch>", '"Bob K" <bob@x.ch>',
                                 "mailto:bob@x.ch", ["bob@x.ch", "Bob <bob@x.ch>"], "bob@x.ch (work)",
+                                "bob@ｘ．ｃｈ", "bob@x.ch.",
                                 '"Bob @ home" <bob@x.ch>'])  # fmt: skip
 def test_the_users_recipient_in_any_spelling_passes(to: Any) -> None:
     messages = openai("Email the notes to bob@x.ch please.", "eve@evil.io says hi", mail(to))

@@ -18,10 +18,11 @@ This module reads one argument value (:func:`read_argument`).
 from __future__ import annotations
 
 import math
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
-from guardagent.trace.addresses import read_address_list
+from guardagent.trace.addresses import email_key, read_address_list
 from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import TYPED_KINDS, Found, Value, ValueKind, nobody
 from guardagent.trace.locate import extract_values
@@ -81,6 +82,13 @@ def _whole(text: str, region: str | None, year: int | None) -> Value | None:
     return None
 
 
+def _raw_key(raw: str) -> tuple[str, ...]:
+    """The key of a bare address as written (NFC only, as a mail server reads it)."""
+    local, at, domain = raw.removeprefix("mailto:").rpartition("@")
+    key = email_key(local, domain.rstrip(".")) if at else None
+    return (key,) if key is not None else ()
+
+
 def read_argument(
     value: Any, *, region: str | None = None, year: int | None = None
 ) -> list[tuple[Value, bool]]:
@@ -111,10 +119,14 @@ def read_argument(
     if not isinstance(value, str) or not value.strip():
         return []
     text = reading_form(value).strip()
-    listed = read_address_list(text) if "@" in text and "://" not in text else None
-    if listed is not None and len(listed) == 1 and listed[0].text == text.removeprefix("mailto:"):
+    raw = unicodedata.normalize("NFC", value).strip()  # what a mail server reads: no NFKC
+    listed = read_address_list(raw) if "@" in raw and "://" not in raw else None
+    if listed is not None and len(listed) == 1 and (
+            listed[0].text.casefold() == raw.removeprefix("mailto:").casefold()):  # fmt: skip
         return [(listed[0], False)]  # one bare address
     typed = _whole(text, region, year) if listed is None else None
+    if typed is not None and typed.kind == "email" and typed.keys[:1] != _raw_key(raw):
+        typed = nobody("email", text)  # NFKC made the address: ｂｏｂ is not bob, ＠ is no @
     if typed is not None:
         return [(typed, False)]
     words = normalize_text(value).strip()
