@@ -184,6 +184,7 @@ class GuardAgent:
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
                 values=model.values, secrets=model.secrets, thread_id=thread_id,
+                budget_ms=self.context.trace_budget_ms,
             )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
