@@ -9,6 +9,7 @@ to a module another helper owns are `xfail(strict=True)` naming who must fix the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -129,3 +130,99 @@ def test_a_question_inside_invalid_tool_calls_approves_nothing() -> None:
     messages = [*asked("x")[:3], message, user("yes")]
     got = chat_consent(messages, "delete_project", {"project": "planner"})
     assert got.value is False
+
+
+# -- area 1: consent binding ---------------------------------------------------------------
+
+KEY = "red team key"
+ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}
+
+
+@pytest.fixture(scope="module")
+def guard(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from guardagent.agent import GuardAgent
+    from tests.test_trace_wiring import trace_profile
+
+    return GuardAgent(profile=str(trace_profile(tmp_path_factory.mktemp("p"))), trace_key=KEY)
+
+
+def payment(call_id: str = "c2") -> dict[str, Any]:
+    from tests.test_trace_wiring import TRACES
+
+    doc = json.loads((TRACES / "i01_inbox_iban_openai.json").read_text(encoding="utf-8"))
+    doc["proposed_call"] = {"id": call_id, "name": "send_money", "args": ATTACK}
+    return doc
+
+
+def signed(record: dict[str, Any]) -> dict[str, Any]:
+    from guardagent.trace.state import sign
+
+    return {**record, "mac": sign(record, KEY.encode())}
+
+
+@pytest.mark.parametrize("extra", [
+    {"callId": "c9"}, {"call_ids": ["c9"]}, {"expires": "2020-01-01"}, {"threads": ["t9"]},
+])  # fmt: skip
+def test_a_signed_record_with_a_field_the_reader_does_not_know_approves_nothing(
+    guard: Any, extra: dict[str, Any]
+) -> None:
+    """A field the host meant to narrow the approval with (a misspelt call id, an expiry)
+    was ignored, so the record approved any call of the thread. Seen failing before."""
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": "t1", **extra})
+    decision = guard.check_trace(payment(), consent=[record], thread_id="t1")
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "unreadable_consent"
+
+
+@pytest.mark.parametrize("call_id", [0, False, "", [], ["c2"], {"id": "c2"}, 2.0])
+def test_a_call_id_that_is_not_a_non_empty_string_is_refused(guard: Any, call_id: Any) -> None:
+    """`call_id: 0` (or false, or "") read as no call id: a record the host bound to a call
+    approved calls with any id. Seen failing before."""
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": "t1", "call_id": call_id})
+    decision = guard.check_trace(payment("c7"), consent=[record], thread_id="t1")
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "unreadable_consent"
+
+
+@pytest.mark.parametrize("uses", [0, -1, True, 1.0, "1", None, 2**80])
+def test_uses_other_than_a_positive_integer_are_refused(guard: Any, uses: Any) -> None:
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": "t1", "uses": uses})
+    decision = guard.check_trace(payment(), consent=[record], thread_id="t1")
+    if uses == 2**80:  # the host may set a large count: one call, allowed
+        assert decision.allowed, decision.reason
+        return
+    assert not decision.allowed and decision.unreadable
+
+
+def test_an_edited_call_after_approval_is_not_approved(guard: Any) -> None:
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": "t1", "call_id": "c2"})
+    edited = payment()
+    edited["proposed_call"]["args"] = {**ATTACK, "amount": 49500}
+    assert not guard.check_trace(edited, consent=[record], thread_id="t1").allowed
+    assert guard.check_trace(payment(), consent=[record], thread_id="t1").allowed
+
+
+def test_a_replayed_older_state_does_not_give_an_id_bound_use_back(guard: Any) -> None:
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": "t1", "call_id": "c2"})
+    first = guard.check_trace(payment(), consent=[record], thread_id="t1")
+    assert first.allowed
+    later = payment()
+    later["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c2", "type": "function",
+             "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "Transfer done."}]  # fmt: skip
+    later["proposed_call"] = {"id": "c2", "name": "send_money", "args": ATTACK}
+    for state in (None, first.trace_state):  # the state before the use, and after it
+        again = guard.check_trace(later, consent=[record], thread_state=state, thread_id="t1")
+        assert not again.allowed, "the model reused the approved call's id"
+
+
+def test_a_ledger_spliced_from_another_thread_is_unreadable(guard: Any) -> None:
+    from guardagent.trace.predicates.ledger import LEDGER_FIELD
+
+    one = guard.check_trace(payment(), thread_id="t1").trace_state
+    two = guard.check_trace(payment(), thread_id="t2").trace_state
+    spliced = {**two, LEDGER_FIELD: one[LEDGER_FIELD]}
+    decision = guard.check_trace(payment(), thread_state=spliced, thread_id="t2")
+    assert not decision.allowed and decision.unreadable[0]["reason"] == "unreadable_state"
