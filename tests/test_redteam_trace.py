@@ -276,3 +276,102 @@ def test_middleware_a_review_pending_in_one_thread_is_not_reused_in_another(
     assert ran == [ATTACK["iban"]], "thread B's reviewer approved thread B's call"
     assert out["guardagent_trace"]["consent"]["thread"] == "thread-b"
     assert [r["thread"] for r in out["guardagent_consent"]] == ["thread-b"]
+
+
+# -- area 5: `guardagent check --trace` with files ----------------------------------------
+
+
+def cli(profile: str, *args: str, key: str = KEY) -> Any:
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+
+    return CliRunner().invoke(main, ["check", "--profile", profile, *args, "--fields",
+                                     "allowed,reason,unreadable"],
+                              env={"GUARDAGENT_TRACE_KEY": key})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cli_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tests.test_trace_wiring import trace_profile
+
+    return str(trace_profile(tmp_path_factory.mktemp("cli")))
+
+
+def _no_traceback(result: Any) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{type(result.exception).__name__}: {result.output}")
+    assert "Traceback" not in result.output
+
+
+def _trace_file(tmp_path: Any) -> str:
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(payment()), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("not-json", b"not json"),
+    ("deep", b"[" * 100_000 + b"]" * 100_000),
+    ("latin-1", "{\"count\": \"\xe9\"}".encode("latin-1")),
+    ("list", b"[1, 2]"),
+], ids=["not-json", "deep", "latin-1", "list"])  # fmt: skip
+def test_a_state_file_that_does_not_read_is_a_denial_not_a_traceback(
+    cli_profile: str, tmp_path: Any, name: str, data: bytes
+) -> None:
+    """Seen failing before: not JSON, nested too deep or not UTF-8 raised a traceback."""
+    state = tmp_path / f"{name}.json"
+    state.write_bytes(data)
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state))
+    _no_traceback(result)
+    shown = json.loads(result.output)
+    assert shown["allowed"] is False and shown["unreadable"][0]["reason"] == "unreadable_state"
+    assert state.read_bytes() == data, "a state that does not read is left as it was"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "utf-32"])
+def test_state_and_consent_files_in_any_unicode_encoding_are_read(
+    cli_profile: str, tmp_path: Any, encoding: str
+) -> None:
+    """Like the trace, JSON files of the host in any Unicode encoding (UTF-16 from a Windows
+    editor) are read, not a traceback (state) or an error (consent)."""
+    state = tmp_path / "state.json"
+    first = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state))
+    _no_traceback(first)
+    thread = json.loads(state.read_text(encoding="utf-8"))["consent"]["thread"]
+    state.write_text(state.read_text(encoding="utf-8"), encoding=encoding)
+    record = signed({"tool": "send_money", "args": ATTACK, "thread": thread, "call_id": "c2"})
+    consent = tmp_path / "consent.json"
+    consent.write_text(json.dumps([record]), encoding=encoding)
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state),
+                 "--consent", str(consent))  # fmt: skip
+    _no_traceback(result)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["allowed"] is True
+
+
+def test_a_deeply_nested_consent_file_is_a_one_line_error(cli_profile: str, tmp_path: Any) -> None:
+    consent = tmp_path / "consent.json"
+    consent.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--consent", str(consent))
+    _no_traceback(result)
+    assert result.exit_code == 2 and result.output.startswith("Error: --consent")
+
+
+def test_a_state_file_that_cannot_be_written_is_a_one_line_error(
+    cli_profile: str, tmp_path: Any
+) -> None:
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state",
+                 str(tmp_path / "missing-dir" / "state.json"))  # fmt: skip
+    _no_traceback(result)
+    assert result.exit_code == 2 and result.output.startswith("Error: --state")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_state_file_signed_with_another_key_is_unreadable(cli_profile: str, tmp_path: Any) -> None:
+    state = tmp_path / "state.json"
+    _no_traceback(cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state),
+                      key="another deployment"))  # fmt: skip
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state))
+    shown = json.loads(result.output)
+    assert shown["allowed"] is False and shown["unreadable"][0]["reason"] == "unreadable_state"
