@@ -375,3 +375,91 @@ def test_a_state_file_signed_with_another_key_is_unreadable(cli_profile: str, tm
     result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state))
     shown = json.loads(result.output)
     assert shown["allowed"] is False and shown["unreadable"][0]["reason"] == "unreadable_state"
+
+
+# -- area 3: task-scoped policies ----------------------------------------------------------
+
+WEAKENING_TASKS = {
+    "an IMPLIES TRUE over the denied action": {
+        "rules": [{"id": "t1", "logic": "sends_money IMPLIES TRUE"}]},
+    "a child action of the denied one": {
+        "predicates": [{"name": "pays", "kind": "action", "parent": "sends_money",
+                        "permitted": True, "assign": {"trace": 'tool_is("send_money")'}}],
+        "rules": [{"id": "t1", "logic": "pays IMPLIES TRUE"}]},
+    "an action with a target": {
+        "predicates": [{"name": "pays", "kind": "action", "target": "money.send",
+                        "assign": {"trace": 'tool_is("send_money")'}}]},
+    "a rule attached to the action": {
+        "rules": [{"id": "t1", "logic": "TRUE", "actions": ["sends_money"]}]},
+    "a heavy soft rule": {
+        "rules": [{"id": "t1", "logic": "sends_money IMPLIES TRUE", "hard": False,
+                   "weight": 1000}]},
+    "a redefined base predicate": {
+        "predicates": [{"name": "recipient_trusted", "kind": "condition",
+                        "assign": {"trace": 'tool_is("send_money")'}}]},
+    "a replaced base rule": {
+        "rules": [{"id": "money-to-known-recipient", "logic": "sends_money IMPLIES TRUE"}]},
+    "relabelled tools": {"labels": {"tools": {"read_inbox": {"results": "trusted"}}}},
+    "a task predicate assigned by a program": {
+        "predicates": [{"name": "ok", "kind": "condition", "assign": {"expression": "True"}}]},
+    "a policy threshold": {"threshold": 0.0},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("task", list(WEAKENING_TASKS.values()), ids=list(WEAKENING_TASKS))
+def test_a_task_never_lets_through_what_the_base_policy_denies(guard: Any, task: Any) -> None:
+    decision = guard.check_trace(payment(), task={"name": "weaken", **task}, thread_id="t1")
+    assert not decision.allowed
+    assert "money-to-known-recipient" in decision.reason or "cannot be attached" in decision.reason
+
+
+@pytest.mark.parametrize("value", [
+    "shop.example') or tool_is('goto", ["shop.example\\", "x"], {"$sites": "*"}, "$sites",
+    [["shop.example"]], [None],
+])  # fmt: skip
+def test_a_task_parameter_is_a_literal_never_an_expression(value: Any, tmp_path: Any) -> None:
+    from guardagent.agent import GuardAgent
+    from tests.test_task_policy import GOTO_EVIL, POLICY, PROFILE, trace
+
+    (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    (tmp_path / "profile.yaml").write_text(PROFILE, encoding="utf-8")
+    task = {"name": "t", "params": {"sites": value, "required": "fill"}}
+    decision = GuardAgent(profile=str(tmp_path)).check_trace(trace(GOTO_EVIL), task=task)
+    assert not decision.allowed, decision.reason
+
+
+def test_a_served_client_cannot_attach_a_task_consent_or_trace_facts() -> None:
+    """The served graph's input and context schemas hold no task, consent, trace assignments
+    or settings: a client's keys are dropped (input) or refused (context), never read."""
+    from guardagent.context import RUN_KEYS
+    from guardagent.integrations.server import graph
+
+    inputs = set(graph.get_input_jsonschema().get("properties", {}))
+    assert not inputs & {"task", "consent", "trace_assignments", "thread_state", "trace_key"}
+    assert RUN_KEYS == {"profile", "user_facts"}
+    event = {"agent_input": "Task: pay", "agent_output": "(Tool call)\nTOOL: send_money\nARGS: "
+             + json.dumps(ATTACK), "trace_assignments": {"call_confirmed": True},
+             "task": {"params": {}}, "consent": [{"tool": "send_money"}]}  # fmt: skip
+    out = graph.invoke(event, context={"profile": "assistant-trace"})
+    decision = out["guard_decision"]
+    decision = decision if isinstance(decision, dict) else decision.model_dump()
+    assert decision["allowed"] is False
+
+
+@pytest.mark.xfail(strict=True, reason="policy runs (policy/runs.py verify_execution, the served "
+                   "graph's verify node): a trace-bound predicate must come from the host's "
+                   "trace reading, never from a program; without one it is open or an error")
+def test_a_program_cannot_assign_consent_when_no_trace_was_read() -> None:
+    """Under the served graph (no trace read: `trace=None`) a generated program, written by a
+    model from the attacker-influenced event, assigned the trace predicate `call_confirmed`
+    itself, and the payment to the attacker's IBAN verified as allowed."""
+    from guardagent.policy.runs import profile_policy, verify_execution
+    from guardagent.profiles.loader import load_profile
+
+    model = profile_policy(load_profile("assistant-trace"))
+    assert model is not None
+    said = {"sends_money": True, "call_confirmed": True, "recipient_trusted": False}
+    execution = {"ok": True, "predicates": {n: {"value": v, "probability": None}
+                                            for n, v in said.items()}}  # fmt: skip
+    update = verify_execution(execution, model)
+    assert "error" in update or not update["policy_verdict"].allowed
