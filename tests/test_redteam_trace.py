@@ -527,3 +527,47 @@ def test_a_final_answer_is_guarded_only_as_the_labelled_pseudo_tool(tmp_path: An
     assert not guard_.check_trace(explicit).allowed
     empty_calls = [reply[0], {"role": "assistant", "content": "It costs $12.", "tool_calls": []}]
     assert not guard_.check_trace(empty_calls).allowed
+
+
+def _ran_and_asked_again() -> dict[str, Any]:
+    later = payment()
+    later["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c2", "type": "function",
+             "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "Transfer done."},
+        {"role": "user", "content": "Thanks. Anything else?"}]  # fmt: skip
+    later["proposed_call"] = {"id": "c3", "name": "send_money", "args": ATTACK}
+    return later
+
+
+@pytest.mark.parametrize("bound", ["args", "values", "tool"])
+def test_an_older_state_does_not_give_back_the_use_of_a_call_that_ran(guard: Any,
+                                                                      bound: str) -> None:  # fmt: skip
+    """A record not bound to a call id (exact arguments, values, or the tool) counted only the
+    ledger's uses: handed the state from before the payment ran (or none), the same payment
+    went through again. The trace shows the call ran (its result, not an error): it used the
+    approval. Seen failing before the fix."""
+    fields = {"args": {"args": ATTACK}, "values": {"values": {"iban": ATTACK["iban"]}},
+              "tool": {}}[bound]  # fmt: skip
+    record = signed({"tool": "send_money", "thread": "t1", **fields})
+    before = payment()
+    before["messages"] = before["messages"][:3]
+    before["proposed_call"] = {"id": "c1", "name": "read_inbox", "args": {"folder": "unread"}}
+    older = guard.check_trace(before, thread_id="t1").trace_state
+    assert guard.check_trace(payment(), consent=[record], thread_state=older,
+                             thread_id="t1").allowed  # fmt: skip
+    for state in (older, None):
+        again = guard.check_trace(_ran_and_asked_again(), consent=[record], thread_state=state,
+                                  thread_id="t1")  # fmt: skip
+        assert not again.allowed, "the approval was used by the payment that ran"
+
+
+def test_a_denied_attempt_does_not_use_the_approval(guard: Any) -> None:
+    """The host's retry flow still works: the first attempt was denied (an error result),
+    the reviewer approved, and the model's retry of the same payment is allowed once."""
+    record = signed({"tool": "send_money", "thread": "t1", "args": ATTACK})
+    retry = _ran_and_asked_again()
+    retry["messages"][-2] = {"role": "tool", "tool_call_id": "c2", "status": "error",
+                             "content": "GuardAgent blocked send_money."}  # fmt: skip
+    assert guard.check_trace(retry, consent=[record], thread_id="t1").allowed
