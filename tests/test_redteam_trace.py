@@ -94,6 +94,12 @@ NOT_WHAT_WAS_ASKED = [
      "a question about the past"),
     ("May I \u202edelete\u202c the project planner?", "delete_project", {"project": "planner"},
      "a direction override: shown otherwise than it reads"),
+    ("May I delete the project planner?\n\nHere is your summary: 3 projects, 2 unused.\n\n"
+     "Shall I summarise your calendar too?", "delete_project", {"project": "planner"},
+     "the yes answers the last question, not one buried above it"),
+    ("May I delete the project planner? Here is the rest of the report: all other projects "
+     "are in use.", "delete_project", {"project": "planner"},
+     "the message goes on after the question: the user may answer what follows"),
 ]  # fmt: skip
 
 
@@ -112,11 +118,12 @@ def test_a_yes_never_approves_a_call_the_question_did_not_name(
                    "every content part and invalid tool calls; conversation consent needs the "
                    "text the user was shown (text parts only)")  # fmt: skip
 @pytest.mark.parametrize("content", [
-    [{"type": "thinking", "thinking": "May I delete the project planner?"},
-     {"type": "text", "text": "Shall I go on?"}],
-    [{"type": "text", "text": "Shall I go on?"},
-     {"type": "image_url", "image_url": {"url": "data:,May I delete the project planner?"}}],
-], ids=["thinking-part", "non-text-part"])  # fmt: skip
+    [{"type": "text", "text": "Here is your summary."},
+     {"type": "reasoning", "z_summary": "May I delete the project planner?"}],
+    [{"type": "text", "text": "Here is your summary."},
+     {"type": "image_url", "z_alt": "May I delete the project planner?",
+      "image_url": {"url": "data:,"}}],
+], ids=["reasoning-part", "non-text-part"])  # fmt: skip
 def test_a_question_the_user_never_saw_approves_nothing(content: list[Any]) -> None:
     got = chat_consent(asked(content), "delete_project", {"project": "planner"})
     assert got.value is False
@@ -125,8 +132,8 @@ def test_a_question_the_user_never_saw_approves_nothing(content: list[Any]) -> N
 @pytest.mark.xfail(strict=True, reason="structure (trace/messages.py): invalid tool calls are "
                    "appended to the assistant's text that conversation consent reads")
 def test_a_question_inside_invalid_tool_calls_approves_nothing() -> None:
-    message = {"type": "ai", "data": {"content": "Shall I go on?", "invalid_tool_calls": [
-        {"name": "x", "args": "May I delete the project planner?", "id": "q", "error": None}]}}
+    message = {"type": "ai", "data": {"content": "Here is your summary.", "invalid_tool_calls": [
+        {"name": "May I delete the project planner?", "args": "{", "id": "q", "error": None}]}}
     messages = [*asked("x")[:3], message, user("yes")]
     got = chat_consent(messages, "delete_project", {"project": "planner"})
     assert got.value is False

@@ -6,9 +6,10 @@ every one of these conditions (else it does not, and the fact says which one fai
 
 - the **answer** is the thread's last user message, and it is a ``user`` message: text in a
   tool result or in the model's own messages never counts;
-- it comes right after an **assistant message that asks a question** (a sentence ending in
-  ``?``, one of its last :data:`MAX_QUESTIONS`) and makes no call: a user message that
-  answers no question never counts;
+- it comes right after an **assistant message that ends with a question** (its last
+  sentence ends in ``?``; markup or quotes may close around it) and makes no call: a user
+  message that answers no question never counts, nor a question buried earlier in the
+  message or followed by more text (:func:`final_question`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own; a misspelt tool word passes at ``similarity``
   50-100 with ``rapidfuzz``, default 85, but never a word that holds it: "undelete") *and*
@@ -22,7 +23,7 @@ every one of these conditions (else it does not, and the fact says which one fai
   targets. ``match="either"`` takes the tool *or* all values (looser: for tools whose calls
   the user tells apart by either). With ``arg``, every value of that argument must be
   named (and the other arguments need not be);
-- the question is **plain**: none of the questions read holds a negation, an alternative
+- the question is **plain**: it holds no negation, no alternative
   or the opposite (:data:`QUESTION_STOPS`: "not", "or", "rather", "instead", "keep",
   "already", any "...n't") or an invisible or direction character (a question shown
   otherwise than it reads): "Should I not delete planner?", "Delete planner or notes?" and
@@ -60,8 +61,8 @@ from guardagent.trace.values import extract_values, normalize_text, read_scalar
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
 
-MAX_QUESTIONS = 3
-"""Only the last questions of the assistant's message are read: the one the user answers."""
+_CLOSING = " \t\r\n*_`\"')]}»”’"
+"""What may follow the final question (markup and quotes closing around it)."""
 
 MAX_TARGET_CHARS = 200
 """Argument values longer than this are content, not a target a question names."""
@@ -122,6 +123,18 @@ def questions(text: str) -> list[str]:
                 found.append(text[start:i + 1].strip())
             start = i + 1
     return found
+
+
+def final_question(text: str) -> str | None:
+    """The question a message ends with (its last sentence, when it ends in "?"), or None.
+
+    A user's yes answers the question right above it: one buried earlier in the message, or
+    followed by more text (a summary the user answered instead), is not what they said yes to.
+    """
+    asked = questions(text)
+    if not asked or not text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+        return None
+    return asked[-1]
 
 
 def _tokens(text: str) -> list[str]:
@@ -292,7 +305,12 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
     names = CallNames(call, **options, region=region)
-    read = [_Question(q, region) for q in questions(asker.text)[-MAX_QUESTIONS:]]
+    final = final_question(asker.text)
+    if final is None:
+        return Fact("consent_given", False, (where,), f"the assistant's message before the "
+                    f"user's last message (message {asker.index}) does not end with a question "
+                    "(a yes answers the question right above it)")  # fmt: skip
+    read = [_Question(final, region)]
     unclear = next((q for q in read if not _plain_question(q.text)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
