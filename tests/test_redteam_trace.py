@@ -100,6 +100,10 @@ NOT_WHAT_WAS_ASKED = [
     ("May I delete the project planner? Here is the rest of the report: all other projects "
      "are in use.", "delete_project", {"project": "planner"},
      "the message goes on after the question: the user may answer what follows"),
+    ("May I delete the project planner?", "delete_project", {"project": "x" * 201},
+     "a value too long to be a target is still a value the question did not name"),
+    ("May I delete the project planner?", "delete_project",
+     {"project": "planner" + "\u200b" * 200}, "padded past the target limit with invisibles"),
 ]  # fmt: skip
 
 
@@ -112,6 +116,13 @@ def test_a_yes_never_approves_a_call_the_question_did_not_name(
     read for negation, alternatives or hidden characters): every one was approved."""
     got = chat_consent(asked(question), name, args)
     assert got.value is False, why
+
+
+@pytest.mark.parametrize("answer", ["Yes?", "OK? What would that do?", "Sure... which one?"])
+def test_an_answer_that_asks_back_is_not_a_yes(answer: str) -> None:
+    got = chat_consent(asked("May I delete the project planner?", answer), "delete_project",
+                       {"project": "planner"})  # fmt: skip
+    assert got.value is False, answer
 
 
 @pytest.mark.xfail(strict=True, reason="structure (trace/messages.py): Message.text joins "

@@ -18,11 +18,12 @@ every one of these conditions (else it does not, and the fact says which one fai
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
   values as the same run of whole words (case-folded; inner punctuation kept); a value
-  with an invisible character is never named. A call with no value to name is named by its
+  with an invisible character is never named. A call with no value at all is named by its
   tool; values longer than :data:`MAX_TARGET_CHARS` (a message body) are content, not
-  targets. ``match="either"`` takes the tool *or* all values (looser: for tools whose calls
-  the user tells apart by either). With ``arg``, every value of that argument must be
-  named (and the other arguments need not be);
+  targets, so a call whose every value is content is named by no question.
+  ``match="either"`` takes the tool *or* all values (looser: for tools whose calls the user
+  tells apart by either). With ``arg``, every value of that argument must be named (and the
+  other arguments need not be);
 - the question is **plain**: it holds no negation, no alternative
   or the opposite (:data:`QUESTION_STOPS`: "not", "or", "rather", "instead", "keep",
   "already", any "...n't") or an invisible or direction character (a question shown
@@ -30,8 +31,8 @@ every one of these conditions (else it does not, and the fact says which one fai
   "May I delete planner? Or keep it?" approve nothing;
 - the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
   "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
-  "not", "wait", "but", "instead", any "...n't"): "No", "Yes, but not now" and "Don't" never
-  count;
+  "not", "wait", "but", "instead", any "...n't") and no question mark: "No", "Yes, but not
+  now", "Don't" and "Yes?" never count;
 - it approves **one call, once**: an earlier call after the answer that the question also
   names used it, and so does any call the thread's ledger recorded
   (:mod:`~guardagent.trace.predicates.ledger`).
@@ -157,6 +158,8 @@ def says_yes(text: str) -> bool:
     words = _tokens(text)
     if not words or any(w in NEGATIVE or w.endswith("n't") for w in words):
         return False
+    if "?" in text or "？" in text:
+        return False  # an answer that asks back ("Yes?", "OK, which one?") approves nothing
     return any(tuple(words[:len(p)]) == p for p in AFFIRMATIVE)
 
 
@@ -222,16 +225,19 @@ class _Target:
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
 
-def _targets(call: ToolCall, arg: str | None, region: str | None) -> list[_Target]:
+def _targets(call: ToolCall, arg: str | None, region: str | None) -> tuple[list[_Target], int]:
+    """The values a question must name, and how many values (content included) there are."""
     values: list[_Target] = []
+    count = 0
     for path, value in flatten(call.args):
         if arg is not None and not under(path, arg):
             continue
         if value is None or isinstance(value, bool):
             continue
+        count += 1
         if len(str(value)) <= MAX_TARGET_CHARS:
             values.append(_Target(value, region))
-    return values
+    return values, count
 
 
 def _word_named(word: str, question: list[str], similarity: float) -> bool:
@@ -260,17 +266,17 @@ class CallNames:
     def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
                  match: str = "both", region: str | None = None) -> None:  # fmt: skip
         self.tool = _words(call.name)
-        self.targets = _targets(call, arg, region)
+        self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
 
     def named_by(self, question: str | _Question) -> bool:
         """Whether a question names the call: its tool and every value, or either."""
         q = question if isinstance(question, _Question) else _Question(question, self.region)
         tool_named = _tool_named(self.tool, q.words, self.similarity)
-        if self.arg is not None or self.targets:  # every value (of the argument) named
+        if self.arg is not None or self.values:  # every value (of the argument) named
             target_named = bool(self.targets) and all(t.named_in(q) for t in self.targets)
         else:
-            target_named = self.match == "both"  # no value to name: its tool names it
+            target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
             return tool_named and target_named
         return target_named if self.arg is not None else tool_named or target_named
