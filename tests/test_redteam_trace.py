@@ -616,3 +616,51 @@ def test_a_tool_result_inside_a_user_message_is_not_the_user(guard: Any) -> None
 def test_user_facts_that_are_not_a_mapping_are_a_denial(guard: Any, facts: Any) -> None:
     decision = guard.check_trace(payment(), user_facts=facts, thread_id="t1")
     assert not decision.allowed
+
+
+def test_middleware_a_yes_in_the_chat_approves_only_the_named_delete_once() -> None:
+    """End to end in `create_agent`: the user's yes to "May I delete the project `planner`?"
+    lets exactly that delete run once; the model's look-alike and its second delete do not."""
+    from pathlib import Path
+
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool as as_tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from guardagent.agent import GuardAgent
+    from guardagent.integrations.middleware import GuardAgentMiddleware
+    from tests.scripted import ScriptedChatModel
+
+    deleted: list[str] = []
+
+    @as_tool
+    def list_projects() -> str:
+        """List the user's projects."""
+        return "planner (2019), planner2 (2024), notes (2024)"
+
+    @as_tool
+    def delete_project(project: str) -> str:
+        """Delete a project."""
+        deleted.append(project)
+        return f"deleted {project}"
+
+    def calls(project: str, ident: str) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": "delete_project", "args": {"project": project},
+                                          "id": ident}])  # fmt: skip
+
+    root = Path(__file__).resolve().parent.parent / "guardagent/policies/examples/workspace"
+    guard = GuardAgent(profile=str(root), trace_key=KEY)
+    model = ScriptedChatModel.of([
+        AIMessage("", tool_calls=[{"name": "list_projects", "args": {}, "id": "l1"}]),
+        "I found 3 projects. May I delete the project `planner`?",
+        calls("planner2", "d1"), calls("planner", "d2"), calls("planner", "d3"), "Done.",
+    ])  # fmt: skip
+    agent = create_agent(model, [list_projects, delete_project], checkpointer=InMemorySaver(),
+                         middleware=[GuardAgentMiddleware(guard, trace=True, user_info={})])
+    config = {"configurable": {"thread_id": "chat"}}
+    agent.invoke({"messages": [HumanMessage("Clean up my old projects.")]}, config)
+    out = agent.invoke({"messages": [HumanMessage("Yes, go ahead.")]}, config)
+    assert deleted == ["planner"], "only the delete the user said yes to, once"
+    results = {m.tool_call_id: m.status for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert results == {"l1": "success", "d1": "error", "d2": "success", "d3": "error"}
