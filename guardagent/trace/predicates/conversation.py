@@ -26,8 +26,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   other arguments need not be);
 - the question is **plain**: it holds no negation, no alternative
   or the opposite (:data:`QUESTION_STOPS`: "not", "or", "rather", "instead", "keep",
-  "already", any "...n't") or an invisible or direction character (a question shown
-  otherwise than it reads): "Should I not delete planner?", "Delete planner or notes?" and
+  "already", any "...n't"), no invisible or direction character and no markup a chat may
+  show without its text (an HTML tag or comment, a Markdown link): a question shown
+  otherwise than it reads; "Should I not delete planner?", "Delete planner or notes?" and
   "May I delete planner? Or keep it?" approve nothing;
 - the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
   "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
@@ -176,7 +177,22 @@ def _plain_question(question: str) -> bool:
     """
     if any(unicodedata.category(ch) == "Cf" for ch in question):
         return False  # shown otherwise than it reads: never what the user saw
+    if _hides_text(question):
+        return False
     return not any(w in QUESTION_STOPS or w.endswith("n't") for w in _tokens(question))
+
+
+def _hides_text(text: str) -> bool:
+    """Markup a chat may render without its text: an HTML tag or comment, a Markdown link.
+
+    ``<span hidden>planner2</span>`` and ``[](planner2)`` show nothing, yet their words
+    would name a value; a question holding them is not what the user read (one scan).
+    """
+    for i, ch in enumerate(text[:-1]):
+        after = text[i + 1]
+        if (ch == "<" and (after.isalpha() or after in "/!?")) or (ch == "]" and after == "("):
+            return True
+    return False
 
 
 def _phrase(text: str) -> str:
