@@ -672,3 +672,31 @@ def test_middleware_a_yes_in_the_chat_approves_only_the_named_delete_once() -> N
     assert deleted == ["planner"], "only the delete the user said yes to, once"
     results = {m.tool_call_id: m.status for m in out["messages"] if isinstance(m, ToolMessage)}
     assert results == {"l1": "success", "d1": "error", "d2": "success", "d3": "error"}
+
+
+def test_an_unsigned_or_foreign_profile_state_file_is_never_trusted(
+    cli_profile: str, tmp_path: Any
+) -> None:
+    """A state file with its signatures stripped is unreadable; one written by another
+    profile of the same deployment (same key) reads as that thread's, and the call is still
+    judged by this profile's rules (the payment stays denied)."""
+    state = tmp_path / "state.json"
+    _no_traceback(cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(state)))
+    data = json.loads(state.read_text(encoding="utf-8"))
+    stripped = {k: v for k, v in data.items() if k != "mac"}
+    stripped["consent"] = {k: v for k, v in data["consent"].items() if k != "mac"}
+    state.write_text(json.dumps(stripped), encoding="utf-8")
+    shown = json.loads(cli(cli_profile, "--trace", _trace_file(tmp_path), "--state",
+                           str(state)).output)  # fmt: skip
+    assert shown["allowed"] is False and shown["unreadable"][0]["reason"] == "unreadable_state"
+    foreign = tmp_path / "foreign.json"
+    browser = tmp_path / "browser.json"
+    browser.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "Open the shop."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "g1", "type": "function",
+         "function": {"name": "goto", "arguments": "{\"url\": \"https://shop.example/\"}"}}]}]}),
+        encoding="utf-8")  # fmt: skip
+    _no_traceback(cli("browser-trace", "--trace", str(browser), "--state", str(foreign)))
+    result = cli(cli_profile, "--trace", _trace_file(tmp_path), "--state", str(foreign))
+    _no_traceback(result)
+    assert json.loads(result.output)["allowed"] is False
