@@ -251,28 +251,52 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     state_path = Path(state_file) if state_file else None
     if state_path is not None and state_path.is_dir():
         raise _SetupError(f"--state {state_file}: a directory, not a file")
-    state = _state(state_path) if state_path is not None and state_path.is_file() else None
+    state = None
+    if state_path is not None and state_path.is_file():
+        try:
+            state = _json_file(state_path)
+        except ValueError as exc:  # evidence, not a setting: the call is denied, file kept
+            return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
         decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
-        state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
-                              encoding="utf-8")  # fmt: skip
+        try:
+            state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
+                                  encoding="utf-8")  # fmt: skip
+        except OSError as exc:
+            raise _SetupError(f"--state {state_file}: cannot write it ({exc.strerror or exc})"
+                              ) from None  # fmt: skip
     return decision
 
 
-def _state(path: Path) -> Any:
-    """The `--state` file's JSON; a corrupt file goes to the guard as it is, which denies it.
+def _json_file(path: Path) -> Any:
+    """A JSON file in any Unicode encoding (UTF-8, with or without a BOM, UTF-16, UTF-32).
 
-    The guard, not the CLI, judges thread state (`unreadable_state`): a file that is not JSON
-    is passed through as its text so the decision says so, never a traceback.
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: not JSON, not Unicode, or nested too deep to read (one line).
     """
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    data = path.read_bytes()
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg}, line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise ValueError("not text in a Unicode encoding") from None
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
+
+
+def _unreadable_state(guard: Any, detail: str) -> Any:
+    """The denial of a call whose thread state does not read (fail closed, with the reason)."""
+    from guardagent.decision import GuardDecision
+    from guardagent.readers.evidence import UnreadableEvidence
+    from guardagent.trace import unreadable_fields
+
+    fields = unreadable_fields(UnreadableEvidence("unreadable_state", detail))
+    return GuardDecision(**fields, profile=guard.context.profile)
 
 
 def _consent_records(path: str, key: bytes | None) -> list[Any]:
@@ -281,11 +305,11 @@ def _consent_records(path: str, key: bytes | None) -> list[Any]:
     from guardagent.trace.state import verify
 
     try:
-        records = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        records = _json_file(Path(path))
+    except OSError as exc:
         raise _SetupError(f"--consent {path}: cannot read it ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise _SetupError(f"--consent {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except ValueError as exc:
+        raise _SetupError(f"--consent {path}: {exc}") from None
     if not isinstance(records, list):
         raise _SetupError(f"--consent {path}: a JSON list of consent records, not "
                           f"{type(records).__name__}")  # fmt: skip
