@@ -32,16 +32,35 @@ def _text(value: str, what: str) -> str:
         binary = getattr(sys.stdin, "buffer", None)  # a replaced stdin may be text only
         decoded = decode_bytes(binary.read()) if binary else clean_text(sys.stdin.read())
     elif value.startswith("@"):
-        path = Path(value[1:])
-        if not path.is_file():
-            raise click.BadParameter(f"no such file: {path}", param_hint=what)
-        decoded = decode_bytes(path.read_bytes())
+        decoded = decode_bytes(_read_bytes(Path(value[1:]), what))
     else:
         decoded = clean_text(value)
     note = decoded.note(what)
     if note:
         click.echo(f"note: {note}", err=True)
     return decoded.text
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    """The file's bytes; a missing file, a directory or a read error is one clear line."""
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory; give a file", param_hint=what)
+    if not path.is_file():
+        raise click.BadParameter(f"no such file: {path}", param_hint=what)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint=what) from None
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """A JSON file in any encoding an input may have (UTF-8/16/32, with or without BOM)."""
+    from guardagent.eval.textio import decode_bytes
+
+    try:
+        return json.loads(decode_bytes(_read_bytes(path, what)).text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{path} is not JSON: {exc}", param_hint=what) from None
 
 
 def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
@@ -107,7 +126,22 @@ def main() -> None:
     """GuardAgent: guard an LLM agent's actions with generated, sandboxed guardrail code."""
 
 
-@main.command()
+class _CheckInputError(click.ClickException):
+    """`check` could not read its input: exit 2 (1 means denied)."""
+
+    exit_code = 2
+
+
+_CHECK_EXITS = """\b
+Exit status, for scripts and hooks:
+  0  allowed
+  1  denied (the JSON says why)
+  2  input it could not read: a missing or unreadable file, a bad option or
+     profile, or evidence the guard could not read (denied; the JSON's
+     `unreadable` says what)"""
+
+
+@main.command(epilog=_CHECK_EXITS)
 @_profile
 @click.option("--input", "agent_input", default=None, help="Agent input: TEXT or @FILE.")
 @click.option("--output", "agent_output", default=None, help="Agent output: TEXT or @FILE.")
@@ -125,11 +159,29 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
 @click.option("--fields", default=None, metavar="A,B,...",
               help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-def check(profile: str, agent_input: str | None, agent_output: str | None,
+@click.pass_context
+def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
           trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
           fields: str | None) -> None:  # fmt: skip
     """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON."""
+    try:
+        decision, shown = _check(profile, agent_input, agent_output, trace_file, consent_file,
+                                 state_file, model, base_url, memory_dir, memory_url, quiet,
+                                 fields)  # fmt: skip
+    except click.UsageError:
+        raise  # exits 2 already
+    except click.ClickException as exc:  # a file, profile or setting it could not read
+        raise _CheckInputError(exc.message) from None
+    click.echo(shown)
+    ctx.exit(0 if decision.allowed else 2 if decision.unreadable else 1)
+
+
+def _check(profile: str, agent_input: str | None, agent_output: str | None,
+           trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
+           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
+           fields: str | None) -> tuple[Any, str]:  # fmt: skip
+    """The decision of `check` and the JSON it prints."""
     from guardagent.eval.textio import dumps_safe
 
     wanted = _decision_fields(fields)
@@ -148,7 +200,7 @@ def check(profile: str, agent_input: str | None, agent_output: str | None,
         shown.pop("program", None)
     if wanted:
         shown = {name: shown[name] for name in wanted if name in shown}
-    click.echo(dumps_safe(shown))
+    return decision, dumps_safe(shown)
 
 
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
@@ -156,14 +208,12 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
-    elif Path(trace_file).is_file():
-        raw = Path(trace_file).read_bytes()
     else:
-        raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
-    consent = json.loads(Path(consent_file).read_text(encoding="utf-8")) if consent_file else []
+        raw = _read_bytes(Path(trace_file), "--trace")
+    consent = _read_json(Path(consent_file), "--consent") if consent_file else []
     state_path = Path(state_file) if state_file else None
-    state = (json.loads(state_path.read_text(encoding="utf-8"))
-             if state_path is not None and state_path.is_file() else None)  # fmt: skip
+    state = (_read_json(state_path, "--state")
+             if state_path is not None and state_path.exists() else None)  # fmt: skip
     try:
         decision = guard.check_trace(raw, consent=consent, thread_state=state)
     except ValueError as exc:
