@@ -55,12 +55,13 @@ def _read_bytes(path: Path, what: str) -> bytes:
 
 def _read_json(path: Path, what: str) -> Any:
     """A JSON file in any encoding an input may have (UTF-8/16/32, with or without BOM)."""
-    from guardagent.eval.textio import decode_bytes
+    from guardagent.eval.textio import read_text_file
 
+    _read_bytes(path, what)  # missing, directory, unreadable: one line each
     try:
-        return json.loads(decode_bytes(_read_bytes(path, what)).text)
-    except ValueError as exc:
-        raise click.BadParameter(f"{path} is not JSON: {exc}", param_hint=what) from None
+        return json.loads(read_text_file(path))
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint=what) from None
 
 
 def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
