@@ -190,12 +190,15 @@ def _check(profile: str, agent_input: str | None, agent_output: str | None,
         raise click.UsageError("give --input and --output, or --trace")
     if trace_file is None and (consent_file or state_file):
         raise click.UsageError("--consent and --state go with --trace")
+    from guardagent.sandbox.process import without_zygote
+
     guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
-    if trace_file is not None:
-        decision = _check_trace(guard, trace_file, consent_file, state_file)
-    else:
-        decision = guard.check(_text(agent_input or "", "--input"),
-                               _text(agent_output or "", "--output"))  # fmt: skip
+    with without_zygote():  # one decision, then exit: a fork of this process, no zygote
+        if trace_file is not None:
+            decision = _check_trace(guard, trace_file, consent_file, state_file)
+        else:
+            decision = guard.check(_text(agent_input or "", "--input"),
+                                   _text(agent_output or "", "--output"))  # fmt: skip
     shown = decision.model_dump(mode="json")
     if quiet:
         shown.pop("program", None)
@@ -376,7 +379,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     not read the event); the JSON says why.
     """
     from guardagent.profiles.loader import ProfileError, load_profile
-    from guardagent.sandbox.process import SandboxLimits, run_program
+    from guardagent.sandbox.process import SandboxLimits, run_program, without_zygote
 
     try:
         tools = load_profile(profile).tools()
@@ -385,8 +388,9 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     from guardagent.eval.textio import decode_bytes, dumps_safe
 
     source = decode_bytes(Path(program_file).read_bytes()).text
-    result = run_program(source, tools, _text(agent_input, "--input"),
-                         _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
+    with without_zygote():  # one run, then exit: a fork of this process, no zygote
+        result = run_program(source, tools, _text(agent_input, "--input"),
+                             _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
     click.echo(dumps_safe(
         {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
     ))

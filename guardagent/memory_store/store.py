@@ -23,14 +23,17 @@ from bisect import insort
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import Levenshtein
-from langchain_core.embeddings import Embeddings
 from platformdirs import user_data_dir
 from typing_extensions import TypedDict
 
-from guardagent.memory_store.embeddings import HashingEmbeddings
+if TYPE_CHECKING:  # numpy and the embedding: imported when a store opens, not with the types
+    from langchain_core.embeddings import Embeddings
+
+    from guardagent.memory_store.sketch_index import Entry
+
 from guardagent.memory_store.integrity import (
     PROGRAM_TAG,
     RECORD_TAG,
@@ -39,7 +42,6 @@ from guardagent.memory_store.integrity import (
     program_tag,
     record_tag,
 )
-from guardagent.memory_store.sketch_index import Entry, SketchIndex
 
 
 class Demonstration(TypedDict):
@@ -161,6 +163,9 @@ class MemoryStore:
         key: str | bytes | None = None,
         verifier: Callable[[str], bool] | None = None,
     ) -> None:
+        from guardagent.memory_store.embeddings import HashingEmbeddings
+        from guardagent.memory_store.sketch_index import SketchIndex
+
         self.embeddings = embeddings or HashingEmbeddings()
         self.candidates = candidates or self.DEFAULT_CANDIDATES
         self.scan_limit = self.DEFAULT_SCAN_LIMIT if scan_limit is None else scan_limit
@@ -193,7 +198,7 @@ class MemoryStore:
         """
         count = self.count()
         if count > self.scan_limit:
-            self._index = SketchIndex(self._signed)  # Chroma's index serves: free the scan
+            self._index = type(self._index)(self._signed)  # Chroma's index serves: free the scan
             return False
         self._index.sync(self._collection, count)
         return True

@@ -30,7 +30,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from types import CodeType
 from typing import Any
@@ -329,7 +329,27 @@ def run_program(
     return _result(start, *ended)
 
 
+_one_shot: list[bool] = []
+
+
+@contextlib.contextmanager
+def without_zygote() -> Iterator[None]:
+    """Within: fork this process for every run, start no zygote and no warm worker.
+
+    For a process that decides once and exits (the `check` command): starting a zygote
+    costs several hundred milliseconds, one fork of the process itself a few, and every run
+    is just as isolated. Outside it, `GUARDAGENT_SANDBOX_ZYGOTE=0` does the same.
+    """
+    _one_shot.append(True)
+    try:
+        yield
+    finally:
+        _one_shot.pop()
+
+
 def _zygote_enabled() -> bool:
+    if _one_shot:
+        return False
     return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
 
 
