@@ -19,5 +19,6 @@ for _name in [n for n in os.environ if n.startswith("GUARDAGENT_") and n not in 
     del os.environ[_name]
 _MEMORY = tempfile.mkdtemp(prefix="guardagent-test-memory-")
 os.environ["GUARDAGENT_MEMORY_DIR"] = _MEMORY
+os.environ["GUARDAGENT_CACHE_DIR"] = os.path.join(_MEMORY, "cache")  # verification results
 atexit.register(shutil.rmtree, _MEMORY, ignore_errors=True)  # leave no folder behind
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")

@@ -77,12 +77,16 @@ def _give_back(key: tuple[Any, ...], worker: _Worker) -> None:
     worker.sock.close()
 
 
-def _start(path: str, refs: list[list[str]], limits: Any) -> _Worker:
-    """Ask the zygote for a worker; its first line is the worker's pid."""
+def _start(path: str, refs: list[list[str]], limits: Any, source: str | None = None) -> _Worker:
+    """Ask the zygote for a worker; its first line is the worker's pid.
+
+    The zygote compiles `source` first (the program the worker is started for), so this
+    worker and every later one start with it compiled.
+    """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
-        request = {"worker": 1, "tools": refs, "limits": asdict(limits)}
+        request = {"worker": 1, "tools": refs, "limits": asdict(limits), "source": source}
         sock.sendall(json.dumps(request).encode() + b"\n")
         line = next(zygote._lines(sock, time.monotonic() + _START_SECONDS), None)
         if line is None or not line.startswith(b'{"pid"'):
@@ -119,7 +123,7 @@ def run_warm(
     """
     path = zygote._zygote().path  # may start the zygote: not part of the program's time
     key = (path, json.dumps(refs), tuple(asdict(limits).values()))
-    worker = _take(key) or _start(path, refs, limits)
+    worker = _take(key) or _start(path, refs, limits, source)
     request = json.dumps(
         {"source": source, "input": inputs[0], "output": inputs[1], "facts": facts}
     ).encode() + b"\n"  # fmt: skip

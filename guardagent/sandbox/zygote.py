@@ -474,6 +474,9 @@ class _Server:
             req = json.loads(raw)
             toolbox = _toolbox(req["tools"], self.cache)
             limits = child.limits_from_json(req["limits"], self.maxima)
+            source = req.get("source")
+            if type(source) is str and len(source) <= limits.max_source_chars:
+                child.compile_for_run(source, toolbox)  # cached here: every worker has it
         except Exception as exc:  # a malformed request is answered, never fatal to the zygote
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
         pid = _fork(lambda: _worker_main(conn, toolbox, limits), *self._closing())
