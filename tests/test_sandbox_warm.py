@@ -180,3 +180,14 @@ def test_execute_trusts_only_verified_programs(
 
 class _Ctx:
     user_facts = None
+
+
+def test_one_worker_serves_every_built_in_toolbox_and_each_run_sees_only_its_own() -> None:
+    ehr = load_profile("eicu-ac").tools()
+    assert violations(run('deny(["a"])')) == ["a"]
+    (pid,) = pids()
+    other = run_program("deny([parse_identity('Identity: nursing')])", ehr, "i", "o", LIMITS,
+                        trusted=True)  # fmt: skip
+    assert violations(other) == ["nursing"] and pids() == {pid}
+    leaked = run("deny([parse_identity('Identity: nursing')])")  # not in mind2web-sc's toolbox
+    assert not leaked["ok"] and "parse_identity" in (leaked["error"] or ""), leaked

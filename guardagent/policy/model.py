@@ -693,7 +693,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
     """
     reader = _Reader(text, file)
     try:
-        loader = yaml.SafeLoader(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # C: 5-10x faster
         try:
             root = loader.get_single_node()
         finally:

@@ -1,12 +1,12 @@
-"""The caller's side of the warm workers: a pool per toolbox and limits, one run at a time each.
+"""The caller's side of the warm workers: a pool per limits, one run at a time each.
 
 A worker (:mod:`guardagent.sandbox.worker`) is forked by the zygote on first use and reused
-for later runs of trusted programs with the same built-in toolbox and limits; a thread takes
-an idle one (or starts one), sends one request, and reads one line under the wall-clock
-deadline. A worker is dropped, never reused, when it timed out (SIGKILLed here), died (the
-zygote reports its wait status), said it retires, or has something unread when taken (it died
-idle). Outcomes are those of :func:`~guardagent.sandbox.zygote.run_in_zygote`, so the sandbox
-reads both paths the same way.
+for later runs of trusted programs with the same limits, whatever their built-in toolbox; a
+thread takes an idle one (or starts one), sends one request, and reads one line under the
+wall-clock deadline. A worker is dropped, never reused, when it timed out (SIGKILLed here),
+died (the zygote reports its wait status), said it retires, or has something unread when
+taken (it died idle). Outcomes are those of
+:func:`~guardagent.sandbox.zygote.run_in_zygote`, so the sandbox reads both paths alike.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from guardagent.sandbox import zygote
 from guardagent.sandbox.worker import MAX_RUNS
 
-_MAX_IDLE = 64  # idle workers kept per toolbox and limits (beyond: closed after their run)
+_MAX_IDLE = 64  # idle workers kept per limits (beyond: closed after their run)
 _START_SECONDS = 10.0
 
 
@@ -103,7 +103,7 @@ def _start(path: str, refs: list[list[str]], limits: Any, source: str | None = N
 def start_idle(refs: list[list[str]], limits: Any) -> None:
     """Start one worker ahead of the first run (a warm-up; its fork is then not on an event)."""
     path = zygote._zygote().path
-    key = (path, json.dumps(refs), tuple(asdict(limits).values()))
+    key = (path, tuple(asdict(limits).values()))
     _give_back(key, _start(path, refs, limits))
 
 
@@ -122,10 +122,11 @@ def run_warm(
             forks a one-run child instead: the program has not run).
     """
     path = zygote._zygote().path  # may start the zygote: not part of the program's time
-    key = (path, json.dumps(refs), tuple(asdict(limits).values()))
+    key = (path, tuple(asdict(limits).values()))  # one worker serves every built-in toolbox
     worker = _take(key) or _start(path, refs, limits, source)
     request = json.dumps(
-        {"source": source, "input": inputs[0], "output": inputs[1], "facts": facts}
+        {"tools": refs, "source": source, "input": inputs[0], "output": inputs[1],
+         "facts": facts}
     ).encode() + b"\n"  # fmt: skip
     try:
         worker.sock.sendall(request)

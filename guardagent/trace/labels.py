@@ -178,7 +178,7 @@ class Labels:
         import yaml
 
         text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if not isinstance(data, Mapping):
             raise LabelError([f"{path}: a label file is a mapping with 'tools'"])
         return cls.from_mapping(data)
