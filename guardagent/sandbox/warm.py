@@ -59,6 +59,9 @@ def _take(key: tuple[Any, ...]) -> _Worker | None:
         if _owner != [os.getpid()]:  # a forked copy of a caller: those sockets are not ours
             _idle.clear()
             _owner[:] = [os.getpid()]
+        for stale in [k for k in _idle if k[0] != key[0]]:  # a replaced zygote's workers
+            for worker in _idle.pop(stale):
+                worker.sock.close()  # it reads EOF and exits
         workers = _idle.get(key, [])
         while workers:
             candidate = workers.pop()
