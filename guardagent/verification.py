@@ -68,6 +68,7 @@ def verify_program(
     policy: PolicyModel | None = None,
     threshold: float | None = None,
     runner: Runner = run_program,
+    own_verdicts: bool = False,
 ) -> list[str]:
     """Run `code` on each demonstration, then on `cases`; returns the mismatches ([] = verified).
 
@@ -85,6 +86,8 @@ def verify_program(
         threshold: The profile's safety threshold, as the `verify` node applies it.
         runner: How each case runs: a sandbox child (default), or in this process for a
             program that ships with the package (:func:`runner_for`).
+        own_verdicts: A run that assigns no predicate is judged by its own verdict (`policy`
+            holds rules derived from the request, see :func:`judging_policy`).
     """
     refused = check_dataflow(code, toolbox)
     if refused:
@@ -96,18 +99,20 @@ def verify_program(
         Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
     ]
     return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy,
-                     threshold=threshold, runner=runner)  # fmt: skip
+                     threshold=threshold, runner=runner, own_verdicts=own_verdicts)  # fmt: skip
 
 
 def run_cases(
     code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None,
     *, policy: PolicyModel | None = None, threshold: float | None = None,
-    runner: Runner = run_program,
+    runner: Runner = run_program, own_verdicts: bool = False,
 ) -> list[str]:  # fmt: skip
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
     Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches, so a
-    program that is wrong is refused after its first batches of mismatches.
+    program that is wrong is refused after its first batches of mismatches. With
+    `own_verdicts`, a run that assigned no predicate is judged by its own verdict rather
+    than by `policy` (rules derived from the request judge both styles of program).
     """
     problems: list[str] = []
     pending = list(cases)
@@ -116,7 +121,8 @@ def run_cases(
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
             run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
-                          threshold=threshold, runner=runner)  # fmt: skip
+                          threshold=threshold, runner=runner,
+                          own_verdicts=own_verdicts)  # fmt: skip
             problems += [p for p in pool.map(run, chunk) if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
@@ -128,9 +134,11 @@ def run_cases(
 def _mismatch(
     code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None,
     policy: PolicyModel | None = None, threshold: float | None = None,
-    runner: Runner = run_program,
+    runner: Runner = run_program, own_verdicts: bool = False,
 ) -> str | None:  # fmt: skip
     result = runner(code, toolbox, case.agent_input, case.agent_output, limits)
+    if own_verdicts and result.get("ok") and not result.get("predicates"):
+        policy = None  # derived rules judge a program that decides itself by its verdict
     verdict, error = execution_verdict(result, policy, threshold=threshold)
     if verdict is None:
         return f"{case.name}: {error}"
@@ -190,10 +198,11 @@ def request_problems(code: str, profile: Profile) -> list[str]:
         tools = profile.tools()
         refused = check_dataflow(code, tools)
         suite = request_suite(profile)
+        policy, own = judging_policy(profile)
         found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)],
-                                     policy=profile_policy(profile),
-                                     threshold=profile.safety_threshold,
-                                     runner=runner_for(code, profile))  # fmt: skip
+                                     policy=policy, threshold=profile.safety_threshold,
+                                     runner=runner_for(code, profile),
+                                     own_verdicts=own)  # fmt: skip
         _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
     return _BEYOND[key]
 
@@ -208,12 +217,28 @@ def _verify(code: str, profile: Profile) -> list[str]:
         Demonstration(**{**demo, "id": spec.id})
         for demo, spec in zip(profile.demos(verified=False), profile.demonstrations, strict=True)
     ]
+    policy, own = judging_policy(profile)
     problems = verify_program(code, named, tools,
                               cases=[*suite.cases, *program_cases(profile, code)],
-                              policy=profile_policy(profile),
-                              threshold=profile.safety_threshold,
-                              runner=runner_for(code, profile))  # fmt: skip
+                              policy=policy, threshold=profile.safety_threshold,
+                              runner=runner_for(code, profile), own_verdicts=own)  # fmt: skip
     return problems + [f"the request is not covered: {p}" for p in suite.problems]
+
+
+def judging_policy(profile: Profile) -> tuple[PolicyModel | None, bool]:
+    """The policy model that judges a program's runs, and whether runs may decide themselves.
+
+    The profile's own policy model judges every run (its programs must assign predicates);
+    rules derived from the request (:mod:`guardagent.counterfactuals.derived`) judge the
+    runs that assign predicates, and the others by their own verdicts.
+    """
+    named = profile_policy(profile)
+    if named is not None:
+        return named, False
+    from guardagent.counterfactuals.derived import derived_policy
+
+    derived = derived_policy(profile)
+    return derived, derived is not None
 
 
 def runner_for(code: str, profile: Profile) -> Runner:

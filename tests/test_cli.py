@@ -171,15 +171,19 @@ def test_check_exit_status_is_0_allow_1_deny_2_unreadable(tmp_path):
     assert "0  allowed" in status("--help")[1] and "1  denied" in status("--help")[1]
 
 
-def test_check_trace_reads_json_files_in_any_encoding(tmp_path):
+def test_check_trace_reads_json_files_in_any_encoding(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUARDAGENT_TRACE_KEY", "a deployment key for this test")
     trace = Path(__file__).parent / "traces" / "b01_rent_openai.json"
     (tmp_path / "consent.json").write_bytes("[]".encode("utf-16"))
     args = ["check", "--profile", "assistant-trace", "--trace", str(trace), "--fields", "allowed",
             "--consent", str(tmp_path / "consent.json")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code in (0, 1) and "allowed" in result.output, result.output
+    (tmp_path / "consent.json").write_bytes(b"[\xff\xfe\xfa]")  # bytes that are not text
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "cannot read it" in result.output, result.output
     result = CliRunner().invoke(main, [*args[:3], "--trace", str(tmp_path)])
-    assert result.exit_code == 2 and "is a directory" in result.output
+    assert result.exit_code == 2 and "a directory, not a file" in result.output
 
 
 def test_eval_exits_3_when_every_case_was_unreadable(tmp_path):

@@ -33,8 +33,8 @@ BINDINGS = bindings(POLICY)
 
 
 def decide(name: str, consent: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
-    trace = parse_trace((TRACES / name).read_text(encoding="utf-8"))
-    facts = analyze(trace, LABELS, consent=consent or [])
+    trace = parse_trace((TRACES / name).read_text(encoding="utf-8"), labels=LABELS)
+    facts = analyze(trace, LABELS, consent=consent or [], thread="t1")
     evaluated = facts.evaluate(BINDINGS)
     verdict = verify_event(POLICY, {n: f.value for n, f in evaluated.items()})
     return verdict, facts_json(evaluated)
@@ -60,6 +60,13 @@ DENIED = {
     "i06_split_iban_langchain.json": ("money-to-known-recipient", "recipient_trusted", "tool:read_email"),
     "i07_invented_openai.json": ("money-to-known-recipient", "recipient_trusted", None),
     "i08_laundered_contact_langchain.json": ("data-to-known-recipient", "recipient_trusted", "tool:read_inbox"),
+    # fields others write inside trusted records (issue 19 class 4)
+    "i09_transaction_subject_openai.json": ("money-to-known-recipient", "recipient_trusted",
+                                            "tool:get_transactions#$[*].subject"),
+    "i10_invite_description_langchain.json": ("data-to-known-recipient", "recipient_trusted",
+                                              "tool:list_events#$[*].description"),
+    "i11_contact_note_pipe_openai.json": ("data-to-known-recipient", "recipient_trusted",
+                                          "tool:search_contacts#unparsed"),
 }
 
 
@@ -82,7 +89,7 @@ def test_injected_traces_are_denied_naming_the_rule_and_the_source(name: str) ->
 
 def test_a_reviewers_approval_recorded_by_the_host_lets_the_call_through() -> None:
     trace = parse_trace((TRACES / "i01_inbox_iban_openai.json").read_text(encoding="utf-8"))
-    approval = Consent(trace.call.name, "approve", args=trace.call.args)
+    approval = Consent(trace.call.name, "approve", args=trace.call.args, thread="t1")
     verdict, facts = decide("i01_inbox_iban_openai.json", [approval])
     assert verdict.allowed and facts["call_confirmed"]["value"] is True
     verdict, _ = decide("i01_inbox_iban_openai.json", [Consent(trace.call.name, "reject")])

@@ -169,3 +169,18 @@ def after_first_line(agent_output: str, text: str) -> str:
     """The output with `text` as new lines after its first line."""
     first, newline, rest = agent_output.partition("\n")
     return f"{first}\n{text}{newline}{rest}" if newline else f"{first}\n{text}"
+
+
+EHR_RULE = "-" * 58
+
+
+def with_column_read(agent_output: str, table: str, column: str) -> str:
+    """The output with one more EHRAgent code cell, which reads `table.column`, at its end.
+
+    EHRAgent's readers take every code block of the output (an attacker can add code, not
+    remove the code that ran), so the event reads what it read before plus this column;
+    callers check that with :meth:`Readers.exact`.
+    """
+    code = f"probe_db = LoadDB({table!r})\nprobe = GetValue(probe_db, {column!r})"
+    cell = json.dumps({"cell": code}, indent=0)
+    return f"{agent_output.rstrip()}\n{EHR_RULE}\n{cell}\n{EHR_RULE}\n"

@@ -401,7 +401,8 @@ def oracle_for(profile: Profile) -> Oracle | None:
 
     A profile that names a policy model gets the policy-model oracle of the predicate
     function its toolbox holds (none if the model does not load: verification then fails
-    on loading it); otherwise the oracle of the table its program holds.
+    on loading it); otherwise the oracle of the table its program holds; otherwise that of
+    the rules a model derived from the guard request (:mod:`.derived`), once derived.
     """
     if profile.policy_model:
         from guardagent.counterfactuals.policy_oracle import POLICY_KINDS  # imports this module
@@ -415,6 +416,17 @@ def oracle_for(profile: Profile) -> Oracle | None:
         if model is None:
             return None
         return next((kind(model, profile) for kind in POLICY_KINDS if kind.fits(profile)), None)
+    found = table_oracle(profile)
+    if found is not None:
+        return found
+    from guardagent.counterfactuals.derived import DerivedOracle, derived_policy
+
+    derived = derived_policy(profile)  # rules a model derived from the request, if any
+    return None if derived is None else DerivedOracle(derived, profile)
+
+
+def table_oracle(profile: Profile) -> Oracle | None:
+    """The oracle of the rule or permission table a profile's program holds, if any."""
     for name, kinds in _KINDS.items():
         try:
             table = profile.policy(name)

@@ -55,6 +55,10 @@ MAX_TOKEN_CHARS = 120
 PADDING = "Note: " + " ".join(["the page also lists unrelated offers and links"] * 40)
 _QUOTES = (('"', '"'), ("\u201c", "\u201d"))
 _MIN_RULE_WORDS = 3
+DERIVE_HINT = (
+    "or configure a model (model='openai:gpt-4o' or a local base_url): the guard then derives "
+    "the rules from the guard request and verifies programs against them"
+)
 
 
 class Case(NamedTuple):
@@ -170,10 +174,13 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
 def suite_key(profile: Profile) -> str:
     """What a profile's verification depends on, as one key.
 
-    Its fingerprint (request, toolbox, labelled demonstrations) and its policy tables, which
-    the fingerprint does not cover.
+    Its fingerprint (request, toolbox, labelled demonstrations), its policy tables and the
+    rules derived from its request (:mod:`.derived`), which the fingerprint does not cover.
     """
-    programs = (profile.fingerprint, *dict.fromkeys(d.code for d in profile.demonstrations))
+    from guardagent.counterfactuals.derived import derived_digest
+
+    programs = (profile.fingerprint, derived_digest(profile),
+                *dict.fromkeys(d.code for d in profile.demonstrations))  # fmt: skip
     if programs not in _KEYS:
         _KEYS[programs] = _suite_key(profile)
     return _KEYS[programs]
@@ -189,7 +196,9 @@ def _suite_key(profile: Profile) -> str:
             tables.append(canonical(profile.policy(name)))
         except (KeyError, ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             tables.append("")
-    key = "\x00".join([profile.fingerprint, *tables])
+    from guardagent.counterfactuals.derived import derived_digest
+
+    key = "\x00".join([profile.fingerprint, *tables, derived_digest(profile)])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
 
@@ -217,14 +226,24 @@ def request_suite(profile: Profile) -> Suite:
         if not rules:
             problems.append(
                 "the guard request's rules cannot be identified: give the profile's program a "
-                "RULES or PERMISSIONS table, or quote each rule's violation text in the request"
+                "RULES or PERMISSIONS table, or the profile a policy model (policy_model:), or "
+                "quote each rule's violation text in the request; " + DERIVE_HINT
             )
         lacking = [r for r in rules if r not in denied]
         if lacking:
             problems.append(
                 "rules without a labelled denial among the demonstrations: "
                 + "; ".join(repr(r) for r in lacking)
+                + ": add a demonstration with label 1 whose details name each of them, or "
+                "give the profile's program a RULES or PERMISSIONS table, or the profile a "
+                "policy model (policy_model:); " + DERIVE_HINT
             )
+    if oracle is not None and not rules:  # derived rules, none of them signed off
+        problems.append(
+            "the profile requires sign-off (approved_only) and no rule derived from the guard "
+            "request is approved yet: `guardagent profile check` names the file of derived "
+            "rules; approve them with `guardagent policy review FILE --approve RULE_ID`"
+        )
     texts = [("appended", PADDING), *([("inserted", " ".join(rules))] if rules else [])]
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)

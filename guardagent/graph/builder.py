@@ -5,7 +5,8 @@ START -> admit --(over the size limit)--> decide (deny) -> END
 admit -> retrieve --(verified program)--> execute
                   \--(model)--> plan -> code -> execute
 execute --ok--> decide -> END  (a generated program goes through remember first)
-execute --ok, the profile names a policy model--> verify (z3, per rule) -> decide / remember
+execute --ok, the profile names a policy model (or the program assigned predicates of the
+          rules derived from the request)--> verify (z3, per rule) -> decide / remember
 execute --unreadable evidence--> decide (deny, naming what could not be read) -> END
 execute --error, attempts left, model--> debug -> code (a verified program's error: decide)
 otherwise --> decide (fail closed) -> END
@@ -20,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext, RunContext
+from guardagent.counterfactuals.derived import derived_policy
 from guardagent.graph.state import GuardInput, GuardOutput, GuardState
 from guardagent.llm import is_offline
 from guardagent.nodes.admit import admit
@@ -60,7 +62,8 @@ def after_execute(
     if execution and execution.get("unreadable"):
         return "decide"  # the evidence, not the program, is at fault: no retry, no model
     if execution and execution["ok"]:
-        if needs_verify(profile_of(ctx)):
+        profile = profile_of(ctx)
+        if needs_verify(profile) or (execution.get("predicates") and derived_policy(profile)):
             return "verify"  # the policy model's rules, with z3; then remember / decide
         # A generated program decides only after it verifies (remember); reuse or not.
         return "remember" if state.get("program_source") == "generated" else "decide"

@@ -11,6 +11,7 @@ from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
+from guardagent.policy.runs import decision_parts
 from guardagent.verification import program_problems, summarize
 
 log = logging.getLogger(__name__)
@@ -26,12 +27,14 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     labelled demonstration of the guard request (and passes the rest of
     :func:`~guardagent.verification.program_problems`). Otherwise the event is denied with
     the reason, whether or not programs are reused. A verified program is stored with the
-    event it decided (labelled by its own verdict) so later events run it with no LLM call.
+    event it decided (labelled by its verdict: its own, or the policy model's on the
+    predicates it assigned) so later events run it with no LLM call.
     """
     ctx = context_of(runtime)
     execution = state.get("execution")
-    if execution is None or execution["verdict"] is None:
-        return {}
+    policy = state.get("policy_verdict")
+    if execution is None or (execution["verdict"] is None and policy is None):
+        return {}  # nothing decided: `decide` denies with the reason
     profile = profile_of(ctx)
     program = state.get("program", "")
     problems = program_problems(program, profile)
@@ -39,15 +42,18 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
         return {"error": f"{UNVERIFIED}: {summarize(problems)}"}
     if not ctx.reuse_programs:
         return {}
-    verdict = execution["verdict"]
+    # A predicate program's decision is the `verify` node's (with its own verdict, if any).
+    verdict = decision_parts(policy, execution["verdict"]) if policy else execution["verdict"]
+    allowed = bool(verdict and verdict["allowed"])
+    details = verdict["violations"] if verdict else []
     demo = Demonstration(
         id="",
         agent_input=state["agent_input"],
         agent_output=state["agent_output"],
         plan=state.get("plan", ""),
         code=program,
-        label=0 if verdict["allowed"] else 1,
-        details=verdict["violations"],
+        label=0 if allowed else 1,
+        details=details,
         request_fingerprint=profile.fingerprint,
         verified=True,
     )

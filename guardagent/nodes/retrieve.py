@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration
+from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
 from guardagent.verification import program_problems
 
@@ -59,6 +60,7 @@ def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     update: dict[str, Any] = {}
     event: Any = state
     try:
+        load_derived(ctx)  # cached rules derived from the request judge memory's programs
         program = _verified_program(event, ctx) if ctx.reuse_programs else None
         if program:
             update.update(program=program, program_source="memory")

@@ -13,7 +13,9 @@ Contract:
 - output: ``{"policy_verdict": PolicyVerdict}``, or ``{"error": ...}`` when the assignments
   cannot be verified (an undeclared predicate, a contradicted action tree, nothing assigned)
   or the policy model does not load, which `decide` turns into a fail-closed denial;
-- a profile without a policy model passes through unchanged (``{}``).
+- without a policy model, the rules derived from the guard request
+  (:mod:`guardagent.counterfactuals.derived`) verify a program that assigned predicates;
+- a profile with neither passes through unchanged (``{}``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
+from guardagent.counterfactuals.derived import derived_policy
 from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, profile_of
 from guardagent.policy.model import PolicyError
@@ -33,7 +36,7 @@ def verify(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     """Verify the executed program's assignments against the profile's policy model."""
     profile = profile_of(context_of(runtime))
     try:
-        model = profile_policy(profile)
+        model = profile_policy(profile) or derived_policy(profile)
     except PolicyError as exc:
         return {"error": f"the profile's policy model does not load: {exc}"}
     if model is None:

@@ -308,6 +308,10 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
             model = apply_decisions(model, decisions)
             path.write_text(dump_policy(model), encoding="utf-8")
             click.echo(f"recorded {len(decisions)} decision(s) in {path}")
+            from guardagent.policy.derive import resign
+
+            if resign(path):  # rules derived from a guard request: their tag follows the review
+                click.echo(f"re-signed {path.name} with the memory's key")
     except PolicyError as exc:
         raise click.ClickException(str(exc)) from None
     shown = list(model.rules) if show_all else pending(model)

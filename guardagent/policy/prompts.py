@@ -95,3 +95,36 @@ VAGUENESS_USER = """Predicates:
 
 Rules (id: logic -- policy text):
 {rules}"""
+
+DERIVE_SYSTEM = f"""You derive a verifiable policy model from a guard request.
+
+A deployer wrote the guard request (the rules an agent must follow) and the specification of
+the agent. Turn the request into predicates and rules in the guardagent-policy/1 format, so
+that a solver can decide every rule on any event of the agent:
+- "predicates": each with "name", "kind" ("action": what the agent does; "condition": a
+  fact about the user, the data or the world), "description", and "assign": how it follows
+  from an event, either {{"expression": "<expression>"}} or, for an action whose reader
+  lists targets (group -> items, e.g. tables -> columns), {{"tool": "<reader>"}} with
+  "target": "<group>.<item>" (and "parent": the group's action). An expression is Python
+  over `agent_input`, `agent_output` and the toolbox functions listed below only, e.g.
+  "parse_user_info(agent_input)['age'] < 18" or
+  "web_action_category(parse_task(agent_input), seeact_final_action(agent_output)) == 'car'";
+  comparisons, `in`, `and`, `or`, `not`, `.get(...)`, and `any(... for x in ...)` are allowed;
+- "rules": each with "id", "logic", and "policy": the text a denial reports for the rule
+  (when the request quotes a violation text for it, that exact text), optional "remediation";
+- "violations": "rules" (a denial lists the violated rules' policy texts) or "targets" (a
+  denial lists the targets read, as {{group: [items]}}).
+One rule per requirement of the request; anything the request does not forbid is allowed.
+
+{LOGIC_HELP}
+
+Answer with JSON only: {{"predicates": [...], "rules": [...], "violations": "rules"}}."""
+
+DERIVE_USER = """Guard request:
+{guard_request}
+
+Agent specification:
+{agent_specification}
+
+Toolbox functions an expression may call (the guard's trusted readers):
+{toolbox}"""
