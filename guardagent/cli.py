@@ -312,7 +312,9 @@ def _state(path: Path) -> Any:
     The guard, not the CLI, judges thread state (`unreadable_state`): a file that is not JSON
     is passed through as its text so the decision says so, never a traceback.
     """
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    from guardagent.eval.textio import decode_bytes
+
+    text = decode_bytes(path.read_bytes()).text  # UTF-8/16/32, BOM or not, like every input
     try:
         return json.loads(text)
     except ValueError:

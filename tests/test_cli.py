@@ -195,3 +195,16 @@ def test_eval_exits_3_when_every_case_was_unreadable(tmp_path):
                                        "--out", str(tmp_path / "run"), "--quiet", "--no-plots"])
     assert result.exit_code == 3, result.output
     assert "3 of 3 decisions" in result.output
+
+
+def test_a_utf16_state_file_is_read_like_any_input(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUARDAGENT_TRACE_KEY", "a deployment key for this test")
+    trace = str(Path(__file__).parent / "traces" / "b01_rent_openai.json")
+    state = tmp_path / "thread.json"
+    args = ["check", "--profile", "assistant-trace", "--trace", trace, "--state", str(state)]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code in (0, 1) and state.is_file(), first.output
+    state.write_bytes(state.read_text(encoding="utf-8").encode("utf-16"))
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == first.exit_code, again.output
+    assert "unreadable_state" not in again.output
