@@ -15,7 +15,7 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
-from guardagent.nodes.runtime import check_settings, memory_of
+from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
@@ -74,8 +74,16 @@ class GuardAgent:
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = _compiled_graph()
 
     def warm_up(self) -> None:
-        """Open and seed the memory, and load its scan index, now rather than on the first event."""
+        """Open and seed the memory, load its scan index and start a sandbox worker now.
+
+        All of it would otherwise be paid by the first event.
+        """
         memory_of(self.context).load_index()
+        from guardagent.sandbox.process import prestart_worker
+
+        profile = load_profile(self.context.profile)
+        shipped = next((d.code for d in profile.demonstrations if d.code), None)
+        prestart_worker(profile.tools(), limits_of(self.context), shipped)
 
     def _context(self, user_facts: Mapping[str, Any] | None, overrides: Any) -> GuardContext:
         if user_facts is not None:  # checked here: a bad value is the caller's error, loudly

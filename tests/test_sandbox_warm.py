@@ -206,3 +206,15 @@ def test_workers_of_a_replaced_zygote_are_let_go(monkeypatch: pytest.MonkeyPatch
         for _ in range(100):
             os.kill(old, 0)
             time.sleep(0.02)
+
+
+def test_warm_up_starts_a_worker_the_first_event_uses(tmp_path: Any) -> None:
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("mind2web-sc", memory_dir=str(tmp_path))
+    guard.warm_up()
+    (pid,) = pids()
+    guard.warm_up()  # one is idle already: nothing more is started
+    assert pids() == {pid}
+    guard.check(INPUT, "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+    assert pids() == {pid}

@@ -54,7 +54,7 @@ from guardagent.sandbox.child import (
     set_limit_maxima,
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
-from guardagent.sandbox.warm import run_warm
+from guardagent.sandbox.warm import run_warm, start_idle
 from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
@@ -351,6 +351,22 @@ def _zygote_enabled() -> bool:
     if _one_shot:
         return False
     return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+
+
+def prestart_worker(toolbox: Toolbox, limits: SandboxLimits, source: str | None = None) -> bool:
+    """Start a warm worker for `toolbox` now (a deployment's warm-up), if it would get one.
+
+    Returns whether one is idle now. Never raises: without a worker the first trusted run
+    starts one, as it would have anyway.
+    """
+    refs = toolbox_refs(toolbox)
+    if refs is None or not (_zygote_enabled() and _warm_enabled()):
+        return False
+    try:
+        start_idle(refs, limits, source)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _warm_enabled() -> bool:

@@ -103,11 +103,17 @@ def _start(path: str, refs: list[list[str]], limits: Any, source: str | None = N
         raise
 
 
-def start_idle(refs: list[list[str]], limits: Any) -> None:
-    """Start one worker ahead of the first run (a warm-up; its fork is then not on an event)."""
+def start_idle(refs: list[list[str]], limits: Any, source: str | None = None) -> None:
+    """Have one worker idle for `limits` (a warm-up: its fork is then not on an event).
+
+    Nothing is started when one is idle already; `source` is compiled by the zygote first.
+    """
     path = zygote._zygote().path
     key = (path, tuple(asdict(limits).values()))
-    _give_back(key, _start(path, refs, limits))
+    with _lock:
+        if _owner == [os.getpid()] and _idle.get(key):
+            return
+    _give_back(key, _start(path, refs, limits, source))
 
 
 def run_warm(
