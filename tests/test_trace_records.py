@@ -9,6 +9,8 @@ are never rendered into anything the agent's model reads.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent.policy.model import PolicyError, dump_policy, load_policy_text
 from guardagent.trace.records import Records, RecordsError
@@ -88,3 +90,22 @@ rules:
     assert load_policy_text(dump_policy(model)) == model
     with pytest.raises(PolicyError, match="values"):
         load_policy_text(policy.replace("contacts: [", "'no good': ["))
+
+
+@settings(max_examples=60, deadline=None)
+@given(local=st.text("abcdefghij.", min_size=1, max_size=12).filter(
+           lambda s: not s.startswith(".") and not s.endswith(".") and ".." not in s),
+       upper=st.booleans(), spaced=st.booleans())  # fmt: skip
+def test_records_match_a_value_however_it_is_spelled(local: str, upper: bool,
+                                                     spaced: bool) -> None:  # fmt: skip
+    """Metamorphic: re-casing the address or re-spacing the IBAN keeps it the user's."""
+    email = f"{local}@family-office.ch"
+    iban = "CH9300762011623852957"
+    records = {"contacts": [email.upper() if upper else email],
+               "payees": ["CH93 0076 2011 6238 5295 7" if spaced else iban]}
+    f = facts(RENT, "send_email", {"to": email if upper else email.upper(), "body": "x"},
+              values=records)  # fmt: skip
+    assert f.fact('arg_from_records("to", section="contacts")').value is True
+    g = facts(RENT, "send_money", {"iban": iban if spaced else "ch93 0076 2011 6238 5295 7"},
+              values=records)  # fmt: skip
+    assert g.fact('arg_from_records("iban", section="payees")').value is True

@@ -96,6 +96,8 @@ class Records:
     """
 
     sections: tuple[RecordSet, ...] = ()
+    _regioned: dict[str | None, tuple[RecordSet, ...]] = field(
+        default_factory=dict, compare=False, repr=False)  # fmt: skip
 
     @classmethod
     def from_mapping(cls, raw: Any) -> Records:
@@ -125,7 +127,11 @@ class Records:
 
     def with_user_facts(self, facts: Mapping[str, Any] | None, region: str | None) -> Records:
         """These records plus the host's user facts (one section per top-level key)."""
-        sections = [RecordSet(s.name, s.origin, s.items, region) for s in self.sections]
+        own = self._regioned.get(region)
+        if own is None:  # read once per phone region, not once per check
+            own = self._regioned[region] = tuple(
+                RecordSet(s.name, s.origin, s.items, region) for s in self.sections)
+        sections = list(own)
         for name, value in (facts or {}).items():
             leaves = _leaves(value)
             if leaves:
