@@ -13,11 +13,12 @@ linked": the IBAN or the address is in no user message, only in the result of a 
   in untrusted messages (a value the model made up, such as ``page=1``, neither
   designates nor spoils). Only messages before C count for C's arguments.
 
-A designating argument must be *specific*: a typed value (an address, a URL, an IBAN, a
-phone number, a date, a number) or a phrase of two or more words or with a digit
-(``invoice-0425.txt``). "Summarise my unread mail" names the folder ``unread``, not any
-one message in it: the inbox it returns is not a document the user pointed at, so an IBAN
-in one of its mails is not derived from the user.
+A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, or
+a phrase of two or more words or with a digit (``invoice-0425.txt``). "Summarise my last
+10 unread mails" names the folder ``unread`` and a count, not any one message: the inbox
+it returns is not a document the user pointed at, so an IBAN in one of its mails is not
+derived from the user. The rule is a heuristic over words; ``via=`` (the tools that read
+one document: ``via="read_file"``) is the policy's own, stronger say.
 
 The decision names the chain: "iban 'CH93...' is from `read_file` of `invoice-0425.txt`,
 which the user named in message 1" (the result message among the fact's sources).
@@ -67,7 +68,7 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | N
         return f"which the user named in message {user[0].index}", (user[0],)
     trusted = [s for s in refs if s.kind in ("system", "trusted_tool")]
     if trusted:
-        return f"which a trusted source holds ({trusted[0]})", (trusted[0],)
+        return f"which {trusted[0]} holds (a trusted source)", (trusted[0],)
     sections = in_records(facts, value)
     if sections:
         return f"which is in the user's records: {sections[0].describe()}", ()
@@ -75,8 +76,15 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | N
 
 
 def specific(value: ValueProvenance) -> bool:
-    """Whether a value names one thing (a typed value, or two words, or a digit in it)."""
-    if value.value.kind != "text":
+    """Whether a value names one thing (an address, a URL, two words, a digit in a phrase).
+
+    A number or a date counts or filters ("my last 10 mails", "since May 1st"): it picks
+    no one document.
+    """
+    kind = value.value.kind
+    if kind in ("amount", "date"):
+        return False
+    if kind != "text":
         return True
     toks = value.value.tokens
     return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t)
