@@ -144,6 +144,15 @@ class GuardAgent:
         if model is None or model.labels is None or not model.trace_bindings:
             raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
                              "model with tool labels and trace predicates")  # fmt: skip
+        if user_facts is not None:  # the user's records: read as `check` reads them, or deny
+            try:
+                user_facts = normalize_facts(user_facts)
+            except ValueError as exc:
+                return GuardDecision(
+                    allowed=False, label=1, profile=self.context.profile,
+                    reason=f"denied: the host's user_facts cannot be read ({exc})",
+                    error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
+                ), model  # fmt: skip
         try:
             return prepare_trace_event(
                 messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,

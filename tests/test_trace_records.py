@@ -109,3 +109,19 @@ def test_records_match_a_value_however_it_is_spelled(local: str, upper: bool,
     g = facts(RENT, "send_money", {"iban": iban if spaced else "ch93 0076 2011 6238 5295 7"},
               values=records)  # fmt: skip
     assert g.fact('arg_from_records("iban", section="payees")').value is True
+
+
+def test_user_facts_that_are_not_an_object_deny_instead_of_raising() -> None:
+    """Before, a list or a string as `user_facts` raised AttributeError into the host."""
+    import json
+    from pathlib import Path
+
+    from guardagent.agent import GuardAgent
+
+    guard = GuardAgent(profile="assistant-trace")
+    doc = json.loads((Path(__file__).parent / "traces" / "b01_rent_openai.json").read_text())
+    for bad in ([1, 2], "Dana", {"a": object()}):
+        decision = guard.check_trace(doc, user_facts=bad)  # type: ignore[arg-type]
+        assert not decision.allowed and "user_facts cannot be read" in decision.reason
+        assert decision.violations
+    assert guard.check_trace(doc, user_facts={"Contacts": ["x@y.ch"]}).allowed

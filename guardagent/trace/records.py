@@ -132,7 +132,7 @@ class Records:
             own = self._regioned[region] = tuple(
                 RecordSet(s.name, s.origin, s.items, region) for s in self.sections)
         sections = list(own)
-        for name, value in (facts or {}).items():
+        for name, value in (facts.items() if isinstance(facts, Mapping) else ()):
             leaves = _leaves(value)
             if leaves:
                 sections.append(RecordSet(str(name), "user_facts", tuple(leaves), region))

@@ -114,7 +114,7 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
 def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
                     via: CallPattern | None = None) -> Chain | None:  # fmt: skip
     """Whether the user pointed at an earlier call: its arguments designated within `hops`."""
-    key = ("designated", call.position, hops, via)
+    key = ("designated", call.position, hops, str(via))
     if key in facts.memo:
         return facts.memo[key]  # type: ignore[no-any-return]
     values = [v for v in _of_call(facts, call).values
