@@ -219,7 +219,8 @@ class GuardAgent:
                 OpenAI chat messages with `tool_calls`, a list or ``{"messages",
                 "proposed_call"}``, or that as JSON text (see DESIGN.md, "Traces").
             proposed_call: The call to guard (default: the last message's only call).
-            user_facts: The host's facts about the user.
+            user_facts: The host's facts about the user; also the user's records, a trusted
+                source for provenance (one section per key). Not a JSON object: denied.
             consent: The host's review records for this thread (``{"tool", "decision",
                 "args", "values", "call_id"}``); text in a message never counts.
             thread_state: `decision.trace_state` of this thread's previous call (None for
