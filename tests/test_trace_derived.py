@@ -36,6 +36,7 @@ def test_a_value_from_the_file_the_user_named_is_derived_and_the_chain_is_named(
     # via: only documents read by these tools designate
     assert f.fact('arg_from_designated("iban", via="read_file")').value is True
     assert f.fact('arg_from_designated("iban", via="browse")').value is False
+    assert f.fact('arg_from_designated("iban", via=["browse", "read_f*"])').value is True
     assert f.fact('arg_from_designated("iban", hops=0)').value is False
 
 
@@ -110,6 +111,7 @@ def test_direct_sources_and_records_count_at_hop_zero_and_absent_is_open() -> No
     ('arg_from_designated("iban", hops=9)', "hops must be"),
     ('arg_from_designated("iban", hops=-1)', "hops must be"),
     ('arg_from_designated("iban", via="effect:fly")', "effect must be"),
+    ('arg_from_designated("iban", via=[])', "at least one call pattern"),
 ])
 def test_bad_derived_options_fail_when_bound(expression: str, message: str) -> None:
     with pytest.raises(PredicateSpecError, match=message):
