@@ -88,6 +88,7 @@ rules:
     assert model.values is not None
     assert model.values.section("contacts") is not None
     assert load_policy_text(dump_policy(model)) == model
+    assert "email: bob@example.com" in dump_policy(model)  # the mapping kept as written
     with pytest.raises(PolicyError, match="values"):
         load_policy_text(policy.replace("contacts: [", "'no good': ["))
 
