@@ -122,6 +122,7 @@ def test_a_predicate_in_a_rule_judges_this_call_not_the_run() -> None:
     ('arg_similar("to", "x", scorer="levenshtein")', "scorer must be"),
     ('arg_contains("body", "")', "non-empty"),
     ('arg_equals("to", "x", match="most")', "match must be"),
+    ('arg_equals("to", ["x", "y"])', "arg_in takes a list"),
 ])
 def test_bad_options_fail_when_bound(expression: str, message: str) -> None:
     with pytest.raises(PredicateSpecError, match=message):
