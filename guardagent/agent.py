@@ -183,9 +183,16 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
-        if user_facts is not None:
-            normalize_facts(user_facts)  # the host's own value: its error is loud, as in check
         model = self._trace_model()
+        if user_facts is not None:  # the user's records: read as `check` reads them, or deny
+            try:
+                user_facts = normalize_facts(user_facts)
+            except ValueError as exc:
+                return GuardDecision(
+                    allowed=False, label=1, profile=self.context.profile,
+                    reason=f"denied: the host's user_facts cannot be read ({exc})",
+                    error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
+                ), model  # fmt: skip
         try:
             attached = attach_task(model, task)
             if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
@@ -276,7 +283,8 @@ class GuardAgent:
                 OpenAI chat messages with `tool_calls`, a list or ``{"messages",
                 "proposed_call"}``, or that as JSON text (see DESIGN.md, "Traces").
             proposed_call: The call to guard (default: the last message's only call).
-            user_facts: The host's facts about the user.
+            user_facts: The host's facts about the user; also the user's records, a trusted
+                source for provenance (one section per key). Not a JSON object: denied.
             consent: The host's review records for this thread (``{"tool", "decision",
                 "args", "values", "call_id", "thread", "uses"}``, signed with the
                 deployment's key when it has one); text in a message never counts. An

@@ -617,9 +617,6 @@ def test_a_tool_result_inside_a_user_message_is_not_the_user(guard: Any) -> None
     assert not guard.check_trace(doc, thread_id="t1").allowed
 
 
-@pytest.mark.xfail(strict=True, reason="records (trace/records.py Records.with_user_facts, or "
-                   "agent.py _trace): user facts that are not a mapping raise AttributeError "
-                   "into the host instead of a denial with a reason")
 @pytest.mark.parametrize("facts", ["verified", ["GB82WEST12345698765432"]], ids=["str", "list"])
 def test_user_facts_that_are_not_a_mapping_are_a_denial(guard: Any, facts: Any) -> None:
     decision = guard.check_trace(payment(), user_facts=facts, thread_id="t1")
