@@ -472,9 +472,6 @@ def test_a_served_client_cannot_attach_a_task_consent_or_trace_facts() -> None:
     assert decision["allowed"] is False
 
 
-@pytest.mark.xfail(strict=True, reason="policy runs (policy/runs.py verify_execution, the served "
-                   "graph's verify node): a trace-bound predicate must come from the host's "
-                   "trace reading, never from a program; without one it is open or an error")
 def test_a_program_cannot_assign_consent_when_no_trace_was_read() -> None:
     """Under the served graph (no trace read: `trace=None`) a generated program, written by a
     model from the attacker-influenced event, assigned the trace predicate `call_confirmed`
