@@ -523,15 +523,60 @@ def test_a_proposed_call_with_the_id_of_an_earlier_call_is_denied(guard: Any) ->
     assert not decision.allowed and decision.unreadable[0]["reason"] == "inconsistent_trace"
 
 
-@pytest.mark.xfail(strict=True, reason="structure (trace/messages.py _Reader.call): a call object "
-                   "in two formats at once (LangChain name/args and OpenAI function) is read as "
-                   "the OpenAI one, while a LangChain host runs the other; it must be unparsable")
 def test_a_call_object_in_two_formats_at_once_is_unparsable(guard: Any) -> None:
     doc = payment()
     doc["proposed_call"] = {"id": "c2", "name": "send_money", "args": ATTACK,
                             "function": {"name": "read_inbox", "arguments": "{}"}}  # fmt: skip
     decision = guard.check_trace(doc, thread_id="t1")
     assert not decision.allowed, "judged as read_inbox({}), run as send_money(...)"
+
+
+AMBIGUOUS_CALLS = [
+    ({"name": "read_inbox", "args": {}, "function": {"name": "send_money", "arguments": "{}"}},
+     "unparsable_trace"),
+    ({"name": "read_inbox", "function": {"name": "send_money", "arguments": "{}"}},
+     "inconsistent_trace"),
+    ({"name": "read_inbox", "args": {}, "arguments": {"folder": "x"}}, "unparsable_trace"),
+    ({"name": "read_inbox", "arguments": {}, "input": {"folder": "x"}}, "unparsable_trace"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "reason"), AMBIGUOUS_CALLS)
+def test_an_ambiguous_call_object_is_refused_as_proposed_call_and_in_a_message(
+    raw: dict[str, Any], reason: str
+) -> None:
+    """Seen failing before the fix: each was read as one of its two calls."""
+    from guardagent.readers.evidence import UnreadableEvidence
+
+    with pytest.raises(UnreadableEvidence) as got:
+        parse_trace([user("hi")], {"id": "p1", **raw})
+    assert got.value.reason == reason
+    with pytest.raises(UnreadableEvidence) as got:
+        parse_trace([user("hi"), {"role": "assistant", "content": None,
+                                  "tool_calls": [{"id": "p1", **raw}]}])  # fmt: skip
+    assert got.value.reason == reason
+
+
+def test_a_langchain_message_whose_provider_calls_differ_is_inconsistent() -> None:
+    """`tool_calls` says read_inbox, the provider's raw calls kept in `additional_kwargs`
+    say send_money: a host may run either. Seen failing before the fix (read as read_inbox);
+    the agreeing pair (what ChatOpenAI writes) still reads."""
+    from langchain_core.messages import AIMessage, messages_to_dict
+
+    from guardagent.readers.evidence import UnreadableEvidence
+
+    raw = {"id": "c1", "type": "function",
+           "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}  # fmt: skip
+    same = AIMessage("", tool_calls=[{"name": "send_money", "args": ATTACK, "id": "c1"}],
+                     additional_kwargs={"tool_calls": [raw]})  # fmt: skip
+    assert parse_trace(messages_to_dict([same])).call.name == "send_money"
+    for calls in ([{"name": "read_inbox", "args": {}, "id": "c1"}],
+                  [{"name": "send_money", "args": {**ATTACK, "amount": 1}, "id": "c1"}],
+                  [{"name": "read_inbox", "args": {}, "id": "c0"}]):  # fmt: skip
+        other = AIMessage("", tool_calls=calls, additional_kwargs={"tool_calls": [raw]})
+        with pytest.raises(UnreadableEvidence) as got:
+            parse_trace(messages_to_dict([other]))
+        assert got.value.reason == "inconsistent_trace"
 
 
 def test_a_final_answer_is_guarded_only_as_the_labelled_pseudo_tool(tmp_path: Any) -> None:

@@ -23,8 +23,14 @@ Accepted input (the trace format; a whole document, nothing is cut):
   is kept as its JSON, so nothing a tool returned is dropped.
 - The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
-  {...} | "<JSON object>"}``. Without one, the last message must be an assistant message
-  making exactly one call, and that call is the proposed one. When the last message is an
+  {...} | "<JSON object>"}``. A call object in two formats at once (a ``function`` beside
+  top-level arguments, two argument fields, two names that differ) is refused: one host
+  runs one reading, another the other. So is a LangChain message whose ``tool_calls``
+  differ from the provider's calls kept in ``additional_kwargs.tool_calls`` (same ids,
+  names and arguments; an extra raw call only if listed in ``invalid_tool_calls``), or
+  that gives a ``function_call`` beside tool calls. Without a proposed call, the last
+  message must be an assistant message making exactly one call, and that call is the
+  proposed one. When the last message is an
   assistant message making calls, the proposed call must be one of them, equal in name and
   arguments (found by id, or without an id by equality); a proposed call found earlier in
   the trace is refused, since the messages after it are not "earlier". After any other
@@ -43,8 +49,10 @@ away, or forged) is ``tool:?`` (unlabelled, so untrusted).
 
 Fails closed through :func:`guardagent.readers.evidence.unreadable`: ``trace_too_large``
 (over ``max_bytes``, default 8 MB of UTF-8), ``unparsable_trace`` (not JSON, an unknown
-role or type, arguments that are not a JSON object, content of an unknown shape, objects or
-lists nested over :data:`MAX_NESTING` deep), ``inconsistent_trace`` (a result naming
+role or type, arguments that are not a JSON object, content of an unknown shape, a call
+object in two formats, objects or lists nested over :data:`MAX_NESTING` deep),
+``inconsistent_trace`` (two calls in one call object or one message's two call lists, a
+result naming
 another tool than its call, a second result for one call, two calls with one id, a
 proposed call that disagrees with the last message or is followed by later messages),
 ``no_tool_call`` / ``several_tool_calls`` (no proposed call given and the last message does
@@ -60,7 +68,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from guardagent.readers.evidence import unreadable
+from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 
@@ -83,6 +91,7 @@ _OPENAI_ROLES: dict[str, Role] = {
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_ARG_FIELDS = ("args", "arguments", "input")
 _CONTAINERS = (Mapping, list, tuple)
 
 
@@ -251,13 +260,23 @@ class _Reader:
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
-        fn = raw.get("function")
-        if isinstance(fn, Mapping):
+        given = [key for key in _ARG_FIELDS if key in raw]
+        if "function" in raw:  # OpenAI: everything in `function`, nothing beside it
+            fn = raw["function"]
+            if not isinstance(fn, Mapping) or given:
+                unreadable("unparsable_trace", f"{where}: a tool call in two formats at once "
+                           "(a `function` object and arguments beside it): one host runs one, "
+                           "another the other")  # fmt: skip
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
-        elif "args" in raw:
-            name, args = raw.get("name"), self.args(raw.get("args"), where)
+            if "name" in raw and raw["name"] != name:
+                unreadable("inconsistent_trace", f"{where}: a tool call names two tools (its "
+                           "`name` and its `function`'s)")  # fmt: skip
+        elif len(given) > 1:
+            unreadable("unparsable_trace", f"{where}: a tool call gives its arguments twice "
+                       f"({' and '.join(given)}): a host may read either")  # fmt: skip
         else:
-            name, args = raw.get("name"), self.args(raw.get("arguments", raw.get("input")), where)
+            name = raw.get("name")
+            args = self.args(raw.get(given[0]) if given else None, where)
         if not isinstance(name, str) or not name.strip():
             unreadable("unparsable_trace", f"{where}: a tool call has no name")
         ident = raw.get("id")
@@ -306,14 +325,20 @@ class _Reader:
 
     def assistant(self, data: Mapping[str, Any], text: str, index: int, where: str) -> None:
         raw_calls = data.get("tool_calls")
+        extra = data.get("additional_kwargs")
+        mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
         if not raw_calls:
-            extra = data.get("additional_kwargs")
-            raw_calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
-        if not raw_calls and isinstance(data.get("function_call"), Mapping):
+            raw_calls, mirror = mirror, None
+        if data.get("function_call") is not None:
+            if raw_calls or not isinstance(data["function_call"], Mapping):
+                unreadable("inconsistent_trace", f"{where}: a `function_call` beside tool "
+                           "calls (or not an object): which call runs is ambiguous")  # fmt: skip
             raw_calls = [data["function_call"]]
         if raw_calls is not None and not isinstance(raw_calls, list):
             unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
         calls = tuple(self.call(c, index, where) for c in raw_calls or [])
+        if mirror:  # LangChain keeps the provider's calls too: they must be the same calls
+            self.same_calls(calls, mirror, data.get("invalid_tool_calls"), index, where)
         for k, call in enumerate(calls):
             if call.id is not None:
                 if call.id in self.calls_by_id:
@@ -327,6 +352,41 @@ class _Reader:
             self.count(shown)
             text = (text + "\n" if text else "") + "[invalid tool calls] " + shown
         self.messages.append(Message("assistant", "model", text, None, None, index, calls))
+
+    def same_calls(self, calls: Sequence[ToolCall], mirror: Any, invalid: Any, index: int,
+                   where: str) -> None:  # fmt: skip
+        """Refuse `additional_kwargs.tool_calls` that are not the message's `tool_calls`.
+
+        A LangChain message keeps the provider's raw calls beside the parsed ones; a host may
+        run either, so they must agree: each parsed call has a raw one with its id, name and
+        arguments, and every other raw call is one LangChain could not parse (listed in
+        `invalid_tool_calls` by id).
+        """
+        if not isinstance(mirror, list):
+            unreadable("unparsable_trace", f"{where}: additional_kwargs.tool_calls is not a list")
+        broken = {str(c.get("id")) for c in invalid if isinstance(c, Mapping)} if isinstance(
+            invalid, list) else set()  # fmt: skip
+        peek = _Reader(self.max_bytes)
+        raw: list[tuple[str | None, ToolCall | None]] = []
+        for item in mirror:
+            ident = item.get("id") if isinstance(item, Mapping) else None
+            try:
+                raw.append((None if ident is None else str(ident), peek.call(item, index, where)))
+            except UnreadableEvidence:
+                raw.append((None if ident is None else str(ident), None))
+        used: set[int] = set()
+        for k, call in enumerate(calls):
+            at = next((j for j, (i, _) in enumerate(raw) if i == call.id), None) if (
+                call.id is not None) else (k if k < len(raw) else None)  # fmt: skip
+            twin = raw[at][1] if at is not None else None
+            if at is None or twin is None or twin.name != call.name or twin.args != call.args:
+                unreadable("inconsistent_trace", f"{where}: tool call {call.name[:40]!r} "
+                           "differs from the provider's call kept in additional_kwargs: which "
+                           "call runs is ambiguous")  # fmt: skip
+            used.add(at)
+        if any(j not in used and i not in broken for j, (i, _) in enumerate(raw)):
+            unreadable("inconsistent_trace", f"{where}: additional_kwargs holds a call that is "
+                       "not among the message's tool calls")  # fmt: skip
 
     def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
              legacy_function: bool) -> None:  # fmt: skip
