@@ -18,9 +18,18 @@ Accepted input (the trace format; a whole document, nothing is cut):
     "function", "content", "name", "tool_calls": [{"id", "type": "function", "function":
     {"name", "arguments": "<JSON object>"}}], "function_call", "tool_call_id"}``.
 
-  Content is a string, null, or a list of parts: text parts (``text``, ``input_text``,
-  ``output_text``) and refusals give their text; any other part (an image, a JSON block)
-  is kept as its JSON, so nothing a tool returned is dropped.
+  Content is a string, null, or a list of parts. A tool result's text is all its parts:
+  text parts (``text``, ``input_text``, ``output_text``) and refusals give their text, any
+  other part (an image, a JSON block) is kept as its JSON, so nothing a tool returned is
+  dropped. Any other message's text is only what a chat shows: its text parts
+  (:mod:`guardagent.trace.content`). Its other parts are sorted: ``tool_use`` parts of an
+  assistant message are its calls (Anthropic; beside ``tool_calls`` they must be the same
+  calls); ``tool_result`` / ``function_call_output`` parts of a user message are tool
+  results, each read as a ``tool`` message answering the call it names (placed before the
+  user's text); every other part (an image and its alt text, reasoning, invalid tool calls)
+  is hidden evidence, one message just before its own: source ``model`` in an assistant
+  message, ``tool:?`` (role ``tool``) in a user or system message. So a hidden part is
+  never a question the user answered nor the user's words.
 - The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
   {...} | "<JSON object>"}``. A call object in two formats at once (a ``function`` beside
@@ -69,6 +78,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
+from guardagent.trace.content import TEXT_PARTS, sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 
@@ -90,7 +100,6 @@ _OPENAI_ROLES: dict[str, Role] = {
     "system": "system", "developer": "system", "user": "user", "human": "user",
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
-_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 _ARG_FIELDS = ("args", "arguments", "input")
 _CONTAINERS = (Mapping, list, tuple)
 
@@ -227,7 +236,7 @@ class _Reader:
                     parts.append(part)
                 elif isinstance(part, Mapping):
                     kind = part.get("type")
-                    if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+                    if kind in TEXT_PARTS and isinstance(part.get("text"), str):
                         parts.append(str(part["text"]))
                     elif kind == "refusal" and isinstance(part.get("refusal"), str):
                         parts.append(str(part["refusal"]))
@@ -313,22 +322,43 @@ class _Reader:
             unreadable("unparsable_trace", f"{where} is neither LangChain nor OpenAI chat")
         if role is None:
             unreadable("unparsable_trace", f"{where} has an unknown role or type")
-        text = self.text(data.get("content"), where)
         name = data.get("name") if isinstance(data.get("name"), str) else None
-        if role == "assistant":
-            self.assistant(data, text, index, where)
-        elif role == "tool":
+        if role == "tool":
+            text = self.text(data.get("content"), where)
             self.tool(data, text, name, index, where, legacy_function)
-        else:
+            return
+        content = sort_content(data.get("content"), role, where)
+        self.count(content.shown)
+        hidden = content.hidden
+        invalid = data.get("invalid_tool_calls") if role == "assistant" else None
+        if isinstance(invalid, list) and invalid:
+            hidden = [*hidden, "[invalid tool calls] " + _json(invalid)]
+        if hidden:  # before the message: its shown text stays next to the one answering it
+            said = "\n".join(hidden)
+            self.count(said)
+            source = "model" if role == "assistant" else "tool:?"
+            self.messages.append(Message("assistant" if role == "assistant" else "tool", source,
+                                         said, None, None, len(self.messages),
+                                         status=None if role == "assistant" else "ok"))  # fmt: skip
+        for call_id, body, failed in content.results:  # a user message's tool results
+            result = {"tool_call_id": call_id, "status": "error" if failed else "ok"}
+            self.tool(result, self.text(body, where), None, len(self.messages), where, False)
+        if role == "assistant":
+            self.assistant(data, content.shown, content.calls, len(self.messages), where)
+        elif content.shown or not content.results:
             source = "user" if role == "user" else "system"
-            self.messages.append(Message(role, source, text, None, None, index))
+            self.messages.append(Message(role, source, content.shown, None, None,
+                                         len(self.messages)))  # fmt: skip
 
-    def assistant(self, data: Mapping[str, Any], text: str, index: int, where: str) -> None:
+    def assistant(self, data: Mapping[str, Any], text: str, parts: list[Mapping[str, Any]],
+                  index: int, where: str) -> None:  # fmt: skip
         raw_calls = data.get("tool_calls")
         extra = data.get("additional_kwargs")
         mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
         if not raw_calls:
             raw_calls, mirror = mirror, None
+        if not raw_calls and parts:  # Anthropic: the calls are `tool_use` content parts
+            raw_calls, parts = parts, []
         if data.get("function_call") is not None:
             if raw_calls or not isinstance(data["function_call"], Mapping):
                 unreadable("inconsistent_trace", f"{where}: a `function_call` beside tool "
@@ -339,6 +369,12 @@ class _Reader:
         calls = tuple(self.call(c, index, where) for c in raw_calls or [])
         if mirror:  # LangChain keeps the provider's calls too: they must be the same calls
             self.same_calls(calls, mirror, data.get("invalid_tool_calls"), index, where)
+        if parts:  # and ChatAnthropic its `tool_use` parts (streamed: args in partial_json)
+            parts = [{**p, "input": p["partial_json"]} if not p.get("input") and isinstance(
+                p.get("partial_json"), str) else p for p in parts]  # fmt: skip
+            self.same_calls(calls, [{k: v for k, v in p.items() if k != "partial_json"}
+                                    for p in parts], data.get("invalid_tool_calls"), index,
+                            where)  # fmt: skip
         for k, call in enumerate(calls):
             if call.id is not None:
                 if call.id in self.calls_by_id:
@@ -346,11 +382,6 @@ class _Reader:
                                "used by an earlier call too")  # fmt: skip
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
-        invalid = data.get("invalid_tool_calls")
-        if isinstance(invalid, list) and invalid:
-            shown = _json(invalid)
-            self.count(shown)
-            text = (text + "\n" if text else "") + "[invalid tool calls] " + shown
         self.messages.append(Message("assistant", "model", text, None, None, index, calls))
 
     def same_calls(self, calls: Sequence[ToolCall], mirror: Any, invalid: Any, index: int,
