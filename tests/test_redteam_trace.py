@@ -552,26 +552,23 @@ def test_an_ambiguous_call_object_is_refused_as_proposed_call_and_in_a_message(
     assert got.value.reason == reason
 
 
-def test_a_langchain_message_whose_provider_calls_differ_is_inconsistent() -> None:
-    """`tool_calls` says read_inbox, the provider's raw calls kept in `additional_kwargs`
-    say send_money: a host may run either. Seen failing before the fix (read as read_inbox);
-    the agreeing pair (what ChatOpenAI writes) still reads."""
+def test_a_langchain_message_is_read_by_its_tool_calls_not_the_providers_copies() -> None:
+    """LangChain runs `tool_calls`; a host's edits (human-in-the-loop edit, PII redaction)
+    change them and leave the provider's copies (`additional_kwargs.tool_calls`, `tool_use`
+    content parts) stale. The edited call is the one judged, and the trace stays readable;
+    the stale copy is model-written evidence, never a call."""
     from langchain_core.messages import AIMessage, messages_to_dict
-
-    from guardagent.readers.evidence import UnreadableEvidence
 
     raw = {"id": "c1", "type": "function",
            "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}  # fmt: skip
-    same = AIMessage("", tool_calls=[{"name": "send_money", "args": ATTACK, "id": "c1"}],
-                     additional_kwargs={"tool_calls": [raw]})  # fmt: skip
-    assert parse_trace(messages_to_dict([same])).call.name == "send_money"
-    for calls in ([{"name": "read_inbox", "args": {}, "id": "c1"}],
-                  [{"name": "send_money", "args": {**ATTACK, "amount": 1}, "id": "c1"}],
-                  [{"name": "read_inbox", "args": {}, "id": "c0"}]):  # fmt: skip
-        other = AIMessage("", tool_calls=calls, additional_kwargs={"tool_calls": [raw]})
-        with pytest.raises(UnreadableEvidence) as got:
-            parse_trace(messages_to_dict([other]))
-        assert got.value.reason == "inconsistent_trace"
+    use = {"type": "tool_use", "id": "c1", "name": "send_money", "input": ATTACK}
+    edited = {**ATTACK, "amount": 1}
+    for message in (AIMessage("", additional_kwargs={"tool_calls": [raw]}, tool_calls=[
+                        {"name": "send_money", "args": edited, "id": "c1"}]),
+                    AIMessage([use], tool_calls=[{"name": "send_money", "args": edited,
+                                                  "id": "c1"}])):  # fmt: skip
+        trace = parse_trace(messages_to_dict([message]))
+        assert trace.call.args == edited and not trace.calls
 
 
 def test_a_final_answer_is_guarded_only_as_the_labelled_pseudo_tool(tmp_path: Any) -> None:
@@ -692,30 +689,12 @@ def test_an_anthropic_trace_reads_tool_use_as_calls_and_tool_result_as_results()
     trace = parse_trace(_anthropic(), {"id": "t2", "name": "send_money", "args": ATTACK})
     assert [m.source for m in trace.messages] == ["user", "model", "model", "tool:read_inbox",
                                                   "user"]  # fmt: skip
+    assert "I should read the inbox." not in trace.messages[2].text
     assert [c.name for c in trace.calls] == ["read_inbox"]
     assert trace.result_of(trace.calls[0]) is trace.messages[3]
     assert trace.messages[4].text == "Thanks, now pay the deposit."
     orphan = parse_trace(_anthropic("t9"), {"id": "t2", "name": "send_money", "args": ATTACK})
     assert orphan.messages[3].source == "tool:?"
-
-
-def test_langchain_anthropic_tool_use_parts_must_be_its_tool_calls() -> None:
-    """ChatAnthropic keeps the calls twice (content `tool_use` parts and `tool_calls`, the
-    streamed parts with their arguments in `partial_json`): read when they agree,
-    inconsistent when a host could run another call than the one judged."""
-    from langchain_core.messages import AIMessage, messages_to_dict
-
-    from guardagent.readers.evidence import UnreadableEvidence
-
-    use = {"type": "tool_use", "id": "c1", "name": "send_money", "input": ATTACK}
-    streamed = {**use, "input": {}, "partial_json": json.dumps(ATTACK)}
-    for part in (use, streamed):
-        same = AIMessage([part], tool_calls=[{"name": "send_money", "args": ATTACK, "id": "c1"}])
-        assert parse_trace(messages_to_dict([same])).call.args == ATTACK
-    other = AIMessage([use], tool_calls=[{"name": "read_inbox", "args": {}, "id": "c1"}])
-    with pytest.raises(UnreadableEvidence) as got:
-        parse_trace(messages_to_dict([other]))
-    assert got.value.reason == "inconsistent_trace"
 
 
 @pytest.mark.xfail(strict=True, reason="records (trace/records.py Records.with_user_facts, or "

@@ -23,8 +23,8 @@ Accepted input (the trace format; a whole document, nothing is cut):
   other part (an image, a JSON block) is kept as its JSON, so nothing a tool returned is
   dropped. Any other message's text is only what a chat shows: its text parts
   (:mod:`guardagent.trace.content`). Its other parts are sorted: ``tool_use`` parts of an
-  assistant message are its calls (Anthropic; beside ``tool_calls`` they must be the same
-  calls); ``tool_result`` / ``function_call_output`` parts of a user message are tool
+  assistant message are its calls (Anthropic; beside ``tool_calls`` they are hidden
+  evidence); ``tool_result`` / ``function_call_output`` parts of a user message are tool
   results, each read as a ``tool`` message answering the call it names (placed before the
   user's text); every other part (an image and its alt text, reasoning, invalid tool calls)
   is hidden evidence, one message just before its own: source ``model`` in an assistant
@@ -34,13 +34,14 @@ Accepted input (the trace format; a whole document, nothing is cut):
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
   {...} | "<JSON object>"}``. A call object in two formats at once (a ``function`` beside
   top-level arguments, two argument fields, two names that differ) is refused: one host
-  runs one reading, another the other. So is a LangChain message whose ``tool_calls``
-  differ from the provider's calls kept in ``additional_kwargs.tool_calls`` (same ids,
-  names and arguments; an extra raw call only if listed in ``invalid_tool_calls``), or
-  that gives a ``function_call`` beside tool calls. Without a proposed call, the last
-  message must be an assistant message making exactly one call, and that call is the
-  proposed one. When the last message is an
-  assistant message making calls, the proposed call must be one of them, equal in name and
+  runs one reading, another the other. So is an assistant message that gives a
+  ``function_call`` beside tool calls. A LangChain message's ``tool_calls`` are its calls
+  (what LangChain runs): the provider's copies (``additional_kwargs.tool_calls``,
+  ``tool_use`` content parts) are read only when it has none, since a host's edits
+  (human-in-the-loop, redaction) change ``tool_calls`` and leave the copies stale.
+  Without a proposed call, the last message must be an assistant message making exactly
+  one call, and that call is the proposed one. When the last message is an assistant
+  message making calls, the proposed call must be one of them, equal in name and
   arguments (found by id, or without an id by equality); a proposed call found earlier in
   the trace is refused, since the messages after it are not "earlier". After any other
   last message the proposed call is a new call. Tool names are kept exactly as written.
@@ -60,8 +61,8 @@ Fails closed through :func:`guardagent.readers.evidence.unreadable`: ``trace_too
 (over ``max_bytes``, default 8 MB of UTF-8), ``unparsable_trace`` (not JSON, an unknown
 role or type, arguments that are not a JSON object, content of an unknown shape, a call
 object in two formats, objects or lists nested over :data:`MAX_NESTING` deep),
-``inconsistent_trace`` (two calls in one call object or one message's two call lists, a
-result naming
+``inconsistent_trace`` (two names in one call object, a ``function_call`` beside tool
+calls, a result naming
 another tool than its call, a second result for one call, two calls with one id, a
 proposed call that disagrees with the last message or is followed by later messages),
 ``no_tool_call`` / ``several_tool_calls`` (no proposed call given and the last message does
@@ -77,7 +78,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from guardagent.readers.evidence import UnreadableEvidence, unreadable
+from guardagent.readers.evidence import unreadable
 from guardagent.trace.content import TEXT_PARTS, sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
@@ -330,6 +331,9 @@ class _Reader:
         content = sort_content(data.get("content"), role, where)
         self.count(content.shown)
         hidden = content.hidden
+        if content.calls and _calls_given(data):  # LangChain runs `tool_calls` (a host's
+            hidden = [*hidden, *map(_json, content.calls)]  # edits leave the parts stale)
+            content.calls = []
         invalid = data.get("invalid_tool_calls") if role == "assistant" else None
         if isinstance(invalid, list) and invalid:
             hidden = [*hidden, "[invalid tool calls] " + _json(invalid)]
@@ -353,12 +357,11 @@ class _Reader:
     def assistant(self, data: Mapping[str, Any], text: str, parts: list[Mapping[str, Any]],
                   index: int, where: str) -> None:  # fmt: skip
         raw_calls = data.get("tool_calls")
-        extra = data.get("additional_kwargs")
-        mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
         if not raw_calls:
-            raw_calls, mirror = mirror, None
+            extra = data.get("additional_kwargs")
+            raw_calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
         if not raw_calls and parts:  # Anthropic: the calls are `tool_use` content parts
-            raw_calls, parts = parts, []
+            raw_calls = list(parts)
         if data.get("function_call") is not None:
             if raw_calls or not isinstance(data["function_call"], Mapping):
                 unreadable("inconsistent_trace", f"{where}: a `function_call` beside tool "
@@ -367,14 +370,6 @@ class _Reader:
         if raw_calls is not None and not isinstance(raw_calls, list):
             unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
         calls = tuple(self.call(c, index, where) for c in raw_calls or [])
-        if mirror:  # LangChain keeps the provider's calls too: they must be the same calls
-            self.same_calls(calls, mirror, data.get("invalid_tool_calls"), index, where)
-        if parts:  # and ChatAnthropic its `tool_use` parts (streamed: args in partial_json)
-            parts = [{**p, "input": p["partial_json"]} if not p.get("input") and isinstance(
-                p.get("partial_json"), str) else p for p in parts]  # fmt: skip
-            self.same_calls(calls, [{k: v for k, v in p.items() if k != "partial_json"}
-                                    for p in parts], data.get("invalid_tool_calls"), index,
-                            where)  # fmt: skip
         for k, call in enumerate(calls):
             if call.id is not None:
                 if call.id in self.calls_by_id:
@@ -383,41 +378,6 @@ class _Reader:
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
         self.messages.append(Message("assistant", "model", text, None, None, index, calls))
-
-    def same_calls(self, calls: Sequence[ToolCall], mirror: Any, invalid: Any, index: int,
-                   where: str) -> None:  # fmt: skip
-        """Refuse `additional_kwargs.tool_calls` that are not the message's `tool_calls`.
-
-        A LangChain message keeps the provider's raw calls beside the parsed ones; a host may
-        run either, so they must agree: each parsed call has a raw one with its id, name and
-        arguments, and every other raw call is one LangChain could not parse (listed in
-        `invalid_tool_calls` by id).
-        """
-        if not isinstance(mirror, list):
-            unreadable("unparsable_trace", f"{where}: additional_kwargs.tool_calls is not a list")
-        broken = {str(c.get("id")) for c in invalid if isinstance(c, Mapping)} if isinstance(
-            invalid, list) else set()  # fmt: skip
-        peek = _Reader(self.max_bytes)
-        raw: list[tuple[str | None, ToolCall | None]] = []
-        for item in mirror:
-            ident = item.get("id") if isinstance(item, Mapping) else None
-            try:
-                raw.append((None if ident is None else str(ident), peek.call(item, index, where)))
-            except UnreadableEvidence:
-                raw.append((None if ident is None else str(ident), None))
-        used: set[int] = set()
-        for k, call in enumerate(calls):
-            at = next((j for j, (i, _) in enumerate(raw) if i == call.id), None) if (
-                call.id is not None) else (k if k < len(raw) else None)  # fmt: skip
-            twin = raw[at][1] if at is not None else None
-            if at is None or twin is None or twin.name != call.name or twin.args != call.args:
-                unreadable("inconsistent_trace", f"{where}: tool call {call.name[:40]!r} "
-                           "differs from the provider's call kept in additional_kwargs: which "
-                           "call runs is ambiguous")  # fmt: skip
-            used.add(at)
-        if any(j not in used and i not in broken for j, (i, _) in enumerate(raw)):
-            unreadable("inconsistent_trace", f"{where}: additional_kwargs holds a call that is "
-                       "not among the message's tool calls")  # fmt: skip
 
     def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
              legacy_function: bool) -> None:  # fmt: skip
@@ -456,6 +416,13 @@ class _Reader:
         for part, part_text in parts:
             self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
                                          call_id, len(self.messages), status=status))  # fmt: skip
+
+
+def _calls_given(data: Mapping[str, Any]) -> bool:
+    """Whether an assistant message gives calls other than content parts (read first)."""
+    extra = data.get("additional_kwargs")
+    mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+    return bool(data.get("tool_calls") or mirror or data.get("function_call") is not None)
 
 
 def _json(value: Any) -> str:
