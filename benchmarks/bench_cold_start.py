@@ -6,6 +6,11 @@ private memory directory (the first `check` seeds it and is reported apart); the
 prints the medians next to the goals of issue 14, and with `--importtime` which heavy
 packages a `check` imported and the slowest top-level imports (`python -X importtime`).
 
+Issue 22's goal is relative, so it holds on a busy machine too: a local `check` within 1.6x the
+time of a process that only imports LangGraph (`python -c "import langgraph.graph"`), measured
+in the same run, interleaved. Commands run this checkout's code (`PYTHONPATH` = its root), not
+whatever `guardagent` the environment installed.
+
 Run: .venv/bin/python benchmarks/bench_cold_start.py [--runs 7] [--importtime]
 """
 
@@ -22,8 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-c", "from guardagent.cli import main; main()"]
+LANGGRAPH = [sys.executable, "-c", "import langgraph.graph"]
 GOALS = {"help": 0.5, "check eicu-ac": 1.5, "check mind2web-sc": 1.5}
+RATIO_GOAL = 1.6  # issue 22: check <= 1.6x importing LangGraph alone
 HEAVY = ("langgraph", "chromadb", "matplotlib", "langchain_openai", "openai", "langchain")
 EICU_INPUT = "Identity: nursing\nQuestion: what was the last heart rate of patient 002-1?"
 EICU_OUTPUT = ('Solution:\n{"cell": "db = LoadDB(\'vitalperiodic\')\\nrows = FilterDB(db, '
@@ -51,10 +59,11 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, check=False)
+    proc = subprocess.run(argv, env=env, capture_output=True, check=False,
+                          cwd=tempfile.gettempdir())  # fmt: skip
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 1):  # check: 0 allowed, 1 denied
         raise SystemExit(f"{' '.join(argv[:3])} failed:\n{proc.stderr.decode()}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed, cpu
@@ -103,27 +112,44 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
-    exe = str(BIN / "guardagent")
     with tempfile.TemporaryDirectory(prefix="guardagent-bench-") as memory:
-        env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory}
-        first = {name: round(timed([exe, *argv], env)[0], 3)
+        env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory, "PYTHONPATH": str(ROOT)}
+        first = {name: round(timed([*CLI, *argv], env)[0], 3)
                  for name, argv in COMMANDS.items() if name != "help"}
         result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0],
                                      "first_check_s": first}
+        samples: dict[str, list[tuple[float, float]]] = {n: [] for n in [*COMMANDS, "langgraph"]}
+        for _ in range(args.runs):  # interleaved: load changes hit every command alike
+            samples["langgraph"].append(timed(LANGGRAPH, env))
+            for name, argv in COMMANDS.items():
+                samples[name].append(timed([*CLI, *argv], env))
         medians = {}
-        for name, argv in COMMANDS.items():
-            runs = [timed([exe, *argv], env) for _ in range(args.runs)]
+        base = statistics.median(t for t, _ in samples["langgraph"])
+        base_cpu = statistics.median(c for _, c in samples["langgraph"])
+        for name, runs in samples.items():
             wall = statistics.median(t for t, _ in runs)
             medians[name] = {"median_s": round(wall, 3),
                              "min_s": round(min(t for t, _ in runs), 3),
                              "max_s": round(max(t for t, _ in runs), 3),
                              "median_cpu_s": round(statistics.median(c for _, c in runs), 3),
-                             "goal_s": GOALS[name], "meets_goal": wall <= GOALS[name]}
+                             "x_langgraph_import": round(wall / base, 2),
+                             "cpu_x_langgraph_import": round(
+                                 statistics.median(c for _, c in runs) / base_cpu, 2)}
+            if name in GOALS:
+                medians[name].update(goal_s=GOALS[name], meets_goal=wall <= GOALS[name])
+            if name.startswith("check"):
+                medians[name].update(ratio_goal=RATIO_GOAL,
+                                     meets_ratio_goal=wall / base <= RATIO_GOAL)
         result["commands"] = medians
         if args.importtime:
             result["imports"] = {name: import_profile(argv, env, args.top)
                                  for name, argv in COMMANDS.items()}
     print(json.dumps(result, indent=2))
+    print(f"cold start, median of {args.runs}: importing LangGraph alone {base:.3f} s; "
+          + "; ".join(f"{n} {m['median_s']:.3f} s ({m['x_langgraph_import']:.2f}x; CPU "
+                      f"{m['cpu_x_langgraph_import']:.2f}x)"
+                      for n, m in medians.items() if n != "langgraph")
+          + f"; goal for check <= {RATIO_GOAL}x")
 
 
 if __name__ == "__main__":

@@ -697,9 +697,6 @@ def test_an_anthropic_trace_reads_tool_use_as_calls_and_tool_result_as_results()
     assert orphan.messages[3].source == "tool:?"
 
 
-@pytest.mark.xfail(strict=True, reason="records (trace/records.py Records.with_user_facts, or "
-                   "agent.py _trace): user facts that are not a mapping raise AttributeError "
-                   "into the host instead of a denial with a reason")
 @pytest.mark.parametrize("facts", ["verified", ["GB82WEST12345698765432"]], ids=["str", "list"])
 def test_user_facts_that_are_not_a_mapping_are_a_denial(guard: Any, facts: Any) -> None:
     decision = guard.check_trace(payment(), user_facts=facts, thread_id="t1")

@@ -15,6 +15,10 @@
 - :mod:`.provenance`: which earlier messages contain each value of the proposed call, and
   whether it comes from the user, a trusted source, only untrusted sources, or nowhere;
 - :mod:`.temporal`: call patterns, order, counts, navigation scope, secret flow;
+- :mod:`.records`: the user's own records (the policy's ``values:``, the host's user
+  facts), a trusted source for provenance;
+- :mod:`.secrets`: the policy's declared ``secrets:``, found in any argument however
+  encoded;
 - :mod:`.predicates`: all of it as named predicates with their deciding messages, for a
   policy model;
 - :mod:`.guard`: one guarded call prepared for the guard graph (event text, predicate
