@@ -133,7 +133,9 @@ class Message:
         role: ``system``, ``user``, ``assistant`` or ``tool``.
         source: Who wrote the text: ``system``, ``user``, ``model``, ``tool:<name>`` or
             ``tool:?``.
-        text: The whole text (content parts joined by newlines; nothing cut).
+        text: The text, nothing cut: a tool result's every part; any other message's
+            shown text parts only (its other parts are a message of their own just before
+            it, see the module docstring), joined by newlines.
         tool_name: The tool a ``tool`` message is the result of (None if unknown).
         tool_call_id: The call a ``tool`` message answers.
         index: Position in the trace, from 0.
