@@ -79,7 +79,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from guardagent.readers.evidence import unreadable
-from guardagent.trace.content import TEXT_PARTS, sort_content
+from guardagent.trace import content as _content
+from guardagent.trace.content import sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 
@@ -235,16 +236,11 @@ class _Reader:
         if isinstance(content, list):
             parts: list[str] = []
             for part in content:
-                if isinstance(part, str):
-                    parts.append(part)
+                shown = _content.part_text(part)
+                if shown is not None:
+                    parts.append(shown)
                 elif isinstance(part, Mapping):
-                    kind = part.get("type")
-                    if kind in TEXT_PARTS and isinstance(part.get("text"), str):
-                        parts.append(str(part["text"]))
-                    elif kind == "refusal" and isinstance(part.get("refusal"), str):
-                        parts.append(str(part["refusal"]))
-                    else:
-                        parts.append(_json(part))
+                    parts.append(_json(part))
                 else:
                     unreadable("unparsable_trace", f"{where}: a content part is neither text nor "
                                "an object")  # fmt: skip
