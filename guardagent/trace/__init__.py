@@ -2,6 +2,8 @@
 
 - :mod:`.messages`: read a trace (LangChain ``messages_to_dict`` JSON or OpenAI chat with
   ``tool_calls``, plus the proposed call) into a typed :class:`Trace`; nothing is cut;
+- :mod:`.content`: a message's content parts sorted: the text a chat shows, calls and
+  results in Anthropic's shape, and hidden parts (never the user's words);
 - :mod:`.labels`: the deployer's tool labels (trusted / untrusted results, sensitive,
   effect read / write / send / irreversible; a proposed call of an unlabelled tool is
   denied, an earlier one's results are untrusted);
