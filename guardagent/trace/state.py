@@ -261,7 +261,8 @@ class TraceIndex:
                     self.written[h] = message.index
                     self._size += 16 + len(str(message.index))
         hashed = {key_hash(k) for k in keys}
-        cost = sum(len(str(message.index)) + 1 + (0 if h in self.postings else 16) for h in hashed)
+        digits = len(str(message.index)) + 1
+        cost = digits * len(hashed) + 16 * sum(h not in self.postings for h in hashed)
         if self._size + cost > self.max_state_bytes:
             self.unindexed.append(message.index)
             self._size += len(str(message.index)) + 1
@@ -281,6 +282,10 @@ class TraceIndex:
         if ids is None:
             self.postings[h] = [index]
             self._size += 16 + len(str(index))
+            return
+        if ids[-1] < index:  # messages are read in order: most posts append
+            ids.append(index)
+            self._size += 1 + len(str(index))
             return
         at = bisect_left(ids, index)
         if at == len(ids) or ids[at] != index:
