@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 import unicodedata
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from guardagent.trace.addresses import email_key, read_address_list
 from guardagent.trace.budget import check_budget
+from guardagent.trace.dates import host_year
 from guardagent.trace.kinds import TYPED_KINDS, Found, Value, ValueKind, nobody
 from guardagent.trace.locate import extract_values
 from guardagent.trace.normal import (
@@ -118,6 +120,29 @@ def read_argument(
                        number.isdigit() else tuple(tokens(number))), False)]  # fmt: skip
     if not isinstance(value, str) or not value.strip():
         return []
+    if len(value) > MAX_CACHED_CHARS:
+        return _read_string(value, region, year)
+    return list(_cached_string(value, region, host_year() if year is None else year))
+
+
+MAX_CACHED_CHARS = 4_096
+"""Longest argument whose reading is kept (:func:`_cached_string`): the cache stays a few MB."""
+
+
+@lru_cache(maxsize=2_048)
+def _cached_string(value: str, region: str | None, year: int) -> tuple[tuple[Value, bool], ...]:
+    """:func:`_read_string`, kept: one argument is read again and again.
+
+    The proposed call is read for several predicates, and again in the next call's trace.
+
+    The reading is a pure function of the string, the region and the year (the values are
+    frozen), so the key holds all three, the year resolved (a new year is a new key).
+    """
+    return tuple(_read_string(value, region, year))
+
+
+def _read_string(value: str, region: str | None, year: int | None) -> list[tuple[Value, bool]]:
+    """:func:`read_argument` of a non-empty string."""
     text = reading_form(value).strip()
     raw = unicodedata.normalize("NFC", value).strip()  # what a mail server reads: no NFKC
     listed = read_address_list(raw) if "@" in raw and "://" not in raw else None
