@@ -146,6 +146,10 @@ def main() -> None:
 @click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
               help="With --trace: the thread's state file, read if present and rewritten "
                    "(signed with GUARDAGENT_TRACE_KEY, required).")
+@click.option("--task", "task_file", default=None, type=click.Path(dir_okay=False),
+              help="With --trace: the thread's task policy (JSON or YAML: name, params, "
+                   "predicates, rules), merged with the profile's policy; a task that cannot "
+                   "be attached is denied.")
 @_model
 @_base_url
 @_memory_dir
@@ -163,7 +167,8 @@ def main() -> None:
               help="With --server: a retry with the same key gets the stored decision.")
 @click.pass_context
 def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
-          trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
+          trace_file: str | None, consent_file: str | None, state_file: str | None,
+          task_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
           fields: str | None, server: str | None, thread_id: str | None,
           idempotency_key: str | None) -> None:  # fmt: skip
@@ -177,12 +182,13 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
-    if trace_file is None and (consent_file or state_file):
-        raise click.UsageError("--consent and --state go with --trace")
+    if trace_file is None and (consent_file or state_file or task_file):
+        raise click.UsageError("--consent, --state and --task go with --trace")
+    task = _task(task_file)
     if server is not None:  # before any heavy import: the hook pays the interpreter only
         ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
                                consent_file, state_file, quiet, fields, thread_id,
-                               idempotency_key))  # fmt: skip
+                               idempotency_key, task))  # fmt: skip
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
@@ -203,7 +209,7 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     settings.update({name: value for name, value in given.items() if value is not None})
     guard = _guard(profile, settings.pop("model"), settings.pop("base_url", None), **settings)
     if trace_file is not None:
-        decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id)
+        decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id, task)
     else:
         decision = guard.check(_text(agent_input or "", "--input"),
                                _text(agent_output or "", "--output"))  # fmt: skip
@@ -218,7 +224,8 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
 def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
                   agent_output: str | None, trace_file: str | None, consent_file: str | None,
                   state_file: str | None, quiet: bool, fields: str | None,
-                  thread_id: str | None, idempotency_key: str | None) -> int:  # fmt: skip
+                  thread_id: str | None, idempotency_key: str | None,
+                  task: Any = None) -> int:  # fmt: skip
     """`check --server`: deployment options belong to the service, thread state too."""
     from guardagent.service.remote import check_remote
 
@@ -232,12 +239,25 @@ def _check_server(ctx: click.Context, server: str, profile: str, agent_input: st
         server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
         agent_input=None if agent_input is None else _text(agent_input, "--input"),
         agent_output=None if agent_output is None else _text(agent_output, "--output"),
-        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields,
+        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields, task=task,
     )  # fmt: skip
 
 
+def _task(task_file: str | None) -> Any:
+    """`--task FILE`'s document (None without one); a file that is not data exits 2."""
+    if task_file is None:
+        return None
+    from guardagent.task_file import TaskFileError, read_task_file
+
+    try:
+        return read_task_file(task_file)
+    except TaskFileError as exc:
+        raise _SetupError(str(exc)) from None
+
+
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
-                 state_file: str | None, thread_id: str | None = None) -> Any:  # fmt: skip
+                 state_file: str | None, thread_id: str | None = None,
+                 task: Any = None) -> Any:  # fmt: skip
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -253,7 +273,8 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         raise _SetupError(f"--state {state_file}: a directory, not a file")
     state = _state(state_path) if state_path is not None and state_path.is_file() else None
     try:
-        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
+        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
+                                     task=task)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:

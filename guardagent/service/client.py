@@ -131,16 +131,19 @@ class GuardClient:
     def check_trace(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
                     *, trace: Any = None, profile: str | None = None,
                     consent: list[Any] | None = None, user_facts: dict[str, Any] | None = None,
-                    thread_id: str | None = None,
-                    idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+                    thread_id: str | None = None, idempotency_key: str | None = None,
+                    task: Any = None) -> dict[str, Any]:  # fmt: skip
         """Decide a proposed tool call from its conversation (the service's `check_trace`).
 
         Give `messages` (and optionally `proposed_call`), or `trace`: the whole JSON of
         `check --trace` (as text or decoded). With a `thread_id` the service keeps the
         thread's index: send the whole conversation each time, it reads only what is new.
+        `task` is the thread's task policy (``{"name", "params", "predicates", "rules"}``),
+        as `check_trace(task=...)` takes it: the service attaches it, or denies saying why.
         """
         body: dict[str, Any] = {"profile": profile, "consent": consent, "user_facts": user_facts,
-                                "thread_id": thread_id, "idempotency_key": idempotency_key}
+                                "thread_id": thread_id, "idempotency_key": idempotency_key,
+                                "task": task}
         if trace is not None:
             body["trace"] = trace
         else:

@@ -47,7 +47,7 @@ def _consent(consent_file: str | None) -> list[Any] | None:
 def check_remote(server: str, profile: str, *, agent_input: str | None,
                  agent_output: str | None, trace_file: str | None, consent_file: str | None,
                  thread_id: str | None, idempotency_key: str | None, quiet: bool,
-                 fields: str | None) -> int:  # fmt: skip
+                 fields: str | None, task: Any = None) -> int:  # fmt: skip
     """Send the event or trace, print the decision JSON, return the exit status.
 
     Raises:
@@ -62,7 +62,7 @@ def check_remote(server: str, profile: str, *, agent_input: str | None,
         if trace_file is not None:
             decision = client.check_trace(trace=_trace_text(trace_file), profile=profile,
                                           consent=_consent(consent_file), thread_id=thread_id,
-                                          idempotency_key=idempotency_key)  # fmt: skip
+                                          idempotency_key=idempotency_key, task=task)  # fmt: skip
         else:
             decision = client.check(agent_input or "", agent_output or "", profile=profile,
                                     thread_id=thread_id, idempotency_key=idempotency_key)
