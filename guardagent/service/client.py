@@ -24,6 +24,14 @@ from typing import Any
 from guardagent.service.wire import exchange
 
 TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
+DECISION_FIELDS = (
+    "allowed", "label", "violations", "reason", "guardrailed_output", "program_source",
+    "program", "attempts", "attempt_errors", "llm_calls", "tokens", "latency_ms", "error",
+    "unreadable", "profile", "rules", "safety_probability", "remediation", "trace_facts",
+    "trace_state",
+)  # fmt: skip
+"""The fields of a decision (`GuardDecision`'s, without importing pydantic): `--fields` picks
+from these before anything is sent."""
 
 
 class ServiceError(Exception):
