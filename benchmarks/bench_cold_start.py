@@ -14,7 +14,8 @@ script is used when it points at `guardagent.entry` (the fast path); an install 
 that entry point still runs click, so the script then runs `python -m guardagent.entry`
 and says so (`"server_via"`). `--no-server` skips these rows.
 
-Run: .venv/bin/python benchmarks/bench_cold_start.py [--runs 7] [--importtime] [--no-server]
+Run: .venv/bin/python benchmarks/bench_cold_start.py [--runs 7] [--importtime]
+     [--no-server | --server-only]
 """
 
 from __future__ import annotations
@@ -197,16 +198,18 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--no-server", action="store_true")
+    parser.add_argument("--server-only", action="store_true",
+                        help="Only the check --server rows (no local check).")
     args = parser.parse_args()
     exe = str(BIN / "guardagent")
     with tempfile.TemporaryDirectory(prefix="guardagent-bench-") as memory:
         env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory}
-        first = {name: round(timed([exe, *argv], env)[0], 3)
-                 for name, argv in COMMANDS.items() if name != "help"}
-        result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0],
-                                     "first_check_s": first}
-        result["commands"] = medians_of({n: [exe, *a] for n, a in COMMANDS.items()}, env,
-                                        args.runs)  # fmt: skip
+        result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0]}
+        if not args.server_only:
+            result["first_check_s"] = {name: round(timed([exe, *argv], env)[0], 3)
+                                       for name, argv in COMMANDS.items() if name != "help"}
+            result["commands"] = medians_of({n: [exe, *a] for n, a in COMMANDS.items()}, env,
+                                            args.runs)  # fmt: skip
         if not args.no_server:
             with guard_service(env, Path(memory)) as url:
                 hooks, result["server_via"] = server_commands(url, Path(memory))
