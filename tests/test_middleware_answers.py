@@ -173,3 +173,18 @@ def test_a_task_that_cannot_be_attached_is_refused_or_denied(tasks: GuardAgent) 
             {"messages": [HumanMessage("Go")]})
         blocked = [m for m in out["messages"] if getattr(m, "status", None) == "error"]
         assert ran == [] and blocked and "task" in blocked[0].content, out["messages"]
+
+
+def test_a_thread_goes_on_after_a_withheld_answer(reports: GuardAgent) -> None:
+    """The withheld answer is replaced in the state, not kept in the thread's index, so the
+    next turn's calls read on from the index without a rewritten history."""
+    agent = _agent(reports, [READ, AIMessage(ANSWER), SAVE, AIMessage(ANSWER)],
+                   checkpointer=InMemorySaver())  # fmt: skip
+    config = {"configurable": {"thread_id": "two-turns"}}
+    first = agent.invoke({"messages": [HumanMessage("Summarise notes.txt.")]}, config)
+    assert first["messages"][-1].content.startswith("GuardAgent withheld")
+    ran.clear()
+    second = agent.invoke({"messages": [HumanMessage("Save it first, then answer.")]}, config)
+    assert ran == ["save_file"], second["messages"]
+    assert second["messages"][-1].content == ANSWER
+    assert second["guardagent_trace"]["count"] == len(second["messages"])
