@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
@@ -14,7 +15,7 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
-from guardagent.nodes.runtime import check_settings, memory_of
+from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
@@ -22,6 +23,16 @@ from guardagent.runs import ainvoke_guard, invoke_guard
 if TYPE_CHECKING:
     from guardagent.policy.task import AttachedTask, TaskPolicy
     from guardagent.trace import TraceEvent
+
+
+@lru_cache(maxsize=1)
+def _compiled_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The guard graph, compiled once per process and shared by every guard.
+
+    Each guard's settings travel in its run context, so guards of every profile can share
+    it; compiling cost 30-60 ms of each new guard's first decision.
+    """
+    return build_graph().compile(name="guardagent")
 
 
 class GuardAgent:
@@ -60,13 +71,19 @@ class GuardAgent:
         check_settings(self.context)  # fail fast on limits every run would refuse
         load_profile(profile)  # fail fast on an unknown or invalid profile
         resolve_model(model, base_url)  # and on a model spec that cannot be built
-        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_graph().compile(
-            name="guardagent"
-        )
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = _compiled_graph()
 
     def warm_up(self) -> None:
-        """Open and seed the memory, and load its scan index, now rather than on the first event."""
+        """Open and seed the memory, load its scan index and start a sandbox worker now.
+
+        All of it would otherwise be paid by the first event.
+        """
         memory_of(self.context).load_index()
+        from guardagent.sandbox.process import prestart_worker
+
+        profile = load_profile(self.context.profile)
+        shipped = next((d.code for d in profile.demonstrations if d.code), None)
+        prestart_worker(profile.tools(), limits_of(self.context), shipped)
 
     def _context(self, user_facts: Mapping[str, Any] | None, overrides: Any) -> GuardContext:
         if user_facts is not None:  # checked here: a bad value is the caller's error, loudly
@@ -184,6 +201,7 @@ class GuardAgent:
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
                 values=model.values, secrets=model.secrets, thread_id=thread_id,
+                budget_ms=self.context.trace_budget_ms,
             )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model

@@ -29,6 +29,7 @@ from guardagent.sandbox.process import (
 )
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Violations
+from guardagent.verification_cache import cached_problems
 
 Runner = Callable[[str, Toolbox, str, str, SandboxLimits | None], ExecutionResult]
 """Runs one program on one event: :func:`run_program` or :func:`run_shipped_program`."""
@@ -176,7 +177,10 @@ def program_problems(code: str, profile: Profile) -> list[str]:
         return _PROBLEMS[key]
     with _LOCK:
         if key not in _PROBLEMS:
-            _PROBLEMS[key] = _verify(code, profile)
+            if runner_for(code, profile) is run_shipped_program:  # package code: kept on disk
+                _PROBLEMS[key] = cached_problems("\0".join(key), lambda: _verify(code, profile))
+            else:
+                _PROBLEMS[key] = _verify(code, profile)
     return _PROBLEMS[key]
 
 

@@ -231,3 +231,19 @@ def test_the_fast_path_knows_every_option_of_check_and_every_decision_field() ->
     dests = {p.opts[0]: p.name for p in check.params}
     assert all(dests[o] == d for o, d in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items())
     assert tuple(GuardDecision.model_fields) == DECISION_FIELDS
+
+
+def test_evidence_the_guard_could_not_read_exits_two_here_and_through_the_service(
+        url: str, tmp_path: Path) -> None:  # fmt: skip
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": [', encoding="utf-8")
+    args = ["check", "--profile", "assistant-trace", "--trace", str(bad), "--fields",
+            "allowed,unreadable"]  # fmt: skip
+    local = CliRunner().invoke(main, args)
+    served = run(FAST, [*args, "--server", url])
+    assert local.exit_code == served.returncode == 2, (local.output, served.stderr)
+    assert json.loads(served.stdout) == json.loads(local.stdout)

@@ -257,9 +257,10 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 "guardagent_tool": request.tool_call["name"],
                 "guardagent_tool_call_id": request.tool_call.get("id") or ""}
 
-    @staticmethod
-    def _key(request: ToolCallRequest, event: tuple[str, str]) -> str:
-        digest = hashlib.sha256("\x00".join(event).encode("utf-8")).hexdigest()[:24]
+    @classmethod
+    def _key(cls, request: ToolCallRequest, event: tuple[str, str]) -> str:
+        body = "\x00".join([cls._thread_id(request) or "", *event])
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
         return f"{request.tool_call.get('id') or ''}:{digest}"
 
     # -- outcome ---------------------------------------------------------------------------
@@ -359,11 +360,18 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             thread_id=self._thread_id(request), task=task,
         )  # fmt: skip
 
-    @staticmethod
-    def _trace_key(request: ToolCallRequest) -> str:
+    @classmethod
+    def _trace_key(cls, request: ToolCallRequest) -> str:
+        """A pending review's key: the thread, the call's id and its arguments.
+
+        The model chooses call ids, so the thread is part of the key: a call of another
+        thread with the same id and arguments never gets this thread's decision (its state,
+        its ledger, its approval).
+        """
         call = request.tool_call
-        args = json.dumps(call.get("args") or {}, sort_keys=True, default=str)
-        return f"{call.get('id') or ''}:trace:{hashlib.sha256(args.encode()).hexdigest()[:24]}"
+        body = json.dumps([cls._thread_id(request), call.get("id") or "", call.get("args") or {}],
+                          sort_keys=True, default=str)  # fmt: skip
+        return f"trace:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
     def _with_state(self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision,
                     reviewed: bool) -> ToolResult:  # fmt: skip
@@ -440,9 +448,10 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return {"messages": [refusal(message, decision, note)]}
 
     @staticmethod
-    def _answer_key(message: AIMessage) -> str:
-        digest = hashlib.sha256(str(message.text).encode("utf-8")).hexdigest()[:24]
-        return f"{message.id or ''}:answer:{digest}"
+    def _answer_key(message: AIMessage, runtime: Any) -> str:
+        """A pending answer review's key: the thread, the message's id and its text."""
+        body = json.dumps([thread_of_runtime(runtime), message.id, str(message.text)])
+        return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Guard the agent's final answer when the policy labels ``respond`` (trace=True)."""
@@ -450,7 +459,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if found is None:
             return None
         message, request = found
-        key = self._answer_key(message)
+        key = self._answer_key(message, runtime)
         decision = self._pending_or(key)
         if decision is None:
             task, kwargs = self._answer_args(state, request)
@@ -464,7 +473,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if found is None:
             return None
         message, request = found
-        key = self._answer_key(message)
+        key = self._answer_key(message, runtime)
         decision = self._pending_or(key)
         if decision is None:
             task, kwargs = self._answer_args(state, request)

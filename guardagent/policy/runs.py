@@ -26,7 +26,6 @@ from guardagent.policy.model import (
 )
 from guardagent.policy.recorder import PredicateError, PredicateRecorder
 from guardagent.policy.results import PolicyVerdict
-from guardagent.policy.verify import verify_event
 from guardagent.tools.verdict import Verdict
 
 NOTHING_ASSIGNED = (
@@ -107,6 +106,8 @@ def verify_execution(
             assignments[name] = {"value": value, "probability": None}
         if not assignments:
             return {"error": NOTHING_ASSIGNED}
+        from guardagent.policy.verify import verify_event  # z3: only when a policy decides
+
         verdict = verify_event(model, assignments, threshold=threshold)
     except (VerificationError, PredicateError) as exc:
         return {"error": f"policy verification failed: {exc}"}

@@ -181,7 +181,9 @@ def send(client: GuardClient, options: dict[str, Any], inputs: dict[str, Any]) -
         decision = unreachable_denial(str(exc), profile)
     sys.stdout.write(show(decision, bool(options.get("quiet")), options.get("fields")) + "\n")
     sys.stdout.flush()
-    return EXIT_ALLOW if decision.get("allowed") is True else EXIT_DENY
+    if decision.get("allowed") is True:
+        return EXIT_ALLOW
+    return EXIT_UNREADABLE if decision.get("unreadable") else EXIT_DENY  # as a local check
 
 
 def _files(options: dict[str, Any]) -> dict[str, Any]:
