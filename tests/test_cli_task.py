@@ -8,14 +8,11 @@ that cannot be attached is a denial naming why; a file that is not data exits 2.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 import yaml
 from click.testing import CliRunner
 from starlette.testclient import TestClient
@@ -26,7 +23,7 @@ from guardagent.service.app import create_app
 from guardagent.service.client import GuardClient
 from guardagent.service.settings import ServiceSettings
 from guardagent.task_file import TaskFileError, parse_task_text, read_task_file
-from tests.pg_server import free_port
+from tests.service_thread import serving
 
 BROWSER = Path(__file__).resolve().parent.parent / "guardagent/policies/examples/browser/traces"
 OTHER_ORDER = BROWSER / "i08_task_other_order_openai.json"  # a click to order 5530
@@ -41,19 +38,8 @@ def _local(*args: str) -> Any:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    port = free_port()
-    settings = ServiceSettings(guard=GuardContext(profile="browser-trace"))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the service did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
+    with serving(ServiceSettings(guard=GuardContext(profile="browser-trace"))) as base:
+        yield base
 
 
 @pytest.mark.parametrize("form", ["json", "yaml", "utf-16"])

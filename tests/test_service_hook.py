@@ -14,22 +14,19 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.context import GuardContext
-from guardagent.service.app import create_app
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.wire import WireError, read_response
 from tests.pg_server import free_port
+from tests.service_thread import serving
 from tests.test_cli_task import OTHER_ORDER, TASK
 from tests.test_service_app import ADULT, MINOR, OUTPUT
 
@@ -42,19 +39,9 @@ CLICK = "import sys; from guardagent.cli import main; main(prog_name='guardagent
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    port = free_port()
     service = ServiceSettings(guard=GuardContext(profile="assistant-trace"), service_token=TOKEN)
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port,
-                                           log_level="warning"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the service did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
+    with serving(service) as base:
+        yield base
 
 
 def run(code: str, args: list[str], stdin: bytes = b"", token: str = TOKEN) -> Any:

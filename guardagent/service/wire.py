@@ -61,6 +61,8 @@ def read_response(stream: BinaryIO) -> tuple[int, dict[str, str], bytes]:
         status, headers = _head(stream)
         if not 100 <= status < 200:
             break
+    if status in (204, 304):  # no content, whatever the headers say (RFC 9112, 6.3)
+        return status, headers, b""
     if headers.get("transfer-encoding", "").lower().endswith("chunked"):
         return status, headers, _chunks(stream)
     length = headers.get("content-length")
