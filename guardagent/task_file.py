@@ -25,11 +25,16 @@ class TaskFileError(ValueError):
     """A task file that cannot be read as plain data (one line, naming the file)."""
 
 
-def decode(data: bytes) -> str:
-    """The file's text as every other input is read (BOM, UTF-16/32, U+FFFD for bad bytes).
+def host_file_text(data: bytes) -> str:
+    """A host's file (a task, consent records) as text, in any encoding other inputs may have.
 
-    Plain UTF-8 is decoded here without importing the CLI's text module (the hook's fast
-    path); anything else goes to :func:`guardagent.eval.textio.decode_bytes`.
+    As policy files are (:func:`guardagent.eval.textio.read_text_file`): UTF-8 with or
+    without BOM, UTF-16 or UTF-32; bytes that are not text are refused, not repaired (a task
+    read with U+FFFD in it would say something its author did not). Plain UTF-8 is decoded
+    here without importing the CLI's text module (the hook's fast path).
+
+    Raises:
+        ValueError: bytes that are not text in the detected encoding.
     """
     if b"\x00" not in data and not data.startswith(b"\xef\xbb\xbf"):
         try:
@@ -38,7 +43,11 @@ def decode(data: bytes) -> str:
             pass
     from guardagent.eval.textio import decode_bytes
 
-    return decode_bytes(data).text
+    decoded = decode_bytes(data)
+    if decoded.replaced:
+        raise ValueError(f"not valid {decoded.encoding.upper()} ({decoded.replaced} "
+                         "undecodable byte sequence(s))")  # fmt: skip
+    return decoded.text
 
 
 def read_task_file(path: str) -> Any:
@@ -56,7 +65,11 @@ def read_task_file(path: str) -> Any:
         raise TaskFileError(f"--task {path}: cannot read it ({exc.strerror or exc})") from None
     if len(data) > MAX_TASK_BYTES:
         raise TaskFileError(f"--task {path}: over {MAX_TASK_BYTES} bytes")
-    value = parse_task_text(decode(data), path)
+    try:
+        text = host_file_text(data)
+    except ValueError as exc:
+        raise TaskFileError(f"--task {path}: {exc}") from None
+    value = parse_task_text(text, path)
     if value is None:
         raise TaskFileError(f"--task {path}: empty (a task is a mapping of name, params, "
                             "predicates and rules)")  # fmt: skip

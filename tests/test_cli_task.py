@@ -120,3 +120,10 @@ def test_an_event_request_takes_no_task() -> None:
         answer = client.post("/v1/decide/event", json={"input": "a", "output": "b",
                                                          "task": TASK})  # fmt: skip
     assert answer.status_code == 400 and "task" in answer.json()["error"]
+
+
+def test_a_task_file_with_bytes_that_are_not_text_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "task.json"
+    path.write_bytes(json.dumps(TASK).encode("utf-8").replace(b"order", b"ord\xe9r", 1))
+    result = _local("--trace", str(THIS_ORDER), "--task", str(path))
+    assert result.exit_code == 2 and "not valid UTF-8" in result.output, result.output

@@ -150,7 +150,8 @@ def _parse_with_http_client(data: bytes) -> tuple[int, bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(status=st.integers(200, 599), body=st.binary(max_size=3000),
+@given(status=st.integers(200, 599).filter(lambda s: s not in (204, 304)),  # no content: below
+       body=st.binary(max_size=3000),
        chunks=st.lists(st.integers(1, 700), max_size=6), framing=st.sampled_from(
            ["length", "chunked", "close"]),
        extra=st.lists(st.tuples(st.from_regex(r"X-[A-Za-z]{1,8}", fullmatch=True),
@@ -202,6 +203,9 @@ def test_bounded_heads_truncated_bodies_and_non_http_are_wire_errors() -> None:
     status, _, body = read_response(io.BytesIO(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"
                                                b"\r\nContent-Length: 2\r\n\r\n{}"))  # fmt: skip
     assert (status, body) == (200, b"{}")
+    for framing in (b"Content-Length: 1\r\n\r\nx", b"Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n"):
+        status, _, body = read_response(io.BytesIO(b"HTTP/1.1 204 No Content\r\n" + framing))
+        assert (status, body) == (204, b""), "a 204 has no content (RFC 9112 6.3)"
 
 
 def test_the_fast_path_knows_every_option_of_check_and_every_decision_field() -> None:

@@ -121,9 +121,11 @@ def consent_records(path: str) -> list[Any]:
     """The `--consent` file: a JSON list (the service checks each record and its signature).
 
     Raises:
-        ValueError: not a file holding a JSON list.
+        ValueError: not a file holding a JSON list (or bytes that are not text).
     """
-    records = json.loads(decoded(_read(path), "--consent"))
+    from guardagent.task_file import host_file_text
+
+    records = json.loads(host_file_text(_read(path)))
     if not isinstance(records, list):
         raise ValueError(f"{path}: not a JSON list")
     return records
