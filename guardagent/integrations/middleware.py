@@ -147,7 +147,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Args:
         guard: A :class:`GuardAgent`, or a profile name/path (default ``tool-calls``).
-        user_info: Trusted user facts: a mapping, a callable of the request, or None to read
+        user_info: Trusted user facts: a mapping, a callable of the request (for a final
+            answer, a request for the pseudo-call ``respond``), or None to read
             ``user_info`` from the run's context.
         facts_from_state: Also read the agent state's ``user_info`` when the context has
             none. Off by default: the invoker and tools returning `Command` can set state.
