@@ -259,16 +259,16 @@ def url_location(value: Value) -> Location | None:
 
 
 def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
-    """The URL values of an argument (None for a value that is not a readable URL)."""
+    """The URL values of an argument (None for a value that is not one readable URL).
+
+    The browser opens the whole value: text around a URL (``see https://a.example``) or
+    another scheme wrapping one (``javascript:...//https://a.example``, ``data:...``) is
+    not that URL, so it is None (never in scope), whatever URLs are written inside it.
+    """
     out: list[Value | None] = []
     for scalar in _values_at(call, arg):
-        whole, inner = read_scalar(scalar, region=region)
-        if whole is not None and whole.kind == "url":
-            out.append(whole)
-        elif inner and all(v.kind == "url" for v in inner):
-            out.extend(inner)
-        else:
-            out.append(None)
+        whole, _ = read_scalar(scalar, region=region)
+        out.append(whole if whole is not None and whole.kind == "url" else None)
     return out
 
 

@@ -45,6 +45,17 @@ def _withparse_part(
     return [p for p in parts if p is not None]
 
 
+def _whole_values(facts: TraceFacts, arg: str) -> list[ValueProvenance]:
+    """The whole values of an argument (never the URLs inside a longer text).
+
+    A browser opens the whole argument: ``javascript:...//https://ubs.com`` runs a script
+    and ``see https://ubs.com`` is no address at all, whatever URL is written inside, so a
+    host or domain rule judges the whole value (a phrase has no host: it is from nobody).
+    """
+    return [v for v in _select(facts, arg, "email,url,iban,phone,amount,date,text")
+            if not v.inner]  # fmt: skip
+
+
 def in_records(facts: TraceFacts, value: ValueProvenance) -> list[RecordSet]:
     """The sections of the user's records that hold a value (a trusted source)."""
     return facts.records.holding(value.value)
@@ -66,8 +77,15 @@ def describe(facts: TraceFacts, value: ValueProvenance) -> str:
 
 
 def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[ValueProvenance]:
-    """The values a provenance predicate judges (see the package docstring)."""
-    return _withparse_part(facts, _select(facts, arg, kinds), part)
+    """The values a provenance predicate judges (see the package docstring).
+
+    With `part` (a host or domain rule) and no `kinds`, the whole values (see
+    :func:`_whole_values`); ``kinds="url"`` asks about the URLs written inside a free-text
+    argument (a body) instead.
+    """
+    if parse_part(part) is None or kinds is not None:
+        return _withparse_part(facts, _select(facts, arg, kinds), part)
+    return _withparse_part(facts, _whole_values(facts, arg), part)
 
 
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
