@@ -8,7 +8,7 @@ from typing import Any
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import parse_kinds, parse_part, under
-from guardagent.trace.provenance import ValueProvenance
+from guardagent.trace.provenance import ValueProvenance, recipients_read
 from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
@@ -26,6 +26,11 @@ def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     else:
         names = list(label.recipients) if arg == "@recipients" else [arg]
         chosen = [v for name in names for v in facts.provenance.select(name)]
+    if arg == "@recipients":  # read as the mail server, bank or gateway reads the argument
+        chosen = recipients_read(chosen, dict(flatten(facts.trace.call.args)))
+        return [v for v in chosen if (wanted is None and (not v.inner or v.value.kind in
+                                                          INNER_KINDS))
+                or (wanted is not None and v.value.kind in wanted)]  # fmt: skip
     if wanted is not None:
         return [v for v in chosen if v.value.kind in wanted]
     # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
