@@ -45,7 +45,7 @@ from guardagent.trace.state import (
     message_tokens,
     posted,
 )
-from guardagent.trace.values import Value, ValueKind, read_argument
+from guardagent.trace.values import Value, ValueKind, read_argument, secret_like
 
 Origin = Literal["user", "trusted", "untrusted", "invented"]
 _TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
@@ -386,6 +386,33 @@ def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
         if not v.inner and kind == "text" and _address_list(raw.get(v.path)):
             continue  # display names: the addresses inside are the recipients
         out.append(v)
+    return out
+
+
+def invented_pieces(search: Search, provenance: CallProvenance,
+                    values: Sequence[ValueProvenance]) -> list[ValueProvenance]:  # fmt: skip
+    """What identifies something inside each invented phrase among `values`, traced alone.
+
+    A phrase the model assembled (``9999 units``, ``25 HACKED7``) is in no message as a
+    whole, so it is "invented", never "only from untrusted sources", though the page gave
+    its number or its code. Its typed values of every kind (amounts and dates included)
+    and its identifier-like tokens (:func:`~guardagent.trace.normal.secret_like`) are
+    therefore judged on their own too.
+    """
+    out: list[ValueProvenance] = []
+    tokens: list[tuple[str, str]] = []
+    for v in values:
+        if v.inner or v.value.kind != "text" or v.origin != "invented" or not v.value.tokens:
+            continue
+        inside = [p for p in provenance.values if p.inner and p.path == v.path]
+        out.extend(inside)
+        typed = {t for p in inside for t in p.value.tokens}
+        tokens.extend((v.path, t) for t in dict.fromkeys(v.value.tokens)
+                      if secret_like(t) and t not in typed)  # fmt: skip
+    if tokens:
+        words = [Value("text", (), t, (t,)) for _, t in tokens]
+        for (path, _), word, (ids, split) in zip(tokens, words, search.locate(words), strict=True):
+            out.append(search.provenance(path, word, True, ids, split))
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import parse_kinds, parse_part, under
-from guardagent.trace.provenance import ValueProvenance, recipients_read
+from guardagent.trace.provenance import ValueProvenance, invented_pieces, recipients_read
 from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
@@ -94,8 +94,11 @@ def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[Va
 
 
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
-                test: Callable[[ValueProvenance], bool], every: bool) -> Fact:  # fmt: skip
+                test: Callable[[ValueProvenance], bool], every: bool,
+                pieces: bool = False) -> Fact:  # fmt: skip
     values = select_values(facts, arg, kinds, part)
+    if pieces and part is None and kinds is None:  # what a phrase the model made carries
+        values = values + invented_pieces(facts.search, facts.provenance, values)
     if not values and arg == "@recipients":
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
@@ -162,10 +165,14 @@ def arg_from_records(facts: TraceFacts, arg: str, section: str | None = None, ki
 
 @predicate
 def arg_only_untrusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
-    """Some value is found only in untrusted tool results (and not in the user's records)."""
+    """Some value is found only in untrusted tool results (and not in the user's records).
+
+    A phrase in no message (the model made it) is judged by what identifies something
+    inside it too: ``9999 units`` is only from the page that said ``9999``.
+    """
     return _provenance(facts, "arg_only_untrusted", arg, kinds, part,
                        lambda v: v.origin == "untrusted" and not in_records(facts, v),
-                       every=False)  # fmt: skip
+                       every=False, pieces=True)  # fmt: skip
 
 
 @predicate
