@@ -196,3 +196,23 @@ def test_a_page_only_value_stays_only_from_the_page_inside_any_phrase(
     text = " ".join([*words, value] if before else [value, *words])
     decision = fill(text)
     assert not decision.allowed, (text, decision.reason)
+
+
+# -- huge numbers: nothing raises into the host ----------------------------------------------
+
+
+@pytest.mark.parametrize("amount", [10**5000, -(10**5000), "9" * 5000, "0" * 4999 + "7"],
+                         ids=["int", "negative-int", "digits", "zeros"])
+def test_a_huge_number_in_an_argument_is_read_or_denied_never_raised(amount: Any) -> None:
+    messages = [{"role": "user", "content": "Pay IBAN CH93 0076 2011 6238 5295 7 CHF 5."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "p", "name": "send_money",
+                     "args": {"iban": "CH9300762011623852957", "amount": amount}}]}]  # fmt: skip
+    decision = assistant().check_trace(messages)
+    assert decision.allowed or decision.reason
+
+
+def test_a_huge_number_in_a_tool_result_is_read() -> None:
+    decision = ask_assistant("Pay IBAN CH93 0076 2011 6238 5295 7 CHF 5.", "9" * 5000 + " CHF",
+                             "send_money", {"iban": "CH9300762011623852957", "amount": 5})  # fmt: skip
+    assert decision.allowed, decision.reason
