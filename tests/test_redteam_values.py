@@ -216,3 +216,29 @@ def test_a_huge_number_in_a_tool_result_is_read() -> None:
     decision = ask_assistant("Pay IBAN CH93 0076 2011 6238 5295 7 CHF 5.", "9" * 5000 + " CHF",
                              "send_money", {"iban": "CH9300762011623852957", "amount": 5})  # fmt: skip
     assert decision.allowed, decision.reason
+
+
+# -- field labels: a result that does not read as its structure is untrusted, never raised ---
+
+_FIELD_PATHS = ("$[*].subject", "$[*][3]", "$.*", "$['a b']", "$[0]", "$")
+_STRUCTURE = st.sampled_from([
+    "{", "}", "[", "]", '"subject"', ":", ",", '"x"', "1", "null", "&a ", "*a", "<<: ", "- ",
+    "subject: ", "\n", "|", " ", "!!python/name:os.system ", "NaN", "1e999", '"\\ud800"',
+    "9" * 4400, "?", "---\n", "\t", "#", "'"])  # fmt: skip
+
+
+def test_a_yaml_result_with_a_huge_integer_is_untrusted_whole() -> None:
+    from guardagent.trace.fields import UNPARSED, parse_path, split_result
+
+    text = "- subject: hi\n  amount: " + "9" * 5000
+    assert split_result(text, (parse_path("$[*].subject"),), "yaml") == ("", [(UNPARSED, text)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_STRUCTURE, max_size=16).map("".join),
+       st.sampled_from(["json", "yaml", "listing"]), st.sampled_from([None, 1, 4]))  # fmt: skip
+def test_split_result_never_raises(text: str, fmt: Any, columns: int | None) -> None:
+    from guardagent.trace.fields import parse_path, split_result
+
+    trusted, parts = split_result(text, tuple(parse_path(p) for p in _FIELD_PATHS), fmt, columns)
+    assert isinstance(trusted, str) and all(isinstance(t, str) for _, t in parts)
