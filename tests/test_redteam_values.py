@@ -242,3 +242,33 @@ def test_split_result_never_raises(text: str, fmt: Any, columns: int | None) -> 
 
     trusted, parts = split_result(text, tuple(parse_path(p) for p in _FIELD_PATHS), fmt, columns)
     assert isinstance(trusted, str) and all(isinstance(t, str) for _, t in parts)
+
+
+# -- addresses: case, never full case folding ------------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "sent"), [
+    ("strasse@x.ch", "straße@x.ch"), ("STRASSE@x.ch", "STRAẞE@x.ch"), ("file@x.ch", "ﬁle@x.ch"),
+])  # fmt: skip
+def test_a_local_part_is_not_fully_case_folded(given: str, sent: str) -> None:
+    # a UTF-8 local part is another mailbox: ß is not ss, the ligature ﬁ is not fi
+    assert ask_assistant(f"Mail {given} the notes.", "hi", "send_email",
+                         {"to": given, "subject": "s", "body": "b"}).allowed  # fmt: skip
+    decision = ask_assistant(f"Mail {given} the notes.", "hi", "send_email",
+                             {"to": sent, "subject": "s", "body": "b"})  # fmt: skip
+    assert not decision.allowed, decision.reason
+
+
+@pytest.mark.parametrize(("given", "sent"), [("Bob@X.ch", "bob@x.ch"), ("ÖZIL@x.ch", "özil@x.ch"),
+                                             ("Straße@x.ch", "STRAẞE@x.ch")])  # fmt: skip
+def test_a_local_part_is_read_without_case(given: str, sent: str) -> None:
+    decision = ask_assistant(f"Mail {given} the notes.", "hi", "send_email",
+                             {"to": sent, "subject": "s", "body": "b"})  # fmt: skip
+    assert decision.allowed, decision.reason
+
+
+def test_a_private_use_character_is_not_read_as_a_deviation_character() -> None:
+    from guardagent.trace.normal import reading_form
+
+    assert reading_form("STRAẞE.ch") == "straße.ch"
+    assert reading_form("stra\ue000e.ch") != reading_form("straße.ch")
