@@ -272,3 +272,34 @@ def test_a_private_use_character_is_not_read_as_a_deviation_character() -> None:
 
     assert reading_form("STRAẞE.ch") == "straße.ch"
     assert reading_form("stra\ue000e.ch") != reading_form("straße.ch")
+
+
+# -- amounts: an ambiguous number is not in an allow-list by one of its readings -------------
+
+_TASK = {"name": "restock", "params": {"values": ["25", "30"]},
+         "predicates": [{"name": "value_allowed", "kind": "condition",
+                         "assign": {"trace": 'arg_in("value", "$values")'}}],
+         "rules": [{"id": "typed-values", "logic": "types IMPLIES value_allowed"}]}  # fmt: skip
+
+
+def fill_task(value: Any) -> GuardDecision:
+    messages = [{"role": "system", "content": "You are a web agent on https://admin.shop.example."},
+                {"role": "user", "content": "Set the stock of SKU-1042 to 25 (25,000 / 25.000 "
+                                            "if the page says so)."},
+                _call("c1", "goto", {"url": "https://admin.shop.example/catalog"}),
+                _result("c1", "Quantity [b7]"),
+                _call("p1", "fill", {"bid": "b7", "value": value, "text": "Quantity",
+                                     "role": "spinbutton"})]  # fmt: skip
+    return browser().check_trace(messages, task=_TASK)
+
+
+@pytest.mark.parametrize("value", ["25", "25.00", 25, 25.0])
+def test_the_listed_amount_is_allowed_however_written(value: Any) -> None:
+    assert fill_task(value).allowed
+
+
+@pytest.mark.parametrize("value", ["25,000", "25.000"])
+def test_an_amount_that_reads_25_or_25000_is_not_in_the_list(value: str) -> None:
+    # a quantity field reads 25,000 as twenty-five thousand (en) and 25.000 as such (de)
+    decision = fill_task(value)
+    assert not decision.allowed, decision.reason
