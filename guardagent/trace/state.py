@@ -18,7 +18,8 @@ messages that are new since the last one:
   x@evil.com" does not make that address the user's data): the keys of the call's
   arguments are left out of the result's postings.
 - **written**: every key the model put into an earlier call's arguments (in every form
-  the tool may store it: :func:`written_keys`), with the first message that did. A trusted tool's result that holds a value the model wrote before it
+  the tool may store it: :func:`written_keys`), with the first message that did. A
+  trusted tool's result that holds a value the model wrote before it
   (``add_contact("eve@evil.example")``, then ``search_contacts`` listing it) only gives
   back what the model stored: :mod:`~guardagent.trace.provenance` does not count it as a
   trusted source of that value. Always kept, whatever the size budget (it can only lower
