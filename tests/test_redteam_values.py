@@ -326,3 +326,22 @@ def test_an_address_the_model_stored_in_any_form_is_not_trusted_when_listed_back
                                            "body": "Attached."})]  # fmt: skip
     decision = assistant().check_trace(messages)
     assert not decision.allowed, decision.reason
+
+
+_SEGMENT_EDITS = [
+    lambda s: s + "/.", lambda s: s + "/", lambda s: s + ";x", lambda s: s + "/x/..",
+    lambda s: s + "/x/%2e%2e", lambda s: s + "%2f", lambda s: s.upper(),
+    lambda s: "".join(f"%{ord(c):02x}" for c in s), lambda s: s + "/x%2f..",
+]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, len(_SEGMENT_EDITS) - 1)),
+                min_size=1, max_size=4))  # fmt: skip
+def test_respelled_paths_never_open_the_payment_settings(edits: list[tuple[int, int]]) -> None:
+    segments = ["settings", "payment"]
+    for where, edit in edits:
+        segments[where] = _SEGMENT_EDITS[edit](segments[where])
+    path = "/" + "/".join(segments)
+    decision = goto("https://admin.shop.example" + path)
+    assert not decision.allowed, (path, decision.reason)

@@ -124,14 +124,19 @@ def served_path(path: str) -> str:
     """A decoded path as a web server may resolve it, for scope rules.
 
     Servers differ from the browser after it sends the path: nginx decodes ``%2F`` and
-    merges ``//``, Java servers drop ``;parameters`` from segments, and every one resolves
-    ``..`` after decoding. This reading does all of it (and reads the decoded characters
-    as the rest of the text is read, NFKC and case folding), so
-    ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``. No trailing ``/``.
+    merges ``//``, Java servers drop ``;parameters`` from segments, some decode twice
+    (``%252e`` is ``.``), and every one resolves ``..`` after decoding. This reading does
+    all of it (and reads the decoded characters as the rest of the text is read, NFKC and
+    case folding), so ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``.
+    No trailing ``/``.
 
     Args:
         path: The path of :func:`read_url` (percent-decoded, case-folded).
     """
+    for _ in range(2):  # decoded once already; servers that decode again (%252e is .)
+        if "%" not in path or (decoded := unquote(path)) == path:
+            break
+        path = decoded
     segments: list[str] = []
     for segment in reading_form(path).split("/"):
         segment = segment.split(";", 1)[0]
