@@ -345,3 +345,17 @@ def test_respelled_paths_never_open_the_payment_settings(edits: list[tuple[int, 
     path = "/" + "/".join(segments)
     decision = goto("https://admin.shop.example" + path)
     assert not decision.allowed, (path, decision.reason)
+
+
+# -- budget: running out of time denies, whatever the call ------------------------------------
+
+
+@pytest.mark.parametrize(("to", "filler"), [("bob@x.ch", "a" * 200_000 + "@"),
+                                            ("bob@x.ch", "1," * 100_000)])  # fmt: skip
+def test_an_exhausted_budget_denies_even_a_benign_call(to: str, filler: str) -> None:
+    guard = GuardAgent(profile="assistant-trace", trace_budget_ms=1)
+    messages = [{"role": "user", "content": "Mail bob@x.ch the notes."},
+                _call("t1", "read_inbox", {}), _result("t1", filler),
+                _call("p1", "send_email", {"to": to, "subject": "s", "body": "notes"})]  # fmt: skip
+    decision = guard.check_trace(messages)
+    assert not decision.allowed and "trace_budget_exceeded" in (decision.reason or "")
