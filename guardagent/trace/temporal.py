@@ -16,7 +16,10 @@ not answered yet).
 Navigation scopes (:class:`Scope`): ``host[:port][/path][?query][#fragment]`` with globs
 (``*.example.com/admin/*``), matched against the URL as the browser reads it (WHATWG host in
 its IDNA ASCII form, no ``www.``; decoded path; the query and fragment when the scope names
-them); a URL the reader cannot read or place is never in scope.
+them) and its path as a server may resolve it (:func:`~guardagent.trace.urls.served_path`):
+inside by one reading only is neither inside nor outside (None). An argument that is not
+one URL (text around one, ``javascript:...``) or that the reader cannot place is never in
+scope.
 
 Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
 returned (typed values, the whole value, and identifier-like tokens of free text), and not
