@@ -11,7 +11,16 @@ time of a process that only imports LangGraph (`python -c "import langgraph.grap
 in the same run, interleaved. Commands run this checkout's code (`PYTHONPATH` = its root), not
 whatever `guardagent` the environment installed.
 
+A shell hook uses `check --server URL` instead (issue 22: a cold start near the
+interpreter's). The script starts a guard service (`python -m guardagent.service`, profile
+`assistant-trace`) on a free 127.0.0.1 port, waits until it is ready, times `check --server`
+as the `guardagent` console script runs it (`guardagent.entry:main`, the fast path) on a
+2-message trace and on a `mind2web-sc` event, the same trace call through click
+(`guardagent.cli:main`), and a bare `python -c pass`, interleaved, then stops the service by
+its PID. `--no-server` skips these rows, `--server-only` runs only them.
+
 Run: .venv/bin/python benchmarks/bench_cold_start.py [--runs 7] [--importtime]
+     [--no-server | --server-only]
 """
 
 from __future__ import annotations
@@ -20,16 +29,24 @@ import argparse
 import json
 import os
 import resource
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from guardagent.cli import main; main()"]
 LANGGRAPH = [sys.executable, "-c", "import langgraph.graph"]
+ENTRY = [sys.executable, "-c", "import sys; from guardagent.entry import main; "
+         "sys.argv[0] = 'guardagent'; main()"]  # what the console script runs
+TRACE = ROOT / "tests" / "traces" / "i02_exfil_langchain.json"
 GOALS = {"help": 0.5, "check eicu-ac": 1.5, "check mind2web-sc": 1.5}
 RATIO_GOAL = 1.6  # issue 22: check <= 1.6x importing LangGraph alone
 HEAVY = ("langgraph", "chromadb", "matplotlib", "langchain_openai", "openai", "langchain")
@@ -106,14 +123,83 @@ def import_profile(args: list[str], env: dict[str, str], top: int) -> dict[str, 
     }
 
 
+@contextmanager
+def guard_service(env: dict[str, str], root: Path) -> Iterator[str]:
+    """A guard service on a free loopback port until the block ends (stopped by its PID)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log_path = root / "service.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "guardagent.service", "--host", "127.0.0.1", "--port",
+             str(port), "--log-level", "warning"],
+            env={**env, "GUARDAGENT_PROFILE": "assistant-trace"}, stdout=log,
+            stderr=subprocess.STDOUT)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the guard service did not start: "
+                                 f"{log_path.read_text()[-2000:]}")  # fmt: skip
+            try:
+                with urllib.request.urlopen(url + "/readyz", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def hook_cold_start(env: dict[str, str], root: Path, runs: int) -> dict[str, object]:
+    """`check --server` (fast path and click) beside `python -c pass`, medians in ms."""
+    trace = root / "trace.json"
+    trace.write_text(json.dumps({"messages": json.loads(TRACE.read_text())["messages"][:2]}))
+    with guard_service(env, root) as url:
+        on_trace = ["check", "--server", url, "--profile", "assistant-trace", "--trace",
+                    str(trace)]  # fmt: skip
+        on_event = ["check", "--server", url, "--profile", "mind2web-sc", "--input", WEB_INPUT,
+                    "--output", WEB_OUTPUT, "--quiet"]  # fmt: skip
+        commands = {"python -c pass": [sys.executable, "-c", "pass"],
+                    "check --server trace": [*ENTRY, *on_trace],
+                    "check --server event": [*ENTRY, *on_event],
+                    "check --server trace, through click": [*CLI, *on_trace]}  # fmt: skip
+        for argv in commands.values():  # the service's first decision of each kind
+            timed(argv, env)
+        samples: dict[str, list[tuple[float, float]]] = {n: [] for n in commands}
+        for _ in range(runs):  # interleaved, as above
+            for name, argv in commands.items():
+                samples[name].append(timed(argv, env))
+    base = statistics.median(t for t, _ in samples["python -c pass"])
+    return {name: {"median_ms": round(statistics.median(t for t, _ in got) * 1000, 1),
+                   "min_ms": round(min(t for t, _ in got) * 1000, 1),
+                   "median_cpu_ms": round(statistics.median(c for _, c in got) * 1000, 1),
+                   "x_python": round(statistics.median(t for t, _ in got) / base, 2)}
+            for name, got in samples.items()}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--no-server", action="store_true")
+    parser.add_argument("--server-only", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="guardagent-bench-") as memory:
         env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory, "PYTHONPATH": str(ROOT)}
+        if args.server_only:
+            print(json.dumps({"load_avg_1min": os.getloadavg()[0],
+                              "hook": hook_cold_start(env, Path(memory), args.runs)}, indent=2))
+            return
         first = {name: round(timed([*CLI, *argv], env)[0], 3)
                  for name, argv in COMMANDS.items() if name != "help"}
         result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0],
@@ -144,6 +230,8 @@ def main() -> None:
         if args.importtime:
             result["imports"] = {name: import_profile(argv, env, args.top)
                                  for name, argv in COMMANDS.items()}
+        if not args.no_server:
+            result["hook"] = hook_cold_start(env, Path(memory), args.runs)
     print(json.dumps(result, indent=2))
     print(f"cold start, median of {args.runs}: importing LangGraph alone {base:.3f} s; "
           + "; ".join(f"{n} {m['median_s']:.3f} s ({m['x_langgraph_import']:.2f}x; CPU "

@@ -170,6 +170,10 @@ Exit status, for scripts and hooks (with or without --server):
 @click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
               help="With --trace: the thread's state file, read if present and rewritten "
                    "(signed with GUARDAGENT_TRACE_KEY, required).")
+@click.option("--task", "task_file", default=None, type=click.Path(dir_okay=False),
+              help="With --trace: the thread's task policy (JSON or YAML: name, params, "
+                   "predicates, rules), merged with the profile's policy; a task that cannot "
+                   "be attached is denied.")
 @_model
 @_base_url
 @_memory_dir
@@ -187,7 +191,8 @@ Exit status, for scripts and hooks (with or without --server):
               help="With --server: a retry with the same key gets the stored decision.")
 @click.pass_context
 def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
-          trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
+          trace_file: str | None, consent_file: str | None, state_file: str | None,
+          task_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
           fields: str | None, server: str | None, thread_id: str | None,
           idempotency_key: str | None) -> None:  # fmt: skip
@@ -201,19 +206,20 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
-    if trace_file is None and (consent_file or state_file):
-        raise click.UsageError("--consent and --state go with --trace")
+    if trace_file is None and (consent_file or state_file or task_file):
+        raise click.UsageError("--consent, --state and --task go with --trace")
+    task = _task(task_file)
     if server is not None:  # before any heavy import: the hook pays the interpreter only
         ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
                                consent_file, state_file, quiet, fields, thread_id,
-                               idempotency_key))  # fmt: skip
+                               idempotency_key, task))  # fmt: skip
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
     try:
         decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
                                       consent_file, state_file, model, base_url, memory_dir,
-                                      memory_url, quiet, fields, thread_id)  # fmt: skip
+                                      memory_url, quiet, fields, thread_id, task)  # fmt: skip
     except click.UsageError:
         raise  # exits 2 already
     except click.ClickException as exc:  # a file, profile or setting it could not read
@@ -226,7 +232,8 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
                 agent_output: str | None, trace_file: str | None, consent_file: str | None,
                 state_file: str | None, model: str, base_url: str | None,
                 memory_dir: str | None, memory_url: str | None, quiet: bool,
-                fields: str | None, thread_id: str | None) -> tuple[Any, str]:  # fmt: skip
+                fields: str | None, thread_id: str | None,
+                task: Any = None) -> tuple[Any, str]:  # fmt: skip
     """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
@@ -247,7 +254,8 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     guard = _guard(profile, settings.pop("model"), settings.pop("base_url", None), **settings)
     with without_zygote():  # one decision, then exit: a fork of this process, no zygote
         if trace_file is not None:
-            decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id)
+            decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id,
+                                    task)  # fmt: skip
         else:
             decision = guard.check(_text(agent_input or "", "--input"),
                                    _text(agent_output or "", "--output"))  # fmt: skip
@@ -262,7 +270,8 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
 def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
                   agent_output: str | None, trace_file: str | None, consent_file: str | None,
                   state_file: str | None, quiet: bool, fields: str | None,
-                  thread_id: str | None, idempotency_key: str | None) -> int:  # fmt: skip
+                  thread_id: str | None, idempotency_key: str | None,
+                  task: Any = None) -> int:  # fmt: skip
     """`check --server`: deployment options belong to the service, thread state too."""
     from guardagent.service.remote import check_remote
 
@@ -276,12 +285,25 @@ def _check_server(ctx: click.Context, server: str, profile: str, agent_input: st
         server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
         agent_input=None if agent_input is None else _text(agent_input, "--input"),
         agent_output=None if agent_output is None else _text(agent_output, "--output"),
-        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields,
+        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields, task=task,
     )  # fmt: skip
 
 
+def _task(task_file: str | None) -> Any:
+    """`--task FILE`'s document (None without one); a file that is not data exits 2."""
+    if task_file is None:
+        return None
+    from guardagent.task_file import TaskFileError, read_task_file
+
+    try:
+        return read_task_file(task_file)
+    except TaskFileError as exc:
+        raise _SetupError(str(exc)) from None
+
+
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
-                 state_file: str | None, thread_id: str | None = None) -> Any:  # fmt: skip
+                 state_file: str | None, thread_id: str | None = None,
+                 task: Any = None) -> Any:  # fmt: skip
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -302,7 +324,8 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         except ValueError as exc:  # evidence, not a setting: the call is denied, file kept
             return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
-        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
+        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
+                                     task=task)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
