@@ -391,3 +391,16 @@ def test_the_users_own_event_and_passenger_are_allowed() -> None:
     assert ask_assistant("Book flight LX 2086 for Dana Weber.", "hi", "book_flight",
                          {"flight": "LX 2086", "date": "2024-06-01",
                           "passenger": "Dana Weber"}).allowed  # fmt: skip
+
+
+def test_a_negative_amount_never_passes_an_amount_limit() -> None:
+    """A payment limit `amount <= 2000` must not hold for -5000 (the bank reverses or refuses it)."""
+    from tests.trace_helpers import call, facts, result, system, user
+
+    trace = [system(), user("Pay my rent of CHF 1,200 to CH93 0076 2011 6238 5295 7"),
+             call("c1", "get_balance", {}), result("c1", "CHF 7,412.30")]  # fmt: skip
+    for amount in (-5000, -0.01):
+        f = facts(trace, "send_money", {"iban": "CH9300762011623852957", "amount": amount})
+        assert f.fact('arg_compare("amount", "<=", 2000)').value is None
+    ok = facts(trace, "send_money", {"iban": "CH9300762011623852957", "amount": 1200})
+    assert ok.fact('arg_compare("amount", "<=", 2000)').value is True

@@ -184,14 +184,21 @@ def arg_match(facts: TraceFacts, arg: str, regex: str, match: str | None = None,
 @predicate
 def arg_compare(facts: TraceFacts, arg: str, op: str, number: float,
                 match: str | None = None) -> Fact:  # fmt: skip
-    """The argument's values, read as numbers, compare with `number` (``"<="`` etc.)."""
+    """The argument's values, read as numbers, compare with `number` (``"<="`` etc.).
+
+    A value that is not an amount, reads two ways, or is negative is open (a rule that
+    needs it denies): ``-5000 <= 2000`` must not pass a payment limit.
+    """
     compare, bound = OPERATORS[op], Decimal(repr(number) if isinstance(number, float) else number)
 
     def test(v: Any) -> bool | None:
         whole, _ = read_scalar(v, region=None)
         if whole is None or whole.kind != "amount":
             return None
-        verdicts = {compare(Decimal(k.removeprefix("amount:")), bound) for k in whole.keys}
+        numbers = [Decimal(k.removeprefix("amount:")) for k in whole.keys]
+        if any(n < 0 or not n.is_finite() for n in numbers):
+            return None  # a negative amount moves money the other way, or is refused: open
+        verdicts = {compare(n, bound) for n in numbers}
         return verdicts.pop() if len(verdicts) == 1 else None
 
     return _judge(facts, "arg_compare", arg, match, test, f"{op} {number}")
