@@ -261,3 +261,34 @@ def test_the_whole_path_over_an_openai_compatible_server(prose_web, tmp_path, mo
         assert stub.count == 3
     assert first.error is None and first.violations == [HOTEL_RULE] and first.llm_calls == 3
     assert second.allowed and second.llm_calls == 0
+
+
+def test_without_a_model_the_denial_and_profile_check_say_what_to_add(prose_web, tmp_path):
+    from guardagent.profiles import load_profile
+    from guardagent.profiles.check import check_profile, render_check
+
+    decision = GuardAgent(str(prose_web), memory_dir=str(tmp_path / "mem")).check(MINOR_HOTEL,
+                                                                                   HOTEL_PAGE)
+    shown = render_check(check_profile(load_profile(str(prose_web))))
+    for text in (decision.error or "", shown):
+        assert "add a demonstration with label 1 whose details name each of them" in text
+        assert "'User aged under 18 cannot book a hotel'" in text  # the rules, by name
+        assert "RULES or PERMISSIONS table" in text and "policy model" in text
+        assert "configure a model" in text
+
+
+def test_profile_check_shows_the_derived_rules(prose_web, tmp_path, monkeypatch):
+    from guardagent.counterfactuals.derived import clear_derived
+    from guardagent.profiles import load_profile
+    from guardagent.profiles.check import check_profile, render_check
+
+    mem = tmp_path / "mem"
+    monkeypatch.setenv("GUARDAGENT_MEMORY_DIR", str(mem))
+    model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])
+    GuardAgent(str(prose_web), model=model, memory_dir=str(mem)).check(MINOR_HOTEL, HOTEL_PAGE)
+    clear_derived()
+    shown = render_check(check_profile(load_profile(str(prose_web))))
+    [saved] = (mem / "derived").glob("*.yaml")
+    assert "oracle: 6 rule(s) derived by a model from the guard request, 0 approved" in shown
+    assert f"guardagent policy review {saved}" in shown
+    assert "labelled denial" not in shown  # the derived rules cover the request

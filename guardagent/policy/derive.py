@@ -44,7 +44,7 @@ from guardagent.counterfactuals.derived import (
 from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.expressions import ExpressionError, parse_expression
 from guardagent.llm import ModelCallError
-from guardagent.memory_store.integrity import MemoryKeyError, memory_key
+from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, MemoryKeyError, memory_key
 from guardagent.policy.answers import DEFAULT_ATTEMPTS, ask_json
 from guardagent.policy.check import check_model
 from guardagent.policy.model import FORMAT, PolicyError, PolicyModel, load_policy_text
@@ -189,7 +189,11 @@ def sign(key: bytes, fingerprint: str, text: str) -> str:
     return hmac.new(key, message, sha256).hexdigest()
 
 
-def _key(memory_dir: Path, key: str | bytes | None) -> bytes | None:
+def _key(memory_dir: Path, key: str | bytes | None, *, create: bool = False) -> bytes | None:
+    """The memory's key; a key file is made only when writing (`create`), never to read."""
+    configured = key or os.environ.get(KEY_ENV)
+    if not create and not configured and not (memory_dir / KEY_FILE).is_file():
+        return None
     try:
         return memory_key(key, memory_dir, None)
     except MemoryKeyError:
@@ -199,7 +203,7 @@ def _key(memory_dir: Path, key: str | bytes | None) -> bytes | None:
 def save(profile: Profile, derivation: Derivation, memory_dir: str | Path,
          key: str | bytes | None = None) -> Path | None:  # fmt: skip
     """Write the derived policy and its tag (None: no key, nothing written)."""
-    secret = _key(Path(memory_dir), key)
+    secret = _key(Path(memory_dir), key, create=True)
     if secret is None or derivation.model is None:
         return None
     path = cache_path(profile, memory_dir)
@@ -293,3 +297,30 @@ def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: st
         fresh.path = save(profile, fresh, memory_dir, key) if memory_dir else None
         register_derived(profile, fresh.model, str(fresh.path or ""))
     return fresh
+
+
+def register_cached(profile: Profile) -> None:
+    """Register the derivation cached in the deployment's memory, for tools with no guard.
+
+    The memory is ``$GUARDAGENT_MEMORY_DIR``, else the default directory (`profile check`).
+    """
+    from guardagent.memory_store.store import default_memory_dir
+
+    where = os.environ.get("GUARDAGENT_MEMORY_DIR") or str(default_memory_dir())
+    ensure_derived(profile, None, where)
+
+
+def derived_note(profile: Profile) -> str | None:
+    """One line on the rules derived from `profile`'s request, for `profile check`."""
+    entry = derived_entry(profile)
+    if entry is None:
+        return None
+    model, where = entry
+    approved = sum(r.review in ("approved", "edited") for r in model.rules)
+    shown = where or "(in this process only: no memory key)"
+    line = (f"oracle: {len(model.rules)} rule(s) derived by a model from the guard request, "
+            f"{approved} approved; read them with `guardagent policy review {shown}`")
+    if profile.approved_only and approved < len(model.rules):
+        line += (f"; approved_only: only approved rules guard (`guardagent policy review "
+                 f"{shown} --approve RULE_ID`)")
+    return line
