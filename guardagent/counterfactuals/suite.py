@@ -38,6 +38,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
     Readers,
@@ -131,8 +132,6 @@ def _irrelevant(
 
 def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[str]]:
     """Cases from every demonstration's edits, and the oracle's disagreements and gaps."""
-    from guardagent.verification import same_details  # verification imports this module
-
     cases: list[Case] = []
     problems: list[str] = []
     covered: set[str] = set()

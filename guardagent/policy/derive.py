@@ -41,6 +41,7 @@ from guardagent.counterfactuals.derived import (
     forget_derived,
     register_derived,
 )
+from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.expressions import ExpressionError, parse_expression
 from guardagent.llm import ModelCallError
@@ -131,8 +132,6 @@ def problems(profile: Profile, text: str) -> list[str]:
 
 def disagreements(profile: Profile, model: PolicyModel) -> list[str]:
     """The labelled demonstrations the derived rules decide otherwise, by id."""
-    from guardagent.verification import same_details
-
     try:
         oracle = DerivedOracle(model, profile)
     except (ExpressionError, ValueError, TypeError, KeyError) as exc:

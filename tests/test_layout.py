@@ -1,0 +1,46 @@
+"""Package layout rules (issue 21 item 5): no import circle, old import paths still work."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import guardagent
+
+PACKAGE = Path(guardagent.__file__).parent
+
+
+def _imported_after(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    return set(done.stdout.split())
+
+
+def _imports(folder: Path) -> set[str]:
+    """Every module named by an import statement anywhere in `folder`'s modules."""
+    found: set[str] = set()
+    for file in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_counterfactuals_do_not_import_the_verifier():
+    """Regression (seen failing: suite.py imported same_details from verification inside a
+    function, because verification imports the counterfactuals): no circle, even deferred."""
+    assert "guardagent.verification" not in _imports(PACKAGE / "counterfactuals")
+    assert "guardagent.verification" not in _imported_after("guardagent.counterfactuals")
+
+
+def test_same_details_keeps_its_public_path():
+    from guardagent.counterfactuals.details import same_details
+    from guardagent.verification import same_details as public
+
+    assert public is same_details
+    assert same_details({"lab": ["a", "b"]}, {"lab": ["b", "a"], "cost": []})
