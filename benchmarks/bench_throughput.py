@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's guardagent, tests
+
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -38,10 +40,8 @@ import guardagent.profiles as profiles_pkg
 from guardagent import GuardAgent
 from guardagent.eval.benchmarks import load_benchmark
 from guardagent.eval.cases import write_cases
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.derived_answers import answer_text  # noqa: E402
-from tests.openai_stub import OpenAIStub  # noqa: E402
+from tests.derived_answers import answer_text
+from tests.openai_stub import OpenAIStub
 
 PROFILE = "mind2web-sc"
 BUILTIN = Path(profiles_pkg.__file__).parent
@@ -133,7 +133,8 @@ def model_path(name: str, root: Path) -> dict[str, Any]:
         cmd = [sys.executable, "-m", "guardagent.cli", "eval", "--profile", profile,
                "--cases", str(cases), "--out", str(out), "--memory-dir", str(out / "mem"),
                "--quiet", *model]  # fmt: skip
-        subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+        subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1])
         lines = (out / "predictions.jsonl").read_text().splitlines()
         return [json.loads(line) for line in lines]
 
