@@ -262,6 +262,26 @@ def resign(path: Path, key: str | bytes | None = None) -> bool:
     return True
 
 
+_NEEDS: dict[tuple[str, ...], bool] = {}
+
+
+def needs_derivation(profile: Profile) -> bool:
+    """Whether `profile`'s programs can only verify against rules derived from its request.
+
+    Not when it names a policy model, its program holds a rule table, or its demonstrations
+    hold a labelled denial for every rule its request quotes. Decided once per profile
+    content (every event asks).
+    """
+    key = (profile.fingerprint, *dict.fromkeys(d.code for d in profile.demonstrations))
+    if key not in _NEEDS:
+        from guardagent.counterfactuals.oracles import table_oracle
+        from guardagent.counterfactuals.suite import quoted_problems
+
+        _NEEDS[key] = not profile.policy_model and table_oracle(profile) is None and bool(
+            quoted_problems(profile)[1])  # fmt: skip
+    return _NEEDS[key]
+
+
 def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: str | Path | None,
                    key: str | bytes | None = None) -> Derivation | None:  # fmt: skip
     """The derived rules of `profile`, registered for its oracle: in process, cache, or new.
@@ -270,16 +290,11 @@ def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: st
     labelled denials for every rule its request quotes) or none can be made (no model,
     nothing cached).
     """
-    from guardagent.counterfactuals.oracles import table_oracle
-    from guardagent.counterfactuals.suite import request_suite
-
-    if profile.policy_model or table_oracle(profile) is not None:
+    if not needs_derivation(profile):
         return None
     if changed_on_disk(profile):  # reviewed (or tampered with) since: read and check again
         forget_derived(profile)
     entry = derived_entry(profile)
-    if entry is None and not request_suite(profile).problems:
-        return None  # labelled denials cover every rule the request quotes: they suffice
     if entry is not None:
         return Derivation(entry[0], path=Path(entry[1]) if entry[1] else None)
     cached = load_cached(profile, memory_dir, key) if memory_dir else None
