@@ -292,3 +292,38 @@ def test_profile_check_shows_the_derived_rules(prose_web, tmp_path, monkeypatch)
     assert "oracle: 6 rule(s) derived by a model from the guard request, 0 approved" in shown
     assert f"guardagent policy review {saved}" in shown
     assert "labelled denial" not in shown  # the derived rules cover the request
+
+
+def test_concurrent_first_events_derive_the_rules_once(prose_web, tmp_path):
+    """Regression (seen: one derivation per concurrent first event): they wait for one."""
+    import threading
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    systems: list[str] = []
+    lock = threading.Lock()
+
+    class AnswersEveryPrompt(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "answers-every-prompt"
+
+        def _generate(self, messages, *args, **kwargs):  # type: ignore[no-untyped-def]
+            system = str(messages[0].content)
+            with lock:
+                systems.append(system)
+            if system.startswith("You derive"):
+                text = answer_text("mind2web-sc")
+            else:
+                text = fenced(WEB_PROGRAM) if "guardrail code" in system else "plan"
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    guard = GuardAgent(str(prose_web), model=AnswersEveryPrompt(), reuse_programs=False,
+                       memory_dir=str(tmp_path / "mem"))  # fmt: skip
+    import asyncio
+
+    decisions = asyncio.run(guard.acheck_many([(MINOR_HOTEL, HOTEL_PAGE)] * 4, concurrency=4))
+    assert all(d.violations == [HOTEL_RULE] for d in decisions)
+    assert sum(s.startswith("You derive") for s in systems) == 1

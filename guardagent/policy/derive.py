@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import threading
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -303,14 +304,24 @@ def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: st
         return cached
     if model is None:
         return None
-    try:
-        fresh = derive_policy(profile, model)
-    except ModelCallError as exc:
-        return Derivation(None, calls=1, errors=[f"model call failed: {exc}"])
-    if fresh.model is not None:
-        fresh.path = save(profile, fresh, memory_dir, key) if memory_dir else None
-        register_derived(profile, fresh.model, str(fresh.path or ""))
-    return fresh
+    with _DERIVING_LOCK:
+        lock = _DERIVING.setdefault(profile.fingerprint, threading.Lock())
+    with lock:  # concurrent first events of a request wait for one derivation
+        entry = derived_entry(profile)
+        if entry is not None:
+            return Derivation(entry[0], path=Path(entry[1]) if entry[1] else None)
+        try:
+            fresh = derive_policy(profile, model)
+        except ModelCallError as exc:
+            return Derivation(None, calls=1, errors=[f"model call failed: {exc}"])
+        if fresh.model is not None:
+            fresh.path = save(profile, fresh, memory_dir, key) if memory_dir else None
+            register_derived(profile, fresh.model, str(fresh.path or ""))
+        return fresh
+
+
+_DERIVING: dict[str, threading.Lock] = {}
+_DERIVING_LOCK = threading.Lock()
 
 
 def register_cached(profile: Profile) -> None:
