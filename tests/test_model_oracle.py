@@ -327,3 +327,48 @@ def test_concurrent_first_events_derive_the_rules_once(prose_web, tmp_path):
     decisions = asyncio.run(guard.acheck_many([(MINOR_HOTEL, HOTEL_PAGE)] * 4, concurrency=4))
     assert all(d.violations == [HOTEL_RULE] for d in decisions)
     assert sum(s.startswith("You derive") for s in systems) == 1
+
+
+PROGRAMS = {"mind2web-sc": "safety_rules.py", "eicu-ac": "access_control.py"}
+
+
+@pytest.mark.parametrize("name", ["mind2web-sc", "eicu-ac"])
+def test_guardagent_eval_through_the_model_path_gives_the_shipped_labels(
+    name, tmp_path, monkeypatch
+):
+    """`guardagent eval` of a paper-style copy over the OpenAI-compatible stub: derive, plan,
+    code once, then the verified program decides every case as the shipped one does."""
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.cases import write_cases
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    cases = tmp_path / "cases.jsonl"
+    write_cases(cases, load_benchmark(name)[:12])
+    program = (BUILTIN / name / PROGRAMS[name]).read_text()
+
+    def respond(body: dict) -> str:
+        system = str(body["messages"][0]["content"])
+        if system.startswith("You derive"):
+            return answer_text(name)
+        return fenced(program) if "guardrail code" in system else "1. 2. 3. 4."
+
+    def evaluate(profile: str, out: Path, *model: str) -> list[int]:
+        result = CliRunner().invoke(main, [
+            "eval", "--profile", profile, "--cases", str(cases), "--out", str(out),
+            "--no-plots", "--quiet", "--memory-dir", str(out / "mem"), *model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        lines = (out / "predictions.jsonl").read_text().splitlines()
+        return [json.loads(line)["predicted"] for line in lines]
+
+    shipped = evaluate(name, tmp_path / "shipped")
+    with OpenAIStub(responder=respond) as stub:
+        derived = evaluate(str(without_programs(tmp_path, name, f"{name}-prose")),
+                           tmp_path / "model", "--model", "openai:stub-model",
+                           "--base-url", stub.base_url)  # fmt: skip
+        assert stub.count == 3  # derive, plan, code: once for the whole run
+    assert derived == shipped and set(shipped) == {0, 1}
