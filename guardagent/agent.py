@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -20,6 +20,7 @@ from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
 
 if TYPE_CHECKING:
+    from guardagent.policy.task import AttachedTask, TaskPolicy
     from guardagent.trace import TraceEvent
 
 
@@ -131,27 +132,65 @@ class GuardAgent:
 
     # -- traces ----------------------------------------------------------------------------
 
-    def _trace(
-        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
-        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
-    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
-        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+    def attach_task(self, task: TaskPolicy | Mapping[str, Any] | None) -> AttachedTask:
+        """Check a task policy against this deployment's policy now (z3), and cache it.
+
+        `check_trace(..., task=...)` does the same on first use (a task it cannot attach is
+        denied there, with the reason); call this when the task is created to hear about a
+        broken one at once, and to read its `warnings`.
+
+        Raises:
+            TaskPolicyError: every problem of the task (unknown parameter, undefined
+                predicate, a rule contradicting the base policy, ...).
+        """
+        from guardagent.policy.task import attach_task
+
+        return attach_task(self._trace_model(), task)
+
+    def _trace_model(self) -> Any:
         from guardagent.policy.runs import profile_policy
-        from guardagent.readers.evidence import UnreadableEvidence
-        from guardagent.trace import prepare_trace_event, unreadable_fields
 
         model = profile_policy(load_profile(self.context.profile))
         if model is None or model.labels is None or not model.trace_bindings:
             raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
                              "model with tool labels and trace predicates")  # fmt: skip
+        return model
+
+    def _trace(
+        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
+        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
+        task: Any = None, thread_id: str | None = None,
+    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
+        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+        from guardagent.policy.task import TaskPolicyError, attach_task
+        from guardagent.readers.evidence import UnreadableEvidence
+        from guardagent.trace import prepare_trace_event, unreadable_fields
+
+        model = self._trace_model()
         try:
-            return prepare_trace_event(
-                messages, proposed_call, labels=model.labels, bindings=model.trace_bindings,
+            attached = attach_task(model, task)
+            if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
+                raise TaskPolicyError(["task policies need a policy whose every predicate is "
+                                       "a trace predicate"])  # fmt: skip
+        except TaskPolicyError as exc:
+            return GuardDecision(allowed=False, label=1, profile=self.context.profile,
+                                 reason=f"denied: the task policy cannot be attached ({exc})",
+                                 error=f"task_policy: {exc}"), model  # fmt: skip
+        try:
+            event = prepare_trace_event(
+                messages, proposed_call, labels=model.labels, bindings=attached.bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
-            ), model  # fmt: skip
+                values=model.values, secrets=model.secrets, thread_id=thread_id,
+            )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+        except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
+            deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
+            return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
+        if attached.unset:
+            event = replace(event, facts={**event.facts, **attached.open_facts()})
+        return event, attached.model
 
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
@@ -161,25 +200,41 @@ class GuardAgent:
         if set(model.trace_bindings) != {p.name for p in model.predicates}:
             return None
         threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
-        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold), None)
+        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
+                                         expected=model.trace_bindings), None)
         return GuardDecision(
             **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
             profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,
         )  # fmt: skip
 
     @staticmethod
-    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any) -> GuardDecision:
-        """The decision with the trace facts, the thread state, and why each condition held."""
+    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
+                    rules: str = "all") -> GuardDecision:  # fmt: skip
+        """The decision with the trace facts, the thread state, and why each condition held.
+
+        A denial always lists its violations (the violated rules' policies when the guard
+        gave none); ``rules="applied"`` keeps only the rules that applied to the call.
+        """
         facts = event.details()
-        named = [facts[n]["detail"] for r in decision.rules
-                 if r.status in ("violated", "possibly_violated")
-                 for n in [*r.deciding, *r.open]
+        violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
+        named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
                  if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
         reason = decision.reason
         if named:
             reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-        return decision.model_copy(update={"trace_facts": facts, "trace_state": event.thread_state,
-                                           "reason": reason})  # fmt: skip
+        consented = [f["detail"] for f in facts.values()
+                     if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
+        if decision.allowed and consented:  # name the approval the call used
+            reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
+        state = event.state_after(decision.allowed)  # an allowed call uses its approvals
+        update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
+                                  "reason": reason}  # fmt: skip
+        if not decision.allowed and not decision.violations:
+            update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
+                decision.reason]
+        if rules == "applied":
+            update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
+        return decision.model_copy(update=update)
 
     def check_trace(
         self,
@@ -189,6 +244,9 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        thread_id: str | None = None,
+        rules: Literal["all", "applied"] = "all",
+        task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Decide whether a tool call may run, given the whole conversation before it.
@@ -200,10 +258,21 @@ class GuardAgent:
             proposed_call: The call to guard (default: the last message's only call).
             user_facts: The host's facts about the user.
             consent: The host's review records for this thread (``{"tool", "decision",
-                "args", "values", "call_id"}``); text in a message never counts.
+                "args", "values", "call_id", "thread", "uses"}``, signed with the
+                deployment's key when it has one); text in a message never counts. An
+                approval counts only in the thread it names, for the call it names, and
+                once (or `uses` times): the thread's state counts its uses.
             thread_state: `decision.trace_state` of this thread's previous call (None for
                 the first call): only new messages are read, and a rewritten history is
                 denied.
+            thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
+                records' ``thread``; None: the state's, or a random one for a new thread.
+            rules: ``applied`` lists in `decision.rules` only the rules that applied to the
+                call (not those of other actions); ``all`` (default) every rule.
+            task: The task policy of this thread (:class:`~guardagent.policy.task.TaskPolicy`,
+                its mapping ``{"params", "predicates", "rules"}``, or what
+                :meth:`attach_task` returned): merged with the profile's policy, checked
+                with z3 and cached. Host only; a task that cannot be attached is denied.
             **overrides: :class:`GuardContext` fields for this call only.
 
         Returns:
@@ -213,7 +282,7 @@ class GuardAgent:
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = self._trace(messages, proposed_call, user_facts, consent, thread_state,
-                                   max_bytes)  # fmt: skip
+                                   max_bytes, _task_spec(task), thread_id)  # fmt: skip
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)
@@ -224,7 +293,7 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
 
     async def acheck_trace(
         self,
@@ -234,13 +303,17 @@ class GuardAgent:
         user_facts: Mapping[str, Any] | None = None,
         consent: Iterable[Any] = (),
         thread_state: Mapping[str, Any] | None = None,
+        thread_id: str | None = None,
+        rules: Literal["all", "applied"] = "all",
+        task: TaskPolicy | AttachedTask | Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = await asyncio.to_thread(
-            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes)
+            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes,
+            _task_spec(task), thread_id)
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)
@@ -251,4 +324,9 @@ class GuardAgent:
                 self.graph, self._context(user_facts, overrides), event.agent_input,
                 event.agent_output, run_name="guardagent.trace",
             )  # fmt: skip
-        return self._with_trace(decision, event, model)
+        return self._with_trace(decision, event, model, rules)
+
+
+def _task_spec(task: Any) -> Any:
+    """The task policy of an attached task (cached by its content, so attaching is free)."""
+    return getattr(task, "task", task)

@@ -55,6 +55,32 @@ def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> A
         raise click.ClickException(str(exc)) from None
 
 
+class _SetupError(click.ClickException):
+    """A deployment setting the command cannot start without: one line, exit status 2."""
+
+    exit_code = 2
+
+
+NEEDS_KEY = ("{option} needs the deployment's key, which signs the thread state and consent "
+             "records: set GUARDAGENT_TRACE_KEY (e.g. export GUARDAGENT_TRACE_KEY=$(openssl "
+             "rand -hex 32), the same key for every call of the deployment)")
+
+
+def _deployment_settings() -> dict[str, Any]:
+    """The deployment's `GUARDAGENT_*` settings (:meth:`GuardContext.from_env`) that are set."""
+    from dataclasses import fields
+
+    from guardagent.context import GuardContext
+
+    try:
+        context = GuardContext.from_env()
+    except ValueError as exc:
+        raise _SetupError(str(exc)) from None
+    default = GuardContext()
+    return {f.name: getattr(context, f.name) for f in fields(context)
+            if getattr(context, f.name) != getattr(default, f.name)}  # fmt: skip
+
+
 _profile = click.option("--profile", required=True, help="Built-in profile name or path.")
 _input = click.option("--input", "agent_input", required=True, help="Agent input: TEXT or @FILE.")
 _output = click.option(
@@ -115,9 +141,11 @@ def main() -> None:
               help="A whole conversation and its proposed tool call (LangChain messages_to_dict "
                    "JSON or OpenAI chat), instead of --input/--output.")
 @click.option("--consent", "consent_file", default=None, type=click.Path(dir_okay=False),
-              help="With --trace: JSON list of the host's review records.")
+              help="With --trace: JSON list of the host's review records, each signed with "
+                   "GUARDAGENT_TRACE_KEY and naming the thread (required).")
 @click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
-              help="With --trace: the thread's state file, read if present and rewritten.")
+              help="With --trace: the thread's state file, read if present and rewritten "
+                   "(signed with GUARDAGENT_TRACE_KEY, required).")
 @_model
 @_base_url
 @_memory_dir
@@ -125,21 +153,57 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
 @click.option("--fields", default=None, metavar="A,B,...",
               help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-def check(profile: str, agent_input: str | None, agent_output: str | None,
+@click.option("--server", default=None, metavar="URL",
+              help="Send the event or trace to a guard service (`guardagent serve`) instead of "
+                   "deciding here; token from $GUARDAGENT_SERVICE_TOKEN.")
+@click.option("--thread-id", default=None,
+              help="The thread's id: with --server the thread the service keeps; with --trace "
+                   "the thread consent records name (default: the state's, else a new one).")
+@click.option("--idempotency-key", default=None,
+              help="With --server: a retry with the same key gets the stored decision.")
+@click.pass_context
+def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
           trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
-          fields: str | None) -> None:  # fmt: skip
-    """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON."""
-    from guardagent.eval.textio import dumps_safe
+          fields: str | None, server: str | None, thread_id: str | None,
+          idempotency_key: str | None) -> None:  # fmt: skip
+    """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON.
 
-    wanted = _decision_fields(fields)
+    The guard is the deployment's: every GUARDAGENT_* variable applies (GUARDAGENT_TRACE_KEY,
+    GUARDAGENT_MODEL, GUARDAGENT_MAX_TRACE_BYTES, ...); options given here win.
+
+    With --server the guard service decides (same JSON). Exit status with --server: 0
+    allowed, 1 denied (or no decision from the service), 2 input that could not be read.
+    """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
     if trace_file is None and (consent_file or state_file):
         raise click.UsageError("--consent and --state go with --trace")
-    guard = _guard(profile, model, base_url, memory_dir=memory_dir, memory_url=memory_url)
+    if server is not None:  # before any heavy import: the hook pays the interpreter only
+        ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
+                               consent_file, state_file, quiet, fields, thread_id,
+                               idempotency_key))  # fmt: skip
+    if idempotency_key is not None or (thread_id is not None and trace_file is None):
+        raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
+                               "or --trace")  # fmt: skip
+    from click.core import ParameterSource
+
+    from guardagent.eval.textio import dumps_safe
+
+    wanted = _decision_fields(fields)
+    settings = _deployment_settings()
+    settings.pop("profile", None)
+    for option in ("--consent", "--state"):
+        if (consent_file if option == "--consent" else state_file) and not settings.get(
+                "trace_key"):  # fmt: skip
+            raise _SetupError(NEEDS_KEY.format(option=option))
+    if ctx.get_parameter_source("model") is not ParameterSource.DEFAULT or "model" not in settings:
+        settings["model"] = model
+    given = {"base_url": base_url, "memory_dir": memory_dir, "memory_url": memory_url}
+    settings.update({name: value for name, value in given.items() if value is not None})
+    guard = _guard(profile, settings.pop("model"), settings.pop("base_url", None), **settings)
     if trace_file is not None:
-        decision = _check_trace(guard, trace_file, consent_file, state_file)
+        decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id)
     else:
         decision = guard.check(_text(agent_input or "", "--input"),
                                _text(agent_output or "", "--output"))  # fmt: skip
@@ -151,8 +215,29 @@ def check(profile: str, agent_input: str | None, agent_output: str | None,
     click.echo(dumps_safe(shown))
 
 
+def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
+                  agent_output: str | None, trace_file: str | None, consent_file: str | None,
+                  state_file: str | None, quiet: bool, fields: str | None,
+                  thread_id: str | None, idempotency_key: str | None) -> int:  # fmt: skip
+    """`check --server`: deployment options belong to the service, thread state too."""
+    from guardagent.service.remote import check_remote
+
+    chosen = [name for name, source in (("--model", "model"), ("--base-url", "base_url"),
+              ("--memory-dir", "memory_dir"), ("--memory-url", "memory_url"))
+              if ctx.get_parameter_source(source) is click.core.ParameterSource.COMMANDLINE]
+    if chosen or state_file:
+        raise click.UsageError(f"{', '.join(chosen or ['--state'])}: with --server the service's "
+                               "deployment decides these (use --thread-id for thread state)")
+    return check_remote(
+        server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
+        agent_input=None if agent_input is None else _text(agent_input, "--input"),
+        agent_output=None if agent_output is None else _text(agent_output, "--output"),
+        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields,
+    )  # fmt: skip
+
+
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
-                 state_file: str | None) -> Any:  # fmt: skip
+                 state_file: str | None, thread_id: str | None = None) -> Any:  # fmt: skip
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -160,18 +245,45 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         raw = Path(trace_file).read_bytes()
     else:
         raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
-    consent = json.loads(Path(consent_file).read_text(encoding="utf-8")) if consent_file else []
+    key = guard.context.trace_key_bytes
+    consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
     state = (json.loads(state_path.read_text(encoding="utf-8"))
              if state_path is not None and state_path.is_file() else None)  # fmt: skip
     try:
-        decision = guard.check_trace(raw, consent=consent, thread_state=state)
+        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
         state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
                               encoding="utf-8")  # fmt: skip
     return decision
+
+
+def _consent_records(path: str, key: bytes | None) -> list[Any]:
+    """The `--consent` file's records, each readable and signed with the deployment's key."""
+    from guardagent.trace.predicates import Consent, PredicateSpecError
+    from guardagent.trace.state import verify
+
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _SetupError(f"--consent {path}: cannot read it ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise _SetupError(f"--consent {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(records, list):
+        raise _SetupError(f"--consent {path}: a JSON list of consent records, not "
+                          f"{type(records).__name__}")  # fmt: skip
+    for number, record in enumerate(records, 1):
+        try:
+            Consent.from_json(record)
+        except PredicateSpecError as exc:
+            raise _SetupError(f"--consent {path}: record {number}: {exc}") from None
+        if key is None or not verify(record, key):
+            raise _SetupError(f"--consent {path}: record {number} is not signed with "
+                              "GUARDAGENT_TRACE_KEY (sign records with "
+                              "guardagent.trace.Consent(...).signed(key))")  # fmt: skip
+    return records
 
 
 def _decision_fields(fields: str | None) -> list[str]:
@@ -430,6 +542,34 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
     click.echo(f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
                f"`guardagent profile check {target}`, guard with `guardagent check --profile "
                f"{target} --trace TRACE.json`")  # fmt: skip
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def serve(host: str, port: int, log_level: str) -> None:
+    """Run the guard service (one replica) until SIGTERM; in-flight requests finish.
+
+    Every setting comes from the environment (README, "Deployment"):
+    GUARDAGENT_DATABASE_URL (Postgres shared by replicas; unset: one in-process replica),
+    GUARDAGENT_CHROMA_URL (the Chroma server) with GUARDAGENT_MEMORY_KEY,
+    GUARDAGENT_SERVICE_TOKEN, GUARDAGENT_POOL_SIZE, GUARDAGENT_LOCK_WAIT_SECONDS,
+    GUARDAGENT_PROFILE / _PROFILES and the guard's other GUARDAGENT_* settings.
+    """
+    from guardagent.service.settings import ServiceSettings
+
+    try:
+        settings = ServiceSettings.from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        from guardagent.service.serve import serve as run
+    except ImportError as exc:
+        raise click.ClickException(f"{exc.name or exc}: the service needs its extra: "
+                                   "pip install 'guardagent[service]'") from None
+    run(host, port, log_level=log_level, settings=settings)
 
 
 main.add_command(memory)

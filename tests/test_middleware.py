@@ -275,3 +275,30 @@ def test_user_message_cannot_supply_user_facts_when_host_has_none():
     for facts in (None, {}):
         text = render_input([forged], facts)
         assert parse_user_info(text) == {}
+
+
+def test_trace_mode_refuses_to_start_without_the_deployment_key(tmp_path):
+    """trace=True keeps the index and the reviewers' approvals in the agent state, which the
+    invoker (and a tool's Command) can write: unsigned, they could be forged. Seen failing
+    before the fix: the middleware started and used unsigned state and consent."""
+    from tests.test_trace_wiring import trace_profile
+
+    profile = str(trace_profile(tmp_path))
+    for review in ("never", "on_deny"):
+        with pytest.raises(ValueError, match="GUARDAGENT_TRACE_KEY") as err:
+            GuardAgentMiddleware(GuardAgent(profile=profile), trace=True, review=review)
+        assert "\n" not in str(err.value)
+    assert GuardAgentMiddleware(GuardAgent(profile=profile, trace_key="k"), trace=True).trace
+    assert GuardAgentMiddleware(profile, trace=True, trace_key="k").trace
+    assert not GuardAgentMiddleware(profile).trace, "without trace=True nothing is kept in state"
+
+
+def test_parallel_calls_keep_the_state_whose_ledger_used_an_approval():
+    from guardagent.integrations.middleware import _newest_trace
+
+    used = {"count": 4, "consent": {"uses": {"r:a": ["c2"]}}}
+    unused = {"count": 4, "consent": {"uses": {}}}
+    assert _newest_trace(used, unused) is used and _newest_trace(unused, used) is used
+    longer = {"count": 5, "consent": {"uses": {}}}
+    assert _newest_trace(used, longer) is longer, "the index that read the most still wins"
+    assert _newest_trace(None, unused) is unused and _newest_trace(used, None) is used

@@ -139,7 +139,8 @@ def test_a_new_profile_guards_deny_by_default_and_says_what_to_edit(tmp_path: Pa
     assert not denied.allowed and "denied by send_email-allowed" in denied.reason
     unlisted = guard.check_trace({"messages": BENIGN["messages"],
                                   "proposed_call": {"name": "delete_all", "args": {}}})  # fmt: skip
-    assert not unlisted.allowed and "listed-tools-only" in unlisted.reason
+    assert not unlisted.allowed and "unlabelled_tool" in unlisted.reason  # the trace path's own
+    assert "'delete_all'" in unlisted.reason
 
     result = CliRunner().invoke(main, ["profile", "check", str(root)])
     assert result.exit_code == 1
@@ -159,12 +160,12 @@ def edit(root: Path) -> None:
     """What the deployer does after `profile new`: labels, conditions, rules."""
     text = (root / "policy.yaml").read_text(encoding="utf-8")
     swaps = {
-        '"read_inbox": {results: untrusted, effect: irreversible,':
-            '"read_inbox": {results: untrusted, effect: read,',
-        '"send_email": {results: untrusted, effect: irreversible,':
-            '"send_email": {results: untrusted, effect: send, recipients: [to],',
-        '"get-balance": {results: untrusted, effect: irreversible,':
-            '"get-balance": {results: trusted, effect: read, sensitive: true,',
+        '"read_inbox": {':
+            '"read_inbox": {results: untrusted, effect: read, ',
+        '"send_email": {':
+            '"send_email": {results: untrusted, effect: send, recipients: [to], ',
+        '"get-balance": {':
+            '"get-balance": {results: trusted, effect: read, sensitive: true, ',
         "logic: calls_read_inbox IMPLIES FALSE": "logic: calls_read_inbox IMPLIES TRUE",
         "logic: calls_get_balance IMPLIES FALSE": "logic: calls_get_balance IMPLIES TRUE",
         "logic: calls_send_email IMPLIES FALSE":
@@ -219,6 +220,8 @@ def test_the_builtin_trace_profile_checks_clean() -> None:
     result = CliRunner().invoke(main, ["profile", "check", "assistant-trace"])
     assert result.exit_code == 0, result.output
     assert "trace policy" in result.output and "ready:" in result.output
+    # book_flight is written `untrusted, irreversible` on purpose: not a label left to decide
+    assert "fail-closed default" not in result.output
 
 
 def test_scaffold_refuses_to_write_into_a_used_directory(tmp_path: Path) -> None:
@@ -226,3 +229,56 @@ def test_scaffold_refuses_to_write_into_a_used_directory(tmp_path: Path) -> None
     with pytest.raises(ScaffoldError, match="not an empty directory"):
         scaffold_profile("x", OPENAI_TOOLS, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def _uncomment(text: str, *conditions: str) -> str:
+    lines = text.splitlines()
+    for cond in conditions:
+        at = lines.index(f"  # - name: {cond}")
+        lines[at : at + 4] = [line.replace("  # ", "  ", 1) for line in lines[at : at + 4]]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_scaffolds_own_suggestions_give_no_warnings(tmp_path: Path) -> None:
+    """Every example rule the scaffold offers, used as offered, checks without a warning.
+
+    Before: `IMPLIES TRUE` (offered for harmless reads) was "implied by nothing: it can be
+    pruned", and `(args_trusted OR call_confirmed)` on two tools made the two conditions
+    "interchangeable: merge candidates".
+    """
+    from guardagent.profiles.loader import load_profile
+    from guardagent.profiles.scaffold import check_trace_profile
+
+    root = new_profile(tmp_path)
+    text = (root / "policy.yaml").read_text(encoding="utf-8")
+    text = text.replace("logic: calls_read_inbox IMPLIES FALSE",
+                        "logic: calls_read_inbox IMPLIES TRUE")
+    for action in ("calls_get_balance", "calls_send_email"):
+        text = text.replace(f"logic: {action} IMPLIES FALSE",
+                            f"logic: {action} IMPLIES (args_trusted OR call_confirmed)")
+    text = _uncomment(text, "args_trusted", "call_confirmed")
+    (root / "policy.yaml").write_text(text, encoding="utf-8")
+    check = check_trace_profile(load_profile(str(root)))
+    assert check.errors == [] and check.to_edit == []
+    assert check.warnings == []
+
+
+def test_labels_written_on_purpose_are_not_listed_as_left_to_decide(tmp_path: Path) -> None:
+    """`effect: irreversible` written out, or `recipients: []`, is the author's choice."""
+    from guardagent.profiles.loader import load_profile
+    from guardagent.profiles.scaffold import check_trace_profile
+
+    root = new_profile(tmp_path)
+    text = (root / "policy.yaml").read_text(encoding="utf-8")
+    text = text.replace('"read_inbox": {', '"read_inbox": {results: untrusted, effect: irreversible, ')
+    text = text.replace('"send_email": {', '"send_email": {effect: send, recipients: [], ')
+    (root / "policy.yaml").write_text(text, encoding="utf-8")
+    notes = check_trace_profile(load_profile(str(root))).notes
+    [defaults] = [n for n in notes if "fail-closed default" in n]
+    assert "get-balance, send_email." in defaults and "read_inbox" not in defaults
+    assert not any("name no `recipients`" in n for n in notes)
+
+    text = text.replace("recipients: [], ", "")
+    (root / "policy.yaml").write_text(text, encoding="utf-8")
+    notes = check_trace_profile(load_profile(str(root))).notes
+    assert any("send tool(s) send_email name no `recipients`" in n for n in notes)

@@ -362,19 +362,27 @@ def test_zygote_corpus_is_large_enough() -> None:
     assert len(ZYGOTE_ATTACKS) >= 60
 
 
+# `trusted`: the warm worker that serves many runs (shipped and verified programs), where the
+# benign runs before and after the attack share its process; else one zygote child per run.
+@pytest.mark.parametrize("trusted", [False, True], ids=["fork", "warm"])
 @pytest.mark.parametrize("name", sorted(ZYGOTE_ATTACKS))
-def test_attack_through_zygote(name: str, host: Path) -> None:
+def test_attack_through_zygote(name: str, trusted: bool, host: Path) -> None:
     source, kinds = ZYGOTE_ATTACKS[name]
     source = source.replace("CANARY", json.dumps(str(host)))
-    before = strip(run_program(BUILTIN_BENIGN, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS))
+
+    def run(program: str) -> ExecutionResult:
+        return run_program(program, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS,
+                           trusted=trusted)  # fmt: skip
+
+    before = strip(run(BUILTIN_BENIGN))
     assert before["ok"] and before["verdict"]["violations"] == ["age 30"], before
 
-    result = run_program(source, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS)
+    result = run(source)
 
     assert result["ok"] is False and result["verdict"] is None, result
     error = result["error"] or ""
     assert error.split(":", 1)[0] in (*kinds, *RUNTIME, *NOVERDICT), (name, error)
     assert SECRET not in json.dumps(result)
     assert sorted(p.name for p in host.iterdir()) == ["keep.txt"]
-    after = strip(run_program(BUILTIN_BENIGN, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS))
+    after = strip(run(BUILTIN_BENIGN))
     assert after == before

@@ -134,25 +134,26 @@ def test_the_injected_contact_address_names_the_ticket_page(browser_guard: Guard
 
 def _approval(doc: dict[str, Any]) -> list[dict[str, Any]]:
     call = parse_trace(doc).call
-    return [Consent(call.name, "approve", args=call.args, call_id=call.id).to_json()]
+    return [Consent(call.name, "approve", args=call.args, call_id=call.id, thread="t").to_json()]
 
 
 def test_consent_opens_the_delete_page_but_not_the_forbidden_settings(
     browser_guard: GuardAgent,
 ) -> None:
     delete = load(BROWSER / "i03_ticket_delete_langchain.json")
-    assert browser_guard.check_trace(delete, consent=_approval(delete)).allowed
+    assert browser_guard.check_trace(delete, consent=_approval(delete), thread_id="t").allowed
+    assert not browser_guard.check_trace(delete, consent=_approval(delete), thread_id="u").allowed
     rejected = [{**_approval(delete)[0], "decision": "reject"}]
-    assert not browser_guard.check_trace(delete, consent=rejected).allowed
+    assert not browser_guard.check_trace(delete, consent=rejected, thread_id="t").allowed
     said = {**delete, "messages": [*delete["messages"][:1],
                                    {"type": "human", "data": {"content": "I approve deleting it."}},
                                    *delete["messages"][1:]]}  # fmt: skip
     assert not browser_guard.check_trace(said).allowed, "text in a message is not consent"
     payment = load(BROWSER / "i04_payment_key_openai.json")
-    refused = browser_guard.check_trace(payment, consent=_approval(payment))
+    refused = browser_guard.check_trace(payment, consent=_approval(payment), thread_id="t")
     assert not refused.allowed and "denied by hierarchy" in refused.reason
     retry = load(BROWSER / "i05_retry_loop_langchain.json")
-    assert browser_guard.check_trace(retry, consent=_approval(retry)).allowed
+    assert browser_guard.check_trace(retry, consent=_approval(retry), thread_id="t").allowed
 
 
 def test_the_shipped_assistant_profile_decides_the_assistant_traces() -> None:
@@ -184,12 +185,12 @@ def test_deployment_key_from_the_environment_signs_state_and_consent(tmp_path: P
     assert "deployment secret" not in repr(context)
     guard = GuardAgent(profile=context.profile, trace_key=context.trace_key)
     delete = load(BROWSER / "i03_ticket_delete_langchain.json")
-    unsigned = guard.check_trace(delete, consent=_approval(delete))
+    unsigned = guard.check_trace(delete, consent=_approval(delete), thread_id="t")
     assert not unsigned.allowed, "with a deployment key, an unsigned approval does not count"
     call = parse_trace(delete).call
-    record = Consent(call.name, "approve", args=call.args, call_id=call.id)
+    record = Consent(call.name, "approve", args=call.args, call_id=call.id, thread="t")
     signed = record.signed(b"deployment secret")
-    decision = guard.check_trace(delete, consent=[signed])
+    decision = guard.check_trace(delete, consent=[signed], thread_id="t")
     assert decision.allowed, decision.reason
     other = GuardAgent(profile=context.profile, trace_key="another key")
     foreign = other.check_trace(delete, thread_state=decision.trace_state)

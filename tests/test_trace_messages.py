@@ -106,9 +106,13 @@ def test_proposed_call_rules() -> None:
         parse_trace([{"role": "user", "content": "go"}])
     assert _reason(excinfo) == "no_tool_call"
     # the second call of the last message: the first is earlier, nothing after it counts
-    trace = parse_trace([{"role": "user", "content": "go"}, last], {"id": "q", "name": "b", "args": {"x": 2}})
-    assert trace.call.args == {"x": 2}, "the given (reviewed) arguments win"
+    trace = parse_trace([{"role": "user", "content": "go"}, last], {"id": "q", "name": "b", "args": {"x": 1}})
+    assert trace.call.args == {"x": 1}
     assert trace.call.index == 1 and [c.id for c in trace.calls] == ["p"]
+    # the same id with other arguments disagrees with the last message (issue 19 class 6)
+    with pytest.raises(UnreadableEvidence) as excinfo:
+        parse_trace([{"role": "user", "content": "go"}, last], {"id": "q", "name": "b", "args": {"x": 2}})
+    assert _reason(excinfo) == "inconsistent_trace"
     trace = parse_trace([{"role": "user", "content": "go"}, last], {"id": "p", "name": "a", "args": {}})
     assert trace.calls == (), "a later sibling is not earlier"
     # without an id, an equal call of the last message is the same call

@@ -34,7 +34,7 @@ BINDINGS = bindings(POLICY)
 
 def decide(name: str, consent: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
     trace = parse_trace((TRACES / name).read_text(encoding="utf-8"))
-    facts = analyze(trace, LABELS, consent=consent or [])
+    facts = analyze(trace, LABELS, consent=consent or [], thread="t1")
     evaluated = facts.evaluate(BINDINGS)
     verdict = verify_event(POLICY, {n: f.value for n, f in evaluated.items()})
     return verdict, facts_json(evaluated)
@@ -82,7 +82,7 @@ def test_injected_traces_are_denied_naming_the_rule_and_the_source(name: str) ->
 
 def test_a_reviewers_approval_recorded_by_the_host_lets_the_call_through() -> None:
     trace = parse_trace((TRACES / "i01_inbox_iban_openai.json").read_text(encoding="utf-8"))
-    approval = Consent(trace.call.name, "approve", args=trace.call.args)
+    approval = Consent(trace.call.name, "approve", args=trace.call.args, thread="t1")
     verdict, facts = decide("i01_inbox_iban_openai.json", [approval])
     assert verdict.allowed and facts["call_confirmed"]["value"] is True
     verdict, _ = decide("i01_inbox_iban_openai.json", [Consent(trace.call.name, "reject")])

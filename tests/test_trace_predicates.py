@@ -24,8 +24,8 @@ LABELS = Labels.load(TRACES / "assistant_labels.yaml")
 
 
 def facts_of(messages: list[dict[str, Any]], call: dict[str, Any], labels: Labels = LABELS,
-             consent: list[Any] | None = None) -> Any:
-    return analyze(parse_trace(messages, call), labels, consent=consent or [])
+             consent: list[Any] | None = None, thread: str | None = "t") -> Any:
+    return analyze(parse_trace(messages, call), labels, consent=consent or [], thread=thread)
 
 
 def call(i: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +151,7 @@ def banking_thread(balance_error: bool = False) -> list[dict[str, Any]]:
         call("2", "send_money", {"iban": "CH9300762011623852957", "amount": 20}),
         result("2", "done"),
         call("3", "send_email", {"to": "plumber@example.com", "body": "paid"}),
+        {"role": "user", "content": "And pay the plumber now."},  # the proposed call is new
     ]
 
 
@@ -263,20 +264,23 @@ def test_consent_is_a_host_record_never_message_text() -> None:
     ]
     proposed = {"name": "send_money", "args": {"iban": "GB82WEST12345698765432", "amount": 50}, "id": "c9"}
     assert facts_of(messages, proposed).fact("consent_given()").value is False
-    exact = Consent("send_money", "approve", args={"iban": "GB82WEST12345698765432", "amount": 50})
+    exact = Consent("send_money", "approve", args={"iban": "GB82WEST12345698765432", "amount": 50},
+                    thread="t")
     assert facts_of(messages, proposed, consent=[exact]).fact("consent_given()").value is True
-    other_args = Consent("send_money", "approve", args={"iban": "GB82WEST12345698765432", "amount": 500})
+    other_args = Consent("send_money", "approve", args={"iban": "GB82WEST12345698765432", "amount": 500},
+                         thread="t")
     assert facts_of(messages, proposed, consent=[other_args]).fact("consent_given()").value is False
-    value = {"tool": "send_money", "decision": "edit", "values": {"iban": "gb82 west 1234 5698 7654 32"}}
+    value = {"tool": "send_money", "decision": "edit", "values": {"iban": "gb82 west 1234 5698 7654 32"},
+             "thread": "t"}
     with_value = facts_of(messages, proposed, consent=[value])
     assert with_value.fact('consent_given("iban")').value is True
     assert with_value.fact("consent_given()").value is True
     assert with_value.fact('consent_given("amount")').value is False
     rejected = facts_of(messages, proposed, consent=[value, {"tool": "send_money", "decision": "reject"}])
     assert rejected.fact('consent_given("iban")').value is False
-    other_call = facts_of(messages, proposed, consent=[Consent("send_money", call_id="c1")])
+    other_call = facts_of(messages, proposed, consent=[Consent("send_money", call_id="c1", thread="t")])
     assert other_call.fact("consent_given()").value is False
-    other_tool = facts_of(messages, proposed, consent=[Consent("send_email")])
+    other_tool = facts_of(messages, proposed, consent=[Consent("send_email", thread="t")])
     assert other_tool.fact("consent_given()").value is False
     with pytest.raises(PredicateSpecError):
         Consent.from_json({"tool": "x", "decision": "maybe"})
@@ -303,10 +307,13 @@ def test_with_a_key_only_signed_consent_counts() -> None:
     key = b"deployment-key"
     messages = [{"role": "user", "content": "check mail"}]
     proposed = {"name": "send_money", "args": {"iban": "GB82WEST12345698765432", "amount": 50}}
-    record = Consent("send_money", "approve", args=proposed["args"])
+    record = Consent("send_money", "approve", args=proposed["args"], thread="t")
     assert analyze(parse_trace(messages, proposed), LABELS, consent=[record.signed(key)],
-                   key=key).fact("consent_given()").value is True
+                   key=key, thread="t").fact("consent_given()").value is True
     for bad in [record.to_json(), record, record.signed(b"other"),
-                {**Consent("send_money", args={"amount": 1}).signed(key), "args": proposed["args"]}]:
-        facts = analyze(parse_trace(messages, proposed), LABELS, consent=[bad], key=key)
+                {**Consent("send_money", args={"amount": 1}, thread="t").signed(key),
+                 "args": proposed["args"]},
+                {**record.signed(key), "uses": 2}, {**record.signed(key), "thread": "u"}]:
+        facts = analyze(parse_trace(messages, proposed), LABELS, consent=[bad], key=key,
+                        thread="t")
         assert facts.fact("consent_given()").value is False

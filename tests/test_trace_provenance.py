@@ -165,6 +165,11 @@ def to_openai(trace: Trace) -> list[dict[str, Any]]:
 
 
 def rebuild(messages: list[dict[str, Any]], name: str, args: dict[str, Any]) -> Trace:
+    last = messages[-1] if messages else {}
+    if last.get("role") == "assistant" and last.get("tool_calls"):  # the proposed call agrees
+        calls = [{**c, "function": {**c["function"], "arguments": json.dumps(args)}}
+                 if c["function"]["name"] == name else c for c in last["tool_calls"]]
+        messages = [*messages[:-1], {**last, "tool_calls": calls}]
     return parse_trace(messages, {"name": name, "args": args})
 
 

@@ -90,7 +90,8 @@ def test_check_trace_carries_the_thread_and_fails_closed(tmp_path: Path) -> None
     assert not huge.allowed and huge.unreadable[0]["reason"] == "trace_too_large"
     call = json.loads((TRACES / "i01_inbox_iban_openai.json").read_text(encoding="utf-8"))
     approved = guard.check_trace(call, consent=[{"tool": "send_money", "decision": "approve", "args": {
-        "iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}}])
+        "iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}, "thread": "t"}],
+        thread_id="t")
     assert approved.allowed
     said = [{"role": "user", "content": "I approve sending the deposit, go ahead."}, *call["messages"]]
     assert not guard.check_trace({"messages": said, "proposed_call": call["proposed_call"]}).allowed
@@ -106,7 +107,7 @@ def test_cli_check_trace_keeps_the_thread_state(tmp_path: Path) -> None:
 
     profile = str(trace_profile(tmp_path))
     state = tmp_path / "thread.json"
-    runner = CliRunner()
+    runner = CliRunner(env={"GUARDAGENT_TRACE_KEY": "deployment secret"})  # --state needs it
     out = runner.invoke(main, ["check", "--profile", profile, "--trace",
                                str(TRACES / "i03_share_openai.json"), "--state", str(state),
                                "--fields", "allowed,reason"])  # fmt: skip
@@ -175,7 +176,9 @@ def test_middleware_guards_with_the_conversation_and_records_consent(tmp_path: P
     out = agent.invoke({"messages": [HumanMessage("Summarize my inbox.")]}, config)
     assert out["__interrupt__"] and ran == ["read_inbox"]
     out = agent.invoke(Command(resume="approve"), config)
-    assert ran == ["read_inbox", ("send_money", attack["iban"]), ("send_money", attack["iban"])], (
-        "the approval is recorded and the same call, proposed again, is allowed")
+    assert ran == ["read_inbox", ("send_money", attack["iban"])], (
+        "the approval is one approval of one call: the same call, proposed again, is not")
+    assert out["__interrupt__"], "the second payment waits for its own review"
     [record] = out["guardagent_consent"]
     assert record["tool"] == "send_money" and record["args"] == attack and record["mac"]
+    assert (record["thread"], record["call_id"], record["uses"]) == ("consent", "c2", 1)

@@ -75,6 +75,7 @@ from guardagent.integrations.runner import (
     run_guard,
 )
 from guardagent.trace.predicates import Consent
+from guardagent.trace.predicates.ledger import LEDGER_FIELD, spend_in_state, thread_of
 
 Review = Literal["never", "on_fail", "on_deny"]
 UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
@@ -84,7 +85,12 @@ REVIEW_TYPE = "guardagent_review"
 TRACE_KEY = "guardagent_trace"
 """State key of the thread's trace index (``trace=True``): only new messages are read."""
 CONSENT_KEY = "guardagent_consent"
-"""State key of the reviewers' approvals (``trace=True``): consent for later decisions."""
+"""State key of the reviewers' approvals (``trace=True``): signed records, each bound to its
+thread and call and used by it (kept for the record; the thread's ledger counts the use)."""
+NEEDS_KEY = ("GuardAgentMiddleware(trace=True) keeps the thread's index and the reviewers' "
+             "approvals in the agent state, which the invoker can write: give the guard the "
+             "deployment's key, GuardAgent(..., trace_key=os.environ['GUARDAGENT_TRACE_KEY']) "
+             "(e.g. export GUARDAGENT_TRACE_KEY=$(openssl rand -hex 32))")
 USER_INFO_KEY = "user_info"
 """Where the host puts its facts about the user: the run's context (or, opted in, the state)."""
 
@@ -98,10 +104,24 @@ class GuardedAgentState(AgentState[Any]):
 def _newest_trace(
     old: dict[str, Any] | None, new: dict[str, Any] | None
 ) -> dict[str, Any] | None:
-    """Parallel calls of one step each write the index: keep the one that read the most."""
+    """Parallel calls of one step each write the index: keep the one that read the most.
+
+    Of two that read as much, the one whose consent ledger records more uses: an approval
+    a parallel call used stays used (both cannot be kept: each ledger is signed whole).
+    """
     if new is None:
         return old
-    return new if old is None or new.get("count", 0) >= old.get("count", 0) else old
+    if old is None:
+        return new
+    return new if (new.get("count", 0), _uses(new)) >= (old.get("count", 0), _uses(old)) else old
+
+
+def _uses(state: dict[str, Any]) -> int:
+    ledger = state.get(LEDGER_FIELD)
+    uses = ledger.get("uses") if isinstance(ledger, dict) else None
+    if not isinstance(uses, dict):
+        return 0
+    return sum(len(v) for v in uses.values() if isinstance(v, list))
 
 
 class GuardedTraceState(AgentState[Any]):
@@ -127,8 +147,12 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         trace: Guard each call with the whole conversation (`GuardAgent.check_trace`): the
             profile's policy model needs tool labels and trace predicates. The thread's
             index and the reviewers' approvals live in the agent state (`guardagent_trace`,
-            `guardagent_consent`: keep a checkpointer); an approval made in review is
-            recorded as consent for later decisions.
+            `guardagent_consent`: keep a checkpointer), signed with the guard's
+            ``trace_key`` (required: without one the middleware refuses to start). An
+            approval made in review approves that one call: it is recorded as a consent
+            record bound to the thread (the checkpointer's ``thread_id``) and the call's
+            id, and the thread's ledger counts it used, so the same call proposed again
+            is reviewed again.
         **settings: :class:`~guardagent.context.GuardContext` fields (``model``,
             ``memory_dir``, ...) for the guard: the deployment's, never the run's.
     """
@@ -151,6 +175,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if review not in ("never", "on_fail", "on_deny"):
             raise ValueError(f"review must be 'never', 'on_fail' or 'on_deny', not {review!r}")
         self.guard = as_guard(guard, **settings)
+        if trace and self.guard.context.trace_key_bytes is None:
+            raise ValueError(NEEDS_KEY)
         self.user_info = user_info
         self.facts_from_state = facts_from_state
         if facts_from_state:
@@ -279,11 +305,20 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- traces ----------------------------------------------------------------------------
 
+    @staticmethod
+    def _thread_id(request: ToolCallRequest) -> str | None:
+        """The checkpointer's ``thread_id`` (None without one: the state's own id is used)."""
+        config = getattr(getattr(request, "runtime", None), "config", None) or {}
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+        return str(thread) if thread is not None else None
+
     def _trace_check(self, request: ToolCallRequest, facts: Mapping[str, Any]) -> GuardDecision:
         state = request.state if isinstance(request.state, Mapping) else {}
         return self.guard.check_trace(
             list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
             consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
+            thread_id=self._thread_id(request),
         )  # fmt: skip
 
     async def _atrace_check(
@@ -293,6 +328,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await self.guard.acheck_trace(
             list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
             consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
+            thread_id=self._thread_id(request),
         )  # fmt: skip
 
     @staticmethod
@@ -303,16 +339,22 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _with_state(self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision,
                     reviewed: bool) -> ToolResult:  # fmt: skip
-        """The tool's result plus the thread's index (and a reviewer's approval as consent)."""
+        """The tool's result plus the thread's index (and a reviewer's approval, used)."""
         update: dict[str, Any] = {}
-        if decision.trace_state is not None:
-            update[TRACE_KEY] = decision.trace_state
+        state = decision.trace_state
         if reviewed:
             call = request.tool_call
-            # the same call, proposed again later (a retry has a new id), is approved too
-            record = Consent(call["name"], "approve", args=dict(call.get("args") or {}))
             key = self.guard.context.trace_key_bytes
+            # one approval of this one call, in this thread: it let this call through
+            record = Consent(call["name"], "approve", args=dict(call.get("args") or {}),
+                             call_id=call.get("id") or None,
+                             thread=thread_of(state) or self._thread_id(request))  # fmt: skip
             update[CONSENT_KEY] = [record.signed(key) if key else record.to_json()]
+            if state is not None:
+                use = str(call.get("id") or "@review")
+                state = spend_in_state(state, [record.identity()], use, key)
+        if state is not None:
+            update[TRACE_KEY] = state
         if not update:
             return result
         if isinstance(result, ToolMessage):

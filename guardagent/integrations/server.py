@@ -23,7 +23,9 @@ GUARDAGENT_TIMEOUT_SECONDS wall clock of one program run               5
 API keys stay in the provider's variables (``OPENAI_API_KEY``, ...). A run may choose only
 what :class:`~guardagent.context.RunContext` holds (a registered profile *name*, the user's
 facts), which is also all LangGraph Studio shows; the server drops other context keys, and
-the graph reads no other key even when one arrives.
+the graph reads no other key even when one arrives. Task policies (extra rules and
+parameters for one thread, `GuardAgent.check_trace(..., task=...)`) are host-only for the
+same reason: neither the served input nor the run context has a field for them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """execute: run the program in the sandbox with the event bound as plain data.
 
+A program from `retrieve` (shipped with the profile, or verified on its demonstrations in
+this process) runs in a warm worker, with no fork; a model-written one that has not verified
+yet gets a fresh process.
+
 The host's structured user facts (the run's `user_facts`) go to the sandbox as data too, so
 `parse_user_info` returns them there instead of re-reading the input's text block.
 """
@@ -32,7 +36,7 @@ def execute(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]
     else:
         result = run_program(
             program, tools, state["agent_input"], state["agent_output"], limits_of(ctx),
-            user_facts=ctx.user_facts,
+            user_facts=ctx.user_facts, trusted=state.get("program_source") == "memory",
         )  # fmt: skip
     return {
         "execution": result,

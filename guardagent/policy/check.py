@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import z3
 
+from guardagent.policy.formula import Const, Implies
 from guardagent.policy.model import PolicyError, PolicyModel, Rule, load_policy
 from guardagent.policy.solver import CompiledPolicy, Z3Bool, compiled
 
@@ -225,6 +226,17 @@ def _actions(
     return out
 
 
+def _allowance(rule: Rule) -> bool:
+    """``action IMPLIES TRUE``: written on purpose to say the action may always run.
+
+    The scaffold offers it for harmless reads; a rule that holds by construction is pruned
+    only when it says nothing, so this one is noted, not warned about.
+    """
+    formula = rule.formula
+    return (isinstance(formula, Implies) and isinstance(formula.right, Const)
+            and formula.right.value is True)  # fmt: skip
+
+
 def _redundant(model: PolicyModel, tracked: _Tracked, hard: list[str]) -> list[Finding]:
     """Rules implied by the (remaining) hard rules; greedy, so all flagged can go together."""
     out: list[Finding] = []
@@ -237,6 +249,13 @@ def _redundant(model: PolicyModel, tracked: _Tracked, hard: list[str]) -> list[F
         implied_by = tracked.minimal(core, tracked.negated[rule.id])
         if rule.hard:
             remaining = others
+        if not implied_by and _allowance(rule):
+            out.append(Finding(
+                "info", "redundant_rule", f"rule {rule.id!r} always holds: it states that its "
+                "action is allowed (an explicit allowance)", (rule.id,),
+                location=_loc(model, rule.id),
+            ))  # fmt: skip
+            continue
         by = ", ".join(implied_by) if implied_by else "nothing (it always holds)"
         what = "hard rules" if implied_by else ""
         out.append(Finding(
@@ -270,47 +289,78 @@ def _unused(model: PolicyModel) -> list[Finding]:
     return out
 
 
+def _distinct_facts(model: PolicyModel, p: str, q: str) -> bool:
+    """Whether `p` and `q` are known to be different facts, whatever the rules do with them.
+
+    Actions reporting different targets are (merging would lose the target), and so are two
+    trace predicates with different expressions: the host computes each from the trace, so
+    ``called_before("a")`` and ``called_before("b")`` are not synonyms even when every rule
+    treats them alike (``a OR b``).
+    """
+    pp, pq = model.by_name[p], model.by_name[q]
+    if pp.target is not None and pq.target is not None and pp.target != pq.target:
+        return True
+    ap, aq = pp.assigned_by, pq.assigned_by
+    return (ap is not None and aq is not None and ap.kind == aq.kind == "trace"
+            and ap.text.strip() != aq.text.strip())  # fmt: skip
+
+
+def _swap_keeps(comp: CompiledPolicy, checker: Any, rule_ids: Sequence[str], p: str,
+                q: str) -> bool:  # fmt: skip
+    """Whether swapping `p` and `q` leaves every one of the rules equivalent (z3)."""
+    bp, bq = comp.bools[p], comp.bools[q]
+    for rule_id in rule_ids:
+        term = comp.terms[rule_id]
+        checker.push()
+        checker.add(term != z3.substitute(term, (bp, bq), (bq, bp)))
+        same = checker.check() == z3.unsat
+        checker.pop()
+        if not same:
+            return False
+    return True
+
+
 def _interchangeable(model: PolicyModel, comp: CompiledPolicy) -> list[Finding]:
-    """Pairs whose swap leaves every rule equivalent: the policy cannot tell them apart.
+    """Groups of predicates any two of which can swap leaving every rule equivalent.
 
     Only predicates of the same kind (and, for actions, the same parent) that occur in the
-    same rules can qualify; actions reporting different targets never do.
+    same rules can qualify, and never two known to be different facts
+    (:func:`_distinct_facts`). Swapping is an equivalence (two swaps that keep the rules
+    compose into a third), so each new predicate is tried against one member of each group
+    found so far, and a group of n is one finding, not n(n-1)/2.
     """
     appears: dict[str, list[str]] = {}
     for rule in model.rules:
         for name in comp.names_of(rule):
             appears.setdefault(name, []).append(rule.id)
-    groups: dict[tuple[Any, ...], list[str]] = {}
+    candidates: dict[tuple[Any, ...], list[str]] = {}
     for name, rule_ids in appears.items():
         pred = model.by_name.get(name)
         if pred is None:
             continue
-        groups.setdefault((pred.kind, pred.parent, tuple(rule_ids)), []).append(name)
+        candidates.setdefault((pred.kind, pred.parent, tuple(rule_ids)), []).append(name)
     out: list[Finding] = []
     checker = z3.Solver(ctx=comp.ctx)
-    for (_, _, rule_ids), names in groups.items():
-        for p, q in itertools.combinations(names, 2):
-            tp, tq = model.by_name[p].target, model.by_name[q].target
-            if tp is not None and tq is not None and tp != tq:
-                continue  # they report different targets: merging would lose that
-            bp, bq = comp.bools[p], comp.bools[q]
-            same = True
-            for rule_id in rule_ids:
-                term = comp.terms[rule_id]
-                swapped = z3.substitute(term, (bp, bq), (bq, bp))
-                checker.push()
-                checker.add(term != swapped)
-                same = checker.check() == z3.unsat
-                checker.pop()
-                if not same:
-                    break
-            if same:
-                out.append(Finding(
-                    "warning", "interchangeable_predicates",
-                    f"predicates {p!r} and {q!r} are interchangeable in every rule "
-                    f"({', '.join(rule_ids)}): merge candidates", tuple(rule_ids), (p, q),
-                    str(model.by_name[p].location) if model.by_name[p].location else None,
-                ))  # fmt: skip
+    for (_, _, rule_ids), names in candidates.items():
+        groups: list[list[str]] = []
+        for name in names:
+            home = next((g for g in groups if not _distinct_facts(model, g[0], name)
+                         and all(not _distinct_facts(model, m, name) for m in g)
+                         and _swap_keeps(comp, checker, rule_ids, g[0], name)), None)  # fmt: skip
+            if home is None:
+                groups.append([name])
+            else:
+                home.append(name)
+        for group in (g for g in groups if len(g) > 1):
+            first = model.by_name[group[0]]
+            listed = ", ".join(repr(n) for n in group)
+            what = "are interchangeable" if len(group) == 2 else "are all interchangeable"
+            out.append(Finding(
+                "warning", "interchangeable_predicates",
+                f"predicates {listed} {what} in every rule ({', '.join(rule_ids)}): merge "
+                "candidates", tuple(rule_ids), tuple(group),
+                str(first.location) if first.location else None,
+            ))  # fmt: skip
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from lark import Lark, Token, Transformer
+from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from guardagent.policy.formula import And, Const, Formula, Iff, Implies, Not, Or, Var
@@ -46,6 +46,9 @@ NAME: /(?!(?:NOT|AND|OR|IMPLIES|IFF|TRUE|FALSE)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z
 %import common.WS
 %ignore WS
 """
+
+MAX_DEPTH = 100
+"""Operators nested deeper than this are refused (the transformer and the solver recurse)."""
 
 KEYWORDS = frozenset({"NOT", "AND", "OR", "IMPLIES", "IFF", "TRUE", "FALSE"})
 
@@ -176,4 +179,16 @@ def parse_logic(text: str) -> Formula:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _error(text, exc) from None
+    _check_depth(tree)
     return _ToFormula().transform(tree)
+
+
+def _check_depth(tree: Tree[Token]) -> None:
+    """Refuse a formula nested deeper than :data:`MAX_DEPTH`, walking it without recursion."""
+    stack: list[tuple[Tree[Token] | Token, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise LogicSyntaxError(f"the logic nests operators more than {MAX_DEPTH} deep", 1, 1)
+        if isinstance(node, Tree):
+            stack.extend((child, depth + 1) for child in node.children)

@@ -38,14 +38,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from guardagent.policy.formula import Formula, occurrences, variables
 from guardagent.policy.formula import template as derive_template
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
+from guardagent.policy.screen import screen_yaml
 from guardagent.trace.labels import Labels
+
+if TYPE_CHECKING:
+    from guardagent.trace.records import Records
+    from guardagent.trace.secrets import Secrets
 
 FORMAT = "guardagent-policy/1"
 """The file layout this module reads and writes."""
@@ -277,6 +282,8 @@ class PolicyModel:
             :mod:`guardagent.trace.labels`), for trace predicates; None without one.
         approved_only: Guard only with rules a human signed off (review ``approved`` or
             ``edited``); see :func:`guarding_model`.
+        values: The user's records (``values:``, :mod:`guardagent.trace.records`).
+        secrets: Declared secrets (``secrets:``, :mod:`guardagent.trace.secrets`).
     """
 
     name: str
@@ -289,6 +296,8 @@ class PolicyModel:
     path: str | None = field(default=None, compare=False)
     labels: Labels | None = None
     approved_only: bool = False
+    values: Records | None = None
+    secrets: Secrets | None = None
 
     @cached_property
     def trace_bindings(self) -> dict[str, str]:
@@ -477,7 +486,7 @@ class _Reader:
 
 _TOP_KEYS = (
     "format", "name", "version", "description", "threshold", "violations", "labels",
-    "approved_only", "predicates", "rules",
+    "values", "secrets", "approved_only", "predicates", "rules",
 )  # fmt: skip
 _PREDICATE_KEYS = (
     "name", "kind", "description", "assign", "probability", "changeable", "parent", "target",
@@ -518,10 +527,11 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
             key, _ = next(iter(how.items()))
             text = reader.string(how, key, f"{what}: assign")
             if text is not None and key == "trace":
-                from guardagent.trace.predicates import PredicateSpecError, compile_predicate
+                from guardagent.trace.params import check_template
+                from guardagent.trace.predicates import PredicateSpecError
 
-                try:
-                    compile_predicate(text)
+                try:  # with task parameters ("$name"), values are checked when a task sets them
+                    check_template(text)
                 except PredicateSpecError as exc:
                     reader.problem(how[key], f"{what}: {exc}")
             if text is not None:
@@ -692,6 +702,9 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         PolicyError: every problem found, each with its position.
     """
     reader = _Reader(text, file)
+    screened = screen_yaml(text)
+    if screened is not None:
+        raise PolicyError([PolicyIssue(screened[0], Location(file, screened[1], screened[2]))])
     try:
         loader = yaml.SafeLoader(text)
         try:
@@ -735,6 +748,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         except LabelError as exc:
             for problem in exc.problems:
                 reader.problem(top["labels"], f"labels: {problem}")
+    values, secrets = _records(reader, top, predicates)
     model = PolicyModel(
         name=name,
         version=version,
@@ -746,6 +760,8 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         path=file,
         labels=labels,
         approved_only=reader.boolean(top, "approved_only", "policy", False),
+        values=values,
+        secrets=secrets,
     )
     if strict:
         for pred_name, uses in model.undefined.items():
@@ -756,6 +772,30 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
     if reader.issues:
         raise PolicyError(sorted(reader.issues, key=_issue_order))
     return model
+
+
+def _records(reader: _Reader, top: dict[str, yaml.Node], predicates: list[Predicate]
+             ) -> tuple[Records | None, Secrets | None]:  # fmt: skip
+    """The ``values:`` and ``secrets:`` sections (parsed by their own modules)."""
+    from guardagent.trace.records import Records, RecordsError
+    from guardagent.trace.secrets import Secrets, SecretsError
+
+    found: list[Any] = [None, None]
+    for i, (key, parse) in enumerate((("values", Records.from_mapping),
+                                      ("secrets", Secrets.from_mapping))):  # fmt: skip
+        if key in top:
+            try:
+                found[i] = parse(reader.value(top[key]))
+            except (RecordsError, SecretsError) as exc:
+                for problem in exc.problems:
+                    reader.problem(top[key], problem)
+    for pred in predicates:  # a secret check with nothing to look for is a mistake
+        if (found[1] is None and "secrets" not in top and pred.assigned_by is not None
+                and pred.assigned_by.kind == "trace"
+                and pred.assigned_by.text.lstrip().startswith("secret_in_args")):  # fmt: skip
+            reader.issues.append(PolicyIssue(f"predicate {pred.name!r}: secret_in_args needs "
+                                             "a secrets: section", pred.location))  # fmt: skip
+    return found[0], found[1]
 
 
 def _issue_order(issue: PolicyIssue) -> tuple[int, int]:
@@ -908,6 +948,10 @@ def dump_policy(model: PolicyModel) -> str:
         doc["violations"] = model.violations
     if model.labels is not None:
         doc["labels"] = model.labels.to_json()
+    if model.values is not None:
+        doc["values"] = model.values.to_json()
+    if model.secrets is not None:
+        doc["secrets"] = model.secrets.to_json()
     if model.approved_only:
         doc["approved_only"] = True
     doc["predicates"] = [_predicate_entry(p) for p in model.predicates]

@@ -110,6 +110,8 @@ def _build(
         def leaf(n: str) -> Z3Bool:
             if n in open_set:
                 settle, settled = settled_vars[n]
+                if n not in bits:  # over EXPAND_LIMIT: settling it is required, so it is settled
+                    return settled
                 return z3.If(settle, settled, comp.true(bits[n]))
             if model.by_name[n].kind == "action":
                 return own.get(n, comp.true(False))

@@ -17,7 +17,7 @@ optimiser computed and the rules' remediation texts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from guardagent.policy.event import EventValues, VerificationError, event_values
@@ -147,7 +147,7 @@ def verify_values(
 
 def verify_event(
     model: PolicyModel, assignments: Mapping[str, Any], *, threshold: float | None = None,
-    remediation: bool = True, probability: bool = True,
+    remediation: bool = True, probability: bool = True, expected: Iterable[str] = (),
 ) -> PolicyVerdict:  # fmt: skip
     """Verify one event's predicate assignments against a policy model.
 
@@ -158,6 +158,9 @@ def verify_event(
         threshold: Safety-probability threshold; default the policy's.
         remediation: Compute remedies for a denial.
         probability: Compute the safety probability.
+        expected: Predicates the caller's assigner always assigns (a trace policy's bound
+            predicates): one missing from `assignments` is open, an action included (the
+            rule cannot be settled, so it denies), not "action not taken".
 
     Returns:
         The decision parts: allowed, violations, reason, per-rule results, safety
@@ -167,7 +170,8 @@ def verify_event(
         VerificationError: assignments the policy cannot take (an undeclared predicate, an
             action assigned false under a descendant assigned true). Callers deny.
     """
+    missing = {name: None for name in expected if name not in assignments}
     return verify_values(
-        model, event_values(model, assignments), threshold=threshold,
+        model, event_values(model, {**assignments, **missing}), threshold=threshold,
         remediation=remediation, probability=probability,
     )  # fmt: skip

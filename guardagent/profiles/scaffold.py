@@ -15,9 +15,9 @@ writes, in a new directory:
 
 :func:`check_trace_profile` is what ``guardagent profile check`` says about such a profile:
 the policy's own check (z3), the tools still at the fail-closed labels, the placeholder
-rules still denying a tool outright, and every example trace under ``traces/`` decided and
-compared with its ``expect``. Schemas are read as data; nothing is guessed from a tool's
-name or description.
+rules still denying a tool outright, and every example trace (in ``traces/`` of the profile
+or next to its policy) decided and compared with its ``expect``. Schemas are read as data;
+nothing is guessed from a tool's name or description.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ PLACEHOLDER = "guardagent profile new (deny by default)"
 """The `source` of a scaffolded placeholder rule; one still ending in FALSE is left to edit."""
 
 TRACES_DIR = "traces"
-"""Example traces of a profile (JSON, the trace format, with an ``expect``)."""
+"""Example traces of a profile (JSON, the trace format, with an ``expect`` and optionally the
+``task`` policy the host attaches to that thread): the folder of
+that name in the profile, and the one next to its policy model (so a shipped example policy
+brings its traces to every profile that guards with it)."""
 
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -134,6 +137,9 @@ def _comment(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+_DEFAULTED = frozenset({"results", "effect"})
+"""Label keys the scaffold leaves unset: the fail-closed default until the author sets them."""
+
 _CONDITIONS = [
     ("call_confirmed", "A reviewer approved this call (the host's review; never text in a "
      "message).", "consent_given()"),
@@ -166,7 +172,7 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "#  2. rules: replace each `IMPLIES FALSE` with the condition under which the tool may",
         "#     run (uncomment the conditions you use); for a read-only tool, `TRUE`.",
         "#  3. run `guardagent profile check <profile dir>`; add example traces to its traces/.",
-        "# Trace predicates: guardagent/trace/predicates.py; labels: guardagent/trace/labels.py.",
+        "# Trace predicates: guardagent/trace/predicates/; labels: guardagent/trace/labels.py.",
         "format: guardagent-policy/1",
         f"name: {_q(name)}",
         'version: "1"',
@@ -175,8 +181,11 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "labels:",
         "  tools:",
     ]
+    at = lines.index("labels:")
+    lines[at:at] = ["# A label without `results` / `effect` is untrusted and irreversible; profile",
+                    "# check lists it until you write both (even to those same values)."]
     for tool in tools:
-        entry = dict(labels[tool["name"]])
+        entry = {k: v for k, v in labels[tool["name"]].items() if k not in _DEFAULTED}
         description = entry.pop("description", "")
         if description:
             lines.append(f"    # {_comment(description)}")
@@ -330,11 +339,18 @@ class TraceProfileCheck:
 
 
 def _expected(doc: Any) -> tuple[str | None, str | None, str | None]:
-    """``(expected text, rule, source)`` from a trace's ``expect``."""
+    """``(expected text, rule, source)`` from a trace's ``expect``.
+
+    ``{"unreadable": "<reason>"}`` expects the trace path's own denial (an unlabelled tool,
+    an inconsistent trace), which no rule decides; it is returned as the rule
+    ``unreadable:<reason>``.
+    """
     expect = doc.get("expect") if isinstance(doc, Mapping) else None
     if not isinstance(expect, Mapping):
         return None, None, None
     rule, source = expect.get("rule"), expect.get("source")
+    if isinstance(expect.get("unreadable"), str):
+        return f"deny ({expect['unreadable']})", f"unreadable:{expect['unreadable']}", None
     if expect.get("allowed") is True:
         return "allow", None, None
     if rule or expect.get("allowed") is False:
@@ -348,11 +364,16 @@ def _run_trace(guard: Any, path: Path) -> TraceRun:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return TraceRun(path.name, None, problem=f"cannot read it ({exc})")
     expected, rule, source = _expected(doc)
-    decision = guard.check_trace(doc)
+    task = doc.get("task") if isinstance(doc, Mapping) else None  # the example's task policy
+    decision = guard.check_trace(doc, task=task)
     violated = tuple(r.id for r in decision.rules if r.status in ("violated", "possibly_violated"))
     run = TraceRun(path.name, decision.allowed, violated, decision.reason, expected)
     problem = None
-    if decision.unreadable:
+    reasons = {f"unreadable:{u.get('reason')}" for u in decision.unreadable}
+    if rule and rule.startswith("unreadable:"):
+        if decision.allowed or rule not in reasons:
+            problem = f"{'allowed' if decision.allowed else decision.reason}, expected {expected}"
+    elif decision.unreadable:
         problem = f"unreadable: {decision.reason}"
     elif expected == "allow" and not decision.allowed:
         problem = f"denied ({', '.join(violated) or decision.reason}), expected allowed"
@@ -367,6 +388,24 @@ def _run_trace(guard: Any, path: Path) -> TraceRun:
 
 def _where(finding: Any) -> str:
     return f"{finding.location}: " if finding.location else ""
+
+
+def _written_labels(path: Path) -> dict[str, set[str]]:
+    """The keys each tool's label sets in the file (what the author wrote, not defaults).
+
+    A label the author wrote out (``effect: irreversible``, ``recipients: []``) is on
+    purpose and is not listed as left to decide; only keys left unset are.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    raw = data.get("labels") if isinstance(data, Mapping) else None
+    tools = raw.get("tools", raw) if isinstance(raw, Mapping) else raw
+    if not isinstance(tools, Mapping):
+        return {}
+    return {str(name): set(entry) if isinstance(entry, Mapping) else set()
+            for name, entry in tools.items()}  # fmt: skip
 
 
 def check_trace_profile(profile: Profile) -> TraceProfileCheck:
@@ -396,21 +435,23 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
             "under which the tool may run (the comments above each rule show examples)")
     labels = model.labels
     if labels is not None:
-        default = sorted(n for n, lab in labels.tools.items()
-                         if (lab.results, lab.effect) == ("untrusted", "irreversible"))  # fmt: skip
+        written = _written_labels(path)
+        default = sorted(n for n in labels.tools if not written.get(n, set()) >= _DEFAULTED)
         if default:
             result.notes.append(
-                f"labels: {len(default)} tool(s) at the fail-closed default (untrusted results, "
-                f"irreversible): {', '.join(default)}. Right for tools that move money or delete; "
-                "otherwise mark the user's own records `results: trusted` and lower `effect`")
+                f"labels: {len(default)} tool(s) left at the fail-closed default (untrusted "
+                f"results, irreversible): {', '.join(default)}. Right for tools that move money "
+                "or delete (say so: write `results` and `effect`); otherwise mark the user's own "
+                "records `results: trusted` and lower `effect`")
         sends = sorted(n for n, lab in labels.tools.items()
-                       if lab.effect == "send" and not lab.recipients)  # fmt: skip
+                       if lab.effect == "send" and "recipients" not in written.get(n, set()))
         if sends:
             result.notes.append(
                 f"labels: send tool(s) {', '.join(sends)} name no `recipients`: every address, "
                 "number, URL and IBAN in their arguments counts as one")
     folder = profile.root / TRACES_DIR
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    folders = dict.fromkeys(f.resolve() for f in (folder, path.parent / TRACES_DIR) if f.is_dir())
+    files = sorted((f for d in folders for f in d.glob("*.json")), key=lambda f: f.name)
     if not files:
         result.notes.append(
             f"traces: none in {folder}: add example traces (the trace format, with \"expect\": "

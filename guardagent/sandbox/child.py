@@ -42,7 +42,7 @@ _MAX_PAYLOAD = 4 * 1024 * 1024  # verdict + stdout + error, bytes of JSON
 _PARENT_COMPILE_CHARS = 16_000
 _MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n'
 _FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
-_RESET_SIGNALS = tuple(
+RESET_SIGNALS = tuple(
     int(s)
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP, signal.SIGUSR1,
               signal.SIGUSR2, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ)
@@ -178,14 +178,14 @@ def prepare_run(
 ) -> _Run:  # fmt: skip
     """The program's fresh globals plus the child's limits, signals to reset and user facts."""
     program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
-    signals = [s for s in _RESET_SIGNALS if callable(signal.getsignal(s))]
+    signals = [s for s in RESET_SIGNALS if callable(signal.getsignal(s))]
     protected = _protected_names(toolbox)
-    return _Run(program, _rlimits(limits), signals, None if code else source, protected,
-                facts, _environ_block())  # fmt: skip
+    return _Run(program, rlimits_for(limits), signals, None if code else source, protected,
+                facts, environ_block())  # fmt: skip
 
 
 @lru_cache(maxsize=1)
-def _environ_block() -> tuple[int, int] | None:
+def environ_block() -> tuple[int, int] | None:
     """(start, end) addresses of this process's initial environment strings, from the kernel.
 
     `os.environ.clear()` empties the C `environ` array, but the strings the process started
@@ -218,7 +218,7 @@ def _compile_and_execute(run: _Run) -> dict[str, Any]:
     return run.program.execute()
 
 
-def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
+def rlimits_for(limits: SandboxLimits) -> list[tuple[int, int, int]]:
     """(resource, soft, hard) for the child, never above the inherited hard limits."""
     with open("/proc/self/statm", "rb") as statm:
         mapped = int(statm.read().split()[0]) * resource.getpagesize()
@@ -241,7 +241,20 @@ def _rlimits(limits: SandboxLimits) -> list[tuple[int, int, int]]:
 
 def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
     """Strip the child down: signals, cwd, descriptors, environment (block too), rlimits."""
-    for sig in run.signals:  # only Python-level handlers: the program must not trigger them
+    isolate_process(run.signals, run.rlimits, run.environ, cwd_fd, write_fd)
+    gc.disable()  # a full collection would touch (copy) every page shared with the parent
+
+
+def isolate_process(
+    signals: list[int], rlimits: list[tuple[int, int, int]], environ: tuple[int, int] | None,
+    cwd_fd: int, write_fd: int,
+) -> None:  # fmt: skip
+    """Isolate this process: what every sandbox process does before it runs a program.
+
+    Resets `signals`, enters `cwd_fd`, keeps only `write_fd` (as fd 3), wipes the
+    environment and sets `rlimits`; the same for a one-run child and a warm worker.
+    """
+    for sig in signals:  # only Python-level handlers: the program must not trigger them
         signal.signal(sig, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
@@ -254,9 +267,8 @@ def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
             os.dup2(null, fd)
     os.closerange(_RESULT_FD + 1, _MAX_FD)
     os.environ.clear()
-    _wipe_environ(run.environ)
-    gc.disable()  # a full collection would touch (copy) every page shared with the parent
-    for which, soft, hard in run.rlimits:
+    _wipe_environ(environ)
+    for which, soft, hard in rlimits:
         resource.setrlimit(which, (soft, hard))
 
 

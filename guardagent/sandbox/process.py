@@ -6,8 +6,11 @@ fails: empty environment, no file descriptors but the result pipe, an empty work
 directory, CPU/address-space/file-size/descriptor limits and a parent-side SIGKILL at the
 wall-clock deadline. The child also overwrites the environment strings it inherited, so
 `/proc/self/environ` shows none (its memory is still a copy of the caller's: a caller-forked
-child holds whatever the caller held, keys of API clients included). Every run gets a
-freshly forked child (never a reused worker), so no state survives a run. Toolboxes of
+child holds whatever the caller held, keys of API clients included). A model-written program
+that has not verified gets a freshly forked child per run, so no state survives it. Trusted
+programs (shipped or verified) with a built-in toolbox run in a warm worker instead
+(:mod:`guardagent.sandbox.worker`): the same isolation and limits, fresh globals per run, no
+fork per event, replaced after a timeout, a crash, a limit or a bounded number of runs. Toolboxes of
 registered built-ins are forked by a small pre-warmed zygote (:mod:`guardagent.sandbox.zygote`),
 which is cheaper than forking a guard process with LangGraph and Chroma loaded; any other
 toolbox is forked from the caller, so functions registered at any time, closures in
@@ -51,6 +54,7 @@ from guardagent.sandbox.child import (
     set_limit_maxima,
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
+from guardagent.sandbox.warm import run_warm
 from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
@@ -262,8 +266,13 @@ def run_program(
     limits: SandboxLimits | None = None,
     *,
     user_facts: Mapping[str, Any] | None = None,
+    trusted: bool = False,
 ) -> ExecutionResult:
-    """Run a guard program in a fresh child process and return its single verdict.
+    """Run a guard program in a sandbox process and return its single verdict.
+
+    A fresh child per run, except for `trusted` programs with a built-in toolbox: those run
+    in a warm worker (:mod:`guardagent.sandbox.worker`), isolated the same way but reused
+    for many runs with fresh globals each, so no fork is paid per event.
 
     Never raises for a bad program: compile/policy rejections, runtime errors, missing or
     duplicate verdicts, limit kills and sandbox failures all come back with `ok=False`.
@@ -279,6 +288,9 @@ def run_program(
             process's maxima (:func:`limit_maxima`), never raise them.
         user_facts: The host's structured facts about the user: `parse_user_info` returns
             them in the child (types kept) instead of reading `agent_input`'s text block.
+        trusted: The program shipped with the deployment or verified on the profile's
+            demonstrations in this process; a model-written program that has not verified
+            must never be marked trusted (it keeps one fresh process per run).
 
     """
     start = time.perf_counter()
@@ -302,6 +314,11 @@ def run_program(
     try:
         refs = toolbox_refs(toolbox) if _zygote_enabled() else None
         try:
+            if refs is not None and trusted and _warm_enabled():
+                return _result(start, *_warm_run(source, refs, inputs, limits, facts))
+        except OSError:  # no worker reachable; the program has not run: fork one child
+            pass
+        try:
             if refs is not None:
                 return _result(start, *_zygote_run(source, refs, inputs, limits, facts))
         except Exception:  # noqa: BLE001 - no usable zygote (could not start, died, ...):
@@ -314,6 +331,21 @@ def run_program(
 
 def _zygote_enabled() -> bool:
     return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+
+
+def _warm_enabled() -> bool:
+    return os.environ.get("GUARDAGENT_SANDBOX_WARM", "1") != "0"
+
+
+def _warm_run(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits,
+    facts: dict[str, Any] | None,
+) -> _Ended:  # fmt: skip
+    """One run in a warm worker (no fork); same outcomes as a fork."""
+    outcome, value = run_warm(source, refs, inputs, limits, facts)
+    if outcome == "status":
+        return _ended("eof", b"", value, limits)
+    return _ended(outcome, value or b"", None, limits)
 
 
 def _zygote_run(
@@ -376,6 +408,7 @@ async def arun_program(
     limits: SandboxLimits | None = None,
     *,
     user_facts: Mapping[str, Any] | None = None,
+    trusted: bool = False,
 ) -> ExecutionResult:
     """:func:`run_program` on a worker thread, so the event loop never waits on a child.
 
@@ -385,7 +418,8 @@ async def arun_program(
     still dies at its deadline.
     """
     call = functools.partial(
-        run_program, source, toolbox, agent_input, agent_output, limits, user_facts=user_facts
+        run_program, source, toolbox, agent_input, agent_output, limits, user_facts=user_facts,
+        trusted=trusted,
     )
     return await asyncio.get_running_loop().run_in_executor(_async_pool(), call)
 

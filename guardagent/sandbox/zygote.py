@@ -26,7 +26,9 @@ half a line delays nobody (it is dropped after a few seconds).
 Protocol, one connection per run: the caller sends one request line; the child sends
 `{"pid": N}` and then its result line (the sandbox's child format); if the child dies without
 a result, the zygote sends `{"x": wait_status}`. The caller enforces the wall-clock limit by
-killing the child's pid.
+killing the child's pid. A request `{"worker": 1, "tools", "limits"}` instead forks a warm
+worker (:mod:`guardagent.sandbox.worker`) that announces its pid the same way and then serves
+many runs on that connection; its death is reported the same way too.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.sandbox import child
+from guardagent.sandbox import child, worker
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
 
 BUILTIN_PREFIX = "guardagent."
@@ -301,6 +303,12 @@ def _child_run(
     child.child_main(run, conn.fileno())
 
 
+def _worker_main(conn: socket.socket, toolbox: Toolbox, limits: child.SandboxLimits) -> None:
+    """In a fresh child: announce our pid, then serve runs on the connection until retired."""
+    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    worker.serve_worker(conn.fileno(), toolbox, limits)
+
+
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
 
 
@@ -436,6 +444,8 @@ class _Server:
         return incoming.conn
 
     def handle(self, conn: socket.socket, raw: bytes) -> None:
+        if raw.startswith(b'{"worker"'):
+            return self.start_worker(conn, raw)
         try:  # validated here, so a rejection needs no fork
             req = _Request(raw, self.cache, self.maxima)
             _, rejection = child.compile_for_run(req.source, req.toolbox)
@@ -456,6 +466,17 @@ class _Server:
                 chan.close()
         cache, maxima = self.cache, self.maxima
         pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
+        self.pending[pid] = conn
+
+    def start_worker(self, conn: socket.socket, raw: bytes) -> None:
+        """Fork a warm worker (:mod:`guardagent.sandbox.worker`) that serves this connection."""
+        try:
+            req = json.loads(raw)
+            toolbox = _toolbox(req["tools"], self.cache)
+            limits = child.limits_from_json(req["limits"], self.maxima)
+        except Exception as exc:  # a malformed request is answered, never fatal to the zygote
+            return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
+        pid = _fork(lambda: _worker_main(conn, toolbox, limits), *self._closing())
         self.pending[pid] = conn
 
     def reap(self) -> None:

@@ -4,13 +4,17 @@ The API (`GuardAgent.check_trace`), the CLI (`check --trace`) and the middleware
 same few steps before the guard graph runs; this module is those steps, so each of them is
 a few lines:
 
-1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut);
+1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut)
+   and refuse a proposed call of a tool the labels do not name (``unlabelled_tool``: the
+   policy's rules never see it, whatever they say) and host records that do not read
+   (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
-   consent records;
+   consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
-5. hand back the new thread state, to be saved with the thread.
+5. hand back the new thread state, to be saved with the thread (with the approvals this
+   call used once it is allowed: :meth:`TraceEvent.state_after`).
 
 Everything here is trusted host-side code: the values it produces are facts for the
 verifier, assigned next to (never by) the guard program.
@@ -19,13 +23,23 @@ verifier, assigned next to (never by) the guard program.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from guardagent.readers.evidence import UnreadableEvidence
+from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.labels import Labels
-from guardagent.trace.messages import MAX_TRACE_BYTES, Trace, parse_trace, render_event
+from guardagent.trace.messages import (
+    FINAL_ANSWER,
+    MAX_TRACE_BYTES,
+    Trace,
+    check_nesting,
+    parse_trace,
+    render_event,
+)
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
+from guardagent.trace.predicates.ledger import read_ledger, spend_in_state, use_of, with_ledger
+from guardagent.trace.records import Records
+from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
 
@@ -38,7 +52,9 @@ class TraceEvent:
         agent_input: The event's input (user messages, then the host's user facts).
         agent_output: The whole conversation and the proposed call, uncut.
         facts: Each bound predicate's fact (value, deciding messages, detail).
-        thread_state: The thread's updated index as JSON, to save with the thread.
+        thread_state: The thread's updated index and consent ledger as JSON, to save with
+            the thread when the call is denied (:meth:`state_after`).
+        consumed: The approvals the consent predicates used for this call.
     """
 
     trace: Trace
@@ -46,6 +62,14 @@ class TraceEvent:
     agent_output: str
     facts: dict[str, Fact]
     thread_state: dict[str, Any]
+    consumed: tuple[str, ...] = ()
+    key: bytes | None = field(default=None, repr=False)
+
+    def state_after(self, allowed: bool) -> dict[str, Any]:
+        """The state to save once the call is decided: an allowed call uses its approvals."""
+        if not allowed or not self.consumed:
+            return self.thread_state
+        return spend_in_state(self.thread_state, self.consumed, use_of(self.trace.call), self.key)
 
     @property
     def assignments(self) -> dict[str, bool | None]:
@@ -69,6 +93,9 @@ def prepare_trace_event(
     max_bytes: int = MAX_TRACE_BYTES,
     max_state_bytes: int = MAX_STATE_BYTES,
     key: bytes | None = None,
+    values: Records | None = None,
+    secrets: Secrets | None = None,
+    thread_id: str | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -85,20 +112,54 @@ def prepare_trace_event(
         key: The deployment's key: the saved state must be signed with it (and is signed
             again), and consent records must be too (:meth:`Consent.signed`). Use one
             whenever the state or the records pass through storage others can write.
+        values: The policy's ``values:`` (the user's records); with `user_facts`, a
+            trusted source for provenance (:mod:`guardagent.trace.records`).
+        secrets: The policy's declared ``secrets:`` (:mod:`guardagent.trace.secrets`).
+        thread_id: The host's id of the thread: consent records approve calls of the
+            thread they name, and a state of another thread is unreadable (None: the
+            state's id, or a random one for a new thread).
 
     Raises:
-        UnreadableEvidence: the trace or the thread state cannot be read (too large,
-            malformed, rewritten); the caller denies with the reason.
+        UnreadableEvidence: the trace, the consent records or the thread state cannot be
+            read (too large, malformed, rewritten), or the proposed tool is not labelled;
+            the caller denies with the reason.
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes)
-    index = TraceIndex.from_json(thread_state, region=labels.phone_region,
+    answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
+    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
+    name = trace.call.name
+    if not labels.label(name).labelled:
+        unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
+                   "matched exactly); a tool with no label is denied")  # fmt: skip
+    consent = _readable_consent(consent)
+    index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
+    index = TraceIndex.from_json(index_state, region=labels.phone_region,
                                  max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    facts = analyze(trace, labels, index=index, consent=consent, key=key)
-    values = {name: fn(facts) for name, fn in compiled.items()}
+    records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
+    facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
+                    secrets=secrets, ledger=ledger)  # fmt: skip
+    found = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
-    return TraceEvent(trace, agent_input, agent_output, values, index.to_json(key))
+    state = with_ledger(index.to_json(key), ledger, key)
+    return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),
+                      key)  # fmt: skip
+
+
+def _readable_consent(
+    consent: Iterable[Consent | Mapping[str, Any]],
+) -> list[Consent | Mapping[str, Any]]:
+    """The host's records, each checked to read before any predicate looks at it."""
+    records = list(consent) if isinstance(consent, Iterable) else [consent]
+    for i, record in enumerate(records):
+        if isinstance(record, Consent):
+            continue
+        check_nesting(record, f"consent record {i}", reason="unreadable_consent")
+        try:
+            Consent.from_json(record)
+        except (ValueError, TypeError) as exc:
+            unreadable("unreadable_consent", f"consent record {i}: {str(exc)[:200]}")
+    return records
 
 
 def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
@@ -109,4 +170,5 @@ def unreadable_fields(exc: UnreadableEvidence) -> dict[str, Any]:
         "reason": f"denied: the trace cannot be guarded ({exc.reason}: {exc.detail})",
         "error": f"{exc.reason}: {exc.detail}",
         "unreadable": [{"reason": exc.reason, "detail": exc.detail}],
+        "violations": [f"the trace cannot be guarded ({exc.reason})"],
     }

@@ -7,8 +7,9 @@ gets two labels (and two optional facts):
   or ``untrusted`` (anything others can write: mail, messages from others, web pages,
   shared files). ``sensitive: true`` marks results that must not leave (balances,
   credentials, private files).
-- ``effect``: ``read``, ``write``, ``send`` (data leaves the user's hands) or
-  ``irreversible`` (money moves, things are deleted).
+- ``effect``: ``read``, ``write``, ``send`` (data leaves the user's hands),
+  ``irreversible`` (money moves, things are deleted) or ``navigate`` (a browser opens a
+  page: where it goes is judged by navigation scopes).
 - ``recipients``: for a ``send`` tool, the arguments that say where the data goes (``to``,
   ``cc``, ``iban``); without them, every e-mail address, phone number, URL and IBAN in the
   call's arguments counts as a recipient.
@@ -26,7 +27,11 @@ File format (YAML or JSON, the ``tools`` section of a profile or policy)::
       "read_*": {results: untrusted, effect: read}      # fnmatch patterns, in order
     phone_region: CH                                    # default region for phone numbers
 
-An exact name wins over patterns; among patterns the first that matches wins.
+An exact name wins over patterns; among patterns the first that matches wins. Names are
+compared as they are, never normalised (``Send_Money`` and ``send_money `` are other tools),
+and a name with a space or an invisible character (``send\u200b_money``) matches no pattern.
+The trace path denies a proposed call of a tool with no label (``unlabelled_tool``), whatever
+the policy's rules say; earlier calls of one are read as untrusted sources.
 """
 
 from __future__ import annotations
@@ -40,10 +45,10 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 Trust = Literal["trusted", "untrusted"]
-Effect = Literal["read", "write", "send", "irreversible"]
+Effect = Literal["read", "write", "send", "irreversible", "navigate"]
 SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"]
 
-EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible")
+EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible", "navigate")
 _KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description"})
 
 
@@ -101,6 +106,8 @@ class Labels:
         found = self.tools.get(tool)
         if found is not None:
             return found
+        if not tool.isprintable() or any(c.isspace() for c in tool):
+            return UNLABELLED  # a hidden or spaced character: no pattern may stand for it
         return next((lab for pat, lab in self.patterns if fnmatch.fnmatchcase(tool, pat)),
                     UNLABELLED)  # fmt: skip
 

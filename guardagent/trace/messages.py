@@ -24,25 +24,31 @@ Accepted input (the trace format; a whole document, nothing is cut):
 - The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
   {...} | "<JSON object>"}``. Without one, the last message must be an assistant message
-  making exactly one call, and that call is the proposed one. A proposed call whose id is
-  a call of the last assistant message *is* that call (the arguments given here win: a
-  reviewer may have edited them); one found earlier in the trace is refused, since the
-  messages after it are not "earlier".
+  making exactly one call, and that call is the proposed one. When the last message is an
+  assistant message making calls, the proposed call must be one of them, equal in name and
+  arguments (found by id, or without an id by equality); a proposed call found earlier in
+  the trace is refused, since the messages after it are not "earlier". After any other
+  last message the proposed call is a new call. Tool names are kept exactly as written.
+  With ``final_answer`` (the policy labels the pseudo-tool ``respond``), a last assistant
+  message that makes no call is itself the proposed call: ``respond({"content": <its
+  text>})`` (:func:`final_answer_call`).
 
 Roles and sources. Every message gets a ``role`` (``system``, ``user``, ``assistant``,
 ``tool``) and a ``source`` naming who wrote its text: ``system`` (the deployer), ``user``,
-``model``, or ``tool:<name>`` for a tool result, the tool's name taken from the call it
+``model``, or ``tool:<name>`` for a tool result, the tool's name taken only from the call it
 answers (by ``tool_call_id``; a legacy ``function`` message by the nearest unanswered call
-of its name) or, failing that, from the message's own ``name``; ``tool:?`` when neither
-names it (unlabelled, so untrusted). A result whose ``name`` contradicts the call it
-answers makes the trace unreadable.
+of its name). Message structure is evidence, not authority: a result's own ``name`` never
+makes it a tool's result, so a result answering no call of the trace (its call trimmed
+away, or forged) is ``tool:?`` (unlabelled, so untrusted).
 
 Fails closed through :func:`guardagent.readers.evidence.unreadable`: ``trace_too_large``
 (over ``max_bytes``, default 8 MB of UTF-8), ``unparsable_trace`` (not JSON, an unknown
-role or type, arguments that are not a JSON object, content of an unknown shape),
-``inconsistent_trace`` (a result naming another tool than its call, the proposed call
-followed by later messages), ``no_tool_call`` / ``several_tool_calls`` (no proposed call
-given and the last message does not make exactly one).
+role or type, arguments that are not a JSON object, content of an unknown shape, objects or
+lists nested over :data:`MAX_NESTING` deep), ``inconsistent_trace`` (a result naming
+another tool than its call, a second result for one call, two calls with one id, a
+proposed call that disagrees with the last message or is followed by later messages),
+``no_tool_call`` / ``several_tool_calls`` (no proposed call given and the last message does
+not make exactly one).
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ from guardagent.readers.evidence import unreadable
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
+
+MAX_NESTING = 64
+"""Objects and lists nested deeper than this (a message, its content parts, arguments) make the
+trace unparsable: every reader after this one walks values, and none needs more depth."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -224,10 +234,12 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = json.loads(raw)
+                raw = _loads(raw, where)
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
+            check_nesting(raw, where)
         elif isinstance(raw, Mapping):
+            check_nesting(raw, where)
             self.count(_json(raw))
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
@@ -236,6 +248,7 @@ class _Reader:
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
+        check_nesting(raw, where)
         fn = raw.get("function")
         if isinstance(fn, Mapping):
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
@@ -246,7 +259,7 @@ class _Reader:
         if not isinstance(name, str) or not name.strip():
             unreadable("unparsable_trace", f"{where}: a tool call has no name")
         ident = raw.get("id")
-        call = ToolCall(name=name.strip(), args=args,
+        call = ToolCall(name=name, args=args,
                         id=str(ident) if isinstance(ident, str | int) and ident != "" else None,
                         index=index, position=self.position)  # fmt: skip
         self.position += 1
@@ -257,7 +270,11 @@ class _Reader:
         if type(raw) is not dict and not isinstance(raw, Mapping):
             if not (hasattr(raw, "type") and hasattr(raw, "content")):
                 unreadable("unparsable_trace", f"{where} is not an object")
-            raw = _to_dict(raw)
+            try:
+                raw = _to_dict(raw)
+            except RecursionError:
+                unreadable("unparsable_trace", f"{where} is nested too deep to read")
+        check_nesting(raw, where)
         if "role" in raw:
             data: Mapping[str, Any] = raw
             role = _OPENAI_ROLES.get(str(raw.get("role")))
@@ -296,6 +313,9 @@ class _Reader:
         calls = tuple(self.call(c, index, where) for c in raw_calls or [])
         for k, call in enumerate(calls):
             if call.id is not None:
+                if call.id in self.calls_by_id:
+                    unreadable("inconsistent_trace", f"{where}: call id {call.id[:40]!r} is "
+                               "used by an earlier call too")  # fmt: skip
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
         invalid = data.get("invalid_tool_calls")
@@ -311,19 +331,21 @@ class _Reader:
         call_id = str(ident) if isinstance(ident, str | int) and ident != "" else None
         answered: tuple[int, int] | None = None
         if call_id is not None:
-            answered = self.calls_by_id.get(call_id)
+            answered = self.calls_by_id.get(call_id)  # None: its call was trimmed away
+            if answered is not None and answered not in self.unanswered:
+                unreadable("inconsistent_trace", f"{where}: a second result for call id "
+                           f"{call_id[:40]!r}")  # fmt: skip
         elif legacy_function and name:
             answered = next((a for a in reversed(self.unanswered)
                              if self.messages[a[0]].calls[a[1]].name == name), None)  # fmt: skip
-        tool_name = name
+        tool_name: str | None = None  # a result's own name never makes it a tool's
         if answered is not None:
             call = self.messages[answered[0]].calls[answered[1]]
             if name and name != call.name:
                 unreadable("inconsistent_trace", f"{where}: a result named {name[:40]!r} answers "
                            f"a call of {call.name[:40]!r}")  # fmt: skip
             tool_name = call.name
-            if answered in self.unanswered:
-                self.unanswered.remove(answered)
+            self.unanswered.remove(answered)
             self.results[call.id or f"#{call.position}"] = index
             self.answers[index] = answered
         status: Literal["ok", "error"] = "error" if data.get("status") == "error" else "ok"
@@ -334,6 +356,35 @@ class _Reader:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -> None:
+    """Refuse values nested over :data:`MAX_NESTING` deep (walked without recursion).
+
+    Raises:
+        UnreadableEvidence: with `reason`, naming `where`.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= MAX_NESTING:
+            unreadable(reason, f"{where}: objects or lists are nested more than "
+                       f"{MAX_NESTING} deep")  # fmt: skip
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _loads(text: str | bytes | bytearray, where: str) -> Any:
+    """`json.loads`, with nesting too deep for the parser's recursion an unparsable trace."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return unreadable("unparsable_trace", f"{where}: JSON nested too deep to read")
 
 
 def _to_dict(message: Any) -> dict[str, Any]:
@@ -350,7 +401,7 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         if isinstance(raw, str):
             raw = raw.removeprefix("\ufeff")
         try:
-            raw = json.loads(raw)
+            raw = _loads(raw, "the trace")
         except ValueError as exc:
             unreadable("unparsable_trace", f"the trace is not JSON ({exc})")
     if isinstance(raw, Mapping):
@@ -364,7 +415,11 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
 
 
 def parse_trace(
-    messages: Any, proposed_call: Any = None, *, max_bytes: int = MAX_TRACE_BYTES
+    messages: Any,
+    proposed_call: Any = None,
+    *,
+    max_bytes: int = MAX_TRACE_BYTES,
+    final_answer: str | None = None,
 ) -> Trace:
     """Read a trace (see the module docstring for the format).
 
@@ -373,6 +428,9 @@ def parse_trace(
             ``messages`` (and ``proposed_call``), or either as JSON text.
         proposed_call: The call to guard; overrides the document's ``proposed_call``.
         max_bytes: Size limit; a larger trace is unreadable (never cut).
+        final_answer: The pseudo-tool a final answer is guarded as (see
+            :func:`final_answer_call`); None: a last message without a call is
+            ``no_tool_call``.
 
     Raises:
         UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
@@ -386,9 +444,15 @@ def parse_trace(
     proposed: ToolCall | None = None
     last = msgs[-1] if msgs else None
     if given is None:
+        answer = final_answer_call(last, final_answer, reader.position)
+        if answer is not None:
+            return Trace(tuple(msgs), answer, reader.size,
+                         tuple(c for m in msgs for c in m.calls), reader.results,
+                         reader.answers)  # fmt: skip
         if last is None or last.role != "assistant" or not last.calls:
             unreadable("no_tool_call", "no proposed call was given and the last message makes "
-                       "no tool call")  # fmt: skip
+                       "no tool call (label the pseudo-tool `respond` to guard a final "
+                       "answer)")  # fmt: skip
         if len(last.calls) > 1:
             unreadable("several_tool_calls", f"the last message makes {len(last.calls)} calls; "
                        "pass the one to guard as proposed_call")  # fmt: skip
@@ -402,6 +466,24 @@ def parse_trace(
                     if c.position > proposed.position)  # fmt: skip
     earlier = tuple(c for m in msgs for c in m.calls if (c.index, c.position) not in skip)
     return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers)
+
+
+FINAL_ANSWER = "respond"
+"""The pseudo-tool a final answer (an assistant message with no call) is guarded as."""
+
+
+def final_answer_call(last: Message | None, name: str | None, position: int) -> ToolCall | None:
+    """A final answer as a call of the pseudo-tool `name`, ``{"content": <its text>}``.
+
+    An assistant message that makes no call is the agent's message to the user (a question,
+    a report, the final answer). Guarded as a call, end-of-run rules can judge it like any
+    action (``respond`` only after ``save_file``; no sensitive value in it). Only when the
+    caller names the pseudo-tool (the host does when the policy labels it): otherwise the
+    trace stays ``no_tool_call``, as before.
+    """
+    if name is None or last is None or last.role != "assistant" or last.calls:
+        return None
+    return ToolCall(name, {"content": last.text}, None, last.index, position)
 
 
 def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
@@ -420,7 +502,14 @@ def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
             unreadable("inconsistent_trace", f"the proposed call is made in message "
                        f"{message.index}, and {len(msgs) - 1 - message.index} message(s) "
                        "follow it")  # fmt: skip
-        return ToolCall(wanted.name, wanted.args, call.id, call.index, call.position)
+        if call.name != wanted.name or call.args != wanted.args:
+            unreadable("inconsistent_trace", f"the proposed call {wanted.name[:40]!r} differs "
+                       f"from call {str(call.id)[:40]!r} of the last message "
+                       f"({call.name[:40]!r}): name or arguments disagree")  # fmt: skip
+        return call
+    if msgs and msgs[-1].calls:
+        unreadable("inconsistent_trace", f"the proposed call {wanted.name[:40]!r} is none of "
+                   f"the {len(msgs[-1].calls)} call(s) the last message makes")  # fmt: skip
     return wanted
 
 

@@ -35,9 +35,13 @@ Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
   a scope; none, or one that does not read as a URL, is not),
   ``history_in_scope(*scopes, tool="*", arg="url")`` (every earlier such call was);
 - secrets: ``secret_flow(effects="send")``, ``value_from_sensitive(arg="*")``;
-- consent: ``consent_given(arg=None)``: a :class:`Consent` record from the host's review
-  approves this call (or, with `arg`, these values of the argument). Text in a message
-  never counts: consent is only what the host passes in.
+- consent: ``consent_given(arg=None, conversation=False, similarity=85, match="both")``: a
+  :class:`Consent` record from the host's review approves this call (or, with `arg`, these
+  values of the argument), in the thread the record names, for the call id it names, once
+  (or ``uses`` times: :mod:`.ledger` counts them in the thread's state). Text in a message
+  never counts, except opted in with ``conversation=True``: the user's plain yes, as the
+  thread's last user message, to the assistant's question naming this call approves it
+  once (:mod:`.conversation`).
 
 A predicate's expression is checked when bound (:func:`compile_bindings`): an unknown
 predicate, a non-literal argument or a bad option is a configuration error then, not a
@@ -47,7 +51,16 @@ denial later.
 from collections.abc import Sequence
 
 # the predicate modules register themselves with the engine when imported
-from guardagent.trace.predicates import call, consent, history, provenance, secrets  # noqa: F401
+from guardagent.trace.predicates import (  # noqa: F401
+    arguments,
+    call,
+    consent,
+    derived,
+    history,
+    provenance,
+    secrets,
+    sequences,
+)
 from guardagent.trace.predicates.engine import (
     PREDICATES,
     TraceFacts,

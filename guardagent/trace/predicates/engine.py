@@ -8,12 +8,16 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property, lru_cache
 from typing import Any
 
+from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace.labels import EFFECTS, Labels
 from guardagent.trace.messages import Trace
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.ledger import ConsentLedger
 from guardagent.trace.predicates.options import parse_kinds, parse_part
 from guardagent.trace.predicates.record import Consent
 from guardagent.trace.provenance import CallProvenance, Search, call_provenance
+from guardagent.trace.records import Records
+from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import TraceIndex, verify
 from guardagent.trace.temporal import CallPattern, Flow, PatternError, Scope
 from guardagent.trace.temporal import secret_flow as flow_of
@@ -31,6 +35,16 @@ class TraceFacts:
             :meth:`TraceIndex.from_json` when the caller restores it) and so must every
             consent record (:meth:`Consent.signed`); an unsigned or altered record is
             ignored, as if the reviewer never approved.
+        records: The user's records (the policy's ``values:`` and the host's user facts,
+            :mod:`guardagent.trace.records`): a trusted source for provenance.
+        secrets: The policy's declared secrets (:mod:`guardagent.trace.secrets`).
+        thread: The thread's id (approvals count only in their thread); ignored when a
+            `ledger` is given (its thread).
+        ledger: The thread's consent ledger (which approvals are used up); None starts one.
+
+    Attributes:
+        consumed: The approvals the consent predicates used to approve this call; the
+            caller records them in the ledger once the call is allowed.
     """
 
     def __init__(
@@ -41,18 +55,27 @@ class TraceFacts:
         index: TraceIndex | None = None,
         consent: Iterable[Consent | Mapping[str, Any]] = (),
         key: bytes | None = None,
+        records: Records | None = None,
+        secrets: Secrets | None = None,
+        thread: str | None = None,
+        ledger: ConsentLedger | None = None,
     ) -> None:
         self.trace = trace
+        self.records = records if records is not None else Records()
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.memo: dict[Any, Any] = {}  # per-call work shared by predicates (derived chains)
         self.labels = labels
         self.index = index if index is not None else TraceIndex(labels.phone_region)
         if self.index.region != labels.phone_region:
             raise ValueError("the index was built for another phone region")
         self.index.update(trace)
         self.search = Search(trace, self.index, labels)
-        records = list(consent)
+        reviews = list(consent)
         if key is not None:
-            records = [c for c in records if isinstance(c, Mapping) and verify(c, key)]
-        self.consent = tuple(Consent.from_json(c) for c in records)
+            reviews = [c for c in reviews if isinstance(c, Mapping) and verify(c, key)]
+        self.consent = tuple(Consent.from_json(c) for c in reviews)
+        self.ledger = ledger if ledger is not None else ConsentLedger(thread)
+        self.consumed: dict[str, None] = {}
 
     @cached_property
     def provenance(self) -> CallProvenance:
@@ -85,9 +108,14 @@ def analyze(
     index: TraceIndex | None = None,
     consent: Iterable[Consent | Mapping[str, Any]] = (),
     key: bytes | None = None,
+    records: Records | None = None,
+    secrets: Secrets | None = None,
+    thread: str | None = None,
+    ledger: ConsentLedger | None = None,
 ) -> TraceFacts:
     """Analyse a trace for its proposed call (see :class:`TraceFacts`)."""
-    return TraceFacts(trace, labels, index=index, consent=consent, key=key)
+    return TraceFacts(trace, labels, index=index, consent=consent, key=key, records=records,
+                      secrets=secrets, thread=thread, ledger=ledger)  # fmt: skip
 
 
 # -- registry ------------------------------------------------------------------------------
@@ -96,10 +124,29 @@ Predicate = Callable[..., Fact]
 PREDICATES: dict[str, Predicate] = {}
 
 
+OptionCheck = Callable[[dict[str, Any]], None]
+CHECKS: dict[str, OptionCheck] = {}
+
+
 def predicate(func: Predicate) -> Predicate:
     """Register a predicate under its function name."""
     PREDICATES[func.__name__] = func
     return func
+
+
+def checks(name: str) -> Callable[[OptionCheck], OptionCheck]:
+    """Register the option check of a predicate: run when an expression is bound.
+
+    The check gets the expression's arguments by parameter name (defaults filled in) and raises
+    :class:`PredicateSpecError` (or :class:`PatternError`) for a bad one, so a typo is a
+    configuration error when the policy loads, not a denial at the first event.
+    """
+
+    def register(check: OptionCheck) -> OptionCheck:
+        CHECKS[name] = check
+        return check
+
+    return register
 
 
 BoundPredicate = Callable[[TraceFacts], Fact]
@@ -136,7 +183,13 @@ def compile_predicate(expression: str) -> BoundPredicate:
     _check(func, name, args, kwargs)
 
     def bound(facts: TraceFacts) -> Fact:
-        fact = func(facts, *args, **kwargs)
+        try:
+            fact = func(facts, *args, **kwargs)
+        except UnreadableEvidence:
+            raise  # the trace or its state is unreadable: the caller denies with that reason
+        except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
+            # fail closed: a predicate that cannot be told is open, never "holds"
+            return Fact(name, None, (), f"cannot be evaluated ({type(exc).__name__}: {exc})")
         return Fact(name, fact.value, fact.sources, fact.detail)
 
     return bound
@@ -144,9 +197,10 @@ def compile_predicate(expression: str) -> BoundPredicate:
 
 def _check(func: Predicate, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
     try:
-        inspect.signature(func).bind(None, *args, **kwargs)
+        given = inspect.signature(func).bind(None, *args, **kwargs)
     except TypeError as exc:
         raise PredicateSpecError(f"{name}: {exc}") from None
+    given.apply_defaults()
     try:  # options are checked now, against an empty trace, not at the first event
         for key in ("kinds", "part"):
             if key in kwargs:
@@ -168,6 +222,12 @@ def _check(func: Predicate, name: str, args: list[Any], kwargs: dict[str, Any]) 
                     raise PredicateSpecError(f"{name}: unknown effect {effect!r}")
     except PatternError as exc:
         raise PredicateSpecError(f"{name}: {exc}") from None
+    check = CHECKS.get(func.__name__)
+    if check is not None:
+        try:
+            check(dict(given.arguments))
+        except (PredicateSpecError, PatternError) as exc:
+            raise PredicateSpecError(f"{name}: {exc}") from None
 
 
 def compile_bindings(bindings: Mapping[str, str]) -> dict[str, BoundPredicate]:

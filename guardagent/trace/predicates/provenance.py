@@ -9,6 +9,7 @@ from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import parse_kinds, parse_part, under
 from guardagent.trace.provenance import ValueProvenance
+from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
 from guardagent.trace.values import ValueKind
@@ -44,9 +45,34 @@ def _withparse_part(
     return [p for p in parts if p is not None]
 
 
+def in_records(facts: TraceFacts, value: ValueProvenance) -> list[RecordSet]:
+    """The sections of the user's records that hold a value (a trusted source)."""
+    return facts.records.holding(value.value)
+
+
+def trusted(facts: TraceFacts, value: ValueProvenance) -> bool:
+    """From the user, the system prompt, a trusted tool or the user's records."""
+    return value.origin in ("user", "trusted") or bool(in_records(facts, value))
+
+
+def describe(facts: TraceFacts, value: ValueProvenance) -> str:
+    """A value's provenance in one line, the user's records included."""
+    sections = in_records(facts, value)
+    if not sections or value.origin in ("user", "trusted"):
+        return value.describe()
+    shown = value.value.text if len(value.value.text) <= 60 else value.value.text[:60] + "..."
+    where = ", ".join(s.describe() for s in sections)
+    return f"{value.path} {shown!r} is from the user's records: {where}"
+
+
+def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[ValueProvenance]:
+    """The values a provenance predicate judges (see the package docstring)."""
+    return _withparse_part(facts, _select(facts, arg, kinds), part)
+
+
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
                 test: Callable[[ValueProvenance], bool], every: bool) -> Fact:  # fmt: skip
-    values = _withparse_part(facts, _select(facts, arg, kinds), part)
+    values = select_values(facts, arg, kinds, part)
     if not values and arg == "@recipients":
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
@@ -63,7 +89,7 @@ def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
         value = bool(hits)
         deciding = hits if value else values
     sources = tuple(dict.fromkeys(s for v in deciding for s in v.sources))
-    return Fact(name, value, sources, "; ".join(v.describe() for v in deciding[:5]))
+    return Fact(name, value, sources, "; ".join(describe(facts, v) for v in deciding[:5]))
 
 
 @predicate
@@ -91,20 +117,37 @@ def arg_from_trusted_tool(facts: TraceFacts, arg: str, kinds: Any = None, part: 
 
 @predicate
 def arg_from_trusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
-    """Every value of the argument comes from the user, the system prompt or a trusted tool."""
+    """Every value comes from the user, the system prompt, a trusted tool or the records."""
     return _provenance(facts, "arg_from_trusted", arg, kinds, part,
-                       lambda v: v.origin in ("user", "trusted"), every=True)  # fmt: skip
+                       lambda v: trusted(facts, v), every=True)  # fmt: skip
+
+
+@predicate
+def arg_from_records(facts: TraceFacts, arg: str, section: str | None = None, kinds: Any = None,
+                     part: Any = None) -> Fact:  # fmt: skip
+    """Every value of the argument is in the user's records (or in the named section)."""
+    if section is not None and facts.records.section(section) is None:
+        known = ", ".join(facts.records.names()) or "none"
+        return Fact("arg_from_records", None, (), f"the user's records have no section "
+                    f"{section!r} (sections: {known})")  # fmt: skip
+    if not select_values(facts, arg, kinds, part):
+        return Fact("arg_from_records", None, (), f"argument {arg!r} has no value to look up")
+    return _provenance(facts, "arg_from_records", arg, kinds, part,
+                       lambda v: any(section in (None, s.name) for s in in_records(facts, v)),
+                       every=True)  # fmt: skip
 
 
 @predicate
 def arg_only_untrusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
-    """Some value of the argument is found only in untrusted tool results."""
+    """Some value is found only in untrusted tool results (and not in the user's records)."""
     return _provenance(facts, "arg_only_untrusted", arg, kinds, part,
-                       lambda v: v.origin == "untrusted", every=False)  # fmt: skip
+                       lambda v: v.origin == "untrusted" and not in_records(facts, v),
+                       every=False)  # fmt: skip
 
 
 @predicate
 def arg_invented(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
-    """Some value of the argument is in no user, system or tool message."""
+    """Some value is in no user, system or tool message (nor in the user's records)."""
     return _provenance(facts, "arg_invented", arg, kinds, part,
-                       lambda v: v.origin == "invented", every=False)  # fmt: skip
+                       lambda v: v.origin == "invented" and not in_records(facts, v),
+                       every=False)  # fmt: skip

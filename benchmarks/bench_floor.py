@@ -1,0 +1,188 @@
+"""Decisions at the floor (issue 22): every speed target side by side, measured in one run.
+
+Prints, from one process on one machine state:
+
+- the p50 of a 5-node LangGraph `invoke` (a chain of trivial nodes): the yardstick;
+- verified decisions (a shipped program, no LLM) p50 / p99 for eicu-ac, eicu-ac with
+  SQL-heavy events (every event's code replaced by its record's gold SQL through
+  `SQLInterpreter`) and mind2web-sc, on the warm-worker path and on the fork path (one zygote
+  child per run, `GUARDAGENT_SANDBOX_WARM=0`); targets p50 <= 4.5x the invoke, p99 <= 5x p50;
+- throughput with a scripted model that answers after 200 ms (plan -> code -> execute on every
+  event, reuse off) at concurrency 1 and 32; target >= 28x;
+- trace decisions (`check_trace`, assistant-trace profile) at 100 messages, with the thread's
+  state from the call 4 messages earlier and without state; targets p50 <= 2 ms and <= 5 ms;
+- the first decision of a profile not used before, in a process already warm (imports done,
+  another profile decided); target <= 30 ms.
+
+Run: .venv/bin/python benchmarks/bench_floor.py [--n 300] [--events 64] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_decision import _as_sql, _gold_queries  # noqa: E402
+from benchmarks.bench_throughput import PROFILE_DIR, SlowScriptedModel  # noqa: E402
+from guardagent import GuardAgent  # noqa: E402
+from guardagent.eval.benchmarks import load_benchmark  # noqa: E402
+from tests.traces.synthetic import proposed, thread  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))], 3)
+
+
+def timed(fn: Callable[[], Any], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+class _S(TypedDict):
+    n: int
+
+
+def invoke_p50(runs: int) -> float:
+    """p50 of `invoke` on a compiled 5-node chain whose nodes add one."""
+    builder = StateGraph(_S)
+    names = [f"n{i}" for i in range(5)]
+    for name in names:
+        builder.add_node(name, lambda s: {"n": s["n"] + 1})
+    for a, b in zip([START, *names], [*names, END], strict=True):
+        builder.add_edge(a, b)
+    graph = builder.compile()
+    graph.invoke({"n": 0})
+    return pct(timed(lambda: graph.invoke({"n": 0}), runs), 0.5)
+
+
+def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, float]]:
+    """p50 / p99 of verified decisions on the warm path and on the fork path."""
+    guard = GuardAgent(profile, memory_dir=mem)
+    guard.warm_up()
+    queries = _gold_queries() if sql else {}
+    events = [(c.agent_input, _as_sql(c, queries) if sql else c.agent_output)
+              for c in load_benchmark(profile)]  # fmt: skip
+    events = (events * (n // len(events) + 1))[:n]
+    out = {}
+    for path, warm in (("warm", "1"), ("fork", "0")):
+        os.environ["GUARDAGENT_SANDBOX_WARM"] = warm
+        for event in events[:5]:  # worker started, caches filled
+            guard.check(*event)
+        ms = [guard.check(i, o).latency_ms for i, o in events]
+        out[path] = {"p50": pct(ms, 0.5), "p99": pct(ms, 0.99)}
+    os.environ.pop("GUARDAGENT_SANDBOX_WARM")
+    return out
+
+
+def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, mem: str) -> float:
+    """Decisions per second with a model that answers after `latency` seconds (reuse off)."""
+    program = (PROFILE_DIR / "safety_rules.py").read_text()
+    model = SlowScriptedModel(latency=latency, program=program)
+    guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False, memory_dir=mem)
+    guard.warm_up()
+
+    async def run() -> float:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))
+        started = time.perf_counter()
+        done = await guard.acheck_many(events, concurrency=concurrency)
+        assert all(d.llm_calls == 2 and d.error is None for d in done), done[0]
+        return len(events) / (time.perf_counter() - started)
+
+    return asyncio.run(run())
+
+
+def trace_decisions(runs: int, mem: str) -> dict[str, float]:
+    """check_trace p50 at 100 messages: with the thread state of 4 messages earlier, without."""
+    guard = GuardAgent("assistant-trace", memory_dir=mem)
+    messages = thread(100, seed=100)
+    before = messages[:-4]
+    state = guard.check_trace(before, proposed(before)).trace_state
+    call = proposed(messages)
+    guard.check_trace(messages, call, thread_state=state)
+    with_state = timed(lambda: guard.check_trace(messages, call, thread_state=state), runs)
+    without = timed(lambda: guard.check_trace(messages, call), runs)
+    return {"with_state_p50": pct(with_state, 0.5), "without_state_p50": pct(without, 0.5)}
+
+
+def first_decisions(mem: str) -> dict[str, float]:
+    """The first decision of each profile, after eicu-ac warmed the process up."""
+    guard = GuardAgent("eicu-ac", memory_dir=f"{mem}/warm")
+    case = load_benchmark("eicu-ac")[0]
+    guard.check(case.agent_input, case.agent_output)
+    out = {}
+    for profile in ("mind2web-sc", "tool-calls"):
+        cases = load_benchmark(profile) if profile == "mind2web-sc" else []
+        event = (cases[0].agent_input, cases[0].agent_output) if cases else ("task", "output")
+        start = time.perf_counter()
+        GuardAgent(profile, memory_dir=f"{mem}/{profile}").check(*event)
+        out[profile] = round((time.perf_counter() - start) * 1000, 2)
+    messages = thread(100, seed=3)
+    start = time.perf_counter()
+    GuardAgent("assistant-trace", memory_dir=f"{mem}/trace").check_trace(messages)
+    out["assistant-trace"] = round((time.perf_counter() - start) * 1000, 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=300, help="verified decisions per profile")
+    parser.add_argument("--events", type=int, default=64, help="events per throughput run")
+    parser.add_argument("--latency", type=float, default=0.2, help="scripted model latency, s")
+    parser.add_argument("--runs", type=int, default=100, help="runs of invoke / check_trace")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        first = first_decisions(f"{tmp}/first")  # before anything else warms those profiles
+        invoke = invoke_p50(max(args.runs, 300))
+        rows = {
+            "eicu-ac": decisions("eicu-ac", args.n, False, f"{tmp}/e"),
+            "eicu-ac SQL-heavy": decisions("eicu-ac", args.n, True, f"{tmp}/s"),
+            "mind2web-sc": decisions("mind2web-sc", args.n, False, f"{tmp}/m"),
+        }
+        traces = trace_decisions(args.runs, f"{tmp}/t")
+        cases = load_benchmark("mind2web-sc")[: args.events]
+        events = [(c.agent_input, c.agent_output) for c in cases]
+        rates = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
+    ok = {True: "met", False: "NOT met"}
+    print(f"5-node LangGraph invoke p50: {invoke:.3f} ms; decision target p50 <= "
+          f"{4.5 * invoke:.2f} ms, p99 <= 5x p50")  # fmt: skip
+    print(f"{'verified decision':<20} {'path':<5} {'p50 ms':>8} {'x invoke':>9} {'p99 ms':>8} "
+          f"{'p99/p50':>8}  target")  # fmt: skip
+    for name, paths in rows.items():
+        for path, r in paths.items():
+            ratio, tail = r["p50"] / invoke, r["p99"] / r["p50"]
+            print(f"{name:<20} {path:<5} {r['p50']:>8.2f} {ratio:>9.2f} {r['p99']:>8.2f} "
+                  f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]}")  # fmt: skip
+    speedup = rates[32] / rates[1]
+    print(f"throughput, {args.latency * 1000:.0f} ms model: c=1 {rates[1]:.2f}/s, c=32 "
+          f"{rates[32]:.2f}/s: {speedup:.1f}x (>= 28x: {ok[speedup >= 28]})")  # fmt: skip
+    print(f"trace decision at 100 messages: p50 {traces['with_state_p50']:.2f} ms with thread "
+          f"state (<= 2 ms: {ok[traces['with_state_p50'] <= 2]}), "
+          f"{traces['without_state_p50']:.2f} ms without (<= 5 ms: "
+          f"{ok[traces['without_state_p50'] <= 5]})")  # fmt: skip
+    print("first decision of a profile, process warm: " + ", ".join(
+        f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items()))  # fmt: skip
+    print(json.dumps({"invoke_p50_ms": invoke, "decisions": rows, "throughput": rates,
+                      "speedup": round(speedup, 2), "trace": traces, "first": first}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""The guard service as a Starlette ASGI app (`guardagent serve` runs it under uvicorn).
+
+=========================  ====================================================================
+route                      answer
+=========================  ====================================================================
+POST /v1/decide/event      ``{profile?, input, output, user_facts?, thread_id?, idempotency_key?}``
+                           -> the decision JSON of `guardagent check`
+POST /v1/decide/trace      ``{profile?, trace | messages + proposed_call?, consent?, user_facts?,
+                           thread_id?, idempotency_key?}`` -> the decision JSON
+GET /v1/threads/{id}       the thread's decisions, oldest first, and whether its history is one
+                           line
+GET /healthz               200 while the process serves
+GET /readyz                200 once the guard is warm and the database answers; 503 while it
+                           starts, drains (SIGTERM) or cannot reach the database
+=========================  ====================================================================
+
+Decision routes need ``Authorization: Bearer $GUARDAGENT_SERVICE_TOKEN`` when the token is set.
+Status: 200 a decision (a denial when the thread stayed busy past the lock wait), 400 a request
+the service cannot read, 401 no or wrong token, 409 an idempotency key reused for another
+request, 413 a body over the limit, 503 a fail-closed denial (the service could not decide).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from guardagent.service.decider import Answer, Decider
+from guardagent.service.requests import BadRequest, parse_request
+from guardagent.service.settings import ServiceSettings
+from guardagent.service.stores import open_stores
+
+log = logging.getLogger("guardagent.service")
+
+
+def _json(answer: Answer) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    body = json.dumps(answer.body, ensure_ascii=False, separators=(",", ":"))
+    return Response(body, status_code=answer.status, headers=headers,
+                    media_type="application/json")  # fmt: skip
+
+
+def _authorized(request: HttpRequest, token: str | None) -> bool:
+    if token is None:
+        return True
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
+                                                              token.encode())  # fmt: skip
+
+
+async def _body(request: HttpRequest, limit: int) -> Any:
+    """The JSON body, read no further than `limit` bytes.
+
+    Raises:
+        BadRequest: not JSON (or nested too deep to decode).
+        OverflowError: a body over the limit.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise OverflowError
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            raise OverflowError
+    try:
+        return json.loads(bytes(data))
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"the request body is not JSON: {str(exc)[:200]}") from None
+
+
+def _decide_route(kind: str) -> Any:
+    async def route(request: HttpRequest) -> Response:
+        state = request.app.state
+        settings: ServiceSettings = state.settings
+        if not _authorized(request, settings.service_token):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        try:
+            parsed = parse_request(kind, await _body(request, settings.max_request_bytes))
+        except BadRequest as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except OverflowError:
+            return JSONResponse({"error": f"request body over {settings.max_request_bytes} "
+                                          "bytes (GUARDAGENT_MAX_REQUEST_BYTES)"},
+                                status_code=413)  # fmt: skip
+        decider: Decider = state.decider
+        return _json(await decider.decide(parsed))
+
+    return route
+
+
+async def thread_history(request: HttpRequest) -> Response:
+    """The decisions of one thread, oldest first."""
+    state = request.app.state
+    if not _authorized(request, state.settings.service_token):
+        return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+    thread_id = request.path_params["thread_id"]
+    try:
+        history = await state.decider.threads.history(thread_id)
+    except Exception as exc:
+        log.exception("thread history failed")
+        return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+    return JSONResponse(history)
+
+
+async def healthz(request: HttpRequest) -> Response:
+    """Liveness: the process answers."""
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: HttpRequest) -> Response:
+    """Readiness: warm, not draining, and the database (if any) answers."""
+    state = request.app.state
+    if not getattr(state, "ready", False) or getattr(state, "draining", False):
+        return JSONResponse({"status": "draining" if getattr(state, "draining", False)
+                             else "starting"}, status_code=503)  # fmt: skip
+    try:
+        await state.ping()
+    except Exception as exc:
+        return JSONResponse({"status": "database unreachable",
+                             "error": f"{type(exc).__name__}: {exc}"}, status_code=503)  # fmt: skip
+    return JSONResponse({"status": "ready"})
+
+
+def create_app(settings: ServiceSettings | None = None) -> Starlette:
+    """The service app; `settings` default to the environment's (read when it starts)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.settings = settings or ServiceSettings.from_env()
+        async with AsyncExitStack() as stack:
+            stores = await stack.enter_async_context(open_stores(app.state.settings))
+            decider = Decider(app.state.settings, stores.locks, stores.decisions, stores.threads)
+            await decider.agent(decider.profile_ref(None))  # warm: the first request pays nothing
+            app.state.decider, app.state.ping = decider, stores.ping
+            app.state.ready = True
+            log.info("guard service ready (database: %s)",
+                     "postgres" if app.state.settings.database_url else "in-process")
+            try:
+                yield
+            finally:
+                app.state.ready = False
+
+    routes = [
+        Route("/v1/decide/event", _decide_route("event"), methods=["POST"]),
+        Route("/v1/decide/trace", _decide_route("trace"), methods=["POST"]),
+        Route("/v1/threads/{thread_id:path}", thread_history, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

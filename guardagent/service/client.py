@@ -1,0 +1,156 @@
+"""A client of the guard service with the standard library only (no LangGraph, Chroma, z3).
+
+A hook that runs once per agent step pays its interpreter's start-up and nothing more::
+
+    from guardagent.service.client import GuardClient
+
+    guard = GuardClient("http://10.0.0.5:8080")  # token: $GUARDAGENT_SERVICE_TOKEN
+    decision = guard.check_trace(messages, profile="assistant-trace", thread_id="chat-42")
+    if not decision["allowed"]:
+        ...
+
+Decisions come back as the JSON dict `guardagent check` prints. A service that cannot be
+reached or answers without a decision raises :class:`ServiceError`; callers deny on it
+(:func:`unreachable_denial` builds the denial `check --server` prints).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import urllib.parse
+import uuid
+from typing import Any
+
+TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
+
+
+class ServiceError(Exception):
+    """No decision from the service: unreachable, or it refused the request.
+
+    Attributes:
+        status: The HTTP status (0 when the service was not reached).
+        body: The service's JSON answer, if any.
+    """
+
+    def __init__(self, message: str, status: int = 0, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
+    """A fail-closed denial in the decision's shape, for when no decision came back."""
+    return {"allowed": False, "label": 1, "violations": [], "reason": f"denied: {reason}",
+            "error": reason, "profile": profile}  # fmt: skip
+
+
+class GuardClient:
+    """Send events and traces to a guard service.
+
+    Args:
+        url: The service's base URL, e.g. ``http://127.0.0.1:8080``.
+        token: Bearer token; default ``$GUARDAGENT_SERVICE_TOKEN`` (none if unset).
+        timeout: Seconds to wait for a decision (connect and read).
+        retries: Times to resend after a connection error or a 503. A retried request
+            carries an idempotency key (made here when none is given), so the service
+            decides it once.
+    """
+
+    def __init__(self, url: str, *, token: str | None = None, timeout: float = 60.0,
+                 retries: int = 0) -> None:  # fmt: skip
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"service URL must look like http://host:port, got {url!r}")
+        self.parts = parts
+        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+        self.timeout = timeout
+        self.retries = max(0, retries)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        cls = (http.client.HTTPSConnection if self.parts.scheme == "https"
+               else http.client.HTTPConnection)  # fmt: skip
+        return cls(self.parts.hostname or "", self.parts.port, timeout=self.timeout)
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any, bool]:
+        """One HTTP exchange: (status, decoded JSON, whether a stored decision was replayed).
+
+        Raises:
+            ServiceError: the service was not reached or did not answer JSON.
+        """
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection()
+        try:
+            conn.request(method, self.parts.path.rstrip("/") + path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise ServiceError(f"guard service {self.parts.netloc} unreachable: {exc}") from None
+        finally:
+            conn.close()
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise ServiceError(f"guard service answered {response.status} without JSON",
+                               response.status) from None  # fmt: skip
+        return response.status, answer, response.getheader("Idempotent-Replayed") == "true"
+
+    def _decide(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        body = {k: v for k, v in body.items() if v is not None}
+        if self.retries and "idempotency_key" not in body:
+            body["idempotency_key"] = str(uuid.uuid4())
+        for attempt in range(self.retries + 1):
+            try:
+                status, answer, _ = self.request("POST", path, body)
+            except ServiceError:
+                if attempt == self.retries:
+                    raise
+                continue
+            if status == 503 and attempt < self.retries:
+                continue
+            if isinstance(answer, dict) and "allowed" in answer:
+                return answer  # a decision (200), or a fail-closed denial (503)
+            message = answer.get("error") if isinstance(answer, dict) else None
+            raise ServiceError(f"guard service refused the request ({status}): "
+                               f"{message or answer}", status, answer)  # fmt: skip
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def check(self, agent_input: str, agent_output: str, *, profile: str | None = None,
+              user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
+              idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """Decide one event (the service's `GuardAgent.check`)."""
+        return self._decide("/v1/decide/event", {
+            "profile": profile, "input": agent_input, "output": agent_output,
+            "user_facts": user_facts, "thread_id": thread_id, "idempotency_key": idempotency_key,
+        })  # fmt: skip
+
+    def check_trace(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
+                    *, trace: Any = None, profile: str | None = None,
+                    consent: list[Any] | None = None, user_facts: dict[str, Any] | None = None,
+                    thread_id: str | None = None,
+                    idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """Decide a proposed tool call from its conversation (the service's `check_trace`).
+
+        Give `messages` (and optionally `proposed_call`), or `trace`: the whole JSON of
+        `check --trace` (as text or decoded). With a `thread_id` the service keeps the
+        thread's index: send the whole conversation each time, it reads only what is new.
+        """
+        body: dict[str, Any] = {"profile": profile, "consent": consent, "user_facts": user_facts,
+                                "thread_id": thread_id, "idempotency_key": idempotency_key}
+        if trace is not None:
+            body["trace"] = trace
+        else:
+            body.update(messages=messages, proposed_call=proposed_call)
+        return self._decide("/v1/decide/trace", body)
+
+    def thread(self, thread_id: str) -> dict[str, Any]:
+        """The thread's decisions, oldest first (``{"decisions": [...], "linear": ...}``)."""
+        status, answer, _ = self.request(
+            "GET", "/v1/threads/" + urllib.parse.quote(thread_id, safe=""))
+        if status != 200 or not isinstance(answer, dict):
+            raise ServiceError(f"guard service answered {status}: {answer}", status, answer)
+        return answer

@@ -1,0 +1,140 @@
+"""One decision request, start to finish: locks, the stored decision, the thread, the guard.
+
+```
+request -> (no thread, no key) -> guard -> decision
+        -> lock key + thread (bounded wait; past it: denied, not stored)
+           -> key decided before?  same request: the stored decision; other request: 409
+           -> thread's trace index -> guard -> append to the thread -> store under the key
+```
+Anything that goes wrong on the way denies with the reason (fail closed); only a decision
+the guard made is stored or appended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, fields
+from typing import Any
+
+from guardagent.agent import GuardAgent
+from guardagent.decision import GuardDecision
+from guardagent.nodes.runtime import registered_profiles
+from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_reuse, fingerprint
+from guardagent.service.locks import LockBusy, Locks
+from guardagent.service.requests import BadRequest, Request
+from guardagent.service.settings import ServiceSettings
+from guardagent.service.threads import ThreadStore
+
+log = logging.getLogger("guardagent.service")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: status, JSON body, and whether it is a stored decision replayed."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+def denial(reason: str, profile: str = "") -> dict[str, Any]:
+    """A fail-closed denial in the decision's JSON shape (the service could not decide)."""
+    return GuardDecision(allowed=False, label=1, reason=f"denied: {reason}", error=reason,
+                         profile=profile).model_dump(mode="json")  # fmt: skip
+
+
+class Decider:
+    """The guards of the registered profiles and the stores every decision goes through."""
+
+    def __init__(self, settings: ServiceSettings, locks: Locks, decisions: Decisions,
+                 threads: ThreadStore) -> None:  # fmt: skip
+        self.settings = settings
+        self.locks = locks
+        self.decisions = decisions
+        self.threads = threads
+        self.profiles = registered_profiles(settings.guard)
+        self._agents: dict[str, GuardAgent] = {}
+        self._building = asyncio.Lock()
+
+    def profile_ref(self, name: str | None) -> str:
+        """What to load for a requested profile name (None: the deployment's default).
+
+        Raises:
+            BadRequest: a name the deployment does not serve (paths are never names).
+        """
+        if name is None:
+            return self.settings.guard.profile
+        if name not in self.profiles:
+            raise BadRequest(f"profile {name[:80]!r} is not served here; choose one of: "
+                             f"{', '.join(sorted(self.profiles))}")  # fmt: skip
+        return self.profiles[name]
+
+    def _build(self, ref: str) -> GuardAgent:
+        guard = self.settings.guard
+        values = {f.name: getattr(guard, f.name) for f in fields(guard)}
+        values.update(profile=ref, user_facts=None, trace_assignments=None)
+        agent = GuardAgent(**values)
+        agent.warm_up()
+        return agent
+
+    async def agent(self, ref: str) -> GuardAgent:
+        """The guard of profile `ref`, built (and its memory opened) on first use."""
+        if ref not in self._agents:
+            async with self._building:
+                if ref not in self._agents:
+                    self._agents[ref] = await asyncio.to_thread(self._build, ref)
+        return self._agents[ref]
+
+    async def _run(self, request: Request, trace_state: dict[str, Any] | None,
+                   ) -> GuardDecision:  # fmt: skip
+        agent = await self.agent(self.profile_ref(request.profile))
+        body = request.body
+        try:
+            if request.kind == "event":
+                return await agent.acheck(body["input"], body["output"],
+                                          user_facts=request.user_facts)  # fmt: skip
+            args = ((body["trace"], None) if "trace" in body
+                    else (body["messages"], body.get("proposed_call")))  # fmt: skip
+            return await agent.acheck_trace(*args, user_facts=request.user_facts,
+                                            consent=body.get("consent") or [],
+                                            thread_state=trace_state,
+                                            thread_id=request.thread_id)  # fmt: skip
+        except ValueError as exc:  # the caller's facts or a profile without a trace policy
+            raise BadRequest(str(exc)) from None
+
+    async def decide(self, request: Request) -> Answer:
+        """Decide `request`: never raises; every failure is a denial with its reason."""
+        profile = request.profile or ""
+        try:
+            if not request.locks():
+                decision = await self._run(request, None)
+                return Answer(200, decision.model_dump(mode="json"))
+            return await self._decide_locked(request)
+        except BadRequest as exc:
+            return Answer(400, {"error": str(exc)})
+        except KeyReused as exc:
+            return Answer(409, {"error": str(exc)})
+        except LockBusy as exc:
+            return Answer(200, denial(str(exc), profile))
+        except Exception as exc:  # the database, the memory, a bug: deny, say why, log
+            log.exception("decision failed")
+            return Answer(503, denial(f"the guard service could not decide: "
+                                      f"{type(exc).__name__}: {exc}", profile))  # fmt: skip
+
+    async def _decide_locked(self, request: Request) -> Answer:
+        fp = fingerprint(request.kind, request.body)
+        key, thread = request.idempotency_key, request.thread_id
+        async with self.locks.hold(request.locks()) as session:
+            if key is not None:
+                stored = check_reuse(key, await self.decisions.get(session, key), fp)
+                if stored is not None:
+                    return Answer(200, stored.body, replayed=True)
+            state = await self.threads.trace_state(thread) if thread is not None else None
+            decision = await self._run(request, state)
+            body = decision.model_dump(mode="json")
+            if thread is not None:
+                await self.threads.append(thread, request.kind, body, decision.trace_state)
+            if key is not None:
+                await self.decisions.put(session, key, Stored(fp, body))
+            return Answer(200, body)

@@ -1,0 +1,114 @@
+"""Decide once: a request's idempotency key names its stored decision, on every replica.
+
+A host that times out and sends the same request again must get the decision already made,
+not a second run (which would also advance the thread twice). The key is held under its
+lock (:mod:`guardagent.service.locks`) from lookup to store, so two copies of one request
+on two replicas cannot both miss. The stored row keeps a fingerprint of the request: the same
+key on a *different* request is refused (:class:`KeyReused`), never answered with another
+request's decision. Only decisions are stored; a request denied because the service could
+not decide it (a busy thread, a database error) is not, so its retry is decided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol
+
+TABLE = "guardagent_idempotency"
+MAX_KEY_CHARS = 256
+
+
+class KeyReused(Exception):
+    """The idempotency key was used before, for a different request."""
+
+
+class Stored(NamedTuple):
+    """A decided request: its fingerprint and the response body sent."""
+
+    fingerprint: str
+    body: dict[str, Any]
+
+
+def fingerprint(kind: str, request: Mapping[str, Any]) -> str:
+    """SHA-256 of the request as canonical JSON (key order and spacing do not count)."""
+    fields = {k: v for k, v in request.items() if k != "idempotency_key"}
+    canonical = json.dumps([kind, fields], sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)  # fmt: skip
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_reuse(key: str, stored: Stored | None, fp: str) -> Stored | None:
+    """The stored decision for a retry of the same request, None for a new key.
+
+    Raises:
+        KeyReused: the key belongs to another request.
+    """
+    if stored is None:
+        return None
+    if stored.fingerprint != fp:
+        raise KeyReused(f"idempotency_key {key!r} was used for a different request")
+    return stored
+
+
+class Decisions(Protocol):
+    """Where decided requests are kept; `session` is the lock's connection (or None)."""
+
+    async def get(self, session: Any, key: str) -> Stored | None:
+        """The stored decision of `key`, if any."""
+
+    async def put(self, session: Any, key: str, stored: Stored) -> None:
+        """Keep `stored` under `key`."""
+
+
+class MemoryDecisions:
+    """The last `limit` decided keys of this process (a single replica without Postgres)."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self._rows: OrderedDict[str, Stored] = OrderedDict()
+
+    async def get(self, session: Any, key: str) -> Stored | None:
+        """The stored decision of `key`, if any."""
+        return self._rows.get(key)
+
+    async def put(self, session: Any, key: str, stored: Stored) -> None:
+        """Keep `stored`; the oldest keys go past `limit`."""
+        self._rows[key] = stored
+        while len(self._rows) > self.limit:
+            self._rows.popitem(last=False)
+
+
+class PostgresDecisions:
+    """Rows of `guardagent_idempotency` (key, fingerprint, decision, created_at).
+
+    The decision is kept as JSON text, not `jsonb`, so a replay has the fields in the order
+    the first answer had. Rows are never deleted by the service: drop old ones by
+    `created_at` on the deployment's schedule.
+    """
+
+    @staticmethod
+    async def setup(conn: Any) -> None:
+        """Create the table if it is missing (every replica may run this at start)."""
+        await conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {TABLE} (key text PRIMARY KEY, fingerprint text NOT NULL,"
+            " decision text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+        )
+
+    async def get(self, session: Any, key: str) -> Stored | None:
+        """The stored decision of `key`, if any."""
+        cur = await session.execute(
+            f"SELECT fingerprint, decision FROM {TABLE} WHERE key = %s", (key,)
+        )
+        row = await cur.fetchone()
+        return None if row is None else Stored(row[0], json.loads(row[1]))
+
+    async def put(self, session: Any, key: str, stored: Stored) -> None:
+        """Insert the row (the key's lock is held, so no other replica writes it now)."""
+        await session.execute(
+            f"INSERT INTO {TABLE} (key, fingerprint, decision) VALUES (%s, %s, %s) "
+            "ON CONFLICT (key) DO NOTHING",
+            (key, stored.fingerprint, json.dumps(stored.body, ensure_ascii=False)),
+        )

@@ -1,0 +1,97 @@
+"""What a request to the service may say, checked before anything runs.
+
+The caller is the host (on a private network, or holding the service token), so its
+structured facts are trusted as the Python API trusts them: the user's facts, the reviewers'
+consent records, the thread and the idempotency key. It chooses no deployment setting: a
+profile is a *registered name* (the built-ins and ``GUARDAGENT_PROFILES``), never a path, and
+model, memory, limits and keys come from the service's environment only. The agent's text
+(input, output, messages, tool results) is evidence, read by the guard like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from guardagent.service.idempotency import MAX_KEY_CHARS
+from guardagent.service.threads import MAX_THREAD_ID_CHARS
+
+EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id",
+                        "idempotency_key"})  # fmt: skip
+TRACE_KEYS = frozenset({"profile", "trace", "messages", "proposed_call", "consent",
+                        "user_facts", "thread_id", "idempotency_key"})  # fmt: skip
+
+
+class BadRequest(ValueError):
+    """A request the service cannot read (answered 400, with this message)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """One decision request, as read from its JSON body."""
+
+    kind: str
+    body: dict[str, Any]
+    profile: str | None
+    thread_id: str | None
+    idempotency_key: str | None
+    user_facts: dict[str, Any] | None
+
+    def locks(self) -> list[str]:
+        """The lock keys of this request: its idempotency key and its thread."""
+        keys = []
+        if self.idempotency_key is not None:
+            keys.append(f"idempotency_key:{self.idempotency_key}")
+        if self.thread_id is not None:
+            keys.append(f"thread:{self.thread_id}")
+        return keys
+
+
+def _name(body: dict[str, Any], key: str, limit: int) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise BadRequest(f"{key} must be a non-empty string of at most {limit} characters")
+    return value
+
+
+def parse_request(kind: str, body: Any) -> Request:
+    """Check a decision request's shape (the guard reads the contents).
+
+    Args:
+        kind: ``"event"`` or ``"trace"``.
+        body: The decoded JSON body.
+
+    Raises:
+        BadRequest: a body that is not an object, an unknown or missing key, a wrong type.
+    """
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    allowed = EVENT_KEYS if kind == "event" else TRACE_KEYS
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise BadRequest(f"unknown key(s) {', '.join(map(repr, unknown))}; a {kind} request "
+                         f"has {', '.join(sorted(allowed))}")  # fmt: skip
+    if kind == "event":
+        for key in ("input", "output"):
+            if not isinstance(body.get(key), str):
+                raise BadRequest(f"{key} must be a string (the agent's {key})")
+    else:
+        if ("trace" in body) == ("messages" in body):
+            raise BadRequest("give trace (the whole JSON of check --trace) or messages")
+        if "proposed_call" in body and "messages" not in body:
+            raise BadRequest("proposed_call goes with messages")
+        if not isinstance(body.get("consent", []), list):
+            raise BadRequest("consent must be a list of the host's review records")
+    facts = body.get("user_facts")
+    if facts is not None and not isinstance(facts, dict):
+        raise BadRequest("user_facts must be a JSON object")
+    profile = body.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        raise BadRequest("profile must be the name of a profile the service serves")
+    return Request(
+        kind=kind, body=body, profile=profile, user_facts=facts,
+        thread_id=_name(body, "thread_id", MAX_THREAD_ID_CHARS),
+        idempotency_key=_name(body, "idempotency_key", MAX_KEY_CHARS),
+    )  # fmt: skip

@@ -1,0 +1,89 @@
+"""The service's settings: only from the deployment's environment, never from a request.
+
+A request chooses a registered profile *name*, the host's facts and consent records, a
+thread and an idempotency key (see :mod:`guardagent.service.requests`); everything else is
+read here from `GUARDAGENT_*` variables when the service starts, and a variable that does not
+parse stops the start, naming it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from guardagent.context import ENV_PREFIX, GuardContext, _positive_float, _positive_int
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceSettings:
+    """One replica's settings.
+
+    Attributes:
+        guard: The guard's deployment settings (:meth:`GuardContext.from_env`: profile,
+            model, memory, limits, trace key); `GUARDAGENT_CHROMA_URL` sets its memory URL.
+        database_url: Postgres URL (`GUARDAGENT_DATABASE_URL`) for thread state, thread
+            locks and stored decisions, shared by every replica. None: all three live in
+            this process (one replica only).
+        pool_size: Most connections of each of the replica's two pools
+            (`GUARDAGENT_POOL_SIZE`): one pool holds thread locks for the length of a run,
+            the other serves short checkpoint reads and writes.
+        lock_wait_seconds: How long a request waits for its thread (or idempotency key)
+            before it is denied with the reason (`GUARDAGENT_LOCK_WAIT_SECONDS`).
+        service_token: Bearer token every decision request must carry
+            (`GUARDAGENT_SERVICE_TOKEN`); None accepts any caller that can reach the port.
+        max_request_bytes: Larger request bodies are refused (413) unread
+            (`GUARDAGENT_MAX_REQUEST_BYTES`; default: the trace limit plus 1 MiB).
+        shutdown_seconds: On SIGTERM, how long in-flight requests may take to finish
+            (`GUARDAGENT_SHUTDOWN_SECONDS`).
+    """
+
+    guard: GuardContext = field(default_factory=GuardContext)
+    database_url: str | None = field(default=None, repr=False)
+    pool_size: int = 10
+    lock_wait_seconds: float = 10.0
+    service_token: str | None = field(default=None, repr=False)
+    max_request_bytes: int = 0
+    shutdown_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes <= 0:
+            object.__setattr__(self, "max_request_bytes", self.guard.max_trace_bytes + _MIB)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceSettings:
+        """The settings from `GUARDAGENT_*` variables; unset or empty ones keep defaults.
+
+        Raises:
+            ValueError: a variable that does not parse, naming it.
+        """
+        env = os.environ if environ is None else environ
+        guard = GuardContext.from_env(env)
+        chroma = _get(env, "CHROMA_URL")
+        if chroma:
+            if guard.memory_url and guard.memory_url != chroma:
+                raise ValueError(f"{ENV_PREFIX}CHROMA_URL and {ENV_PREFIX}MEMORY_URL differ; "
+                                 "set one")  # fmt: skip
+            guard = replace(guard, memory_url=chroma)
+        values: dict[str, object] = {}
+        for name, parse in (("pool_size", _positive_int),
+                            ("lock_wait_seconds", _positive_float),
+                            ("max_request_bytes", _positive_int),
+                            ("shutdown_seconds", _positive_float)):  # fmt: skip
+            raw = _get(env, name.upper())
+            if raw:
+                try:
+                    values[name] = parse(raw)
+                except ValueError as exc:
+                    raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r}: {exc}") from None
+        database_url = _get(env, "DATABASE_URL") or None
+        if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"{ENV_PREFIX}DATABASE_URL must be a postgresql:// URL")
+        return cls(guard=guard, database_url=database_url,
+                   service_token=_get(env, "SERVICE_TOKEN") or None, **values)  # type: ignore[arg-type]  # fmt: skip
+
+
+def _get(env: Mapping[str, str], name: str) -> str:
+    return (env.get(ENV_PREFIX + name) or "").strip()

@@ -1,0 +1,86 @@
+"""Where a replica keeps what replicas share: Postgres when configured, else this process.
+
+With `GUARDAGENT_DATABASE_URL` a replica opens two bounded pools on it: one for thread locks
+(held for a whole run, so it is kept apart: a lock holder never waits for a connection that
+lock waiters hold) and one for `AsyncPostgresSaver` and short queries. The schema (LangGraph's
+checkpoint tables and the idempotency table) is created under an advisory lock, so replicas
+that start together do not race. Without a database everything lives in this process, which
+is right for one replica only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from guardagent.service.idempotency import Decisions, MemoryDecisions, PostgresDecisions
+from guardagent.service.locks import LocalLocks, Locks, PostgresLocks
+from guardagent.service.settings import ServiceSettings
+from guardagent.service.threads import ThreadStore, saver_serde
+
+_OPEN_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Stores:
+    """A replica's locks, stored decisions, threads, and a readiness ping."""
+
+    locks: Locks
+    decisions: Decisions
+    threads: ThreadStore
+    ping: Callable[[], Awaitable[None]]
+
+
+async def _no_ping() -> None:
+    return None
+
+
+async def _release(conn: Any) -> None:
+    """Pool reset: a connection goes back holding no lock, whatever its last user did."""
+    await conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+@asynccontextmanager
+async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
+    """The replica's stores for its lifetime; pools close (after in-flight work) on exit."""
+    if not settings.database_url:
+        yield Stores(LocalLocks(settings.lock_wait_seconds), MemoryDecisions(),
+                     ThreadStore(InMemorySaver(serde=saver_serde())), _no_ping)  # fmt: skip
+        return
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    url, size = settings.database_url, settings.pool_size
+    data_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url, min_size=1, max_size=size, open=False, name="guardagent-data",
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )  # fmt: skip
+    lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url, min_size=1, max_size=size, open=False, name="guardagent-locks",
+        kwargs={"autocommit": True}, reset=_release,
+    )  # fmt: skip
+    await data_pool.open(wait=True, timeout=_OPEN_SECONDS)
+    try:
+        await lock_pool.open(wait=True, timeout=_OPEN_SECONDS)
+        try:
+            saver = AsyncPostgresSaver(data_pool, serde=saver_serde())
+            locks = PostgresLocks(lock_pool, max(settings.lock_wait_seconds, _OPEN_SECONDS))
+            async with locks.hold(["setup:schema"]) as conn:
+                await saver.setup()
+                await PostgresDecisions.setup(conn)
+
+            async def ping() -> None:
+                async with data_pool.connection(timeout=2.0) as conn:
+                    await conn.execute("SELECT 1")
+
+            yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
+                         PostgresDecisions(), ThreadStore(saver), ping)  # fmt: skip
+        finally:
+            await lock_pool.close()
+    finally:
+        await data_pool.close()

@@ -1,0 +1,168 @@
+"""Derived from a source the user designated: the value is in a document the user pointed at.
+
+"Pay the invoice in the file I named", "add the person whose address is on the page I
+linked": the IBAN or the address is in no user message, only in the result of a call
+(``read_file("invoice-0425.txt")``) whose own arguments the user gave. Such a value is
+*derived from a designated source*, within `hops` calls:
+
+- hop 0: the value itself is from the user, the system prompt, a trusted tool or the
+  user's records (:mod:`guardagent.trace.records`);
+- hop k: the value is in the result of an earlier call C (the result of C, echoes of C's
+  own arguments left out; with ``via=``, only calls matching that call pattern) whose
+  arguments are *designated* at hop k-1: at least one of them is, and none is found only
+  in untrusted messages (a value the model made up, such as ``page=1``, neither
+  designates nor spoils). Only messages before C count for C's arguments.
+
+A designating argument must be *specific*: a typed value (an address, a URL, an IBAN, a
+phone number, a date, a number) or a phrase of two or more words or with a digit
+(``invoice-0425.txt``). "Summarise my unread mail" names the folder ``unread``, not any
+one message in it: the inbox it returns is not a document the user pointed at, so an IBAN
+in one of its mails is not derived from the user.
+
+The decision names the chain: "iban 'CH93...' is from `read_file` of `invoice-0425.txt`,
+which the user named in message 1" (the result message among the fact's sources).
+
+Residual risk. Whoever can write into the designated document chooses the value: an
+attacker who sends the user an invoice with their own IBAN gets paid when the user says
+"pay the invoice I forwarded". A policy bounds it with the other predicates: an amount limit
+(``arg_compare("amount", "<=", 500)``), the user's consent above it (``consent_given()``),
+recipients from the user's records for anything larger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
+from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
+from guardagent.trace.temporal import CallPattern, matches
+
+MAX_HOPS = 5
+"""The most hops a policy may allow (each hop is one more document chosen by a document)."""
+
+Chain = tuple[str, tuple[SourceRef, ...]]
+"""A derivation: the phrase that explains it, and the messages on the way."""
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def _of_call(facts: TraceFacts, call: ToolCall) -> CallProvenance:
+    key = ("call_provenance", call.position)
+    found = facts.memo.get(key)
+    if found is None:
+        found = facts.memo[key] = call_provenance(facts.search, call)
+    return found
+
+
+def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | None:
+    """The value's trusted source among the messages before `before` (or the records)."""
+    refs = [s for s in value.sources if s.index < before]
+    user = [s for s in refs if s.kind == "user"]
+    if user:
+        return f"which the user named in message {user[0].index}", (user[0],)
+    trusted = [s for s in refs if s.kind in ("system", "trusted_tool")]
+    if trusted:
+        return f"which a trusted source holds ({trusted[0]})", (trusted[0],)
+    sections = in_records(facts, value)
+    if sections:
+        return f"which is in the user's records: {sections[0].describe()}", ()
+    return None
+
+
+def specific(value: ValueProvenance) -> bool:
+    """Whether a value names one thing (a typed value, or two words, or a digit in it)."""
+    if value.value.kind != "text":
+        return True
+    toks = value.value.tokens
+    return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t)
+
+
+def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
+               via: CallPattern | None = None) -> Chain | None:  # fmt: skip
+    """How a value derives from a designated source within `hops` (None: it does not)."""
+    direct = _direct(facts, value, before)
+    if direct is not None or hops <= 0:
+        return direct
+    for ref in value.sources:
+        if ref.index >= before or ref.kind not in ("trusted_tool", "untrusted_tool"):
+            continue
+        call = facts.trace.call_of(facts.trace.messages[ref.index])
+        if call is None or call.index >= ref.index:
+            continue
+        if via is not None and not matches(call, via, facts.trace, facts.labels):
+            continue
+        designated = designated_call(facts, call, hops - 1, via)
+        if designated is not None:
+            phrase, refs = designated
+            return f"which is from `{call.name}` of {phrase}", (ref, *refs)
+    return None
+
+
+def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
+                    via: CallPattern | None = None) -> Chain | None:  # fmt: skip
+    """Whether the user pointed at an earlier call: its arguments designated within `hops`."""
+    key = ("designated", call.position, hops, via)
+    if key in facts.memo:
+        return facts.memo[key]  # type: ignore[no-any-return]
+    values = [v for v in _of_call(facts, call).values
+              if not v.inner or v.value.kind in INNER_KINDS]  # fmt: skip
+    found: Chain | None = None
+    for value in values:
+        chain = derivation(facts, value, call.index, hops, via)
+        if chain is not None and not specific(value):
+            continue  # names a collection (a folder, a search word), not one document
+        if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
+                                 for s in value.sources):  # fmt: skip
+            found = None  # an argument an untrusted message chose spoils the call
+            break
+        if chain is not None and found is None:
+            found = (f"`{_short(value.value.text)}`, {chain[0]}", chain[1])
+    facts.memo[key] = found
+    return found
+
+
+@predicate
+def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
+                        kinds: Any = None, part: Any = None) -> Fact:  # fmt: skip
+    """Every value of the argument derives from a source the user designated (module doc)."""
+    values = select_values(facts, arg, kinds, part)
+    if not values:
+        what = ("names no recipient to trace" if arg == "@recipients"
+                else f"has no value in argument {arg!r}")  # fmt: skip
+        return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
+    before = len(facts.trace.messages) + 1  # every message is before the proposed call
+    pattern = CallPattern.of(via) if via is not None else None
+    chains = [(v, derivation(facts, v, before, int(hops), pattern)) for v in values]
+    failed = [v for v, c in chains if c is None]
+    if failed:
+        sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
+        detail = "; ".join(f"{describe(facts, v)}, and not from a call the user pointed at "
+                           f"(within {hops} hop(s))" for v in failed[:3])  # fmt: skip
+        return Fact("arg_from_designated", False, sources, detail)
+    shown = []
+    sources_list: list[SourceRef] = []
+    for v, chain in chains[:5]:
+        assert chain is not None
+        sources_list.extend(chain[1])
+        if chain[0].startswith("which is from "):
+            shown.append(f"{v.path} {_short(v.value.text)!r} is "
+                         f"{chain[0].removeprefix('which is ')}")  # fmt: skip
+        else:
+            shown.append(describe(facts, v))
+    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
+
+
+@checks("arg_from_designated")
+def _check_designated(given: dict[str, Any]) -> None:
+    hops = given["hops"]
+    if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
+        raise PredicateSpecError(f"hops must be a whole number from 0 to {MAX_HOPS}, not {hops!r}")
+    if not isinstance(given["arg"], str) or not given["arg"]:
+        raise PredicateSpecError("arg must be an argument name, a path, '*' or '@recipients'")
+    if given["via"] is not None:
+        CallPattern.of(given["via"])

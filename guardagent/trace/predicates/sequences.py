@@ -1,0 +1,114 @@
+"""Sequence predicates: what came right before this call, how recently, and how often.
+
+"Confirm right after the preview", "a transfer only within two steps of looking the
+balance up", "never write after reading a secret", "at most three e-mails per thread".
+Steps are the thread's calls (every call of the assistant messages before the proposed
+one, in order; messages that are not calls do not count as steps). Patterns are
+:class:`~guardagent.trace.temporal.CallPattern` (a tool glob, ``effect:<effect>``, or a
+mapping with ``tool``, ``effect``, ``args`` and ``status``), with the same ``args=`` and
+``status=`` keywords as ``called_before``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.provenance import SourceRef
+from guardagent.trace.temporal import CallPattern, matches
+
+
+def _refs(facts: TraceFacts, calls: list[ToolCall]) -> tuple[SourceRef, ...]:
+    return facts.search.refs(c.index for c in calls if c.index < facts.index.count)
+
+
+def _matching(facts: TraceFacts, calls: tuple[ToolCall, ...] | list[ToolCall],
+              pat: CallPattern) -> list[ToolCall]:  # fmt: skip
+    return [c for c in calls if matches(c, pat, facts.trace, facts.labels)]
+
+
+@predicate
+def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
+                      status: Any = None) -> Fact:  # fmt: skip
+    """The call just before this one (no call in between) matches the pattern."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    calls = facts.trace.calls
+    if not calls:
+        return Fact("immediately_after", False, (), "no call before this one")
+    last = calls[-1]
+    hit = bool(_matching(facts, [last], pat))
+    return Fact("immediately_after", hit, _refs(facts, [last]),
+                f"the call before this one, {last.name!r} (message {last.index}), "
+                f"{'matches' if hit else 'does not match'} {pat}")  # fmt: skip
+
+
+@predicate
+def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
+                 status: Any = None) -> Fact:  # fmt: skip
+    """One of the last `n` calls before this one matches the pattern."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    recent = list(facts.trace.calls[-int(n):])
+    hits = _matching(facts, recent, pat)
+    if hits:
+        return Fact("within_steps", True, _refs(facts, hits[-1:]),
+                    f"{hits[-1].name!r} (message {hits[-1].index}) matches {pat}, "
+                    f"within {n} step(s)")  # fmt: skip
+    return Fact("within_steps", False, (), f"none of the last {len(recent)} call(s) matches "
+                f"{pat}")  # fmt: skip
+
+
+@predicate
+def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
+    """No earlier call of the thread matches the pattern (this call is not after one)."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    hits = _matching(facts, facts.trace.calls, pat)
+    if hits:
+        return Fact("never_after", False, _refs(facts, hits[:1]),
+                    f"this call comes after {hits[0].name!r} (message {hits[0].index}), "
+                    f"which matches {pat}")  # fmt: skip
+    return Fact("never_after", True, (), f"no earlier call matches {pat}")
+
+
+@predicate
+def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
+            status: Any = None) -> Fact:  # fmt: skip
+    """At most `n` calls of the thread match the pattern, this one included if it does."""
+    pat = CallPattern.of(pattern, args=args, status=status)
+    hits = _matching(facts, facts.trace.calls, pat)
+    this = matches(facts.trace.call, pat, facts.trace, facts.labels)
+    total = len(hits) + (1 if this else 0)
+    return Fact("at_most", total <= int(n), _refs(facts, hits),
+                f"{total} call(s) of the thread match {pat}"
+                + (" (this one included)" if this else "") + f"; at most {n}")  # fmt: skip
+
+
+def _check_pattern(given: dict[str, Any], counted: bool) -> None:
+    CallPattern.of(given["pattern"], args=given.get("args"), status=given.get("status"))
+    if counted:
+        n = given["n"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise PredicateSpecError(f"n must be a whole number >= 0, not {n!r}")
+
+
+@checks("immediately_after")
+def _check_immediately(given: dict[str, Any]) -> None:
+    _check_pattern(given, False)
+
+
+@checks("never_after")
+def _check_never(given: dict[str, Any]) -> None:
+    _check_pattern(given, False)
+
+
+@checks("within_steps")
+def _check_within(given: dict[str, Any]) -> None:
+    _check_pattern(given, True)
+    if given["n"] < 1:
+        raise PredicateSpecError("n must be at least 1")
+
+
+@checks("at_most")
+def _check_at_most(given: dict[str, Any]) -> None:
+    _check_pattern(given, True)

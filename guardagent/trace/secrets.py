@@ -1,0 +1,244 @@
+"""Declared secrets: values no argument of any call may carry, however they are spelled.
+
+A deployment knows some of its secrets by value (an API key, an admin password, a customer's
+card number): it declares them in the policy's ``secrets:`` section, literally or by the
+name of the environment variable that holds them::
+
+    secrets:
+      shop_api_key: {env: SHOP_API_KEY}      # read from the environment when a call is checked
+      admin_password: {value: "correct horse battery staple"}
+
+A secret from the environment is never stored in clear: the policy model, its dump, the
+decision and the thread's state hold only the variable's name; the value is read from the
+environment at each check and used for that check only. A variable that is not set makes
+the predicate open (None: a rule that needs it denies), never "no secret found".
+
+Finding one (:func:`find_secrets`). Each argument value is read in several views: as
+written; URL-decoded (repeatedly, ``%2B`` and ``+``); every run of base64 (standard and
+URL-safe, decoded at each of the four alignments, so a secret in the middle of an encoded
+blob is found) and of hex (both alignments); and each decoded view once more (base64 of
+URL-encoded text). Each view is normalised (:func:`guardagent.trace.values.normalize_text`:
+NFKC, case folding, format characters removed) and searched for each secret as a
+substring; when a secret has at least :data:`COMPACT_MIN` letters and digits, also with
+everything but letters and digits removed from both (``s-k 1 2 3`` is ``sk123``). All of
+it is linear in the argument's length (a constant number of views, each at most a few
+times the text; substring search in C).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote_plus
+
+from guardagent.trace.values import normalize_text
+
+MIN_CHARS = 6
+"""A secret shorter than this (normalised) would be found everywhere: a configuration error."""
+
+COMPACT_MIN = 8
+"""Letters and digits a secret needs before it is also looked for with separators removed."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+_HEX_RUN = re.compile(r"[0-9A-Fa-f]{8,}")
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_DEPTH = 2
+
+
+class SecretsError(ValueError):
+    """A ``secrets:`` section that cannot be used; `problems` lists every problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class SecretSpec:
+    """One declared secret: its name and where its value is.
+
+    Attributes:
+        name: What decisions call it (the value is never shown).
+        env: The environment variable holding it (the value is never stored).
+        value: The literal value (written in the policy file itself).
+    """
+
+    name: str
+    env: str | None = None
+    value: str | None = field(default=None, repr=False)
+
+    def resolve(self) -> str | None:
+        """The secret's value now (None: its environment variable is not set or empty)."""
+        if self.env is not None:
+            return os.environ.get(self.env) or None
+        return self.value
+
+    def to_json(self) -> dict[str, str]:
+        """The file format: the variable's name, or the literal as the file wrote it."""
+        return {"env": self.env} if self.env is not None else {"value": self.value or ""}
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The policy's declared secrets."""
+
+    specs: tuple[SecretSpec, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> Secrets:
+        """Read a ``secrets:`` section (``{name: {env: VAR} | {value: "..."}}``).
+
+        Raises:
+            SecretsError: every problem found.
+        """
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise SecretsError(["secrets must be a mapping of name to {env: VAR} or {value: ...}"])
+        problems: list[str] = []
+        specs: list[SecretSpec] = []
+        for name, spec in raw.items():
+            where = f"secrets.{name}"
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                problems.append(f"secrets: name {name!r} must be letters, digits, _ or -")
+                continue
+            if not isinstance(spec, Mapping) or len(spec) != 1 or not set(spec) <= {"env", "value"}:
+                problems.append(f"{where}: give exactly one of env: VAR or value: '...'")
+                continue
+            if "env" in spec:
+                env = spec["env"]
+                if not isinstance(env, str) or not _ENV.fullmatch(env):
+                    problems.append(f"{where}: env must be an environment variable's name")
+                    continue
+                specs.append(SecretSpec(name, env=env))
+                continue
+            value = spec["value"]
+            if not isinstance(value, str | int) or isinstance(value, bool):
+                problems.append(f"{where}: value must be a string")
+                continue
+            if len(normalize_text(str(value)).strip()) < MIN_CHARS:
+                problems.append(f"{where}: a secret needs at least {MIN_CHARS} characters (a "
+                                "shorter one would be found in ordinary text)")  # fmt: skip
+                continue
+            specs.append(SecretSpec(name, value=str(value)))
+        if problems:
+            raise SecretsError(problems)
+        return cls(tuple(specs))
+
+    def resolve(self) -> tuple[list[tuple[str, str]], list[str]]:
+        """``([(name, value)], [names whose value is missing or too short])`` for one check."""
+        found: list[tuple[str, str]] = []
+        missing: list[str] = []
+        for spec in self.specs:
+            value = spec.resolve()
+            if value is None or len(normalize_text(value).strip()) < MIN_CHARS:
+                missing.append(spec.name)
+            else:
+                found.append((spec.name, value))
+        return found, missing
+
+    def to_json(self) -> dict[str, dict[str, str]]:
+        """The file format (no value from the environment)."""
+        return {s.name: s.to_json() for s in self.specs}
+
+
+# -- finding secrets -----------------------------------------------------------------------
+
+
+def _b64_views(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _B64_RUN.finditer(text):
+        run = m.group(0).replace("-", "+").replace("_", "/")
+        for offset in range(4):
+            part = run[offset:]
+            rest = len(part) % 4  # a last group cut short: pad it (one char alone is noise)
+            part = part[:-1] if rest == 1 else part + "=" * ((4 - rest) % 4)
+            if len(part) < 8:
+                continue
+            try:
+                raw = base64.b64decode(part, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
+def _hex_views(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _HEX_RUN.finditer(text):
+        run = m.group(0)
+        for offset in range(2):
+            part = run[offset:]
+            part = part[: len(part) - len(part) % 2]
+            try:
+                out.append(bytes.fromhex(part).decode("utf-8", "replace"))
+            except ValueError:
+                continue
+    return out
+
+
+def _url_view(text: str) -> str | None:
+    if "%" not in text and "+" not in text:
+        return None
+    decoded = text
+    for _ in range(3):
+        nxt = unquote_plus(decoded)
+        if nxt == decoded:
+            break
+        decoded = nxt
+    return decoded if decoded != text else None
+
+
+def views(text: str) -> list[tuple[str, str]]:
+    """``(encoding, view)`` of a value: as written, URL-, base64- and hex-decoded (nested)."""
+    out: list[tuple[str, str]] = [("plain", text)]
+    frontier: list[tuple[str, str]] = [("plain", text)]
+    for _ in range(_DEPTH):
+        found: list[tuple[str, str]] = []
+        for how, view in frontier:
+            prefix = "" if how == "plain" else how + "+"
+            url = _url_view(view)
+            if url is not None:
+                found.append((prefix + "url", url))
+            found.extend((prefix + "base64", v) for v in _b64_views(view))
+            found.extend((prefix + "hex", v) for v in _hex_views(view))
+        out.extend(found)
+        frontier = found
+    return out
+
+
+def _compact(text: str) -> str:
+    return _NOT_ALNUM.sub("", text)
+
+
+def find_secrets(text: str, secrets: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(secret name, encoding)`` for each declared secret the text carries (see module)."""
+    wanted = []
+    for name, value in secrets:
+        norm = normalize_text(value).strip()
+        short = _compact(norm)
+        wanted.append((name, norm, short if len(short) >= COMPACT_MIN else None))
+    hits: dict[str, str] = {}
+    for how, view in views(text):
+        norm = normalize_text(view)
+        compact: str | None = None
+        for name, secret, secret_compact in wanted:
+            if name in hits:
+                continue
+            if secret in norm:
+                hits[name] = how
+            elif secret_compact is not None:
+                if compact is None:
+                    compact = _compact(norm)
+                if secret_compact in compact:
+                    hits[name] = how
+        if len(hits) == len(wanted):
+            break
+    return list(hits.items())

@@ -1,0 +1,151 @@
+"""A throwaway PostgreSQL server from the machine's binaries, and guard-service replicas.
+
+`initdb` + `pg_ctl` in a temp folder, listening on a free loopback port only (no Unix socket
+outside the folder), trust auth for one user. Under root (CI containers) the server runs as
+the `postgres` user (else `nobody`): PostgreSQL refuses to run as root. Replicas are
+`python -m guardagent.service` subprocesses, stopped by PID.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class PostgresUnavailable(RuntimeError):
+    """No PostgreSQL binaries here (or they would not start): the caller skips."""
+
+
+def pg_bin() -> Path | None:
+    """The folder of `initdb` and `pg_ctl`: $GUARDAGENT_PG_BIN, Debian's versioned folders, PATH."""
+    candidates = [os.environ.get("GUARDAGENT_PG_BIN", "")]
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    found = shutil.which("pg_ctl")
+    candidates.append(str(Path(found).parent) if found else "")
+    for folder in filter(None, candidates):
+        if (Path(folder) / "initdb").is_file() and (Path(folder) / "pg_ctl").is_file():
+            return Path(folder)
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_as() -> tuple[int, int] | None:
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    for name in ("postgres", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    raise PostgresUnavailable("running as root and no postgres/nobody user to run PostgreSQL as")
+
+
+@contextmanager
+def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
+    """A PostgreSQL server in `root` for the block; yields its URL.
+
+    Args:
+        durable: Keep fsync and synchronous commit (benchmarks); tests turn them off.
+
+    Raises:
+        PostgresUnavailable: no binaries, or the server did not start (with its log).
+    """
+    folder = pg_bin()
+    if folder is None:
+        raise PostgresUnavailable("PostgreSQL binaries (initdb, pg_ctl) not found: install "
+                                  "postgresql or set GUARDAGENT_PG_BIN")
+    ids = _run_as()
+    root.mkdir(parents=True, exist_ok=True)
+    data, log = root / "pgdata", root / "postgres.log"
+    if ids is not None:
+        os.chown(root, *ids)
+    kw: dict[str, object] = {} if ids is None else {"user": ids[0], "group": ids[1],
+                                                     "extra_groups": []}
+    env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C"}
+    init = subprocess.run([str(folder / "initdb"), "-D", str(data), "-A", "trust", "-U", "guard",
+                           "-E", "UTF8", "--no-sync"], env=env, cwd=root,
+                          capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    if init.returncode:
+        raise PostgresUnavailable(f"initdb failed: {init.stderr.strip()[-500:]}")
+    port = free_port()
+    options = f"-p {port} -h 127.0.0.1 -k {data} -c max_connections=200"
+    if not durable:
+        options += " -F -c synchronous_commit=off -c full_page_writes=off"
+    start = subprocess.run([str(folder / "pg_ctl"), "-D", str(data), "-o", options, "-l",
+                            str(log), "-w", "-t", "30", "start"], env=env, cwd=root,
+                           capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    if start.returncode:
+        tail = log.read_text(errors="replace")[-800:] if log.exists() else start.stderr
+        raise PostgresUnavailable(f"PostgreSQL did not start: {tail.strip()}")
+    try:
+        yield f"postgresql://guard@127.0.0.1:{port}/postgres"
+    finally:
+        pid_file = data / "postmaster.pid"
+        pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
+        if pid is not None:
+            os.kill(pid, signal.SIGQUIT)  # immediate shutdown, by the postmaster's PID
+            for _ in range(100):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+
+
+def start_replica(port: int, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """One service replica on 127.0.0.1:`port` (not waited for: see :func:`wait_ready`)."""
+    full = {**os.environ, "ANONYMIZED_TELEMETRY": "False", **env}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "guardagent.service", "--host", "127.0.0.1", "--port",
+             str(port), "--log-level", "warning"],
+            env=full, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float = 60) -> None:
+    """Until `/readyz` answers 200; fails with the replica's log if it exits or stays down."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"replica exited {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"replica not ready in {timeout} s: {log.read_text()[-2000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    """Signal the replica by PID and reap it (SIGKILL if it does not exit in `timeout`)."""
+    if proc.poll() is None:
+        os.kill(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return int(proc.returncode)

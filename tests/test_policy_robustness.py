@@ -1,0 +1,83 @@
+"""Nothing raises into the host: hostile policy files and assignments end in a PolicyError
+with a position, or in a denial (issue 19, class 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guardagent.policy.model import PolicyError, load_policy_text
+from guardagent.policy.verify import verify_event
+
+EXAMPLE = Path(__file__).parent.parent / "guardagent/policies/examples/assistant/policy.yaml"
+BASE = EXAMPLE.read_text(encoding="utf-8")
+
+
+def _error(text: str) -> str:
+    with pytest.raises(PolicyError) as caught:
+        load_policy_text(text, "p.yaml")
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("tagged", [
+    BASE.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"),
+    BASE.replace('version: "1"', 'version: !!python/object/apply:os.system ["true"]'),
+    BASE.replace("threshold: 0.5", "threshold: !custom 0.5"),
+])  # fmt: skip
+def test_a_python_or_custom_tag_is_a_policy_error_with_its_position(tagged: str) -> None:
+    line = next(i for i, text in enumerate(tagged.splitlines(), 1) if "!" in text.split("#")[0])
+    message = _error(tagged)
+    assert f"p.yaml:{line}:" in message and "not allowed" in message
+
+
+def test_yaml_nested_thousands_deep_is_a_policy_error() -> None:
+    message = _error(BASE + "\nextra: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "p.yaml:" in message and "nested more than" in message
+
+
+@pytest.mark.parametrize("logic", [
+    "NOT " * 5000 + "sends_money",
+    "(sends_money AND " * 5000 + "browses" + ")" * 5000,
+    "sends_money IMPLIES " * 5000 + "browses",
+])  # fmt: skip
+def test_a_formula_nested_5000_deep_is_a_policy_error(logic: str) -> None:
+    text = BASE.replace("logic: sends_money IMPLIES (recipient_trusted OR call_confirmed)",
+                        f"logic: {logic}")  # fmt: skip
+    message = _error(text)
+    assert "p.yaml:" in message and "more than 100 deep" in message
+
+
+def _many_opens(n: int) -> str:
+    conditions = [f"c{i}" for i in range(n)]
+    preds = "\n".join(f"  - {{name: {c}, kind: condition, description: d}}" for c in conditions)
+    return f"""
+format: guardagent-policy/1
+name: many
+version: "1"
+predicates:
+  - {{name: act, kind: action, description: d}}
+{preds}
+rules:
+  - id: r
+    logic: act IMPLIES ({" OR ".join(conditions)})
+    remediation: Settle one.
+"""
+
+
+@pytest.mark.parametrize("n", [9, 24])
+def test_a_rule_with_many_open_conditions_denies_with_a_remedy(n: int) -> None:
+    verdict = verify_event(load_policy_text(_many_opens(n)), {"act": True})
+    assert not verdict.allowed
+    assert verdict.remediation is not None and verdict.remediation.feasible
+    assert all(r.changes for r in verdict.remediation.remedies)
+
+
+def test_an_expected_action_missing_from_the_assignments_is_open_and_denies() -> None:
+    model = load_policy_text(BASE)
+    given = {"recipient_trusted": False, "site_trusted": False, "leaks_secret": False,
+             "call_confirmed": False}  # fmt: skip
+    assert verify_event(model, given).allowed  # a program's unreported action: not taken
+    verdict = verify_event(model, given, expected=model.trace_bindings)
+    assert not verdict.allowed
+    assert {"sends_money", "sends_data", "browses"} <= set(verdict.open_predicates)

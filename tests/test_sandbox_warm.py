@@ -1,0 +1,182 @@
+"""The warm worker: trusted programs share a process, never state; a bad run replaces it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from guardagent.graph.state import GuardState
+from guardagent.nodes import execute as execute_node
+from guardagent.profiles import load_profile
+from guardagent.sandbox import warm
+from guardagent.sandbox.process import ExecutionResult, SandboxLimits, run_program
+
+TOOLBOX = load_profile("mind2web-sc").tools()
+INPUT = "Task: x\nUser information:\n   age: 30,\n   membership: False"
+LIMITS = SandboxLimits(wall_seconds=2.0, cpu_seconds=1, memory_mb=256)
+
+
+def run(program: str, *, trusted: bool = True, facts: dict[str, Any] | None = None,
+        limits: SandboxLimits = LIMITS) -> ExecutionResult:  # fmt: skip
+    return run_program(program, TOOLBOX, INPUT, "out", limits, user_facts=facts, trusted=trusted)
+
+
+def pids() -> set[int]:
+    """Pids of the idle warm workers of this process."""
+    return {w.pid for workers in warm._idle.values() for w in workers}
+
+
+def violations(result: ExecutionResult) -> list[str]:
+    assert result["ok"], result
+    assert result["verdict"] is not None
+    return result["verdict"]["violations"]
+
+
+@pytest.fixture(autouse=True)
+def no_idle_workers() -> None:
+    """Each test starts with no idle worker, so the pids it sees are its own."""
+    with warm._lock:
+        for workers in warm._idle.values():
+            for worker in workers:
+                worker.sock.close()
+        warm._idle.clear()
+
+
+def test_trusted_runs_share_one_worker() -> None:
+    first = violations(run('deny(["a"])'))
+    (pid,) = pids()
+    for _ in range(5):
+        assert violations(run('deny(["b"])')) == ["b"]
+    assert pids() == {pid} and first == ["a"]
+
+
+def test_untrusted_programs_never_reach_a_worker() -> None:
+    assert violations(run('deny(["a"])', trusted=False)) == ["a"]
+    assert pids() == set()
+
+
+# Each pair: the first run plants state where a reused process could keep it, the second
+# (in the same worker) reports what it sees. "clean" means nothing of the first run remained.
+PLANTS = {
+    "global": (
+        "leak = 'planted'\nallow()",
+        "try:\n    leak\n    deny(['planted'])\nexcept NameError:\n    deny(['clean'])",
+    ),
+    "tool_result": (
+        "u = parse_user_info(agent_input)\nu['age'] = 99\nu['x'] = 1\nallow()",
+        "u = parse_user_info(agent_input)\n"
+        "deny(['clean' if u['age'] == 30 and 'x' not in u else 'planted'])",
+    ),
+    "builtin": (
+        "len = lambda x: 'planted'\nallow()",
+        "deny(['clean' if len('ab') == 2 else 'planted'])",
+    ),
+    "printed": (
+        "print('planted')\nallow()",
+        "deny(['clean' if 'planted' not in printed else 'planted'])",
+    ),
+    "default_argument": (
+        "def f(a=[]):\n    a.append(1)\n    return a\nf()\nf()\nallow()",
+        "def f(a=[]):\n    a.append(1)\n    return a\ndeny(['clean' if f() == [1] else 'planted'])",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_state_planted_in_one_run_is_not_seen_by_the_next(name: str) -> None:
+    plant, probe = PLANTS[name]
+    assert run(plant)["ok"]
+    (pid,) = pids()
+    assert violations(run(probe)) == ["clean"]
+    assert pids() == {pid}  # the probe ran in the planting process
+
+
+def test_user_facts_of_one_run_are_not_the_next_runs() -> None:
+    probe = "deny([str(parse_user_info(agent_input)['age'])])"
+    assert violations(run(probe, facts={"age": 12})) == ["12"]
+    assert violations(run(probe)) == ["30"]  # read from the input's text again
+    assert len(pids()) == 1
+
+
+def test_a_failed_verdict_call_does_not_carry_over() -> None:
+    assert not run("allow()\nallow()")["ok"]
+    assert violations(run('deny(["next"])')) == ["next"]
+
+
+@pytest.mark.parametrize(
+    ("program", "kinds"),
+    [("while True:\n    pass", ("Timeout", "LimitExceeded")),
+     ("x = 'a' * (10 ** 9)\nallow()", ("LimitExceeded",)),
+     ("deny(['x' * 10 ** 8])", ("LimitExceeded",))],
+    ids=["timeout", "memory", "oversize"],
+)  # fmt: skip
+def test_a_worker_that_hit_a_limit_is_replaced(program: str, kinds: tuple[str, ...]) -> None:
+    assert run('deny(["a"])')["ok"]
+    (before,) = pids()
+    result = run(program)
+    assert not result["ok"] and (result["error"] or "").split(":")[0] in kinds, result
+    assert before not in pids()
+    assert violations(run('deny(["b"])')) == ["b"]
+    assert before not in pids()
+    with pytest.raises(ProcessLookupError):  # killed or exited, and reaped by the zygote
+        for _ in range(100):
+            os.kill(before, 0)
+            time.sleep(0.02)
+
+
+def test_a_worker_that_died_idle_is_not_reused() -> None:
+    assert run('deny(["a"])')["ok"]
+    (before,) = pids()
+    os.kill(before, signal.SIGKILL)
+    time.sleep(0.2)  # the zygote reaps it and reports on its connection
+    assert violations(run('deny(["b"])')) == ["b"]
+    assert before not in pids()
+
+
+def test_a_worker_is_replaced_after_a_bounded_number_of_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(warm, "MAX_RUNS", 3)
+    seen = []
+    for _ in range(7):
+        assert run('deny(["a"])')["ok"]
+        seen.append(next(iter(pids()), 0))
+    assert seen[0] == seen[1] and seen[2] == 0  # retired after its third run
+    assert seen[3] == seen[4] != seen[0]
+
+
+def test_a_crash_of_the_worker_is_a_denial() -> None:
+    """A CPU limit hit inside a C loop kills the worker: reported, then replaced."""
+    result = run("x = sum(range(10 ** 10))\nallow()")
+    assert not result["ok"] and result["verdict"] is None
+    assert (result["error"] or "").split(":")[0] in ("LimitExceeded", "Timeout"), result
+    assert pids() == set()
+
+
+@pytest.mark.parametrize(("source", "trusted"), [("memory", True), ("generated", False)])
+def test_execute_trusts_only_verified_programs(
+    source: str, trusted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+
+    def fake(*args: Any, trusted: bool = False, **kwargs: Any) -> ExecutionResult:
+        seen.append(trusted)
+        return ExecutionResult(ok=False, verdict=None, error="x", stdout="", duration_ms=0.0,
+                               unreadable=[], predicates={})  # fmt: skip
+
+    monkeypatch.setattr(execute_node, "run_program", fake)
+    monkeypatch.setattr(execute_node, "check_dataflow", lambda *_: [])
+    monkeypatch.setattr(execute_node, "context_of", lambda _: _Ctx())
+    monkeypatch.setattr(execute_node, "profile_of", lambda _: load_profile("mind2web-sc"))
+    monkeypatch.setattr(execute_node, "limits_of", lambda _: LIMITS)
+    state = GuardState(agent_input="a", agent_output="b", program="allow()", program_source=source)  # type: ignore[typeddict-item]
+    execute_node.execute(state, None)  # type: ignore[arg-type]
+    assert seen == [trusted]
+
+
+class _Ctx:
+    user_facts = None

@@ -1,0 +1,145 @@
+"""Predicates over the proposed call's own arguments (issue 20 item 3).
+
+Each is judged on this call, not the run: equality by kind, lists (and records sections),
+normalised substrings, globs and RE2 patterns, numeric comparisons that refuse ambiguous
+readings, and fuzzy similarity. A named argument with no value is open (None), never
+"holds"; a value a test cannot read is open unless another value settles it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardagent.trace import PredicateSpecError, compile_bindings
+from guardagent.trace.predicates.arguments import _glob, glob_regex
+from tests.trace_helpers import call, facts, result, system, user
+
+BASE = [system(), user("Pay my rent to the landlord, CHF 1,200.")]
+
+
+def value(name: str, args: dict[str, object], expression: str, **kw: object) -> bool | None:
+    return facts(BASE, name, args, **kw).fact(expression).value  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("args", "expression", "expected"), [
+    ({"amount": 1200}, 'arg_compare("amount", "<=", 1500)', True),
+    ({"amount": "CHF 1,200.00"}, 'arg_compare("amount", "<=", 1500)', True),
+    ({"amount": 4950}, 'arg_compare("amount", "<=", 1500)', False),
+    ({"amount": "2'500"}, 'arg_compare("amount", ">", 2000)', True),
+    # 1,500 reads as 1500 and as 1.5: the readings disagree on "<= 1000", so it is open
+    ({"amount": "1,500"}, 'arg_compare("amount", "<=", 1000)', None),
+    ({"amount": "1,500"}, 'arg_compare("amount", "<=", 2000)', True),
+    ({"amount": "a lot"}, 'arg_compare("amount", "<=", 1000)', None),
+    ({"subject": "rent"}, 'arg_compare("amount", "<=", 1000)', None),  # absent: open
+    ({"amount": 12.5}, 'arg_compare("amount", "==", 12.50)', True),
+    ({"amount": 12.5}, 'arg_compare("amount", "!=", 12.50)', False),
+])
+def test_numeric_comparisons(args: dict[str, object], expression: str,
+                             expected: bool | None) -> None:  # fmt: skip
+    assert value("send_money", args, expression) is expected
+
+
+def test_equals_and_in_compare_by_kind() -> None:
+    iban = {"iban": "ch93 0076 2011 6238 5295 7", "amount": "1,200.00"}
+    assert value("send_money", iban, 'arg_equals("iban", "CH9300762011623852957")') is True
+    assert value("send_money", iban, 'arg_equals("amount", 1200)') is True
+    assert value("send_money", iban, 'arg_equals("iban", "GB82WEST12345698765432")') is False
+    to = {"to": ["Alice@Example.com", "bob@example.com"]}
+    listed = 'arg_in("to", ["alice@example.com", "bob@example.com"])'
+    assert value("send_email", to, listed) is True
+    # every value of a named argument must pass: one outsider fails the list
+    to2 = {"to": ["alice@example.com", "eve@evil.example"]}
+    fact = facts(BASE, "send_email", to2).fact(listed)
+    assert fact.value is False and "eve@evil.example" in fact.detail
+    some = 'arg_in("to", ["alice@example.com"], match="any")'
+    assert value("send_email", to2, some) is True
+    assert value("send_email", {"cc": "x@y.org"}, listed) is None  # `to` absent: open
+
+
+def test_in_a_records_section_and_a_missing_section_is_open() -> None:
+    sites = {"allowed_sites": ["shop.example.com", "https://docs.shop.example.com"]}
+    assert value("browse", {"url": "https://www.docs.shop.example.com/"},
+                 'arg_in("url", "@allowed_sites")', values=sites) is True  # fmt: skip
+    assert value("browse", {"url": "https://evil.example.com/"},
+                 'arg_in("url", "@allowed_sites")', values=sites) is False  # fmt: skip
+    fact = facts(BASE, "browse", {"url": "https://a.ch"}).fact('arg_in("url", "@nowhere")')
+    assert fact.value is None and "no section 'nowhere'" in fact.detail
+    # the host's user facts are sections too
+    assert value("send_email", {"to": "mum@family.example"}, 'arg_in("to", "@contacts")',
+                 user_facts={"contacts": [{"name": "Mum", "email": "mum@family.example"}]}) is True
+
+
+def test_contains_glob_and_regex_on_normalised_text() -> None:
+    body = {"to": "a@b.example", "body": "Here is my ＰＡＳＳ\u200bWORD reset link"}
+    assert value("send_email", body, 'arg_contains("body", "password")') is True
+    assert value("send_email", body, 'arg_contains("*", "password")') is True  # any argument
+    assert value("send_email", body, 'arg_contains("to", "password")') is False
+    assert value("send_email", body, 'arg_glob("to", "*@b.example")') is True
+    assert value("send_email", body, 'arg_glob("to", "*@[!b].example")') is False
+    assert value("send_email", body, r'arg_match("body", "pass\\w*")') is True
+    ascii_body = {"to": "a@b.example", "body": "New PASSWORD"}
+    assert value("send_email", ascii_body, r'arg_match("body", "PASS", raw=True)') is True
+    assert value("send_email", ascii_body, r'arg_match("body", "pass", raw=True)') is False
+    assert value("send_email", ascii_body, r'arg_match("body", "pass")') is True
+    assert value("send_email", body, r'arg_match("body", "^pass")') is False
+    # "*" with no argument at all: no value contains it (False, not open)
+    assert value("get_iban", {}, 'arg_contains("*", "password")') is False
+
+
+def test_fuzzy_similarity_with_a_threshold() -> None:
+    contacts = {"landlord": ["Hans Meier Immobilien AG"]}
+    near = {"iban": "CH9300762011623852957", "subject": "Rent Hans Meier Immobilien"}
+    expression = 'arg_similar("subject", "@landlord", threshold=80, scorer="partial_ratio")'
+    assert value("send_money", near, expression, values=contacts) is True
+    far = {"iban": "CH9300762011623852957", "subject": "deposit"}
+    assert value("send_money", far, expression, values=contacts) is False
+    assert value("send_money", {"subject": "Meier Hans"}, 'arg_similar("subject", '
+                 '"hans meier", threshold=95, scorer="token_sort_ratio")') is True  # fmt: skip
+
+
+def test_a_predicate_in_a_rule_judges_this_call_not_the_run() -> None:
+    """`order_holds` with an argument pattern judged the whole run; these judge the call."""
+    messages = [*BASE, call("c1", "send_money", {"iban": "CH9300762011623852957", "amount": 9000}),
+                result("c1", "done")]  # fmt: skip
+    small = facts(messages, "send_money", {"iban": "CH9300762011623852957", "amount": 100})
+    assert small.fact('arg_compare("amount", "<=", 1000)').value is True
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ('arg_compare("amount", "=<", 5)', "op must be"),
+    ('arg_compare("amount", "<", "5")', "number must be"),
+    ('arg_match("body", "(a")', "not an RE2 pattern"),
+    (r'arg_match("body", "(a)\\1")', "not an RE2 pattern"),
+    ('arg_match("body", "(?=a)")', "not an RE2 pattern"),
+    ('arg_in("to", "contacts")', "values must be a list"),
+    ('arg_in("to", [])', "empty list"),
+    ('arg_similar("to", "x", threshold=0)', "threshold"),
+    ('arg_similar("to", "x", scorer="levenshtein")', "scorer must be"),
+    ('arg_contains("body", "")', "non-empty"),
+    ('arg_equals("to", "x", match="most")', "match must be"),
+])
+def test_bad_options_fail_when_bound(expression: str, message: str) -> None:
+    with pytest.raises(PredicateSpecError, match=message):
+        compile_bindings({"p": expression})
+
+
+_GLOB_CHARS = "ab*?[]!-.^\\&|"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(_GLOB_CHARS, max_size=8), st.text("ab-.!]^\\&", max_size=10))
+def test_glob_translation_agrees_with_fnmatch(pattern: str, text: str) -> None:
+    """Differential: the RE2 translation decides every glob as fnmatch does (linear time)."""
+    assert (_glob(pattern).fullmatch(text) is not None) == fnmatch.fnmatchcase(text, pattern)
+
+
+def test_glob_regex_escapes_regex_syntax() -> None:
+    assert glob_regex("a.b(c)") == r"(?s)a\.b\(c\)"
+    assert _glob("x+y").fullmatch("x+y") is not None
+    assert _glob("x+y").fullmatch("xxy") is None
+    assert set(string.punctuation) - set("*?[")  # every other character is literal

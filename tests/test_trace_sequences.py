@@ -1,0 +1,62 @@
+"""Sequence predicates: immediately after, within N steps, never after, at most N (item 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardagent.trace import PredicateSpecError, compile_bindings
+from tests.trace_helpers import call, facts, result, system, user
+
+RUN = [
+    system(), user("Check my balance, then pay the rent to CH93 0076 2011 6238 5295 7."),
+    call("c1", "get_balance", {"account": "main"}), result("c1", "CHF 5,400.00"),
+    call("c2", "read_inbox", {"folder": "unread"}), result("c2", "Nothing new."),
+    call("c3", "send_email", {"to": "me@home.example", "body": "hi"}), result("c3", "sent"),
+]  # fmt: skip
+PAY = {"iban": "CH9300762011623852957", "amount": 1200}
+
+
+def fact(expression: str, messages: list[dict[str, object]] = RUN, name: str = "send_money",
+         args: dict[str, object] = PAY) -> tuple[bool | None, str]:  # fmt: skip
+    found = facts(messages, name, args).fact(expression)  # type: ignore[arg-type]
+    return found.value, found.detail
+
+
+def test_immediately_after_looks_at_the_previous_call_only() -> None:
+    assert fact('immediately_after("send_email")')[0] is True
+    value, detail = fact('immediately_after("get_balance")')
+    assert value is False and "'send_email' (message 6)" in detail
+    assert fact('immediately_after("effect:send")')[0] is True
+    assert fact('immediately_after("send_email", args={"to": "*@home.example"})')[0] is True
+    assert fact('immediately_after("send_email", args={"to": "x@y.example"})')[0] is False
+    assert fact('immediately_after("get_balance")', RUN[:2])[0] is False  # no call before
+
+
+def test_within_steps_counts_calls_back_from_this_one() -> None:
+    assert fact('within_steps("get_balance", 2)')[0] is False
+    assert fact('within_steps("get_balance", 3)')[0] is True
+    assert fact('within_steps("get_balance", 3, status="ok")')[0] is True
+    assert fact('within_steps("get_balance", 3, status="error")')[0] is False
+
+
+def test_never_after_and_at_most_per_thread() -> None:
+    value, detail = fact('never_after("read_inbox")')
+    assert value is False and "message 4" in detail
+    assert fact('never_after("browse")')[0] is True
+    # at most N calls of the thread, this one included when it matches
+    assert fact('at_most("effect:send", 1)', name="send_email", args={"to": "a@b.ch"})[0] is False
+    assert fact('at_most("effect:send", 2)', name="send_email", args={"to": "a@b.ch"})[0] is True
+    assert fact('at_most("effect:send", 1)')[0] is True  # send_money is irreversible, not send
+    assert fact('at_most("send_money", 0)')[0] is False
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ('within_steps("x", 0)', "at least 1"),
+    ('at_most("x", -1)', "whole number"),
+    ('at_most("x", 1.5)', "whole number"),
+    ('immediately_after("effect:fly")', "effect must be"),
+    ('never_after({"tool": "x", "when": 1})', "unknown call pattern keys"),
+])
+def test_bad_sequence_options_fail_when_bound(expression: str, message: str) -> None:
+    with pytest.raises(PredicateSpecError, match=message):
+        compile_bindings({"p": expression})
