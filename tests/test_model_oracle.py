@@ -154,7 +154,7 @@ def test_rules_are_derived_from_the_request_alone_then_the_program_is_verified_a
     assert later.violations == [HOTEL_RULE] and later.program_source == "memory"
 
 
-def test_a_tampered_derivation_is_not_used(prose_web, tmp_path):
+def test_a_tampered_derivation_is_not_used(prose_web, tmp_path, caplog):
     from guardagent.counterfactuals.derived import forget_derived
     from guardagent.profiles import load_profile
 
@@ -167,6 +167,7 @@ def test_a_tampered_derivation_is_not_used(prose_web, tmp_path):
     later = GuardAgent(str(prose_web), memory_dir=str(mem)).check(MINOR_HOTEL, HOTEL_PAGE)
     assert later.allowed is False and later.program_source == "none"
     assert "labelled denial" in (later.error or "")  # what to add, without the derivation
+    assert f"derived rules in {saved} are not used" in caplog.text
 
 
 WRONG_CAR = {"car-needs-license": {"policy": "Cars need a licence"}}

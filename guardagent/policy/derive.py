@@ -25,6 +25,7 @@ approved with ``guardagent policy review FILE --approve ID`` (which re-signs the
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ from guardagent.profiles.loader import Profile
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+log = logging.getLogger(__name__)
 
 DERIVED_DIR = "derived"
 SIGNATURE = ".sig"
@@ -240,8 +243,12 @@ def load_cached(profile: Profile, memory_dir: str | Path,
     except (OSError, UnicodeDecodeError, IndexError):
         return None
     if not hmac.compare_digest(sign(secret, profile.fingerprint, text), tag):
+        log.warning("derived rules in %s are not used: their tag does not check with the "
+                    "memory's key (edited outside `guardagent policy review`?)", path)
         return None
-    if problems(profile, text):
+    found = problems(profile, text)
+    if found:
+        log.warning("derived rules in %s are not used: %s", path, "; ".join(found[:3]))
         return None
     return Derivation(load_policy_text(text, str(path)), text, path=path)
 
