@@ -77,3 +77,53 @@ def test_any_fact_values_give_true_false_or_open_never_an_exception(facts: dict[
                  "parse_user_info(agent_input)['x'] in ['a', 'b']",
                  "not parse_user_info(agent_input).get('x')"):
         assert truth(text, **facts) in (True, False, None)
+
+
+# --------------------------------------------------------------------------- differential
+
+_FACT = st.one_of(st.none(), st.booleans(), st.integers(-5, 40), st.sampled_from(
+    ["yes", "True", "17", ""]), st.floats(allow_nan=True, allow_infinity=False, width=32))
+_TASKS = ["Book a hotel room in Lisbon", "Rent a pickup truck", "Find jazz albums to stream",
+          "Apply for a barista job", "Add headphones to my cart", "Book a flight to Oslo",
+          "Check the weather in Paris"]
+
+
+@settings(deadline=None, max_examples=60,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(st.dictionaries(st.sampled_from(["age", "domestic", "dr_license", "vaccine",
+                                        "membership"]), _FACT),
+       st.sampled_from(_TASKS))
+def test_derived_expressions_agree_with_the_shipped_predicate_function(facts, task):
+    """The derived mind2web-sc rules, evaluated from their expressions, give every predicate
+    the value the shipped predicate function gives from the same readers' output."""
+    from guardagent.counterfactuals.events import Event, with_task
+    from guardagent.policy.shipped import mind2web_sc_predicates
+
+    oracle, functions = _web_oracle()
+    event = Event(with_task(task, facts), _PAGE)
+    user = functions["parse_user_info"](event.agent_input)
+    category = functions["web_action_category"](
+        functions["parse_task"](event.agent_input),
+        functions["seeact_final_action"](event.agent_output))  # fmt: skip
+    assert oracle.predicates(event) == mind2web_sc_predicates(category, user)
+
+
+_PAGE = ("(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> Go </button>\n\n"
+         "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+_ORACLE: list[Any] = []
+
+
+def _web_oracle() -> tuple[Any, dict[str, Any]]:
+    """The derived mind2web-sc rules' oracle (built once) and the profile's functions."""
+    if not _ORACLE:
+        from guardagent.counterfactuals.derived import DerivedOracle
+        from guardagent.policy.derive import DerivedAnswer, policy_text
+        from guardagent.policy.model import load_policy_text
+        from guardagent.profiles import load_profile
+        from tests.derived_answers import policy_answer
+
+        profile = load_profile("mind2web-sc")
+        text = policy_text(profile, DerivedAnswer(**policy_answer("mind2web-sc")))
+        oracle = DerivedOracle(load_policy_text(text), profile)
+        _ORACLE.append((oracle, profile.tools().functions()))
+    return _ORACLE[0]
