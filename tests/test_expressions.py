@@ -127,3 +127,28 @@ def _web_oracle() -> tuple[Any, dict[str, Any]]:
         oracle = DerivedOracle(load_policy_text(text), profile)
         _ORACLE.append((oracle, profile.tools().functions()))
     return _ORACLE[0]
+
+
+def test_derived_access_rules_agree_with_the_shipped_predicate_function():
+    """eicu-ac: on every demonstration and every counterfactual the derived oracle builds
+    (identities, each column read by each identity), its predicate values are the shipped
+    function's on the same readers' output."""
+    from guardagent.counterfactuals.derived import DerivedOracle
+    from guardagent.counterfactuals.events import Event
+    from guardagent.policy.derive import DerivedAnswer, policy_text
+    from guardagent.policy.model import load_policy_text
+    from guardagent.policy.shipped import eicu_ac_predicates
+    from guardagent.profiles import load_profile
+    from tests.derived_answers import policy_answer
+
+    profile = load_profile("eicu-ac")
+    text = policy_text(profile, DerivedAnswer(**policy_answer("eicu-ac")))
+    oracle = DerivedOracle(load_policy_text(text), profile)
+    functions = profile.tools().functions()
+    events = [Event(d.agent_input, d.agent_output) for d in profile.demonstrations]
+    events += [edit.event for event in list(events) for edit in oracle.edits(event)]
+    assert len(events) > 100
+    for event in events:
+        role = functions["parse_identity"](event.agent_input)
+        accessed = functions["ehr_accessed_columns"](event.agent_output)
+        assert oracle.predicates(event) == eicu_ac_predicates(role, accessed), event.agent_input
