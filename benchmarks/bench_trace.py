@@ -1,6 +1,8 @@
 """Trace engine cost per guarded call: provenance and predicates against trace length.
 
 Usage: .venv/bin/python benchmarks/bench_trace.py [--runs 40] [--lengths 10 100 1000] [--no-big]
+       [--cpu]
+       .venv/bin/python benchmarks/bench_trace.py --adversarial [--runs 3]
 
 For each length, a synthetic assistant thread (tests/traces/synthetic.py: mail, contacts,
 calendar, transactions, pages; e-mail addresses, IBANs, phone numbers, amounts, dates) and
@@ -18,6 +20,12 @@ Also: z3 verification of the policy on top (`verify`), messages read by the incr
 update (must stay 4 whatever the length), bytes hashed (the rewrite check reads every
 message), and the state's size as compact JSON. "1MB" is a 100-message thread whose first
 tool result is a 1 MB page of ordinary words. Prints a table and one JSON object.
+
+`--adversarial` (issue 19): a four-message thread whose tool result is text made of
+near-matches of one value type (what its locator starts on and its parser refuses, or
+accepts again and again), at 10 kB, 100 kB and 1 MB, decided in full without a time
+budget; prints the CPU cost per MB at each size (flat when reading is linear) and whether
+the default budget (`GUARDAGENT_TRACE_BUDGET_MS`, 2000 ms) would deny the 1 MB event.
 """
 
 from __future__ import annotations
@@ -48,13 +56,18 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+CLOCK: list[Callable[[], float]] = [time.perf_counter]
+"""The clock of `timed`: wall time, or CPU time of the process with --cpu (a shared machine)."""
+
+
 def timed(fn: Callable[[], Any], runs: int) -> tuple[list[float], Any]:
+    clock = CLOCK[0]
     out = []
     last = None
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         last = fn()
-        out.append((time.perf_counter() - start) * 1000)
+        out.append((clock() - start) * 1000)
     return out, last
 
 
@@ -105,12 +118,71 @@ def scenario(
     }  # fmt: skip
 
 
+NEAR: dict[str, Callable[[int], str]] = {
+    "prose (baseline)": lambda n: "plain words and more words. " * (n // 28),
+    "e-mail trap a...a@": lambda n: "a" * (n - 1) + "@",
+    "e-mail near x.y@z-w": lambda n: "ab.cd@ef-gh " * (n // 12),
+    "url http://a...": lambda n: "http://a" * (n // 8),
+    "url bare www.a-b.c1": lambda n: "www.a-b.c1 " * (n // 11),
+    "iban bad checksum": lambda n: "DE89 3704 0044 0532 0130 01 " * (n // 28),
+    "phone +41 44 668 18 0x": lambda n: "+41 44 668 18 0x " * (n // 17),
+    "amount 1,23,4": lambda n: "1,23,4 " * (n // 7),
+    "date 2024-13-45": lambda n: "2024-13-45 " * (n // 11),
+    "date 14 may 20245": lambda n: "14 may 20245 " * (n // 13),
+    "escapes \\u00": lambda n: "\\u00" * (n // 4),
+}
+SIZES = (10_000, 100_000, 1_000_000)
+
+
+def adversarial(runs: int) -> None:
+    """Cost per MB of deciding a thread whose tool result is near-matches of one type."""
+    from guardagent.trace.budget import DEFAULT_BUDGET_MS
+
+    rows = []
+    for name, make in NEAR.items():
+        per_mb = []
+        for size in SIZES:
+            text = make(size)
+            read = {"id": "c1", "type": "function",
+                    "function": {"name": "read_inbox", "arguments": "{}"}}  # fmt: skip
+            messages = [
+                {"role": "user", "content": "Tidy up my inbox and pay the rent to my landlord."},
+                {"role": "assistant", "content": None, "tool_calls": [read]},
+                {"role": "tool", "tool_call_id": "c1", "content": text},
+            ]
+            call = {"name": "send_email", "args": {"to": "bob@example.com", "body": text[:2000]}}
+            best = float("inf")
+            for _ in range(runs if size < 1_000_000 else 1):
+                started = time.process_time()
+                analyze(parse_trace(messages, call), LABELS).assignments(BINDINGS)
+                best = min(best, time.process_time() - started)
+            per_mb.append(best / (len(text) / 1e6))
+        flat = max(per_mb) / min(per_mb)
+        denied = per_mb[-1] * 1000 > DEFAULT_BUDGET_MS
+        rows.append({"input": name, "s_per_mb": per_mb, "max_over_min": flat,
+                     "1MB_over_default_budget": denied})  # fmt: skip
+        print(f"{name:>24} | " + " ".join(f"{c:>7.3f}" for c in per_mb)
+              + f" | {flat:>5.2f}x | {'denied' if denied else 'within'}")  # fmt: skip
+    print(json.dumps({"adversarial": rows}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--no-big", action="store_true", help="skip the 1 MB tool output")
+    parser.add_argument("--adversarial", action="store_true",
+                        help="near-matches of each value type: CPU s/MB at 10 kB, 100 kB, 1 MB")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time with the process's CPU clock (steadier on a busy machine)")
     args = parser.parse_args()
+    if args.cpu:
+        CLOCK[0] = time.process_time
+    if args.adversarial:
+        print(f"{'input':>24} | {'s/MB at 10 kB':>7} {'100 kB':>7} {'1 MB':>7} | max/min | 1 MB in "
+              "the default budget")  # fmt: skip
+        adversarial(args.runs if args.runs != 40 else 3)
+        return
     rows = []
     for n in args.lengths:
         full_runs = args.runs if n <= 100 else max(5, args.runs // 4)

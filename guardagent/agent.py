@@ -166,6 +166,8 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
+        if user_facts is not None:
+            normalize_facts(user_facts)  # the host's own value: its error is loud, as in check
         model = self._trace_model()
         try:
             attached = attach_task(model, task)
@@ -182,6 +184,7 @@ class GuardAgent:
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
                 values=model.values, secrets=model.secrets, thread_id=thread_id,
+                budget_ms=self.context.trace_budget_ms,
             )  # fmt: skip
         except UnreadableEvidence as exc:
             return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
@@ -277,7 +280,14 @@ class GuardAgent:
 
         Returns:
             The decision, with `trace_facts` (which messages decided each predicate) and
-            `trace_state` (keep it for the thread's next call).
+            `trace_state` (keep it for the thread's next call). Everything read from the
+            trace, the records and the state ends in a decision: what cannot be read is a
+            denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
+            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
+
+        Raises:
+            ValueError: `user_facts` that are not a JSON object of JSON values, or a profile
+                without a trace policy (the caller's configuration, reported loudly).
         """
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)

@@ -244,20 +244,59 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     elif Path(trace_file).is_file():
         raw = Path(trace_file).read_bytes()
     else:
-        raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
+        what = "a directory, not a file" if Path(trace_file).is_dir() else "no such file"
+        raise click.BadParameter(f"{what}: {trace_file}", param_hint="--trace")
     key = guard.context.trace_key_bytes
     consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
-    state = (json.loads(state_path.read_text(encoding="utf-8"))
-             if state_path is not None and state_path.is_file() else None)  # fmt: skip
+    if state_path is not None and state_path.is_dir():
+        raise _SetupError(f"--state {state_file}: a directory, not a file")
+    state = None
+    if state_path is not None and state_path.is_file():
+        try:
+            state = _json_file(state_path)
+        except ValueError as exc:  # evidence, not a setting: the call is denied, file kept
+            return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
         decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
-        state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
-                              encoding="utf-8")  # fmt: skip
+        try:
+            state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
+                                  encoding="utf-8")  # fmt: skip
+        except OSError as exc:
+            raise _SetupError(f"--state {state_file}: cannot write it ({exc.strerror or exc})"
+                              ) from None  # fmt: skip
     return decision
+
+
+def _json_file(path: Path) -> Any:
+    """A JSON file in any Unicode encoding (UTF-8, with or without a BOM, UTF-16, UTF-32).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: not JSON, not Unicode, or nested too deep to read (one line).
+    """
+    data = path.read_bytes()
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg}, line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise ValueError("not text in a Unicode encoding") from None
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
+
+
+def _unreadable_state(guard: Any, detail: str) -> Any:
+    """The denial of a call whose thread state does not read (fail closed, with the reason)."""
+    from guardagent.decision import GuardDecision
+    from guardagent.readers.evidence import UnreadableEvidence
+    from guardagent.trace import unreadable_fields
+
+    fields = unreadable_fields(UnreadableEvidence("unreadable_state", detail))
+    return GuardDecision(**fields, profile=guard.context.profile)
 
 
 def _consent_records(path: str, key: bytes | None) -> list[Any]:
@@ -266,11 +305,11 @@ def _consent_records(path: str, key: bytes | None) -> list[Any]:
     from guardagent.trace.state import verify
 
     try:
-        records = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        records = _json_file(Path(path))
+    except OSError as exc:
         raise _SetupError(f"--consent {path}: cannot read it ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise _SetupError(f"--consent {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except ValueError as exc:
+        raise _SetupError(f"--consent {path}: {exc}") from None
     if not isinstance(records, list):
         raise _SetupError(f"--consent {path}: a JSON list of consent records, not "
                           f"{type(records).__name__}")  # fmt: skip

@@ -87,6 +87,9 @@ class GuardContext:
         trace_key: Key that signs a thread's trace state and the reviewers' consent records
             (`check_trace`, the middleware's ``trace=True``); with it, a state or record
             that anyone else wrote is refused. Never shown in a repr or a trace.
+        trace_budget_ms: Wall-clock budget of reading one trace (`check_trace`), in
+            milliseconds: an event whose reading exhausts it is denied with the reason
+            (`trace_budget_exceeded`).
     """
 
     profile: str = "eicu-ac"
@@ -105,6 +108,7 @@ class GuardContext:
     max_trace_bytes: int = 8 * 1024 * 1024
     trace_assignments: dict[str, bool | None] | None = None
     trace_key: str | bytes | None = field(default=None, repr=False)
+    trace_budget_ms: int = 2000
 
     @property
     def trace_key_bytes(self) -> bytes | None:
@@ -119,7 +123,8 @@ class GuardContext:
         `GUARDAGENT_PROFILE`, `_MODEL`, `_BASE_URL`, `_K`, `_MAX_ATTEMPTS`, `_MEMORY_DIR`,
         `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`,
         `_MAX_EVENT_CHARS`, `_MAX_TRACE_BYTES`, `_TRACE_KEY` (the deployment's key that
-        signs trace state and consent records; surrounding spaces are dropped), and
+        signs trace state and consent records; surrounding spaces are dropped),
+        `_TRACE_BUDGET_MS` (the time budget of reading one trace), and
         `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
         the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
 
@@ -186,4 +191,5 @@ _ENV_FIELDS: dict[str, Any] = {
     "max_event_chars": _positive_int,
     "max_trace_bytes": _positive_int,
     "trace_key": str,
+    "trace_budget_ms": _positive_int,
 }

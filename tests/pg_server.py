@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -75,15 +76,17 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
         raise PostgresUnavailable("PostgreSQL binaries (initdb, pg_ctl) not found: install "
                                   "postgresql or set GUARDAGENT_PG_BIN")
     ids = _run_as()
-    root.mkdir(parents=True, exist_ok=True)
-    data, log = root / "pgdata", root / "postgres.log"
+    # Its own folder in the system temp dir: pytest's folders are private to root, and the
+    # server's user must reach its data.
+    home = Path(tempfile.mkdtemp(prefix="guardagent-pg-"))
+    data, log = home / "pgdata", root / "postgres.log"
     if ids is not None:
-        os.chown(root, *ids)
+        os.chown(home, *ids)
     kw: dict[str, object] = {} if ids is None else {"user": ids[0], "group": ids[1],
                                                      "extra_groups": []}
     env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C"}
     init = subprocess.run([str(folder / "initdb"), "-D", str(data), "-A", "trust", "-U", "guard",
-                           "-E", "UTF8", "--no-sync"], env=env, cwd=root,
+                           "-E", "UTF8", "--no-sync"], env=env, cwd=home,
                           capture_output=True, text=True, **kw)  # type: ignore[call-overload]
     if init.returncode:
         raise PostgresUnavailable(f"initdb failed: {init.stderr.strip()[-500:]}")
@@ -91,11 +94,13 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
     options = f"-p {port} -h 127.0.0.1 -k {data} -c max_connections=200"
     if not durable:
         options += " -F -c synchronous_commit=off -c full_page_writes=off"
+    server_log = home / "postgres.log"
     start = subprocess.run([str(folder / "pg_ctl"), "-D", str(data), "-o", options, "-l",
-                            str(log), "-w", "-t", "30", "start"], env=env, cwd=root,
+                            str(server_log), "-w", "-t", "30", "start"], env=env, cwd=home,
                            capture_output=True, text=True, **kw)  # type: ignore[call-overload]
     if start.returncode:
-        tail = log.read_text(errors="replace")[-800:] if log.exists() else start.stderr
+        tail = (server_log.read_text(errors="replace")[-800:] if server_log.exists()
+                else start.stderr)
         raise PostgresUnavailable(f"PostgreSQL did not start: {tail.strip()}")
     try:
         yield f"postgresql://guard@127.0.0.1:{port}/postgres"
@@ -104,12 +109,22 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
         pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
         if pid is not None:
             os.kill(pid, signal.SIGQUIT)  # immediate shutdown, by the postmaster's PID
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
+            for _ in range(200):
+                if not _alive(pid):
                     break
                 time.sleep(0.05)
+        if server_log.exists():
+            shutil.copy(server_log, log)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie nobody reaps, as under a container's init, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def start_replica(port: int, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:

@@ -111,16 +111,23 @@ def test_only_an_answer_to_a_question_naming_this_action_counts() -> None:
     assert fact(asked("yes"), DELETE, wrong_arg)[0].value is True
 
 
-def test_fuzzy_names_and_whole_word_values() -> None:
+def test_tool_words_fuzzy_values_exact_and_every_value_named() -> None:
+    """Values are named exactly (typed values by their key, text as the same whole words):
+    a misspelt value may be another object ("plannr", "planner2"). Every value of the call
+    must be named, so a question about CHF 4,950 does not approve another amount."""
     spec = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
-    assert names_call("Can I delete the projekt plannr?", spec)
+    assert not names_call("Can I delete the projekt plannr?", spec), "plannr is another value"
+    assert names_call("Can I dlete the projekt `planner`?", spec), "a misspelt tool word"
     assert names_call("May I delete the project planner?", ToolCall("deleteProject", {}, None, 9))
     pay = ToolCall("send_money", {"iban": "GB82WEST12345698765432", "amount": 4950.0}, None, 9)
     assert names_call("Shall I send CHF 4,950 to GB82 WEST 1234 5698 7654 32?", pay)
-    assert names_call("Shall I send the CHF 4'950 now?", pay)
-    assert not names_call("Shall I send CHF 49 now?", pay)
-    assert not names_call("Shall I transfer CHF 4,950 now?", pay), "transfer is not send"
-    assert names_call("Shall I transfer CHF 4,950 now?", pay, match="either")
+    assert names_call("Shall I send the CHF 4'950 to gb82west12345698765432 now?", pay)
+    assert not names_call("Shall I send the CHF 4'950 now?", pay), "the IBAN is not named"
+    assert not names_call("Shall I send CHF 49 to GB82 WEST 1234 5698 7654 32?", pay)
+    assert not names_call("Shall I transfer CHF 4,950 to GB82 WEST 1234 5698 7654 32?", pay), (
+        "transfer is not send")
+    assert names_call("Shall I transfer CHF 4,950 to GB82 WEST 1234 5698 7654 32?", pay,
+                      match="either")  # fmt: skip
     assert not names_call("Shall I read the inbox?", pay, match="either")
     assert names_call("Empty the trash?", ToolCall("empty_trash", {}, None, 9)), "no value to name"
     assert questions("Sent to bob@x.com. Paid. Shall I pay eve@y.org? Done! Ok?") == [

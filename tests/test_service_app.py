@@ -181,3 +181,22 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable() -> 
                         ("DATABASE_URL", "mysql://x")):
         with pytest.raises(ValueError, match=f"GUARDAGENT_{name}"):
             ServiceSettings.from_env({f"GUARDAGENT_{name}": value})
+
+
+def test_a_retry_finds_its_decision_on_the_thread_when_the_key_was_never_stored(
+    client: Any,
+) -> None:
+    """A replica that died after appending the decision but before storing the key."""
+    body = {"input": ADULT, "output": OUTPUT, "thread_id": "t-gap"}
+    decider = client.app.state.decider
+    decided = {"allowed": True, "label": 0, "reason": "decided before the crash"}
+    mark = {"key": "k-gap", "fingerprint": fingerprint("event", body)}
+    asyncio.run(decider.threads.append("t-gap", "event", decided, None, mark))
+    retry = _event(client, **body, idempotency_key="k-gap")
+    assert retry.headers.get("Idempotent-Replayed") == "true"
+    assert retry.json() == decided
+    assert len(client.get("/v1/threads/t-gap").json()["decisions"]) == 1
+    again = _event(client, **body, idempotency_key="k-gap")
+    assert again.json() == decided, "now stored under the key"
+    other = _event(client, **body, idempotency_key="k-gap-2")
+    assert "Idempotent-Replayed" not in other.headers, "another key on the thread is decided"

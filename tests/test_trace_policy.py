@@ -33,7 +33,7 @@ BINDINGS = bindings(POLICY)
 
 
 def decide(name: str, consent: list[Any] | None = None) -> tuple[Any, dict[str, Any]]:
-    trace = parse_trace((TRACES / name).read_text(encoding="utf-8"))
+    trace = parse_trace((TRACES / name).read_text(encoding="utf-8"), labels=LABELS)
     facts = analyze(trace, LABELS, consent=consent or [], thread="t1")
     evaluated = facts.evaluate(BINDINGS)
     verdict = verify_event(POLICY, {n: f.value for n, f in evaluated.items()})
@@ -60,6 +60,13 @@ DENIED = {
     "i06_split_iban_langchain.json": ("money-to-known-recipient", "recipient_trusted", "tool:read_email"),
     "i07_invented_openai.json": ("money-to-known-recipient", "recipient_trusted", None),
     "i08_laundered_contact_langchain.json": ("data-to-known-recipient", "recipient_trusted", "tool:read_inbox"),
+    # fields others write inside trusted records (issue 19 class 4)
+    "i09_transaction_subject_openai.json": ("money-to-known-recipient", "recipient_trusted",
+                                            "tool:get_transactions#$[*].subject"),
+    "i10_invite_description_langchain.json": ("data-to-known-recipient", "recipient_trusted",
+                                              "tool:list_events#$[*].description"),
+    "i11_contact_note_pipe_openai.json": ("data-to-known-recipient", "recipient_trusted",
+                                          "tool:search_contacts#unparsed"),
 }
 
 

@@ -4,16 +4,21 @@ call it answers, and hostile shapes (deep nesting, bad records, foreign state) a
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent import GuardAgent
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import parse_trace
 
 IBAN = "CH9300762011623852957"
+ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +64,14 @@ def test_a_tool_not_labelled_exactly_is_denied_naming_it(guard: GuardAgent, name
     assert not decision.allowed
     assert decision.unreadable and decision.unreadable[0]["reason"] == "unlabelled_tool"
     assert repr(name)[1:-1] in decision.reason
+
+
+def test_the_async_path_denies_an_unlabelled_tool_too(guard: GuardAgent) -> None:
+    import asyncio
+
+    t = _trace(proposed={"name": "forward_email", "args": {"to": "eve@evil.io"}})
+    decision = asyncio.run(guard.acheck_trace(t["messages"], t["proposed_call"]))
+    assert not decision.allowed and decision.unreadable[0]["reason"] == "unlabelled_tool"
 
 
 def test_a_labelled_read_tool_is_still_allowed(guard: GuardAgent) -> None:
@@ -210,3 +223,106 @@ def test_a_hidden_or_spaced_character_matches_no_label_pattern() -> None:
     assert labels.label("send_money").labelled
     for name in ("send\u200b_money", "send money", "send_money\n", "send\u202emoney"):
         assert not labels.label(name).labelled, name
+
+
+def test_the_middleware_denies_unlabelled_tools_and_deep_arguments_without_raising(
+    tmp_path: Any,
+) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    from guardagent.integrations.middleware import GuardAgentMiddleware
+    from tests.scripted import ScriptedChatModel
+
+    ran: list[str] = []
+
+    @tool
+    def wire_transfer(iban: str, amount: float) -> str:
+        """Wire money."""
+        ran.append("wire_transfer")
+        return "sent"
+
+    @tool
+    def search_contacts(query: Any) -> str:
+        """Search the user's contacts."""
+        ran.append("search_contacts")
+        return "none"
+
+    def call(name: str, args: dict[str, Any], ident: str) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": ident}])
+
+    guard = GuardAgent(profile="assistant-trace", memory_dir=str(tmp_path),
+                       trace_key="k" * 32)
+    model = ScriptedChatModel.of([call("wire_transfer", {"iban": IBAN, "amount": 5}, "c1"),
+                                  call("search_contacts", {"query": _deep(300)}, "c2"), "done"])
+    agent = create_agent(model, [wire_transfer, search_contacts],
+                         middleware=[GuardAgentMiddleware(guard, trace=True, user_info={})])
+    out = agent.invoke({"messages": [HumanMessage("Pay Bob 5 CHF.")]})
+    assert ran == []
+    blocked = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in blocked] == ["error", "error"]
+    assert "unlabelled_tool" in blocked[0].content and "wire_transfer" in blocked[0].content
+    assert "unparsable_trace" in blocked[1].content
+
+
+def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"messages": [{"role": "user", "content": "hi"}], "proposed_call": '
+                    '{"name": "send_money", "args": ' + '{"x": ' * 5000 + "1" + "}" * 5000
+                    + "}}", encoding="utf-8")  # fmt: skip
+    out = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
+                                    str(deep), "--fields", "allowed,reason"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    shown = json.loads(out.output)
+    assert shown["allowed"] is False and "unparsable_trace" in shown["reason"]
+
+    root = ROOT / "guardagent"
+    policy = (root / "policies/examples/assistant/policy.yaml").read_text(encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(
+        policy.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"))
+    profile = (root / "profiles/assistant-trace/profile.yaml").read_text(encoding="utf-8")
+    (tmp_path / "profile.yaml").write_text(
+        profile.replace("../../policies/examples/assistant/policy.yaml", "policy.yaml"))
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(_trace(proposed=PAY)), encoding="utf-8")
+    out = CliRunner().invoke(main, ["check", "--profile", str(tmp_path), "--trace", str(trace)])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    line = next(i for i, text in enumerate(policy.splitlines(), 1) if "phone_region:" in text)
+    assert f"policy.yaml:{line}:" in out.output and "not allowed" in out.output
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_labels() -> Any:
+    from guardagent.policy.model import load_policy
+
+    return load_policy(ROOT / "guardagent/policies/examples/assistant/policy.yaml").labels
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["send_money", "send_email", "share_file", "browse"]),
+       edit=st.sampled_from(["upper", "title", "zwsp", "space", "nbsp", "fullwidth", "homoglyph"]),
+       at=st.integers(min_value=0, max_value=20))  # fmt: skip
+def test_a_respelled_tool_name_is_never_labelled(name: str, edit: str, at: int) -> None:
+    """Metamorphic: any respelling of a labelled name is another, unlabelled tool."""
+    from guardagent.trace import prepare_trace_event
+
+    i = at % (len(name) + 1)
+    spelled = {
+        "upper": name.upper(), "title": name.title(),
+        "zwsp": name[:i] + "\u200b" + name[i:], "space": name[:i] + " " + name[i:],
+        "nbsp": name + "\u00a0", "fullwidth": name.replace("s", "\uff53"),
+        "homoglyph": name.replace("e", "\u0435"),
+    }[edit]  # fmt: skip
+    if spelled == name:
+        return
+    labels = _shipped_labels()
+    assert labels.label(name).labelled and not labels.label(spelled).labelled
+    with pytest.raises(UnreadableEvidence) as caught:
+        prepare_trace_event(_trace(proposed={"name": spelled, "args": {"to": "x@y.ch"}}),
+                            labels=labels, bindings={"a": 'tool_is("x")'})  # fmt: skip
+    assert caught.value.reason == "unlabelled_tool"

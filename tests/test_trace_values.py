@@ -68,7 +68,8 @@ def test_urls() -> None:
     tricky = whole("https://trusted.com@evil.example.net/x")
     assert tricky.keys == ("url:evil.example.net/x",) and tricky.part("host") == "host:evil.example.net"
     assert whole("https://a.b.example.co.uk/").part("domain") == "domain:example.co.uk"
-    assert whole("notes.txt").kind == "text", "no public suffix, no URL"
+    # link-shaped but under no public suffix: not a placed URL, a token traced whole (issue 19)
+    assert whole("notes.txt").keys == ("raw:notes.txt",) and not whole("notes.txt").placed
     assert "url:example.com/a" in keys("(see example.com/a).")
 
 
@@ -116,7 +117,8 @@ def test_tldextract_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -
     values._tld.cache_clear()
     values._url_value.cache_clear()
     assert whole("https://shop.example.co.uk/cart").part("domain") == "domain:example.co.uk"
-    assert whole("login.foo.github.io").part("domain") == "domain:github.io"
+    # the private section of the PSL: github.io sites are registrable domains (issue 19)
+    assert whole("login.foo.github.io").part("domain") == "domain:foo.github.io"
 
 
 # -- properties ----------------------------------------------------------------------------

@@ -235,9 +235,10 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 "guardagent_tool": request.tool_call["name"],
                 "guardagent_tool_call_id": request.tool_call.get("id") or ""}
 
-    @staticmethod
-    def _key(request: ToolCallRequest, event: tuple[str, str]) -> str:
-        digest = hashlib.sha256("\x00".join(event).encode("utf-8")).hexdigest()[:24]
+    @classmethod
+    def _key(cls, request: ToolCallRequest, event: tuple[str, str]) -> str:
+        body = "\x00".join([cls._thread_id(request) or "", *event])
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
         return f"{request.tool_call.get('id') or ''}:{digest}"
 
     # -- outcome ---------------------------------------------------------------------------
@@ -331,11 +332,18 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             thread_id=self._thread_id(request),
         )  # fmt: skip
 
-    @staticmethod
-    def _trace_key(request: ToolCallRequest) -> str:
+    @classmethod
+    def _trace_key(cls, request: ToolCallRequest) -> str:
+        """A pending review's key: the thread, the call's id and its arguments.
+
+        The model chooses call ids, so the thread is part of the key: a call of another
+        thread with the same id and arguments never gets this thread's decision (its state,
+        its ledger, its approval).
+        """
         call = request.tool_call
-        args = json.dumps(call.get("args") or {}, sort_keys=True, default=str)
-        return f"{call.get('id') or ''}:trace:{hashlib.sha256(args.encode()).hexdigest()[:24]}"
+        body = json.dumps([cls._thread_id(request), call.get("id") or "", call.get("args") or {}],
+                          sort_keys=True, default=str)  # fmt: skip
+        return f"trace:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
     def _with_state(self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision,
                     reviewed: bool) -> ToolResult:  # fmt: skip

@@ -146,10 +146,14 @@ def tool_calls_predicates(
         Each called tool's action set True; the argument conditions over the calls to
         their tool (``transfer_amount_over_1000`` is True if any transfer is over 1000,
         None if none is but one's amount is missing or does not compare); the user
-        conditions (None when the fact is missing or does not compare).
+        conditions (None when the fact is missing or does not compare). Categories and
+        amounts are read as the shop and the bank read them (``read_call_args``): any
+        alcoholic drink is alcohol; an unplaced category or a negative amount is open.
     """
     pending = [calls] if isinstance(calls, dict) else list(calls or [])
-    pending = [c for c in pending if isinstance(c, dict) and c.get("name")]
+    from guardagent.readers.call_values import read_call_args  # (imports the tools)
+
+    pending = read_call_args([c for c in pending if isinstance(c, dict) and c.get("name")])
     values: Values = {}
     for call in pending:
         action = TOOL_ACTIONS.get(str(call.get("name", "")).strip().lower())

@@ -147,7 +147,7 @@ def verify_values(
 
 def verify_event(
     model: PolicyModel, assignments: Mapping[str, Any], *, threshold: float | None = None,
-    remediation: bool = True, probability: bool = True, expected: Iterable[str] = (),
+    remediation: bool = True, probability: bool = True, expected: Iterable[str] | None = None,
 ) -> PolicyVerdict:  # fmt: skip
     """Verify one event's predicate assignments against a policy model.
 
@@ -158,9 +158,10 @@ def verify_event(
         threshold: Safety-probability threshold; default the policy's.
         remediation: Compute remedies for a denial.
         probability: Compute the safety probability.
-        expected: Predicates the caller's assigner always assigns (a trace policy's bound
-            predicates): one missing from `assignments` is open, an action included (the
-            rule cannot be settled, so it denies), not "action not taken".
+        expected: Predicates the caller's assigner always assigns; one missing from
+            `assignments` is open, an action included (the rule cannot be settled, so it
+            denies), not "action not taken". Default: the policy's trace-bound predicates
+            (``assign: {trace: ...}``), which the host assigns on every trace call.
 
     Returns:
         The decision parts: allowed, violations, reason, per-rule results, safety
@@ -170,7 +171,8 @@ def verify_event(
         VerificationError: assignments the policy cannot take (an undeclared predicate, an
             action assigned false under a descendant assigned true). Callers deny.
     """
-    missing = {name: None for name in expected if name not in assignments}
+    wanted = model.trace_bindings if expected is None else expected
+    missing = {name: None for name in wanted if name not in assignments}
     return verify_values(
         model, event_values(model, {**assignments, **missing}), threshold=threshold,
         remediation=remediation, probability=probability,

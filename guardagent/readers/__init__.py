@@ -8,12 +8,13 @@ through :func:`guardagent.readers.evidence.unreadable`, which makes the run deny
   `Generated code:` layout, fenced blocks; Python via `ast`, SQL via `sqlglot`).
 - :mod:`.seeact`: SeeAct web agent (task, user facts, final action) and action categories.
 - :mod:`.toolcall`: a pending tool call, in the presentations common agent stacks use.
+- :mod:`.call_values`: a call's category and amount arguments, as the shop and bank read them.
 - :mod:`.user_facts`: the host's `User information:` block.
 
 Importing this package registers the readers in the default toolbox.
 """
 
-from guardagent.readers import ehragent, seeact, toolcall, user_facts  # noqa: F401
+from guardagent.readers import call_values, ehragent, seeact, toolcall, user_facts  # noqa: F401
 from guardagent.readers.evidence import Unreadable, UnreadableEvidence, unreadable
 
 __all__ = ["Unreadable", "UnreadableEvidence", "unreadable"]

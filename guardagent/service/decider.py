@@ -4,6 +4,7 @@
 request -> (no thread, no key) -> guard -> decision
         -> lock key + thread (bounded wait; past it: denied, not stored)
            -> key decided before?  same request: the stored decision; other request: 409
+              (also found on the thread, when a replica died between appending and storing)
            -> thread's trace index -> guard -> append to the thread -> store under the key
 ```
 Anything that goes wrong on the way denies with the reason (fail closed); only a decision
@@ -24,7 +25,7 @@ from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_r
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.requests import BadRequest, Request
 from guardagent.service.settings import ServiceSettings
-from guardagent.service.threads import ThreadStore
+from guardagent.service.threads import ThreadState, ThreadStore
 
 log = logging.getLogger("guardagent.service")
 
@@ -125,16 +126,26 @@ class Decider:
     async def _decide_locked(self, request: Request) -> Answer:
         fp = fingerprint(request.kind, request.body)
         key, thread = request.idempotency_key, request.thread_id
+        mark = None if key is None else {"key": key, "fingerprint": fp}
         async with self.locks.hold(request.locks()) as session:
+            last = ThreadState()
+            if thread is not None and (request.kind == "trace" or key is not None):
+                last = await self.threads.last(thread)  # events need no index, only a key
             if key is not None:
-                stored = check_reuse(key, await self.decisions.get(session, key), fp)
+                stored = await self.decisions.get(session, key)
+                if stored is None and last.get("request") == mark and "decision" in last:
+                    # decided and appended, but the replica died before storing the key
+                    stored = Stored(fp, last["decision"])
+                    await self.decisions.put(session, key, stored)
+                stored = check_reuse(key, stored, fp)
                 if stored is not None:
                     return Answer(200, stored.body, replayed=True)
-            state = await self.threads.trace_state(thread) if thread is not None else None
+            state = last.get("trace_state") if request.kind == "trace" else None
             decision = await self._run(request, state)
             body = decision.model_dump(mode="json")
             if thread is not None:
-                await self.threads.append(thread, request.kind, body, decision.trace_state)
+                await self.threads.append(thread, request.kind, body, decision.trace_state,
+                                          mark)  # fmt: skip
             if key is not None:
                 await self.decisions.put(session, key, Stored(fp, body))
             return Answer(200, body)

@@ -6,7 +6,9 @@ on a thread first takes the thread's lock, for the whole run, and waits a bounde
 it; past that wait it is denied with the reason (:class:`LockBusy`), never run unlocked.
 
 - :class:`PostgresLocks`: a session advisory lock ``pg_advisory_lock(ns, hashtext(key))`` on
-  a connection of a dedicated pool, with ``lock_timeout`` as the wait. A replica that dies
+  a connection of a dedicated pool (tried first without waiting; when taken, waited for with
+  ``lock_timeout`` as the bound). The pool must reset returned connections with
+  ``pg_advisory_unlock_all()``: :func:`release_all`. A replica that dies
   loses its connection, and Postgres drops its locks at once: no heartbeat to expire.
 - :class:`LocalLocks`: asyncio locks, for a single replica without a database.
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 LOCK_NAMESPACE = "guardagent"
@@ -80,6 +82,11 @@ class LocalLocks:
                 self._ref(key, -1)
 
 
+async def release_all(conn: Any) -> None:
+    """The lock pool's reset: a connection goes back holding no lock, whatever its user did."""
+    await conn.execute("SELECT pg_advisory_unlock_all()")
+
+
 class PostgresLocks:
     """Session advisory locks, held on a connection of `pool` for the whole block."""
 
@@ -95,28 +102,31 @@ class PostgresLocks:
 
         deadline = time.monotonic() + self.wait
         try:
+            # Locks are freed when the connection goes back: the pool's reset runs
+            # pg_advisory_unlock_all (a broken connection is closed, which frees them too).
             async with self.pool.connection(timeout=self.wait) as conn:
-                try:
-                    for key in sorted(set(keys)):
-                        left_ms = int((deadline - time.monotonic()) * 1000)
-                        if left_ms < 1:
-                            raise _busy(key, self.wait)
-                        await conn.execute("SELECT set_config('lock_timeout', %s, false)",
-                                           (f"{left_ms}ms",))  # fmt: skip
-                        try:
-                            await conn.execute(
-                                "SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))",
-                                (LOCK_NAMESPACE, key),
-                            )
-                        except errors.LockNotAvailable:
-                            raise _busy(key, self.wait) from None
+                waited = False
+                for key in sorted(set(keys)):
+                    args = (LOCK_NAMESPACE, key)
+                    cur = await conn.execute(
+                        "SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))", args)
+                    row = await cur.fetchone()
+                    if row and row[0]:
+                        continue  # free: one round trip
+                    left_ms = int((deadline - time.monotonic()) * 1000)
+                    if left_ms < 1:
+                        raise _busy(key, self.wait)
+                    waited = True
+                    await conn.execute("SELECT set_config('lock_timeout', %s, false)",
+                                       (f"{left_ms}ms",))  # fmt: skip
+                    try:
+                        await conn.execute(
+                            "SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", args)
+                    except errors.LockNotAvailable:
+                        raise _busy(key, self.wait) from None
+                if waited:
                     await conn.execute("RESET lock_timeout")
-                    yield conn
-                finally:
-                    # A broken connection is dropped by the pool, and its locks with it; a
-                    # healthy one is also reset by the pool before anyone reuses it.
-                    with suppress(Exception):
-                        await conn.execute("SELECT pg_advisory_unlock_all()")
+                yield conn
         except PoolTimeout:
             raise LockBusy(f"no database connection free for a lock within {self.wait:g} s "
                            "(GUARDAGENT_POOL_SIZE)") from None  # fmt: skip

@@ -27,9 +27,10 @@ class ServiceSettings:
         database_url: Postgres URL (`GUARDAGENT_DATABASE_URL`) for thread state, thread
             locks and stored decisions, shared by every replica. None: all three live in
             this process (one replica only).
-        pool_size: Most connections of each of the replica's two pools
-            (`GUARDAGENT_POOL_SIZE`): one pool holds thread locks for the length of a run,
-            the other serves short checkpoint reads and writes.
+        pool_size: Connections of each of the replica's two pools (`GUARDAGENT_POOL_SIZE`):
+            one pool holds thread locks for the length of a run (so at most this many runs
+            on threads at once; more wait, within the lock wait), the other serves short
+            checkpoint reads and writes. Postgres must allow replicas x 2 x this.
         lock_wait_seconds: How long a request waits for its thread (or idempotency key)
             before it is denied with the reason (`GUARDAGENT_LOCK_WAIT_SECONDS`).
         service_token: Bearer token every decision request must carry
@@ -42,7 +43,7 @@ class ServiceSettings:
 
     guard: GuardContext = field(default_factory=GuardContext)
     database_url: str | None = field(default=None, repr=False)
-    pool_size: int = 10
+    pool_size: int = 8
     lock_wait_seconds: float = 10.0
     service_token: str | None = field(default=None, repr=False)
     max_request_bytes: int = 0

@@ -1,15 +1,18 @@
 """Where a replica keeps what replicas share: Postgres when configured, else this process.
 
-With `GUARDAGENT_DATABASE_URL` a replica opens two bounded pools on it: one for thread locks
+With `GUARDAGENT_DATABASE_URL` a replica opens two fixed-size pools on it (no connection opened
+while a request waits; 2 x `GUARDAGENT_POOL_SIZE` connections per replica): one for thread locks
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
 lock waiters hold) and one for `AsyncPostgresSaver` and short queries. The schema (LangGraph's
 checkpoint tables and the idempotency table) is created under an advisory lock, so replicas
-that start together do not race. Without a database everything lives in this process, which
-is right for one replica only.
+that start together do not race (polled: see :func:`_setup_lock`). Without a database
+everything lives in this process, which is right for one replica only.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,7 +21,14 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from guardagent.service.idempotency import Decisions, MemoryDecisions, PostgresDecisions
-from guardagent.service.locks import LocalLocks, Locks, PostgresLocks
+from guardagent.service.locks import (
+    LOCK_NAMESPACE,
+    LocalLocks,
+    LockBusy,
+    Locks,
+    PostgresLocks,
+    release_all,
+)
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.threads import ThreadStore, saver_serde
 
@@ -39,9 +49,23 @@ async def _no_ping() -> None:
     return None
 
 
-async def _release(conn: Any) -> None:
-    """Pool reset: a connection goes back holding no lock, whatever its last user did."""
-    await conn.execute("SELECT pg_advisory_unlock_all()")
+async def _setup_lock(conn: Any) -> None:
+    """Take the schema lock by polling, never by waiting inside a statement.
+
+    LangGraph's migrations build indexes `CONCURRENTLY`, which waits for every open
+    transaction: a replica blocked in `pg_advisory_lock` is one, and would wait for the very
+    replica whose index build waits for it.
+    """
+    deadline = time.monotonic() + _OPEN_SECONDS
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                                 (LOCK_NAMESPACE, "setup:schema"))  # fmt: skip
+        row = await cur.fetchone()
+        if row and row[0]:
+            return
+        if time.monotonic() > deadline:
+            raise LockBusy(f"another replica kept the schema lock for {_OPEN_SECONDS:g} s")
+        await asyncio.sleep(0.1)
 
 
 @asynccontextmanager
@@ -57,29 +81,34 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
 
     url, size = settings.database_url, settings.pool_size
     data_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url, min_size=1, max_size=size, open=False, name="guardagent-data",
+        url, min_size=size, max_size=size, open=False, name="guardagent-data",
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )  # fmt: skip
     lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url, min_size=1, max_size=size, open=False, name="guardagent-locks",
-        kwargs={"autocommit": True}, reset=_release,
+        url, min_size=size, max_size=size, open=False, name="guardagent-locks",
+        kwargs={"autocommit": True}, reset=release_all,
     )  # fmt: skip
     await data_pool.open(wait=True, timeout=_OPEN_SECONDS)
     try:
         await lock_pool.open(wait=True, timeout=_OPEN_SECONDS)
         try:
             saver = AsyncPostgresSaver(data_pool, serde=saver_serde())
-            locks = PostgresLocks(lock_pool, max(settings.lock_wait_seconds, _OPEN_SECONDS))
-            async with locks.hold(["setup:schema"]) as conn:
-                await saver.setup()
-                await PostgresDecisions.setup(conn)
+            async with lock_pool.connection() as conn:
+                await _setup_lock(conn)
+                try:
+                    await saver.setup()
+                    await PostgresDecisions.setup(conn)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
 
             async def ping() -> None:
                 async with data_pool.connection(timeout=2.0) as conn:
                     await conn.execute("SELECT 1")
 
+            savers = [saver, *(AsyncPostgresSaver(data_pool, serde=saver_serde())
+                               for _ in range(max(0, size // 2 - 1)))]  # fmt: skip
             yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
-                         PostgresDecisions(), ThreadStore(saver), ping)  # fmt: skip
+                         PostgresDecisions(), ThreadStore(*savers), ping)  # fmt: skip
         finally:
             await lock_pool.close()
     finally:

@@ -10,7 +10,8 @@ checkpoint the child of the last one, so the history never forks.
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -22,11 +23,16 @@ MAX_THREAD_ID_CHARS = 256
 
 
 class ThreadState(TypedDict, total=False):
-    """What a thread keeps between decisions: plain data only, restored under strict msgpack."""
+    """What a thread keeps between decisions: plain data only, restored under strict msgpack.
+
+    `request` is the idempotency key and request fingerprint of the decision, if it had a
+    key: a retry still finds its decision when the replica died before storing the key.
+    """
 
     kind: str
     decision: dict[str, Any]
     trace_state: dict[str, Any] | None
+    request: dict[str, str] | None
 
 
 def _record(state: ThreadState) -> ThreadState:
@@ -40,32 +46,51 @@ def saver_serde() -> Any:
 
 
 class ThreadStore:
-    """Load and append a thread's decisions through a checkpointer."""
+    """Load and append a thread's decisions through checkpointers.
 
-    def __init__(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
+    Args:
+        checkpointers: One or more savers of the same database. `AsyncPostgresSaver` runs
+            every call of one instance in turn (an asyncio lock, even over a pool), so a
+            replica gives each of several savers a share of the threads: a thread always
+            uses the same one, and different threads proceed at once.
+    """
+
+    def __init__(self, *checkpointers: BaseCheckpointSaver[Any]) -> None:
         builder = StateGraph(ThreadState)
         builder.add_node("record", _record)
         builder.add_edge(START, "record")
         builder.add_edge("record", END)
-        self.graph = builder.compile(checkpointer=checkpointer, name="guardagent.thread")
+        self.graphs = [builder.compile(checkpointer=c, name="guardagent.thread")
+                       for c in checkpointers]  # fmt: skip
+        self.graph = self.graphs[0]
+
+    def _graph(self, thread_id: str) -> Any:
+        digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=4)
+        return self.graphs[int.from_bytes(digest.digest(), "big") % len(self.graphs)]
 
     @staticmethod
     def _config(thread_id: str) -> Any:
         return {"configurable": {"thread_id": thread_id}}
 
+    async def last(self, thread_id: str) -> ThreadState:
+        """The thread's state after its last decision (empty for a new thread)."""
+        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id))
+        return cast(ThreadState, dict(snapshot.values or {}))
+
     async def trace_state(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's trace index after its last decision (None for a new thread)."""
-        snapshot = await self.graph.aget_state(self._config(thread_id))
-        value = snapshot.values.get("trace_state") if snapshot.values else None
+        value = (await self.last(thread_id)).get("trace_state")
         return value if isinstance(value, dict) else None
 
     async def append(self, thread_id: str, kind: str, decision: dict[str, Any],
-                     trace_state: dict[str, Any] | None) -> None:  # fmt: skip
+                     trace_state: dict[str, Any] | None,
+                     request: dict[str, str] | None = None) -> None:  # fmt: skip
         """Write the decision (and the new trace index, if the decision made one)."""
-        update: ThreadState = {"kind": kind, "decision": decision}
+        update: ThreadState = {"kind": kind, "decision": decision, "request": request}
         if trace_state is not None:
             update["trace_state"] = trace_state
-        await self.graph.aupdate_state(self._config(thread_id), update, as_node="record")
+        await self._graph(thread_id).aupdate_state(self._config(thread_id), update,
+                                                   as_node="record")
 
     async def history(self, thread_id: str, limit: int = 1000) -> dict[str, Any]:
         """The thread's decisions, oldest first, and whether its checkpoints form one line.
@@ -73,8 +98,8 @@ class ThreadStore:
         `linear` is False when two checkpoints share a parent: two runs of the thread at once
         (what the thread lock prevents).
         """
-        snaps = [s async for s in self.graph.aget_state_history(self._config(thread_id),
-                                                                 limit=limit)]  # fmt: skip
+        graph = self._graph(thread_id)
+        snaps = [s async for s in graph.aget_state_history(self._config(thread_id), limit=limit)]
         ids = [s.config["configurable"]["checkpoint_id"] for s in snaps]
         parents = [(s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
                    for s in snaps]  # fmt: skip

@@ -97,7 +97,9 @@ def check_tool_rules(
     "field": str, "op": str, "value": Any, "violation": str}``: when the call's tool name
     equals ``tool`` (case-insensitive; ``"*"`` matches every tool) and every ``when``
     condition on the call's args holds, the user must satisfy ``user_info[field] <op>
-    value``. ``when`` is optional. Fail closed: an argument missing from the call or of an
+    value``. ``when`` is optional. Category and amount arguments are read first
+    (``read_call_args``: any alcoholic drink is ``"alcohol"``; an unplaced category or a
+    negative amount is None). Fail closed: an argument missing from the call, None or of an
     uncomparable type makes its condition count as holding (the rule applies); a user field
     that is missing, None, of the wrong type (e.g. "yes" or 1 for True) or uncomparable
     counts as not meeting the requirement.
@@ -119,6 +121,9 @@ def check_tool_rules(
 
     """
     calls = call if isinstance(call, list) else [call]
+    from guardagent.readers.call_values import read_call_args  # (imports the tools)
+
+    calls = read_call_args(calls)  # categories and amounts as the shop and the bank read them
     violated = unmet_requirements(user_info, rules, "tool", lambda rule: False)  # rules valid?
     for pending in calls:
         if not isinstance(pending, dict):

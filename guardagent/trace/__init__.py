@@ -3,7 +3,10 @@
 - :mod:`.messages`: read a trace (LangChain ``messages_to_dict`` JSON or OpenAI chat with
   ``tool_calls``, plus the proposed call) into a typed :class:`Trace`; nothing is cut;
 - :mod:`.labels`: the deployer's tool labels (trusted / untrusted results, sensitive,
-  effect read / write / send / irreversible; unlabelled = untrusted and irreversible);
+  effect read / write / send / irreversible; a proposed call of an unlabelled tool is
+  denied, an earlier one's results are untrusted);
+- :mod:`.fields`: the fields others write inside a trusted tool's results
+  (``untrusted_fields``), split off as untrusted parts;
 - :mod:`.values`: type-aware reading and normalisation of e-mails, URLs, IBANs, phone
   numbers, amounts, dates and phrases;
 - :mod:`.state`: the per-thread incremental index (hash chain, postings; JSON, small);

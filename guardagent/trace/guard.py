@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
+from guardagent.trace.budget import reading_budget
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import (
     FINAL_ANSWER,
@@ -96,6 +97,7 @@ def prepare_trace_event(
     values: Records | None = None,
     secrets: Secrets | None = None,
     thread_id: str | None = None,
+    budget_ms: float | None = None,
 ) -> TraceEvent:
     """Prepare one guarded call (see the module docstring).
 
@@ -118,28 +120,32 @@ def prepare_trace_event(
         thread_id: The host's id of the thread: consent records approve calls of the
             thread they name, and a state of another thread is unreadable (None: the
             state's id, or a random one for a new thread).
+        budget_ms: Wall-clock budget of reading the trace (None: unbounded).
 
     Raises:
         UnreadableEvidence: the trace, the consent records or the thread state cannot be
-            read (too large, malformed, rewritten), or the proposed tool is not labelled;
-            the caller denies with the reason.
+            read (too large, malformed, rewritten, or its reading exhausted `budget_ms`:
+            ``trace_budget_exceeded``), or the proposed tool is not labelled; the caller
+            denies with the reason.
         PredicateSpecError: a binding that is not a trace predicate (configuration).
     """
     compiled = compile_bindings(bindings)
     answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
-    trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, final_answer=answers)
-    name = trace.call.name
-    if not labels.label(name).labelled:
-        unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
-                   "matched exactly); a tool with no label is denied")  # fmt: skip
-    consent = _readable_consent(consent)
-    index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
-    index = TraceIndex.from_json(index_state, region=labels.phone_region,
-                                 max_state_bytes=max_state_bytes, key=key)  # fmt: skip
-    records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
-    facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
-                    secrets=secrets, ledger=ledger)  # fmt: skip
-    found = {name: fn(facts) for name, fn in compiled.items()}
+    with reading_budget(budget_ms):
+        trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, labels=labels,
+                            final_answer=answers)
+        name = trace.call.name
+        if not labels.label(name).labelled:
+            unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
+                       "matched exactly); a tool with no label is denied")  # fmt: skip
+        consent = _readable_consent(consent)
+        index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
+        index = TraceIndex.from_json(index_state, region=labels.phone_region,
+                                     max_state_bytes=max_state_bytes, key=key)  # fmt: skip
+        records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
+        facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
+                        secrets=secrets, ledger=ledger)  # fmt: skip
+        found = {name: fn(facts) for name, fn in compiled.items()}
     agent_input, agent_output = render_event(trace, user_facts)
     state = with_ledger(index.to_json(key), ledger, key)
     return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),
@@ -150,6 +156,8 @@ def _readable_consent(
     consent: Iterable[Consent | Mapping[str, Any]],
 ) -> list[Consent | Mapping[str, Any]]:
     """The host's records, each checked to read before any predicate looks at it."""
+    if consent is None:
+        return []
     records = list(consent) if isinstance(consent, Iterable) else [consent]
     for i, record in enumerate(records):
         if isinstance(record, Consent):

@@ -15,6 +15,10 @@ gets two labels (and two optional facts):
   call's arguments counts as a recipient.
 - ``args``: the argument names from the tool's schema; when given, a rule that names an
   argument the tool does not have is a configuration error instead of a silent no-op.
+- ``untrusted_fields``: for a ``trusted`` tool whose records carry text others write (a
+  transaction's subject, an invite's title, a contact's note): field paths (``$[*].subject``)
+  of its structured results, read as untrusted; with ``result_format`` (``json``, ``yaml``
+  or ``listing``) and, for a listing, ``columns``. See :mod:`guardagent.trace.fields`.
 
 A tool with no label is ``untrusted`` and ``irreversible`` (fail closed). User messages are
 trusted, the system prompt is the deployer's (trusted), model text is not a source at all.
@@ -44,12 +48,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from guardagent.trace.fields import (
+    RESULT_FORMATS,
+    FieldPath,
+    PathError,
+    ResultFormat,
+    parse_path,
+)
+
 Trust = Literal["trusted", "untrusted"]
 Effect = Literal["read", "write", "send", "irreversible", "navigate"]
 SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"]
 
 EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible", "navigate")
-_KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description"})
+_KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description",
+                   "untrusted_fields", "result_format", "columns"})  # fmt: skip
 
 
 class LabelError(ValueError):
@@ -71,6 +84,9 @@ class ToolLabel:
         recipients: Arguments naming where a ``send`` goes.
         args: The tool's argument names, when known.
         labelled: False for the fail-closed default of a tool with no label.
+        untrusted_fields: Paths of the fields of its results that others write.
+        result_format: How its results are structured (for `untrusted_fields`).
+        columns: Cells per line of a ``listing`` result.
     """
 
     results: Trust = "untrusted"
@@ -79,6 +95,9 @@ class ToolLabel:
     recipients: tuple[str, ...] = ()
     args: tuple[str, ...] | None = None
     labelled: bool = True
+    untrusted_fields: tuple[FieldPath, ...] = ()
+    result_format: ResultFormat = "json"
+    columns: int | None = None
 
 
 UNLABELLED = ToolLabel(labelled=False)
@@ -116,12 +135,14 @@ class Labels:
         if source in ("user", "system", "model"):
             return cast(SourceKind, source)
         tool = source.removeprefix("tool:")
+        if "#" in tool:  # a field others write, or a result that did not read as its fields
+            return "untrusted_tool"
         trusted = tool != "?" and self.label(tool).results == "trusted"
         return "trusted_tool" if trusted else "untrusted_tool"
 
     def sensitive(self, source: str) -> bool:
         """Whether a message source is a tool labelled ``sensitive``."""
-        return source.startswith("tool:") and self.label(source[5:]).sensitive
+        return source.startswith("tool:") and self.label(source[5:].split("#")[0]).sensitive
 
     def to_json(self) -> dict[str, Any]:
         """The labels as plain data (the file format)."""
@@ -133,6 +154,12 @@ class Labels:
                 out["recipients"] = list(lab.recipients)
             if lab.args is not None:
                 out["args"] = list(lab.args)
+            if lab.untrusted_fields:
+                out["untrusted_fields"] = [p.text for p in lab.untrusted_fields]
+            if lab.result_format != "json":
+                out["result_format"] = lab.result_format
+            if lab.columns is not None:
+                out["columns"] = lab.columns
             return out
 
         tools = {name: one(lab) for name, lab in self.tools.items()}
@@ -184,8 +211,19 @@ class Labels:
         """Read labels from a YAML or JSON file."""
         import yaml
 
+        from guardagent.policy.screen import screen_yaml
+
         text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        screened = screen_yaml(text)
+        if screened is not None:
+            raise LabelError([f"{path}:{screened[1]}:{screened[2]}: {screened[0]}"])
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            problem = getattr(exc, "problem", None) or exc
+            raise LabelError([f"{where}: not valid YAML ({problem})"]) from None
         if not isinstance(data, Mapping):
             raise LabelError([f"{path}: a label file is a mapping with 'tools'"])
         return cls.from_mapping(data)
@@ -212,7 +250,40 @@ def _label(name: str, raw: Any, problems: list[str]) -> ToolLabel | None:
     if args is not None and recipients and not set(recipients) <= set(args):
         problems.append(f"{name}: recipients {sorted(set(recipients) - set(args))} are not "
                         "among its args")  # fmt: skip
-    return ToolLabel(results, effect, sensitive, recipients, args)
+    fields, fmt, columns = _fields(name, raw, results, problems)
+    return ToolLabel(results, effect, sensitive, recipients, args, True, fields, fmt, columns)
+
+
+def _fields(
+    name: str, raw: Mapping[str, Any], results: Any, problems: list[str]
+) -> tuple[tuple[FieldPath, ...], ResultFormat, int | None]:
+    """The `untrusted_fields`, `result_format` and `columns` of one label."""
+    paths: list[FieldPath] = []
+    texts = raw.get("untrusted_fields", [])
+    if not isinstance(texts, list) or not all(isinstance(x, str) for x in texts):
+        problems.append(f"{name}: untrusted_fields must be a list of field paths ('$[*].subject')")
+        texts = []
+    for text in texts:
+        try:
+            paths.append(parse_path(text))
+        except PathError as exc:
+            problems.append(f"{name}: untrusted_fields: {exc}")
+    fmt = raw.get("result_format", "json")
+    if fmt not in RESULT_FORMATS:
+        problems.append(f"{name}: result_format must be one of {', '.join(RESULT_FORMATS)}, "
+                        f"not {fmt!r}")  # fmt: skip
+        fmt = "json"
+    columns = raw.get("columns")
+    if columns is not None and (type(columns) is not int or columns < 1):
+        problems.append(f"{name}: columns must be a positive whole number")
+        columns = None
+    if paths and results != "trusted":
+        problems.append(f"{name}: untrusted_fields are for a trusted tool (an untrusted tool's "
+                        "results are untrusted whole)")  # fmt: skip
+    if paths and fmt == "listing" and columns is None:
+        problems.append(f"{name}: a listing needs 'columns' (a line with another number of "
+                        "cells is refused: an injected '|' shifts cells)")  # fmt: skip
+    return tuple(paths), fmt, columns
 
 
 def _names(tool: str, key: str, raw: Any, problems: list[str]) -> tuple[str, ...]:

@@ -61,6 +61,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from guardagent.readers.evidence import unreadable
+from guardagent.trace.fields import split_result
+from guardagent.trace.labels import Labels
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -81,6 +83,7 @@ _OPENAI_ROLES: dict[str, Role] = {
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_CONTAINERS = (Mapping, list, tuple)
 
 
 @dataclass(frozen=True)
@@ -185,8 +188,9 @@ class Trace:
 
 
 class _Reader:
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, labels: Labels | None = None) -> None:
         self.max_bytes = max_bytes
+        self.labels = labels
         self.size = 0
         self.messages: list[Message] = []
         self.position = 0
@@ -234,12 +238,11 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = _loads(raw, where)
+                raw = _loads(raw)
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
             check_nesting(raw, where)
-        elif isinstance(raw, Mapping):
-            check_nesting(raw, where)
+        elif isinstance(raw, Mapping):  # nesting checked with its message or proposed call
             self.count(_json(raw))
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
@@ -248,7 +251,6 @@ class _Reader:
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
-        check_nesting(raw, where)
         fn = raw.get("function")
         if isinstance(fn, Mapping):
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
@@ -267,6 +269,7 @@ class _Reader:
 
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
+        index = len(self.messages)  # a result split into fields is several messages
         if type(raw) is not dict and not isinstance(raw, Mapping):
             if not (hasattr(raw, "type") and hasattr(raw, "content")):
                 unreadable("unparsable_trace", f"{where} is not an object")
@@ -350,8 +353,18 @@ class _Reader:
             self.answers[index] = answered
         status: Literal["ok", "error"] = "error" if data.get("status") == "error" else "ok"
         source = f"tool:{tool_name}" if tool_name else "tool:?"
-        self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+        label = self.labels.label(tool_name) if self.labels and tool_name else None
+        if label is None or not label.untrusted_fields or label.results != "trusted":
+            self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+                                         status=status))  # fmt: skip
+            return
+        trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
+                                      label.columns)  # fmt: skip
+        self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
                                      status=status))  # fmt: skip
+        for part, part_text in parts:
+            self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
+                                         call_id, len(self.messages), status=status))  # fmt: skip
 
 
 def _json(value: Any) -> str:
@@ -364,27 +377,24 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
     Raises:
         UnreadableEvidence: with `reason`, naming `where`.
     """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:  # one level at a time, only containers kept: linear, no recursion
         if depth >= MAX_NESTING:
             unreadable(reason, f"{where}: objects or lists are nested more than "
                        f"{MAX_NESTING} deep")  # fmt: skip
-        stack.extend((child, depth + 1) for child in children)
+        level = [child for item in level
+                 for child in (item.values() if isinstance(item, Mapping) else item)
+                 if isinstance(child, _CONTAINERS)]  # fmt: skip
+        depth += 1
 
 
-def _loads(text: str | bytes | bytearray, where: str) -> Any:
-    """`json.loads`, with nesting too deep for the parser's recursion an unparsable trace."""
+def _loads(text: str | bytes | bytearray) -> Any:
+    """`json.loads`, with nesting too deep for the parser's recursion a ValueError too."""
     try:
         return json.loads(text)
     except RecursionError:
-        return unreadable("unparsable_trace", f"{where}: JSON nested too deep to read")
+        raise ValueError("JSON nested too deep to read") from None
 
 
 def _to_dict(message: Any) -> dict[str, Any]:
@@ -401,7 +411,7 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         if isinstance(raw, str):
             raw = raw.removeprefix("\ufeff")
         try:
-            raw = _loads(raw, "the trace")
+            raw = _loads(raw)
         except ValueError as exc:
             unreadable("unparsable_trace", f"the trace is not JSON ({exc})")
     if isinstance(raw, Mapping):
@@ -419,6 +429,7 @@ def parse_trace(
     proposed_call: Any = None,
     *,
     max_bytes: int = MAX_TRACE_BYTES,
+    labels: Labels | None = None,
     final_answer: str | None = None,
 ) -> Trace:
     """Read a trace (see the module docstring for the format).
@@ -428,6 +439,11 @@ def parse_trace(
             ``messages`` (and ``proposed_call``), or either as JSON text.
         proposed_call: The call to guard; overrides the document's ``proposed_call``.
         max_bytes: Size limit; a larger trace is unreadable (never cut).
+        labels: The deployer's labels: a result of a tool with ``untrusted_fields`` is read
+            as its trusted rest (source ``tool:<name>``) followed by one message per
+            untrusted field path (source ``tool:<name>#<path>``, or ``tool:<name>#unparsed``
+            for a result that is not the labelled structure), so message numbers count
+            those parts. None: every result is one message.
         final_answer: The pseudo-tool a final answer is guarded as (see
             :func:`final_answer_call`); None: a last message without a call is
             ``no_tool_call``.
@@ -436,7 +452,7 @@ def parse_trace(
         UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
     """
     items, documented = _document(messages, max_bytes)
-    reader = _Reader(max_bytes)
+    reader = _Reader(max_bytes, labels)
     for index, raw in enumerate(items):
         reader.add(raw, index)
     msgs = reader.messages
@@ -458,6 +474,7 @@ def parse_trace(
                        "pass the one to guard as proposed_call")  # fmt: skip
         proposed = last.calls[0]
     else:
+        check_nesting(given, "the proposed call")
         wanted = reader.call(given, len(msgs), "the proposed call")
         proposed = _match(msgs, wanted)
     skip = {(proposed.index, proposed.position)}
@@ -530,6 +547,8 @@ def _line(message: Message) -> str:
         return "USER: " + message.text
     if message.role == "system":
         return "SYSTEM: " + message.text
+    if message.role == "tool" and "#" in message.source:
+        return f"TOOL RESULT [{message.source[5:]}] (untrusted field): " + message.text
     if message.role == "tool":
         return f"TOOL RESULT [{message.tool_name or message.tool_call_id or '?'}]: " + message.text
     said = message.text

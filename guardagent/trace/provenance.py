@@ -11,8 +11,10 @@ normalisation (:mod:`guardagent.trace.values`), and from those its **origin**:
   made it up or assembled it).
 
 Search. Typed values are looked up by key in the thread's index
-(:class:`~guardagent.trace.state.TraceIndex`). A phrase (a ``text`` value, or a typed
-value none of whose keys is found) is a run of whole word tokens: the index gives the
+(:class:`~guardagent.trace.state.TraceIndex`), and only by key: a typed value is found only
+where the same whole value is written (``13`` is not in ``June 13``, which is a date), and
+an address that is not from anyone has no key and is never found. A phrase (a ``text``
+value) is a run of whole word tokens: the index gives the
 messages holding all its tokens, and one Aho-Corasick automaton over all the call's
 phrases (``pyahocorasick``) confirms the contiguous run in each such message in one pass,
 so the work is linear in the candidate messages (at most the trace). A phrase found in no
@@ -29,10 +31,19 @@ from typing import Literal
 
 import ahocorasick
 
+from guardagent.trace.budget import check_budget
+from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
 from guardagent.trace.messages import ToolCall, Trace
-from guardagent.trace.state import TraceIndex, echo_of, flatten, message_keys, posted
-from guardagent.trace.values import Value, ValueKind, normalize_text, read_scalar, tokens
+from guardagent.trace.state import (
+    TraceIndex,
+    echo_of,
+    flatten,
+    message_keys,
+    message_tokens,
+    posted,
+)
+from guardagent.trace.values import Value, ValueKind, read_argument
 
 Origin = Literal["user", "trusted", "untrusted", "invented"]
 _TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
@@ -97,6 +108,14 @@ class ValueProvenance:
             self.value.text[:_SHOWN_CHARS] + "...")  # fmt: skip
         where = f"{self.path} ({'inside' if self.inner else 'value'}) {shown!r}"
         origin = self.origin
+        if not self.value.keys and self.value.kind != "text" or (
+                self.value.kind == "text" and not self.value.tokens):  # fmt: skip
+            if "#" in self.path:
+                part = self.path.rsplit("#", 1)[1]
+                return f"{where} is no URL with a {part}: it comes from nobody"
+            if self.value.kind == "email":
+                return f"{where} is not an address a mail server accepts: it comes from nobody"
+            return f"{where} holds nothing that can be traced: it comes from nobody"
         if origin == "invented":
             model = self.of("model")
             said = f"; only the model wrote it ({', '.join(map(str, model))})" if model else ""
@@ -157,6 +176,7 @@ class Search:
         self.index = index
         self.labels = labels
         self.region = index.region
+        self.year = index.year
         self._unindexed: dict[int, set[str]] = {}
         self._texts: dict[int, str] = {}
         self._token_list: dict[int, list[str]] = {}
@@ -168,7 +188,7 @@ class Search:
         keys = self._unindexed.get(i)
         if keys is None:
             self.index.work.messages_rescanned += 1
-            keys = message_keys(self.trace.messages[i], self.trace, self.region)
+            keys = message_keys(self.trace.messages[i], self.trace, self.region, self.year)
             self._unindexed[i] = keys
         return keys
 
@@ -200,9 +220,8 @@ class Search:
         if toks is None:
             message = self.trace.messages[i]
             self.index.work.messages_verified += 1
-            echo = echo_of(message, self.trace, self.region)
-            toks = [t if "w:" + t not in echo else "\x00" for t in
-                    tokens(normalize_text(message.text))]  # fmt: skip
+            echo = echo_of(message, self.trace, self.region, self.year)
+            toks = [t if "w:" + t not in echo else "\x00" for t in message_tokens(message.text)]
             self._token_list[i] = toks
         return toks
 
@@ -242,9 +261,14 @@ class Search:
         if scan:
             automaton.make_automaton()
             for i in sorted(scan):
+                check_budget()
+                wanted = {n for n, ids in enumerate(candidates) if i in ids}
                 for _, n in automaton.iter(self.token_text(i)):
-                    if i in candidates[n]:
+                    if n in wanted:
                         results[n][0].add(i)
+                        wanted.discard(n)
+                        if not wanted:
+                            break  # every phrase this message may hold is found
         for n, needle in enumerate(needles):
             if not results[n][0] and len(needle) > 1:
                 split = self._split(needle)
@@ -277,7 +301,7 @@ class Search:
         for n, value in enumerate(values):
             found = self.ids(list(value.keys)) if value.keys else set()
             out.append((found, False))
-            if not found and value.tokens:
+            if not found and value.tokens and value.kind == "text":
                 pending.append((n, value.tokens))
         if pending:
             for (n, _), result in zip(pending, self.phrases([p for _, p in pending]),
@@ -318,29 +342,39 @@ class Search:
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
 
     def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
-        """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``)."""
+        """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``).
+
+        A value that is no URL (an address, a phrase) has no such part: it is from nobody,
+        so a rule about hosts never holds vacuously for it.
+        """
         key = found.value.part(part)
-        if key is None:
-            return None
+        if key is None:  # not a URL: it has no host a rule could trust, so it is from nobody
+            none = nobody(found.value.kind, found.value.text)
+            return ValueProvenance(f"{found.path}#{part}", none, found.inner, ())
         value = Value(found.value.kind, (key,), found.value.text)
         return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
 
 
-def call_values(call: ToolCall, region: str | None) -> list[tuple[str, Value, bool]]:
-    """``(path, value, inner)`` for every value of a call's arguments, in argument order."""
+def call_values(call: ToolCall, region: str | None, year: int | None = None
+                ) -> list[tuple[str, Value, bool]]:  # fmt: skip
+    """``(path, value, inner)`` for every value of a call's arguments, in argument order.
+
+    Every element of a list is traced: an element that reads to nothing (None, an empty
+    string) is a value from nobody, so a list cannot hide a leftover.
+    """
     out: list[tuple[str, Value, bool]] = []
     for path, scalar in flatten(call.args):
-        whole, inner = read_scalar(scalar, region=region)
-        if whole is not None:
-            out.append((path, whole, False))
-        out.extend((path, v, True) for v in inner)
+        items = read_argument(scalar, region=region, year=year)
+        if not items and path.endswith("]") and (scalar is None or isinstance(scalar, str)):
+            items = [(nobody("text", repr(scalar)), False)]
+        out.extend((path, value, inner) for value, inner in items)
     return out
 
 
 def call_provenance(search: Search, call: ToolCall | None = None) -> CallProvenance:
     """The provenance of every value of a call (default: the trace's proposed call)."""
     call = call if call is not None else search.trace.call
-    items = call_values(call, search.region)
+    items = call_values(call, search.region, search.year)
     located = search.locate([v for _, v, _ in items])
     return CallProvenance(call, tuple(
         search.provenance(path, value, inner, ids, split)

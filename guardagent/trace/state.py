@@ -8,8 +8,11 @@ messages that are new since the last one:
 
 - **postings**: for every key a message contains (typed keys from
   :mod:`guardagent.trace.values` and ``w:<token>`` for each word), the messages that contain
-  it. Keys are stored as 64-bit BLAKE2b digests: the state holds no conversation text but
-  the last :data:`WINDOW` characters of each source's last message (for splits, below).
+  it. A message is read as written and, when it holds backslashes, once more with its
+  string-literal escapes read (:func:`~guardagent.trace.normal.unescape`: a tool result that
+  prints JSON or a Python repr); it contains what either reading holds. Keys are stored
+  as 64-bit BLAKE2b digests: the state holds no conversation text but the last
+  :data:`WINDOW` characters of each source's last message (for splits, below).
 - **echo exclusion**: a tool result does not count as a source of what its own call's
   arguments put into it (``search_contacts("x@evil.com")`` answering "no contact
   x@evil.com" does not make that address the user's data): the keys of the call's
@@ -38,6 +41,9 @@ the state (HMAC-SHA256 over its canonical JSON) and :meth:`from_json` refuses a 
 without a valid signature (``unreadable_state``); without a key, the state is trusted as
 much as the store that holds it.
 
+Year. Dates written without a year are read in the thread's year, fixed at its first
+message: the current date its system messages state, else the host's (part of the state).
+
 Size. The state is plain JSON (for a LangGraph checkpoint). A message whose postings would
 take the state over ``max_state_bytes`` (default 1 MB) is not posted; it is listed as
 *unindexed* and read again at query time (correct, but its cost is then paid per call).
@@ -56,10 +62,15 @@ from functools import lru_cache
 from typing import Any
 
 from guardagent.readers.evidence import unreadable
+from guardagent.trace.budget import check_budget
+from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.values import extract_values, normalize_text, read_scalar, tokens
+from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
+from guardagent.trace.values import extract_values, read_argument
 
-STATE_FORMAT = "guardagent-trace-index/1"
+STATE_FORMAT = "guardagent-trace-index/2"
+_OLDER_FORMATS = frozenset({"guardagent-trace-index/1"})
+"""States of earlier versions (other readings): the thread is read again from its start."""
 MAX_STATE_BYTES = 1_000_000
 """Default budget of a serialised state."""
 
@@ -93,38 +104,60 @@ def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, args)]
 
 
-def call_keys(call: ToolCall, region: str | None) -> set[str]:
+def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
     """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
     keys: set[str] = set()
     for _, scalar in flatten(call.args):
-        whole, inner = read_scalar(scalar, region=region)
-        for value in ([whole] if whole else []) + inner:
+        for value, _ in read_argument(scalar, region=region, year=year):
             keys.update(value.keys)
             keys.update(k for _, k in value.parts)
             keys.update("w:" + t for t in value.tokens)
     return keys
 
 
-def text_keys(normalized: str, region: str | None) -> set[str]:
-    """Every key normalised text contains."""
-    keys = {"w:" + t for t in tokens(normalized)}
-    for found in extract_values(normalized, region=region):
-        keys.update(found.value.keys)
-        keys.update(k for _, k in found.value.parts)
+@lru_cache(maxsize=64)
+def readings(text: str) -> tuple[str, ...]:
+    """A message's text as written, and with its escapes read when it holds any."""
+    if "\\" not in text:
+        return (text,)
+    unescaped = unescape(text)
+    return (text, unescaped) if unescaped != text else (text,)
+
+
+def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:
+    """Every key a message's text contains (both readings, see :func:`readings`)."""
+    keys: set[str] = set()
+    for reading in readings(text):
+        keys.update("w:" + t for t in tokens(normalize_text(reading)))
+        for found in extract_values(reading_form(reading), region=region, year=year):
+            keys.update(found.value.keys)
+            keys.update(k for _, k in found.value.parts)
     return keys
 
 
-def echo_of(message: Message, trace: Trace, region: str | None) -> set[str]:
+def message_tokens(text: str) -> list[str]:
+    """A message's word tokens, both readings joined by a token no phrase contains."""
+    out: list[str] = []
+    for reading in readings(text):
+        if out:
+            out.append("\x00")
+        out.extend(tokens(normalize_text(reading)))
+    return out
+
+
+def echo_of(message: Message, trace: Trace, region: str | None, year: int | None = None
+            ) -> set[str]:  # fmt: skip
     """Keys a tool result only repeats from the arguments of the call it answers."""
     if message.role != "tool":
         return set()
     call = trace.call_of(message)
-    return call_keys(call, region) if call is not None else set()
+    return call_keys(call, region, year) if call is not None else set()
 
 
-def message_keys(message: Message, trace: Trace, region: str | None) -> set[str]:
+def message_keys(message: Message, trace: Trace, region: str | None, year: int | None = None
+                 ) -> set[str]:  # fmt: skip
     """The keys a message is a source of (its own, less those echoed from its call)."""
-    return text_keys(normalize_text(message.text), region) - echo_of(message, trace, region)
+    return text_keys(message.text, region, year) - echo_of(message, trace, region, year)
 
 
 @dataclass
@@ -150,6 +183,7 @@ class TraceIndex:
 
     def __init__(self, region: str | None = None, max_state_bytes: int = MAX_STATE_BYTES) -> None:
         self.region = region
+        self.year: int | None = None
         self.max_state_bytes = max_state_bytes
         self.count = 0
         self.chain = _GENESIS
@@ -192,7 +226,11 @@ class TraceIndex:
                 unreadable("trace_rewritten", "the thread's hash chain does not match its "
                            "last check")  # fmt: skip
         new = list(range(self.count, len(messages)))
+        if self.year is None:
+            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
+            self.year = stated or host_year()
         for i in new:
+            check_budget()
             self._read(messages[i], trace)
         self.count = len(messages)
         self.chain = chain.hex() if messages else _GENESIS
@@ -209,15 +247,15 @@ class TraceIndex:
     def _read(self, message: Message, trace: Trace) -> None:
         self.work.messages_read += 1
         self.work.chars_read += len(message.text)
-        normalized = normalize_text(message.text)
-        echo = echo_of(message, trace, self.region)
-        keys = text_keys(normalized, self.region) - echo
+        normalized = reading_form(readings(message.text)[-1])
+        echo = echo_of(message, trace, self.region, self.year)
+        keys = text_keys(message.text, self.region, self.year) - echo
         self.hashes.append(_short(message.digest))
         self.sources.append(self._source_id(message.source))
         self._size += 16 + len(str(len(self.sources)))
         crossing = self._crossing(message, normalized) - echo
         for call in message.calls:
-            for key in call_keys(call, self.region):
+            for key in call_keys(call, self.region, self.year):
                 h = key_hash(key)
                 if h not in self.written:
                     self.written[h] = message.index
@@ -260,7 +298,8 @@ class TraceIndex:
         for sep in joins:
             joined = tail + sep + head
             cut = len(tail)
-            for found in extract_values(joined, region=self.region, across=(cut, cut + len(sep))):
+            for found in extract_values(joined, region=self.region, year=self.year,
+                                        across=(cut, cut + len(sep))):  # fmt: skip
                 keys.update(found.value.keys)
                 keys.update(k for _, k in found.value.parts)
         return keys
@@ -313,6 +352,7 @@ class TraceIndex:
         data: dict[str, Any] = {
             "format": STATE_FORMAT,
             "region": self.region,
+            "year": self.year,
             "count": self.count,
             "chain": self.chain,
             "hashes": "".join(self.hashes),
@@ -350,6 +390,8 @@ class TraceIndex:
             unreadable("unreadable_state", "the thread's trace index is not signed by this "
                        "deployment (altered, or written by someone else)")  # fmt: skip
         try:
+            if data.get("format") in _OLDER_FORMATS:
+                return index
             if data.get("format") != STATE_FORMAT:
                 raise ValueError("format")
             if data.get("region") != region:
@@ -369,10 +411,14 @@ class TraceIndex:
             unindexed = [int(i) for i in data["unindexed"]]
             written = {str(h): int(i) for h, i in data["written"].items()}
             chain = str(data["chain"])
+            year = data.get("year")
+            if year is not None and (type(year) is not int or not 1 <= year <= 9999):
+                raise ValueError("year")
             size = int(data.get("size", 0)) or len(json.dumps(data))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
         index.count = count
+        index.year = year
         index.chain = chain
         index.hashes = [hashes[i:i + 12] for i in range(0, len(hashes), 12)]
         index.sources = sources

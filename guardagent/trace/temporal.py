@@ -13,9 +13,10 @@ equals ``"alice@x.com"``, ``2500`` equals ``"2,500.00"``) and the status of the 
 result (``ok``: answered without error; ``error``; ``any``, the default, also counts calls
 not answered yet).
 
-Navigation scopes (:class:`Scope`): ``host[/path]`` with globs (``*.example.com/admin/*``),
-matched against the canonical host (no ``www.``) and path; a URL the reader cannot read is
-never in scope.
+Navigation scopes (:class:`Scope`): ``host[:port][/path][?query][#fragment]`` with globs
+(``*.example.com/admin/*``), matched against the URL as the browser reads it (WHATWG host in
+its IDNA ASCII form, no ``www.``; decoded path; the query and fragment when the scope names
+them); a URL the reader cannot read or place is never in scope.
 
 Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
 returned (typed values, the whole value, and identifier-like tokens of free text), and not
@@ -30,11 +31,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values
 from guardagent.trace.state import flatten
-from guardagent.trace.values import Value, normalize_text, read_scalar, secret_like
+from guardagent.trace.values import Value, normalize_text, read_scalar, reading_form, secret_like
 
 Status = Literal["ok", "error", "any"]
 RECIPIENT_KINDS = frozenset({"email", "phone", "url", "iban"})
@@ -185,47 +187,75 @@ def order_violations(
 
 @dataclass(frozen=True)
 class Scope:
-    """A navigation scope: a host glob and an optional path glob."""
+    """A navigation scope: a host glob, and optional path, query and fragment globs."""
 
     host: str
     path: str | None = None
+    query: str | None = None
+    fragment: str | None = None
 
     @classmethod
     def of(cls, spec: str | Scope) -> Scope:
-        """Read ``host[/path]`` (globs allowed; a scheme and ``www.`` are ignored)."""
+        """Read ``host[:port][/path][?query][#fragment]`` (globs allowed).
+
+        A scheme and ``www.`` are ignored; an internationalised host is written in its
+        IDNA ASCII form, as the browser reads it (``straße.ch`` is ``xn--strae-oqa.ch``).
+        """
         if isinstance(spec, Scope):
             return spec
-        text = normalize_text(str(spec)).strip()
+        text = reading_form(str(spec)).strip()
         if "://" in text:
             text = text.split("://", 1)[1]
         text = text.removeprefix("www.")
+        text, hashed, fragment = text.partition("#")
+        text, asked, query = text.partition("?")
         host, slash, path = text.partition("/")
         if not host:
             raise PatternError(f"a scope needs a host: {spec!r}")
-        return cls(host, "/" + path.rstrip("/") if slash and path not in ("", "*") else None)
+        return cls(_ascii_host(host, spec),
+                   "/" + path.rstrip("/") if slash and path not in ("", "*") else None,
+                   query if asked else None, fragment if hashed else None)  # fmt: skip
 
     def admits(self, value: Value) -> bool:
-        """Whether a URL value is inside the scope."""
+        """Whether a URL value is inside the scope (an unplaced link never is)."""
         where = url_location(value)
         if where is None:
             return False
-        host, path = where
+        host = where.host if ":" not in self.host or where.port is None else (
+            f"{where.host}:{where.port}")  # fmt: skip
         if not fnmatch.fnmatchcase(host, self.host):
             return False
+        if self.query is not None and not fnmatch.fnmatchcase(where.query, self.query):
+            return False
+        if self.fragment is not None and not fnmatch.fnmatchcase(where.fragment, self.fragment):
+            return False
+        path = where.path
         return self.path is None or fnmatch.fnmatchcase(path or "/", self.path) or (
             self.path.endswith("/*") and path == self.path[:-2])  # fmt: skip
 
     def __str__(self) -> str:
-        return self.host + (self.path or "")
+        return (self.host + (self.path or "") + (f"?{self.query}" if self.query is not None else "")
+                + (f"#{self.fragment}" if self.fragment is not None else ""))  # fmt: skip
 
 
-def url_location(value: Value) -> tuple[str, str] | None:
-    """``(host, path)`` of a URL value (host without ``www.`` and port, path decoded)."""
-    if value.kind != "url" or not value.keys:
+def _ascii_host(host: str, spec: object) -> str:
+    if host.isascii():
+        return host
+    import idna
+
+    try:
+        return ".".join(label if label.isascii() else
+                        idna.encode(label, uts46=True, transitional=False).decode("ascii")
+                        for label in host.split("."))  # fmt: skip
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise PatternError(f"a scope's host is not a valid name: {spec!r} ({exc})") from None
+
+
+def url_location(value: Value) -> Location | None:
+    """Where a URL value goes, as the browser reads it (None: not a placed URL)."""
+    if value.kind != "url" or not value.placed:
         return None
-    rest = value.keys[0].removeprefix("url:").split("?", 1)[0]
-    host, slash, path = rest.partition("/")
-    return host.split(":", 1)[0], "/" + path if slash else ""
+    return value.where
 
 
 def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
@@ -286,7 +316,7 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
     label = labels.label(call.name)
-    items = call_values(call, search.region)
+    items = call_values(call, search.region, search.year)
     extra: list[tuple[str, Value, bool]] = []
     for path, value, _ in items:
         if value.kind == "text":

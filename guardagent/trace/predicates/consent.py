@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.messages import Message, ToolCall
 from guardagent.trace.predicates.conversation import MATCHES, asked_in_conversation
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
@@ -52,15 +52,23 @@ def _values_match(facts: TraceFacts, call: ToolCall, arg: str, expected: Any) ->
 def _uses_taken(record: Consent, facts: TraceFacts, arg: str | None) -> int:
     """Uses already taken: the ledger's, plus earlier calls that are this record's for sure.
 
-    Those are parallel calls of the same message (not yet run) and earlier calls with the
-    id the record is bound to, when the ledger does not list them.
+    Those are parallel calls of the same message (not yet run), earlier calls with the id
+    the record is bound to, and earlier calls of the record that ran (a result that is not
+    an error), when the ledger does not list them: a state from before a use (an older one,
+    or none) never gives the use back. A denied attempt (an error result) used nothing.
     """
-    call = facts.trace.call
+    call, trace = facts.trace.call, facts.trace
     recorded = facts.ledger.uses.get(record.identity(), [])
-    seen = [c for c in facts.trace.calls
-            if (c.index == call.index or (record.call_id is not None and c.id == record.call_id))
+    seen = [c for c in trace.calls
+            if (c.index == call.index or (record.call_id is not None and c.id == record.call_id)
+                or _ran(trace.result_of(c)))
             and _about(record, c, facts, arg) and use_of(c) not in recorded]  # fmt: skip
     return len(recorded) + len(seen)
+
+
+def _ran(result: Message | None) -> bool:
+    """The call ran: its result is in the trace, and the host did not mark it an error."""
+    return result is not None and result.status != "error"
 
 
 def _from_records(facts: TraceFacts, arg: str | None, what: str) -> Fact:

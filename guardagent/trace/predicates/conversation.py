@@ -6,22 +6,34 @@ every one of these conditions (else it does not, and the fact says which one fai
 
 - the **answer** is the thread's last user message, and it is a ``user`` message: text in a
   tool result or in the model's own messages never counts;
-- it comes right after an **assistant message that asks a question** (a sentence ending in
-  ``?``, one of its last :data:`MAX_QUESTIONS`) and makes no call: a user message that
-  answers no question never counts;
-- the question **names this call** (fuzzy, with ``rapidfuzz``, ``similarity`` 50-100,
-  default 85): its tool (``delete_project`` as "delete the project", or its verb "delete")
-  *and* one of its argument values (``planner``), by default (``match="both"``: "May I
-  delete planner?" does not approve deleting ``notes``, nor "May I read planner?" deleting
-  planner); a call with no value to name is named by its tool. ``match="either"`` takes the
-  tool *or* a value (looser: for tools whose calls the user tells apart by either). With
-  ``arg``, every value of that argument must be named. Values longer than
-  :data:`MAX_TARGET_CHARS` (a message body) are not targets; short values and numbers must
-  appear as whole words (``4950`` in "CHF 4,950");
+- it comes right after an **assistant message that ends with a question** (its last
+  sentence ends in ``?``; markup or quotes may close around it) and makes no call: a user
+  message that answers no question never counts, nor a question buried earlier in the
+  message or followed by more text (:func:`final_question`);
+- the question **names this call**: its tool (``delete_project`` as "delete the project",
+  or its verb "delete" as a word of its own; a misspelt tool word passes at ``similarity``
+  50-100 with ``rapidfuzz``, default 85, but never a word that holds it: "undelete") *and*
+  every one of its argument values, exactly (``match="both"``, the default: "May I delete
+  planner?" approves neither deleting ``notes`` nor ``planner2``, and "May I send CHF 50 to
+  <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
+  re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
+  values as the same run of whole words (case-folded; inner punctuation kept); a value
+  with an invisible character is never named. A call with no value at all is named by its
+  tool; values longer than :data:`MAX_TARGET_CHARS` (a message body) are content, not
+  targets, so a call whose every value is content is named by no question.
+  ``match="either"`` takes the tool *or* all values (looser: for tools whose calls the user
+  tells apart by either). With ``arg``, every value of that argument must be named (and the
+  other arguments need not be);
+- the question is **plain**: it holds no negation, no alternative
+  or the opposite (:data:`QUESTION_STOPS`: "not", "or", "rather", "instead", "keep",
+  "already", any "...n't"), no invisible or direction character and no markup a chat may
+  show without its text (an HTML tag or comment, a Markdown link): a question shown
+  otherwise than it reads; "Should I not delete planner?", "Delete planner or notes?" and
+  "May I delete planner? Or keep it?" approve nothing;
 - the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
   "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
-  "not", "wait", "but", "instead", any "...n't"): "No", "Yes, but not now" and "Don't" never
-  count;
+  "not", "wait", "but", "instead", any "...n't") and no question mark: "No", "Yes, but not
+  now", "Don't" and "Yes?" never count;
 - it approves **one call, once**: an earlier call after the answer that the question also
   names used it, and so does any call the thread's ledger recorded
   (:mod:`~guardagent.trace.predicates.ledger`).
@@ -46,12 +58,13 @@ from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import under
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
+from guardagent.trace.values import extract_values, normalize_text, read_scalar
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
 
-MAX_QUESTIONS = 3
-"""Only the last questions of the assistant's message are read: the one the user answers."""
+_CLOSING = " \t\r\n*_`\"')]}»”’"
+"""What may follow the final question (markup and quotes closing around it)."""
 
 MAX_TARGET_CHARS = 200
 """Argument values longer than this are content, not a target a question names."""
@@ -114,6 +127,18 @@ def questions(text: str) -> list[str]:
     return found
 
 
+def final_question(text: str) -> str | None:
+    """The question a message ends with (its last sentence, when it ends in "?"), or None.
+
+    A user's yes answers the question right above it: one buried earlier in the message, or
+    followed by more text (a summary the user answered instead), is not what they said yes to.
+    """
+    asked = questions(text)
+    if not asked or not text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+        return None
+    return asked[-1]
+
+
 def _tokens(text: str) -> list[str]:
     """Lower-case words of an answer (letters, digits and apostrophes), in one pass."""
     text = unicodedata.normalize("NFKC", text).lower().replace("’", "'")
@@ -134,59 +159,140 @@ def says_yes(text: str) -> bool:
     words = _tokens(text)
     if not words or any(w in NEGATIVE or w.endswith("n't") for w in words):
         return False
+    if "?" in text or "？" in text:
+        return False  # an answer that asks back ("Yes?", "OK, which one?") approves nothing
     return any(tuple(words[:len(p)]) == p for p in AFFIRMATIVE)
 
 
-def _targets(call: ToolCall, arg: str | None) -> list[str]:
-    values: list[str] = []
+QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"}
+"""Words that make a question something other than "may I do this?" (negated, an
+alternative, about the past or the opposite): a yes to it approves nothing."""
+
+
+def _plain_question(question: str) -> bool:
+    """A question a yes can approve: nothing hidden, negated or alternative.
+
+    No invisible or direction character (shown otherwise than it reads), no word of
+    :data:`QUESTION_STOPS` and no "...n't".
+    """
+    if any(unicodedata.category(ch) == "Cf" for ch in question):
+        return False  # shown otherwise than it reads: never what the user saw
+    if _hides_text(question):
+        return False
+    return not any(w in QUESTION_STOPS or w.endswith("n't") for w in _tokens(question))
+
+
+def _hides_text(text: str) -> bool:
+    """Markup a chat may render without its text: an HTML tag or comment, a Markdown link.
+
+    ``<span hidden>planner2</span>`` and ``[](planner2)`` show nothing, yet their words
+    would name a value; a question holding them is not what the user read (one scan).
+    """
+    for i, ch in enumerate(text[:-1]):
+        after = text[i + 1]
+        if (ch == "<" and (after.isalpha() or after in "/!?")) or (ch == "]" and after == "("):
+            return True
+    return False
+
+
+def _phrase(text: str) -> str:
+    """Text as its whole words, joined by single spaces, with one at each end.
+
+    Words are split at whitespace, their outer punctuation stripped (quotes, backticks, a
+    closing "?") and their inner punctuation kept: ``planner-2`` stays itself, ``4,950``
+    reads 4950.
+    """
+    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    words = (w.strip(_OUTER) for w in text.split())
+    return " " + " ".join(w for w in words if w) + " "
+
+
+_OUTER = "".join(ch for ch in map(chr, range(0x80)) if not ch.isalnum()) + "’‘“”«»„。！？"
+
+
+class _Question:
+    """One question, read once: its words and the typed values inside it."""
+
+    def __init__(self, text: str, region: str | None) -> None:
+        self.text = text
+        self.phrase = _phrase(text)
+        self.words = _clean(text)
+        found = extract_values(normalize_text(text), region=region)
+        self.keys = frozenset(k for f in found for k in f.value.keys)
+
+
+class _Target:
+    """One argument value the question must name, exactly.
+
+    A typed value by its key (an IBAN re-spaced, an amount regrouped, an address
+    case-folded), else as the same run of whole words; a value with an invisible character
+    is never named (it looks like another).
+    """
+
+    def __init__(self, value: Any, region: str | None) -> None:
+        whole, _ = read_scalar(value, region=region)
+        self.keys = frozenset(whole.keys) if whole is not None else frozenset()
+        hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
+        self.phrase = "" if hidden else _phrase(str(value)).strip()
+
+    def named_in(self, question: _Question) -> bool:
+        if self.keys:
+            return not self.keys.isdisjoint(question.keys)
+        return bool(self.phrase) and f" {self.phrase} " in question.phrase
+
+
+def _targets(call: ToolCall, arg: str | None, region: str | None) -> tuple[list[_Target], int]:
+    """The values a question must name, and how many values (content included) there are."""
+    values: list[_Target] = []
+    count = 0
     for path, value in flatten(call.args):
         if arg is not None and not under(path, arg):
             continue
         if value is None or isinstance(value, bool):
             continue
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        text = _clean(str(value))
-        if text and len(text) <= MAX_TARGET_CHARS:
-            values.append(text)
-    return values
+        count += 1
+        if len(str(value)) <= MAX_TARGET_CHARS:
+            values.append(_Target(value, region))
+    return values, count
 
 
-def _named(target: str, question: str, similarity: float) -> bool:
-    if len(target) < 5 or target.replace(" ", "").isdigit():
-        return f" {target} " in f" {question} "  # whole words only
-    return fuzz.partial_ratio(target, question) >= similarity
+def _word_named(word: str, question: list[str], similarity: float) -> bool:
+    """A word of the tool's name in the question: the same word, or a misspelling of it.
+
+    A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
+    by it: "undelete", "deleted" and "delet" are other words, never "delete".
+    """
+    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
+                             and w not in word) for w in question)  # fmt: skip
 
 
 def _tool_named(tool: str, question: str, similarity: float) -> bool:
     """The tool's words ("delete project"), or its verb as a word of its own ("delete")."""
-    if not tool:
+    words, asked = tool.split(), question.split()
+    if not words:
         return False
-    if fuzz.token_set_ratio(tool, question) >= similarity:
+    if len(words[0]) >= 3 and _word_named(words[0], asked, similarity):
         return True
-    verb = tool.split()[0]
-    return len(verb) >= 3 and any(fuzz.ratio(verb, w) >= similarity for w in question.split())
+    return all(_word_named(w, asked, similarity) for w in words)
 
 
 class CallNames:
     """What a question must name to name a call, read once per call (see the module)."""
 
     def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
-                 match: str = "both") -> None:  # fmt: skip
+                 match: str = "both", region: str | None = None) -> None:  # fmt: skip
         self.tool = _words(call.name)
-        self.targets = _targets(call, arg)
-        self.arg, self.similarity, self.match = arg, similarity, match
+        self.targets, self.values = _targets(call, arg, region)
+        self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
 
-    def named_by(self, question: str) -> bool:
-        """Whether a question names the call: its tool and a value, or either."""
-        q, sim = _clean(question), self.similarity
-        tool_named = _tool_named(self.tool, q, sim)
-        if self.arg is not None:  # the argument's every value
-            target_named = bool(self.targets) and all(_named(t, q, sim) for t in self.targets)
-        elif self.match == "both" and not self.targets:
-            target_named = True  # a call with no value to name: its tool names it
+    def named_by(self, question: str | _Question) -> bool:
+        """Whether a question names the call: its tool and every value, or either."""
+        q = question if isinstance(question, _Question) else _Question(question, self.region)
+        tool_named = _tool_named(self.tool, q.words, self.similarity)
+        if self.arg is not None or self.values:  # every value (of the argument) named
+            target_named = bool(self.targets) and all(t.named_in(q) for t in self.targets)
         else:
-            target_named = any(_named(t, q, sim) for t in self.targets)
+            target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
             return tool_named and target_named
         return target_named if self.arg is not None else tool_named or target_named
@@ -219,20 +325,34 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if asker is None or asker.role != "assistant" or asker.calls:
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
-    names = CallNames(call, **options)
-    asked = [q for q in questions(asker.text)[-MAX_QUESTIONS:] if names.named_by(q)]
+    region = facts.labels.phone_region
+    names = CallNames(call, **options, region=region)
+    final = final_question(asker.text)
+    if final is None:
+        return Fact("consent_given", False, (where,), f"the assistant's message before the "
+                    f"user's last message (message {asker.index}) does not end with a question "
+                    "(a yes answers the question right above it)")  # fmt: skip
+    read = [_Question(final, region)]
+    unclear = next((q for q in read if not _plain_question(q.text)), None)
+    if unclear is not None:
+        return Fact("consent_given", False, (where,), f"the assistant's question in message "
+                    f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
+                    "action (a negation, an alternative or a hidden character): a yes to it "
+                    "approves nothing")  # fmt: skip
+    asked = [q for q in read if names.named_by(q)]
     if not asked:
         return Fact("consent_given", False, (where,), f"the assistant's question before the "
                     f"user's last message (message {asker.index}) does not name "
                     f"{call.name!r}")  # fmt: skip
-    question = asked[-1]
+    question = asked[-1].text
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
     if not says_yes(answer.text):
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
                     "plain yes")  # fmt: skip
     used = next((c for c in facts.trace.calls if c.index > answer.index
-                 and any(CallNames(c, **options).named_by(q) for q in asked)), None)  # fmt: skip
+                 and any(CallNames(c, **options, region=region).named_by(q) for q in asked)),
+                None)  # fmt: skip
     identity = _identity(answer)
     if used is not None or facts.ledger.used(identity):
         by = f" by the call in message {used.index}" if used is not None else ""

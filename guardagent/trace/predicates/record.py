@@ -55,11 +55,20 @@ class Consent:
 
     @classmethod
     def from_json(cls, raw: Any) -> Consent:
-        """Read a record (``{tool, decision, args, values, call_id, thread, uses}``)."""
+        """Read a record (``{tool, decision, args, values, call_id, thread, uses}``).
+
+        Raises:
+            PredicateSpecError: a field missing, of the wrong type, or unknown (a record is
+                refused whole rather than read more widely than the host wrote it).
+        """
         if isinstance(raw, Consent):
             return raw
         if not isinstance(raw, Mapping) or not isinstance(raw.get("tool"), str):
             raise PredicateSpecError("a consent record needs a 'tool'")
+        unknown = sorted(str(k)[:40] for k in raw if k not in FIELDS)
+        if unknown:  # a field meant to narrow the approval, ignored, would widen it
+            raise PredicateSpecError(f"a consent record has unknown field(s) {unknown} (it "
+                                     f"has {', '.join(FIELDS)})")  # fmt: skip
         decision = raw.get("decision", "approve")
         if decision not in ("approve", "edit", "reject"):
             raise PredicateSpecError(f"consent decision must be approve, edit or reject, not "
@@ -74,14 +83,21 @@ class Consent:
             raise PredicateSpecError(f"a consent record's uses must be a positive integer, "
                                      f"not {uses!r}")  # fmt: skip
         call_id = raw.get("call_id")
+        if call_id is not None and not (isinstance(call_id, str) and call_id):
+            raise PredicateSpecError(f"a consent record's call_id must be a non-empty string "
+                                     f"or null, not {call_id!r:.40}")  # fmt: skip
         return cls(raw["tool"], decision, dict(args) if args is not None else None, dict(values),
-                   str(call_id) if call_id else None, thread or None, uses)  # fmt: skip
+                   call_id, thread or None, uses)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form (for a checkpoint)."""
         return {"tool": self.tool, "decision": self.decision, "args": self.args,
                 "values": dict(self.values), "call_id": self.call_id, "thread": self.thread,
                 "uses": self.uses}  # fmt: skip
+
+
+FIELDS = ("tool", "decision", "args", "values", "call_id", "thread", "uses", "mac")
+"""Every field a consent record may have (``mac``: its signature)."""
 
 
 def canon(value: Any) -> str:

@@ -1,0 +1,217 @@
+"""Guard service throughput: decisions/s with 1 and 2 replicas, stateless and on threads.
+
+Starts a throwaway PostgreSQL (the machine's binaries; fsync on unless --no-fsync) and replicas of
+`python -m guardagent.service` on loopback ports, then drives each configuration with a pool
+of client threads (`GuardClient`, one HTTP request per decision) for a fixed time:
+
+- stateless: no thread id (no lock, no checkpoint);
+- threads: every request on one of `--threads` threads (lock, read the thread's index,
+  decide, append a checkpoint), spread over the replicas round-robin.
+
+CPU is read from /proc: the replicas with their sandbox workers, PostgreSQL (postmaster and
+backends) and this process (the load generator), as cores used over the run's wall time. The
+host's load average is printed because the machine's other work slows every figure.
+
+Run: .venv/bin/python benchmarks/bench_service.py [--seconds 10] [--concurrency 8]
+     [--kind trace|event]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from guardagent.service.client import GuardClient, ServiceError
+from tests.pg_server import free_port, running_postgres, start_replica, stop, wait_ready
+
+TRACE = Path(__file__).resolve().parent.parent / "tests" / "traces" / "i02_exfil_langchain.json"
+EVENT_INPUT = ("Task: Book a double room at a hotel in Lisbon for two nights\nUser information:\n"
+               "   age: 40,\n   domestic: True,\n   dr_license: False,\n   vaccine: True,\n"
+               "   membership: True")  # fmt: skip
+EVENT_OUTPUT = ("(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <button id=0> "
+                "Reserve </button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def tree(pids: list[int]) -> list[int]:
+    """`pids` and their live descendants (a replica's sandbox workers)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))):
+            parents[int(entry.name)] = int(stat[1])
+    found, frontier = set(pids), set(pids)
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return sorted(found)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of `pids` and of their reaped children (utime, stime, cutime, cstime)."""
+    total = 0
+    for pid in pids:
+        stat = _stat(pid)
+        if stat:
+            total += sum(int(v) for v in stat[11:15])
+    return total / TICKS
+
+
+def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dict[str, float]:
+    """Median wall and CPU time (ms) of a bare interpreter and of one `check --server` call.
+
+    CPU time (user + system of the child) moves less than wall time on a busy machine.
+    """
+    import subprocess
+
+    messages = json.loads(TRACE.read_text())["messages"]
+    trace = root / "trace.json"
+    trace.write_text(json.dumps({"messages": messages[:2]}))
+    args = (["--trace", str(trace)] if kind == "trace"
+            else ["--input", EVENT_INPUT, "--output", EVENT_OUTPUT])  # fmt: skip
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "check --server": [sys.executable, "-m", "guardagent.cli", "check", "--server", url,
+                           "--profile", profile, *args],
+    }  # fmt: skip
+    import resource
+
+    result = {}
+    for name, command in commands.items():
+        times, cpu = [], []
+        for _ in range(n):
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=False)
+            times.append((time.perf_counter() - started) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000)
+        result[f"{name} wall"] = round(statistics.median(times), 1)
+        result[f"{name} cpu"] = round(statistics.median(cpu), 1)
+    return result
+
+
+def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
+        seconds: float, replica_pids: list[int], pg_pids: Any) -> dict[str, Any]:  # fmt: skip
+    messages = json.loads(TRACE.read_text())["messages"][:2]
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def worker(n: int) -> None:
+        i = 0
+        while time.monotonic() < stop_at:
+            client = clients[(n + i) % len(clients)]
+            thread_id = f"bench-{n}-{i % threads}" if threads else None
+            i += 1
+            started = time.perf_counter()
+            try:
+                if kind == "trace":
+                    decision = client.check_trace(messages, thread_id=thread_id)
+                else:
+                    decision = client.check(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id)
+                ok = decision.get("allowed") is True
+            except ServiceError:
+                ok = False
+            with lock:
+                if ok:
+                    latencies.append(time.perf_counter() - started)
+                else:
+                    errors[0] += 1
+
+    pg, replicas = pg_pids(), tree(replica_pids)
+    before = (cpu_seconds(replicas), cpu_seconds(pg), sum(os.times()[:2]))
+    wall = time.monotonic()
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(concurrency)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    wall = time.monotonic() - wall
+    pg, replicas = pg_pids(), tree(replica_pids)
+    after = (cpu_seconds(replicas), cpu_seconds(pg), sum(os.times()[:2]))
+    cores = [(a - b) / wall for a, b in zip(after, before, strict=True)]
+    latencies.sort()
+    return {
+        "decisions_per_s": round(len(latencies) / wall, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1) if latencies
+        else None,
+        "failed": errors[0],
+        "cpu_cores_replicas": round(cores[0], 2),
+        "cpu_cores_postgres": round(cores[1], 2),
+        "cpu_cores_client": round(cores[2], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=4, help="threads per client worker")
+    parser.add_argument("--kind", choices=["trace", "event"], default="trace")
+    parser.add_argument("--no-fsync", action="store_true",
+                        help="PostgreSQL with fsync and synchronous_commit off")
+    args = parser.parse_args()
+    profile = "assistant-trace" if args.kind == "trace" else "mind2web-sc"
+    root = Path(tempfile.mkdtemp(prefix="bench-service-"))
+    print(f"# kind={args.kind} profile={profile} concurrency={args.concurrency} "
+          f"seconds={args.seconds} fsync={'off' if args.no_fsync else 'on'} "
+          f"cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
+    with running_postgres(root, durable=not args.no_fsync) as url:
+        ports = [free_port(), free_port()]
+        env = {"GUARDAGENT_DATABASE_URL": url, "GUARDAGENT_PROFILE": profile,
+               "GUARDAGENT_POOL_SIZE": str(args.concurrency + 2)}
+        procs = [start_replica(p, {**env, "GUARDAGENT_MEMORY_DIR": str(root / f"m{p}")},
+                               root / f"r{p}.log") for p in ports]  # fmt: skip
+        try:
+            for proc, port in zip(procs, ports, strict=True):
+                wait_ready(proc, port, root / f"r{port}.log")
+            pid_file = next(Path(tempfile.gettempdir()).glob("guardagent-pg-*/pgdata/"
+                                                             "postmaster.pid"), None)
+            postmaster = int(pid_file.read_text().split()[0]) if pid_file else 0
+            clients = [GuardClient(f"http://127.0.0.1:{p}") for p in ports]
+            print("# cold start, median ms:", json.dumps(cold_start(
+                f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
+            for client in clients:  # warm each replica: first decision, threads, the saver
+                run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [])
+            rows = []
+            for replicas in (1, 2):
+                for mode, threads in (("stateless", None), ("threads", args.threads)):
+                    result = run(clients[:replicas], args.kind, threads, args.concurrency,
+                                 args.seconds, [p.pid for p in procs[:replicas]],
+                                 lambda: tree([postmaster]) if postmaster else [])
+                    rows.append({"replicas": replicas, "mode": mode, **result})
+                    print(json.dumps(rows[-1]), flush=True)
+        finally:
+            for proc in procs:
+                stop(proc)
+    print()
+    print("| replicas | mode | decisions/s | p50 ms | p99 ms | CPU replicas | CPU Postgres "
+          "| CPU client |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['replicas']} | {r['mode']} | {r['decisions_per_s']} | {r['p50_ms']} | "
+              f"{r['p99_ms']} | {r['cpu_cores_replicas']} | {r['cpu_cores_postgres']} | "
+              f"{r['cpu_cores_client']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""E-mail addresses as mail servers read them: RFC 5322 address lists, validated.
+
+An argument holding addresses is read as an RFC 5322 address list (the standard library's
+:mod:`email.headerregistry` parser: display names, comments, quoted local parts and groups
+read as a mail client reads a ``To:`` header), and every address in it is validated with
+``email-validator`` (syntax, IDNA domain, no deliverability lookup). So
+``bob@x.ch, "eve"@evil.io`` is two addresses, ``eve(bob@x.ch)@evil.io`` is ``eve@evil.io``,
+and each is traced on its own. An address the validator refuses (``eve@localhost``,
+``eve@[203.0.113.7]``), or a list that reads to no address, is a value from nobody (it is
+never found, so it is invented): fail closed. A string the parser reports defects in is not
+an address list; it is read as free text, where every ``@`` that no address accounts for is
+an unplaced value (see :func:`~guardagent.trace.kinds.unplaced`).
+
+Keys: ``email:local@domain``, the local part case-folded (no provider in practice treats it
+by case) and the domain in its IDNA ASCII form (UTS-46 non-transitional, so ``straße.ch``
+is not ``strasse.ch``).
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from typing import Any
+
+from guardagent.trace.kinds import Value, nobody, unplaced
+from guardagent.trace.normal import tokens
+
+MAX_LIST_CHARS = 2_000
+"""Longest string read as an address list (the standard parser copies the rest of the
+string at each step; longer strings are read as free text)."""
+MAX_COMMENT_DEPTH = 20
+"""Deepest nesting of ``(`` accepted in an address list (the parser recurses per level)."""
+
+
+def domain_ascii(domain: str) -> str | None:
+    """A mail domain's IDNA ASCII form (UTS-46 non-transitional), lower case, or None."""
+    import idna
+
+    domain = domain.lower()
+    if domain.isascii():
+        ascii_domain = domain
+    else:
+        try:
+            ascii_domain = idna.encode(domain, uts46=True, transitional=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            return None
+    labels = ascii_domain.split(".")
+    if len(labels) < 2 or not all(labels) or not any(c.isalpha() for c in labels[-1]):
+        return None
+    if any(lab.startswith("-") or lab.endswith("-") or len(lab) > 63 for lab in labels):
+        return None
+    return ascii_domain
+
+
+def email_key(local: str, domain: str) -> str | None:
+    """The key of ``local@domain`` (see the module docstring), or None if it is no address."""
+    local = local.casefold()
+    if not local or local.startswith(".") or local.endswith(".") or ".." in local:
+        return None
+    ascii_domain = domain_ascii(domain)
+    return f"email:{local}@{ascii_domain}" if ascii_domain is not None else None
+
+
+def read_located(candidate: str) -> Value:
+    """An address found in text by the locator (dot-atom local part, dotted domain)."""
+    text = candidate.strip(".")
+    local, _, domain = text.partition("@")
+    key = email_key(local, domain)
+    if key is None:
+        return unplaced("email", text, tuple(tokens(text)))
+    return Value("email", (key,), text, tuple(tokens(text)))
+
+
+@cache
+def _registry() -> Any:
+    from email.headerregistry import HeaderRegistry
+
+    return HeaderRegistry()
+
+
+@lru_cache(maxsize=1024)
+def _validated(addr_spec: str) -> str | None:
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        valid = validate_email(addr_spec, check_deliverability=False, allow_smtputf8=True)
+    except (EmailNotValidError, UnicodeError, ValueError):
+        return None
+    return email_key(valid.local_part, valid.ascii_domain or valid.domain)
+
+
+def read_address_list(text: str) -> list[Value] | None:
+    """The addresses of a whole argument, or None when it is not a clean address list.
+
+    Args:
+        text: The argument in reading form, holding an ``@``.
+
+    Returns:
+        One value per address (a validated address, or a value from nobody for an address
+        the validator refuses); ``[nobody]`` for a list with no address; None when the
+        parser finds defects (free text) or the string is too long or too deep to parse.
+    """
+    body = text.strip().removeprefix("mailto:")
+    if len(body) > MAX_LIST_CHARS or body.count("(") > MAX_COMMENT_DEPTH:
+        return None
+    try:
+        header = _registry()("to", body)
+    except (RecursionError, ValueError, IndexError, TypeError, AttributeError):
+        return None
+    if header.defects:
+        return None
+    accounted = sum(a.addr_spec.count("@") + a.display_name.count("@") for a in header.addresses)
+    if accounted != body.count("@"):
+        return None  # an @ in a route or a comment: read as free text, where it is a leftover
+    out: list[Value] = []
+    for address in header.addresses:
+        spec = address.addr_spec
+        key = _validated(spec) if "@" in spec else None
+        if key is None:
+            out.append(nobody("email", spec or body))
+        else:
+            out.append(Value("email", (key,), spec, tuple(tokens(spec))))
+    return out or [nobody("email", body)]

@@ -1,0 +1,65 @@
+"""Dates, read into ``date:YYYY-MM-DD`` keys.
+
+Forms: ISO (``2024-05-14``, a time after it ignored), numeric ``14.05.2024`` and
+``05/14/2024`` (day-month and month-day readings, both when both are valid; two-digit
+years are 20xx), ``14 May 2024``, ``14th of May``, ``May 14, 2024`` (English month names,
+full or abbreviated). A date written without a year (``June 13``, ``13 June``) is a date in
+the trace's year: the year of the trace's own current date when it states one (a system
+message's "today is ..."), else the host's (see :func:`trace_year`).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+MONTH = "(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + ")"
+_TODAY_WORDS = ("today is", "current date", "today's date", "the date is", "date:", "today:")
+
+
+def iso(year: int, month: int, day: int) -> str | None:
+    """``YYYY-MM-DD`` of a valid date, else None."""
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def full_year(text: str) -> int:
+    """A written year (two digits are 20xx)."""
+    value = int(text)
+    return value + 2000 if len(text) == 2 else value
+
+
+def host_year() -> int:
+    """The host's current year."""
+    return date.today().year
+
+
+def trace_year(system_texts: list[str]) -> int | None:
+    """The year of the current date a trace's system messages state, if they state one.
+
+    A full date within 40 characters after "today is", "current date", "date:" and the like.
+
+    Args:
+        system_texts: The system messages, in reading form.
+    """
+    from guardagent.trace.locate import extract_values
+
+    for text in system_texts:
+        for word in _TODAY_WORDS:
+            at = text.find(word)
+            if at == -1:
+                continue
+            window = text[at + len(word):at + len(word) + 40]
+            for found in extract_values(window, year=0):
+                if found.value.kind == "date" and found.value.keys:
+                    year = int(found.value.keys[0][5:9])
+                    if year > 0:
+                        return year
+    return None
