@@ -50,14 +50,6 @@ def without_programs(tmp_path: Path, builtin: str, name: str) -> Path:
     return root
 
 
-@pytest.fixture(autouse=True)
-def fresh_process() -> None:
-    """Each test starts with no derivation registered, as a new process would."""
-    from guardagent.counterfactuals.derived import clear_derived
-
-    clear_derived()
-
-
 @pytest.fixture
 def policy_web(tmp_path: Path) -> Path:
     """mind2web-sc-policy (it names a policy model) with no program in its demonstrations."""
