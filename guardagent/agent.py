@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
@@ -14,7 +15,7 @@ from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
-from guardagent.nodes.runtime import check_settings, memory_of
+from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
@@ -22,6 +23,16 @@ from guardagent.runs import ainvoke_guard, invoke_guard
 if TYPE_CHECKING:
     from guardagent.policy.task import AttachedTask, TaskPolicy
     from guardagent.trace import TraceEvent
+
+
+@lru_cache(maxsize=1)
+def _compiled_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The guard graph, compiled once per process and shared by every guard.
+
+    Each guard's settings travel in its run context, so guards of every profile can share
+    it; compiling cost 30-60 ms of each new guard's first decision.
+    """
+    return build_graph().compile(name="guardagent")
 
 
 class GuardAgent:
@@ -60,13 +71,19 @@ class GuardAgent:
         check_settings(self.context)  # fail fast on limits every run would refuse
         load_profile(profile)  # fail fast on an unknown or invalid profile
         resolve_model(model, base_url)  # and on a model spec that cannot be built
-        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_graph().compile(
-            name="guardagent"
-        )
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = _compiled_graph()
 
     def warm_up(self) -> None:
-        """Open and seed the memory, and load its scan index, now rather than on the first event."""
+        """Open and seed the memory, load its scan index and start a sandbox worker now.
+
+        All of it would otherwise be paid by the first event.
+        """
         memory_of(self.context).load_index()
+        from guardagent.sandbox.process import prestart_worker
+
+        profile = load_profile(self.context.profile)
+        shipped = next((d.code for d in profile.demonstrations if d.code), None)
+        prestart_worker(profile.tools(), limits_of(self.context), shipped)
 
     def _context(self, user_facts: Mapping[str, Any] | None, overrides: Any) -> GuardContext:
         if user_facts is not None:  # checked here: a bad value is the caller's error, loudly
@@ -166,9 +183,16 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
-        if user_facts is not None:
-            normalize_facts(user_facts)  # the host's own value: its error is loud, as in check
         model = self._trace_model()
+        if user_facts is not None:  # the user's records: read as `check` reads them, or deny
+            try:
+                user_facts = normalize_facts(user_facts)
+            except ValueError as exc:
+                return GuardDecision(
+                    allowed=False, label=1, profile=self.context.profile,
+                    reason=f"denied: the host's user_facts cannot be read ({exc})",
+                    error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
+                ), model  # fmt: skip
         try:
             attached = attach_task(model, task)
             if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
@@ -259,7 +283,8 @@ class GuardAgent:
                 OpenAI chat messages with `tool_calls`, a list or ``{"messages",
                 "proposed_call"}``, or that as JSON text (see DESIGN.md, "Traces").
             proposed_call: The call to guard (default: the last message's only call).
-            user_facts: The host's facts about the user.
+            user_facts: The host's facts about the user; also the user's records, a trusted
+                source for provenance (one section per key). Not a JSON object: denied.
             consent: The host's review records for this thread (``{"tool", "decision",
                 "args", "values", "call_id", "thread", "uses"}``, signed with the
                 deployment's key when it has one); text in a message never counts. An

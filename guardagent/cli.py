@@ -32,16 +32,25 @@ def _text(value: str, what: str) -> str:
         binary = getattr(sys.stdin, "buffer", None)  # a replaced stdin may be text only
         decoded = decode_bytes(binary.read()) if binary else clean_text(sys.stdin.read())
     elif value.startswith("@"):
-        path = Path(value[1:])
-        if not path.is_file():
-            raise click.BadParameter(f"no such file: {path}", param_hint=what)
-        decoded = decode_bytes(path.read_bytes())
+        decoded = decode_bytes(_read_bytes(Path(value[1:]), what))
     else:
         decoded = clean_text(value)
     note = decoded.note(what)
     if note:
         click.echo(f"note: {note}", err=True)
     return decoded.text
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    """The file's bytes; a missing file, a directory or a read error is one clear line."""
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory; give a file", param_hint=what)
+    if not path.is_file():
+        raise click.BadParameter(f"no such file: {path}", param_hint=what)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint=what) from None
 
 
 def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
@@ -133,7 +142,22 @@ def main() -> None:
     """GuardAgent: guard an LLM agent's actions with generated, sandboxed guardrail code."""
 
 
-@main.command()
+class _CheckInputError(click.ClickException):
+    """`check` could not read its input: exit 2 (1 means denied)."""
+
+    exit_code = 2
+
+
+_CHECK_EXITS = """\b
+Exit status, for scripts and hooks (with or without --server):
+  0  allowed
+  1  denied (the JSON says why)
+  2  input it could not read: a missing or unreadable file, a bad option,
+     profile or setting, or evidence the guard could not read (denied; the
+     JSON's `unreadable` says what)"""
+
+
+@main.command(epilog=_CHECK_EXITS)
 @_profile
 @click.option("--input", "agent_input", default=None, help="Agent input: TEXT or @FILE.")
 @click.option("--output", "agent_output", default=None, help="Agent output: TEXT or @FILE.")
@@ -146,6 +170,10 @@ def main() -> None:
 @click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
               help="With --trace: the thread's state file, read if present and rewritten "
                    "(signed with GUARDAGENT_TRACE_KEY, required).")
+@click.option("--task", "task_file", default=None, type=click.Path(dir_okay=False),
+              help="With --trace: the thread's task policy (JSON or YAML: name, params, "
+                   "predicates, rules), merged with the profile's policy; a task that cannot "
+                   "be attached is denied.")
 @_model
 @_base_url
 @_memory_dir
@@ -163,7 +191,8 @@ def main() -> None:
               help="With --server: a retry with the same key gets the stored decision.")
 @click.pass_context
 def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
-          trace_file: str | None, consent_file: str | None, state_file: str | None, model: str,
+          trace_file: str | None, consent_file: str | None, state_file: str | None,
+          task_file: str | None, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
           fields: str | None, server: str | None, thread_id: str | None,
           idempotency_key: str | None) -> None:  # fmt: skip
@@ -172,23 +201,44 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     The guard is the deployment's: every GUARDAGENT_* variable applies (GUARDAGENT_TRACE_KEY,
     GUARDAGENT_MODEL, GUARDAGENT_MAX_TRACE_BYTES, ...); options given here win.
 
-    With --server the guard service decides (same JSON). Exit status with --server: 0
-    allowed, 1 denied (or no decision from the service), 2 input that could not be read.
+    With --server the guard service decides (same JSON, same exit status; 1 also when no
+    decision came from the service).
     """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
-    if trace_file is None and (consent_file or state_file):
-        raise click.UsageError("--consent and --state go with --trace")
+    if trace_file is None and (consent_file or state_file or task_file):
+        raise click.UsageError("--consent, --state and --task go with --trace")
+    task = _task(task_file)
     if server is not None:  # before any heavy import: the hook pays the interpreter only
         ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
                                consent_file, state_file, quiet, fields, thread_id,
-                               idempotency_key))  # fmt: skip
+                               idempotency_key, task))  # fmt: skip
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
+    try:
+        decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
+                                      consent_file, state_file, model, base_url, memory_dir,
+                                      memory_url, quiet, fields, thread_id, task)  # fmt: skip
+    except click.UsageError:
+        raise  # exits 2 already
+    except click.ClickException as exc:  # a file, profile or setting it could not read
+        raise _CheckInputError(exc.message) from None
+    click.echo(shown)
+    ctx.exit(0 if decision.allowed else 2 if decision.unreadable else 1)
+
+
+def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
+                agent_output: str | None, trace_file: str | None, consent_file: str | None,
+                state_file: str | None, model: str, base_url: str | None,
+                memory_dir: str | None, memory_url: str | None, quiet: bool,
+                fields: str | None, thread_id: str | None,
+                task: Any = None) -> tuple[Any, str]:  # fmt: skip
+    """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
     from guardagent.eval.textio import dumps_safe
+    from guardagent.sandbox.process import without_zygote
 
     wanted = _decision_fields(fields)
     settings = _deployment_settings()
@@ -202,23 +252,26 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     given = {"base_url": base_url, "memory_dir": memory_dir, "memory_url": memory_url}
     settings.update({name: value for name, value in given.items() if value is not None})
     guard = _guard(profile, settings.pop("model"), settings.pop("base_url", None), **settings)
-    if trace_file is not None:
-        decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id)
-    else:
-        decision = guard.check(_text(agent_input or "", "--input"),
-                               _text(agent_output or "", "--output"))  # fmt: skip
+    with without_zygote():  # one decision, then exit: a fork of this process, no zygote
+        if trace_file is not None:
+            decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id,
+                                    task)  # fmt: skip
+        else:
+            decision = guard.check(_text(agent_input or "", "--input"),
+                                   _text(agent_output or "", "--output"))  # fmt: skip
     shown = decision.model_dump(mode="json")
     if quiet:
         shown.pop("program", None)
     if wanted:
         shown = {name: shown[name] for name in wanted if name in shown}
-    click.echo(dumps_safe(shown))
+    return decision, dumps_safe(shown)
 
 
 def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
                   agent_output: str | None, trace_file: str | None, consent_file: str | None,
                   state_file: str | None, quiet: bool, fields: str | None,
-                  thread_id: str | None, idempotency_key: str | None) -> int:  # fmt: skip
+                  thread_id: str | None, idempotency_key: str | None,
+                  task: Any = None) -> int:  # fmt: skip
     """`check --server`: deployment options belong to the service, thread state too."""
     from guardagent.service.remote import check_remote
 
@@ -232,12 +285,25 @@ def _check_server(ctx: click.Context, server: str, profile: str, agent_input: st
         server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
         agent_input=None if agent_input is None else _text(agent_input, "--input"),
         agent_output=None if agent_output is None else _text(agent_output, "--output"),
-        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields,
+        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields, task=task,
     )  # fmt: skip
 
 
+def _task(task_file: str | None) -> Any:
+    """`--task FILE`'s document (None without one); a file that is not data exits 2."""
+    if task_file is None:
+        return None
+    from guardagent.task_file import TaskFileError, read_task_file
+
+    try:
+        return read_task_file(task_file)
+    except TaskFileError as exc:
+        raise _SetupError(str(exc)) from None
+
+
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
-                 state_file: str | None, thread_id: str | None = None) -> Any:  # fmt: skip
+                 state_file: str | None, thread_id: str | None = None,
+                 task: Any = None) -> Any:  # fmt: skip
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -258,7 +324,8 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         except ValueError as exc:  # evidence, not a setting: the call is denied, file kept
             return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
-        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id)
+        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
+                                     task=task)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
@@ -476,7 +543,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     not read the event); the JSON says why.
     """
     from guardagent.profiles.loader import ProfileError, load_profile
-    from guardagent.sandbox.process import SandboxLimits, run_program
+    from guardagent.sandbox.process import SandboxLimits, run_program, without_zygote
 
     try:
         tools = load_profile(profile).tools()
@@ -485,8 +552,9 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     from guardagent.eval.textio import decode_bytes, dumps_safe
 
     source = decode_bytes(Path(program_file).read_bytes()).text
-    result = run_program(source, tools, _text(agent_input, "--input"),
-                         _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
+    with without_zygote():  # one run, then exit: a fork of this process, no zygote
+        result = run_program(source, tools, _text(agent_input, "--input"),
+                             _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
     click.echo(dumps_safe(
         {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
     ))

@@ -29,6 +29,7 @@ from guardagent.sandbox.process import (
     run_shipped_program,
 )
 from guardagent.tools.registry import Toolbox
+from guardagent.verification_cache import cached_problems
 
 __all__ = [
     "MAX_PROBLEMS", "PARALLEL_RUNS", "Runner", "extract_code", "judging_policy",
@@ -173,7 +174,10 @@ def program_problems(code: str, profile: Profile) -> list[str]:
         return _PROBLEMS[key]
     with _LOCK:
         if key not in _PROBLEMS:
-            _PROBLEMS[key] = _verify(code, profile)
+            if runner_for(code, profile) is run_shipped_program:  # package code: kept on disk
+                _PROBLEMS[key] = cached_problems("\0".join(key), lambda: _verify(code, profile))
+            else:
+                _PROBLEMS[key] = _verify(code, profile)
     return _PROBLEMS[key]
 
 

@@ -47,6 +47,21 @@ class Interrupting:
         return await self.guard.acheck(agent_input, agent_output)
 
 
+@pytest.fixture
+def ctrl_c_interrupts():
+    """Ctrl-C raises KeyboardInterrupt here, as in a terminal, whatever the test command's own
+    SIGINT disposition (a suite started with SIGINT ignored must not fail these tests)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _default_sigint():
+    """In the child before exec: SIGINT back to its default, so Python turns it into Ctrl-C
+    (an ignored SIGINT is inherited across exec, and Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _lines(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
@@ -64,7 +79,7 @@ def m2w_cases():
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_interrupt_keeps_decisions_and_resume_finishes_in_case_order(
-    tmp_path, m2w_cases, concurrency
+    tmp_path, m2w_cases, concurrency, ctrl_c_interrupts
 ):
     guard = GuardAgent("mind2web-sc")
     reference = tmp_path / "reference"
@@ -206,7 +221,8 @@ def test_sigint_keeps_partial_predictions_and_resume_completes(tmp_path, concurr
         "--no-plots",
     ]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ}
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ},
+        preexec_fn=_default_sigint,
     )
     partial = out / PARTIAL
     deadline = time.monotonic() + 60

@@ -157,7 +157,9 @@ def test_case_file_lines_with_bad_bytes_are_reported_by_number(tmp_path: Path) -
     result = CliRunner().invoke(main, ["eval", "--profile", "eicu-ac", "--cases", str(path),
                                        "--out", str(out), "--skip-invalid", "--quiet",
                                        "--no-plots"])
-    assert result.exit_code == 0, result.output
+    # both cases left were unreadable to the guard (no Identity line): every decision failed
+    # closed, so the run measured nothing and says so in its status
+    assert result.exit_code == 3, result.output
     assert "- line 2: not valid UTF-8" in (out / "report.md").read_text()
 
 
@@ -262,7 +264,7 @@ def test_check_on_an_unverified_profile_says_what_failed_once(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["check", "--profile", str(folder), "--input",
                                        "Identity: nursing\nQuestion: cost?", "--output", "o",
                                        "--memory-dir", str(tmp_path / "memory")])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # denied
     decision = json.loads(result.stdout)
     assert decision["allowed"] is False
     assert decision["error"].startswith("profile 'mine' has no verified program: its program "
@@ -304,16 +306,20 @@ def test_profile_errors_speak_in_the_profiles_terms(tmp_path: Path) -> None:
     (folder / "demonstrations.jsonl").write_text('{"id": "x"}\n{"id": \n')
     result = CliRunner().invoke(main, ["check", "--profile", str(folder), "--input", "i",
                                        "--output", "o"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # check: a profile it could not read (1 means denied)
     assert f"{folder}/demonstrations.jsonl line 2: not valid JSON" in result.output
 
 
 # -- 4. no silent defaults, no silent failures ------------------------------------------------
 
 
+# an EHRAgent log eicu-ac can read (a code cell touching no table): its events are decided
+READABLE_EHR_OUTPUT = 'Knowledge:\n- k\nSolution:\n{\n"cell": "answer = 1"\n}\n1\nTERMINATE'
+
+
 def _cases_file(path: Path, n: int = 2) -> Path:
     rows = [{"id": f"x{i}", "agent_input": "Identity: nursing\nQuestion: cost?",
-             "agent_output": "o", "label": 0} for i in range(n)]
+             "agent_output": READABLE_EHR_OUTPUT, "label": 0} for i in range(n)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -360,8 +366,10 @@ def test_a_few_failures_do_not_fail_the_eval() -> None:
                           unreadable=[{"reason": "no_code", "detail": "none"}])
     assert failed_closed_warning(compute_metrics(cases, [ok, ok, ok, stuck])) is None
     assert failed_closed_warning(compute_metrics(cases, [ok, ok, stuck, stuck])) is not None
-    # a blind guard is reported as unreadable, not as a guard that could not decide
-    assert failed_closed_warning(compute_metrics(cases, [ok, blind, blind, blind])) is None
+    # a blind guard failed closed too: a run that could read nothing measured nothing
+    assert failed_closed_warning(compute_metrics(cases, [ok, ok, ok, blind])) is None
+    warning = failed_closed_warning(compute_metrics(cases, [ok, blind, blind, blind]))
+    assert warning is not None and "3 of 4" in warning and "3 of them" in warning
     assert failed_closed_warning(compute_metrics(cases, [ok, ok, ok, stuck]), 0.25) is not None
 
 
@@ -427,7 +435,7 @@ def test_run_program_exits_non_zero_without_a_verdict(tmp_path: Path) -> None:
 ])
 def test_a_mistyped_profile_is_unknown_with_the_known_names(command: list[str]) -> None:
     result = CliRunner().invoke(main, [command[0], "--profile", "eicu_ac", *command[1:]])
-    assert result.exit_code == 1
+    assert result.exit_code == (2 if command[0] == "check" else 1)  # check: 1 means denied
     assert "unknown profile 'eicu_ac'" in result.output
     assert ", ".join(builtin_profiles()) in result.output
     assert "--cases" not in result.output
@@ -535,7 +543,8 @@ def test_memory_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         seeded = runner.invoke(main, ["eval", "--profile", profile, "--cases", cases, "--out",
                                       str(tmp_path / profile), "--quiet", "--no-plots",
                                       "--memory-dir", str(where)])  # an eval seeds its memory
-        assert seeded.exit_code == 0, seeded.output
+        # mind2web-sc cannot read an EHR log: its only decision failed closed (exit 3)
+        assert seeded.exit_code == (3 if profile == "mind2web-sc" else 0), seeded.output
     info = json.loads(runner.invoke(main, ["memory", "info", "--json"]).stdout)
     assert info["location"] == str(memory_dir) and info["exists"]
     assert [c["name"].split(".")[0] for c in info["collections"]] == ["guardagent-eicu-ac"]

@@ -234,3 +234,35 @@ def test_unsigned_and_tampered_records_are_never_returned(tmp_path):
     assert [d["code"] for d in found] == ["allow('1')"]
     assert store.verified_programs("fp") == ["allow('1')"]
     assert [d["code"] for d in store.search("x", "y", 5, verified_only=True)] == ["allow('1')"]
+
+
+def _bytes_under(path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def test_a_run_that_adds_nothing_adds_no_bytes(tmp_path):
+    """Each start re-seeds the profile's demonstrations: unchanged records are not rewritten."""
+    code = (
+        "from guardagent.memory_store.seed import open_memory\n"
+        f"store = open_memory('mind2web-sc', {str(tmp_path)!r})\n"
+        "store.load_index()\n"
+        "print(store.count())\n"
+    )
+    sizes, counts = [], []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)  # fmt: skip
+        counts.append(int(out.stdout.split()[-1]))
+        sizes.append(_bytes_under(tmp_path))
+    assert counts[0] == counts[1] == counts[2] > 0
+    assert sizes[1] == sizes[0] and sizes[2] == sizes[0], sizes
+
+
+def test_a_changed_record_is_still_written(tmp_path):
+    store = MemoryStore("rewrite-test", path=tmp_path)
+    demo = _demo(1, "same id")
+    store.add([demo])
+    store.add([{**demo, "plan": "a new plan"}])  # same content id, new plan
+    store.add([demo, _demo(2, "another")])
+    got = store._collection.get(ids=[demo["id"]], include=["metadatas"])
+    assert got["metadatas"][0]["plan"] == "p" and store.count() == 2

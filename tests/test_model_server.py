@@ -94,8 +94,8 @@ def _check(
         tmp,
         timeout_s,
     )
-    assert done.returncode == 0, done.stderr
     decision: dict[str, Any] = json.loads(done.stdout)
+    assert done.returncode == (0 if decision["allowed"] else 1), done.stderr  # 1: denied
     return decision
 
 

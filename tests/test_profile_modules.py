@@ -104,7 +104,7 @@ def test_the_cli_loads_the_same_module_in_a_fresh_process(tmp_path: Path) -> Non
          "--input", BAD_INPUT, "--output", BAD_OUTPUT, "--quiet"],
         capture_output=True, text=True, env=env, check=False, timeout=120,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # denied
     decision = json.loads(proc.stdout)
     assert decision["allowed"] is False and decision["violations"] == [RULE]
 

@@ -180,3 +180,41 @@ def test_execute_trusts_only_verified_programs(
 
 class _Ctx:
     user_facts = None
+
+
+def test_one_worker_serves_every_built_in_toolbox_and_each_run_sees_only_its_own() -> None:
+    ehr = load_profile("eicu-ac").tools()
+    assert violations(run('deny(["a"])')) == ["a"]
+    (pid,) = pids()
+    other = run_program("deny([parse_identity('Identity: nursing')])", ehr, "i", "o", LIMITS,
+                        trusted=True)  # fmt: skip
+    assert violations(other) == ["nursing"] and pids() == {pid}
+    leaked = run("deny([parse_identity('Identity: nursing')])")  # not in mind2web-sc's toolbox
+    assert not leaked["ok"] and "parse_identity" in (leaked["error"] or ""), leaked
+
+
+def test_workers_of_a_replaced_zygote_are_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardagent.sandbox import zygote
+
+    assert run('deny(["a"])')["ok"]
+    (old,) = pids()
+    with zygote._lock:  # as set_limit_maxima does: the next run starts a new zygote
+        zygote._current[0].stop()
+    assert violations(run('deny(["b"])')) == ["b"]
+    assert old not in pids()
+    with pytest.raises(ProcessLookupError):  # it read EOF and exited
+        for _ in range(100):
+            os.kill(old, 0)
+            time.sleep(0.02)
+
+
+def test_warm_up_starts_a_worker_the_first_event_uses(tmp_path: Any) -> None:
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("mind2web-sc", memory_dir=str(tmp_path))
+    guard.warm_up()
+    (pid,) = pids()
+    guard.warm_up()  # one is idle already: nothing more is started
+    assert pids() == {pid}
+    guard.check(INPUT, "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+    assert pids() == {pid}

@@ -7,22 +7,19 @@ CLI talks to it over HTTP like a shell hook would.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from click.testing import CliRunner
 
 from guardagent.cli import main
 from guardagent.context import GuardContext
-from guardagent.service.app import create_app
 from guardagent.service.client import GuardClient, ServiceError
 from guardagent.service.settings import ServiceSettings
 from tests.pg_server import free_port
+from tests.service_thread import serving
 from tests.test_service_app import ADULT, MINOR, OUTPUT
 
 TRACES = Path(__file__).parent / "traces"
@@ -30,19 +27,8 @@ TRACES = Path(__file__).parent / "traces"
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    port = free_port()
-    settings = ServiceSettings(guard=GuardContext(profile="mind2web-sc"))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the service did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
+    with serving(ServiceSettings(guard=GuardContext(profile="mind2web-sc"))) as base:
+        yield base
 
 
 def _check(url: str, *args: str) -> Any:

@@ -122,6 +122,7 @@ def test_a_predicate_in_a_rule_judges_this_call_not_the_run() -> None:
     ('arg_similar("to", "x", scorer="levenshtein")', "scorer must be"),
     ('arg_contains("body", "")', "non-empty"),
     ('arg_equals("to", "x", match="most")', "match must be"),
+    ('arg_equals("to", ["x", "y"])', "arg_in takes a list"),
 ])
 def test_bad_options_fail_when_bound(expression: str, message: str) -> None:
     with pytest.raises(PredicateSpecError, match=message):
@@ -143,3 +144,31 @@ def test_glob_regex_escapes_regex_syntax() -> None:
     assert _glob("x+y").fullmatch("x+y") is not None
     assert _glob("x+y").fullmatch("xxy") is None
     assert set(string.punctuation) - set("*?[")  # every other character is literal
+
+
+def test_glob_and_regex_over_attacker_text_are_linear() -> None:
+    import time
+
+    def seconds(text: str) -> float:
+        f = facts(BASE, "send_email", {"to": "a@b.ch", "body": text})
+        started = time.perf_counter()
+        f.fact('arg_glob("body", "*a*a*a*a*a*a*b")')
+        f.fact(r'arg_match("body", "(a+)+b")')
+        return time.perf_counter() - started
+
+    small, large = seconds("a" * 5_000), seconds("a" * 20_000)
+    assert large < 12 * small + 0.05, (small, large)
+
+
+def test_a_predicate_that_fails_while_evaluating_is_open_never_holds() -> None:
+    from guardagent.trace.predicates import PREDICATES, Fact, TraceFacts, compile_predicate
+
+    def broken_for_test(facts: TraceFacts) -> Fact:
+        raise ValueError("a reader bug")
+
+    PREDICATES["broken_for_test"] = broken_for_test
+    try:
+        fact = compile_predicate("broken_for_test()")(facts(BASE, "send_money", {"amount": 1}))
+    finally:
+        del PREDICATES["broken_for_test"]
+    assert fact.value is None and "a reader bug" in fact.detail

@@ -129,3 +129,22 @@ def test_bad_secrets_sections_are_configuration_errors() -> None:
         Secrets.from_mapping({"pin": {"env": "not a name"}})
     with pytest.raises(PolicyError, match="secret_in_args needs a secrets: section"):
         load_policy_text(POLICY.replace("secrets:\n  shop_key: {env: GA_TEST_SHOP_KEY}\n", ""))
+
+
+def _seconds(fn: object, *args: object) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        fn(*args)  # type: ignore[operator]
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_searching_attacker_text_is_linear() -> None:
+    """Base64-, hex- and percent-looking runs everywhere: 4x the text costs about 4x."""
+    unit = "aGVsbG8gd29ybGQ= deadbeef00 %41%42%43 " + "A" * 40 + " "
+    small, large = unit * 300, unit * 1200
+    a, b = _seconds(find_secrets, small, SECRETS), _seconds(find_secrets, large, SECRETS)
+    assert b < 12 * a + 0.05, (a, b)

@@ -58,10 +58,12 @@ def test_openai_format_with_parts_and_string_arguments() -> None:
         "proposed_call": {"id": "b", "type": "function", "function": {"name": "send_email", "arguments": "{\"to\": \"x@y.org\"}"}},
     })
     assert trace.messages[0].source == "system"
-    assert trace.messages[1].text.startswith("Read my mail\n") and "data:x" in trace.messages[1].text
-    assert trace.messages[2].calls[0].args == {"n": 3}
-    assert trace.messages[3].source == "tool:read_inbox" and trace.messages[3].text == "mail one\nmail two"
-    assert trace.call.name == "send_email" and trace.call.index == 4 and trace.call.id == "b"
+    # the image is evidence of an unlabelled source just before the user's words, not theirs
+    assert trace.messages[1].source == "tool:?" and "data:x" in trace.messages[1].text
+    assert trace.messages[2].source == "user" and trace.messages[2].text == "Read my mail"
+    assert trace.messages[3].calls[0].args == {"n": 3}
+    assert trace.messages[4].source == "tool:read_inbox" and trace.messages[4].text == "mail one\nmail two"
+    assert trace.call.name == "send_email" and trace.call.index == 5 and trace.call.id == "b"
     assert [c.name for c in trace.calls] == ["read_inbox"]
 
 

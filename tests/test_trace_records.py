@@ -9,6 +9,8 @@ are never rendered into anything the agent's model reads.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent.policy.model import PolicyError, dump_policy, load_policy_text
 from guardagent.trace.records import Records, RecordsError
@@ -86,5 +88,41 @@ rules:
     assert model.values is not None
     assert model.values.section("contacts") is not None
     assert load_policy_text(dump_policy(model)) == model
+    assert "email: bob@example.com" in dump_policy(model)  # the mapping kept as written
     with pytest.raises(PolicyError, match="values"):
         load_policy_text(policy.replace("contacts: [", "'no good': ["))
+
+
+@settings(max_examples=60, deadline=None)
+@given(local=st.text("abcdefghij.", min_size=1, max_size=12).filter(
+           lambda s: not s.startswith(".") and not s.endswith(".") and ".." not in s),
+       upper=st.booleans(), spaced=st.booleans())  # fmt: skip
+def test_records_match_a_value_however_it_is_spelled(local: str, upper: bool,
+                                                     spaced: bool) -> None:  # fmt: skip
+    """Metamorphic: re-casing the address or re-spacing the IBAN keeps it the user's."""
+    email = f"{local}@family-office.ch"
+    iban = "CH9300762011623852957"
+    records = {"contacts": [email.upper() if upper else email],
+               "payees": ["CH93 0076 2011 6238 5295 7" if spaced else iban]}
+    f = facts(RENT, "send_email", {"to": email if upper else email.upper(), "body": "x"},
+              values=records)  # fmt: skip
+    assert f.fact('arg_from_records("to", section="contacts")').value is True
+    g = facts(RENT, "send_money", {"iban": iban if spaced else "ch93 0076 2011 6238 5295 7"},
+              values=records)  # fmt: skip
+    assert g.fact('arg_from_records("iban", section="payees")').value is True
+
+
+def test_user_facts_that_are_not_an_object_deny_instead_of_raising() -> None:
+    """Before, a list or a string as `user_facts` raised AttributeError into the host."""
+    import json
+    from pathlib import Path
+
+    from guardagent.agent import GuardAgent
+
+    guard = GuardAgent(profile="assistant-trace")
+    doc = json.loads((Path(__file__).parent / "traces" / "b01_rent_openai.json").read_text())
+    for bad in ([1, 2], "Dana", {"a": object()}):
+        decision = guard.check_trace(doc, user_facts=bad)  # type: ignore[arg-type]
+        assert not decision.allowed and "user_facts cannot be read" in decision.reason
+        assert decision.violations
+    assert guard.check_trace(doc, user_facts={"Contacts": ["x@y.ch"]}).allowed

@@ -277,7 +277,7 @@ def test_the_cli_denies_a_deep_trace_and_names_a_tagged_policy_line(tmp_path: An
                     + "}}", encoding="utf-8")  # fmt: skip
     out = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
                                     str(deep), "--fields", "allowed,reason"])  # fmt: skip
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 2, out.output  # a trace it could not read: denied, status 2
     shown = json.loads(out.output)
     assert shown["allowed"] is False and "unparsable_trace" in shown["reason"]
 

@@ -111,7 +111,7 @@ def test_cli_check_trace_keeps_the_thread_state(tmp_path: Path) -> None:
     out = runner.invoke(main, ["check", "--profile", profile, "--trace",
                                str(TRACES / "i03_share_openai.json"), "--state", str(state),
                                "--fields", "allowed,reason"])  # fmt: skip
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # denied
     shown = json.loads(out.output)
     assert shown["allowed"] is False and "tool:read_file" in shown["reason"]
     assert json.loads(state.read_text())["count"] == 3

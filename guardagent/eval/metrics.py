@@ -109,7 +109,7 @@ def compute_metrics(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
         "count": len(failures),
         "reasons": dict(Counter(f.split(":")[0] for f in failures).most_common()),
         "could_not_decide": len(stuck),
-        "first_error": stuck[0][:FIRST_ERROR_CHARS] if stuck else None,
+        "first_error": (stuck or failures or [""])[0][:FIRST_ERROR_CHARS] or None,
     }
     metrics["unreadable"] = unreadable_counts(pairs)
     metrics["program_source"] = dict(Counter(d.program_source for d in decisions))
@@ -146,24 +146,26 @@ def unreadable_counts(pairs: Sequence[tuple[Case, GuardDecision]]) -> dict[str, 
 
 
 def failed_closed_warning(metrics: dict[str, Any], threshold: float = 0.5) -> str | None:
-    """A loud warning when at least `threshold` of the decisions could not be made at all.
+    """A loud warning when at least `threshold` of the decisions failed closed, for any reason.
 
     Then the metrics describe the failure (a dead model server, a profile with no verified
-    program), not the guard: every such event was denied unseen. None below the threshold.
+    program, inputs the guard could not read), not the guard: every such event was denied
+    unseen. Unreadable inputs count too: a run whose every case was unreadable measured
+    nothing. None below the threshold.
     """
     fail = metrics["fail_closed"]
-    stuck, n = fail.get("could_not_decide", 0), metrics["n"]
-    if not n or not stuck or stuck < threshold * n:
+    failed, n = fail.get("count", 0), metrics["n"]
+    if not n or not failed or failed < threshold * n:
         return None
-    reasons = {r: c for r, c in fail["reasons"].items() if r != "unreadable evidence"}
-    top, count = next(iter(reasons.items()), ("?", stuck))
+    blind = (metrics.get("unreadable") or {}).get("n", 0)
+    top, count = next(iter(fail["reasons"].items()), ("?", failed))
     return "\n".join([
-        f"WARNING: {stuck} of {n} decisions ({rate(stuck, n)}%) failed closed: the guard "
-        "could not decide them and denied them unseen,",
+        f"WARNING: {failed} of {n} decisions ({rate(failed, n)}%) failed closed ({blind} of "
+        "them on inputs the guard could not read): they were denied unseen,",
         "so the metrics above measure that failure, not the guard.",
         f"  most common reason: {top} ({count}); first error: {fail.get('first_error')}",
         "  Is the model server up (--model, --base-url)? Does the profile verify "
-        "(guardagent profile check PROFILE)?",
+        "(guardagent profile check PROFILE)? Are the inputs what the profile reads?",
     ])
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 REPLACEMENT = "\ufffd"
@@ -73,6 +74,30 @@ def decode_bytes(data: bytes) -> Decoded:
         text = body.decode(encoding, errors="replace")
         genuine = body.decode(encoding, errors="ignore").count(REPLACEMENT)
         return Decoded(text, encoding, text.count(REPLACEMENT) - genuine)
+
+
+def read_text_file(path: str | Path) -> str:
+    """A configuration file's text in any encoding an input may have (UTF-8/16/32, BOM or not).
+
+    Unlike event text, a file that holds bytes that are not text is refused, not repaired:
+    a policy or an answers file read with U+FFFD in it would say something its author did not.
+
+    Raises:
+        OSError: the file cannot be read; a directory is named as one (one line).
+        ValueError: bytes that are not text in the detected encoding.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise IsADirectoryError("is a directory; give a file")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise OSError(exc.strerror or str(exc)) from None
+    decoded = decode_bytes(data)
+    if decoded.replaced:
+        raise ValueError(f"not valid {decoded.encoding.upper()} ({decoded.replaced} "
+                         "undecodable byte sequence(s))")  # fmt: skip
+    return decoded.text
 
 
 def has_surrogates(text: str) -> bool:

@@ -60,12 +60,21 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
+from guardagent.integrations.answers import (
+    TaskSource,
+    answer_review,
+    final_answer,
+    labels_respond,
+    refusal,
+    task_for,
+    thread_of_runtime,
+)
 from guardagent.integrations.events import tool_call_event
 from guardagent.integrations.runner import (
     arun_guard,
@@ -74,6 +83,7 @@ from guardagent.integrations.runner import (
     facts_in,
     run_guard,
 )
+from guardagent.policy.task import AttachedTask
 from guardagent.trace.predicates import Consent
 from guardagent.trace.predicates.ledger import LEDGER_FIELD, spend_in_state, thread_of
 
@@ -137,7 +147,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Args:
         guard: A :class:`GuardAgent`, or a profile name/path (default ``tool-calls``).
-        user_info: Trusted user facts: a mapping, a callable of the request, or None to read
+        user_info: Trusted user facts: a mapping, a callable of the request (for a final
+            answer, a request for the pseudo-call ``respond``), or None to read
             ``user_info`` from the run's context.
         facts_from_state: Also read the agent state's ``user_info`` when the context has
             none. Off by default: the invoker and tools returning `Command` can set state.
@@ -152,7 +163,17 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             approval made in review approves that one call: it is recorded as a consent
             record bound to the thread (the checkpointer's ``thread_id``) and the call's
             id, and the thread's ledger counts it used, so the same call proposed again
-            is reviewed again.
+            is reviewed again. When the policy labels the pseudo-tool ``respond`` (and
+            `tools` is None or names it), the agent's final answer (a model message making
+            no call) is guarded too, in ``after_model``: a denied answer is replaced by a
+            refusal saying why (same message id), or held for review with ``review=``.
+        task: With ``trace=True``, the thread's task policy (host only): a task
+            (``{"name", "params", "predicates", "rules"}``, a ``TaskPolicy``, or what
+            ``guard.attach_task`` returned), attached now (a broken one raises
+            ``TaskPolicyError``), or a callable of the run's runtime returning the thread's
+            task or None (``runtime.context``, ``runtime.execution_info.thread_id``; a task
+            it returns that cannot be attached, or an exception it raises, denies the call).
+            Never read a task from a served graph's context: its client writes it.
         **settings: :class:`~guardagent.context.GuardContext` fields (``model``,
             ``memory_dir``, ...) for the guard: the deployment's, never the run's.
     """
@@ -169,6 +190,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         review: Review = "never",
         run_name: str = "guardagent.tool_call",
         trace: bool = False,
+        task: TaskSource = None,
         **settings: Any,
     ) -> None:
         super().__init__()
@@ -185,6 +207,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if trace:
             self.state_schema = GuardedTraceState
         self.guarded_tools = frozenset(tools) if tools is not None else None
+        self.task = self._checked_task(task)
         self.review = review
         self.run_name = run_name
         # Decisions awaiting a reviewer, so a resumed tool node does not guard the call again
@@ -316,20 +339,26 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _trace_check(self, request: ToolCallRequest, facts: Mapping[str, Any]) -> GuardDecision:
         state = request.state if isinstance(request.state, Mapping) else {}
+        task = task_for(self.task, request.runtime, self.guard.context.profile)
+        if isinstance(task, GuardDecision):
+            return task
         return self.guard.check_trace(
             list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
             consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
-            thread_id=self._thread_id(request),
+            thread_id=self._thread_id(request), task=task,
         )  # fmt: skip
 
     async def _atrace_check(
         self, request: ToolCallRequest, facts: Mapping[str, Any]
     ) -> GuardDecision:
         state = request.state if isinstance(request.state, Mapping) else {}
+        task = task_for(self.task, request.runtime, self.guard.context.profile)
+        if isinstance(task, GuardDecision):
+            return task
         return await self.guard.acheck_trace(
             list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
             consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
-            thread_id=self._thread_id(request),
+            thread_id=self._thread_id(request), task=task,
         )  # fmt: skip
 
     @classmethod
@@ -371,6 +400,87 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return Command(graph=result.graph, update={**result.update, **update},
                            resume=result.resume, goto=result.goto)  # fmt: skip
         return result
+
+    # -- tasks and final answers (trace=True) ---------------------------------------------
+
+    def _checked_task(self, task: TaskSource) -> TaskSource:
+        """The constructor's task: a fixed one is attached now, so a broken one is loud."""
+        if task is None:
+            return None
+        if not self.trace:
+            raise ValueError("task= goes with trace=True (task policies scope trace policies)")
+        if callable(task) or isinstance(task, AttachedTask):
+            return task
+        return self.guard.attach_task(task)
+
+    def _answer(self, state: Any, runtime: Any) -> tuple[AIMessage, ToolCallRequest] | None:
+        """The final answer to guard, as the `respond` call the policy judges (else None)."""
+        if not self.trace:
+            return None
+        message = final_answer(state)
+        if message is None or not labels_respond(self.guard):
+            return None
+        call = {"name": "respond", "args": {"content": str(message.text)}, "id": message.id}
+        request = ToolCallRequest(tool_call=call, tool=None, state=state,  # type: ignore[arg-type]
+                                  runtime=runtime)  # fmt: skip
+        return (message, request) if self._guarded(request) else None
+
+    def _answer_args(self, state: Any, request: ToolCallRequest) -> tuple[Any, dict[str, Any]]:
+        """The task and the keyword arguments of `check_trace` for a final answer."""
+        task = task_for(self.task, request.runtime, self.guard.context.profile)
+        kwargs = {"user_facts": self.facts(request), "consent": state.get(CONSENT_KEY) or [],
+                  "thread_state": state.get(TRACE_KEY), "task": task,
+                  "thread_id": thread_of_runtime(request.runtime)}  # fmt: skip
+        return task, kwargs
+
+    def _answer_outcome(self, message: AIMessage, key: str,
+                        decision: GuardDecision) -> dict[str, Any] | None:  # fmt: skip
+        """The state update of a guarded answer: the index, or the answer replaced."""
+        if decision.allowed:
+            return {TRACE_KEY: decision.trace_state} if decision.trace_state else None
+        if not self._asks(decision):
+            return {"messages": [refusal(message, decision)]}
+        self._remember(key, decision)
+        approved, note = parse_review(interrupt(answer_review(message, decision)))
+        self._forget(key)
+        if approved:
+            return {TRACE_KEY: decision.trace_state} if decision.trace_state else None
+        note = f" A reviewer rejected the answer{': ' + note if note else ''}."
+        return {"messages": [refusal(message, decision, note)]}
+
+    @staticmethod
+    def _answer_key(message: AIMessage, runtime: Any) -> str:
+        """A pending answer review's key: the thread, the message's id and its text."""
+        body = json.dumps([thread_of_runtime(runtime), message.id, str(message.text)])
+        return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Guard the agent's final answer when the policy labels ``respond`` (trace=True)."""
+        found = self._answer(state, runtime)
+        if found is None:
+            return None
+        message, request = found
+        key = self._answer_key(message, runtime)
+        decision = self._pending_or(key)
+        if decision is None:
+            task, kwargs = self._answer_args(state, request)
+            decision = task if isinstance(task, GuardDecision) else self.guard.check_trace(
+                list(state["messages"]), **kwargs)
+        return self._answer_outcome(message, key, decision)
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async :meth:`after_model`."""
+        found = self._answer(state, runtime)
+        if found is None:
+            return None
+        message, request = found
+        key = self._answer_key(message, runtime)
+        decision = self._pending_or(key)
+        if decision is None:
+            task, kwargs = self._answer_args(state, request)
+            decision = task if isinstance(task, GuardDecision) else await (
+                self.guard.acheck_trace(list(state["messages"]), **kwargs))
+        return self._answer_outcome(message, key, decision)
 
     # -- hooks -----------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Chroma memory of demonstrations, re-ranked by Levenshtein distance."""
 
-from guardagent.memory_store.embeddings import HashingEmbeddings
+from typing import Any
+
 from guardagent.memory_store.store import (
     Demonstration,
     MemoryStore,
@@ -17,3 +18,12 @@ __all__ = [
     "demonstration_id",
     "request_fingerprint",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`HashingEmbeddings` on first use: numpy is not needed to name a demonstration."""
+    if name == "HashingEmbeddings":
+        from guardagent.memory_store.embeddings import HashingEmbeddings
+
+        return HashingEmbeddings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,14 +23,17 @@ from bisect import insort
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import Levenshtein
-from langchain_core.embeddings import Embeddings
 from platformdirs import user_data_dir
 from typing_extensions import TypedDict
 
-from guardagent.memory_store.embeddings import HashingEmbeddings
+if TYPE_CHECKING:  # numpy and the embedding: imported when a store opens, not with the types
+    from langchain_core.embeddings import Embeddings
+
+    from guardagent.memory_store.sketch_index import Entry
+
 from guardagent.memory_store.integrity import (
     PROGRAM_TAG,
     RECORD_TAG,
@@ -39,7 +42,6 @@ from guardagent.memory_store.integrity import (
     program_tag,
     record_tag,
 )
-from guardagent.memory_store.sketch_index import Entry, SketchIndex
 
 
 class Demonstration(TypedDict):
@@ -161,6 +163,9 @@ class MemoryStore:
         key: str | bytes | None = None,
         verifier: Callable[[str], bool] | None = None,
     ) -> None:
+        from guardagent.memory_store.embeddings import HashingEmbeddings
+        from guardagent.memory_store.sketch_index import SketchIndex
+
         self.embeddings = embeddings or HashingEmbeddings()
         self.candidates = candidates or self.DEFAULT_CANDIDATES
         self.scan_limit = self.DEFAULT_SCAN_LIMIT if scan_limit is None else scan_limit
@@ -193,7 +198,7 @@ class MemoryStore:
         """
         count = self.count()
         if count > self.scan_limit:
-            self._index = SketchIndex(self._signed)  # Chroma's index serves: free the scan
+            self._index = type(self._index)(self._signed)  # Chroma's index serves: free the scan
             return False
         self._index.sync(self._collection, count)
         return True
@@ -201,20 +206,30 @@ class MemoryStore:
     def add(self, demos: list[Demonstration]) -> list[str]:
         """Insert or update demonstrations (idempotent by content id); returns their ids.
 
-        Each record is tagged with this store's key (untagged without one).
+        Each record is tagged with this store's key (untagged without one). Records already
+        stored exactly so are not written again: Chroma logs every upsert, so re-seeding the
+        same demonstrations at each start would grow the memory on disk with nothing new.
         """
         if not demos:
             return []
         ids = [d["id"] or demonstration_id(d) for d in demos]
         texts = [event_text(d["agent_input"], d["agent_output"]) for d in demos]
         metadatas = [_to_metadata(d, self._key) for d in demos]
-        self._collection.upsert(
-            ids=ids,
-            embeddings=self.embeddings.embed_documents(texts),
-            documents=texts,
-            metadatas=metadatas,
-        )
-        self._programs.clear()
+        stored = self._collection.get(ids=ids, include=["documents", "metadatas"])
+        same = {
+            i for i, doc, meta in zip(stored["ids"], stored["documents"] or [],
+                                      stored["metadatas"] or [], strict=False)
+            if (doc, dict(meta or {})) == _record(ids, texts, metadatas, i)
+        }  # fmt: skip
+        changed = [n for n, i in enumerate(ids) if i not in same]
+        if changed:
+            self._collection.upsert(
+                ids=[ids[n] for n in changed],
+                embeddings=self.embeddings.embed_documents([texts[n] for n in changed]),
+                documents=[texts[n] for n in changed],
+                metadatas=[metadatas[n] for n in changed],
+            )
+            self._programs.clear()
         if self.count() <= self.scan_limit:
             self._index.put(ids, texts, metadatas)
         return ids
@@ -362,6 +377,16 @@ def rerank(
             insort(best, (dist, cid, n))
             del best[k:]
     return [candidates[n] for _, _, n in best]
+
+
+def _record(
+    ids: list[str], texts: list[str], metadatas: list[dict[str, Any]], wanted: str
+) -> tuple[str, dict[str, Any]] | None:
+    """(document, metadata) that `add` would write for id `wanted` (the last one wins)."""
+    for i, text, meta in zip(reversed(ids), reversed(texts), reversed(metadatas), strict=True):
+        if i == wanted:
+            return text, meta
+    return None
 
 
 def _where(request: str | None) -> dict[str, Any] | None:

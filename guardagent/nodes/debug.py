@@ -15,10 +15,21 @@ from guardagent.nodes.runtime import context_of, model_of, profile_of
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictRecorder
 
+_LISTINGS: dict[tuple[Any, ...], str] = {}
+
 
 def toolbox_listing(toolbox: Toolbox) -> str:
-    """Signatures and docstrings of the profile's toolbox plus the verdict calls."""
-    return VerdictRecorder().toolbox().merged(toolbox).describe()
+    """Signatures and docstrings of the profile's toolbox plus the verdict calls.
+
+    Kept per toolbox (its names, functions and groups): `inspect.signature` of every
+    function cost ~1 ms of each model-written program's decision.
+    """
+    key = tuple((spec.name, spec.func, spec.group) for spec in toolbox)
+    if key not in _LISTINGS:
+        if len(_LISTINGS) > 256:
+            _LISTINGS.clear()
+        _LISTINGS[key] = VerdictRecorder().toolbox().merged(toolbox).describe()
+    return _LISTINGS[key]
 
 
 def diagnose(

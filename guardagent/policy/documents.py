@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from guardagent.eval.textio import read_text_file
+
 
 class DocumentError(ValueError):
     """A document that cannot be read (unknown type, unreadable file, broken PDF)."""
@@ -274,8 +276,8 @@ def read_document(path: str | Path) -> list[Section]:
     if suffix == ".pdf":
         return _sections(file.name, _pdf_blocks(file), strip_title=False)
     try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text_file(file)
+    except (OSError, ValueError) as exc:
         raise DocumentError(f"cannot read {file}: {exc}") from None
     if suffix in (".md", ".markdown"):
         blocks = _markdown_blocks(text)

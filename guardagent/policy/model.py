@@ -706,7 +706,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
     if screened is not None:
         raise PolicyError([PolicyIssue(screened[0], Location(file, screened[1], screened[2]))])
     try:
-        loader = yaml.SafeLoader(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # C: 5-10x faster
         try:
             root = loader.get_single_node()
         finally:
@@ -840,11 +840,13 @@ def load_policy(path: str | Path, *, strict: bool = True) -> PolicyModel:
     Raises:
         PolicyError: unreadable file or invalid content, with positions.
     """
+    from guardagent.eval.textio import read_text_file
+
     file = policy_path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError([PolicyIssue(f"cannot read {file}: {exc.strerror or exc}")]) from None
+        text = read_text_file(file)
+    except (OSError, ValueError) as exc:
+        raise PolicyError([PolicyIssue(f"cannot read {file}: {exc}")]) from None
     return load_policy_text(text, str(file), strict=strict)
 
 

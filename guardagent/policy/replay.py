@@ -23,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from guardagent.eval.textio import read_text_file
 from guardagent.policy.formula import variables
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
 
@@ -87,8 +88,8 @@ class ReplayChatModel(BaseChatModel):
             ValueError: the file cannot be read or is not a JSON object.
         """
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            data = json.loads(read_text_file(path))
+        except (OSError, ValueError) as exc:
             raise ValueError(f"cannot read replay answers {path}: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"replay answers {path} must be a JSON object")

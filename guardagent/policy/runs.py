@@ -26,7 +26,6 @@ from guardagent.policy.model import (
 )
 from guardagent.policy.recorder import PredicateError, PredicateRecorder
 from guardagent.policy.results import PolicyVerdict
-from guardagent.policy.verify import verify_event
 from guardagent.tools.verdict import Verdict
 
 NOTHING_ASSIGNED = (
@@ -98,6 +97,9 @@ def verify_execution(
 
     `trace` holds the predicates the host assigned from the conversation (the policy's
     ``assign: {trace: ...}`` ones); a program that assigns one of them too is an error.
+    A trace-bound predicate is never taken from a program (written by a model from an
+    attacker-influenced event): without the host's reading of a trace (the served graph) it
+    stays open, so a rule that needs it denies.
     """
     try:
         assignments = predicates_of(execution)
@@ -105,8 +107,12 @@ def verify_execution(
             if name in assignments:
                 return {"error": f"the program assigned {name!r}, which the trace assigns"}
             assignments[name] = {"value": value, "probability": None}
+        for name in model.trace_bindings.keys() - (trace or {}).keys():
+            assignments.pop(name, None)  # open: only the host's trace reading assigns it
         if not assignments:
             return {"error": NOTHING_ASSIGNED}
+        from guardagent.policy.verify import verify_event  # z3: only when a policy decides
+
         verdict = verify_event(model, assignments, threshold=threshold)
     except (VerificationError, PredicateError) as exc:
         return {"error": f"policy verification failed: {exc}"}

@@ -278,7 +278,7 @@ def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
     """Read and validate one profile file (cached per `stamp`)."""
     raw: dict[str, Any] = {}
     try:
-        loaded = yaml.safe_load(_read(path)) or {}
+        loaded = yaml.load(_read(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
         if not isinstance(loaded, dict):
             raise ProfileError(f"{path}: a profile must be a YAML mapping")
         raw = loaded

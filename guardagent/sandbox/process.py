@@ -30,7 +30,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from types import CodeType
 from typing import Any
@@ -54,7 +54,7 @@ from guardagent.sandbox.child import (
     set_limit_maxima,
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
-from guardagent.sandbox.warm import run_warm
+from guardagent.sandbox.warm import run_warm, start_idle
 from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
@@ -329,8 +329,44 @@ def run_program(
     return _result(start, *ended)
 
 
+_one_shot: list[bool] = []
+
+
+@contextlib.contextmanager
+def without_zygote() -> Iterator[None]:
+    """Within: fork this process for every run, start no zygote and no warm worker.
+
+    For a process that decides once and exits (the `check` command): starting a zygote
+    costs several hundred milliseconds, one fork of the process itself a few, and every run
+    is just as isolated. Outside it, `GUARDAGENT_SANDBOX_ZYGOTE=0` does the same.
+    """
+    _one_shot.append(True)
+    try:
+        yield
+    finally:
+        _one_shot.pop()
+
+
 def _zygote_enabled() -> bool:
+    if _one_shot:
+        return False
     return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+
+
+def prestart_worker(toolbox: Toolbox, limits: SandboxLimits, source: str | None = None) -> bool:
+    """Start a warm worker for `toolbox` now (a deployment's warm-up), if it would get one.
+
+    Returns whether one is idle now. Never raises: without a worker the first trusted run
+    starts one, as it would have anyway.
+    """
+    refs = toolbox_refs(toolbox)
+    if refs is None or not (_zygote_enabled() and _warm_enabled()):
+        return False
+    try:
+        start_idle(refs, limits, source)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _warm_enabled() -> bool:

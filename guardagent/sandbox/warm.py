@@ -1,12 +1,12 @@
-"""The caller's side of the warm workers: a pool per toolbox and limits, one run at a time each.
+"""The caller's side of the warm workers: a pool per limits, one run at a time each.
 
 A worker (:mod:`guardagent.sandbox.worker`) is forked by the zygote on first use and reused
-for later runs of trusted programs with the same built-in toolbox and limits; a thread takes
-an idle one (or starts one), sends one request, and reads one line under the wall-clock
-deadline. A worker is dropped, never reused, when it timed out (SIGKILLed here), died (the
-zygote reports its wait status), said it retires, or has something unread when taken (it died
-idle). Outcomes are those of :func:`~guardagent.sandbox.zygote.run_in_zygote`, so the sandbox
-reads both paths the same way.
+for later runs of trusted programs with the same limits, whatever their built-in toolbox; a
+thread takes an idle one (or starts one), sends one request, and reads one line under the
+wall-clock deadline. A worker is dropped, never reused, when it timed out (SIGKILLed here),
+died (the zygote reports its wait status), said it retires, or has something unread when
+taken (it died idle). Outcomes are those of
+:func:`~guardagent.sandbox.zygote.run_in_zygote`, so the sandbox reads both paths alike.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from guardagent.sandbox import zygote
 from guardagent.sandbox.worker import MAX_RUNS
 
-_MAX_IDLE = 64  # idle workers kept per toolbox and limits (beyond: closed after their run)
+_MAX_IDLE = 64  # idle workers kept per limits (beyond: closed after their run)
 _START_SECONDS = 10.0
 
 
@@ -59,6 +59,9 @@ def _take(key: tuple[Any, ...]) -> _Worker | None:
         if _owner != [os.getpid()]:  # a forked copy of a caller: those sockets are not ours
             _idle.clear()
             _owner[:] = [os.getpid()]
+        for stale in [k for k in _idle if k[0] != key[0]]:  # a replaced zygote's workers
+            for worker in _idle.pop(stale):
+                worker.sock.close()  # it reads EOF and exits
         workers = _idle.get(key, [])
         while workers:
             candidate = workers.pop()
@@ -77,12 +80,16 @@ def _give_back(key: tuple[Any, ...], worker: _Worker) -> None:
     worker.sock.close()
 
 
-def _start(path: str, refs: list[list[str]], limits: Any) -> _Worker:
-    """Ask the zygote for a worker; its first line is the worker's pid."""
+def _start(path: str, refs: list[list[str]], limits: Any, source: str | None = None) -> _Worker:
+    """Ask the zygote for a worker; its first line is the worker's pid.
+
+    The zygote compiles `source` first (the program the worker is started for), so this
+    worker and every later one start with it compiled.
+    """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
-        request = {"worker": 1, "tools": refs, "limits": asdict(limits)}
+        request = {"worker": 1, "tools": refs, "limits": asdict(limits), "source": source}
         sock.sendall(json.dumps(request).encode() + b"\n")
         line = next(zygote._lines(sock, time.monotonic() + _START_SECONDS), None)
         if line is None or not line.startswith(b'{"pid"'):
@@ -96,11 +103,17 @@ def _start(path: str, refs: list[list[str]], limits: Any) -> _Worker:
         raise
 
 
-def start_idle(refs: list[list[str]], limits: Any) -> None:
-    """Start one worker ahead of the first run (a warm-up; its fork is then not on an event)."""
+def start_idle(refs: list[list[str]], limits: Any, source: str | None = None) -> None:
+    """Have one worker idle for `limits` (a warm-up: its fork is then not on an event).
+
+    Nothing is started when one is idle already; `source` is compiled by the zygote first.
+    """
     path = zygote._zygote().path
-    key = (path, json.dumps(refs), tuple(asdict(limits).values()))
-    _give_back(key, _start(path, refs, limits))
+    key = (path, tuple(asdict(limits).values()))
+    with _lock:
+        if _owner == [os.getpid()] and _idle.get(key):
+            return
+    _give_back(key, _start(path, refs, limits, source))
 
 
 def run_warm(
@@ -118,10 +131,11 @@ def run_warm(
             forks a one-run child instead: the program has not run).
     """
     path = zygote._zygote().path  # may start the zygote: not part of the program's time
-    key = (path, json.dumps(refs), tuple(asdict(limits).values()))
-    worker = _take(key) or _start(path, refs, limits)
+    key = (path, tuple(asdict(limits).values()))  # one worker serves every built-in toolbox
+    worker = _take(key) or _start(path, refs, limits, source)
     request = json.dumps(
-        {"source": source, "input": inputs[0], "output": inputs[1], "facts": facts}
+        {"tools": refs, "source": source, "input": inputs[0], "output": inputs[1],
+         "facts": facts}
     ).encode() + b"\n"  # fmt: skip
     try:
         worker.sock.sendall(request)

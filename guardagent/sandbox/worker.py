@@ -20,7 +20,8 @@ used so far plus the run's `cpu_seconds` (SIGXCPU kills the worker at it), under
 of a few runs' worth that the worker retires before reaching.
 
 Protocol on the socket: the caller sends one request line
-`{"source", "input", "output", "facts"}`; the worker answers one result line in the one-run
+`{"tools", "source", "input", "output", "facts"}` (`tools`: the built-in toolbox's references,
+so one worker serves every built-in profile); the worker answers one result line in the one-run
 child's format (`{"v", "e", "o", "u", "p"}`), plus `"w": 1` when it retires after it.
 """
 
@@ -32,6 +33,7 @@ import math
 import os
 import resource
 import signal
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from guardagent.readers.user_facts import bind_host_facts, normalize_facts
@@ -80,9 +82,12 @@ def _read_request(buf: bytearray) -> bytes | None:
         buf += chunk
 
 
-def _run_one(raw: bytes, toolbox: Toolbox, limits: child.SandboxLimits) -> dict[str, Any]:
-    """One request: compile (cached), fresh globals, run in an empty context."""
+def _run_one(
+    raw: bytes, toolbox_of: Callable[[Any], Toolbox], limits: child.SandboxLimits
+) -> dict[str, Any]:  # fmt: skip
+    """One request: its toolbox, compile (cached), fresh globals, run in an empty context."""
     req = json.loads(raw)
+    toolbox = toolbox_of(req["tools"])
     source, agent_input, agent_output = req["source"], req["input"], req["output"]
     if not all(type(x) is str for x in (source, agent_input, agent_output)):
         raise ValueError("source, input and output must be strings")
@@ -112,8 +117,14 @@ def _retire_after(payload: dict[str, Any], runs: int, limits: child.SandboxLimit
     return math.ceil(_cpu_used()) + limits.cpu_seconds > hard_cpu - 1
 
 
-def serve_worker(conn_fd: int, toolbox: Toolbox, limits: child.SandboxLimits) -> NoReturn:
-    """Worker body (forked by the zygote after it announced our pid): isolate, then serve."""
+def serve_worker(
+    conn_fd: int, toolbox_of: Callable[[Any], Toolbox], limits: child.SandboxLimits
+) -> NoReturn:  # fmt: skip
+    """Worker body (forked by the zygote after it announced our pid): isolate, then serve.
+
+    `toolbox_of` turns a request's toolbox references into the toolbox (built-in functions
+    only, resolved by the zygote's rules), so one worker serves every built-in profile.
+    """
     status = 0
     try:
         signals = [s for s in child.RESET_SIGNALS if callable(signal.getsignal(s))]
@@ -131,7 +142,7 @@ def serve_worker(conn_fd: int, toolbox: Toolbox, limits: child.SandboxLimits) ->
                                 hard_cpu))  # fmt: skip
             runs += 1
             try:
-                payload = _run_one(raw, toolbox, limits)
+                payload = _run_one(raw, toolbox_of, limits)
             except MemoryError:
                 payload = {"v": None, "e": "LimitExceeded: memory limit exceeded", "o": ""}
             except Exception as exc:  # noqa: BLE001 - a malformed request: answer, retire

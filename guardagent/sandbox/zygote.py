@@ -303,10 +303,12 @@ def _child_run(
     child.child_main(run, conn.fileno())
 
 
-def _worker_main(conn: socket.socket, toolbox: Toolbox, limits: child.SandboxLimits) -> None:
+def _worker_main(
+    conn: socket.socket, toolbox_of: Any, limits: child.SandboxLimits
+) -> None:  # fmt: skip
     """In a fresh child: announce our pid, then serve runs on the connection until retired."""
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-    worker.serve_worker(conn.fileno(), toolbox, limits)
+    worker.serve_worker(conn.fileno(), toolbox_of, limits)
 
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
@@ -474,9 +476,14 @@ class _Server:
             req = json.loads(raw)
             toolbox = _toolbox(req["tools"], self.cache)
             limits = child.limits_from_json(req["limits"], self.maxima)
+            source = req.get("source")
+            if type(source) is str and len(source) <= limits.max_source_chars:
+                child.compile_for_run(source, toolbox)  # cached here: every worker has it
         except Exception as exc:  # a malformed request is answered, never fatal to the zygote
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
-        pid = _fork(lambda: _worker_main(conn, toolbox, limits), *self._closing())
+        cache = self.cache
+        pid = _fork(lambda: _worker_main(conn, lambda refs: _toolbox(refs, cache), limits),
+                    *self._closing())  # fmt: skip
         self.pending[pid] = conn
 
     def reap(self) -> None:

@@ -6,7 +6,8 @@ route                      answer
 POST /v1/decide/event      ``{profile?, input, output, user_facts?, thread_id?, idempotency_key?}``
                            -> the decision JSON of `guardagent check`
 POST /v1/decide/trace      ``{profile?, trace | messages + proposed_call?, consent?, user_facts?,
-                           thread_id?, idempotency_key?}`` -> the decision JSON
+                           task?, thread_id?, idempotency_key?}`` -> the decision JSON (a
+                           task that cannot be attached: a denial saying why)
 GET /v1/threads/{id}       the thread's decisions, oldest first, and whether its history is one
                            line
 GET /healthz               200 while the process serves

@@ -16,14 +16,22 @@ reached or answers without a decision raises :class:`ServiceError`; callers deny
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import urllib.parse
-import uuid
 from typing import Any
 
+from guardagent.service.wire import exchange
+
 TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
+DECISION_FIELDS = (
+    "allowed", "label", "violations", "reason", "guardrailed_output", "program_source",
+    "program", "attempts", "attempt_errors", "llm_calls", "tokens", "latency_ms", "error",
+    "unreadable", "profile", "rules", "safety_probability", "remediation", "trace_facts",
+    "trace_state",
+)  # fmt: skip
+"""The fields of a decision (`GuardDecision`'s, without importing pydantic): `--fields` picks
+from these before anything is sent."""
 
 
 class ServiceError(Exception):
@@ -60,18 +68,17 @@ class GuardClient:
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 60.0,
                  retries: int = 0) -> None:  # fmt: skip
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+            parts.port  # noqa: B018 -- a port out of range or not a number raises here
+        except ValueError:
+            parts = urllib.parse.urlsplit("")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"service URL must look like http://host:port, got {url!r}")
         self.parts = parts
         self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
         self.timeout = timeout
         self.retries = max(0, retries)
-
-    def _connection(self) -> http.client.HTTPConnection:
-        cls = (http.client.HTTPSConnection if self.parts.scheme == "https"
-               else http.client.HTTPConnection)  # fmt: skip
-        return cls(self.parts.hostname or "", self.parts.port, timeout=self.timeout)
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any, bool]:
         """One HTTP exchange: (status, decoded JSON, whether a stored decision was replayed).
@@ -83,25 +90,24 @@ class GuardClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        conn = self._connection()
         try:
-            conn.request(method, self.parts.path.rstrip("/") + path, body=data, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException) as exc:
+            status, answer_headers, raw = exchange(
+                self.parts.scheme, self.parts.hostname or "", self.parts.port, method,
+                self.parts.path.rstrip("/") + path, data, headers, self.timeout)
+        except OSError as exc:  # WireError too: no answer this client can read
             raise ServiceError(f"guard service {self.parts.netloc} unreachable: {exc}") from None
-        finally:
-            conn.close()
         try:
             answer = json.loads(raw)
-        except ValueError:
-            raise ServiceError(f"guard service answered {response.status} without JSON",
-                               response.status) from None  # fmt: skip
-        return response.status, answer, response.getheader("Idempotent-Replayed") == "true"
+        except (ValueError, RecursionError):
+            raise ServiceError(f"guard service answered {status} without JSON",
+                               status) from None  # fmt: skip
+        return status, answer, answer_headers.get("idempotent-replayed") == "true"
 
     def _decide(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         body = {k: v for k, v in body.items() if v is not None}
         if self.retries and "idempotency_key" not in body:
+            import uuid
+
             body["idempotency_key"] = str(uuid.uuid4())
         for attempt in range(self.retries + 1):
             try:
@@ -131,16 +137,19 @@ class GuardClient:
     def check_trace(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
                     *, trace: Any = None, profile: str | None = None,
                     consent: list[Any] | None = None, user_facts: dict[str, Any] | None = None,
-                    thread_id: str | None = None,
-                    idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+                    thread_id: str | None = None, idempotency_key: str | None = None,
+                    task: Any = None) -> dict[str, Any]:  # fmt: skip
         """Decide a proposed tool call from its conversation (the service's `check_trace`).
 
         Give `messages` (and optionally `proposed_call`), or `trace`: the whole JSON of
         `check --trace` (as text or decoded). With a `thread_id` the service keeps the
         thread's index: send the whole conversation each time, it reads only what is new.
+        `task` is the thread's task policy (``{"name", "params", "predicates", "rules"}``),
+        as `check_trace(task=...)` takes it: the service attaches it, or denies saying why.
         """
         body: dict[str, Any] = {"profile": profile, "consent": consent, "user_facts": user_facts,
-                                "thread_id": thread_id, "idempotency_key": idempotency_key}
+                                "thread_id": thread_id, "idempotency_key": idempotency_key,
+                                "task": task}
         if trace is not None:
             body["trace"] = trace
         else:

@@ -100,7 +100,8 @@ class Decider:
             return await agent.acheck_trace(*args, user_facts=request.user_facts,
                                             consent=body.get("consent") or [],
                                             thread_state=trace_state,
-                                            thread_id=request.thread_id)  # fmt: skip
+                                            thread_id=request.thread_id,
+                                            task=body.get("task"))  # fmt: skip
         except ValueError as exc:  # the caller's facts or a profile without a trace policy
             raise BadRequest(str(exc)) from None
 

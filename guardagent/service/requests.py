@@ -2,9 +2,11 @@
 
 The caller is the host (on a private network, or holding the service token), so its
 structured facts are trusted as the Python API trusts them: the user's facts, the reviewers'
-consent records, the thread and the idempotency key. It chooses no deployment setting: a
-profile is a *registered name* (the built-ins and ``GUARDAGENT_PROFILES``), never a path, and
-model, memory, limits and keys come from the service's environment only. The agent's text
+consent records, the thread's task policy (``task``: what ``check_trace(task=...)`` takes,
+attached by the guard or denied with the reason), the thread and the idempotency key. It
+chooses no deployment setting: a profile is a *registered name* (the built-ins and
+``GUARDAGENT_PROFILES``), never a path, and model, memory, limits and keys come from the
+service's environment only. The agent's text
 (input, output, messages, tool results) is evidence, read by the guard like any other.
 """
 
@@ -19,7 +21,7 @@ from guardagent.service.threads import MAX_THREAD_ID_CHARS
 EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id",
                         "idempotency_key"})  # fmt: skip
 TRACE_KEYS = frozenset({"profile", "trace", "messages", "proposed_call", "consent",
-                        "user_facts", "thread_id", "idempotency_key"})  # fmt: skip
+                        "user_facts", "thread_id", "idempotency_key", "task"})  # fmt: skip
 
 
 class BadRequest(ValueError):

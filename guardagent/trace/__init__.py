@@ -2,6 +2,8 @@
 
 - :mod:`.messages`: read a trace (LangChain ``messages_to_dict`` JSON or OpenAI chat with
   ``tool_calls``, plus the proposed call) into a typed :class:`Trace`; nothing is cut;
+- :mod:`.content`: a message's content parts sorted: the text a chat shows, calls and
+  results in Anthropic's shape, and hidden parts (never the user's words);
 - :mod:`.labels`: the deployer's tool labels (trusted / untrusted results, sensitive,
   effect read / write / send / irreversible; a proposed call of an unlabelled tool is
   denied, an earlier one's results are untrusted);
@@ -13,6 +15,10 @@
 - :mod:`.provenance`: which earlier messages contain each value of the proposed call, and
   whether it comes from the user, a trusted source, only untrusted sources, or nowhere;
 - :mod:`.temporal`: call patterns, order, counts, navigation scope, secret flow;
+- :mod:`.records`: the user's own records (the policy's ``values:``, the host's user
+  facts), a trusted source for provenance;
+- :mod:`.secrets`: the policy's declared ``secrets:``, found in any argument however
+  encoded;
 - :mod:`.predicates`: all of it as named predicates with their deciding messages, for a
   policy model;
 - :mod:`.guard`: one guarded call prepared for the guard graph (event text, predicate

@@ -218,7 +218,7 @@ class Labels:
         if screened is not None:
             raise LabelError([f"{path}:{screened[1]}:{screened[2]}: {screened[0]}"])
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

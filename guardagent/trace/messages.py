@@ -18,14 +18,30 @@ Accepted input (the trace format; a whole document, nothing is cut):
     "function", "content", "name", "tool_calls": [{"id", "type": "function", "function":
     {"name", "arguments": "<JSON object>"}}], "function_call", "tool_call_id"}``.
 
-  Content is a string, null, or a list of parts: text parts (``text``, ``input_text``,
-  ``output_text``) and refusals give their text; any other part (an image, a JSON block)
-  is kept as its JSON, so nothing a tool returned is dropped.
+  Content is a string, null, or a list of parts. A tool result's text is all its parts:
+  text parts (``text``, ``input_text``, ``output_text``) and refusals give their text, any
+  other part (an image, a JSON block) is kept as its JSON, so nothing a tool returned is
+  dropped. Any other message's text is only what a chat shows: its text parts
+  (:mod:`guardagent.trace.content`). Its other parts are sorted: ``tool_use`` parts of an
+  assistant message are its calls (Anthropic; beside ``tool_calls`` they are hidden
+  evidence); ``tool_result`` / ``function_call_output`` parts of a user message are tool
+  results, each read as a ``tool`` message answering the call it names (placed before the
+  user's text); every other part (an image and its alt text, reasoning, invalid tool calls)
+  is hidden evidence, one message just before its own: source ``model`` in an assistant
+  message, ``tool:?`` (role ``tool``) in a user or system message. So a hidden part is
+  never a question the user answered nor the user's words.
 - The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
-  {...} | "<JSON object>"}``. Without one, the last message must be an assistant message
-  making exactly one call, and that call is the proposed one. When the last message is an
-  assistant message making calls, the proposed call must be one of them, equal in name and
+  {...} | "<JSON object>"}``. A call object in two formats at once (a ``function`` beside
+  top-level arguments, two argument fields, two names that differ) is refused: one host
+  runs one reading, another the other. So is an assistant message that gives a
+  ``function_call`` beside tool calls. A LangChain message's ``tool_calls`` are its calls
+  (what LangChain runs): the provider's copies (``additional_kwargs.tool_calls``,
+  ``tool_use`` content parts) are read only when it has none, since a host's edits
+  (human-in-the-loop, redaction) change ``tool_calls`` and leave the copies stale.
+  Without a proposed call, the last message must be an assistant message making exactly
+  one call, and that call is the proposed one. When the last message is an assistant
+  message making calls, the proposed call must be one of them, equal in name and
   arguments (found by id, or without an id by equality); a proposed call found earlier in
   the trace is refused, since the messages after it are not "earlier". After any other
   last message the proposed call is a new call. Tool names are kept exactly as written.
@@ -43,8 +59,10 @@ away, or forged) is ``tool:?`` (unlabelled, so untrusted).
 
 Fails closed through :func:`guardagent.readers.evidence.unreadable`: ``trace_too_large``
 (over ``max_bytes``, default 8 MB of UTF-8), ``unparsable_trace`` (not JSON, an unknown
-role or type, arguments that are not a JSON object, content of an unknown shape, objects or
-lists nested over :data:`MAX_NESTING` deep), ``inconsistent_trace`` (a result naming
+role or type, arguments that are not a JSON object, content of an unknown shape, a call
+object in two formats, objects or lists nested over :data:`MAX_NESTING` deep),
+``inconsistent_trace`` (two names in one call object, a ``function_call`` beside tool
+calls, a result naming
 another tool than its call, a second result for one call, two calls with one id, a
 proposed call that disagrees with the last message or is followed by later messages),
 ``no_tool_call`` / ``several_tool_calls`` (no proposed call given and the last message does
@@ -61,6 +79,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from guardagent.readers.evidence import unreadable
+from guardagent.trace import content as _content
+from guardagent.trace.content import sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 
@@ -82,7 +102,7 @@ _OPENAI_ROLES: dict[str, Role] = {
     "system": "system", "developer": "system", "user": "user", "human": "user",
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
-_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_ARG_FIELDS = ("args", "arguments", "input")
 _CONTAINERS = (Mapping, list, tuple)
 
 
@@ -114,7 +134,9 @@ class Message:
         role: ``system``, ``user``, ``assistant`` or ``tool``.
         source: Who wrote the text: ``system``, ``user``, ``model``, ``tool:<name>`` or
             ``tool:?``.
-        text: The whole text (content parts joined by newlines; nothing cut).
+        text: The text, nothing cut: a tool result's every part; any other message's
+            shown text parts only (its other parts are a message of their own just before
+            it, see the module docstring), joined by newlines.
         tool_name: The tool a ``tool`` message is the result of (None if unknown).
         tool_call_id: The call a ``tool`` message answers.
         index: Position in the trace, from 0.
@@ -214,16 +236,11 @@ class _Reader:
         if isinstance(content, list):
             parts: list[str] = []
             for part in content:
-                if isinstance(part, str):
-                    parts.append(part)
+                shown = _content.part_text(part)
+                if shown is not None:
+                    parts.append(shown)
                 elif isinstance(part, Mapping):
-                    kind = part.get("type")
-                    if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
-                        parts.append(str(part["text"]))
-                    elif kind == "refusal" and isinstance(part.get("refusal"), str):
-                        parts.append(str(part["refusal"]))
-                    else:
-                        parts.append(_json(part))
+                    parts.append(_json(part))
                 else:
                     unreadable("unparsable_trace", f"{where}: a content part is neither text nor "
                                "an object")  # fmt: skip
@@ -251,13 +268,23 @@ class _Reader:
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
         if not isinstance(raw, Mapping):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
-        fn = raw.get("function")
-        if isinstance(fn, Mapping):
+        given = [key for key in _ARG_FIELDS if key in raw]
+        if "function" in raw:  # OpenAI: everything in `function`, nothing beside it
+            fn = raw["function"]
+            if not isinstance(fn, Mapping) or given:
+                unreadable("unparsable_trace", f"{where}: a tool call in two formats at once "
+                           "(a `function` object and arguments beside it): one host runs one, "
+                           "another the other")  # fmt: skip
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
-        elif "args" in raw:
-            name, args = raw.get("name"), self.args(raw.get("args"), where)
+            if "name" in raw and raw["name"] != name:
+                unreadable("inconsistent_trace", f"{where}: a tool call names two tools (its "
+                           "`name` and its `function`'s)")  # fmt: skip
+        elif len(given) > 1:
+            unreadable("unparsable_trace", f"{where}: a tool call gives its arguments twice "
+                       f"({' and '.join(given)}): a host may read either")  # fmt: skip
         else:
-            name, args = raw.get("name"), self.args(raw.get("arguments", raw.get("input")), where)
+            name = raw.get("name")
+            args = self.args(raw.get(given[0]) if given else None, where)
         if not isinstance(name, str) or not name.strip():
             unreadable("unparsable_trace", f"{where}: a tool call has no name")
         ident = raw.get("id")
@@ -294,22 +321,49 @@ class _Reader:
             unreadable("unparsable_trace", f"{where} is neither LangChain nor OpenAI chat")
         if role is None:
             unreadable("unparsable_trace", f"{where} has an unknown role or type")
-        text = self.text(data.get("content"), where)
         name = data.get("name") if isinstance(data.get("name"), str) else None
-        if role == "assistant":
-            self.assistant(data, text, index, where)
-        elif role == "tool":
+        if role == "tool":
+            text = self.text(data.get("content"), where)
             self.tool(data, text, name, index, where, legacy_function)
-        else:
+            return
+        content = sort_content(data.get("content"), role, where)
+        self.count(content.shown)
+        hidden = content.hidden
+        if content.calls and _calls_given(data):  # LangChain runs `tool_calls` (a host's
+            hidden = [*hidden, *map(_json, content.calls)]  # edits leave the parts stale)
+            content.calls = []
+        invalid = data.get("invalid_tool_calls") if role == "assistant" else None
+        if isinstance(invalid, list) and invalid:
+            hidden = [*hidden, "[invalid tool calls] " + _json(invalid)]
+        if hidden:  # before the message: its shown text stays next to the one answering it
+            said = "\n".join(hidden)
+            self.count(said)
+            source = "model" if role == "assistant" else "tool:?"
+            self.messages.append(Message("assistant" if role == "assistant" else "tool", source,
+                                         said, None, None, len(self.messages),
+                                         status=None if role == "assistant" else "ok"))  # fmt: skip
+        for call_id, body, failed in content.results:  # a user message's tool results
+            result = {"tool_call_id": call_id, "status": "error" if failed else "ok"}
+            self.tool(result, self.text(body, where), None, len(self.messages), where, False)
+        if role == "assistant":
+            self.assistant(data, content.shown, content.calls, len(self.messages), where)
+        elif content.shown or not content.results:
             source = "user" if role == "user" else "system"
-            self.messages.append(Message(role, source, text, None, None, index))
+            self.messages.append(Message(role, source, content.shown, None, None,
+                                         len(self.messages)))  # fmt: skip
 
-    def assistant(self, data: Mapping[str, Any], text: str, index: int, where: str) -> None:
+    def assistant(self, data: Mapping[str, Any], text: str, parts: list[Mapping[str, Any]],
+                  index: int, where: str) -> None:  # fmt: skip
         raw_calls = data.get("tool_calls")
         if not raw_calls:
             extra = data.get("additional_kwargs")
             raw_calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
-        if not raw_calls and isinstance(data.get("function_call"), Mapping):
+        if not raw_calls and parts:  # Anthropic: the calls are `tool_use` content parts
+            raw_calls = list(parts)
+        if data.get("function_call") is not None:
+            if raw_calls or not isinstance(data["function_call"], Mapping):
+                unreadable("inconsistent_trace", f"{where}: a `function_call` beside tool "
+                           "calls (or not an object): which call runs is ambiguous")  # fmt: skip
             raw_calls = [data["function_call"]]
         if raw_calls is not None and not isinstance(raw_calls, list):
             unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
@@ -321,11 +375,6 @@ class _Reader:
                                "used by an earlier call too")  # fmt: skip
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
-        invalid = data.get("invalid_tool_calls")
-        if isinstance(invalid, list) and invalid:
-            shown = _json(invalid)
-            self.count(shown)
-            text = (text + "\n" if text else "") + "[invalid tool calls] " + shown
         self.messages.append(Message("assistant", "model", text, None, None, index, calls))
 
     def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
@@ -365,6 +414,13 @@ class _Reader:
         for part, part_text in parts:
             self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
                                          call_id, len(self.messages), status=status))  # fmt: skip
+
+
+def _calls_given(data: Mapping[str, Any]) -> bool:
+    """Whether an assistant message gives calls other than content parts (read first)."""
+    extra = data.get("additional_kwargs")
+    mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+    return bool(data.get("tool_calls") or mirror or data.get("function_call") is not None)
 
 
 def _json(value: Any) -> str:

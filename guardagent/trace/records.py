@@ -61,6 +61,8 @@ class RecordSet:
     origin: Origin
     items: tuple[Any, ...]
     region: str | None = field(default=None, compare=False)
+    written: Any = field(default=None, compare=False, repr=False)
+    """The section as the policy file wrote it (mappings kept), for dumping."""
 
     @cached_property
     def _index(self) -> tuple[frozenset[str], frozenset[tuple[str, ...]]]:
@@ -96,6 +98,8 @@ class Records:
     """
 
     sections: tuple[RecordSet, ...] = ()
+    _regioned: dict[str | None, tuple[RecordSet, ...]] = field(
+        default_factory=dict, compare=False, repr=False)  # fmt: skip
 
     @classmethod
     def from_mapping(cls, raw: Any) -> Records:
@@ -118,15 +122,19 @@ class Records:
             if leaves is None:
                 problems.append(f"values.{name}: a list of strings, numbers or mappings of them")
                 continue
-            sections.append(RecordSet(name, "values", tuple(leaves)))
+            sections.append(RecordSet(name, "values", tuple(leaves), written=items))
         if problems:
             raise RecordsError(problems)
         return cls(tuple(sections))
 
     def with_user_facts(self, facts: Mapping[str, Any] | None, region: str | None) -> Records:
         """These records plus the host's user facts (one section per top-level key)."""
-        sections = [RecordSet(s.name, s.origin, s.items, region) for s in self.sections]
-        for name, value in (facts or {}).items():
+        own = self._regioned.get(region)
+        if own is None:  # read once per phone region, not once per check
+            own = self._regioned[region] = tuple(
+                RecordSet(s.name, s.origin, s.items, region, s.written) for s in self.sections)
+        sections = list(own)
+        for name, value in (facts.items() if isinstance(facts, Mapping) else ()):
             leaves = _leaves(value)
             if leaves:
                 sections.append(RecordSet(str(name), "user_facts", tuple(leaves), region))
@@ -144,9 +152,10 @@ class Records:
         """Every section's name."""
         return [s.name for s in self.sections]
 
-    def to_json(self) -> dict[str, list[Any]]:
+    def to_json(self) -> dict[str, Any]:
         """The policy's sections as the file format (the host's facts are left out)."""
-        return {s.name: list(s.items) for s in self.sections if s.origin == "values"}
+        return {s.name: s.written if s.written is not None else list(s.items)
+                for s in self.sections if s.origin == "values"}  # fmt: skip
 
 
 def _leaves(raw: Any) -> list[Any] | None:

@@ -14,27 +14,39 @@ read with :mod:`ast` (never evaluated)::
     recipient_confirmed: consent_given("to")
 
 Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
-``"@recipients"`` the recipient arguments of the tool's label):
+``"@recipients"`` the recipient arguments of the tool's label); the README's "Traces"
+section has them all in one table, with what an absent or unreadable value gives:
 
-- the call: ``tool_is(*globs)``, ``effect_is(*effects)``, ``tool_labelled()``;
-- provenance: ``arg_present(arg)``, ``arg_from_user(arg)``, ``arg_from_trusted_tool(arg)``,
-  ``arg_from_trusted(arg)`` (user, system or trusted tool), ``arg_only_untrusted(arg)``,
+- the call (:mod:`.call`): ``tool_is(*globs)``, ``effect_is(*effects)``, ``tool_labelled()``;
+- provenance (:mod:`.provenance`): ``arg_present(arg)``, ``arg_from_user(arg)``,
+  ``arg_from_trusted_tool(arg)``, ``arg_from_trusted(arg)`` (user, system, trusted tool or
+  the user's records), ``arg_from_records(arg, section=None)``, ``arg_only_untrusted(arg)``,
   ``arg_invented(arg)``. The ``from`` predicates hold when *every* selected value comes
-  from such a source (so they hold for an absent argument), the other two when *any*
-  value does (so they fail for an absent one); for ``"@recipients"``, a call that names no
-  recipient leaves them open (None: a rule that needs them denies). Keyword options:
-  ``kinds="email,iban"`` (only values of those kinds; by default whole argument values,
-  except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
-  judged by those), ``part="host"`` or ``"domain"`` (a URL's host or registered domain
-  instead of the whole URL);
-- order and counts: ``called_before(pattern, args={...}, status=...)``,
-  ``called_at_least(pattern, n)``, ``order_holds(first, then)`` (every ``then`` call,
-  this one included, comes after a ``first`` call), ``nothing_after(pattern)`` (no
-  ``pattern`` call happened before this one);
+  from such a source (so they hold for an absent argument, except ``arg_from_records``),
+  the other two when *any* value does (so they fail for an absent one); for
+  ``"@recipients"``, a call that names no recipient leaves them open (None: a rule that
+  needs them denies). Keyword options: ``kinds="email,iban"`` (only values of those kinds;
+  by default whole argument values, except that a free-text value holding e-mail
+  addresses, URLs, IBANs or phone numbers is judged by those), ``part="host"`` or
+  ``"domain"`` (a URL's host or registered domain instead of the whole URL);
+- derived (:mod:`.derived`): ``arg_from_designated(arg, hops=1, via=None)``: the value is
+  in a document the user pointed at (a call whose arguments the user gave), chain named;
+- the call's own arguments (:mod:`.arguments`): ``arg_equals``, ``arg_in`` (a list or a
+  ``"@section"`` of the user's records), ``arg_contains``, ``arg_glob``, ``arg_match``
+  (RE2), ``arg_compare`` (numbers), ``arg_similar`` (``rapidfuzz``), each with
+  ``match="every" | "any"``;
+- order and counts (:mod:`.history`, :mod:`.sequences`): ``called_before(pattern,
+  args={...}, status=...)``, ``called_at_least(pattern, n)``, ``order_holds(first, then)``
+  (every ``then`` call, this one included, comes after a ``first`` call),
+  ``nothing_after(pattern)`` / ``never_after(pattern)`` (no ``pattern`` call happened
+  before this one), ``immediately_after(pattern)``, ``within_steps(pattern, n)``,
+  ``at_most(pattern, n)``;
 - navigation: ``navigation_in_scope(*scopes, arg="url")`` (every URL of the argument is in
   a scope; none, or one that does not read as a URL, is not),
   ``history_in_scope(*scopes, tool="*", arg="url")`` (every earlier such call was);
-- secrets: ``secret_flow(effects="send")``, ``value_from_sensitive(arg="*")``;
+- secrets (:mod:`.secrets`): ``secret_flow(effects="send")``,
+  ``value_from_sensitive(arg="*")``, ``secret_in_args(arg="*", names=None)`` (a declared
+  secret of the policy, in clear or encoded);
 - consent: ``consent_given(arg=None, conversation=False, similarity=85, match="both")``: a
   :class:`Consent` record from the host's review approves this call (or, with `arg`, these
   values of the argument), in the thread the record names, for the call id it names, once
@@ -42,6 +54,8 @@ Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
   never counts, except opted in with ``conversation=True``: the user's plain yes, as the
   thread's last user message, to the assistant's question naming this call approves it
   once (:mod:`.conversation`).
+
+A predicate that fails while evaluating is open (None), never "holds".
 
 A predicate's expression is checked when bound (:func:`compile_bindings`): an unknown
 predicate, a non-literal argument or a bad option is a configuration error then, not a

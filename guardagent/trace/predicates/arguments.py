@@ -288,6 +288,9 @@ def _values_option(raw: Any, key: str) -> None:
 @checks("arg_equals")
 def _check_equals(given: dict[str, Any]) -> None:
     _arg_and_match(given)
+    if not isinstance(given["value"], str | int | float | bool):
+        raise PredicateSpecError("value must be a string, a number or true/false (arg_in "
+                                 "takes a list)")  # fmt: skip
 
 
 @checks("arg_in")

@@ -8,16 +8,18 @@ linked": the IBAN or the address is in no user message, only in the result of a 
 - hop 0: the value itself is from the user, the system prompt, a trusted tool or the
   user's records (:mod:`guardagent.trace.records`);
 - hop k: the value is in the result of an earlier call C (the result of C, echoes of C's
-  own arguments left out; with ``via=``, only calls matching that call pattern) whose
+  own arguments left out; with ``via=``, only calls matching that call pattern, or one of
+  that list of patterns) whose
   arguments are *designated* at hop k-1: at least one of them is, and none is found only
   in untrusted messages (a value the model made up, such as ``page=1``, neither
   designates nor spoils). Only messages before C count for C's arguments.
 
-A designating argument must be *specific*: a typed value (an address, a URL, an IBAN, a
-phone number, a date, a number) or a phrase of two or more words or with a digit
-(``invoice-0425.txt``). "Summarise my unread mail" names the folder ``unread``, not any
-one message in it: the inbox it returns is not a document the user pointed at, so an IBAN
-in one of its mails is not derived from the user.
+A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, or
+a phrase of two or more words or with a digit (``invoice-0425.txt``). "Summarise my last
+10 unread mails" names the folder ``unread`` and a count, not any one message: the inbox
+it returns is not a document the user pointed at, so an IBAN in one of its mails is not
+derived from the user. The rule is a heuristic over words; ``via=`` (the tools that read
+one document: ``via="read_file"``) is the policy's own, stronger say.
 
 The decision names the chain: "iban 'CH93...' is from `read_file` of `invoice-0425.txt`,
 which the user named in message 1" (the result message among the fact's sources).
@@ -67,7 +69,7 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | N
         return f"which the user named in message {user[0].index}", (user[0],)
     trusted = [s for s in refs if s.kind in ("system", "trusted_tool")]
     if trusted:
-        return f"which a trusted source holds ({trusted[0]})", (trusted[0],)
+        return f"which {trusted[0]} holds (a trusted source)", (trusted[0],)
     sections = in_records(facts, value)
     if sections:
         return f"which is in the user's records: {sections[0].describe()}", ()
@@ -75,15 +77,35 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | N
 
 
 def specific(value: ValueProvenance) -> bool:
-    """Whether a value names one thing (a typed value, or two words, or a digit in it)."""
-    if value.value.kind != "text":
+    """Whether a value names one thing (an address, a URL, two words, a digit in a phrase).
+
+    A number or a date counts or filters ("my last 10 mails", "since May 1st"): it picks
+    no one document.
+    """
+    kind = value.value.kind
+    if kind in ("amount", "date"):
+        return False
+    if kind != "text":
         return True
     toks = value.value.tokens
     return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t)
 
 
+Via = tuple[CallPattern, ...] | None
+
+
+def via_patterns(raw: Any) -> Via:
+    """Read `via=`: None (any call), a call pattern, or a list of them."""
+    if raw is None:
+        return None
+    specs = raw if isinstance(raw, list | tuple) else [raw]
+    if not specs:
+        raise PredicateSpecError("via needs at least one call pattern")
+    return tuple(CallPattern.of(spec) for spec in specs)
+
+
 def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-               via: CallPattern | None = None) -> Chain | None:  # fmt: skip
+               via: Via = None) -> Chain | None:  # fmt: skip
     """How a value derives from a designated source within `hops` (None: it does not)."""
     direct = _direct(facts, value, before)
     if direct is not None or hops <= 0:
@@ -94,7 +116,7 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
         call = facts.trace.call_of(facts.trace.messages[ref.index])
         if call is None or call.index >= ref.index:
             continue
-        if via is not None and not matches(call, via, facts.trace, facts.labels):
+        if via is not None and not any(matches(call, p, facts.trace, facts.labels) for p in via):
             continue
         designated = designated_call(facts, call, hops - 1, via)
         if designated is not None:
@@ -104,9 +126,9 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
 
 
 def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
-                    via: CallPattern | None = None) -> Chain | None:  # fmt: skip
+                    via: Via = None) -> Chain | None:  # fmt: skip
     """Whether the user pointed at an earlier call: its arguments designated within `hops`."""
-    key = ("designated", call.position, hops, via)
+    key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)))
     if key in facts.memo:
         return facts.memo[key]  # type: ignore[no-any-return]
     values = [v for v in _of_call(facts, call).values
@@ -136,8 +158,8 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
                 else f"has no value in argument {arg!r}")  # fmt: skip
         return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
     before = len(facts.trace.messages) + 1  # every message is before the proposed call
-    pattern = CallPattern.of(via) if via is not None else None
-    chains = [(v, derivation(facts, v, before, int(hops), pattern)) for v in values]
+    patterns = via_patterns(via)
+    chains = [(v, derivation(facts, v, before, int(hops), patterns)) for v in values]
     failed = [v for v, c in chains if c is None]
     if failed:
         sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
@@ -164,5 +186,4 @@ def _check_designated(given: dict[str, Any]) -> None:
         raise PredicateSpecError(f"hops must be a whole number from 0 to {MAX_HOPS}, not {hops!r}")
     if not isinstance(given["arg"], str) or not given["arg"]:
         raise PredicateSpecError("arg must be an argument name, a path, '*' or '@recipients'")
-    if given["via"] is not None:
-        CallPattern.of(given["via"])
+    via_patterns(given["via"])

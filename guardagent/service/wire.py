@@ -1,0 +1,144 @@
+"""HTTP/1.1 for the guard service's client: one request per connection, standard library only.
+
+A shell hook pays for every module it imports. `http.client` pulls in the `email` package
+(its header parser) and `ssl`, about a quarter of the hook's start-up; a decision request
+needs neither for ``http://``: one request, ``Connection: close``, a status line, headers and
+a body framed by ``Content-Length``, chunks, or the end of the connection. So ``http://`` is
+spoken here over a socket, and ``https://`` goes through `http.client` (imported then).
+
+The answer is bounded (:data:`MAX_HEADER_BYTES`, :data:`MAX_BODY_BYTES`) and anything that is
+not HTTP/1.x is a :class:`WireError`: the client treats it as no decision (fail closed).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from typing import BinaryIO
+
+MAX_HEADER_BYTES = 64 * 1024
+"""Status line and headers together; a longer head is not an answer of the service."""
+MAX_BODY_BYTES = 256 * 1024 * 1024
+"""A decision is kilobytes; a body over this is refused rather than read."""
+
+
+class WireError(OSError):
+    """The answer is not HTTP/1.x this client reads (or the request cannot be written)."""
+
+
+def exchange(scheme: str, host: str, port: int | None, method: str, target: str,
+             body: bytes | None, headers: Mapping[str, str],
+             timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    """Send one request and read its answer: (status, headers with lower-case names, body).
+
+    Raises:
+        OSError: the service was not reached, or the connection broke.
+        WireError: the answer (or a header value given) is not HTTP this client reads.
+    """
+    for name, value in headers.items():
+        if any(ch in value or ch in name for ch in "\r\n\x00"):
+            raise WireError(f"the header {name!r} holds a line break or NUL")
+    if scheme == "https":
+        return _https(host, port, method, target, body, headers, timeout)
+    authority = f"[{host}]" if ":" in host else host
+    if port is not None:
+        authority += f":{port}"
+    head = [f"{method} {target or '/'} HTTP/1.1", f"Host: {authority}", "Connection: close",
+            f"Content-Length: {len(body or b'')}"]  # fmt: skip
+    head += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "replace") + (body or b"")
+    # an ASCII host as bytes: a str host makes getaddrinfo import the idna codec (~1 ms)
+    address = host.encode("ascii") if host.isascii() else host
+    with socket.create_connection((address, port or 80), timeout=timeout) as sock:  # type: ignore[arg-type]
+        sock.sendall(request)
+        with sock.makefile("rb") as answer:
+            return read_response(answer)
+
+
+def read_response(stream: BinaryIO) -> tuple[int, dict[str, str], bytes]:
+    """An HTTP/1.x response read from `stream` (interim 1xx answers skipped)."""
+    while True:
+        status, headers = _head(stream)
+        if not 100 <= status < 200:
+            break
+    if status in (204, 304):  # no content, whatever the headers say (RFC 9112, 6.3)
+        return status, headers, b""
+    if headers.get("transfer-encoding", "").lower().endswith("chunked"):
+        return status, headers, _chunks(stream)
+    length = headers.get("content-length")
+    if length is not None:
+        if not length.strip().isdigit() or int(length) > MAX_BODY_BYTES:
+            raise WireError(f"a Content-Length this client does not read: {length[:40]!r}")
+        body = stream.read(int(length))
+        if len(body) != int(length):
+            raise WireError("the connection closed inside the body")
+        return status, headers, body
+    body = stream.read(MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise WireError(f"a body over {MAX_BODY_BYTES} bytes")
+    return status, headers, body
+
+
+def _line(stream: BinaryIO, budget: list[int]) -> bytes:
+    line = stream.readline(budget[0] + 1)
+    budget[0] -= len(line)
+    if budget[0] < 0:
+        raise WireError(f"an answer head over {MAX_HEADER_BYTES} bytes")
+    if not line.endswith(b"\n"):
+        raise WireError("the connection closed inside the answer's head")
+    return line.rstrip(b"\r\n")
+
+
+def _head(stream: BinaryIO) -> tuple[int, dict[str, str]]:
+    budget = [MAX_HEADER_BYTES]
+    version, _, rest = _line(stream, budget).partition(b" ")
+    code = rest[:3]
+    if not version.startswith(b"HTTP/1.") or len(code) != 3 or not code.isdigit():
+        raise WireError(f"not an HTTP/1.x status line: {version[:20]!r}")
+    headers: dict[str, str] = {}
+    while line := _line(stream, budget):
+        name, colon, value = line.decode("latin-1").partition(":")
+        if not colon or not name.strip():
+            raise WireError(f"not a header line: {line[:40]!r}")
+        key = name.strip().lower()
+        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+    return int(code), headers
+
+
+def _chunks(stream: BinaryIO) -> bytes:
+    body = bytearray()
+    budget = [MAX_HEADER_BYTES]
+    while True:
+        size_text = _line(stream, budget).split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise WireError(f"not a chunk size: {size_text[:20]!r}") from None
+        if size == 0:
+            while _line(stream, budget):  # trailers, up to the blank line
+                pass
+            return bytes(body)
+        if size < 0 or len(body) + size > MAX_BODY_BYTES:
+            raise WireError(f"a body over {MAX_BODY_BYTES} bytes")
+        chunk = stream.read(size)
+        if len(chunk) != size or stream.read(2) != b"\r\n":
+            raise WireError("the connection closed inside a chunk")
+        body += chunk
+        budget = [MAX_HEADER_BYTES]
+
+
+def _https(host: str, port: int | None, method: str, target: str, body: bytes | None,
+           headers: Mapping[str, str],
+           timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    import http.client
+
+    conn = http.client.HTTPSConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, target or "/", body=body, headers=dict(headers))
+        response = conn.getresponse()
+        raw = response.read()
+    except http.client.HTTPException as exc:
+        raise WireError(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        conn.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, raw
