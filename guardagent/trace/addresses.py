@@ -11,9 +11,10 @@ never found, so it is invented): fail closed. A string the parser reports defect
 an address list; it is read as free text, where every ``@`` that no address accounts for is
 an unplaced value (see :func:`~guardagent.trace.kinds.unplaced`).
 
-Keys: ``email:local@domain``, the local part case-folded (no provider in practice treats it
-by case) and the domain in its IDNA ASCII form (UTS-46 non-transitional, so ``straße.ch``
-is not ``strasse.ch``).
+Keys: ``email:local@domain``, the local part lower-cased (no provider in practice treats it
+by case) character by character, never fully case-folded (``straße@x.ch`` is not
+``strasse@x.ch``, ``ﬁle@`` is not ``file@``), and the domain in its IDNA ASCII form
+(UTS-46 non-transitional, so ``straße.ch`` is not ``strasse.ch``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def domain_ascii(domain: str) -> str | None:
 
 def email_key(local: str, domain: str) -> str | None:
     """The key of ``local@domain`` (see the module docstring), or None if it is no address."""
-    local = local.casefold()
+    # case only, character by character: straße@ is not strasse@, ﬁle@ is not file@ (other
+    # UTF-8 mailboxes), as full case folding (ß -> ss, ﬁ -> fi) would make them
+    local = local.lower() if local.isascii() else "".join(c.lower() for c in local)
     if not local or local.startswith(".") or local.endswith(".") or ".." in local:
         return None
     ascii_domain = domain_ascii(domain)

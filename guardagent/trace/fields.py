@@ -153,7 +153,7 @@ def _yaml(text: str) -> Any:
         raise _Mismatch
     try:
         return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as exc:
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:  # an int over 4,300 digits
         raise _Mismatch from exc
 
 

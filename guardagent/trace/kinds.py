@@ -22,6 +22,8 @@ class Location(NamedTuple):
         path: Percent-decoded, case-folded path without a trailing ``/`` (``""`` for root).
         query: The query without ``?`` (``""`` when none).
         fragment: The fragment without ``#`` (``""`` when none).
+        served: The path as a web server may resolve it (see
+            :func:`~guardagent.trace.urls.served_path`); scope rules read both.
     """
 
     host: str
@@ -29,6 +31,7 @@ class Location(NamedTuple):
     path: str
     query: str
     fragment: str
+    served: str = ""
 
 
 @dataclass(frozen=True)

@@ -424,7 +424,11 @@ def _calls_given(data: Mapping[str, Any]) -> bool:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (ValueError, TypeError, RecursionError):  # an int over 4300 digits, a cycle, mixed keys
+        return unreadable("unparsable_trace", "a value of the trace cannot be read as JSON (an "
+                          "integer over 4,300 digits, a cycle or keys of mixed types)")  # fmt: skip
 
 
 def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -> None:

@@ -34,8 +34,8 @@ _DROP_FORMAT = {c: None for lo, hi in _FORMAT_RANGES for c in range(lo, hi + 1)}
 _FORMAT_CHARS = re.compile(
     "[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in _FORMAT_RANGES) + "]"
 )
-_DEVIATIONS = {0xDF: "\ue000", 0x3C2: "\ue001", 0x200C: "\ue002", 0x200D: "\ue003"}
-_RESTORE = {0xE000: "\u00df", 0xE001: "\u03c2", 0xE002: "\u200c", 0xE003: "\u200d"}
+_KEPT = frozenset("\u00df\u03c2\u200c\u200d")
+"""The IDNA deviation characters (ß, final ς, ZWNJ, ZWJ): kept by the value reading."""
 _TOKEN = re.compile(r"\w+")  # one character class, one run: linear, nothing to backtrack
 
 
@@ -52,6 +52,19 @@ def normalize_text(text: str) -> str:
     return folded
 
 
+def fold_case(text: str) -> str:
+    """Case folding that keeps the IDNA deviation characters: ``STRAẞE`` is ``straße``.
+
+    Full case folding maps ``ß`` to ``ss``, which UTS-46 non-transitional processing (and a
+    mail server reading a UTF-8 local part) does not; ``ẞ`` reads ``ß``, as UTS-46 maps
+    it. Character by character, so no placeholder can be forged by the text.
+    """
+    if text.isascii():
+        return text.lower()
+    return "".join(c if c in _KEPT else ("\u00df" if c == "\u1e9e" else c.casefold())
+                   for c in text)  # fmt: skip
+
+
 def reading_form(text: str) -> str:
     """Like :func:`normalize_text`, but the IDNA deviation characters survive (see above).
 
@@ -59,11 +72,11 @@ def reading_form(text: str) -> str:
     """
     if text.isascii():
         return text.lower()
-    kept = unicodedata.normalize("NFKC", text).replace("\u1e9e", "\u00df").translate(_DEVIATIONS)
-    folded = unicodedata.normalize("NFKC", kept.casefold())
+    folded = unicodedata.normalize("NFKC", fold_case(unicodedata.normalize("NFKC", text)))
     if _FORMAT_CHARS.search(folded):
-        folded = unicodedata.normalize("NFKC", folded.translate(_DROP_FORMAT))
-    return folded.translate(_RESTORE)
+        kept = {c: v for c, v in _DROP_FORMAT.items() if chr(c) not in _KEPT}
+        folded = unicodedata.normalize("NFKC", folded.translate(kept))
+    return folded
 
 
 def tokens(normalized: str) -> list[str]:

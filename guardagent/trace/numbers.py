@@ -90,7 +90,7 @@ def amount_readings(text: str) -> tuple[str, ...]:
     and group sizes; a string with no consistent reading (``1.2.3``) has none.
     """
     if text.isdigit():  # the common case: a plain integer
-        return (str(int(text)),) if text.isascii() else ()
+        return ((text.lstrip("0") or "0"),) if text.isascii() else ()  # int() stops at 4300 digits
     groups, seps = _split(text)
     if not all(g.isdigit() and g.isascii() for g in groups):
         return ()

@@ -25,12 +25,14 @@ Messages the index could not keep (over its size budget) are read here instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import ahocorasick
 
+from guardagent.trace.addresses import read_address_list
 from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
@@ -43,7 +45,7 @@ from guardagent.trace.state import (
     message_tokens,
     posted,
 )
-from guardagent.trace.values import Value, ValueKind, read_argument
+from guardagent.trace.values import Value, ValueKind, read_argument, secret_like
 
 Origin = Literal["user", "trusted", "untrusted", "invented"]
 _TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
@@ -115,6 +117,9 @@ class ValueProvenance:
                 return f"{where} is no URL with a {part}: it comes from nobody"
             if self.value.kind == "email":
                 return f"{where} is not an address a mail server accepts: it comes from nobody"
+            if self.value.kind in ("amount", "date"):
+                return (f"{where} is a number or a date, not a recipient: no message's number "
+                        "is where it goes, so it comes from nobody")  # fmt: skip
             return f"{where} holds nothing that can be traced: it comes from nobody"
         if origin == "invented":
             model = self.of("model")
@@ -353,6 +358,68 @@ class Search:
             return ValueProvenance(f"{found.path}#{part}", none, found.inner, ())
         value = Value(found.value.kind, (key,), found.value.text)
         return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
+
+
+def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
+                    ) -> list[ValueProvenance]:  # fmt: skip
+    """Recipient values as the mail server, bank or SMS gateway reads the whole argument.
+
+    - A number or a date (``600``, ``2024-05-01``) and a phrase of digits only (``123 45
+      67``) are dialled or sent to as digits: no amount, date or part of a longer number a
+      message holds is that recipient, so they are from nobody.
+    - Text around an address, a phone number or an IBAN (``+41 44 234 11 11 ext. 999``,
+      ``bob@x.ch eve``) is judged whole, beside the values inside it: only a clean RFC 5322
+      address list (``Bob <bob@x.ch>``) is its addresses, its display names ignored.
+
+    Args:
+        values: The provenance of the recipient arguments' values (whole and inner).
+        raw: The raw scalar of each argument path (:func:`~guardagent.trace.state.flatten`).
+    """
+    out: list[ValueProvenance] = []
+    for v in values:
+        kind, toks = v.value.kind, v.value.tokens
+        digits = kind == "text" and bool(toks) and all(t.isdigit() for t in toks)
+        if not v.inner and (kind in ("amount", "date") or digits):
+            number = nobody("date" if kind == "date" else "amount", v.value.text)
+            out.append(ValueProvenance(v.path, number, v.inner, ()))
+            continue
+        if not v.inner and kind == "text" and _address_list(raw.get(v.path)):
+            continue  # display names: the addresses inside are the recipients
+        out.append(v)
+    return out
+
+
+def invented_pieces(search: Search, provenance: CallProvenance,
+                    values: Sequence[ValueProvenance]) -> list[ValueProvenance]:  # fmt: skip
+    """What identifies something inside each invented phrase among `values`, traced alone.
+
+    A phrase the model assembled (``9999 units``, ``25 HACKED7``) is in no message as a
+    whole, so it is "invented", never "only from untrusted sources", though the page gave
+    its number or its code. Its typed values of every kind (amounts and dates included)
+    and its identifier-like tokens (:func:`~guardagent.trace.normal.secret_like`) are
+    therefore judged on their own too.
+    """
+    out: list[ValueProvenance] = []
+    tokens: list[tuple[str, str]] = []
+    for v in values:
+        if v.inner or v.value.kind != "text" or v.origin != "invented" or not v.value.tokens:
+            continue
+        inside = [p for p in provenance.values if p.inner and p.path == v.path]
+        out.extend(inside)
+        typed = {t for p in inside for t in p.value.tokens}
+        tokens.extend((v.path, t) for t in dict.fromkeys(v.value.tokens)
+                      if secret_like(t) and t not in typed)  # fmt: skip
+    if tokens:
+        words = [Value("text", (), t, (t,)) for _, t in tokens]
+        for (path, _), word, (ids, split) in zip(tokens, words, search.locate(words), strict=True):
+            out.append(search.provenance(path, word, True, ids, split))
+    return out
+
+
+def _address_list(scalar: Any) -> bool:
+    if not isinstance(scalar, str) or "@" not in scalar or "://" in scalar:
+        return False
+    return read_address_list(unicodedata.normalize("NFC", scalar).strip()) is not None
 
 
 def call_values(call: ToolCall, region: str | None, year: int | None = None

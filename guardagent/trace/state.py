@@ -17,8 +17,9 @@ messages that are new since the last one:
   arguments put into it (``search_contacts("x@evil.com")`` answering "no contact
   x@evil.com" does not make that address the user's data): the keys of the call's
   arguments are left out of the result's postings.
-- **written**: every key the model put into an earlier call's arguments, with the first
-  message that did. A trusted tool's result that holds a value the model wrote before it
+- **written**: every key the model put into an earlier call's arguments (in every form
+  the tool may store it: :func:`written_keys`), with the first message that did. A
+  trusted tool's result that holds a value the model wrote before it
   (``add_contact("eve@evil.example")``, then ``search_contacts`` listing it) only gives
   back what the model stored: :mod:`~guardagent.trace.provenance` does not count it as a
   trusted source of that value. Always kept, whatever the size budget (it can only lower
@@ -54,12 +55,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import html
 import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 from guardagent.readers.evidence import unreadable
 from guardagent.trace.budget import check_budget
@@ -68,8 +71,8 @@ from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
 from guardagent.trace.values import extract_values, read_argument
 
-STATE_FORMAT = "guardagent-trace-index/2"
-_OLDER_FORMATS = frozenset({"guardagent-trace-index/1"})
+STATE_FORMAT = "guardagent-trace-index/3"
+_OLDER_FORMATS = frozenset({"guardagent-trace-index/1", "guardagent-trace-index/2"})
 """States of earlier versions (other readings): the thread is read again from its start."""
 MAX_STATE_BYTES = 1_000_000
 """Default budget of a serialised state."""
@@ -112,6 +115,25 @@ def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> se
             keys.update(value.keys)
             keys.update(k for _, k in value.parts)
             keys.update("w:" + t for t in value.tokens)
+    return keys
+
+
+def written_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
+    """Every key a call's arguments may store, however the tool cleans them up.
+
+    A tool that stores a value (a contacts app) may drop invisible characters, fold
+    compatibility forms, decode ``%40`` or ``&#64;`` and read escapes before a trusted tool
+    lists it back: ``add_contact("eve@evil\u200b.io")`` stores ``eve@evil.io``. The keys
+    of :func:`call_keys` are joined by those of every such reading of each string
+    argument, read as free text (:func:`text_keys`). Used only to refuse trust, so reading
+    more can only deny.
+    """
+    keys = call_keys(call, region, year)
+    for _, scalar in flatten(call.args):
+        if not isinstance(scalar, str) or not scalar.strip():
+            continue
+        for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
+            keys |= text_keys(form, region, year)
     return keys
 
 
@@ -255,7 +277,7 @@ class TraceIndex:
         self._size += 16 + len(str(len(self.sources)))
         crossing = self._crossing(message, normalized) - echo
         for call in message.calls:
-            for key in call_keys(call, self.region, self.year):
+            for key in written_keys(call, self.region, self.year):
                 h = key_hash(key)
                 if h not in self.written:
                     self.written[h] = message.index

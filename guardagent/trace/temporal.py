@@ -16,7 +16,10 @@ not answered yet).
 Navigation scopes (:class:`Scope`): ``host[:port][/path][?query][#fragment]`` with globs
 (``*.example.com/admin/*``), matched against the URL as the browser reads it (WHATWG host in
 its IDNA ASCII form, no ``www.``; decoded path; the query and fragment when the scope names
-them); a URL the reader cannot read or place is never in scope.
+them) and its path as a server may resolve it (:func:`~guardagent.trace.urls.served_path`):
+inside by one reading only is neither inside nor outside (None). An argument that is not
+one URL (text around one, ``javascript:...``) or that the reader cannot place is never in
+scope.
 
 Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
 returned (typed values, the whole value, and identifier-like tokens of free text), and not
@@ -34,7 +37,7 @@ from typing import Any, Literal
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
-from guardagent.trace.provenance import Search, ValueProvenance, call_values
+from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
 from guardagent.trace.state import flatten
 from guardagent.trace.values import Value, normalize_text, read_scalar, reading_form, secret_like
 
@@ -217,7 +220,16 @@ class Scope:
                    query if asked else None, fragment if hashed else None)  # fmt: skip
 
     def admits(self, value: Value) -> bool:
-        """Whether a URL value is inside the scope (an unplaced link never is)."""
+        """Whether a URL value is inside the scope in every reading (an unplaced link never is)."""
+        return self.verdict(value) is True
+
+    def verdict(self, value: Value) -> bool | None:
+        """Inside (True), outside (False), or None when the readings of its path disagree.
+
+        The path is read as the browser sends it and as a server may resolve it
+        (:func:`~guardagent.trace.urls.served_path`: ``//``, ``;x``, ``..%2f``): a URL
+        inside the scope by one reading and outside by the other is neither.
+        """
         where = url_location(value)
         if where is None:
             return False
@@ -229,7 +241,10 @@ class Scope:
             return False
         if self.fragment is not None and not fnmatch.fnmatchcase(where.fragment, self.fragment):
             return False
-        path = where.path
+        readings = {self._path_in(where.path), self._path_in(where.served)}
+        return readings.pop() if len(readings) == 1 else None
+
+    def _path_in(self, path: str) -> bool:
         return self.path is None or fnmatch.fnmatchcase(path or "/", self.path) or (
             self.path.endswith("/*") and path == self.path[:-2])  # fmt: skip
 
@@ -259,28 +274,41 @@ def url_location(value: Value) -> Location | None:
 
 
 def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
-    """The URL values of an argument (None for a value that is not a readable URL)."""
+    """The URL values of an argument (None for a value that is not one readable URL).
+
+    The browser opens the whole value: text around a URL (``see https://a.example``) or
+    another scheme wrapping one (``javascript:...//https://a.example``, ``data:...``) is
+    not that URL, so it is None (never in scope), whatever URLs are written inside it.
+    """
     out: list[Value | None] = []
     for scalar in _values_at(call, arg):
-        whole, inner = read_scalar(scalar, region=region)
-        if whole is not None and whole.kind == "url":
-            out.append(whole)
-        elif inner and all(v.kind == "url" for v in inner):
-            out.extend(inner)
-        else:
-            out.append(None)
+        whole, _ = read_scalar(scalar, region=region)
+        out.append(whole if whole is not None and whole.kind == "url" else None)
     return out
+
+
+def scope_verdict(value: Value | None, scopes: Sequence[Scope]) -> bool | None:
+    """Whether a URL is inside one of the scopes: True, False, or None (readings disagree)."""
+    if value is None:
+        return False
+    verdicts = {s.verdict(value) for s in scopes}
+    return True if True in verdicts else (None if None in verdicts else False)
 
 
 def out_of_scope(
     calls: Iterable[ToolCall], scopes: Sequence[Scope], arg: str, region: str | None
-) -> list[tuple[ToolCall, str]]:
-    """``(call, url)`` for every URL of the calls' `arg` outside every scope."""
-    out: list[tuple[ToolCall, str]] = []
+) -> list[tuple[ToolCall, str, bool | None]]:
+    """``(call, url, verdict)`` for every URL of the calls' `arg` not inside a scope.
+
+    The verdict is False (outside every scope) or None (inside by one reading of its path
+    only: see :meth:`Scope.verdict`).
+    """
+    out: list[tuple[ToolCall, str, bool | None]] = []
     for call in calls:
         for value in urls_at(call, arg, region):
-            if value is None or not any(s.admits(value) for s in scopes):
-                out.append((call, value.text if value is not None else "(not a URL)"))
+            verdict = scope_verdict(value, scopes)
+            if verdict is not True:
+                out.append((call, value.text if value is not None else "(not a URL)", verdict))
     return out
 
 
@@ -342,6 +370,6 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     else:
         chosen = [(p, v, i) for p, v, i in items if v.kind in RECIPIENT_KINDS]
     found = search.locate([v for _, v, _ in chosen])
-    recipients = tuple(search.provenance(p, v, i, ids, split)
-                       for (p, v, i), (ids, split) in zip(chosen, found, strict=True))  # fmt: skip
+    recipients = tuple(recipients_read([search.provenance(p, v, i, ids, split) for (p, v, i), (
+        ids, split) in zip(chosen, found, strict=True)], dict(flatten(call.args))))  # fmt: skip
     return Flow(tuple(leaked), recipients, label.effect in set(effects))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from guardagent.trace.kinds import Location, Value, unplaced
-from guardagent.trace.normal import tokens
+from guardagent.trace.normal import reading_form, tokens
 
 if TYPE_CHECKING:
     import tldextract
@@ -112,12 +112,42 @@ def read_url(candidate: str, bare: bool) -> Value | None:
     port = int(url.port) if url.port else None
     path = unquote(url.pathname).casefold().rstrip("/")
     query = _unreserved(url.search.removeprefix("?"))
-    where = Location(host, port, path, query, url.hash.removeprefix("#"))
+    where = Location(host, port, path, query, url.hash.removeprefix("#"), served_path(path))
     authority = host if port is None else f"{host}:{port}"
     key = f"url:{authority}{path}" + (f"?{query}" if query else "")
     return Value("url", (key,), candidate, tuple(tokens(candidate)),
                  parts=(("host", f"host:{host}"), ("domain", f"domain:{domain or host}")),
                  where=where)  # fmt: skip
+
+
+def served_path(path: str) -> str:
+    """A decoded path as a web server may resolve it, for scope rules.
+
+    Servers differ from the browser after it sends the path: nginx decodes ``%2F`` and
+    merges ``//``, Java servers drop ``;parameters`` from segments, some decode twice
+    (``%252e`` is ``.``), and every one resolves ``..`` after decoding. This reading does
+    all of it (and reads the decoded characters as the rest of the text is read, NFKC and
+    case folding), so ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``.
+    No trailing ``/``.
+
+    Args:
+        path: The path of :func:`read_url` (percent-decoded, case-folded).
+    """
+    for _ in range(2):  # decoded once already; servers that decode again (%252e is .)
+        if "%" not in path or (decoded := unquote(path)) == path:
+            break
+        path = decoded
+    segments: list[str] = []
+    for segment in reading_form(path).split("/"):
+        segment = segment.split(";", 1)[0]
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if segments:
+                segments.pop()
+            continue
+        segments.append(segment)
+    return "".join("/" + s for s in segments)
 
 
 def _unreserved(text: str) -> str:

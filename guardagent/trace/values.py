@@ -114,7 +114,8 @@ def read_argument(
         if isinstance(value, float) and not math.isfinite(value):
             return []
         number = canon(Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
-        return [(Value("amount", (f"amount:{number}",), str(value), (number,) if
+        written = number if isinstance(value, int) else str(value)  # str(int) stops at 4300 digits
+        return [(Value("amount", (f"amount:{number}",), written, (number,) if
                        number.isdigit() else tuple(tokens(number))), False)]  # fmt: skip
     if not isinstance(value, str) or not value.strip():
         return []

@@ -89,14 +89,26 @@ def _judge(facts: TraceFacts, name: str, arg: str, match: str | None, test: Test
     return Fact(name, want, (), shown)
 
 
-def _equal(actual: Any, expected: Any, region: str | None) -> bool:
+def _equal(actual: Any, expected: Any, region: str | None) -> bool | None:
+    """Equal by kind; None when the readings of an ambiguous value disagree.
+
+    ``25,000`` reads 25000 and 25: it is neither equal nor unequal to ``25`` (the form
+    that takes it decides), so a rule that needs the answer either way denies.
+    """
     if isinstance(expected, bool) or isinstance(actual, bool):
         return actual is expected
     a, _ = read_scalar(actual, region=region)
     e, _ = read_scalar(expected, region=region)
     if a is not None and e is not None and a.keys and e.keys:
-        return not set(a.keys).isdisjoint(e.keys)
+        hits = {key in e.keys for key in a.keys}
+        return hits.pop() if len(hits) == 1 else None
     return _text(actual) == _text(expected)
+
+
+def _among(actual: Any, items: Sequence[Any], region: str | None) -> bool | None:
+    """Equal to one of `items` (three-valued: see :func:`_equal`)."""
+    verdicts = {_equal(actual, e, region) for e in items}
+    return True if True in verdicts else (None if None in verdicts else False)
 
 
 def _expected(facts: TraceFacts, values: Any) -> tuple[Sequence[Any] | None, str]:
@@ -128,7 +140,7 @@ def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None) -
         return Fact("arg_in", None, (), where)
     region = facts.labels.phone_region
     return _judge(facts, "arg_in", arg, match,
-                  lambda v: any(_equal(v, e, region) for e in items), f"in {where}")  # fmt: skip
+                  lambda v: _among(v, items, region), f"in {where}")  # fmt: skip
 
 
 @predicate
@@ -172,14 +184,21 @@ def arg_match(facts: TraceFacts, arg: str, regex: str, match: str | None = None,
 @predicate
 def arg_compare(facts: TraceFacts, arg: str, op: str, number: float,
                 match: str | None = None) -> Fact:  # fmt: skip
-    """The argument's values, read as numbers, compare with `number` (``"<="`` etc.)."""
+    """The argument's values, read as numbers, compare with `number` (``"<="`` etc.).
+
+    A value that is not an amount, reads two ways, or is negative is open (a rule that
+    needs it denies): ``-5000 <= 2000`` must not pass a payment limit.
+    """
     compare, bound = OPERATORS[op], Decimal(repr(number) if isinstance(number, float) else number)
 
     def test(v: Any) -> bool | None:
         whole, _ = read_scalar(v, region=None)
         if whole is None or whole.kind != "amount":
             return None
-        verdicts = {compare(Decimal(k.removeprefix("amount:")), bound) for k in whole.keys}
+        numbers = [Decimal(k.removeprefix("amount:")) for k in whole.keys]
+        if any(n < 0 or not n.is_finite() for n in numbers):
+            return None  # a negative amount moves money the other way, or is refused: open
+        verdicts = {compare(n, bound) for n in numbers}
         return verdicts.pop() if len(verdicts) == 1 else None
 
     return _judge(facts, "arg_compare", arg, match, test, f"{op} {number}")

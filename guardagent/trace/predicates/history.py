@@ -75,7 +75,11 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
     if not urls_at(call, arg, facts.index.region):
         return Fact("navigation_in_scope", False, (), f"argument {arg!r} holds no URL")
     if outside:
-        shown = ", ".join(repr(u) for _, u in outside[:3])
+        shown = ", ".join(repr(u) for _, u, _ in outside[:3])
+        if all(verdict is None for *_, verdict in outside):  # open: a rule either way denies
+            return Fact("navigation_in_scope", None, (), f"{shown} inside "
+                        f"{', '.join(map(str, parsed))} only as the browser sends the path, "
+                        "not as a server may resolve it (or the reverse)")  # fmt: skip
         return Fact("navigation_in_scope", False, (),
                     f"{shown} outside {', '.join(map(str, parsed))}")  # fmt: skip
     return Fact("navigation_in_scope", True, (), f"inside {', '.join(map(str, parsed))}")
@@ -89,6 +93,6 @@ def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str 
     calls = [c for c in calls if any(under(p, arg) for p, _ in flatten(c.args))]
     outside = out_of_scope(calls, parsed, arg, facts.index.region)
     if outside:
-        return Fact("history_in_scope", False, _refs(facts, (c.index for c, _ in outside)),
+        return Fact("history_in_scope", False, _refs(facts, (c.index for c, *_ in outside)),
                     f"earlier {outside[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
     return Fact("history_in_scope", True, (), f"{len(calls)} earlier navigation(s) in scope")

@@ -8,7 +8,7 @@ from typing import Any
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import parse_kinds, parse_part, under
-from guardagent.trace.provenance import ValueProvenance
+from guardagent.trace.provenance import ValueProvenance, invented_pieces, recipients_read
 from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
@@ -26,6 +26,11 @@ def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     else:
         names = list(label.recipients) if arg == "@recipients" else [arg]
         chosen = [v for name in names for v in facts.provenance.select(name)]
+    if arg == "@recipients":  # read as the mail server, bank or gateway reads the argument
+        chosen = recipients_read(chosen, dict(flatten(facts.trace.call.args)))
+        return [v for v in chosen if (wanted is None and (not v.inner or v.value.kind in
+                                                          INNER_KINDS))
+                or (wanted is not None and v.value.kind in wanted)]  # fmt: skip
     if wanted is not None:
         return [v for v in chosen if v.value.kind in wanted]
     # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
@@ -43,6 +48,17 @@ def _withparse_part(
         return values
     parts = (facts.search.part_provenance(v, which) for v in values)
     return [p for p in parts if p is not None]
+
+
+def _whole_values(facts: TraceFacts, arg: str) -> list[ValueProvenance]:
+    """The whole values of an argument (never the URLs inside a longer text).
+
+    A browser opens the whole argument: ``javascript:...//https://ubs.com`` runs a script
+    and ``see https://ubs.com`` is no address at all, whatever URL is written inside, so a
+    host or domain rule judges the whole value (a phrase has no host: it is from nobody).
+    """
+    return [v for v in _select(facts, arg, "email,url,iban,phone,amount,date,text")
+            if not v.inner]  # fmt: skip
 
 
 def in_records(facts: TraceFacts, value: ValueProvenance) -> list[RecordSet]:
@@ -66,13 +82,23 @@ def describe(facts: TraceFacts, value: ValueProvenance) -> str:
 
 
 def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[ValueProvenance]:
-    """The values a provenance predicate judges (see the package docstring)."""
-    return _withparse_part(facts, _select(facts, arg, kinds), part)
+    """The values a provenance predicate judges (see the package docstring).
+
+    With `part` (a host or domain rule) and no `kinds`, the whole values (see
+    :func:`_whole_values`); ``kinds="url"`` asks about the URLs written inside a free-text
+    argument (a body) instead.
+    """
+    if parse_part(part) is None or kinds is not None:
+        return _withparse_part(facts, _select(facts, arg, kinds), part)
+    return _withparse_part(facts, _whole_values(facts, arg), part)
 
 
 def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
-                test: Callable[[ValueProvenance], bool], every: bool) -> Fact:  # fmt: skip
+                test: Callable[[ValueProvenance], bool], every: bool,
+                pieces: bool = False) -> Fact:  # fmt: skip
     values = select_values(facts, arg, kinds, part)
+    if pieces and part is None and kinds is None:  # what a phrase the model made carries
+        values = values + invented_pieces(facts.search, facts.provenance, values)
     if not values and arg == "@recipients":
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
@@ -139,10 +165,14 @@ def arg_from_records(facts: TraceFacts, arg: str, section: str | None = None, ki
 
 @predicate
 def arg_only_untrusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
-    """Some value is found only in untrusted tool results (and not in the user's records)."""
+    """Some value is found only in untrusted tool results (and not in the user's records).
+
+    A phrase in no message (the model made it) is judged by what identifies something
+    inside it too: ``9999 units`` is only from the page that said ``9999``.
+    """
     return _provenance(facts, "arg_only_untrusted", arg, kinds, part,
                        lambda v: v.origin == "untrusted" and not in_records(facts, v),
-                       every=False)  # fmt: skip
+                       every=False, pieces=True)  # fmt: skip
 
 
 @predicate
