@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import guardagent
 
@@ -44,3 +47,33 @@ def test_same_details_keeps_its_public_path():
 
     assert public is same_details
     assert same_details({"lab": ["a", "b"]}, {"lab": ["b", "a"], "cost": []})
+
+
+AUTHORING = ["documents", "extract", "answers", "replay", "prompts", "optimize", "review", "cli",
+             "derive"]
+
+
+@pytest.mark.parametrize("name", AUTHORING)
+def test_old_authoring_paths_are_the_moved_modules(name: str):
+    old = importlib.import_module(f"guardagent.policy.{name}")
+    assert old is importlib.import_module(f"guardagent.authoring.{name}")
+
+
+def test_the_policy_runtime_does_not_import_authoring():
+    """The guard's policy runtime (model, grammar, z3, verification, ...) stands apart from the
+    tools that write policies: only the old-path shims point into authoring."""
+    for file in (PACKAGE / "policy").glob("*.py"):
+        if file.stem in AUTHORING:
+            continue
+        found = {m for m in _imports_of(file) if m.startswith("guardagent.authoring")}
+        assert not found, f"{file.name} imports {found}"
+
+
+def _imports_of(file: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found

@@ -1,7 +1,7 @@
 """The oracle of a profile that has neither a rule table nor a policy model: derived rules.
 
 With a model configured, the guard derives a policy model from the guard request alone (the
-deployer's text and the agent specification, never an event: :mod:`guardagent.policy.derive`)
+deployer's text and the agent specification, never an event: :mod:`guardagent.authoring.derive`)
 and registers it here, per request fingerprint. Each of its predicates says how it follows
 from an event: an ``expression`` over the profile's toolbox readers (evaluated by
 :mod:`.expressions`), or a reader whose result lists targets (``assign: {tool:

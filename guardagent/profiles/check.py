@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from guardagent.policy.derive import derived_note, register_cached
+from guardagent.authoring.derive import derived_note, register_cached
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
