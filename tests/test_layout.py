@@ -77,3 +77,30 @@ def _imports_of(file: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return found
+
+
+def _outline(file: Path) -> list[str]:
+    """Top-level definitions and the methods of top-level classes (what an outline lists)."""
+    entries: list[str] = []
+    for node in ast.parse(file.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            entries.append(node.name)
+        if isinstance(node, ast.ClassDef):
+            entries += [f"{node.name}.{n.name}" for n in node.body
+                        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return entries
+
+
+@pytest.mark.parametrize("name", ["model", "schema", "reading", "writing"])
+def test_the_policy_model_modules_fit_one_screen_of_outline(name: str):
+    assert len(_outline(PACKAGE / "policy" / f"{name}.py")) <= 50
+
+
+def test_policy_model_keeps_its_public_names():
+    from guardagent.policy import model, reading, schema, writing
+
+    for name in ("PolicyModel", "Predicate", "Rule", "PolicyError", "guarding_model", "FORMAT"):
+        assert getattr(model, name) is getattr(schema, name)
+    for name in ("load_policy", "load_policy_text", "resolve_policy", "policy_digest"):
+        assert getattr(model, name) is getattr(reading, name)
+    assert model.dump_policy is writing.dump_policy
