@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from guardagent.counterfactuals import Case, program_cases, request_suite, suite_key
+from guardagent.counterfactuals.details import same_details
 from guardagent.memory_store.store import Demonstration
 from guardagent.policy.model import PolicyModel
 from guardagent.policy.runs import execution_verdict, profile_policy
@@ -28,8 +29,13 @@ from guardagent.sandbox.process import (
     run_shipped_program,
 )
 from guardagent.tools.registry import Toolbox
-from guardagent.tools.verdict import Violations
 from guardagent.verification_cache import cached_problems
+
+__all__ = [
+    "MAX_PROBLEMS", "PARALLEL_RUNS", "Runner", "extract_code", "judging_policy",
+    "program_problems", "request_problems", "run_cases", "runner_for", "same_details",
+    "summarize", "verify_program",
+]
 
 Runner = Callable[[str, Toolbox, str, str, SandboxLimits | None], ExecutionResult]
 """Runs one program on one event: :func:`run_program` or :func:`run_shipped_program`."""
@@ -41,15 +47,6 @@ def extract_code(reply: str) -> str:
     """The program in an LLM reply: the last fenced block, else the whole reply."""
     blocks = _FENCE.findall(reply)
     return (blocks[-1] if blocks else reply).strip()
-
-
-def same_details(a: Violations, b: Violations) -> bool:
-    """Violations compared as sets (order of tables, columns and rules is not meaningful)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return {t: set(c) for t, c in a.items() if c} == {t: set(c) for t, c in b.items() if c}
-    if isinstance(a, list) and isinstance(b, list):
-        return set(a) == set(b)
-    return not a and not b
 
 
 MAX_PROBLEMS = 12

@@ -21,7 +21,7 @@ from guardagent.graph.state import GuardInput, GuardState
 from guardagent.nodes.admit import admit
 from guardagent.nodes.retrieve import retrieve
 from tests.scripted import ScriptedChatModel
-from tests.test_graph_llm import GOOD_PROGRAM, HOTEL_INPUT, HOTEL_OUTPUT
+from tests.test_graph_llm import GOOD_PROGRAM, HOTEL_INPUT, HOTEL_ONLY_PROGRAM, HOTEL_OUTPUT
 
 ADULT_INPUT = HOTEL_INPUT.replace("age: 16", "age: 40")
 # Every key of the working state that is not the event itself, from the schema.
@@ -96,12 +96,15 @@ def test_unverified_program_of_the_previous_event_never_decides_without_reuse() 
 def test_unverified_program_of_the_previous_event_never_decides_with_reuse(
     unverified_profile: Path,
 ) -> None:
-    """Without its policy table the profile cannot verify any program: the generated one would
-    allow the adult, but it does not decide, is not stored, and the next event has none."""
+    """Without its policy table the model first derives the request's rules (issue 21); the
+    generated hotel-only program would allow the adult, but it does not verify against them:
+    it does not decide, is not stored, and the next event has none."""
+    from tests.derived_answers import answer_text
+
     graph = _graph()
     common = {"profile": str(unverified_profile), "memory_dir": str(unverified_profile / "mem")}
-    first = _check(graph, "t", ADULT_INPUT, model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]),
-                   **common)  # fmt: skip
+    model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", HOTEL_ONLY_PROGRAM])
+    first = _check(graph, "t", ADULT_INPUT, model=model, **common)
     assert first.allowed is False and first.program_source == "generated"
     assert "did not verify" in (first.error or "")
     second = _check(graph, "t", ADULT_INPUT, **common)  # offline

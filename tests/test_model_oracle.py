@@ -50,14 +50,6 @@ def without_programs(tmp_path: Path, builtin: str, name: str) -> Path:
     return root
 
 
-@pytest.fixture(autouse=True)
-def fresh_process() -> None:
-    """Each test starts with no derivation registered, as a new process would."""
-    from guardagent.counterfactuals.derived import clear_derived
-
-    clear_derived()
-
-
 @pytest.fixture
 def policy_web(tmp_path: Path) -> Path:
     """mind2web-sc-policy (it names a policy model) with no program in its demonstrations."""
@@ -154,7 +146,7 @@ def test_rules_are_derived_from_the_request_alone_then_the_program_is_verified_a
     assert later.violations == [HOTEL_RULE] and later.program_source == "memory"
 
 
-def test_a_tampered_derivation_is_not_used(prose_web, tmp_path):
+def test_a_tampered_derivation_is_not_used(prose_web, tmp_path, caplog):
     from guardagent.counterfactuals.derived import forget_derived
     from guardagent.profiles import load_profile
 
@@ -167,6 +159,7 @@ def test_a_tampered_derivation_is_not_used(prose_web, tmp_path):
     later = GuardAgent(str(prose_web), memory_dir=str(mem)).check(MINOR_HOTEL, HOTEL_PAGE)
     assert later.allowed is False and later.program_source == "none"
     assert "labelled denial" in (later.error or "")  # what to add, without the derivation
+    assert f"derived rules in {saved} are not used" in caplog.text
 
 
 WRONG_CAR = {"car-needs-license": {"policy": "Cars need a licence"}}
@@ -261,3 +254,114 @@ def test_the_whole_path_over_an_openai_compatible_server(prose_web, tmp_path, mo
         assert stub.count == 3
     assert first.error is None and first.violations == [HOTEL_RULE] and first.llm_calls == 3
     assert second.allowed and second.llm_calls == 0
+
+
+def test_without_a_model_the_denial_and_profile_check_say_what_to_add(prose_web, tmp_path):
+    from guardagent.profiles import load_profile
+    from guardagent.profiles.check import check_profile, render_check
+
+    decision = GuardAgent(str(prose_web), memory_dir=str(tmp_path / "mem")).check(MINOR_HOTEL,
+                                                                                   HOTEL_PAGE)
+    shown = render_check(check_profile(load_profile(str(prose_web))))
+    for text in (decision.error or "", shown):
+        assert "add a demonstration with label 1 whose details name each of them" in text
+        assert "'User aged under 18 cannot book a hotel'" in text  # the rules, by name
+        assert "RULES or PERMISSIONS table" in text and "policy model" in text
+        assert "configure a model" in text
+
+
+def test_profile_check_shows_the_derived_rules(prose_web, tmp_path, monkeypatch):
+    from guardagent.counterfactuals.derived import clear_derived
+    from guardagent.profiles import load_profile
+    from guardagent.profiles.check import check_profile, render_check
+
+    mem = tmp_path / "mem"
+    monkeypatch.setenv("GUARDAGENT_MEMORY_DIR", str(mem))
+    model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])
+    GuardAgent(str(prose_web), model=model, memory_dir=str(mem)).check(MINOR_HOTEL, HOTEL_PAGE)
+    clear_derived()
+    shown = render_check(check_profile(load_profile(str(prose_web))))
+    [saved] = (mem / "derived").glob("*.yaml")
+    assert "oracle: 6 rule(s) derived by a model from the guard request, 0 approved" in shown
+    assert f"guardagent policy review {saved}" in shown
+    assert "labelled denial" not in shown  # the derived rules cover the request
+
+
+def test_concurrent_first_events_derive_the_rules_once(prose_web, tmp_path):
+    """Regression (seen: one derivation per concurrent first event): they wait for one."""
+    import threading
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    systems: list[str] = []
+    lock = threading.Lock()
+
+    class AnswersEveryPrompt(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "answers-every-prompt"
+
+        def _generate(self, messages, *args, **kwargs):  # type: ignore[no-untyped-def]
+            system = str(messages[0].content)
+            with lock:
+                systems.append(system)
+            if system.startswith("You derive"):
+                text = answer_text("mind2web-sc")
+            else:
+                text = fenced(WEB_PROGRAM) if "guardrail code" in system else "plan"
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    guard = GuardAgent(str(prose_web), model=AnswersEveryPrompt(), reuse_programs=False,
+                       memory_dir=str(tmp_path / "mem"))  # fmt: skip
+    import asyncio
+
+    decisions = asyncio.run(guard.acheck_many([(MINOR_HOTEL, HOTEL_PAGE)] * 4, concurrency=4))
+    assert all(d.violations == [HOTEL_RULE] for d in decisions)
+    assert sum(s.startswith("You derive") for s in systems) == 1
+
+
+PROGRAMS = {"mind2web-sc": "safety_rules.py", "eicu-ac": "access_control.py"}
+
+
+@pytest.mark.parametrize("name", ["mind2web-sc", "eicu-ac"])
+def test_guardagent_eval_through_the_model_path_gives_the_shipped_labels(
+    name, tmp_path, monkeypatch
+):
+    """`guardagent eval` of a paper-style copy over the OpenAI-compatible stub: derive, plan,
+    code once, then the verified program decides every case as the shipped one does."""
+    from click.testing import CliRunner
+
+    from guardagent.cli import main
+    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.eval.cases import write_cases
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    cases = tmp_path / "cases.jsonl"
+    write_cases(cases, load_benchmark(name)[:12])
+    program = (BUILTIN / name / PROGRAMS[name]).read_text()
+
+    def respond(body: dict) -> str:
+        system = str(body["messages"][0]["content"])
+        if system.startswith("You derive"):
+            return answer_text(name)
+        return fenced(program) if "guardrail code" in system else "1. 2. 3. 4."
+
+    def evaluate(profile: str, out: Path, *model: str) -> list[int]:
+        result = CliRunner().invoke(main, [
+            "eval", "--profile", profile, "--cases", str(cases), "--out", str(out),
+            "--no-plots", "--quiet", "--memory-dir", str(out / "mem"), *model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        lines = (out / "predictions.jsonl").read_text().splitlines()
+        return [json.loads(line)["predicted"] for line in lines]
+
+    shipped = evaluate(name, tmp_path / "shipped")
+    with OpenAIStub(responder=respond) as stub:
+        derived = evaluate(str(without_programs(tmp_path, name, f"{name}-prose")),
+                           tmp_path / "model", "--model", "openai:stub-model",
+                           "--base-url", stub.base_url)  # fmt: skip
+        assert stub.count == 3  # derive, plan, code: once for the whole run
+    assert derived == shipped and set(shipped) == {0, 1}

@@ -1,7 +1,7 @@
 """The oracle of a profile that has neither a rule table nor a policy model: derived rules.
 
 With a model configured, the guard derives a policy model from the guard request alone (the
-deployer's text and the agent specification, never an event: :mod:`guardagent.policy.derive`)
+deployer's text and the agent specification, never an event: :mod:`guardagent.authoring.derive`)
 and registers it here, per request fingerprint. Each of its predicates says how it follows
 from an event: an ``expression`` over the profile's toolbox readers (evaluated by
 :mod:`.expressions`), or a reader whose result lists targets (``assign: {tool:
@@ -50,6 +50,7 @@ from guardagent.readers.evidence import unreadable
 
 _LOCK = threading.Lock()
 _DERIVED: dict[str, tuple[PolicyModel, str]] = {}  # request fingerprint -> (model, where)
+_GUARDING: dict[tuple[str, bool], tuple[PolicyModel, str, PolicyModel]] = {}
 _STAMPS: dict[str, tuple[int, int]] = {}  # where -> the file's (size, mtime) when registered
 
 
@@ -57,6 +58,7 @@ def register_derived(profile: Profile, model: PolicyModel, where: str = "") -> N
     """Record the policy model derived from `profile`'s request (`where`: its file, if any)."""
     with _LOCK:
         _DERIVED[profile.fingerprint] = (model, where)
+        _GUARDING.clear()
         if where:
             _STAMPS[where] = _stamp(where)
 
@@ -80,12 +82,14 @@ def forget_derived(profile: Profile) -> None:
     """Drop a registered derivation (tests; a deployer's re-derivation)."""
     with _LOCK:
         _DERIVED.pop(profile.fingerprint, None)
+        _GUARDING.clear()
 
 
 def clear_derived() -> None:
     """Forget every registered derivation (tests: a fresh process)."""
     with _LOCK:
         _DERIVED.clear()
+        _GUARDING.clear()
 
 
 def derived_entry(profile: Profile) -> tuple[PolicyModel, str] | None:
@@ -101,18 +105,31 @@ def derived_policy(profile: Profile) -> PolicyModel | None:
 
     Under the profile's ``approved_only`` only the rules a human approved or edited guard.
     """
-    entry = derived_entry(profile)
-    if entry is None:
-        return None
-    return guarding_model(entry[0], approved_only=profile.approved_only)
+    found = _guarding(profile)
+    return None if found is None else found[0]
 
 
 def derived_digest(profile: Profile) -> str:
     """A digest of the guarding derived rules ("" without), for verification's cache keys."""
-    model = derived_policy(profile)
-    if model is None:
-        return ""
-    return hashlib.sha256(dump_policy(model).encode("utf-8")).hexdigest()[:24]
+    found = _guarding(profile)
+    return "" if found is None else found[1]
+
+
+def _guarding(profile: Profile) -> tuple[PolicyModel, str] | None:
+    """The guarding part of the registered derivation and its digest (made once each)."""
+    entry = derived_entry(profile)
+    if entry is None:
+        return None
+    key = (profile.fingerprint, profile.approved_only)
+    with _LOCK:
+        found = _GUARDING.get(key)
+    if found is None or found[2] is not entry[0]:
+        model = guarding_model(entry[0], approved_only=profile.approved_only)
+        digest = hashlib.sha256(dump_policy(model).encode("utf-8")).hexdigest()[:24]
+        found = (model, digest, entry[0])
+        with _LOCK:
+            _GUARDING[key] = found
+    return found[0], found[1]
 
 
 def prober_for(model: PolicyModel, profile: Profile) -> Oracle | None:

@@ -56,6 +56,8 @@ def parse_expression(text: str, functions: Mapping[str, Any]) -> ast.expr:
                                                           "any", "all", "len"):
             raise ExpressionError(f"unknown name {node.id!r}: use agent_input, agent_output "
                                   "and the profile's toolbox functions")  # fmt: skip
+        if isinstance(node, ast.Call) and node.keywords:
+            raise ExpressionError("keyword arguments are not supported")
         if isinstance(node, ast.Attribute) and node.attr not in _METHODS:
             raise ExpressionError(f"attribute {node.attr!r}: only .get, .lower, .strip")
         if not isinstance(node, _ALLOWED):
@@ -143,7 +145,7 @@ class Evaluator:
             return _kleene(name == "all", self._each(node.args[0], scope))
         args = [self.value(a, scope) for a in node.args]
         if name == "len":
-            return len(args[0]) if isinstance(args[0], list | dict | str) else None
+            return len(args[0]) if args and isinstance(args[0], list | dict | str) else None
         key = repr((name, args))
         if key not in self._calls:
             self._calls[key] = self.functions[name](*args)

@@ -38,6 +38,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
     Readers,
@@ -131,8 +132,6 @@ def _irrelevant(
 
 def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[str]]:
     """Cases from every demonstration's edits, and the oracle's disagreements and gaps."""
-    from guardagent.verification import same_details  # verification imports this module
-
     cases: list[Case] = []
     problems: list[str] = []
     covered: set[str] = set()
@@ -205,6 +204,36 @@ def _suite_key(profile: Profile) -> str:
 _SUITES: dict[str, Suite] = {}
 
 
+def quoted_problems(profile: Profile) -> tuple[list[str], list[str]]:
+    """Without an oracle: the rules the request quotes, and what the demonstrations lack.
+
+    Each quoted rule needs a labelled denial among the demonstrations; the problems say
+    which rules lack one and what else would do (a table, a policy model, a model).
+    """
+    rules = quoted_rules(profile.guard_request)
+    denied = {
+        str(v) for d in profile.demonstrations if d.label == 1 and isinstance(d.details, list)
+        for v in d.details
+    }  # fmt: skip
+    problems: list[str] = []
+    if not rules:
+        problems.append(
+            "the guard request's rules cannot be identified: give the profile's program a "
+            "RULES or PERMISSIONS table, or the profile a policy model (policy_model:), or "
+            "quote each rule's violation text in the request; " + DERIVE_HINT
+        )
+    lacking = [r for r in rules if r not in denied]
+    if lacking:
+        problems.append(
+            "rules without a labelled denial among the demonstrations: "
+            + "; ".join(repr(r) for r in lacking)
+            + ": add a demonstration with label 1 whose details name each of them, or "
+            "give the profile's program a RULES or PERMISSIONS table, or the profile a "
+            "policy model (policy_model:); " + DERIVE_HINT
+        )
+    return rules, problems
+
+
 def request_suite(profile: Profile) -> Suite:
     """The counterfactual cases of a profile's request (built once per process and profile)."""
     key = suite_key(profile)
@@ -218,26 +247,7 @@ def request_suite(profile: Profile) -> Suite:
         cases, problems = _oracle_cases(oracle, profile)
         rules = oracle.rules()
     else:
-        rules = quoted_rules(profile.guard_request)
-        denied = {
-            str(v) for d in profile.demonstrations if d.label == 1 and isinstance(d.details, list)
-            for v in d.details
-        }  # fmt: skip
-        if not rules:
-            problems.append(
-                "the guard request's rules cannot be identified: give the profile's program a "
-                "RULES or PERMISSIONS table, or the profile a policy model (policy_model:), or "
-                "quote each rule's violation text in the request; " + DERIVE_HINT
-            )
-        lacking = [r for r in rules if r not in denied]
-        if lacking:
-            problems.append(
-                "rules without a labelled denial among the demonstrations: "
-                + "; ".join(repr(r) for r in lacking)
-                + ": add a demonstration with label 1 whose details name each of them, or "
-                "give the profile's program a RULES or PERMISSIONS table, or the profile a "
-                "policy model (policy_model:); " + DERIVE_HINT
-            )
+        rules, problems = quoted_problems(profile)
     if oracle is not None and not rules:  # derived rules, none of them signed off
         problems.append(
             "the profile requires sign-off (approved_only) and no rule derived from the guard "

@@ -2,16 +2,16 @@
 
 `retrieve` loads a cached derivation (no model call) so that programs in memory verify
 against it; `plan` derives the rules once per request when none are cached, before the model
-writes the program they will judge (:mod:`guardagent.policy.derive`).
+writes the program they will judge (:mod:`guardagent.authoring.derive`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from guardagent.authoring.derive import Derivation, ensure_derived
 from guardagent.context import GuardContext
 from guardagent.nodes.runtime import profile_of
-from guardagent.policy.derive import Derivation, ensure_derived
 from guardagent.verification import summarize
 
 if TYPE_CHECKING:

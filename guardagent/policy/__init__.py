@@ -7,8 +7,12 @@
   undefined / unused / interchangeable predicates);
 - :mod:`.recorder`: the `assign(name, value, probability)` call of guard programs;
 - :mod:`.event`, :mod:`.verify`, :mod:`.probability`, :mod:`.remediation`: deciding one event;
-- :mod:`.report`, :mod:`.cli`: output and the `guardagent policy` command group;
+- :mod:`.report`: output of checks and verdicts;
 - :mod:`.shipped`, :mod:`.parity`: the shipped profiles as policy models.
+
+Writing policy models (documents, extraction, refinement, review, rules derived from a guard
+request, the `guardagent policy` commands) is :mod:`guardagent.authoring`; the old paths
+(`guardagent.policy.extract`, ...) are the same modules.
 """
 
 from __future__ import annotations

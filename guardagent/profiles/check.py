@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from guardagent.authoring.derive import derived_note, register_cached
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
@@ -159,6 +160,7 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
     can be shown by the ids the user wrote; whatever else verification refuses (data flow,
     counterfactual variants, coverage of the request) is reported beside them.
     """
+    register_cached(profile)  # rules derived from the request judge its programs too
     demos = profile.demonstrations
     programs = []
     for number, code in enumerate(dict.fromkeys(d.code for d in demos), start=1):
@@ -251,6 +253,7 @@ def render_check(check: ProfileCheck) -> str:
     profile = check.profile
     lines = [f"profile {profile.name!r} ({profile.root}): {len(profile.demonstrations)} "
              f"demonstration(s), {len(check.programs)} program(s)"]
+    lines += [note] if (note := derived_note(profile)) else []  # rules derived from the request
     for program in check.programs:
         status = "verified" if program.verified else "NOT VERIFIED"
         lines += ["", f"program {program.number} (in {', '.join(program.holders)}; "
@@ -263,7 +266,8 @@ def render_check(check: ProfileCheck) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
                   for r in rows]
-        lines += [f"  also refused: {_short(other, 300)}" for other in program.other]
+        lines += [f"  also refused: {_short(other, 1000 if 'not covered' in other else 300)}"
+                  for other in program.other]  # what the request lacks is said in full
     good = sum(p.verified for p in check.programs)
     lines.append("")
     if check.verified:
