@@ -39,6 +39,7 @@ from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
 from guardagent.trace.state import flatten
+from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import Value, normalize_text, read_scalar, reading_form, secret_like
 
 Status = Literal["ok", "error", "any"]
@@ -241,6 +242,8 @@ class Scope:
             return False
         if self.fragment is not None and not fnmatch.fnmatchcase(where.fragment, self.fragment):
             return False
+        if self.path is not None and where.served == UNSETTLED:
+            return None  # still encoded after three decodings: in or out is not settled
         readings = {self._path_in(where.path), self._path_in(where.served)}
         return readings.pop() if len(readings) == 1 else None
 

@@ -120,6 +120,11 @@ def read_url(candidate: str, bare: bool) -> Value | None:
                  where=where)  # fmt: skip
 
 
+UNSETTLED = "\x00"
+"""The served reading of a path still percent-encoded after three decodings: it matches no
+scope path, so a scope rule over it is open or fails, never holds."""
+
+
 def served_path(path: str) -> str:
     """A decoded path as a web server may resolve it, for scope rules.
 
@@ -128,7 +133,7 @@ def served_path(path: str) -> str:
     (``%252e`` is ``.``), and every one resolves ``..`` after decoding. This reading does
     all of it (and reads the decoded characters as the rest of the text is read, NFKC and
     case folding), so ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``.
-    No trailing ``/``.
+    No trailing ``/``. A path still encoded after three decodings is :data:`UNSETTLED`.
 
     Args:
         path: The path of :func:`read_url` (percent-decoded, case-folded).
@@ -137,6 +142,9 @@ def served_path(path: str) -> str:
         if "%" not in path or (decoded := unquote(path)) == path:
             break
         path = decoded
+    else:
+        if "%" in path and unquote(path) != path:
+            return UNSETTLED  # still encoded after three decodings: no scope holds it
     segments: list[str] = []
     for segment in reading_form(path).split("/"):
         segment = segment.split(";", 1)[0]
