@@ -209,3 +209,36 @@ def test_a_label_file_that_is_not_plain_data_is_a_label_error(tmp_path: Any, tex
     with pytest.raises(LabelError) as caught:
         Labels.load(path)
     assert where in str(caught.value)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_the_iban_of_an_incoming_transfer_is_the_senders_not_the_users(
+    guard: GuardAgent, layout: str
+) -> None:
+    """Anyone can send the user 0.01 and so put their IBAN in the user's transaction list:
+    `$[?(@.amount > 0)].iban` leaves it untrusted, while a payee the user paid stays trusted."""
+    attacker = "DE44 5001 0517 5407 3249 31"
+    records = [{"date": "2024-05-03", "amount": 0.01, "counterparty": "EWZ Billing",
+                "iban": attacker, "subject": "test"}, *RECORDS[1:]]  # fmt: skip
+    result = LAYOUTS[layout](records)
+    evil = _decide(guard, _pay(result, attacker))
+    assert not evil.allowed and "tool:get_transactions#$[?(@.amount > 0)].iban" in evil.reason
+    assert _decide(guard, _pay(result, OWN)).allowed, "an outgoing payee stays trusted"
+
+
+@pytest.mark.parametrize(("amount", "selected"), [
+    (0.01, True), (45, True), (-84.2, False), (0, False), ("12.50", True), (None, True),
+    (True, True), (float("inf"), True), ({"value": -1}, True),
+])  # fmt: skip
+def test_a_filter_selects_what_it_cannot_judge(amount: Any, selected: bool) -> None:
+    path = parse_path("$[?(@.amount > 0)].iban")
+    row: dict[str, Any] = {"iban": "X"} if amount is None else {"amount": amount, "iban": "X"}
+    _, parts = split_result(json.dumps([row]), (path,))
+    assert bool(parts) is selected
+
+
+@pytest.mark.parametrize("bad", ["$[?(@.amount > x)]", "$[?(@.amount ~ 1)]", "$[?(@. > 1)]",
+                                 "$[?(@.a > 1)", "$[?(@.a > nan)]", "$[?(@.a > inf)]"])  # fmt: skip
+def test_a_filter_outside_the_syntax_is_an_error(bad: str) -> None:
+    with pytest.raises(PathError):
+        parse_path(bad)

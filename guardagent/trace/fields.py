@@ -21,11 +21,14 @@ Label keys (see :mod:`guardagent.trace.labels`)::
 
 Path syntax (a small, fixed subset of JSONPath): ``$`` (the whole result), then steps
 ``.name`` (a key: letters, digits, ``_`` and ``-``), ``['any key']``, ``[*]`` (every
-element of a list), ``.*`` (every value of a mapping) and ``[N]`` (element N from 0; in a
-listing, record ``$[N]`` or cell ``$[*][N]``). The value a path reaches is untrusted whole
-(an object or list: all of it). A key that is absent, or ``null`` on the way, reaches
-nothing; a step that meets the wrong shape (``[*]`` on a string) means the result is not
-the structure the label describes.
+element of a list), ``.*`` (every value of a mapping), ``[N]`` (element N from 0; in a
+listing, record ``$[N]`` or cell ``$[*][N]``) and ``[?(@.name OP number)]`` (the elements
+of a list whose field compares with the number, OP one of ``< <= > >= == !=``: an incoming
+transfer is ``$[?(@.amount > 0)]``; an element without that field, or with anything but a
+plain number there, is selected too, since a filter selects what is untrusted). The value a
+path reaches is untrusted whole (an object or list: all of it). A key that is absent, or
+``null`` on the way, reaches nothing; a step that meets the wrong shape (``[*]`` on a
+string) means the result is not the structure the label describes.
 
 Listings escape nothing: text others write in a cell can hold ``|`` and newlines and so
 forge the rest of its line and whole lines after it (a cell that reads as empty may begin
@@ -44,7 +47,9 @@ serializer (which escapes), not by pasting text into a template.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,7 +62,12 @@ UNPARSED = "unparsed"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _MAX_NESTING = 64
 
-Step = tuple[Literal["key", "index", "each"], str | int | None]
+Step = tuple[Literal["key", "index", "each", "where"], Any]
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+    "<": operator.lt, ">": operator.gt,
+}  # two-character operators first: they are tried in this order
 
 
 class PathError(ValueError):
@@ -74,7 +84,8 @@ class FieldPath:
 
     Attributes:
         text: The path as written in the label (it names the untrusted part).
-        steps: ``("key", name)``, ``("index", n)`` or ``("each", None)``.
+        steps: ``("key", name)``, ``("index", n)``, ``("each", None)`` or
+            ``("where", (name, operator, number))``.
     """
 
     text: str
@@ -103,6 +114,12 @@ def parse_path(text: str) -> FieldPath:
                 raise PathError(f"{text!r}: a name must follow '.' at {i}")
             steps.append(("key", text[i + 1 : j]))
             i = j
+        elif text.startswith("[?(@.", i):
+            j = text.find(")]", i)
+            if j < 0:
+                raise PathError(f"{text!r}: unclosed [?(...)] at {i}")
+            steps.append(("where", _condition(text, text[i + 5 : j])))
+            i = j + 2
         elif text.startswith("[*]", i):
             steps.append(("each", None))
             i += 3
@@ -122,6 +139,38 @@ def parse_path(text: str) -> FieldPath:
         else:
             raise PathError(f"{text!r}: unexpected {text[i]!r} at {i}")
     return FieldPath(text, tuple(steps))
+
+
+def _condition(text: str, inner: str) -> tuple[str, str, float]:
+    """``name OP number`` of a ``[?(@.name OP number)]`` step."""
+    j = 0
+    while j < len(inner) and inner[j] in _NAME_CHARS:
+        j += 1
+    name, rest = inner[:j], inner[j:].strip()
+    op = next((o for o in _COMPARE if rest.startswith(o)), None)
+    try:
+        number = float(rest[len(op):].strip()) if op and name else math.nan
+    except ValueError:
+        number = math.nan
+    if op is None or not math.isfinite(number):
+        raise PathError(f"{text!r}: a filter is [?(@.name OP number)] with OP one of "
+                        f"{', '.join(_COMPARE)}")  # fmt: skip
+    return name, op, number
+
+
+def _kept(item: Any, condition: tuple[str, str, float]) -> bool:
+    """Whether a filter keeps a list element; one it cannot judge is kept (untrusted).
+
+    A filter selects what is untrusted, so an element that is not a mapping, lacks the
+    field, or holds no plain finite number there is kept: fail closed.
+    """
+    name, op, number = condition
+    value = item.get(name) if isinstance(item, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return True
+    return _COMPARE[op](float(value), number)
 
 
 # -- reading a result ------------------------------------------------------------------------
@@ -206,6 +255,10 @@ def _reach(box: list[Any], path: FieldPath) -> list[tuple[Any, Any]]:
                     raise _Mismatch
                 if isinstance(arg, int) and arg < len(node):
                     nxt.append((node, arg))
+            elif kind == "where":
+                if not isinstance(node, list):
+                    raise _Mismatch
+                nxt.extend((node, k) for k, item in enumerate(node) if _kept(item, arg))
             elif isinstance(node, list):
                 nxt.extend((node, k) for k in range(len(node)))
             elif isinstance(node, dict):
