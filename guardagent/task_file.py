@@ -41,13 +41,9 @@ def host_file_text(data: bytes) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    from guardagent.eval.textio import decode_bytes
+    from guardagent.eval.textio import strict_text
 
-    decoded = decode_bytes(data)
-    if decoded.replaced:
-        raise ValueError(f"not valid {decoded.encoding.upper()} ({decoded.replaced} "
-                         "undecodable byte sequence(s))")  # fmt: skip
-    return decoded.text
+    return strict_text(data)
 
 
 def read_task_file(path: str) -> Any:

@@ -93,6 +93,15 @@ def read_text_file(path: str | Path) -> str:
         data = file.read_bytes()
     except OSError as exc:
         raise OSError(exc.strerror or str(exc)) from None
+    return strict_text(data)
+
+
+def strict_text(data: bytes) -> str:
+    """Bytes of a file the deployer or host wrote, as text in any Unicode encoding.
+
+    Raises:
+        ValueError: bytes that are not text in the detected encoding (refused, not repaired).
+    """
     decoded = decode_bytes(data)
     if decoded.replaced:
         raise ValueError(f"not valid {decoded.encoding.upper()} ({decoded.replaced} "

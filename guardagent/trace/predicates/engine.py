@@ -101,21 +101,9 @@ class TraceFacts:
         return {name: fact.value for name, fact in self.evaluate(bindings).items()}
 
 
-def analyze(
-    trace: Trace,
-    labels: Labels,
-    *,
-    index: TraceIndex | None = None,
-    consent: Iterable[Consent | Mapping[str, Any]] = (),
-    key: bytes | None = None,
-    records: Records | None = None,
-    secrets: Secrets | None = None,
-    thread: str | None = None,
-    ledger: ConsentLedger | None = None,
-) -> TraceFacts:
-    """Analyse a trace for its proposed call (see :class:`TraceFacts`)."""
-    return TraceFacts(trace, labels, index=index, consent=consent, key=key, records=records,
-                      secrets=secrets, thread=thread, ledger=ledger)  # fmt: skip
+analyze = TraceFacts
+"""Analyse a trace for its proposed call: :class:`TraceFacts` under the name the engine's
+callers use (one signature, so a new option is added once)."""
 
 
 # -- registry ------------------------------------------------------------------------------
