@@ -27,14 +27,16 @@ messages that are new since the last one:
 - **splits**: a value written across two consecutive messages of one source (an IBAN
   whose last groups arrive in the next chunk) is read from the joined boundary (the last
   and first :data:`WINDOW` characters) and posted to both messages.
-- **hash chain**: every message's SHA-256 (role, source, ids, status, text, calls) and a
-  chain over them. A call whose trace changed or dropped a message the index has seen is
-  unreadable (``trace_rewritten``), naming the first changed message. A host that edits a
-  message on purpose (a reviewer's edit of a pending call) says so with :meth:`truncate`.
+- **hash chain**: one SHA-256 over every message the index has seen (role, source, ids,
+  status, text, calls: :mod:`~guardagent.trace.chain`), and each message's own digest. A
+  call whose trace changed, dropped or moved a message the index has seen is unreadable
+  (``trace_rewritten``), naming the first changed message (the per-message digests are
+  computed only then). A host that edits a message on purpose (a reviewer's edit of a
+  pending call) says so with :meth:`truncate`.
 
-Cost. Each update hashes every message (C-speed SHA-256 over its text, needed to see a
-rewrite anywhere) and *reads* only new ones; the counters in :attr:`TraceIndex.work` say
-how much of each was done, and the tests check them.
+Cost. Each update hashes every message once (one C-speed SHA-256 over the thread, needed to
+see a rewrite anywhere) and *reads* only new ones; the counters in :attr:`TraceIndex.work`
+say how much of each was done, and the tests check them.
 
 Trust. Whoever can write the thread's state could forge an index (post an attacker's IBAN
 under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
@@ -66,13 +68,16 @@ from urllib.parse import unquote
 
 from guardagent.readers.evidence import unreadable
 from guardagent.trace.budget import check_budget
+from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
 from guardagent.trace.values import extract_values, read_argument
 
-STATE_FORMAT = "guardagent-trace-index/3"
-_OLDER_FORMATS = frozenset({"guardagent-trace-index/1", "guardagent-trace-index/2"})
+STATE_FORMAT = "guardagent-trace-index/4"
+_OLDER_FORMATS = frozenset(
+    {"guardagent-trace-index/1", "guardagent-trace-index/2", "guardagent-trace-index/3"}
+)
 """States of earlier versions (other readings): the thread is read again from its start."""
 MAX_STATE_BYTES = 1_000_000
 """Default budget of a serialised state."""
@@ -80,8 +85,6 @@ MAX_STATE_BYTES = 1_000_000
 WINDOW = 48
 """Characters read on each side of a boundary between two messages of one source (an IBAN
 written in groups of four is 42 characters at most)."""
-
-_GENESIS = hashlib.sha256(b"guardagent trace chain").hexdigest()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -208,7 +211,7 @@ class TraceIndex:
         self.year: int | None = None
         self.max_state_bytes = max_state_bytes
         self.count = 0
-        self.chain = _GENESIS
+        self.chain = GENESIS
         self.hashes: list[str] = []
         self.sources: list[int] = []
         self.source_names: list[str] = []
@@ -235,16 +238,15 @@ class TraceIndex:
         if len(messages) < self.count:
             unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
                        f"check and now has {len(messages)}: messages were removed")  # fmt: skip
-        chain = bytes.fromhex(_GENESIS)
-        for i, message in enumerate(messages):
-            digest = message.digest
-            self.work.messages_hashed += 1
-            self.work.bytes_hashed += len(message.text)
-            if i < self.count and _short(digest) != self.hashes[i]:
-                unreadable("trace_rewritten", f"message {i} ({message.source}) changed since "
-                           "the thread's last check")  # fmt: skip
-            chain = hashlib.sha256(chain + digest).digest()
-            if i == self.count - 1 and self.chain and chain.hex() != self.chain:
+        seen, chain = chains(messages, self.count)  # one hash over the thread
+        self.work.messages_hashed += len(messages)
+        self.work.bytes_hashed += sum(len(m.text) for m in messages)
+        if self.count and seen != self.chain:  # name the first changed message
+            for i, message in enumerate(messages[:self.count]):
+                if _short(message.digest) != self.hashes[i]:
+                    unreadable("trace_rewritten", f"message {i} ({message.source}) changed "
+                               "since the thread's last check")  # fmt: skip
+            if self.chain:  # "": unknown since a truncate, the messages' digests decide
                 unreadable("trace_rewritten", "the thread's hash chain does not match its "
                            "last check")  # fmt: skip
         new = list(range(self.count, len(messages)))
@@ -255,7 +257,7 @@ class TraceIndex:
             check_budget()
             self._read(messages[i], trace)
         self.count = len(messages)
-        self.chain = chain.hex() if messages else _GENESIS
+        self.chain = chain
         return new
 
     def _source_id(self, source: str) -> int:
