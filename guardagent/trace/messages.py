@@ -104,6 +104,9 @@ _OPENAI_ROLES: dict[str, Role] = {
 }  # fmt: skip
 _ARG_FIELDS = ("args", "arguments", "input")
 _CONTAINERS = (Mapping, list, tuple)
+_PLAIN = frozenset({dict, list, tuple})
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+"""Types that are never containers (checked by exact type first: the ABC check is slow)."""
 
 
 @dataclass(frozen=True)
@@ -259,19 +262,19 @@ class _Reader:
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
             check_nesting(raw, where)
-        elif isinstance(raw, Mapping):  # nesting checked with its message or proposed call
+        elif _is_mapping(raw):  # nesting checked with its message or proposed call
             self.count(_json(raw))
-        if not isinstance(raw, Mapping):
+        if not _is_mapping(raw):
             unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
         return dict(raw)
 
     def call(self, raw: Any, index: int, where: str) -> ToolCall:
-        if not isinstance(raw, Mapping):
+        if not _is_mapping(raw):
             unreadable("unparsable_trace", f"{where}: a tool call is not an object")
         given = [key for key in _ARG_FIELDS if key in raw]
         if "function" in raw:  # OpenAI: everything in `function`, nothing beside it
             fn = raw["function"]
-            if not isinstance(fn, Mapping) or given:
+            if not _is_mapping(fn) or given:
                 unreadable("unparsable_trace", f"{where}: a tool call in two formats at once "
                            "(a `function` object and arguments beside it): one host runs one, "
                            "another the other")  # fmt: skip
@@ -357,7 +360,7 @@ class _Reader:
         raw_calls = data.get("tool_calls")
         if not raw_calls:
             extra = data.get("additional_kwargs")
-            raw_calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+            raw_calls = extra.get("tool_calls") if _is_mapping(extra) else None
         if not raw_calls and parts:  # Anthropic: the calls are `tool_use` content parts
             raw_calls = list(parts)
         if data.get("function_call") is not None:
@@ -419,7 +422,7 @@ class _Reader:
 def _calls_given(data: Mapping[str, Any]) -> bool:
     """Whether an assistant message gives calls other than content parts (read first)."""
     extra = data.get("additional_kwargs")
-    mirror = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+    mirror = extra.get("tool_calls") if _is_mapping(extra) else None
     return bool(data.get("tool_calls") or mirror or data.get("function_call") is not None)
 
 
@@ -437,16 +440,29 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
     Raises:
         UnreadableEvidence: with `reason`, naming `where`.
     """
-    level = [value] if isinstance(value, _CONTAINERS) else []
+    level = [value] if _is_container(value) else []
     depth = 0
     while level:  # one level at a time, only containers kept: linear, no recursion
         if depth >= MAX_NESTING:
             unreadable(reason, f"{where}: objects or lists are nested more than "
                        f"{MAX_NESTING} deep")  # fmt: skip
         level = [child for item in level
-                 for child in (item.values() if isinstance(item, Mapping) else item)
-                 if isinstance(child, _CONTAINERS)]  # fmt: skip
+                 for child in (item.values() if _is_mapping(item) else item)
+                 if (kind := type(child)) in _PLAIN or (kind not in _LEAVES
+                                                        and isinstance(child, _CONTAINERS))]  # fmt: skip
         depth += 1
+
+
+def _is_container(value: Any) -> bool:
+    """``isinstance(value, (Mapping, list, tuple))``, plain types checked without the ABC."""
+    kind = type(value)
+    return kind in _PLAIN or (kind not in _LEAVES and isinstance(value, _CONTAINERS))
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, a plain dict or scalar checked without the ABC."""
+    kind = type(value)
+    return kind is dict or (kind not in _LEAVES and isinstance(value, Mapping))
 
 
 def _loads(text: str | bytes | bytearray) -> Any:
@@ -599,7 +615,7 @@ def load_trace(text: str | bytes, *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
 
 
 def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in (text.splitlines() or [""]))
+    return "  " + "\n  ".join(text.splitlines())  # each line indented; no line: "  "
 
 
 def _line(message: Message) -> str:

@@ -427,15 +427,15 @@ class TraceIndex:
                 return index
             count = int(data["count"])
             hashes = str(data["hashes"])
-            sources = [int(s) for s in data["sources"]]
+            sources = list(map(int, data["sources"]))
             names = [str(n) for n in data["source_names"]]
             if len(hashes) != 12 * count or len(sources) != count:
                 raise ValueError("lengths")
-            if any(not 0 <= s < len(names) for s in sources):
+            if sources and not (min(sources) >= 0 and max(sources) < len(names)):
                 raise ValueError("sources")
             postings = data["postings"]
-            if type(postings) is not dict or not all(type(v) is list for v in postings.values()):
-                raise ValueError("postings")
+            if type(postings) is not dict or not set(map(type, postings.values())) <= {list}:
+                raise ValueError("postings")  # each list's items are checked when used (ids)
             tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
             unindexed = [int(i) for i in data["unindexed"]]
             written = {str(h): int(i) for h, i in data["written"].items()}
