@@ -31,14 +31,17 @@ _TAG = b"guardagent trace chain/4\x00"
 GENESIS = hashlib.sha256(_TAG).hexdigest()
 """The chain of no message."""
 
+CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                                  default=str)  # fmt: skip
+"""Canonical JSON of calls (sorted keys, compact, Unicode kept), built once (an encoder holds
+no state between calls)."""
+
 
 def calls_json(message: Message) -> str:
     """A message's calls as canonical JSON (``""`` when it makes none)."""
     if not message.calls:
         return ""
-    calls = [[c.id, c.name, c.args] for c in message.calls]
-    return json.dumps(calls, default=str, ensure_ascii=False, sort_keys=True,
-                      separators=(",", ":"))  # fmt: skip
+    return CANONICAL_JSON.encode([[c.id, c.name, c.args] for c in message.calls])
 
 
 def record(message: Message) -> str:

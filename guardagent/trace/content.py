@@ -67,9 +67,14 @@ def part_text(part: Any) -> str | None:
     return None
 
 
+EVIDENCE_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+"""``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``, built once (an
+encoder holds no state between calls: safe to share across threads)."""
+
+
 def as_json(value: Any) -> str:
     """A part as evidence text (sorted keys, Unicode kept)."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return EVIDENCE_JSON.encode(value)
 
 
 def sort_content(content: Any, role: str, where: str) -> Content:

@@ -80,7 +80,8 @@ from typing import Any, Literal
 
 from guardagent.readers.evidence import unreadable
 from guardagent.trace import content as _content
-from guardagent.trace.content import sort_content
+from guardagent.trace.chain import calls_json
+from guardagent.trace.content import Content, sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 
@@ -162,9 +163,7 @@ class Message:
         """SHA-256 of everything the message says (role, source, ids, status, text, calls)."""
         fields = [self.role, self.source, self.tool_call_id or "", self.status or ""]
         if self.calls:
-            calls = [[c.id, c.name, c.args] for c in self.calls]
-            fields.append(json.dumps(calls, default=str, ensure_ascii=False, sort_keys=True,
-                                     separators=(",", ":")))  # fmt: skip
+            fields.append(calls_json(self))
         # every field length-prefixed, the text last: no two messages hash the same string
         head = "".join(f"{len(value)}:{value}" for value in fields) + f"{len(self.text)}:"
         h = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
@@ -324,12 +323,17 @@ class _Reader:
             unreadable("unparsable_trace", f"{where} is neither LangChain nor OpenAI chat")
         if role is None:
             unreadable("unparsable_trace", f"{where} has an unknown role or type")
-        name = data.get("name") if isinstance(data.get("name"), str) else None
         if role == "tool":
+            name = data.get("name")
             text = self.text(data.get("content"), where)
-            self.tool(data, text, name, index, where, legacy_function)
+            self.tool(data, text, name if isinstance(name, str) else None, index, where,
+                      legacy_function)  # fmt: skip
             return
-        content = sort_content(data.get("content"), role, where)
+        body = data.get("content")
+        if body is None or type(body) is str:  # plain text (the usual case): nothing to sort
+            content = Content(body or "")
+        else:
+            content = sort_content(body, role, where)
         self.count(content.shown)
         hidden = content.hidden
         if content.calls and _calls_given(data):  # LangChain runs `tool_calls` (a host's
@@ -428,7 +432,7 @@ def _calls_given(data: Mapping[str, Any]) -> bool:
 
 def _json(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        return _content.as_json(value)
     except (ValueError, TypeError, RecursionError):  # an int over 4300 digits, a cycle, mixed keys
         return unreadable("unparsable_trace", "a value of the trace cannot be read as JSON (an "
                           "integer over 4,300 digits, a cycle or keys of mixed types)")  # fmt: skip
@@ -447,9 +451,9 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
             unreadable(reason, f"{where}: objects or lists are nested more than "
                        f"{MAX_NESTING} deep")  # fmt: skip
         level = [child for item in level
-                 for child in (item.values() if _is_mapping(item) else item)
-                 if (kind := type(child)) in _PLAIN or (kind not in _LEAVES
-                                                        and isinstance(child, _CONTAINERS))]  # fmt: skip
+                 for child in (item.values() if type(item) is dict or (
+                     type(item) not in _PLAIN and isinstance(item, Mapping)) else item)
+                 if type(child) not in _LEAVES and _is_container(child)]  # fmt: skip
         depth += 1
 
 
@@ -635,7 +639,7 @@ def _line(message: Message) -> str:
 
 
 def _args(args: Mapping[str, Any]) -> str:
-    return json.dumps(dict(args), sort_keys=True, ensure_ascii=False, default=str)
+    return _content.as_json(dict(args))
 
 
 def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tuple[str, str]:
