@@ -70,7 +70,10 @@ def profile_policy(profile: Any) -> PolicyModel | None:
     path = resolve_policy(getattr(profile, "root", None), str(name))
     approved_only = bool(getattr(profile, "approved_only", False))
     stat = path.stat()  # an edited file is a new policy: cached by its state, not its path
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{approved_only}"
+    # the file's identity (device, inode: whatever a link points to) and version; no
+    # resolve(), which stats every folder of the path on every call
+    key = (f"{path}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|"
+           f"{approved_only}")  # fmt: skip
     with _models_lock:
         model = _models.get(key)
     if model is None:

@@ -76,7 +76,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from guardagent.readers.evidence import unreadable
 from guardagent.trace import content as _content
@@ -222,6 +222,7 @@ class _Reader:
         self.unanswered: list[tuple[int, int]] = []
         self.results: dict[str, int] = {}
         self.answers: dict[int, tuple[int, int]] = {}
+        self.nesting_checked = False  # every message (a mapping) walked by the caller
 
     def count(self, text: str) -> None:
         self.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
@@ -306,7 +307,9 @@ class _Reader:
                 raw = _to_dict(raw)
             except RecursionError:
                 unreadable("unparsable_trace", f"{where} is nested too deep to read")
-        check_nesting(raw, where)
+            check_nesting(raw, where)  # an object: converted here, not walked before
+        elif not self.nesting_checked:
+            check_nesting(raw, where)
         if "role" in raw:
             data: Mapping[str, Any] = raw
             role = _OPENAI_ROLES.get(str(raw.get("role")))
@@ -444,17 +447,29 @@ def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -
     Raises:
         UnreadableEvidence: with `reason`, naming `where`.
     """
-    level = [value] if _is_container(value) else []
+    if not within_nesting([value]):
+        unreadable(reason, f"{where}: objects or lists are nested more than "
+                   f"{MAX_NESTING} deep")  # fmt: skip
+
+
+def within_nesting(values: Sequence[Any]) -> bool:
+    """Whether each of the values is nested at most :data:`MAX_NESTING` deep.
+
+    One walk over them all, a level at a time (only containers kept: linear, no
+    recursion): each value's depth is counted from its own top, as :func:`check_nesting`
+    counts it, so a message list is checked in one pass instead of one walk a message.
+    """
+    level = [value for value in values if _is_container(value)]
     depth = 0
-    while level:  # one level at a time, only containers kept: linear, no recursion
+    while level:
         if depth >= MAX_NESTING:
-            unreadable(reason, f"{where}: objects or lists are nested more than "
-                       f"{MAX_NESTING} deep")  # fmt: skip
+            return False
         level = [child for item in level
                  for child in (item.values() if type(item) is dict or (
                      type(item) not in _PLAIN and isinstance(item, Mapping)) else item)
                  if type(child) not in _LEAVES and _is_container(child)]  # fmt: skip
         depth += 1
+    return True
 
 
 def _is_container(value: Any) -> bool:
@@ -463,7 +478,7 @@ def _is_container(value: Any) -> bool:
     return kind in _PLAIN or (kind not in _LEAVES and isinstance(value, _CONTAINERS))
 
 
-def _is_mapping(value: Any) -> bool:
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)``, a plain dict or scalar checked without the ABC."""
     kind = type(value)
     return kind is dict or (kind not in _LEAVES and isinstance(value, Mapping))
@@ -533,6 +548,7 @@ def parse_trace(
     """
     items, documented = _document(messages, max_bytes)
     reader = _Reader(max_bytes, labels)
+    reader.nesting_checked = within_nesting(items)  # else each message names its own depth
     for index, raw in enumerate(items):
         reader.add(raw, index)
     msgs = reader.messages
