@@ -49,9 +49,13 @@ def test_two_message_lists_chain_alike_only_when_equal(a: list[Message], b: list
                                                        cut: int) -> None:  # fmt: skip
     same = [_fields(m) for m in a] == [_fields(m) for m in b]
     assert (chains(a, len(a))[1] == chains(b, len(b))[1]) == same
-    seen, whole = chains(a, min(cut, len(a)))
-    assert seen == chains(a[: min(cut, len(a))], min(cut, len(a)))[1]
+    cut = min(cut, len(a))
+    seen, whole, _ = chains(a, cut)
+    assert seen == chains(a[:cut], cut)[1]
     assert whole == chains(a, len(a))[1], "the chain of them all does not depend on the cut"
+    for n in range(len(a) + 1):  # resumed from a known chain of the first n: the same chains
+        known = (n, chains(a[:n], n)[2])
+        assert chains(a, cut, known)[:2] == (seen, whole)
 
 
 def _decode(joined: str) -> list[tuple[str, ...]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from guardagent.trace.messages import Message
@@ -52,17 +52,39 @@ def record(message: Message) -> str:
             f"{len(status)}:{status}{len(calls)}:{calls}{len(text)}:{text}")  # fmt: skip
 
 
-def chains(messages: Sequence[Message], count: int) -> tuple[str, str]:
+def chains(
+    messages: Sequence[Message], count: int, known: tuple[int, Any] | None = None
+) -> tuple[str, str, Any]:
     """The chain of the first `count` messages and of them all (hex), in one pass.
 
     Args:
         messages: The thread's messages.
         count: How many of them the state saw (at most ``len(messages)``).
+        known: ``(n, sha256 object)``: the chain of the first `n` messages, when the caller
+            has it (a parse resumed from them, :mod:`~guardagent.trace.resume`); only the
+            messages after them are hashed for the chain of them all.
+
+    Returns:
+        The chain of the first `count` messages, that of them all, and the SHA-256 object
+        of the latter (to extend later).
     """
-    records = [record(m) for m in messages]
+    at, base = known if known is not None and known[0] <= len(messages) else (0, None)
+    if base is not None and at <= count:
+        h = base.copy()
+        h.update(_joined(messages[at:count]))
+        seen = h.hexdigest()
+        h.update(_joined(messages[count:]))
+        return seen, h.hexdigest(), h
     h = hashlib.sha256(_TAG)
-    h.update("".join(records[:count]).encode("utf-8", "surrogatepass"))
+    h.update(_joined(messages[:count]))
     seen = h.hexdigest()
-    if count < len(records):
-        h.update("".join(records[count:]).encode("utf-8", "surrogatepass"))
-    return seen, h.hexdigest()
+    if base is not None:  # the state saw fewer messages than the known chain covers
+        h = base.copy()
+        h.update(_joined(messages[at:]))
+    else:
+        h.update(_joined(messages[count:]))
+    return seen, h.hexdigest(), h
+
+
+def _joined(messages: Sequence[Message]) -> bytes:
+    return "".join([record(m) for m in messages]).encode("utf-8", "surrogatepass")

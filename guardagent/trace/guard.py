@@ -9,7 +9,8 @@ a few lines:
    policy's rules never see it, whatever they say) and host records that do not read
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
-   history is unreadable);
+   history is unreadable); when this process served the thread's previous call, step 1
+   parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
    consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
@@ -40,6 +41,7 @@ from guardagent.trace.messages import (
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
 from guardagent.trace.predicates.ledger import read_ledger, spend_in_state, use_of, with_ledger
 from guardagent.trace.records import Records
+from guardagent.trace.resume import remember, resumable
 from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
 
@@ -133,7 +135,7 @@ def prepare_trace_event(
     answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
     with reading_budget(budget_ms):
         trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, labels=labels,
-                            final_answer=answers)
+                            final_answer=answers, resume=resumable(thread_state))
         name = trace.call.name
         if not labels.label(name).labelled:
             unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
@@ -146,6 +148,7 @@ def prepare_trace_event(
         facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
                         secrets=secrets, ledger=ledger)  # fmt: skip
         found = {name: fn(facts) for name, fn in compiled.items()}
+    remember(index.chain, trace.read, getattr(index, "hasher", None))  # for the next call
     agent_input, agent_output = render_event(trace, user_facts)
     state = with_ledger(index.to_json(key), ledger, key)
     return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),

@@ -84,6 +84,7 @@ from guardagent.trace.chain import calls_json
 from guardagent.trace.content import Content, sort_content
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
+from guardagent.trace.resume import ReadState, content_digest
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -187,6 +188,11 @@ class Trace:
     _calls: tuple[ToolCall, ...] = field(default=(), repr=False)
     _results: dict[str, int] = field(default_factory=dict, repr=False)
     _answers: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+    read: ReadState | None = field(default=None, repr=False, compare=False)
+    """The reader's state after the messages, to resume from (:mod:`~guardagent.trace.resume`;
+    None when they are not plain data or hold the host's containers)."""
+    resumed: ReadState | None = field(default=None, repr=False, compare=False)
+    """The state this parse resumed from (its messages are this trace's first ones)."""
 
     @property
     def calls(self) -> tuple[ToolCall, ...]:
@@ -223,6 +229,25 @@ class _Reader:
         self.results: dict[str, int] = {}
         self.answers: dict[int, tuple[int, int]] = {}
         self.nesting_checked = False  # every message (a mapping) walked by the caller
+        self.borrowed = False  # a call's arguments hold the host's containers: keep no state
+
+    def save(self, items: Sequence[Any]) -> ReadState | None:
+        """The state after reading `items` (None: not plain data, or borrowed containers)."""
+        digest = None if self.borrowed else content_digest(items)
+        if digest is None:
+            return None
+        return ReadState(len(items), digest, self.labels, self.max_bytes, tuple(self.messages),
+                         self.position, self.size, self.calls_by_id, tuple(self.unanswered),
+                         self.results, self.answers)  # fmt: skip
+
+    def resume(self, state: ReadState) -> None:
+        """Continue after the messages of `state` (on copies: the state is shared)."""
+        self.messages = list(state.messages)
+        self.position, self.size = state.position, state.size
+        self.calls_by_id = dict(state.calls_by_id)
+        self.unanswered = list(state.unanswered)
+        self.results = dict(state.results)
+        self.answers = dict(state.answers)
 
     def count(self, text: str) -> None:
         self.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
@@ -264,6 +289,11 @@ class _Reader:
             check_nesting(raw, where)
         elif _is_mapping(raw):  # nesting checked with its message or proposed call
             self.count(_json(raw))
+            if any(type(value) not in _LEAVES for value in raw.values()):
+                try:  # the reader's own copy: the host may edit its lists after the call
+                    return {key: _plain_copy(value) for key, value in raw.items()}
+                except TypeError:
+                    self.borrowed = True  # not plain data: shared with the host, keep no state
         if not _is_mapping(raw):
             unreadable("unparsable_trace", f"{where}: arguments are not a JSON object")
         return dict(raw)
@@ -472,6 +502,24 @@ def within_nesting(values: Sequence[Any]) -> bool:
     return True
 
 
+def _plain_copy(value: Any) -> Any:
+    """A copy of plain data (exact dicts, lists, tuples of scalars), types kept.
+
+    Raises:
+        TypeError: any other object (the caller keeps the host's value).
+    """
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_plain_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(_plain_copy(item) for item in value)
+    raise TypeError(kind.__name__)
+
+
 def _is_container(value: Any) -> bool:
     """``isinstance(value, (Mapping, list, tuple))``, plain types checked without the ABC."""
     kind = type(value)
@@ -526,6 +574,7 @@ def parse_trace(
     max_bytes: int = MAX_TRACE_BYTES,
     labels: Labels | None = None,
     final_answer: str | None = None,
+    resume: ReadState | None = None,
 ) -> Trace:
     """Read a trace (see the module docstring for the format).
 
@@ -542,15 +591,28 @@ def parse_trace(
         final_answer: The pseudo-tool a final answer is guarded as (see
             :func:`final_answer_call`); None: a last message without a call is
             ``no_tool_call``.
+        resume: What an earlier call of the thread read (:func:`~guardagent.trace.resume.
+            resumable`): used only when this trace's first raw messages are exactly those
+            (:func:`~guardagent.trace.resume.content_digest`), read under the same labels
+            and size limit; then only the messages after them are read.
 
     Raises:
         UnreadableEvidence: the trace cannot be read (reasons in the module docstring).
     """
     items, documented = _document(messages, max_bytes)
     reader = _Reader(max_bytes, labels)
-    reader.nesting_checked = within_nesting(items)  # else each message names its own depth
-    for index, raw in enumerate(items):
-        reader.add(raw, index)
+    start = 0
+    if (resume is not None and resume.labels is labels and resume.max_bytes == max_bytes
+            and len(items) >= resume.items
+            and content_digest(items[:resume.items]) == resume.digest):  # fmt: skip
+        reader.resume(resume)
+        start = resume.items
+    else:
+        resume = None
+    reader.nesting_checked = within_nesting(items[start:])  # else each message names its own
+    for index in range(start, len(items)):
+        reader.add(items[index], index)
+    read = reader.save(items)
     msgs = reader.messages
     given = proposed_call if proposed_call is not None else documented
     proposed: ToolCall | None = None
@@ -560,7 +622,7 @@ def parse_trace(
         if answer is not None:
             return Trace(tuple(msgs), answer, reader.size,
                          tuple(c for m in msgs for c in m.calls), reader.results,
-                         reader.answers)  # fmt: skip
+                         reader.answers, read, resume)  # fmt: skip
         if last is None or last.role != "assistant" or not last.calls:
             unreadable("no_tool_call", "no proposed call was given and the last message makes "
                        "no tool call (label the pseudo-tool `respond` to guard a final "
@@ -578,7 +640,8 @@ def parse_trace(
         skip.update((c.index, c.position) for c in msgs[proposed.index].calls
                     if c.position > proposed.position)  # fmt: skip
     earlier = tuple(c for m in msgs for c in m.calls if (c.index, c.position) not in skip)
-    return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers)
+    return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers,
+                 read, resume)  # fmt: skip
 
 
 FINAL_ANSWER = "respond"

@@ -238,7 +238,9 @@ class TraceIndex:
         if len(messages) < self.count:
             unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
                        f"check and now has {len(messages)}: messages were removed")  # fmt: skip
-        seen, chain = chains(messages, self.count)  # one hash over the thread
+        resumed = trace.resumed  # a parse resumed from messages whose chain is known
+        known = (len(resumed.messages), resumed.chain) if resumed and resumed.chain else None
+        seen, chain, self.hasher = chains(messages, self.count, known)  # one hash, the thread
         self.work.messages_hashed += len(messages)
         self.work.bytes_hashed += sum(len(m.text) for m in messages)
         if self.count and seen != self.chain:  # name the first changed message
