@@ -215,3 +215,27 @@ def test_the_kept_parses_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 class _Hasher:
     def copy(self) -> _Hasher:
         return self
+
+
+def test_the_hosts_state_is_not_changed_by_a_call() -> None:
+    """A host may check a call twice with one state: a signed state must stay valid."""
+    guard = GuardAgent("assistant-trace", memory_dir=tempfile.mkdtemp(), trace_key="k" * 32)
+    items = thread(40, seed=11)
+    state = guard.check_trace(items[:30], proposed(items[:30]), thread_id="t1").trace_state
+    kept = copy.deepcopy(state)
+    first = guard.check_trace(items, proposed(items), thread_state=state, thread_id="t1")
+    assert state == kept, "the call changed the host's state object"
+    again = guard.check_trace(items, proposed(items), thread_state=state, thread_id="t1")
+    assert not again.unreadable and again.allowed == first.allowed
+
+
+def test_a_state_with_an_empty_posting_is_unreadable_not_a_crash() -> None:
+    from guardagent.trace.state import key_hash
+
+    guard = GuardAgent("assistant-trace", memory_dir=tempfile.mkdtemp())
+    items = thread(40, seed=1)
+    state = guard.check_trace(items[:30], proposed(items[:30])).trace_state
+    state = {**state, "postings": {**state["postings"], key_hash("w:please"): []}}
+    decision = guard.check_trace(items, proposed(items), thread_state=state)
+    assert not decision.allowed and decision.unreadable
+    assert decision.unreadable[0]["reason"] == "unreadable_state"

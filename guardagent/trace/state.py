@@ -221,6 +221,7 @@ class TraceIndex:
         self.written: dict[str, int] = {}
         self.work = Work()
         self._size = 400
+        self.shared: dict[str, list[int]] = {}  # postings lists that are the host's state's
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -241,8 +242,9 @@ class TraceIndex:
         resumed = trace.resumed  # a parse resumed from messages whose chain is known
         known = (len(resumed.messages), resumed.chain) if resumed and resumed.chain else None
         seen, chain, self.hasher = chains(messages, self.count, known)  # one hash, the thread
-        self.work.messages_hashed += len(messages)
-        self.work.bytes_hashed += sum(len(m.text) for m in messages)
+        hashed = messages[known[0]:] if known and known[0] <= self.count else messages
+        self.work.messages_hashed += len(hashed)
+        self.work.bytes_hashed += sum(len(m.text) for m in hashed)
         if self.count and seen != self.chain:  # name the first changed message
             for i, message in enumerate(messages[:self.count]):
                 if _short(message.digest) != self.hashes[i]:
@@ -309,6 +311,8 @@ class TraceIndex:
             self.postings[h] = [index]
             self._size += 16 + len(str(index))
             return
+        if ids is self.shared.get(h):  # restored from the host's state: copy, then change
+            ids = self.postings[h] = ids.copy()
         if ids[-1] < index:  # messages are read in order: most posts append
             ids.append(index)
             self._size += 1 + len(str(index))
@@ -436,7 +440,8 @@ class TraceIndex:
             if sources and not (min(sources) >= 0 and max(sources) < len(names)):
                 raise ValueError("sources")
             postings = data["postings"]
-            if type(postings) is not dict or not set(map(type, postings.values())) <= {list}:
+            if (type(postings) is not dict or not set(map(type, postings.values())) <= {list}
+                    or not all(postings.values())):  # fmt: skip
                 raise ValueError("postings")  # each list's items are checked when used (ids)
             tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
             unindexed = [int(i) for i in data["unindexed"]]
@@ -454,7 +459,8 @@ class TraceIndex:
         index.hashes = [hashes[i:i + 12] for i in range(0, len(hashes), 12)]
         index.sources = sources
         index.source_names = names
-        index.postings = postings
+        index.postings = dict(postings)  # the host's lists are copied when first posted to
+        index.shared = postings  # (_post): its state stays as it was, a signed one valid
         index.tails = tails
         index.unindexed = unindexed
         index.written = written
