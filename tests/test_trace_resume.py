@@ -239,3 +239,27 @@ def test_a_state_with_an_empty_posting_is_unreadable_not_a_crash() -> None:
     decision = guard.check_trace(items, proposed(items), thread_state=state)
     assert not decision.allowed and decision.unreadable
     assert decision.unreadable[0]["reason"] == "unreadable_state"
+
+
+def test_a_state_this_process_signed_is_recognised_only_as_it_was_signed() -> None:
+    from guardagent.trace.state import TraceIndex, verify
+
+    key = b"k" * 32
+    items = thread(24, seed=12)
+    index = TraceIndex(LABELS.phone_region)
+    index.update(parse_trace(items, proposed(items), labels=LABELS))
+    state = index.to_json(key)
+    assert verify(state, key) and verify(copy.deepcopy(state), key)
+    assert not verify(state, b"other key" * 4)
+    some = next(iter(state["postings"]))
+    for changed in (
+        {**state, "count": state["count"] + 1},
+        {**state, "postings": {**state["postings"], some: [float(i) for i in state["postings"][some]]}},
+        {**state, "postings": {**state["postings"], some: [*state["postings"][some], 3]}},
+        {**state, "year": state["year"] + 1},
+    ):
+        assert not verify(changed, key), "only the very object that was signed skips the HMAC"
+        with pytest.raises(UnreadableEvidence):
+            TraceIndex.from_json(changed, region=LABELS.phone_region, key=key)
+    reordered = dict(reversed(list(state.items())))  # a store that sorts keys: checked in full
+    assert verify(reordered, key)

@@ -59,7 +59,9 @@ import hashlib
 import hmac
 import html
 import json
+import threading
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,6 +74,7 @@ from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
+from guardagent.trace.resume import content_digest
 from guardagent.trace.values import extract_values, read_argument
 
 STATE_FORMAT = "guardagent-trace-index/4"
@@ -401,6 +404,7 @@ class TraceIndex:
         }
         if key is not None:
             data["mac"] = sign(data, key)
+            _remember_signed(data, key)  # its next verify needs no canonical JSON
         return data
 
     @classmethod
@@ -476,9 +480,38 @@ def sign(data: Mapping[str, Any], key: bytes) -> str:
 
 
 def verify(data: Mapping[str, Any], key: bytes) -> bool:
-    """Whether a JSON object carries a valid ``mac`` made with `key`."""
+    """Whether a JSON object carries a valid ``mac`` made with `key`.
+
+    A thread state this process signed (:meth:`TraceIndex.to_json`) is recognised without
+    its canonical JSON (most of a with-state call's time under a key): when `data` is,
+    type for type, the object signed with that key and mac (the same
+    :func:`~guardagent.trace.resume.content_digest`), its canonical JSON, hence its HMAC,
+    is the one computed then. Anything else is checked in full.
+    """
     mac = data.get("mac")
-    return isinstance(mac, str) and hmac.compare_digest(mac, sign(data, key))
+    if not isinstance(mac, str):
+        return False
+    with _signed_lock:
+        known = _signed.get((key, mac))
+    if known is not None and content_digest([data]) == known:
+        return True
+    return hmac.compare_digest(mac, sign(data, key))
+
+
+_signed: OrderedDict[tuple[bytes, str], bytes] = OrderedDict()
+"""(key, mac) -> content digest of the state this process signed with them (bounded)."""
+_signed_lock = threading.Lock()
+MAX_SIGNED = 4096
+
+
+def _remember_signed(data: Mapping[str, Any], key: bytes) -> None:
+    digest = content_digest([data])
+    if digest is None:
+        return
+    with _signed_lock:
+        _signed[(key, data["mac"])] = digest
+        while len(_signed) > MAX_SIGNED:
+            _signed.popitem(last=False)
 
 
 def posted(index: TraceIndex, keys: Iterable[str]) -> set[int]:
