@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 MAX_ENTRIES = 256
 """Threads kept at most."""
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 32 * 1024 * 1024
 """Message text kept at most (UTF-8 bytes, as the reader counts them)."""
 
 
