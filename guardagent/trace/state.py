@@ -314,7 +314,7 @@ class TraceIndex:
             self.postings[h] = [index]
             self._size += 16 + len(str(index))
             return
-        if ids is self.shared.get(h):  # restored from the host's state: copy, then change
+        if self.shared and ids is self.shared.get(h):  # the host's state's: copy, then change
             ids = self.postings[h] = ids.copy()
         if ids[-1] < index:  # messages are read in order: most posts append
             ids.append(index)
