@@ -35,8 +35,11 @@ messages that are new since the last one:
   pending call) says so with :meth:`truncate`.
 
 Cost. Each update hashes every message once (one C-speed SHA-256 over the thread, needed to
-see a rewrite anywhere) and *reads* only new ones; the counters in :attr:`TraceIndex.work`
-say how much of each was done, and the tests check them.
+see a rewrite anywhere; only the new ones when the parse resumed from messages whose chain
+this process computed, :mod:`~guardagent.trace.resume`) and *reads* only new ones; the
+counters in :attr:`TraceIndex.work` say how much of each was done, and the tests check them.
+Restoring a state copies nothing but its tables' outer dicts: a posting list of the state is
+copied when a new message is first posted to it, so the host's state object never changes.
 
 Trust. Whoever can write the thread's state could forge an index (post an attacker's IBAN
 under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
