@@ -60,7 +60,6 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -68,8 +67,9 @@ from guardagent.readers.evidence import unreadable
 from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
-from guardagent.trace.values import extract_values, read_argument
+from guardagent.trace.normal import normalize_text, reading_form, tokens
+from guardagent.trace.reading import boundary_keys, hashed_keys, key_hash, readings, text_keys
+from guardagent.trace.values import read_argument
 
 STATE_FORMAT = "guardagent-trace-index/3"
 _OLDER_FORMATS = frozenset({"guardagent-trace-index/1", "guardagent-trace-index/2"})
@@ -82,13 +82,6 @@ WINDOW = 48
 written in groups of four is 42 characters at most)."""
 
 _GENESIS = hashlib.sha256(b"guardagent trace chain").hexdigest()
-
-
-@lru_cache(maxsize=1 << 16)
-def key_hash(key: str) -> str:
-    """The stored form of a key: 64-bit BLAKE2b, URL-safe base64 (11 characters)."""
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def _short(digest: bytes) -> str:
@@ -134,26 +127,6 @@ def written_keys(call: ToolCall, region: str | None, year: int | None = None) ->
             continue
         for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
             keys |= text_keys(form, region, year)
-    return keys
-
-
-@lru_cache(maxsize=64)
-def readings(text: str) -> tuple[str, ...]:
-    """A message's text as written, and with its escapes read when it holds any."""
-    if "\\" not in text:
-        return (text,)
-    unescaped = unescape(text)
-    return (text, unescaped) if unescaped != text else (text,)
-
-
-def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:
-    """Every key a message's text contains (both readings, see :func:`readings`)."""
-    keys: set[str] = set()
-    for reading in readings(text):
-        keys.update("w:" + t for t in tokens(normalize_text(reading)))
-        for found in extract_values(reading_form(reading), region=region, year=year):
-            keys.update(found.value.keys)
-            keys.update(k for _, k in found.value.parts)
     return keys
 
 
@@ -267,69 +240,69 @@ class TraceIndex:
             return len(self.source_names) - 1
 
     def _read(self, message: Message, trace: Trace) -> None:
+        text, index, region, year = message.text, message.index, self.region, self.year
         self.work.messages_read += 1
-        self.work.chars_read += len(message.text)
-        normalized = reading_form(readings(message.text)[-1])
-        echo = echo_of(message, trace, self.region, self.year)
-        keys = text_keys(message.text, self.region, self.year) - echo
+        self.work.chars_read += len(text)
+        echo = echo_of(message, trace, region, year)
+        hashed = hashed_keys(text, region, year)
+        if echo:
+            hashed = {k: h for k, h in hashed.items() if k not in echo}
         self.hashes.append(_short(message.digest))
         self.sources.append(self._source_id(message.source))
         self._size += 16 + len(str(len(self.sources)))
-        crossing = self._crossing(message, normalized) - echo
+        width = len(str(index))
+        written = self.written
         for call in message.calls:
-            for key in written_keys(call, self.region, self.year):
+            for key in written_keys(call, region, year):
                 h = key_hash(key)
-                if h not in self.written:
-                    self.written[h] = message.index
-                    self._size += 16 + len(str(message.index))
-        hashed = {key_hash(k) for k in keys}
-        digits = len(str(message.index)) + 1
-        cost = digits * len(hashed) + 16 * sum(h not in self.postings for h in hashed)
+                if h not in written:
+                    written[h] = index
+                    self._size += 16 + width
+        postings = self.postings
+        hashes = set(hashed.values())
+        cost = (width + 1) * len(hashes) + 16 * sum(h not in postings for h in hashes)
         if self._size + cost > self.max_state_bytes:
-            self.unindexed.append(message.index)
-            self._size += len(str(message.index)) + 1
+            self.unindexed.append(index)
+            self._size += width + 1
             return
-        for h in hashed:
-            self._post(h, message.index)
+        size = 0
+        for h in hashes:
+            ids = postings.get(h)
+            if ids is None:
+                postings[h] = [index]
+                size += 16 + width
+            elif ids and ids[-1] < index:  # messages are read in order: most posts append
+                ids.append(index)
+                size += 1 + width
+            else:
+                size += self._post(h, index)
+        self._size += size
+        normalized = reading_form(readings(text)[-1])
         prev = self.tails.get(message.source)
         if prev is not None:
-            for key in crossing:
-                h = key_hash(key)
-                self._post(h, prev[0])
-                self._post(h, message.index)
-        self.tails[message.source] = (message.index, normalized[-WINDOW:])
+            for key, h in self._crossing(message, normalized).items():
+                if key not in echo:
+                    self._size += self._post(h, prev[0]) + self._post(h, index)
+        self.tails[message.source] = (index, normalized[-WINDOW:])
 
-    def _post(self, h: str, index: int) -> None:
+    def _post(self, h: str, index: int) -> int:
+        """Post a key's hash under a message; returns the bytes the state grew by."""
         ids = self.postings.get(h)
         if ids is None:
             self.postings[h] = [index]
-            self._size += 16 + len(str(index))
-            return
-        if ids[-1] < index:  # messages are read in order: most posts append
-            ids.append(index)
-            self._size += 1 + len(str(index))
-            return
+            return 16 + len(str(index))
         at = bisect_left(ids, index)
         if at == len(ids) or ids[at] != index:
             ids.insert(at, index)
-            self._size += 1 + len(str(index))
+            return 1 + len(str(index))
+        return 0
 
-    def _crossing(self, message: Message, normalized: str) -> set[str]:
-        """Keys of typed values that span the boundary with the previous message of the source."""
+    def _crossing(self, message: Message, normalized: str) -> Mapping[str, str]:
+        """Keys (with hashes) of typed values spanning the boundary with the source's last."""
         prev = self.tails.get(message.source)
         if prev is None or not normalized or message.source == "model":
-            return set()  # model text is never a source: its splits do not matter
-        tail, head = prev[1], normalized[:WINDOW]
-        keys: set[str] = set()
-        joins = ("",) if tail[-1:].isspace() or head[:1].isspace() else ("", " ")
-        for sep in joins:
-            joined = tail + sep + head
-            cut = len(tail)
-            for found in extract_values(joined, region=self.region, year=self.year,
-                                        across=(cut, cut + len(sep))):  # fmt: skip
-                keys.update(found.value.keys)
-                keys.update(k for _, k in found.value.parts)
-        return keys
+            return {}  # model text is never a source: its splits do not matter
+        return boundary_keys(prev[1], normalized[:WINDOW], self.region, self.year)
 
     def truncate(self, count: int) -> None:
         """Forget messages from `count` on (a host that rewrote them on purpose says so).
