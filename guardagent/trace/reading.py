@@ -8,15 +8,14 @@ readings are kept for the process, by content (:class:`ReadingCache`).
 Why the cache is safe. A reading is a pure function of the text and of what the reading
 depends on besides: the phone region and the year of dates written without one (``None``
 is resolved to the host's year before the look-up, so a new year is a new entry). The
-entry is keyed by all three, the text by its 128-bit BLAKE2b digest, so a hit returns what
-reading the text again would return, whoever sent it: one thread or tenant cannot change
+entry is keyed by all three (the text itself, not a digest: no collision), so a hit returns
+what reading the text again would return, whoever sent it: one thread or tenant cannot change
 another's decision through it (it can at most learn, by timing, that a text was read
-recently in this process). Entries are never changed after they are stored (callers get
-read-only views, and copy before changing), nothing else is cached (echo exclusion, the
-index's postings and every decision are computed per call), and the cache is bounded by
-the number of keys it holds (least recently used entries go first; a text with more keys
-than :data:`MAX_ENTRY_KEYS` is read each time). A reading that raises (the reading budget
-spent) stores nothing.
+recently in this process). Entries are never changed after they are stored (read-only
+views, frozen sets); nothing else is kept (echo exclusion, the index's postings and every
+decision are computed per call); the cache is bounded by about the memory it holds
+(:data:`MAX_CACHED_BYTES`, least recently used entries out first). A reading that raises
+(the reading budget spent) stores nothing.
 """
 
 from __future__ import annotations
@@ -24,24 +23,56 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from types import MappingProxyType
+from typing import NamedTuple
 
 from guardagent.trace.dates import host_year
 from guardagent.trace.locate import extract_values
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
 
-MAX_CACHED_KEYS = 250_000
-"""Keys held by each reading cache at most (a few tens of MB)."""
-MAX_ENTRY_KEYS = 25_000
-"""A text with more keys than this (a page of a book) is read again each time."""
+MAX_CACHED_BYTES = 32 << 20
+"""About the memory each reading cache holds at most; an entry above a sixteenth of it (a
+long page with many distinct words) is read again each time."""
+KEY_BYTES = 160
+"""What one key costs an entry (the key, its hash, the mapping's slots), about."""
 
 
-@lru_cache(maxsize=1 << 16)
+MAX_HASHES = 1 << 17
+"""Key hashes remembered at most (then forgotten all at once)."""
+_HASHES: dict[str, str] = {}
+
+
 def key_hash(key: str) -> str:
     """The stored form of a key: 64-bit BLAKE2b, URL-safe base64 (11 characters)."""
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+    h = _HASHES.get(key)
+    if h is None:
+        return _hashed((key,))[key]
+    return h
+
+
+def _hashed(keys: Iterable[str]) -> dict[str, str]:
+    """:func:`key_hash` of each key, the new ones hashed in one go.
+
+    Eight digest bytes and a zero byte are nine bytes, twelve base64 characters whose
+    first eleven are the eight bytes' own encoding: the digests are encoded at once.
+    """
+    memo = _HASHES
+    out = {key: memo.get(key, "") for key in keys}
+    missing = [key for key, h in out.items() if not h]
+    if missing:
+        blake = hashlib.blake2b
+        joined = b"\0".join([blake(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+                             for key in missing]) + b"\0"  # fmt: skip
+        text = base64.urlsafe_b64encode(joined).decode("ascii")
+        hashes = dict(zip(missing, [text[i:i + 11] for i in range(0, len(text), 12)],
+                          strict=True))  # fmt: skip
+        if len(memo) + len(hashes) > MAX_HASHES:
+            memo.clear()
+        memo.update(hashes)
+        out.update(hashes)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -53,31 +84,40 @@ def readings(text: str) -> tuple[str, ...]:
     return (text, unescaped) if unescaped != text else (text,)
 
 
-def _digest(*parts: str) -> bytes:
-    """A collision-resistant digest of strings (each length-prefixed: no two tuples meet)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        data = part.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.digest()
+class Reading(NamedTuple):
+    """What a text (or a boundary) contains: its keys with their hashes, and the hashes."""
+
+    hashed: Mapping[str, str]
+    hashes: frozenset[str]
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> Reading:
+        """The reading of a set of keys (hashed here)."""
+        hashed = _hashed(keys)
+        return cls(MappingProxyType(hashed), frozenset(hashed.values()))
+
+
+NOTHING = Reading.of(())
+"""The empty reading."""
+CacheKey = tuple[str, str, str | None, int]
 
 
 class ReadingCache:
-    """Readings by ``(digest, region, year)``, least recently used first out.
+    """Readings by the text read and what the reading depends on, least recently used out.
 
     Args:
-        max_keys: Keys held at most, over all entries.
+        max_bytes: About the memory held at most: each entry counts its characters and
+            :data:`KEY_BYTES` per key.
     """
 
-    def __init__(self, max_keys: int = MAX_CACHED_KEYS) -> None:
-        self.max_keys = max_keys
-        self.entries: OrderedDict[tuple[bytes, str | None, int], Mapping[str, str]] = OrderedDict()
+    def __init__(self, max_bytes: int = MAX_CACHED_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[CacheKey, tuple[Reading, int]] = OrderedDict()
         self.size = 0
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[bytes, str | None, int]) -> Mapping[str, str] | None:
+    def get(self, key: CacheKey) -> Reading | None:
         """An entry (and it becomes the most recently used), or None."""
         entry = self.entries.get(key)
         if entry is None:
@@ -85,17 +125,18 @@ class ReadingCache:
             return None
         self.hits += 1
         self.entries.move_to_end(key)
-        return entry
+        return entry[0]
 
-    def put(self, key: tuple[bytes, str | None, int], entry: Mapping[str, str]) -> None:
+    def put(self, key: CacheKey, reading: Reading) -> None:
         """Keep an entry unless it is too big; drop the least recently used beyond the bound."""
-        if len(entry) > MAX_ENTRY_KEYS or key in self.entries:
+        weight = len(key[0]) + len(key[1]) + KEY_BYTES * len(reading.hashes)
+        if weight > self.max_bytes // 16 or key in self.entries:
             return
-        self.entries[key] = entry
-        self.size += len(entry)
-        while self.size > self.max_keys:
-            _, dropped = self.entries.popitem(last=False)
-            self.size -= len(dropped)
+        self.entries[key] = (reading, weight)
+        self.size += weight
+        while self.size > self.max_bytes:
+            _, (_, dropped) = self.entries.popitem(last=False)
+            self.size -= dropped
 
     def clear(self) -> None:
         """Forget every entry (tests, or a deployment that wants no reuse at all)."""
@@ -107,10 +148,6 @@ TEXTS = ReadingCache()
 """Readings of message texts (and of call arguments read as text)."""
 BOUNDARIES = ReadingCache()
 """Readings of the boundaries between two messages of one source."""
-
-
-def _hashed(keys: set[str]) -> dict[str, str]:
-    return {key: key_hash(key) for key in keys}
 
 
 def _read(text: str, region: str | None, year: int) -> set[str]:
@@ -127,34 +164,33 @@ def _read(text: str, region: str | None, year: int) -> set[str]:
     return keys
 
 
-def hashed_keys(text: str, region: str | None, year: int | None = None) -> Mapping[str, str]:
+def message_reading(text: str, region: str | None, year: int | None = None) -> Reading:
     """Every key a message's text contains (both :func:`readings`), with its hash.
 
-    Read-only: the mapping may be shared with later calls (see the module docstring).
+    Shared with later calls: never to be changed (see the module docstring).
     """
     year = host_year() if year is None else year
-    key = (_digest(text), region, year)
+    key = (text, "", region, year)
     entry = TEXTS.get(key)
     if entry is None:
-        entry = _hashed(_read(text, region, year))
+        entry = Reading.of(_read(text, region, year))
         TEXTS.put(key, entry)
     return entry
 
 
 def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:
     """Every key a message's text contains (both readings, see :func:`readings`)."""
-    return set(hashed_keys(text, region, year))
+    return set(message_reading(text, region, year).hashed)
 
 
-def boundary_keys(tail: str, head: str, region: str | None, year: int | None
-                  ) -> Mapping[str, str]:  # fmt: skip
+def boundary_keys(tail: str, head: str, region: str | None, year: int | None) -> Reading:
     """Keys (with their hashes) of typed values that span the end of `tail` and `head`.
 
     Read with the two joined as written and, unless a space already separates them, with
     one space between (a value split mid-group, or between groups).
     """
     year = host_year() if year is None else year
-    key = (_digest(tail, head), region, year)
+    key = (tail, head, region, year)
     entry = BOUNDARIES.get(key)
     if entry is None:
         keys: set[str] = set()
@@ -165,6 +201,6 @@ def boundary_keys(tail: str, head: str, region: str | None, year: int | None
                                         across=(cut, cut + len(sep))):  # fmt: skip
                 keys.update(found.value.keys)
                 keys.update(k for _, k in found.value.parts)
-        entry = _hashed(keys)
+        entry = Reading.of(keys)
         BOUNDARIES.put(key, entry)
     return entry

@@ -58,7 +58,7 @@ import hmac
 import html
 import json
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -68,7 +68,15 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens
-from guardagent.trace.reading import boundary_keys, hashed_keys, key_hash, readings, text_keys
+from guardagent.trace.reading import (
+    NOTHING,
+    Reading,
+    boundary_keys,
+    key_hash,
+    message_reading,
+    readings,
+    text_keys,
+)
 from guardagent.trace.values import read_argument
 
 STATE_FORMAT = "guardagent-trace-index/3"
@@ -100,15 +108,59 @@ def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, args)]
 
 
-def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
-    """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
+_CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
+"""Readings of calls' arguments by their scalar values (see :mod:`~guardagent.trace.reading`
+for why a reading kept by content is safe); forgotten all at once beyond
+:data:`MAX_CACHED_CALLS`."""
+MAX_CACHED_CALLS = 4096
+
+
+def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None,
+                 read: Callable[[list[Any], str | None, int], frozenset[str]]
+                 ) -> frozenset[str]:  # fmt: skip
+    """A reading of a call's scalar arguments, kept by their values and types.
+
+    Both readings depend only on the scalar values (not on names or nesting), the region
+    and the year; an argument that cannot be a dictionary key is read each time.
+    """
+    year = host_year() if year is None else year
+    scalars = [v for _, v in flatten(call.args)]
+    key = (kind, region, year, *((type(v), v) for v in scalars))
+    try:
+        found = _CALLS.get(key)
+    except TypeError:
+        return read(scalars, region, year)
+    if found is None:
+        found = read(scalars, region, year)
+        if len(_CALLS) >= MAX_CACHED_CALLS:
+            _CALLS.clear()
+        _CALLS[key] = found
+    return found
+
+
+def _call_keys(scalars: list[Any], region: str | None, year: int) -> frozenset[str]:
     keys: set[str] = set()
-    for _, scalar in flatten(call.args):
+    for scalar in scalars:
         for value, _ in read_argument(scalar, region=region, year=year):
             keys.update(value.keys)
             keys.update(k for _, k in value.parts)
             keys.update("w:" + t for t in value.tokens)
-    return keys
+    return frozenset(keys)
+
+
+def _written_keys(scalars: list[Any], region: str | None, year: int) -> frozenset[str]:
+    keys = set(_call_keys(scalars, region, year))
+    for scalar in scalars:
+        if not isinstance(scalar, str) or not scalar.strip():
+            continue
+        for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
+            keys |= text_keys(form, region, year)
+    return frozenset(keys)
+
+
+def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
+    """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
+    return set(_cached_call("call", call, region, year, _call_keys))
 
 
 def written_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
@@ -121,13 +173,7 @@ def written_keys(call: ToolCall, region: str | None, year: int | None = None) ->
     argument, read as free text (:func:`text_keys`). Used only to refuse trust, so reading
     more can only deny.
     """
-    keys = call_keys(call, region, year)
-    for _, scalar in flatten(call.args):
-        if not isinstance(scalar, str) or not scalar.strip():
-            continue
-        for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
-            keys |= text_keys(form, region, year)
-    return keys
+    return set(_cached_call("written", call, region, year, _written_keys))
 
 
 def message_tokens(text: str) -> list[str]:
@@ -244,33 +290,33 @@ class TraceIndex:
         self.work.messages_read += 1
         self.work.chars_read += len(text)
         echo = echo_of(message, trace, region, year)
-        hashed = hashed_keys(text, region, year)
-        if echo:
-            hashed = {k: h for k, h in hashed.items() if k not in echo}
+        reading = message_reading(text, region, year)
+        hashes: Set[str] = reading.hashes
+        if echo and not echo.isdisjoint(reading.hashed):
+            hashes = {h for k, h in reading.hashed.items() if k not in echo}
         self.hashes.append(_short(message.digest))
         self.sources.append(self._source_id(message.source))
         self._size += 16 + len(str(len(self.sources)))
         width = len(str(index))
         written = self.written
         for call in message.calls:
-            for key in written_keys(call, region, year):
+            for key in _cached_call("written", call, region, year, _written_keys):
                 h = key_hash(key)
                 if h not in written:
                     written[h] = index
                     self._size += 16 + width
         postings = self.postings
-        hashes = set(hashed.values())
-        cost = (width + 1) * len(hashes) + 16 * sum(h not in postings for h in hashes)
-        if self._size + cost > self.max_state_bytes:
+        fresh = [h for h in hashes if h not in postings]  # (a set difference with the
+        # postings' keys would walk every posting)
+        if self._size + (width + 1) * len(hashes) + 16 * len(fresh) > self.max_state_bytes:
             self.unindexed.append(index)
             self._size += width + 1
             return
-        size = 0
+        size = (16 + width) * len(fresh)
         for h in hashes:
             ids = postings.get(h)
             if ids is None:
                 postings[h] = [index]
-                size += 16 + width
             elif ids and ids[-1] < index:  # messages are read in order: most posts append
                 ids.append(index)
                 size += 1 + width
@@ -280,7 +326,7 @@ class TraceIndex:
         normalized = reading_form(readings(text)[-1])
         prev = self.tails.get(message.source)
         if prev is not None:
-            for key, h in self._crossing(message, normalized).items():
+            for key, h in self._crossing(message, normalized).hashed.items():
                 if key not in echo:
                     self._size += self._post(h, prev[0]) + self._post(h, index)
         self.tails[message.source] = (index, normalized[-WINDOW:])
@@ -297,11 +343,11 @@ class TraceIndex:
             return 1 + len(str(index))
         return 0
 
-    def _crossing(self, message: Message, normalized: str) -> Mapping[str, str]:
+    def _crossing(self, message: Message, normalized: str) -> Reading:
         """Keys (with hashes) of typed values spanning the boundary with the source's last."""
         prev = self.tails.get(message.source)
         if prev is None or not normalized or message.source == "model":
-            return {}  # model text is never a source: its splits do not matter
+            return NOTHING  # model text is never a source: its splits do not matter
         return boundary_keys(prev[1], normalized[:WINDOW], self.region, self.year)
 
     def truncate(self, count: int) -> None:
