@@ -149,3 +149,29 @@ def test_synthetic_thread_index_equals_the_old_reader(seed: int) -> None:
 def test_example_trace_index_equals_the_old_reader(path: Path) -> None:
     case = json.loads(path.read_text())
     same_index(case["messages"], case.get("proposed_call"))
+
+
+label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=8)
+tops = st.sampled_from(["com", "org", "ch", "io", "from", "please", "zz", "localhost", "02",
+                        "255", "xn--p1ai", "co", "uk", "github", "ck", "www", "1", "0x1f"])  # fmt: skip
+
+
+@st.composite
+def bare_candidates(draw: Any) -> str:
+    labels = draw(st.lists(label, min_size=0, max_size=3))
+    host = ".".join([*labels, draw(tops)])
+    if draw(st.booleans()):
+        host = draw(st.sampled_from(["www.", "localhost.", "1.2.3.", ""])) + host
+    tail = draw(st.sampled_from(["", ":80", ":99999", ":x", "/", "/pay?x=1#f", "?q", "#f",
+                                 "\\@evil.io", "@evil.io", ".", "/a.b"]))  # fmt: skip
+    return host + tail
+
+
+@settings(max_examples=600, deadline=None)
+@given(bare_candidates())
+def test_unplaceable_candidates_are_not_placed(candidate: str) -> None:
+    """The URL shortcut answers only where parsing finds no URL (and link_like still runs)."""
+    from guardagent.trace.urls import parse_url, unplaceable
+
+    if unplaceable(candidate):
+        assert parse_url(candidate, True) is None, candidate
