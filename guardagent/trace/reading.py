@@ -28,6 +28,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
+from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import host_year
 from guardagent.trace.locate import extract_values
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
@@ -35,6 +36,10 @@ from guardagent.trace.normal import normalize_text, reading_form, tokens, unesca
 MAX_CACHED_BYTES = 32 << 20
 """About the memory each reading cache holds at most; an entry above a sixteenth of it (a
 long page with many distinct words) is read again each time."""
+READ_AHEAD = 64
+"""Messages an index reads ahead together (:func:`read_ahead`)."""
+READ_AHEAD_CHARS = 100_000
+"""Longest text read ahead."""
 KEY_BYTES = 160
 """What one key costs an entry (the key, its hash, the mapping's slots), about."""
 
@@ -182,6 +187,27 @@ def message_reading(text: str, region: str | None, year: int | None = None) -> R
         entry = Reading.of(_read(text, region, year))
         TEXTS.put(key, entry)
     return entry
+
+
+def read_ahead(texts: Iterable[str], region: str | None, year: int | None = None) -> None:
+    """Read the texts the cache does not hold yet, their new keys hashed in one go.
+
+    What an index about to read several new messages calls first (hashing keys one text
+    at a time costs about twice as much); a long text is left to :func:`message_reading`.
+    """
+    year = host_year() if year is None else year
+    pending: dict[CacheKey, set[str]] = {}
+    for text in texts:
+        key = (text, "", region, year)
+        if len(text) <= READ_AHEAD_CHARS and key not in pending and key not in TEXTS.entries:
+            check_budget()
+            pending[key] = _read(text, region, year)
+    if not pending:
+        return
+    hashed = _hashed(set().union(*pending.values()))
+    for key, keys in pending.items():
+        mapping = {k: hashed[k] for k in keys}
+        TEXTS.put(key, Reading(MappingProxyType(mapping), frozenset(mapping.values())))
 
 
 def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:

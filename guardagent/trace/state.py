@@ -70,10 +70,12 @@ from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens
 from guardagent.trace.reading import (
     NOTHING,
+    READ_AHEAD,
     Reading,
     boundary_keys,
     key_hash,
     message_reading,
+    read_ahead,
     readings,
     text_keys,
 )
@@ -289,6 +291,8 @@ class TraceIndex:
         text, index, region, year = message.text, message.index, self.region, self.year
         self.work.messages_read += 1
         self.work.chars_read += len(text)
+        if (index - self.count) % READ_AHEAD == 0:  # the next new messages, read together
+            read_ahead((m.text for m in trace.messages[index:index + READ_AHEAD]), region, year)
         echo = echo_of(message, trace, region, year)
         reading = message_reading(text, region, year)
         hashes: Set[str] = reading.hashes
