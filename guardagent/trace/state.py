@@ -310,23 +310,26 @@ class TraceIndex:
                     written[h] = index
                     self._size += 16 + width
         postings = self.postings
-        fresh = [h for h in hashes if h not in postings]  # (a set difference with the
-        # postings' keys would walk every posting)
-        if self._size + (width + 1) * len(hashes) + 16 * len(fresh) > self.max_state_bytes:
-            self.unindexed.append(index)
-            self._size += width + 1
-            return
-        size = (16 + width) * len(fresh)
+        limit = self.max_state_bytes - self._size
+        if (width + 17) * len(hashes) > limit:  # near the budget: the exact cost
+            fresh = sum(h not in postings for h in hashes)
+            if (width + 1) * len(hashes) + 16 * fresh > limit:
+                self.unindexed.append(index)
+                self._size += width + 1
+                return
+        added = appended = size = 0
+        get = postings.get
         for h in hashes:
-            ids = postings.get(h)
+            ids = get(h)
             if ids is None:
                 postings[h] = [index]
+                added += 1
             elif ids and ids[-1] < index:  # messages are read in order: most posts append
                 ids.append(index)
-                size += 1 + width
+                appended += 1
             else:
                 size += self._post(h, index)
-        self._size += size
+        self._size += size + (16 + width) * added + (1 + width) * appended
         normalized = reading_form(readings(text)[-1])
         prev = self.tails.get(message.source)
         if prev is not None:
