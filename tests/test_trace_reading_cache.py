@@ -98,3 +98,21 @@ def test_an_index_built_from_kept_readings_equals_a_cold_one() -> None:
     warm.update(traces[2])
     assert R.TEXTS.hits > 0
     assert warm.to_json() == cold.to_json()
+
+
+def test_threads_share_the_cache_safely() -> None:
+    """Guards run in threads: concurrent reads and evictions keep the cache whole."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"thread {i}: pay DE89 3704 0044 0532 0130 00 to bob{i}@example.org on may {i % 28 + 1}"
+             for i in range(300)]  # fmt: skip
+    expected = {t: old_text_keys(t, "CH", 2024) for t in texts}
+    bound = R.TEXTS.max_bytes
+    R.TEXTS.max_bytes = 30_000  # constant eviction
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda t: (t, text_keys(t, "CH", 2024)), texts * 4))
+    finally:
+        R.TEXTS.max_bytes = bound
+    assert all(keys == expected[t] for t, keys in results)
+    assert R.TEXTS.size == sum(w for _, w in R.TEXTS.entries.values()) <= 30_000

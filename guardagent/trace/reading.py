@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -121,32 +122,36 @@ class ReadingCache:
         self.size = 0
         self.hits = 0
         self.misses = 0
+        self.lock = threading.Lock()  # guards run in threads (acheck_trace)
 
     def get(self, key: CacheKey) -> Reading | None:
         """An entry (and it becomes the most recently used), or None."""
-        entry = self.entries.get(key)
-        if entry is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self.entries.move_to_end(key)
-        return entry[0]
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self.entries.move_to_end(key)
+            return entry[0]
 
     def put(self, key: CacheKey, reading: Reading) -> None:
         """Keep an entry unless it is too big; drop the least recently used beyond the bound."""
         weight = len(key[0]) + len(key[1]) + KEY_BYTES * len(reading.hashes)
-        if weight > self.max_bytes // 16 or key in self.entries:
-            return
-        self.entries[key] = (reading, weight)
-        self.size += weight
-        while self.size > self.max_bytes:
-            _, (_, dropped) = self.entries.popitem(last=False)
-            self.size -= dropped
+        with self.lock:
+            if weight > self.max_bytes // 16 or key in self.entries:
+                return
+            self.entries[key] = (reading, weight)
+            self.size += weight
+            while self.size > self.max_bytes and self.entries:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.size -= dropped
 
     def clear(self) -> None:
         """Forget every entry (tests, or a deployment that wants no reuse at all)."""
-        self.entries.clear()
-        self.size = 0
+        with self.lock:
+            self.entries.clear()
+            self.size = 0
 
 
 def clear_caches() -> None:
