@@ -175,3 +175,23 @@ def test_unplaceable_candidates_are_not_placed(candidate: str) -> None:
 
     if unplaceable(candidate):
         assert parse_url(candidate, True) is None, candidate
+
+
+atom = st.text(alphabet="abcXYZ019_+-", min_size=1, max_size=6)
+dlabel = st.text(alphabet="abcXYZ019-", min_size=1, max_size=6)
+
+
+@st.composite
+def plain_addresses(draw: Any) -> str:
+    local = ".".join(draw(st.lists(atom, min_size=1, max_size=3)))
+    domain = ".".join(draw(st.lists(dlabel, min_size=2, max_size=4)))
+    return draw(st.sampled_from(["", " ", "mailto:"])) + f"{local}@{domain}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain_addresses())
+def test_plain_addresses_read_as_the_parser_reads_them(text: str) -> None:
+    """The plain-address shortcut gives what the RFC 5322 parser gives."""
+    from guardagent.trace.addresses import parse_address_list, read_address_list
+
+    assert read_address_list(text) == parse_address_list(text.strip().removeprefix("mailto:"))
