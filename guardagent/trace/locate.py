@@ -47,13 +47,15 @@ Read = Callable[[str, Spans], Value | None]
 
 
 class _Reader:
-    __slots__ = ("across", "found", "taken", "text")
+    __slots__ = ("across", "found", "stop", "taken", "text")
 
     def __init__(self, text: str, across: tuple[int, int] | None) -> None:
         self.text = text
         self.found: list[Found] = []
         self.taken = Taken(across)
         self.across = across
+        self.stop = len(text) + 1 if across is None else across[0]
+        """Where a value may start at the latest (a boundary reading: before the boundary)."""
 
     def done(self) -> bool:
         """A boundary reading took its value: no later candidate can be free."""
@@ -72,9 +74,11 @@ class _Reader:
         no right boundary).
         """
         text, found, taken = self.text, self.found, self.taken
-        size, free, pending = len(text), taken.free, taken.pending
+        size, free, pending, stop = len(text), taken.free, taken.pending, self.stop
         for spans in matches(name, text):
             start, end = spans[index]
+            if start >= stop:
+                break  # this match and every later one start after the boundary
             if after is not None and end < size:
                 c = text[end]
                 if c.isalnum() or c == "_" or c in after:
@@ -116,6 +120,8 @@ def _ibans(r: _Reader) -> None:
     text, taken = r.text, r.taken
     for spans in matches("iban", text):
         start = spans[1][0]
+        if start >= r.stop:
+            break
         hit = _iban_at(text, start) if not taken.inside(start) else None
         if hit is not None and taken.free(start, hit[1]):
             key = iban_key(hit[0])
@@ -171,6 +177,8 @@ def _links(r: _Reader, name: str, *, bare: bool) -> None:
     text, taken = r.text, r.taken
     for spans in matches(name, text):
         start, end = spans[1]
+        if start >= r.stop:
+            break
         if taken.free(start, end):
             value = read_link(text[start:end], bare)
             if value is not None:
@@ -197,6 +205,8 @@ def _leftover_at_signs(r: _Reader) -> None:
     text, taken, across = r.text, r.taken, r.across
     for spans in matches("at_token", text):
         start, stop = spans[0]
+        if start >= r.stop:
+            break
         whole = text[start:stop]
         token = whole.strip(_TOKEN_PUNCTUATION)
         if token.count("@") == 1 and (token[-1] == "@" or (token[0] == "@" and _handle(token))):
