@@ -35,8 +35,9 @@ from guardagent.trace.locate import extract_values
 from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
 
 MAX_CACHED_BYTES = 32 << 20
-"""About the memory each reading cache holds at most; an entry above a sixteenth of it (a
-long page with many distinct words) is read again each time."""
+"""About the memory the cache of message readings holds at most (boundaries: a quarter of
+it); an entry above a sixteenth of its cache (a long page with many distinct words) is read
+again each time."""
 READ_AHEAD = 64
 """Messages an index reads ahead together (:func:`read_ahead`)."""
 READ_AHEAD_CHARS = 100_000
@@ -45,7 +46,7 @@ KEY_BYTES = 160
 """What one key costs an entry (the key, its hash, the mapping's slots), about."""
 
 
-MAX_HASHES = 1 << 17
+MAX_HASHES = 1 << 16
 """Key hashes remembered at most (then forgotten all at once)."""
 _HASHES: dict[str, str] = {}
 
@@ -162,7 +163,7 @@ def clear_caches() -> None:
 
 TEXTS = ReadingCache()
 """Readings of message texts (and of call arguments read as text)."""
-BOUNDARIES = ReadingCache()
+BOUNDARIES = ReadingCache(MAX_CACHED_BYTES // 4)
 """Readings of the boundaries between two messages of one source."""
 
 
