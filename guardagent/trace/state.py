@@ -115,6 +115,8 @@ _CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
 for why a reading kept by content is safe); forgotten all at once beyond
 :data:`MAX_CACHED_CALLS`."""
 MAX_CACHED_CALLS = 4096
+MAX_CACHED_CALL_CHARS = 4096
+"""Calls whose string arguments are longer in all are read each time (the cache stays small)."""
 
 
 def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None,
@@ -123,10 +125,12 @@ def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None
     """A reading of a call's scalar arguments, kept by their values and types.
 
     Both readings depend only on the scalar values (not on names or nesting), the region
-    and the year; an argument that cannot be a dictionary key is read each time.
+    and the year; arguments that cannot be a dictionary key, or too long, are read each time.
     """
     year = host_year() if year is None else year
     scalars = [v for _, v in flatten(call.args)]
+    if sum(len(v) for v in scalars if isinstance(v, str)) > MAX_CACHED_CALL_CHARS:
+        return read(scalars, region, year)
     key = (kind, region, year, *((type(v), v) for v in scalars))
     try:
         found = _CALLS.get(key)
