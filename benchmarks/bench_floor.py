@@ -204,7 +204,6 @@ def print_traces(traces: dict[str, float]) -> None:
           f"{ok[traces['without_state_p50'] <= 5]}), {traces['without_state_warm_p50']:.2f} ms "
           f"warm, its previous step seen (<= 5 ms: {ok[traces['without_state_warm_p50'] <= 5]}), "
           f"{traces['without_state_repeat_p50']:.2f} ms the same thread again")  # fmt: skip
-    print(json.dumps({"trace": traces}))
 
 
 def main() -> None:
@@ -217,7 +216,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.trace_only:
         with tempfile.TemporaryDirectory() as tmp:
-            print_traces(trace_decisions(args.runs, f"{tmp}/t"))
+            traces = trace_decisions(args.runs, f"{tmp}/t")
+        print_traces(traces)
+        print(json.dumps({"trace": traces}))
         return
     with tempfile.TemporaryDirectory() as tmp:
         first = first_decisions(f"{tmp}/first")  # before anything else warms those profiles
