@@ -192,6 +192,9 @@ def message_tokens(text: str) -> list[str]:
     return out
 
 
+_NO_ECHO: frozenset[str] = frozenset()
+
+
 def echo_of(message: Message, trace: Trace, region: str | None, year: int | None = None
             ) -> set[str]:  # fmt: skip
     """Keys a tool result only repeats from the arguments of the call it answers."""
@@ -297,7 +300,7 @@ class TraceIndex:
         self.work.chars_read += len(text)
         if (index - self.count) % READ_AHEAD == 0:  # the next new messages, read together
             read_ahead((m.text for m in trace.messages[index:index + READ_AHEAD]), region, year)
-        echo = echo_of(message, trace, region, year)
+        echo = echo_of(message, trace, region, year) if message.role == "tool" else _NO_ECHO
         reading = message_reading(text, region, year)
         hashes: Set[str] = reading.hashes
         if echo and not echo.isdisjoint(reading.hashed):
@@ -334,7 +337,7 @@ class TraceIndex:
             else:
                 size += self._post(h, index)
         self._size += size + (16 + width) * added + (1 + width) * appended
-        normalized = reading_form(readings(text)[-1])
+        normalized = reading_form(readings(text)[-1] if "\\" in text else text)
         prev = self.tails.get(message.source)
         if prev is not None:
             for key, h in self._crossing(message, normalized).hashed.items():
