@@ -116,3 +116,19 @@ def test_threads_share_the_cache_safely() -> None:
         R.TEXTS.max_bytes = bound
     assert all(keys == expected[t] for t, keys in results)
     assert R.TEXTS.size == sum(w for _, w in R.TEXTS.entries.values()) <= 30_000
+
+
+def test_key_hashes_in_one_go_equal_one_at_a_time() -> None:
+    """The batch encoding (nine bytes, twelve base64 characters) keeps the stored form."""
+    import base64
+    import hashlib
+
+    def stored(key: str) -> str:
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+    keys = ["", "w:a", "w:\ud800x", "email:bob@x.org", "w:straße", "x" * 5000,
+            *(f"w:{i}" for i in range(500))]  # fmt: skip
+    R._HASHES.clear()
+    assert R._hashed(keys) == {k: stored(k) for k in keys}
+    assert all(R.key_hash(k) == stored(k) for k in keys)
