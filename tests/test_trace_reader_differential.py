@@ -195,3 +195,20 @@ def test_plain_addresses_read_as_the_parser_reads_them(text: str) -> None:
     from guardagent.trace.addresses import parse_address_list, read_address_list
 
     assert read_address_list(text) == parse_address_list(text.strip().removeprefix("mailto:"))
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
+def test_each_fragment_reads_as_the_old_reader(fragment: str) -> None:
+    """Every fragment alone, in a sentence, glued to a word, and split at each position."""
+    for text in (fragment, f"see {fragment} now", f"see {fragment}. next", f"x{fragment}y",
+                 f"{fragment}@{fragment}", f"({fragment})"):  # fmt: skip
+        form = reading_form(text)
+        for region in (None, "CH"):
+            assert found(extract_values(form, region=region, year=2024)) == found(
+                old_locate.extract_values(form, region=region, year=2024)), (text, region)
+    form = reading_form(f"pay {fragment} today")
+    for cut in range(1, len(form)):
+        for sep in ("", " "):
+            joined, across = form[:cut] + sep + form[cut:], (cut, cut + len(sep))
+            assert found(extract_values(joined, region="CH", year=2024, across=across)) == found(
+                old_locate.extract_values(joined, region="CH", year=2024, across=across)), (cut, sep)

@@ -38,6 +38,8 @@ _IBAN_HINT = re.compile(r"[a-z][a-z][ -]?\d")  # fixed width
 _MONTH_HINT = re.compile("jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")  # literals only
 _IBAN_SEPARATORS = frozenset(" -")
 _TOKEN_PUNCTUATION = ".,;:!?()[]<>'\""
+_PRECHECK_CHARS = 4096
+"""Longest text whose dots and at signs are looked at before a pass (a message, a boundary)."""
 _SPACES = frozenset(" \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
                     + "".join(chr(c) for c in range(0x2000, 0x200B)))  # fmt: skip
 """RE2's ``\\s`` and the Unicode separators (``\\pZ``): no address, link, leftover token,
@@ -228,6 +230,41 @@ def _leftover_at_signs(r: _Reader) -> None:
     taken.flush()
 
 
+def _linkish(c: str) -> bool:
+    """A character a bare link's labels may hold (any non-ASCII one, to be safe)."""
+    return c.isalnum() or c in "_-" or not c.isascii()
+
+
+def _may_link(r: _Reader) -> bool:
+    """Whether the bare-link pass may find a free candidate (a short text is looked at).
+
+    Every candidate but ``localhost`` holds a dot between two label characters, and one
+    whose dots all lie in taken spans overlaps them: without a free such dot, nothing.
+    """
+    text, taken = r.text, r.taken
+    if len(text) > _PRECHECK_CHARS or "localhost" in text:
+        return True
+    at = text.find(".", 1)
+    while 0 < at < len(text) - 1:
+        if _linkish(text[at - 1]) and _linkish(text[at + 1]) and not taken.inside(at):
+            return True
+        at = text.find(".", at + 1)
+    return False
+
+
+def _free_at_sign(r: _Reader) -> bool:
+    """Whether some ``@`` lies outside the spans taken (else no leftover token can be new)."""
+    text, taken = r.text, r.taken
+    if len(text) > _PRECHECK_CHARS:
+        return True
+    at = text.find("@")
+    while at >= 0:
+        if not taken.inside(at):
+            return True
+        at = text.find("@", at + 1)
+    return False
+
+
 def _spaced(text: str, across: tuple[int, int]) -> bool:
     """Whether a value spanning the boundary would hold a space (see the module docstring)."""
     return any(c in _SPACES for c in text[max(across[0] - 1, 0):across[1] + 1])
@@ -261,9 +298,9 @@ def extract_values(
             _links(r, "url", bare=False)
         if "@" in text and not r.done():
             r.each("email", _email, None, index=0)
-        if ("." in text or "localhost" in text) and not r.done():
+        if ("." in text or "localhost" in text) and not r.done() and _may_link(r):
             _links(r, "bare", bare=True)
-        if "@" in text:
+        if "@" in text and _free_at_sign(r):
             _leftover_at_signs(r)
     if not r.done() and _DIGIT.search(text) is not None:  # every kind below has digits
         if _IBAN_HINT.search(text) is not None:
