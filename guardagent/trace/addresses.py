@@ -19,6 +19,7 @@ by case) character by character, never fully case-folded (``straße@x.ch`` is no
 
 from __future__ import annotations
 
+import re
 from functools import cache, lru_cache
 from typing import Any
 
@@ -28,6 +29,9 @@ from guardagent.trace.normal import tokens
 MAX_LIST_CHARS = 2_000
 """Longest string read as an address list (the standard parser copies the rest of the
 string at each step; longer strings are read as free text)."""
+_PLAIN = re.compile(r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+"""A plain address (dot-atoms of letters, digits, ``_+-``): one address, no display name, no
+defect, as the parser reads it (tested against it); dots separate the runs: linear."""
 MAX_COMMENT_DEPTH = 20
 """Deepest nesting of ``(`` accepted in an address list (the parser recurses per level)."""
 
@@ -103,6 +107,13 @@ def read_address_list(text: str) -> list[Value] | None:
         parser finds defects (free text) or the string is too long or too deep to parse.
     """
     body = text.strip().removeprefix("mailto:")
+    if len(body) <= MAX_LIST_CHARS and _PLAIN.fullmatch(body) is not None:
+        return [_address(body, body)]  # what the parser reads a plain address as
+    return parse_address_list(body)
+
+
+def parse_address_list(body: str) -> list[Value] | None:
+    """:func:`read_address_list` of a stripped body, always through the RFC 5322 parser."""
     if len(body) > MAX_LIST_CHARS or body.count("(") > MAX_COMMENT_DEPTH:
         return None
     try:
@@ -114,12 +125,12 @@ def read_address_list(text: str) -> list[Value] | None:
     accounted = sum(a.addr_spec.count("@") + a.display_name.count("@") for a in header.addresses)
     if accounted != body.count("@"):
         return None  # an @ in a route or a comment: read as free text, where it is a leftover
-    out: list[Value] = []
-    for address in header.addresses:
-        spec = address.addr_spec
-        key = _validated(spec) if "@" in spec else None
-        if key is None:
-            out.append(nobody("email", spec or body))
-        else:
-            out.append(Value("email", (key,), spec, tuple(tokens(spec))))
-    return out or [nobody("email", body)]
+    return [_address(a.addr_spec, body) for a in header.addresses] or [nobody("email", body)]
+
+
+def _address(spec: str, body: str) -> Value:
+    """One address of a list: validated, or a value from nobody."""
+    key = _validated(spec) if "@" in spec else None
+    if key is None:
+        return nobody("email", spec or body)
+    return Value("email", (key,), spec, tuple(tokens(spec)))

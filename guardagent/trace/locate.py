@@ -1,53 +1,36 @@
 """Finding typed values in free text, in time linear in the text.
 
-Candidates are located with RE2 (``google-re2``: no backtracking, matching time linear in
-the text) over the text in reading form (:func:`~guardagent.trace.normal.reading_form`);
-each candidate is then accepted or rejected by its kind's parser. RE2 has no look-around:
-a pattern's left boundary is a consumed character (``(?:^|[^...])``), its right boundary is
-checked on the character after the match. IBANs are located by their first four
-characters and read forward at most their country's length (a bounded scan per start).
+Candidates are located with RE2 (:mod:`~guardagent.trace.scan`: no backtracking, matching
+time linear in the text) over the text in reading form
+(:func:`~guardagent.trace.normal.reading_form`); each candidate is then accepted or rejected
+by its kind's parser. IBANs are located by their first four characters and read forward at
+most their country's length (a bounded scan per start).
 
 Spans do not overlap: an e-mail address is not read again as a URL, nor an IBAN's digits,
 a date's day or a phone number's groups as amounts. Every ``@`` that no address or URL
 accounts for, and every link-shaped token no URL reading places, is kept as an unplaced
 value (see :func:`~guardagent.trace.kinds.unplaced`).
+
+A boundary reading (``across``) keeps only values that span the boundary. Any two such
+values overlap, so once one is taken no later pass can take another (only the leftover
+``@`` tokens, judged beside it, are still looked for); and a boundary that holds a space
+can only be spanned by the kinds whose spans may hold one (IBANs, dates, phone numbers).
+Both skip passes that could find nothing, never a value.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Iterator
-from functools import cache
-from typing import Any
+from collections.abc import Callable
 
 from guardagent.trace.addresses import read_located
-from guardagent.trace.budget import check_budget
-from guardagent.trace.dates import MONTH, MONTHS, full_year, host_year, iso
+from guardagent.trace.dates import MONTHS, full_year, host_year, iso
 from guardagent.trace.kinds import Found, Value, unplaced
 from guardagent.trace.normal import tokens
 from guardagent.trace.numbers import amount_value, iban_key, iban_length, phone_key
+from guardagent.trace.scan import Spans, Taken, group, matches
 from guardagent.trace.urls import read_link
 
-_W = r"\pL\pN_"
-_URL_CHARS = r"[^\s\pZ\pC<>\"'`{}|^]"
-_PATTERNS = {
-    # a quote never starts a local part in text: 'bob@x.org' is quoted, not an address with '
-    "email": rf"[{_W}.!#$%&*+/=?^{{|}}~-][{_W}.!#$%&'*+/=?^`{{|}}~-]*@[{_W}-]+(?:\.[{_W}-]+)+",
-    "url": rf"(?:^|[^{_W}.+-])((?:https?|ftp|wss?)://{_URL_CHARS}+)",
-    "bare": rf"(?:^|[^{_W}.@/:\\-])((?:www\.)?[{_W}-]+(?:\.[{_W}-]+)+(?::\d{{1,5}})?"
-            rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",
-    "iban": rf"(?:^|[^{_W}])([a-z]{{2}}[ -]?\d[ -]?\d)",
-    "iso": rf"(?:^|[^{_W}.-])((\d{{4}})-(\d{{1,2}})-(\d{{1,2}})"
-           r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?)",
-    "num": rf"(?:^|[^{_W}.,/-])((\d{{1,2}})([./-])(\d{{1,2}})([./-])(\d{{4}}|\d{{2}}))",
-    "dmy": rf"(?:^|[^{_W}])((\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\.?"
-           r"(?:,?\s+(\d{4}))?)",
-    "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
-    "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
-    "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
-    "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
-}  # fmt: skip
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear
 _DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
 _NUM_HINT = re.compile(r"\d[./-]\d")  # fixed width: constant work per position
@@ -55,137 +38,64 @@ _IBAN_HINT = re.compile(r"[a-z][a-z][ -]?\d")  # fixed width
 _MONTH_HINT = re.compile("jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")  # literals only
 _IBAN_SEPARATORS = frozenset(" -")
 _TOKEN_PUNCTUATION = ".,;:!?()[]<>'\""
-_CHECK_EVERY = 256
+_PRECHECK_CHARS = 4096
+"""Longest text whose dots and at signs are looked at before a pass (a message, a boundary)."""
+_SPACES = frozenset(" \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
+                    + "".join(chr(c) for c in range(0x2000, 0x200B)))  # fmt: skip
+"""RE2's ``\\s`` and the Unicode separators (``\\pZ``): no address, link, leftover token,
+numeric date or amount holds one."""
 
-
-@cache
-def _re(name: str) -> Any:
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = 64 << 20
-    return re2.compile(_PATTERNS[name], options)
-
-
-def _word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def _after_ok(text: str, end: int, extra: str = "") -> bool:
-    """The character after a match does not continue it (a word character or `extra`)."""
-    return end >= len(text) or not (_word(text[end]) or text[end] in extra)
-
-
-class _Hit:
-    """One match: the group spans over the text (what RE2 returns, without the wrapper)."""
-
-    __slots__ = ("spans", "text")
-
-    def __init__(self, text: str, spans: list[tuple[int, int]]) -> None:
-        self.text = text
-        self.spans = spans
-
-    def span(self, group: int = 0) -> tuple[int, int]:
-        return self.spans[group]
-
-    def start(self, group: int = 0) -> int:
-        return self.spans[group][0]
-
-    def group(self, group: int = 0) -> str:
-        """A group's text (empty when it did not take part)."""
-        start, end = self.spans[group]
-        return "" if start < 0 else self.text[start:end]
-
-
-def _matches(name: str, text: str) -> Iterator[_Hit]:
-    """Every non-overlapping match, left to right; the budget is checked as they come."""
-    pattern = _re(name)
-    if text.isascii():  # byte offsets are character offsets: call RE2 directly, no decoding
-        import re2
-
-        data = text.encode("ascii")
-        regexp = pattern._regexp
-        unanchored = re2._Anchor.UNANCHORED
-        pos, n = 0, 0
-        while pos <= len(data):
-            spans = regexp.Match(unanchored, data, pos, len(data))
-            if spans[0][0] < 0:
-                return
-            n += 1
-            if n % _CHECK_EVERY == 0:
-                check_budget()
-            yield _Hit(text, spans)
-            pos = spans[0][1] if spans[0][1] > pos else pos + 1
-        return
-    groups = pattern.groups
-    for n, m in enumerate(pattern.finditer(text), 1):
-        if n % _CHECK_EVERY == 0:
-            check_budget()
-        yield _Hit(text, [m.span(g) for g in range(groups + 1)])
-
-
-class _Spans:
-    """Non-overlapping spans taken so far: overlap checks in O(log n), no insertion cost.
-
-    Each locator pass yields candidates left to right, so a pass's spans are collected in
-    order (`pending`) and merged into the sorted lists once, at the end of the pass.
-    """
-
-    def __init__(self, across: tuple[int, int] | None) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.pending: list[tuple[int, int]] = []
-        self.across = across
-
-    def free(self, start: int, end: int) -> bool:
-        """Whether a candidate may be read: it overlaps nothing taken (and spans `across`)."""
-        if self.across is not None and not (start < self.across[0] and end > self.across[1]):
-            return False
-        if self.pending and self.pending[-1][1] > start:
-            return False
-        at = bisect_right(self.starts, start)
-        if at and self.ends[at - 1] > start:
-            return False
-        return at == len(self.starts) or self.starts[at] >= end
-
-    def inside(self, pos: int) -> bool:
-        """Whether a position lies inside a span taken by an earlier pass."""
-        at = bisect_right(self.starts, pos)
-        return bool(at) and self.ends[at - 1] > pos
-
-    def take(self, start: int, end: int) -> None:
-        self.pending.append((start, end))
-
-    def flush(self) -> None:
-        """End of a pass: merge its spans into the sorted lists."""
-        if self.pending:
-            spans = sorted([*zip(self.starts, self.ends, strict=True), *self.pending])
-            self.starts = [a for a, _ in spans]
-            self.ends = [b for _, b in spans]
-            self.pending = []
+Read = Callable[[str, Spans], Value | None]
 
 
 class _Reader:
+    __slots__ = ("across", "found", "stop", "taken", "text")
+
     def __init__(self, text: str, across: tuple[int, int] | None) -> None:
         self.text = text
         self.found: list[Found] = []
-        self.taken = _Spans(across)
+        self.taken = Taken(across)
+        self.across = across
+        self.stop = len(text) + 1 if across is None else across[0]
+        """Where a value may start at the latest (a boundary reading: before the boundary)."""
 
-    def keep(self, value: Value | None, start: int, end: int, checked: bool = False) -> None:
-        """Take a value's span (`checked`: the caller saw it free)."""
-        if value is not None and (checked or self.taken.free(start, end)):
+    def done(self) -> bool:
+        """A boundary reading took its value: no later candidate can be free."""
+        return self.across is not None and bool(self.taken.starts)
+
+    def keep(self, value: Value | None, start: int, end: int) -> None:
+        """Take a value's span if it is free."""
+        if value is not None and self.taken.free(start, end):
             self.found.append(Found(value, start, end))
-            self.taken.take(start, end)
+            self.taken.pending.append((start, end))
 
-    def each(self, name: str, read: Callable[[Any], Value | None], after: str | None = "",
-             group: int = 1) -> None:  # fmt: skip
-        """Read every match of a locator whose span is free and whose right boundary holds."""
-        for m in _matches(name, self.text):
-            start, end = m.span(group)
-            if (after is None or _after_ok(self.text, end, after)) and self.taken.free(start, end):
-                self.keep(read(m), start, end, checked=True)
-        self.taken.flush()
+    def each(self, name: str, read: Read, after: str | None = "", index: int = 1) -> None:
+        """Read every match of a locator whose span is free and whose right boundary holds.
+
+        `after`: characters that, like a word character, may not follow the match (None:
+        no right boundary).
+        """
+        text, found, taken = self.text, self.found, self.taken
+        size, free, pending, stop = len(text), taken.free, taken.pending, self.stop
+        for spans in matches(name, text):
+            start, end = spans[index]
+            if start >= stop:
+                break  # this match and every later one start after the boundary
+            if after is not None and end < size:
+                c = text[end]
+                if c.isalnum() or c == "_" or c in after:
+                    continue
+            if free(start, end):
+                value = read(text, spans)
+                if value is not None:
+                    found.append(Found(value, start, end))
+                    pending.append((start, end))
+        taken.flush()
+
+
+def _after_ok(text: str, end: int) -> bool:
+    """The character after a match does not continue it (a word character)."""
+    return end >= len(text) or not (text[end].isalnum() or text[end] == "_")
 
 
 def _iban_at(text: str, start: int) -> tuple[str, int] | None:
@@ -208,24 +118,19 @@ def _iban_at(text: str, start: int) -> tuple[str, int] | None:
     return "".join(compact), i
 
 
-def _dates(r: _Reader, year: int) -> None:
-    def numeric(m: _Hit) -> Value | None:
-        if m.group(3) != m.group(5):
-            return None
-        a, b, y = int(m.group(2)), int(m.group(4)), full_year(m.group(6))
-        return _date_value([iso(y, b, a), iso(y, a, b)], m.group(1))
-
-    def named(day: str, month: str, yr: str | None, written: str) -> Value | None:
-        return _date_value([iso(int(yr) if yr else year, MONTHS[month], int(day))], written)
-
-    if "-" in r.text:
-        r.each("iso", lambda m: _date_value([iso(int(m.group(2)), int(m.group(3)),
-                                                  int(m.group(4)))], m.group(1)), "-")  # fmt: skip
-    if _NUM_HINT.search(r.text) is not None:
-        r.each("num", numeric, "/-")
-    if _MONTH_HINT.search(r.text) is not None:
-        r.each("dmy", lambda m: named(m.group(2), m.group(3), m.group(4), m.group(1)))
-        r.each("mdy", lambda m: named(m.group(3), m.group(2), m.group(4), m.group(1)))
+def _ibans(r: _Reader) -> None:
+    text, taken = r.text, r.taken
+    for spans in matches("iban", text):
+        start = spans[1][0]
+        if start >= r.stop:
+            break
+        hit = _iban_at(text, start) if not taken.inside(start) else None
+        if hit is not None and taken.free(start, hit[1]):
+            key = iban_key(hit[0])
+            if key is not None:
+                written = text[start:hit[1]]
+                r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
+    taken.flush()
 
 
 def _date_value(isos: list[str | None], written: str) -> Value | None:
@@ -233,14 +138,59 @@ def _date_value(isos: list[str | None], written: str) -> Value | None:
     return Value("date", keys, written, tuple(tokens(written))) if keys else None
 
 
+def _iso(text: str, spans: Spans) -> Value | None:
+    (_, _), (w0, w1), (y0, y1), (m0, m1), (d0, d1) = spans[:5]
+    return _date_value([iso(int(text[y0:y1]), int(text[m0:m1]), int(text[d0:d1]))],
+                       text[w0:w1])  # fmt: skip
+
+
+def _numeric(text: str, spans: Spans) -> Value | None:
+    if group(text, spans, 3) != group(text, spans, 5):
+        return None
+    a, b = int(group(text, spans, 2)), int(group(text, spans, 4))
+    y = full_year(group(text, spans, 6))
+    return _date_value([iso(y, b, a), iso(y, a, b)], group(text, spans, 1))
+
+
+def _named(year: int, day: int, month: int) -> Read:
+    """A reader of a date with a month name (the groups of its day and month)."""
+
+    def read(text: str, spans: Spans) -> Value | None:
+        yr = group(text, spans, 4)
+        return _date_value([iso(int(yr) if yr else year, MONTHS[group(text, spans, month)],
+                                int(group(text, spans, day)))], group(text, spans, 1))  # fmt: skip
+
+    return read
+
+
+def _dates(r: _Reader, year: int, spaced: bool) -> None:
+    text = r.text
+    if "-" in text:
+        r.each("iso", _iso, "-")
+    if not spaced and not r.done() and _NUM_HINT.search(text) is not None:
+        r.each("num", _numeric, "/-")
+    if not r.done() and _MONTH_HINT.search(text) is not None:
+        r.each("dmy", _named(year, 2, 3))
+        if not r.done():
+            r.each("mdy", _named(year, 3, 2))
+
+
 def _links(r: _Reader, name: str, *, bare: bool) -> None:
-    for m in _matches(name, r.text):
-        start, end = m.span(1)
-        if r.taken.free(start, end):
-            value = read_link(m.group(1), bare)
+    text, taken = r.text, r.taken
+    for spans in matches(name, text):
+        start, end = spans[1]
+        if start >= r.stop:
+            break
+        if taken.free(start, end):
+            value = read_link(text[start:end], bare)
             if value is not None:
                 r.keep(value, start, start + len(value.text))
-    r.taken.flush()
+    taken.flush()
+
+
+def _email(text: str, spans: Spans) -> Value:
+    start, end = spans[0]
+    return read_located(text[start:end])
 
 
 def _handle(token: str) -> bool:
@@ -254,26 +204,70 @@ def _leftover_at_signs(r: _Reader) -> None:
     A lone ``@``, a trailing one or a handle (``@alice``) is not an address. A leftover that
     overlaps a value read before (``bob@x.ch@evil.io``) is kept beside it: both are judged.
     """
-    for m in _matches("at_token", r.text):
-        start = m.start()
-        token = m.group(0).strip(_TOKEN_PUNCTUATION)
+    text, taken, across = r.text, r.taken, r.across
+    for spans in matches("at_token", text):
+        start, stop = spans[0]
+        if start >= r.stop:
+            break
+        whole = text[start:stop]
+        token = whole.strip(_TOKEN_PUNCTUATION)
         if token.count("@") == 1 and (token[-1] == "@" or (token[0] == "@" and _handle(token))):
             continue
-        offset = start + m.group(0).index(token)
+        offset = start + whole.index(token)
         ats, at = [], token.find("@")
         while at >= 0:  # str.find: C speed over a long token
             ats.append(offset + at)
             at = token.find("@", at + 1)
-        if all(r.taken.inside(at) for at in ats):
+        if all(taken.inside(at) for at in ats):
             continue
         value = unplaced("email", token, tuple(tokens(token)))
         end = offset + len(token)
-        across = r.taken.across
-        if r.taken.free(offset, end):
-            r.keep(value, offset, end, checked=True)
+        if taken.free(offset, end):
+            r.found.append(Found(value, offset, end))
+            taken.pending.append((offset, end))
         elif across is None or (offset < across[0] and end > across[1]):
             r.found.append(Found(value, offset, end))
-    r.taken.flush()
+    taken.flush()
+
+
+def _linkish(c: str) -> bool:
+    """A character a bare link's labels may hold (any non-ASCII one, to be safe)."""
+    return c.isalnum() or c in "_-" or not c.isascii()
+
+
+def _may_link(r: _Reader) -> bool:
+    """Whether the bare-link pass may find a free candidate (a short text is looked at).
+
+    Every candidate but ``localhost`` holds a dot between two label characters, and one
+    whose dots all lie in taken spans overlaps them: without a free such dot, nothing.
+    """
+    text, taken = r.text, r.taken
+    if len(text) > _PRECHECK_CHARS or "localhost" in text:
+        return True
+    at = text.find(".", 1)
+    while 0 < at < len(text) - 1:
+        if _linkish(text[at - 1]) and _linkish(text[at + 1]) and not taken.inside(at):
+            return True
+        at = text.find(".", at + 1)
+    return False
+
+
+def _free_at_sign(r: _Reader) -> bool:
+    """Whether some ``@`` lies outside the spans taken (else no leftover token can be new)."""
+    text, taken = r.text, r.taken
+    if len(text) > _PRECHECK_CHARS:
+        return True
+    at = text.find("@")
+    while at >= 0:
+        if not taken.inside(at):
+            return True
+        at = text.find("@", at + 1)
+    return False
+
+
+def _spaced(text: str, across: tuple[int, int]) -> bool:
+    """Whether a value spanning the boundary would hold a space (see the module docstring)."""
+    return any(c in _SPACES for c in text[max(across[0] - 1, 0):across[1] + 1])
 
 
 def extract_values(
@@ -298,27 +292,25 @@ def extract_values(
     if not text.isascii():
         text = _SURROGATE.sub("\ufffd", text)  # RE2 reads UTF-8; same length, same offsets
     r = _Reader(text, across)
-    if "://" in text:
-        _links(r, "url", bare=False)
-    if "@" in text:
-        r.each("email", lambda m: read_located(m.group(0)), None, group=0)
-    if "." in text or "localhost" in text:
-        _links(r, "bare", bare=True)
-    if "@" in text:
-        _leftover_at_signs(r)
-    if _DIGIT.search(text) is not None:  # every kind below has digits
-        for m in _matches("iban", text) if _IBAN_HINT.search(text) is not None else ():
-            start = m.start(1)
-            hit = _iban_at(text, start) if not r.taken.inside(start) else None
-            if hit is not None and r.taken.free(start, hit[1]):
-                key = iban_key(hit[0])
-                if key is not None:
-                    written = text[start:hit[1]]
-                    r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
-        r.taken.flush()
-        _dates(r, host_year() if year is None else year)
-        r.each("phone", lambda m: _phone(m.group(1), region))
-        r.each("number", lambda m: amount_value(m.group(1), m.group(1)))
+    spaced = across is not None and _spaced(text, across)
+    if not spaced:  # links, addresses and leftovers hold no space
+        if "://" in text:
+            _links(r, "url", bare=False)
+        if "@" in text and not r.done():
+            r.each("email", _email, None, index=0)
+        if ("." in text or "localhost" in text) and not r.done() and _may_link(r):
+            _links(r, "bare", bare=True)
+        if "@" in text and _free_at_sign(r):
+            _leftover_at_signs(r)
+    if not r.done() and _DIGIT.search(text) is not None:  # every kind below has digits
+        if _IBAN_HINT.search(text) is not None:
+            _ibans(r)
+        if not r.done():
+            _dates(r, host_year() if year is None else year, spaced)
+        if not r.done():
+            r.each("phone", lambda t, s: _phone(group(t, s, 1), region))
+        if not r.done() and not spaced:
+            r.each("number", lambda t, s: amount_value(group(t, s, 1), group(t, s, 1)))
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found
 

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from functools import cache
+from functools import cache, lru_cache
 
 from guardagent.trace.kinds import Value
 from guardagent.trace.normal import tokens
@@ -25,6 +25,7 @@ CURRENCIES = frozenset({
 _SEPARATORS = frozenset(".,'")
 
 
+@lru_cache(maxsize=4096)
 def iban_key(compact: str) -> str | None:
     """``iban:<IBAN>`` for a compact candidate that passes schwifty's checks, else None."""
     from schwifty import IBAN
@@ -48,6 +49,7 @@ def iban_length(country: str) -> int | None:
         return None
 
 
+@lru_cache(maxsize=4096)
 def phone_key(candidate: str, region: str | None) -> str | None:
     """``phone:+E164`` for a possible number (``+`` required without a region), else None."""
     import phonenumbers

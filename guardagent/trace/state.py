@@ -65,9 +65,8 @@ import json
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -76,9 +75,20 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.normal import normalize_text, reading_form, tokens, unescape
+from guardagent.trace.normal import normalize_text, reading_form, tokens
+from guardagent.trace.reading import (
+    NOTHING,
+    READ_AHEAD,
+    Reading,
+    boundary_keys,
+    key_hash,
+    message_reading,
+    read_ahead,
+    readings,
+    text_keys,
+)
 from guardagent.trace.resume import content_digest
-from guardagent.trace.values import extract_values, read_argument
+from guardagent.trace.values import read_argument
 
 STATE_FORMAT = "guardagent-trace-index/4"
 _OLDER_FORMATS = frozenset(
@@ -91,13 +101,6 @@ MAX_STATE_BYTES = 1_000_000
 WINDOW = 48
 """Characters read on each side of a boundary between two messages of one source (an IBAN
 written in groups of four is 42 characters at most)."""
-
-
-@lru_cache(maxsize=1 << 16)
-def key_hash(key: str) -> str:
-    """The stored form of a key: 64-bit BLAKE2b, URL-safe base64 (11 characters)."""
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def _short(digest: bytes) -> str:
@@ -116,15 +119,63 @@ def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, args)]
 
 
-def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
-    """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
+_CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
+"""Readings of calls' arguments by their scalar values (see :mod:`~guardagent.trace.reading`
+for why a reading kept by content is safe); forgotten all at once beyond
+:data:`MAX_CACHED_CALLS`."""
+MAX_CACHED_CALLS = 4096
+MAX_CACHED_CALL_CHARS = 4096
+"""Calls whose string arguments are longer in all are read each time (the cache stays small)."""
+
+
+def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None,
+                 read: Callable[[list[Any], str | None, int], frozenset[str]]
+                 ) -> frozenset[str]:  # fmt: skip
+    """A reading of a call's scalar arguments, kept by their values and types.
+
+    Both readings depend only on the scalar values (not on names or nesting), the region
+    and the year; arguments that cannot be a dictionary key, or too long, are read each time.
+    """
+    year = host_year() if year is None else year
+    scalars = [v for _, v in flatten(call.args)]
+    if sum(len(v) for v in scalars if isinstance(v, str)) > MAX_CACHED_CALL_CHARS:
+        return read(scalars, region, year)
+    key = (kind, region, year, *((type(v), v) for v in scalars))
+    try:
+        found = _CALLS.get(key)
+    except TypeError:
+        return read(scalars, region, year)
+    if found is None:
+        found = read(scalars, region, year)
+        if len(_CALLS) >= MAX_CACHED_CALLS:
+            _CALLS.clear()
+        _CALLS[key] = found
+    return found
+
+
+def _call_keys(scalars: list[Any], region: str | None, year: int) -> frozenset[str]:
     keys: set[str] = set()
-    for _, scalar in flatten(call.args):
+    for scalar in scalars:
         for value, _ in read_argument(scalar, region=region, year=year):
             keys.update(value.keys)
             keys.update(k for _, k in value.parts)
             keys.update("w:" + t for t in value.tokens)
-    return keys
+    return frozenset(keys)
+
+
+def _written_keys(scalars: list[Any], region: str | None, year: int) -> frozenset[str]:
+    keys = set(_call_keys(scalars, region, year))
+    for scalar in scalars:
+        if not isinstance(scalar, str) or not scalar.strip():
+            continue
+        for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
+            keys |= text_keys(form, region, year)
+    return frozenset(keys)
+
+
+def call_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
+    """Every key a call's arguments contain (typed keys, URL parts, ``w:`` tokens)."""
+    return set(_cached_call("call", call, region, year, _call_keys))
 
 
 def written_keys(call: ToolCall, region: str | None, year: int | None = None) -> set[str]:
@@ -137,33 +188,7 @@ def written_keys(call: ToolCall, region: str | None, year: int | None = None) ->
     argument, read as free text (:func:`text_keys`). Used only to refuse trust, so reading
     more can only deny.
     """
-    keys = call_keys(call, region, year)
-    for _, scalar in flatten(call.args):
-        if not isinstance(scalar, str) or not scalar.strip():
-            continue
-        for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
-            keys |= text_keys(form, region, year)
-    return keys
-
-
-@lru_cache(maxsize=64)
-def readings(text: str) -> tuple[str, ...]:
-    """A message's text as written, and with its escapes read when it holds any."""
-    if "\\" not in text:
-        return (text,)
-    unescaped = unescape(text)
-    return (text, unescaped) if unescaped != text else (text,)
-
-
-def text_keys(text: str, region: str | None, year: int | None = None) -> set[str]:
-    """Every key a message's text contains (both readings, see :func:`readings`)."""
-    keys: set[str] = set()
-    for reading in readings(text):
-        keys.update("w:" + t for t in tokens(normalize_text(reading)))
-        for found in extract_values(reading_form(reading), region=region, year=year):
-            keys.update(found.value.keys)
-            keys.update(k for _, k in found.value.parts)
-    return keys
+    return set(_cached_call("written", call, region, year, _written_keys))
 
 
 def message_tokens(text: str) -> list[str]:
@@ -174,6 +199,9 @@ def message_tokens(text: str) -> list[str]:
             out.append("\x00")
         out.extend(tokens(normalize_text(reading)))
     return out
+
+
+_NO_ECHO: frozenset[str] = frozenset()
 
 
 def echo_of(message: Message, trace: Trace, region: str | None, year: int | None = None
@@ -279,71 +307,76 @@ class TraceIndex:
             return len(self.source_names) - 1
 
     def _read(self, message: Message, trace: Trace) -> None:
+        text, index, region, year = message.text, message.index, self.region, self.year
         self.work.messages_read += 1
-        self.work.chars_read += len(message.text)
-        normalized = reading_form(readings(message.text)[-1])
-        echo = echo_of(message, trace, self.region, self.year)
-        keys = text_keys(message.text, self.region, self.year) - echo
+        self.work.chars_read += len(text)
+        if (index - self.count) % READ_AHEAD == 0:  # the next new messages, read together
+            read_ahead((m.text for m in trace.messages[index:index + READ_AHEAD]), region, year)
+        echo = echo_of(message, trace, region, year) if message.role == "tool" else _NO_ECHO
+        reading = message_reading(text, region, year)
+        hashes: Set[str] = reading.hashes
+        if echo and not echo.isdisjoint(reading.hashed):
+            hashes = {h for k, h in reading.hashed.items() if k not in echo}
         self.hashes.append(_short(message.digest))
         self.sources.append(self._source_id(message.source))
         self._size += 16 + len(str(len(self.sources)))
-        crossing = self._crossing(message, normalized) - echo
+        width = len(str(index))
+        written = self.written
         for call in message.calls:
-            for key in written_keys(call, self.region, self.year):
+            for key in _cached_call("written", call, region, year, _written_keys):
                 h = key_hash(key)
-                if h not in self.written:
-                    self.written[h] = message.index
-                    self._size += 16 + len(str(message.index))
-        hashed = {key_hash(k) for k in keys}
-        digits = len(str(message.index)) + 1
-        cost = digits * len(hashed) + 16 * sum(h not in self.postings for h in hashed)
-        if self._size + cost > self.max_state_bytes:
-            self.unindexed.append(message.index)
-            self._size += len(str(message.index)) + 1
-            return
-        for h in hashed:
-            self._post(h, message.index)
+                if h not in written:
+                    written[h] = index
+                    self._size += 16 + width
+        postings = self.postings
+        limit = self.max_state_bytes - self._size
+        if (width + 17) * len(hashes) > limit:  # near the budget: the exact cost
+            fresh = sum(h not in postings for h in hashes)
+            if (width + 1) * len(hashes) + 16 * fresh > limit:
+                self.unindexed.append(index)
+                self._size += width + 1
+                return
+        added = appended = size = 0
+        get, shared = postings.get, self.shared
+        for h in hashes:
+            ids = get(h)
+            if ids is None:
+                postings[h] = [index]
+                added += 1
+            elif ids and ids[-1] < index and not (shared and ids is shared.get(h)):
+                ids.append(index)  # messages are read in order: most posts append
+                appended += 1
+            else:
+                size += self._post(h, index)
+        self._size += size + (16 + width) * added + (1 + width) * appended
+        normalized = reading_form(readings(text)[-1] if "\\" in text else text)
         prev = self.tails.get(message.source)
         if prev is not None:
-            for key in crossing:
-                h = key_hash(key)
-                self._post(h, prev[0])
-                self._post(h, message.index)
-        self.tails[message.source] = (message.index, normalized[-WINDOW:])
+            for key, h in self._crossing(message, normalized).hashed.items():
+                if key not in echo:
+                    self._size += self._post(h, prev[0]) + self._post(h, index)
+        self.tails[message.source] = (index, normalized[-WINDOW:])
 
-    def _post(self, h: str, index: int) -> None:
+    def _post(self, h: str, index: int) -> int:
+        """Post a key's hash under a message; returns the bytes the state grew by."""
         ids = self.postings.get(h)
         if ids is None:
             self.postings[h] = [index]
-            self._size += 16 + len(str(index))
-            return
+            return 16 + len(str(index))
         if self.shared and ids is self.shared.get(h):  # the host's state's: copy, then change
             ids = self.postings[h] = ids.copy()
-        if ids[-1] < index:  # messages are read in order: most posts append
-            ids.append(index)
-            self._size += 1 + len(str(index))
-            return
         at = bisect_left(ids, index)
         if at == len(ids) or ids[at] != index:
             ids.insert(at, index)
-            self._size += 1 + len(str(index))
+            return 1 + len(str(index))
+        return 0
 
-    def _crossing(self, message: Message, normalized: str) -> set[str]:
-        """Keys of typed values that span the boundary with the previous message of the source."""
+    def _crossing(self, message: Message, normalized: str) -> Reading:
+        """Keys (with hashes) of typed values spanning the boundary with the source's last."""
         prev = self.tails.get(message.source)
         if prev is None or not normalized or message.source == "model":
-            return set()  # model text is never a source: its splits do not matter
-        tail, head = prev[1], normalized[:WINDOW]
-        keys: set[str] = set()
-        joins = ("",) if tail[-1:].isspace() or head[:1].isspace() else ("", " ")
-        for sep in joins:
-            joined = tail + sep + head
-            cut = len(tail)
-            for found in extract_values(joined, region=self.region, year=self.year,
-                                        across=(cut, cut + len(sep))):  # fmt: skip
-                keys.update(found.value.keys)
-                keys.update(k for _, k in found.value.parts)
-        return keys
+            return NOTHING  # model text is never a source: its splits do not matter
+        return boundary_keys(prev[1], normalized[:WINDOW], self.region, self.year)
 
     def truncate(self, count: int) -> None:
         """Forget messages from `count` on (a host that rewrote them on purpose says so).

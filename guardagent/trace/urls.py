@@ -43,6 +43,7 @@ _TRAILING = frozenset(".,;:!?'\"") | frozenset(_CLOSERS)
 _IP_HOSTS = (1, 2)  # ada's HostType.IPV4, HostType.IPV6
 _ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")  # fixed width: linear
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_PLAIN_HOST = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)+")  # dots separate the runs: linear
 
 
 @cache
@@ -80,6 +81,41 @@ def registrable(host: str, ip: bool = False) -> str | None:
     return f"{ext.domain}.{ext.suffix}" if ext.suffix and ext.domain else None
 
 
+@cache
+def _top_labels() -> frozenset[str] | None:
+    """The last label of every public suffix (private too); None under a root wildcard."""
+    labels = frozenset(suffix.rsplit(".", 1)[-1] for suffix in _tld().tlds)
+    return None if "*" in labels else labels
+
+
+def unplaceable(candidate: str) -> bool:
+    """A bare candidate that :func:`read_url` certainly does not place, told without parsing.
+
+    Only for the plainest spelling: a host of lower-case ASCII labels (letters, digits,
+    ``-``, ``_``), then at most a port, path, query or fragment. Such a host is what the
+    browser's parser keeps (UTS-46 maps none of those characters). Its last label decides:
+    all digits, the URL Standard reads the host as an IPv4 address or fails, and a bare
+    candidate that is no dotted quad is not placed; letters under no public suffix (the
+    suffix list's top labels; ``xn--`` labels excepted), the host has no registrable
+    domain, and a bare candidate that is not ``localhost`` or ``www.`` is not placed. Any
+    other spelling answers False (parse it).
+    """
+    end = len(candidate)
+    for stop in "/?#\\:":
+        at = candidate.find(stop)
+        if 0 <= at < end:
+            end = at
+    host = candidate[:end]
+    if _PLAIN_HOST.fullmatch(host) is None or host.startswith("www."):
+        return False
+    last = host.rsplit(".", 1)[1]
+    if last.isdigit():
+        return not _dotted_quad(candidate)
+    top = _top_labels()
+    return (last.isalpha() and not last.startswith("xn--") and top is not None
+            and last not in top)  # fmt: skip
+
+
 @lru_cache(maxsize=4096)
 def read_url(candidate: str, bare: bool) -> Value | None:
     """The URL a candidate is (`bare`: written without a scheme), or None if not placed.
@@ -90,6 +126,13 @@ def read_url(candidate: str, bare: bool) -> Value | None:
         bare: No scheme was written: ``http://`` is assumed, and the host must be placed
             (a known public suffix, ``www.``, ``localhost`` or an IP literal).
     """
+    if not candidate or (bare and unplaceable(candidate)):
+        return None
+    return parse_url(candidate, bare)
+
+
+def parse_url(candidate: str, bare: bool) -> Value | None:
+    """:func:`read_url` without its shortcut (:func:`unplaceable`): always parsed."""
     import ada_url
 
     if not candidate:
