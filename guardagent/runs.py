@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
+from guardagent.nodes.runtime import one_run
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -89,11 +90,12 @@ def invoke_guard(
 ) -> GuardDecision:
     """Guard one event: run the graph, time it end to end, record the outcome run."""
     started = time.perf_counter()
-    out = graph.invoke(
-        {"agent_input": agent_input, "agent_output": agent_output},
-        context=context,
-        config=run_config(context, run_name, metadata),
-    )
+    with one_run():
+        out = graph.invoke(
+            {"agent_input": agent_input, "agent_output": agent_output},
+            context=context,
+            config=run_config(context, run_name, metadata),
+        )
     decision = _finish(out, started)
     runnable, config = _outcome_run(decision, run_name)
     runnable.invoke(decision, config=config)
@@ -111,11 +113,12 @@ async def ainvoke_guard(
 ) -> GuardDecision:
     """Async :func:`invoke_guard`."""
     started = time.perf_counter()
-    out = await graph.ainvoke(
-        {"agent_input": agent_input, "agent_output": agent_output},
-        context=context,
-        config=run_config(context, run_name, metadata),
-    )
+    with one_run():
+        out = await graph.ainvoke(
+            {"agent_input": agent_input, "agent_output": agent_output},
+            context=context,
+            config=run_config(context, run_name, metadata),
+        )
     decision = _finish(out, started)
     runnable, config = _outcome_run(decision, run_name)
     await runnable.ainvoke(decision, config=config)

@@ -11,6 +11,7 @@ from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
+from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
 from guardagent.verification import program_problems
 
 
@@ -49,14 +50,7 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     return next((d["code"] for d in nearest if d["code"] in programs), programs[0])
 
 
-def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
-    """Pick the verified program for this request, nearest-first when memory holds several.
-
-    With a verified program, the planner and coder are skipped, so the event needs no LLM
-    call and no demonstrations. Otherwise the demonstrations for the prompts are fetched here.
-    The event's per-event keys were written afresh by `admit`.
-    """
-    ctx = context_of(runtime)
+def _retrieved(state: GuardState, ctx: GuardContext) -> dict[str, Any]:
     update: dict[str, Any] = {}
     event: Any = state
     try:
@@ -71,3 +65,30 @@ def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     except Exception as exc:  # noqa: BLE001 - Chroma down, bad memory dir...: deny, say why
         update["error"] = f"memory unavailable: {type(exc).__name__}: {exc}"
     return update
+
+
+def retrieve_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
+    """Pick the verified program for this request, nearest-first when memory holds several.
+
+    With a verified program, the planner and coder are skipped, so the event needs no LLM
+    call and no demonstrations. Otherwise the demonstrations for the prompts are fetched here.
+    The event's per-event keys were written afresh by `admit`. The memory's reads are the
+    node's wait (a worker thread on the async path), unless the memory is local and in step.
+    """
+    ctx = context_of(runtime)
+    if _current(ctx):  # a local memory nobody wrote to: no wait worth a thread
+        return _retrieved(state, ctx)
+    update: dict[str, Any] = yield in_thread(_retrieved, state, ctx)
+    return update
+
+
+def _current(ctx: GuardContext) -> bool:
+    """Whether the run's memory is local and in step (:meth:`MemoryStore.current`)."""
+    try:
+        return not ctx.memory_url and memory_of(ctx).current()
+    except Exception:  # noqa: BLE001 - refused, unopenable: `_retrieved` says why
+        return False
+
+
+retrieve = sync_node(retrieve_steps)
+aretrieve = async_node(retrieve_steps)
