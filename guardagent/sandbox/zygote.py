@@ -222,10 +222,7 @@ def run_in_zygote(
         ("line", bytes) with the child's result line, ("status", int) when the child died
         without one, ("timeout", None) after killing it, or ("eof", None).
     """
-    request = json.dumps(
-        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
-         "limits": asdict(limits), "facts": facts}
-    ).encode() + b"\n"  # fmt: skip
+    request = run_request(source, refs, inputs, limits, facts)
     path = _zygote().path  # may start the zygote: not part of the program's time
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
@@ -234,17 +231,48 @@ def run_in_zygote(
         pid = None
         for line in _lines(sock, deadline):
             if line is None:
-                if pid:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill(pid)
                 return "timeout", None
-            if pid is None and line.startswith(b'{"pid"'):
-                pid = int(json.loads(line)["pid"])
-            elif line.startswith(b'{"x"'):
-                return "status", int(json.loads(line)["x"])
-            else:
-                return "line", line
+            pid, ended = read_reply(line, pid)
+            if ended is not None:
+                return ended
     return "eof", None
+
+
+def run_request(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    facts: dict[str, Any] | None,
+) -> bytes:  # fmt: skip
+    """The request line of one run (protocol: see the module docstring)."""
+    return json.dumps(
+        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
+         "limits": asdict(limits), "facts": facts}
+    ).encode() + b"\n"  # fmt: skip
+
+
+def read_reply(line: bytes, pid: int | None) -> tuple[int | None, tuple[str, Any] | None]:
+    """One line of the zygote's reply: (the child's pid, how the run ended, or None yet)."""
+    if pid is None and line.startswith(b'{"pid"'):
+        return int(json.loads(line)["pid"]), None
+    if line.startswith(b'{"x"'):
+        return pid, ("status", int(json.loads(line)["x"]))
+    return pid, ("line", line)
+
+
+def kill(pid: int | None) -> None:
+    """Kill a run's child (past its deadline, or its caller gave up), if it announced itself."""
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def running_path() -> str | None:
+    """The socket of this process's live zygote, or None (none started yet, or it died)."""
+    with _lock:
+        if _owner and _owner[0] == os.getpid() and _current and _current[0].alive():
+            maxima = _current[0].maxima == child.limit_maxima()
+            return _current[0].path if maxima else None
+    return None
 
 
 # --------------------------------------------------------------------------- zygote side
