@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import get_callback_manager_for_config
 from langgraph.graph.state import CompiledStateGraph
 
 from guardagent.context import GuardContext
@@ -66,11 +67,19 @@ def _summary(decision: GuardDecision) -> dict[str, Any]:
     )
 
 
-def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableConfig]:
+def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableConfig] | None:
+    """The outcome child run and its config, or None when nothing would record it.
+
+    The run exists only for the callbacks that record it (a tracer, a collector, the
+    caller's handlers); with none configured it would compute the summary and throw it
+    away (~0.1 ms, ~0.3 ms through `ainvoke`), so it is skipped.
+    """
     name = f"{run_name}.decision"
     config: RunnableConfig = {
         "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
     }
+    if not get_callback_manager_for_config(config).handlers:
+        return None
     return RunnableLambda(_summary, name=name), config
 
 
@@ -97,8 +106,9 @@ def invoke_guard(
             config=run_config(context, run_name, metadata),
         )
     decision = _finish(out, started)
-    runnable, config = _outcome_run(decision, run_name)
-    runnable.invoke(decision, config=config)
+    outcome = _outcome_run(decision, run_name)
+    if outcome is not None:
+        outcome[0].invoke(decision, config=outcome[1])
     return decision
 
 
@@ -120,6 +130,7 @@ async def ainvoke_guard(
             config=run_config(context, run_name, metadata),
         )
     decision = _finish(out, started)
-    runnable, config = _outcome_run(decision, run_name)
-    await runnable.ainvoke(decision, config=config)
+    outcome = _outcome_run(decision, run_name)
+    if outcome is not None:
+        await outcome[0].ainvoke(decision, config=outcome[1])
     return decision

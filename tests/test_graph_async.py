@@ -95,3 +95,20 @@ def test_a_batch_whose_runs_fail_still_ends_and_frees_its_turns(tmp_path):
     assert [d.allowed for d in got] == [False] * 5
     assert got[-1].error and got[-1].error.startswith("event too large")
     assert all((d.error or "").startswith("planner model failed") for d in got[:4])
+
+
+@pytest.mark.parametrize("path", ["check", "acheck"])
+def test_the_outcome_run_is_recorded_when_anything_records_runs(path):
+    """The `.decision` child run is made for the callbacks that record it (here a collector);
+    with none configured it is skipped, which nothing can observe."""
+    from langchain_core.tracers.context import collect_runs
+
+    guard = GuardAgent("mind2web-sc")
+    with collect_runs() as collected:
+        if path == "check":
+            guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+        else:
+            asyncio.run(guard.acheck(HOTEL_INPUT, HOTEL_OUTPUT))
+    runs = {run.name: run for run in collected.traced_runs}
+    outcome = runs["guardagent.decision"].metadata
+    assert outcome["guardagent_allowed"] is False and outcome["guardagent_profile"] == "mind2web-sc"
