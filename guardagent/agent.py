@@ -16,7 +16,7 @@ from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
-from guardagent.nodes.steps import taking_turns
+from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
@@ -141,7 +141,7 @@ class GuardAgent:
         with `loop.set_default_executor(ThreadPoolExecutor(n))` when the model is slow.
         """
         gate = asyncio.Semaphore(max(1, concurrency))
-        turns = asyncio.Lock()  # the batch's runs compute one at a time (see `Turn`)
+        turns = asyncio.Lock()  # the batch's runs compute one at a time (nodes/turns.py)
 
         async def one(event: tuple[str, str]) -> GuardDecision:
             async with gate, taking_turns(turns):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
+
+from guardagent.nodes.turns import TURN
 
 T = TypeVar("T")
 
@@ -79,59 +79,6 @@ async def run_async(steps: Steps) -> dict[str, Any]:
     except StopIteration as done:
         update: dict[str, Any] = done.value
         return update
-
-
-class Turn:
-    """One run's place in a batch whose runs compute one at a time (:func:`taking_turns`).
-
-    LangGraph's async runner yields to the event loop at every node (it starts each node
-    as a task), so runs started together interleave node by node: all of them finish
-    their first node before any starts its second, and every model call of the batch
-    starts at once, after the whole batch's CPU work, instead of as each run gets there.
-    Holding a lock from a run's start to its next real wait makes each run do its work
-    between two waits in one piece: the first run's model call starts after one run's
-    work, not after all of them, and the batch's work overlaps its waits.
-
-    The lock is given up at every wait of a node (:func:`run_async`), so a waiting run
-    never holds it: nothing a run waits on (model, sandbox, worker thread) needs it.
-    """
-
-    def __init__(self, lock: asyncio.Lock) -> None:
-        self._lock = lock
-        self._held = False
-
-    async def take(self) -> None:
-        """Wait for the batch's lock (in arrival order)."""
-        if not self._held:
-            await self._lock.acquire()
-            self._held = True
-
-    def give(self) -> None:
-        """Let the next run of the batch compute."""
-        if self._held:
-            self._held = False
-            self._lock.release()
-
-
-TURN: ContextVar[Turn | None] = ContextVar("guardagent_turn", default=None)
-
-
-@asynccontextmanager
-async def taking_turns(lock: asyncio.Lock) -> AsyncIterator[None]:
-    """Within: this run computes only while it holds `lock`, shared by its batch.
-
-    Only for runs of a graph whose every wait is a node's :class:`Wait` (GuardAgent's own
-    graph: no checkpointer, no store): a run that awaited anything else while holding the
-    lock would hold up the batch, never deadlock it (what it waits on does not need it).
-    """
-    turn = Turn(lock)
-    token = TURN.set(turn)
-    try:
-        await turn.take()
-        yield
-    finally:
-        turn.give()
-        TURN.reset(token)
 
 
 Body = Callable[[Any, Runtime[Any]], Steps]
