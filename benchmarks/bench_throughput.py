@@ -101,7 +101,8 @@ def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, 
     guard.warm_up()
 
     async def run() -> float:
-        # Sync nodes run on the loop's default executor; size it for the concurrency.
+        # Little runs on the loop's default executor now (model calls and sandbox children
+        # are awaited on the loop); sized for the concurrency all the same.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))
         started = time.perf_counter()
         decisions = await guard.acheck_many(events, concurrency=concurrency)

@@ -13,8 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import get_callback_manager_for_config
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.state import CompiledStateGraph
 
 from guardagent.context import GuardContext
@@ -78,9 +79,19 @@ def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableC
     config: RunnableConfig = {
         "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
     }
-    if not get_callback_manager_for_config(config).handlers:
+    if not _recorders():
         return None
     return RunnableLambda(_summary, name=name), config
+
+
+def _recorders() -> list[Any]:
+    """The callback handlers a run started here would have.
+
+    The caller's, inherited from the context as `ensure_config` does (the outcome's config
+    adds none), plus tracing's (LangSmith's environment, `collect_runs`, ...).
+    """
+    parent = var_child_runnable_config.get() or {}
+    return list(CallbackManager.configure(parent.get("callbacks")).handlers)
 
 
 def _finish(out: dict[str, Any], started: float) -> GuardDecision:

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
+from guardagent.memory_store.seed import opened_memory
 from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
@@ -26,6 +27,13 @@ def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
     )
 
 
+def _shipped(ctx: GuardContext) -> list[str]:
+    """The distinct programs of the profile's demonstrations that verify (in order)."""
+    profile = profile_of(ctx)
+    return [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
+            if not program_problems(c, profile)]  # fmt: skip
+
+
 def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     """The program to run: the profile's own verified program, else one from memory.
 
@@ -33,8 +41,7 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     so those count only after they verify on this profile's demonstrations in this process.
     """
     profile = profile_of(ctx)
-    shipped = [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
-               if not program_problems(c, profile)]  # fmt: skip
+    shipped = _shipped(ctx)
     if len(shipped) == 1:  # the profile's own verified program decides: no memory to open
         return shipped[0]
     memory = memory_of(ctx)
@@ -76,16 +83,25 @@ def retrieve_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     node's wait (a worker thread on the async path), unless the memory is local and in step.
     """
     ctx = context_of(runtime)
-    if _current(ctx):  # a local memory nobody wrote to: no wait worth a thread
+    if _no_wait(ctx):
         return _retrieved(state, ctx)
     update: dict[str, Any] = yield in_thread(_retrieved, state, ctx)
     return update
 
 
-def _current(ctx: GuardContext) -> bool:
-    """Whether the run's memory is local and in step (:meth:`MemoryStore.current`)."""
+def _no_wait(ctx: GuardContext) -> bool:
+    """Whether retrieving needs no wait worth a thread.
+
+    So when the profile's own verified program decides (reuse on: no memory is opened at
+    all), or when the run's memory is open already, local, and nobody wrote to it since it
+    was last read (:meth:`MemoryStore.current`). Opening one (Chroma's imports, seeding)
+    happens in the thread.
+    """
     try:
-        return not ctx.memory_url and memory_of(ctx).current()
+        if ctx.reuse_programs and len(_shipped(ctx)) == 1:
+            return True
+        store = opened_memory(ctx.profile, ctx.memory_dir, ctx.memory_url, ctx.memory_key)
+        return not ctx.memory_url and store is not None and store.current()
     except Exception:  # noqa: BLE001 - refused, unopenable: `_retrieved` says why
         return False
 
