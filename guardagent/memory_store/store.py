@@ -9,6 +9,11 @@ the cost grows with the candidate count, not with the memory size.
 Nothing read back is believed for being there: a record is returned only when its HMAC tag
 checks with the deployment's memory key (:mod:`.integrity`), and whether its program is
 verified is decided in this process (the store's `verifier`), never read from the record.
+
+A local memory keeps what Chroma said (its count, the records a search chose) under a change
+token read first (:mod:`.freshness`: SQLite's `data_version` of the directory's database,
+moved by any commit of any process), so a search of a memory nobody wrote to asks Chroma for
+nothing, and one after anyone's write reads afresh; a memory on a server asks every time.
 """
 
 from __future__ import annotations
