@@ -34,6 +34,8 @@ def dual(func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]) -> Runn
 def inline(func: Callable[..., Any], *, edge: bool = False) -> RunnableCallable:
     """A compute-only node (or, with `edge`, a conditional edge) run inline on both paths.
 
-    Edges keep LangGraph's tracing of them (a run per routing, as for a plain function).
+    Edges keep LangGraph's tracing of them (a run per routing, as for a plain function),
+    through the sync callback manager on both paths: LangChain runs an async callback
+    handler's coroutines from there on its own thread pool.
     """
     return RunnableCallable(func, None, name=None if edge else func.__name__, trace=edge)
