@@ -44,19 +44,24 @@ def _model(script: list[Any]) -> AsyncScripted:
     return AsyncScripted(messages=iter(list(script)), prompts=[], threads=[])
 
 
+@pytest.mark.parametrize("how", ["acheck", "acheck_many"])
 @pytest.mark.parametrize("name", list(SCRIPTS))
-def test_acheck_decides_and_prompts_as_check(name, tmp_path):
+def test_async_runs_decide_and_prompt_as_check(name, how, tmp_path):
+    """`acheck` runs the nodes on executor threads (as LangGraph does for a served graph);
+    `acheck_many` runs them on the event loop: both decide and prompt as `check`."""
     sync_model, async_model = _model(SCRIPTS[name]), _model(SCRIPTS[name])
     settings = {"reuse_programs": False, "max_attempts": 3, "memory_dir": str(tmp_path)}
     want = GuardAgent("mind2web-sc", model=sync_model, **settings).check(HOTEL_INPUT, HOTEL_OUTPUT)
-    got = asyncio.run(
-        GuardAgent("mind2web-sc", model=async_model, **settings).acheck(HOTEL_INPUT, HOTEL_OUTPUT)
-    )
+    guard = GuardAgent("mind2web-sc", model=async_model, **settings)
+    if how == "acheck":
+        got = asyncio.run(guard.acheck(HOTEL_INPUT, HOTEL_OUTPUT))
+    else:
+        (got,) = asyncio.run(guard.acheck_many([(HOTEL_INPUT, HOTEL_OUTPUT)], concurrency=1))
     assert got.model_dump(include=SAME) == want.model_dump(include=SAME)
     assert [[m.content for m in p] for p in async_model.prompts] == [
         [m.content for m in p] for p in sync_model.prompts]  # fmt: skip
-    # Awaited on the event loop's own thread: no executor thread waits for the model.
-    assert async_model.threads and set(async_model.threads) == {"MainThread"}
+    if how == "acheck_many":  # awaited on the loop's own thread: no executor thread waits
+        assert async_model.threads and set(async_model.threads) == {"MainThread"}
 
 
 class ByPrompt(AsyncScripted):
