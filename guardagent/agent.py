@@ -136,12 +136,15 @@ class GuardAgent:
     ) -> list[GuardDecision]:
         """Check many events with bounded concurrency; results in input order.
 
-        Model calls are awaited (`ainvoke`) and a model-written program's sandbox child on
-        the event loop itself, so no thread waits for either. The batch's runs take turns
-        computing (:mod:`guardagent.nodes.turns`): each does its work between two waits in
-        one piece, so its model call starts as soon as its own prompt is ready. What still
-        runs on the loop's default executor is rare (a memory read that must ask Chroma, a
-        derivation of a profile's rules), as are warm-worker runs on the sandbox's pool.
+        Unlike :meth:`acheck`, the graph's nodes run on the event loop itself
+        (:mod:`guardagent.graph.runnables`): model calls are awaited (`ainvoke`), and so is a
+        model-written program's sandbox child, so no thread waits for either; the nodes'
+        small local reads (the profile's files, the memory's database) happen on the loop.
+        The batch's runs take turns computing (:mod:`guardagent.nodes.turns`): each does its
+        work between two waits in one piece, so its model call starts as soon as its own
+        prompt is ready. What still runs on the loop's default executor is rare (a memory
+        read that must ask Chroma, a derivation of a profile's rules), as are warm-worker
+        runs on the sandbox's pool.
         """
         gate = asyncio.Semaphore(max(1, concurrency))
         turns = asyncio.Lock()  # the batch's runs compute one at a time (nodes/turns.py)

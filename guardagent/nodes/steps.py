@@ -3,10 +3,11 @@
 A node that waits (on the model, on a sandbox child, on a shared memory) yields a
 :class:`Wait` naming the blocking call and its awaitable twin, and receives the result (or
 has the call's exception thrown in at the `yield`). :func:`run_sync` performs each wait by
-calling it, for `invoke`; :func:`run_async` awaits it, for `ainvoke`, so an async run holds
-no executor thread while a model answers and its CPU work runs on the event loop in one
-piece between two waits. Everything else the node does is the same code on both paths, so
-the two cannot decide differently.
+calling it, for `invoke` (and for an `ainvoke` that runs nodes on executor threads);
+:func:`run_async` awaits it, for the runs of `acheck_many` (:mod:`guardagent.graph.runnables`),
+so such a run holds no executor thread while a model answers and its CPU work runs on the
+event loop in one piece between two waits. Everything else the node does is the same code
+on both paths, so the two cannot decide differently.
 """
 
 from __future__ import annotations
