@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_decision import _as_sql, _gold_queries  # noqa: E402
 from benchmarks.bench_throughput import PROFILE_DIR, SlowScriptedModel  # noqa: E402
-from guardagent import GuardAgent  # noqa: E402
+from guardagent import GuardAgent, prompts  # noqa: E402
 from guardagent.eval.benchmarks import load_benchmark  # noqa: E402
 from tests.traces.synthetic import proposed, thread  # noqa: E402
 
@@ -112,6 +112,9 @@ def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, 
     model = SlowScriptedModel(latency=latency, program=program)
     guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False, memory_dir=mem)
     guard.warm_up()
+    # Each row fences its events afresh: the same events went through the previous row, and
+    # the fence of a text is kept (guardagent.prompts.fenced), which would time a warm cache.
+    prompts._fenced_kept.cache_clear()
 
     async def run() -> float:
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))

@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import guardagent.profiles as profiles_pkg
-from guardagent import GuardAgent
+from guardagent import GuardAgent, prompts
 from guardagent.eval.benchmarks import load_benchmark
 from guardagent.eval.cases import write_cases
 from tests.derived_answers import answer_text
@@ -99,9 +99,13 @@ def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, 
     model = SlowScriptedModel(latency=latency, program=program)
     guard = GuardAgent(PROFILE, model=model, reuse_programs=False, memory_dir=mem)
     guard.warm_up()
+    # Each row fences its events afresh: the same events went through the previous row, and
+    # the fence of a text is kept (guardagent.prompts.fenced), which would time a warm cache.
+    prompts._fenced_kept.cache_clear()
 
     async def run() -> float:
-        # Sync nodes run on the loop's default executor; size it for the concurrency.
+        # Little runs on the loop's default executor now (model calls and sandbox children
+        # are awaited on the loop); sized for the concurrency all the same.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))
         started = time.perf_counter()
         decisions = await guard.acheck_many(events, concurrency=concurrency)

@@ -16,6 +16,7 @@ from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.llm import resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
+from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
@@ -135,14 +136,21 @@ class GuardAgent:
     ) -> list[GuardDecision]:
         """Check many events with bounded concurrency; results in input order.
 
-        The graph's sync nodes run on the event loop's default executor, whose size caps
-        the real concurrency (6 threads on a 2-core machine); size it for `concurrency`
-        with `loop.set_default_executor(ThreadPoolExecutor(n))` when the model is slow.
+        Unlike :meth:`acheck`, the graph's nodes run on the event loop itself
+        (:mod:`guardagent.graph.runnables`): model calls are awaited (`ainvoke`), and so is a
+        model-written program's sandbox child, so no thread waits for either; the nodes'
+        small local reads (the profile's files, the memory's database) happen on the loop.
+        The batch's runs take turns computing (:mod:`guardagent.nodes.turns`): each does its
+        work between two waits in one piece, so its model call starts as soon as its own
+        prompt is ready. What still runs on the loop's default executor is rare (a memory
+        read that must ask Chroma, a derivation of a profile's rules), as are warm-worker
+        runs on the sandbox's pool.
         """
         gate = asyncio.Semaphore(max(1, concurrency))
+        turns = asyncio.Lock()  # the batch's runs compute one at a time (nodes/turns.py)
 
         async def one(event: tuple[str, str]) -> GuardDecision:
-            async with gate:
+            async with gate, taking_turns(turns):
                 return await self.acheck(*event)
 
         return list(await asyncio.gather(*(one(e) for e in events)))

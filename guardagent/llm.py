@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # langchain_core's model classes load on first real use: offline needs none
     from langchain_core.language_models import BaseChatModel
 
+    from guardagent.nodes.steps import Wait
+
 OFFLINE = "offline"
 
 
@@ -93,3 +95,37 @@ def call_model(model: BaseChatModel, system: str, user: str, *, run_name: str) -
     except Exception as exc:  # provider clients raise many types; all mean "no answer"
         raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
     return _text_and_tokens(reply)
+
+
+async def acall_model(
+    model: BaseChatModel, system: str, user: str, *, run_name: str
+) -> tuple[str, int]:
+    """Async :func:`call_model` (`ainvoke`: no thread is held while the model answers).
+
+    Raises:
+        ModelCallError: as :func:`call_model`.
+    """
+    try:
+        reply = await model.ainvoke(
+            [("system", system), ("human", user)], config={"run_name": run_name}
+        )
+    except Exception as exc:  # provider clients raise many types; all mean "no answer"
+        raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+    return _text_and_tokens(reply)
+
+
+def ask(model: BaseChatModel, system: str, user: str, *, run_name: str) -> Wait:
+    """One chat call as a node's wait (:class:`guardagent.nodes.steps.Wait`).
+
+    Yielded by a node's steps, it is :func:`call_model` on the sync path and
+    :func:`acall_model` on the async one; the reply (text, tokens) is sent back, and a
+    :class:`ModelCallError` is raised at the `yield`.
+    """
+    from functools import partial
+
+    from guardagent.nodes.steps import Wait
+
+    return Wait(
+        partial(call_model, model, system, user, run_name=run_name),
+        partial(acall_model, model, system, user, run_name=run_name),
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
+from functools import lru_cache
 
 EVENT = """<agent_input>
 {agent_input}
@@ -43,7 +44,25 @@ def event_block(agent_input: str, agent_output: str) -> str:
     return EVENT.format(agent_input=fenced(agent_input), agent_output=fenced(agent_output))
 
 
+_CACHED_CHARS = 16_384  # texts up to this long are kept: 256 of them are at most ~8 MB
+
+
 def fenced(text: str) -> str:
+    """:func:`fence` of `text`, kept for the texts seen last (a pure function of the text).
+
+    Every prompt fences the same few demonstrations again, and an event's own text twice
+    (planner, coder); the result depends on nothing but the text, so a kept one is the
+    one :func:`fence` would return. Bounded by count and by each text's length.
+    """
+    return _fenced_kept(text) if len(text) <= _CACHED_CHARS else fence(text)
+
+
+@lru_cache(maxsize=256)
+def _fenced_kept(text: str) -> str:
+    return fence(text)
+
+
+def fence(text: str) -> str:
     """Event text made safe to place between `<agent_input>`/`<agent_output>` tags.
 
     The target agent's output can be written by an attacker; a model reads

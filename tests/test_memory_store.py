@@ -266,3 +266,46 @@ def test_a_changed_record_is_still_written(tmp_path):
     store.add([demo, _demo(2, "another")])
     got = store._collection.get(ids=[demo["id"]], include=["metadatas"])
     assert got["metadatas"][0]["plan"] == "p" and store.count() == 2
+
+
+# --------------------------------------------------------------------------- freshness
+
+REWRITE = """
+import sys
+from guardagent.memory_store import Demonstration, MemoryStore, demonstration_id
+d = Demonstration(id="", agent_input="input kept", agent_output="output kept", plan=sys.argv[2],
+                  code="allow('1')", label=0, details=[], request_fingerprint="fp", verified=True)
+d["id"] = demonstration_id(d)
+MemoryStore("fresh-test", path=sys.argv[1]).add([d])
+"""
+
+
+def test_a_record_another_process_rewrote_after_a_search_is_read_afresh(tmp_path, monkeypatch):
+    """The store keeps the records it read until anyone writes (its change token moves):
+    another process's rewrite of a record already read, same id and count, is seen at once."""
+    monkeypatch.delenv("GUARDAGENT_MEMORY_KEY", raising=False)
+    store = MemoryStore("fresh-test", path=tmp_path, verifier=lambda code: True)
+    good = _demo(1, "kept")
+    store.add([good])
+    assert [d["plan"] for d in store.search("input kept", "output kept", 1)] == ["p"]
+    assert store.current()  # nothing written since: the next search asks Chroma for nothing
+    subprocess.run([sys.executable, "-c", REWRITE, str(tmp_path), "signed anew"], check=True)
+    assert not store.current()
+    assert [d["plan"] for d in store.search("input kept", "output kept", 1)] == ["signed anew"]
+    # Rewritten without the key (the old tags kept): no longer trusted, at once.
+    meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
+    plant(tmp_path, "fresh-test", {**good, "plan": "forged",
+                                   "extra": {k: meta[k] for k in ("hmac", "program_hmac")}})
+    assert store.count() == 1 and store.search("input kept", "output kept", 1) == []
+
+
+def test_a_memory_without_a_change_token_asks_chroma_every_time(tmp_path, monkeypatch):
+    store = MemoryStore("fresh-test", path=tmp_path, verifier=lambda code: True)
+    store.add([_demo(1, "kept")])
+    monkeypatch.setattr(store, "_changed", lambda: None)  # e.g. a database it cannot read
+    calls = []
+    real = store._collection.get
+    monkeypatch.setattr(store._collection, "get", lambda **kw: calls.append(kw) or real(**kw))
+    for _ in range(2):
+        assert len(store.search("input kept", "output kept", 1)) == 1
+    assert len(calls) == 2 and not store.current()

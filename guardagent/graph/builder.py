@@ -15,6 +15,7 @@ otherwise --> decide (fail closed) -> END
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -22,16 +23,17 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext, RunContext
 from guardagent.counterfactuals.derived import derived_policy
+from guardagent.graph.runnables import dual, inline
 from guardagent.graph.state import GuardInput, GuardOutput, GuardState
 from guardagent.llm import is_offline
 from guardagent.nodes.admit import admit
-from guardagent.nodes.code import code
-from guardagent.nodes.debug import debug
+from guardagent.nodes.code import acode, code
+from guardagent.nodes.debug import adebug, debug
 from guardagent.nodes.decide import decide
-from guardagent.nodes.execute import execute
-from guardagent.nodes.plan import plan
-from guardagent.nodes.remember import remember
-from guardagent.nodes.retrieve import retrieve
+from guardagent.nodes.execute import aexecute, execute
+from guardagent.nodes.plan import aplan, plan
+from guardagent.nodes.remember import aremember, remember
+from guardagent.nodes.retrieve import aretrieve, retrieve
 from guardagent.nodes.runtime import bind_settings, context_of, profile_of
 from guardagent.nodes.verify import after_verify, verify
 from guardagent.policy.runs import needs_verify
@@ -81,6 +83,11 @@ def after_admit(state: GuardState) -> Literal["retrieve", "decide"]:
     return "decide" if state.get("error") else "retrieve"
 
 
+def edge(func: Any) -> Any:
+    """A conditional edge, run inline on the sync and async paths alike."""
+    return inline(func, edge=True)
+
+
 def build_graph(
     settings: GuardContext | None = None,
 ) -> StateGraph[GuardState, Any, GuardInput, GuardOutput]:
@@ -96,25 +103,29 @@ def build_graph(
         GuardState, context_schema=cast(Any, RunContext), input_schema=GuardInput,
         output_schema=GuardOutput,
     )  # fmt: skip
-    builder.add_node("admit", bind(admit))
-    builder.add_node("retrieve", bind(retrieve))
-    builder.add_node("plan", bind(plan))
-    builder.add_node("code", bind(code))
-    builder.add_node("execute", bind(execute))
-    builder.add_node("debug", bind(debug))
-    builder.add_node("remember", bind(remember))
-    builder.add_node("verify", bind(verify))
-    builder.add_node("decide", bind(decide))
+    builder.add_node("admit", inline(bind(admit)))
+    builder.add_node("retrieve", dual(bind(retrieve), bind(aretrieve)))
+    builder.add_node("plan", dual(bind(plan), bind(aplan)))
+    builder.add_node("code", dual(bind(code), bind(acode)))
+    builder.add_node("execute", dual(bind(execute), bind(aexecute)))
+    builder.add_node("debug", dual(bind(debug), bind(adebug)))
+    builder.add_node("remember", dual(bind(remember), bind(aremember)))
+    builder.add_node("verify", inline(bind(verify)))
+    builder.add_node("decide", inline(bind(decide)))
     builder.add_edge(START, "admit")
-    builder.add_conditional_edges("admit", after_admit, ["retrieve", "decide"])
-    builder.add_conditional_edges("retrieve", bind(after_retrieve), ["execute", "plan", "decide"])
-    builder.add_conditional_edges("plan", after_llm, {"continue": "code", "decide": "decide"})
-    builder.add_conditional_edges("code", after_llm, {"continue": "execute", "decide": "decide"})
-    builder.add_conditional_edges("debug", after_llm, {"continue": "code", "decide": "decide"})
+    builder.add_conditional_edges("admit", edge(after_admit), ["retrieve", "decide"])
     builder.add_conditional_edges(
-        "execute", bind(after_execute), ["decide", "remember", "debug", "verify"]
+        "retrieve", edge(bind(after_retrieve)), ["execute", "plan", "decide"]
     )
-    builder.add_conditional_edges("verify", after_verify, ["remember", "decide"])
+    to_code: dict[Hashable, str] = {"continue": "code", "decide": "decide"}
+    builder.add_conditional_edges("plan", edge(after_llm), to_code)
+    to_execute: dict[Hashable, str] = {"continue": "execute", "decide": "decide"}
+    builder.add_conditional_edges("code", edge(after_llm), to_execute)
+    builder.add_conditional_edges("debug", edge(after_llm), to_code)
+    builder.add_conditional_edges(
+        "execute", edge(bind(after_execute)), ["decide", "remember", "debug", "verify"]
+    )
+    builder.add_conditional_edges("verify", edge(after_verify), ["remember", "decide"])
     builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder

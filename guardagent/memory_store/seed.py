@@ -54,7 +54,26 @@ def _open(
             "set GUARDAGENT_MEMORY_KEY (the same on every guard sharing it)", url or path
         )
     seed_memory(store, profile)
+    if len(_OPENED) >= 32:  # as many as `_open` keeps
+        _OPENED.clear()
+    _OPENED[(profile_ref, path, url, key)] = store
     return store
+
+
+_OPENED: dict[tuple[str, str | None, str | None, str | bytes | None], MemoryStore] = {}
+
+
+def opened_memory(
+    profile_ref: str,
+    path: str | None = None,
+    url: str | None = None,
+    key: str | bytes | None = None,
+) -> MemoryStore | None:
+    """The store :func:`open_memory` returned for these arguments, if any: never opens one.
+
+    For a caller that must not block (an event loop) to ask whether a store is ready.
+    """
+    return _OPENED.get((profile_ref, path, url, key))
 
 
 def open_memory(

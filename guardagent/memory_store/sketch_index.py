@@ -102,6 +102,9 @@ class SketchIndex:
     ) -> list[tuple[str, str]]:  # fmt: skip
         """(id, document) of the `depth` trusted demonstrations nearest by word-sketch distance.
 
+        Nearest first; when there are no more than `depth`, all of them in the index's order
+        (no sketch is computed: the store orders its candidates by exact distance anyway).
+
         Args:
             query: The event text.
             depth: How many to return.
@@ -116,8 +119,8 @@ class SketchIndex:
             ]
         if accept is not None:  # outside the lock: it may verify a program
             pool = [(demo_id, e) for demo_id, e in pool if accept(e)]
-        if not pool:
-            return []
+        if len(pool) <= depth:  # all of them: no order to find (the store re-ranks them)
+            return [(demo_id, e.document) for demo_id, e in pool]
         scores = process.cdist(
             [word_sketch(query)], [e.sketch for _, e in pool],
             scorer=SketchLevenshtein.distance, dtype=np.int32,

@@ -9,6 +9,11 @@ the cost grows with the candidate count, not with the memory size.
 Nothing read back is believed for being there: a record is returned only when its HMAC tag
 checks with the deployment's memory key (:mod:`.integrity`), and whether its program is
 verified is decided in this process (the store's `verifier`), never read from the record.
+
+A local memory keeps what Chroma said (its count, the records a search chose) under a change
+token read first (:mod:`.freshness`: SQLite's `data_version` of the directory's database,
+moved by any commit of any process), so a search of a memory nobody wrote to asks Chroma for
+nothing, and one after anyone's write reads afresh; a memory on a server asks every time.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ if TYPE_CHECKING:  # numpy and the embedding: imported when a store opens, not w
 
     from guardagent.memory_store.sketch_index import Entry
 
+from guardagent.memory_store.freshness import ChangeToken, Token
 from guardagent.memory_store.integrity import (
     PROGRAM_TAG,
     RECORD_TAG,
@@ -175,6 +181,11 @@ class MemoryStore:
         self._verdicts: dict[str, bool] = {}
         self._index = SketchIndex(self._signed)
         self._programs: dict[str, tuple[float, list[str]]] = {}
+        # What Chroma said, kept under the change token read before asking (local only).
+        self._changed = None if url else ChangeToken(path or default_memory_dir())
+        self._synced: tuple[Token, bool] | None = None  # load_index's answer at a token
+        self._fresh: tuple[Token | None, dict[str, tuple[Any, Any] | None]] = (None, {})
+        self._fresh_lock = threading.Lock()
         self._collection = client.get_or_create_collection(
             collection_name(profile, embedding_name(self.embeddings)),
             embedding_function=None,
@@ -194,14 +205,34 @@ class MemoryStore:
         """Bring the scan's in-process index up to date (loading it on first use).
 
         Returns whether the memory is small enough to be scanned. Call it at start-up so the
-        first search does not pay for the load (~0.2 s per 1k demonstrations).
+        first search does not pay for the load (~0.2 s per 1k demonstrations). A local memory
+        nobody wrote to since the last call (its change token, :mod:`.freshness`, has not
+        moved) is in step already: Chroma is not asked.
         """
+        token = self._changed() if self._changed else None
+        synced = self._synced
+        if token is not None and synced is not None and synced[0] == token:
+            return synced[1]
         count = self.count()
         if count > self.scan_limit:
             self._index = type(self._index)(self._signed)  # Chroma's index serves: free the scan
-            return False
-        self._index.sync(self._collection, count)
-        return True
+            scanning = False
+        else:
+            self._index.sync(self._collection, count)
+            scanning = True
+        self._synced = None if token is None else (token, scanning)
+        return scanning
+
+    def current(self) -> bool:
+        """Whether a local memory is in step with its database now (nobody wrote since).
+
+        Then a search reads at most the few chosen records from the local database (none
+        when it read them since the last write): cheap enough for an event loop. A shared
+        memory (a server) is never current: every search asks it.
+        """
+        token = self._changed() if self._changed else None
+        synced = self._synced
+        return token is not None and synced is not None and synced[0] == token
 
     def add(self, demos: list[Demonstration]) -> list[str]:
         """Insert or update demonstrations (idempotent by content id); returns their ids.
@@ -294,13 +325,48 @@ class MemoryStore:
         return out
 
     def _records(self, ids: list[str], where: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
-        """(id, document, metadata) of `ids` in their order, filtered again on fresh metadata."""
+        """(id, document, metadata) of `ids` in their order, filtered again on fresh metadata.
+
+        A local memory keeps the records it read under the change token it read before
+        asking (:mod:`.freshness`): while the token stands, nobody has committed to the
+        database since, so the kept records are what Chroma would return (the request filter
+        is applied here, as Chroma's `where` would). Bounded by the memory's scan limit; any
+        write by anyone drops them all.
+        """
         if not ids:
             return []
-        got = self._collection.get(ids=ids, where=where, include=["documents", "metadatas"])
-        found = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
-        by_id = {i: (i, doc, meta) for i, doc, meta in found}
-        return [by_id[i] for i in ids if i in by_id]
+        token = self._changed() if self._changed else None
+        if token is None or (where is not None and set(where) != {"request_fingerprint"}):
+            got = self._collection.get(ids=ids, where=where, include=["documents", "metadatas"])
+            found = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+            by_id = {i: (i, doc, meta) for i, doc, meta in found}
+            return [by_id[i] for i in ids if i in by_id]
+        with self._fresh_lock:
+            at, kept = self._fresh
+            if at != token or len(kept) > max(self.scan_limit, 1024):
+                kept = {}
+                self._fresh = (token, kept)
+            missing = [i for i in dict.fromkeys(ids) if i not in kept]
+        if missing:
+            got = self._collection.get(ids=missing, include=["documents", "metadatas"])
+            fetched: dict[str, tuple[Any, Any] | None] = dict.fromkeys(missing)
+            rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+            fetched.update((i, (doc, meta)) for i, doc, meta in rows)
+            with self._fresh_lock:
+                if self._fresh[0] == token:  # else a newer token's records: keep them apart
+                    self._fresh[1].update(fetched)
+            kept = {**kept, **fetched}
+        wanted = None if where is None else where.get("request_fingerprint")
+        out = []
+        for i in ids:
+            record = kept.get(i)
+            if record is None:
+                continue
+            doc, meta = record
+            if wanted is None or (isinstance(meta, dict)
+                                  and meta.get("request_fingerprint") == wanted):  # fmt: skip
+                out.append((i, doc, meta))
+        return out
 
     def verified_programs(self, request: str) -> list[str]:
         """The distinct programs of a guard request that are signed and verify here.

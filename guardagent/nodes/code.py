@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from guardagent import prompts
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
-from guardagent.llm import ModelCallError, call_model
+from guardagent.llm import ModelCallError, ask
 from guardagent.nodes.debug import diagnose, toolbox_listing
 from guardagent.nodes.runtime import context_of, model_of, profile_of
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.sandbox.dataflow import check_dataflow
 from guardagent.verification import extract_code
 
-__all__ = ["code", "toolbox_listing"]
+__all__ = ["acode", "code", "toolbox_listing"]
 
 
-def code(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
+def code_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     """Ask the model for a program; on a retry the debugger's diagnosis is included.
 
     A program that handles the raw event text itself (anything but passing `agent_input` /
@@ -57,7 +56,7 @@ def code(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         )
         calls += 1
         try:
-            text, used = call_model(model, system, user, run_name="guardagent.code")
+            text, used = yield ask(model, system, user, run_name="guardagent.code")
         except ModelCallError as exc:
             return {"error": f"coder model failed: {exc}", "llm_calls": calls, "tokens": tokens}
         tokens += used
@@ -81,8 +80,12 @@ def code(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
             return {"error": f"the coder's program was refused before running: {error}", **spent}
         calls += 1
         try:
-            diagnosis, used = diagnose(model, tools, plan, program, error, "")
+            diagnosis, used = yield diagnose(model, tools, plan, program, error, "")
         except ModelCallError as exc:
             return {"error": f"debugger model failed: {exc}", **spent, "llm_calls": calls}
         tokens += used
         retry = (program, error, diagnosis)
+
+
+code = sync_node(code_steps)
+acode = async_node(code_steps)

@@ -10,8 +10,9 @@ from langgraph.runtime import Runtime
 from guardagent import prompts
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
-from guardagent.llm import ModelCallError, call_model
+from guardagent.llm import ModelCallError, ask
 from guardagent.nodes.runtime import context_of, model_of, profile_of
+from guardagent.nodes.steps import Steps, Wait, async_node, sync_node
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictRecorder
 
@@ -32,25 +33,30 @@ def toolbox_listing(toolbox: Toolbox) -> str:
     return _LISTINGS[key]
 
 
-def diagnose(
-    model: BaseChatModel, toolbox: Toolbox, plan: str, program: str, error: str, stdout: str
-) -> tuple[str, int]:
-    """The debugger's diagnosis of `program`'s `error` and the tokens it cost.
-
-    Used by this node after a failed run and by the coder for a program refused before it
-    ran (a data-flow violation), so both reach the next coding attempt the same way.
-
-    Raises:
-        ModelCallError: when the model gives no usable answer.
-    """
+def debugger_prompt(
+    toolbox: Toolbox, plan: str, program: str, error: str, stdout: str
+) -> tuple[str, str]:
+    """The debugger's (system, user) prompt for `program`'s `error`."""
     user = prompts.DEBUGGER_USER.format(
         plan=plan, program=program, error=error, stdout=stdout or "(nothing)"
     )
-    system = prompts.DEBUGGER_SYSTEM.format(toolbox=toolbox_listing(toolbox))
-    return call_model(model, system, user, run_name="guardagent.debug")
+    return prompts.DEBUGGER_SYSTEM.format(toolbox=toolbox_listing(toolbox)), user
 
 
-def debug(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
+def diagnose(
+    model: BaseChatModel, toolbox: Toolbox, plan: str, program: str, error: str, stdout: str
+) -> Wait:
+    """The debugger's diagnosis of `program`'s `error`, as a node's wait: (text, tokens).
+
+    Used by this node after a failed run and by the coder for a program refused before it
+    ran (a data-flow violation), so both reach the next coding attempt the same way. A
+    :class:`ModelCallError` (no usable answer) is raised at the `yield`.
+    """
+    system, user = debugger_prompt(toolbox, plan, program, error, stdout)
+    return ask(model, system, user, run_name="guardagent.debug")
+
+
+def debug_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     """Explain the error so the coder can fix it."""
     ctx = context_of(runtime)
     model = model_of(ctx)
@@ -59,7 +65,7 @@ def debug(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     execution = state.get("execution")
     calls = state.get("llm_calls", 0) + 1
     try:
-        text, tokens = diagnose(
+        text, tokens = yield diagnose(
             model, profile_of(ctx).tools(), state.get("plan", ""), state.get("program", ""),
             (execution["error"] or "") if execution else "",
             execution["stdout"] if execution else "",
@@ -67,3 +73,7 @@ def debug(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     except ModelCallError as exc:
         return {"error": f"debugger model failed: {exc}", "llm_calls": calls}
     return {"feedback": text, "llm_calls": calls, "tokens": state.get("tokens", 0) + tokens}
+
+
+debug = sync_node(debug_steps)
+adebug = async_node(debug_steps)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from guardagent.authoring.derive import Derivation, ensure_derived
+from guardagent.authoring.derive import Derivation, ensure_derived, needs_derivation
 from guardagent.context import GuardContext
 from guardagent.nodes.runtime import profile_of
+from guardagent.nodes.steps import Wait, in_thread
 from guardagent.verification import summarize
 
 if TYPE_CHECKING:
@@ -69,3 +70,15 @@ def derivation_update(state: Any, ctx: GuardContext, model: BaseChatModel) -> di
     if error:
         update["error"] = error
     return update
+
+
+def derivation_wait(state: Any, ctx: GuardContext, model: BaseChatModel) -> Wait | None:
+    """:func:`derivation_update` as a node's wait, or None when the profile needs none.
+
+    A derivation may call the model and write its cache (once per request), so it runs in a
+    worker thread on the async path; a profile with a table or a policy model (the usual
+    case) skips it without a wait, exactly as :func:`derive_rules` would return (0, None).
+    """
+    if not needs_derivation(profile_of(ctx)):
+        return None
+    return in_thread(derivation_update, state, ctx, model)

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from guardagent import prompts
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
-from guardagent.llm import ModelCallError, call_model
-from guardagent.nodes.derive import derivation_update
+from guardagent.llm import ModelCallError, ask
+from guardagent.nodes.derive import derivation_wait
 from guardagent.nodes.retrieve import demonstrations
 from guardagent.nodes.runtime import context_of, model_of, profile_of
+from guardagent.nodes.steps import Steps, async_node, sync_node
 
 
-def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
+def plan_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     """Ask the model for a plan given the guard request, spec, demonstrations and event.
 
     A profile with neither a rule table nor a policy model first gets its rules derived
@@ -27,10 +26,11 @@ def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     model = model_of(ctx)
     if model is None:
         return {"error": "no model configured for planning"}
-    derived = derivation_update(state, ctx, model)  # the oracle the program will verify on
+    derivation = derivation_wait(state, ctx, model)  # the oracle the program will verify on
+    derived = {} if derivation is None else (yield derivation)
     if "error" in derived:
         return derived
-    state = {**state, **derived}  # type: ignore[typeddict-item]
+    state = {**state, **derived}
     try:
         shots = demonstrations(state, ctx)
     except Exception as exc:  # noqa: BLE001 - memory down: no prompt without its demos
@@ -50,7 +50,7 @@ def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     )
     calls = state.get("llm_calls", 0) + 1
     try:
-        text, tokens = call_model(model, prompts.PLANNER_SYSTEM, user, run_name="guardagent.plan")
+        text, tokens = yield ask(model, prompts.PLANNER_SYSTEM, user, run_name="guardagent.plan")
     except ModelCallError as exc:
         return {"error": f"planner model failed: {exc}", "llm_calls": calls}
     return {
@@ -59,3 +59,7 @@ def plan(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         "llm_calls": calls,
         "tokens": state.get("tokens", 0) + tokens,
     }
+
+
+plan = sync_node(plan_steps)
+aplan = async_node(plan_steps)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from langgraph.runtime import Runtime
 
@@ -11,6 +10,7 @@ from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
+from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
 from guardagent.policy.runs import decision_parts
 from guardagent.verification import program_problems, summarize
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 UNVERIFIED = "the generated program did not verify on the profile's demonstrations"
 
 
-def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
+def remember_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     """Verify the program the model just wrote; deny if it fails, else store it for reuse.
 
     A model-written program is attacker-influenced (the event it was written for is in its
@@ -59,7 +59,11 @@ def remember(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     )
     demo["id"] = demonstration_id(demo)
     try:
-        memory_of(ctx).add([demo])
+        yield in_thread(lambda: memory_of(ctx).add([demo]))  # a write: the node's wait
     except Exception:  # noqa: BLE001 - the decision stands; only the reuse is lost
         log.warning("could not store a verified program in memory", exc_info=True)
     return {}
+
+
+remember = sync_node(remember_steps)
+aremember = async_node(remember_steps)

@@ -8,9 +8,11 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.graph.state import GuardState
+from guardagent.memory_store.seed import opened_memory
 from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
+from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
 from guardagent.verification import program_problems
 
 
@@ -25,6 +27,13 @@ def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
     )
 
 
+def _shipped(ctx: GuardContext) -> list[str]:
+    """The distinct programs of the profile's demonstrations that verify (in order)."""
+    profile = profile_of(ctx)
+    return [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
+            if not program_problems(c, profile)]  # fmt: skip
+
+
 def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     """The program to run: the profile's own verified program, else one from memory.
 
@@ -32,8 +41,7 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     so those count only after they verify on this profile's demonstrations in this process.
     """
     profile = profile_of(ctx)
-    shipped = [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
-               if not program_problems(c, profile)]  # fmt: skip
+    shipped = _shipped(ctx)
     if len(shipped) == 1:  # the profile's own verified program decides: no memory to open
         return shipped[0]
     memory = memory_of(ctx)
@@ -49,14 +57,7 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     return next((d["code"] for d in nearest if d["code"] in programs), programs[0])
 
 
-def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
-    """Pick the verified program for this request, nearest-first when memory holds several.
-
-    With a verified program, the planner and coder are skipped, so the event needs no LLM
-    call and no demonstrations. Otherwise the demonstrations for the prompts are fetched here.
-    The event's per-event keys were written afresh by `admit`.
-    """
-    ctx = context_of(runtime)
+def _retrieved(state: GuardState, ctx: GuardContext) -> dict[str, Any]:
     update: dict[str, Any] = {}
     event: Any = state
     try:
@@ -71,3 +72,39 @@ def retrieve(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any
     except Exception as exc:  # noqa: BLE001 - Chroma down, bad memory dir...: deny, say why
         update["error"] = f"memory unavailable: {type(exc).__name__}: {exc}"
     return update
+
+
+def retrieve_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
+    """Pick the verified program for this request, nearest-first when memory holds several.
+
+    With a verified program, the planner and coder are skipped, so the event needs no LLM
+    call and no demonstrations. Otherwise the demonstrations for the prompts are fetched here.
+    The event's per-event keys were written afresh by `admit`. The memory's reads are the
+    node's wait (a worker thread on the async path), unless the memory is local and in step.
+    """
+    ctx = context_of(runtime)
+    if _no_wait(ctx):
+        return _retrieved(state, ctx)
+    update: dict[str, Any] = yield in_thread(_retrieved, state, ctx)
+    return update
+
+
+def _no_wait(ctx: GuardContext) -> bool:
+    """Whether retrieving needs no wait worth a thread.
+
+    So when the profile's own verified program decides (reuse on: no memory is opened at
+    all), or when the run's memory is open already, local, and nobody wrote to it since it
+    was last read (:meth:`MemoryStore.current`). Opening one (Chroma's imports, seeding)
+    happens in the thread.
+    """
+    try:
+        if ctx.reuse_programs and len(_shipped(ctx)) == 1:
+            return True
+        store = opened_memory(ctx.profile, ctx.memory_dir, ctx.memory_url, ctx.memory_key)
+        return not ctx.memory_url and store is not None and store.current()
+    except Exception:  # noqa: BLE001 - refused, unopenable: `_retrieved` says why
+        return False
+
+
+retrieve = sync_node(retrieve_steps)
+aretrieve = async_node(retrieve_steps)

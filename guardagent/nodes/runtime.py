@@ -18,8 +18,11 @@ reading any file the client named.
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -154,10 +157,21 @@ def bind_settings(settings: GuardContext | None) -> Callable[[F], F]:
         if settings is None:
             return func
 
-        def bound(state: Any, runtime: Runtime[Any]) -> Any:
-            if not isinstance(runtime.context, GuardContext):
-                runtime = runtime.override(context=for_run(settings, runtime.context))
-            return func(state, runtime)
+        def settled(runtime: Runtime[Any]) -> Runtime[Any]:
+            if isinstance(runtime.context, GuardContext):
+                return runtime
+            return runtime.override(context=for_run(settings, runtime.context))
+
+        def sync_bound(state: Any, runtime: Runtime[Any]) -> Any:
+            return func(state, settled(runtime))
+
+        async def async_bound(state: Any, runtime: Runtime[Any]) -> Any:
+            return await func(state, settled(runtime))
+
+        # An async node stays one (its run holds no thread); a sync one stays sync.
+        bound: Callable[..., Any] = (
+            async_bound if inspect.iscoroutinefunction(func) else sync_bound
+        )
 
         # Name and doc only: `__wrapped__` would make LangGraph read func's signature.
         bound.__name__ = getattr(func, "__name__", "node")
@@ -173,14 +187,46 @@ def _check(ctx: GuardContext) -> None:
         raise RunRefused(ctx.refusal)
 
 
+_RUN_PROFILES: ContextVar[dict[str, Profile] | None] = ContextVar(
+    "guardagent_run_profiles", default=None
+)
+
+
+@contextmanager
+def one_run() -> Iterator[None]:
+    """Within: the nodes of one guard run read each profile once (see :func:`profile_of`).
+
+    Set by :mod:`guardagent.runs` around a run of the graph (a context variable: concurrent
+    runs each have their own; LangGraph runs every node in a copy of the caller's context,
+    which shares the run's dict).
+    """
+    token = _RUN_PROFILES.set({})
+    try:
+        yield
+    finally:
+        _RUN_PROFILES.reset(token)
+
+
 def profile_of(ctx: GuardContext) -> Profile:
     """The run's guard profile.
+
+    Within :func:`one_run`, loaded once per run: `load_profile` stats every file of the
+    profile's folder to notice an edit (~0.1 ms), and a run asks from each of its nodes. One
+    run then sees one version of the profile from its first node to its decision (an edit
+    made during the run applies from the next run, as with any edit made during a node);
+    the cache dies with the run, so nothing is kept between events or shared between runs.
 
     Raises:
         RunRefused: the run chose a profile this deployment does not serve.
     """
     _check(ctx)
-    return load_profile(ctx.profile)
+    run = _RUN_PROFILES.get()
+    if run is None:
+        return load_profile(ctx.profile)
+    profile = run.get(ctx.profile)
+    if profile is None:
+        profile = run[ctx.profile] = load_profile(ctx.profile)
+    return profile
 
 
 def memory_of(ctx: GuardContext) -> MemoryStore:

@@ -40,6 +40,7 @@ from typing_extensions import TypedDict
 from guardagent.policy.recorder import Assignments, PredicateError, PredicateRecorder
 from guardagent.readers.evidence import Unreadable
 from guardagent.readers.user_facts import normalize_facts
+from guardagent.sandbox.azygote import arun_in_zygote
 from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
@@ -295,21 +296,10 @@ def run_program(
     """
     start = time.perf_counter()
     limits = limits or SandboxLimits()
-    if type(agent_input) is not str or type(agent_output) is not str:
-        return _result(start, None, "SandboxError: agent_input and agent_output must be str")
-    problems = limit_problems(limits, limit_maxima())
-    if problems:
-        return _result(start, None, "SandboxError: limits refused: " + "; ".join(problems))
-    try:
-        facts = None if user_facts is None else normalize_facts(user_facts)
-    except ValueError as exc:
-        return _result(start, None, f"SandboxError: user facts refused: {exc}")
-    if type(source) is not str or len(source) > limits.max_source_chars:
-        return _result(start, None, f"CompileError: source must be a str of at most "
-                       f"{limits.max_source_chars} chars")  # fmt: skip
-    code, rejection = compile_for_run(source, toolbox)
-    if rejection is not None:
-        return _result(start, None, rejection)
+    checked = _checked(start, source, toolbox, agent_input, agent_output, limits, user_facts)
+    if isinstance(checked, dict):
+        return checked
+    code, facts = checked
     inputs = (agent_input, agent_output)
     try:
         refs = toolbox_refs(toolbox) if _zygote_enabled() else None
@@ -327,6 +317,29 @@ def run_program(
     except OSError as exc:
         return _result(start, None, f"SandboxError: {type(exc).__name__}: {exc}")
     return _result(start, *ended)
+
+
+def _checked(
+    start: float, source: str, toolbox: Toolbox, agent_input: str, agent_output: str,
+    limits: SandboxLimits, user_facts: Mapping[str, Any] | None,
+) -> ExecutionResult | tuple[CodeType | None, dict[str, Any] | None]:  # fmt: skip
+    """The refusal of a run that must not start, else (compiled code, normalized facts)."""
+    if type(agent_input) is not str or type(agent_output) is not str:
+        return _result(start, None, "SandboxError: agent_input and agent_output must be str")
+    problems = limit_problems(limits, limit_maxima())
+    if problems:
+        return _result(start, None, "SandboxError: limits refused: " + "; ".join(problems))
+    try:
+        facts = None if user_facts is None else normalize_facts(user_facts)
+    except ValueError as exc:
+        return _result(start, None, f"SandboxError: user facts refused: {exc}")
+    if type(source) is not str or len(source) > limits.max_source_chars:
+        return _result(start, None, f"CompileError: source must be a str of at most "
+                       f"{limits.max_source_chars} chars")  # fmt: skip
+    code, rejection = compile_for_run(source, toolbox)
+    if rejection is not None:
+        return _result(start, None, rejection)
+    return code, facts
 
 
 _one_shot: list[bool] = []
@@ -384,15 +397,20 @@ def _warm_run(
     return _ended(outcome, value or b"", None, limits)
 
 
+def ended_parts(ended: tuple[str, Any]) -> tuple[str, bytes, int | None]:
+    """A zygote run's (outcome, value) as `_ended`'s (outcome, line, status)."""
+    outcome, value = ended
+    if outcome == "status":
+        return "eof", b"", value
+    return outcome, value or b"", None
+
+
 def _zygote_run(
     source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits,
     facts: dict[str, Any] | None,
 ) -> _Ended:  # fmt: skip
     """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
-    outcome, value = run_in_zygote(source, refs, inputs, limits, facts)
-    if outcome == "status":
-        return _ended("eof", b"", value, limits)
-    return _ended(outcome, value or b"", None, limits)
+    return _ended(*ended_parts(run_in_zygote(source, refs, inputs, limits, facts)), limits)
 
 
 def _ended(
@@ -446,13 +464,30 @@ async def arun_program(
     user_facts: Mapping[str, Any] | None = None,
     trusted: bool = False,
 ) -> ExecutionResult:
-    """:func:`run_program` on a worker thread, so the event loop never waits on a child.
+    """:func:`run_program` without blocking the event loop: the same checks and outcomes.
 
-    The threads are the sandbox's own pool, not the loop's default executor: a burst of
-    slow programs (each up to `wall_seconds`) must not starve unrelated blocking work such
-    as LangGraph's sync nodes. Cancelling the await does not stop the run; the child
-    still dies at its deadline.
+    A run in a zygote child (a program that is not trusted, or no warm worker) is awaited on
+    the loop itself (:mod:`guardagent.sandbox.azygote`): no thread waits for the child, and
+    a cancelled await kills it. Any other run (a warm worker, a fork of this process, the
+    first run, which starts the zygote) happens on a worker thread of the sandbox's own
+    pool, not the loop's default executor: a burst of slow programs (each up to
+    `wall_seconds`) must not starve unrelated blocking work; cancelling that await does not
+    stop the run, and its child still dies at its deadline.
     """
+    start = time.perf_counter()
+    checked = _checked(start, source, toolbox, agent_input, agent_output,
+                       limits or SandboxLimits(), user_facts)  # fmt: skip
+    if isinstance(checked, dict):
+        return checked
+    refs = toolbox_refs(toolbox) if _zygote_enabled() else None
+    if refs is not None and not (trusted and _warm_enabled()):
+        try:
+            ended = await arun_in_zygote(source, refs, (agent_input, agent_output),
+                                         limits or SandboxLimits(), checked[1])  # fmt: skip
+        except Exception:  # noqa: BLE001 - as run_program: no usable zygote (none yet: NoZygote)
+            pass  # the threaded path starts one, or forks the caller
+        else:
+            return _result(start, *_ended(*ended_parts(ended), limits or SandboxLimits()))
     call = functools.partial(
         run_program, source, toolbox, agent_input, agent_output, limits, user_facts=user_facts,
         trusted=trusted,

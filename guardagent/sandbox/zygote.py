@@ -10,9 +10,12 @@ which it imports itself. User functions may close over state of the calling proc
 runtime-loaded table, a client), which a re-import would not reproduce, so those toolboxes
 keep forking from the caller. Requests and results are JSON lines over a private Unix socket.
 
-The zygote keeps one child forked ahead of time (a spare): a request is handed to it with the
-connection (SCM_RIGHTS), so the fork is paid before the request, and a new spare is forked
-right after. A spare serves exactly one request, so every run still gets a fresh process.
+The zygote keeps children forked ahead of time (spares: one always, up to `SPARES` while it
+is idle): a request is handed to the oldest with the connection (SCM_RIGHTS), so the fork is
+paid before the request. A spare serves exactly one request, so every run still gets a fresh
+process; while it waits it rehearses reading and preparing a request with no event (our own
+trivial program, prepared and dropped, never run), so the pages a run writes to are copied
+before the request arrives.
 
 The zygote trusts nothing around it. It starts in isolated mode (`python -I`: no
 `PYTHON*` variables, no user site, no working directory on `sys.path`) with an empty
@@ -222,10 +225,7 @@ def run_in_zygote(
         ("line", bytes) with the child's result line, ("status", int) when the child died
         without one, ("timeout", None) after killing it, or ("eof", None).
     """
-    request = json.dumps(
-        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
-         "limits": asdict(limits), "facts": facts}
-    ).encode() + b"\n"  # fmt: skip
+    request = run_request(source, refs, inputs, limits, facts)
     path = _zygote().path  # may start the zygote: not part of the program's time
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
@@ -234,17 +234,48 @@ def run_in_zygote(
         pid = None
         for line in _lines(sock, deadline):
             if line is None:
-                if pid:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill(pid)
                 return "timeout", None
-            if pid is None and line.startswith(b'{"pid"'):
-                pid = int(json.loads(line)["pid"])
-            elif line.startswith(b'{"x"'):
-                return "status", int(json.loads(line)["x"])
-            else:
-                return "line", line
+            pid, ended = read_reply(line, pid)
+            if ended is not None:
+                return ended
     return "eof", None
+
+
+def run_request(
+    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    facts: dict[str, Any] | None,
+) -> bytes:  # fmt: skip
+    """The request line of one run (protocol: see the module docstring)."""
+    return json.dumps(
+        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
+         "limits": asdict(limits), "facts": facts}
+    ).encode() + b"\n"  # fmt: skip
+
+
+def read_reply(line: bytes, pid: int | None) -> tuple[int | None, tuple[str, Any] | None]:
+    """One line of the zygote's reply: (the child's pid, how the run ended, or None yet)."""
+    if pid is None and line.startswith(b'{"pid"'):
+        return int(json.loads(line)["pid"]), None
+    if line.startswith(b'{"x"'):
+        return pid, ("status", int(json.loads(line)["x"]))
+    return pid, ("line", line)
+
+
+def kill(pid: int | None) -> None:
+    """Kill a run's child (past its deadline, or its caller gave up), if it announced itself."""
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def running_path() -> str | None:
+    """The socket of this process's live zygote, or None (none started yet, or it died)."""
+    with _lock:
+        if _owner and _owner[0] == os.getpid() and _current and _current[0].alive():
+            maxima = _current[0].maxima == child.limit_maxima()
+            return _current[0].path if maxima else None
+    return None
 
 
 # --------------------------------------------------------------------------- zygote side
@@ -279,11 +310,13 @@ class _Request:
         req = json.loads(raw)
         if type(req) is not dict:
             raise ValueError("a request is a JSON object")
-        self.toolbox = _toolbox(req["tools"], cache)
+        self.tools = req["tools"]
+        self.toolbox = _toolbox(self.tools, cache)
         self.source, self.input, self.output = req["source"], req["input"], req["output"]
         if not all(type(x) is str for x in (self.source, self.input, self.output)):
             raise ValueError("source, input and output must be strings")
-        self.limits = child.limits_from_json(req["limits"], maxima)
+        self.limits_json = req["limits"]
+        self.limits = child.limits_from_json(self.limits_json, maxima)
         if len(self.source) > self.limits.max_source_chars:
             raise ValueError(f"source longer than {self.limits.max_source_chars} chars")
         facts = req.get("facts")
@@ -312,12 +345,43 @@ def _worker_main(
 
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
+SPARES = 4  # children forked ahead while the zygote is idle; a burst uses them up first
+
+
+WARM_SOURCE = "allow('warm-up')"
+"""The program of a spare's rehearsal (:func:`_rehearse`): compiled by the zygote, never run."""
+
+
+def rehearsal(req: _Request) -> bytes:
+    """A request like `req` (its toolbox and limits) with no event and :data:`WARM_SOURCE`."""
+    return json.dumps({"source": WARM_SOURCE, "tools": req.tools, "input": "", "output": "",
+                       "limits": req.limits_json, "facts": None}).encode()  # fmt: skip
+
+
+def _rehearse(raw: bytes, cache: dict[str, Toolbox], maxima: child.SandboxLimits) -> None:
+    """Read and prepare a request the way a run does, and throw it all away.
+
+    A forked child copies each page it writes to (reference counts write to every object
+    it touches): reading and preparing its request cost a fresh child ~2 ms of page copies,
+    most of the time before its program starts. A spare does it while it waits, on a
+    request of no event and a program it never runs (:data:`WARM_SOURCE`, built by our own
+    code, not a caller's), so a real request finds the pages copied. Nothing of it is kept:
+    the prepared run is dropped and only the program compiled by the zygote is looked up.
+    """
+    req = _Request(raw, cache, maxima)
+    code, _ = child.compile_for_run(req.source, req.toolbox)
+    child.prepare_run(code, req.source, req.toolbox, (req.input, req.output), req.limits,
+                      req.facts)  # fmt: skip
 
 
 def _spare_main(
-    chan: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits
-) -> None:
+    chan: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits,
+    warm: bytes | None = None,
+) -> None:  # fmt: skip
     """A pre-forked child waiting for one request: the fork is paid before the request."""
+    if warm is not None:
+        with contextlib.suppress(Exception):  # a rehearsal only: the real request decides
+            _rehearse(warm, cache, maxima)
     header, fds, _, _ = socket.recv_fds(chan, _HEADER, 1)
     if not fds:  # the zygote went away
         return
@@ -359,7 +423,7 @@ class _Incoming:
 
 
 class _Server:
-    """The zygote's state: listener, requests arriving, in-flight runs, one idle spare child.
+    """The zygote's state: listener, requests arriving, in-flight runs, idle spare children.
 
     Requests are read as their bytes arrive (one `select` loop, no blocking read), so a
     client that stalls mid-line delays no other run; it is answered and dropped after
@@ -376,7 +440,8 @@ class _Server:
         self.incoming: dict[int, _Incoming] = {}
         self.pending: dict[int, socket.socket] = {}
         self.cache: dict[str, Toolbox] = {}
-        self.spare: tuple[int, socket.socket] | None = None
+        self.spares: list[tuple[int, socket.socket]] = []
+        self.warm: bytes | None = None  # the rehearsal of the latest toolbox and limits
 
     def _closing(self) -> list[Any]:
         """What a forked child must not keep.
@@ -385,17 +450,20 @@ class _Server:
         held open would keep its client from seeing EOF).
         """
         return [self.listener, *self.wake, self.selector, *self.pending.values(),
-                *(i.conn for i in self.incoming.values())]  # fmt: skip
+                *(i.conn for i in self.incoming.values()),
+                *(chan for _, chan in self.spares)]  # fmt: skip
 
-    def ensure_spare(self) -> None:
-        """Keep one child forked ahead of time (after the latest compile, so it has it)."""
-        if self.spare is not None:
-            return
+    def add_spare(self) -> None:
+        """Fork one more child ahead of time (after the latest compile, so it has it).
+
+        Each spare closes the other spares' channels: a copy held open would keep a spare
+        waiting for a request after the zygote is gone.
+        """
         ours, theirs = socket.socketpair()
-        cache, maxima = self.cache, self.maxima
-        pid = _fork(lambda: _spare_main(theirs, cache, maxima), ours, *self._closing())
+        cache, maxima, warm = self.cache, self.maxima, self.warm
+        pid = _fork(lambda: _spare_main(theirs, cache, maxima, warm), ours, *self._closing())
         theirs.close()
-        self.spare = (pid, ours)
+        self.spares.append((pid, ours))
 
     def accept(self) -> None:
         """Take every waiting connection; its request is read as it arrives."""
@@ -455,9 +523,9 @@ class _Server:
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
         if rejection is not None:
             return _answer(conn, rejection)
-        if self.spare is not None:
-            pid, chan = self.spare
-            self.spare = None
+        self.rehearse_like(req)
+        if self.spares:
+            pid, chan = self.spares.pop(0)  # the oldest: its rehearsal is the likeliest done
             try:
                 socket.send_fds(chan, [b"%016d" % len(raw)], [conn.fileno()])
                 chan.sendall(raw)
@@ -469,6 +537,14 @@ class _Server:
         cache, maxima = self.cache, self.maxima
         pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
         self.pending[pid] = conn
+
+    def rehearse_like(self, req: _Request) -> None:
+        """Spares forked from now on rehearse requests of `req`'s toolbox and limits."""
+        warm = rehearsal(req)
+        if warm != self.warm:
+            with contextlib.suppress(Exception):
+                child.compile_for_run(WARM_SOURCE, req.toolbox)  # kept here: spares have it
+                self.warm = warm
 
     def start_worker(self, conn: socket.socket, raw: bytes) -> None:
         """Fork a warm worker (:mod:`guardagent.sandbox.worker`) that serves this connection."""
@@ -495,9 +571,9 @@ class _Server:
                 return
             if pid == 0:
                 return
-            if self.spare is not None and self.spare[0] == pid:
-                self.spare[1].close()
-                self.spare = None
+            for spare in [sp for sp in self.spares if sp[0] == pid]:  # died idle
+                spare[1].close()
+                self.spares.remove(spare)
             conn = self.pending.pop(pid, None)
             if conn is not None:
                 with contextlib.suppress(OSError):
@@ -545,9 +621,14 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
     server.selector.register(listener, selectors.EVENT_READ, "listen")
     server.selector.register(wake_r, selectors.EVENT_READ, "wake")
     while os.getppid() == caller:
-        server.ensure_spare()
-        timeout = max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
-        for key, _ in server.selector.select(timeout):
+        if not server.spares:
+            server.add_spare()
+        refill = len(server.spares) < SPARES  # more only while nothing waits for us
+        timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
+        ready = server.selector.select(timeout)
+        if not ready and refill:
+            server.add_spare()
+        for key, _ in ready:
             try:
                 if key.data == "wake":
                     os.read(wake_r, 4096)
