@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import host_year
@@ -159,12 +159,18 @@ def clear_caches() -> None:
     """Forget every kept reading (a benchmark timing cold reads, a test)."""
     TEXTS.clear()
     BOUNDARIES.clear()
+    CALLS.clear()
 
 
 TEXTS = ReadingCache()
 """Readings of message texts (and of call arguments read as text)."""
 BOUNDARIES = ReadingCache(MAX_CACHED_BYTES // 4)
 """Readings of the boundaries between two messages of one source."""
+CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
+"""Readings of calls' arguments by their scalar values' types and values, region and year
+(:func:`guardagent.trace.state.call_keys`; kept by content for the reasons above); forgotten
+all at once beyond :data:`MAX_CACHED_CALLS`."""
+MAX_CACHED_CALLS = 4096
 
 
 def _read(text: str, region: str | None, year: int) -> set[str]:

@@ -77,6 +77,8 @@ from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens
 from guardagent.trace.reading import (
+    CALLS,
+    MAX_CACHED_CALLS,
     NOTHING,
     READ_AHEAD,
     Reading,
@@ -119,11 +121,6 @@ def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, args)]
 
 
-_CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
-"""Readings of calls' arguments by their scalar values (see :mod:`~guardagent.trace.reading`
-for why a reading kept by content is safe); forgotten all at once beyond
-:data:`MAX_CACHED_CALLS`."""
-MAX_CACHED_CALLS = 4096
 MAX_CACHED_CALL_CHARS = 4096
 """Calls whose string arguments are longer in all are read each time (the cache stays small)."""
 
@@ -142,14 +139,14 @@ def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None
         return read(scalars, region, year)
     key = (kind, region, year, *((type(v), v) for v in scalars))
     try:
-        found = _CALLS.get(key)
+        found = CALLS.get(key)
     except TypeError:
         return read(scalars, region, year)
     if found is None:
         found = read(scalars, region, year)
-        if len(_CALLS) >= MAX_CACHED_CALLS:
-            _CALLS.clear()
-        _CALLS[key] = found
+        if len(CALLS) >= MAX_CACHED_CALLS:
+            CALLS.clear()
+        CALLS[key] = found
     return found
 
 
