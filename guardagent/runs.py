@@ -75,12 +75,12 @@ def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableC
     caller's handlers); with none configured it would compute the summary and throw it
     away (~0.1 ms, ~0.3 ms through `ainvoke`), so it is skipped.
     """
+    if not _recorders():
+        return None
     name = f"{run_name}.decision"
     config: RunnableConfig = {
         "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
     }
-    if not _recorders():
-        return None
     return RunnableLambda(_summary, name=name), config
 
 
