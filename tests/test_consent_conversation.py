@@ -216,3 +216,39 @@ def test_reading_the_question_is_linear_in_the_models_text() -> None:
     for unit in ("May I delete the project planer ", "Is it planner? ", "1,2 "):
         small, large = cost(20_000, unit), cost(200_000, unit)
         assert large < 30 * max(small, 0.01), (unit, small, large)
+
+
+# -- flags: a boolean or null argument changes what the call does, so it must be named -----
+
+
+@pytest.mark.parametrize("args,question", [
+    ({"project": "planner", "force": True}, "May I delete the project `planner`?"),
+    ({"project": "planner", "recursive": True}, "May I delete the project planner?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner?"),
+    ({"project": "planner", "backup": None}, "May I delete the project planner?"),
+    ({"project": "planner", "options": {"purge": True}}, "May I delete the project planner?"),
+    ({"project": "planner", "force": True}, "May I delete the project planner? force: false"),
+    ({"project": "planner", "force": False}, "May I delete the project planner with force?"),
+])  # fmt: skip
+def test_a_flag_the_question_never_named_is_not_approved(
+    args: dict[str, Any], question: str
+) -> None:
+    got, facts = fact(asked("Yes, go ahead.", question),
+                      {"id": "d1", "name": "delete_project", "args": args})
+    assert got.value is False, (args, question, got.detail)
+    assert not facts.consumed
+
+
+@pytest.mark.parametrize("args,question", [
+    ({"project": "planner", "force": True}, "May I force-delete the project `planner`?"),
+    ({"project": "planner", "force": True}, "May I delete the project planner with force?"),
+    ({"project": "planner", "recursive": True},
+     "May I delete the project planner (recursive=true)?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner, dry_run: false?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner (dry run false)?"),
+    ({"project": "planner", "backup": None}, "May I delete the project planner, backup=null?"),
+])  # fmt: skip
+def test_a_flag_named_by_its_argument_is_approved(args: dict[str, Any], question: str) -> None:
+    got, _ = fact(asked("Yes, go ahead.", question),
+                  {"id": "d1", "name": "delete_project", "args": args})
+    assert got.value is True, (args, question, got.detail)

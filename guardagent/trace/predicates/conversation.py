@@ -18,7 +18,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
   values as the same run of whole words (case-folded; inner punctuation kept); a value
-  with an invisible character is never named. A call with no value at all is named by its
+  with an invisible character is never named. A flag (a boolean or null argument:
+  ``force=True``) is named by its argument's name, and its value when not true
+  (:class:`_Flag`). A call with no value at all is named by its
   tool; values longer than :data:`MAX_TARGET_CHARS` (a message body) are content, not
   targets, so a call whose every value is content is named by no question.
   ``match="either"`` takes the tool *or* all values (looser: for tools whose calls the user
@@ -241,17 +243,56 @@ class _Target:
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
 
-def _targets(call: ToolCall, arg: str | None, region: str | None) -> tuple[list[_Target], int]:
+FLAG_WORDS: dict[bool | None, frozenset[str]] = {
+    True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
+    None: frozenset({"null", "none"}),
+}  # fmt: skip
+"""How a question writes a flag's value after its name (``force true``, ``dry_run=false``)."""
+_NOT_TRUE = FLAG_WORDS[False] | FLAG_WORDS[None] | {"no", "0", "disabled"}
+
+
+class _Flag:
+    """A boolean or null argument: named by its argument's name, and its value when not true.
+
+    ``force=True`` changes what ``delete_project("planner")`` does, so a question that
+    never says "force" does not approve it. A true flag is named by its name's words as a
+    run of whole words ("with force", "force-delete", "recursive=true"), unless the next
+    word writes another value ("force false"); a false or null one by its name followed by
+    its value ("dry_run: false", "backup=null"). The name is the path's last key
+    (``options.purge``: "purge"; ``flags[0]``: "flags").
+    """
+
+    def __init__(self, path: str, value: bool | None) -> None:
+        last = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        self.name = _words(last).split()
+        self.value = value
+
+    def named_in(self, question: _Question) -> bool:
+        words, size = question.words.split(), len(self.name)
+        for i in range(len(words) - size + 1 if size else 0):
+            if words[i:i + size] != self.name:
+                continue
+            after = words[i + size] if i + size < len(words) else ""
+            if self.value is True and after not in _NOT_TRUE:
+                return True
+            if self.value is not True and after in FLAG_WORDS[self.value]:
+                return True
+        return False
+
+
+def _targets(
+    call: ToolCall, arg: str | None, region: str | None
+) -> tuple[list[_Target | _Flag], int]:
     """The values a question must name, and how many values (content included) there are."""
-    values: list[_Target] = []
+    values: list[_Target | _Flag] = []
     count = 0
     for path, value in flatten(call.args):
         if arg is not None and not under(path, arg):
             continue
-        if value is None or isinstance(value, bool):
-            continue
         count += 1
-        if len(str(value)) <= MAX_TARGET_CHARS:
+        if value is None or isinstance(value, bool):
+            values.append(_Flag(path, value))
+        elif len(str(value)) <= MAX_TARGET_CHARS:
             values.append(_Target(value, region))
     return values, count
 
