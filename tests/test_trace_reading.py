@@ -476,3 +476,45 @@ def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> Non
                        "secret_flow()", 'arg_invented("*")', 'navigation_in_scope("example.com?x=*")'):
         assert facts.fact(expression).value in (True, False, None)
     assert read_argument("0\ud800") and extract_values(reading_form("0\ud800 bob@x.ch")) is not None
+
+
+# -- open redirects: a URL carrying another URL is judged by that target too ---------------
+
+
+@pytest.mark.parametrize(("url", "scope"), [
+    ("https://trusted.example/redirect?url=https://evil.example/", '"trusted.example"'),
+    ("https://www.google.com/url?q=https://evil.example/&sa=D", '"*.google.com", "google.com"'),
+    ("https://trusted.example/r?to=https%3A%2F%2Fevil.example%2Flogin", '"trusted.example"'),
+    ("https://trusted.example/r?to=https%253A%252F%252Fevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=//evil.example/x", '"trusted.example"'),
+    ("https://trusted.example/r?next=%2F%2Fevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=/%5Cevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=%09//evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=www.evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=evil.com/login", '"trusted.example"'),
+    ("https://trusted.example/r?a=1&next=HTTPS:evil.example", '"trusted.example"'),
+    ("https://trusted.example/login#next=https://evil.example", '"trusted.example"'),
+    ("https://trusted.example/out/https://evil.example/", '"trusted.example"'),
+    ("https://trusted.example/out/https%3A%2F%2Fevil.example/", '"trusted.example"'),
+    ("https://trusted.example/r?u=https://trusted.example/r?u=https://evil.example",
+     '"trusted.example"'),
+    ("https://trusted.example/r?u=https%3A%2F%2Ftrusted.example%2Fr%3Fu%3Dhttps%253A%252F%252Fevil.example",
+     '"trusted.example"'),
+    ("https://trusted.example/r?u=ftp://evil.example/", '"trusted.example"'),
+    ("https://trusted.example/r?u=foo://evil.example/", '"trusted.example"'),
+])  # fmt: skip
+def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) -> None:
+    assert goto_facts(url, scope) is False, url
+
+
+@pytest.mark.parametrize(("url", "scope"), [
+    ("https://trusted.example/r?url=https://trusted.example/home", '"trusted.example"'),
+    ("https://trusted.example/r?next=/account/settings", '"trusted.example"'),
+    ("https://trusted.example/search?q=red+shoes&page=2", '"trusted.example"'),
+    ("https://trusted.example/r?url=https://docs.example/a", '"trusted.example", "docs.example"'),
+    ("https://www.google.com/url?q=https://evil.example/", '"google.com/url?q=*"'),
+    ("https://trusted.example/a#section-2", '"trusted.example"'),
+    ("https://trusted.example/c?price=1.5&v=2024.05", '"trusted.example"'),
+])  # fmt: skip
+def test_a_url_whose_targets_are_inside_stays_inside(url: str, scope: str) -> None:
+    assert goto_facts(url, scope) is True, url

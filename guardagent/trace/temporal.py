@@ -38,6 +38,7 @@ from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
+from guardagent.trace.redirects import MAX_DEPTH, carried
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import Value, normalize_text, read_scalar, reading_form, secret_like
@@ -290,12 +291,40 @@ def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
     return out
 
 
-def scope_verdict(value: Value | None, scopes: Sequence[Scope]) -> bool | None:
-    """Whether a URL is inside one of the scopes: True, False, or None (readings disagree)."""
+def scope_verdict(
+    value: Value | None, scopes: Sequence[Scope], depth: int = 0
+) -> bool | None:
+    """Whether a URL is inside one of the scopes: True, False, or None (readings disagree).
+
+    A URL a scope admits is inside only when every URL it carries (an open redirect's
+    target in its query, fragment or path: :func:`~guardagent.trace.redirects.carried`)
+    is inside one of the scopes too; a scope with its own query (fragment) glob judges
+    the query (fragment) by that glob alone.
+    """
     if value is None:
         return False
-    verdicts = {s.verdict(value) for s in scopes}
-    return True if True in verdicts else (None if None in verdicts else False)
+    verdicts: set[bool | None] = set()
+    for scope in scopes:
+        verdict = scope.verdict(value)
+        if verdict is True:
+            verdict = _targets_inside(value, scope, scopes, depth)
+            if verdict is True:
+                return True
+        verdicts.add(verdict)
+    return None if None in verdicts else False
+
+
+def _targets_inside(value: Value, scope: Scope, scopes: Sequence[Scope], depth: int) -> bool | None:
+    where = url_location(value)
+    if where is None:
+        return False
+    targets = carried(where, query=scope.query is None, fragment=scope.fragment is None)
+    if not targets:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    verdicts = {scope_verdict(t, scopes, depth + 1) for t in targets}
+    return False if False in verdicts else (None if None in verdicts else True)
 
 
 def out_of_scope(
