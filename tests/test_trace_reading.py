@@ -502,6 +502,11 @@ def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> Non
      '"trusted.example"'),
     ("https://trusted.example/r?u=ftp://evil.example/", '"trusted.example"'),
     ("https://trusted.example/r?u=foo://evil.example/", '"trusted.example"'),
+    # a query glob says which queries the page takes, not where it may send the browser
+    ("https://www.google.com/url?q=https://evil.example/", '"google.com/url?q=*"'),
+    ("https://shop.example/orders?status=open&next=https://evil.example",
+     '"shop.example/orders?status=*"'),
+    ("https://shop.example/help#faq&next=//evil.example", '"shop.example/help#faq*"'),
 ])  # fmt: skip
 def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) -> None:
     assert goto_facts(url, scope) is False, url
@@ -512,8 +517,8 @@ def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) ->
     ("https://trusted.example/r?next=/account/settings", '"trusted.example"'),
     ("https://trusted.example/search?q=red+shoes&page=2", '"trusted.example"'),
     ("https://trusted.example/r?url=https://docs.example/a", '"trusted.example", "docs.example"'),
-    ("https://www.google.com/url?q=https://evil.example/", '"google.com/url?q=*"'),
     ("https://trusted.example/a#section-2", '"trusted.example"'),
+    ("https://www.google.com/url?q=https://docs.example/", '"google.com/url?q=*", "docs.example"'),
     ("https://trusted.example/c?price=1.5&v=2024.05", '"trusted.example"'),
 ])  # fmt: skip
 def test_a_url_whose_targets_are_inside_stays_inside(url: str, scope: str) -> None:

@@ -51,28 +51,25 @@ _DROPPED = str.maketrans({"\t": None, "\n": None, "\r": None})
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 
 
-def carried(where: Location, *, query: bool = True, fragment: bool = True) -> list[Value | None]:
+def carried(where: Location) -> list[Value | None]:
     """The targets a URL carries (None: one that does not read), in its path, query, fragment.
 
     Args:
         where: The URL as the browser reads it (:class:`~guardagent.trace.kinds.Location`).
-        query: Read the query (False when a scope's own query glob judges it).
-        fragment: Read the fragment (False when a scope's own fragment glob judges it).
     """
-    return list(_carried(where, query, fragment))
+    return list(_carried(where))
 
 
 @lru_cache(maxsize=2_048)
-def _carried(where: Location, query: bool, fragment: bool) -> tuple[Value | None, ...]:
+def _carried(where: Location) -> tuple[Value | None, ...]:
     """:func:`carried`, kept (bounded).
 
-    Safe to keep: a pure function of the URL's reading and the two flags, so a kept answer
-    is what reading again gives, and it holds no thread's or tenant's facts.
+    Safe to keep: a pure function of the URL's reading, so a kept answer is what reading
+    again gives, and it holds no thread's or tenant's facts.
     """
     base = f"https://{where.host}/"
     found: list[Value | None] = []
-    texts = [t for t, wanted in ((where.query, query), (where.fragment, fragment)) if wanted and t]
-    for text in texts:
+    for text in (where.query, where.fragment):
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)

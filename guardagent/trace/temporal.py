@@ -298,8 +298,8 @@ def scope_verdict(
 
     A URL a scope admits is inside only when every URL it carries (an open redirect's
     target in its query, fragment or path: :func:`~guardagent.trace.redirects.carried`)
-    is inside one of the scopes too; a scope with its own query (fragment) glob judges
-    the query (fragment) by that glob alone.
+    is inside one of the scopes too, whatever the scope's query glob (``?status=*`` also
+    matches ``status=open&next=https://evil.example``).
     """
     if value is None:
         return False
@@ -307,18 +307,18 @@ def scope_verdict(
     for scope in scopes:
         verdict = scope.verdict(value)
         if verdict is True:
-            verdict = _targets_inside(value, scope, scopes, depth)
+            verdict = _targets_inside(value, scopes, depth)
             if verdict is True:
                 return True
         verdicts.add(verdict)
     return None if None in verdicts else False
 
 
-def _targets_inside(value: Value, scope: Scope, scopes: Sequence[Scope], depth: int) -> bool | None:
+def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool | None:
     where = url_location(value)
     if where is None:
         return False
-    targets = carried(where, query=scope.query is None, fragment=scope.fragment is None)
+    targets = carried(where)
     if not targets:
         return True
     if depth >= MAX_DEPTH:
