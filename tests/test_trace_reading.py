@@ -523,3 +523,27 @@ def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) ->
 ])  # fmt: skip
 def test_a_url_whose_targets_are_inside_stays_inside(url: str, scope: str) -> None:
     assert goto_facts(url, scope) is True, url
+
+
+def test_a_target_after_many_plain_parameters_is_still_judged() -> None:
+    padding = "&".join(f"p{i}=v{i}" for i in range(600))
+    for tail in ("next=https://evil.example/", "u=next%3Dhttps%253A%252F%252Fevil.example"):
+        url = f"https://trusted.example/r?{padding}&{tail}"
+        assert goto_facts(url, '"trusted.example"') is False, tail
+
+
+def test_reading_carried_urls_is_linear() -> None:
+    import time
+
+    from guardagent.trace.redirects import carried
+    from guardagent.trace.urls import parse_url
+
+    def cost(n: int) -> float:
+        where = parse_url("https://trusted.example/r?" + "a=b%2526c%253Dd&" * n, False).where
+        started = time.perf_counter()
+        carried(where)
+        return time.perf_counter() - started
+
+    cost(10)
+    small, large = min(cost(500) for _ in range(3)), min(cost(5000) for _ in range(3))
+    assert large < 40 * small + 0.05, (small, large)

@@ -25,7 +25,7 @@ reads them:
 The caller judges each target by the same scopes (a target carrying another is judged in
 turn, up to :data:`MAX_DEPTH` levels; deeper is outside). Linear: each level splits and
 decodes the text a bounded number of times, and a URL carrying more than
-:data:`MAX_TARGETS` targets is unreadable.
+:data:`MAX_TARGETS` targets is unreadable (so the targets judged in turn are bounded too).
 """
 
 from __future__ import annotations
@@ -79,7 +79,12 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
 
 
 def _pieces(text: str) -> list[str]:
-    """Names and values of a query or fragment, each decoded up to MAX_DECODINGS times."""
+    """Names and values of a query or fragment, each decoded up to MAX_DECODINGS times.
+
+    Every piece is kept, however many (stopping early would leave a target after many plain
+    parameters unjudged): each level re-splits only pieces that decoded to something else,
+    so the work is at most MAX_DECODINGS + 1 passes over the text.
+    """
     out: list[str] = []
     todo = [(text, 0)]
     while todo:
@@ -95,8 +100,6 @@ def _pieces(text: str) -> list[str]:
                 out.append(decoded)  # and read whole (a URL with its own query)
             else:
                 out.append(UNSETTLED)  # still encoded after MAX_DECODINGS: unreadable
-        if len(out) > 4 * MAX_TARGETS * MAX_DECODINGS:
-            break  # the count bound below refuses such a URL anyway
     return out
 
 
