@@ -547,3 +547,32 @@ def test_reading_carried_urls_is_linear() -> None:
     cost(10)
     small, large = min(cost(500) for _ in range(3)), min(cost(5000) for _ in range(3))
     assert large < 40 * small + 0.05, (small, large)
+
+
+_param = st.from_regex(r"[a-z]{1,6}=[a-z0-9]{0,6}", fullmatch=True)
+
+
+@st.composite
+def _redirects(draw: st.DrawFn) -> tuple[str, str]:
+    """A URL on trusted.example carrying one target (in a layout the reader was not written
+    for): encoded 0-3 times, in the query or the fragment, among plain parameters."""
+    from urllib.parse import quote
+
+    target = draw(st.sampled_from(["https://{h}/x", "//{h}/x", "/\\{h}", "https:{h}",
+                                   "www.{h}.com/x", "{h}.com", "HTTP://{h}/?a=1&b=2"]))
+    host = draw(st.sampled_from(["evil", "trusted"]))
+    text = target.format(h=f"{host}.example" if "com" not in target else host)
+    for _ in range(draw(st.integers(0, 3))):
+        text = quote(text, safe="")
+    params = draw(st.lists(_param, max_size=4))
+    params.insert(draw(st.integers(0, len(params))), f"{draw(st.sampled_from(['u', 'next', 'q']))}={text}")
+    where = draw(st.sampled_from(["?", "#", "/r?x=1#"]))
+    return "https://trusted.example/r" + where + "&".join(params), host
+
+
+@given(_redirects())
+@settings(max_examples=200, deadline=None)
+def test_a_carried_target_decides_in_every_layout(case: tuple[str, str]) -> None:
+    url, host = case
+    scopes = '"trusted.example", "trusted.com", "www.trusted.com"'
+    assert goto_facts(url, scopes) is (host == "trusted"), url
