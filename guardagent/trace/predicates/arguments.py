@@ -36,7 +36,8 @@ from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
 from guardagent.trace.records import section_ref
 from guardagent.trace.state import flatten
-from guardagent.trace.values import normalize_text, read_argument, read_scalar
+from guardagent.trace.temporal import sent_pieces
+from guardagent.trace.values import normalize_text, read_scalar
 
 Test = Callable[[Any], bool | None]
 OPERATORS: dict[str, Callable[[Decimal, Decimal], bool]] = {
@@ -102,7 +103,7 @@ def _as_sent(value: Any, test: Test, mode: str) -> bool | None:
 
     ``eve@evil.io, bob@x.ch`` ends in ``@x.ch`` as text, but the server sends to both, and
     ``Bob <bob@evil.io>`` is no ``*@evil.io`` as text, yet is sent there. A string holding
-    ``@`` is also read as its addresses (:func:`~guardagent.trace.values.read_argument`:
+    ``@`` is also read as its addresses (:func:`~guardagent.trace.temporal.sent_pieces`:
     an RFC 5322 list, or the addresses inside the text), each tested as ``local@domain``
     and combined as `mode` combines values; an address that does not validate cannot be
     read (None), and so is a value with a line break (a header injection, or a URL
@@ -110,16 +111,10 @@ def _as_sent(value: Any, test: Test, mode: str) -> bool | None:
     that needs it either way denies, whichever way the rule is written.
     """
     whole = test(value)
-    if not isinstance(value, str) or "@" not in value:
+    sent = sent_pieces(value)  # None: no address, or one plain address (the text is it)
+    if sent is None:
         return whole
-    if "\n" in value or "\r" in value:  # a header line break: no reading is the server's
-        return None
-    found = [v for v, _ in read_argument(value) if v.kind == "email"]
-    if not found or (len(found) == 1 and found[0].text == value):
-        return whole  # one plain address (or none: a URL's user name): the text is it
-    pieces = [test(v.keys[0].removeprefix("email:"))
-              if v.placed and v.keys and v.keys[0].startswith("email:") else None
-              for v in found]  # fmt: skip
+    pieces = [None if piece is None else test(piece) for piece in sent]
     return whole if _combine(pieces, mode) == whole else None
 
 
