@@ -363,3 +363,26 @@ def test_keys_of_one_object_that_read_alike_are_denied(guard: GuardAgent, value:
     decision = guard.check_trace(t["messages"], t["proposed_call"])
     assert not decision.allowed
     assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"
+
+
+def test_other_args_allow_is_the_deployers_explicit_opt_out() -> None:
+    from guardagent.trace import LabelError, Labels
+    from guardagent.trace.guard import prepare_trace_event
+
+    raw = {"tools": {"search": {"results": "untrusted", "effect": "read", "args": ["q"],
+                                "other_args": "allow"},
+                     "lookup": {"results": "untrusted", "effect": "read"}}}  # fmt: skip
+    labels = Labels.from_mapping(raw)
+    assert Labels.from_mapping(labels.to_json()) == labels
+    messages = [{"role": "user", "content": "Find shoes."}]
+    event = prepare_trace_event(messages, {"name": "search", "args": {"q": "shoes", "page": 2}},
+                                labels=labels, bindings={"p": 'arg_invented("*")'})  # fmt: skip
+    assert event.facts["p"].value is True  # the extra argument is judged by "*" predicates
+    with pytest.raises(UnreadableEvidence) as denied:
+        prepare_trace_event(messages, {"name": "lookup", "args": {"q": "shoes"}},
+                            labels=labels, bindings={})  # fmt: skip
+    assert denied.value.reason == "undeclared_argument" and "no args" in denied.value.detail
+    assert prepare_trace_event(messages, {"name": "lookup", "args": {}}, labels=labels,
+                               bindings={}).trace.call.name == "lookup"  # fmt: skip
+    with pytest.raises(LabelError, match="other_args"):
+        Labels.from_mapping({"tools": {"x": {"other_args": True}}})
