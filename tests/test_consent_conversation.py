@@ -252,3 +252,28 @@ def test_a_flag_named_by_its_argument_is_approved(args: dict[str, Any], question
     got, _ = fact(asked("Yes, go ahead.", question),
                   {"id": "d1", "name": "delete_project", "args": args})
     assert got.value is True, (args, question, got.detail)
+
+
+@pytest.mark.parametrize("value", ["../planner", "/planner", "planner*", "~/planner", "planner/",
+                                   "-planner", "planner/*", "*planner", "planner."])  # fmt: skip
+def test_punctuation_around_a_value_is_part_of_it(value: str) -> None:
+    # "../planner" is another directory and "planner*" a glob over many: a question naming
+    # "planner" names neither
+    call_ = ToolCall("delete_project", {"project": value}, "d1", 9)
+    assert not names_call("May I delete the project `planner`?", call_), value
+    assert not names_call("May I delete the project planner?", call_), value
+    assert not names_call("May I delete the project **planner**?", call_), value
+    if not value.startswith("*") and not value.endswith(("*", ".")):  # else: never named
+        assert names_call(f"May I delete the project {value}?", call_), value
+        assert names_call(f"May I delete the project `{value}`?", call_), value
+
+
+def test_quotes_and_sentence_marks_around_a_plain_value_still_name_it() -> None:
+    call_ = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
+    for question in ("May I delete the project `planner`?", 'May I delete "planner"?',
+                     "May I delete the project **planner**?", "May I delete _planner_?",
+                     "May I delete the project planner?", "May I delete (planner)?",
+                     "Delete the project «planner», ok?", "Planner: may I delete the project?"):
+        assert names_call(question, call_), question
+    assert names_call("May I delete notes.txt?", ToolCall("delete_file", {"path": "notes.txt"},
+                                                          None, 9))  # fmt: skip

@@ -17,7 +17,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   planner?" approves neither deleting ``notes`` nor ``planner2``, and "May I send CHF 50 to
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
-  values as the same run of whole words (case-folded; inner punctuation kept); a value
+  values as the same run of whole words (case-folded; punctuation kept but for quotes and
+  brackets around a word and a clause mark after it: ``../planner`` and ``planner*`` are
+  not ``planner``); a value
   with an invisible character is never named. A flag (a boolean or null argument:
   ``force=True``) is named by its argument's name, and its value when not true
   (:class:`_Flag`). A call with no value at all is named by its
@@ -197,19 +199,26 @@ def _hides_text(text: str) -> bool:
     return False
 
 
-def _phrase(text: str) -> str:
+def _phrase(text: str, *, question: bool = False) -> str:
     """Text as its whole words, joined by single spaces, with one at each end.
 
-    Words are split at whitespace, their outer punctuation stripped (quotes, backticks, a
-    closing "?") and their inner punctuation kept: ``planner-2`` stays itself, ``4,950``
-    reads 4950.
+    Words are split at whitespace and keep their punctuation, except quotes and brackets
+    around them and the marks that end a clause after them (``,`` ``;`` ``:`` ``!`` ``?``):
+    ``../planner``, ``/planner`` and ``planner*`` are other values than ``planner`` (another
+    directory, a glob over many). A question's words also lose a closing ``.`` and Markdown
+    emphasis (``**planner**``), so a value ending in those is named by no question (fail
+    closed). ``4,950`` reads 4950.
     """
     text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
-    words = (w.strip(_OUTER) for w in text.split())
+    lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
+        _QUOTES, _QUOTES + _MARKS)  # fmt: skip
+    words = (w.lstrip(lead).rstrip(trail) for w in text.split())
     return " " + " ".join(w for w in words if w) + " "
 
 
-_OUTER = "".join(ch for ch in map(chr, range(0x80)) if not ch.isalnum()) + "’‘“”«»„。！？"
+_QUOTES = "\"'`()[]{}<>«»“”‘’„‚"
+_EMPHASIS = "*_"
+_MARKS = ",;:!?。！？、"
 
 
 class _Question:
@@ -217,7 +226,7 @@ class _Question:
 
     def __init__(self, text: str, region: str | None) -> None:
         self.text = text
-        self.phrase = _phrase(text)
+        self.phrase = _phrase(text, question=True)
         self.words = _clean(text)
         found = extract_values(normalize_text(text), region=region)
         self.keys = frozenset(k for f in found for k in f.value.keys)
