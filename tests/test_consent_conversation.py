@@ -277,3 +277,48 @@ def test_quotes_and_sentence_marks_around_a_plain_value_still_name_it() -> None:
         assert names_call(question, call_), question
     assert names_call("May I delete notes.txt?", ToolCall("delete_file", {"path": "notes.txt"},
                                                           None, 9))  # fmt: skip
+
+
+# -- roles: two values of one kind in two arguments must be named in the label's order -------
+
+MOVE = ToolCall("move_file", {"src": "notes", "dst": "planner"}, "m1", 9)
+TRANSFER = ToolCall("transfer", {"from_iban": "CH9300762011623852957",
+                                 "to_iban": "GB82WEST12345698765432", "amount": 50}, None, 9)
+ORDER = {"move_file": ("src", "dst"), "transfer": ("from_iban", "to_iban", "amount")}
+
+
+def test_swapped_roles_are_not_named() -> None:
+    # "move planner to notes" overwrites notes; the call overwrites planner
+    assert not names_call("May I move planner to notes?", MOVE, order=ORDER["move_file"])
+    assert names_call("May I move notes to planner?", MOVE, order=ORDER["move_file"])
+    swapped = "May I transfer CHF 50 from GB82 WEST 1234 5698 7654 32 to CH93 0076 2011 6238 5295 7?"
+    assert not names_call(swapped, TRANSFER, order=ORDER["transfer"])
+    right = "May I transfer CHF 50 from CH93 0076 2011 6238 5295 7 to GB82 WEST 1234 5698 7654 32?"
+    assert names_call(right, TRANSFER, order=ORDER["transfer"])
+    # without the label's order the roles cannot be told apart: never named
+    assert not names_call("May I move notes to planner?", MOVE)
+    # values of different kinds (an IBAN, an amount) cannot swap: any order
+    pay = ToolCall("send_money", {"iban": "GB82WEST12345698765432", "amount": 4950.0}, None, 9)
+    assert names_call("Shall I send CHF 4,950 to GB82 WEST 1234 5698 7654 32?", pay)
+
+
+def test_the_predicate_takes_the_order_from_the_label() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]}}})
+    messages = asked("Yes, go ahead.", "May I move planner to notes?")
+    proposed = {"id": "m1", "name": "move_file", "args": {"dst": "planner", "src": "notes"}}
+    facts = analyze(parse_trace(messages, proposed), labels)
+    assert facts.fact(CHAT).value is False
+    proposed["args"] = {"dst": "notes", "src": "planner"}
+    assert analyze(parse_trace(messages, proposed), labels).fact(CHAT).value is True
+
+
+def test_an_earlier_use_counts_whatever_the_order_of_its_values() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]}}})
+    messages = [*asked("Yes, go ahead.", "May I move planner to notes?"),
+                call("m0", "move_file", {"src": "notes", "dst": "planner"}), tool("m0", "moved")]
+    proposed = {"id": "m1", "name": "move_file", "args": {"src": "planner", "dst": "notes"}}
+    assert analyze(parse_trace(messages, proposed), labels).fact(CHAT).value is False

@@ -25,7 +25,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   (:class:`_Flag`). A call with no value at all is named by its
   tool; values longer than :data:`MAX_TARGET_CHARS` (a message body) are content, not
   targets, so a call whose every value is content is named by no question.
-  ``match="either"`` takes the tool *or* all values (looser: for tools whose calls the user
+  Values of one kind in two or more arguments must be named in the order of the label's
+  ``args`` (:func:`_in_order`: roles cannot swap). ``match="either"`` takes the tool *or*
+  all values (looser: for tools whose calls the user
   tells apart by either). With ``arg``, every value of that argument must be named (and the
   other arguments need not be);
 - the question is **plain**: it holds no negation, no alternative
@@ -230,6 +232,10 @@ class _Question:
         self.words = _clean(text)
         found = extract_values(normalize_text(text), region=region)
         self.keys = frozenset(k for f in found for k in f.value.keys)
+        self.first: dict[str, int] = {}  # key -> where it is first written (found in order)
+        for f in found:
+            for k in f.value.keys:
+                self.first.setdefault(k, f.start)
 
 
 class _Target:
@@ -240,16 +246,24 @@ class _Target:
     is never named (it looks like another).
     """
 
-    def __init__(self, value: Any, region: str | None) -> None:
+    def __init__(self, value: Any, region: str | None, arg: str = "") -> None:
         whole, _ = read_scalar(value, region=region)
         self.keys = frozenset(whole.keys) if whole is not None else frozenset()
         hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
         self.phrase = "" if hidden else _phrase(str(value)).strip()
+        self.arg = arg
+        self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
     def named_in(self, question: _Question) -> bool:
         if self.keys:
             return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
+
+    def position(self, question: _Question) -> int:
+        """Where the question first names it (comparable among targets of one kind)."""
+        if self.keys:
+            return min(question.first[k] for k in self.keys if k in question.first)
+        return question.phrase.find(f" {self.phrase} ")
 
 
 FLAG_WORDS: dict[bool | None, frozenset[str]] = {
@@ -275,6 +289,7 @@ class _Flag:
         last = path.rsplit(".", 1)[-1].split("[", 1)[0]
         self.name = _words(last).split()
         self.value = value
+        self.arg, self.kind = path, "flag"  # named by its own name: no role to swap
 
     def named_in(self, question: _Question) -> bool:
         words, size = question.words.split(), len(self.name)
@@ -302,8 +317,45 @@ def _targets(
         if value is None or isinstance(value, bool):
             values.append(_Flag(path, value))
         elif len(str(value)) <= MAX_TARGET_CHARS:
-            values.append(_Target(value, region))
+            values.append(_Target(value, region, _top(path)))
     return values, count
+
+
+def _top(path: str) -> str:
+    """The top-level argument of a path (``payee.iban``: ``payee``; ``to[0]``: ``to``)."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+ANY_ORDER = ("*",)
+"""An `order` that accepts values in any order (to find earlier calls that used a yes)."""
+
+
+def _in_order(targets: list[_Target | _Flag], question: _Question,
+              order: tuple[str, ...] | None) -> bool:  # fmt: skip
+    """Values of one kind in two or more arguments are named in the label's `args` order.
+
+    "May I move planner to notes?" names both values of ``move_file(src="notes",
+    dst="planner")``, with their roles swapped; two IBANs or two amounts swap the same way.
+    The order is the deployer's (the label's ``args``): the call's own order is the model's
+    to choose. Without it, such a call is named by no question. Values of different kinds
+    (an IBAN, an amount) cannot take each other's place.
+    """
+    if order == ANY_ORDER:
+        return True
+    kinds: dict[str, list[_Target]] = {}
+    for t in targets:
+        if isinstance(t, _Target):
+            kinds.setdefault(t.kind, []).append(t)
+    for group in kinds.values():
+        if len({t.arg for t in group}) < 2:
+            continue
+        if order is None or any(t.arg not in order for t in group):
+            return False
+        ranked = sorted(group, key=lambda t: order.index(t.arg))
+        places = [t.position(question) for t in ranked]
+        if places != sorted(places):
+            return False
+    return True
 
 
 def _word_named(word: str, question: list[str], similarity: float) -> bool:
@@ -330,17 +382,20 @@ class CallNames:
     """What a question must name to name a call, read once per call (see the module)."""
 
     def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
-                 match: str = "both", region: str | None = None) -> None:  # fmt: skip
+                 match: str = "both", region: str | None = None,
+                 order: tuple[str, ...] | None = None) -> None:  # fmt: skip
         self.tool = _words(call.name)
         self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
+        self.order = tuple(order) if order is not None else None
 
     def named_by(self, question: str | _Question) -> bool:
         """Whether a question names the call: its tool and every value, or either."""
         q = question if isinstance(question, _Question) else _Question(question, self.region)
         tool_named = _tool_named(self.tool, q.words, self.similarity)
         if self.arg is not None or self.values:  # every value (of the argument) named
-            target_named = bool(self.targets) and all(t.named_in(q) for t in self.targets)
+            target_named = (bool(self.targets) and all(t.named_in(q) for t in self.targets)
+                            and _in_order(self.targets, q, self.order))  # fmt: skip
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
@@ -376,6 +431,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
+    options["order"] = facts.labels.label(call.name).args
     names = CallNames(call, **options, region=region)
     final = final_question(asker.text)
     if final is None:
@@ -400,8 +456,9 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if not says_yes(answer.text):
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
                     "plain yes")  # fmt: skip
+    earlier = {**options, "order": ANY_ORDER}  # a use in any order is a use
     used = next((c for c in facts.trace.calls if c.index > answer.index
-                 and any(CallNames(c, **options, region=region).named_by(q) for q in asked)),
+                 and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
                 None)  # fmt: skip
     identity = _identity(answer)
     if used is not None or facts.ledger.used(identity):
