@@ -322,3 +322,28 @@ def test_an_earlier_use_counts_whatever_the_order_of_its_values() -> None:
                 call("m0", "move_file", {"src": "notes", "dst": "planner"}), tool("m0", "moved")]
     proposed = {"id": "m1", "name": "move_file", "args": {"src": "planner", "dst": "notes"}}
     assert analyze(parse_trace(messages, proposed), labels).fact(CHAT).value is False
+
+
+def test_the_verb_alone_names_a_tool_only_when_no_other_labelled_tool_shares_it() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+        "delete_all_projects": {"results": "trusted", "effect": "irreversible",
+                                "args": ["project"]}}})  # fmt: skip
+
+    def approved(question: str, tool_name: str) -> bool | None:
+        proposed = {"id": "d1", "name": tool_name, "args": {"project": "planner"}}
+        return analyze(parse_trace(asked("Yes.", question), proposed), labels).fact(CHAT).value
+
+    assert approved("May I delete the project planner?", "delete_all_projects") is False
+    assert approved("Okay to delete planner?", "delete_all_projects") is False
+    assert approved("Okay to delete planner?", "delete_project") is False, "which delete?"
+    assert approved("May I delete the project planner?", "delete_project") is True
+    assert approved("May I delete all projects, planner first?", "delete_all_projects") is True
+    patterned = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+        "delete_*": {"results": "trusted", "effect": "irreversible", "args": ["project"]}}})
+    proposed = {"id": "d1", "name": "delete_project", "args": {"project": "planner"}}
+    messages = asked("Yes.", "Okay to delete planner?")
+    assert analyze(parse_trace(messages, proposed), patterned).fact(CHAT).value is False
