@@ -340,10 +340,18 @@ def test_the_verb_alone_names_a_tool_only_when_no_other_labelled_tool_shares_it(
     assert approved("Okay to delete planner?", "delete_project") is False, "which delete?"
     assert approved("May I delete the project planner?", "delete_project") is True
     assert approved("May I delete all projects, planner first?", "delete_all_projects") is True
-    patterned = Labels.from_mapping({"tools": {
-        "list_projects": {"results": "trusted", "effect": "read", "args": []},
-        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
-        "delete_*": {"results": "trusted", "effect": "irreversible", "args": ["project"]}}})
     proposed = {"id": "d1", "name": "delete_project", "args": {"project": "planner"}}
     messages = asked("Yes.", "Okay to delete planner?")
-    assert analyze(parse_trace(messages, proposed), patterned).fact(CHAT).value is False
+    for other in ({"delete_*": {"results": "trusted", "args": ["project", "force"]}},
+                  {"*": {"results": "trusted", "other_args": "allow"}}):
+        patterned = Labels.from_mapping({"tools": {
+            "list_projects": {"results": "trusted", "effect": "read", "args": []},
+            "delete_project": {"results": "trusted", "effect": "irreversible",
+                               "args": ["project"]}, **other}})  # fmt: skip
+        assert analyze(parse_trace(messages, proposed), patterned).fact(CHAT).value is False
+    # a tool sharing the verb that cannot take this call's arguments is no sibling
+    other_kind = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+        "delete_email": {"results": "trusted", "effect": "irreversible", "args": ["id"]}}})
+    assert analyze(parse_trace(messages, proposed), other_kind).fact(CHAT).value is True

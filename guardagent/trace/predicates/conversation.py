@@ -11,7 +11,8 @@ every one of these conditions (else it does not, and the fact says which one fai
   message that answers no question never counts, nor a question buried earlier in the
   message or followed by more text (:func:`final_question`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
-  or its verb "delete" as a word of its own when no other labelled tool starts with it; a
+  or its verb "delete" as a word of its own when no other labelled tool that starts with
+  it takes the call's arguments: :func:`~.naming.verb_is_unique`; a
   misspelt tool word passes at ``similarity`` 50-100 with ``rapidfuzz``, default 85, but
   never a word that holds it: "undelete") *and*
   every one of its argument values, exactly (``match="both"``, the default: "May I delete
@@ -204,7 +205,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
     options["order"] = facts.labels.label(call.name).args
-    options["verb_alone"] = verb_is_unique(facts.labels, call.name)
+    options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
     final = final_question(asker.text)
     if final is None:

@@ -214,22 +214,26 @@ def _in_order(targets: list[_Target | _Flag], question: Question,
     return True
 
 
-def verb_is_unique(labels: Labels, tool: str) -> bool:
-    """No other labelled tool, and no pattern, starts with this tool's verb (first word).
+def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
+    """No other labelled tool that starts with this tool's verb could take this call.
 
-    "Okay to delete planner?" names ``delete_project`` by its verb only when no
-    ``delete_all_projects`` (or ``delete_*``) is labelled too: the user cannot have meant one
-    delete rather than another. A pattern with no word before its wildcard (``*``) may
-    stand for any tool, so then no verb is unique.
+    "Okay to delete planner?" names ``delete_project(project="planner")`` by its verb only
+    when no ``delete_all_projects`` that takes a ``project`` is labelled too: the user cannot
+    have meant one delete rather than the other. Another tool is such a sibling when its
+    first word is the verb (a pattern: the words before its wildcard; none, as in ``*``:
+    any tool) and its label takes the call's argument `names` (its ``args`` hold them all,
+    or ``other_args: allow``). A sibling whose label declares no ``args`` takes no argument.
     """
     words = _words(tool).split()
     if not words:
         return False
-    for other in (*labels.tools, *(pattern for pattern, _ in labels.patterns)):
+    for other, label in (*labels.tools.items(), *labels.patterns):
         if other == tool:
             continue
         head = _words(other.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]).split()
-        if not head or head[0] == words[0]:
+        if head and head[0] != words[0]:
+            continue
+        if label.other_args or (label.args is not None and names <= set(label.args)):
             return False
     return True
 
