@@ -174,6 +174,10 @@ Exit status, for scripts and hooks (with or without --server):
               help="With --trace: the thread's task policy (JSON or YAML: name, params, "
                    "predicates, rules), merged with the profile's policy; a task that cannot "
                    "be attached is denied.")
+@click.option("--rules", "rules", type=click.Choice(["all", "applied"]), default="all",
+              show_default=True,
+              help="With --trace: the rules the decision lists: every rule of the policy, or "
+                   "only those that applied to the call (check_trace(rules=...)).")
 @_model
 @_base_url
 @_memory_dir
@@ -192,7 +196,7 @@ Exit status, for scripts and hooks (with or without --server):
 @click.pass_context
 def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
           trace_file: str | None, consent_file: str | None, state_file: str | None,
-          task_file: str | None, model: str,
+          task_file: str | None, rules: str, model: str,
           base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
           fields: str | None, server: str | None, thread_id: str | None,
           idempotency_key: str | None) -> None:  # fmt: skip
@@ -206,20 +210,21 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     """
     if (trace_file is None) == (agent_input is None or agent_output is None):
         raise click.UsageError("give --input and --output, or --trace")
-    if trace_file is None and (consent_file or state_file or task_file):
-        raise click.UsageError("--consent, --state and --task go with --trace")
+    if trace_file is None and (consent_file or state_file or task_file or rules != "all"):
+        raise click.UsageError("--consent, --state, --task and --rules go with --trace")
     task = _task(task_file)
     if server is not None:  # before any heavy import: the hook pays the interpreter only
         ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
                                consent_file, state_file, quiet, fields, thread_id,
-                               idempotency_key, task))  # fmt: skip
+                               idempotency_key, task, rules))  # fmt: skip
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
     try:
         decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
                                       consent_file, state_file, model, base_url, memory_dir,
-                                      memory_url, quiet, fields, thread_id, task)  # fmt: skip
+                                      memory_url, quiet, fields, thread_id, task,
+                                      rules)  # fmt: skip
     except click.UsageError:
         raise  # exits 2 already
     except click.ClickException as exc:  # a file, profile or setting it could not read
@@ -233,7 +238,7 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
                 state_file: str | None, model: str, base_url: str | None,
                 memory_dir: str | None, memory_url: str | None, quiet: bool,
                 fields: str | None, thread_id: str | None,
-                task: Any = None) -> tuple[Any, str]:  # fmt: skip
+                task: Any = None, rules: str = "all") -> tuple[Any, str]:  # fmt: skip
     """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
@@ -255,7 +260,7 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     with without_zygote():  # one decision, then exit: a fork of this process, no zygote
         if trace_file is not None:
             decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id,
-                                    task)  # fmt: skip
+                                    task, rules)  # fmt: skip
         else:
             decision = guard.check(_text(agent_input or "", "--input"),
                                    _text(agent_output or "", "--output"))  # fmt: skip
@@ -271,7 +276,7 @@ def _check_server(ctx: click.Context, server: str, profile: str, agent_input: st
                   agent_output: str | None, trace_file: str | None, consent_file: str | None,
                   state_file: str | None, quiet: bool, fields: str | None,
                   thread_id: str | None, idempotency_key: str | None,
-                  task: Any = None) -> int:  # fmt: skip
+                  task: Any = None, rules: str = "all") -> int:  # fmt: skip
     """`check --server`: deployment options belong to the service, thread state too."""
     from guardagent.service.remote import check_remote
 
@@ -286,6 +291,7 @@ def _check_server(ctx: click.Context, server: str, profile: str, agent_input: st
         agent_input=None if agent_input is None else _text(agent_input, "--input"),
         agent_output=None if agent_output is None else _text(agent_output, "--output"),
         thread_id=thread_id, idempotency_key=idempotency_key, fields=fields, task=task,
+        rules=rules,
     )  # fmt: skip
 
 
@@ -303,7 +309,7 @@ def _task(task_file: str | None) -> Any:
 
 def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
                  state_file: str | None, thread_id: str | None = None,
-                 task: Any = None) -> Any:  # fmt: skip
+                 task: Any = None, rules: str = "all") -> Any:  # fmt: skip
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -325,7 +331,7 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
             return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
         decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
-                                     task=task)  # fmt: skip
+                                     task=task, rules=rules)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:

@@ -216,3 +216,142 @@ def test_reading_the_question_is_linear_in_the_models_text() -> None:
     for unit in ("May I delete the project planer ", "Is it planner? ", "1,2 "):
         small, large = cost(20_000, unit), cost(200_000, unit)
         assert large < 30 * max(small, 0.01), (unit, small, large)
+
+
+# -- flags: a boolean or null argument changes what the call does, so it must be named -----
+
+
+@pytest.mark.parametrize("args,question", [
+    ({"project": "planner", "force": True}, "May I delete the project `planner`?"),
+    ({"project": "planner", "recursive": True}, "May I delete the project planner?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner?"),
+    ({"project": "planner", "backup": None}, "May I delete the project planner?"),
+    ({"project": "planner", "options": {"purge": True}}, "May I delete the project planner?"),
+    ({"project": "planner", "force": True}, "May I delete the project planner? force: false"),
+    ({"project": "planner", "force": False}, "May I delete the project planner with force?"),
+])  # fmt: skip
+def test_a_flag_the_question_never_named_is_not_approved(
+    args: dict[str, Any], question: str
+) -> None:
+    got, facts = fact(asked("Yes, go ahead.", question),
+                      {"id": "d1", "name": "delete_project", "args": args})
+    assert got.value is False, (args, question, got.detail)
+    assert not facts.consumed
+
+
+@pytest.mark.parametrize("args,question", [
+    ({"project": "planner", "force": True}, "May I force-delete the project `planner`?"),
+    ({"project": "planner", "force": True}, "May I delete the project planner with force?"),
+    ({"project": "planner", "recursive": True},
+     "May I delete the project planner (recursive=true)?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner, dry_run: false?"),
+    ({"project": "planner", "dry_run": False}, "May I delete the project planner (dry run false)?"),
+    ({"project": "planner", "backup": None}, "May I delete the project planner, backup=null?"),
+])  # fmt: skip
+def test_a_flag_named_by_its_argument_is_approved(args: dict[str, Any], question: str) -> None:
+    got, _ = fact(asked("Yes, go ahead.", question),
+                  {"id": "d1", "name": "delete_project", "args": args})
+    assert got.value is True, (args, question, got.detail)
+
+
+@pytest.mark.parametrize("value", ["../planner", "/planner", "planner*", "~/planner", "planner/",
+                                   "-planner", "planner/*", "*planner", "planner."])  # fmt: skip
+def test_punctuation_around_a_value_is_part_of_it(value: str) -> None:
+    # "../planner" is another directory and "planner*" a glob over many: a question naming
+    # "planner" names neither
+    call_ = ToolCall("delete_project", {"project": value}, "d1", 9)
+    assert not names_call("May I delete the project `planner`?", call_), value
+    assert not names_call("May I delete the project planner?", call_), value
+    assert not names_call("May I delete the project **planner**?", call_), value
+    if not value.startswith("*") and not value.endswith(("*", ".")):  # else: never named
+        assert names_call(f"May I delete the project {value}?", call_), value
+        assert names_call(f"May I delete the project `{value}`?", call_), value
+
+
+def test_quotes_and_sentence_marks_around_a_plain_value_still_name_it() -> None:
+    call_ = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
+    for question in ("May I delete the project `planner`?", 'May I delete "planner"?',
+                     "May I delete the project **planner**?", "May I delete _planner_?",
+                     "May I delete the project planner?", "May I delete (planner)?",
+                     "Delete the project «planner», ok?", "Planner: may I delete the project?"):
+        assert names_call(question, call_), question
+    assert names_call("May I delete notes.txt?", ToolCall("delete_file", {"path": "notes.txt"},
+                                                          None, 9))  # fmt: skip
+
+
+# -- roles: two values of one kind in two arguments must be named in the label's order -------
+
+MOVE = ToolCall("move_file", {"src": "notes", "dst": "planner"}, "m1", 9)
+TRANSFER = ToolCall("transfer", {"from_iban": "CH9300762011623852957",
+                                 "to_iban": "GB82WEST12345698765432", "amount": 50}, None, 9)
+ORDER = {"move_file": ("src", "dst"), "transfer": ("from_iban", "to_iban", "amount")}
+
+
+def test_swapped_roles_are_not_named() -> None:
+    # "move planner to notes" overwrites notes; the call overwrites planner
+    assert not names_call("May I move planner to notes?", MOVE, order=ORDER["move_file"])
+    assert names_call("May I move notes to planner?", MOVE, order=ORDER["move_file"])
+    swapped = "May I transfer CHF 50 from GB82 WEST 1234 5698 7654 32 to CH93 0076 2011 6238 5295 7?"
+    assert not names_call(swapped, TRANSFER, order=ORDER["transfer"])
+    right = "May I transfer CHF 50 from CH93 0076 2011 6238 5295 7 to GB82 WEST 1234 5698 7654 32?"
+    assert names_call(right, TRANSFER, order=ORDER["transfer"])
+    # without the label's order the roles cannot be told apart: never named
+    assert not names_call("May I move notes to planner?", MOVE)
+    # values of different kinds (an IBAN, an amount) cannot swap: any order
+    pay = ToolCall("send_money", {"iban": "GB82WEST12345698765432", "amount": 4950.0}, None, 9)
+    assert names_call("Shall I send CHF 4,950 to GB82 WEST 1234 5698 7654 32?", pay)
+
+
+def test_the_predicate_takes_the_order_from_the_label() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]}}})
+    messages = asked("Yes, go ahead.", "May I move planner to notes?")
+    proposed = {"id": "m1", "name": "move_file", "args": {"dst": "planner", "src": "notes"}}
+    facts = analyze(parse_trace(messages, proposed), labels)
+    assert facts.fact(CHAT).value is False
+    proposed["args"] = {"dst": "notes", "src": "planner"}
+    assert analyze(parse_trace(messages, proposed), labels).fact(CHAT).value is True
+
+
+def test_an_earlier_use_counts_whatever_the_order_of_its_values() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]}}})
+    messages = [*asked("Yes, go ahead.", "May I move planner to notes?"),
+                call("m0", "move_file", {"src": "notes", "dst": "planner"}), tool("m0", "moved")]
+    proposed = {"id": "m1", "name": "move_file", "args": {"src": "planner", "dst": "notes"}}
+    assert analyze(parse_trace(messages, proposed), labels).fact(CHAT).value is False
+
+
+def test_the_verb_alone_names_a_tool_only_when_no_other_labelled_tool_shares_it() -> None:
+    labels = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+        "delete_all_projects": {"results": "trusted", "effect": "irreversible",
+                                "args": ["project"]}}})  # fmt: skip
+
+    def approved(question: str, tool_name: str) -> bool | None:
+        proposed = {"id": "d1", "name": tool_name, "args": {"project": "planner"}}
+        return analyze(parse_trace(asked("Yes.", question), proposed), labels).fact(CHAT).value
+
+    assert approved("May I delete the project planner?", "delete_all_projects") is False
+    assert approved("Okay to delete planner?", "delete_all_projects") is False
+    assert approved("Okay to delete planner?", "delete_project") is False, "which delete?"
+    assert approved("May I delete the project planner?", "delete_project") is True
+    assert approved("May I delete all projects, planner first?", "delete_all_projects") is True
+    proposed = {"id": "d1", "name": "delete_project", "args": {"project": "planner"}}
+    messages = asked("Yes.", "Okay to delete planner?")
+    for other in ({"delete_*": {"results": "trusted", "args": ["project", "force"]}},
+                  {"*": {"results": "trusted", "other_args": "allow"}}):
+        patterned = Labels.from_mapping({"tools": {
+            "list_projects": {"results": "trusted", "effect": "read", "args": []},
+            "delete_project": {"results": "trusted", "effect": "irreversible",
+                               "args": ["project"]}, **other}})  # fmt: skip
+        assert analyze(parse_trace(messages, proposed), patterned).fact(CHAT).value is False
+    # a tool sharing the verb that cannot take this call's arguments is no sibling
+    other_kind = Labels.from_mapping({"tools": {
+        "list_projects": {"results": "trusted", "effect": "read", "args": []},
+        "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+        "delete_email": {"results": "trusted", "effect": "irreversible", "args": ["id"]}}})
+    assert analyze(parse_trace(messages, proposed), other_kind).fact(CHAT).value is True

@@ -172,3 +172,34 @@ def test_a_predicate_that_fails_while_evaluating_is_open_never_holds() -> None:
     finally:
         del PREDICATES["broken_for_test"]
     assert fact.value is None and "a reader bug" in fact.detail
+
+
+# -- an argument holding addresses is judged as the mail server reads it too ---------------
+
+
+@pytest.mark.parametrize("to", ["eve@evil.io, bob@x.ch", "eve@evil.io,bob@x.ch",
+                                "Eve <eve@evil.io>, bob@x.ch", "eve@evil.io;bob@x.ch",
+                                "eve@evil.io\nbob@x.ch"])  # fmt: skip
+@pytest.mark.parametrize("expression", ['arg_glob("to", "*@x.ch")', r'arg_match("to", "@x\\.ch$")',
+                                        'arg_similar("to", "bob@x.ch", 60, "partial_ratio")'])
+def test_a_list_of_addresses_is_not_read_as_its_last_one(to: str, expression: str) -> None:
+    # the mail server sends to every address of the list: an allow-list over the whole
+    # text ("ends in @x.ch") must not pass eve@evil.io along with bob
+    assert value("send_email", {"to": to}, expression) is not True, (to, expression)
+
+
+@pytest.mark.parametrize(("to", "expression"), [
+    # a deny-list: the whole text is no forbidden address, but the server reads one in it
+    ("Bob <bob@evil.io>", 'arg_glob("to", "*@evil.io")'),
+    ("Bob <bob@evil.io>", 'arg_equals("to", "bob@evil.io")'),
+    ("bob@x.ch, boss@x.ch", 'arg_in("to", ["boss@x.ch"], match="any")'),
+    ("bob@x.ch, BOSS@X.CH", 'arg_equals("to", "boss@x.ch", match="any")'),
+])  # fmt: skip
+def test_an_address_inside_the_text_is_not_hidden_from_a_deny_list(to: str, expression: str) -> None:
+    assert value("send_email", {"to": to}, expression) is not False, (to, expression)
+
+
+def test_one_plain_address_reads_as_before() -> None:
+    assert value("send_email", {"to": "bob@x.ch"}, 'arg_glob("to", "*@x.ch")') is True
+    assert value("send_email", {"to": "eve@evil.io"}, 'arg_glob("to", "*@x.ch")') is False
+    assert value("send_email", {"to": ["bob@x.ch", "ann@x.ch"]}, 'arg_glob("to", "*@x.ch")') is True

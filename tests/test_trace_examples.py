@@ -209,3 +209,17 @@ def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) 
     assert finding.severity == "warning" and finding.predicates == ("value_only_from_page",)
     assert "'vaule'" in finding.message and finding.location and ":" in finding.location
     assert check_policy(BROWSER_POLICY).codes("warning") == []
+
+
+def test_policy_check_warns_on_a_label_without_args(tmp_path: Path) -> None:
+    text = BROWSER_POLICY.read_text(encoding="utf-8")
+    planted = text.replace("goto: {results: untrusted, effect: read, args: [url]}",
+                           "goto: {results: untrusted, effect: read}")
+    assert planted != text
+    path = tmp_path / "policy.yaml"
+    path.write_text(planted, encoding="utf-8")
+    report = check_policy(path)
+    assert report.ok, "a warning, not an error: the policy still loads"
+    [finding] = [f for f in report.findings if f.code == "label_without_args"]
+    assert finding.severity == "warning" and "'goto'" in finding.message
+    assert "undeclared_argument" in finding.message

@@ -476,3 +476,103 @@ def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> Non
                        "secret_flow()", 'arg_invented("*")', 'navigation_in_scope("example.com?x=*")'):
         assert facts.fact(expression).value in (True, False, None)
     assert read_argument("0\ud800") and extract_values(reading_form("0\ud800 bob@x.ch")) is not None
+
+
+# -- open redirects: a URL carrying another URL is judged by that target too ---------------
+
+
+@pytest.mark.parametrize(("url", "scope"), [
+    ("https://trusted.example/redirect?url=https://evil.example/", '"trusted.example"'),
+    ("https://www.google.com/url?q=https://evil.example/&sa=D", '"*.google.com", "google.com"'),
+    ("https://trusted.example/r?to=https%3A%2F%2Fevil.example%2Flogin", '"trusted.example"'),
+    ("https://trusted.example/r?to=https%253A%252F%252Fevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=//evil.example/x", '"trusted.example"'),
+    ("https://trusted.example/r?next=%2F%2Fevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=/%5Cevil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=%09//evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=www.evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?next=evil.com/login", '"trusted.example"'),
+    ("https://trusted.example/r?a=1&next=HTTPS:evil.example", '"trusted.example"'),
+    ("https://trusted.example/login#next=https://evil.example", '"trusted.example"'),
+    ("https://trusted.example/out/https://evil.example/", '"trusted.example"'),
+    ("https://trusted.example/out/https%3A%2F%2Fevil.example/", '"trusted.example"'),
+    ("https://trusted.example/r?u=https://trusted.example/r?u=https://evil.example",
+     '"trusted.example"'),
+    ("https://trusted.example/r?u=https%3A%2F%2Ftrusted.example%2Fr%3Fu%3Dhttps%253A%252F%252Fevil.example",
+     '"trusted.example"'),
+    ("https://trusted.example/r?u=ftp://evil.example/", '"trusted.example"'),
+    ("https://trusted.example/r?u=foo://evil.example/", '"trusted.example"'),
+    # a query glob says which queries the page takes, not where it may send the browser
+    ("https://www.google.com/url?q=https://evil.example/", '"google.com/url?q=*"'),
+    ("https://shop.example/orders?status=open&next=https://evil.example",
+     '"shop.example/orders?status=*"'),
+    ("https://shop.example/help#faq&next=//evil.example", '"shop.example/help#faq*"'),
+])  # fmt: skip
+def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) -> None:
+    assert goto_facts(url, scope) is False, url
+
+
+@pytest.mark.parametrize(("url", "scope"), [
+    ("https://trusted.example/r?url=https://trusted.example/home", '"trusted.example"'),
+    ("https://trusted.example/r?next=/account/settings", '"trusted.example"'),
+    ("https://trusted.example/search?q=red+shoes&page=2", '"trusted.example"'),
+    ("https://trusted.example/r?url=https://docs.example/a", '"trusted.example", "docs.example"'),
+    ("https://trusted.example/a#section-2", '"trusted.example"'),
+    ("https://www.google.com/url?q=https://docs.example/", '"google.com/url?q=*", "docs.example"'),
+    ("https://trusted.example/c?price=1.5&v=2024.05", '"trusted.example"'),
+])  # fmt: skip
+def test_a_url_whose_targets_are_inside_stays_inside(url: str, scope: str) -> None:
+    assert goto_facts(url, scope) is True, url
+
+
+def test_a_target_after_many_plain_parameters_is_still_judged() -> None:
+    padding = "&".join(f"p{i}=v{i}" for i in range(600))
+    for tail in ("next=https://evil.example/", "u=next%3Dhttps%253A%252F%252Fevil.example"):
+        url = f"https://trusted.example/r?{padding}&{tail}"
+        assert goto_facts(url, '"trusted.example"') is False, tail
+
+
+def test_reading_carried_urls_is_linear() -> None:
+    import time
+
+    from guardagent.trace.redirects import carried
+    from guardagent.trace.urls import parse_url
+
+    def cost(n: int) -> float:
+        where = parse_url("https://trusted.example/r?" + "a=b%2526c%253Dd&" * n, False).where
+        started = time.perf_counter()
+        carried(where)
+        return time.perf_counter() - started
+
+    cost(10)
+    small, large = min(cost(500) for _ in range(3)), min(cost(5000) for _ in range(3))
+    assert large < 40 * small + 0.05, (small, large)
+
+
+_param = st.from_regex(r"[a-z]{1,6}=[a-z0-9]{0,6}", fullmatch=True)
+
+
+@st.composite
+def _redirects(draw: st.DrawFn) -> tuple[str, str]:
+    """A URL on trusted.example carrying one target (in a layout the reader was not written
+    for): encoded 0-3 times, in the query or the fragment, among plain parameters."""
+    from urllib.parse import quote
+
+    target = draw(st.sampled_from(["https://{h}/x", "//{h}/x", "/\\{h}", "https:{h}",
+                                   "www.{h}.com/x", "{h}.com", "HTTP://{h}/?a=1&b=2"]))
+    host = draw(st.sampled_from(["evil", "trusted"]))
+    text = target.format(h=f"{host}.example" if "com" not in target else host)
+    for _ in range(draw(st.integers(0, 3))):
+        text = quote(text, safe="")
+    params = draw(st.lists(_param, max_size=4))
+    params.insert(draw(st.integers(0, len(params))), f"{draw(st.sampled_from(['u', 'next', 'q']))}={text}")
+    where = draw(st.sampled_from(["?", "#", "/r?x=1#"]))
+    return "https://trusted.example/r" + where + "&".join(params), host
+
+
+@given(_redirects())
+@settings(max_examples=200, deadline=None)
+def test_a_carried_target_decides_in_every_layout(case: tuple[str, str]) -> None:
+    url, host = case
+    scopes = '"trusted.example", "trusted.com", "www.trusted.com"'
+    assert goto_facts(url, scopes) is (host == "trusted"), url

@@ -326,3 +326,63 @@ def test_a_respelled_tool_name_is_never_labelled(name: str, edit: str, at: int) 
         prepare_trace_event(_trace(proposed={"name": spelled, "args": {"to": "x@y.ch"}}),
                             labels=labels, bindings={"a": 'tool_is("x")'})  # fmt: skip
     assert caught.value.reason == "unlabelled_tool"
+
+
+# -- arguments the label does not declare (residual of issue 19): denied, never unchecked ---
+
+EVIL_IBAN = "CH4431999123000889012"
+
+
+@pytest.mark.parametrize("extra", [{"Iban": EVIL_IBAN}, {"iban\u200b": EVIL_IBAN},
+                                   {"iban ": EVIL_IBAN}, {"beneficiary": EVIL_IBAN},
+                                   {"iban.x": EVIL_IBAN}, {"bcc": "eve@evil.io"}])  # fmt: skip
+def test_an_argument_the_label_does_not_declare_is_denied_naming_it(
+    guard: GuardAgent, extra: dict[str, Any]
+) -> None:
+    # the user named the IBAN and the amount: the declared arguments pass every rule, and
+    # a tool that reads the other argument (a case-insensitive binder, a second payee
+    # field) would pay the injected IBAN
+    t = _trace(proposed={"name": "send_money", "args": {"iban": IBAN, "amount": 100, **extra}})
+    t["messages"][1]["content"] = f"Please pay CHF 100 to {IBAN}."
+    clean = guard.check_trace(t["messages"], {"name": "send_money",
+                                              "args": {"iban": IBAN, "amount": 100}})
+    assert clean.allowed, clean.reason
+    decision = guard.check_trace(t["messages"], t["proposed_call"])
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "undeclared_argument"
+    assert repr(next(iter(extra)))[1:-1] in decision.reason
+
+
+@pytest.mark.parametrize("value", [{"iban": IBAN, "IBAN": EVIL_IBAN},
+                                   [{"to": IBAN, "T\u200bO": EVIL_IBAN}]])  # fmt: skip
+def test_keys_of_one_object_that_read_alike_are_denied(guard: GuardAgent, value: Any) -> None:
+    # a nested object whose keys differ only in case or an invisible character: which one
+    # the tool reads is the tool's choice, so the guard cannot say what the call does
+    t = _trace(proposed={"name": "send_money", "args": {"iban": value, "amount": 100}})
+    t["messages"][1]["content"] = f"Please pay CHF 100 to {IBAN}."
+    decision = guard.check_trace(t["messages"], t["proposed_call"])
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"
+
+
+def test_other_args_allow_is_the_deployers_explicit_opt_out() -> None:
+    from guardagent.trace import LabelError, Labels
+    from guardagent.trace.guard import prepare_trace_event
+
+    raw = {"tools": {"search": {"results": "untrusted", "effect": "read", "args": ["q"],
+                                "other_args": "allow"},
+                     "lookup": {"results": "untrusted", "effect": "read"}}}  # fmt: skip
+    labels = Labels.from_mapping(raw)
+    assert Labels.from_mapping(labels.to_json()) == labels
+    messages = [{"role": "user", "content": "Find shoes."}]
+    event = prepare_trace_event(messages, {"name": "search", "args": {"q": "shoes", "page": 2}},
+                                labels=labels, bindings={"p": 'arg_invented("*")'})  # fmt: skip
+    assert event.facts["p"].value is True  # the extra argument is judged by "*" predicates
+    with pytest.raises(UnreadableEvidence) as denied:
+        prepare_trace_event(messages, {"name": "lookup", "args": {"q": "shoes"}},
+                            labels=labels, bindings={})  # fmt: skip
+    assert denied.value.reason == "undeclared_argument" and "no args" in denied.value.detail
+    assert prepare_trace_event(messages, {"name": "lookup", "args": {}}, labels=labels,
+                               bindings={}).trace.call.name == "lookup"  # fmt: skip
+    with pytest.raises(LabelError, match="other_args"):
+        Labels.from_mapping({"tools": {"x": {"other_args": True}}})

@@ -392,7 +392,7 @@ def _assignments(model: PolicyModel) -> list[Finding]:
 
 
 def _arguments(model: PolicyModel) -> list[Finding]:
-    """Trace predicates naming an argument no labelled tool declares (`args` in the labels).
+    """Labels without `args`, and trace predicates naming an argument no tool declares.
 
     ``arg_from_user("recipent")`` holds for every call (no value to trace), so a typo turns a
     rule off without a sound; with the tools' argument names in the labels it is found here.
@@ -402,6 +402,16 @@ def _arguments(model: PolicyModel) -> list[Finding]:
     from guardagent.trace.predicates import unknown_arguments
 
     out: list[Finding] = []
+    labels = model.labels
+    for tool, label in [*labels.tools.items(), *labels.patterns]:
+        if label.args is None and not label.other_args:
+            out.append(Finding(
+                "warning", "label_without_args",
+                f"tool {tool!r}: its label lists no `args`, so every call of it with an "
+                "argument is denied (undeclared_argument); list the argument names under "
+                "`args` (`guardagent profile init --tools` fills them) or set "
+                "`other_args: allow`",
+            ))  # fmt: skip
     for name, expression in model.trace_bindings.items():
         pred = model.by_name[name]
         try:

@@ -31,7 +31,7 @@ VALUE_OPTIONS = {
     "--profile": "profile", "--input": "agent_input", "--output": "agent_output",
     "--trace": "trace_file", "--consent": "consent_file", "--task": "task_file",
     "--fields": "fields", "--server": "server", "--thread-id": "thread_id",
-    "--idempotency-key": "idempotency_key",
+    "--idempotency-key": "idempotency_key", "--rules": "rules",
 }  # fmt: skip
 FLAG_OPTIONS = {"--quiet": "quiet"}
 LEFT_TO_CLICK = frozenset({"--state", "--model", "--base-url", "--memory-dir", "--memory-url",
@@ -74,7 +74,9 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     if ("trace_file" in options) == pair or (len({"agent_input", "agent_output"} & set(options))
                                              == 1):  # fmt: skip
         return None
-    if "trace_file" not in options and {"consent_file", "task_file"} & set(options):
+    if "trace_file" not in options and {"consent_file", "task_file", "rules"} & set(options):
+        return None
+    if options.get("rules", "all") not in ("all", "applied"):
         return None
     return options
 
@@ -131,6 +133,19 @@ def consent_records(path: str) -> list[Any]:
     return records
 
 
+def applied_rules(decision: dict[str, Any]) -> dict[str, Any]:
+    """The decision listing only the rules that applied (as ``check_trace(rules="applied")``).
+
+    The service lists every rule; this keeps the same ones the local check keeps, those
+    whose status is not ``not_applicable``.
+    """
+    rules = decision.get("rules")
+    if not isinstance(rules, list):
+        return decision
+    kept = [r for r in rules if not (isinstance(r, dict) and r.get("status") == "not_applicable")]
+    return {**decision, "rules": kept}
+
+
 def show(decision: dict[str, Any], quiet: bool, fields: str | None) -> str:
     """The decision as `check` prints it: `--quiet` drops the program, `--fields` picks."""
     shown = dict(decision)
@@ -181,6 +196,8 @@ def send(client: GuardClient, options: dict[str, Any], inputs: dict[str, Any]) -
             return EXIT_DENY
         sys.stderr.write(f"error: {exc}\n")
         decision = unreachable_denial(str(exc), profile)
+    if options.get("rules") == "applied":  # check_trace(rules="applied"), on the answer
+        decision = applied_rules(decision)
     sys.stdout.write(show(decision, bool(options.get("quiet")), options.get("fields")) + "\n")
     sys.stdout.flush()
     if decision.get("allowed") is True:

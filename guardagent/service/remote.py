@@ -43,7 +43,7 @@ def _consent(consent_file: str | None) -> list[Any] | None:
 def check_remote(server: str, profile: str, *, agent_input: str | None,
                  agent_output: str | None, trace_file: str | None, consent_file: str | None,
                  thread_id: str | None, idempotency_key: str | None, quiet: bool,
-                 fields: str | None, task: Any = None) -> int:  # fmt: skip
+                 fields: str | None, task: Any = None, rules: str = "all") -> int:  # fmt: skip
     """Send the event or trace, print the decision JSON, return the exit status.
 
     Raises:
@@ -58,7 +58,7 @@ def check_remote(server: str, profile: str, *, agent_input: str | None,
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--server") from None
     options = {"profile": profile, "thread_id": thread_id, "idempotency_key": idempotency_key,
-               "quiet": quiet, "fields": fields}  # fmt: skip
+               "quiet": quiet, "fields": fields, "rules": rules}  # fmt: skip
     inputs: dict[str, Any]
     if trace_file is not None:
         consent = _consent(consent_file)  # files first, as the hook reads them

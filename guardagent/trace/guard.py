@@ -6,7 +6,9 @@ a few lines:
 
 1. read the trace (:func:`~guardagent.trace.messages.parse_trace`, size limit, nothing cut)
    and refuse a proposed call of a tool the labels do not name (``unlabelled_tool``: the
-   policy's rules never see it, whatever they say) and host records that do not read
+   policy's rules never see it, whatever they say), one with an argument its label does not
+   declare or two keys that read alike (``undeclared_argument``, ``ambiguous_argument``:
+   :mod:`~guardagent.trace.declared`) and host records that do not read
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable); when this process served the thread's previous call, step 1
@@ -29,6 +31,7 @@ from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.budget import reading_budget
+from guardagent.trace.declared import check_argument_names
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import (
     FINAL_ANSWER,
@@ -140,6 +143,7 @@ def prepare_trace_event(
         if not labels.label(name).labelled:
             unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
                        "matched exactly); a tool with no label is denied")  # fmt: skip
+        check_argument_names(name, trace.call.args, labels.label(name))
         consent = _readable_consent(consent)
         index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
         index = TraceIndex.from_json(index_state, region=labels.phone_region,

@@ -13,8 +13,11 @@ gets two labels (and two optional facts):
 - ``recipients``: for a ``send`` tool, the arguments that say where the data goes (``to``,
   ``cc``, ``iban``); without them, every e-mail address, phone number, URL and IBAN in the
   call's arguments counts as a recipient.
-- ``args``: the argument names from the tool's schema; when given, a rule that names an
-  argument the tool does not have is a configuration error instead of a silent no-op.
+- ``args``: the argument names from the tool's schema, a closed list: a proposed call with
+  an argument not in it (compared exactly) is denied, and so is a call with any argument of
+  a tool whose label has no ``args`` (``undeclared_argument``, see
+  :mod:`guardagent.trace.declared`), unless the label sets ``other_args: allow``. A rule
+  that names an argument no tool declares is a configuration error, not a silent no-op.
 - ``untrusted_fields``: for a ``trusted`` tool whose records carry text others write (a
   transaction's subject, an invite's title, a contact's note): field paths (``$[*].subject``)
   of its structured results, read as untrusted; with ``result_format`` (``json``, ``yaml``
@@ -62,7 +65,7 @@ SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"
 
 EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible", "navigate")
 _KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description",
-                   "untrusted_fields", "result_format", "columns"})  # fmt: skip
+                   "untrusted_fields", "result_format", "columns", "other_args"})  # fmt: skip
 
 
 class LabelError(ValueError):
@@ -87,6 +90,8 @@ class ToolLabel:
         untrusted_fields: Paths of the fields of its results that others write.
         result_format: How its results are structured (for `untrusted_fields`).
         columns: Cells per line of a ``listing`` result.
+        other_args: The deployer accepts argument names outside `args` (``other_args:
+            allow``); by default a call carrying one is denied.
     """
 
     results: Trust = "untrusted"
@@ -98,6 +103,7 @@ class ToolLabel:
     untrusted_fields: tuple[FieldPath, ...] = ()
     result_format: ResultFormat = "json"
     columns: int | None = None
+    other_args: bool = False
 
 
 UNLABELLED = ToolLabel(labelled=False)
@@ -160,6 +166,8 @@ class Labels:
                 out["result_format"] = lab.result_format
             if lab.columns is not None:
                 out["columns"] = lab.columns
+            if lab.other_args:
+                out["other_args"] = "allow"
             return out
 
         tools = {name: one(lab) for name, lab in self.tools.items()}
@@ -251,7 +259,11 @@ def _label(name: str, raw: Any, problems: list[str]) -> ToolLabel | None:
         problems.append(f"{name}: recipients {sorted(set(recipients) - set(args))} are not "
                         "among its args")  # fmt: skip
     fields, fmt, columns = _fields(name, raw, results, problems)
-    return ToolLabel(results, effect, sensitive, recipients, args, True, fields, fmt, columns)
+    other = raw.get("other_args", "deny")
+    if other not in ("allow", "deny"):
+        problems.append(f"{name}: other_args must be 'allow' or 'deny', not {other!r}")
+    return ToolLabel(results, effect, sensitive, recipients, args, True, fields, fmt, columns,
+                     other == "allow")  # fmt: skip
 
 
 def _fields(

@@ -30,7 +30,9 @@ trusted source. A send call without a readable recipient counts as going to an u
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,9 +40,17 @@ from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
+from guardagent.trace.redirects import MAX_DEPTH, carried
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
-from guardagent.trace.values import Value, normalize_text, read_scalar, reading_form, secret_like
+from guardagent.trace.values import (
+    Value,
+    normalize_text,
+    read_argument,
+    read_scalar,
+    reading_form,
+    secret_like,
+)
 
 Status = Literal["ok", "error", "any"]
 RECIPIENT_KINDS = frozenset({"email", "phone", "url", "iban"})
@@ -129,8 +139,68 @@ def _status(text: Any) -> Status:
     return text  # type: ignore[no-any-return]
 
 
+class UnsureReading(Exception):
+    """An address the mail server's reading cannot read: the pattern's answer is open."""
+
+
+_SENT: ContextVar[bool] = ContextVar("guardagent_pattern_sent_reading", default=False)
+_TOUCHED: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_touched", default=None)
+
+
+def sent_pieces(actual: Any) -> list[str | None] | None:
+    """A value holding addresses as the mail server reads it: each address (None: unreadable).
+
+    None when the value is no string holding ``@``, or is one plain address (its text is
+    the address). A line break beside an ``@`` is unreadable (a header injection).
+    """
+    if not isinstance(actual, str) or "@" not in actual:
+        return None
+    if "\n" in actual or "\r" in actual:
+        return [None]
+    found = [v for v, _ in read_argument(actual) if v.kind == "email"]
+    if not found or (len(found) == 1 and found[0].text == actual):
+        return None
+    return [v.keys[0].removeprefix("email:")
+            if v.placed and v.keys and v.keys[0].startswith("email:") else None
+            for v in found]  # fmt: skip
+
+
+@contextmanager
+def pattern_reading(sent: bool) -> Iterator[list[bool]]:
+    """Match call patterns as written (False) or as the mail server reads addresses (True).
+
+    Yields a list that gets an entry whenever a value holding addresses was compared, so a
+    caller reads a second time only when the two readings can differ.
+    """
+    touched: list[bool] = []
+    tokens = (_SENT.set(sent), _TOUCHED.set(touched))
+    try:
+        yield touched
+    finally:
+        _TOUCHED.reset(tokens[1])
+        _SENT.reset(tokens[0])
+
+
 def same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
-    """Whether an argument value equals an expected one, by kind (or matches a glob)."""
+    """Whether an argument value equals an expected one, by kind (or matches a glob).
+
+    Inside :func:`pattern_reading` with ``sent=True``, a value holding addresses is its
+    addresses (:func:`sent_pieces`: one matching is enough, as for a list); an unreadable one
+    raises :class:`UnsureReading`.
+    """
+    touched = _TOUCHED.get()
+    if touched is not None:
+        pieces = sent_pieces(actual)
+        if pieces is not None:
+            touched.append(True)
+            if _SENT.get():
+                if None in pieces:
+                    raise UnsureReading(str(actual)[:80])
+                return any(_same_value(p, expected, region) for p in pieces)
+    return _same_value(actual, expected, region)
+
+
+def _same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
     if isinstance(expected, bool) or expected is None or isinstance(actual, bool):
         return actual is expected if isinstance(expected, bool) else actual == expected
     if isinstance(expected, str) and any(c in expected for c in "*?["):
@@ -290,12 +360,40 @@ def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
     return out
 
 
-def scope_verdict(value: Value | None, scopes: Sequence[Scope]) -> bool | None:
-    """Whether a URL is inside one of the scopes: True, False, or None (readings disagree)."""
+def scope_verdict(
+    value: Value | None, scopes: Sequence[Scope], depth: int = 0
+) -> bool | None:
+    """Whether a URL is inside one of the scopes: True, False, or None (readings disagree).
+
+    A URL a scope admits is inside only when every URL it carries (an open redirect's
+    target in its query, fragment or path: :func:`~guardagent.trace.redirects.carried`)
+    is inside one of the scopes too, whatever the scope's query glob (``?status=*`` also
+    matches ``status=open&next=https://evil.example``).
+    """
     if value is None:
         return False
-    verdicts = {s.verdict(value) for s in scopes}
-    return True if True in verdicts else (None if None in verdicts else False)
+    verdicts: set[bool | None] = set()
+    for scope in scopes:
+        verdict = scope.verdict(value)
+        if verdict is True:
+            verdict = _targets_inside(value, scopes, depth)
+            if verdict is True:
+                return True
+        verdicts.add(verdict)
+    return None if None in verdicts else False
+
+
+def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool | None:
+    where = url_location(value)
+    if where is None:
+        return False
+    targets = carried(where)
+    if not targets:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    verdicts = {scope_verdict(t, scopes, depth + 1) for t in targets}
+    return False if False in verdicts else (None if None in verdicts else True)
 
 
 def out_of_scope(

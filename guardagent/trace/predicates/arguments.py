@@ -36,6 +36,7 @@ from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
 from guardagent.trace.records import section_ref
 from guardagent.trace.state import flatten
+from guardagent.trace.temporal import sent_pieces
 from guardagent.trace.values import normalize_text, read_scalar
 
 Test = Callable[[Any], bool | None]
@@ -74,7 +75,7 @@ def _judge(facts: TraceFacts, name: str, arg: str, match: str | None, test: Test
     if not leaves:
         which = "no argument" if arg == "*" else f"argument {arg!r}"
         return Fact(name, None if mode == "every" else False, (), f"{which} has no value")
-    results = [(p, v, test(v)) for p, v in leaves]
+    results = [(p, v, _as_sent(v, test, mode)) for p, v in leaves]
     want: bool | None
     if mode == "every":
         want = False if any(r is False for *_, r in results) else (
@@ -87,6 +88,34 @@ def _judge(facts: TraceFacts, name: str, arg: str, match: str | None, test: Test
                                              what if r else f"not {what}")
                       for p, v, r in deciding[:3])  # fmt: skip
     return Fact(name, want, (), shown)
+
+
+def _combine(verdicts: Sequence[bool | None], mode: str) -> bool | None:
+    """Three-valued ``all`` (`mode` ``every``) or ``any`` of some verdicts."""
+    settles = mode != "every"  # every: one False settles it; any: one True
+    if settles in verdicts:
+        return settles
+    return None if None in verdicts else not settles
+
+
+def _as_sent(value: Any, test: Test, mode: str) -> bool | None:
+    """Test a value as written and, when it holds addresses, as the mail server reads it.
+
+    ``eve@evil.io, bob@x.ch`` ends in ``@x.ch`` as text, but the server sends to both, and
+    ``Bob <bob@evil.io>`` is no ``*@evil.io`` as text, yet is sent there. A string holding
+    ``@`` is also read as its addresses (:func:`~guardagent.trace.temporal.sent_pieces`:
+    an RFC 5322 list, or the addresses inside the text), each tested as ``local@domain``
+    and combined as `mode` combines values; an address that does not validate cannot be
+    read (None), and so is a value with a line break (a header injection, or a URL
+    reader dropping it). When the two readings disagree the value is open (None): a rule
+    that needs it either way denies, whichever way the rule is written.
+    """
+    whole = test(value)
+    sent = sent_pieces(value)  # None: no address, or one plain address (the text is it)
+    if sent is None:
+        return whole
+    pieces = [None if piece is None else test(piece) for piece in sent]
+    return whole if _combine(pieces, mode) == whole else None
 
 
 def _equal(actual: Any, expected: Any, region: str | None) -> bool | None:

@@ -11,17 +11,25 @@ every one of these conditions (else it does not, and the fact says which one fai
   message that answers no question never counts, nor a question buried earlier in the
   message or followed by more text (:func:`final_question`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
-  or its verb "delete" as a word of its own; a misspelt tool word passes at ``similarity``
-  50-100 with ``rapidfuzz``, default 85, but never a word that holds it: "undelete") *and*
+  or its verb "delete" as a word of its own when no other labelled tool that starts with
+  it takes the call's arguments: :func:`~.naming.verb_is_unique`; a
+  misspelt tool word passes at ``similarity`` 50-100 with ``rapidfuzz``, default 85, but
+  never a word that holds it: "undelete") *and*
   every one of its argument values, exactly (``match="both"``, the default: "May I delete
   planner?" approves neither deleting ``notes`` nor ``planner2``, and "May I send CHF 50 to
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
-  values as the same run of whole words (case-folded; inner punctuation kept); a value
-  with an invisible character is never named. A call with no value at all is named by its
-  tool; values longer than :data:`MAX_TARGET_CHARS` (a message body) are content, not
+  values as the same run of whole words (case-folded; punctuation kept but for quotes and
+  brackets around a word and a clause mark after it: ``../planner`` and ``planner*`` are
+  not ``planner``); a value
+  with an invisible character is never named. A flag (a boolean or null argument:
+  ``force=True``) is named by its argument's name, and its value when not true
+  (:class:`_Flag`). A call with no value at all is named by its
+  tool; values longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body) are content, not
   targets, so a call whose every value is content is named by no question.
-  ``match="either"`` takes the tool *or* all values (looser: for tools whose calls the user
+  Values of one kind in two or more arguments must be named in the order of the label's
+  ``args`` (:func:`_in_order`: roles cannot swap). ``match="either"`` takes the tool *or*
+  all values (looser: for tools whose calls the user
   tells apart by either). With ``arg``, every value of that argument must be named (and the
   other arguments need not be);
 - the question is **plain**: it holds no negation, no alternative
@@ -45,20 +53,24 @@ read as a yes (fail closed).
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any
 
-from rapidfuzz import fuzz
-from rapidfuzz.utils import default_process
-
-from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.messages import Message
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.predicates.options import under
+from guardagent.trace.predicates.naming import (
+    ANY_ORDER,
+    MAX_TARGET_CHARS,
+    CallNames,
+    Question,
+    names_call,
+    verb_is_unique,
+)
 from guardagent.trace.provenance import SourceRef
-from guardagent.trace.state import flatten
-from guardagent.trace.values import extract_values, normalize_text, read_scalar
+
+__all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
+           "asked_in_conversation", "final_question", "names_call", "questions", "says_yes"]
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
@@ -66,8 +78,6 @@ MATCHES = ("both", "either")
 _CLOSING = " \t\r\n*_`\"')]}»”’"
 """What may follow the final question (markup and quotes closing around it)."""
 
-MAX_TARGET_CHARS = 200
-"""Argument values longer than this are content, not a target a question names."""
 
 AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
     "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "all right",
@@ -87,30 +97,6 @@ NEGATIVE = frozenset({
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
-# One separator between two digits. No quantifier: constant work per position, linear over
-# attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
-_DIGIT_GROUPS = re.compile(r"(?<=[0-9])[,'’_\u202f\u00a0 ](?=[0-9])")
-
-
-def _clean(text: str) -> str:
-    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined.
-
-    "4,950" and "4 950" read as 4950: a separator between two digits is dropped.
-    """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
-    return " ".join(default_process(text).split())
-
-
-def _words(name: str) -> str:
-    """A tool's name as words: ``delete_project`` and ``deleteProject`` read "delete project"."""
-    spaced: list[str] = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i and name[i - 1].islower():
-            spaced.append(" ")
-        spaced.append(ch)
-    return _clean("".join(spaced).replace("_", " ").replace("-", " ").replace(".", " "))
-
-
 def questions(text: str) -> list[str]:
     """The sentences of a text that end with a question mark (a linear scan).
 
@@ -195,114 +181,6 @@ def _hides_text(text: str) -> bool:
     return False
 
 
-def _phrase(text: str) -> str:
-    """Text as its whole words, joined by single spaces, with one at each end.
-
-    Words are split at whitespace, their outer punctuation stripped (quotes, backticks, a
-    closing "?") and their inner punctuation kept: ``planner-2`` stays itself, ``4,950``
-    reads 4950.
-    """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
-    words = (w.strip(_OUTER) for w in text.split())
-    return " " + " ".join(w for w in words if w) + " "
-
-
-_OUTER = "".join(ch for ch in map(chr, range(0x80)) if not ch.isalnum()) + "’‘“”«»„。！？"
-
-
-class _Question:
-    """One question, read once: its words and the typed values inside it."""
-
-    def __init__(self, text: str, region: str | None) -> None:
-        self.text = text
-        self.phrase = _phrase(text)
-        self.words = _clean(text)
-        found = extract_values(normalize_text(text), region=region)
-        self.keys = frozenset(k for f in found for k in f.value.keys)
-
-
-class _Target:
-    """One argument value the question must name, exactly.
-
-    A typed value by its key (an IBAN re-spaced, an amount regrouped, an address
-    case-folded), else as the same run of whole words; a value with an invisible character
-    is never named (it looks like another).
-    """
-
-    def __init__(self, value: Any, region: str | None) -> None:
-        whole, _ = read_scalar(value, region=region)
-        self.keys = frozenset(whole.keys) if whole is not None else frozenset()
-        hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
-        self.phrase = "" if hidden else _phrase(str(value)).strip()
-
-    def named_in(self, question: _Question) -> bool:
-        if self.keys:
-            return not self.keys.isdisjoint(question.keys)
-        return bool(self.phrase) and f" {self.phrase} " in question.phrase
-
-
-def _targets(call: ToolCall, arg: str | None, region: str | None) -> tuple[list[_Target], int]:
-    """The values a question must name, and how many values (content included) there are."""
-    values: list[_Target] = []
-    count = 0
-    for path, value in flatten(call.args):
-        if arg is not None and not under(path, arg):
-            continue
-        if value is None or isinstance(value, bool):
-            continue
-        count += 1
-        if len(str(value)) <= MAX_TARGET_CHARS:
-            values.append(_Target(value, region))
-    return values, count
-
-
-def _word_named(word: str, question: list[str], similarity: float) -> bool:
-    """A word of the tool's name in the question: the same word, or a misspelling of it.
-
-    A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
-    by it: "undelete", "deleted" and "delet" are other words, never "delete".
-    """
-    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
-                             and w not in word) for w in question)  # fmt: skip
-
-
-def _tool_named(tool: str, question: str, similarity: float) -> bool:
-    """The tool's words ("delete project"), or its verb as a word of its own ("delete")."""
-    words, asked = tool.split(), question.split()
-    if not words:
-        return False
-    if len(words[0]) >= 3 and _word_named(words[0], asked, similarity):
-        return True
-    return all(_word_named(w, asked, similarity) for w in words)
-
-
-class CallNames:
-    """What a question must name to name a call, read once per call (see the module)."""
-
-    def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
-                 match: str = "both", region: str | None = None) -> None:  # fmt: skip
-        self.tool = _words(call.name)
-        self.targets, self.values = _targets(call, arg, region)
-        self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
-
-    def named_by(self, question: str | _Question) -> bool:
-        """Whether a question names the call: its tool and every value, or either."""
-        q = question if isinstance(question, _Question) else _Question(question, self.region)
-        tool_named = _tool_named(self.tool, q.words, self.similarity)
-        if self.arg is not None or self.values:  # every value (of the argument) named
-            target_named = bool(self.targets) and all(t.named_in(q) for t in self.targets)
-        else:
-            target_named = self.match == "both"  # no value at all: its tool names it
-        if self.match == "both":
-            return tool_named and target_named
-        return target_named if self.arg is not None else tool_named or target_named
-
-
-def names_call(question: str, call: ToolCall, **options: Any) -> bool:
-    """Whether a question names a call (options as :class:`CallNames`)."""
-    return CallNames(call, **options).named_by(question)
-
-
 def _quote(text: str, limit: int = 60) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
@@ -326,13 +204,15 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
+    options["order"] = facts.labels.label(call.name).args
+    options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
     final = final_question(asker.text)
     if final is None:
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
                     f"user's last message (message {asker.index}) does not end with a question "
                     "(a yes answers the question right above it)")  # fmt: skip
-    read = [_Question(final, region)]
+    read = [Question(final, region)]
     unclear = next((q for q in read if not _plain_question(q.text)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
@@ -350,8 +230,9 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if not says_yes(answer.text):
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
                     "plain yes")  # fmt: skip
+    earlier = {**options, "order": ANY_ORDER, "verb_alone": True}  # any naming is a use
     used = next((c for c in facts.trace.calls if c.index > answer.index
-                 and any(CallNames(c, **options, region=region).named_by(q) for q in asked)),
+                 and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
                 None)  # fmt: skip
     identity = _identity(answer)
     if used is not None or facts.ledger.used(identity):

@@ -8,6 +8,7 @@ from typing import Any
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import under
+from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import (
@@ -25,6 +26,7 @@ def _refs(facts: TraceFacts, indices: Iterable[int]) -> tuple[SourceRef, ...]:
 
 
 @predicate
+@both_readings
 def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
     """An earlier call matches the pattern."""
     pat = CallPattern.of(pattern, args=args, status=status)
@@ -35,6 +37,7 @@ def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any
 
 
 @predicate
+@both_readings
 def called_at_least(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
                     status: Any = None) -> Fact:  # fmt: skip
     """At least `n` earlier calls match the pattern."""
@@ -45,6 +48,7 @@ def called_at_least(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
 
 
 @predicate
+@both_readings
 def order_holds(facts: TraceFacts, first: Any, then: Any) -> Fact:
     """Every call matching `then` (earlier ones and this one) comes after a `first` call."""
     a, b = CallPattern.of(first), CallPattern.of(then)

@@ -16,6 +16,7 @@ from typing import Any
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.temporal import CallPattern, matches
 
@@ -30,6 +31,7 @@ def _matching(facts: TraceFacts, calls: tuple[ToolCall, ...] | list[ToolCall],
 
 
 @predicate
+@both_readings
 def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
                       status: Any = None) -> Fact:  # fmt: skip
     """The call just before this one (no call in between) matches the pattern."""
@@ -45,6 +47,7 @@ def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
 
 
 @predicate
+@both_readings
 def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
                  status: Any = None) -> Fact:  # fmt: skip
     """One of the last `n` calls before this one matches the pattern."""
@@ -60,6 +63,7 @@ def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
 
 
 @predicate
+@both_readings
 def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
     """No earlier call of the thread matches the pattern (this call is not after one)."""
     pat = CallPattern.of(pattern, args=args, status=status)
@@ -72,6 +76,7 @@ def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any =
 
 
 @predicate
+@both_readings
 def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
             status: Any = None) -> Fact:  # fmt: skip
     """At most `n` calls of the thread match the pattern, this one included if it does."""

@@ -1,0 +1,293 @@
+"""What a question must name to name a call: its tool, and every value in its role.
+
+:func:`~guardagent.trace.predicates.conversation.asked_in_conversation` takes a user's yes
+as consent only to a question that names the proposed call (see that module for the whole
+rule). This module is the naming: :class:`CallNames` reads a call once (its tool's words,
+its value targets, its flags) and tells whether a question names it:
+
+- the tool by its words, or by its verb alone when no other labelled tool shares the verb
+  (:func:`verb_is_unique`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
+- every value exactly: typed values by their key, others as the same whole words with
+  their punctuation (:func:`_phrase`: ``../planner`` is not ``planner``), a flag by its
+  argument's name (:class:`_Flag`); values of one kind in two or more arguments in the
+  order of the label's ``args`` (:func:`_in_order`: roles cannot swap).
+
+Every scan here is linear in the question (one pass per value).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from rapidfuzz import fuzz
+from rapidfuzz.utils import default_process
+
+from guardagent.trace.labels import Labels
+from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.options import under
+from guardagent.trace.state import flatten
+from guardagent.trace.values import extract_values, normalize_text, read_scalar
+
+MAX_TARGET_CHARS = 200
+"""Argument values longer than this are content, not a target a question names."""
+
+# One separator between two digits. No quantifier: constant work per position, linear over
+# attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
+_DIGIT_GROUPS = re.compile(r"(?<=[0-9])[,'’_\u202f\u00a0 ](?=[0-9])")
+
+
+def _clean(text: str) -> str:
+    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined.
+
+    "4,950" and "4 950" read as 4950: a separator between two digits is dropped.
+    """
+    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
+    return " ".join(default_process(text).split())
+
+
+def _words(name: str) -> str:
+    """A tool's name as words: ``delete_project`` and ``deleteProject`` read "delete project"."""
+    spaced: list[str] = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and name[i - 1].islower():
+            spaced.append(" ")
+        spaced.append(ch)
+    return _clean("".join(spaced).replace("_", " ").replace("-", " ").replace(".", " "))
+
+
+def _phrase(text: str, *, question: bool = False) -> str:
+    """Text as its whole words, joined by single spaces, with one at each end.
+
+    Words are split at whitespace and keep their punctuation, except quotes and brackets
+    around them and the marks that end a clause after them (``,`` ``;`` ``:`` ``!`` ``?``):
+    ``../planner``, ``/planner`` and ``planner*`` are other values than ``planner`` (another
+    directory, a glob over many). A question's words also lose a closing ``.`` and Markdown
+    emphasis (``**planner**``), so a value ending in those is named by no question (fail
+    closed). ``4,950`` reads 4950.
+    """
+    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
+        _QUOTES, _QUOTES + _MARKS)  # fmt: skip
+    words = (w.lstrip(lead).rstrip(trail) for w in text.split())
+    return " " + " ".join(w for w in words if w) + " "
+
+
+_QUOTES = "\"'`()[]{}<>«»“”‘’„‚"
+_EMPHASIS = "*_"
+_MARKS = ",;:!?。！？、"
+
+
+class Question:
+    """One question, read once: its words and the typed values inside it."""
+
+    def __init__(self, text: str, region: str | None) -> None:
+        self.text = text
+        self.phrase = _phrase(text, question=True)
+        self.words = _clean(text)
+        found = extract_values(normalize_text(text), region=region)
+        self.keys = frozenset(k for f in found for k in f.value.keys)
+        self.first: dict[str, int] = {}  # key -> where it is first written (found in order)
+        for f in found:
+            for k in f.value.keys:
+                self.first.setdefault(k, f.start)
+
+
+class _Target:
+    """One argument value the question must name, exactly.
+
+    A typed value by its key (an IBAN re-spaced, an amount regrouped, an address
+    case-folded), else as the same run of whole words; a value with an invisible character
+    is never named (it looks like another).
+    """
+
+    def __init__(self, value: Any, region: str | None, arg: str = "") -> None:
+        whole, _ = read_scalar(value, region=region)
+        self.keys = frozenset(whole.keys) if whole is not None else frozenset()
+        hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
+        self.phrase = "" if hidden else _phrase(str(value)).strip()
+        self.arg = arg
+        self.kind = whole.kind if self.keys and whole is not None else "phrase"
+
+    def named_in(self, question: Question) -> bool:
+        if self.keys:
+            return not self.keys.isdisjoint(question.keys)
+        return bool(self.phrase) and f" {self.phrase} " in question.phrase
+
+    def position(self, question: Question) -> int:
+        """Where the question first names it (comparable among targets of one kind)."""
+        if self.keys:
+            return min(question.first[k] for k in self.keys if k in question.first)
+        return question.phrase.find(f" {self.phrase} ")
+
+
+FLAG_WORDS: dict[bool | None, frozenset[str]] = {
+    True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
+    None: frozenset({"null", "none"}),
+}  # fmt: skip
+"""How a question writes a flag's value after its name (``force true``, ``dry_run=false``)."""
+_NOT_TRUE = FLAG_WORDS[False] | FLAG_WORDS[None] | {"no", "0", "disabled"}
+
+
+class _Flag:
+    """A boolean or null argument: named by its argument's name, and its value when not true.
+
+    ``force=True`` changes what ``delete_project("planner")`` does, so a question that
+    never says "force" does not approve it. A true flag is named by its name's words as a
+    run of whole words ("with force", "force-delete", "recursive=true"), unless the next
+    word writes another value ("force false"); a false or null one by its name followed by
+    its value ("dry_run: false", "backup=null"). The name is the path's last key
+    (``options.purge``: "purge"; ``flags[0]``: "flags").
+    """
+
+    def __init__(self, path: str, value: bool | None) -> None:
+        last = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        self.name = _words(last).split()
+        self.value = value
+        self.arg, self.kind = path, "flag"  # named by its own name: no role to swap
+
+    def named_in(self, question: Question) -> bool:
+        words, size = question.words.split(), len(self.name)
+        for i in range(len(words) - size + 1 if size else 0):
+            if words[i:i + size] != self.name:
+                continue
+            after = words[i + size] if i + size < len(words) else ""
+            if self.value is True and after not in _NOT_TRUE:
+                return True
+            if self.value is not True and after in FLAG_WORDS[self.value]:
+                return True
+        return False
+
+
+def _targets(
+    call: ToolCall, arg: str | None, region: str | None
+) -> tuple[list[_Target | _Flag], int]:
+    """The values a question must name, and how many values (content included) there are."""
+    values: list[_Target | _Flag] = []
+    count = 0
+    for path, value in flatten(call.args):
+        if arg is not None and not under(path, arg):
+            continue
+        count += 1
+        if value is None or isinstance(value, bool):
+            values.append(_Flag(path, value))
+        elif len(str(value)) <= MAX_TARGET_CHARS:
+            values.append(_Target(value, region, _top(path)))
+    return values, count
+
+
+def _top(path: str) -> str:
+    """The top-level argument of a path (``payee.iban``: ``payee``; ``to[0]``: ``to``)."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+ANY_ORDER = ("*",)
+"""An `order` that accepts values in any order (to find earlier calls that used a yes)."""
+
+
+def _in_order(targets: list[_Target | _Flag], question: Question,
+              order: tuple[str, ...] | None) -> bool:  # fmt: skip
+    """Values of one kind in two or more arguments are named in the label's `args` order.
+
+    "May I move planner to notes?" names both values of ``move_file(src="notes",
+    dst="planner")``, with their roles swapped; two IBANs or two amounts swap the same way.
+    The order is the deployer's (the label's ``args``): the call's own order is the model's
+    to choose. Without it, such a call is named by no question. Values of different kinds
+    (an IBAN, an amount) cannot take each other's place.
+    """
+    if order == ANY_ORDER:
+        return True
+    kinds: dict[str, list[_Target]] = {}
+    for t in targets:
+        if isinstance(t, _Target):
+            kinds.setdefault(t.kind, []).append(t)
+    for group in kinds.values():
+        if len({t.arg for t in group}) < 2:
+            continue
+        if order is None or any(t.arg not in order for t in group):
+            return False
+        ranked = sorted(group, key=lambda t: order.index(t.arg))
+        places = [t.position(question) for t in ranked]
+        if places != sorted(places):
+            return False
+    return True
+
+
+def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
+    """No other labelled tool that starts with this tool's verb could take this call.
+
+    "Okay to delete planner?" names ``delete_project(project="planner")`` by its verb only
+    when no ``delete_all_projects`` that takes a ``project`` is labelled too: the user cannot
+    have meant one delete rather than the other. Another tool is such a sibling when its
+    first word is the verb (a pattern: the words before its wildcard; none, as in ``*``:
+    any tool) and its label takes the call's argument `names` (its ``args`` hold them all,
+    or ``other_args: allow``). A sibling whose label declares no ``args`` takes no argument.
+    """
+    words = _words(tool).split()
+    if not words:
+        return False
+    for other, label in (*labels.tools.items(), *labels.patterns):
+        if other == tool:
+            continue
+        head = _words(other.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]).split()
+        if head and head[0] != words[0]:
+            continue
+        if label.other_args or (label.args is not None and names <= set(label.args)):
+            return False
+    return True
+
+
+def _word_named(word: str, question: list[str], similarity: float) -> bool:
+    """A word of the tool's name in the question: the same word, or a misspelling of it.
+
+    A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
+    by it: "undelete", "deleted" and "delet" are other words, never "delete".
+    """
+    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
+                             and w not in word) for w in question)  # fmt: skip
+
+
+def _tool_named(tool: str, question: str, similarity: float, verb_alone: bool = True) -> bool:
+    """The tool's words ("delete project"), or its verb as a word of its own ("delete").
+
+    The verb alone names it only when `verb_alone` (no other labelled tool shares it).
+    """
+    words, asked = tool.split(), question.split()
+    if not words:
+        return False
+    if verb_alone and len(words[0]) >= 3 and _word_named(words[0], asked, similarity):
+        return True
+    return all(_word_named(w, asked, similarity) for w in words)
+
+
+class CallNames:
+    """What a question must name to name a call, read once per call (see the module)."""
+
+    def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
+                 match: str = "both", region: str | None = None,
+                 order: tuple[str, ...] | None = None,
+                 verb_alone: bool = True) -> None:  # fmt: skip
+        self.tool = _words(call.name)
+        self.targets, self.values = _targets(call, arg, region)
+        self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
+        self.order = tuple(order) if order is not None else None
+        self.verb_alone = verb_alone
+
+    def named_by(self, question: str | Question) -> bool:
+        """Whether a question names the call: its tool and every value, or either."""
+        q = question if isinstance(question, Question) else Question(question, self.region)
+        tool_named = _tool_named(self.tool, q.words, self.similarity, self.verb_alone)
+        if self.arg is not None or self.values:  # every value (of the argument) named
+            target_named = (bool(self.targets) and all(t.named_in(q) for t in self.targets)
+                            and _in_order(self.targets, q, self.order))  # fmt: skip
+        else:
+            target_named = self.match == "both"  # no value at all: its tool names it
+        if self.match == "both":
+            return tool_named and target_named
+        return target_named if self.arg is not None else tool_named or target_named
+
+
+def names_call(question: str, call: ToolCall, **options: Any) -> bool:
+    """Whether a question names a call (options as :class:`CallNames`)."""
+    return CallNames(call, **options).named_by(question)

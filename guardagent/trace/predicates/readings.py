@@ -1,0 +1,47 @@
+"""Two readings of a call pattern's arguments: as written, and as the mail server reads them.
+
+A pattern such as ``never_after("send_email", args={"to": "*@evil.example"})`` compares an
+earlier call's argument with a glob. ``eve@evil.example, bob@x.example`` does not end in
+``@evil.example`` as text, yet the server sent the mail to eve too. :func:`both_readings`
+runs a history or sequence predicate a second time, reading every argument that holds
+addresses as its addresses (:func:`~guardagent.trace.temporal.sent_pieces`; one address
+matching is enough, as for a list), but only when the first run compared such a value.
+When the two answers differ, or an address cannot be read, the predicate is open (None):
+a rule that needs it either way denies, however it is written.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from guardagent.trace.predicates.engine import TraceFacts
+from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.temporal import UnsureReading, pattern_reading
+
+PatternPredicate = Callable[..., Fact]
+
+
+def both_readings(func: PatternPredicate) -> PatternPredicate:
+    """Wrap a predicate whose call patterns may compare argument values (see the module)."""
+
+    @functools.wraps(func)
+    def run(facts: TraceFacts, *args: Any, **kwargs: Any) -> Fact:
+        with pattern_reading(False) as touched:
+            written = func(facts, *args, **kwargs)
+        if not touched:
+            return written
+        try:
+            with pattern_reading(True):
+                sent = func(facts, *args, **kwargs)
+        except UnsureReading as exc:
+            return Fact(written.name, None, written.sources, f"{written.detail}; but an "
+                        f"argument holding addresses does not read as addresses ({exc})")
+        if sent.value == written.value:
+            return written
+        return Fact(written.name, None, written.sources + sent.sources,
+                    f"{written.detail}; but as the mail server reads the addresses: "
+                    f"{sent.detail}")  # fmt: skip
+
+    return run

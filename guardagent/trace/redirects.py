@@ -1,0 +1,152 @@
+r"""The URLs a URL carries: where a redirector on a trusted site may send the browser.
+
+``https://trusted.example/redirect?url=https://evil.example`` opens ``trusted.example``, which
+answers with a redirect to ``evil.example`` (an open redirect; ``www.google.com/url?q=`` is
+one). A navigation scope that admits the host admits the redirect too, unless the URL is
+also judged by what it carries. :func:`carried` finds those targets, the way a redirector
+reads them:
+
+- the query and the fragment are split into names and values (``&``, ``=``, ``;``, ``?``,
+  ``#``), each read form-decoded (``+`` a space, percent escapes) and again up to
+  :data:`MAX_DECODINGS` times (``https%253A%252F%252F`` is ``https://``); a decoded piece
+  is split again (``%26`` and ``%3D`` separate too);
+- a piece is a target when, after dropping what the URL Standard drops (tabs and newlines
+  anywhere, C0 controls and spaces around), it starts with two slashes or backslashes
+  (``//evil.example``, ``/\evil.example``: a browser resolves it against the redirector's
+  scheme), starts with a scheme the guard reads (``https:evil.example`` is
+  ``https://evil.example``), or is a bare host a link reader places (``www.evil.example``,
+  ``evil.com/login``: a known public suffix, ``www.``, ``localhost`` or an IP). Parsed by
+  the WHATWG parser (``ada-url``);
+- the path is read too: a segment from which a scheme and ``:/`` start
+  (``/out/https://evil.example``, also percent-encoded) carries the rest of the path;
+- a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
+  target and does not parse, is an unreadable target (None): never inside a scope.
+
+The caller judges each target by the same scopes (a target carrying another is judged in
+turn, up to :data:`MAX_DEPTH` levels; deeper is outside). Linear: each level splits and
+decodes the text a bounded number of times, and a URL carrying more than
+:data:`MAX_TARGETS` targets is unreadable (so the targets judged in turn are bounded too).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from urllib.parse import unquote, unquote_plus
+
+from guardagent.trace.kinds import Location, Value
+from guardagent.trace.normal import reading_form
+from guardagent.trace.urls import SCHEMES, parse_url, read_url
+
+MAX_DECODINGS = 3
+"""Percent-decodings of one piece (servers and redirectors that decode twice exist)."""
+MAX_DEPTH = 4
+"""Levels of targets carried inside targets that are judged; a deeper one is outside."""
+MAX_TARGETS = 32
+"""Targets one URL may carry; more is unreadable (a scope never admits it)."""
+
+UNSETTLED = "\x00"
+"""A piece still percent-encoded after MAX_DECODINGS decodings: an unreadable target."""
+_SEPARATORS = str.maketrans({c: "&" for c in "=;?#"})
+_DROPPED = str.maketrans({"\t": None, "\n": None, "\r": None})
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+
+
+def carried(where: Location) -> list[Value | None]:
+    """The targets a URL carries (None: one that does not read), in its path, query, fragment.
+
+    Args:
+        where: The URL as the browser reads it (:class:`~guardagent.trace.kinds.Location`).
+    """
+    return list(_carried(where))
+
+
+@lru_cache(maxsize=2_048)
+def _carried(where: Location) -> tuple[Value | None, ...]:
+    """:func:`carried`, kept (bounded).
+
+    Safe to keep: a pure function of the URL's reading, so a kept answer is what reading
+    again gives, and it holds no thread's or tenant's facts.
+    """
+    base = f"https://{where.host}/"
+    found: list[Value | None] = []
+    for text in (where.query, where.fragment):
+        for piece in _pieces(text):
+            _judge(piece, base, found)
+    _path_targets(where.path, found)
+    if len(found) > MAX_TARGETS:
+        return (None,)
+    return tuple(found)
+
+
+def _pieces(text: str) -> list[str]:
+    """Names and values of a query or fragment, each decoded up to MAX_DECODINGS times.
+
+    Every piece is kept, however many (stopping early would leave a target after many plain
+    parameters unjudged): each level re-splits only pieces that decoded to something else,
+    so the work is at most MAX_DECODINGS + 1 passes over the text.
+    """
+    out: list[str] = []
+    todo = [(text, 0)]
+    while todo:
+        chunk, level = todo.pop()
+        for piece in chunk.translate(_SEPARATORS).split("&"):
+            if not piece:
+                continue
+            decoded = unquote_plus(piece)
+            if decoded == piece:
+                out.append(piece)
+            elif level < MAX_DECODINGS:
+                todo.append((decoded, level + 1))  # split again: %26 and %3D separate too
+                out.append(decoded)  # and read whole (a URL with its own query)
+            else:
+                out.append(UNSETTLED)  # still encoded after MAX_DECODINGS: unreadable
+    return out
+
+
+def _judge(piece: str, base: str, found: list[Value | None]) -> None:
+    """Append the target a piece is, if it is one (None when it should be and does not read)."""
+    import ada_url
+
+    if piece == UNSETTLED:
+        found.append(None)
+        return
+    text = piece.translate(_DROPPED).strip(_C0_AND_SPACE)
+    if not text:
+        return
+    if text[:1] in "/\\" and text[1:2] in ("/", "\\"):
+        try:
+            href = ada_url.URL(text, base=base).href
+        except ValueError:
+            found.append(None)
+            return
+        found.append(parse_url(reading_form(href), False))
+        return
+    colon = text.find(":")
+    scheme = text[:colon].lower() if colon > 0 else ""
+    if scheme in SCHEMES:
+        found.append(parse_url(reading_form(text), False))
+    elif "://" in text:
+        found.append(None)  # an authority under a scheme the guard does not read
+    elif colon < 0 and " " not in text:
+        bare = read_url(reading_form(text), True)
+        if bare is not None:
+            found.append(bare)
+
+
+def _path_targets(path: str, found: list[Value | None]) -> None:
+    """A URL written into the path (``/out/https://evil.example``), decoded as servers do."""
+    for _ in range(MAX_DECODINGS - 1):
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    path = path.replace("\\", "/")
+    at = path.find(":/")
+    while at >= 0 and len(found) <= MAX_TARGETS:
+        start = path.rfind("/", 0, at) + 1
+        scheme = path[start:at]
+        if scheme in SCHEMES:
+            found.append(parse_url(reading_form(path[start:]), False))
+        elif scheme.isalpha() and path.startswith("//", at + 1):
+            found.append(None)
+        at = path.find(":/", at + 2)
