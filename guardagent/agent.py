@@ -261,7 +261,8 @@ class GuardAgent:
                      if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
         if decision.allowed and consented:  # name the approval the call used
             reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
-        state = event.state_after(decision.allowed)  # an allowed call uses its approvals
+        # an allowed call uses its approvals; built when the host reads it (GuardDecision)
+        state = event.deferred_state_after(decision.allowed)
         update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
                                   "reason": reason}  # fmt: skip
         if not decision.allowed and not decision.violations:
