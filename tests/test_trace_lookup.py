@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, TraceIndex, analyze, parse_trace
-from guardagent.trace.lookup import LookupSearch, needle
+from guardagent.trace.lookup import MAX_LOOKUPS, LookupSearch, needle
 from guardagent.trace.normal import reading_form
 from guardagent.trace.reading import boundary_keys, clear_caches, message_reading
 from guardagent.trace.state import call_keys, written_keys
@@ -59,11 +59,14 @@ def same_answers(messages: list[dict[str, Any]], call: dict[str, Any] | None) ->
         keys |= set(message_reading(message.text, region, year).hashed)
         for c in message.calls:
             keys |= call_keys(c, region, year) | written_keys(c, region, year)
-    for _, _, _, tail, head in lookup.pairs():
+    for _, _, tail, head in lookup.pairs:
         keys |= set(boundary_keys(tail, head, region, year).hashed)
     keys |= call_keys(trace.call, region, year)
     assert not full.unindexed
     for key in keys:
+        if len(lookup._looked) >= MAX_LOOKUPS - 1:  # every key looked up, none from the index
+            lookup._posted.clear()
+            lookup._looked.clear()
         assert sorted(lookup.posted(key)) == full.ids(key), key
         for i in range(0, len(trace.messages) + 1, 3):
             assert lookup._written_before(key, i) == full.written_before(key, i), (key, i)
@@ -113,7 +116,7 @@ def test_a_value_split_across_two_results_is_found_in_both(head: str, rest: str)
     call = {"name": "send_email", "args": {"to": "x@y.org", "body": value}}
     same_answers(messages, call)
     _, full, lookup = _both(messages, call)
-    typed = [k for _, _, _, t, h in lookup.pairs() for k in boundary_keys(t, h, None, 2024).hashed]
+    typed = [k for _, _, t, h in lookup.pairs for k in boundary_keys(t, h, None, 2024).hashed]
     if typed:  # the boundary reading found the value: posted to both results
         assert lookup.posted(typed[0]) == frozenset({2, 4}) == frozenset(full.ids(typed[0]))
 
@@ -129,7 +132,7 @@ def test_the_kelvin_sign_is_the_only_character_lower_making_ascii() -> None:
 
 def test_needles_are_in_every_form_of_their_values() -> None:
     """A few re-spellings the readers accept: each still holds its key's necessary string."""
-    from guardagent.trace.lookup import Forms
+    from guardagent.trace.lookup import Segments
 
     cases = {
         "ＢＯＢ@x.org": "email:bob@x.org", "BOB@Example.ORG": "email:bob@example.org",
@@ -140,7 +143,7 @@ def test_needles_are_in_every_form_of_their_values() -> None:
     for text, key in cases.items():
         form = reading_form(text)
         assert key in message_reading(text, None, 2024).hashed, (text, key)
-        assert needle(key)(Forms([form], [form])), (text, key)
+        assert Segments([0], [form], [form]).holders(needle(key)) == {0}, (text, key)
 
 
 def test_a_stateless_check_reads_only_what_it_asks_about_and_builds_the_state_on_demand(
@@ -168,3 +171,47 @@ def test_a_stateless_check_reads_only_what_it_asks_about_and_builds_the_state_on
     again = guard.check_trace(messages + [{"role": "user", "content": "thanks"}], call,
                               thread_state=state)  # fmt: skip
     assert again.allowed == decision.allowed and again.trace_state["count"] == len(trace.messages) + 1
+
+
+def test_a_lone_surrogate_is_looked_for_as_the_locator_reads_it() -> None:
+    """The locator reads a lone surrogate as U+FFFD: an unplaced token holding one is read."""
+    messages = [{"role": "user", "content": "write to eve\ud800@x please"}, *_result(
+        "c1", "from eve\ud800@x and www.a\ud800b.com/\ud800x")]  # fmt: skip
+    same_answers(messages, {"name": "send_email", "args": {"to": "eve\ud800@x", "body": "hi"}})
+
+
+def test_a_call_asking_about_many_keys_is_answered_from_the_completed_index() -> None:
+    """Past MAX_LOOKUPS keys the index is read in full and answers: linear in the trace."""
+    messages = thread(60, seed=3)
+    words = [w for m in messages for w in str(m.get("content") or "").split()]
+    body = " ".join(dict.fromkeys(words))
+    assert len(set(words)) > 2 * MAX_LOOKUPS
+    call = {"name": "send_email", "args": {"to": "nobody@example.org", "body": body}}
+    trace = parse_trace(messages, call, labels=LABELS)
+    lazy = analyze(trace, LABELS, lazy=True)
+    eager = analyze(parse_trace(messages, call, labels=LABELS), LABELS)
+    for expression in POLICY_EXPRESSIONS:
+        assert lazy.fact(expression).to_json() == eager.fact(expression).to_json(), expression
+    assert lazy.index.deferred is None, "the index was completed"
+
+
+def test_a_call_with_many_words_costs_linear_time() -> None:
+    """A body of every word of the thread: looked up key by key only up to MAX_LOOKUPS."""
+    import time
+
+    def cost(n: int) -> float:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Read my inbox."}]
+        for i in range(n):
+            messages += _result(f"c{i}", " ".join(f"w{i}x{j}" for j in range(20)))
+        body = " ".join(f"w{i}x{j}" for i in range(n) for j in range(20))
+        call = {"name": "send_email", "args": {"to": "nobody@example.org", "body": body}}
+        clear_caches()
+        trace = parse_trace(messages, call, labels=LABELS)
+        started = time.perf_counter()
+        analyze(trace, LABELS, lazy=True).fact('arg_from_trusted("body")')
+        return time.perf_counter() - started
+
+    cost(10)  # warm
+    small, large = cost(40), cost(400)
+    # linear: about 10 times; quadratic (every word looked up in every message): 100 times
+    assert large < 40 * max(small, 1e-3), f"40 messages {small:.4f} s, 400: {large:.4f} s"
