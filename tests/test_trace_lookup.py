@@ -215,3 +215,28 @@ def test_a_call_with_many_words_costs_linear_time() -> None:
     small, large = cost(40), cost(400)
     # linear: about 10 times; quadratic (every word looked up in every message): 100 times
     assert large < 40 * max(small, 1e-3), f"40 messages {small:.4f} s, 400: {large:.4f} s"
+
+
+def test_an_empty_needle_or_trace_is_answered() -> None:
+    from guardagent.trace.lookup import Segments
+
+    assert Segments([], [], []).holders(("words", "")) == set()
+    assert Segments([3], ["ab"], ["ab"]).holders(("forms", "")) == {3}
+    assert Segments([], [], []).holders(("low", "bob")) == set()
+
+
+def test_a_restored_state_of_no_message_keeps_its_year() -> None:
+    """A fresh index restored from a state of no message defers with the state's year."""
+    empty = TraceIndex(LABELS.phone_region)
+    empty.update(parse_trace([], {"name": "send_email", "args": {"to": "a@b.org"}}, labels=LABELS))
+    state = {**empty.to_json(), "year": 2031}
+    messages = [{"role": "user", "content": "Pay on 3 March."}]
+    call = {"name": "send_email", "args": {"to": "a@b.org", "body": "3 March"}}
+    restored = TraceIndex.from_json(state, region=LABELS.phone_region)
+    lazy = analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=restored, lazy=True)
+    assert lazy.index.deferred is not None and lazy.index.year == 2031
+    again = TraceIndex.from_json(state, region=LABELS.phone_region)
+    eager = analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=again)
+    fact = 'arg_from_user("body")'
+    assert lazy.fact(fact).to_json() == eager.fact(fact).to_json()
+    assert lazy.index.to_json() == eager.index.to_json()

@@ -130,8 +130,8 @@ class Segments:
         only adds a text (read, found not to hold the key): never a text missed.
         """
         what, string = spec
-        if what == "all":
-            return set(self.owners)
+        if what == "all" or not string and what not in ("digit", "links"):
+            return set(self.owners)  # every text holds the empty string
         if what in ("digit", "links"):
             found = self._tests.get(what)
             if found is None:

@@ -320,8 +320,9 @@ class TraceIndex:
         hashed = messages[known[0]:] if known and known[0] <= 0 else messages
         self.work.messages_hashed += len(hashed)
         self.work.bytes_hashed += sum(len(m.text) for m in hashed)
-        stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
-        self.year = stated or host_year()
+        if self.year is None:  # a restored state of no message keeps its year, as update does
+            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
+            self.year = stated or host_year()
         self.count = len(messages)
         self.deferred = trace
 
