@@ -227,6 +227,18 @@ class GuardAgent:
             event = replace(event, facts={**event.facts, **attached.open_facts()})
         return event, attached.model
 
+    def _trace_with_state(self, *args: Any) -> tuple[TraceEvent | GuardDecision, Any]:
+        """:meth:`_trace` with the thread's state built (in the caller's thread, not later).
+
+        An async caller reads `decision.trace_state` on its event loop: the thread's index,
+        deferred for a thread with no state (:mod:`guardagent.trace.lookup`), is built here,
+        in the worker thread, so reading it never blocks the loop.
+        """
+        event, model = self._trace(*args)
+        if not isinstance(event, GuardDecision):
+            event.state.get()
+        return event, model
+
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
         from guardagent.policy.runs import decision_parts
@@ -356,8 +368,8 @@ class GuardAgent:
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = await asyncio.to_thread(
-            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes,
-            _task_spec(task), thread_id)
+            self._trace_with_state, messages, proposed_call, user_facts, consent, thread_state,
+            max_bytes, _task_spec(task), thread_id)
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)

@@ -240,3 +240,17 @@ def test_a_restored_state_of_no_message_keeps_its_year() -> None:
     fact = 'arg_from_user("body")'
     assert lazy.fact(fact).to_json() == eager.fact(fact).to_json()
     assert lazy.index.to_json() == eager.index.to_json()
+
+
+def test_acheck_trace_builds_the_state_in_its_worker_thread(tmp_path: Path) -> None:
+    """An async host reads trace_state on its event loop: nothing is left to build there."""
+    import asyncio
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(30, seed=8)
+    decision = asyncio.run(guard.acheck_trace(messages, proposed(messages)))
+    built = decision.__dict__["trace_state"]
+    assert type(built).__name__ != "Deferred" or built._build is None
+    assert decision.trace_state is not None and decision.trace_state["count"] > 0
