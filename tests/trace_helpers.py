@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from guardagent.trace import Labels, analyze, parse_trace
 from guardagent.trace.predicates import Fact, TraceFacts
+from guardagent.trace.provenance import CallProvenance
 from guardagent.trace.records import Records
 from guardagent.trace.secrets import Secrets
 
@@ -45,6 +47,17 @@ def facts(messages: list[dict[str, Any]], name: str, args: dict[str, Any], *,
                      twin=twin)  # fmt: skip
 
 
+def twin_analyze(trace: Any, labels: Labels, **kwargs: Any) -> TraceFacts:
+    """`analyze`, every predicate also checked on the lookup (:class:`TwinFacts`).
+
+    A trace analysed on a given index (a restored state) is analysed once, as given.
+    """
+    if "index" in kwargs:
+        return analyze(trace, labels, **kwargs)
+    twin = analyze(trace, labels, lazy=True, **kwargs)
+    return TwinFacts(trace, labels, twin=twin, **kwargs)
+
+
 class TwinFacts(TraceFacts):
     """A trace analysed on its full index, each predicate checked against the deferred one.
 
@@ -66,6 +79,15 @@ class TwinFacts(TraceFacts):
 
     def fact(self, expression: str) -> Fact:
         return self._same(expression, super().fact(expression))
+
+    @cached_property
+    def provenance(self) -> CallProvenance:
+        got = TraceFacts.provenance.func(self)  # type: ignore[attr-defined]
+        seen = [(v.path, v.describe(), v.sources, v.laundered) for v in got.values]
+        other = [(v.path, v.describe(), v.sources, v.laundered)
+                 for v in self.twin.provenance.values]  # fmt: skip
+        assert seen == other, (seen, other)
+        return got  # type: ignore[no-any-return]
 
     def evaluate(self, bindings: Mapping[str, str]) -> dict[str, Fact]:
         found = super().evaluate(bindings)
