@@ -40,15 +40,19 @@ each looked for in every reading of the text in the form its reader reads:
 A boundary holds only typed values (never a ``w:`` key); it is skipped when neither joined
 form (as :func:`~guardagent.trace.reading.boundary_keys` joins them) holds the string.
 
-Cost. Each key asked is looked for in every message (C-speed substring searches) and the
-messages that may hold it are read once per call (kept readings included). A call asking
+Cost. The messages' readings (and the boundaries' joins) are searched as one string per
+form, so a key's necessary string costs one C-speed ``str.find`` pass (:class:`Segments`);
+the messages that may hold it are read once per call (kept readings included). A phrase's
+messages are those holding every token's string, then checked token by token; a phrase
+split across two messages is looked for only where its last token follows. A call asking
 about more than :data:`MAX_LOOKUPS` keys (a long body's every word) completes the index
 instead and is answered from it from then on: the work stays linear in the trace.
 
 Differences with the index: none for keys (compared whole here, by their 64-bit hash
-there); and no message is left *unindexed* by the state's size budget, which bounds a state
-this call does not keep (when the state is asked for, the index applies its budget as
-always).
+there), tested key by key (``tests/test_trace_lookup.py``) and predicate by predicate (every
+trace of ``tests/trace_helpers``); and no message is left *unindexed* by the state's size
+budget, which bounds a state this call does not keep (when the state is asked for, the index
+applies its budget as always; so does a call past :data:`MAX_LOOKUPS`).
 """
 
 from __future__ import annotations
@@ -215,6 +219,7 @@ class LookupSearch(Search):
             owners: list[int] = []
             joined: list[str] = []
             for message in self.trace.messages:
+                check_budget()
                 text = message.text
                 normalized = reading_form(readings(text)[-1] if "\\" in text else text)
                 prev = tails.get(message.source)
