@@ -37,6 +37,10 @@ class Deferred(Generic[T]):
         done._value, done._build = value, None
         return done
 
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        """Pickled and deep-copied as its value (built then): a decision stays plain data."""
+        return (_done, (self.get(),))
+
     def get(self) -> T:
         """The value (computed now if it was not yet)."""
         with self._lock:
@@ -89,6 +93,10 @@ class GuardDecision(BaseModel):
     def failed_closed(self) -> bool:
         """True when the guard denied because it could not reach a verdict."""
         return self.error is not None and not self.allowed
+
+
+def _done(value: T) -> Deferred[T]:
+    return Deferred.of(value)
 
 
 def _trace_state(self: GuardDecision) -> dict[str, Any] | None:

@@ -254,3 +254,17 @@ def test_acheck_trace_builds_the_state_in_its_worker_thread(tmp_path: Path) -> N
     built = decision.__dict__["trace_state"]
     assert type(built).__name__ != "Deferred" or built._build is None
     assert decision.trace_state is not None and decision.trace_state["count"] > 0
+
+
+def test_a_decision_with_a_deferred_state_pickles_and_copies_as_plain_data(tmp_path: Path) -> None:
+    import copy
+    import pickle
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(20, seed=4)
+    decision = guard.check_trace(messages, proposed(messages))
+    for other in (pickle.loads(pickle.dumps(decision)), copy.deepcopy(decision),
+                  decision.model_copy(deep=True)):  # fmt: skip
+        assert other.trace_state == decision.trace_state and other.allowed == decision.allowed
