@@ -10,12 +10,15 @@ a few lines:
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable); when this process served the thread's previous call, step 1
-   parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`);
+   parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
+   With no state, the index defers its reading and the predicates' questions are answered
+   from the messages that may hold what they ask about (:mod:`~guardagent.trace.lookup`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
    consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
 5. hand back the new thread state, to be saved with the thread (with the approvals this
-   call used once it is allowed: :meth:`TraceEvent.state_after`).
+   call used once it is allowed: :meth:`TraceEvent.state_after`); a deferred index is read
+   in full when the state is first asked for (a host that keeps no state never asks).
 
 Everything here is trusted host-side code: the values it produces are facts for the
 verifier, assigned next to (never by) the guard program.

@@ -38,6 +38,9 @@ Cost. Each update hashes every message once (one C-speed SHA-256 over the thread
 see a rewrite anywhere; only the new ones when the parse resumed from messages whose chain
 this process computed, :mod:`~guardagent.trace.resume`) and *reads* only new ones; the
 counters in :attr:`TraceIndex.work` say how much of each was done, and the tests check them.
+A fresh index (a call with no thread state) may defer its reading (:meth:`TraceIndex.defer`):
+the call's questions are answered from the messages that may hold what they ask about
+(:mod:`~guardagent.trace.lookup`), and the index is read in full only when its state is.
 Restoring a state copies nothing but its tables' outer dicts: a posting list of the state is
 copied when a new message is first posted to it, so the host's state object never changes.
 
