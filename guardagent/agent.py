@@ -326,7 +326,8 @@ class GuardAgent:
 
         Returns:
             The decision, with `trace_facts` (which messages decided each predicate) and
-            `trace_state` (keep it for the thread's next call). Everything read from the
+            `trace_state` (keep it for the thread's next call; without `thread_state` it is
+            built when first read, :mod:`guardagent.trace.lookup`). Everything read from the
             trace, the records and the state ends in a decision: what cannot be read is a
             denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
             ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
