@@ -65,7 +65,8 @@ class GuardDecision(BaseModel):
 
     From `check_trace`: `trace_facts` holds each trace predicate's value with the messages
     that decided it, and `trace_state` the thread's updated index (for the caller to keep
-    with the thread; left out of dumps).
+    with the thread; left out of dumps; built when first read after a call with no thread
+    state: :class:`Deferred`).
     """
 
     allowed: bool
