@@ -227,6 +227,18 @@ class GuardAgent:
             event = replace(event, facts={**event.facts, **attached.open_facts()})
         return event, attached.model
 
+    def _trace_with_state(self, *args: Any) -> tuple[TraceEvent | GuardDecision, Any]:
+        """:meth:`_trace` with the thread's state built (in the caller's thread, not later).
+
+        An async caller reads `decision.trace_state` on its event loop: the thread's index,
+        deferred for a thread with no state (:mod:`guardagent.trace.lookup`), is built here,
+        in the worker thread, so reading it never blocks the loop.
+        """
+        event, model = self._trace(*args)
+        if not isinstance(event, GuardDecision):
+            event.state.get()
+        return event, model
+
     def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
         from guardagent.policy.runs import decision_parts
@@ -261,7 +273,8 @@ class GuardAgent:
                      if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
         if decision.allowed and consented:  # name the approval the call used
             reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
-        state = event.state_after(decision.allowed)  # an allowed call uses its approvals
+        # an allowed call uses its approvals; built when the host reads it (GuardDecision)
+        state = event.deferred_state_after(decision.allowed)
         update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
                                   "reason": reason}  # fmt: skip
         if not decision.allowed and not decision.violations:
@@ -313,7 +326,8 @@ class GuardAgent:
 
         Returns:
             The decision, with `trace_facts` (which messages decided each predicate) and
-            `trace_state` (keep it for the thread's next call). Everything read from the
+            `trace_state` (keep it for the thread's next call; without `thread_state` it is
+            built when first read, :mod:`guardagent.trace.lookup`). Everything read from the
             trace, the records and the state ends in a decision: what cannot be read is a
             denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
             ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
@@ -355,8 +369,8 @@ class GuardAgent:
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
         event, model = await asyncio.to_thread(
-            self._trace, messages, proposed_call, user_facts, consent, thread_state, max_bytes,
-            _task_spec(task), thread_id)
+            self._trace_with_state, messages, proposed_call, user_facts, consent, thread_state,
+            max_bytes, _task_spec(task), thread_id)
         if isinstance(event, GuardDecision):
             return event
         decision = self._verify_trace(event, model, started)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -10,6 +12,42 @@ from guardagent.policy.results import Remediation, RuleResult
 from guardagent.readers.evidence import Unreadable
 
 ProgramSource = Literal["memory", "generated", "none"]
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """A value computed when first asked for, once (thread-safe), then kept.
+
+    A decision's ``trace_state`` is one: a host that keeps no thread state never pays for
+    reading the whole thread into an index (:mod:`guardagent.trace.lookup`); a host that
+    keeps it gets the same state as if it had been built at once.
+    """
+
+    __slots__ = ("_build", "_lock", "_value")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build: Callable[[], T] | None = build
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, value: T) -> Deferred[T]:
+        """A value already computed."""
+        done: Deferred[T] = cls(lambda: value)
+        done._value, done._build = value, None
+        return done
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        """Pickled and deep-copied as its value (built then): a decision stays plain data."""
+        return (_done, (self.get(),))
+
+    def get(self) -> T:
+        """The value (computed now if it was not yet)."""
+        with self._lock:
+            if self._build is not None:
+                self._value = self._build()
+                self._build = None  # the closure (a trace, an index) is let go
+            return self._value  # type: ignore[return-value]
 
 
 class GuardDecision(BaseModel):
@@ -27,7 +65,8 @@ class GuardDecision(BaseModel):
 
     From `check_trace`: `trace_facts` holds each trace predicate's value with the messages
     that decided it, and `trace_state` the thread's updated index (for the caller to keep
-    with the thread; left out of dumps).
+    with the thread; left out of dumps; built when first read after a call with no thread
+    state: :class:`Deferred`).
     """
 
     allowed: bool
@@ -55,3 +94,25 @@ class GuardDecision(BaseModel):
     def failed_closed(self) -> bool:
         """True when the guard denied because it could not reach a verdict."""
         return self.error is not None and not self.allowed
+
+
+def _done(value: T) -> Deferred[T]:
+    return Deferred.of(value)
+
+
+def _trace_state(self: GuardDecision) -> dict[str, Any] | None:
+    """The thread's state, built on first access when it was deferred (see :class:`Deferred`)."""
+    value = self.__dict__.get("trace_state")
+    if isinstance(value, Deferred):
+        value = value.get()
+        self.__dict__["trace_state"] = value
+    return value
+
+
+def _set_trace_state(self: GuardDecision, value: dict[str, Any] | None) -> None:
+    self.__dict__["trace_state"] = value
+
+
+# `trace_state` stays a field (its type, `model_fields`, `--fields`), read through a property
+# so a `Deferred` stored by `GuardAgent.check_trace` is built only when a caller reads it.
+setattr(GuardDecision, "trace_state", property(_trace_state, _set_trace_state))  # noqa: B010

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from guardagent.agent import GuardAgent
-from guardagent.trace import Consent, analyze, parse_trace
+from guardagent.trace import Consent, parse_trace
 from guardagent.trace.predicates.ledger import LEDGER_FIELD, read_ledger
 from guardagent.trace.state import verify
 from tests.test_trace_wiring import TRACES, trace_profile
+from tests.trace_helpers import twin_analyze as analyze
 
 KEY = "deployment secret"
 ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}

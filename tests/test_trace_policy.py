@@ -16,7 +16,8 @@ import pytest
 
 from guardagent.policy import load_policy, verify_event
 from guardagent.policy.model import PolicyModel
-from guardagent.trace import Consent, Labels, analyze, compile_bindings, facts_json, parse_trace
+from guardagent.trace import Consent, Labels, compile_bindings, facts_json, parse_trace
+from tests.trace_helpers import twin_analyze as analyze
 
 TRACES = Path(__file__).parent / "traces"
 LABELS = Labels.load(TRACES / "assistant_labels.yaml")

@@ -11,13 +11,13 @@ from guardagent.trace import (
     Consent,
     Labels,
     PredicateSpecError,
-    analyze,
     compile_bindings,
     parse_trace,
     unknown_arguments,
 )
 from guardagent.trace.labels import LabelError, labels_from_schemas
 from guardagent.trace.temporal import CallPattern, Scope
+from tests.trace_helpers import twin_analyze as analyze
 
 TRACES = Path(__file__).parent / "traces"
 LABELS = Labels.load(TRACES / "assistant_labels.yaml")

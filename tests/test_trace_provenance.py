@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from guardagent.trace import Labels, analyze, parse_trace
+from guardagent.trace import Labels, parse_trace
 from guardagent.trace.labels import ToolLabel
 from guardagent.trace.messages import Trace
 from guardagent.trace.values import extract_values, normalize_text
+from tests.trace_helpers import twin_analyze as analyze
 
 TRACES = Path(__file__).parent / "traces"
 LABELS = Labels.load(TRACES / "assistant_labels.yaml")

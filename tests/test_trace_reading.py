@@ -20,11 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace import Labels, analyze, parse_trace
+from guardagent.trace import Labels, parse_trace
 from guardagent.trace.locate import extract_values
 from guardagent.trace.messages import Trace
 from guardagent.trace.normal import reading_form
 from guardagent.trace.values import read_argument, read_scalar
+from tests.trace_helpers import twin_analyze as analyze
 
 LABELS = Labels.load(Path(__file__).parent / "traces" / "assistant_labels.yaml")
 

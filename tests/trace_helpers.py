@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from guardagent.trace import Labels, analyze, parse_trace
-from guardagent.trace.predicates import TraceFacts
+from guardagent.trace.predicates import Fact, TraceFacts
+from guardagent.trace.provenance import CallProvenance
 from guardagent.trace.records import Records
 from guardagent.trace.secrets import Secrets
 
@@ -37,5 +40,57 @@ def facts(messages: list[dict[str, Any]], name: str, args: dict[str, Any], *,
           labels: Labels = LABELS) -> TraceFacts:  # fmt: skip
     """The analysed trace for a proposed call, with the user's records and declared secrets."""
     records = Records.from_mapping(values).with_user_facts(user_facts, labels.phone_region)
-    return analyze(parse_trace(messages, {"name": name, "args": args}), labels, records=records,
-                   secrets=Secrets.from_mapping(secrets))  # fmt: skip
+    trace = parse_trace(messages, {"name": name, "args": args})
+    twin = analyze(trace, labels, records=records, secrets=Secrets.from_mapping(secrets),
+                   lazy=True)  # fmt: skip
+    return TwinFacts(trace, labels, records=records, secrets=Secrets.from_mapping(secrets),
+                     twin=twin)  # fmt: skip
+
+
+def twin_analyze(trace: Any, labels: Labels, **kwargs: Any) -> TraceFacts:
+    """`analyze`, every predicate also checked on the lookup (:class:`TwinFacts`).
+
+    A trace analysed on a given index (a restored state) is analysed once, as given.
+    """
+    if "index" in kwargs:
+        return analyze(trace, labels, **kwargs)
+    twin = analyze(trace, labels, lazy=True, **kwargs)
+    return TwinFacts(trace, labels, twin=twin, **kwargs)
+
+
+class TwinFacts(TraceFacts):
+    """A trace analysed on its full index, each predicate checked against the deferred one.
+
+    Every predicate a test evaluates through :func:`facts` is also evaluated on an analysis
+    that read only what it asked about (`lazy=True`, :mod:`guardagent.trace.lookup`, what
+    a call with no thread state does): both must give the same fact (value, deciding
+    messages, detail), so every hand-written trace of the tests is a differential test of
+    the lookup.
+    """
+
+    def __init__(self, *args: Any, twin: TraceFacts, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.twin = twin
+
+    def _same(self, expression: str, got: Fact) -> Fact:
+        other = self.twin.fact(expression)
+        assert other.to_json() == got.to_json(), (expression, got, other)
+        return got
+
+    def fact(self, expression: str) -> Fact:
+        return self._same(expression, super().fact(expression))
+
+    @cached_property
+    def provenance(self) -> CallProvenance:
+        got = TraceFacts.provenance.func(self)  # type: ignore[attr-defined]
+        seen = [(v.path, v.describe(), v.sources, v.laundered) for v in got.values]
+        other = [(v.path, v.describe(), v.sources, v.laundered)
+                 for v in self.twin.provenance.values]  # fmt: skip
+        assert seen == other, (seen, other)
+        return got  # type: ignore[no-any-return]
+
+    def evaluate(self, bindings: Mapping[str, str]) -> dict[str, Fact]:
+        found = super().evaluate(bindings)
+        for name, fact in found.items():
+            self._same(bindings[name], fact)
+        return found

@@ -12,12 +12,15 @@ a few lines:
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
    history is unreadable); when this process served the thread's previous call, step 1
-   parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`);
+   parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
+   With no state, the index defers its reading and the predicates' questions are answered
+   from the messages that may hold what they ask about (:mod:`~guardagent.trace.lookup`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
    consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
 5. hand back the new thread state, to be saved with the thread (with the approvals this
-   call used once it is allowed: :meth:`TraceEvent.state_after`).
+   call used once it is allowed: :meth:`TraceEvent.state_after`); a deferred index is read
+   in full when the state is first asked for (a host that keeps no state never asks).
 
 Everything here is trusted host-side code: the values it produces are facts for the
 verifier, assigned next to (never by) the guard program.
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardagent.decision import Deferred
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace.budget import reading_budget
 from guardagent.trace.declared import check_argument_names
@@ -58,8 +62,11 @@ class TraceEvent:
         agent_input: The event's input (user messages, then the host's user facts).
         agent_output: The whole conversation and the proposed call, uncut.
         facts: Each bound predicate's fact (value, deciding messages, detail).
-        thread_state: The thread's updated index and consent ledger as JSON, to save with
-            the thread when the call is denied (:meth:`state_after`).
+        state: The thread's updated index and consent ledger as JSON, to save with the
+            thread when the call is denied (:meth:`state_after`); built when first asked
+            for (:attr:`thread_state`): a thread with no state was read only as far as the
+            decision needed (:mod:`~guardagent.trace.lookup`), and its index is read in full
+            then.
         consumed: The approvals the consent predicates used for this call.
     """
 
@@ -67,15 +74,25 @@ class TraceEvent:
     agent_input: str
     agent_output: str
     facts: dict[str, Fact]
-    thread_state: dict[str, Any]
+    state: Deferred[dict[str, Any]] = field(repr=False)
     consumed: tuple[str, ...] = ()
     key: bytes | None = field(default=None, repr=False)
 
+    @property
+    def thread_state(self) -> dict[str, Any]:
+        """The thread's updated state (built now if it was not yet)."""
+        return self.state.get()
+
     def state_after(self, allowed: bool) -> dict[str, Any]:
         """The state to save once the call is decided: an allowed call uses its approvals."""
+        return self.deferred_state_after(allowed).get()
+
+    def deferred_state_after(self, allowed: bool) -> Deferred[dict[str, Any]]:
+        """:meth:`state_after`, built when first asked for."""
         if not allowed or not self.consumed:
-            return self.thread_state
-        return spend_in_state(self.thread_state, self.consumed, use_of(self.trace.call), self.key)
+            return self.state
+        return Deferred(lambda: spend_in_state(self.thread_state, self.consumed,
+                                               use_of(self.trace.call), self.key))  # fmt: skip
 
     @property
     def assignments(self) -> dict[str, bool | None]:
@@ -150,11 +167,13 @@ def prepare_trace_event(
                                      max_state_bytes=max_state_bytes, key=key)  # fmt: skip
         records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
         facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
-                        secrets=secrets, ledger=ledger)  # fmt: skip
+                        secrets=secrets, ledger=ledger, lazy=True)  # fmt: skip
         found = {name: fn(facts) for name, fn in compiled.items()}
     remember(index.chain, trace.read, getattr(index, "hasher", None))  # for the next call
     agent_input, agent_output = render_event(trace, user_facts)
-    state = with_ledger(index.to_json(key), ledger, key)
+    state = Deferred(lambda: with_ledger(index.to_json(key), ledger, key))
+    if index.deferred is None:  # read already: the state costs little, build it now
+        state.get()
     return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),
                       key)  # fmt: skip
 

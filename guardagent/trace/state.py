@@ -38,6 +38,9 @@ Cost. Each update hashes every message once (one C-speed SHA-256 over the thread
 see a rewrite anywhere; only the new ones when the parse resumed from messages whose chain
 this process computed, :mod:`~guardagent.trace.resume`) and *reads* only new ones; the
 counters in :attr:`TraceIndex.work` say how much of each was done, and the tests check them.
+A fresh index (a call with no thread state) may defer its reading (:meth:`TraceIndex.defer`):
+the call's questions are answered from the messages that may hold what they ask about
+(:mod:`~guardagent.trace.lookup`), and the index is read in full only when its state is.
 Restoring a state copies nothing but its tables' outer dicts: a posting list of the state is
 copied when a new message is first posted to it, so the host's state object never changes.
 
@@ -253,6 +256,7 @@ class TraceIndex:
         self.work = Work()
         self._size = 400
         self.shared: dict[str, list[int]] = {}  # postings lists that are the host's state's
+        self.deferred: Trace | None = None  # a fresh index's trace, not read yet (defer)
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -266,6 +270,7 @@ class TraceIndex:
             UnreadableEvidence: ``trace_rewritten`` when a message seen before changed or
                 is gone.
         """
+        self.complete()
         messages = trace.messages
         if len(messages) < self.count:
             unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
@@ -294,6 +299,53 @@ class TraceIndex:
         self.count = len(messages)
         self.chain = chain
         return new
+
+    def defer(self, trace: Trace) -> None:
+        """Take a fresh index's trace without reading it (read by :meth:`complete`).
+
+        A call with no thread state asks about a few values (:mod:`~guardagent.trace.lookup`
+        answers it from the messages that may hold them); the index is read in full only
+        when its state is asked for. What the call needs at once is set now: the count,
+        the hash chain (for :mod:`~guardagent.trace.resume`) and the year. Every query of
+        this class (:meth:`ids`, :meth:`written_before`, :meth:`source_of`, :meth:`to_json`,
+        :meth:`truncate`, :meth:`update`) completes the index first, so it answers exactly
+        what :meth:`update` would have.
+
+        Raises:
+            ValueError: the index is not fresh (it has read or restored messages).
+        """
+        if self.count or self.postings or self.written or self.deferred is not None:
+            raise ValueError("only a fresh index defers its reading")
+        messages = trace.messages
+        resumed = trace.resumed
+        known = (len(resumed.messages), resumed.chain) if resumed and resumed.chain else None
+        _, self.chain, self.hasher = chains(messages, 0, known)
+        hashed = messages[known[0]:] if known and known[0] <= 0 else messages
+        self.work.messages_hashed += len(hashed)
+        self.work.bytes_hashed += sum(len(m.text) for m in hashed)
+        if self.year is None:  # a restored state of no message keeps its year, as update does
+            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
+            self.year = stated or host_year()
+        self.count = len(messages)
+        self.deferred = trace
+
+    def complete(self) -> None:
+        """Read a deferred trace (:meth:`defer`) as :meth:`update` would have."""
+        trace = self.deferred
+        if trace is None:
+            return
+        self.deferred = None
+        count, self.count = self.count, 0
+        try:
+            for message in trace.messages:
+                check_budget()
+                self._read(message, trace)
+        except BaseException:  # a partial reading is no index: this one is unusable
+            self.deferred, self.count = trace, count
+            self.postings, self.written, self.tails, self.unindexed = {}, {}, {}, []
+            self.hashes, self.sources, self.source_names, self._size = [], [], [], 400
+            raise
+        self.count = count
 
     def _source_id(self, source: str) -> int:
         try:
@@ -380,6 +432,7 @@ class TraceIndex:
 
         The next :meth:`update` reads them again. Costs one pass over the postings.
         """
+        self.complete()
         if count >= self.count:
             return
         count = max(0, count)
@@ -402,6 +455,7 @@ class TraceIndex:
         A posting restored from a checkpoint is checked here, when used, rather than all
         of them on every restore.
         """
+        self.complete()
         ids = self.postings.get(key_hash(key), [])
         if not all(type(i) is int and 0 <= i < self.count for i in ids):
             unreadable("unreadable_state", "the thread's trace index holds a bad posting")
@@ -409,17 +463,20 @@ class TraceIndex:
 
     def written_before(self, key: str, index: int) -> bool:
         """Whether the model put `key` into a call's arguments before message `index`."""
+        self.complete()
         at = self.written.get(key_hash(key))
         return at is not None and at < index
 
     def source_of(self, index: int) -> str:
         """The source of a message the index has seen."""
+        self.complete()
         return self.source_names[self.sources[index]]
 
     # -- state -----------------------------------------------------------------------------
 
     def to_json(self, key: bytes | None = None) -> dict[str, Any]:
         """The state as JSON-able data (for a checkpoint), signed when given a key."""
+        self.complete()
         data: dict[str, Any] = {
             "format": STATE_FORMAT,
             "region": self.region,

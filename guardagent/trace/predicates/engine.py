@@ -10,6 +10,7 @@ from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace.labels import EFFECTS, Labels
+from guardagent.trace.lookup import LookupSearch
 from guardagent.trace.messages import Trace
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.ledger import ConsentLedger
@@ -41,6 +42,9 @@ class TraceFacts:
         thread: The thread's id (approvals count only in their thread); ignored when a
             `ledger` is given (its thread).
         ledger: The thread's consent ledger (which approvals are used up); None starts one.
+        lazy: With a fresh index (no thread state), read only the messages that may hold
+            what the predicates ask about (:mod:`~guardagent.trace.lookup`); the index
+            reads the rest if its state is asked for (:meth:`TraceIndex.complete`).
 
     Attributes:
         consumed: The approvals the consent predicates used to approve this call; the
@@ -59,6 +63,7 @@ class TraceFacts:
         secrets: Secrets | None = None,
         thread: str | None = None,
         ledger: ConsentLedger | None = None,
+        lazy: bool = False,
     ) -> None:
         self.trace = trace
         self.records = records if records is not None else Records()
@@ -68,8 +73,12 @@ class TraceFacts:
         self.index = index if index is not None else TraceIndex(labels.phone_region)
         if self.index.region != labels.phone_region:
             raise ValueError("the index was built for another phone region")
-        self.index.update(trace)
-        self.search = Search(trace, self.index, labels)
+        if lazy and not self.index.count and not self.index.postings and not self.index.written:
+            self.index.defer(trace)
+            self.search: Search = LookupSearch(trace, self.index, labels)
+        else:
+            self.index.update(trace)
+            self.search = Search(trace, self.index, labels)
         reviews = list(consent)
         if key is not None:
             reviews = [c for c in reviews if isinstance(c, Mapping) and verify(c, key)]

@@ -1,0 +1,270 @@
+"""A call with no thread state reads only what it asks about, and answers what the index would.
+
+:class:`~guardagent.trace.lookup.LookupSearch` posts a key under exactly the messages the full
+index posts it under (echo exclusion and boundaries included), skipping only messages that
+lack a string every holder of the key contains. Checked key by key over every key any
+message, boundary or call holds, on generated threads (values split across results of one
+tool, overlapping kinds, non-ASCII forms: the fragments of the reader's differential test)
+and on the example traces; the predicates' facts are compared too (and every hand-written
+test trace compares them through ``tests/trace_helpers.facts``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guardagent.trace import Labels, TraceIndex, analyze, parse_trace
+from guardagent.trace.lookup import MAX_LOOKUPS, LookupSearch, needle
+from guardagent.trace.normal import reading_form
+from guardagent.trace.reading import boundary_keys, clear_caches, message_reading
+from guardagent.trace.state import call_keys, written_keys
+from tests.test_trace_reader_differential import FRAGMENTS, texts, tool_threads
+from tests.traces.synthetic import proposed, thread
+
+TRACES = Path(__file__).parent / "traces"
+LABELS = Labels.load(TRACES / "assistant_labels.yaml")
+POLICY_EXPRESSIONS = [
+    'arg_from_trusted("@recipients")', 'arg_from_user("@recipients")', 'arg_from_trusted("*")',
+    'arg_from_designated("@recipients", via=["read_file", "read_email"])',
+    'arg_from_trusted("url", part="domain")', "secret_flow()", "consent_given()",
+    'arg_from_user("body")', 'arg_only_untrusted("*")', 'arg_invented("*")',
+    'value_from_sensitive("*")', 'arg_from_trusted_tool("to")',
+]  # fmt: skip
+
+
+def _both(messages: list[dict[str, Any]], call: dict[str, Any] | None
+          ) -> tuple[Any, TraceIndex, LookupSearch]:  # fmt: skip
+    trace = parse_trace(messages, call, labels=LABELS)
+    full = TraceIndex(LABELS.phone_region)
+    full.update(trace)
+    deferred = TraceIndex(LABELS.phone_region)
+    deferred.defer(trace)
+    return trace, full, LookupSearch(trace, deferred, LABELS)
+
+
+def same_answers(messages: list[dict[str, Any]], call: dict[str, Any] | None) -> None:
+    """Every key any message, boundary or call holds is posted under the same messages."""
+    trace, full, lookup = _both(messages, call)
+    region, year = full.region, full.year
+    keys: set[str] = set()
+    for message in trace.messages:
+        keys |= set(message_reading(message.text, region, year).hashed)
+        for c in message.calls:
+            keys |= call_keys(c, region, year) | written_keys(c, region, year)
+    for _, _, tail, head in lookup.pairs:
+        keys |= set(boundary_keys(tail, head, region, year).hashed)
+    keys |= call_keys(trace.call, region, year)
+    assert not full.unindexed
+    for key in keys:
+        if len(lookup._looked) >= MAX_LOOKUPS - 1:  # every key looked up, none from the index
+            lookup._posted.clear()
+            lookup._looked.clear()
+        assert sorted(lookup.posted(key)) == full.ids(key), key
+        for i in range(0, len(trace.messages) + 1, 3):
+            assert lookup._written_before(key, i) == full.written_before(key, i), (key, i)
+    assert lookup.index.deferred is not None, "answering read nothing into the index"
+    lazy = analyze(trace, LABELS, lazy=True)
+    eager = analyze(trace, LABELS)
+    for expression in POLICY_EXPRESSIONS:
+        assert lazy.fact(expression).to_json() == eager.fact(expression).to_json(), expression
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_generated_threads_answer_as_the_index(data: Any) -> None:
+    messages = data.draw(tool_threads())
+    call = {"name": "send_email", "args": {"to": data.draw(st.sampled_from(FRAGMENTS)),
+                                            "body": data.draw(texts())}}  # fmt: skip
+    same_answers(messages, call)
+
+
+@pytest.mark.parametrize("seed", [1, 100, 7])
+def test_synthetic_threads_answer_as_the_index(seed: int) -> None:
+    messages = thread(100, seed=seed)
+    same_answers(messages, proposed(messages))
+
+
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*.json")), ids=lambda p: p.stem)
+def test_example_traces_answer_as_the_index(path: Path) -> None:
+    case = json.loads(path.read_text())
+    same_answers(case["messages"], case.get("proposed_call"))
+
+
+def _result(i: str, text: str) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": None, "tool_calls": [{"id": i, "type": "function",
+             "function": {"name": "read_inbox", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": i, "content": text}]  # fmt: skip
+
+
+@pytest.mark.parametrize("head,rest", [("Pay DE89 3704 0044", "0532 0130 00 now"),
+                                       ("Pay DE89-3704-0044-", "0532-0130-00 now"),
+                                       ("Call +41 44 668", "18 00 today"),
+                                       ("Write to bob.smith@exa", "mple.org today")])  # fmt: skip
+def test_a_value_split_across_two_results_is_found_in_both(head: str, rest: str) -> None:
+    messages = [{"role": "user", "content": "Read my inbox."},
+                *_result("c1", head), *_result("c2", rest)]  # fmt: skip
+    value = (head.split(maxsplit=1)[1] + ("" if head.endswith(("-", "a")) else " ") + rest
+             ).rsplit(" ", 1)[0]  # fmt: skip
+    call = {"name": "send_email", "args": {"to": "x@y.org", "body": value}}
+    same_answers(messages, call)
+    _, full, lookup = _both(messages, call)
+    typed = [k for _, _, t, h in lookup.pairs for k in boundary_keys(t, h, None, 2024).hashed]
+    if typed:  # the boundary reading found the value: posted to both results
+        assert lookup.posted(typed[0]) == frozenset({2, 4}) == frozenset(full.ids(typed[0]))
+
+
+def test_the_kelvin_sign_is_the_only_character_lower_making_ascii() -> None:
+    """Why an ASCII local part must be written as such (the e-mail needle; see lookup)."""
+    odd = [chr(c) for c in range(sys.maxunicode + 1)
+           if not chr(c).isascii() and chr(c).lower().isascii()]  # fmt: skip
+    assert odd == ["\u212a"]
+    assert unicodedata.normalize("NFKC", "\u212a") == "K"
+    assert "\u212a" not in reading_form("bob\u212a@x.org \u212aelvin")
+
+
+def test_needles_are_in_every_form_of_their_values() -> None:
+    """A few re-spellings the readers accept: each still holds its key's necessary string."""
+    from guardagent.trace.lookup import Segments
+
+    cases = {
+        "ＢＯＢ@x.org": "email:bob@x.org", "BOB@Example.ORG": "email:bob@example.org",
+        "bob@ｅｘａｍｐｌｅ.org": "email:bob@example.org",
+        "de89-3704-0044-0532-0130-00": "iban:DE89370400440532013000",
+        "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００": "iban:DE89370400440532013000",
+    }
+    for text, key in cases.items():
+        form = reading_form(text)
+        assert key in message_reading(text, None, 2024).hashed, (text, key)
+        assert Segments([0], [form], [form]).holders(needle(key)) == {0}, (text, key)
+
+
+def test_a_stateless_check_reads_only_what_it_asks_about_and_builds_the_state_on_demand(
+    tmp_path: Path,
+) -> None:
+    from guardagent import GuardAgent
+    from guardagent.trace import reading
+    from guardagent.trace.resume import forget
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(100, seed=5)
+    call = proposed(messages)
+    clear_caches()
+    forget()
+    misses = reading.TEXTS.misses
+    decision = guard.check_trace(messages, call)
+    read = reading.TEXTS.misses - misses
+    assert read < 30, "only the messages that may hold the call's values were read"
+    assert type(decision.__dict__["trace_state"]).__name__ == "Deferred"
+    state = decision.trace_state  # built now, as the full index builds it
+    trace = parse_trace(messages, call, labels=LABELS)
+    full = TraceIndex(LABELS.phone_region)
+    full.update(trace)
+    assert {k: v for k, v in state.items() if k != "consent"} == full.to_json()
+    again = guard.check_trace(messages + [{"role": "user", "content": "thanks"}], call,
+                              thread_state=state)  # fmt: skip
+    assert again.allowed == decision.allowed and again.trace_state["count"] == len(trace.messages) + 1
+
+
+def test_a_lone_surrogate_is_looked_for_as_the_locator_reads_it() -> None:
+    """The locator reads a lone surrogate as U+FFFD: an unplaced token holding one is read."""
+    messages = [{"role": "user", "content": "write to eve\ud800@x please"}, *_result(
+        "c1", "from eve\ud800@x and www.a\ud800b.com/\ud800x")]  # fmt: skip
+    same_answers(messages, {"name": "send_email", "args": {"to": "eve\ud800@x", "body": "hi"}})
+
+
+def test_a_call_asking_about_many_keys_is_answered_from_the_completed_index() -> None:
+    """Past MAX_LOOKUPS keys the index is read in full and answers: linear in the trace."""
+    messages = thread(60, seed=3)
+    words = [w for m in messages for w in str(m.get("content") or "").split()]
+    body = " ".join(dict.fromkeys(words))
+    assert len(set(words)) > 2 * MAX_LOOKUPS
+    call = {"name": "send_email", "args": {"to": "nobody@example.org", "body": body}}
+    trace = parse_trace(messages, call, labels=LABELS)
+    lazy = analyze(trace, LABELS, lazy=True)
+    eager = analyze(parse_trace(messages, call, labels=LABELS), LABELS)
+    for expression in POLICY_EXPRESSIONS:
+        assert lazy.fact(expression).to_json() == eager.fact(expression).to_json(), expression
+    assert lazy.index.deferred is None, "the index was completed"
+
+
+def test_a_call_with_many_words_costs_linear_time() -> None:
+    """A body of every word of the thread: looked up key by key only up to MAX_LOOKUPS."""
+    import time
+
+    def cost(n: int) -> float:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Read my inbox."}]
+        for i in range(n):
+            messages += _result(f"c{i}", " ".join(f"w{i}x{j}" for j in range(20)))
+        body = " ".join(f"w{i}x{j}" for i in range(n) for j in range(20))
+        call = {"name": "send_email", "args": {"to": "nobody@example.org", "body": body}}
+        clear_caches()
+        trace = parse_trace(messages, call, labels=LABELS)
+        started = time.perf_counter()
+        analyze(trace, LABELS, lazy=True).fact('arg_from_trusted("body")')
+        return time.perf_counter() - started
+
+    cost(10)  # warm
+    small, large = cost(40), cost(400)
+    # linear: about 10 times; quadratic (every word looked up in every message): 100 times
+    assert large < 40 * max(small, 1e-3), f"40 messages {small:.4f} s, 400: {large:.4f} s"
+
+
+def test_an_empty_needle_or_trace_is_answered() -> None:
+    from guardagent.trace.lookup import Segments
+
+    assert Segments([], [], []).holders(("words", "")) == set()
+    assert Segments([3], ["ab"], ["ab"]).holders(("forms", "")) == {3}
+    assert Segments([], [], []).holders(("low", "bob")) == set()
+
+
+def test_a_restored_state_of_no_message_keeps_its_year() -> None:
+    """A fresh index restored from a state of no message defers with the state's year."""
+    empty = TraceIndex(LABELS.phone_region)
+    empty.update(parse_trace([], {"name": "send_email", "args": {"to": "a@b.org"}}, labels=LABELS))
+    state = {**empty.to_json(), "year": 2031}
+    messages = [{"role": "user", "content": "Pay on 3 March."}]
+    call = {"name": "send_email", "args": {"to": "a@b.org", "body": "3 March"}}
+    restored = TraceIndex.from_json(state, region=LABELS.phone_region)
+    lazy = analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=restored, lazy=True)
+    assert lazy.index.deferred is not None and lazy.index.year == 2031
+    again = TraceIndex.from_json(state, region=LABELS.phone_region)
+    eager = analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=again)
+    fact = 'arg_from_user("body")'
+    assert lazy.fact(fact).to_json() == eager.fact(fact).to_json()
+    assert lazy.index.to_json() == eager.index.to_json()
+
+
+def test_acheck_trace_builds_the_state_in_its_worker_thread(tmp_path: Path) -> None:
+    """An async host reads trace_state on its event loop: nothing is left to build there."""
+    import asyncio
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(30, seed=8)
+    decision = asyncio.run(guard.acheck_trace(messages, proposed(messages)))
+    built = decision.__dict__["trace_state"]
+    assert type(built).__name__ != "Deferred" or built._build is None
+    assert decision.trace_state is not None and decision.trace_state["count"] > 0
+
+
+def test_a_decision_with_a_deferred_state_pickles_and_copies_as_plain_data(tmp_path: Path) -> None:
+    import copy
+    import pickle
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(20, seed=4)
+    decision = guard.check_trace(messages, proposed(messages))
+    for other in (pickle.loads(pickle.dumps(decision)), copy.deepcopy(decision),
+                  decision.model_copy(deep=True)):  # fmt: skip
+        assert other.trace_state == decision.trace_state and other.allowed == decision.allowed
