@@ -274,7 +274,7 @@ def reserve_spares(count: int) -> None:
 
     A batch of `count` concurrent runs whose programs come from a model sends them within
     a few milliseconds of each other, once their model calls return; children forked while
-    those calls are awaited are ready then (at most :data:`BATCH_SPARES`, ~3 MB each,
+    those calls are awaited are ready then (at most :data:`BATCH_SPARES`, ~2.3 MB each,
     released once the batch has sent nothing for a few seconds). Each still serves exactly
     one run. Nothing is started when no zygote runs yet.
     """
@@ -364,7 +364,7 @@ def _worker_main(
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
 SPARES = 4  # children forked ahead while the zygote is idle; a burst uses them up first
-BATCH_SPARES = 32  # the most a batch may have kept ready (`reserve_spares`): ~3 MB each
+BATCH_SPARES = 32  # the most a batch may have kept ready (`reserve_spares`): ~2.3 MB each
 _BATCH_SECONDS = 5.0  # a batch's extra spares are kept this long after its last request
 
 
