@@ -15,13 +15,12 @@ from langgraph.graph.state import CompiledStateGraph
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
-from guardagent.llm import is_offline, resolve_model
+from guardagent.llm import resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
-from guardagent.sandbox.zygote import reserve_spares
 
 if TYPE_CHECKING:
     from guardagent.policy.task import AttachedTask, TaskPolicy
@@ -166,10 +165,6 @@ class GuardAgent:
         runs on the sandbox's pool.
         """
         gate = asyncio.Semaphore(max(1, concurrency))
-        if concurrency > 1 and len(events) > 1 and not is_offline(self.context.model):
-            # Model-written programs each run in a fresh zygote child: have them forked
-            # while the batch awaits its model calls (guardagent.sandbox.zygote).
-            reserve_spares(min(concurrency, len(events)))
         turns = asyncio.Lock()  # the batch's runs compute one at a time (nodes/turns.py)
 
         async def one(event: tuple[str, str]) -> GuardDecision:

@@ -19,14 +19,7 @@ import pytest
 from guardagent.profiles import load_profile
 from guardagent.readers import user_facts
 from guardagent.sandbox.process import SandboxLimits, run_program
-from guardagent.sandbox.zygote import (
-    BATCH_SPARES,
-    SPARES,
-    _Zygote,
-    _zygote,
-    reserve_spares,
-    toolbox_refs,
-)
+from guardagent.sandbox.zygote import _Zygote, _zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox, ToolSpec
 
 PROGRAM = "deny([str(parse_user_info(agent_input).get('age'))], 'age')"
@@ -203,40 +196,3 @@ def test_zygote_children_have_an_empty_environment_block() -> None:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _children(pid: int) -> set[int]:
-    """The live children of `pid` (spares, one-run children, warm workers)."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            found.update(int(p) for p in (task / "children").read_text().split())
-    return found
-
-
-def _wait_for(check: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def test_a_batch_gets_its_spares_forked_ahead_and_they_are_released_after() -> None:
-    """`reserve_spares`: up to BATCH_SPARES children wait; each serves one run; then they go."""
-    tools = load_profile("mind2web-sc").tools()
-    run_program(PROGRAM, tools, EVENT, "")  # the zygote runs
-    zygote = _zygote().proc.pid
-    before = _children(zygote)
-    reserve_spares(BATCH_SPARES + 100)  # more than allowed: capped
-    assert _wait_for(lambda: len(_children(zygote) - before) >= BATCH_SPARES - SPARES)
-    time.sleep(0.3)
-    ready = _children(zygote)
-    assert len(ready) <= len(before) + BATCH_SPARES
-    for _ in range(3):  # each run takes one spare, which is gone after it
-        result = run_program(PROGRAM, tools, EVENT, "")
-        assert result["ok"] and result["verdict"]["violations"] == ["30"]  # type: ignore[index]
-    assert _wait_for(lambda: len(ready - _children(zygote)) >= 3)
-    # Nothing asked for a while: the batch's extra spares exit, SPARES stay.
-    assert _wait_for(lambda: len(_children(zygote) - before) <= SPARES, seconds=15.0)

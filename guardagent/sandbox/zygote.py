@@ -269,24 +269,6 @@ def kill(pid: int | None) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def reserve_spares(count: int) -> None:
-    """Ask this process's zygote to keep `count` children forked for a batch (best effort).
-
-    A batch of `count` concurrent runs whose programs come from a model sends them within
-    a few milliseconds of each other, once their model calls return; children forked while
-    those calls are awaited are ready then (at most :data:`BATCH_SPARES`, ~2.3 MB each,
-    released once the batch has sent nothing for a few seconds). Each still serves exactly
-    one run. Nothing is started when no zygote runs yet.
-    """
-    path = running_path()
-    if path is None:
-        return
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        sock.connect(path)
-        sock.sendall(json.dumps({"spares": int(count)}).encode() + b"\n")
-
-
 def running_path() -> str | None:
     """The socket of this process's live zygote, or None (none started yet, or it died)."""
     with _lock:
@@ -364,8 +346,6 @@ def _worker_main(
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
 SPARES = 4  # children forked ahead while the zygote is idle; a burst uses them up first
-BATCH_SPARES = 32  # the most a batch may have kept ready (`reserve_spares`): ~2.3 MB each
-_BATCH_SECONDS = 5.0  # a batch's extra spares are kept this long after its last request
 
 
 WARM_SOURCE = "allow('warm-up')"
@@ -462,9 +442,6 @@ class _Server:
         self.cache: dict[str, Toolbox] = {}
         self.spares: list[tuple[int, socket.socket]] = []
         self.warm: bytes | None = None  # the rehearsal of the latest toolbox and limits
-        self.runs: set[int] = set()  # one-run children in flight (not workers, not spares)
-        self.target = SPARES  # spares to keep: more while a batch asked for them
-        self.batch_until = 0.0
 
     def _closing(self) -> list[Any]:
         """What a forked child must not keep.
@@ -536,38 +513,9 @@ class _Server:
         incoming.conn.setblocking(True)
         return incoming.conn
 
-    def wants_spare(self) -> bool:
-        """Whether to fork one more spare when nothing else is to be done.
-
-        Up to :data:`SPARES` at any time; up to a batch's reservation only while no run is
-        in flight: within a burst, a spare forked between two requests costs the burst what
-        a fork on demand would, while one forked before the burst (as the batch's model
-        calls are awaited) costs it nothing.
-        """
-        return len(self.spares) < SPARES or (len(self.spares) < self.target and not self.runs)
-
-    def reserve(self, conn: socket.socket, raw: bytes) -> None:
-        """`{"spares": n}`: keep up to `n` spares (at most :data:`BATCH_SPARES`) for a batch."""
-        conn.close()
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            count = json.loads(raw)["spares"]
-            if type(count) is int:
-                self.target = max(SPARES, min(count, BATCH_SPARES))
-                self.batch_until = time.monotonic() + _BATCH_SECONDS
-
-    def settle(self) -> None:
-        """Once a batch has sent nothing for `_BATCH_SECONDS`, let its extra spares exit."""
-        if self.target > SPARES and time.monotonic() > self.batch_until:
-            self.target = SPARES
-            while len(self.spares) > SPARES:
-                self.spares.pop()[1].close()  # it reads EOF instead of a request, and exits
-
     def handle(self, conn: socket.socket, raw: bytes) -> None:
         if raw.startswith(b'{"worker"'):
             return self.start_worker(conn, raw)
-        if raw.startswith(b'{"spares"'):
-            return self.reserve(conn, raw)
-        self.batch_until = max(self.batch_until, time.monotonic() + _BATCH_SECONDS)
         try:  # validated here, so a rejection needs no fork
             req = _Request(raw, self.cache, self.maxima)
             _, rejection = child.compile_for_run(req.source, req.toolbox)
@@ -583,14 +531,12 @@ class _Server:
                 chan.sendall(raw)
                 chan.close()
                 self.pending[pid] = conn
-                self.runs.add(pid)
                 return
             except OSError:  # the spare died: fork one now
                 chan.close()
         cache, maxima = self.cache, self.maxima
         pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
         self.pending[pid] = conn
-        self.runs.add(pid)
 
     def rehearse_like(self, req: _Request) -> None:
         """Spares forked from now on rehearse requests of `req`'s toolbox and limits."""
@@ -628,7 +574,6 @@ class _Server:
             for spare in [sp for sp in self.spares if sp[0] == pid]:  # died idle
                 spare[1].close()
                 self.spares.remove(spare)
-            self.runs.discard(pid)
             conn = self.pending.pop(pid, None)
             if conn is not None:
                 with contextlib.suppress(OSError):
@@ -678,7 +623,7 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
     while os.getppid() == caller:
         if not server.spares:
             server.add_spare()
-        refill = server.wants_spare()  # forked only while nothing waits for us
+        refill = len(server.spares) < SPARES  # more only while nothing waits for us
         timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
         ready = server.selector.select(timeout)
         if not ready and refill:
@@ -695,7 +640,6 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
             except OSError:  # a client that went away mid-request
                 continue
         server.expire()
-        server.settle()
 
 
 if __name__ == "__main__":
