@@ -8,7 +8,8 @@ Prints, from one process on one machine state:
   `SQLInterpreter`) and mind2web-sc, on the warm-worker path and on the fork path (one zygote
   child per run, `GUARDAGENT_SANDBOX_WARM=0`); targets p50 <= 4.5x the invoke, p99 <= 5x p50;
 - throughput with a scripted model that answers after 200 ms (plan -> code -> execute on every
-  event, reuse off) at concurrency 1 and 32; target >= 28x;
+  event, reuse off) at concurrency 1 and 32; target >= 28x; `--throughput-only` runs only
+  these two rows;
 - trace decisions (`check_trace`, assistant-trace profile) at 100 messages, with the thread's
   state from the call 4 messages earlier and without state; targets p50 <= 2 ms and <= 5 ms.
   Without state: cold (a thread never seen), warm (its previous step seen: a stateless host
@@ -18,6 +19,7 @@ Prints, from one process on one machine state:
   another profile decided); target <= 30 ms.
 
 Run: .venv/bin/python benchmarks/bench_floor.py [--n 300] [--events 64] [--latency 0.2]
+     [--trace-only | --throughput-only]
 """
 
 from __future__ import annotations
@@ -234,6 +236,14 @@ def print_traces(traces: dict[str, float]) -> None:
           f"{traces['without_state_repeat_p50']:.2f} ms the same thread again")  # fmt: skip
 
 
+def print_throughput(rates: dict[int, float], latency: float) -> None:
+    """The throughput line: c=1 and c=32 decisions per second and their ratio (target 28x)."""
+    speedup = rates[32] / rates[1]
+    met = "met" if speedup >= 28 else "NOT met"
+    print(f"throughput, {latency * 1000:.0f} ms model: c=1 {rates[1]:.2f}/s, c=32 "
+          f"{rates[32]:.2f}/s: {speedup:.1f}x (>= 28x: {met})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300, help="verified decisions per profile")
@@ -241,7 +251,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model latency, s")
     parser.add_argument("--runs", type=int, default=100, help="runs of invoke / check_trace")
     parser.add_argument("--trace-only", action="store_true", help="only the trace decisions")
+    parser.add_argument("--throughput-only", action="store_true", help="only the throughput rows")
     args = parser.parse_args()
+    if args.throughput_only:
+        cases = load_benchmark("mind2web-sc")[: args.events]
+        events = [(c.agent_input, c.agent_output) for c in cases]
+        with tempfile.TemporaryDirectory() as tmp:
+            rates = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
+        print_throughput(rates, args.latency)
+        print(json.dumps({"throughput": rates, "speedup": round(rates[32] / rates[1], 2)}))
+        return
     if args.trace_only:
         with tempfile.TemporaryDirectory() as tmp:
             traces = trace_decisions(args.runs, f"{tmp}/t")
@@ -274,8 +293,7 @@ def main() -> None:
                   f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]} (invoke beside: "
                   f"{r['invoke']:.3f} ms)")  # fmt: skip
     speedup = rates[32] / rates[1]
-    print(f"throughput, {args.latency * 1000:.0f} ms model: c=1 {rates[1]:.2f}/s, c=32 "
-          f"{rates[32]:.2f}/s: {speedup:.1f}x (>= 28x: {ok[speedup >= 28]})")  # fmt: skip
+    print_throughput(rates, args.latency)
     print_traces(traces)
     print("first decision of a profile, process warm: " + ", ".join(
         f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items()))  # fmt: skip

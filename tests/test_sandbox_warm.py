@@ -218,3 +218,28 @@ def test_warm_up_starts_a_worker_the_first_event_uses(tmp_path: Any) -> None:
     assert pids() == {pid}
     guard.check(INPUT, "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
     assert pids() == {pid}
+
+
+def test_warm_up_keeps_what_is_alive_out_of_later_collections(tmp_path: Any) -> None:
+    import gc
+    import weakref
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("mind2web-sc", memory_dir=str(tmp_path))
+    gc.unfreeze()
+    try:
+        guard.warm_up()
+        assert gc.get_freeze_count() > 10_000  # the imports, the compiled graph, the profile
+
+        class Node:
+            other: Any = None
+
+        first, second = Node(), Node()
+        first.other, second.other = second, first  # a cycle made after warm_up
+        ref = weakref.ref(first)
+        del first, second
+        gc.collect()
+        assert ref() is None  # garbage made later is still collected
+    finally:
+        gc.unfreeze()
