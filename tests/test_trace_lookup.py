@@ -270,6 +270,27 @@ def test_a_decision_with_a_deferred_state_pickles_and_copies_as_plain_data(tmp_p
         assert other.trace_state == decision.trace_state and other.allowed == decision.allowed
 
 
+def test_a_decision_with_a_deferred_state_iterates_and_compares_as_plain_data(
+    tmp_path: Path,
+) -> None:
+    """dict(decision), ==, and a copy read the state itself, never its Deferred (seen failing)."""
+    import copy
+    import pickle
+
+    from guardagent import GuardAgent
+
+    guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
+    messages = thread(20, seed=4)
+    decision = guard.check_trace(messages, proposed(messages))
+    assert dict(decision)["trace_state"] == decision.trace_state
+    fresh = guard.check_trace(messages, proposed(messages))
+    assert pickle.loads(pickle.dumps(fresh)) == fresh
+    again = guard.check_trace(messages, proposed(messages))
+    assert copy.copy(again) == again.model_copy() == again
+    state = again.trace_state
+    assert isinstance(state, dict) and dict(again.model_copy())["trace_state"] == state
+
+
 def test_a_message_over_the_state_budget_is_found_past_the_lookup_bound() -> None:
     """Past MAX_LOOKUPS keys the completed index answers, its unindexed messages included.
 
