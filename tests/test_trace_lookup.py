@@ -483,3 +483,51 @@ def test_a_thread_over_the_state_budget_answers_as_the_index(
         eager, lazy = analysed(False), analysed(True)
         for e in (expression, *POLICY_EXPRESSIONS):
             assert lazy.fact(e).to_json() == eager.fact(e).to_json(), (budget, e)
+
+
+def test_hosts_save_the_state_an_eager_index_saves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI ``--state`` (an approval used or not), check_trace and acheck_trace, stateless.
+
+    Each writes, byte for byte, the signed state the call would have written had its index
+    been read in full at once (``defer`` made an eager ``update``).
+    """
+    import asyncio
+
+    from click.testing import CliRunner
+
+    from guardagent import GuardAgent
+    from guardagent.cli import main
+    from guardagent.trace import Consent
+    from tests.test_cli_consent import ATTACK, KEY, PAYMENT
+    from tests.test_trace_wiring import trace_profile
+
+    profile = str(trace_profile(tmp_path))
+    signed = tmp_path / "consent.json"
+    signed.write_text(json.dumps([Consent("send_money", args=ATTACK, thread="t1").signed(
+        KEY.encode())]), encoding="utf-8")  # fmt: skip
+    runs = [[str(PAYMENT), "--consent", str(signed)], [str(PAYMENT)],
+            *[[str(p)] for p in sorted(TRACES.glob("*.json"))[:6]]]  # fmt: skip
+    messages = thread(30, seed=9)
+
+    def states(tag: str) -> list[Any]:
+        out = []
+        for n, args in enumerate(runs):
+            path = tmp_path / f"{tag}{n}.json"
+            result = CliRunner().invoke(main, ["check", "--profile", profile, "--trace", *args,
+                                               "--state", str(path), "--thread-id", "t1",
+                                               "--fields", "allowed"],
+                                        env={"GUARDAGENT_TRACE_KEY": KEY})  # fmt: skip
+            assert result.exit_code in (0, 1), result.output
+            out.append((result.output, path.read_text(encoding="utf-8")))
+        guard = GuardAgent(profile=profile)
+        out.append(guard.check_trace(messages, proposed(messages), thread_id="t2").trace_state)
+        later = asyncio.run(guard.acheck_trace(messages, proposed(messages), thread_id="t2"))
+        out.append(later.trace_state)
+        return out
+
+    lazy = states("lazy")
+    assert json.loads(lazy[0][0])["allowed"] is True  # the approval was used
+    monkeypatch.setattr(TraceIndex, "defer", TraceIndex.update)
+    assert states("eager") == lazy
