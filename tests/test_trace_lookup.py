@@ -531,3 +531,36 @@ def test_hosts_save_the_state_an_eager_index_saves(
     assert json.loads(lazy[0][0])["allowed"] is True  # the approval was used
     monkeypatch.setattr(TraceIndex, "defer", TraceIndex.update)
     assert states("eager") == lazy
+
+
+def _bounds_hold(messages: list[dict[str, Any]], call: dict[str, Any] | None) -> None:
+    """Every tier of the state's size bound is at least the size the index reaches."""
+    from guardagent.trace.sizebound import state_bound, written_bound
+
+    trace, full, lookup = _both(messages, call)
+    segments = lookup.messages()
+    pairs = list(zip(segments.texts["words"], segments.texts["forms"], strict=True))
+    for tight, exact in ((False, False), (True, False), (True, True)):
+        bound = state_bound(trace, 400, pairs, tight=tight, exact=exact, region=full.region,
+                            year=full.year)  # fmt: skip
+        assert bound >= full._size, (tight, exact, bound, full._size)
+    for message in trace.messages:
+        for c in [*message.calls, trace.call]:
+            assert written_bound(c) >= len(written_keys(c, full.region, full.year)), c.args
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_state_size_bound_holds(data: Any) -> None:
+    """The bound that lets the lookup answer is above the index's size (odd threads, args)."""
+    messages = data.draw(st.one_of(odd_threads(), tool_threads()))
+    args = {"to": data.draw(st.sampled_from(FRAGMENTS + ODD)), "body": data.draw(odd_texts()),
+            "cc": [data.draw(odd_texts()), 3, 2.5e300, None, True, 10**400 + 1],
+            "bcc": 'Eve <eve@evil.example>, "b"@x.org, (c) d@e.org, ｆ@ｇ.org'}  # fmt: skip
+    _bounds_hold(messages, {"name": "send_email", "args": args})
+
+
+@pytest.mark.parametrize("seed", [2, 11])
+def test_the_state_size_bound_holds_on_synthetic_threads(seed: int) -> None:
+    messages = thread(120, seed=seed)
+    _bounds_hold(messages, proposed(messages))

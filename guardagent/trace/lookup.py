@@ -50,9 +50,12 @@ instead and is answered from it from then on: the work stays linear in the trace
 
 Differences with the index: none for keys (compared whole here, by their 64-bit hash
 there), tested key by key (``tests/test_trace_lookup.py``) and predicate by predicate (every
-trace of ``tests/trace_helpers``); and no message is left *unindexed* by the state's size
-budget, which bounds a state this call does not keep (when the state is asked for, the index
-applies its budget as always; so does a call past :data:`MAX_LOOKUPS`).
+trace of ``tests/trace_helpers``). A message the index would leave *unindexed* (over the
+state's size budget) changes its boundaries (the next message of the source is joined to
+the one before it), which the lookup cannot know without reading every message: a thread
+whose state may exceed the budget (:meth:`LookupSearch.within_budget`, an upper bound from
+lengths, :mod:`~guardagent.trace.sizebound`) is answered from the completed index, as is a
+call past :data:`MAX_LOOKUPS`.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from guardagent.trace.messages import Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens
 from guardagent.trace.provenance import Search, SourceRef
 from guardagent.trace.reading import Reading, boundary_keys, message_reading, readings
+from guardagent.trace.sizebound import state_bound
 from guardagent.trace.state import WINDOW, TraceIndex, echo_of, written_keys
 from guardagent.trace.values import Value
 
@@ -353,53 +357,23 @@ class LookupSearch(Search):
     def within_budget(self) -> bool:
         """Whether the index certainly keeps every message (its state within its budget).
 
-        A message the index cannot keep (``max_state_bytes``) is read at query time, but
-        its boundaries are not: the next message of its source is joined to the one before
-        it. The lookup reads every boundary, so it answers as the index only when no
-        message can be left out. The state's size is bounded above without reading a
-        message's values: each message costs at most 16 + W bytes, and each key posted
-        (its own, two per boundary key, each written key) at most 16 + W more (W: the
-        digits of the last index). A reading holds at most one distinct token per two
-        characters of its words and two typed keys per character of its value form (a
-        value's distinct keys are at most its span's length, and the leftover ``@`` tokens
-        do not overlap each other); a boundary at most eight keys (two joins, each one
-        spanning value of three keys at most and one leftover); the written keys are
-        counted. When that bound exceeds the budget, a tighter count of the typed keys
-        decides: three per character a typed value must hold (an ASCII digit, the only
-        digits the locators read; ``@``, ``.``, ``:``, or a ``localhost``: values do not
-        overlap, so each holds its own), and one per ``@`` for the leftovers. Counted with
-        ``str.count`` and lengths: no message is read.
+        The index reads no boundary of a message it cannot keep (over ``max_state_bytes``:
+        the next message of its source is joined to the one before it); the lookup reads
+        every boundary, so it answers only when no message can be left out. Otherwise the
+        completed index answers. The state's size is bounded above from the forms the
+        lookup made and the calls' arguments, no value read (:mod:`~guardagent.trace.sizebound`):
+        by lengths first, then counting what typed values need, then counting written keys.
         """
         if self._fits is None:
-            self._fits = self._bound(tight=False) <= self.index.max_state_bytes or (
-                self._bound(tight=True) <= self.index.max_state_bytes)  # fmt: skip
+            segments = self.messages()
+            pairs = list(zip(segments.texts["words"], segments.texts["forms"], strict=True))
+            budget, size = self.index.max_state_bytes, self.index._size  # a restored state's
+            self._fits = any(
+                state_bound(self.trace, size, pairs, tight=tight, exact=exact,
+                            region=self.region, year=self.year) <= budget
+                for tight, exact in ((False, False), (True, False), (True, True))
+            )  # fmt: skip
         return self._fits
-
-    def _bound(self, *, tight: bool) -> int:
-        segments = self.messages()
-        width = len(str(len(self.trace.messages)))
-        per_key = 16 + width
-        keys = 0
-        for n, (words, form) in enumerate(zip(segments.texts["words"], segments.texts["forms"],
-                                              strict=True)):  # fmt: skip
-            if n % 64 == 0:
-                check_budget()
-            keys += (len(words) + 1) // 2
-            if tight:
-                typed = sum(map(form.count, "0123456789@.:")) + form.count("localhost")
-                keys += 3 * typed + form.count("@")
-            else:
-                keys += 2 * len(form)
-        sources: set[str] = set()
-        size = self.index._size  # a restored state of no message starts from its own size
-        for message in self.trace.messages:
-            if message.source not in sources:
-                sources.add(message.source)
-                size += len(message.source) + 4
-            keys += 2 * 8 + sum(len(written_keys(c, self.region, self.year))
-                                for c in message.calls)  # fmt: skip
-            size += per_key
-        return size + per_key * keys
 
     def _holds(self, i: int, key: str) -> bool:
         """Whether message `i` itself is posted under `key` (boundaries aside)."""
