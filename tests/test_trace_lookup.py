@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from guardagent.trace import Labels, TraceIndex, analyze, parse_trace
 from guardagent.trace.lookup import MAX_LOOKUPS, LookupSearch, needle
 from guardagent.trace.normal import reading_form
+from guardagent.trace.provenance import Search
 from guardagent.trace.reading import boundary_keys, clear_caches, message_reading
 from guardagent.trace.state import call_keys, written_keys
 from tests.test_trace_reader_differential import FRAGMENTS, texts, tool_threads
@@ -316,6 +317,14 @@ def test_a_message_over_the_state_budget_is_found_past_the_lookup_bound() -> Non
     for expression in ("secret_flow()", 'value_from_sensitive("*")', *POLICY_EXPRESSIONS):
         assert lazy.fact(expression).to_json() == eager.fact(expression).to_json(), expression
     assert eager.fact("secret_flow()").value is True
+    trace = parse_trace(messages, call, labels=LABELS)
+    full = TraceIndex(LABELS.phone_region, max_state_bytes=900)
+    full.update(trace)
+    for key in ("w:wordaa", "w:hi", "email:eve@evil.example"):  # each the first key asked
+        deferred = TraceIndex(LABELS.phone_region, max_state_bytes=900)
+        deferred.defer(trace)
+        first = LookupSearch(trace, deferred, LABELS).ids([key])
+        assert first == Search(trace, full, LABELS).ids([key]), key
 
 
 ODD = [
