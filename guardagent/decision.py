@@ -95,6 +95,18 @@ class GuardDecision(BaseModel):
         """True when the guard denied because it could not reach a verdict."""
         return self.error is not None and not self.allowed
 
+    def __iter__(self) -> Any:
+        """The fields as pairs (``dict(decision)``), the thread's state built, never deferred."""
+        _trace_state(self)
+        return super().__iter__()
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, as pydantic compares, on built states (a Deferred has no equality)."""
+        _trace_state(self)
+        if isinstance(other, GuardDecision):
+            _trace_state(other)
+        return super().__eq__(other)
+
 
 def _done(value: T) -> Deferred[T]:
     return Deferred.of(value)

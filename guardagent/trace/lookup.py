@@ -50,9 +50,12 @@ instead and is answered from it from then on: the work stays linear in the trace
 
 Differences with the index: none for keys (compared whole here, by their 64-bit hash
 there), tested key by key (``tests/test_trace_lookup.py``) and predicate by predicate (every
-trace of ``tests/trace_helpers``); and no message is left *unindexed* by the state's size
-budget, which bounds a state this call does not keep (when the state is asked for, the index
-applies its budget as always; so does a call past :data:`MAX_LOOKUPS`).
+trace of ``tests/trace_helpers``). A message the index would leave *unindexed* (over the
+state's size budget) changes its boundaries (the next message of the source is joined to
+the one before it), which the lookup cannot know without reading every message: a thread
+whose state may exceed the budget (:meth:`LookupSearch.within_budget`, an upper bound from
+lengths, :mod:`~guardagent.trace.sizebound`) is answered from the completed index, as is a
+call past :data:`MAX_LOOKUPS`.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from guardagent.trace.messages import Trace
 from guardagent.trace.normal import normalize_text, reading_form, tokens
 from guardagent.trace.provenance import Search, SourceRef
 from guardagent.trace.reading import Reading, boundary_keys, message_reading, readings
+from guardagent.trace.sizebound import state_bound
 from guardagent.trace.state import WINDOW, TraceIndex, echo_of, written_keys
 from guardagent.trace.values import Value
 
@@ -185,6 +189,7 @@ class LookupSearch(Search):
         self._posted: dict[str, frozenset[int]] = {}
         self._looked: set[str] = set()  # every key looked up, message by message
         self._full = False
+        self._fits: bool | None = None
         self._echo: dict[int, set[str]] = {}
         self._first_written: dict[str, int] | None = None
         self._readings: dict[int, Reading] = {}
@@ -276,8 +281,9 @@ class LookupSearch(Search):
         if found is not None:
             return found
         if not self._may_look_up([key]):  # too many to look up: the index answers
+            ids = self.index.ids(key)  # completes the index first: its unindexed are known
             held = {i for i in self.index.unindexed if key in self._unindexed_keys(i)}
-            found = self._posted[key] = frozenset(self.index.ids(key)).union(held)
+            found = self._posted[key] = frozenset(ids).union(held)
             return found
         spec = needle(key)
         out: set[int] = set()
@@ -332,8 +338,14 @@ class LookupSearch(Search):
         return found
 
     def _may_look_up(self, keys: Iterable[str]) -> bool:
-        """Whether the keys may be looked up (at most :data:`MAX_LOOKUPS` in one call)."""
+        """Whether the keys may be looked up (at most :data:`MAX_LOOKUPS` in one call).
+
+        Never when the index may leave a message unindexed (:meth:`within_budget`).
+        """
         if self._full:
+            return False
+        if not self.within_budget():
+            self._full = True  # the index answers, its budget applied
             return False
         new = set(keys) - self._looked
         if len(self._looked) + len(new) > MAX_LOOKUPS:
@@ -341,6 +353,27 @@ class LookupSearch(Search):
             return False
         self._looked |= new
         return True
+
+    def within_budget(self) -> bool:
+        """Whether the index certainly keeps every message (its state within its budget).
+
+        The index reads no boundary of a message it cannot keep (over ``max_state_bytes``:
+        the next message of its source is joined to the one before it); the lookup reads
+        every boundary, so it answers only when no message can be left out. Otherwise the
+        completed index answers. The state's size is bounded above from the forms the
+        lookup made and the calls' arguments, no value read (:mod:`~guardagent.trace.sizebound`):
+        by lengths first, then counting what typed values need, then counting written keys.
+        """
+        if self._fits is None:
+            segments = self.messages()
+            pairs = list(zip(segments.texts["words"], segments.texts["forms"], strict=True))
+            budget, size = self.index.max_state_bytes, self.index._size  # a restored state's
+            self._fits = any(
+                state_bound(self.trace, size, pairs, tight=tight, exact=exact,
+                            region=self.region, year=self.year) <= budget
+                for tight, exact in ((False, False), (True, False), (True, True))
+            )  # fmt: skip
+        return self._fits
 
     def _holds(self, i: int, key: str) -> bool:
         """Whether message `i` itself is posted under `key` (boundaries aside)."""
