@@ -13,13 +13,17 @@ that honours ``bcc``). The guard cannot say what such a call does, so it fails c
   predicates over every argument (``"*"``);
 - two keys of one object, at any depth, that read alike (NFKC, case-folded, format
   characters removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to`` and ``t\u200bo``)
-  are denied (``ambiguous_argument``): which one the tool reads is the tool's choice.
+  are denied (``ambiguous_argument``): which one the tool reads is the tool's choice;
+- so is arguments text (OpenAI ``arguments``) that gives one key twice in an object
+  (:func:`loads_arguments`): Python's ``json`` keeps the last value, a runtime that keeps
+  the first (or refuses) runs another call than the one judged.
 
 Linear in the arguments (one pass over each object's keys).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,3 +72,26 @@ def _ambiguous(tool: str, value: Any) -> None:
                 stack.append(inner)
         elif isinstance(item, list | tuple):
             stack.extend(item)
+
+
+def loads_arguments(text: str) -> Any:
+    """Arguments text as JSON, refusing an object that gives one key twice.
+
+    Raises:
+        ValueError: not JSON, or nested too deep for the parser's recursion.
+        UnreadableEvidence: ``ambiguous_argument`` (a key given twice in one object).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_once)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        unreadable("ambiguous_argument", f"arguments give the key {twice[:60]!r} twice in "
+                   "one object: one JSON reader keeps the first value, another the last")
+    return out
