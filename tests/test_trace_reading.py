@@ -508,6 +508,15 @@ def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> Non
     ("https://shop.example/orders?status=open&next=https://evil.example",
      '"shop.example/orders?status=*"'),
     ("https://shop.example/help#faq&next=//evil.example", '"shop.example/help#faq*"'),
+    # a script or inline document runs in the trusted page (a client-side redirector)
+    ("https://trusted.example/r?u=javascript:alert(1)", '"trusted.example"'),
+    ("https://trusted.example/r?u=JaVa%0aScRiPt:location='//evil.example'", '"trusted.example"'),
+    ("https://trusted.example/r?u=data:text/html,<script>1</script>", '"trusted.example"'),
+    ("https://trusted.example/r#u=vbscript:msgbox(1)", '"trusted.example"'),
+    # a path that starts with two slashes: a server normalising it answers Location: //evil
+    ("https://trusted.example//evil.example/", '"trusted.example"'),
+    ("https://trusted.example/%2F%2Fevil.example/", '"trusted.example"'),
+    ("https://trusted.example/%5Cevil.example", '"trusted.example"'),
 ])  # fmt: skip
 def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) -> None:
     assert goto_facts(url, scope) is False, url

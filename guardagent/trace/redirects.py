@@ -18,7 +18,11 @@ reads them:
   ``evil.com/login``: a known public suffix, ``www.``, ``localhost`` or an IP). Parsed by
   the WHATWG parser (``ada-url``);
 - the path is read too: a segment from which a scheme and ``:/`` start
-  (``/out/https://evil.example``, also percent-encoded) carries the rest of the path;
+  (``/out/https://evil.example``, also percent-encoded) carries the rest of the path, and
+  a path that starts with two slashes or backslashes (``//evil.example/``, ``/%5Cevil``)
+  carries itself (a server that normalises the path answers ``Location: //evil.example/``);
+- a piece that is a ``javascript:``, ``vbscript:`` or ``data:`` URL is an unreadable
+  target (a client-side redirector that assigns it runs it in the trusted page);
 - a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
   target and does not parse, is an unreadable target (None): never inside a scope.
 
@@ -49,6 +53,8 @@ UNSETTLED = "\x00"
 _SEPARATORS = str.maketrans({c: "&" for c in "=;?#"})
 _DROPPED = str.maketrans({"\t": None, "\n": None, "\r": None})
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_SCRIPTS = frozenset({"javascript", "vbscript", "data"})
+"""Schemes whose URL is a script or a document made by the URL, not a place to go."""
 
 
 def carried(where: Location) -> list[Value | None]:
@@ -125,6 +131,8 @@ def _judge(piece: str, base: str, found: list[Value | None]) -> None:
     scheme = text[:colon].lower() if colon > 0 else ""
     if scheme in SCHEMES:
         found.append(parse_url(reading_form(text), False))
+    elif scheme in _SCRIPTS:
+        found.append(None)  # runs in the trusted page (a client-side redirector assigns it)
     elif "://" in text:
         found.append(None)  # an authority under a scheme the guard does not read
     elif colon < 0 and " " not in text:
@@ -141,6 +149,8 @@ def _path_targets(path: str, found: list[Value | None]) -> None:
             break
         path = decoded
     path = path.replace("\\", "/")
+    if path.startswith("//"):  # a server normalising the path answers Location: //host/...
+        found.append(parse_url(reading_form("https:" + path), False))
     at = path.find(":/")
     while at >= 0 and len(found) <= MAX_TARGETS:
         start = path.rfind("/", 0, at) + 1
