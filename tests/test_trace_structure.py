@@ -354,7 +354,11 @@ def test_an_argument_the_label_does_not_declare_is_denied_naming_it(
 
 
 @pytest.mark.parametrize("value", [{"iban": IBAN, "IBAN": EVIL_IBAN},
-                                   [{"to": IBAN, "T\u200bO": EVIL_IBAN}]])  # fmt: skip
+                                   [{"to": IBAN, "T\u200bO": EVIL_IBAN}],
+                                   # a binder with camelCase aliases (pydantic's to_camel,
+                                   # populate_by_name) reads both keys as one field
+                                   {"payee_iban": IBAN, "payeeIban": EVIL_IBAN},
+                                   {"payee-iban": EVIL_IBAN, "payee_iban": IBAN}])  # fmt: skip
 def test_keys_of_one_object_that_read_alike_are_denied(guard: GuardAgent, value: Any) -> None:
     # a nested object whose keys differ only in case or an invisible character: which one
     # the tool reads is the tool's choice, so the guard cannot say what the call does

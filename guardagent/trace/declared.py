@@ -12,8 +12,9 @@ that honours ``bcc``). The guard cannot say what such a call does, so it fails c
   is the deployer's explicit opt-out: then names outside ``args`` pass, judged only by
   predicates over every argument (``"*"``);
 - two keys of one object, at any depth, that read alike (NFKC, case-folded, format
-  characters removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to`` and ``t\u200bo``)
-  are denied (``ambiguous_argument``): which one the tool reads is the tool's choice;
+  characters, ``_`` and ``-`` removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to``
+  and ``t\u200bo``, ``payee_iban`` and ``payeeIban``) are denied
+  (``ambiguous_argument``): which one the tool reads is the tool's choice;
 - so is arguments text (OpenAI ``arguments``) that gives one key twice in an object
   (:func:`loads_arguments`): Python's ``json`` keeps the last value, a runtime that keeps
   the first (or refuses) runs another call than the one judged.
@@ -30,6 +31,10 @@ from typing import Any
 from guardagent.readers.evidence import unreadable
 from guardagent.trace.labels import ToolLabel
 from guardagent.trace.normal import normalize_text
+
+_JOINERS = str.maketrans({"_": None, "-": None})
+"""Dropped when keys are compared: ``payee_iban``, ``payeeIban`` and ``payee-iban`` are one
+field to a binder with camelCase or kebab-case aliases (pydantic's ``to_camel``)."""
 
 
 def check_argument_names(tool: str, args: Mapping[str, Any], label: ToolLabel) -> None:
@@ -63,7 +68,7 @@ def _ambiguous(tool: str, value: Any) -> None:
         if isinstance(item, Mapping):
             seen: dict[str, str] = {}
             for key, inner in item.items():
-                read = normalize_text(str(key)).strip()
+                read = normalize_text(str(key)).strip().translate(_JOINERS)
                 if read in seen:
                     unreadable("ambiguous_argument", f"the call of {tool[:80]!r} has keys "
                                f"{seen[read][:60]!r} and {str(key)[:60]!r} in one object, which "
