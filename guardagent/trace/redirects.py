@@ -10,8 +10,11 @@ reads them:
   ``#``), each read form-decoded (``+`` a space, percent escapes) and again up to
   :data:`MAX_DECODINGS` times (``https%253A%252F%252F`` is ``https://``); a decoded piece
   is split again (``%26`` and ``%3D`` separate too);
+- the path's parameters (after ``;``: matrix variables) are split and read the same way;
 - a piece is a target when, after dropping what the URL Standard drops (tabs and newlines
-  anywhere, C0 controls and spaces around), it starts with two slashes or backslashes
+  anywhere, C0 controls and spaces around; a piece outside ASCII is also read NFKC with
+  Unicode spaces stripped), it resolves to a path of two slashes (``/.//evil.example``),
+  or starts with two slashes or backslashes
   (``//evil.example``, ``/\evil.example``: a browser resolves it against the redirector's
   scheme), starts with a scheme the guard reads (``https:evil.example`` is
   ``https://evil.example``), or is a bare host a link reader places (``www.evil.example``,
@@ -34,6 +37,7 @@ decodes the text a bounded number of times, and a URL carrying more than
 
 from __future__ import annotations
 
+import unicodedata
 from functools import lru_cache
 from urllib.parse import unquote, unquote_plus
 
@@ -75,7 +79,8 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
     """
     base = f"https://{where.host}/"
     found: list[Value | None] = []
-    for text in (where.query, where.fragment):
+    params = where.path.partition(";")[2]  # path parameters (matrix variables) too
+    for text in (where.query, where.fragment, params):
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)
@@ -110,15 +115,41 @@ def _pieces(text: str) -> list[str]:
 
 
 def _judge(piece: str, base: str, found: list[Value | None]) -> None:
-    """Append the target a piece is, if it is one (None when it should be and does not read)."""
-    import ada_url
+    """Append the target a piece is, if it is one (None when it should be and does not read).
 
+    A piece with characters outside ASCII is also read NFKC and stripped of Unicode spaces
+    (a redirector in Python strips ``\u3000``; one that normalises reads ``／／`` as ``//``).
+    """
     if piece == UNSETTLED:
         found.append(None)
         return
     text = piece.translate(_DROPPED).strip(_C0_AND_SPACE)
+    readings = [text]
+    if not text.isascii():
+        folded = unicodedata.normalize("NFKC", text).strip()
+        if folded != text:
+            readings.append(folded)
+    mine: list[Value | None] = []
+    for reading in readings:
+        _judge_text(reading, base, mine)
+    found.extend(v for i, v in enumerate(mine) if v not in mine[:i])  # one piece: 2 at most
+
+
+def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
+    """:func:`_judge` of one reading of a piece."""
+    import ada_url
+
     if not text:
         return
+    if text[:1] in "/\\." and not (text[:1] in "/\\" and text[1:2] in ("/", "\\")):
+        try:  # a relative target resolving to a path of two slashes (/.//evil.example)
+            url = ada_url.URL(text, base=base)
+        except ValueError:
+            found.append(None)
+            return
+        if url.pathname.startswith("//"):
+            found.append(parse_url(reading_form(url.href), False))
+            return
     if text[:1] in "/\\" and text[1:2] in ("/", "\\"):
         try:
             href = ada_url.URL(text, base=base).href
