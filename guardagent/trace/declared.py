@@ -95,8 +95,12 @@ def loads_arguments(text: str) -> Any:
 def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) < len(pairs):
-        seen: set[str] = set()
-        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        twice, seen = "", set()
+        for key, _ in pairs:  # linear: one set
+            if key in seen:
+                twice = key
+                break
+            seen.add(key)
         unreadable("ambiguous_argument", f"arguments give the key {twice[:60]!r} twice in "
                    "one object: one JSON reader keeps the first value, another the last")
     return out
