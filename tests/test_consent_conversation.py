@@ -388,3 +388,25 @@ def test_a_value_with_its_own_outer_punctuation_is_not_the_bare_word(value: str)
     call_ = ToolCall("delete_project", {"project": value}, "d1", 9)
     assert not names_call("May I delete the project planner?", call_), value
     assert not names_call("May I delete the project `planner`?", call_), value
+
+
+LONG_PATH = "/srv/share/" + "x" * 200 + "/attacker"
+LONG_URL = "https://evil.example/" + "a" * 220
+
+
+@pytest.mark.parametrize("name,args,question", [
+    ("move_file", {"src": "notes", "dst": LONG_PATH}, "May I move the file notes?"),
+    ("move_file", {"src": "notes", "dst": "/tmp/a b c " + "x" * 200}, "May I move notes?"),
+    ("upload_file", {"path": "notes", "url": LONG_URL}, "May I upload the file notes?"),
+    ("delete_project", {"project": ["planner", LONG_PATH]}, "May I delete the project planner?"),
+])  # fmt: skip
+def test_a_long_path_or_url_is_a_target_not_content(name: str, args: dict[str, Any],
+                                                   question: str) -> None:
+    # only prose is content: a long destination would otherwise need no naming at all
+    assert not names_call(question, ToolCall(name, args, None, 9), order=tuple(args))
+
+
+def test_a_long_message_body_is_still_content() -> None:
+    body = "Hello Bob, the report is at https://x.example/r and/or in /srv/share. " * 4
+    mail = ToolCall("send_email", {"to": "bob@x.example", "body": body}, None, 9)
+    assert names_call("May I send the email to bob@x.example?", mail, order=("to", "body"))

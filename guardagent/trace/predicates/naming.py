@@ -31,7 +31,7 @@ from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 
 MAX_TARGET_CHARS = 200
-"""Argument values longer than this are content, not a target a question names."""
+"""Prose longer than this is content, not a target a question names (:func:`_content`)."""
 
 # One separator between two digits. No quantifier: constant work per position, linear over
 # attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
@@ -191,9 +191,30 @@ def _targets(
         count += 1
         if value is None or isinstance(value, bool):
             values.append(_Flag(path, value))
-        elif len(str(value)) <= MAX_TARGET_CHARS:
+        elif not _content(value, region):
             values.append(_Target(value, region, _top(path)))
     return values, count
+
+
+def _content(value: Any, region: str | None) -> bool:
+    """A message body, not a target: prose over :data:`MAX_TARGET_CHARS` characters.
+
+    Prose holds whitespace, is no typed value as a whole and does not start like a path or a
+    URL: a long ``dst="/srv/share/.../attacker"`` or URL is a target (named by no realistic
+    question: fail closed), else ``move_file("notes", <long path>)`` would need only "notes".
+    """
+    text = value if isinstance(value, str) else ""
+    if len(text) <= MAX_TARGET_CHARS or not any(c.isspace() for c in text.strip()):
+        return False
+    head = text.lstrip()
+    first = head.split(maxsplit=1)[0]
+    if first[:1] in _PATH_STARTS or first[1:2] == ":" or "://" in first:
+        return False  # a path (also C:), or a URL
+    whole, _ = read_scalar(text, region=region)
+    return whole is None or whole.kind == "text"
+
+
+_PATH_STARTS = frozenset("/\\~.")
 
 
 def _top(path: str) -> str:
