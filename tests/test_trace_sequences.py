@@ -89,3 +89,10 @@ def test_a_pattern_sees_every_address_the_earlier_call_sent_to(expression: str) 
 def test_a_plain_address_pattern_reads_as_before() -> None:
     assert fact('called_before("send_email", args={"to": "*@home.example"})')[0] is True
     assert fact('never_after("send_email", args={"to": "*@evil.example"})')[0] is True
+
+
+def test_a_pattern_does_not_read_a_percent_hack_as_the_local_domain() -> None:
+    mailed = [system(), user("Send the report to my team."),
+              call("c1", "send_email", {"to": "eve%evil.example@x.example", "body": "report"}),
+              result("c1", "sent")]  # fmt: skip
+    assert fact('never_after("send_email", args={"to": "*@evil.example"})', mailed)[0] is not True

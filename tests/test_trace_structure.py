@@ -354,7 +354,11 @@ def test_an_argument_the_label_does_not_declare_is_denied_naming_it(
 
 
 @pytest.mark.parametrize("value", [{"iban": IBAN, "IBAN": EVIL_IBAN},
-                                   [{"to": IBAN, "T\u200bO": EVIL_IBAN}]])  # fmt: skip
+                                   [{"to": IBAN, "T\u200bO": EVIL_IBAN}],
+                                   # a binder with camelCase aliases (pydantic's to_camel,
+                                   # populate_by_name) reads both keys as one field
+                                   {"payee_iban": IBAN, "payeeIban": EVIL_IBAN},
+                                   {"payee-iban": EVIL_IBAN, "payee_iban": IBAN}])  # fmt: skip
 def test_keys_of_one_object_that_read_alike_are_denied(guard: GuardAgent, value: Any) -> None:
     # a nested object whose keys differ only in case or an invisible character: which one
     # the tool reads is the tool's choice, so the guard cannot say what the call does
@@ -386,3 +390,26 @@ def test_other_args_allow_is_the_deployers_explicit_opt_out() -> None:
                                bindings={}).trace.call.name == "lookup"  # fmt: skip
     with pytest.raises(LabelError, match="other_args"):
         Labels.from_mapping({"tools": {"x": {"other_args": True}}})
+
+
+@pytest.mark.parametrize("arguments", [
+    f'{{"iban": "{EVIL_IBAN}", "iban": "{IBAN}", "amount": 100}}',
+    f'{{"iban": "{IBAN}", "amount": 100, "amount": 1000000}}',
+    f'{{"iban": "{IBAN}", "amount": {{"value": 1, "value": 100}}}}',
+    f'{{"iban": "{IBAN}", "amount": 100, "am\\u006funt": 5}}',
+])  # fmt: skip
+def test_arguments_text_with_a_key_given_twice_is_denied(guard: GuardAgent,
+                                                           arguments: str) -> None:
+    # `arguments` as the model wrote it: Python's json keeps the last value, a runtime that
+    # keeps the first (or refuses) runs another call than the one judged
+    t = _trace(proposed={"id": "c1", "type": "function",
+                         "function": {"name": "send_money", "arguments": arguments}})
+    t["messages"][1]["content"] = f"Please pay CHF 100 to {IBAN}."
+    decision = guard.check_trace(t["messages"], t["proposed_call"])
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"
+    earlier = _trace(_assistant({"id": "c0", "type": "function", "function": {
+        "name": "send_money", "arguments": arguments}}), _result("c0", "sent"),
+        proposed={"name": "send_money", "args": {"iban": IBAN, "amount": 100}})
+    decision = guard.check_trace(earlier["messages"], earlier["proposed_call"])
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"

@@ -12,20 +12,29 @@ that honours ``bcc``). The guard cannot say what such a call does, so it fails c
   is the deployer's explicit opt-out: then names outside ``args`` pass, judged only by
   predicates over every argument (``"*"``);
 - two keys of one object, at any depth, that read alike (NFKC, case-folded, format
-  characters removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to`` and ``t\u200bo``)
-  are denied (``ambiguous_argument``): which one the tool reads is the tool's choice.
+  characters, ``_`` and ``-`` removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to``
+  and ``t\u200bo``, ``payee_iban`` and ``payeeIban``) are denied
+  (``ambiguous_argument``): which one the tool reads is the tool's choice;
+- so is arguments text (OpenAI ``arguments``) that gives one key twice in an object
+  (:func:`loads_arguments`): Python's ``json`` keeps the last value, a runtime that keeps
+  the first (or refuses) runs another call than the one judged.
 
 Linear in the arguments (one pass over each object's keys).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from guardagent.readers.evidence import unreadable
 from guardagent.trace.labels import ToolLabel
 from guardagent.trace.normal import normalize_text
+
+_JOINERS = str.maketrans({"_": None, "-": None})
+"""Dropped when keys are compared: ``payee_iban``, ``payeeIban`` and ``payee-iban`` are one
+field to a binder with camelCase or kebab-case aliases (pydantic's ``to_camel``)."""
 
 
 def check_argument_names(tool: str, args: Mapping[str, Any], label: ToolLabel) -> None:
@@ -59,7 +68,7 @@ def _ambiguous(tool: str, value: Any) -> None:
         if isinstance(item, Mapping):
             seen: dict[str, str] = {}
             for key, inner in item.items():
-                read = normalize_text(str(key)).strip()
+                read = normalize_text(str(key)).strip().translate(_JOINERS)
                 if read in seen:
                     unreadable("ambiguous_argument", f"the call of {tool[:80]!r} has keys "
                                f"{seen[read][:60]!r} and {str(key)[:60]!r} in one object, which "
@@ -68,3 +77,30 @@ def _ambiguous(tool: str, value: Any) -> None:
                 stack.append(inner)
         elif isinstance(item, list | tuple):
             stack.extend(item)
+
+
+def loads_arguments(text: str) -> Any:
+    """Arguments text as JSON, refusing an object that gives one key twice.
+
+    Raises:
+        ValueError: not JSON, or nested too deep for the parser's recursion.
+        UnreadableEvidence: ``ambiguous_argument`` (a key given twice in one object).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_once)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        twice, seen = "", set()
+        for key, _ in pairs:  # linear: one set
+            if key in seen:
+                twice = key
+                break
+            seen.add(key)
+        unreadable("ambiguous_argument", f"arguments give the key {twice[:60]!r} twice in "
+                   "one object: one JSON reader keeps the first value, another the last")
+    return out

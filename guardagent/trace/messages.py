@@ -78,10 +78,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeGuard
 
-from guardagent.readers.evidence import unreadable
+from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace import content as _content
 from guardagent.trace.chain import calls_json
 from guardagent.trace.content import Content, sort_content
+from guardagent.trace.declared import loads_arguments
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 from guardagent.trace.resume import ReadState, content_digest
@@ -283,7 +284,9 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = _loads(raw)
+                raw = loads_arguments(raw)
+            except UnreadableEvidence:
+                raise
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
             check_nesting(raw, where)

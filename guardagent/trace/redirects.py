@@ -10,15 +10,22 @@ reads them:
   ``#``), each read form-decoded (``+`` a space, percent escapes) and again up to
   :data:`MAX_DECODINGS` times (``https%253A%252F%252F`` is ``https://``); a decoded piece
   is split again (``%26`` and ``%3D`` separate too);
+- the path's parameters (after ``;``: matrix variables) are split and read the same way;
 - a piece is a target when, after dropping what the URL Standard drops (tabs and newlines
-  anywhere, C0 controls and spaces around), it starts with two slashes or backslashes
+  anywhere, C0 controls and spaces around; a piece outside ASCII is also read NFKC with
+  Unicode spaces stripped), it resolves to a path of two slashes (``/.//evil.example``),
+  or starts with two slashes or backslashes
   (``//evil.example``, ``/\evil.example``: a browser resolves it against the redirector's
   scheme), starts with a scheme the guard reads (``https:evil.example`` is
   ``https://evil.example``), or is a bare host a link reader places (``www.evil.example``,
   ``evil.com/login``: a known public suffix, ``www.``, ``localhost`` or an IP). Parsed by
   the WHATWG parser (``ada-url``);
 - the path is read too: a segment from which a scheme and ``:/`` start
-  (``/out/https://evil.example``, also percent-encoded) carries the rest of the path;
+  (``/out/https://evil.example``, also percent-encoded) carries the rest of the path, and
+  a path that starts with two slashes or backslashes (``//evil.example/``, ``/%5Cevil``)
+  carries itself (a server that normalises the path answers ``Location: //evil.example/``);
+- a piece that is a ``javascript:``, ``vbscript:`` or ``data:`` URL is an unreadable
+  target (a client-side redirector that assigns it runs it in the trusted page);
 - a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
   target and does not parse, is an unreadable target (None): never inside a scope.
 
@@ -30,6 +37,7 @@ decodes the text a bounded number of times, and a URL carrying more than
 
 from __future__ import annotations
 
+import unicodedata
 from functools import lru_cache
 from urllib.parse import unquote, unquote_plus
 
@@ -49,6 +57,8 @@ UNSETTLED = "\x00"
 _SEPARATORS = str.maketrans({c: "&" for c in "=;?#"})
 _DROPPED = str.maketrans({"\t": None, "\n": None, "\r": None})
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_SCRIPTS = frozenset({"javascript", "vbscript", "data"})
+"""Schemes whose URL is a script or a document made by the URL, not a place to go."""
 
 
 def carried(where: Location) -> list[Value | None]:
@@ -69,7 +79,8 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
     """
     base = f"https://{where.host}/"
     found: list[Value | None] = []
-    for text in (where.query, where.fragment):
+    params = where.path.partition(";")[2]  # path parameters (matrix variables) too
+    for text in (where.query, where.fragment, params):
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)
@@ -104,15 +115,41 @@ def _pieces(text: str) -> list[str]:
 
 
 def _judge(piece: str, base: str, found: list[Value | None]) -> None:
-    """Append the target a piece is, if it is one (None when it should be and does not read)."""
-    import ada_url
+    """Append the target a piece is, if it is one (None when it should be and does not read).
 
+    A piece with characters outside ASCII is also read NFKC and stripped of Unicode spaces
+    (a redirector in Python strips ``\u3000``; one that normalises reads ``／／`` as ``//``).
+    """
     if piece == UNSETTLED:
         found.append(None)
         return
     text = piece.translate(_DROPPED).strip(_C0_AND_SPACE)
+    readings = [text]
+    if not text.isascii():
+        folded = unicodedata.normalize("NFKC", text).strip()
+        if folded != text:
+            readings.append(folded)
+    mine: list[Value | None] = []
+    for reading in readings:
+        _judge_text(reading, base, mine)
+    found.extend(v for i, v in enumerate(mine) if v not in mine[:i])  # one piece: 2 at most
+
+
+def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
+    """:func:`_judge` of one reading of a piece."""
+    import ada_url
+
     if not text:
         return
+    if text[:1] in "/\\." and not (text[:1] in "/\\" and text[1:2] in ("/", "\\")):
+        try:  # a relative target resolving to a path of two slashes (/.//evil.example)
+            url = ada_url.URL(text, base=base)
+        except ValueError:
+            found.append(None)
+            return
+        if url.pathname.startswith("//"):
+            found.append(parse_url(reading_form(url.href), False))
+            return
     if text[:1] in "/\\" and text[1:2] in ("/", "\\"):
         try:
             href = ada_url.URL(text, base=base).href
@@ -125,6 +162,8 @@ def _judge(piece: str, base: str, found: list[Value | None]) -> None:
     scheme = text[:colon].lower() if colon > 0 else ""
     if scheme in SCHEMES:
         found.append(parse_url(reading_form(text), False))
+    elif scheme in _SCRIPTS:
+        found.append(None)  # runs in the trusted page (a client-side redirector assigns it)
     elif "://" in text:
         found.append(None)  # an authority under a scheme the guard does not read
     elif colon < 0 and " " not in text:
@@ -141,6 +180,8 @@ def _path_targets(path: str, found: list[Value | None]) -> None:
             break
         path = decoded
     path = path.replace("\\", "/")
+    if path.startswith("//"):  # a server normalising the path answers Location: //host/...
+        found.append(parse_url(reading_form("https:" + path), False))
     at = path.find(":/")
     while at >= 0 and len(found) <= MAX_TARGETS:
         start = path.rfind("/", 0, at) + 1

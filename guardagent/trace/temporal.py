@@ -151,18 +151,33 @@ def sent_pieces(actual: Any) -> list[str | None] | None:
     """A value holding addresses as the mail server reads it: each address (None: unreadable).
 
     None when the value is no string holding ``@``, or is one plain address (its text is
-    the address). A line break beside an ``@`` is unreadable (a header injection).
+    the address). A line break beside an ``@`` is unreadable (a header injection), and so
+    is an address whose local part holds ``%`` or ``!`` (:func:`_relayed`).
     """
     if not isinstance(actual, str) or "@" not in actual:
         return None
     if "\n" in actual or "\r" in actual:
         return [None]
     found = [v for v, _ in read_argument(actual) if v.kind == "email"]
-    if not found or (len(found) == 1 and found[0].text == actual):
+    if not found:
         return None
-    return [v.keys[0].removeprefix("email:")
-            if v.placed and v.keys and v.keys[0].startswith("email:") else None
-            for v in found]  # fmt: skip
+    pieces = [v.keys[0].removeprefix("email:")
+              if v.placed and v.keys and v.keys[0].startswith("email:") else None
+              for v in found]  # fmt: skip
+    pieces = [None if p is not None and _relayed(p) else p for p in pieces]
+    if len(found) == 1 and found[0].text == actual and pieces[0] is not None:
+        return None
+    return pieces
+
+
+def _relayed(address: str) -> bool:
+    """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
+
+    Postfix rewrites ``user%domain`` (``allow_percent_hack``, on by default) and a UUCP bang
+    path to ``user@domain`` and sends it on, so the address is not read as ``@x.ch``.
+    """
+    local = address.rpartition("@")[0]
+    return "%" in local or "!" in local
 
 
 @contextmanager

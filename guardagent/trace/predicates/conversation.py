@@ -25,8 +25,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   with an invisible character is never named. A flag (a boolean or null argument:
   ``force=True``) is named by its argument's name, and its value when not true
   (:class:`_Flag`). A call with no value at all is named by its
-  tool; values longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body) are content, not
-  targets, so a call whose every value is content is named by no question.
+  tool; prose longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body; never a path
+  or URL: :func:`~.naming._content`) is content, not a target, so a call whose every
+  value is content is named by no question.
   Values of one kind in two or more arguments must be named in the order of the label's
   ``args`` (:func:`_in_order`: roles cannot swap). ``match="either"`` takes the tool *or*
   all values (looser: for tools whose calls the user

@@ -31,7 +31,7 @@ from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 
 MAX_TARGET_CHARS = 200
-"""Argument values longer than this are content, not a target a question names."""
+"""Prose longer than this is content, not a target a question names (:func:`_content`)."""
 
 # One separator between two digits. No quantifier: constant work per position, linear over
 # attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
@@ -79,6 +79,17 @@ _EMPHASIS = "*_"
 _MARKS = ",;:!?。！？、"
 
 
+def _wrapped(value: str) -> bool:
+    """A one-word value with its own quotes, brackets or clause marks (``planner;``).
+
+    A question's words lose those (``"planner"?``), so such a value would read as the bare
+    word, which is another identifier: it is named by no question. A value of several words
+    (a message, ``Hi, Bob!``) keeps reading without them.
+    """
+    words = value.split()
+    return len(words) == 1 and (words[0][0] in _QUOTES or words[0][-1] in _QUOTES + _MARKS)
+
+
 class Question:
     """One question, read once: its words and the typed values inside it."""
 
@@ -106,7 +117,7 @@ class _Target:
         whole, _ = read_scalar(value, region=region)
         self.keys = frozenset(whole.keys) if whole is not None else frozenset()
         hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
-        self.phrase = "" if hidden else _phrase(str(value)).strip()
+        self.phrase = "" if hidden or _wrapped(str(value)) else _phrase(str(value)).strip()
         self.arg = arg
         self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
@@ -127,7 +138,13 @@ FLAG_WORDS: dict[bool | None, frozenset[str]] = {
     None: frozenset({"null", "none"}),
 }  # fmt: skip
 """How a question writes a flag's value after its name (``force true``, ``dry_run=false``)."""
-_NOT_TRUE = FLAG_WORDS[False] | FLAG_WORDS[None] | {"no", "0", "disabled"}
+_NOT_TRUE = FLAG_WORDS[False] | FLAG_WORDS[None] | {
+    "no", "n", "f", "0", "disabled", "disable", "unset", "skipped", "omitted", "never"}
+_NOT_BEFORE = frozenset({
+    "no", "non", "not", "without", "skip", "skipping", "disable", "disabling", "disabled",
+    "omit", "omitting", "sans", "minus", "except", "excluding", "unset", "never", "drop",
+    "dropping"})  # fmt: skip
+"""Words before a flag's name that turn it off (``non-recursive``, ``skipping force``)."""
 
 
 class _Flag:
@@ -136,7 +153,8 @@ class _Flag:
     ``force=True`` changes what ``delete_project("planner")`` does, so a question that
     never says "force" does not approve it. A true flag is named by its name's words as a
     run of whole words ("with force", "force-delete", "recursive=true"), unless the next
-    word writes another value ("force false"); a false or null one by its name followed by
+    word writes another value ("force false", "force unset") or the word before turns it
+    off ("non-recursive", "skipping force"); a false or null one by its name followed by
     its value ("dry_run: false", "backup=null"). The name is the path's last key
     (``options.purge``: "purge"; ``flags[0]``: "flags").
     """
@@ -153,7 +171,8 @@ class _Flag:
             if words[i:i + size] != self.name:
                 continue
             after = words[i + size] if i + size < len(words) else ""
-            if self.value is True and after not in _NOT_TRUE:
+            before = words[i - 1] if i else ""
+            if self.value is True and after not in _NOT_TRUE and before not in _NOT_BEFORE:
                 return True
             if self.value is not True and after in FLAG_WORDS[self.value]:
                 return True
@@ -172,15 +191,39 @@ def _targets(
         count += 1
         if value is None or isinstance(value, bool):
             values.append(_Flag(path, value))
-        elif len(str(value)) <= MAX_TARGET_CHARS:
+        elif not _content(value, region):
             values.append(_Target(value, region, _top(path)))
     return values, count
+
+
+def _content(value: Any, region: str | None) -> bool:
+    """A message body, not a target: prose over :data:`MAX_TARGET_CHARS` characters.
+
+    Prose holds whitespace, is no typed value as a whole and does not start like a path or a
+    URL: a long ``dst="/srv/share/.../attacker"`` or URL is a target (named by no realistic
+    question: fail closed), else ``move_file("notes", <long path>)`` would need only "notes".
+    """
+    text = value if isinstance(value, str) else ""
+    if len(text) <= MAX_TARGET_CHARS or not any(c.isspace() for c in text.strip()):
+        return False
+    head = text.lstrip()
+    first = head.split(maxsplit=1)[0]
+    if first[:1] in _PATH_STARTS or first[1:2] == ":" or "://" in first:
+        return False  # a path (also C:), or a URL
+    whole, _ = read_scalar(text, region=region)
+    return whole is None or whole.kind == "text"
+
+
+_PATH_STARTS = frozenset("/\\~.")
 
 
 def _top(path: str) -> str:
     """The top-level argument of a path (``payee.iban``: ``payee``; ``to[0]``: ``to``)."""
     return path.split(".", 1)[0].split("[", 1)[0]
 
+
+_ROLE_KINDS = {"url": "place", "text": "place", "phrase": "place"}
+"""Kinds that take each other's role: a URL and a path are both a source or a destination."""
 
 ANY_ORDER = ("*",)
 """An `order` that accepts values in any order (to find earlier calls that used a yes)."""
@@ -194,14 +237,16 @@ def _in_order(targets: list[_Target | _Flag], question: Question,
     dst="planner")``, with their roles swapped; two IBANs or two amounts swap the same way.
     The order is the deployer's (the label's ``args``): the call's own order is the model's
     to choose. Without it, such a call is named by no question. Values of different kinds
-    (an IBAN, an amount) cannot take each other's place.
+    (an IBAN, an amount) cannot take each other's place; a URL, a path and a name can
+    (``copy(src="/tmp/out", dst="https://...")`` uploads where the question downloads), so
+    they are one kind here (:data:`_ROLE_KINDS`).
     """
     if order == ANY_ORDER:
         return True
     kinds: dict[str, list[_Target]] = {}
     for t in targets:
         if isinstance(t, _Target):
-            kinds.setdefault(t.kind, []).append(t)
+            kinds.setdefault(_ROLE_KINDS.get(t.kind, t.kind), []).append(t)
     for group in kinds.values():
         if len({t.arg for t in group}) < 2:
             continue
