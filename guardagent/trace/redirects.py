@@ -141,23 +141,17 @@ def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
 
     if not text:
         return
-    if text[:1] in "/\\." and not (text[:1] in "/\\" and text[1:2] in ("/", "\\")):
-        try:  # a relative target resolving to a path of two slashes (/.//evil.example)
+    if text[:1] in "/\\.":  # relative: read against the redirector's scheme and host
+        try:
             url = ada_url.URL(text, base=base)
         except ValueError:
             found.append(None)
             return
-        if url.pathname.startswith("//"):
+        # //evil.example and /\evil.example name a host; /.//evil.example resolves to a
+        # path of two slashes, which a server that normalises the path answers as one
+        if (text[:1] != "." and text[1:2] in ("/", "\\")) or url.pathname.startswith("//"):
             found.append(parse_url(reading_form(url.href), False))
             return
-    if text[:1] in "/\\" and text[1:2] in ("/", "\\"):
-        try:
-            href = ada_url.URL(text, base=base).href
-        except ValueError:
-            found.append(None)
-            return
-        found.append(parse_url(reading_form(href), False))
-        return
     colon = text.find(":")
     scheme = text[:colon].lower() if colon > 0 else ""
     if scheme in SCHEMES:

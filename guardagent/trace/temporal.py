@@ -387,14 +387,13 @@ def scope_verdict(
     """
     if value is None:
         return False
-    verdicts: set[bool | None] = set()
-    for scope in scopes:
-        verdict = scope.verdict(value)
-        if verdict is True:
-            verdict = _targets_inside(value, scopes, depth)
-            if verdict is True:
-                return True
-        verdicts.add(verdict)
+    verdicts = {scope.verdict(value) for scope in scopes}
+    if True in verdicts:  # what it carries is judged once, whichever scopes admit it
+        verdicts.discard(True)
+        inside = _targets_inside(value, scopes, depth)
+        if inside is True:
+            return True
+        verdicts.add(inside)
     return None if None in verdicts else False
 
 
