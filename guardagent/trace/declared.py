@@ -16,15 +16,14 @@ that honours ``bcc``). The guard cannot say what such a call does, so it fails c
   and ``t\u200bo``, ``payee_iban`` and ``payeeIban``) are denied
   (``ambiguous_argument``): which one the tool reads is the tool's choice;
 - so is arguments text (OpenAI ``arguments``) that gives one key twice in an object
-  (:func:`loads_arguments`): Python's ``json`` keeps the last value, a runtime that keeps
-  the first (or refuses) runs another call than the one judged.
+  (:func:`keys_once`, the hook its JSON is read with): Python's ``json`` keeps the last
+  value, a runtime that keeps the first (or refuses) runs another call than the one judged.
 
 Linear in the arguments (one pass over each object's keys).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,20 +78,12 @@ def _ambiguous(tool: str, value: Any) -> None:
             stack.extend(item)
 
 
-def loads_arguments(text: str) -> Any:
-    """Arguments text as JSON, refusing an object that gives one key twice.
+def keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict (``object_pairs_hook``), refusing a key given twice.
 
     Raises:
-        ValueError: not JSON, or nested too deep for the parser's recursion.
-        UnreadableEvidence: ``ambiguous_argument`` (a key given twice in one object).
+        UnreadableEvidence: ``ambiguous_argument``.
     """
-    try:
-        return json.loads(text, object_pairs_hook=_once)
-    except RecursionError:
-        raise ValueError("JSON nested too deep to read") from None
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) < len(pairs):
         twice, seen = "", set()

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeGuard
@@ -82,7 +82,7 @@ from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace import content as _content
 from guardagent.trace.chain import calls_json
 from guardagent.trace.content import Content, sort_content
-from guardagent.trace.declared import loads_arguments
+from guardagent.trace.declared import keys_once
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 from guardagent.trace.resume import ReadState, content_digest
@@ -284,7 +284,7 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = loads_arguments(raw)
+                raw = _loads(raw, keys_once)
             except UnreadableEvidence:
                 raise
             except ValueError:
@@ -535,10 +535,11 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return kind is dict or (kind not in _LEAVES and isinstance(value, Mapping))
 
 
-def _loads(text: str | bytes | bytearray) -> Any:
+def _loads(text: str | bytes | bytearray,
+           pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """`json.loads`, with nesting too deep for the parser's recursion a ValueError too."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=pairs_hook)
     except RecursionError:
         raise ValueError("JSON nested too deep to read") from None
 

@@ -14,7 +14,7 @@ from guardagent.trace.lookup import LookupSearch
 from guardagent.trace.messages import Trace
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.ledger import ConsentLedger
-from guardagent.trace.predicates.options import parse_kinds, parse_part
+from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg
 from guardagent.trace.predicates.record import Consent
 from guardagent.trace.provenance import CallProvenance, Search, call_provenance
 from guardagent.trace.records import Records
@@ -262,7 +262,7 @@ def unknown_arguments(bindings: Mapping[str, str], labels: Labels) -> list[str]:
         except ValueError:
             continue
         if isinstance(arg, str) and arg not in ("*", "@recipients"):
-            top = arg.split("[", 1)[0].split(".", 1)[0]
+            top = top_arg(arg)
             if top not in declared:
                 problems.append(f"{name}: no labelled tool has an argument {top!r}")
     return problems

@@ -26,7 +26,7 @@ from rapidfuzz.utils import default_process
 
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import ToolCall
-from guardagent.trace.predicates.options import under
+from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 
@@ -192,7 +192,7 @@ def _targets(
         if value is None or isinstance(value, bool):
             values.append(_Flag(path, value))
         elif not _content(value, region):
-            values.append(_Target(value, region, _top(path)))
+            values.append(_Target(value, region, top_arg(path)))
     return values, count
 
 
@@ -215,11 +215,6 @@ def _content(value: Any, region: str | None) -> bool:
 
 
 _PATH_STARTS = frozenset("/\\~.")
-
-
-def _top(path: str) -> str:
-    """The top-level argument of a path (``payee.iban``: ``payee``; ``to[0]``: ``to``)."""
-    return path.split(".", 1)[0].split("[", 1)[0]
 
 
 _ROLE_KINDS = {"url": "place", "text": "place", "phrase": "place"}

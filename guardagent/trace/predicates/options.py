@@ -13,6 +13,11 @@ def under(path: str, arg: str) -> bool:
     return path == arg or path.startswith((arg + "[", arg + "."))
 
 
+def top_arg(path: str) -> str:
+    """The top-level argument of a path (``payee.iban``: ``payee``; ``to[0]``: ``to``)."""
+    return path.split("[", 1)[0].split(".", 1)[0]
+
+
 def parse_kinds(raw: Any) -> tuple[ValueKind, ...] | None:
     """Read a `kinds=` option (``"email,iban"`` or a list); None keeps the default."""
     if raw is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.predicates.options import parse_kinds, parse_part, under
+from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
 from guardagent.trace.provenance import ValueProvenance, invented_pieces, recipients_read
 from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
@@ -103,9 +103,9 @@ def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
         label = facts.labels.label(facts.trace.call.name)
-        top = arg.split("[", 1)[0].split(".", 1)[0]
-        note = (f" ({facts.trace.call.name!r} has no such argument)" if label.args is not None
-                and arg not in ("*", "@recipients") and top not in label.args else "")  # fmt: skip
+        unknown = (label.args is not None and arg not in ("*", "@recipients")
+                   and top_arg(arg) not in label.args)  # fmt: skip
+        note = f" ({facts.trace.call.name!r} has no such argument)" if unknown else ""
         return Fact(name, every, (), f"argument {arg!r} has no value to trace{note}")
     hits = [v for v in values if test(v)]
     if every:
