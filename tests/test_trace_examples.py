@@ -197,14 +197,20 @@ def test_deployment_key_from_the_environment_signs_state_and_consent(tmp_path: P
     assert not foreign.allowed and foreign.unreadable, "state signed with another key is refused"
 
 
-def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) -> None:
+def _check_planted(tmp_path: Path, old: str, new: str) -> Any:
+    """`check_policy` of the browser policy with `old` replaced by `new` (it must occur)."""
     text = BROWSER_POLICY.read_text(encoding="utf-8")
-    planted = text.replace('arg_only_untrusted("value")', 'arg_only_untrusted("vaule")')
+    planted = text.replace(old, new)
     assert planted != text
     path = tmp_path / "policy.yaml"
     path.write_text(planted, encoding="utf-8")
     report = check_policy(path)
     assert report.ok, "a warning, not an error: the policy still loads"
+    return report
+
+
+def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) -> None:
+    report = _check_planted(tmp_path, 'arg_only_untrusted("value")', 'arg_only_untrusted("vaule")')
     [finding] = [f for f in report.findings if f.code == "unknown_argument"]
     assert finding.severity == "warning" and finding.predicates == ("value_only_from_page",)
     assert "'vaule'" in finding.message and finding.location and ":" in finding.location
@@ -212,14 +218,8 @@ def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) 
 
 
 def test_policy_check_warns_on_a_label_without_args(tmp_path: Path) -> None:
-    text = BROWSER_POLICY.read_text(encoding="utf-8")
-    planted = text.replace("goto: {results: untrusted, effect: read, args: [url]}",
-                           "goto: {results: untrusted, effect: read}")
-    assert planted != text
-    path = tmp_path / "policy.yaml"
-    path.write_text(planted, encoding="utf-8")
-    report = check_policy(path)
-    assert report.ok, "a warning, not an error: the policy still loads"
+    report = _check_planted(tmp_path, "goto: {results: untrusted, effect: read, args: [url]}",
+                            "goto: {results: untrusted, effect: read}")
     [finding] = [f for f in report.findings if f.code == "label_without_args"]
     assert finding.severity == "warning" and "'goto'" in finding.message
     assert "undeclared_argument" in finding.message
