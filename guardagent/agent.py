@@ -15,7 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
-from guardagent.llm import resolve_model
+from guardagent.llm import is_offline, resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
@@ -91,17 +91,19 @@ class GuardAgent:
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = _compiled_graph()
 
     def warm_up(self) -> None:
-        """Open and seed the memory, load its scan index and start a sandbox worker now.
+        """Open and seed the memory, load its scan index and start the sandbox's processes now.
 
         All of it would otherwise be paid by the first event. Last, what is alive then is
         moved out of the garbage collector's way (:func:`settle_heap`).
         """
         memory_of(self.context).load_index()
-        from guardagent.sandbox.process import prestart_worker
+        from guardagent.sandbox.process import prestart_runs, prestart_worker
 
         profile = load_profile(self.context.profile)
         shipped = next((d.code for d in profile.demonstrations if d.code), None)
         prestart_worker(profile.tools(), limits_of(self.context), shipped)
+        if not is_offline(self.context.model):  # the model's programs run in one-run children
+            prestart_runs()
         settle_heap()
 
     def _context(self, user_facts: Mapping[str, Any] | None, overrides: Any) -> GuardContext:

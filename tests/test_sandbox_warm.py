@@ -199,7 +199,7 @@ def test_workers_of_a_replaced_zygote_are_let_go(monkeypatch: pytest.MonkeyPatch
     assert run('deny(["a"])')["ok"]
     (old,) = pids()
     with zygote._lock:  # as set_limit_maxima does: the next run starts a new zygote
-        zygote._current[0].stop()
+        zygote._current[0].stop()  # the workers' zygote (niceness 0)
     assert violations(run('deny(["b"])')) == ["b"]
     assert old not in pids()
     with pytest.raises(ProcessLookupError):  # it read EOF and exited

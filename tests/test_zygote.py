@@ -19,7 +19,7 @@ import pytest
 from guardagent.profiles import load_profile
 from guardagent.readers import user_facts
 from guardagent.sandbox.process import SandboxLimits, run_program
-from guardagent.sandbox.zygote import _Zygote, _zygote, toolbox_refs
+from guardagent.sandbox.zygote import _Zygote, _zygote, runs_nice, toolbox_refs
 from guardagent.tools.registry import Toolbox, ToolSpec
 
 PROGRAM = "deny([str(parse_user_info(agent_input).get('age'))], 'age')"
@@ -54,7 +54,7 @@ def test_modules_in_the_working_directory_are_not_imported(
     (tmp_path / "select.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     (tmp_path / "json.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     monkeypatch.chdir(tmp_path)
-    zygote = _zygote()
+    zygote = _zygote(runs_nice())  # the one that forks one-run children
     zygote.stop()  # force a fresh zygote started from this directory
     tools = load_profile("mind2web-sc").tools()
     result = run_program(PROGRAM, tools, EVENT, "")

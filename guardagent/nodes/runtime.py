@@ -31,9 +31,10 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import ENV_PREFIX, RUN_KEYS, GuardContext
 from guardagent.llm import resolve_model
-from guardagent.profiles.loader import Profile, builtin_profiles, load_profile
+from guardagent.profiles.loader import Profile, builtin_profiles, fingerprints_per_run, load_profile
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox.process import SandboxLimits, limit_maxima, limit_problems
+from guardagent.sandbox.zygote import runs_nice
 
 if TYPE_CHECKING:  # the model stack and Chroma load when a run first needs them
     from langchain_core.language_models import BaseChatModel
@@ -202,7 +203,8 @@ def one_run() -> Iterator[None]:
     """
     token = _RUN_PROFILES.set({})
     try:
-        yield
+        with fingerprints_per_run():
+            yield
     finally:
         _RUN_PROFILES.reset(token)
 
@@ -252,11 +254,15 @@ def check_settings(ctx: GuardContext) -> None:
 
     Raises:
         ValueError: a timeout above the sandbox's maximum (raise the maximum with
-            `guardagent.sandbox.process.set_limit_maxima`), or user facts that are not a
-            JSON object.
+            `guardagent.sandbox.process.set_limit_maxima`), user facts that are not a
+            JSON object, or a `GUARDAGENT_SANDBOX_NICE` that is not an integer.
     """
     problems = [p.replace("wall_seconds", "timeout_seconds")
                 for p in limit_problems(limits_of(ctx), limit_maxima())]  # fmt: skip
+    try:
+        runs_nice()
+    except ValueError as exc:
+        problems.append(str(exc))
     if ctx.user_facts is not None:
         try:
             normalize_facts(ctx.user_facts)

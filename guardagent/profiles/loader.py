@@ -21,7 +21,9 @@ import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,8 +94,17 @@ class Profile(BaseModel):
         It covers the guard request, the toolbox, the labelled demonstrations a program is
         verified against and the policy model's file (when the profile names one): changing
         any of them starts a new key, so programs verified under the old ones are never
-        picked up again.
+        picked up again. Within :func:`fingerprints_per_run` it is computed once per run.
         """
+        kept = _RUN_FINGERPRINTS.get()
+        if kept is None:
+            return self._fingerprint()
+        found = kept.get(id(self))
+        if found is None or found[0] is not self:
+            found = kept[id(self)] = (self, self._fingerprint())
+        return found[1]
+
+    def _fingerprint(self) -> str:
         demos = [
             [d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations
         ]
@@ -246,6 +257,28 @@ def explain_validation(exc: ValidationError, raw: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"`{_field(loc) or 'profile'}`: {error['msg']}")
     return lines
+
+
+_RUN_FINGERPRINTS: ContextVar[dict[int, tuple[Profile, str]] | None] = ContextVar(
+    "guardagent_run_fingerprints", default=None
+)
+
+
+@contextmanager
+def fingerprints_per_run() -> Iterator[None]:
+    """Within: each profile's fingerprint is computed once (one guard run).
+
+    A run asks for it from five places (memory search, derivation, verification keys), and
+    it hashes the request and every demonstration (~60 us). Kept for the run only, like the
+    run's profile (:func:`guardagent.nodes.runtime.profile_of`): a profile or policy file
+    edited meanwhile gives a new key from the next run on, as it would have from a node
+    that read it after the edit. Each entry holds its profile, so an id is never reused.
+    """
+    token = _RUN_FINGERPRINTS.set({})
+    try:
+        yield
+    finally:
+        _RUN_FINGERPRINTS.reset(token)
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -15,7 +15,7 @@ import socket
 import time
 from typing import Any
 
-from guardagent.sandbox.zygote import kill, read_reply, run_request, running_path
+from guardagent.sandbox.zygote import kill, read_reply, run_request, running_path, runs_nice
 
 
 class NoZygote(RuntimeError):
@@ -35,7 +35,7 @@ async def arun_in_zygote(
     Raises:
         NoZygote: none is running yet. OSError: it cannot be reached.
     """
-    path = running_path()
+    path = running_path(runs_nice())
     if path is None:
         raise NoZygote("no zygote running in this process")
     request = run_request(source, refs, inputs, limits, facts)

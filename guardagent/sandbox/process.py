@@ -56,7 +56,7 @@ from guardagent.sandbox.child import (
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
 from guardagent.sandbox.warm import run_warm, start_idle
-from guardagent.sandbox.zygote import run_in_zygote, toolbox_refs
+from guardagent.sandbox.zygote import run_in_zygote, runs_nice, start_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
 
@@ -377,6 +377,21 @@ def prestart_worker(toolbox: Toolbox, limits: SandboxLimits, source: str | None 
         return False
     try:
         start_idle(refs, limits, source)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def prestart_runs() -> bool:
+    """Start the zygote of one-run children now (a model-path deployment's warm-up).
+
+    Returns whether it runs. Never raises: without it the first model-written program's run
+    starts it, as it would have anyway.
+    """
+    if not _zygote_enabled():
+        return False
+    try:
+        start_zygote(runs_nice())
     except (OSError, ValueError):
         return False
     return True

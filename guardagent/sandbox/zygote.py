@@ -78,7 +78,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["guardagent"] = module
 spec.loader.exec_module(module)
 from guardagent.sandbox.zygote import serve
-serve(sys.argv[2], sys.argv[3])
+serve(sys.argv[2], sys.argv[3], sys.argv[4])
 """
 
 
@@ -117,11 +117,44 @@ def toolbox_refs(toolbox: Toolbox) -> list[list[str]] | None:
     return refs
 
 
-class _Zygote:
-    """The running zygote process and the path of its socket."""
+NICE_ENV = "GUARDAGENT_SANDBOX_NICE"
+RUNS_NICE = 10
+"""How much lower than the guard's own the CPU priority of one-run children is, by default."""
 
-    def __init__(self) -> None:
+
+def runs_nice() -> int:
+    """The niceness of the zygote that forks one-run children (`GUARDAGENT_SANDBOX_NICE`).
+
+    A one-run child runs a program the model wrote and nothing has verified: it must not
+    take the CPU from the guard's own event loop, whose work every other decision waits on
+    (a burst of 32 such runs, ~6 ms of CPU each with their forks, used to slow the loop's
+    work by half). At the default 10 a child still gets about a tenth of a core that
+    something else wants, and all of an idle one. Warm workers, which run trusted programs
+    on the fast path, come from a zygote of the guard's own priority. 0 puts both in one
+    zygote at the guard's priority; values are clamped to 0-19.
+
+    Raises:
+        ValueError: the variable is set to something that is not an integer.
+    """
+    raw = os.environ.get(NICE_ENV, "").strip()
+    if not raw:
+        return RUNS_NICE
+    try:
+        return max(0, min(19, int(raw)))
+    except ValueError:
+        raise ValueError(f"{NICE_ENV}={raw!r}: expected an integer from 0 to 19") from None
+
+
+class _Zygote:
+    """The running zygote process and the path of its socket.
+
+    Args:
+        nice: How much to lower the zygote's CPU priority (its children inherit it).
+    """
+
+    def __init__(self, nice: int = 0) -> None:
         _sweep_stale()
+        self.nice = nice
         self.maxima = child.limit_maxima()
         self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, "zygote.sock")
@@ -129,7 +162,7 @@ class _Zygote:
         # working directory never reach the zygote (see the module docstring).
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, _PACKAGE_DIR, self.path,
-             json.dumps(asdict(self.maxima))],
+             json.dumps(asdict(self.maxima)), str(nice)],
             env={}, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True,
         )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
@@ -167,31 +200,43 @@ def _sweep_stale() -> None:
 
 
 _lock = threading.Lock()
-_current: list[_Zygote] = []
+_current: dict[int, _Zygote] = {}  # by niceness: warm workers' (0), one-run children's
 _owner: list[int] = []
 
 
-def _zygote() -> _Zygote:
-    """The zygote of this process, (re)started on demand; a forked caller starts its own."""
+def _zygote(nice: int = 0) -> _Zygote:
+    """The zygote of this process of that niceness, (re)started on demand.
+
+    A forked caller starts its own. Warm workers come from the zygote of niceness 0, one-run
+    children from that of :func:`runs_nice`.
+    """
     with _lock:
         if _owner and _owner[0] != os.getpid():  # we are a fork of the owner: not ours
             _current.clear()
-        stale = bool(_current) and _current[0].maxima != child.limit_maxima()
-        if not _current or not _current[0].alive() or stale:
-            if _current:
-                _current[0].stop()
-                _current.clear()
-            _current.append(_Zygote())
+        found = _current.get(nice)
+        if found is None or not found.alive() or found.maxima != child.limit_maxima():
+            if found is not None:
+                found.stop()
+            found = _current[nice] = _Zygote(nice)
             _owner[:] = [os.getpid()]
-        return _current[0]
+        return found
 
 
-@atexit.register
-def _shutdown() -> None:
+def start_zygote(nice: int) -> None:
+    """Have this process's zygote of that niceness running (a deployment's warm-up)."""
+    _zygote(nice)
+
+
+def stop_all() -> None:
+    """Stop every zygote of this process (the next run starts its own afresh)."""
     with _lock:
-        if _current and _owner and _owner[0] == os.getpid():
-            _current[0].stop()
+        if _owner and _owner[0] == os.getpid():
+            for found in _current.values():
+                found.stop()
         _current.clear()
+
+
+atexit.register(stop_all)
 
 
 def _lines(sock: socket.socket, deadline: float) -> Any:
@@ -226,7 +271,7 @@ def run_in_zygote(
         without one, ("timeout", None) after killing it, or ("eof", None).
     """
     request = run_request(source, refs, inputs, limits, facts)
-    path = _zygote().path  # may start the zygote: not part of the program's time
+    path = _zygote(runs_nice()).path  # may start the zygote: not part of the program's time
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
         deadline = time.monotonic() + limits.wall_seconds
@@ -269,12 +314,12 @@ def kill(pid: int | None) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def running_path() -> str | None:
-    """The socket of this process's live zygote, or None (none started yet, or it died)."""
+def running_path(nice: int = 0) -> str | None:
+    """The socket of this process's live zygote of that niceness, or None (none yet, dead)."""
     with _lock:
-        if _owner and _owner[0] == os.getpid() and _current and _current[0].alive():
-            maxima = _current[0].maxima == child.limit_maxima()
-            return _current[0].path if maxima else None
+        found = _current.get(nice)
+        if _owner and _owner[0] == os.getpid() and found is not None and found.alive():
+            return found.path if found.maxima == child.limit_maxima() else None
     return None
 
 
@@ -581,7 +626,7 @@ class _Server:
                 conn.close()
 
 
-def serve(path: str, maxima: str | None = None) -> None:
+def serve(path: str, maxima: str | None = None, nice: str = "0") -> None:
     """Zygote main loop: accept a request, fork its child, report deaths, repeat.
 
     Exits when its caller is gone (re-parented), so a killed guard process leaves nothing.
@@ -591,9 +636,12 @@ def serve(path: str, maxima: str | None = None) -> None:
         path: Where to listen (in a private directory the caller made).
         maxima: The caller's limit maxima as JSON (:func:`child.limit_maxima`); requests
             above them are refused.
+        nice: How much to lower our CPU priority, and our children's (:func:`runs_nice`).
     """
     caller = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if int(nice) > 0:
+        os.nice(int(nice))
     most = child.SandboxLimits(**json.loads(maxima)) if maxima else child.limit_maxima()
     try:
         _serve(path, caller, most)
@@ -643,4 +691,4 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    serve(sys.argv[1], *sys.argv[2:4])
