@@ -196,3 +196,36 @@ def test_zygote_children_have_an_empty_environment_block() -> None:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- CPU priority
+
+
+def test_one_run_children_come_from_a_zygote_below_the_guards_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unverified program's child runs niced; the workers' zygote keeps our priority."""
+    from guardagent.sandbox import zygote as zygote_module
+
+    monkeypatch.setenv("GUARDAGENT_SANDBOX_NICE", "7")
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    tools = load_profile("mind2web-sc").tools()
+    assert run_program(PROGRAM, tools, EVENT, "")["ok"]
+    runs = zygote_module.running_path(7)
+    assert runs is not None and runs != zygote_module.running_path(0)
+    assert os.getpriority(os.PRIO_PROCESS, _zygote(7).proc.pid) == min(19, ours + 7)
+    assert os.getpriority(os.PRIO_PROCESS, _zygote(0).proc.pid) == ours
+    _zygote(7).stop()
+
+
+@pytest.mark.parametrize("value", ["high", "1.5"])
+def test_a_niceness_that_is_not_an_integer_is_refused_when_the_guard_is_built(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from guardagent import GuardAgent
+
+    monkeypatch.setenv("GUARDAGENT_SANDBOX_NICE", value)
+    with pytest.raises(ValueError, match="GUARDAGENT_SANDBOX_NICE"):
+        GuardAgent("mind2web-sc")
+    monkeypatch.setenv("GUARDAGENT_SANDBOX_NICE", "99")  # clamped, not refused
+    assert runs_nice() == 19
