@@ -5,8 +5,9 @@ builds its globals, :mod:`.child` isolates a forked child and runs it there, :mo
 forks children cheaply for built-in toolboxes, and :mod:`.process` is the caller's side.
 
 The caller's side loads when first named here: the zygote imports only the modules its
-children run, so every fork copies the page tables of a smaller process (the caller's
-side brings asyncio and ssl, ~10 MB, and a fork costs about 0.035 ms of CPU per MB).
+children run, so every fork copies the page tables of a smaller process (the caller's side
+brings asyncio and ssl: the zygote maps 33 MB instead of 39 MB, and on this project's VM a fork
+and exit cost about 0.05 ms of CPU per MB mapped).
 """
 
 from typing import TYPE_CHECKING, Any
