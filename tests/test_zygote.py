@@ -208,6 +208,7 @@ def test_one_run_children_come_from_a_zygote_below_the_guards_priority(
     from guardagent.sandbox import zygote as zygote_module
 
     monkeypatch.setenv("GUARDAGENT_SANDBOX_NICE", "7")
+    zygote_module.stop_all()  # no workers left by earlier tests
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     tools = load_profile("mind2web-sc").tools()
     assert run_program(PROGRAM, tools, EVENT, "")["ok"]
@@ -215,6 +216,16 @@ def test_one_run_children_come_from_a_zygote_below_the_guards_priority(
     assert runs is not None and runs != zygote_module.running_path(0)
     assert os.getpriority(os.PRIO_PROCESS, _zygote(7).proc.pid) == min(19, ours + 7)
     assert os.getpriority(os.PRIO_PROCESS, _zygote(0).proc.pid) == ours
+
+    def children(pid: int) -> list[str]:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+    deadline = time.monotonic() + 10
+    while not children(_zygote(7).proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert children(_zygote(7).proc.pid)  # its spare, forked ahead
+    time.sleep(0.2)
+    assert not children(_zygote(0).proc.pid)  # the workers' zygote keeps none
     _zygote(7).stop()
 
 

@@ -17,6 +17,10 @@ process; while it waits it rehearses reading and preparing a request with no eve
 trivial program, prepared and dropped, never run), so the pages a run writes to are copied
 before the request arrives.
 
+A process has up to two zygotes, by CPU priority (:func:`runs_nice`): one-run children come
+from a zygote below the guard's priority, which keeps the spares; warm workers, which serve
+trusted programs on the fast path, from one at the guard's own priority, which keeps none.
+
 The zygote trusts nothing around it. It starts in isolated mode (`python -I`: no
 `PYTHON*` variables, no user site, no working directory on `sys.path`) with an empty
 environment, and imports the standard library, site-packages and this package's own
@@ -78,7 +82,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["guardagent"] = module
 spec.loader.exec_module(module)
 from guardagent.sandbox.zygote import serve
-serve(sys.argv[2], sys.argv[3], sys.argv[4])
+serve(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
 """
 
 
@@ -150,11 +154,12 @@ class _Zygote:
 
     Args:
         nice: How much to lower the zygote's CPU priority (its children inherit it).
+        spares: Whether it keeps one-run children forked ahead (the workers' zygote does
+            not when one-run children have their own).
     """
 
-    def __init__(self, nice: int = 0) -> None:
+    def __init__(self, nice: int = 0, spares: bool = True) -> None:
         _sweep_stale()
-        self.nice = nice
         self.maxima = child.limit_maxima()
         self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, "zygote.sock")
@@ -162,7 +167,7 @@ class _Zygote:
         # working directory never reach the zygote (see the module docstring).
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, _PACKAGE_DIR, self.path,
-             json.dumps(asdict(self.maxima)), str(nice)],
+             json.dumps(asdict(self.maxima)), str(nice), str(int(spares))],
             env={}, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True,
         )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
@@ -217,7 +222,7 @@ def _zygote(nice: int = 0) -> _Zygote:
         if found is None or not found.alive() or found.maxima != child.limit_maxima():
             if found is not None:
                 found.stop()
-            found = _current[nice] = _Zygote(nice)
+            found = _current[nice] = _Zygote(nice, spares=nice == runs_nice())
             _owner[:] = [os.getpid()]
         return found
 
@@ -626,7 +631,7 @@ class _Server:
                 conn.close()
 
 
-def serve(path: str, maxima: str | None = None, nice: str = "0") -> None:
+def serve(path: str, maxima: str | None = None, nice: str = "0", spares: str = "1") -> None:
     """Zygote main loop: accept a request, fork its child, report deaths, repeat.
 
     Exits when its caller is gone (re-parented), so a killed guard process leaves nothing.
@@ -637,6 +642,7 @@ def serve(path: str, maxima: str | None = None, nice: str = "0") -> None:
         maxima: The caller's limit maxima as JSON (:func:`child.limit_maxima`); requests
             above them are refused.
         nice: How much to lower our CPU priority, and our children's (:func:`runs_nice`).
+        spares: "0" to fork one-run children only on request (no spares kept).
     """
     caller = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -644,7 +650,7 @@ def serve(path: str, maxima: str | None = None, nice: str = "0") -> None:
         os.nice(int(nice))
     most = child.SandboxLimits(**json.loads(maxima)) if maxima else child.limit_maxima()
     try:
-        _serve(path, caller, most)
+        _serve(path, caller, most, SPARES if spares != "0" else 0)
     finally:  # the caller may be gone: leave no socket or directory behind
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -652,7 +658,7 @@ def serve(path: str, maxima: str | None = None, nice: str = "0") -> None:
             os.rmdir(os.path.dirname(path))
 
 
-def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
+def _serve(path: str, caller: int, maxima: child.SandboxLimits, spares: int) -> None:
     tempfile.tempdir = os.path.dirname(path)  # our private directory; no TMPDIR to read
     child.empty_cwd_fd()  # made once, here: children only fchdir into it
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -669,9 +675,9 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
     server.selector.register(listener, selectors.EVENT_READ, "listen")
     server.selector.register(wake_r, selectors.EVENT_READ, "wake")
     while os.getppid() == caller:
-        if not server.spares:
+        if not server.spares and spares:
             server.add_spare()
-        refill = len(server.spares) < SPARES  # more only while nothing waits for us
+        refill = len(server.spares) < spares  # more only while nothing waits for us
         timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
         ready = server.selector.select(timeout)
         if not ready and refill:
@@ -691,4 +697,4 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], *sys.argv[2:4])
+    serve(sys.argv[1], *sys.argv[2:5])
