@@ -15,7 +15,7 @@ otherwise --> decide (fail closed) -> END
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext, RunContext
 from guardagent.counterfactuals.derived import derived_policy
-from guardagent.graph.runnables import dual, inline
+from guardagent.graph.runnables import dual, inline, routed
 from guardagent.graph.state import GuardInput, GuardOutput, GuardState
 from guardagent.llm import is_offline
 from guardagent.nodes.admit import admit
@@ -83,15 +83,19 @@ def after_admit(state: GuardState) -> Literal["retrieve", "decide"]:
     return "decide" if state.get("error") else "retrieve"
 
 
-def edge(func: Any) -> Any:
-    """A conditional edge, run inline on the sync and async paths alike."""
-    return inline(func, edge=True)
+def state_only(edge: Callable[[GuardState], Hashable]) -> Callable[[GuardState, Any], Hashable]:
+    """An edge of the state alone, called as every router is: `(state, runtime)`."""
+    return lambda state, runtime: edge(state)
 
 
 def build_graph(
     settings: GuardContext | None = None,
 ) -> StateGraph[GuardState, Any, GuardInput, GuardOutput]:
     """The uncompiled guard graph; compile it with the checkpointer of your choice.
+
+    Each node that branches routes itself (:func:`guardagent.graph.runnables.routed`): it
+    returns a `Command` whose `goto` its edge function chose, and declares the nodes it may
+    go to, so the graph reads and draws as the diagram above.
 
     Args:
         settings: The deployment's settings for runs whose context is not a `GuardContext`
@@ -103,29 +107,33 @@ def build_graph(
         GuardState, context_schema=cast(Any, RunContext), input_schema=GuardInput,
         output_schema=GuardOutput,
     )  # fmt: skip
-    builder.add_node("admit", inline(bind(admit)))
-    builder.add_node("retrieve", dual(bind(retrieve), bind(aretrieve)))
-    builder.add_node("plan", dual(bind(plan), bind(aplan)))
-    builder.add_node("code", dual(bind(code), bind(acode)))
-    builder.add_node("execute", dual(bind(execute), bind(aexecute)))
-    builder.add_node("debug", dual(bind(debug), bind(adebug)))
+    after_model = state_only(after_llm)
+    to_code: dict[Hashable, str] = {"continue": "code", "decide": "decide"}
+    to_execute: dict[Hashable, str] = {"continue": "execute", "decide": "decide"}
+    admitted = ("retrieve", "decide")
+    retrieved = ("execute", "plan", "decide")
+    executed = ("decide", "remember", "debug", "verify")
+    verified = ("remember", "decide")
+
+    def node(name: str, func: Any, afunc: Any, route: Any, ends: Any) -> None:
+        """Add a branching node: sync and async forms (or one inline form), routed."""
+        runnable = (inline(routed(bind(func), route, ends)) if afunc is None
+                    else dual(routed(bind(func), route, ends), routed(bind(afunc), route, ends)))
+        # Drawn as the conditional edge was: labelled with the route's name unless it is the node's.
+        pairs = ends.items() if isinstance(ends, dict) else ((end, end) for end in ends)
+        labels = {str(end): str(key) for key, end in pairs}
+        builder.add_node(name, runnable, destinations=labels)  # fmt: skip
+
+    node("admit", admit, None, state_only(after_admit), admitted)
+    node("retrieve", retrieve, aretrieve, bind(after_retrieve), retrieved)
+    node("plan", plan, aplan, after_model, to_code)
+    node("code", code, acode, after_model, to_execute)
+    node("execute", execute, aexecute, bind(after_execute), executed)
+    node("debug", debug, adebug, after_model, to_code)
     builder.add_node("remember", dual(bind(remember), bind(aremember)))
-    builder.add_node("verify", inline(bind(verify)))
+    node("verify", verify, None, state_only(after_verify), verified)
     builder.add_node("decide", inline(bind(decide)))
     builder.add_edge(START, "admit")
-    builder.add_conditional_edges("admit", edge(after_admit), ["retrieve", "decide"])
-    builder.add_conditional_edges(
-        "retrieve", edge(bind(after_retrieve)), ["execute", "plan", "decide"]
-    )
-    to_code: dict[Hashable, str] = {"continue": "code", "decide": "decide"}
-    builder.add_conditional_edges("plan", edge(after_llm), to_code)
-    to_execute: dict[Hashable, str] = {"continue": "execute", "decide": "decide"}
-    builder.add_conditional_edges("code", edge(after_llm), to_execute)
-    builder.add_conditional_edges("debug", edge(after_llm), to_code)
-    builder.add_conditional_edges(
-        "execute", edge(bind(after_execute)), ["decide", "remember", "debug", "verify"]
-    )
-    builder.add_conditional_edges("verify", edge(after_verify), ["remember", "decide"])
     builder.add_edge("remember", "decide")
     builder.add_edge("decide", END)
     return builder

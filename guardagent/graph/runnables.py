@@ -8,24 +8,27 @@ graph is therefore given in two forms:
 - `invoke` calls the sync function, as before;
 - `ainvoke` of a run that takes turns (:mod:`guardagent.nodes.turns`: `acheck_many`'s runs)
   runs the node on the event loop: a node that waits (model, sandbox, memory) awaits its
-  waits (:mod:`guardagent.nodes.steps`) and holds no thread, and a node or edge that only
-  computes (admit, verify, decide, the routers) is called inline;
+  waits (:mod:`guardagent.nodes.steps`) and holds no thread, and a node that only computes
+  (admit, verify, decide) is called inline;
+- a node that branches routes itself (:func:`routed`), in the same call, on both paths;
 - any other `ainvoke` (a served graph, a host graph's subgraph, `acheck`, the middleware)
   runs the sync function on the loop's default executor, as LangGraph does for a plain
   function: those loops must never block, and the nodes read small local files (the
   profile's, the memory's database), which a batch of `acheck_many` accepts on its loop.
 
-All use `RunnableCallable`, the class LangGraph itself wraps every function node and edge in
+All use `RunnableCallable`, the class LangGraph itself wraps every function node in
 (`langgraph._internal`: pinned with LangGraph's major version in pyproject.toml).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import inspect
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.types import Command
 
 from guardagent.nodes.turns import TURN
 
@@ -44,12 +47,10 @@ def dual(func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]) -> Runn
     return RunnableCallable(func, either, name=func.__name__, trace=False)
 
 
-def inline(func: Callable[..., Any], *, edge: bool = False) -> RunnableCallable:
-    """A compute-only node (or, with `edge`, a conditional edge), inline in a batch's run.
+def inline(func: Callable[..., Any]) -> RunnableCallable:
+    """A compute-only node, inline in a batch's run.
 
-    Untraced: a node's task is its run; a routing shows as the node run that follows it (a
-    traced router, LangGraph's default for a function, is a child run per routing: ~55 us
-    of callbacks each, six per model-path decision, and nothing a trace needs).
+    Untraced as a callable: the node's task is its run, as LangGraph does for function nodes.
     """
 
     async def either(*args: Any, **kwargs: Any) -> Any:
@@ -57,4 +58,47 @@ def inline(func: Callable[..., Any], *, edge: bool = False) -> RunnableCallable:
             return func(*args, **kwargs)
         return await run_in_executor(None, func, *args, **kwargs)
 
-    return RunnableCallable(func, either, name=None if edge else func.__name__, trace=False)
+    return RunnableCallable(func, either, name=func.__name__, trace=False)
+
+
+def routed(
+    func: Callable[..., Any],
+    route: Callable[[Any, Any], Hashable],
+    ends: Mapping[Hashable, str] | Sequence[str],
+) -> Callable[..., Any]:
+    """A node followed by its conditional edge: one function that returns a `Command`.
+
+    LangGraph routes a conditional edge on a fresh read of the state: a copy of every
+    channel with the node's writes applied (~50 us a routing, five per model-path decision,
+    on the event loop that every decision of a batch shares). The node holds both halves of
+    that state already, and every channel of the guard's state keeps its last value (no
+    reducers), so `{**state, **update}` is what the edge would read. The graph keeps its
+    shape: each such node declares where it may go (`destinations`), drawn as before.
+
+    Args:
+        func: The node, sync or async, called as `func(state, runtime)`.
+        route: The edge, called as `route(state, runtime)` on the state the node leaves.
+        ends: The edge's path map (its return value -> node), or the nodes it returns.
+    """
+
+    def command(state: Any, update: Any, runtime: Any) -> Command[Any]:
+        key = route({**state, **(update or {})}, runtime)
+        goto = ends[key] if isinstance(ends, Mapping) else key
+        return Command(update=update, goto=str(goto))
+
+    if inspect.iscoroutinefunction(func):
+
+        async def anode(state: Any, runtime: Any) -> Command[Any]:
+            return command(state, await func(state, runtime), runtime)
+
+        wrapper: Callable[..., Any] = anode
+    else:
+
+        def node(state: Any, runtime: Any) -> Command[Any]:
+            return command(state, func(state, runtime), runtime)
+
+        wrapper = node
+    wrapper.__name__ = getattr(func, "__name__", "node")
+    wrapper.__qualname__ = getattr(func, "__qualname__", wrapper.__name__)
+    wrapper.__doc__ = func.__doc__
+    return wrapper
