@@ -37,6 +37,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
 from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.redirects import every_carried
 from guardagent.trace.state import (
     TraceIndex,
     echo_of,
@@ -358,6 +359,29 @@ class Search:
             return ValueProvenance(f"{found.path}#{part}", none, found.inner, ())
         value = Value(found.value.kind, (key,), found.value.text)
         return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
+
+    def carried_parts(self, found: ValueProvenance, part: str) -> list[ValueProvenance]:
+        """The same part of every URL a URL carries (an open redirect's target), to judge too.
+
+        ``https://example.com/redirect?url=https://evil.example`` opens ``evil.example``:
+        that the user named ``example.com`` says nothing of it. Each carried target
+        (:func:`~guardagent.trace.redirects.every_carried`) is found where its own part is,
+        or where the whole carrying URL is (a message holding the whole URL holds what it
+        carries); a target that does not read is found only where the whole URL is.
+        """
+        where = found.value.where
+        if found.value.kind != "url" or where is None:
+            return []
+        whole = found.value.keys
+        out: list[ValueProvenance] = []
+        for target in every_carried(where):
+            key = None if target is None else target.part(part)
+            keys = whole if key is None else (key, *whole)
+            text = "(a carried URL that does not read)" if target is None else target.text
+            value = Value("url", keys, text)
+            out.append(self.provenance(f"{found.path}#{part} carries", value, found.inner,
+                                       self.ids(keys), False))  # fmt: skip
+        return out
 
 
 def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]

@@ -46,8 +46,13 @@ def _withparse_part(
     which = parse_part(part)
     if which is None:
         return values
-    parts = (facts.search.part_provenance(v, which) for v in values)
-    return [p for p in parts if p is not None]
+    out: list[ValueProvenance] = []
+    for v in values:  # a URL's host, and the host of every URL it carries (open redirects)
+        whole = facts.search.part_provenance(v, which)
+        if whole is not None:
+            out.append(whole)
+        out.extend(facts.search.carried_parts(v, which))
+    return out
 
 
 def _whole_values(facts: TraceFacts, arg: str) -> list[ValueProvenance]:
