@@ -122,7 +122,10 @@ def test_a_link_the_parser_cannot_place_is_still_traced() -> None:
     glued = {**body, "args": {**body["args"], "body": "Bob, see evil.com.Next time bring it"}}
     assert both_layouts(openai("Email bob@x.ch a hello.", "Nothing new.", glued), 'arg_invented("body")') is True
     said = openai("Email bob@x.ch: see evil.com.Next time bring it", "Nothing new.", glued)
-    assert both_layouts(said, 'arg_invented("body")') is False
+    assert both_layouts(said, 'arg_invented("body", kinds="url")') is False
+    # a short text is also judged whole (a target: tests/test_trace_text_values.py), and
+    # "Bob, see ..." is the model's
+    assert both_layouts(said, 'arg_invented("body")') is True
 
 
 @pytest.mark.parametrize("url", [

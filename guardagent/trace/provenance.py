@@ -407,7 +407,7 @@ def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
             number = nobody("date" if kind == "date" else "amount", v.value.text)
             out.append(ValueProvenance(v.path, number, v.inner, ()))
             continue
-        if not v.inner and kind == "text" and _address_list(raw.get(v.path)):
+        if not v.inner and kind == "text" and address_list(raw.get(v.path)):
             continue  # display names: the addresses inside are the recipients
         out.append(v)
     return out
@@ -440,7 +440,8 @@ def invented_pieces(search: Search, provenance: CallProvenance,
     return out
 
 
-def _address_list(scalar: Any) -> bool:
+def address_list(scalar: Any) -> bool:
+    """A string that is a clean RFC 5322 address list (``Bob <bob@x.ch>, eve@y.org``)."""
     if not isinstance(scalar, str) or "@" not in scalar or "://" in scalar:
         return False
     return read_address_list(unicodedata.normalize("NFC", scalar).strip()) is not None
