@@ -47,6 +47,7 @@ from guardagent.trace.state import (
     posted,
 )
 from guardagent.trace.values import Value, ValueKind, read_argument, secret_like
+from guardagent.trace.written import Written, is_target
 
 Origin = Literal["user", "trusted", "untrusted", "invented"]
 _TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
@@ -185,6 +186,7 @@ class Search:
         self.year = index.year
         self._unindexed: dict[int, set[str]] = {}
         self._texts: dict[int, str] = {}
+        self._read_whole: dict[int, Written] = {}
         self._token_list: dict[int, list[str]] = {}
         self._next: list[int | None] | None = None
 
@@ -343,9 +345,37 @@ class Search:
 
     def provenance(self, path: str, value: Value, inner: bool, ids: Iterable[int],
                    split: bool) -> ValueProvenance:  # fmt: skip
-        """A value's provenance from the messages found to contain it."""
-        kept, dropped = self.launder(value, self.refs(ids))
+        """A value's provenance from the messages found to contain it.
+
+        A short text (:func:`~guardagent.trace.written.is_target`) keeps a trusting source
+        only where it is written with its punctuation (:mod:`guardagent.trace.written`).
+        """
+        refs = self.refs(ids)
+        if is_target(value) and refs:
+            at = {r.index for r in refs}
+            refs = tuple(r for r in refs if r.kind not in _TRUSTED
+                         or self._written_in(value, r.index, at if split else None))  # fmt: skip
+        kept, dropped = self.launder(value, refs)
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
+
+    def _written_in(self, value: Value, i: int, split: set[int] | None) -> bool:
+        """Whether message `i` writes a short text (`split`: or across into the next one).
+
+        A value found only split in two (`split`: the messages found) is written across
+        `i` and the next message of its source, or the one before into `i`.
+        """
+        texts = self.trace.messages
+        if split is None:
+            read = self._read_whole.get(i)
+            if read is None:
+                read = self._read_whole[i] = Written(texts[i].text)
+            return read.holds(value)
+        for a in (i, *(j for j in split if j != i and self._next_of_source(j) == i)):
+            b = self._next_of_source(a)
+            if b is not None and b in split and Written(
+                    texts[a].text + " " + texts[b].text).holds(value):  # fmt: skip
+                return True
+        return False
 
     def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
         """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``).

@@ -67,13 +67,13 @@ from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
-    MAX_TARGET_CHARS,
     CallNames,
     Question,
     names_call,
     verb_is_unique,
 )
 from guardagent.trace.provenance import SourceRef
+from guardagent.trace.written import MAX_TARGET_CHARS
 
 __all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
            "asked_in_conversation", "final_question", "names_call", "questions", "says_yes"]

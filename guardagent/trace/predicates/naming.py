@@ -30,9 +30,7 @@ from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
-
-MAX_TARGET_CHARS = 200
-"""Prose longer than this is content, not a target a question names (:func:`_content`)."""
+from guardagent.trace.written import MAX_TARGET_CHARS
 
 # One separator between two digits. No quantifier: constant work per position, linear over
 # attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).

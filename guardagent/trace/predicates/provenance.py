@@ -7,7 +7,6 @@ from typing import Any
 
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.predicates.naming import MAX_TARGET_CHARS
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
 from guardagent.trace.provenance import (
     ValueProvenance,
@@ -19,6 +18,7 @@ from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
 from guardagent.trace.values import ValueKind
+from guardagent.trace.written import MAX_TARGET_CHARS
 
 INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
 """Typed values inside free text that provenance predicates look at by default."""
