@@ -177,7 +177,8 @@ def served_path(path: str) -> str:
 
     Servers differ from the browser after it sends the path: nginx decodes ``%2F`` and
     merges ``//``, Java servers drop ``;parameters`` from segments, some decode twice
-    (``%252e`` is ``.``), and every one resolves ``..`` after decoding. This reading does
+    (``%252e`` is ``.``), IIS reads a decoded ``%5C`` (a backslash) as ``/``, and every one
+    resolves ``..`` after decoding. This reading does
     all of it (and reads the decoded characters as the rest of the text is read, NFKC and
     case folding), so ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``.
     No trailing ``/``. A path still encoded after three decodings is :data:`UNSETTLED`.
@@ -193,7 +194,7 @@ def served_path(path: str) -> str:
         if "%" in path and unquote(path) != path:
             return UNSETTLED  # still encoded after three decodings: no scope holds it
     segments: list[str] = []
-    for segment in reading_form(path).split("/"):
+    for segment in reading_form(path).replace("\\", "/").split("/"):
         segment = segment.split(";", 1)[0]
         if segment in ("", "."):
             continue
