@@ -91,3 +91,14 @@ def test_many_short_values_in_a_long_message_cost_linear_time() -> None:
     small, large = min(cost(200) for _ in range(2)), min(cost(2000) for _ in range(2))
     # linear: about 10 times; one scan of the message per value: 100 times
     assert large < 40 * max(small, 1e-3), f"200 values {small:.4f} s, 2000: {large:.4f} s"
+
+
+@pytest.mark.parametrize(("path", "held"), [
+    ("notes.txt", True), ("NOTES.TXT", True), ("../notes.txt", False), ("/notes.txt", False),
+    ("notes-txt", False), ("Hans Meier Immobilien AG", True), ("Hans-Meier Immobilien AG", False),
+])  # fmt: skip
+def test_the_users_records_hold_a_short_text_as_written(path: str, held: bool) -> None:
+    f = facts([system(), user("Tidy up.")], "delete_file", {"path": path},
+              values={"paths": ["notes.txt", "Hans Meier Immobilien AG"]})
+    assert f.fact('arg_from_records("path")').value is held
+    assert f.fact('arg_from_trusted("path")').value is held
