@@ -22,7 +22,8 @@ one URL (text around one, ``javascript:...``) or that the reader cannot place is
 scope.
 
 Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
-returned (typed values, the whole value, and identifier-like tokens of free text), and not
+returned (typed values, the whole value, and identifier-like tokens of any value, a URL's
+too, also joined with their neighbours: ``739-214-XQ`` is ``739214XQ``), and not
 one the user wrote, reaching a ``send`` call whose recipient is not from the user or a
 trusted source. A send call without a readable recipient counts as going to an unknown one.
 """
@@ -455,6 +456,29 @@ class Flow:
         return self.send and bool(self.leaked) and (not self.recipients or bool(self.unapproved))
 
 
+MAX_JOINED = 8
+"""Adjacent tokens read joined (``7 3 9 2 1 4 X Q`` is ``739214XQ``)."""
+_JOINED_CHARS = 64
+
+
+def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
+    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined.
+
+    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
+    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
+    read by its tokens too. Linear: at most MAX_JOINED runs start at each token.
+    """
+    out: dict[str, None] = {}
+    for i in range(len(toks)):
+        joined = ""
+        for t in toks[i:i + MAX_JOINED]:
+            joined += t
+            if len(joined) > _JOINED_CHARS:
+                break
+            out[joined] = None
+    return out
+
+
 def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("send",)) -> Flow:
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
@@ -462,9 +486,8 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     items = call_values(call, search.region, search.year)
     extra: list[tuple[str, Value, bool]] = []
     for path, value, _ in items:
-        if value.kind == "text":
-            extra.extend((path, Value("text", (), t, (t,)), True)
-                         for t in dict.fromkeys(value.tokens) if secret_like(t))  # fmt: skip
+        extra.extend((path, Value("text", (), t, (t,)), True)
+                     for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []
