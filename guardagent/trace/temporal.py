@@ -52,6 +52,7 @@ from guardagent.trace.values import (
     reading_form,
     secret_like,
 )
+from guardagent.trace.written import is_target
 
 Status = Literal["ok", "error", "any"]
 RECIPIENT_KINDS = frozenset({"email", "phone", "url", "iban"})
@@ -146,6 +147,8 @@ class UnsureReading(Exception):
 
 _SENT: ContextVar[bool] = ContextVar("guardagent_pattern_sent_reading", default=False)
 _TOUCHED: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_touched", default=None)
+_STRICT: ContextVar[bool] = ContextVar("guardagent_pattern_strict_reading", default=False)
+_LOOSER: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_looser", default=None)
 
 
 def sent_pieces(actual: Any) -> list[str | None] | None:
@@ -197,6 +200,26 @@ def pattern_reading(sent: bool) -> Iterator[list[bool]]:
         _SENT.reset(tokens[0])
 
 
+@contextmanager
+def strict_values(strict: bool = True) -> Iterator[list[bool]]:
+    """Compare values strictly (True) or by words and any reading (False: the default).
+
+    Strictly, a short text (a path, a name: :func:`~guardagent.trace.written.is_target`)
+    equals only the same characters (``../notes.txt`` is not ``notes.txt``), and a typed
+    value only when every reading of it is one of the expected value's (the text ``1,500``,
+    1500 or 1.5, is not the amount 1.5). Yields a list that gets an entry whenever a loose
+    comparison answered otherwise than the strict one would, so a caller reads a second time
+    only when the two can differ.
+    """
+    looser: list[bool] = []
+    tokens = (_STRICT.set(strict), _LOOSER.set(looser))
+    try:
+        yield looser
+    finally:
+        _LOOSER.reset(tokens[1])
+        _STRICT.reset(tokens[0])
+
+
 def same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
     """Whether an argument value equals an expected one, by kind (or matches a glob).
 
@@ -226,8 +249,17 @@ def _same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
     if a is None or e is None:
         return False
     if a.keys and e.keys:
-        return not set(a.keys).isdisjoint(e.keys)
-    return a.tokens == e.tokens and bool(a.tokens)
+        loose, strict = (not set(a.keys).isdisjoint(e.keys)), set(a.keys) <= set(e.keys)
+    else:
+        loose = a.tokens == e.tokens and bool(a.tokens)
+        strict = loose and (not (is_target(a) or is_target(e))
+                            or " ".join(a.text.split()) == " ".join(e.text.split()))  # fmt: skip
+    if _STRICT.get():
+        return strict
+    looser = _LOOSER.get()
+    if looser is not None and loose != strict:
+        looser.append(True)
+    return loose
 
 
 def _values_at(call: ToolCall, arg: str) -> list[Any]:
