@@ -436,6 +436,8 @@ def test_a_question_asking_two_things_at_once_approves_neither(question: str) ->
     ("May I delete planner and then notes?",
      ToolCall("delete_project", {"project": "notes"}, None, 9)),
     ("Shall I delete planner & notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
+    ("Shall I delete planner; notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
+    ("Shall I delete planner + notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
 ])  # fmt: skip
 def test_a_question_joining_two_requests_approves_neither(question: str, call: ToolCall) -> None:
     assert not names_call(question, call, order=("src", "dst"))

@@ -141,6 +141,7 @@ class _Target:
         self.keys = frozenset(whole.keys) if whole is not None else frozenset()
         hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
         self.phrase = "" if hidden or _wrapped(str(value)) else _phrase(str(value)).strip()
+        self.raw = str(value)
         self.arg = arg
         self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
@@ -278,7 +279,7 @@ def _in_order(targets: list[_Target | _Flag], question: Question,
 
 
 JOINERS = frozenset({"and", "then", "also", "plus", "afterwards", "additionally"})
-"""Words that join a second request to a question (``&`` too)."""
+"""Words that join a second request to a question (``&``, ``;`` and `` + `` too)."""
 
 
 def _one_request(targets: list[_Target | _Flag], question: Question, listed: bool) -> bool:
@@ -300,11 +301,14 @@ def _one_request(targets: list[_Target | _Flag], question: Question, listed: boo
             return False
     if listed:
         return True
-    asked = question.words.split()
-    joined = sum(1 for w in asked if w in JOINERS) + question.text.count("&")
-    own = sum(1 for t in targets if isinstance(t, _Target)
-              for w in t.phrase.split() if w in JOINERS)  # fmt: skip
-    return joined <= own
+    own = sum(_joins(t.phrase, t.raw) for t in targets if isinstance(t, _Target))
+    return _joins(question.words, question.text) <= own
+
+
+def _joins(words: str, text: str) -> int:
+    """Joining words (:data:`JOINERS`) among `words`, and ``&``, ``;`` and `` + `` in `text`."""
+    return (sum(1 for w in words.split() if w in JOINERS) + text.count("&") + text.count(";")
+            + " ".join(text.split()).count(" + "))  # fmt: skip
 
 
 def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
