@@ -351,31 +351,33 @@ class Search:
         only where it is written with its punctuation (:mod:`guardagent.trace.written`).
         """
         refs = self.refs(ids)
-        if is_target(value) and refs:
-            at = {r.index for r in refs}
-            refs = tuple(r for r in refs if r.kind not in _TRUSTED
-                         or self._written_in(value, r.index, at if split else None))  # fmt: skip
+        if is_target(value) and any(r.kind in _TRUSTED for r in refs):
+            held = self._written_split(value, {r.index for r in refs}) if split else None
+            refs = tuple(r for r in refs if r.kind not in _TRUSTED or (
+                r.index in held if held is not None else self._written_in(value, r.index)))
         kept, dropped = self.launder(value, refs)
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
 
-    def _written_in(self, value: Value, i: int, split: set[int] | None) -> bool:
-        """Whether message `i` writes a short text (`split`: or across into the next one).
+    def _written_in(self, value: Value, i: int) -> bool:
+        """Whether message `i` writes a short text with its punctuation (read once)."""
+        read = self._read_whole.get(i)
+        if read is None:
+            read = self._read_whole[i] = Written(self.trace.messages[i].text)
+        return read.holds(value)
 
-        A value found only split in two (`split`: the messages found) is written across
-        `i` and the next message of its source, or the one before into `i`.
+    def _written_split(self, value: Value, found: set[int]) -> set[int]:
+        """The messages of `found` that write a value split across into the next of its source.
+
+        Each message is in at most two pairs (with the one before and the one after), so
+        the texts read are at most twice the messages found.
         """
-        texts = self.trace.messages
-        if split is None:
-            read = self._read_whole.get(i)
-            if read is None:
-                read = self._read_whole[i] = Written(texts[i].text)
-            return read.holds(value)
-        for a in (i, *(j for j in split if j != i and self._next_of_source(j) == i)):
+        texts, held = self.trace.messages, set[int]()
+        for a in found:
             b = self._next_of_source(a)
-            if b is not None and b in split and Written(
+            if b is not None and b in found and Written(
                     texts[a].text + " " + texts[b].text).holds(value):  # fmt: skip
-                return True
-        return False
+                held.update((a, b))
+        return held
 
     def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
         """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``).
