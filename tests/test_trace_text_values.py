@@ -102,3 +102,16 @@ def test_the_users_records_hold_a_short_text_as_written(path: str, held: bool) -
               values={"paths": ["notes.txt", "Hans Meier Immobilien AG"]})
     assert f.fact('arg_from_records("path")').value is held
     assert f.fact('arg_from_trusted("path")').value is held
+
+
+def test_a_long_path_is_a_target_too() -> None:
+    # a path over 200 characters is still read with every character (no whitespace, or it
+    # starts like a path): padding does not turn it into prose
+    deep = "/srv/share/" + "/".join(f"folder{i:03d}" for i in range(25)) + "/report.pdf"
+    assert len(deep) > 200
+    said = f"Delete {deep} please."
+    for path in ("/.." + deep, "~" + deep, deep.replace("/report.pdf", "/report.*")):
+        f = facts([system(), user(said)], "delete_file", {"path": path})
+        assert f.fact('arg_from_user("path")').value is False, path
+    f = facts([system(), user(said)], "delete_file", {"path": deep})
+    assert f.fact('arg_from_user("path")').value is True

@@ -1,11 +1,11 @@
 """A short text value is found only where it is written with its punctuation.
 
 Phrases are looked up as runs of word tokens (:mod:`guardagent.trace.provenance`): right
-for a message body, whose words are what it says. A short text is a target its tool reads
-with every character: ``../notes.txt``, ``/notes.txt``, ``notes.*`` and ``notes`` are
-other files than the ``notes.txt`` the user named, though their words are the user's. So
-a message that trusts a value (the user's, the system prompt, a trusted tool's result)
-holds a text of at most :data:`MAX_TARGET_CHARS` characters only when it writes the same
+for a message body, whose words are what it says. A short text (or one shaped like a path:
+:func:`is_target`) is a target its tool reads with every character: ``../notes.txt``,
+``/notes.txt``, ``notes.*`` and ``notes`` are other files than the ``notes.txt`` the user
+named, though their words are the user's. So a message that trusts a value (the user's,
+the system prompt, a trusted tool's result) holds such a text only when it writes the same
 characters (after the word reading: NFKC, case folding, format characters dropped, runs of
 whitespace as one space), between boundaries that join nothing to it: whitespace, quotes
 and brackets, ``*`` ``:`` ``=`` ``,`` ``;`` ``|`` ``!`` ``?``, or after it a ``.`` that
@@ -36,8 +36,21 @@ _TO_SPACE = str.maketrans(dict.fromkeys(_BOUNDARY, " "))
 
 
 def is_target(value: Value) -> bool:
-    """A text value short enough to be what its tool acts on (a path, a name, a command)."""
-    return value.kind == "text" and bool(value.tokens) and len(value.text) <= MAX_TARGET_CHARS
+    """A text value that is what its tool acts on (a path, a name, a command), not prose.
+
+    Short (at most :data:`MAX_TARGET_CHARS` characters), or of any length when it holds no
+    whitespace or starts like a path (``/``, a backslash, ``~``, ``.``, ``C:``): padding a
+    path does not make it a body.
+    """
+    if value.kind != "text" or not value.tokens:
+        return False
+    return len(value.text) <= MAX_TARGET_CHARS or target_shaped(value.text)
+
+
+def target_shaped(text: str) -> bool:
+    """Text of any length that reads as one target: no whitespace, or a path's start."""
+    head = text.strip()
+    return not any(c.isspace() for c in head) or head[:1] in "/\\~." or head[1:2] == ":"
 
 
 class Written:

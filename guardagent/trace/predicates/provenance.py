@@ -18,7 +18,7 @@ from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
 from guardagent.trace.values import ValueKind
-from guardagent.trace.written import MAX_TARGET_CHARS
+from guardagent.trace.written import MAX_TARGET_CHARS, target_shaped
 
 INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
 """Typed values inside free text that provenance predicates look at by default."""
@@ -57,7 +57,7 @@ def _target_text(scalar: Any) -> bool:
     goes), and prose over :data:`~guardagent.trace.predicates.naming.MAX_TARGET_CHARS` is
     a body, judged by what identifies something inside it.
     """
-    return (isinstance(scalar, str) and len(scalar) <= MAX_TARGET_CHARS
+    return (isinstance(scalar, str) and (len(scalar) <= MAX_TARGET_CHARS or target_shaped(scalar))
             and not address_list(scalar))  # fmt: skip
 
 
