@@ -478,3 +478,11 @@ def test_an_earlier_call_the_question_named_still_uses_the_yes() -> None:
     proposed = {"id": "p2", "name": "send_money",
                 "args": {"iban": B_IBAN.replace(" ", ""), "amount": 5000}}
     assert fact(messages, proposed)[0].value is False
+
+
+def test_another_number_in_a_payment_question_approves_nothing() -> None:
+    # documented: any number is an amount to the question's reader; ask about the payment alone
+    pay = ToolCall("send_money", {"iban": "CH4431999123000889012", "amount": 412.5}, None, 9)
+    assert names_call("Shall I send CHF 412.50 to CH44 3199 9123 0008 8901 2?", pay)
+    assert not names_call("Shall I send CHF 412.50 for invoice 0425 to "
+                          "CH44 3199 9123 0008 8901 2?", pay)  # fmt: skip
