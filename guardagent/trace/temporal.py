@@ -191,13 +191,8 @@ def pattern_reading(sent: bool) -> Iterator[list[bool]]:
     Yields a list that gets an entry whenever a value holding addresses was compared, so a
     caller reads a second time only when the two readings can differ.
     """
-    touched: list[bool] = []
-    tokens = (_SENT.set(sent), _TOUCHED.set(touched))
-    try:
+    with _reading(_SENT, _TOUCHED, sent) as touched:
         yield touched
-    finally:
-        _TOUCHED.reset(tokens[1])
-        _SENT.reset(tokens[0])
 
 
 @contextmanager
@@ -211,13 +206,21 @@ def strict_values(strict: bool = True) -> Iterator[list[bool]]:
     comparison answered otherwise than the strict one would, so a caller reads a second time
     only when the two can differ.
     """
-    looser: list[bool] = []
-    tokens = (_STRICT.set(strict), _LOOSER.set(looser))
-    try:
+    with _reading(_STRICT, _LOOSER, strict) as looser:
         yield looser
+
+
+@contextmanager
+def _reading(flag: ContextVar[bool], marks: ContextVar[list[bool] | None],
+             value: bool) -> Iterator[list[bool]]:  # fmt: skip
+    """Set a reading's flag and a fresh list of marks for the block, then restore both."""
+    made: list[bool] = []
+    tokens = (flag.set(value), marks.set(made))
+    try:
+        yield made
     finally:
-        _LOOSER.reset(tokens[1])
-        _STRICT.reset(tokens[0])
+        marks.reset(tokens[1])
+        flag.reset(tokens[0])
 
 
 def same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
