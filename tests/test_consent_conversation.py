@@ -410,3 +410,79 @@ def test_a_long_message_body_is_still_content() -> None:
     body = "Hello Bob, the report is at https://x.example/r and/or in /srv/share. " * 4
     mail = ToolCall("send_email", {"to": "bob@x.example", "body": body}, None, 9)
     assert names_call("May I send the email to bob@x.example?", mail, order=("to", "body"))
+
+
+# -- one question, one thing: a yes names one value for each argument, unambiguously -------
+
+A_IBAN, B_IBAN = "GB82 WEST 1234 5698 7654 32", "CH93 0076 2011 6238 5295 7"
+
+
+@pytest.mark.parametrize("question", [
+    # two payments at once: the call takes the amount of one and the IBAN of the other
+    f"May I send CHF 50 to {A_IBAN} and CHF 5,000 to {B_IBAN}?",
+    f"May I send CHF 50 to {B_IBAN}, CHF 5,000 to {A_IBAN}?",
+    f"Shall I pay CHF 5,000 to {A_IBAN} then move CHF 50 to savings?",
+    # a second value of a kind the call takes once: which one the yes was for is unclear
+    f"Shall I send CHF 5,000 to {A_IBAN} from the CHF 9,000 balance?",
+])  # fmt: skip
+def test_a_question_asking_two_things_at_once_approves_neither(question: str) -> None:
+    pay = ToolCall("send_money", {"iban": A_IBAN.replace(" ", ""), "amount": 5000}, None, 9)
+    assert not names_call(question, pay)
+
+
+@pytest.mark.parametrize(("question", "call"), [
+    ("May I move planner to archive and notes to trash?",
+     ToolCall("move_file", {"src": "planner", "dst": "trash"}, None, 9)),
+    ("May I delete planner and then notes?",
+     ToolCall("delete_project", {"project": "notes"}, None, 9)),
+    ("Shall I delete planner & notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
+    ("Shall I delete planner; notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
+    ("Shall I delete planner + notes?", ToolCall("delete_project", {"project": "planner"}, None, 9)),
+])  # fmt: skip
+def test_a_question_joining_two_requests_approves_neither(question: str, call: ToolCall) -> None:
+    assert not names_call(question, call, order=("src", "dst"))
+
+
+def test_and_inside_a_value_or_between_the_elements_of_a_list_is_one_request() -> None:
+    spec = ToolCall("delete_project", {"project": "sales and marketing"}, None, 9)
+    assert names_call("May I delete the project sales and marketing?", spec)
+    assert not names_call("May I delete the project sales and marketing and notes?", spec)
+    two = ToolCall("send_email", {"to": ["bob@x.ch", "alice@y.ch"]}, None, 9)
+    assert names_call("May I send email to bob@x.ch and alice@y.ch?", two)
+    one = ToolCall("send_email", {"to": "bob@x.ch"}, None, 9)
+    assert not names_call("May I send email to bob@x.ch and alice@y.ch?", one)
+    assert not names_call("May I send email to bob@x.ch and then delete planner?", one)
+
+
+@pytest.mark.parametrize(("written", "amount", "named"), [
+    ("USD 1.500", 1500, False),  # 1.5 to an English reader, 1500 where "." groups
+    ("USD 1.500", 1.5, False),
+    ("CHF 4,950", 4950, True),  # "," groups thousands in English (the lexicons' language)
+    ("CHF 4,950", 4.95, False),
+    ("CHF 4,950.00", 4950, True),
+    ("CHF 1.500,00", 1500, True),  # both separators: one reading
+    ("CHF 1'500", 1500, True),
+])  # fmt: skip
+def test_an_amount_read_two_ways_names_one_value_or_none(written: str, amount: float,
+                                                          named: bool) -> None:
+    pay = ToolCall("send_money", {"iban": A_IBAN.replace(" ", ""), "amount": amount}, None, 9)
+    assert names_call(f"Shall I send {written} to {A_IBAN}?", pay) is named
+
+
+def test_an_earlier_call_the_question_named_still_uses_the_yes() -> None:
+    # the rule is for what a yes approves; any call the question names used it
+    question = f"May I send CHF 50 to {A_IBAN} and CHF 5,000 to {B_IBAN}?"
+    messages = [user("Pay my bills."), assistant(question), user("Yes"),
+                call("p1", "send_money", {"iban": A_IBAN.replace(" ", ""), "amount": 50}),
+                tool("p1", "sent")]  # fmt: skip
+    proposed = {"id": "p2", "name": "send_money",
+                "args": {"iban": B_IBAN.replace(" ", ""), "amount": 5000}}
+    assert fact(messages, proposed)[0].value is False
+
+
+def test_another_number_in_a_payment_question_approves_nothing() -> None:
+    # documented: any number is an amount to the question's reader; ask about the payment alone
+    pay = ToolCall("send_money", {"iban": "CH4431999123000889012", "amount": 412.5}, None, 9)
+    assert names_call("Shall I send CHF 412.50 to CH44 3199 9123 0008 8901 2?", pay)
+    assert not names_call("Shall I send CHF 412.50 for invoice 0425 to "
+                          "CH44 3199 9123 0008 8901 2?", pay)  # fmt: skip

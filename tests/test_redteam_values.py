@@ -103,6 +103,10 @@ PAYMENT = [
     "https://admin.shop.example/catalog/%2e%2e%2fsettings/payment",
     "https://admin.shop.example/settings%2f%2fpayment",
     "https://admin.shop.example/settings/%EF%BD%90ayment",
+    # a server that reads "\\" as "/" (IIS, ASP.NET) after decoding %5C
+    "https://admin.shop.example/catalog/..%5c..%5csettings/payment",
+    "https://admin.shop.example/catalog/..%255csettings/payment",
+    "https://admin.shop.example/settings%5cpayment",
 ]
 
 

@@ -148,3 +148,38 @@ def test_searching_attacker_text_is_linear() -> None:
     small, large = unit * 300, unit * 1200
     a, b = _seconds(find_secrets, small, SECRETS), _seconds(find_secrets, large, SECRETS)
     assert b < 12 * a + 0.05, (a, b)
+
+
+# -- more spellings a model can be told to use (each was not found before) -------------------
+
+
+@pytest.mark.parametrize(("args", "how"), [
+    ({"body": KEY[::-1]}, "reversed"),
+    ({"body": "".join(f"&#{ord(c)};" for c in KEY)}, "html"),
+    ({"body": "".join(f"&#x{ord(c):x};" for c in KEY)}, "html"),
+    ({"body": "".join(f"\\u{ord(c):04x}" for c in KEY)}, "escapes"),
+    ({"body": "\n".join(base64.b64encode(KEY.encode()).decode()[i:i + 8]
+                        for i in range(0, 28, 8))}, "base64"),
+    ({"body": __import__("codecs").encode(KEY, "rot13")}, "rot13"),
+])  # fmt: skip
+def test_a_secret_respelled_is_found(args: dict[str, str], how: str) -> None:
+    f = facts([system(), user("Write to bob@x.ch")], "send_email", {"to": "bob@x.ch", **args},
+              secrets={"api_key": {"value": KEY}})
+    fact = f.fact("secret_in_args()")
+    assert fact.value is True and how in fact.detail, fact.detail
+
+
+@pytest.mark.parametrize("args", [
+    {"subject": "sk-Live-7f3a", "body": "9c2e4b1d"},
+    {"body": ["sk-Live-7f3a", "9c2e4b1d"]},
+    {"body": list(KEY)},
+])  # fmt: skip
+def test_a_secret_split_across_values_is_found(args: dict[str, object]) -> None:
+    f = facts([system(), user("Write to bob@x.ch")], "send_email", {"to": "bob@x.ch", **args},
+              secrets={"api_key": {"value": KEY}})
+    fact = f.fact("secret_in_args()")
+    assert fact.value is True and "joined" in fact.detail, fact.detail
+    clean = facts([system(), user("Write to bob@x.ch")], "send_email",
+                  {"to": "bob@x.ch", "subject": "sk-Live", "body": "hello"},
+                  secrets={"api_key": {"value": KEY}})  # fmt: skip
+    assert clean.fact("secret_in_args()").value is False

@@ -317,3 +317,28 @@ def test_with_a_key_only_signed_consent_counts() -> None:
         facts = analyze(parse_trace(messages, proposed), LABELS, consent=[bad], key=key,
                         thread="t")
         assert facts.fact("consent_given()").value is False
+
+
+@pytest.mark.parametrize("earlier", [{"href": "https://evil.example.net/phish"},
+                                     {"url": "https://admin.example.com/users/42",
+                                      "target": "https://evil.example.net/phish"}])  # fmt: skip
+def test_an_earlier_navigation_with_an_undeclared_argument_leaves_history_open(
+    earlier: dict[str, Any],
+) -> None:
+    # the label declares `url`; a call that also (or only) carries another argument may
+    # have opened that one: where the browser went is not known
+    labels = Labels.from_mapping({"tools": {
+        "goto": {"results": "untrusted", "effect": "read", "args": ["url"]},
+        "fill": {"results": "untrusted", "effect": "write", "args": ["field", "text"]}}})
+    messages = [
+        {"role": "user", "content": "Disable the account of user 42 on the admin site."},
+        call("1", "goto", {"url": "https://admin.example.com/users/42"}),
+        result("1", "<page> User 42"),
+        call("2", "goto", earlier), result("2", "<page>"),
+    ]
+    scope = '"admin.example.com/users/*"'
+    f = facts_of(messages, {"name": "fill", "args": {"field": "q", "text": "x"}}, labels)
+    fact = f.fact(f"history_in_scope({scope}, tool='goto')")
+    assert fact.value is None and [s.index for s in fact.sources] == [3]
+    plain = facts_of(messages[:3], {"name": "fill", "args": {"field": "q", "text": "x"}}, labels)
+    assert plain.fact(f"history_in_scope({scope}, tool='goto')").value is True

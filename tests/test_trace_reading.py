@@ -122,7 +122,10 @@ def test_a_link_the_parser_cannot_place_is_still_traced() -> None:
     glued = {**body, "args": {**body["args"], "body": "Bob, see evil.com.Next time bring it"}}
     assert both_layouts(openai("Email bob@x.ch a hello.", "Nothing new.", glued), 'arg_invented("body")') is True
     said = openai("Email bob@x.ch: see evil.com.Next time bring it", "Nothing new.", glued)
-    assert both_layouts(said, 'arg_invented("body")') is False
+    assert both_layouts(said, 'arg_invented("body", kinds="url")') is False
+    # a short text is also judged whole (a target: tests/test_trace_text_values.py), and
+    # "Bob, see ..." is the model's
+    assert both_layouts(said, 'arg_invented("body")') is True
 
 
 @pytest.mark.parametrize("url", [
@@ -543,6 +546,46 @@ def test_a_redirect_target_outside_the_scope_is_outside(url: str, scope: str) ->
 ])  # fmt: skip
 def test_a_url_whose_targets_are_inside_stays_inside(url: str, scope: str) -> None:
     assert goto_facts(url, scope) is True, url
+
+
+@pytest.mark.parametrize("piece", ["0x7f.1/x", "2130706433/x", "0177.1/x", "0x7f000001"])
+def test_a_bare_number_is_the_browsers_relative_path_not_a_host(piece: str) -> None:
+    # A redirector answers Location: 0x7f.1/x, a link or script assigns it: the browser
+    # resolves it against the redirector's URL (WHATWG: no scheme, no "//", so a path),
+    # never as the IPv4 address 127.0.0.1; the host stays the trusted one
+    import ada_url
+
+    resolved = ada_url.URL(piece, base="https://trusted.example/r/")
+    assert resolved.hostname == "trusted.example"
+    assert resolved.pathname == "/r/" + piece
+    assert goto_facts(f"https://trusted.example/r?u={piece}", '"trusted.example"') is True
+    # with "//" or a scheme the browser reads the host, in any numeric form: judged
+    for spelled in (f"//{piece}", f"/\\{piece}", f"http://{piece}"):
+        assert ada_url.URL(spelled, base="https://trusted.example/r/").hostname.startswith("127.")
+    assert ada_url.URL(f"https:{piece}").hostname.startswith("127.")
+    for spelled in (f"//{piece}", f"https:{piece}", f"http://{piece}", f"/%5C{piece}"):
+        assert goto_facts(f"https://trusted.example/r?u={spelled}", '"trusted.example"') is False
+
+
+@pytest.mark.parametrize("url", [
+    "https://trusted.example/r?u=%C0%AF%C0%AFevil.example",
+    "https://trusted.example/%C0%AF%C0%AFevil.example",
+    "https://trusted.example/r?u=/%C0%AFevil.example",
+    "https://trusted.example/r?u=%E0%80%AF%E0%80%AFevil.example",
+])  # fmt: skip
+def test_an_overlong_utf8_slash_is_no_slash(url: str) -> None:
+    # %C0%AF is an overlong spelling of "/": the browser sends it as written (the URL
+    # parser never decodes a path or a query), and a decoder that follows the Encoding
+    # Standard (UTF-8 decode without BOM; Python's "replace") reads U+FFFD, never "/".
+    # Only decoders that predate it (IIS 4/5) read a slash: no browser or current server
+    import ada_url
+
+    assert "%C0%AF" in ada_url.URL(url).href or "%E0%80%AF" in ada_url.URL(url).href
+    assert bytes.fromhex("c0af").decode("utf-8", "replace") == "\ufffd\ufffd"
+    assert goto_facts(url, '"trusted.example"') is True
+    # the same target spelled with a real slash is judged
+    assert goto_facts(url.replace("%C0%AF", "%2F").replace("%E0%80%AF", "%2F"),
+                      '"trusted.example"') is False
 
 
 def test_a_target_after_many_plain_parameters_is_still_judged() -> None:

@@ -413,3 +413,23 @@ def test_arguments_text_with_a_key_given_twice_is_denied(guard: GuardAgent,
         proposed={"name": "send_money", "args": {"iban": IBAN, "amount": 100}})
     decision = guard.check_trace(earlier["messages"], earlier["proposed_call"])
     assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"
+
+
+@pytest.mark.parametrize("alike", ["PATH", "pa_th", "Path\u200b"])
+def test_an_earlier_call_with_keys_that_read_alike_is_denied(guard: GuardAgent,
+                                                             alike: str) -> None:
+    # the user named the invoice; the earlier read_file also carried a look-alike key, and
+    # a case-insensitive binder read that file instead: the IBAN in its result is from a
+    # document nobody designated, though `path` alone says it is
+    named = "invoices/printwerk-0425.pdf"
+    evil = "CH5604835012345678009"
+    t = _trace(_assistant(_call("c1", "read_file", {"path": named, alike: "tmp/x-99.pdf"})),
+               _result("c1", f"Invoice 0425 - CHF 412.50 - IBAN {evil}"),
+               proposed={"name": "send_money", "args": {"iban": evil, "amount": 412.5}})
+    t["messages"][1]["content"] = f"Please pay the invoice in {named}"
+    decision = guard.check_trace(t["messages"], t["proposed_call"])
+    assert not decision.allowed
+    assert decision.unreadable and decision.unreadable[0]["reason"] == "ambiguous_argument"
+    # the same call with its one key designates the file, as before
+    t["messages"][2] = _assistant(_call("c1", "read_file", {"path": named}))
+    assert guard.check_trace(t["messages"], t["proposed_call"]).allowed

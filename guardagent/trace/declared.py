@@ -11,7 +11,8 @@ that honours ``bcc``). The guard cannot say what such a call does, so it fails c
   call of it with any argument is denied the same way. ``other_args: allow`` in the label
   is the deployer's explicit opt-out: then names outside ``args`` pass, judged only by
   predicates over every argument (``"*"``);
-- two keys of one object, at any depth, that read alike (NFKC, case-folded, format
+- two keys of one object, at any depth, that read alike (in any call of the trace: an
+  earlier call's arguments say what its result is and where it went) (NFKC, case-folded, format
   characters, ``_`` and ``-`` removed, outer spaces dropped: ``iban`` and ``IBAN``, ``to``
   and ``t\u200bo``, ``payee_iban`` and ``payeeIban``) are denied
   (``ambiguous_argument``): which one the tool reads is the tool's choice;
@@ -57,10 +58,20 @@ def check_argument_names(tool: str, args: Mapping[str, Any], label: ToolLabel) -
             unreadable("undeclared_argument", f"the call of {tool[:80]!r} has arguments "
                        f"{listed} that {known} (names are matched exactly; list every "
                        "argument the tool takes under `args`, or set `other_args: allow`)")
-    _ambiguous(tool, args)
+    check_keys_alike(tool, args)
 
 
-def _ambiguous(tool: str, value: Any) -> None:
+def check_keys_alike(tool: str, value: Any) -> None:
+    """Deny arguments with two keys of one object that read alike, at any depth.
+
+    Checked for every call of the trace, not only the proposed one: an earlier call's
+    arguments decide what its result is (the document ``read_file`` read designates the
+    values in it), where it went (navigation history) and what it spent, and a binder that
+    read ``PATH`` beside ``path`` read another file than the one judged.
+
+    Raises:
+        UnreadableEvidence: ``ambiguous_argument``.
+    """
     stack = [value]
     while stack:
         item = stack.pop()

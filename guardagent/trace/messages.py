@@ -82,7 +82,7 @@ from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace import content as _content
 from guardagent.trace.chain import calls_json
 from guardagent.trace.content import Content, sort_content
-from guardagent.trace.declared import keys_once
+from guardagent.trace.declared import check_keys_alike, keys_once
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 from guardagent.trace.resume import ReadState, content_digest
@@ -412,6 +412,7 @@ class _Reader:
             unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
         calls = tuple(self.call(c, index, where) for c in raw_calls or [])
         for k, call in enumerate(calls):
+            check_keys_alike(call.name, call.args)  # what it read or sent is unknown
             if call.id is not None:
                 if call.id in self.calls_by_id:
                     unreadable("inconsistent_trace", f"{where}: call id {call.id[:40]!r} is "

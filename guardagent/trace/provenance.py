@@ -37,6 +37,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
 from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.redirects import every_carried
 from guardagent.trace.state import (
     TraceIndex,
     echo_of,
@@ -46,6 +47,7 @@ from guardagent.trace.state import (
     posted,
 )
 from guardagent.trace.values import Value, ValueKind, read_argument, secret_like
+from guardagent.trace.written import Written, is_target
 
 Origin = Literal["user", "trusted", "untrusted", "invented"]
 _TRUSTED: frozenset[SourceKind] = frozenset({"user", "system", "trusted_tool"})
@@ -184,6 +186,7 @@ class Search:
         self.year = index.year
         self._unindexed: dict[int, set[str]] = {}
         self._texts: dict[int, str] = {}
+        self._read_whole: dict[int, Written] = {}
         self._token_list: dict[int, list[str]] = {}
         self._next: list[int | None] | None = None
 
@@ -342,9 +345,39 @@ class Search:
 
     def provenance(self, path: str, value: Value, inner: bool, ids: Iterable[int],
                    split: bool) -> ValueProvenance:  # fmt: skip
-        """A value's provenance from the messages found to contain it."""
-        kept, dropped = self.launder(value, self.refs(ids))
+        """A value's provenance from the messages found to contain it.
+
+        A short text (:func:`~guardagent.trace.written.is_target`) keeps a trusting source
+        only where it is written with its punctuation (:mod:`guardagent.trace.written`).
+        """
+        refs = self.refs(ids)
+        if is_target(value) and any(r.kind in _TRUSTED for r in refs):
+            held = self._written_split(value, {r.index for r in refs}) if split else None
+            refs = tuple(r for r in refs if r.kind not in _TRUSTED or (
+                r.index in held if held is not None else self._written_in(value, r.index)))
+        kept, dropped = self.launder(value, refs)
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
+
+    def _written_in(self, value: Value, i: int) -> bool:
+        """Whether message `i` writes a short text with its punctuation (read once)."""
+        read = self._read_whole.get(i)
+        if read is None:
+            read = self._read_whole[i] = Written(self.trace.messages[i].text)
+        return read.holds(value)
+
+    def _written_split(self, value: Value, found: set[int]) -> set[int]:
+        """The messages of `found` that write a value split across into the next of its source.
+
+        Each message is in at most two pairs (with the one before and the one after), so
+        the texts read are at most twice the messages found.
+        """
+        texts, held = self.trace.messages, set[int]()
+        for a in found:
+            b = self._next_of_source(a)
+            if b is not None and b in found and Written(
+                    texts[a].text + " " + texts[b].text).holds(value):  # fmt: skip
+                held.update((a, b))
+        return held
 
     def part_provenance(self, found: ValueProvenance, part: str) -> ValueProvenance | None:
         """The provenance of a coarser part of a value (a URL's ``host`` or ``domain``).
@@ -358,6 +391,29 @@ class Search:
             return ValueProvenance(f"{found.path}#{part}", none, found.inner, ())
         value = Value(found.value.kind, (key,), found.value.text)
         return self.provenance(f"{found.path}#{part}", value, found.inner, self.ids([key]), False)
+
+    def carried_parts(self, found: ValueProvenance, part: str) -> list[ValueProvenance]:
+        """The same part of every URL a URL carries (an open redirect's target), to judge too.
+
+        ``https://example.com/redirect?url=https://evil.example`` opens ``evil.example``:
+        that the user named ``example.com`` says nothing of it. Each carried target
+        (:func:`~guardagent.trace.redirects.every_carried`) is found where its own part is,
+        or where the whole carrying URL is (a message holding the whole URL holds what it
+        carries); a target that does not read is found only where the whole URL is.
+        """
+        where = found.value.where
+        if found.value.kind != "url" or where is None:
+            return []
+        whole = found.value.keys
+        out: list[ValueProvenance] = []
+        for target in every_carried(where):
+            key = None if target is None else target.part(part)
+            keys = whole if key is None else (key, *whole)
+            text = "(a carried URL that does not read)" if target is None else target.text
+            value = Value("url", keys, text)
+            out.append(self.provenance(f"{found.path}#{part} carries", value, found.inner,
+                                       self.ids(keys), False))  # fmt: skip
+        return out
 
 
 def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
@@ -383,7 +439,7 @@ def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
             number = nobody("date" if kind == "date" else "amount", v.value.text)
             out.append(ValueProvenance(v.path, number, v.inner, ()))
             continue
-        if not v.inner and kind == "text" and _address_list(raw.get(v.path)):
+        if not v.inner and kind == "text" and address_list(raw.get(v.path)):
             continue  # display names: the addresses inside are the recipients
         out.append(v)
     return out
@@ -416,7 +472,8 @@ def invented_pieces(search: Search, provenance: CallProvenance,
     return out
 
 
-def _address_list(scalar: Any) -> bool:
+def address_list(scalar: Any) -> bool:
+    """A string that is a clean RFC 5322 address list (``Bob <bob@x.ch>, eve@y.org``)."""
     if not isinstance(scalar, str) or "@" not in scalar or "://" in scalar:
         return False
     return read_address_list(unicodedata.normalize("NFC", scalar).strip()) is not None

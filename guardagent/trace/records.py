@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from guardagent.trace.state import flatten
 from guardagent.trace.values import Value, read_scalar
+from guardagent.trace.written import is_target
 
 Origin = Literal["values", "user_facts"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -65,9 +66,10 @@ class RecordSet:
     """The section as the policy file wrote it (mappings kept), for dumping."""
 
     @cached_property
-    def _index(self) -> tuple[frozenset[str], frozenset[tuple[str, ...]]]:
+    def _index(self) -> tuple[frozenset[str], frozenset[tuple[str, ...]], frozenset[str]]:
         keys: set[str] = set()
         phrases: set[tuple[str, ...]] = set()
+        forms: set[str] = set()
         for item in self.items:
             whole, inner = read_scalar(item, region=self.region)
             for value in ([whole] if whole is not None else []) + inner:
@@ -75,14 +77,21 @@ class RecordSet:
                 keys.update(k for _, k in value.parts)
                 if value.tokens:
                     phrases.add(value.tokens)
-        return frozenset(keys), frozenset(phrases)
+                    forms.add(" ".join(value.text.split()))
+        return frozenset(keys), frozenset(phrases), frozenset(forms)
 
     def holds(self, value: Value) -> bool:
-        """Whether the section holds the value (by a key, or as the same run of words)."""
-        keys, phrases = self._index
+        """Whether the section holds the value (by a key, or as the same run of words).
+
+        A short text (:func:`~guardagent.trace.written.is_target`: a path, a name) is held
+        only as written, with its punctuation: ``notes.txt`` does not hold ``../notes.txt``.
+        """
+        keys, phrases, forms = self._index
         if value.keys:
             return not keys.isdisjoint(value.keys)
-        return bool(value.tokens) and value.tokens in phrases
+        if not value.tokens or value.tokens not in phrases:
+            return False
+        return not is_target(value) or " ".join(value.text.split()) in forms
 
     def describe(self) -> str:
         """Where the section comes from, for a decision."""

@@ -89,6 +89,33 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
     return tuple(found)
 
 
+def every_carried(where: Location) -> list[Value | None]:
+    """Every target a URL carries, and theirs in turn, as a scope judges them (flat, deduplicated).
+
+    Targets are followed :data:`MAX_DEPTH` levels deep; a target at the last level that
+    carries another, or more than :data:`MAX_TARGETS` targets in all, adds None (unreadable):
+    the same bounds :func:`~guardagent.trace.temporal.scope_verdict` keeps.
+    """
+    out: list[Value | None] = []
+    seen: set[Location | None] = set()
+    todo = [(t, 1) for t in carried(where)]
+    while todo:
+        target, depth = todo.pop()
+        place = None if target is None else target.where
+        if place in seen:
+            continue
+        seen.add(place)
+        out.append(target)
+        if len(out) > MAX_TARGETS:
+            return out + [None]
+        inner = carried(place) if place is not None else []
+        if inner and depth >= MAX_DEPTH:
+            out.append(None)
+        elif inner:
+            todo.extend((t, depth + 1) for t in inner)
+    return out
+
+
 def _pieces(text: str) -> list[str]:
     """Names and values of a query or fragment, each decoded up to MAX_DECODINGS times.
 

@@ -14,14 +14,18 @@ environment at each check and used for that check only. A variable that is not s
 the predicate open (None: a rule that needs it denies), never "no secret found".
 
 Finding one (:func:`find_secrets`). Each argument value is read in several views: as
-written; URL-decoded (repeatedly, ``%2B`` and ``+``); every run of base64 (standard and
-URL-safe, decoded at each of the four alignments, so a secret in the middle of an encoded
-blob is found) and of hex (both alignments); and each decoded view once more (base64 of
-URL-encoded text). Each view is normalised (:func:`guardagent.trace.values.normalize_text`:
-NFKC, case folding, format characters removed) and searched for each secret as a
-substring; when a secret has at least :data:`COMPACT_MIN` letters and digits, also with
-everything but letters and digits removed from both (``s-k 1 2 3`` is ``sk123``). All of
-it is linear in the argument's length (a constant number of views, each at most a few
+written, reversed and ROT13; HTML character references and string escapes read
+(``&#115;``, a backslash and ``u0073``); URL-decoded (repeatedly, ``%2B`` and ``+``);
+every run of base64 (standard and URL-safe, decoded at each of the four alignments, so a
+secret in the middle of an encoded blob is found; also with line breaks removed) and of
+hex (both alignments); and each decoded view once more (base64 of URL-encoded text). The
+predicate also reads the values of the arguments joined, in order (a secret split across
+two arguments or the elements of a list). Each view is normalised
+(:func:`guardagent.trace.values.normalize_text`: NFKC, case folding, format characters
+removed) and searched for each secret as a substring; when a secret has at least
+:data:`COMPACT_MIN` letters and digits, also with everything but letters and digits
+removed from both (``s-k 1 2 3`` is ``sk123``). All of it is linear in the argument's
+length (a constant number of views, each at most a few
 times the text; substring search in C).
 """
 
@@ -29,13 +33,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from html import unescape as unescape_html
 from typing import Any
 from urllib.parse import unquote_plus
 
+from guardagent.trace.normal import unescape
 from guardagent.trace.values import normalize_text
 
 MIN_CHARS = 6
@@ -196,10 +203,25 @@ def _url_view(text: str) -> str | None:
     return decoded if decoded != text else None
 
 
+def _text_views(text: str) -> list[tuple[str, str]]:
+    """Character-level re-spellings a model can be told to use: HTML references, escapes."""
+    out: list[tuple[str, str]] = []
+    if "&" in text and (html := unescape_html(text)) != text:
+        out.append(("html", html))
+    if "\\" in text and (read := unescape(text)) != text:
+        out.append(("escapes", read))
+    return out
+
+
 def views(text: str) -> list[tuple[str, str]]:
-    """``(encoding, view)`` of a value: as written, URL-, base64- and hex-decoded (nested)."""
-    out: list[tuple[str, str]] = [("plain", text)]
-    frontier: list[tuple[str, str]] = [("plain", text)]
+    """``(encoding, view)`` of a value, read as the module says (nested).
+
+    As written, reversed and ROT13, then HTML-, escape-, URL-, base64- (also with line
+    breaks removed) and hex-decoded.
+    """
+    start = [("plain", text), ("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+    out: list[tuple[str, str]] = list(start)
+    frontier = start
     for _ in range(_DEPTH):
         found: list[tuple[str, str]] = []
         for how, view in frontier:
@@ -207,7 +229,10 @@ def views(text: str) -> list[tuple[str, str]]:
             url = _url_view(view)
             if url is not None:
                 found.append((prefix + "url", url))
+            found.extend((prefix + h, v) for h, v in _text_views(view))
             found.extend((prefix + "base64", v) for v in _b64_views(view))
+            if any(c.isspace() for c in view):  # base64 wrapped in lines (MIME: 76 a line)
+                found.extend((prefix + "base64", v) for v in _b64_views("".join(view.split())))
             found.extend((prefix + "hex", v) for v in _hex_views(view))
         out.extend(found)
         frontier = found

@@ -95,9 +95,10 @@ from guardagent.trace.reading import (
 from guardagent.trace.resume import content_digest
 from guardagent.trace.values import read_argument
 
-STATE_FORMAT = "guardagent-trace-index/4"
+STATE_FORMAT = "guardagent-trace-index/5"
 _OLDER_FORMATS = frozenset(
-    {"guardagent-trace-index/1", "guardagent-trace-index/2", "guardagent-trace-index/3"}
+    {"guardagent-trace-index/1", "guardagent-trace-index/2", "guardagent-trace-index/3",
+     "guardagent-trace-index/4"}
 )
 """States of earlier versions (other readings): the thread is read again from its start."""
 MAX_STATE_BYTES = 1_000_000

@@ -22,7 +22,8 @@ one URL (text around one, ``javascript:...``) or that the reader cannot place is
 scope.
 
 Secret flow (:func:`secret_flow`): a value of the proposed call that a ``sensitive`` tool
-returned (typed values, the whole value, and identifier-like tokens of free text), and not
+returned (typed values, the whole value, and identifier-like tokens of any value, a URL's
+too, also joined with their neighbours: ``739-214-XQ`` is ``739214XQ``), and not
 one the user wrote, reaching a ``send`` call whose recipient is not from the user or a
 trusted source. A send call without a readable recipient counts as going to an unknown one.
 """
@@ -51,6 +52,7 @@ from guardagent.trace.values import (
     reading_form,
     secret_like,
 )
+from guardagent.trace.written import is_target
 
 Status = Literal["ok", "error", "any"]
 RECIPIENT_KINDS = frozenset({"email", "phone", "url", "iban"})
@@ -145,6 +147,8 @@ class UnsureReading(Exception):
 
 _SENT: ContextVar[bool] = ContextVar("guardagent_pattern_sent_reading", default=False)
 _TOUCHED: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_touched", default=None)
+_STRICT: ContextVar[bool] = ContextVar("guardagent_pattern_strict_reading", default=False)
+_LOOSER: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_looser", default=None)
 
 
 def sent_pieces(actual: Any) -> list[str | None] | None:
@@ -187,13 +191,36 @@ def pattern_reading(sent: bool) -> Iterator[list[bool]]:
     Yields a list that gets an entry whenever a value holding addresses was compared, so a
     caller reads a second time only when the two readings can differ.
     """
-    touched: list[bool] = []
-    tokens = (_SENT.set(sent), _TOUCHED.set(touched))
-    try:
+    with _reading(_SENT, _TOUCHED, sent) as touched:
         yield touched
+
+
+@contextmanager
+def strict_values(strict: bool = True) -> Iterator[list[bool]]:
+    """Compare values strictly (True) or by words and any reading (False: the default).
+
+    Strictly, a short text (a path, a name: :func:`~guardagent.trace.written.is_target`)
+    equals only the same characters (``../notes.txt`` is not ``notes.txt``), and a typed
+    value only when every reading of it is one of the expected value's (the text ``1,500``,
+    1500 or 1.5, is not the amount 1.5). Yields a list that gets an entry whenever a loose
+    comparison answered otherwise than the strict one would, so a caller reads a second time
+    only when the two can differ.
+    """
+    with _reading(_STRICT, _LOOSER, strict) as looser:
+        yield looser
+
+
+@contextmanager
+def _reading(flag: ContextVar[bool], marks: ContextVar[list[bool] | None],
+             value: bool) -> Iterator[list[bool]]:  # fmt: skip
+    """Set a reading's flag and a fresh list of marks for the block, then restore both."""
+    made: list[bool] = []
+    tokens = (flag.set(value), marks.set(made))
+    try:
+        yield made
     finally:
-        _TOUCHED.reset(tokens[1])
-        _SENT.reset(tokens[0])
+        marks.reset(tokens[1])
+        flag.reset(tokens[0])
 
 
 def same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
@@ -225,8 +252,17 @@ def _same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
     if a is None or e is None:
         return False
     if a.keys and e.keys:
-        return not set(a.keys).isdisjoint(e.keys)
-    return a.tokens == e.tokens and bool(a.tokens)
+        loose, strict = (not set(a.keys).isdisjoint(e.keys)), set(a.keys) <= set(e.keys)
+    else:
+        loose = a.tokens == e.tokens and bool(a.tokens)
+        strict = loose and (not (is_target(a) or is_target(e))
+                            or " ".join(a.text.split()) == " ".join(e.text.split()))  # fmt: skip
+    if _STRICT.get():
+        return strict
+    looser = _LOOSER.get()
+    if looser is not None and loose != strict:
+        looser.append(True)
+    return loose
 
 
 def _values_at(call: ToolCall, arg: str) -> list[Any]:
@@ -455,6 +491,29 @@ class Flow:
         return self.send and bool(self.leaked) and (not self.recipients or bool(self.unapproved))
 
 
+MAX_JOINED = 8
+"""Adjacent tokens read joined (``7 3 9 2 1 4 X Q`` is ``739214XQ``)."""
+_JOINED_CHARS = 64
+
+
+def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
+    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined.
+
+    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
+    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
+    read by its tokens too. Linear: at most MAX_JOINED runs start at each token.
+    """
+    out: dict[str, None] = {}
+    for i in range(len(toks)):
+        joined = ""
+        for t in toks[i:i + MAX_JOINED]:
+            joined += t
+            if len(joined) > _JOINED_CHARS:
+                break
+            out[joined] = None
+    return out
+
+
 def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("send",)) -> Flow:
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
@@ -462,9 +521,8 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     items = call_values(call, search.region, search.year)
     extra: list[tuple[str, Value, bool]] = []
     for path, value, _ in items:
-        if value.kind == "text":
-            extra.extend((path, Value("text", (), t, (t,)), True)
-                         for t in dict.fromkeys(value.tokens) if secret_like(t))  # fmt: skip
+        extra.extend((path, Value("text", (), t, (t,)), True)
+                     for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []

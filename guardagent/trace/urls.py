@@ -4,7 +4,8 @@ A URL value's key is what a browser would open: ``url:host[:port]/path[?query]``
 comes from the WHATWG URL Standard parser (``ada-url``), so ``https://evil.io\@example.com/``
 is ``evil.io`` (a backslash ends the authority), and through its IDNA UTS-46
 non-transitional processing (``straße.ch`` is ``xn--strae-oqa.ch``, never ``strasse.ch``).
-A ``www.`` prefix, the scheme's default port, the fragment and trailing slashes are dropped
+A ``www.`` prefix, the scheme's default port, a fragment that is only an anchor
+(``#section-2``; a route, parameters or a URL in it count) and trailing slashes are dropped
 from the key, and the path is percent-decoded and case-folded (re-spellings of one page
 meet); in the query only escapes of unreserved characters are decoded (RFC 3986). The
 fragment and the query stay in :class:`~guardagent.trace.kinds.Location` for
@@ -155,9 +156,12 @@ def parse_url(candidate: str, bare: bool) -> Value | None:
     port = int(url.port) if url.port else None
     path = unquote(url.pathname).casefold().rstrip("/")
     query = _unreserved(url.search.removeprefix("?"))
-    where = Location(host, port, path, query, url.hash.removeprefix("#"), served_path(path))
+    fragment = url.hash.removeprefix("#")
+    where = Location(host, port, path, query, fragment, served_path(path))
     authority = host if port is None else f"{host}:{port}"
     key = f"url:{authority}{path}" + (f"?{query}" if query else "")
+    if fragment and not _anchor(fragment):
+        key += "#" + _unreserved(fragment)
     return Value("url", (key,), candidate, tuple(tokens(candidate)),
                  parts=(("host", f"host:{host}"), ("domain", f"domain:{domain or host}")),
                  where=where)  # fmt: skip
@@ -173,7 +177,8 @@ def served_path(path: str) -> str:
 
     Servers differ from the browser after it sends the path: nginx decodes ``%2F`` and
     merges ``//``, Java servers drop ``;parameters`` from segments, some decode twice
-    (``%252e`` is ``.``), and every one resolves ``..`` after decoding. This reading does
+    (``%252e`` is ``.``), IIS reads a decoded ``%5C`` (a backslash) as ``/``, and every one
+    resolves ``..`` after decoding. This reading does
     all of it (and reads the decoded characters as the rest of the text is read, NFKC and
     case folding), so ``/catalog/..%2f..%2fsettings//pay;x/ment`` is ``/settings/pay/ment``.
     No trailing ``/``. A path still encoded after three decodings is :data:`UNSETTLED`.
@@ -189,7 +194,7 @@ def served_path(path: str) -> str:
         if "%" in path and unquote(path) != path:
             return UNSETTLED  # still encoded after three decodings: no scope holds it
     segments: list[str] = []
-    for segment in reading_form(path).split("/"):
+    for segment in reading_form(path).replace("\\", "/").split("/"):
         segment = segment.split(";", 1)[0]
         if segment in ("", "."):
             continue
@@ -207,6 +212,20 @@ def _unreserved(text: str) -> str:
         return text
     return _ESCAPE.sub(lambda m: c if (c := chr(int(m.group(1), 16))) in _UNRESERVED
                        else m.group(0).upper(), text)  # fmt: skip
+
+
+def _anchor(fragment: str) -> bool:
+    """Whether a fragment is only a place in the page (``#section-2``), not state a script reads.
+
+    A page's scripts read the rest of the fragment: a route (``#/settings/forwarding``,
+    ``#!/admin``), parameters (``#access_token=...``) or a target a client-side redirector
+    opens (``#https://evil.example``, ``#www.evil.example``). Only letters, digits and
+    ``-_.~`` (percent-decoded), and no host a link reader places, make an anchor.
+    """
+    decoded = unquote(fragment)
+    if not all(c.isalnum() or c in "-_.~" for c in decoded):
+        return False
+    return "." not in decoded or read_url(reading_form(decoded), True) is None
 
 
 def _dotted_quad(candidate: str) -> bool:

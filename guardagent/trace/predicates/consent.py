@@ -21,7 +21,7 @@ from guardagent.trace.predicates.ledger import use_of
 from guardagent.trace.predicates.options import under
 from guardagent.trace.predicates.record import Consent, canon
 from guardagent.trace.state import flatten
-from guardagent.trace.temporal import same_value
+from guardagent.trace.temporal import same_value, strict_values
 
 
 def _about(record: Consent, call: ToolCall, facts: TraceFacts, arg: str | None) -> bool:
@@ -46,7 +46,9 @@ def _values_match(facts: TraceFacts, call: ToolCall, arg: str, expected: Any) ->
     actual = [v for p, v in flatten(call.args) if under(p, arg)]
     wanted = expected if isinstance(expected, list) else [expected]
     region = facts.index.region
-    return bool(actual) and all(any(same_value(a, w, region) for w in wanted) for a in actual)
+    with strict_values():  # an approval names the value with every character, one reading
+        return bool(actual) and all(any(same_value(a, w, region) for w in wanted)
+                                    for a in actual)  # fmt: skip
 
 
 def _uses_taken(record: Consent, facts: TraceFacts, arg: str | None) -> int:

@@ -33,6 +33,11 @@ every one of these conditions (else it does not, and the fact says which one fai
   all values (looser: for tools whose calls the user
   tells apart by either). With ``arg``, every value of that argument must be named (and the
   other arguments need not be);
+- the question asks **one thing**: no more typed values of a kind the call takes than
+  the call has, and no joining word beyond the call's own values unless the call takes a
+  list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither payment); an
+  amount read two ways names the English reading only ("4,950" is 4950; "1.500", 1.5 or
+  1500, names none: :func:`~.naming._one_request`, :func:`~.naming._plain_keys`);
 - the question is **plain**: it holds no negation, no alternative
   or the opposite (:data:`QUESTION_STOPS`: "not", "or", "rather", "instead", "keep",
   "already", any "...n't"), no invisible or direction character and no markup a chat may
@@ -62,13 +67,13 @@ from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
-    MAX_TARGET_CHARS,
     CallNames,
     Question,
     names_call,
     verb_is_unique,
 )
 from guardagent.trace.provenance import SourceRef
+from guardagent.trace.written import MAX_TARGET_CHARS
 
 __all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
            "asked_in_conversation", "final_question", "names_call", "questions", "says_yes"]
@@ -231,7 +236,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if not says_yes(answer.text):
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
                     "plain yes")  # fmt: skip
-    earlier = {**options, "order": ANY_ORDER, "verb_alone": True}  # any naming is a use
+    earlier = {**options, "order": ANY_ORDER, "verb_alone": True, "single": False}  # any naming
     used = next((c for c in facts.trace.calls if c.index > answer.index
                  and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
                 None)  # fmt: skip

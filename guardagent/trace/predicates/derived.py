@@ -12,7 +12,9 @@ linked": the IBAN or the address is in no user message, only in the result of a 
   that list of patterns) whose
   arguments are *designated* at hop k-1: at least one of them is, and none is found only
   in untrusted messages (a value the model made up, such as ``page=1``, neither
-  designates nor spoils). Only messages before C count for C's arguments.
+  designates nor spoils). Only messages before C count for C's arguments. A call with an
+  argument its label does not declare (``read_file(path=..., root=...)``, unless
+  ``other_args: allow``) designates nothing: the tool may have read another document.
 
 A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, or
 a phrase of two or more words or with a digit (``invoice-0425.txt``). "Summarise my last
@@ -131,6 +133,10 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)))
     if key in facts.memo:
         return facts.memo[key]  # type: ignore[no-any-return]
+    label = facts.labels.label(call.name)
+    if not label.other_args and any(name not in (label.args or ()) for name in call.args):
+        facts.memo[key] = None  # an argument no rule reads may say which document it was
+        return None
     values = [v for v in _of_call(facts, call).values
               if not v.inner or v.value.kind in INNER_KINDS]  # fmt: skip
     found: Chain | None = None

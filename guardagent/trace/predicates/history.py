@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.predicates.options import under
+from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
@@ -91,12 +92,35 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
 
 @predicate
 def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str = "url") -> Fact:
-    """Every earlier call of the tool(s) navigated inside one of the scopes."""
+    """Every earlier call of the tool(s) navigated inside one of the scopes.
+
+    Open (None) when an earlier call of a tool that declares `arg` also carries an argument
+    its label does not declare: where that call went is not known.
+    """
     parsed = [Scope.of(s) for s in scopes]
     calls = earlier_calls(facts.trace, CallPattern.of(tool), facts.labels)
+    unknown = [c for c in calls if _undeclared(facts, c, arg)]
     calls = [c for c in calls if any(under(p, arg) for p, _ in flatten(c.args))]
     outside = out_of_scope(calls, parsed, arg, facts.index.region)
     if outside:
         return Fact("history_in_scope", False, _refs(facts, (c.index for c, *_ in outside)),
                     f"earlier {outside[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
+    if unknown:
+        names = ", ".join(repr(n)[:40] for n in unknown[0].args if n not in
+                          (facts.labels.label(unknown[0].name).args or ()))  # fmt: skip
+        return Fact("history_in_scope", None, _refs(facts, (c.index for c in unknown)),
+                    f"the earlier call in message {unknown[0].index} has arguments {names} "
+                    f"that the label of {unknown[0].name!r} does not declare: where it "
+                    "navigated is not known")  # fmt: skip
     return Fact("history_in_scope", True, (), f"{len(calls)} earlier navigation(s) in scope")
+
+
+def _undeclared(facts: TraceFacts, call: ToolCall, arg: str) -> bool:
+    """A call of a tool that takes `arg` (its label declares it) with an argument it does not.
+
+    The tool may read the other one (``href`` beside ``url``): where it went is not known.
+    """
+    label = facts.labels.label(call.name)
+    if label.other_args or label.args is None or top_arg(arg) not in label.args:
+        return False
+    return any(name not in label.args for name in call.args)

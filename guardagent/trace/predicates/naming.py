@@ -24,14 +24,13 @@ from typing import Any
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
+from guardagent.trace.kinds import Value
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
-
-MAX_TARGET_CHARS = 200
-"""Prose longer than this is content, not a target a question names (:func:`_content`)."""
+from guardagent.trace.written import MAX_TARGET_CHARS
 
 # One separator between two digits. No quantifier: constant work per position, linear over
 # attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
@@ -91,7 +90,14 @@ def _wrapped(value: str) -> bool:
 
 
 class Question:
-    """One question, read once: its words and the typed values inside it."""
+    """One question, read once: its words and the typed values inside it.
+
+    Attributes:
+        keys: Every reading of every typed value (a call it names used a yes).
+        plain: The reading an English reader gives each typed value (:func:`_plain_keys`):
+            what a yes approves.
+        values: Each typed value written, once: its kind and its plain keys.
+    """
 
     def __init__(self, text: str, region: str | None) -> None:
         self.text = text
@@ -99,10 +105,27 @@ class Question:
         self.words = _clean(text)
         found = extract_values(normalize_text(text), region=region)
         self.keys = frozenset(k for f in found for k in f.value.keys)
+        values = {f.value.keys: (f.value.kind, _plain_keys(f.value)) for f in found}
+        self.values = list(values.values())
+        self.plain = frozenset(k for _, keys in self.values for k in keys)
         self.first: dict[str, int] = {}  # key -> where it is first written (found in order)
         for f in found:
             for k in f.value.keys:
                 self.first.setdefault(k, f.start)
+
+
+def _plain_keys(value: Value) -> frozenset[str]:
+    """The one reading a yes to a written value approves (none when it has two).
+
+    The lexicons and the reader are English: ``4,950`` is 4950 (a ``,`` before three digits
+    groups thousands), never 4.95. ``1.500`` is 1.5 to an English reader and 1500 to the
+    writer of a continental invoice the model copied: the two disagree, so it names no
+    amount (a yes to "USD 1.500" approves neither 1500 nor 1.5).
+    """
+    if value.kind != "amount" or len(value.keys) < 2:
+        return frozenset(value.keys)
+    comma, dot = value.text.rfind(","), value.text.rfind(".")
+    return frozenset(value.keys[:1]) if comma > dot else frozenset()
 
 
 class _Target:
@@ -118,12 +141,13 @@ class _Target:
         self.keys = frozenset(whole.keys) if whole is not None else frozenset()
         hidden = isinstance(value, str) and any(unicodedata.category(c) == "Cf" for c in value)
         self.phrase = "" if hidden or _wrapped(str(value)) else _phrase(str(value)).strip()
+        self.raw = str(value)
         self.arg = arg
         self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
-    def named_in(self, question: Question) -> bool:
+    def named_in(self, question: Question, single: bool = False) -> bool:
         if self.keys:
-            return not self.keys.isdisjoint(question.keys)
+            return not self.keys.isdisjoint(question.plain if single else question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
     def position(self, question: Question) -> int:
@@ -165,7 +189,7 @@ class _Flag:
         self.value = value
         self.arg, self.kind = path, "flag"  # named by its own name: no role to swap
 
-    def named_in(self, question: Question) -> bool:
+    def named_in(self, question: Question, single: bool = False) -> bool:
         words, size = question.words.split(), len(self.name)
         for i in range(len(words) - size + 1 if size else 0):
             if words[i:i + size] != self.name:
@@ -254,6 +278,39 @@ def _in_order(targets: list[_Target | _Flag], question: Question,
     return True
 
 
+JOINERS = frozenset({"and", "then", "also", "plus", "afterwards", "additionally"})
+"""Words that join a second request to a question (``&``, ``;`` and `` + `` too)."""
+
+
+def _one_request(targets: list[_Target | _Flag], question: Question, listed: bool) -> bool:
+    """The question asks for this call alone: no second request joined, no second value.
+
+    "May I send CHF 50 to A and CHF 5,000 to B?" asks two things; a yes to it does not
+    say which amount goes to which IBAN, so it approves neither payment. A question asks
+    one thing when it holds no more values of a typed kind the call takes (two amounts for
+    one ``amount``) than the call has, and no more joining words (:data:`JOINERS`) than the
+    call's own values hold (``sales and marketing``), unless the call takes a list of two
+    or more values ("bob@x.ch and alice@y.ch" as ``to``: `listed`).
+    """
+    wanted: dict[str, set[frozenset[str]]] = {}
+    for t in targets:
+        if isinstance(t, _Target) and t.keys:
+            wanted.setdefault(t.kind, set()).add(t.keys)
+    for kind, values in wanted.items():
+        if sum(1 for k, _ in question.values if k == kind) > len(values):
+            return False
+    if listed:
+        return True
+    own = sum(_joins(t.phrase, t.raw) for t in targets if isinstance(t, _Target))
+    return _joins(question.words, question.text) <= own
+
+
+def _joins(words: str, text: str) -> int:
+    """Joining words (:data:`JOINERS`) among `words`, and ``&``, ``;`` and `` + `` in `text`."""
+    return (sum(1 for w in words.split() if w in JOINERS) + text.count("&") + text.count(";")
+            + " ".join(text.split()).count(" + "))  # fmt: skip
+
+
 def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
     """No other labelled tool that starts with this tool's verb could take this call.
 
@@ -307,19 +364,28 @@ class CallNames:
     def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
                  match: str = "both", region: str | None = None,
                  order: tuple[str, ...] | None = None,
-                 verb_alone: bool = True) -> None:  # fmt: skip
+                 verb_alone: bool = True, single: bool = True) -> None:  # fmt: skip
         self.tool = _words(call.name)
         self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
         self.order = tuple(order) if order is not None else None
-        self.verb_alone = verb_alone
+        self.verb_alone, self.single = verb_alone, single
+        self.listed = any(isinstance(v, list | tuple) and len(v) > 1 for v in call.args.values())
 
     def named_by(self, question: str | Question) -> bool:
-        """Whether a question names the call: its tool and every value, or either."""
+        """Whether a question names the call: its tool and every value, or either.
+
+        With `single` (what a yes approves), the question must ask for this call alone
+        (:func:`_one_request`) and name each value by its one plain reading; without it
+        (which calls a yes was used by), any naming counts.
+        """
         q = question if isinstance(question, Question) else Question(question, self.region)
+        if self.single and not _one_request(self.targets, q, self.listed):
+            return False
         tool_named = _tool_named(self.tool, q.words, self.similarity, self.verb_alone)
         if self.arg is not None or self.values:  # every value (of the argument) named
-            target_named = (bool(self.targets) and all(t.named_in(q) for t in self.targets)
+            target_named = (bool(self.targets)
+                            and all(t.named_in(q, self.single) for t in self.targets)
                             and _in_order(self.targets, q, self.order))  # fmt: skip
         else:
             target_named = self.match == "both"  # no value at all: its tool names it

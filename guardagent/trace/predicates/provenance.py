@@ -8,11 +8,17 @@ from typing import Any
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
-from guardagent.trace.provenance import ValueProvenance, invented_pieces, recipients_read
+from guardagent.trace.provenance import (
+    ValueProvenance,
+    address_list,
+    invented_pieces,
+    recipients_read,
+)
 from guardagent.trace.records import RecordSet
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import RECIPIENT_KINDS
 from guardagent.trace.values import ValueKind
+from guardagent.trace.written import MAX_TARGET_CHARS, target_shaped
 
 INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
 """Typed values inside free text that provenance predicates look at by default."""
@@ -34,10 +40,25 @@ def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     if wanted is not None:
         return [v for v in chosen if v.value.kind in wanted]
     # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
-    # by those (a model-written "Alice <alice@x.org>" is as trusted as the address in it)
+    # by those (a model-written "Alice <alice@x.org>" is as trusted as the address in it);
+    # a short one is a target the tool uses whole (a path, a command): judged whole too
     holders = {v.path for v in chosen if v.inner and v.value.kind in INNER_KINDS}
+    raw = dict(flatten(facts.trace.call.args))
     return [v for v in chosen if (v.value.kind in INNER_KINDS if v.inner
-                                  else v.value.kind != "text" or v.path not in holders)]
+                                  else v.value.kind != "text" or v.path not in holders
+                                  or _target_text(raw.get(v.path)))]  # fmt: skip
+
+
+def _target_text(scalar: Any) -> bool:
+    """A text short enough to be what the tool acts on, and not an address list.
+
+    ``delete_file("notes.txt; rm -rf ~")`` runs all of it, whatever link ``notes.txt`` reads
+    as; ``Alice <alice@x.org>`` is its address (RFC 5322 display names are not where it
+    goes), and prose over :data:`~guardagent.trace.predicates.naming.MAX_TARGET_CHARS` is
+    a body, judged by what identifies something inside it.
+    """
+    return (isinstance(scalar, str) and (len(scalar) <= MAX_TARGET_CHARS or target_shaped(scalar))
+            and not address_list(scalar))  # fmt: skip
 
 
 def _withparse_part(
@@ -46,8 +67,13 @@ def _withparse_part(
     which = parse_part(part)
     if which is None:
         return values
-    parts = (facts.search.part_provenance(v, which) for v in values)
-    return [p for p in parts if p is not None]
+    out: list[ValueProvenance] = []
+    for v in values:  # a URL's host, and the host of every URL it carries (open redirects)
+        whole = facts.search.part_provenance(v, which)
+        if whole is not None:
+            out.append(whole)
+        out.extend(facts.search.carried_parts(v, which))
+    return out
 
 
 def _whole_values(facts: TraceFacts, arg: str) -> list[ValueProvenance]:

@@ -72,15 +72,21 @@ def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact
         return Fact("secret_in_args", False, (), "the policy declares no secret to look for")
     found, missing = type(facts.secrets)(tuple(specs)).resolve()
     hits: list[str] = []
+    joined: list[str] = []
     for path, value in flatten(facts.trace.call.args):
         if arg != "*" and not under(path, arg):
             continue
         texts = [path] + ([str(value)] if isinstance(value, str | int | float) else [])
+        joined.extend(texts[1:])
         for text in texts:
             for name, how in find_secrets(text, found):
                 where = "its name" if text is path and len(texts) > 1 else "its value"
                 hits.append(f"argument {path!r} carries the secret {name!r} "
                             f"({'as written' if how == 'plain' else how}, in {where})")
+    if not hits and len(joined) > 1:  # split across arguments or list elements
+        hits.extend(f"the argument values joined carry the secret {name!r} "
+                    f"({'as written' if how == 'plain' else how})"
+                    for name, how in find_secrets("".join(joined), found))  # fmt: skip
     if hits:
         return Fact("secret_in_args", True, (), "; ".join(dict.fromkeys(hits)))
     if missing:
