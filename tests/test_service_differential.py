@@ -1,0 +1,154 @@
+"""`guardagent check --server URL` against the local `check`: the same input, the same answer.
+
+A guard service (`python -m guardagent.service`, a subprocess on 127.0.0.1, stopped by PID)
+and the local command run with the same deployment settings; every input below goes through
+both, and the exit status and the printed JSON (without `latency_ms`) must be equal. The
+inputs are the shipped traces and events, and the same ones carried in other bytes: other
+Unicode encodings, a byte-order mark, bytes that are not text, NaN, duplicate keys, a
+truncated document, nesting, a trace over the size limit in bytes but not in characters.
+
+Seen failing before the fix: a trace file holding a byte that is not UTF-8 was denied here
+(``unparsable_trace``, exit 2) and allowed through the service (exit 0: the client sent it
+with U+FFFD in place of the byte), and a trace over `max_trace_bytes` in bytes but not in
+characters was denied here (``trace_too_large``) and decided by the service.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guardagent.cli import main
+from tests.pg_server import free_port, start_replica, stop, wait_ready
+from tests.test_service_app import ADULT, MINOR, OUTPUT
+
+TRACES = Path(__file__).parent / "traces"
+KEY = "differential deployment key"
+MAX_TRACE = 12_000
+ENV = {"GUARDAGENT_TRACE_KEY": KEY, "GUARDAGENT_MAX_TRACE_BYTES": str(MAX_TRACE)}
+BENIGN = TRACES / "b01_rent_openai.json"  # allowed by assistant-trace
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("differential")
+    port = free_port()
+    log = root / "service.log"
+    env = {**ENV, "GUARDAGENT_PROFILE": "assistant-trace",
+           "GUARDAGENT_MEMORY_DIR": str(root / "memory")}  # fmt: skip
+    proc = start_replica(port, env, log)
+    try:
+        wait_ready(proc, port, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+def both(url: str, args: list[str]) -> tuple[tuple[int, Any], tuple[int, Any]]:
+    """(exit status, printed JSON) of the local check and of the same call with --server."""
+    runner = CliRunner()
+    local = runner.invoke(main, ["check", *args], env=ENV)
+    served = runner.invoke(main, ["check", *args, "--server", url], env=ENV)
+    return (local.exit_code, shown(local.stdout)), (served.exit_code, shown(served.stdout))
+
+
+def shown(stdout: str) -> Any:
+    try:
+        value = json.loads(stdout)
+    except ValueError:
+        return stdout.strip()  # an error line: its text must agree too
+    if isinstance(value, dict):
+        value.pop("latency_ms", None)
+    return value
+
+
+def trace_call(url: str, path: Path, profile: str = "assistant-trace") -> None:
+    local, served = both(url, ["--profile", profile, "--trace", str(path)])
+    assert served == local, path.name
+    assert local[0] in (0, 1, 2)
+
+
+def variants(text: str) -> dict[str, bytes]:
+    """The same trace in other bytes, and broken in the ways a file can be."""
+    raw = text.encode("utf-8")
+    accented = text.replace("a", "\u00e4", 3)
+    return {
+        "utf8": raw,
+        "bom": b"\xef\xbb\xbf" + raw,
+        "utf16": text.encode("utf-16"),
+        "utf16le-no-bom": text.encode("utf-16-le"),
+        "utf32": text.encode("utf-32"),
+        "latin1": accented.encode("latin-1"),
+        "lone-byte": raw.replace(b"a", b"a\xff", 1),
+        "overlong-slash": raw.replace(b"/", b"\xc0\xaf", 1),
+        "nul": raw.replace(b" ", b"\x00", 1),
+        "escaped-surrogate": raw.replace(b"a", b"\\ud800", 1),
+        "nan": raw.replace(b"{", b'{"x": NaN, ', 1),
+        "infinity": raw.replace(b"{", b'{"x": -Infinity, ', 1),
+        "duplicate-messages": raw.replace(b"{", b'{"messages": [], ', 1),
+        "truncated": raw[: len(raw) // 2],
+        "empty": b"",
+        "crlf": raw.replace(b"\n", b"\r\n"),
+        "deep": b"[" * 5000 + b"]" * 5000,
+        "wide-chars": text.replace("Dana", "\u4e2d" * 5000, 1).encode("utf-8"),
+    }  # fmt: skip
+
+
+def test_shipped_traces_are_decided_alike(url: str) -> None:
+    for path in sorted(TRACES.glob("*.json")):
+        trace_call(url, path)
+    for path in sorted((TRACES / "browser").glob("*.json")):
+        trace_call(url, path, "browser-trace")
+
+
+@pytest.mark.parametrize("source", ["b01_rent_openai.json", "i02_exfil_langchain.json"])
+def test_a_trace_in_any_bytes_is_decided_alike(url: str, tmp_path: Path, source: str) -> None:
+    text = (TRACES / source).read_text(encoding="utf-8")
+    for name, data in variants(text).items():
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(data)
+        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
+                                   "--fields", "allowed,reason,unreadable"])  # fmt: skip
+        assert served == local, name
+
+
+def test_a_wide_trace_over_the_byte_limit_is_denied_both_ways(url: str, tmp_path: Path) -> None:
+    text = BENIGN.read_text(encoding="utf-8").replace("Dana", "\u4e2d" * 5000, 1)
+    assert len(text) < MAX_TRACE < len(text.encode("utf-8"))
+    path = tmp_path / "wide.json"
+    path.write_text(text, encoding="utf-8")
+    local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path)])
+    assert served == local and local[0] == 2
+    assert local[1]["unreadable"][0]["reason"] == "trace_too_large"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(at=st.integers(0, 4000), data=st.binary(min_size=1, max_size=4))
+def test_bytes_put_anywhere_in_a_trace_are_decided_alike(url: str, tmp_path: Path, at: int,
+                                                         data: bytes) -> None:  # fmt: skip
+    raw = BENIGN.read_bytes()
+    path = tmp_path / "mutated.json"
+    path.write_bytes(raw[:at] + data + raw[at:])
+    local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
+                               "--fields", "allowed,reason,unreadable"])  # fmt: skip
+    assert served == local
+
+
+def test_events_in_any_bytes_are_decided_alike(url: str, tmp_path: Path) -> None:
+    for text in (ADULT, MINOR):
+        for name, data in {"utf8": text.encode(), "bom": b"\xef\xbb\xbf" + text.encode(),
+                           "utf16": text.encode("utf-16"),
+                           "latin1": text.replace("Lisbon", "Lisb\u00f6n").encode("latin-1"),
+                           "lone-byte": text.encode().replace(b"age", b"a\xffge")}.items():  # fmt: skip
+            path = tmp_path / f"{name}.txt"
+            path.write_bytes(data)
+            local, served = both(url, ["--profile", "mind2web-sc", "--input", "@" + str(path),
+                                       "--output", OUTPUT])  # fmt: skip
+            assert served == local, name
