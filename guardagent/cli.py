@@ -374,8 +374,7 @@ def _unreadable_state(guard: Any, detail: str) -> Any:
 
 def _consent_records(path: str, key: bytes | None) -> list[Any]:
     """The `--consent` file's records, each readable and signed with the deployment's key."""
-    from guardagent.trace.predicates import Consent, PredicateSpecError
-    from guardagent.trace.state import verify
+    from guardagent.service.consent import consent_problem
 
     try:
         records = _json_file(Path(path))
@@ -383,18 +382,9 @@ def _consent_records(path: str, key: bytes | None) -> list[Any]:
         raise _SetupError(f"--consent {path}: cannot read it ({exc})") from None
     except ValueError as exc:
         raise _SetupError(f"--consent {path}: {exc}") from None
-    if not isinstance(records, list):
-        raise _SetupError(f"--consent {path}: a JSON list of consent records, not "
-                          f"{type(records).__name__}")  # fmt: skip
-    for number, record in enumerate(records, 1):
-        try:
-            Consent.from_json(record)
-        except PredicateSpecError as exc:
-            raise _SetupError(f"--consent {path}: record {number}: {exc}") from None
-        if key is None or not verify(record, key):
-            raise _SetupError(f"--consent {path}: record {number} is not signed with "
-                              "GUARDAGENT_TRACE_KEY (sign records with "
-                              "guardagent.trace.Consent(...).signed(key))")  # fmt: skip
+    problem = consent_problem(records, key)
+    if problem:
+        raise _SetupError(f"--consent {path}: {problem}")
     return records
 
 

@@ -152,3 +152,51 @@ def test_events_in_any_bytes_are_decided_alike(url: str, tmp_path: Path) -> None
             local, served = both(url, ["--profile", "mind2web-sc", "--input", "@" + str(path),
                                        "--output", OUTPUT])  # fmt: skip
             assert served == local, name
+
+
+PAYMENT = TRACES / "i01_inbox_iban_openai.json"  # denied without a reviewer's approval
+ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}
+
+
+def test_consent_files_are_judged_alike(url: str, tmp_path: Path) -> None:
+    from guardagent.trace import Consent
+
+    def record(name: str) -> Consent:
+        return Consent("send_money", args=ATTACK, thread=f"t-{name}")
+
+    files = {"signed": [record("signed").signed(KEY.encode())],
+             "unsigned": [record("unsigned").to_json()],
+             "other-key": [record("other-key").signed(b"another deployment's key")],
+             "not-a-list": record("not-a-list").to_json(),
+             "bad-record": [{"tool": "send_money", "uses": 0}], "empty": []}  # fmt: skip
+    for name, data in files.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(PAYMENT),
+                                   "--consent", str(path), "--thread-id", f"t-{name}",
+                                   "--fields", "allowed,reason"])  # fmt: skip
+        assert served == local, name
+    signed = both(url, ["--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
+                        str(tmp_path / "signed.json"), "--thread-id", "t-signed-again"])[1]
+    assert signed[0] == 1  # an approval counts only in the thread it names
+
+
+def test_a_service_without_a_key_takes_no_consent_records(tmp_path: Path) -> None:
+    from guardagent.trace import Consent
+
+    path = tmp_path / "unsigned.json"
+    path.write_text(json.dumps([Consent("send_money", args=ATTACK, thread="t1").to_json()]))
+    port, log = free_port(), tmp_path / "service.log"
+    proc = start_replica(port, {"GUARDAGENT_PROFILE": "assistant-trace",
+                                "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}, log)  # fmt: skip
+    try:
+        wait_ready(proc, port, log)
+        served = CliRunner().invoke(main, [
+            "check", "--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
+            str(path), "--thread-id", "t1", "--server", f"http://127.0.0.1:{port}"])
+    finally:
+        stop(proc)
+    local = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
+                                      str(PAYMENT), "--consent", str(path), "--thread-id", "t1"])
+    assert local.exit_code == served.exit_code == 2, served.output
+    assert "GUARDAGENT_TRACE_KEY" in served.output and '"allowed": true' not in served.output

@@ -22,6 +22,7 @@ from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.nodes.runtime import registered_profiles
 from guardagent.service.client import trace_bytes
+from guardagent.service.consent import consent_problem
 from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_reuse, fingerprint
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.requests import BadRequest, Request
@@ -96,6 +97,10 @@ class Decider:
             if request.kind == "event":
                 return await agent.acheck(body["input"], body["output"],
                                           user_facts=request.user_facts)  # fmt: skip
+            if "consent" in body:  # as `check --consent` takes them: signed, or refused
+                problem = consent_problem(body["consent"], agent.context.trace_key_bytes)
+                if problem:
+                    raise BadRequest(f"consent: {problem}")
             trace = body.get("trace")
             if isinstance(trace, str):  # the bytes it stands for: read (and sized) as bytes
                 trace = trace_bytes(trace)
