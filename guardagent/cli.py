@@ -383,7 +383,7 @@ def _consent_records(path: str, key: bytes | None) -> list[Any]:
     except ValueError as exc:
         raise _SetupError(f"--consent {path}: {exc}") from None
     problem = consent_problem(records, key)
-    if problem:
+    if problem or not isinstance(records, list):
         raise _SetupError(f"--consent {path}: {problem}")
     return records
 
