@@ -86,6 +86,22 @@ def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
             "error": reason, "profile": profile}  # fmt: skip
 
 
+def is_decision(status: int, answer: Any) -> bool:
+    """Whether an answer is a decision the caller may act on.
+
+    A 200 whose `allowed` is a JSON boolean agreeing with its `label` (when it has one), or
+    the service's fail-closed 503, which only ever denies. Anything else (another status, a
+    string or number for `allowed`, an allowed 503) did not come from the guard's decision:
+    the URL may reach a proxy or another service.
+    """
+    if not isinstance(answer, dict) or type(answer.get("allowed")) is not bool:
+        return False
+    allowed, label = answer["allowed"], answer.get("label", int(not answer["allowed"]))
+    if label != int(not allowed) or type(label) is not int:
+        return False
+    return status == 200 or (status == 503 and not allowed)
+
+
 class GuardClient:
     """Send events and traces to a guard service.
 
@@ -150,8 +166,8 @@ class GuardClient:
                 continue
             if status == 503 and attempt < self.retries:
                 continue
-            if isinstance(answer, dict) and "allowed" in answer:
-                return answer  # a decision (200), or a fail-closed denial (503)
+            if is_decision(status, answer):
+                return dict(answer)  # a decision (200), or a fail-closed denial (503)
             message = answer.get("error") if isinstance(answer, dict) else None
             raise ServiceError(f"guard service refused the request ({status}): "
                                f"{message or answer}", status, answer)  # fmt: skip

@@ -1,0 +1,113 @@
+"""The service's client takes a decision only from an answer that is one.
+
+A hook's URL may reach something that is not the guard (a wrong port, a proxy's error page,
+a service of another kind), or a guard answering a failure. Only a 200 whose `allowed` is a
+JSON boolean, or the service's fail-closed 503 (`allowed: false`), is a decision; anything
+else is no decision, and `check --server` denies. Seen failing before the fix: a 503, a
+400 or a 404 whose JSON said ``"allowed": true`` was taken as an allowed decision (exit 0),
+and ``"allowed": "false"`` (a string, true to Python) was handed to the caller as it came.
+
+The answers come from a stub server started on 127.0.0.1 in its own process and stopped by
+its PID.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from guardagent.cli import main
+from guardagent.service.client import GuardClient, ServiceError
+from tests.pg_server import free_port, stop
+
+STUB = r"""
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self._answer(200, b'{"status": "ok"}')
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with open(sys.argv[2], "rb") as handle:
+            status, body = json.loads(handle.read())
+        self._answer(status, body.encode())
+    def _answer(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+NOT_DECISIONS = [
+    (503, {"allowed": True, "label": 0}),
+    (400, {"allowed": True, "error": "x"}),
+    (404, {"allowed": True}),
+    (500, {"allowed": True}),
+    (200, {"allowed": "false"}),
+    (200, {"allowed": 1}),
+    (200, {"allowed": None}),
+    (200, {"allowed": True, "label": 1}),
+    (200, [{"allowed": True}]),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    answer = tmp_path_factory.mktemp("stub") / "answer.json"
+    answer.write_text(json.dumps([200, "{}"]))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", STUB, str(port), str(answer)])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "stub not up"
+                time.sleep(0.05)
+
+        def answers(status: int, body: Any) -> None:
+            answer.write_text(json.dumps([status, json.dumps(body)]))
+
+        yield f"http://127.0.0.1:{port}", answers
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize(("status", "body"), NOT_DECISIONS)
+def test_an_answer_that_is_not_a_decision_is_no_decision(stub: tuple[str, Any], status: int,
+                                                         body: Any) -> None:  # fmt: skip
+    url, answers = stub
+    answers(status, body)
+    with pytest.raises(ServiceError):
+        GuardClient(url).check("input", "output", profile="mind2web-sc")
+    result = CliRunner().invoke(main, ["check", "--server", url, "--profile", "mind2web-sc",
+                                       "--input", "in", "--output", "out"])  # fmt: skip
+    assert result.exit_code in (1, 2), result.output
+    assert '"allowed": true' not in result.output
+
+
+def test_decisions_and_fail_closed_denials_still_come_through(stub: tuple[str, Any]) -> None:
+    url, answers = stub
+    for status, allowed in ((200, True), (200, False), (503, False)):
+        answers(status, {"allowed": allowed, "label": int(not allowed), "reason": "r"})
+        decision = GuardClient(url).check("input", "output", profile="mind2web-sc")
+        assert decision["allowed"] is allowed
+        result = CliRunner().invoke(main, ["check", "--server", url, "--profile",
+                                           "mind2web-sc", "--input", "in", "--output", "out"])
+        assert result.exit_code == (0 if allowed else 1), result.output
