@@ -14,6 +14,7 @@ its PID.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -111,3 +112,42 @@ def test_decisions_and_fail_closed_denials_still_come_through(stub: tuple[str, A
         result = CliRunner().invoke(main, ["check", "--server", url, "--profile",
                                            "mind2web-sc", "--input", "in", "--output", "out"])
         assert result.exit_code == (0 if allowed else 1), result.output
+
+
+DRIP = r"""
+import socket, sys, time
+body = b'{"allowed": true, "label": 0, "reason": "slow"}'.ljust(60)
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+while True:
+    conn, _ = server.accept()
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+    try:
+        for byte in body:  # one byte at a time, each well within a per-read timeout
+            time.sleep(0.25)
+            conn.sendall(bytes([byte]))
+    except OSError:
+        pass
+    conn.close()
+"""
+
+
+def test_a_service_that_answers_too_slowly_is_no_decision() -> None:
+    """`timeout` bounds the whole answer: a peer sending a byte per 0.25 s (60 bytes, 15 s)
+    used to be waited for to the end, each read within the timeout. Seen failing before."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", DRIP, str(port)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        started = time.monotonic()
+        with pytest.raises(ServiceError):
+            GuardClient(f"http://127.0.0.1:{port}", timeout=1.0).check("in", "out")
+        assert time.monotonic() - started < 5
+    finally:
+        stop(proc)
