@@ -69,3 +69,29 @@ def test_a_body_sent_in_time_is_decided(port: int, tmp_path: Path) -> None:
             time.sleep(0.05)
         head = _answer(sock, 30)
     assert head.startswith(b"HTTP/1.1 200"), head[:200]
+
+
+def _post(port: int, body: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        data = b""
+        sock.settimeout(60)
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
+
+
+def test_a_body_must_be_json_one_reader_reads_alike(port: int) -> None:
+    """A key given twice (one JSON reader keeps the first, another the last: a proxy that
+    checked the first `profile` or `user_facts` saw another request than the guard) and
+    NaN / Infinity (not JSON, RFC 8259) are refused, 400. Seen failing before: both were
+    decided, with the last value of the key."""
+    event = b'"input": "Task: x", "output": "y"'
+    for body in (b'{%s, "profile": "tool-calls", "profile": "mind2web-sc"}' % event,
+                 b'{%s, "user_facts": {"age": 40, "age": 16}}' % event,
+                 b'{%s, "user_facts": {"age": NaN}}' % event,
+                 b'{%s, "user_facts": {"age": -Infinity}}' % event):  # fmt: skip
+        answer = _post(port, body)
+        assert answer.startswith(b"HTTP/1.1 400"), (body, answer[:300])
+    assert _post(port, b"{%s}" % event).startswith(b"HTTP/1.1 200")
