@@ -200,3 +200,18 @@ def test_a_service_without_a_key_takes_no_consent_records(tmp_path: Path) -> Non
                                       str(PAYMENT), "--consent", str(path), "--thread-id", "t1"])
     assert local.exit_code == served.exit_code == 2, served.output
     assert "GUARDAGENT_TRACE_KEY" in served.output and '"allowed": true' not in served.output
+
+
+def test_task_files_are_judged_alike(url: str, tmp_path: Path) -> None:
+    from tests.test_cli_task import OTHER_ORDER, TASK, THIS_ORDER
+
+    tasks = {"task": json.dumps(TASK), "yaml": "name: t\nparams: {}\n", "list": "[1]",
+             "nan": '{"name": "t", "params": {"x": NaN}}', "unknown": '{"a": 1}',
+             "utf16": json.dumps(TASK)}  # fmt: skip
+    for name, text in tasks.items():
+        path = tmp_path / f"{name}.task"
+        path.write_bytes(text.encode("utf-16" if name == "utf16" else "utf-8"))
+        for trace in (OTHER_ORDER, THIS_ORDER):
+            local, served = both(url, ["--profile", "browser-trace", "--trace", str(trace),
+                                       "--task", str(path), "--fields", "allowed,reason"])
+            assert served == local, (name, trace.name)
