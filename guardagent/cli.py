@@ -220,6 +220,12 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
+    if thread_id is not None:  # the ids the service keeps threads under (a local check too)
+        from guardagent.service.threads import MAX_THREAD_ID_CHARS
+
+        if not 0 < len(thread_id) <= MAX_THREAD_ID_CHARS:
+            raise click.BadParameter(f"a thread id is a non-empty string of at most "
+                                     f"{MAX_THREAD_ID_CHARS} characters", param_hint="--thread-id")
     try:
         decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
                                       consent_file, state_file, model, base_url, memory_dir,

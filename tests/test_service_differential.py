@@ -215,3 +215,13 @@ def test_task_files_are_judged_alike(url: str, tmp_path: Path) -> None:
             local, served = both(url, ["--profile", "browser-trace", "--trace", str(trace),
                                        "--task", str(path), "--fields", "allowed,reason"])
             assert served == local, (name, trace.name)
+
+
+def test_thread_ids_the_service_refuses_are_refused_here_too(url: str) -> None:
+    """Seen failing before: `--thread-id ""` (or one over 256 characters) was decided here
+    (exit 0) and refused by the service (400, exit 2)."""
+    for thread in ("", "x" * 257, "t" * 256):
+        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(BENIGN),
+                                   "--thread-id", thread, "--fields", "allowed"])  # fmt: skip
+        assert served[0] == local[0], len(thread)
+        assert local[0] == (0 if thread else 2) if len(thread) <= 256 else local[0] == 2
