@@ -678,7 +678,23 @@ def serve(host: str, port: int, log_level: str) -> None:
     except ImportError as exc:
         raise click.ClickException(f"{exc.name or exc}: the service needs its extra: "
                                    "pip install 'guardagent[service]'") from None
+    if settings.service_token is None and _beyond_loopback(host):
+        click.echo(f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "
+                   "reaches the port gets decisions and reads every thread's decisions (set "
+                   "the token, or serve on 127.0.0.1 behind your own proxy)", err=True)
     run(host, port, log_level=log_level, settings=settings)
+
+
+def _beyond_loopback(host: str) -> bool:
+    """Whether `host` may be reached from another machine (a name may resolve anywhere)."""
+    import ipaddress
+
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 main.add_command(memory)

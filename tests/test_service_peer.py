@@ -96,3 +96,23 @@ def test_a_body_giving_a_key_twice_is_refused(port: int) -> None:
         answer = _post(port, body)
         assert answer.startswith(b"HTTP/1.1 400"), (body, answer[:300])
     assert _post(port, b"{%s}" % event).startswith(b"HTTP/1.1 200")
+
+
+def test_serving_beyond_loopback_without_a_token_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen failing before: `serve --host 0.0.0.0` with no token started without a word,
+    though anyone reaching the port then gets decisions and reads every thread's."""
+    from click.testing import CliRunner
+
+    import guardagent.service.serve as serve_module
+    from guardagent.cli import main
+
+    started: list[str] = []
+    monkeypatch.setattr(serve_module, "serve", lambda host, port, **kw: started.append(host))
+    monkeypatch.delenv("GUARDAGENT_SERVICE_TOKEN", raising=False)
+    for host, warned in (("0.0.0.0", True), ("10.1.2.3", True), ("guard.internal", True),
+                         ("127.0.0.1", False), ("::1", False), ("localhost", False)):  # fmt: skip
+        result = CliRunner().invoke(main, ["serve", "--host", host])
+        assert result.exit_code == 0 and started[-1] == host, result.output
+        assert ("GUARDAGENT_SERVICE_TOKEN" in result.output) is warned, (host, result.output)
+    monkeypatch.setenv("GUARDAGENT_SERVICE_TOKEN", "a-token-for-the-test")
+    assert "warning" not in CliRunner().invoke(main, ["serve", "--host", "0.0.0.0"]).output
