@@ -151,3 +151,20 @@ def test_a_service_that_answers_too_slowly_is_no_decision() -> None:
         assert time.monotonic() - started < 5
     finally:
         stop(proc)
+
+
+def test_a_request_that_is_not_json_data_is_no_decision(stub: tuple[str, Any]) -> None:
+    """Seen failing before: a LangChain message object, bytes as an event's text, or a
+    cycle in the facts raised TypeError / ValueError into the host instead of ServiceError
+    (the one exception a caller of the client denies on)."""
+    url, answers = stub
+    answers(200, {"allowed": True, "label": 0})
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    client = GuardClient(url)
+    with pytest.raises(ServiceError):
+        client.check_trace([object()])
+    with pytest.raises(ServiceError):
+        client.check("input", b"output")  # type: ignore[arg-type]
+    with pytest.raises(ServiceError):
+        client.check("input", "output", user_facts=cyclic)

@@ -132,9 +132,13 @@ class GuardClient:
         """One HTTP exchange: (status, decoded JSON, whether a stored decision was replayed).
 
         Raises:
-            ServiceError: the service was not reached or did not answer JSON.
+            ServiceError: the request is not JSON data, or the service was not reached or
+                did not answer JSON.
         """
-        data = None if body is None else _encoded(body)
+        try:
+            data = None if body is None else _encoded(body)
+        except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: nothing sent
+            raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
