@@ -225,3 +225,24 @@ def test_thread_ids_the_service_refuses_are_refused_here_too(url: str) -> None:
                                    "--thread-id", thread, "--fields", "allowed"])  # fmt: skip
         assert served[0] == local[0], len(thread)
         assert local[0] == (0 if thread else 2) if len(thread) <= 256 else local[0] == 2
+
+
+@pytest.mark.parametrize("profile", ["eicu-ac", "eicu-ac-policy", "mind2web-sc-policy",
+                                     "tool-calls", "tool-calls-policy"])
+def test_shipped_demonstrations_are_decided_alike(url: str, tmp_path: Path, profile: str) -> None:
+    """Each built-in profile's own demonstrations, and each in UTF-16 and with a byte that
+    is not text, through both paths."""
+    from guardagent.profiles.loader import load_profile
+
+    for demo in load_profile(profile).demonstrations:
+        for name, encode in (("utf8", lambda t: t.encode()),
+                             ("utf16", lambda t: t.encode("utf-16")),
+                             ("byte", lambda t: t.encode().replace(b" ", b" \xff", 1))):  # fmt: skip
+            paths = []
+            for part, text in (("in", demo.agent_input), ("out", demo.agent_output)):
+                path = tmp_path / f"{demo.id}-{name}-{part}.txt"
+                path.write_bytes(encode(text))
+                paths.append("@" + str(path))
+            local, served = both(url, ["--profile", profile, "--input", paths[0], "--output",
+                                       paths[1], "--fields", "allowed,violations,reason"])
+            assert served == local, (demo.id, name)
