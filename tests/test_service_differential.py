@@ -235,14 +235,19 @@ def test_shipped_demonstrations_are_decided_alike(url: str, tmp_path: Path, prof
     from guardagent.profiles.loader import load_profile
 
     for demo in load_profile(profile).demonstrations:
-        for name, encode in (("utf8", lambda t: t.encode()),
-                             ("utf16", lambda t: t.encode("utf-16")),
-                             ("byte", lambda t: t.encode().replace(b" ", b" \xff", 1))):  # fmt: skip
+        for name in ("utf8", "utf16", "byte"):
             paths = []
             for part, text in (("in", demo.agent_input), ("out", demo.agent_output)):
                 path = tmp_path / f"{demo.id}-{name}-{part}.txt"
-                path.write_bytes(encode(text))
+                path.write_bytes(_encoded(text, name))
                 paths.append("@" + str(path))
             local, served = both(url, ["--profile", profile, "--input", paths[0], "--output",
                                        paths[1], "--fields", "allowed,violations,reason"])
             assert served == local, (demo.id, name)
+
+
+def _encoded(text: str, how: str) -> bytes:
+    if how == "utf16":
+        return text.encode("utf-16")
+    raw = text.encode("utf-8")
+    return raw.replace(b" ", b" \xff", 1) if how == "byte" else raw
