@@ -9,8 +9,9 @@ truncated document, nesting, a trace over the size limit in bytes but not in cha
 
 Seen failing before the fix: a trace file holding a byte that is not UTF-8 was denied here
 (``unparsable_trace``, exit 2) and allowed through the service (exit 0: the client sent it
-with U+FFFD in place of the byte), and a trace over `max_trace_bytes` in bytes but not in
-characters was denied here (``trace_too_large``) and decided by the service.
+with U+FFFD in place of the byte); a UTF-16 file or one with a NUL byte was denied with
+another reason. (A trace over `max_trace_bytes` in bytes but not in characters was already
+denied alike: the reader sizes what it reads in bytes; the test keeps it so.)
 """
 
 from __future__ import annotations
@@ -251,3 +252,17 @@ def _encoded(text: str, how: str) -> bytes:
         return text.encode("utf-16")
     raw = text.encode("utf-8")
     return raw.replace(b" ", b" \xff", 1) if how == "byte" else raw
+
+
+def test_messages_sent_as_text_are_sized_in_bytes_too(url: str) -> None:
+    """`messages` may be JSON text as well as JSON: its size is its bytes', as a trace's
+    (a guard of what holds already: the reader sizes what it reads in bytes)."""
+    from guardagent.service.client import GuardClient
+
+    document = json.loads(BENIGN.read_text(encoding="utf-8").replace("Dana", "\u4e2d" * 5000, 1))
+    text = json.dumps(document["messages"], ensure_ascii=False)
+    assert len(text) < MAX_TRACE < len(text.encode("utf-8"))
+    decision = GuardClient(url).check_trace(text, document.get("proposed_call"),
+                                            profile="assistant-trace")  # fmt: skip
+    assert decision["allowed"] is False
+    assert decision["unreadable"][0]["reason"] == "trace_too_large"
