@@ -327,6 +327,10 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     key = guard.context.trace_key_bytes
     consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
+    if consent and state_path is None:  # nothing would count the approvals' uses
+        raise _SetupError(f"--consent {consent_file}: approvals need --state FILE, the thread's "
+                          "state that counts each approval's uses (without it, an approval of "
+                          "one call would approve it again on every check)")  # fmt: skip
     if state_path is not None and state_path.is_dir():
         raise _SetupError(f"--state {state_file}: a directory, not a file")
     state = None

@@ -170,13 +170,22 @@ def test_consent_files_are_judged_alike(url: str, tmp_path: Path) -> None:
              "other-key": [record("other-key").signed(b"another deployment's key")],
              "not-a-list": record("not-a-list").to_json(),
              "bad-record": [{"tool": "send_money", "uses": 0}], "empty": []}  # fmt: skip
+    runner = CliRunner()
     for name, data in files.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(data), encoding="utf-8")
-        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(PAYMENT),
-                                   "--consent", str(path), "--thread-id", f"t-{name}",
-                                   "--fields", "allowed,reason"])  # fmt: skip
-        assert served == local, name
+        args = ["check", "--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
+                str(path), "--thread-id", f"t-{name}", "--fields", "allowed,reason"]
+        # the local thread's state is a file; the service keeps the thread's itself
+        local = runner.invoke(main, [*args, "--state", str(tmp_path / f"{name}.state")], env=ENV)
+        served = runner.invoke(main, [*args, "--server", url], env=ENV)
+        assert (served.exit_code, shown(served.stdout)) == (local.exit_code,
+                                                            shown(local.stdout)), name
+        if name == "signed":  # used once: the second check of the thread is denied, both ways
+            again = runner.invoke(main, [*args, "--state", str(tmp_path / "signed.state")],
+                                  env=ENV)
+            served_again = runner.invoke(main, [*args, "--server", url], env=ENV)
+            assert local.exit_code == 0 and again.exit_code == served_again.exit_code == 1
     signed = both(url, ["--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
                         str(tmp_path / "signed.json"), "--thread-id", "t-signed-again"])[1]
     assert signed[0] == 1  # an approval counts only in the thread it names
