@@ -275,3 +275,10 @@ def test_messages_sent_as_text_are_sized_in_bytes_too(url: str) -> None:
                                             profile="assistant-trace")  # fmt: skip
     assert decision["allowed"] is False
     assert decision["unreadable"][0]["reason"] == "trace_too_large"
+
+
+def test_rules_applied_lists_the_same_rules(url: str) -> None:
+    for path in sorted(TRACES.glob("*.json"))[:6]:
+        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
+                                   "--rules", "applied", "--fields", "allowed,rules,reason"])
+        assert served == local, path.name
