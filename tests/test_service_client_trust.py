@@ -168,3 +168,54 @@ def test_a_request_that_is_not_json_data_is_no_decision(stub: tuple[str, Any]) -
         client.check("input", b"output")  # type: ignore[arg-type]
     with pytest.raises(ServiceError):
         client.check("input", "output", user_facts=cyclic)
+
+
+TLS_DRIP = r"""
+import socket, ssl, sys, time
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[2], sys.argv[3])
+body = b'{"allowed": true, "label": 0, "reason": "slow"}'.ljust(60)
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+while True:
+    raw, _ = server.accept()
+    try:
+        conn = context.wrap_socket(raw, server_side=True)
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+        for byte in body:
+            time.sleep(0.25)
+            conn.sendall(bytes([byte]))
+        conn.close()
+    except OSError:
+        raw.close()
+"""
+
+
+def test_a_slow_service_over_https_is_no_decision_either(tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The same bound over `https://` (through `http.client`). Seen failing before: the
+    dripping answer was waited for to its end (15 s) and taken."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                           "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True,
+                          check=False)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip(f"openssl could not make a test certificate: {made.stderr[-200:]!r}")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts the test certificate
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", TLS_DRIP, str(port), str(cert), str(key)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        started = time.monotonic()
+        with pytest.raises(ServiceError):
+            GuardClient(f"https://127.0.0.1:{port}", timeout=1.0).check("in", "out")
+        assert time.monotonic() - started < 5
+    finally:
+        stop(proc)

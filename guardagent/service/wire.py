@@ -12,6 +12,7 @@ not HTTP/1.x is a :class:`WireError`: the client treats it as no decision (fail 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import time
@@ -156,14 +157,36 @@ def _https(host: str, port: int | None, method: str, target: str, body: bytes | 
            headers: Mapping[str, str],
            timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
     import http.client
+    import threading
 
     conn = http.client.HTTPSConnection(host, port, timeout=timeout)
+    cut = threading.Event()
+
+    def cut_off() -> None:  # the deadline: end the connection under whatever read waits
+        cut.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, cut_off)
+    timer.daemon = True
+    timer.start()
     try:
         conn.request(method, target or "/", body=body, headers=dict(headers))
         response = conn.getresponse()
         raw = response.read()
     except http.client.HTTPException as exc:
+        if cut.is_set():
+            raise TimeoutError("no complete answer within the timeout") from None
         raise WireError(f"{type(exc).__name__}: {exc}") from None
+    except OSError:
+        if cut.is_set():
+            raise TimeoutError("no complete answer within the timeout") from None
+        raise
     finally:
+        timer.cancel()
         conn.close()
+    if cut.is_set():
+        raise TimeoutError("no complete answer within the timeout")
     return response.status, {k.lower(): v for k, v in response.getheaders()}, raw
