@@ -135,22 +135,7 @@ while True:
 def test_a_service_that_answers_too_slowly_is_no_decision() -> None:
     """`timeout` bounds the whole answer: a peer sending a byte per 0.25 s (60 bytes, 15 s)
     used to be waited for to the end, each read within the timeout. Seen failing before."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", DRIP, str(port)])
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        started = time.monotonic()
-        with pytest.raises(ServiceError):
-            GuardClient(f"http://127.0.0.1:{port}", timeout=1.0).check("in", "out")
-        assert time.monotonic() - started < 5
-    finally:
-        stop(proc)
+    slow_answer_is_no_decision("http", DRIP)
 
 
 def test_a_request_that_is_not_json_data_is_no_decision(stub: tuple[str, Any]) -> None:
@@ -203,8 +188,13 @@ def test_a_slow_service_over_https_is_no_decision_either(tmp_path: Any,
     if made.returncode != 0:
         pytest.skip(f"openssl could not make a test certificate: {made.stderr[-200:]!r}")
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts the test certificate
+    slow_answer_is_no_decision("https", TLS_DRIP, str(cert), str(key))
+
+
+def slow_answer_is_no_decision(scheme: str, server: str, *args: str) -> None:
+    """Start the dripping `server` (its port, then `args`), and ask it within 1 s."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", TLS_DRIP, str(port), str(cert), str(key)])
+    proc = subprocess.Popen([sys.executable, "-c", server, str(port), *args])
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -215,7 +205,7 @@ def test_a_slow_service_over_https_is_no_decision_either(tmp_path: Any,
                 time.sleep(0.05)
         started = time.monotonic()
         with pytest.raises(ServiceError):
-            GuardClient(f"https://127.0.0.1:{port}", timeout=1.0).check("in", "out")
+            GuardClient(f"{scheme}://127.0.0.1:{port}", timeout=1.0).check("in", "out")
         assert time.monotonic() - started < 5
     finally:
         stop(proc)
