@@ -220,6 +220,12 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
         raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
                                "or --trace")  # fmt: skip
+    if thread_id is not None:  # the ids the service keeps threads under (a local check too)
+        from guardagent.service.threads import MAX_THREAD_ID_CHARS
+
+        if not 0 < len(thread_id) <= MAX_THREAD_ID_CHARS:
+            raise click.BadParameter(f"a thread id is a non-empty string of at most "
+                                     f"{MAX_THREAD_ID_CHARS} characters", param_hint="--thread-id")
     try:
         decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
                                       consent_file, state_file, model, base_url, memory_dir,
@@ -321,6 +327,10 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     key = guard.context.trace_key_bytes
     consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
+    if consent and state_path is None:  # nothing would count the approvals' uses
+        raise _SetupError(f"--consent {consent_file}: approvals need --state FILE, the thread's "
+                          "state that counts each approval's uses (without it, an approval of "
+                          "one call would approve it again on every check)")  # fmt: skip
     if state_path is not None and state_path.is_dir():
         raise _SetupError(f"--state {state_file}: a directory, not a file")
     state = None
@@ -374,8 +384,7 @@ def _unreadable_state(guard: Any, detail: str) -> Any:
 
 def _consent_records(path: str, key: bytes | None) -> list[Any]:
     """The `--consent` file's records, each readable and signed with the deployment's key."""
-    from guardagent.trace.predicates import Consent, PredicateSpecError
-    from guardagent.trace.state import verify
+    from guardagent.service.consent import consent_problem
 
     try:
         records = _json_file(Path(path))
@@ -383,18 +392,9 @@ def _consent_records(path: str, key: bytes | None) -> list[Any]:
         raise _SetupError(f"--consent {path}: cannot read it ({exc})") from None
     except ValueError as exc:
         raise _SetupError(f"--consent {path}: {exc}") from None
-    if not isinstance(records, list):
-        raise _SetupError(f"--consent {path}: a JSON list of consent records, not "
-                          f"{type(records).__name__}")  # fmt: skip
-    for number, record in enumerate(records, 1):
-        try:
-            Consent.from_json(record)
-        except PredicateSpecError as exc:
-            raise _SetupError(f"--consent {path}: record {number}: {exc}") from None
-        if key is None or not verify(record, key):
-            raise _SetupError(f"--consent {path}: record {number} is not signed with "
-                              "GUARDAGENT_TRACE_KEY (sign records with "
-                              "guardagent.trace.Consent(...).signed(key))")  # fmt: skip
+    problem = consent_problem(records, key)
+    if problem or not isinstance(records, list):
+        raise _SetupError(f"--consent {path}: {problem}")
     return records
 
 
@@ -682,7 +682,23 @@ def serve(host: str, port: int, log_level: str) -> None:
     except ImportError as exc:
         raise click.ClickException(f"{exc.name or exc}: the service needs its extra: "
                                    "pip install 'guardagent[service]'") from None
+    if settings.service_token is None and _beyond_loopback(host):
+        click.echo(f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "
+                   "reaches the port gets decisions and reads every thread's decisions (set "
+                   "the token, or serve on 127.0.0.1 behind your own proxy)", err=True)
     run(host, port, log_level=log_level, settings=settings)
+
+
+def _beyond_loopback(host: str) -> bool:
+    """Whether `host` may be reached from another machine (a name may resolve anywhere)."""
+    import ipaddress
+
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 main.add_command(memory)

@@ -101,3 +101,20 @@ def test_check_reads_every_guardagent_setting_from_the_environment(profile: str)
     assert shown["allowed"] is False and "trace_too_large" in shown["reason"]
     line = one_line_error(run(profile, "--trace", benign, GUARDAGENT_MAX_TRACE_BYTES="lots"))
     assert "GUARDAGENT_MAX_TRACE_BYTES" in line
+
+
+def test_approvals_need_the_state_that_counts_their_uses(profile: str, tmp_path: Path) -> None:
+    """Seen failing before: with no --state each check started from no ledger, so a record
+    approving one payment (uses 1) approved it again on every check whose trace did not show
+    the earlier run (a history trimmed by the host, or the same step checked again: three
+    checks in a row exited 0; with --state the second is denied, as through the service and
+    the middleware, which keep the thread's ledger). A consent file with records now needs
+    --state; an empty one does not."""
+    signed = write(tmp_path / "consent.json", [Consent("send_money", args=ATTACK,
+                                                       thread="t1").signed(KEY.encode())])
+    for _ in range(2):
+        line = one_line_error(run(profile, "--trace", str(PAYMENT), "--consent", signed,
+                                  "--thread-id", "t1"))  # fmt: skip
+        assert "--state" in line and "uses" in line
+    empty = write(tmp_path / "empty.json", [])
+    assert run(profile, "--trace", str(PAYMENT), "--consent", empty).exit_code == 1

@@ -26,15 +26,29 @@ facts), which is also all LangGraph Studio shows; the server drops other context
 the graph reads no other key even when one arrives. Task policies (extra rules and
 parameters for one thread, `GuardAgent.check_trace(..., task=...)`) are host-only for the
 same reason: neither the served input nor the run context has a field for them.
+
+A server's client also sends commands (``{"goto": node, "update": {...}}``) and writes thread
+state (``update_state(..., as_node=...)``). So the served graph has one node, ``guard``, and
+keeps only the event and its decision: the guard's own graph runs inside it from its first
+node, without a checkpointer, each time. A client that names another node or writes the
+guard's working keys (a program, its source, an execution) starts no decision from them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
+from guardagent.context import RunContext
+from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.graph.state import GuardInput, GuardOutput
 from guardagent.nodes.runtime import check_settings, deployment_settings
 from guardagent.profiles.loader import load_profile
 
@@ -44,13 +58,44 @@ for _ref in {settings.profile, *(settings.profiles or {}).values()}:
     load_profile(_ref)  # and on a profile the deployment names that does not load
 
 
-def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The guard graph with :class:`RunContext` as its context schema (as every built graph).
+class ServedState(TypedDict, total=False):
+    """All a served thread keeps: the event and its decision (nothing a decision starts from)."""
 
-    The client's context dict is coerced into that schema: it never becomes a GuardContext,
-    which the nodes trust as settings built by Python code.
+    agent_input: str
+    agent_output: str
+    guard_decision: GuardDecision
+
+
+def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """One node, ``guard``, running the whole guard graph from its start on each event.
+
+    The context schema is :class:`RunContext`: the client's context dict is coerced into it
+    and never becomes a GuardContext, which the nodes trust as settings built by Python
+    code. The guard graph inside keeps no checkpoint (`checkpointer=False`), so neither a
+    command nor a written state can start it anywhere but at `admit`.
     """
-    return build_graph().compile(name="guardagent")
+    guard = build_graph().compile(name="guardagent.guard", checkpointer=False)
+
+    def event(state: ServedState) -> GuardInput:
+        return {"agent_input": state.get("agent_input") or "",
+                "agent_output": state.get("agent_output") or ""}  # fmt: skip
+
+    def decide(state: ServedState, config: RunnableConfig,
+               runtime: Runtime[RunContext]) -> GuardOutput:  # fmt: skip
+        out = guard.invoke(event(state), config, context=runtime.context)
+        return {"guard_decision": out["guard_decision"]}
+
+    async def adecide(state: ServedState, config: RunnableConfig,
+                      runtime: Runtime[RunContext]) -> GuardOutput:  # fmt: skip
+        out = await guard.ainvoke(event(state), config, context=runtime.context)
+        return {"guard_decision": out["guard_decision"]}
+
+    builder = StateGraph(ServedState, context_schema=RunContext, input_schema=GuardInput,
+                         output_schema=GuardOutput)  # fmt: skip
+    builder.add_node("guard", RunnableCallable(decide, adecide, name="guard", trace=False))
+    builder.add_edge(START, "guard")
+    builder.add_edge("guard", END)
+    return builder.compile(name="guardagent")
 
 
 graph = served_graph()

@@ -114,8 +114,33 @@ _MARKER = re.compile(
 )
 """Locates call markers (quoted call keys, quoted call types); see the module docstring."""
 
-_DECODER = json.JSONDecoder(strict=False)
-"""Lenient about control characters in strings, as the hosts that execute the calls are."""
+class _Twice(dict[str, Any]):
+    """A decoded object that gave a key twice (`twice`): ambiguous if it is a call's argument.
+
+    JSON readers disagree on such an object (Python's keeps the last value, others the
+    first), so the tool may run with the value the guard did not check. Only a call's
+    arguments are refused for it (:func:`_check_once`); other JSON is read as before.
+    """
+
+    twice = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    marked, seen = _Twice(out), set()
+    for key, _ in pairs:  # linear: one set
+        if key in seen:
+            marked.twice = key
+            break
+        seen.add(key)
+    return marked
+
+
+_DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
+"""Lenient about control characters in strings, as the hosts that execute the calls are;
+objects that give a key twice are marked (:class:`_Twice`)."""
 
 _LANGCHAIN_TYPES = frozenset({"tool_call", "invalid_tool_call", "tool_call_chunk"})
 _MAYBE_CALL_TEXT = ("{", "TOOL:", "ARGS:", "(Tool call)", "arg", "tool_", "function_call")
@@ -163,7 +188,7 @@ def _line_end(text: str, start: int) -> int:
 def _object_arg(raw: Any, what: str) -> dict[str, Any]:
     """A call's arguments: a JSON object, or a string holding exactly one (blank: none)."""
     if isinstance(raw, dict):
-        return raw
+        return _check_once(raw, what)
     if isinstance(raw, str):
         if not raw.strip():
             return {}
@@ -172,8 +197,23 @@ def _object_arg(raw: Any, what: str) -> dict[str, Any]:
         except (ValueError, RecursionError):
             raise _Unparsable(f"{what} is not valid JSON: {_quote(raw.strip())}") from None
         if isinstance(value, dict):
-            return value
+            return _check_once(value, what)
     raise _Unparsable(f"{what} is not a JSON object: {_quote(str(raw).strip())}")
+
+
+def _check_once(args: dict[str, Any], what: str) -> dict[str, Any]:
+    """`args`, unless an object in it gave a key twice (iterative: depth is hostile)."""
+    stack: list[Any] = [args]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _Twice):
+            raise _Unparsable(f"{what} give the key {_quote(node.twice)} twice in one object "
+                              "(one JSON reader keeps the first value, another the last)")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return args
 
 
 def _call_name(obj: dict[str, Any], where: str) -> str:

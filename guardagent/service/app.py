@@ -17,12 +17,14 @@ GET /readyz                200 once the guard is warm and the database answers; 
 
 Decision routes need ``Authorization: Bearer $GUARDAGENT_SERVICE_TOKEN`` when the token is set.
 Status: 200 a decision (a denial when the thread stayed busy past the lock wait), 400 a request
-the service cannot read, 401 no or wrong token, 409 an idempotency key reused for another
-request, 413 a body over the limit, 503 a fail-closed denial (the service could not decide).
+the service cannot read, 401 no or wrong token, 408 a body slower than the body time, 409 an
+idempotency key reused for another request, 413 a body over the limit, 503 a fail-closed
+denial (the service could not decide).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -58,25 +60,47 @@ def _authorized(request: HttpRequest, token: str | None) -> bool:
                                                               token.encode())  # fmt: skip
 
 
-async def _body(request: HttpRequest, limit: int) -> Any:
-    """The JSON body, read no further than `limit` bytes.
+async def _body(request: HttpRequest, limit: int, seconds: float) -> Any:
+    """The JSON body, read no further than `limit` bytes and for no longer than `seconds`.
 
     Raises:
         BadRequest: not JSON (or nested too deep to decode).
         OverflowError: a body over the limit.
+        TimeoutError: a body that did not arrive in time.
     """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise OverflowError
     data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limit:
-            raise OverflowError
+    async with asyncio.timeout(seconds):
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                raise OverflowError
     try:
-        return json.loads(bytes(data))
+        return json.loads(bytes(data), object_pairs_hook=_keys_once)
+    except BadRequest:
+        raise
     except (ValueError, RecursionError) as exc:
         raise BadRequest(f"the request body is not JSON: {str(exc)[:200]}") from None
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of the body, refusing a key given twice.
+
+    JSON readers disagree on such an object (one keeps the first value, another the last),
+    so a proxy that checked the request could have read another one than the guard.
+    """
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:  # linear: one set
+            if key in seen:
+                raise BadRequest(f"the request body gives the key {key[:60]!r} twice in one "
+                                 "object")  # fmt: skip
+            seen.add(key)
+    return out
+
 
 
 def _decide_route(kind: str) -> Any:
@@ -86,9 +110,14 @@ def _decide_route(kind: str) -> Any:
         if not _authorized(request, settings.service_token):
             return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         try:
-            parsed = parse_request(kind, await _body(request, settings.max_request_bytes))
+            parsed = parse_request(kind, await _body(request, settings.max_request_bytes,
+                                                     settings.body_seconds))  # fmt: skip
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except TimeoutError:
+            return JSONResponse({"error": f"the request body did not arrive within "
+                                          f"{settings.body_seconds:g} s (GUARDAGENT_BODY_SECONDS)"},
+                                status_code=408, headers={"Connection": "close"})  # fmt: skip
         except OverflowError:
             return JSONResponse({"error": f"request body over {settings.max_request_bytes} "
                                           "bytes (GUARDAGENT_MAX_REQUEST_BYTES)"},

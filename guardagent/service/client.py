@@ -48,10 +48,58 @@ class ServiceError(Exception):
         self.body = body
 
 
+def trace_text(raw: bytes) -> str:
+    r"""A trace's bytes as the text a request carries, so the service reads the same bytes.
+
+    The guard reads a trace from its bytes (their size against `max_trace_bytes`, their
+    encoding, and bytes that are not text denied as ``unparsable_trace``), so the bytes must
+    arrive as they are: plain UTF-8 as its text, anything else with each byte that is not
+    UTF-8 as a lone surrogate (``surrogateescape``), which the request's JSON escapes
+    (``\udcXX``) and the service turns back into that byte (:func:`trace_bytes`).
+    """
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def trace_bytes(text: str) -> bytes:
+    """The bytes a request's trace text stands for (the inverse of :func:`trace_text`).
+
+    A lone surrogate outside ``surrogateescape``'s range is kept as invalid UTF-8: the guard
+    denies those bytes as it denies any trace that is not text.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _encoded(body: Any) -> bytes:
+    """The request body as UTF-8 JSON; lone surrogates (a trace's raw bytes) as escapes."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body).encode("ascii")
+
+
 def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
     """A fail-closed denial in the decision's shape, for when no decision came back."""
     return {"allowed": False, "label": 1, "violations": [], "reason": f"denied: {reason}",
             "error": reason, "profile": profile}  # fmt: skip
+
+
+def is_decision(status: int, answer: Any) -> bool:
+    """Whether an answer is a decision the caller may act on.
+
+    A 200 whose `allowed` is a JSON boolean agreeing with its `label` (when it has one), or
+    the service's fail-closed 503, which only ever denies. Anything else (another status, a
+    string or number for `allowed`, an allowed 503) did not come from the guard's decision:
+    the URL may reach a proxy or another service.
+    """
+    if not isinstance(answer, dict) or type(answer.get("allowed")) is not bool:
+        return False
+    allowed, label = answer["allowed"], answer.get("label", int(not answer["allowed"]))
+    if label != int(not allowed) or type(label) is not int:
+        return False
+    return status == 200 or (status == 503 and not allowed)
 
 
 class GuardClient:
@@ -84,9 +132,13 @@ class GuardClient:
         """One HTTP exchange: (status, decoded JSON, whether a stored decision was replayed).
 
         Raises:
-            ServiceError: the service was not reached or did not answer JSON.
+            ServiceError: the request is not JSON data, or the service was not reached or
+                did not answer JSON.
         """
-        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            data = None if body is None else _encoded(body)
+        except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: nothing sent
+            raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -118,8 +170,8 @@ class GuardClient:
                 continue
             if status == 503 and attempt < self.retries:
                 continue
-            if isinstance(answer, dict) and "allowed" in answer:
-                return answer  # a decision (200), or a fail-closed denial (503)
+            if is_decision(status, answer):
+                return dict(answer)  # a decision (200), or a fail-closed denial (503)
             message = answer.get("error") if isinstance(answer, dict) else None
             raise ServiceError(f"guard service refused the request ({status}): "
                                f"{message or answer}", status, answer)  # fmt: skip
@@ -146,10 +198,13 @@ class GuardClient:
         thread's index: send the whole conversation each time, it reads only what is new.
         `task` is the thread's task policy (``{"name", "params", "predicates", "rules"}``),
         as `check_trace(task=...)` takes it: the service attaches it, or denies saying why.
+        A `trace` given as bytes (a file's) is sent as those bytes (:func:`trace_text`).
         """
         body: dict[str, Any] = {"profile": profile, "consent": consent, "user_facts": user_facts,
                                 "thread_id": thread_id, "idempotency_key": idempotency_key,
                                 "task": task}
+        if isinstance(trace, bytes | bytearray):
+            trace = trace_text(bytes(trace))
         if trace is not None:
             body["trace"] = trace
         else:

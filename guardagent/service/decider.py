@@ -21,6 +21,8 @@ from typing import Any
 from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.nodes.runtime import registered_profiles
+from guardagent.service.client import trace_bytes
+from guardagent.service.consent import consent_problem
 from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_reuse, fingerprint
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.requests import BadRequest, Request
@@ -95,7 +97,14 @@ class Decider:
             if request.kind == "event":
                 return await agent.acheck(body["input"], body["output"],
                                           user_facts=request.user_facts)  # fmt: skip
-            args = ((body["trace"], None) if "trace" in body
+            if "consent" in body:  # as `check --consent` takes them: signed, or refused
+                problem = consent_problem(body["consent"], agent.context.trace_key_bytes)
+                if problem:
+                    raise BadRequest(f"consent: {problem}")
+            trace = body.get("trace")
+            if isinstance(trace, str):  # the bytes it stands for: read (and sized) as bytes
+                trace = trace_bytes(trace)
+            args = ((trace, None) if "trace" in body
                     else (body["messages"], body.get("proposed_call")))  # fmt: skip
             return await agent.acheck_trace(*args, user_facts=request.user_facts,
                                             consent=body.get("consent") or [],

@@ -24,6 +24,7 @@ from guardagent.service.client import (
     DECISION_FIELDS,
     GuardClient,
     ServiceError,
+    trace_text,
     unreachable_denial,
 )
 
@@ -250,7 +251,7 @@ def fast_check(argv: list[str]) -> int | None:
     try:
         if trace is not None:
             raw = sys.stdin.buffer.read() if trace == "-" else _read(trace)
-            inputs["trace"] = decoded(raw, "--trace")
+            inputs["trace"] = trace_text(raw)  # its bytes, as the local check reads them
         else:
             inputs["input"] = _text(options["agent_input"], "--input")
             inputs["output"] = _text(options["agent_output"], "--output")

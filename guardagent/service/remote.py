@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from guardagent.service.client import DECISION_FIELDS, GuardClient
-from guardagent.service.hook import consent_records, decoded, send, unknown_fields
+from guardagent.service.client import DECISION_FIELDS, GuardClient, trace_text
+from guardagent.service.hook import consent_records, send, unknown_fields
 
 
 def _trace_text(trace_file: str) -> str:
@@ -28,7 +28,7 @@ def _trace_text(trace_file: str) -> str:
         raw = Path(trace_file).read_bytes()
     else:
         raise click.BadParameter(f"no such file: {trace_file}", param_hint="--trace")
-    return decoded(raw, "--trace")
+    return trace_text(raw)  # its bytes, as the local check reads them
 
 
 def _consent(consent_file: str | None) -> list[Any] | None:

@@ -39,6 +39,9 @@ class ServiceSettings:
             (`GUARDAGENT_MAX_REQUEST_BYTES`; default: the trace limit plus 1 MiB).
         shutdown_seconds: On SIGTERM, how long in-flight requests may take to finish
             (`GUARDAGENT_SHUTDOWN_SECONDS`).
+        body_seconds: How long a request's body may take to arrive once its headers did
+            (`GUARDAGENT_BODY_SECONDS`); a slower one is refused (408), so a client cannot
+            hold a connection open by sending its body a byte at a time.
     """
 
     guard: GuardContext = field(default_factory=GuardContext)
@@ -48,6 +51,7 @@ class ServiceSettings:
     service_token: str | None = field(default=None, repr=False)
     max_request_bytes: int = 0
     shutdown_seconds: float = 30.0
+    body_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_request_bytes <= 0:
@@ -72,7 +76,8 @@ class ServiceSettings:
         for name, parse in (("pool_size", _positive_int),
                             ("lock_wait_seconds", _positive_float),
                             ("max_request_bytes", _positive_int),
-                            ("shutdown_seconds", _positive_float)):  # fmt: skip
+                            ("shutdown_seconds", _positive_float),
+                            ("body_seconds", _positive_float)):  # fmt: skip
             raw = _get(env, name.upper())
             if raw:
                 try:

@@ -12,9 +12,12 @@ not HTTP/1.x is a :class:`WireError`: the client treats it as no decision (fail 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import socket
+import time
 from collections.abc import Mapping
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 MAX_HEADER_BYTES = 64 * 1024
 """Status line and headers together; a longer head is not an answer of the service."""
@@ -49,10 +52,33 @@ def exchange(scheme: str, host: str, port: int | None, method: str, target: str,
     request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "replace") + (body or b"")
     # an ASCII host as bytes: a str host makes getaddrinfo import the idna codec (~1 ms)
     address = host.encode("ascii") if host.isascii() else host
+    deadline = time.monotonic() + timeout
     with socket.create_connection((address, port or 80), timeout=timeout) as sock:  # type: ignore[arg-type]
         sock.sendall(request)
-        with sock.makefile("rb") as answer:
+        with io.BufferedReader(_Until(sock, deadline)) as answer:
             return read_response(answer)
+
+
+class _Until(io.RawIOBase):
+    """A socket's bytes until a deadline: `timeout` bounds the whole answer, not each read.
+
+    A socket's own timeout applies to each read, so a peer sending a byte at a time, each
+    within it, would hold the caller (a hook, an agent step) for as long as it likes.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no complete answer within the timeout")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
 
 
 def read_response(stream: BinaryIO) -> tuple[int, dict[str, str], bytes]:
@@ -131,14 +157,36 @@ def _https(host: str, port: int | None, method: str, target: str, body: bytes | 
            headers: Mapping[str, str],
            timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
     import http.client
+    import threading
 
     conn = http.client.HTTPSConnection(host, port, timeout=timeout)
+    cut = threading.Event()
+
+    def cut_off() -> None:  # the deadline: end the connection under whatever read waits
+        cut.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, cut_off)
+    timer.daemon = True
+    timer.start()
     try:
         conn.request(method, target or "/", body=body, headers=dict(headers))
         response = conn.getresponse()
         raw = response.read()
     except http.client.HTTPException as exc:
+        if cut.is_set():
+            raise TimeoutError("no complete answer within the timeout") from None
         raise WireError(f"{type(exc).__name__}: {exc}") from None
+    except OSError:
+        if cut.is_set():
+            raise TimeoutError("no complete answer within the timeout") from None
+        raise
     finally:
+        timer.cancel()
         conn.close()
+    if cut.is_set():
+        raise TimeoutError("no complete answer within the timeout")
     return response.status, {k.lower(): v for k, v in response.getheaders()}, raw
