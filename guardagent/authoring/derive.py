@@ -50,7 +50,6 @@ from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.expressions import ExpressionError, parse_expression
 from guardagent.llm import ModelCallError
 from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, MemoryKeyError, memory_key
-from guardagent.policy.check import check_model
 from guardagent.policy.model import FORMAT, PolicyError, PolicyModel, load_policy_text
 from guardagent.profiles.loader import Profile
 
@@ -130,6 +129,8 @@ def problems(profile: Profile, text: str) -> list[str]:
         elif how.tool is None or how.tool not in functions or not pred.target:
             found.append(f"predicate {pred.name!r}: assign with a toolbox reader needs the "
                          "reader's name and a target (group.item); else give an expression")
+    from guardagent.policy.check import check_model  # z3: only when rules are derived
+
     found += [f"policy check: {f.message}" for f in check_model(model).errors]
     return found or disagreements(profile, model)
 

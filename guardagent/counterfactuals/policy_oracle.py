@@ -40,7 +40,6 @@ from guardagent.counterfactuals.probes import (
     tool_table,
 )
 from guardagent.policy.model import PolicyModel
-from guardagent.policy.verify import verify_event
 from guardagent.profiles.loader import Profile
 
 Predicates = dict[str, bool | None]
@@ -86,6 +85,8 @@ class PolicyOracle(Oracle):
     @override
     def decide(self, event: Event) -> Expected:
         """What `verify` decides on the trusted predicate values (reader errors propagate)."""
+        from guardagent.policy.verify import verify_event  # z3, numpy: on first use
+
         verdict = verify_event(self.model, self.predicates(event), threshold=self.threshold,
                                remediation=False)  # fmt: skip
         denying = tuple(rule_name(self.model.by_id[r.id]) for r in verdict.denying())
