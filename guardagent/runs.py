@@ -1,10 +1,11 @@
 """One guard run of the compiled graph, named and traced the same way wherever it starts.
 
 `GuardAgent.check`, the agent middleware and `guard_node` all run the graph through here, so
-every run has a name, carries the profile and model as metadata, and is followed by a child run
-`<run_name>.decision` whose metadata holds the outcome (program source, attempts, LLM calls,
-allowed, failed closed): outcome facts only exist after the run, and LangSmith filters on
-metadata, not on outputs.
+every run that anything records (LangSmith, `collect_runs`, the caller's callbacks) has a name,
+carries the profile and model as metadata, and is followed by a child run `<run_name>.decision`
+whose metadata holds the outcome (program source, attempts, LLM calls, allowed, failed
+closed): outcome facts only exist after the run, and LangSmith filters on metadata, not on
+outputs. A run nothing records carries none of it: nothing could read it.
 """
 
 from __future__ import annotations
@@ -68,15 +69,22 @@ def _summary(decision: GuardDecision) -> dict[str, Any]:
     )
 
 
-def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableConfig] | None:
-    """The outcome child run and its config, or None when nothing would record it.
+def _traced_config(
+    context: GuardContext, run_name: str, metadata: Mapping[str, Any] | None
+) -> RunnableConfig | None:
+    """The run's config when anything records runs, else None (nothing to name or tag).
 
-    The run exists only for the callbacks that record it (a tracer, a collector, the
-    caller's handlers); with none configured it would compute the summary and throw it
-    away (~0.1 ms, ~0.3 ms through `ainvoke`), so it is skipped.
+    Name, tags and metadata exist only for the callbacks that record runs (a tracer, a
+    collector, the caller's handlers); nothing else reads them. With none configured,
+    LangGraph would still merge them into every node's config (~0.3 ms a decision through
+    `ainvoke`, a tenth of a batch's loop time), and the outcome run would compute its
+    summary and throw it away, so both are skipped.
     """
-    if not _recorders():
-        return None
+    return run_config(context, run_name, metadata) if _recorders() else None
+
+
+def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableConfig]:
+    """The outcome child run and its config (only made when something records runs)."""
     name = f"{run_name}.decision"
     config: RunnableConfig = {
         "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
@@ -110,16 +118,16 @@ def invoke_guard(
 ) -> GuardDecision:
     """Guard one event: run the graph, time it end to end, record the outcome run."""
     started = time.perf_counter()
+    config = _traced_config(context, run_name, metadata)
     with one_run():
         out = graph.invoke(
             {"agent_input": agent_input, "agent_output": agent_output},
-            context=context,
-            config=run_config(context, run_name, metadata),
-        )
+            context=context, config=config,
+        )  # fmt: skip
     decision = _finish(out, started)
-    outcome = _outcome_run(decision, run_name)
-    if outcome is not None:
-        outcome[0].invoke(decision, config=outcome[1])
+    if config is not None:
+        summary, outcome = _outcome_run(decision, run_name)
+        summary.invoke(decision, config=outcome)
     return decision
 
 
@@ -134,14 +142,14 @@ async def ainvoke_guard(
 ) -> GuardDecision:
     """Async :func:`invoke_guard`."""
     started = time.perf_counter()
+    config = _traced_config(context, run_name, metadata)
     with one_run():
         out = await graph.ainvoke(
             {"agent_input": agent_input, "agent_output": agent_output},
-            context=context,
-            config=run_config(context, run_name, metadata),
-        )
+            context=context, config=config,
+        )  # fmt: skip
     decision = _finish(out, started)
-    outcome = _outcome_run(decision, run_name)
-    if outcome is not None:
-        await outcome[0].ainvoke(decision, config=outcome[1])
+    if config is not None:
+        summary, outcome = _outcome_run(decision, run_name)
+        await summary.ainvoke(decision, config=outcome)
     return decision

@@ -117,3 +117,19 @@ def test_the_outcome_run_is_recorded_when_anything_records_runs(path):
     runs = {run.name: run for run in collected.traced_runs}
     outcome = runs["guardagent.decision"].metadata
     assert outcome["guardagent_allowed"] is False and outcome["guardagent_profile"] == "mind2web-sc"
+
+
+def test_a_run_is_named_and_tagged_only_for_what_records_it():
+    """Name, tags and metadata go to the graph only when a callback would record them: with
+    none, LangGraph would merge them into every node's config for nothing."""
+    from langchain_core.tracers.context import collect_runs
+
+    from guardagent.runs import _traced_config
+
+    context = GuardAgent("mind2web-sc").context
+    assert _traced_config(context, "guardagent", None) is None
+    with collect_runs():
+        config = _traced_config(context, "guardagent", {"guardagent_host_key": "k"})
+    assert config is not None and config["run_name"] == "guardagent"
+    assert config["metadata"]["guardagent_profile"] == "mind2web-sc"
+    assert config["metadata"]["guardagent_host_key"] == "k"
