@@ -236,6 +236,26 @@ def test_unsigned_and_tampered_records_are_never_returned(tmp_path):
     assert [d["code"] for d in store.search("x", "y", 5, verified_only=True)] == ["allow('1')"]
 
 
+def test_a_trusted_record_rewritten_in_place_is_refused_by_the_same_store(tmp_path):
+    """Tag checks are remembered by a record's whole content: a rewrite of a record this
+    store already trusted (same id, its real tags kept, another program) is checked anew."""
+    store = MemoryStore("rewrite-test", path=tmp_path, verifier=lambda code: True)
+    good = _demo(1, "the real one")
+    store.add([good])
+    assert [d["code"] for d in store.search("input the real one", "output the real one", 1)] == [
+        "allow('1')"
+    ]
+    meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
+    rewritten = {**good, "code": "allow('rewritten')",
+                 "extra": {k: meta[k] for k in ("hmac", "program_hmac")}}  # fmt: skip
+    plant(tmp_path, "rewrite-test", rewritten)
+    assert store.search("input the real one", "output the real one", 1) == []
+    plant(tmp_path, "rewrite-test", {**good, "extra": {k: meta[k] for k in ("hmac", "program_hmac")}})
+    assert [d["code"] for d in store.search("input the real one", "output the real one", 1)] == [
+        "allow('1')"
+    ]  # the original content again: trusted again
+
+
 def _bytes_under(path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 

@@ -109,6 +109,7 @@ def collection_name(profile: str, embedding: str) -> str:
 
 
 _CLIENT_LOCK = threading.Lock()
+_TAG_CHECKS_KEPT = 4096  # record contents whose tag check a store remembers (then starts over)
 
 
 @lru_cache(maxsize=16)
@@ -179,6 +180,7 @@ class MemoryStore:
         self._key = memory_key(key, None if url else Path(path or default_memory_dir()), url)
         self._verifier = verifier
         self._verdicts: dict[str, bool] = {}
+        self._tag_checks: dict[tuple[Any, ...], bool] = {}  # record content -> tag checks
         self._index = SketchIndex(self._signed)
         self._programs: dict[str, tuple[float, list[str]]] = {}
         # What Chroma said, kept under the change token read before asking (local only).
@@ -393,19 +395,26 @@ class MemoryStore:
     # -- integrity and local verification
 
     def _signed(self, document: Any, meta: Any) -> bool:
-        """Whether a record's tag checks over its whole content."""
-        if self._key is None or not isinstance(document, str) or not isinstance(meta, dict):
+        """Whether a record's tag checks over its whole content (remembered by that content).
+
+        Every search checks the tags of the records it returns, mostly the same few records
+        each time: the answer is a function of the content alone (and of this store's key),
+        so it is kept under the whole content, never under an id a rewrite could keep.
+        """
+        key = self._key
+        if key is None or not isinstance(document, str) or not isinstance(meta, dict):
             return False
         try:
-            split = int(meta["input_chars"])
-            expected = record_tag(
-                self._key, agent_input=document[:split], agent_output=document[split + 1 :],
-                plan=str(meta["plan"]), code=str(meta["code"]), label=int(meta["label"]),
-                details=json.loads(meta["details"]), request=str(meta["request_fingerprint"]),
-            )  # fmt: skip
-        except (KeyError, TypeError, ValueError):
+            content = (document, *sorted(meta.items()))
+            hash(content)
+        except TypeError:  # a metadata value that is not a Chroma scalar
             return False
-        return checks(expected, meta.get(RECORD_TAG))
+        known = self._tag_checks.get(content)
+        if known is None:
+            if len(self._tag_checks) >= _TAG_CHECKS_KEPT:
+                self._tag_checks.clear()
+            known = self._tag_checks[content] = _tag_checks_out(key, document, meta)
+        return known
 
     def _program_signed(self, meta: dict[str, Any], request: str) -> bool:
         if self._key is None:
@@ -423,6 +432,19 @@ class MemoryStore:
 
     def _verified_entry(self, entry: Entry) -> bool:
         return self._verified(entry.code)
+
+def _tag_checks_out(key: bytes, document: str, meta: dict[str, Any]) -> bool:
+    """Whether a record's integrity tag is the one `key` gives its content."""
+    try:
+        split = int(meta["input_chars"])
+        expected = record_tag(
+            key, agent_input=document[:split], agent_output=document[split + 1 :],
+            plan=str(meta["plan"]), code=str(meta["code"]), label=int(meta["label"]),
+            details=json.loads(meta["details"]), request=str(meta["request_fingerprint"]),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return False
+    return checks(expected, meta.get(RECORD_TAG))
 
 
 def rerank(
