@@ -211,7 +211,10 @@ class MemoryStore:
         nobody wrote to since the last call (its change token, :mod:`.freshness`, has not
         moved) is in step already: Chroma is not asked.
         """
-        token = self._changed() if self._changed else None
+        return self._load_index(self._changed() if self._changed else None)
+
+    def _load_index(self, token: Token | None) -> bool:
+        """:meth:`load_index` at `token`, read before anything is asked of Chroma."""
         synced = self._synced
         if token is not None and synced is not None and synced[0] == token:
             return synced[1]
@@ -294,11 +297,12 @@ class MemoryStore:
         query = event_text(agent_input, agent_output)
         depth = max(self.candidates, k)
         where = _where(request)
-        if self.load_index():
+        token = self._changed() if self._changed else None  # one read serves the search
+        if self._load_index(token):
             accept = self._verified_entry if verified_only else None
             pool = self._index.nearest(query, depth, request=request, accept=accept)
             ids = [i for i, _, _ in rerank(query, [(i, doc, None) for i, doc in pool], k)]
-            ranked = self._records(ids, where)
+            ranked = self._records(ids, where, token)
         else:
             found = self._collection.query(
                 query_embeddings=[self.embeddings.embed_query(query)],
@@ -326,18 +330,20 @@ class MemoryStore:
             out.append(_from_record(demo_id, doc, meta, verified))
         return out
 
-    def _records(self, ids: list[str], where: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    def _records(
+        self, ids: list[str], where: dict[str, Any] | None, token: Token | None
+    ) -> list[tuple[str, Any, Any]]:
         """(id, document, metadata) of `ids` in their order, filtered again on fresh metadata.
 
         A local memory keeps the records it read under the change token it read before
         asking (:mod:`.freshness`): while the token stands, nobody has committed to the
         database since, so the kept records are what Chroma would return (the request filter
         is applied here, as Chroma's `where` would). Bounded by the memory's scan limit; any
-        write by anyone drops them all.
+        write by anyone drops them all. `token` is the one the search read before it asked
+        Chroma anything (None: a memory that has none, asked every time).
         """
         if not ids:
             return []
-        token = self._changed() if self._changed else None
         if token is None or (where is not None and set(where) != {"request_fingerprint"}):
             got = self._collection.get(ids=ids, where=where, include=["documents", "metadatas"])
             found = zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)

@@ -102,7 +102,7 @@ def _builtin_ref(func: Any) -> tuple[str, str] | None:
     qualname = getattr(func, "__qualname__", "") or ""
     if not module.startswith(BUILTIN_PREFIX) or "<" in qualname:
         return None
-    if DEFAULT_TOOLBOX.functions().get(getattr(func, "__name__", "")) is not func:
+    if DEFAULT_TOOLBOX.function(getattr(func, "__name__", "")) is not func:
         return None
     try:  # a wrapper or bound method that merely reports a built-in's name is not it
         return (module, qualname) if _resolve(module, qualname) is func else None

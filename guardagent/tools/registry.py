@@ -107,6 +107,11 @@ class Toolbox:
         """Name -> implementation, for binding into the sandbox."""
         return {n: s.func for n, s in self._specs.items()}
 
+    def function(self, name: str) -> Callable[..., Any] | None:
+        """The implementation registered under `name`, or None."""
+        spec = self._specs.get(name)
+        return None if spec is None else spec.func
+
     def describe(self) -> str:
         """The toolbox listing for the coder prompt: signature and docstring of each entry."""
         blocks = []
