@@ -82,6 +82,13 @@ def _text_and_tokens(reply: Any) -> tuple[str, int]:
     return text, int(usage.get("total_tokens", 0) or 0)
 
 
+def _messages(system: str, user: str) -> list[Any]:
+    """The two messages of a call, built here (LangChain would convert role tuples per call)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    return [SystemMessage(content=system), HumanMessage(content=user)]
+
+
 def call_model(model: BaseChatModel, system: str, user: str, *, run_name: str) -> tuple[str, int]:
     """One chat call; returns the reply text and the tokens the provider reported.
 
@@ -89,9 +96,7 @@ def call_model(model: BaseChatModel, system: str, user: str, *, run_name: str) -
         ModelCallError: on any client error (HTTP, timeout, malformed body) or empty reply.
     """
     try:
-        reply = model.invoke(
-            [("system", system), ("human", user)], config={"run_name": run_name}
-        )
+        reply = model.invoke(_messages(system, user), config={"run_name": run_name})
     except Exception as exc:  # provider clients raise many types; all mean "no answer"
         raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
     return _text_and_tokens(reply)
@@ -106,9 +111,7 @@ async def acall_model(
         ModelCallError: as :func:`call_model`.
     """
     try:
-        reply = await model.ainvoke(
-            [("system", system), ("human", user)], config={"run_name": run_name}
-        )
+        reply = await model.ainvoke(_messages(system, user), config={"run_name": run_name})
     except Exception as exc:  # provider clients raise many types; all mean "no answer"
         raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
     return _text_and_tokens(reply)
