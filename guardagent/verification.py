@@ -33,8 +33,8 @@ from guardagent.verification_cache import cached_problems
 
 __all__ = [
     "MAX_PROBLEMS", "PARALLEL_RUNS", "Runner", "extract_code", "judging_policy",
-    "program_problems", "request_problems", "run_cases", "runner_for", "same_details",
-    "summarize", "verify_program",
+    "known_problems", "program_problems", "request_problems", "run_cases", "runner_for",
+    "same_details", "summarize", "verify_program",
 ]
 
 Runner = Callable[[str, Toolbox, str, str, SandboxLimits | None], ExecutionResult]
@@ -169,7 +169,7 @@ def program_problems(code: str, profile: Profile) -> list[str]:
     process or a shared Chroma server), it is trusted only after this, here; the result is
     cached per process, so each program is verified once.
     """
-    key = (suite_key(profile), hashlib.sha256(code.encode("utf-8")).hexdigest())
+    key = _problems_key(code, profile)
     if key in _PROBLEMS:
         return _PROBLEMS[key]
     with _LOCK:
@@ -179,6 +179,20 @@ def program_problems(code: str, profile: Profile) -> list[str]:
             else:
                 _PROBLEMS[key] = _verify(code, profile)
     return _PROBLEMS[key]
+
+
+def known_problems(code: str, profile: Profile) -> list[str] | None:
+    """:func:`program_problems` when this process has decided it already, else None.
+
+    Lets a node on an event loop tell a cached answer (microseconds) from a verification
+    (sandbox runs on every demonstration and counterfactual), which it must wait for in a
+    worker thread rather than hold the loop for.
+    """
+    return _PROBLEMS.get(_problems_key(code, profile))
+
+
+def _problems_key(code: str, profile: Profile) -> tuple[str, str]:
+    return (suite_key(profile), hashlib.sha256(code.encode("utf-8")).hexdigest())
 
 
 _BEYOND: dict[tuple[str, str], list[str]] = {}

@@ -133,3 +133,41 @@ def test_a_run_is_named_and_tagged_only_for_what_records_it():
     assert config is not None and config["run_name"] == "guardagent"
     assert config["metadata"]["guardagent_profile"] == "mind2web-sc"
     assert config["metadata"]["guardagent_host_key"] == "k"
+
+
+def test_verifying_a_new_program_does_not_hold_the_batchs_event_loop(tmp_path, monkeypatch):
+    """A program the model just wrote is verified (sandbox runs on every demonstration and
+    counterfactual) in a worker thread: the loop every run of the batch shares keeps turning."""
+    import time
+
+    import guardagent.nodes.remember as remember
+
+    verified = remember.program_problems
+    ticks: list[int] = [0]
+    during: list[int] = []
+
+    def slow(code: str, profile: Any) -> list[str]:
+        before = ticks[0]
+        time.sleep(0.3)  # a verification's sandbox runs
+        during.append(ticks[0] - before)
+        return verified(code, profile)
+
+    monkeypatch.setattr(remember, "program_problems", slow)
+    monkeypatch.setattr(remember, "known_problems", lambda code, profile: None, raising=False)
+    guard = GuardAgent("mind2web-sc", model=_model(["plan", GOOD_PROGRAM]),
+                       reuse_programs=False, memory_dir=str(tmp_path))  # fmt: skip
+
+    async def run() -> Any:
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(0.01)
+                ticks[0] += 1
+
+        ticker = asyncio.create_task(tick())
+        decisions = await guard.acheck_many([(HOTEL_INPUT, HOTEL_OUTPUT)])
+        ticker.cancel()
+        return decisions[0]
+
+    decision = asyncio.run(run())
+    assert decision.allowed is False and decision.program_source == "generated", decision
+    assert len(during) == 1 and during[0] >= 10, during  # ~30 in 0.3 s; 0 if the loop is held

@@ -12,7 +12,7 @@ from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
 from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
 from guardagent.policy.runs import decision_parts
-from guardagent.verification import program_problems, summarize
+from guardagent.verification import known_problems, program_problems, summarize
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,9 @@ def remember_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
         return {}  # nothing decided: `decide` denies with the reason
     profile = profile_of(ctx)
     program = state.get("program", "")
-    problems = program_problems(program, profile)
+    problems = known_problems(program, profile)
+    if problems is None:  # a new program: verified in a thread (it runs many sandbox children)
+        problems = yield in_thread(program_problems, program, profile)
     if problems:
         return {"error": f"{UNVERIFIED}: {summarize(problems)}"}
     if not ctx.reuse_programs:
