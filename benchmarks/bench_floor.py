@@ -8,9 +8,10 @@ Prints, from one process on one machine state:
   `SQLInterpreter`) and mind2web-sc, on the warm-worker path and on the fork path (one zygote
   child per run, `GUARDAGENT_SANDBOX_WARM=0`); targets p50 <= 4.5x the invoke, p99 <= 5x p50;
 - throughput with a scripted model that answers after 200 ms (plan -> code -> execute on every
-  event, reuse off) at concurrency 1 and 32; target >= 28x; `--throughput-only` runs only
-  these two rows; `--quiet-runs N` only c=32, keeping N runs that no other process disturbed
-  (for comparing code on a shared machine);
+  event, reuse off) at concurrency 1 and 32, with each one's mean decision latency; target
+  >= 28x; `--events` (default 64: two waves of 32) sets the batch; `--throughput-only` runs
+  only these two rows; `--quiet-runs N` only c=32, keeping N runs that no other process
+  disturbed (for comparing code on a shared machine);
 - trace decisions (`check_trace`, assistant-trace profile) at 100 messages, with the thread's
   state from the call 4 messages earlier and without state; targets p50 <= 2 ms and <= 5 ms.
   Without state: cold (a thread never seen), warm (its previous step seen: a stateless host
@@ -110,8 +111,16 @@ def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, 
     return out
 
 
-def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, mem: str) -> float:
-    """Decisions per second with a model that answers after `latency` seconds (reuse off)."""
+def throughput(
+    events: list[tuple[str, str]], concurrency: int, latency: float, mem: str
+) -> tuple[float, float]:
+    """(decisions per second, their mean latency in ms) with a model that answers after
+    `latency` seconds (reuse off).
+
+    The mean latency tells a slower decision from a batch that is not kept full: with 64
+    events at c=32 the batch is two waves, and what the rate loses beyond the decisions' own
+    latency is their ramp (32 first steps on one event loop) and the second wave's tail.
+    """
     program = (PROFILE_DIR / "safety_rules.py").read_text()
     model = SlowScriptedModel(latency=latency, program=program)
     guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False, memory_dir=mem)
@@ -125,7 +134,8 @@ def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, 
         started = time.perf_counter()
         done = await guard.acheck_many(events, concurrency=concurrency)
         assert all(d.llm_calls == 2 and d.error is None for d in done), done[0]
-        return len(events) / (time.perf_counter() - started)
+        return (len(events) / (time.perf_counter() - started),
+                statistics.mean(d.latency_ms for d in done))  # fmt: skip
 
     return asyncio.run(run())
 
@@ -163,7 +173,7 @@ def quiet_rates(events: list[tuple[str, str]], latency: float, wanted: int) -> l
     kept: list[float] = []
     for _ in range(20 * wanted):
         before, start = _cpu_of_others(), time.perf_counter()
-        rate = throughput(events, 32, latency, tempfile.mkdtemp())
+        rate, _ = throughput(events, 32, latency, tempfile.mkdtemp())
         if _cpu_of_others() - before < 0.03 * (time.perf_counter() - start):
             kept.append(rate)
         if len(kept) == wanted:
@@ -279,12 +289,14 @@ def print_traces(traces: dict[str, float]) -> None:
           f"{traces['without_state_repeat_p50']:.2f} ms the same thread again")  # fmt: skip
 
 
-def print_throughput(rates: dict[int, float], latency: float) -> None:
-    """The throughput line: c=1 and c=32 decisions per second and their ratio (target 28x)."""
-    speedup = rates[32] / rates[1]
-    met = "met" if speedup >= 28 else "NOT met"
-    print(f"throughput, {latency * 1000:.0f} ms model: c=1 {rates[1]:.2f}/s, c=32 "
-          f"{rates[32]:.2f}/s: {speedup:.1f}x (>= 28x: {met})")  # fmt: skip
+def print_throughput(runs: dict[int, tuple[float, float]], latency: float, events: int) -> None:
+    """The throughput line: c=1 and c=32 decisions per second and their ratio (target 28x),
+    and each one's mean decision latency."""
+    (one, one_ms), (many, many_ms) = runs[1], runs[32]
+    met = "met" if many / one >= 28 else "NOT met"
+    print(f"throughput, {latency * 1000:.0f} ms model, {events} events: c=1 {one:.2f}/s, c=32 "
+          f"{many:.2f}/s: {many / one:.1f}x (>= 28x: {met}); mean decision latency c=1 "
+          f"{one_ms:.0f} ms, c=32 {many_ms:.0f} ms")  # fmt: skip
 
 
 def main() -> None:
@@ -310,9 +322,11 @@ def main() -> None:
         cases = load_benchmark("mind2web-sc")[: args.events]
         events = [(c.agent_input, c.agent_output) for c in cases]
         with tempfile.TemporaryDirectory() as tmp:
-            rates = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
-        print_throughput(rates, args.latency)
-        print(json.dumps({"throughput": rates, "speedup": round(rates[32] / rates[1], 2)}))
+            runs = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
+        print_throughput(runs, args.latency, len(events))
+        print(json.dumps({"throughput": {c: r for c, (r, _) in runs.items()},
+                          "latency_ms": {c: ms for c, (_, ms) in runs.items()},
+                          "speedup": round(runs[32][0] / runs[1][0], 2)}))  # fmt: skip
         return
     if args.trace_only:
         with tempfile.TemporaryDirectory() as tmp:
@@ -331,7 +345,8 @@ def main() -> None:
         traces = trace_decisions(args.runs, f"{tmp}/t")
         cases = load_benchmark("mind2web-sc")[: args.events]
         events = [(c.agent_input, c.agent_output) for c in cases]
-        rates = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
+        runs = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
+    rates = {c: r for c, (r, _) in runs.items()}
     ok = {True: "met", False: "NOT met"}
     print(
         f"5-node LangGraph invoke p50: {invoke:.3f} ms at the start (each row: the invoke "
@@ -346,11 +361,12 @@ def main() -> None:
                   f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]} (invoke beside: "
                   f"{r['invoke']:.3f} ms)")  # fmt: skip
     speedup = rates[32] / rates[1]
-    print_throughput(rates, args.latency)
+    print_throughput(runs, args.latency, len(events))
     print_traces(traces)
     print("first decision of a profile, process warm: " + ", ".join(
         f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items()))  # fmt: skip
     print(json.dumps({"invoke_p50_ms": invoke, "decisions": rows, "throughput": rates,
+                      "latency_ms": {c: ms for c, (_, ms) in runs.items()},
                       "speedup": round(speedup, 2), "trace": traces, "first": first}))  # fmt: skip
 
 
