@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardagent.policy.model import PolicyError, load_policy_text
 from guardagent.policy.verify import verify_event
@@ -83,3 +85,41 @@ def test_an_expected_action_missing_from_the_assignments_is_open_and_denies() ->
     assert verify_event(model, given, expected=()).allowed  # an unreported action: not taken
     program = load_policy_text(_many_opens(2))  # no trace predicates: a program's policy
     assert verify_event(program, {"c0": False, "c1": False}).allowed
+
+
+_YAML_PIECES = ["a: ", "- ", "[", "]", "{", "}", ", ", "\n", "  ", "!!str ", "!!python/object ",
+                "!x ", "&a ", "*a", "'q'", '"q"', "? ", ": ", "|\n  t\n", "# c\n", "1", "x"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_YAML_PIECES), max_size=40))
+def test_the_screen_reads_yaml_as_the_pure_python_parser_does(pieces: list[str]) -> None:
+    """The screen reads a policy file with the parser that composes it (LibYAML's); on any
+    text it finds what PyYAML's own parser would: the same first problem, at the same place."""
+    import yaml
+
+    text = "".join(pieces)
+    assert _read(text, yaml.CSafeLoader) == _read(text, yaml.SafeLoader), text
+
+
+def _read(text: str, loader: type) -> object:
+    """What the screen finds with this parser, or that the parser refused the text."""
+    import yaml
+
+    from guardagent.policy.screen import _screen
+
+    try:
+        return _screen(text, loader)
+    except yaml.YAMLError:
+        return "refused"
+
+
+@pytest.mark.parametrize("text", [
+    BASE, BASE + "\nextra: " + "[" * 70 + "]" * 70 + "\n", "a: !!python/name:os.system x\n",
+    "a: !custom [1, 2]\n", "a: &x [1, *x]\n", "- !!str a\n- !!map {b: !!int 1}\n", "a: [\n",
+    *(p.read_text(encoding="utf-8") for p in sorted((EXAMPLE.parent.parent).rglob("*.yaml"))),
+])  # fmt: skip
+def test_the_screen_agrees_with_the_pure_python_parser_on_policy_files(text: str) -> None:
+    import yaml
+
+    assert _read(text, yaml.CSafeLoader) == _read(text, yaml.SafeLoader)
