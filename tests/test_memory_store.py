@@ -329,3 +329,28 @@ def test_a_memory_without_a_change_token_asks_chroma_every_time(tmp_path, monkey
     for _ in range(2):
         assert len(store.search("input kept", "output kept", 1)) == 1
     assert len(calls) == 2 and not store.current()
+
+
+def test_programs_are_known_only_while_the_kept_answer_is_fresh(tmp_path, monkeypatch):
+    """`programs_known`: `verified_programs` would answer without reading or verifying."""
+    store = MemoryStore("known-test", path=tmp_path, verifier=lambda code: True)
+    store.add([_demo(1, "kept")])
+    assert not store.programs_known("fp")
+    assert store.verified_programs("fp") == ["allow('1')"]
+    assert store.programs_known("fp") and not store.programs_known("other")
+    monkeypatch.setattr(MemoryStore, "PROGRAM_CACHE_SECONDS", 0.0)
+    assert not store.programs_known("fp")
+
+
+def test_retrieve_waits_in_a_thread_for_a_verdict_not_yet_known(tmp_path, monkeypatch):
+    """A verification runs sandbox children: never on the event loop a batch shares."""
+    from guardagent import GuardAgent
+    from guardagent.eval.benchmarks import load_benchmark
+    from guardagent.nodes import retrieve
+
+    guard = GuardAgent("mind2web-sc", memory_dir=str(tmp_path))
+    case = load_benchmark("mind2web-sc")[0]
+    guard.check(case.agent_input, case.agent_output)  # the shipped program's verdict: known
+    assert retrieve._no_wait(guard.context)
+    monkeypatch.setattr(retrieve, "known_problems", lambda code, profile: None)
+    assert not retrieve._no_wait(guard.context)

@@ -376,6 +376,15 @@ class MemoryStore:
                 out.append((i, doc, meta))
         return out
 
+    def programs_known(self, request: str) -> bool:
+        """Whether :meth:`verified_programs` would answer from what it holds.
+
+        Then it reads nothing of the memory and verifies no program: every signed program of
+        the request has its verdict here.
+        """
+        cached = self._programs.get(request)
+        return cached is not None and time.monotonic() - cached[0] < self.PROGRAM_CACHE_SECONDS
+
     def verified_programs(self, request: str) -> list[str]:
         """The distinct programs of a guard request that are signed and verify here.
 

@@ -13,7 +13,7 @@ from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
 from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
-from guardagent.verification import program_problems
+from guardagent.verification import known_problems, program_problems
 
 
 def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
@@ -94,14 +94,24 @@ def _no_wait(ctx: GuardContext) -> bool:
 
     So when the profile's own verified program decides (reuse on: no memory is opened at
     all), or when the run's memory is open already, local, and nobody wrote to it since it
-    was last read (:meth:`MemoryStore.current`). Opening one (Chroma's imports, seeding)
-    happens in the thread.
+    was last read (:meth:`MemoryStore.current`), and with reuse on, its programs' verdicts
+    are known. Opening one (Chroma's imports, seeding) and verifying a program (sandbox runs
+    on every demonstration and counterfactual: the profile's own, once per package version,
+    or one another process stored) happen in the thread.
     """
     try:
-        if ctx.reuse_programs and len(_shipped(ctx)) == 1:
-            return True
+        if ctx.reuse_programs:
+            profile = profile_of(ctx)
+            known = [known_problems(c, profile) for c in dict.fromkeys(
+                d.code for d in profile.demonstrations)]  # fmt: skip
+            if any(problems is None for problems in known):
+                return False
+            if sum(not problems for problems in known) == 1:  # as `_shipped` would find
+                return True
         store = opened_memory(ctx.profile, ctx.memory_dir, ctx.memory_url, ctx.memory_key)
-        return not ctx.memory_url and store is not None and store.current()
+        if ctx.memory_url or store is None or not store.current():
+            return False
+        return not ctx.reuse_programs or store.programs_known(profile_of(ctx).fingerprint)
     except Exception:  # noqa: BLE001 - refused, unopenable: `_retrieved` says why
         return False
 
