@@ -4,8 +4,10 @@ The memory folder is always a fresh private one, even when the shell running the
 `$GUARDAGENT_MEMORY_DIR` (the user's real memory: tests must not write test profiles into
 it), and every other deployment setting that would point the tests at the user's state or
 change the guard's behaviour (a memory server, a key, a model, extra profiles...) is
-dropped. `GUARDAGENT_DATA`, where the benchmark data lives, is kept. No rules derived from a
-guard request carry from one test to the next.
+dropped. Kept: `GUARDAGENT_DATA`, where the benchmark data lives, and the settings of the tests
+themselves, which change no guard (`GUARDAGENT_LANGGRAPH_API_PYTHON`, the opt-in LangGraph
+server test's environment; `GUARDAGENT_PG_BIN`, Postgres's binaries; `GUARDAGENT_PARITY_STEP`).
+No rules derived from a guard request carry from one test to the next.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Iterator
 
 import pytest
 
-_KEPT = {"GUARDAGENT_DATA"}
+_KEPT = {"GUARDAGENT_DATA", "GUARDAGENT_LANGGRAPH_API_PYTHON", "GUARDAGENT_PG_BIN",
+         "GUARDAGENT_PARITY_STEP"}  # fmt: skip
 for _name in [n for n in os.environ if n.startswith("GUARDAGENT_") and n not in _KEPT]:
     del os.environ[_name]
 _MEMORY = tempfile.mkdtemp(prefix="guardagent-test-memory-")
