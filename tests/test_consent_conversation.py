@@ -486,3 +486,30 @@ def test_another_number_in_a_payment_question_approves_nothing() -> None:
     assert names_call("Shall I send CHF 412.50 to CH44 3199 9123 0008 8901 2?", pay)
     assert not names_call("Shall I send CHF 412.50 for invoice 0425 to "
                           "CH44 3199 9123 0008 8901 2?", pay)  # fmt: skip
+
+
+@pytest.mark.parametrize("question", [
+    # the yes was to planner -> archive and notes -> trash: the call takes one of each clause
+    "May I move planner to archive, notes to trash?",
+    "May I move planner to archive,notes to trash?",
+    "May I move planner to archive\nnotes to trash?",
+    "May I move planner to archive / notes to trash?",
+    "May I move planner to archive as well as notes to trash?",
+    "May I move planner to archive along with notes to trash?",
+    "May I move planner to archive, followed by notes to trash?",
+])  # fmt: skip
+def test_a_clause_separator_between_two_requests_approves_neither(question: str) -> None:
+    swapped = ToolCall("move_file", {"src": "planner", "dst": "trash"}, None, 9)
+    assert not names_call(question, swapped, order=("src", "dst"))
+    one = ToolCall("move_file", {"src": "planner", "dst": "archive"}, None, 9)
+    assert not names_call(question, one, order=("src", "dst"))
+
+
+def test_a_clause_separator_inside_the_calls_own_values_is_one_request() -> None:
+    move = ToolCall("move_file", {"src": "planner, 2019", "dst": "trash"}, None, 9)
+    assert names_call("May I move planner, 2019 to trash?", move, order=("src", "dst"))
+    assert names_call("May I move planner to trash?", ToolCall(
+        "move_file", {"src": "planner", "dst": "trash"}, None, 9), order=("src", "dst"))
+    # one argument: a flag after a comma names the flag (unchanged)
+    flag = ToolCall("delete_project", {"project": "planner", "dry_run": False}, None, 9)
+    assert names_call("May I delete the project planner, dry_run: false?", flag)

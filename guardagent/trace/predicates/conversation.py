@@ -35,7 +35,9 @@ every one of these conditions (else it does not, and the fact says which one fai
   other arguments need not be);
 - the question asks **one thing**: no more typed values of a kind the call takes than
   the call has, and no joining word beyond the call's own values unless the call takes a
-  list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither payment); an
+  list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither payment), nor, for
+  a call with values in two or more arguments, a clause separator (a comma, a line break:
+  "move planner to archive, notes to trash" approves no move); an
   amount read two ways names the English reading only ("4,950" is 4950; "1.500", 1.5 or
   1500, names none: :func:`~.naming._one_request`, :func:`~.naming._plain_keys`);
 - the question is **plain**: it holds no negation, no alternative
