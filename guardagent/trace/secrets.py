@@ -17,8 +17,9 @@ Finding one (:func:`find_secrets`). Each argument value is read in several views
 written, reversed and ROT13; HTML character references and string escapes read
 (``&#115;``, a backslash and ``u0073``); URL-decoded (repeatedly, ``%2B`` and ``+``);
 every run of base64 (standard and URL-safe, decoded at each of the four alignments, so a
-secret in the middle of an encoded blob is found; also with line breaks removed) and of
-hex (both alignments); and each decoded view once more (base64 of URL-encoded text). The
+secret in the middle of an encoded blob is found; also with line breaks removed), of
+base32 (either case, each of the eight alignments) and of hex (both alignments); and each
+decoded view once more (base64 of URL-encoded text). The
 predicate also reads the values of the arguments joined, in order (a secret split across
 two arguments or the elements of a list). Each view is normalised
 (:func:`guardagent.trace.values.normalize_text`: NFKC, case folding, format characters
@@ -177,6 +178,30 @@ def _b64_views(text: str) -> list[str]:
     return out
 
 
+_B32_RUN = re.compile(r"[A-Za-z2-7]{8,}")
+_B32_TAIL = {0: 0, 1: 0, 2: 2, 3: 2, 4: 4, 5: 5, 6: 5, 7: 7}
+"""Characters kept of a last group of 8 cut short: the longest length base32 can end with."""
+
+
+def _b32_views(text: str) -> list[str]:
+    """Every run of base32 (RFC 4648, either case), decoded at each of the eight alignments."""
+    out: list[str] = []
+    for m in _B32_RUN.finditer(text):
+        run = m.group(0).upper()
+        for offset in range(8):
+            part = run[offset:]
+            rest = len(part) % 8
+            part = part[: len(part) - rest + _B32_TAIL[rest]]
+            if len(part) < 8:
+                continue
+            try:
+                raw = base64.b32decode(part + "=" * (-len(part) % 8))
+            except (binascii.Error, ValueError):
+                continue
+            out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
 def _hex_views(text: str) -> list[str]:
     out: list[str] = []
     for m in _HEX_RUN.finditer(text):
@@ -213,13 +238,15 @@ def _text_views(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def views(text: str) -> list[tuple[str, str]]:
+def views(text: str, turned: bool = True) -> list[tuple[str, str]]:
     """``(encoding, view)`` of a value, read as the module says (nested).
 
-    As written, reversed and ROT13, then HTML-, escape-, URL-, base64- (also with line
-    breaks removed) and hex-decoded.
+    As written, reversed and ROT13 (without `turned`: as written only), then HTML-,
+    escape-, URL-, base64- (also with line breaks removed), base32- and hex-decoded.
     """
-    start = [("plain", text), ("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+    start = [("plain", text)]
+    if turned:
+        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
     out: list[tuple[str, str]] = list(start)
     frontier = start
     for _ in range(_DEPTH):
@@ -233,6 +260,7 @@ def views(text: str) -> list[tuple[str, str]]:
             found.extend((prefix + "base64", v) for v in _b64_views(view))
             if any(c.isspace() for c in view):  # base64 wrapped in lines (MIME: 76 a line)
                 found.extend((prefix + "base64", v) for v in _b64_views("".join(view.split())))
+            found.extend((prefix + "base32", v) for v in _b32_views(view))
             found.extend((prefix + "hex", v) for v in _hex_views(view))
         out.extend(found)
         frontier = found
