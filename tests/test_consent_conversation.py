@@ -513,3 +513,28 @@ def test_a_clause_separator_inside_the_calls_own_values_is_one_request() -> None
     # one argument: a flag after a comma names the flag (unchanged)
     flag = ToolCall("delete_project", {"project": "planner", "dry_run": False}, None, 9)
     assert names_call("May I delete the project planner, dry_run: false?", flag)
+
+
+@pytest.mark.parametrize("question", [
+    # the yes was to deleting notes and sparing planner, or to deleting planner some other time
+    "May I delete the project notes, excluding planner?",
+    "May I delete the projects, apart from planner?",
+    "May I delete the projects other than planner?",
+    "May I delete the projects, sparing planner?",
+    "May I delete the projects, leaving planner?",
+    "May I delete the projects, skipping planner?",
+    "May I delete the projects, omitting planner?",
+    "May I delete the projects aside from planner?",
+    "May I delete the projects besides planner?",
+    "May I delete the projects minus planner?",
+    "May I delete the project planner tomorrow?",
+    "May I delete the project planner next week?",
+    "May I delete the project planner if it is empty?",
+    "May I delete the project planner once the backup is done?",
+    "May I delete the project planner after the backup?",
+    "May I delete the project planner when you are done?",
+])  # fmt: skip
+def test_a_question_that_excludes_the_value_or_defers_the_call_approves_nothing(
+        question: str) -> None:  # fmt: skip
+    got, _ = fact(asked("Yes, go ahead.", question))
+    assert got.value is False, (question, got.detail)
