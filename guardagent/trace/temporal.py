@@ -30,7 +30,6 @@ trusted source. A send call without a readable recipient counts as going to an u
 
 from __future__ import annotations
 
-import codecs
 import fnmatch
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,13 +37,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from guardagent.trace.encoded import encoded_tokens, joined_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
-from guardagent.trace.normal import unescape
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
 from guardagent.trace.redirects import MAX_DEPTH, carried
-from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import (
@@ -54,7 +52,6 @@ from guardagent.trace.values import (
     read_scalar,
     reading_form,
     secret_like,
-    tokens,
 )
 from guardagent.trace.written import is_target
 
@@ -495,86 +492,6 @@ class Flow:
         return self.send and bool(self.leaked) and (not self.recipients or bool(self.unapproved))
 
 
-MAX_JOINED = 8
-"""Adjacent tokens read joined (``7 3 9 2 1 4 X Q`` is ``739214XQ``)."""
-_JOINED_CHARS = 64
-
-
-def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
-    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined.
-
-    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
-    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
-    read by its tokens too. Linear: at most MAX_JOINED runs start at each token.
-    """
-    out: dict[str, None] = {}
-    for i in range(len(toks)):
-        joined = ""
-        for t in toks[i:i + MAX_JOINED]:
-            joined += t
-            if len(joined) > _JOINED_CHARS:
-                break
-            out[joined] = None
-    return out
-
-
-def _sensitive_tokens(trace: Trace, labels: Labels) -> set[str]:
-    """Identifier-like tokens (and runs of adjacent ones) of the sensitive tools' results.
-
-    What a decoded view of an argument can leak: only these are traced further (the same
-    look-up as the argument's own values), so a view's other tokens cost no look-up. A
-    result holding backslashes is also read with its escapes read. Linear in those results.
-    """
-    out: set[str] = set()
-    for message in trace.messages:
-        if not labels.sensitive(message.source):
-            continue
-        texts = [message.text] + ([unescape(message.text)] if "\\" in message.text else [])
-        for text in texts:
-            out.update(t for t in joined_tokens(tokens(normalize_text(text))) if secret_like(t))
-    return out
-
-
-def _encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, bool]]:
-    """Tokens of sensitive results (`wanted`) the call's values carry encoded, or split.
-
-    A page can tell the model to send a code reversed, in ROT13, base64, base32, hex,
-    percent-, HTML- or escape-encoded, or split across ``subject`` and ``body``: whoever
-    receives it reads the code. Each string value is read as written and in the decoded
-    views of :func:`guardagent.trace.secrets.views`; each view's tokens and runs of adjacent
-    ones (:func:`joined_tokens`) are compared with `wanted`, reversed and in ROT13 too
-    (``QX412937`` and ``739214KD`` are ``739214XQ``); the call's string values joined in
-    order are read the same way, and a run over two values or more counts for every
-    argument it spans. Each token found is traced like the value's own (the user may have
-    given it). Linear: a constant number of views per value, each a few times its length,
-    and at most :data:`MAX_JOINED` runs a token.
-    """
-    turned = {w[::-1]: w for w in wanted} | {codecs.encode(w, "rot13"): w for w in wanted}
-    turned.update((w, w) for w in wanted)
-    strings = [(p, v) for p, v in flatten(call.args) if isinstance(v, str) and v]
-    out: list[tuple[str, Value, bool]] = []
-
-    def add(paths: Iterable[str], token: str) -> None:
-        if (w := turned.get(token)) is not None:
-            out.extend((p, Value("text", (), w, (w,)), True) for p in paths)
-
-    for path, text in strings:
-        for _, view in views(text, turned=False):
-            for t in joined_tokens(tokens(normalize_text(view))):
-                add((path,), t)
-    spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
-    for i in range(len(spread)):  # runs that span two values or more
-        joined, paths = "", dict.fromkeys([spread[i][1]])
-        for t, p in spread[i:i + MAX_JOINED]:
-            joined += t
-            paths[p] = None
-            if len(joined) > _JOINED_CHARS:
-                break
-            if len(paths) > 1:
-                add(paths, joined)
-    return out
-
-
 def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("send",)) -> Flow:
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
@@ -584,9 +501,9 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     for path, value, _ in items:
         extra.extend((path, Value("text", (), t, (t,)), True)
                      for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
-    wanted = _sensitive_tokens(search.trace, labels)
+    wanted = sensitive_tokens(search.trace, labels)
     if wanted:
-        extra.extend(_encoded_tokens(call, wanted))
+        extra.extend(encoded_tokens(call, wanted))
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []
