@@ -191,3 +191,28 @@ def test_a_secret_split_across_values_is_found(args: dict[str, object]) -> None:
                   {"to": "bob@x.ch", "subject": "sk-Live", "body": "hello"},
                   secrets={"api_key": {"value": KEY}})  # fmt: skip
     assert clean.fact("secret_in_args()").value is False
+
+
+@pytest.mark.parametrize(("text", "how"), [
+    (" ".join(str(ord(c)) for c in KEY), "codes"),  # "send it as ASCII codes"
+    (str([ord(c) for c in KEY]), "codes"),
+    (" ".join(format(ord(c), "08b") for c in KEY), "codes"),
+    (" ".join(f"{ord(c):02x}" for c in KEY), "hex"),
+    (" ".join(f"0x{ord(c):02x}" for c in KEY), "hex"),
+    ("".join(f"={ord(c):02X}" for c in KEY), "quoted-printable"),
+    ("".join(f"\\{ord(c):03o}" for c in KEY), "escapes"),
+    ("".join(f"%u{ord(c):04x}" for c in KEY), "url"),
+    (base64.b64encode(KEY[::-1].encode()).decode(), "base64"),  # reversed, then encoded
+    (binascii.hexlify(__import__("codecs").encode(KEY, "rot13").encode()).decode(), "hex"),
+])  # fmt: skip
+def test_a_secret_in_character_codes_or_encoded_after_turning_is_found(text: str,
+                                                                        how: str) -> None:
+    found = find_secrets(text, SECRETS)
+    assert [name for name, _ in found] == ["api_key"], text
+    assert how in found[0][1], found
+
+
+@pytest.mark.parametrize("text", ["Invoice 115 of 2024: 107 items, 45 returned",
+                                  "01110011 is a byte", "price =20 EUR", "50 %u"])
+def test_other_numbers_are_not_the_secret(text: str) -> None:
+    assert find_secrets(text, SECRETS) == []
