@@ -497,6 +497,7 @@ def test_another_number_in_a_payment_question_approves_nothing() -> None:
     "May I move planner to archive as well as notes to trash?",
     "May I move planner to archive along with notes to trash?",
     "May I move planner to archive, followed by notes to trash?",
+    "May I move planner to archive with notes to trash?",
 ])  # fmt: skip
 def test_a_clause_separator_between_two_requests_approves_neither(question: str) -> None:
     swapped = ToolCall("move_file", {"src": "planner", "dst": "trash"}, None, 9)
@@ -510,6 +511,9 @@ def test_a_clause_separator_inside_the_calls_own_values_is_one_request() -> None
     assert names_call("May I move planner, 2019 to trash?", move, order=("src", "dst"))
     assert names_call("May I move planner to trash?", ToolCall(
         "move_file", {"src": "planner", "dst": "trash"}, None, 9), order=("src", "dst"))
+    forced = ToolCall("move_file", {"src": "planner", "dst": "trash", "force": True}, None, 9)
+    assert names_call("May I move planner to trash with force?", forced,
+                      order=("src", "dst", "force"))  # fmt: skip
     # one argument: a flag after a comma names the flag (unchanged)
     flag = ToolCall("delete_project", {"project": "planner", "dry_run": False}, None, 9)
     assert names_call("May I delete the project planner, dry_run: false?", flag)
