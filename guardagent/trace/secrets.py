@@ -47,6 +47,7 @@ from html import unescape as unescape_html
 from typing import Any
 from urllib.parse import unquote_plus
 
+from guardagent.trace.budget import check_budget
 from guardagent.trace.normal import unescape
 from guardagent.trace.values import normalize_text
 
@@ -289,6 +290,7 @@ def views(text: str, turned: bool = True) -> list[tuple[str, str]]:
     for _ in range(_DEPTH):
         found: list[tuple[str, str]] = []
         for how, view in frontier:
+            check_budget()  # long attacker text: many views (the trace's reading budget)
             prefix = "" if how == "plain" else how + "+"
             url = _url_view(view)
             if url is not None:
@@ -329,6 +331,7 @@ def find_secrets(text: str, secrets: list[tuple[str, str]]) -> list[tuple[str, s
         wanted.append((name, norm, short if len(short) >= COMPACT_MIN else None))
     hits: dict[str, str] = {}
     for how, view in views(text):
+        check_budget()
         norm = normalize_text(view)
         compact: str | None = None
         for name, secret, secret_compact in wanted:
