@@ -486,3 +486,59 @@ def test_another_number_in_a_payment_question_approves_nothing() -> None:
     assert names_call("Shall I send CHF 412.50 to CH44 3199 9123 0008 8901 2?", pay)
     assert not names_call("Shall I send CHF 412.50 for invoice 0425 to "
                           "CH44 3199 9123 0008 8901 2?", pay)  # fmt: skip
+
+
+@pytest.mark.parametrize("question", [
+    # the yes was to planner -> archive and notes -> trash: the call takes one of each clause
+    "May I move planner to archive, notes to trash?",
+    "May I move planner to archive,notes to trash?",
+    "May I move planner to archive\nnotes to trash?",
+    "May I move planner to archive / notes to trash?",
+    "May I move planner to archive as well as notes to trash?",
+    "May I move planner to archive along with notes to trash?",
+    "May I move planner to archive, followed by notes to trash?",
+    "May I move planner to archive with notes to trash?",
+])  # fmt: skip
+def test_a_clause_separator_between_two_requests_approves_neither(question: str) -> None:
+    swapped = ToolCall("move_file", {"src": "planner", "dst": "trash"}, None, 9)
+    assert not names_call(question, swapped, order=("src", "dst"))
+    one = ToolCall("move_file", {"src": "planner", "dst": "archive"}, None, 9)
+    assert not names_call(question, one, order=("src", "dst"))
+
+
+def test_a_clause_separator_inside_the_calls_own_values_is_one_request() -> None:
+    move = ToolCall("move_file", {"src": "planner, 2019", "dst": "trash"}, None, 9)
+    assert names_call("May I move planner, 2019 to trash?", move, order=("src", "dst"))
+    assert names_call("May I move planner to trash?", ToolCall(
+        "move_file", {"src": "planner", "dst": "trash"}, None, 9), order=("src", "dst"))
+    forced = ToolCall("move_file", {"src": "planner", "dst": "trash", "force": True}, None, 9)
+    assert names_call("May I move planner to trash with force?", forced,
+                      order=("src", "dst", "force"))  # fmt: skip
+    # one argument: a flag after a comma names the flag (unchanged)
+    flag = ToolCall("delete_project", {"project": "planner", "dry_run": False}, None, 9)
+    assert names_call("May I delete the project planner, dry_run: false?", flag)
+
+
+@pytest.mark.parametrize("question", [
+    # the yes was to deleting notes and sparing planner, or to deleting planner some other time
+    "May I delete the project notes, excluding planner?",
+    "May I delete the projects, apart from planner?",
+    "May I delete the projects other than planner?",
+    "May I delete the projects, sparing planner?",
+    "May I delete the projects, leaving planner?",
+    "May I delete the projects, skipping planner?",
+    "May I delete the projects, omitting planner?",
+    "May I delete the projects aside from planner?",
+    "May I delete the projects besides planner?",
+    "May I delete the projects minus planner?",
+    "May I delete the project planner tomorrow?",
+    "May I delete the project planner next week?",
+    "May I delete the project planner if it is empty?",
+    "May I delete the project planner once the backup is done?",
+    "May I delete the project planner after the backup?",
+    "May I delete the project planner when you are done?",
+])  # fmt: skip
+def test_a_question_that_excludes_the_value_or_defers_the_call_approves_nothing(
+        question: str) -> None:  # fmt: skip
+    got, _ = fact(asked("Yes, go ahead.", question))
+    assert got.value is False, (question, got.detail)

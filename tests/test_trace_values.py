@@ -83,7 +83,7 @@ def test_phones_need_a_region_without_plus() -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("2500", ("2500",)), ("2,500.00", ("2500",)), ("2.500,00", ("2500",)), ("2'500", ("2500",)),
     ("1,500", ("1500", "1.5")), ("1.5", ("1.5",)), ("1,234,567.89", ("1234567.89",)),
-    ("1.2.3", ()), ("0,500", ("0.5",)), ("12,34,56", ()),
+    ("1.2.3", ()), ("0,500", ("500", "0.5")), ("12,34,56", ()),
 ])
 def test_amount_readings(text: str, expected: tuple[str, ...]) -> None:
     assert amount_readings(text) == expected
@@ -197,3 +197,26 @@ def test_grouped_amounts_read_their_value(n: int, group: str, cents: bool) -> No
         decimal = "," if group == "." else "."
         written += decimal + "00"
     assert f"amount:{n}" in whole(written).keys or f"amount:{n}" in whole("CHF " + written).keys
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a lenient parser (a bank's that drops grouping, locale.atof, babel non-strict) reads
+    # the separator away: 15000, where the decimal reading is 1.5
+    ("1,5000", ("15000", "1.5")), ("1.5000", ("15000", "1.5")),
+    ("1500,000", ("1500000", "1500")), ("1500.000", ("1500000", "1500")),
+    ("0,500", ("500", "0.5")),
+    # two digits or fewer after the separator: a currency's minor unit, read as written
+    ("12.50", ("12.5",)), ("12,5", ("12.5",)),
+])
+def test_a_separator_before_three_or_more_digits_is_read_both_ways(
+        text: str, expected: tuple[str, ...]) -> None:  # fmt: skip
+    assert amount_readings(text) == expected
+
+
+def test_an_amount_a_lenient_bank_reads_larger_does_not_compare_below_a_limit() -> None:
+    from tests.trace_helpers import facts, system, user
+
+    for amount in ("1,5000", "1.5000", "1500,000"):
+        f = facts([system(), user("Pay the invoice")], "send_money",
+                  {"iban": "CH9300762011623852957", "amount": amount})  # fmt: skip
+        assert f.fact('arg_compare("amount", "<=", 2000)').value is None, amount

@@ -671,13 +671,19 @@ def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
     """The proposed call as a call of the trace, or as a new call after the last message.
 
     With an id, the call with that id anywhere in the trace (it must be in the last
-    message); without one, an equal call (name and arguments) of the last message.
+    message); without one, the equal call (name and arguments) of the last message. Two
+    equal calls there (the model pays twice in one message) are ``several_tool_calls``:
+    either would be judged as the first, and ``at_most`` or a one-use approval would
+    count one call where two run.
     """
     if wanted.id is not None:
         where = [(m, c) for m in msgs for c in m.calls if c.id == wanted.id]
     else:
         where = [(msgs[-1], c) for c in (msgs[-1].calls if msgs else ())
-                 if c.name == wanted.name and c.args == wanted.args][:1]  # fmt: skip
+                 if c.name == wanted.name and c.args == wanted.args]  # fmt: skip
+        if len(where) > 1:
+            unreadable("several_tool_calls", f"the proposed call {wanted.name[:40]!r} has no "
+                       f"id and {len(where)} calls of the last message equal it: pass its id")
     for message, call in where:
         if message.index != len(msgs) - 1:
             unreadable("inconsistent_trace", f"the proposed call is made in message "

@@ -7,7 +7,8 @@
   ``+`` and a country code are read.
 - ``amount:2500``: a decimal number with its grouping removed (``2,500.00``, ``2.500,00``,
   ``2'500``, ``$2500`` all read ``amount:2500``). ``1,500`` and ``1.500`` are ambiguous
-  and read both ways (1500 and 1.5); a value matches if any reading does.
+  and read both ways (1500 and 1.5), and so is any single ``,`` or ``.`` before three or
+  more digits (``1,5000``: 15000 and 1.5); a value matches if any reading does.
 """
 
 from __future__ import annotations
@@ -89,7 +90,11 @@ def amount_readings(text: str) -> tuple[str, ...]:
     """Canonical readings of a written number (``1,500`` -> ``("1500", "1.5")``).
 
     Grouping separators (``,`` ``.`` ``'``) are told from a decimal separator by position
-    and group sizes; a string with no consistent reading (``1.2.3``) has none.
+    and group sizes; a string with no consistent reading (``1.2.3``) has none. A single
+    ``,`` or ``.`` before three or more digits is also read without it (``1,5000`` is 1.5
+    and 15000, ``1500.000`` 1500 and 1500000): a lenient parser (a bank's that drops
+    grouping, ``locale.atof``) reads it so. Two digits or fewer are a currency's minor
+    unit, read as written.
     """
     if text.isdigit():  # the common case: a plain integer
         return ((text.lstrip("0") or "0"),) if text.isascii() else ()  # int() stops at 4300 digits
@@ -114,8 +119,8 @@ def amount_readings(text: str) -> tuple[str, ...]:
     if len(set(seps)) == 1:
         sep = seps[0]
         if len(seps) == 1:
-            if len(groups[1]) == 3 and grouped:
-                add(groups[0] + groups[1])
+            if (len(groups[1]) == 3 and grouped) or (sep != "'" and len(groups[1]) >= 3):
+                add(groups[0] + groups[1])  # grouping, or a lenient parser dropping it
             if sep != "'":
                 add(groups[0], groups[1])
         elif grouped and all(len(g) == 3 for g in groups[1:]):

@@ -37,6 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from guardagent.trace.encoded import encoded_tokens, joined_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
@@ -491,29 +492,6 @@ class Flow:
         return self.send and bool(self.leaked) and (not self.recipients or bool(self.unapproved))
 
 
-MAX_JOINED = 8
-"""Adjacent tokens read joined (``7 3 9 2 1 4 X Q`` is ``739214XQ``)."""
-_JOINED_CHARS = 64
-
-
-def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
-    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined.
-
-    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
-    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
-    read by its tokens too. Linear: at most MAX_JOINED runs start at each token.
-    """
-    out: dict[str, None] = {}
-    for i in range(len(toks)):
-        joined = ""
-        for t in toks[i:i + MAX_JOINED]:
-            joined += t
-            if len(joined) > _JOINED_CHARS:
-                break
-            out[joined] = None
-    return out
-
-
 def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("send",)) -> Flow:
     """The secret flow of the trace's proposed call (see the module docstring)."""
     call = search.trace.call
@@ -523,6 +501,9 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     for path, value, _ in items:
         extra.extend((path, Value("text", (), t, (t,)), True)
                      for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
+    wanted = sensitive_tokens(search.trace, labels)
+    if wanted:
+        extra.extend(encoded_tokens(call, wanted))
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []
