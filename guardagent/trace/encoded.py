@@ -25,15 +25,18 @@ views: about 1.4 s of views for 100 KB of base64-, hex- and code-like runs).
 from __future__ import annotations
 
 import codecs
+import functools
 import re
+import weakref
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import ahocorasick
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.labels import Labels
-from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import unescape
 from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
@@ -47,6 +50,10 @@ GLUED_MIN = 8
 """Characters a sensitive token needs (letters and digits both) to be looked for glued."""
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)  # what codecs' "rot13" does, without its per-call codec look-up
 
 
 def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
@@ -72,16 +79,51 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> set[str]:
 
     What a re-spelled argument can leak: only these are traced further (the same look-up
     as the argument's own values), so a view's other tokens cost no look-up. A result
-    holding backslashes is also read with its escapes read. Linear in those results.
+    holding backslashes is also read with its escapes read. Linear in those results; each
+    message's tokens are kept while its parsed message lives (a resumed thread keeps its
+    messages, :mod:`guardagent.trace.resume`), so a call reads only the new ones.
     """
-    out: set[str] = set()
-    for message in trace.messages:
-        if not labels.sensitive(message.source):
-            continue
-        texts = [message.text] + ([unescape(message.text)] if "\\" in message.text else [])
-        for text in texts:
-            out.update(t for t in joined_tokens(tokens(normalize_text(text))) if secret_like(t))
-    return out
+    parts = [_message_tokens(m) for m in trace.messages if labels.sensitive(m.source)]
+    key = tuple(id(p) for p in parts)  # kept frozensets: one per sensitive message object
+    if _UNION and _UNION[0][0] == key:
+        return _UNION[0][1]
+    tokens_ = _Tokens()
+    tokens_.update(*(found for found, _ in parts))
+    tokens_.glued = set().union(*(glued for _, glued in parts))
+    _UNION[:] = [(key, tokens_, parts)]  # holds the parts: their ids stay theirs
+    return tokens_
+
+
+_UNION: list[tuple[tuple[int, ...], _Tokens, list[Any]]] = []  # the last union made
+
+
+class _Tokens(set[str]):
+    """Sensitive tokens, with those looked for glued (:data:`GLUED_MIN`) picked out."""
+
+    glued: set[str]
+
+
+_TOKENS: dict[int, tuple[weakref.ref[Message], tuple[frozenset[str], frozenset[str]]]] = {}
+
+
+def _message_tokens(message: Message) -> tuple[frozenset[str], frozenset[str]]:
+    """(tokens, those looked for glued) of one sensitive message, kept while it lives."""
+    key = id(message)
+    kept = _TOKENS.get(key)
+    if kept is not None and kept[0]() is message:
+        return kept[1]
+    text = message.text
+    texts = [text] + ([unescape(text)] if "\\" in text else [])
+    found = frozenset(t for x in texts for t in joined_tokens(tokens(normalize_text(x))))
+    glued = [t for t in found if len(t) >= GLUED_MIN and t.isalnum() and not t.isdigit()
+             and not t.isalpha()]  # `_glued`, inline: every run of the result is asked
+    both = (found, frozenset(t for t in glued if secret_like(t)))
+    _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), both)
+    return both
+
+
+def _forget(key: int, _: object) -> None:
+    _TOKENS.pop(key, None)
 
 
 def _glued(token: str) -> bool:
@@ -95,29 +137,28 @@ def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, b
     `wanted` are :func:`sensitive_tokens`; each is looked for as written, reversed and in
     ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``).
     """
-    turned = {w[::-1]: w for w in wanted} | {codecs.encode(w, "rot13"): w for w in wanted}
-    turned.update((w, w) for w in wanted)
-    automaton = ahocorasick.Automaton()
-    for key, w in turned.items():
-        if _glued(w):
-            automaton.add_word(key, w)
-    glued = len(automaton) > 0
-    if glued:
-        automaton.make_automaton()
     strings = [(p, v) for p, v in flatten(call.args) if isinstance(v, str) and v]
+    normal: list[tuple[str, list[str]]] = []
+    for path, text in strings:
+        read = []
+        for _, view in views(text, turned=False):
+            check_budget()
+            read.append(normalize_text(view))
+        normal.append((path, read))
+    automaton = _automaton(frozenset(_carried(_glued_part(wanted), normal, strings)))
+    glued = automaton is not None
     out: list[tuple[str, Value, bool]] = []
 
     def add(paths: Iterable[str], token: str) -> None:
-        if (w := turned.get(token)) is not None:
+        w = _wanted(token, wanted)
+        if w is not None:
             out.extend((p, Value("text", (), w, (w,)), True) for p in paths)
 
     def scan(text: str) -> Iterable[str]:
-        return (w for _, w in automaton.iter(text)) if glued and text else ()
+        return (w for _, w in automaton.iter(text)) if automaton is not None and text else ()
 
-    for path, text in strings:
-        for _, view in views(text, turned=False):
-            check_budget()
-            norm = normalize_text(view)
+    for path, read in normal:
+        for norm in read:
             for t in joined_tokens(tokens(norm)):
                 add((path,), t)
             for w in scan(_NOT_ALNUM.sub("", norm)):
@@ -143,3 +184,53 @@ def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, b
             if first != last:
                 add([strings[k][0] for k in range(first, last + 1)], w)
     return out
+
+
+def _wanted(token: str, wanted: set[str]) -> str | None:
+    """The identifier-like token of `wanted` that `token` is: as written, reversed, or in ROT13."""
+    for w in (token, token[::-1], token.translate(_ROT13)):
+        if w in wanted and secret_like(w):
+            return w
+    return None
+
+
+def _glued_part(wanted: set[str]) -> set[str]:
+    """The tokens of `wanted` looked for glued, from each message's kept share when it can."""
+    parts = getattr(wanted, "glued", None)
+    return parts if parts is not None else {w for w in wanted if _glued(w) and secret_like(w)}
+
+
+def _carried(
+    glued: set[str], normal: list[tuple[str, list[str]]], strings: list[tuple[str, str]]
+) -> set[str]:
+    """The tokens of `glued` that could be in the call at all.
+
+    Inside some view of its values (or all of them read as one run), separators dropped, as
+    written, reversed or in ROT13.
+    A superset of what the automaton then finds (it says where); most calls carry none, and
+    then no automaton is built for the thread's every code.
+    """
+    if not glued:
+        return set()
+    runs = [_NOT_ALNUM.sub("", norm) for _, read in normal for norm in read]
+    runs.append("".join(_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings))
+    text = "\0".join(runs)
+    every = "\0".join((text, text[::-1], text.translate(_ROT13)))
+    return {w for w in glued if w in every}
+
+
+@functools.lru_cache(maxsize=32)
+def _automaton(glued: frozenset[str]) -> Any:
+    """One Aho-Corasick automaton of `glued` as written, reversed and in ROT13 (None: empty).
+
+    Built once per set: a thread's set changes only when a sensitive result brings a new
+    code, and the automaton only matches (it keeps no state between scans).
+    """
+    if not glued:
+        return None
+    automaton = ahocorasick.Automaton()
+    for w in glued:
+        for key in (codecs.encode(w, "rot13"), w[::-1], w):  # as written wins a tie
+            automaton.add_word(key, w)
+    automaton.make_automaton()
+    return automaton
