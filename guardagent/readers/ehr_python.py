@@ -18,10 +18,11 @@ Fails closed (:func:`~guardagent.readers.evidence.unreadable`) on: code that is 
 (`unparsable_code`); a table name or column chosen at run time, i.e. a hole where a name must be
 (`dynamic_table`, `dynamic_column`, `dynamic_sql`); a table or column not in the eICU schema
 (`unknown_table`, `unknown_column`); a table variable the code never loaded (`untraced_table`);
-dynamic code or direct data access (`eval`, `exec`, `getattr`, `__import__`, `open`, sqlite or
-pandas readers: `dynamic_code`); constructs it does not model (classes, `match`, async,
-`global`: `unsupported_construct`); code too large or too deeply nested to walk in bounded time
-(`too_complex`).
+dynamic code or direct data access (`eval`, `exec`, `getattr`, `__import__`, `open`, sqlite,
+pandas or numpy readers, a tool or `eval` handed on as a value, dunder names and attributes, an
+import of a module outside `_MODULES`: `dynamic_code`); constructs it does not model (classes,
+`match`, async, `global`: `unsupported_construct`); code too large or too deeply nested to
+walk in bounded time (`too_complex`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,18 @@ _DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr"
 _DATA_ACCESS = frozenset({"connect", "execute", "executemany", "executescript", "read_sql",
                           "read_sql_query", "read_sql_table", "read_csv", "read_table",
                           "read_json", "read_parquet", "read_pickle", "import_module"})  # fmt: skip
+_DYNAMIC_ATTRS = (_DYNAMIC - {"compile"}) | _DATA_ACCESS | frozenset({
+    "load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap", "open_memmap",
+    "DataSource", "recfromcsv", "recfromtxt", "ExcelFile", "HDFStore", "io", "from_csv"})
+"""Attributes that reach code or data the reader cannot follow (`pd.eval`, `np.loadtxt`,
+`pd.io`); any `read_*` attribute too (pandas' readers). `re.compile` is plain text."""
+_MODULES = frozenset({"__future__", "calendar", "collections", "copy", "datetime", "dateutil",
+                      "decimal", "fractions", "functools", "itertools", "json", "math",
+                      "numpy", "operator", "pandas", "random", "re", "statistics", "string",
+                      "time", "typing"})  # fmt: skip
+"""Modules code may import: computation only. Any other (`os`, `sys`, `__main__`, `io`,
+`subprocess`, `pathlib`, `sqlite3`, ...) can reach the data, or the tools under another
+name, in ways the reader cannot follow."""
 _NO_READ = frozenset({"len", "isinstance", "type", "id", "bool"})
 _FRAME_ATTRS = frozenset({"shape", "empty", "columns", "index", "dtypes", "ndim", "size"})
 _ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna", "nlargest",
@@ -210,6 +223,7 @@ class Interpreter:
             self.functions[node.name] = node
             self.env[node.name] = Value(func=frozenset({node.name}))
         elif isinstance(node, ast.Import | ast.ImportFrom):
+            self.check_import(node)
             for alias in node.names:
                 top = (alias.asname or alias.name).split(".")[0]
                 self.env[top] = OPAQUE
@@ -290,6 +304,8 @@ class Interpreter:
                 return Value(strs=frozenset({str(node.value)}))  # what formatting it gives
             return OPAQUE
         if isinstance(node, ast.Name):
+            if node.id not in self.env:
+                _check_name(node.id, node.lineno)
             return self.env.get(node.id, OPAQUE)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node)
@@ -298,6 +314,7 @@ class Interpreter:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Attribute):
+            _check_attribute(node.attr, node.lineno)
             return self.attribute(self.expr(node.value), node.attr, node.lineno)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
@@ -425,6 +442,7 @@ class Interpreter:
             callee = name or (func.attr if isinstance(func, ast.Attribute) else "?")
             unreadable("dynamic_code", f"line {node.lineno}: a call of '{callee}'")
         if isinstance(func, ast.Attribute):
+            _check_attribute(func.attr, node.lineno)
             owner = self.expr(func.value)
             if func.attr in _GROWTH and not owner.tables:
                 self.grow(func.value, [*args, *kwargs.values()])
@@ -441,6 +459,22 @@ class Interpreter:
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
             return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
         return OPAQUE
+
+    def check_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Only computation modules may be imported, and no data reader out of them."""
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+            "." * node.level + (node.module or "")]  # fmt: skip
+        for module in modules:
+            if module.split(".")[0] not in _MODULES:
+                unreadable("dynamic_code", f"line {node.lineno}: an import of '{module}' "
+                           "(only computation modules are read; this one can reach the data "
+                           "or the tools in ways the reader cannot follow)")
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                _check_attribute(alias.name, node.lineno)
+                if alias.name == "*" or alias.name in _DYNAMIC:
+                    unreadable("dynamic_code", f"line {node.lineno}: an import of "
+                               f"'{alias.name}' from '{modules[0]}'")
 
     def grow(self, container: ast.expr, values: list[Value]) -> None:
         """`rows.append(x)` and friends: the container may now hold x."""
@@ -651,6 +685,27 @@ class Interpreter:
         for text in names.strs:
             self.reads.column(tables, text, where)
         return frozenset(n.strip().lower() for n in names.strs)
+
+
+def _check_name(name: str, line: int) -> None:
+    """A name read as a value (not called directly): a tool or `eval` handed on is unreadable.
+
+    `L = LoadDB; L('lab')` or `{'f': eval}` would load data or run code the reader never
+    sees as a call; dunder names (`__builtins__`) reach everything.
+    """
+    if name in _TOOLS or name in _DYNAMIC:
+        unreadable("dynamic_code", f"line {line}: '{name}' is used other than by a direct "
+                   "call (the reader follows direct calls only)")
+    if name.startswith("__") and name.endswith("__") and name != "__name__":
+        unreadable("dynamic_code", f"line {line}: the name '{name}'")
+
+
+def _check_attribute(attr: str, line: int) -> None:
+    """An attribute that reaches code, data or a function's internals is unreadable."""
+    if attr in _DYNAMIC_ATTRS or attr.startswith("read_") or (
+            attr.startswith("__") and attr.endswith("__")):  # fmt: skip
+        unreadable("dynamic_code", f"line {line}: the attribute '{attr}' (code or data the "
+                   "reader cannot follow)")
 
 
 def _root_name(node: ast.expr) -> str | None:

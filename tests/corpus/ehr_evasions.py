@@ -102,4 +102,31 @@ EVASIONS: dict[str, str] = {
     "class": log("class A:\n    x = GetValue(LoadDB('lab'), 'labresult')\nanswer = A.x"),
     "unknown table": log("answer = GetValue(LoadDB('labs'), 'labresult')"),
     "primary key": log("answer = GetValue(LoadDB('cost'), 'costid')"),
+    # a tool or a data reader reached other than by a direct call (h9 review)
+    "tool aliased": log("L = LoadDB\nx = L('lab')\nanswer = x['labresult'].max()"),
+    "tool in a dict": log("d = {'f': LoadDB}\nanswer = d['f']('lab')['labresult'].max()"),
+    "tool dunder call": log("answer = LoadDB.__call__('lab')['labresult'].max()"),
+    "sql tool aliased": log("S = SQLInterpreter\nanswer = S('select labresult from lab')"),
+    "eval aliased": log("e = eval\nanswer = e(\"GetValue(LoadDB('lab'), 'labresult')\")"),
+    "builtins dict": log("answer = __builtins__['eval'](\"GetValue(LoadDB('lab'), "
+                         "'labresult')\")"),
+    "tool through __main__": log("import __main__\n"
+                                 "answer = __main__.LoadDB('lab')['labresult'].max()"),
+    "tool through sys.modules": log("import sys\nanswer = sys.modules['__main__']."
+                                    "LoadDB('lab')['labresult'].max()"),
+    "reader imported by name": log("from pandas import read_csv as r\n"
+                                   "answer = r('lab.csv')['labresult'].max()"),
+    "pandas reader not listed": log("import pandas as pd\n"
+                                    "answer = pd.read_excel('lab.xlsx')['labresult'].max()"),
+    "pandas reader as a value": log("import pandas as pd\nf = pd.read_csv\n"
+                                    "answer = f('lab.csv')['labresult'].max()"),
+    "pandas eval of a local": log("import pandas as pd\nl = LoadDB('lab')\n"
+                                  "answer = pd.eval('l.labresult')"),
+    "numpy loader": log("import numpy as np\nanswer = np.genfromtxt('lab.csv', delimiter=',')"),
+    "shell": log("import os\nanswer = os.popen('sqlite3 eicu.db \"select labresult from lab\"')"
+                 ".read()"),
+    "subprocess": log("import subprocess\nanswer = subprocess.check_output(['sqlite3', "
+                      "'eicu.db', 'select labresult from lab'])"),
+    "io.open": log("import io\nanswer = io.open('lab.csv').read()"),
+    "pathlib": log("import pathlib\nanswer = pathlib.Path('lab.csv').read_text()"),
 }
