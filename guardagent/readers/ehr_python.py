@@ -7,7 +7,8 @@ small abstract interpreter that tracks, for each variable, the strings it may ho
 `+`, `%`, `str.format`, f-strings, `str()`, joins; a run-time part is a hole) and the tables it
 may hold (through assignments, tuples, branches, loops, comprehensions, calls of functions the
 code defines). Branches and loops are over-approximated: every path counts, so code can only be
-read as reading *more*, never less.
+read as reading *more*, never less. A defined function handed to code the reader does not
+follow (`map`, `df.apply`, a decorator) is walked as if called with any value around it.
 
 Reads counted: the columns of FilterDB conditions and GetValue specs, `db["col"]`, `db.col`,
 `db.loc[..., cols]`, `db[[cols]]`, keyword arguments such as `sort_values("col")`, SQL (through
@@ -55,6 +56,7 @@ from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.readers.evidence import unreadable
 
 _MAX_CALL_DEPTH = 4  # nested calls of functions the code itself defines
+_MAX_PARAMS = 16  # parameters bound when a function escapes to code the reader does not follow
 _MAX_NODES = 200_000  # AST nodes walked per event, loops included
 _TOOLS = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
 _DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr", "globals",
@@ -218,10 +220,11 @@ class Interpreter:
             self.branches([node.body + node.orelse, *handlers])
             self.block(node.finalbody)
         elif isinstance(node, ast.FunctionDef):
-            for decorator in node.decorator_list:
-                self.expr(decorator)
+            decorators = [self.expr(decorator) for decorator in node.decorator_list]
             self.functions[node.name] = node
             self.env[node.name] = Value(func=frozenset({node.name}))
+            if decorators:  # a decorator may call the function: `@(lambda fn: fn())`
+                self.escape([self.env[node.name], *decorators], node)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             self.check_import(node)
             for alias in node.names:
@@ -451,6 +454,7 @@ class Interpreter:
         target = self.env.get(name, OPAQUE) if name is not None else self.expr(func)
         if target.func:
             return self.user_call(target.func, args, kwargs, node)
+        self.escape([*args, *kwargs.values()], node)
         if name not in _NO_READ:  # a table handed to anything else is read whole
             for value in [*args, *kwargs.values()]:
                 self.reads.whole(tables_in(value))
@@ -486,9 +490,23 @@ class Interpreter:
         self.env[base] = replace(held, elems=added if held.elems is None else held.elems.join(
             added))  # fmt: skip
 
+    def escape(self, values: list[Value], node: ast.Call | ast.FunctionDef) -> None:
+        """Functions the code defined, handed to code the reader does not follow.
+
+        `map(f, xs)`, `df.apply(f)`, `sorted(key=f)`, a decorator: the callee may call them,
+        with any of the values around (or their elements), so each is walked once with its
+        parameters bound to any of those, or to something unknown.
+        """
+        funcs = frozenset[str]().union(*(_funcs_in(v) for v in values))
+        if not funcs:
+            return
+        given = join_all([OPAQUE, *values, *(p for v in values for p in (v.elems, v.keys)
+                                              if p is not None)])  # fmt: skip
+        self.user_call(funcs, [given] * _MAX_PARAMS, {}, node)
+
     def user_call(
         self, names: frozenset[str], args: list[Value], kwargs: dict[str | None, Value],
-        node: ast.Call,
+        node: ast.Call | ast.FunctionDef,
     ) -> Value:  # fmt: skip
         """Walk the body of a function the code defined, with these arguments bound."""
         if self.depth >= _MAX_CALL_DEPTH:
@@ -529,16 +547,15 @@ class Interpreter:
         where = f"line {node.lineno}: {name}"
         args = [self.expr(a) for a in node.args]
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-        if name == "SQLInterpreter":
-            sql = args[0] if args else kwargs.get("query", kwargs.get("sql", Value()))
-            return self.sql(sql, where)
+        if name == "SQLInterpreter":  # any argument may be the one the tool runs
+            return self.sql(join_all([*args, *kwargs.values()]), where)
         if name == "LoadDB":
             target = args[0] if args else next(iter(kwargs.values()), Value())
             return Value(tables=self.table_names(target, where))
         db = args[0] if args else Value()
         spec = args[1] if len(args) > 1 else next(iter(kwargs.values()), Value())
         tables = self.table_of(db, where)
-        if not spec.strs or spec.other or spec.tables:
+        if not _only_text(spec):
             unreadable("dynamic_column", f"{where}: the column argument is computed at run time")
         for text in spec.strs:
             for col in (filter_columns if name == "FilterDB" else value_columns)(text):
@@ -550,7 +567,7 @@ class Interpreter:
 
         A run-time part is allowed only where SQL takes a value (see `fill_value_holes`).
         """
-        if not sql.strs or sql.other or sql.tables:
+        if not _only_text(sql):
             unreadable("dynamic_sql", f"{where}: the SQL text is built at run time")
         for text in sql.strs:
             self.reads.merge(self.sql_reads(fill_value_holes(text, where)))
@@ -558,7 +575,7 @@ class Interpreter:
 
     def table_names(self, value: Value, where: str) -> frozenset[str]:
         """The tables LoadDB may load: known constants of the schema only."""
-        if not value.strs or value.other or value.tables or any(HOLE in s for s in value.strs):
+        if not _only_text(value) or any(HOLE in s for s in value.strs):
             unreadable("dynamic_table", f"{where}: the table name is computed at run time")
         names = frozenset(s.strip().lower() for s in value.strs)
         for table in names:
@@ -581,6 +598,7 @@ class Interpreter:
     ) -> Value:  # fmt: skip
         """`owner.attr(...)`: string methods are followed, table methods counted as reads."""
         where = f"line {node.lineno}: .{attr}()"
+        self.escape([owner, *args, *kwargs.values()], node)
         if owner.tables and attr in _ROW_ITERATORS:  # (index, row) pairs: rows stay the table
             return Value(elems=Value(tables=owner.tables, other=True, columns=owner.columns))
         if owner.tables:
@@ -680,11 +698,24 @@ class Interpreter:
     def named_columns(self, tables: frozenset[str], key: Value, where: str) -> frozenset[str]:
         """Columns named by a subscript key (a string, or a list of strings), recorded."""
         names = key.elems if key.elems is not None else key
-        if names.other or names.tables or not names.strs:
+        if not _only_text(names):
             unreadable("dynamic_column", f"{where}: the column is chosen at run time")
         for text in names.strs:
             self.reads.column(tables, text, where)
         return frozenset(n.strip().lower() for n in names.strs)
+
+
+def _only_text(value: Value) -> bool:
+    """Whether a value can only be text (no table, container, function or unknown object)."""
+    return bool(value.strs) and not (
+        value.other or value.tables or value.indexer or value.func
+        or value.elems is not None or value.keys is not None)  # fmt: skip
+
+
+def _funcs_in(value: Value) -> frozenset[str]:
+    """Functions the code defined that a value may be or hold (elements and keys included)."""
+    inner = [_funcs_in(p) for p in (value.elems, value.keys) if p is not None]
+    return value.func.union(*inner)
 
 
 def _check_name(name: str, line: int) -> None:
