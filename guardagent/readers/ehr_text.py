@@ -27,12 +27,22 @@ _FILTER_WORD_OPS = (" not in ", " in ", " not like ", " like ", " is not ", " is
 
 
 def filter_columns(conditions: str) -> list[str]:
-    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax)."""
+    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax).
+
+    Each condition gives the name before its earliest operator and, besides, the column
+    EHRAgent's `data_filter` itself takes (:func:`_tool_column`), so a condition it reads
+    differently (`labresulttime is max(labresult)` filters on labresult) reports both. The
+    tool's column counts only when it is a plain name (`celllabel!` of `celllabel!=x` is a
+    KeyError: the tool stops, reading nothing).
+    """
     cols = []
     for cond in conditions.split("||"):
         text = cond.strip()
         if not text:
             continue
+        tool = _tool_column(cond)
+        if tool is not None and tool.isidentifier():  # else a KeyError: the tool reads nothing
+            cols.append(tool)
         low = text.lower()
         if low.startswith(("max(", "min(")) and text.endswith(")"):
             cols.append(text[4:-1])
@@ -43,6 +53,20 @@ def filter_columns(conditions: str) -> list[str]:
         else:
             cols.append(text[:cut])
     return cols
+
+
+def _tool_column(cond: str) -> str | None:
+    """The column EHRAgent's `data_filter` filters on: the text before the first of the
+    first operator it tests (`>=`, `<=`, `>`, `<`, `=`, ` in `), else inside `max(` / `min(`
+    anywhere in the condition, up to `)`; None when it filters on nothing."""
+    for op in (">=", "<=", ">", "<", "=", " in "):
+        if op in cond:
+            return cond.split(op, 1)[0]
+    for agg in ("max", "min"):
+        if agg in cond:
+            parts = cond.split(agg + "(", 1)
+            return parts[1].split(")", 1)[0] if len(parts) > 1 else None
+    return None
 
 
 def _first_operator(text: str) -> int | None:

@@ -150,4 +150,10 @@ EVASIONS: dict[str, str] = {
                                   "command='select labresult from lab')"),
     "sql in two keywords": log("answer = SQLInterpreter(sql='select labresult from lab', "
                                "query='select cost from cost')"),
+    # FilterDB conditions read as EHRAgent's data_filter reads them (h9): with no =, <, >
+    # or ' in ', any 'max(c)' / 'min(c)' in the condition filters on c
+    "filter max after is": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime is "
+                               "max(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
+    "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
+                                    "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
