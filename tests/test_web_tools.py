@@ -281,6 +281,36 @@ def test_element_text_is_secondary_evidence() -> None:
     assert web_action_category("Do something", {}) == "other"
 
 
+HOSTILE_TEXTS = [
+    "Watch movies and music videos on a streaming service",
+    "Book a hotel room at the resort lodge for two nights",
+    "Add to Cart, add to bag, buy now, checkout",
+    "Apply for this job, careers, submit your resume",
+    "Book a flight, airline tickets, airfare",
+    "Rent a car, used trucks and SUVs for sale",
+]
+
+
+@pytest.mark.parametrize(("task", "expected"), [(t, c) for t, c in DEV_SET if c != "other"])
+def test_output_never_changes_a_tasks_category(task: str, expected: str) -> None:
+    # The element text and value are the agent's output (attacker-influenced): they may
+    # name a category for a task that names none, never move a task out of its own (a
+    # purchase judged as 'media' skips the membership rule). Failed on main for tasks whose
+    # score the capped secondary evidence could outweigh.
+    for text in HOSTILE_TEXTS:
+        action = {"element": "A", "action": "TYPE", "value": text,
+                  "element_text": f"A. <button id=0> {text} {text} {text} </button>"}
+        assert web_action_category(task, action) == expected, (task, text)
+
+
+def test_output_cannot_move_a_purchase_past_the_membership_rule() -> None:
+    task = "Add a pair of trail running shoes to my bag and check the total"
+    assert web_action_category(task, NO_ACTION) == "purchase"
+    media = {"element": "A", "action": "CLICK", "value": "None",
+             "element_text": "A. <a id=0> Watch movies, music and video streaming </a>" * 3}
+    assert web_action_category(task, media) == "purchase"
+
+
 # --- rules ---------------------------------------------------------------------------------
 
 
