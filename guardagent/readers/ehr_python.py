@@ -290,6 +290,8 @@ class Interpreter:
             if isinstance(target, ast.Subscript):
                 self.expr(target.slice)
             base = _root_name(target)
+            if base is not None and base in self.env and _through_columns(target):
+                self.reads.whole(tables_in(self.env[base], deep=False))  # names now lie
             if base is not None and base in self.env:
                 held = self.env[base]
                 elems = value if held.elems is None else held.elems.join(value)
@@ -350,7 +352,7 @@ class Interpreter:
         if isinstance(node, ast.UnaryOp | ast.Slice | ast.FormattedValue):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
-                    self.expr(child)
+                    self.reads.whole(tables_in(self.expr(child), deep=False))  # `-db`
             return OPAQUE
         if isinstance(node, ast.Await | ast.Yield | ast.YieldFrom):
             unreadable("unsupported_construct", f"line {node.lineno}: '{type(node).__name__}'")
@@ -372,6 +374,7 @@ class Interpreter:
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
                 value = self.expr(part.value)
+                self.reads.whole(tables_in(value))  # formatting a table prints its values
                 if part.format_spec is not None:
                     self.expr(part.format_spec)
                 plain = part.conversion in (-1, ord("s")) and part.format_spec is None
@@ -382,8 +385,15 @@ class Interpreter:
         return out
 
     def binop(self, node: ast.BinOp) -> Value:
-        """`+` concatenates, `%` formats; other operators on text give unknown text."""
+        """`+` concatenates, `%` formats; other operators on text give unknown text.
+
+        A table operand (`db * 1`, `'x' + db`, `'%s' % (db,)`) yields every value of it: it
+        is read whole (list concatenation and repetition only move it).
+        """
         left, right = self.expr(node.left), self.expr(node.right)
+        if left.elems is None and right.elems is None or isinstance(node.op, ast.Mod):
+            for side in (left, right):
+                self.reads.whole(tables_in(side, deep=isinstance(node.op, ast.Mod)))
         if isinstance(node.op, ast.Add):
             if left.elems is not None or right.elems is not None:
                 return left.join(right)
@@ -604,10 +614,14 @@ class Interpreter:
         if owner.tables:
             named = [*args, *(v for k, v in kwargs.items() if k in (
                 "by", "subset", "on", "columns", "items", "keys", "column", None))]  # fmt: skip
+            if attr == "rename" and not all(_text_map(v) for v in [*args, *(
+                    v for k, v in kwargs.items() if k in ("columns", "mapper", "index"))]):
+                self.reads.whole(tables_in(owner, deep=False))  # names mapped unseen: all
             if attr in _ROW_METHODS:
-                for value in named:
-                    for text in (value.strs | (value.elems.strs if value.elems else frozenset())):
-                        self.reads.column(owner.tables, text, where)
+                for value in named:  # a dict's keys too: `rename(columns={"old": "new"})`
+                    for part in (value, value.elems, value.keys):
+                        for text in part.strs if part is not None else ():
+                            self.reads.column(owner.tables, text, where)
                     if value.tables:
                         self.reads.merge({t: set() for t in value.tables})
                 joined = frozenset().union(*(v.tables for v in args))
@@ -710,6 +724,26 @@ def _only_text(value: Value) -> bool:
     return bool(value.strs) and not (
         value.other or value.tables or value.indexer or value.func
         or value.elems is not None or value.keys is not None)  # fmt: skip
+
+
+def _text_map(value: Value) -> bool:
+    """Whether a value is a dict from text to text (a `rename` mapping the reader can read)."""
+    return (value.keys is not None and value.elems is not None and _only_text(value.keys)
+            and _only_text(value.elems) and not (value.strs or value.tables or value.other
+                                                 or value.func))  # fmt: skip
+
+
+def _through_columns(target: ast.expr) -> bool:
+    """Whether an assignment target goes through `.columns` (it renames columns).
+
+    `db.columns = [...]` or `db.columns.values[2] = "x"`: later names lie.
+    """
+    node = target
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute) and node.attr == "columns":
+            return True
+        node = node.value
+    return False
 
 
 def _funcs_in(value: Value) -> frozenset[str]:
