@@ -39,6 +39,8 @@ from guardagent.readers.ehr_text import (
     value_columns,
 )
 from guardagent.readers.ehr_values import (
+    DATA,
+    DATA_HOLE,
     HOLE,
     OPAQUE,
     UNKNOWN_STR,
@@ -46,6 +48,7 @@ from guardagent.readers.ehr_values import (
     as_text,
     cap,
     concat,
+    is_data,
     join_all,
     join_opt,
     percent,
@@ -77,6 +80,14 @@ _MODULES = frozenset({"__future__", "calendar", "collections", "copy", "datetime
 `subprocess`, `pathlib`, `sqlite3`, ...) can reach the data, or the tools under another
 name, in ways the reader cannot follow."""
 _NO_READ = frozenset({"len", "isinstance", "type", "id", "bool"})
+_DATA_KEEPING = frozenset({"int", "float", "round", "abs", "max", "min"})
+"""Builtins that turn database data into data (a number, one of the values)."""
+_DATA_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "split", "rsplit",
+                           "splitlines", "casefold", "title"})
+"""Methods of database data whose result is still only data (they add no text)."""
+_DATE_PARTS = frozenset({"year", "month", "day", "hour", "minute", "second", "days",
+                         "seconds", "weekday"})
+"""Attributes that are a date's or a duration's numbers (`datetime.now().year`)."""
 _FRAME_ATTRS = frozenset({"shape", "empty", "columns", "index", "dtypes", "ndim", "size"})
 _ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna", "nlargest",
                           "nsmallest", "set_index", "sort_index", "reset_index", "query",
@@ -98,7 +109,7 @@ class Reads:
 
     def column(self, tables: frozenset[str], name: str, where: str) -> None:
         """Record `name` read from whichever of `tables` has it; a name none has is unreadable."""
-        if HOLE in name:
+        if HOLE in name or DATA_HOLE in name:
             unreadable("dynamic_column", f"{where}: the column name is computed at run time")
         col = name.strip().strip("`\"'[]").strip().lower()
         owners = [t for t in tables if col in EICU_COLUMNS[t]]
@@ -437,7 +448,7 @@ class Interpreter:
             return rows
         if value.strs:
             return UNKNOWN_STR
-        return OPAQUE
+        return DATA if is_data(value) else OPAQUE  # the characters of a value: still data
 
     # ------------------------------------------------------------------ calls
 
@@ -470,6 +481,11 @@ class Interpreter:
                 self.reads.whole(tables_in(value))
         if name == "str" and len(args) == 1:
             return Value(strs=as_text(args[0]))
+        if name in _DATA_KEEPING and name not in self.env and args and all(
+                is_data(a) or (a.strs and not a.other) for a in args) and is_data(args[0]):
+            return DATA  # int(stay_id): a number read from the database
+        if name == "Calendar" and name not in self.env:
+            return DATA  # EHRAgent's date tool: a date, not code
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
             return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
         return OPAQUE
@@ -565,12 +581,13 @@ class Interpreter:
         db = args[0] if args else Value()
         spec = args[1] if len(args) > 1 else next(iter(kwargs.values()), Value())
         tables = self.table_of(db, where)
-        if not _only_text(spec):
-            unreadable("dynamic_column", f"{where}: the column argument is computed at run time")
+        if not _only_text(spec) or any(HOLE in s for s in spec.strs):
+            unreadable("dynamic_column", f"{where}: the column argument is computed at run time"
+                       " (a part the code computes may add a column or a '||' condition)")
         for text in spec.strs:
             for col in (filter_columns if name == "FilterDB" else value_columns)(text):
                 self.reads.column(tables, col, where)
-        return Value(tables=tables) if name == "FilterDB" else OPAQUE
+        return Value(tables=tables) if name == "FilterDB" else DATA
 
     def sql(self, sql: Value, where: str) -> Value:
         """SQL passed to SQLInterpreter: every possible text is read.
@@ -579,13 +596,17 @@ class Interpreter:
         """
         if not _only_text(sql):
             unreadable("dynamic_sql", f"{where}: the SQL text is built at run time")
+        if any(HOLE in s for s in sql.strs):
+            unreadable("dynamic_sql", f"{where}: a part of the SQL is computed by the code (only "
+                       "a value read from the database may fill it: a computed one may close a "
+                       "quote or add a query)")
         for text in sql.strs:
             self.reads.merge(self.sql_reads(fill_value_holes(text, where)))
-        return OPAQUE
+        return DATA
 
     def table_names(self, value: Value, where: str) -> frozenset[str]:
         """The tables LoadDB may load: known constants of the schema only."""
-        if not _only_text(value) or any(HOLE in s for s in value.strs):
+        if not _only_text(value) or any(HOLE in s or DATA_HOLE in s for s in value.strs):
             unreadable("dynamic_table", f"{where}: the table name is computed at run time")
         names = frozenset(s.strip().lower() for s in value.strs)
         for table in names:
@@ -632,7 +653,11 @@ class Interpreter:
         for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
             self.reads.whole(tables_in(value))
         if owner.strs and not owner.other:
-            return Value(strs=cap(frozenset(str_method(s, attr, args) for s in owner.strs)))
+            fields = {k: v for k, v in kwargs.items() if k is not None}
+            return Value(strs=cap(frozenset(str_method(s, attr, args, fields)
+                                            for s in owner.strs)))  # fmt: skip
+        if is_data(owner) and attr in _DATA_METHODS:
+            return DATA
         if attr in ("pop", "get", "setdefault") and owner.elems is not None:
             return owner.elems
         if attr in ("keys", "values", "items", "copy"):
@@ -656,6 +681,8 @@ class Interpreter:
                 return OPAQUE
             self.reads.whole(tables_in(owner, deep=False))  # values, to_dict, head, T, ...
             return OPAQUE
+        if attr in _DATE_PARTS:
+            return DATA  # `datetime.now().year`: a number, no text of the code's
         return OPAQUE
 
     def subscript(self, node: ast.Subscript) -> Value:
@@ -682,7 +709,7 @@ class Interpreter:
             return owner.elems
         if owner.strs:
             return UNKNOWN_STR
-        return OPAQUE
+        return DATA if is_data(owner) else OPAQUE  # stay_ids[0]: part of a value, still data
 
     def index_columns(
         self, tables: frozenset[str], indexer: frozenset[tuple[str, str]], key: ast.expr,

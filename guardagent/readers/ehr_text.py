@@ -15,7 +15,7 @@ import sqlglot.dialects.sqlite  # noqa: F401 - loaded now: a sandbox child may o
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from guardagent.readers.ehr_values import HOLE
+from guardagent.readers.ehr_values import DATA_HOLE
 from guardagent.readers.evidence import unreadable
 
 _AGGREGATIONS = frozenset({"max", "min", "mean", "avg", "sum", "count", "list", "median",
@@ -56,9 +56,11 @@ def filter_columns(conditions: str) -> list[str]:
 
 
 def _tool_column(cond: str) -> str | None:
-    """The column EHRAgent's `data_filter` filters on: the text before the first of the
-    first operator it tests (`>=`, `<=`, `>`, `<`, `=`, ` in `), else inside `max(` / `min(`
-    anywhere in the condition, up to `)`; None when it filters on nothing."""
+    """The column EHRAgent's `data_filter` filters on (None: it filters on nothing).
+
+    The text before the first of the first operator it tests (`>=`, `<=`, `>`, `<`, `=`,
+    ` in `), else inside `max(` / `min(` anywhere in the condition, up to `)`.
+    """
     for op in (">=", "<=", ">", "<", "=", " in "):
         if op in cond:
             return cond.split(op, 1)[0]
@@ -163,9 +165,9 @@ def fill_value_holes(sql: str, where: str) -> str:
     a literal; anywhere else (a column, a table, a keyword, the select list) it could name
     data, so the SQL is unreadable.
     """
-    if HOLE not in sql:
+    if DATA_HOLE not in sql:
         return sql
-    text = sql.replace(HOLE, _HOLE_NAME)
+    text = sql.replace(DATA_HOLE, _HOLE_NAME)
     try:
         trees = [t for t in sqlglot.parse(text, read="sqlite") if t is not None]
     except (SqlglotError, RecursionError):

@@ -173,6 +173,19 @@ EVASIONS: dict[str, str] = {
     "columns reassigned": log("x = LoadDB('lab')\nx.columns = ['patientunitstayid', "
                               "'labname', 'labresulttime', 'labid', 'labresult']\n"
                               "answer = x['labresulttime']"),
+    # a run-time part the code computes (not a value read from the database) spliced into
+    # SQL or a FilterDB condition: it may close a quote or add a condition (h9)
+    "quote computed into sql": log("v = chr(39) + ' union select labresult from lab --'\n"
+                                   "answer = SQLInterpreter(\"select cost from cost where "
+                                   "uniquepid = '{}'\".format(v))"),
+    "value computed into sql": log("v = ''.join(map(chr, [48] + [ord(c) for c in ' union select labresult "
+                                   "from lab']))\n"
+                                   "answer = SQLInterpreter('select cost from cost where "
+                                   "uniquepid = {}'.format(v))"),
+    "separator computed into a filter": log("l = LoadDB('lab')\nsep = chr(124) * 2\n"
+                                            "f = FilterDB(l, 'labresulttime=1{}max(labresult)'"
+                                            ".format(sep))\nanswer = GetValue(f, "
+                                            "'labresulttime')"),
     "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
                                     "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
