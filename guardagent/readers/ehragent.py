@@ -324,6 +324,22 @@ def _parses(text: str) -> bool:
     return parses(lift_raw_sql(text))
 
 
+def _never_ran(block: CodeBlock) -> bool:
+    """Whether Python refuses the block as invalid (a SyntaxError: none of it ran).
+
+    A block this interpreter's parser cannot finish for depth or memory is not invalid:
+    another Python (a higher recursion limit, a newer parser) may run it, so it is
+    unreadable (`too_complex`), never skipped.
+    """
+    try:
+        ast.parse(lift_raw_sql(block.text))
+    except (SyntaxError, ValueError):
+        return True
+    except (RecursionError, MemoryError):
+        unreadable("too_complex", f"{block.where} is too deeply nested for this parser to read")
+    return False
+
+
 def _error_line(text: str) -> int | None:
     """The line where Python stops parsing `text` (None: it parses; 0: unknown)."""
     try:
@@ -538,7 +554,7 @@ def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
         if language == "auto":
             language = "sql" if not _parses(block.text) and _looks_like_sql(block.text) else (
                 "python")  # fmt: skip
-        if language == "python" and not final and not _parses(block.text):
+        if language == "python" and not final and _never_ran(block):
             continue  # a SyntaxError: Python ran none of it (the agent retried after it)
         if language == "sql":
             interpreter.reads.merge(sql_reads(block.text))

@@ -186,6 +186,9 @@ EVASIONS: dict[str, str] = {
                                             "f = FilterDB(l, 'labresulttime=1{}max(labresult)'"
                                             ".format(sep))\nanswer = GetValue(f, "
                                             "'labresulttime')"),
+    # a block too deep for this interpreter's parser, not invalid Python: another Python
+    # (a higher recursion limit, a newer parser) may run it, so it is no retry to skip (h9)
+    "block too deep to parse": log(REAL + "\ny = " + "-" * 3000 + "1", SAFE),
     "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
                                     "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
