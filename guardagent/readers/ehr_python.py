@@ -195,6 +195,7 @@ class Interpreter:
             for target in node.targets:
                 self.bind(target, value, node.value)
         elif isinstance(node, ast.AnnAssign):
+            self.expr(node.annotation)  # evaluated at run time (outside `from __future__`)
             if node.value is not None:
                 self.bind(node.target, self.expr(node.value), node.value)
         elif isinstance(node, ast.AugAssign):
@@ -232,6 +233,7 @@ class Interpreter:
             self.block(node.finalbody)
         elif isinstance(node, ast.FunctionDef):
             decorators = [self.expr(decorator) for decorator in node.decorator_list]
+            self.signature(node)
             self.functions[node.name] = node
             self.env[node.name] = Value(func=frozenset({node.name}))
             if decorators:  # a decorator may call the function: `@(lambda fn: fn())`
@@ -349,6 +351,7 @@ class Interpreter:
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self.comprehension(node)
         if isinstance(node, ast.Lambda):
+            self.signature(node)
             name = f"<lambda {id(node)}>"
             self.functions[name] = node
             return Value(func=frozenset({name}))
@@ -417,10 +420,25 @@ class Interpreter:
             return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
         return OPAQUE
 
+    def signature(self, node: ast.FunctionDef | ast.Lambda) -> None:
+        """Defaults and annotations: Python evaluates them where the function is defined."""
+        args = node.args
+        parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None and arg.annotation is not None:
+                parts.append(arg.annotation)
+        if isinstance(node, ast.FunctionDef) and node.returns is not None:
+            parts.append(node.returns)
+        for part in parts:
+            self.expr(part)
+
     def comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
     ) -> Value:
-        """A comprehension: its targets bound to the iterables' elements, in its own scope."""
+        """A comprehension: its targets bound to the iterables' elements, in its own scope.
+
+        A walrus inside it (`(t := ...)`) binds in the enclosing scope, as in Python.
+        """
         saved = dict(self.env)
         for gen in node.generators:
             self.bind(gen.target, self.iterate(self.expr(gen.iter), gen.iter), None)
@@ -430,7 +448,12 @@ class Interpreter:
             elem = self.expr(node.key).join(self.expr(node.value))
         else:
             elem = self.expr(node.elt)
-        self.env = saved
+        inner, self.env = self.env, saved
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                name = sub.target.id
+                if name in inner:  # it may run zero times: the old value stays possible
+                    self.env[name] = saved[name].join(inner[name]) if name in saved else inner[name]
         return Value(elems=elem)
 
     def iterate(self, value: Value, node: ast.expr) -> Value:

@@ -189,6 +189,15 @@ EVASIONS: dict[str, str] = {
     # a block too deep for this interpreter's parser, not invalid Python: another Python
     # (a higher recursion limit, a newer parser) may run it, so it is no retry to skip (h9)
     "block too deep to parse": log(REAL + "\ny = " + "-" * 3000 + "1", SAFE),
+    # code Python runs where the reader did not look (h9)
+    "default of an uncalled function": log("def f(x=GetValue(LoadDB('lab'), 'labresult')):\n"
+                                           "    return 1\nanswer = 1"),
+    "default of an uncalled lambda": log("g = lambda x=GetValue(LoadDB('lab'), 'labresult'): 1\n"
+                                         "answer = 1"),
+    "annotation": log("x: GetValue(LoadDB('lab'), 'labresult')\nanswer = 1"),
+    "parameter annotation": log("def f(a: GetValue(LoadDB('lab'), 'labresult')) -> None:\n"
+                                "    return None\nanswer = 1"),
+    "walrus in a comprehension": log("[(t := LoadDB('lab')) for _ in [1]]\nanswer = t"),
     "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
                                     "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
