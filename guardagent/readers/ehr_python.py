@@ -227,6 +227,8 @@ class Interpreter:
         elif isinstance(node, ast.Try | ast.TryStar):
             handlers: list[list[ast.stmt]] = [h.body for h in node.handlers]
             for handler in node.handlers:
+                if handler.type is not None:  # evaluated when an exception reaches it
+                    self.expr(handler.type)
                 if handler.name:
                     self.env[handler.name] = OPAQUE
             self.branches([node.body + node.orelse, *handlers])
@@ -567,8 +569,12 @@ class Interpreter:
             saved = dict(self.env)
             for param in (*params, *(a.arg for a in fn.args.kwonlyargs)):
                 self.env[param] = OPAQUE
-            for default in (*fn.args.defaults, *(d for d in fn.args.kw_defaults if d)):
-                self.expr(default)
+            defaults = [self.expr(d) for d in fn.args.defaults]  # `def g(h=f)`: h may be f
+            for param, value in zip(params[len(params) - len(defaults):], defaults, strict=True):
+                self.env[param] = value
+            for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+                if default is not None:
+                    self.env[arg.arg] = self.expr(default)
             for param, value in zip(params, args, strict=False):
                 self.env[param] = value
             for key, value in kwargs.items():

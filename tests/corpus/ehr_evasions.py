@@ -198,6 +198,13 @@ EVASIONS: dict[str, str] = {
     "parameter annotation": log("def f(a: GetValue(LoadDB('lab'), 'labresult')) -> None:\n"
                                 "    return None\nanswer = 1"),
     "walrus in a comprehension": log("[(t := LoadDB('lab')) for _ in [1]]\nanswer = t"),
+    "exception type": log("try:\n    1 / 0\nexcept (GetValue(LoadDB('lab'), 'labresult') and "
+                          "ZeroDivisionError):\n    pass\nanswer = 1"),
+    "function as a default": log("def f():\n    return GetValue(LoadDB('lab'), 'labresult')\n"
+                                 "def g(h=f):\n    return h()\nanswer = g()"),
+    "function as a keyword default": log("def f():\n    return GetValue(LoadDB('lab'), "
+                                         "'labresult')\ndef g(*, h=f):\n    return h()\n"
+                                         "answer = g()"),
     "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
                                     "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
