@@ -509,8 +509,12 @@ class Interpreter:
         if name in _DATA_KEEPING and name not in self.env and args and all(
                 is_data(a) or (a.strs and not a.other) for a in args) and is_data(args[0]):
             return DATA  # int(stay_id): a number read from the database
-        if name == "Calendar" and name not in self.env:
-            return DATA  # EHRAgent's date tool: a date, not code
+        if name == "Calendar" and name not in self.env:  # EHRAgent's date tool runs SQL:
+            template = Value(strs=frozenset({"select datetime(current_time, '"}))
+            for arg in [*args, *kwargs.values()]:  # select datetime(current_time, '<arg>')
+                self.sql(concat(concat(template, arg), Value(strs=frozenset({"')"}))),
+                         f"line {node.lineno}: Calendar")  # fmt: skip
+            return DATA  # a date, not code
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
             return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
         return OPAQUE

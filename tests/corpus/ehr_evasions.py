@@ -205,6 +205,9 @@ EVASIONS: dict[str, str] = {
     "function as a keyword default": log("def f():\n    return GetValue(LoadDB('lab'), "
                                          "'labresult')\ndef g(*, h=f):\n    return h()\n"
                                          "answer = g()"),
+    # Calendar(arg) runs select datetime(current_time, '<arg>') on the database (h9)
+    "sql injected through Calendar": log("answer = Calendar(\"0 year'), (select labresult "
+                                         "from lab limit 1) --\")"),
     "filter min inside a word": log("l = LoadDB('lab')\nf = FilterDB(l, 'labresulttime like "
                                     "xmin(labresult)')\nanswer = GetValue(f, 'labresulttime')"),
 }
