@@ -818,7 +818,7 @@ def _check_name(name: str, line: int) -> None:
     `L = LoadDB; L('lab')` or `{'f': eval}` would load data or run code the reader never
     sees as a call; dunder names (`__builtins__`) reach everything.
     """
-    if name in _TOOLS or name in _DYNAMIC:
+    if name in _TOOLS or name in _DYNAMIC or name == "Calendar":
         unreadable("dynamic_code", f"line {line}: '{name}' is used other than by a direct "
                    "call (the reader follows direct calls only)")
     if name.startswith("__") and name.endswith("__") and name != "__name__":
