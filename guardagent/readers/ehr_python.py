@@ -7,7 +7,8 @@ small abstract interpreter that tracks, for each variable, the strings it may ho
 `+`, `%`, `str.format`, f-strings, `str()`, joins; a run-time part is a hole) and the tables it
 may hold (through assignments, tuples, branches, loops, comprehensions, calls of functions the
 code defines). Branches and loops are over-approximated: every path counts, so code can only be
-read as reading *more*, never less.
+read as reading *more*, never less. A defined function handed to code the reader does not
+follow (`map`, `df.apply`, a decorator) is walked as if called with any value around it.
 
 Reads counted: the columns of FilterDB conditions and GetValue specs, `db["col"]`, `db.col`,
 `db.loc[..., cols]`, `db[[cols]]`, keyword arguments such as `sort_values("col")`, SQL (through
@@ -18,10 +19,11 @@ Fails closed (:func:`~guardagent.readers.evidence.unreadable`) on: code that is 
 (`unparsable_code`); a table name or column chosen at run time, i.e. a hole where a name must be
 (`dynamic_table`, `dynamic_column`, `dynamic_sql`); a table or column not in the eICU schema
 (`unknown_table`, `unknown_column`); a table variable the code never loaded (`untraced_table`);
-dynamic code or direct data access (`eval`, `exec`, `getattr`, `__import__`, `open`, sqlite or
-pandas readers: `dynamic_code`); constructs it does not model (classes, `match`, async,
-`global`: `unsupported_construct`); code too large or too deeply nested to walk in bounded time
-(`too_complex`).
+dynamic code or direct data access (`eval`, `exec`, `getattr`, `__import__`, `open`, sqlite,
+pandas or numpy readers, a tool or `eval` handed on as a value, dunder names and attributes, an
+import of a module outside `_MODULES`: `dynamic_code`); constructs it does not model (classes,
+`match`, async, `global`: `unsupported_construct`); code too large or too deeply nested to
+walk in bounded time (`too_complex`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from guardagent.readers.ehr_text import (
     value_columns,
 )
 from guardagent.readers.ehr_values import (
+    DATA,
+    DATA_HOLE,
     HOLE,
     OPAQUE,
     UNKNOWN_STR,
@@ -44,6 +48,7 @@ from guardagent.readers.ehr_values import (
     as_text,
     cap,
     concat,
+    is_data,
     join_all,
     join_opt,
     percent,
@@ -54,6 +59,7 @@ from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.readers.evidence import unreadable
 
 _MAX_CALL_DEPTH = 4  # nested calls of functions the code itself defines
+_MAX_PARAMS = 16  # parameters bound when a function escapes to code the reader does not follow
 _MAX_NODES = 200_000  # AST nodes walked per event, loops included
 _TOOLS = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
 _DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr", "globals",
@@ -61,7 +67,27 @@ _DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr"
 _DATA_ACCESS = frozenset({"connect", "execute", "executemany", "executescript", "read_sql",
                           "read_sql_query", "read_sql_table", "read_csv", "read_table",
                           "read_json", "read_parquet", "read_pickle", "import_module"})  # fmt: skip
+_DYNAMIC_ATTRS = (_DYNAMIC - {"compile"}) | _DATA_ACCESS | frozenset({
+    "load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap", "open_memmap",
+    "DataSource", "recfromcsv", "recfromtxt", "ExcelFile", "HDFStore", "io", "from_csv"})
+"""Attributes that reach code or data the reader cannot follow (`pd.eval`, `np.loadtxt`,
+`pd.io`); any `read_*` attribute too (pandas' readers). `re.compile` is plain text."""
+_MODULES = frozenset({"__future__", "calendar", "collections", "copy", "datetime", "dateutil",
+                      "decimal", "fractions", "functools", "itertools", "json", "math",
+                      "numpy", "operator", "pandas", "random", "re", "statistics", "string",
+                      "time", "typing"})  # fmt: skip
+"""Modules code may import: computation only. Any other (`os`, `sys`, `__main__`, `io`,
+`subprocess`, `pathlib`, `sqlite3`, ...) can reach the data, or the tools under another
+name, in ways the reader cannot follow."""
 _NO_READ = frozenset({"len", "isinstance", "type", "id", "bool"})
+_DATA_KEEPING = frozenset({"int", "float", "round", "abs", "max", "min"})
+"""Builtins that turn database data into data (a number, one of the values)."""
+_DATA_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "split", "rsplit",
+                           "splitlines", "casefold", "title"})
+"""Methods of database data whose result is still only data (they add no text)."""
+_DATE_PARTS = frozenset({"year", "month", "day", "hour", "minute", "second", "days",
+                         "seconds", "weekday"})
+"""Attributes that are a date's or a duration's numbers (`datetime.now().year`)."""
 _FRAME_ATTRS = frozenset({"shape", "empty", "columns", "index", "dtypes", "ndim", "size"})
 _ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna", "nlargest",
                           "nsmallest", "set_index", "sort_index", "reset_index", "query",
@@ -83,7 +109,7 @@ class Reads:
 
     def column(self, tables: frozenset[str], name: str, where: str) -> None:
         """Record `name` read from whichever of `tables` has it; a name none has is unreadable."""
-        if HOLE in name:
+        if HOLE in name or DATA_HOLE in name:
             unreadable("dynamic_column", f"{where}: the column name is computed at run time")
         col = name.strip().strip("`\"'[]").strip().lower()
         owners = [t for t in tables if col in EICU_COLUMNS[t]]
@@ -169,6 +195,7 @@ class Interpreter:
             for target in node.targets:
                 self.bind(target, value, node.value)
         elif isinstance(node, ast.AnnAssign):
+            self.expr(node.annotation)  # evaluated at run time (outside `from __future__`)
             if node.value is not None:
                 self.bind(node.target, self.expr(node.value), node.value)
         elif isinstance(node, ast.AugAssign):
@@ -200,16 +227,21 @@ class Interpreter:
         elif isinstance(node, ast.Try | ast.TryStar):
             handlers: list[list[ast.stmt]] = [h.body for h in node.handlers]
             for handler in node.handlers:
+                if handler.type is not None:  # evaluated when an exception reaches it
+                    self.expr(handler.type)
                 if handler.name:
                     self.env[handler.name] = OPAQUE
             self.branches([node.body + node.orelse, *handlers])
             self.block(node.finalbody)
         elif isinstance(node, ast.FunctionDef):
-            for decorator in node.decorator_list:
-                self.expr(decorator)
+            decorators = [self.expr(decorator) for decorator in node.decorator_list]
+            self.signature(node)
             self.functions[node.name] = node
             self.env[node.name] = Value(func=frozenset({node.name}))
+            if decorators:  # a decorator may call the function: `@(lambda fn: fn())`
+                self.escape([self.env[node.name], *decorators], node)
         elif isinstance(node, ast.Import | ast.ImportFrom):
+            self.check_import(node)
             for alias in node.names:
                 top = (alias.asname or alias.name).split(".")[0]
                 self.env[top] = OPAQUE
@@ -273,6 +305,8 @@ class Interpreter:
             if isinstance(target, ast.Subscript):
                 self.expr(target.slice)
             base = _root_name(target)
+            if base is not None and base in self.env and _through_columns(target):
+                self.reads.whole(tables_in(self.env[base], deep=False))  # names now lie
             if base is not None and base in self.env:
                 held = self.env[base]
                 elems = value if held.elems is None else held.elems.join(value)
@@ -290,6 +324,8 @@ class Interpreter:
                 return Value(strs=frozenset({str(node.value)}))  # what formatting it gives
             return OPAQUE
         if isinstance(node, ast.Name):
+            if node.id not in self.env:
+                _check_name(node.id, node.lineno)
             return self.env.get(node.id, OPAQUE)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node)
@@ -298,6 +334,7 @@ class Interpreter:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Attribute):
+            _check_attribute(node.attr, node.lineno)
             return self.attribute(self.expr(node.value), node.attr, node.lineno)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
@@ -316,6 +353,7 @@ class Interpreter:
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self.comprehension(node)
         if isinstance(node, ast.Lambda):
+            self.signature(node)
             name = f"<lambda {id(node)}>"
             self.functions[name] = node
             return Value(func=frozenset({name}))
@@ -330,7 +368,7 @@ class Interpreter:
         if isinstance(node, ast.UnaryOp | ast.Slice | ast.FormattedValue):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
-                    self.expr(child)
+                    self.reads.whole(tables_in(self.expr(child), deep=False))  # `-db`
             return OPAQUE
         if isinstance(node, ast.Await | ast.Yield | ast.YieldFrom):
             unreadable("unsupported_construct", f"line {node.lineno}: '{type(node).__name__}'")
@@ -352,6 +390,7 @@ class Interpreter:
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
                 value = self.expr(part.value)
+                self.reads.whole(tables_in(value))  # formatting a table prints its values
                 if part.format_spec is not None:
                     self.expr(part.format_spec)
                 plain = part.conversion in (-1, ord("s")) and part.format_spec is None
@@ -362,8 +401,15 @@ class Interpreter:
         return out
 
     def binop(self, node: ast.BinOp) -> Value:
-        """`+` concatenates, `%` formats; other operators on text give unknown text."""
+        """`+` concatenates, `%` formats; other operators on text give unknown text.
+
+        A table operand (`db * 1`, `'x' + db`, `'%s' % (db,)`) yields every value of it: it
+        is read whole (list concatenation and repetition only move it).
+        """
         left, right = self.expr(node.left), self.expr(node.right)
+        if left.elems is None and right.elems is None or isinstance(node.op, ast.Mod):
+            for side in (left, right):
+                self.reads.whole(tables_in(side, deep=isinstance(node.op, ast.Mod)))
         if isinstance(node.op, ast.Add):
             if left.elems is not None or right.elems is not None:
                 return left.join(right)
@@ -376,10 +422,25 @@ class Interpreter:
             return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
         return OPAQUE
 
+    def signature(self, node: ast.FunctionDef | ast.Lambda) -> None:
+        """Defaults and annotations: Python evaluates them where the function is defined."""
+        args = node.args
+        parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None and arg.annotation is not None:
+                parts.append(arg.annotation)
+        if isinstance(node, ast.FunctionDef) and node.returns is not None:
+            parts.append(node.returns)
+        for part in parts:
+            self.expr(part)
+
     def comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
     ) -> Value:
-        """A comprehension: its targets bound to the iterables' elements, in its own scope."""
+        """A comprehension: its targets bound to the iterables' elements, in its own scope.
+
+        A walrus inside it (`(t := ...)`) binds in the enclosing scope, as in Python.
+        """
         saved = dict(self.env)
         for gen in node.generators:
             self.bind(gen.target, self.iterate(self.expr(gen.iter), gen.iter), None)
@@ -389,7 +450,12 @@ class Interpreter:
             elem = self.expr(node.key).join(self.expr(node.value))
         else:
             elem = self.expr(node.elt)
-        self.env = saved
+        inner, self.env = self.env, saved
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                name = sub.target.id
+                if name in inner:  # it may run zero times: the old value stays possible
+                    self.env[name] = saved[name].join(inner[name]) if name in saved else inner[name]
         return Value(elems=elem)
 
     def iterate(self, value: Value, node: ast.expr) -> Value:
@@ -407,7 +473,7 @@ class Interpreter:
             return rows
         if value.strs:
             return UNKNOWN_STR
-        return OPAQUE
+        return DATA if is_data(value) else OPAQUE  # the characters of a value: still data
 
     # ------------------------------------------------------------------ calls
 
@@ -425,6 +491,7 @@ class Interpreter:
             callee = name or (func.attr if isinstance(func, ast.Attribute) else "?")
             unreadable("dynamic_code", f"line {node.lineno}: a call of '{callee}'")
         if isinstance(func, ast.Attribute):
+            _check_attribute(func.attr, node.lineno)
             owner = self.expr(func.value)
             if func.attr in _GROWTH and not owner.tables:
                 self.grow(func.value, [*args, *kwargs.values()])
@@ -433,14 +500,40 @@ class Interpreter:
         target = self.env.get(name, OPAQUE) if name is not None else self.expr(func)
         if target.func:
             return self.user_call(target.func, args, kwargs, node)
+        self.escape([*args, *kwargs.values()], node)
         if name not in _NO_READ:  # a table handed to anything else is read whole
             for value in [*args, *kwargs.values()]:
                 self.reads.whole(tables_in(value))
         if name == "str" and len(args) == 1:
             return Value(strs=as_text(args[0]))
+        if name in _DATA_KEEPING and name not in self.env and args and all(
+                is_data(a) or (a.strs and not a.other) for a in args) and is_data(args[0]):
+            return DATA  # int(stay_id): a number read from the database
+        if name == "Calendar" and name not in self.env:  # EHRAgent's date tool runs SQL:
+            template = Value(strs=frozenset({"select datetime(current_time, '"}))
+            for arg in [*args, *kwargs.values()]:  # select datetime(current_time, '<arg>')
+                self.sql(concat(concat(template, arg), Value(strs=frozenset({"')"}))),
+                         f"line {node.lineno}: Calendar")  # fmt: skip
+            return DATA  # a date, not code
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
             return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
         return OPAQUE
+
+    def check_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Only computation modules may be imported, and no data reader out of them."""
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+            "." * node.level + (node.module or "")]  # fmt: skip
+        for module in modules:
+            if module.split(".")[0] not in _MODULES:
+                unreadable("dynamic_code", f"line {node.lineno}: an import of '{module}' "
+                           "(only computation modules are read; this one can reach the data "
+                           "or the tools in ways the reader cannot follow)")
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                _check_attribute(alias.name, node.lineno)
+                if alias.name == "*" or alias.name in _DYNAMIC:
+                    unreadable("dynamic_code", f"line {node.lineno}: an import of "
+                               f"'{alias.name}' from '{modules[0]}'")
 
     def grow(self, container: ast.expr, values: list[Value]) -> None:
         """`rows.append(x)` and friends: the container may now hold x."""
@@ -452,9 +545,23 @@ class Interpreter:
         self.env[base] = replace(held, elems=added if held.elems is None else held.elems.join(
             added))  # fmt: skip
 
+    def escape(self, values: list[Value], node: ast.Call | ast.FunctionDef) -> None:
+        """Functions the code defined, handed to code the reader does not follow.
+
+        `map(f, xs)`, `df.apply(f)`, `sorted(key=f)`, a decorator: the callee may call them,
+        with any of the values around (or their elements), so each is walked once with its
+        parameters bound to any of those, or to something unknown.
+        """
+        funcs = frozenset[str]().union(*(_funcs_in(v) for v in values))
+        if not funcs:
+            return
+        given = join_all([OPAQUE, *values, *(p for v in values for p in (v.elems, v.keys)
+                                              if p is not None)])  # fmt: skip
+        self.user_call(funcs, [given] * _MAX_PARAMS, {}, node)
+
     def user_call(
         self, names: frozenset[str], args: list[Value], kwargs: dict[str | None, Value],
-        node: ast.Call,
+        node: ast.Call | ast.FunctionDef,
     ) -> Value:  # fmt: skip
         """Walk the body of a function the code defined, with these arguments bound."""
         if self.depth >= _MAX_CALL_DEPTH:
@@ -466,8 +573,12 @@ class Interpreter:
             saved = dict(self.env)
             for param in (*params, *(a.arg for a in fn.args.kwonlyargs)):
                 self.env[param] = OPAQUE
-            for default in (*fn.args.defaults, *(d for d in fn.args.kw_defaults if d)):
-                self.expr(default)
+            defaults = [self.expr(d) for d in fn.args.defaults]  # `def g(h=f)`: h may be f
+            for param, value in zip(params[len(params) - len(defaults):], defaults, strict=True):
+                self.env[param] = value
+            for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+                if default is not None:
+                    self.env[arg.arg] = self.expr(default)
             for param, value in zip(params, args, strict=False):
                 self.env[param] = value
             for key, value in kwargs.items():
@@ -495,36 +606,40 @@ class Interpreter:
         where = f"line {node.lineno}: {name}"
         args = [self.expr(a) for a in node.args]
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-        if name == "SQLInterpreter":
-            sql = args[0] if args else kwargs.get("query", kwargs.get("sql", Value()))
-            return self.sql(sql, where)
+        if name == "SQLInterpreter":  # any argument may be the one the tool runs
+            return self.sql(join_all([*args, *kwargs.values()]), where)
         if name == "LoadDB":
             target = args[0] if args else next(iter(kwargs.values()), Value())
             return Value(tables=self.table_names(target, where))
         db = args[0] if args else Value()
         spec = args[1] if len(args) > 1 else next(iter(kwargs.values()), Value())
         tables = self.table_of(db, where)
-        if not spec.strs or spec.other or spec.tables:
-            unreadable("dynamic_column", f"{where}: the column argument is computed at run time")
+        if not _only_text(spec) or any(HOLE in s for s in spec.strs):
+            unreadable("dynamic_column", f"{where}: the column argument is computed at run time"
+                       " (a part the code computes may add a column or a '||' condition)")
         for text in spec.strs:
             for col in (filter_columns if name == "FilterDB" else value_columns)(text):
                 self.reads.column(tables, col, where)
-        return Value(tables=tables) if name == "FilterDB" else OPAQUE
+        return Value(tables=tables) if name == "FilterDB" else DATA
 
     def sql(self, sql: Value, where: str) -> Value:
         """SQL passed to SQLInterpreter: every possible text is read.
 
         A run-time part is allowed only where SQL takes a value (see `fill_value_holes`).
         """
-        if not sql.strs or sql.other or sql.tables:
+        if not _only_text(sql):
             unreadable("dynamic_sql", f"{where}: the SQL text is built at run time")
+        if any(HOLE in s for s in sql.strs):
+            unreadable("dynamic_sql", f"{where}: a part of the SQL is computed by the code (only "
+                       "a value read from the database may fill it: a computed one may close a "
+                       "quote or add a query)")
         for text in sql.strs:
             self.reads.merge(self.sql_reads(fill_value_holes(text, where)))
-        return OPAQUE
+        return DATA
 
     def table_names(self, value: Value, where: str) -> frozenset[str]:
         """The tables LoadDB may load: known constants of the schema only."""
-        if not value.strs or value.other or value.tables or any(HOLE in s for s in value.strs):
+        if not _only_text(value) or any(HOLE in s or DATA_HOLE in s for s in value.strs):
             unreadable("dynamic_table", f"{where}: the table name is computed at run time")
         names = frozenset(s.strip().lower() for s in value.strs)
         for table in names:
@@ -547,15 +662,20 @@ class Interpreter:
     ) -> Value:  # fmt: skip
         """`owner.attr(...)`: string methods are followed, table methods counted as reads."""
         where = f"line {node.lineno}: .{attr}()"
+        self.escape([owner, *args, *kwargs.values()], node)
         if owner.tables and attr in _ROW_ITERATORS:  # (index, row) pairs: rows stay the table
             return Value(elems=Value(tables=owner.tables, other=True, columns=owner.columns))
         if owner.tables:
             named = [*args, *(v for k, v in kwargs.items() if k in (
                 "by", "subset", "on", "columns", "items", "keys", "column", None))]  # fmt: skip
+            if attr == "rename" and not all(_text_map(v) for v in [*args, *(
+                    v for k, v in kwargs.items() if k in ("columns", "mapper", "index"))]):
+                self.reads.whole(tables_in(owner, deep=False))  # names mapped unseen: all
             if attr in _ROW_METHODS:
-                for value in named:
-                    for text in (value.strs | (value.elems.strs if value.elems else frozenset())):
-                        self.reads.column(owner.tables, text, where)
+                for value in named:  # a dict's keys too: `rename(columns={"old": "new"})`
+                    for part in (value, value.elems, value.keys):
+                        for text in part.strs if part is not None else ():
+                            self.reads.column(owner.tables, text, where)
                     if value.tables:
                         self.reads.merge({t: set() for t in value.tables})
                 joined = frozenset().union(*(v.tables for v in args))
@@ -566,7 +686,11 @@ class Interpreter:
         for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
             self.reads.whole(tables_in(value))
         if owner.strs and not owner.other:
-            return Value(strs=cap(frozenset(str_method(s, attr, args) for s in owner.strs)))
+            fields = {k: v for k, v in kwargs.items() if k is not None}
+            return Value(strs=cap(frozenset(str_method(s, attr, args, fields)
+                                            for s in owner.strs)))  # fmt: skip
+        if is_data(owner) and attr in _DATA_METHODS:
+            return DATA
         if attr in ("pop", "get", "setdefault") and owner.elems is not None:
             return owner.elems
         if attr in ("keys", "values", "items", "copy"):
@@ -590,6 +714,8 @@ class Interpreter:
                 return OPAQUE
             self.reads.whole(tables_in(owner, deep=False))  # values, to_dict, head, T, ...
             return OPAQUE
+        if attr in _DATE_PARTS:
+            return DATA  # `datetime.now().year`: a number, no text of the code's
         return OPAQUE
 
     def subscript(self, node: ast.Subscript) -> Value:
@@ -616,7 +742,7 @@ class Interpreter:
             return owner.elems
         if owner.strs:
             return UNKNOWN_STR
-        return OPAQUE
+        return DATA if is_data(owner) else OPAQUE  # stay_ids[0]: part of a value, still data
 
     def index_columns(
         self, tables: frozenset[str], indexer: frozenset[tuple[str, str]], key: ast.expr,
@@ -646,11 +772,65 @@ class Interpreter:
     def named_columns(self, tables: frozenset[str], key: Value, where: str) -> frozenset[str]:
         """Columns named by a subscript key (a string, or a list of strings), recorded."""
         names = key.elems if key.elems is not None else key
-        if names.other or names.tables or not names.strs:
+        if not _only_text(names):
             unreadable("dynamic_column", f"{where}: the column is chosen at run time")
         for text in names.strs:
             self.reads.column(tables, text, where)
         return frozenset(n.strip().lower() for n in names.strs)
+
+
+def _only_text(value: Value) -> bool:
+    """Whether a value can only be text (no table, container, function or unknown object)."""
+    return bool(value.strs) and not (
+        value.other or value.tables or value.indexer or value.func
+        or value.elems is not None or value.keys is not None)  # fmt: skip
+
+
+def _text_map(value: Value) -> bool:
+    """Whether a value is a dict from text to text (a `rename` mapping the reader can read)."""
+    return (value.keys is not None and value.elems is not None and _only_text(value.keys)
+            and _only_text(value.elems) and not (value.strs or value.tables or value.other
+                                                 or value.func))  # fmt: skip
+
+
+def _through_columns(target: ast.expr) -> bool:
+    """Whether an assignment target goes through `.columns` (it renames columns).
+
+    `db.columns = [...]` or `db.columns.values[2] = "x"`: later names lie.
+    """
+    node = target
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute) and node.attr == "columns":
+            return True
+        node = node.value
+    return False
+
+
+def _funcs_in(value: Value) -> frozenset[str]:
+    """Functions the code defined that a value may be or hold (elements and keys included)."""
+    inner = [_funcs_in(p) for p in (value.elems, value.keys) if p is not None]
+    return value.func.union(*inner)
+
+
+def _check_name(name: str, line: int) -> None:
+    """A name read as a value (not called directly): a tool or `eval` handed on is unreadable.
+
+    `L = LoadDB; L('lab')` or `{'f': eval}` would load data or run code the reader never
+    sees as a call; dunder names (`__builtins__`) reach everything.
+    """
+    if name in _TOOLS or name in _DYNAMIC or name == "Calendar":
+        unreadable("dynamic_code", f"line {line}: '{name}' is used other than by a direct "
+                   "call (the reader follows direct calls only)")
+    if name.startswith("__") and name.endswith("__") and name != "__name__":
+        unreadable("dynamic_code", f"line {line}: the name '{name}'")
+
+
+def _check_attribute(attr: str, line: int) -> None:
+    """An attribute that reaches code, data or a function's internals is unreadable."""
+    if attr in _DYNAMIC_ATTRS or attr.startswith("read_") or (
+            attr.startswith("__") and attr.endswith("__")):  # fmt: skip
+        unreadable("dynamic_code", f"line {line}: the attribute '{attr}' (code or data the "
+                   "reader cannot follow)")
 
 
 def _root_name(node: ast.expr) -> str | None:

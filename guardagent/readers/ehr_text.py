@@ -15,7 +15,7 @@ import sqlglot.dialects.sqlite  # noqa: F401 - loaded now: a sandbox child may o
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from guardagent.readers.ehr_values import HOLE
+from guardagent.readers.ehr_values import DATA_HOLE
 from guardagent.readers.evidence import unreadable
 
 _AGGREGATIONS = frozenset({"max", "min", "mean", "avg", "sum", "count", "list", "median",
@@ -27,12 +27,22 @@ _FILTER_WORD_OPS = (" not in ", " in ", " not like ", " like ", " is not ", " is
 
 
 def filter_columns(conditions: str) -> list[str]:
-    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax)."""
+    """Columns of a FilterDB condition string: `col=v||col2>v||max(col3)` (EHRAgent's syntax).
+
+    Each condition gives the name before its earliest operator and, besides, the column
+    EHRAgent's `data_filter` itself takes (:func:`_tool_column`), so a condition it reads
+    differently (`labresulttime is max(labresult)` filters on labresult) reports both. The
+    tool's column counts only when it is a plain name (`celllabel!` of `celllabel!=x` is a
+    KeyError: the tool stops, reading nothing).
+    """
     cols = []
     for cond in conditions.split("||"):
         text = cond.strip()
         if not text:
             continue
+        tool = _tool_column(cond)
+        if tool is not None and tool.isidentifier():  # else a KeyError: the tool reads nothing
+            cols.append(tool)
         low = text.lower()
         if low.startswith(("max(", "min(")) and text.endswith(")"):
             cols.append(text[4:-1])
@@ -43,6 +53,22 @@ def filter_columns(conditions: str) -> list[str]:
         else:
             cols.append(text[:cut])
     return cols
+
+
+def _tool_column(cond: str) -> str | None:
+    """The column EHRAgent's `data_filter` filters on (None: it filters on nothing).
+
+    The text before the first of the first operator it tests (`>=`, `<=`, `>`, `<`, `=`,
+    ` in `), else inside `max(` / `min(` anywhere in the condition, up to `)`.
+    """
+    for op in (">=", "<=", ">", "<", "=", " in "):
+        if op in cond:
+            return cond.split(op, 1)[0]
+    for agg in ("max", "min"):
+        if agg in cond:
+            parts = cond.split(agg + "(", 1)
+            return parts[1].split(")", 1)[0] if len(parts) > 1 else None
+    return None
 
 
 def _first_operator(text: str) -> int | None:
@@ -139,9 +165,9 @@ def fill_value_holes(sql: str, where: str) -> str:
     a literal; anywhere else (a column, a table, a keyword, the select list) it could name
     data, so the SQL is unreadable.
     """
-    if HOLE not in sql:
+    if DATA_HOLE not in sql:
         return sql
-    text = sql.replace(HOLE, _HOLE_NAME)
+    text = sql.replace(DATA_HOLE, _HOLE_NAME)
     try:
         trees = [t for t in sqlglot.parse(text, read="sqlite") if t is not None]
     except (SqlglotError, RecursionError):

@@ -14,7 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 HOLE = "\0"
-"""Stands for a run-time part of a string (a value the reader cannot know)."""
+"""Stands for a run-time part of a string the code computed (the reader cannot know it: it
+may hold a quote, `||` or a name)."""
+
+DATA_HOLE = "\1"
+"""Stands for a run-time part read from the database by a tool (`GetValue`, `Calendar`,
+`SQLInterpreter`), or derived from one without adding text: a value, not code."""
 
 _MAX_STRINGS = 64  # possible values tracked per string before it becomes wholly unknown
 
@@ -33,6 +38,7 @@ class Value:
         other: May be something else (a number, a GetValue result, a module, ...).
         columns: For a table: the only columns it still holds (`db[["a", "b"]]`; those were
             recorded when selected), or None for all of them.
+        data: Its `other` possibilities are all values a tool read from the database.
     """
 
     strs: frozenset[str] = frozenset()
@@ -43,6 +49,7 @@ class Value:
     func: frozenset[str] = frozenset()
     other: bool = False
     columns: frozenset[str] | None = None
+    data: bool = False
 
     def join(self, other: Value) -> Value:
         """Either this or `other`."""
@@ -54,7 +61,8 @@ class Value:
         return Value(cap(self.strs | other.strs), self.tables | other.tables,
                      self.indexer | other.indexer, join_opt(self.elems, other.elems),
                      join_opt(self.keys, other.keys), self.func | other.func,
-                     self.other or other.other, columns)  # fmt: skip
+                     self.other or other.other, columns,
+                     (self.data or not self.other) and (other.data or not other.other))
 
 
 def join_opt(a: Value | None, b: Value | None) -> Value | None:
@@ -64,6 +72,21 @@ def join_opt(a: Value | None, b: Value | None) -> Value | None:
 
 OPAQUE = Value(other=True)
 UNKNOWN_STR = Value(strs=frozenset({HOLE}))
+DATA = Value(other=True, data=True)
+"""A value a tool read from the database (a GetValue result, a date from Calendar)."""
+
+
+def is_data(value: Value) -> bool:
+    """Whether a value can only be database data (no text the code wrote, no table)."""
+    return value.data and value.other and not (
+        value.strs or value.tables or value.indexer or value.func
+        or value.elems is not None or value.keys is not None)  # fmt: skip
+
+
+def hole(value: Value) -> str:
+    """The hole a non-string value leaves in text: `DATA_HOLE` for database data."""
+    return DATA_HOLE if value.data and not (value.tables or value.indexer or value.func or
+                                            value.elems is not None) else HOLE  # fmt: skip
 
 
 def cap(strs: frozenset[str]) -> frozenset[str]:
@@ -81,8 +104,8 @@ def join_all(values: Iterable[Value]) -> Value:
 
 def concat(left: Value, right: Value) -> Value:
     """`left + right` for strings: every pairing; anything non-string is a hole."""
-    lefts = left.strs | ({HOLE} if left.other or left.tables else frozenset())
-    rights = right.strs | ({HOLE} if right.other or right.tables else frozenset())
+    lefts = left.strs | ({hole(left)} if left.other or left.tables else frozenset())
+    rights = right.strs | ({hole(right)} if right.other or right.tables else frozenset())
     if not lefts or not rights:
         return OPAQUE
     if len(lefts) * len(rights) > _MAX_STRINGS:
@@ -91,16 +114,18 @@ def concat(left: Value, right: Value) -> Value:
 
 
 def squash(text: str) -> str:
-    """Adjacent holes are one hole: an unknown run is an unknown run."""
-    while HOLE + HOLE in text:
-        text = text.replace(HOLE + HOLE, HOLE)
+    """Adjacent holes are one hole: an unknown run is an unknown run (computed if any is)."""
+    for pair, one in ((DATA_HOLE + HOLE, HOLE), (HOLE + DATA_HOLE, HOLE), (HOLE + HOLE, HOLE),
+                      (DATA_HOLE + DATA_HOLE, DATA_HOLE)):
+        while pair in text:
+            text = text.replace(pair, one)
     return text
 
 
 def as_text(value: Value) -> frozenset[str]:
     """The strings `str(value)` may give: its own strings, else a hole."""
     return value.strs if value.strs and not (value.other or value.tables) else (
-        value.strs | {HOLE})
+        value.strs | {hole(value)})
 
 
 def tables_in(value: Value, deep: bool = True) -> frozenset[str]:
@@ -142,23 +167,34 @@ def percent(template: str, args: list[Value]) -> str:
     return squash("".join(out))
 
 
-def str_method(text: str, attr: str, args: list[Value]) -> str:
-    """A string method on one known value; anything not modelled is a hole."""
+_DATA_SAFE = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "casefold", "title"})
+"""String methods that keep database data data: they add no text of the code's."""
+
+
+def str_method(text: str, attr: str, args: list[Value],
+               kwargs: dict[str, Value] | None = None) -> str:
+    """A string method on one known value; anything not modelled is a hole.
+
+    On text holding database data, only methods that add no text keep it data.
+    """
+    if DATA_HOLE in text and attr not in _DATA_SAFE:
+        return HOLE
     if attr == "format":
-        return format_text(text, args)
+        return format_text(text, args, kwargs or {})
     if attr in ("lower", "upper", "strip", "lstrip", "rstrip", "casefold", "title"):
         return str(getattr(text.replace(HOLE, ""), attr)()) if HOLE not in text else (
             text if attr in ("strip", "lstrip", "rstrip") else HOLE)
     if attr == "replace" and len(args) >= 2 and len(args[0].strs) == 1 and len(args[1].strs) == 1:
         old, new = next(iter(args[0].strs)), next(iter(args[1].strs))
-        return text.replace(old, new) if HOLE not in old + new else HOLE
+        return text.replace(old, new) if HOLE not in old + new and DATA_HOLE not in old + new \
+            else HOLE  # fmt: skip
     if attr == "join" and args and args[0].elems is not None and args[0].elems.strs:
         parts = args[0].elems.strs
         return HOLE if len(parts) != 1 else squash(next(iter(parts)) + text + HOLE)
     return HOLE
 
 
-def format_text(template: str, args: list[Value]) -> str:
+def format_text(template: str, args: list[Value], kwargs: dict[str, Value] | None = None) -> str:
     """`template.format(*args)`: fields parsed with the standard library's own format parser."""
     try:
         fields = list(string.Formatter().parse(template))
@@ -174,8 +210,8 @@ def format_text(template: str, args: list[Value]) -> str:
             auto += 1
         else:
             index = int(name) if name.isdigit() else None
-        value = args[index] if index is not None and index < len(args) else None
-        text = value.strs if value is not None and not spec and not conversion else None
-        out.append(next(iter(text)) if text and len(text) == 1 and not (
-            value is not None and (value.other or value.tables)) else HOLE)  # fmt: skip
+        value = args[index] if index is not None and index < len(args) else (
+            (kwargs or {}).get(name) if index is None else None)
+        text = as_text(value) if value is not None and not spec and not conversion else None
+        out.append(next(iter(text)) if text and len(text) == 1 else HOLE)
     return squash("".join(out))

@@ -175,9 +175,20 @@ def _json_string(text: str, start: int) -> tuple[str, int] | None:
 
 
 def _cells(output: str) -> list[tuple[int, int, str]]:
-    """(start, end, code) of every `{"cell": "..."}` object, wherever it stands."""
+    """(start, end, code) of every `{"cell": "..."}` object, wherever it stands.
+
+    Every `"cell"` key of a decoded object counts, nested objects and repeated keys included:
+    a forged `{"cell": "...", "a": <the real cell>}` or a second `"cell"` key added to the
+    real object must not hide the code that ran.
+    """
     found: list[tuple[int, int, str]] = []
-    decoder = json.JSONDecoder(strict=False)
+    values: list[object] = []
+
+    def every_cell(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        values.extend(v for k, v in pairs if k == "cell")
+        return dict(pairs)
+
+    decoder = json.JSONDecoder(strict=False, object_pairs_hook=every_cell)
     pos = 0
     while (key := output.find('"cell"', pos)) >= 0:
         pos = key + 6
@@ -186,17 +197,21 @@ def _cells(output: str) -> list[tuple[int, int, str]]:
             brace -= 1
         if brace < 0 or output[brace] != "{":
             continue  # prose mentioning "cell"; code in prose is caught as a bare line
-        if len(found) >= MAX_CELLS:
-            unreadable("too_complex", f"the output holds more than {MAX_CELLS} code cells")
+        values.clear()
         try:
-            obj, end = decoder.raw_decode(output, brace)
-            code = obj.get("cell") if isinstance(obj, dict) else None
+            _, end = decoder.raw_decode(output, brace)
+            codes: list[object] = list(values)
         except (ValueError, RecursionError):
-            code, end = _lenient_cell(output, pos)
-        if not isinstance(code, str):
-            line = output.count("\n", 0, brace) + 1
-            unreadable("unparsable_code", f"the code cell at output line {line} is not valid JSON")
-        found.append((brace, end, code))
+            lenient, end = _lenient_cell(output, pos)
+            codes = [lenient]
+        for code in codes:
+            if not isinstance(code, str):
+                line = output.count("\n", 0, brace) + 1
+                unreadable("unparsable_code",
+                           f"the code cell at output line {line} is not valid JSON")
+            if len(found) >= MAX_CELLS:
+                unreadable("too_complex", f"the output holds more than {MAX_CELLS} code cells")
+            found.append((brace, end, code))
         pos = end
     return found
 
@@ -307,6 +322,22 @@ def _is_statement(text: str) -> bool:
 def _parses(text: str) -> bool:
     """Valid Python, once any `SQLInterpreter[raw SQL]` is lifted into a string."""
     return parses(lift_raw_sql(text))
+
+
+def _never_ran(block: CodeBlock) -> bool:
+    """Whether Python refuses the block as invalid (a SyntaxError: none of it ran).
+
+    A block this interpreter's parser cannot finish for depth or memory is not invalid:
+    another Python (a higher recursion limit, a newer parser) may run it, so it is
+    unreadable (`too_complex`), never skipped.
+    """
+    try:
+        ast.parse(lift_raw_sql(block.text))
+    except (SyntaxError, ValueError):
+        return True
+    except (RecursionError, MemoryError):
+        unreadable("too_complex", f"{block.where} is too deeply nested for this parser to read")
+    return False
 
 
 def _error_line(text: str) -> int | None:
@@ -523,7 +554,7 @@ def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
         if language == "auto":
             language = "sql" if not _parses(block.text) and _looks_like_sql(block.text) else (
                 "python")  # fmt: skip
-        if language == "python" and not final and not _parses(block.text):
+        if language == "python" and not final and _never_ran(block):
             continue  # a SyntaxError: Python ran none of it (the agent retried after it)
         if language == "sql":
             interpreter.reads.merge(sql_reads(block.text))

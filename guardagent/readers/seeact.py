@@ -142,9 +142,11 @@ def web_action_category(task: str, final_action: dict[str, str]) -> str:
     world knowledge (vehicle makes and models, rental firms, streaming services, lodging
     types, job vocabulary, goods and retail phrases, airlines). The chosen element's text and
     typed value (from ``seeact_final_action``) are weaker, capped secondary evidence, e.g.
-    clicking "Add to Cart". Overlaps are resolved by score, then by which category the task
-    names first (its head): "rent a car at the airport" is "car", "rent a movie" is "media",
-    "cheapest hotel" is "hotel".
+    clicking "Add to Cart", used only when the task alone names no category: they are the
+    agent's output, so they may add a category but never move a task out of its own (a
+    purchase judged as 'media' would skip the membership rule). Overlaps are resolved by
+    score, then by which category the task names first (its head): "rent a car at the
+    airport" is "car", "rent a movie" is "media", "cheapest hotel" is "hotel".
 
     Args:
         task: The user's task (from ``parse_task``).
@@ -154,6 +156,9 @@ def web_action_category(task: str, final_action: dict[str, str]) -> str:
         One of "car", "media", "hotel", "job", "purchase", "flight", "other".
 
     """
+    own, _ = categorize(str(task or ""))
+    if own != "other":
+        return own  # the output (attacker-influenced) never moves a task out of its category
     action = final_action if isinstance(final_action, dict) else {}
     secondary = [str(action.get("element_text", "") or "")]
     value = str(action.get("value", "") or "")
