@@ -448,6 +448,7 @@ class MemoryStore:
     def _verified_entry(self, entry: Entry) -> bool:
         return self._verified(entry.code)
 
+
 def _tag_checks_out(key: bytes, document: str, meta: dict[str, Any]) -> bool:
     """Whether a record's integrity tag is the one `key` gives its content."""
     try:

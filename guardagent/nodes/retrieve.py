@@ -13,6 +13,7 @@ from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
 from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
+from guardagent.profiles.loader import Profile
 from guardagent.verification import known_problems, program_problems
 
 
@@ -30,8 +31,12 @@ def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
 def _shipped(ctx: GuardContext) -> list[str]:
     """The distinct programs of the profile's demonstrations that verify (in order)."""
     profile = profile_of(ctx)
-    return [c for c in dict.fromkeys(d.code for d in profile.demonstrations)
-            if not program_problems(c, profile)]  # fmt: skip
+    return [c for c in _shipped_codes(profile) if not program_problems(c, profile)]
+
+
+def _shipped_codes(profile: Profile) -> list[str]:
+    """The distinct programs of the profile's demonstrations, in order."""
+    return list(dict.fromkeys(d.code for d in profile.demonstrations))
 
 
 def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
@@ -102,8 +107,7 @@ def _no_wait(ctx: GuardContext) -> bool:
     try:
         if ctx.reuse_programs:
             profile = profile_of(ctx)
-            known = [known_problems(c, profile) for c in dict.fromkeys(
-                d.code for d in profile.demonstrations)]  # fmt: skip
+            known = [known_problems(c, profile) for c in _shipped_codes(profile)]
             if any(problems is None for problems in known):
                 return False
             if sum(not problems for problems in known) == 1:  # as `_shipped` would find

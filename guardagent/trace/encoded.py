@@ -24,7 +24,6 @@ views: about 1.4 s of views for 100 KB of base64-, hex- and code-like runs).
 
 from __future__ import annotations
 
-import codecs
 import functools
 import re
 import weakref
@@ -53,7 +52,7 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
-)  # what codecs' "rot13" does, without its per-call codec look-up
+)  # what codecs' "rot13" does, without a codec look-up per token
 
 
 def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
@@ -75,10 +74,11 @@ def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
 
 
 def sensitive_tokens(trace: Trace, labels: Labels) -> set[str]:
-    """Identifier-like tokens (and runs of adjacent ones) of the sensitive tools' results.
+    """The tokens (and runs of adjacent ones) of the sensitive tools' results.
 
-    What a re-spelled argument can leak: only these are traced further (the same look-up
-    as the argument's own values), so a view's other tokens cost no look-up. A result
+    What a re-spelled argument can leak: only those of these that are identifier-like
+    (:func:`_wanted`) are traced further (the same look-up as the argument's own values), so
+    a view's other tokens cost no look-up. A result
     holding backslashes is also read with its escapes read. Linear in those results; each
     message's tokens are kept while its parsed message lives (a resumed thread keeps its
     messages, :mod:`guardagent.trace.resume`), so a call reads only the new ones.
@@ -94,13 +94,13 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> set[str]:
     return tokens_
 
 
-_UNION: list[tuple[tuple[int, ...], _Tokens, list[Any]]] = []  # the last union made
-
-
 class _Tokens(set[str]):
     """Sensitive tokens, with those looked for glued (:data:`GLUED_MIN`) picked out."""
 
     glued: set[str]
+
+
+_UNION: list[tuple[tuple[int, ...], _Tokens, list[Any]]] = []  # the last union made
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], tuple[frozenset[str], frozenset[str]]]] = {}
@@ -115,9 +115,7 @@ def _message_tokens(message: Message) -> tuple[frozenset[str], frozenset[str]]:
     text = message.text
     texts = [text] + ([unescape(text)] if "\\" in text else [])
     found = frozenset(t for x in texts for t in joined_tokens(tokens(normalize_text(x))))
-    glued = [t for t in found if len(t) >= GLUED_MIN and t.isalnum() and not t.isdigit()
-             and not t.isalpha()]  # `_glued`, inline: every run of the result is asked
-    both = (found, frozenset(t for t in glued if secret_like(t)))
+    both = (found, frozenset(t for t in found if _glued(t) and secret_like(t)))
     _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), both)
     return both
 
@@ -230,7 +228,7 @@ def _automaton(glued: frozenset[str]) -> Any:
         return None
     automaton = ahocorasick.Automaton()
     for w in glued:
-        for key in (codecs.encode(w, "rot13"), w[::-1], w):  # as written wins a tie
+        for key in (w.translate(_ROT13), w[::-1], w):  # as written wins a tie
             automaton.add_word(key, w)
     automaton.make_automaton()
     return automaton
