@@ -28,8 +28,10 @@ import functools
 import re
 import weakref
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from itertools import accumulate, chain, islice, takewhile
+from typing import Any, NamedTuple
 
 import ahocorasick
 
@@ -37,6 +39,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import unescape
+from guardagent.trace.reading import MAX_CACHED_BYTES, ReadingCache, kept_cache
 from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
 from guardagent.trace.values import Value, normalize_text, secret_like, tokens
@@ -44,78 +47,135 @@ from guardagent.trace.values import Value, normalize_text, secret_like, tokens
 MAX_JOINED = 8
 """Adjacent tokens read joined (``7 3 9 2 1 4 X Q`` is ``739214XQ``)."""
 _JOINED_CHARS = 64
+"""Longest run read joined (a token alone is read whatever its length: a long key)."""
 
 GLUED_MIN = 8
 """Characters a sensitive token needs (letters and digits both) to be looked for glued."""
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_ALNUM = re.compile(r"[^\W_]+")  # str.isalnum, as re's docs define \w
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
 )  # what codecs' "rot13" does, without a codec look-up per token
 
 
+def _short(run: str) -> bool:
+    return len(run) <= _JOINED_CHARS
+
+
+def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
+    """Each token's runs: itself, then joined with up to MAX_JOINED - 1 that follow it."""
+    ends = [0, *accumulate(map(len, toks))]
+    for i in range(len(toks)):
+        window = toks[i:i + MAX_JOINED]
+        runs: Iterable[str] = accumulate(window)
+        if ends[i + len(window)] - ends[i] > _JOINED_CHARS:
+            runs = chain(window[:1], takewhile(_short, islice(runs, 1, None)))
+        yield runs
+
+
 def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
-    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined.
+    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined, in order.
 
     A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
     letter) is the same identifier to whoever reads it; so is one inside a URL, which is
-    read by its tokens too. Linear: at most MAX_JOINED runs start at each token.
+    read by its tokens too. Linear: at most MAX_JOINED runs start at each token, each at
+    most :data:`_JOINED_CHARS` long but for the token alone.
     """
-    out: dict[str, None] = {}
-    for i in range(len(toks)):
-        joined = ""
-        for t in toks[i:i + MAX_JOINED]:
-            joined += t
-            if len(joined) > _JOINED_CHARS:
-                break
-            out[joined] = None
-    return out
+    return dict.fromkeys(chain.from_iterable(_runs(toks)))
 
 
-def sensitive_tokens(trace: Trace, labels: Labels) -> set[str]:
+class Sensitive:
+    """The tokens (and runs of adjacent ones) of a thread's sensitive tools' results.
+
+    Attributes:
+        parts: Each sensitive message's index and runs (kept per message: see
+            :func:`sensitive_tokens`).
+        glued: The tokens of those results looked for glued into other text
+            (:data:`GLUED_MIN`; a run glued is that token glued).
+    """
+
+    def __init__(self, parts: Sequence[tuple[int, frozenset[str]]], glued: frozenset[str],
+                 users: Sequence[Message] = ()) -> None:  # fmt: skip
+        self.parts = tuple(parts)
+        self.glued = glued
+        self._users = users
+
+    def __bool__(self) -> bool:
+        return any(runs for _, runs in self.parts)
+
+    def holding(self, candidates: set[str]) -> set[str]:
+        """The identifier-like candidates some sensitive result holds."""
+        found = set().union(*(candidates & runs for _, runs in self.parts))
+        return {w for w in found if secret_like(w)}
+
+    def holders(self, token: str) -> frozenset[int]:
+        """The sensitive messages holding `token`, as one token or a run of adjacent ones."""
+        return frozenset(i for i, runs in self.parts if token in runs)
+
+    def from_user(self, token: str) -> bool:
+        """Whether a user message holds `token`, as one token or a run of adjacent ones."""
+        return any(token in _message_tokens(m)[0] for m in self._users)
+
+
+class Carried(NamedTuple):
+    """A sensitive token a call's value carries (:func:`encoded_tokens`).
+
+    Attributes:
+        path: The argument holding it (several for a token split over values).
+        value: The token, as a text value to locate.
+        held: The sensitive messages that wrote it as a run of adjacent tokens when the call
+            writes it as one token (``739-214-XQ`` sent as ``739214XQ``, or base64 of it):
+            located by those runs, since no message holds the one token. Empty otherwise.
+    """
+
+    path: str
+    value: Value
+    held: frozenset[int]
+
+
+def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
     """The tokens (and runs of adjacent ones) of the sensitive tools' results.
 
     What a re-spelled argument can leak: only those of these that are identifier-like
-    (:func:`_wanted`) are traced further (the same look-up as the argument's own values), so
-    a view's other tokens cost no look-up. A result
-    holding backslashes is also read with its escapes read. Linear in those results; each
-    message's tokens are kept while its parsed message lives (a resumed thread keeps its
-    messages, :mod:`guardagent.trace.resume`), so a call reads only the new ones.
+    are traced further (the same look-up as the argument's own values), so a view's other
+    tokens cost no look-up. A result holding backslashes is also read with its escapes
+    read. Linear in those results; a message's runs are kept while its parsed message
+    lives (a resumed thread keeps its messages, :mod:`guardagent.trace.resume`) and by its
+    text for the process (:data:`_KEPT`), so a call reads only the new ones.
     """
-    parts = [_message_tokens(m) for m in trace.messages if labels.sensitive(m.source)]
-    key = tuple(id(p) for p in parts)  # kept frozensets: one per sensitive message object
-    if _UNION and _UNION[0][0] == key:
-        return _UNION[0][1]
-    tokens_ = _Tokens()
-    tokens_.update(*(found for found, _ in parts))
-    tokens_.glued = set().union(*(glued for _, glued in parts))
-    _UNION[:] = [(key, tokens_, parts)]  # holds the parts: their ids stay theirs
-    return tokens_
+    parts = [(m.index, _message_tokens(m)) for m in trace.messages if labels.sensitive(m.source)]
+    users = [m for m in trace.messages if m.source == "user"]
+    return Sensitive([(i, runs) for i, (runs, _) in parts],
+                     frozenset().union(*(g for _, (_, g) in parts)), users)  # fmt: skip
 
 
-class _Tokens(set[str]):
-    """Sensitive tokens, with those looked for glued (:data:`GLUED_MIN`) picked out."""
-
-    glued: set[str]
-
-
-_UNION: list[tuple[tuple[int, ...], _Tokens, list[Any]]] = []  # the last union made
+_Runs = tuple[frozenset[str], frozenset[str]]
+_TOKENS: dict[int, tuple[weakref.ref[Message], _Runs]] = {}
+_KEPT: ReadingCache[_Runs] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda runs: len(runs[0]))
+"""Runs of texts by content (pure functions of the text: see :mod:`guardagent.trace.reading`
+for why that is safe to share)."""
 
 
-_TOKENS: dict[int, tuple[weakref.ref[Message], tuple[frozenset[str], frozenset[str]]]] = {}
-
-
-def _message_tokens(message: Message) -> tuple[frozenset[str], frozenset[str]]:
-    """(tokens, those looked for glued) of one sensitive message, kept while it lives."""
+def _message_tokens(message: Message) -> _Runs:
+    """(runs, tokens looked for glued) of one message, kept while it lives."""
     key = id(message)
     kept = _TOKENS.get(key)
     if kept is not None and kept[0]() is message:
         return kept[1]
     text = message.text
-    texts = [text] + ([unescape(text)] if "\\" in text else [])
-    found = frozenset(t for x in texts for t in joined_tokens(tokens(normalize_text(x))))
-    both = (found, frozenset(t for t in found if _glued(t) and secret_like(t)))
+    both = _KEPT.get((text, "", None, 0))
+    if both is None:
+        check_budget()
+        runs: set[str] = set()
+        glued: set[str] = set()
+        for x in [text] + ([unescape(text)] if "\\" in text else []):
+            toks = tokens(normalize_text(x))
+            runs.update(chain.from_iterable(_runs(toks)))
+            glued.update(filter(_glued, toks))
+        both = (frozenset(runs), frozenset(filter(secret_like, glued)))
+        _KEPT.put((text, "", None, 0), both)
     _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), both)
     return both
 
@@ -129,12 +189,15 @@ def _glued(token: str) -> bool:
             and not token.isalpha())  # fmt: skip
 
 
-def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, bool]]:
-    """``(path, token, inner)`` for each token of `wanted` a string value carries (module).
+def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried]:
+    """Each token of `wanted` a string value of the call carries (see the module docstring).
 
-    `wanted` are :func:`sensitive_tokens`; each is looked for as written, reversed and in
-    ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``).
+    `wanted` are :func:`sensitive_tokens` (or a set of them); each is looked for as written,
+    reversed and in ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``): a view's runs
+    read backwards or in ROT13 are the runs of the view reversed or in ROT13.
     """
+    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive(
+        [(-1, frozenset(wanted))], frozenset(w for w in wanted if _glued(w) and secret_like(w)))
     strings = [(p, v) for p, v in flatten(call.args) if isinstance(v, str) and v]
     normal: list[tuple[str, list[str]]] = []
     for path, text in strings:
@@ -143,26 +206,30 @@ def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, b
             check_budget()
             read.append(normalize_text(view))
         normal.append((path, read))
-    automaton = _automaton(frozenset(_carried(_glued_part(wanted), normal, strings)))
-    glued = automaton is not None
-    out: list[tuple[str, Value, bool]] = []
+    automaton = _automaton(frozenset(_carried(sensitive.glued, normal, strings)))
+    out: list[Carried] = []
 
-    def add(paths: Iterable[str], token: str) -> None:
-        w = _wanted(token, wanted)
-        if w is not None:
-            out.extend((p, Value("text", (), w, (w,)), True) for p in paths)
-
-    def scan(text: str) -> Iterable[str]:
-        return (w for _, w in automaton.iter(text)) if automaton is not None and text else ()
+    def add(paths: Iterable[str], tokens_: Iterable[str], whole: AbstractSet[str] = frozenset()
+            ) -> None:  # fmt: skip
+        for w in tokens_:
+            held = sensitive.holders(w) if w in whole else frozenset()
+            out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
     for path, read in normal:
+        candidates: set[str] = set()
+        whole: set[str] = set()  # the value's tokens (in some view, as they are)
         for norm in read:
-            for t in joined_tokens(tokens(norm)):
-                add((path,), t)
-            for w in scan(_NOT_ALNUM.sub("", norm)):
-                add((path,), w)
+            for form in (norm, norm[::-1], norm.translate(_ROT13)):
+                toks = tokens(form)
+                whole.update(toks)
+                candidates.update(chain.from_iterable(_runs(toks)))
+            if automaton is not None and norm:
+                candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
+        add((path,), sorted(sensitive.holding(candidates)), whole)
     spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
     for i in range(len(spread)):  # runs that span two values or more
+        if spread[i][1] == spread[min(i + MAX_JOINED, len(spread)) - 1][1]:
+            continue  # the run stays in one value: read above
         joined, paths = "", dict.fromkeys([spread[i][1]])
         for t, p in spread[i:i + MAX_JOINED]:
             joined += t
@@ -170,8 +237,9 @@ def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, b
             if len(joined) > _JOINED_CHARS:
                 break
             if len(paths) > 1:
-                add(paths, joined)
-    if glued and len(strings) > 1:  # glued over a value's end: read the values as one run
+                add(paths, sorted(sensitive.holding(
+                    {joined, joined[::-1], joined.translate(_ROT13)})))  # fmt: skip
+    if automaton is not None and len(strings) > 1:  # glued over a value's end: one run
         compact = [_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings]
         ends = [0]
         for part in compact:
@@ -180,26 +248,12 @@ def encoded_tokens(call: ToolCall, wanted: set[str]) -> list[tuple[str, Value, b
             first = bisect_right(ends, end - len(w) + 1) - 1
             last = bisect_right(ends, end) - 1
             if first != last:
-                add([strings[k][0] for k in range(first, last + 1)], w)
+                add([strings[k][0] for k in range(first, last + 1)], [w])
     return out
 
 
-def _wanted(token: str, wanted: set[str]) -> str | None:
-    """The identifier-like token of `wanted` that `token` is: as written, reversed, or in ROT13."""
-    for w in (token, token[::-1], token.translate(_ROT13)):
-        if w in wanted and secret_like(w):
-            return w
-    return None
-
-
-def _glued_part(wanted: set[str]) -> set[str]:
-    """The tokens of `wanted` looked for glued, from each message's kept share when it can."""
-    parts = getattr(wanted, "glued", None)
-    return parts if parts is not None else {w for w in wanted if _glued(w) and secret_like(w)}
-
-
 def _carried(
-    glued: set[str], normal: list[tuple[str, list[str]]], strings: list[tuple[str, str]]
+    glued: AbstractSet[str], normal: list[tuple[str, list[str]]], strings: list[tuple[str, str]]
 ) -> set[str]:
     """The tokens of `glued` that could be in the call at all.
 

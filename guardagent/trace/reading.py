@@ -24,10 +24,10 @@ import base64
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import host_year
@@ -109,23 +109,33 @@ NOTHING = Reading.of(())
 CacheKey = tuple[str, str, str | None, int]
 
 
-class ReadingCache:
+E = TypeVar("E")
+
+
+def _key_count(reading: Any) -> int:
+    return len(reading.hashes)
+
+
+class ReadingCache(Generic[E]):
     """Readings by the text read and what the reading depends on, least recently used out.
 
     Args:
         max_bytes: About the memory held at most: each entry counts its characters and
             :data:`KEY_BYTES` per key.
+        keys: The keys an entry holds (a :class:`Reading`'s hashes by default).
     """
 
-    def __init__(self, max_bytes: int = MAX_CACHED_BYTES) -> None:
+    def __init__(self, max_bytes: int = MAX_CACHED_BYTES,
+                 keys: Callable[[E], int] = _key_count) -> None:  # fmt: skip
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[CacheKey, tuple[Reading, int]] = OrderedDict()
+        self.keys = keys
+        self.entries: OrderedDict[CacheKey, tuple[E, int]] = OrderedDict()
         self.size = 0
         self.hits = 0
         self.misses = 0
         self.lock = threading.Lock()  # guards run in threads (acheck_trace)
 
-    def get(self, key: CacheKey) -> Reading | None:
+    def get(self, key: CacheKey) -> E | None:
         """An entry (and it becomes the most recently used), or None."""
         with self.lock:
             entry = self.entries.get(key)
@@ -136,9 +146,9 @@ class ReadingCache:
             self.entries.move_to_end(key)
             return entry[0]
 
-    def put(self, key: CacheKey, reading: Reading) -> None:
+    def put(self, key: CacheKey, reading: E) -> None:
         """Keep an entry unless it is too big; drop the least recently used beyond the bound."""
-        weight = len(key[0]) + len(key[1]) + KEY_BYTES * len(reading.hashes)
+        weight = len(key[0]) + len(key[1]) + KEY_BYTES * self.keys(reading)
         with self.lock:
             if weight > self.max_bytes // 16 or key in self.entries:
                 return
@@ -157,14 +167,25 @@ class ReadingCache:
 
 def clear_caches() -> None:
     """Forget every kept reading (a benchmark timing cold reads, a test)."""
-    TEXTS.clear()
-    BOUNDARIES.clear()
+    for cache in CACHES:
+        cache.clear()
     CALLS.clear()
 
 
-TEXTS = ReadingCache()
+CACHES: list[ReadingCache[Any]] = []
+"""Every cache of readings by content (what :func:`clear_caches` forgets)."""
+
+
+def kept_cache(max_bytes: int, keys: Callable[[E], int] = _key_count) -> ReadingCache[E]:
+    """A new cache of readings by content, one :func:`clear_caches` forgets too."""
+    cache: ReadingCache[E] = ReadingCache(max_bytes, keys)
+    CACHES.append(cache)
+    return cache
+
+
+TEXTS: ReadingCache[Reading] = kept_cache(MAX_CACHED_BYTES)
 """Readings of message texts (and of call arguments read as text)."""
-BOUNDARIES = ReadingCache(MAX_CACHED_BYTES // 4)
+BOUNDARIES: ReadingCache[Reading] = kept_cache(MAX_CACHED_BYTES // 4)
 """Readings of the boundaries between two messages of one source."""
 CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
 """Readings of calls' arguments by their scalar values' types and values, region and year

@@ -502,8 +502,11 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
         extra.extend((path, Value("text", (), t, (t,)), True)
                      for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
     wanted = sensitive_tokens(search.trace, labels)
-    if wanted:
-        extra.extend(encoded_tokens(call, wanted))
+    held: dict[tuple[str, str], frozenset[int]] = {}  # sensitive messages writing it as a run
+    for path, value, runs in encoded_tokens(call, wanted) if wanted else ():
+        if runs:
+            held[(path, value.text)] = runs
+        extra.append((path, value, True))
     candidates = items + extra
     located = search.locate([v for _, v, _ in candidates])
     leaked: list[ValueProvenance] = []
@@ -513,8 +516,8 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
         if ident in seen:
             continue
         seen.add(ident)
-        refs = search.refs(ids)
-        if any(r.kind == "user" for r in refs):
+        refs = search.refs(ids | held.get(ident, frozenset()))
+        if any(r.kind == "user" for r in refs) or (ident in held and wanted.from_user(value.text)):
             continue
         if any(labels.sensitive(r.source) for r in refs):
             leaked.append(ValueProvenance(path, value, inner, refs, split))
