@@ -107,8 +107,16 @@ class Sensitive:
 
     def holding(self, candidates: set[str]) -> set[str]:
         """The identifier-like candidates some sensitive result holds."""
-        found = set().union(*(candidates & runs for _, runs in self.parts))
-        return {w for w in found if secret_like(w)}
+        return {w for w in candidates.intersection(self._union()) if secret_like(w)}
+
+    def _union(self) -> frozenset[str]:
+        """Every part's runs together: made once for a thread's parts (a one-entry memo)."""
+        key = tuple(id(runs) for _, runs in self.parts)
+        if _UNION and _UNION[0][0] == key:
+            return _UNION[0][1]
+        union = frozenset().union(*(runs for _, runs in self.parts))
+        _UNION[:] = [(key, union, self.parts)]  # holds the parts: their ids stay theirs
+        return union
 
     def holders(self, token: str) -> frozenset[int]:
         """The sensitive messages holding `token`, as one token or a run of adjacent ones."""
@@ -117,6 +125,9 @@ class Sensitive:
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
         return any(token in _message_tokens(m)[0] for m in self._users)
+
+
+_UNION: list[tuple[tuple[int, ...], frozenset[str], Any]] = []
 
 
 class Carried(NamedTuple):
@@ -219,15 +230,16 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         candidates: set[str] = set()
         whole: set[str] = set()  # the value's tokens (in some view, as they are)
         for norm in read:
-            for form in (norm, norm[::-1], norm.translate(_ROT13)):
-                toks = tokens(form)
-                whole.update(toks)
-                candidates.update(chain.from_iterable(_runs(toks)))
+            toks = tokens(norm)
+            whole.update(toks)
+            candidates.update(chain.from_iterable(_runs(toks)))
             if automaton is not None and norm:
                 candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
-        add((path,), sorted(sensitive.holding(candidates)), whole)
+        whole = _turned(whole)
+        add((path,), sorted(sensitive.holding(_turned(candidates))), whole)
     spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
-    for i in range(len(spread)):  # runs that span two values or more
+    crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
+    for i in range(len(spread)):
         if spread[i][1] == spread[min(i + MAX_JOINED, len(spread)) - 1][1]:
             continue  # the run stays in one value: read above
         joined, paths = "", dict.fromkeys([spread[i][1]])
@@ -237,8 +249,10 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             if len(joined) > _JOINED_CHARS:
                 break
             if len(paths) > 1:
-                add(paths, sorted(sensitive.holding(
-                    {joined, joined[::-1], joined.translate(_ROT13)})))  # fmt: skip
+                crossing.setdefault(joined, tuple(paths))
+    turned = {w: j for j in crossing for w in (j[::-1], j.translate(_ROT13))}  # a few
+    for w in sorted(sensitive.holding({*crossing, *turned})):
+        add(crossing.get(w) or crossing[turned[w]], [w])
     if automaton is not None and len(strings) > 1:  # glued over a value's end: one run
         compact = [_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings]
         ends = [0]
@@ -250,6 +264,19 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             if first != last:
                 add([strings[k][0] for k in range(first, last + 1)], [w])
     return out
+
+
+def _turned(runs: set[str]) -> set[str]:
+    """The runs as written, reversed and in ROT13.
+
+    The same as the runs of the text reversed or in ROT13: tokens are runs of word
+    characters, which neither turn changes, and the runs of a token list are every
+    adjacent few of them (:func:`_runs`), read backwards the same.
+    """
+    if not runs:
+        return set()
+    joined = "\0".join(runs)  # turned at once: NUL is in no token
+    return runs.union(joined[::-1].split("\0"), joined.translate(_ROT13).split("\0"))
 
 
 def _carried(
