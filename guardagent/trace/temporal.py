@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from guardagent.trace.encoded import encoded_tokens, joined_tokens, sensitive_tokens
+from guardagent.trace.encoded import encoded_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
@@ -51,7 +51,6 @@ from guardagent.trace.values import (
     read_argument,
     read_scalar,
     reading_form,
-    secret_like,
 )
 from guardagent.trace.written import is_target
 
@@ -498,10 +497,7 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
     label = labels.label(call.name)
     items = call_values(call, search.region, search.year)
     extra: list[tuple[str, Value, bool]] = []
-    for path, value, _ in items:
-        extra.extend((path, Value("text", (), t, (t,)), True)
-                     for t in joined_tokens(value.tokens) if secret_like(t))  # fmt: skip
-    wanted = sensitive_tokens(search.trace, labels)
+    wanted = sensitive_tokens(search.trace, labels)  # empty: no result a value can leak from
     held: dict[tuple[str, str], frozenset[int]] = {}  # sensitive messages writing it as a run
     for path, value, runs in encoded_tokens(call, wanted) if wanted else ():
         if runs:
