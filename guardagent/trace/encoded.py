@@ -91,48 +91,67 @@ def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
         yield runs
 
 
+class Read(NamedTuple):
+    """One message's text read as :func:`sensitive_tokens` reads it (kept per message).
+
+    Attributes:
+        runs: Its tokens and runs of adjacent ones (:func:`_runs`).
+        tokens: Its tokens alone (what a look-up finds in it).
+        glued: Its tokens looked for glued into other text (:data:`GLUED_MIN`).
+    """
+
+    runs: frozenset[str]
+    tokens: frozenset[str]
+    glued: frozenset[str]
+
+
 class Sensitive:
     """The tokens (and runs of adjacent ones) of a thread's sensitive tools' results.
 
     Attributes:
-        parts: Each sensitive message's index and runs (kept per message: see
+        parts: Each sensitive message's index and reading (kept per message: see
             :func:`sensitive_tokens`).
-        glued: The tokens of those results looked for glued into other text
-            (:data:`GLUED_MIN`; a run glued is that token glued).
+        glued: The tokens of those results looked for glued into other text (a run glued
+            is that token glued).
     """
 
-    def __init__(self, parts: Sequence[tuple[int, frozenset[str]]], glued: frozenset[str],
-                 users: Sequence[Message] = ()) -> None:  # fmt: skip
+    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = ()
+                 ) -> None:  # fmt: skip
         self.parts = tuple(parts)
-        self.glued = glued
+        self.glued = frozenset().union(*(read.glued for _, read in self.parts))
         self._users = users
 
     def __bool__(self) -> bool:
-        return any(runs for _, runs in self.parts)
+        return any(read.runs for _, read in self.parts)
 
     def holding(self, candidates: set[str]) -> set[str]:
         """The identifier-like candidates some sensitive result holds."""
-        return {w for w in candidates.intersection(self._union()) if secret_like(w)}
+        return {w for w in candidates.intersection(self._union().runs) if secret_like(w)}
 
-    def _union(self) -> frozenset[str]:
-        """Every part's runs together: made once for a thread's parts (a one-entry memo)."""
-        key = tuple(id(runs) for _, runs in self.parts)
+    def located(self, token: str) -> bool:
+        """Whether some sensitive result holds `token` as one token (a look-up finds it)."""
+        return token in self._union().tokens
+
+    def _union(self) -> Read:
+        """Every part together: made once for a thread's parts (a one-entry memo)."""
+        key = tuple(id(read) for _, read in self.parts)
         if _UNION and _UNION[0][0] == key:
             return _UNION[0][1]
-        union = frozenset().union(*(runs for _, runs in self.parts))
+        reads = [read for _, read in self.parts]
+        union = Read(*(frozenset().union(*(getattr(r, f) for r in reads)) for f in Read._fields))
         _UNION[:] = [(key, union, self.parts)]  # holds the parts: their ids stay theirs
         return union
 
     def holders(self, token: str) -> frozenset[int]:
         """The sensitive messages holding `token`, as one token or a run of adjacent ones."""
-        return frozenset(i for i, runs in self.parts if token in runs)
+        return frozenset(i for i, read in self.parts if token in read.runs)
 
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
-        return any(token in _message_tokens(m)[0] for m in self._users)
+        return any(token in _message_tokens(m).runs for m in self._users)
 
 
-_UNION: list[tuple[tuple[int, ...], frozenset[str], Any]] = []
+_UNION: list[tuple[tuple[int, ...], Read, Any]] = []
 
 
 class Carried(NamedTuple):
@@ -161,39 +180,39 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
     lives (a resumed thread keeps its messages, :mod:`guardagent.trace.resume`) and by its
     text for the process (:data:`_KEPT`), so a call reads only the new ones.
     """
-    parts = [(m.index, _message_tokens(m)) for m in trace.messages if labels.sensitive(m.source)]
-    users = [m for m in trace.messages if m.source == "user"]
-    return Sensitive([(i, runs) for i, (runs, _) in parts],
-                     frozenset().union(*(g for _, (_, g) in parts)), users)  # fmt: skip
+    return Sensitive([(m.index, _message_tokens(m)) for m in trace.messages
+                      if labels.sensitive(m.source)],
+                     [m for m in trace.messages if m.source == "user"])  # fmt: skip
 
 
-_Runs = tuple[frozenset[str], frozenset[str]]
-_TOKENS: dict[int, tuple[weakref.ref[Message], _Runs]] = {}
-_KEPT: ReadingCache[_Runs] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda runs: len(runs[0]))
-"""Runs of texts by content (pure functions of the text: see :mod:`guardagent.trace.reading`
-for why that is safe to share)."""
+_TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
+_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda read: len(read.runs))
+"""Readings by content (pure functions of the text: see :mod:`guardagent.trace.reading` for
+why that is safe to share)."""
 
 
-def _message_tokens(message: Message) -> _Runs:
-    """(runs, tokens looked for glued) of one message, kept while it lives."""
+def _message_tokens(message: Message) -> Read:
+    """One message's :class:`Read`, kept while it lives."""
     key = id(message)
     kept = _TOKENS.get(key)
     if kept is not None and kept[0]() is message:
         return kept[1]
     text = message.text
-    both = _KEPT.get((text, "", None, 0))
-    if both is None:
+    read = _KEPT.get((text, "", None, 0))
+    if read is None:
         check_budget()
         runs: set[str] = set()
-        glued: set[str] = set()
+        toks: list[str] = []
         for x in [text] + ([unescape(text)] if "\\" in text else []):
-            toks = tokens(normalize_text(x))
-            runs.update(chain.from_iterable(_runs(toks)))
-            glued.update(filter(_glued, toks))
-        both = (frozenset(runs), frozenset(filter(secret_like, glued)))
-        _KEPT.put((text, "", None, 0), both)
-    _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), both)
-    return both
+            found = tokens(normalize_text(x))
+            toks += found
+            runs.update(chain.from_iterable(_runs(found)))
+        single = frozenset(toks)
+        read = Read(frozenset(runs), single,
+                    frozenset(t for t in filter(_glued, single) if secret_like(t)))  # fmt: skip
+        _KEPT.put((text, "", None, 0), read)
+    _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), read)
+    return read
 
 
 def _forget(key: int, _: object) -> None:
@@ -212,8 +231,8 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     reversed and in ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``): a view's runs
     read backwards or in ROT13 are the runs of the view reversed or in ROT13.
     """
-    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive(
-        [(-1, frozenset(wanted))], frozenset(w for w in wanted if _glued(w) and secret_like(w)))
+    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive([(-1, Read(
+        frozenset(wanted), frozenset(wanted), frozenset(filter(_glued, wanted))))])
     strings = [(p, t) for p, v in flatten(call.args) if (t := _written(v))]
     normal: list[tuple[str, list[str]]] = []
     for path, text in strings:
@@ -228,7 +247,12 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     def add(paths: Iterable[str], tokens_: Iterable[str], whole: AbstractSet[str] = frozenset()
             ) -> None:  # fmt: skip
         for w in tokens_:
-            held = sensitive.holders(w) if w in whole else frozenset()
+            if w in whole:
+                held = sensitive.holders(w)
+            elif sensitive.located(w):
+                held = frozenset()
+            else:  # a run in the call and in every result holding it: nothing to look up
+                continue
             out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
     for path, read in normal:
