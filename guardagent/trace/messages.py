@@ -172,6 +172,14 @@ class Message:
         h.update(self.text.encode("utf-8", "surrogatepass"))
         return h.digest()
 
+    @cached_property
+    def event_line(self) -> str:
+        """The message as :func:`render_event` writes it.
+
+        Kept with the message: a resumed thread's messages are rendered once.
+        """
+        return _indent(_line(self))
+
 
 @dataclass(frozen=True)
 class Trace:
@@ -744,7 +752,7 @@ def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tu
 
     asks = [" ".join(m.text.split()) for m in trace.messages if m.role == "user"]
     agent_input = "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
-    body = "\n".join(_indent(_line(m)) for m in trace.messages) or "  (none)"
+    body = "\n".join(m.event_line for m in trace.messages) or "  (none)"
     name = " ".join(trace.call.name.split())
     block = f"(Tool call)\nTOOL: {name}\nARGS: {_args(trace.call.args)}"
     agent_output = f"(Conversation)\n{body}\n{block}"
