@@ -64,10 +64,19 @@ GLUED_MIN = 8
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _ALNUM = re.compile(r"[^\W_]+")  # str.isalnum, as re's docs define \w
-_ROT13 = str.maketrans(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
-)  # what codecs' "rot13" does, without a codec look-up per token
+_ROT13 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
+def _rot13(text: str) -> str:
+    """What codecs' "rot13" does, as one table look-up a byte.
+
+    On UTF-8: every byte of a non-ASCII character is 0x80 or above, which the table keeps
+    (``str.translate`` with a mapping looks each character up in a dict).
+    """
+    return text.encode("utf-8", "surrogatepass").translate(_ROT13).decode("utf-8", "surrogatepass")
 
 
 def _short(run: str) -> bool:
@@ -247,7 +256,7 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     def add(paths: Iterable[str], tokens_: Iterable[str], whole: AbstractSet[str] = frozenset()
             ) -> None:  # fmt: skip
         for w in tokens_:
-            if w in whole:
+            if whole and not whole.isdisjoint((w, w[::-1], _rot13(w))):  # one token, turned
                 held = sensitive.holders(w)
             elif sensitive.located(w):
                 held = frozenset()
@@ -264,7 +273,6 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             candidates.update(chain.from_iterable(_runs(toks)))
             if automaton is not None and norm:
                 candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
-        whole = _turned(whole)
         add((path,), sorted(sensitive.holding(_turned(candidates))), whole)
     spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
     crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
@@ -279,7 +287,9 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
                 break
             if len(paths) > 1:
                 crossing.setdefault(joined, tuple(paths))
-    turned = {w: j for j in crossing for w in (j[::-1], j.translate(_ROT13))}  # a few
+    keys = list(crossing)
+    turned = dict(zip(_rot13("\0".join(keys)).split("\0"), keys)) if keys else {}
+    turned.update((j[::-1], j) for j in keys)
     for w in sorted(sensitive.holding({*crossing, *turned})):
         add(crossing.get(w) or crossing[turned[w]], [w])
     if automaton is not None and len(strings) > 1:  # glued over a value's end: one run
@@ -318,7 +328,7 @@ def _turned(runs: set[str]) -> set[str]:
     if not runs:
         return set()
     joined = "\0".join(runs)  # turned at once: NUL is in no token
-    return runs.union(joined[::-1].split("\0"), joined.translate(_ROT13).split("\0"))
+    return runs.union(joined[::-1].split("\0"), _rot13(joined).split("\0"))
 
 
 def _carried(
@@ -336,7 +346,7 @@ def _carried(
     runs = [_NOT_ALNUM.sub("", norm) for _, read in normal for norm in read]
     runs.append("".join(_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings))
     text = "\0".join(runs)
-    every = "\0".join((text, text[::-1], text.translate(_ROT13)))
+    every = "\0".join((text, text[::-1], _rot13(text)))
     return {w for w in glued if w in every}
 
 
@@ -351,7 +361,7 @@ def _automaton(glued: frozenset[str]) -> Any:
         return None
     automaton = ahocorasick.Automaton()
     for w in glued:
-        for key in (w.translate(_ROT13), w[::-1], w):  # as written wins a tie
+        for key in (_rot13(w), w[::-1], w):  # as written wins a tie
             automaton.add_word(key, w)
     automaton.make_automaton()
     return automaton
