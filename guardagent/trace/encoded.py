@@ -288,7 +288,7 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             if len(paths) > 1:
                 crossing.setdefault(joined, tuple(paths))
     keys = list(crossing)
-    turned = dict(zip(_rot13("\0".join(keys)).split("\0"), keys)) if keys else {}
+    turned = dict(zip(_rot13("\0".join(keys)).split("\0"), keys, strict=True)) if keys else {}
     turned.update((j[::-1], j) for j in keys)
     for w in sorted(sensitive.holding({*crossing, *turned})):
         add(crossing.get(w) or crossing[turned[w]], [w])
