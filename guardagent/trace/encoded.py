@@ -100,18 +100,33 @@ def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
         yield runs
 
 
-class Read(NamedTuple):
+class Read:
     """One message's text read as :func:`sensitive_tokens` reads it (kept per message).
 
     Attributes:
-        runs: Its tokens and runs of adjacent ones (:func:`_runs`).
-        tokens: Its tokens alone (what a look-up finds in it).
-        glued: Its tokens looked for glued into other text (:data:`GLUED_MIN`).
+        tokens: Its tokens (what a look-up finds in it).
+        glued: Those looked for glued into other text (:data:`GLUED_MIN`).
     """
 
-    runs: frozenset[str]
-    tokens: frozenset[str]
-    glued: frozenset[str]
+    __slots__ = ("_runs", "_words", "glued", "tokens")
+
+    def __init__(self, words: list[list[str]]) -> None:
+        self._words = words  # the token list of each reading (as written, escapes read)
+        self.tokens = frozenset(chain.from_iterable(words))
+        self.glued = frozenset(t for t in filter(_glued, self.tokens) if secret_like(t))
+        self._runs: frozenset[str] | None = None
+
+    @property
+    def runs(self) -> frozenset[str]:
+        """Its tokens and runs of adjacent ones (:func:`_runs`), made when first asked for.
+
+        Only a call writing as one token what no result holds as one needs them.
+        """
+        if self._runs is None:
+            check_budget()
+            self._runs = frozenset(chain.from_iterable(chain.from_iterable(
+                _runs(w) for w in self._words)))  # fmt: skip
+        return self._runs
 
 
 class Sensitive:
@@ -131,23 +146,25 @@ class Sensitive:
         self._users = users
 
     def __bool__(self) -> bool:
-        return any(read.runs for _, read in self.parts)
+        return any(read.tokens for _, read in self.parts)
 
     def holding(self, candidates: set[str]) -> set[str]:
-        """The identifier-like candidates some sensitive result holds."""
-        return {w for w in candidates.intersection(self._union().runs) if secret_like(w)}
+        """The identifier-like candidates some sensitive result holds as one token."""
+        return {w for w in candidates.intersection(self._tokens()) if secret_like(w)}
 
-    def located(self, token: str) -> bool:
-        """Whether some sensitive result holds `token` as one token (a look-up finds it)."""
-        return token in self._union().tokens
+    def written_as_runs(self, candidates: set[str]) -> set[str]:
+        """The identifier-like candidates some sensitive result holds as a run only."""
+        wanted = {w for w in candidates.difference(self._tokens()) if secret_like(w)}
+        if not wanted:
+            return set()
+        return set().union(*(wanted & read.runs for _, read in self.parts))
 
-    def _union(self) -> Read:
-        """Every part together: made once for a thread's parts (a one-entry memo)."""
+    def _tokens(self) -> frozenset[str]:
+        """Every part's tokens together: made once for a thread's parts (a one-entry memo)."""
         key = tuple(id(read) for _, read in self.parts)
         if _UNION and _UNION[0][0] == key:
             return _UNION[0][1]
-        reads = [read for _, read in self.parts]
-        union = Read(*(frozenset().union(*(getattr(r, f) for r in reads)) for f in Read._fields))
+        union = frozenset().union(*(read.tokens for _, read in self.parts))
         _UNION[:] = [(key, union, self.parts)]  # holds the parts: their ids stay theirs
         return union
 
@@ -160,7 +177,7 @@ class Sensitive:
         return any(token in _message_tokens(m).runs for m in self._users)
 
 
-_UNION: list[tuple[tuple[int, ...], Read, Any]] = []
+_UNION: list[tuple[tuple[int, ...], frozenset[str], Any]] = []
 
 
 class Carried(NamedTuple):
@@ -195,9 +212,10 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
-_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda read: len(read.runs))
+_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8,
+                                       keys=lambda read: MAX_JOINED * len(read.tokens))
 """Readings by content (pure functions of the text: see :mod:`guardagent.trace.reading` for
-why that is safe to share)."""
+why that is safe to share; the runs made later are counted ahead, MAX_JOINED a token)."""
 
 
 def _message_tokens(message: Message) -> Read:
@@ -210,15 +228,8 @@ def _message_tokens(message: Message) -> Read:
     read = _KEPT.get((text, "", None, 0))
     if read is None:
         check_budget()
-        runs: set[str] = set()
-        toks: list[str] = []
-        for x in [text] + ([unescape(text)] if "\\" in text else []):
-            found = tokens(normalize_text(x))
-            toks += found
-            runs.update(chain.from_iterable(_runs(found)))
-        single = frozenset(toks)
-        read = Read(frozenset(runs), single,
-                    frozenset(t for t in filter(_glued, single) if secret_like(t)))  # fmt: skip
+        read = Read([tokens(normalize_text(x))
+                     for x in [text] + ([unescape(text)] if "\\" in text else [])])
         _KEPT.put((text, "", None, 0), read)
     _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), read)
     return read
@@ -240,8 +251,8 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     reversed and in ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``): a view's runs
     read backwards or in ROT13 are the runs of the view reversed or in ROT13.
     """
-    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive([(-1, Read(
-        frozenset(wanted), frozenset(wanted), frozenset(filter(_glued, wanted))))])
+    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive(
+        [(-1, Read([[w] for w in sorted(wanted)]))])  # each a token (its runs: itself)
     strings = [(p, t) for p, v in flatten(call.args) if (t := _written(v))]
     normal: list[tuple[str, list[str]]] = []
     for path, text in strings:
@@ -253,15 +264,11 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     automaton = _automaton(frozenset(_carried(sensitive.glued, normal, strings)))
     out: list[Carried] = []
 
-    def add(paths: Iterable[str], tokens_: Iterable[str], whole: AbstractSet[str] = frozenset()
+    def add(paths: Iterable[str], found: Iterable[str], whole: AbstractSet[str] = frozenset()
             ) -> None:  # fmt: skip
-        for w in tokens_:
-            if whole and not whole.isdisjoint((w, w[::-1], _rot13(w))):  # one token, turned
-                held = sensitive.holders(w)
-            elif sensitive.located(w):
-                held = frozenset()
-            else:  # a run in the call and in every result holding it: nothing to look up
-                continue
+        for w in found:
+            one = whole and not whole.isdisjoint((w, w[::-1], _rot13(w)))  # one token, turned
+            held = sensitive.holders(w) if one else frozenset()
             out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
     for path, read in normal:
@@ -273,7 +280,9 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             candidates.update(chain.from_iterable(_runs(toks)))
             if automaton is not None and norm:
                 candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
-        add((path,), sorted(sensitive.holding(_turned(candidates))), whole)
+        found = sensitive.holding(_turned(candidates))  # a result's token: a look-up finds it
+        found |= sensitive.written_as_runs(_turned(whole))  # a result wrote it with separators
+        add((path,), sorted(found), whole)
     spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
     crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
     for i in range(len(spread)):
