@@ -170,6 +170,16 @@ def clear_caches() -> None:
     for cache in CACHES:
         cache.clear()
     CALLS.clear()
+    for forget in _FORGETS:
+        forget()
+
+
+_FORGETS: list[Callable[[], None]] = []
+
+
+def on_clear(forget: Callable[[], None]) -> None:
+    """Have :func:`clear_caches` call `forget` too (a reader keeping readings of its own)."""
+    _FORGETS.append(forget)
 
 
 CACHES: list[ReadingCache[Any]] = []

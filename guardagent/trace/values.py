@@ -36,6 +36,7 @@ from guardagent.trace.normal import (
     tokens,
 )
 from guardagent.trace.numbers import amount_readings, canon, strip_currency
+from guardagent.trace.reading import on_clear
 from guardagent.trace.urls import _tld, link_like, read_link, trim
 from guardagent.trace.urls import read_url as _url_value
 
@@ -140,6 +141,9 @@ def _cached_string(value: str, region: str | None, year: int) -> tuple[tuple[Val
     frozen), so the key holds all three, the year resolved (a new year is a new key).
     """
     return tuple(_read_string(value, region, year))
+
+
+on_clear(_cached_string.cache_clear)
 
 
 def _read_string(value: str, region: str | None, year: int | None) -> list[tuple[Value, bool]]:
