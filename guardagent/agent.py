@@ -193,25 +193,33 @@ class GuardAgent:
         return attach_task(self._trace_model(), task)
 
     def _trace_model(self) -> Any:
+        return self._trace_policy()[0]
+
+    def _trace_policy(self) -> tuple[Any, float | None]:
+        """The profile's trace policy model and its safety threshold, from one profile load."""
         from guardagent.policy.runs import profile_policy
 
-        model = profile_policy(load_profile(self.context.profile))
+        profile = load_profile(self.context.profile)
+        model = profile_policy(profile)
         if model is None or model.labels is None or not model.trace_bindings:
             raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
                              "model with tool labels and trace predicates")  # fmt: skip
-        return model
+        return model, getattr(profile, "safety_threshold", None)
 
     def _trace(
         self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
         consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
         task: Any = None, thread_id: str | None = None,
-    ) -> tuple[TraceEvent | GuardDecision, Any]:  # fmt: skip
-        """The prepared trace (or the denial of an unreadable one) and the policy model."""
+    ) -> tuple[TraceEvent | GuardDecision, Any, float | None]:  # fmt: skip
+        """The prepared trace (or the denial of an unreadable one), the model, the threshold.
+
+        The policy model and the profile's safety threshold come from one profile load.
+        """
         from guardagent.policy.task import TaskPolicyError, attach_task
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
-        model = self._trace_model()
+        model, threshold = self._trace_policy()
         if user_facts is not None:  # the user's records: read as `check` reads them, or deny
             try:
                 user_facts = normalize_facts(user_facts)
@@ -220,7 +228,7 @@ class GuardAgent:
                     allowed=False, label=1, profile=self.context.profile,
                     reason=f"denied: the host's user_facts cannot be read ({exc})",
                     error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
-                ), model  # fmt: skip
+                ), model, threshold  # fmt: skip
         try:
             attached = attach_task(model, task)
             if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
@@ -229,7 +237,7 @@ class GuardAgent:
         except TaskPolicyError as exc:
             return GuardDecision(allowed=False, label=1, profile=self.context.profile,
                                  reason=f"denied: the task policy cannot be attached ({exc})",
-                                 error=f"task_policy: {exc}"), model  # fmt: skip
+                                 error=f"task_policy: {exc}"), model, threshold  # fmt: skip
         try:
             event = prepare_trace_event(
                 messages, proposed_call, labels=model.labels, bindings=attached.bindings,
@@ -239,34 +247,36 @@ class GuardAgent:
                 budget_ms=self.context.trace_budget_ms,
             )  # fmt: skip
         except UnreadableEvidence as exc:
-            return GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model
+            return (GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model,
+                    threshold)
         except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
             deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
-            return GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model
+            return (GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model,
+                    threshold)
         if attached.unset:
             event = replace(event, facts={**event.facts, **attached.open_facts()})
-        return event, attached.model
+        return event, attached.model, threshold
 
-    def _trace_with_state(self, *args: Any) -> tuple[TraceEvent | GuardDecision, Any]:
+    def _trace_with_state(self, *args: Any) -> tuple[TraceEvent | GuardDecision, Any, float | None]:
         """:meth:`_trace` with the thread's state built (in the caller's thread, not later).
 
         An async caller reads `decision.trace_state` on its event loop: the thread's index,
         deferred for a thread with no state (:mod:`guardagent.trace.lookup`), is built here,
         in the worker thread, so reading it never blocks the loop.
         """
-        event, model = self._trace(*args)
+        event, model, threshold = self._trace(*args)
         if not isinstance(event, GuardDecision):
             event.state.get()
-        return event, model
+        return event, model, threshold
 
-    def _verify_trace(self, event: TraceEvent, model: Any, started: float) -> GuardDecision | None:
+    def _verify_trace(self, event: TraceEvent, model: Any, threshold: float | None,
+                      started: float) -> GuardDecision | None:  # fmt: skip
         """A policy whose every predicate is a trace predicate needs no program: verify here."""
         from guardagent.policy.runs import decision_parts
         from guardagent.policy.verify import verify_event
 
         if set(model.trace_bindings) != {p.name for p in model.predicates}:
             return None
-        threshold = getattr(load_profile(self.context.profile), "safety_threshold", None)
         parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
                                          expected=model.trace_bindings), None)
         return GuardDecision(
@@ -358,11 +368,12 @@ class GuardAgent:
         """
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
-        event, model = self._trace(messages, proposed_call, user_facts, consent, thread_state,
-                                   max_bytes, _task_spec(task), thread_id)  # fmt: skip
+        event, model, threshold = self._trace(messages, proposed_call, user_facts, consent,
+                                              thread_state, max_bytes, _task_spec(task),
+                                              thread_id)  # fmt: skip
         if isinstance(event, GuardDecision):
             return event
-        decision = self._verify_trace(event, model, started)
+        decision = self._verify_trace(event, model, threshold, started)
         if decision is None:
             overrides["trace_assignments"] = event.assignments
             overrides.setdefault("max_event_chars", max_bytes + 65_536)
@@ -388,12 +399,12 @@ class GuardAgent:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
-        event, model = await asyncio.to_thread(
+        event, model, threshold = await asyncio.to_thread(
             self._trace_with_state, messages, proposed_call, user_facts, consent, thread_state,
             max_bytes, _task_spec(task), thread_id)
         if isinstance(event, GuardDecision):
             return event
-        decision = self._verify_trace(event, model, started)
+        decision = self._verify_trace(event, model, threshold, started)
         if decision is None:
             overrides["trace_assignments"] = event.assignments
             overrides.setdefault("max_event_chars", max_bytes + 65_536)
