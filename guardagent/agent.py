@@ -197,9 +197,24 @@ class GuardAgent:
 
         model = profile_policy(load_profile(self.context.profile))
         if model is None or model.labels is None or not model.trace_bindings:
-            raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
-                             "model with tool labels and trace predicates")  # fmt: skip
+            raise ValueError(f"profile {self.context.profile!r} has no policy model with tool "
+                             "labels and trace predicates (check_trace needs one)")  # fmt: skip
         return model
+
+    def _no_trace_policy(self, exc: Exception) -> GuardDecision:
+        """The denial of a trace the profile cannot guard (a deployment error, said per call).
+
+        The middleware calls `check_trace` inside the agent's run, where an exception would
+        end the run in the host's code: the call is denied with the reason instead.
+        """
+        from guardagent.readers.evidence import UnreadableEvidence
+        from guardagent.trace import unreadable_fields
+
+        detail = (str(exc) or repr(exc)).splitlines()[0]
+        if not detail.startswith("profile "):  # the policy file's own error
+            detail = f"profile {self.context.profile!r}: its policy does not load ({detail})"
+        fields = unreadable_fields(UnreadableEvidence("no_trace_policy", detail))
+        return GuardDecision(**fields, profile=self.context.profile)
 
     def _trace(
         self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
@@ -211,7 +226,10 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
-        model = self._trace_model()
+        try:
+            model = self._trace_model()
+        except (ValueError, OSError) as exc:  # no trace policy, or its file does not load
+            return self._no_trace_policy(exc), None
         if user_facts is not None:  # the user's records: read as `check` reads them, or deny
             try:
                 user_facts = normalize_facts(user_facts)
