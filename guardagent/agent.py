@@ -368,11 +368,10 @@ class GuardAgent:
             built when first read, :mod:`guardagent.trace.lookup`). Everything read from the
             trace, the records and the state ends in a decision: what cannot be read is a
             denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
-            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
-
-        Raises:
-            ValueError: `user_facts` that are not a JSON object of JSON values, or a profile
-                without a trace policy (the caller's configuration, reported loudly).
+            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...), and so
+            are `user_facts` that are not a JSON object of JSON values and a profile that
+            cannot guard traces (``no_trace_policy``): nothing raises into the host, which
+            may be an agent's run (the middleware).
         """
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
