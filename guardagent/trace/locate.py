@@ -27,7 +27,13 @@ from guardagent.trace.addresses import read_located
 from guardagent.trace.dates import MONTHS, full_year, host_year, iso
 from guardagent.trace.kinds import Found, Value, unplaced
 from guardagent.trace.normal import tokens
-from guardagent.trace.numbers import amount_value, iban_key, iban_length, phone_key
+from guardagent.trace.numbers import (
+    amount_value,
+    iban_key,
+    iban_length,
+    magnitude_end,
+    phone_key,
+)
 from guardagent.trace.scan import Spans, Taken, group, matches
 from guardagent.trace.urls import read_link
 
@@ -130,6 +136,25 @@ def _ibans(r: _Reader) -> None:
             if key is not None:
                 written = text[start:hit[1]]
                 r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
+    taken.flush()
+
+
+def _numbers(r: _Reader) -> None:
+    """Amounts, each with the magnitude word after it (``5 Mio.``: 5,000,000, never 5).
+
+    A number glued to other letters (``5kg``, ``3rd``) is no amount, as before.
+    """
+    text, taken = r.text, r.taken
+    for spans in matches("number", text):
+        start, end = spans[1]
+        if start >= r.stop:
+            break
+        stop = magnitude_end(text, end) or end
+        if stop == end and end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            continue
+        if taken.free(start, stop):
+            written = text[start:stop]
+            r.keep(amount_value(written, written), start, stop)
     taken.flush()
 
 
@@ -310,7 +335,7 @@ def extract_values(
         if not r.done():
             r.each("phone", lambda t, s: _phone(group(t, s, 1), region))
         if not r.done() and not spaced:
-            r.each("number", lambda t, s: amount_value(group(t, s, 1), group(t, s, 1)))
+            _numbers(r)
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found
 

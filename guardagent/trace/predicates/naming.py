@@ -146,8 +146,16 @@ class _Target:
         self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
     def named_in(self, question: Question, single: bool = False) -> bool:
+        """Whether the question names this value (`single`: so that a yes approves it).
+
+        A value read two ways (``5,000``: 5000 or 5) is approved only by a question that
+        holds every one of its readings, one of them as an English reader reads it: "CHF 5"
+        approves neither, since a bank may pay 5000.
+        """
+        if self.keys and single:
+            return self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
         if self.keys:
-            return not self.keys.isdisjoint(question.plain if single else question.keys)
+            return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
     def position(self, question: Question) -> int:
