@@ -32,7 +32,7 @@ def amounts(text: str) -> list[tuple[str, ...]]:
     ("Pay CHF 5 million now", ("amount:5000000",)),
     ("Pay 5 Mio. CHF", ("amount:5000000",)),
     ("about 5k", ("amount:5000",)),
-    ("USD 1.5M", ("amount:1500000",)),
+    ("USD 1.5 mln", ("amount:1500000",)),
     ("EUR 1,5 Mio.", ("amount:1500000",)),
     ("$2 bn", ("amount:2000000000",)),
     ("CHF 3 Mrd.", ("amount:3000000000",)),
@@ -47,6 +47,8 @@ def test_a_magnitude_word_scales_the_number_in_text(text: str, keys: tuple[str, 
 @pytest.mark.parametrize(("text", "keys"), [
     ("5 billion", ("amount:5000000000", "amount:5000000000000")),  # English; German, French
     ("send 5 m", ("amount:5000000", "amount:5")),  # a lone letter after a space: both ways
+    ("USD 5M", ("amount:5000000", "amount:5")),  # or metres, minutes
+    ("flat 1b", ("amount:1000000000", "amount:1")),
     ("1,500 million", ("amount:1500000000", "amount:1500000")),
 ])  # fmt: skip
 def test_a_magnitude_read_two_ways_keeps_both_readings(text: str, keys: tuple[str, ...]) -> None:
@@ -58,7 +60,7 @@ def test_a_word_that_is_no_magnitude_leaves_the_number_as_it_was(text: str) -> N
     assert all("amount:5000000" not in k and "amount:5000" not in k for k in amounts(text))
 
 
-@pytest.mark.parametrize("amount", ["CHF 5 million", "5 Mio.", "5k", "5 million CHF", "$5M"])
+@pytest.mark.parametrize("amount", ["CHF 5 million", "5 Mio.", "5k", "5 million CHF", "$5 bn"])
 def test_a_whole_argument_with_a_magnitude_is_over_a_limit(amount: str) -> None:
     f = facts([system(), user("Pay the invoice")], "send_money",
               {"iban": IBAN, "amount": amount})  # fmt: skip

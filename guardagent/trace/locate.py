@@ -14,7 +14,8 @@ value (see :func:`~guardagent.trace.kinds.unplaced`).
 A boundary reading (``across``) keeps only values that span the boundary. Any two such
 values overlap, so once one is taken no later pass can take another (only the leftover
 ``@`` tokens, judged beside it, are still looked for); and a boundary that holds a space
-can only be spanned by the kinds whose spans may hold one (IBANs, dates, phone numbers).
+can only be spanned by the kinds whose spans may hold one (IBANs, dates, phone numbers,
+amounts with a magnitude word).
 Both skip passes that could find nothing, never a value.
 """
 
@@ -49,7 +50,7 @@ _PRECHECK_CHARS = 4096
 _SPACES = frozenset(" \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
                     + "".join(chr(c) for c in range(0x2000, 0x200B)))  # fmt: skip
 """RE2's ``\\s`` and the Unicode separators (``\\pZ``): no address, link, leftover token,
-numeric date or amount holds one."""
+numeric date or bare amount holds one."""
 
 Read = Callable[[str, Spans], Value | None]
 
@@ -334,7 +335,7 @@ def extract_values(
             _dates(r, host_year() if year is None else year, spaced)
         if not r.done():
             r.each("phone", lambda t, s: _phone(group(t, s, 1), region))
-        if not r.done() and not spaced:
+        if not r.done():  # an amount holds a space before its magnitude word (5 mio)
             _numbers(r)
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found

@@ -31,13 +31,14 @@ MAGNITUDES: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(("hundred", "hundreds"), (100,)),
     **dict.fromkeys(("k", "thousand", "thousands", "grand", "tsd", "tausend", "mille"), (_E3,)),
     **dict.fromkeys(("lakh", "lakhs", "lac", "lacs"), (_E5,)),
-    **dict.fromkeys(("m", "mm", "mn", "mln", "mio", "mios", "million", "millions", "millionen",
+    **dict.fromkeys(("mm", "mn", "mln", "mio", "mios", "million", "millions", "millionen",
                      "millones", "milioni", "millón"), (_E6,)),
     **dict.fromkeys(("crore", "crores"), (_E7,)),
-    **dict.fromkeys(("b", "bn", "bln", "mrd", "mia", "milliard", "milliards", "milliarde",
+    **dict.fromkeys(("bn", "bln", "mrd", "mia", "milliard", "milliards", "milliarde",
                      "milliarden", "miliardi"), (_E9,)),
     **dict.fromkeys(("bio", "billionen"), (_E12,)),
     "mil": (_E3, _E6),  # Spanish and Portuguese thousand, English slang million
+    "m": (_E6,), "b": (_E9,),  # also a size, a flat, an item (5m, 1b): read both ways
     **dict.fromkeys(("billion", "billions"), (_E9, _E12)),  # English; German, French
     **dict.fromkeys(("trillion", "trillions"), (_E12, _E18)),
 }  # fmt: skip
@@ -45,8 +46,9 @@ MAGNITUDES: dict[str, tuple[int, ...]] = {
 magnitude: ``CHF 5 million`` is 5,000,000, never 5. A word that means two magnitudes in the
 languages a bank reads (``billion``: 10^9 in English, 10^12 in German and French) has both
 readings, so they disagree and a comparison or a consent that needs one is open; so does a
-single letter after a space, which may be something else (``room 5 b``; ``5 m``: 5 and
-5,000,000)."""
+single letter that may be something else (``5m`` of cable, flat ``1b``, ``room 5 b``; only
+a glued ``k`` is read one way): ``5m`` is 5 and 5,000,000."""
+_BOTH_WAYS = frozenset({"m", "b"})
 _MAGNITUDE_SPACES = frozenset(" \u00a0\u202f")
 _LONGEST_MAGNITUDE = max(map(len, MAGNITUDES))
 
@@ -188,7 +190,8 @@ def _scaled(text: str) -> tuple[str, ...]:
         return ()
     bare = amount_readings(number)
     scaled = [canon(Decimal(r) * f) for r in bare for f in factors]
-    return tuple(dict.fromkeys([*scaled, *bare] if spaced and len(text) - word == 1 else scaled))
+    lone = len(text) - word == 1 and (spaced or text[word:].casefold() in _BOTH_WAYS)
+    return tuple(dict.fromkeys([*scaled, *bare] if lone else scaled))
 
 
 def amount_value(text: str, written: str) -> Value | None:
