@@ -291,6 +291,18 @@ def _free_at_sign(r: _Reader) -> bool:
     return False
 
 
+def _digit_at_space(text: str, across: tuple[int, int] | None) -> bool:
+    """Whether a digit ends right before a space at the boundary (``5 | mio``).
+
+    An amount spans a spaced boundary only so: a cheap test before the number pass.
+    """
+    if across is None:
+        return True
+    stop = min(across[1] + 1, len(text) - 1)
+    return any(text[i].isdigit() and text[i + 1] in _SPACES
+               for i in range(max(across[0] - 2, 0), stop))  # fmt: skip
+
+
 def _spaced(text: str, across: tuple[int, int]) -> bool:
     """Whether a value spanning the boundary would hold a space (see the module docstring)."""
     return any(c in _SPACES for c in text[max(across[0] - 1, 0):across[1] + 1])
@@ -335,8 +347,8 @@ def extract_values(
             _dates(r, host_year() if year is None else year, spaced)
         if not r.done():
             r.each("phone", lambda t, s: _phone(group(t, s, 1), region))
-        if not r.done():  # an amount holds a space before its magnitude word (5 mio)
-            _numbers(r)
+        if not r.done() and (not spaced or _digit_at_space(text, across)):
+            _numbers(r)  # across a space: only a number and its magnitude word (5 mio)
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found
 
