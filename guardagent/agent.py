@@ -202,9 +202,24 @@ class GuardAgent:
         profile = load_profile(self.context.profile)
         model = profile_policy(profile)
         if model is None or model.labels is None or not model.trace_bindings:
-            raise ValueError(f"profile {self.context.profile!r}: check_trace needs a policy "
-                             "model with tool labels and trace predicates")  # fmt: skip
+            raise ValueError(f"profile {self.context.profile!r} has no policy model with tool "
+                             "labels and trace predicates (check_trace needs one)")  # fmt: skip
         return model, getattr(profile, "safety_threshold", None)
+
+    def _no_trace_policy(self, exc: Exception) -> GuardDecision:
+        """The denial of a trace the profile cannot guard (a deployment error, said per call).
+
+        The middleware calls `check_trace` inside the agent's run, where an exception would
+        end the run in the host's code: the call is denied with the reason instead.
+        """
+        from guardagent.readers.evidence import UnreadableEvidence
+        from guardagent.trace import unreadable_fields
+
+        detail = (str(exc) or repr(exc)).splitlines()[0]
+        if not detail.startswith("profile "):  # the policy file's own error
+            detail = f"profile {self.context.profile!r}: its policy does not load ({detail})"
+        fields = unreadable_fields(UnreadableEvidence("no_trace_policy", detail))
+        return GuardDecision(**fields, profile=self.context.profile)
 
     def _trace(
         self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
@@ -219,7 +234,10 @@ class GuardAgent:
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
 
-        model, threshold = self._trace_policy()
+        try:
+            model, threshold = self._trace_policy()
+        except (ValueError, OSError) as exc:  # no trace policy, or its file does not load
+            return self._no_trace_policy(exc), None, None
         if user_facts is not None:  # the user's records: read as `check` reads them, or deny
             try:
                 user_facts = normalize_facts(user_facts)
@@ -360,11 +378,10 @@ class GuardAgent:
             built when first read, :mod:`guardagent.trace.lookup`). Everything read from the
             trace, the records and the state ends in a decision: what cannot be read is a
             denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
-            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...).
-
-        Raises:
-            ValueError: `user_facts` that are not a JSON object of JSON values, or a profile
-                without a trace policy (the caller's configuration, reported loudly).
+            ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...), and so
+            are `user_facts` that are not a JSON object of JSON values and a profile that
+            cannot guard traces (``no_trace_policy``): nothing raises into the host, which
+            may be an agent's run (the middleware).
         """
         started = time.perf_counter()
         max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)

@@ -156,7 +156,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         review: When to ask a human (``"never"``, ``"on_fail"``, ``"on_deny"``).
         run_name: Trace name of each guard run (its outcome is ``<run_name>.decision``).
         trace: Guard each call with the whole conversation (`GuardAgent.check_trace`): the
-            profile's policy model needs tool labels and trace predicates. The thread's
+            profile's policy model needs tool labels and trace predicates (without them
+            every call is denied, ``no_trace_policy``). The thread's
             index and the reviewers' approvals live in the agent state (`guardagent_trace`,
             `guardagent_consent`: keep a checkpointer), signed with the guard's
             ``trace_key`` (required: without one the middleware refuses to start). An

@@ -106,13 +106,16 @@ class Decider:
                 trace = trace_bytes(trace)
             args = ((trace, None) if "trace" in body
                     else (body["messages"], body.get("proposed_call")))  # fmt: skip
-            return await agent.acheck_trace(*args, user_facts=request.user_facts,
-                                            consent=body.get("consent") or [],
-                                            thread_state=trace_state,
-                                            thread_id=request.thread_id,
-                                            task=body.get("task"))  # fmt: skip
-        except ValueError as exc:  # the caller's facts or a profile without a trace policy
+            decision = await agent.acheck_trace(*args, user_facts=request.user_facts,
+                                                consent=body.get("consent") or [],
+                                                thread_state=trace_state,
+                                                thread_id=request.thread_id,
+                                                task=body.get("task"))  # fmt: skip
+        except ValueError as exc:  # the caller's facts (an event's)
             raise BadRequest(str(exc)) from None
+        if any(u.get("reason") == "no_trace_policy" for u in decision.unreadable or ()):
+            raise BadRequest(str(decision.unreadable[0]["detail"]))  # the request's profile
+        return decision
 
     async def decide(self, request: Request) -> Answer:
         """Decide `request`: never raises; every failure is a denial with its reason."""

@@ -60,7 +60,7 @@ def part_text(part: Any) -> str | None:
         return part
     if isinstance(part, Mapping):
         kind = part.get("type")
-        if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+        if isinstance(kind, str) and kind in TEXT_PARTS and isinstance(part.get("text"), str):
             return str(part["text"])
         if kind == "refusal" and isinstance(part.get("refusal"), str):
             return str(part["refusal"])
@@ -105,7 +105,7 @@ def sort_content(content: Any, role: str, where: str) -> Content:
             ident = part.get(id_field)
             call_id = str(ident) if isinstance(ident, str | int) and ident != "" else None
             out.results.append((call_id, part.get(body), part.get("is_error") is True))
-        elif role == "assistant" and kind in CALL_PARTS:
+        elif role == "assistant" and isinstance(kind, str) and kind in CALL_PARTS:
             out.calls.append(part)
         else:
             out.hidden.append(as_json(part))

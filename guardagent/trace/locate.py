@@ -14,7 +14,8 @@ value (see :func:`~guardagent.trace.kinds.unplaced`).
 A boundary reading (``across``) keeps only values that span the boundary. Any two such
 values overlap, so once one is taken no later pass can take another (only the leftover
 ``@`` tokens, judged beside it, are still looked for); and a boundary that holds a space
-can only be spanned by the kinds whose spans may hold one (IBANs, dates, phone numbers).
+can only be spanned by the kinds whose spans may hold one (IBANs, dates, phone numbers,
+amounts with a magnitude word).
 Both skip passes that could find nothing, never a value.
 """
 
@@ -27,7 +28,13 @@ from guardagent.trace.addresses import read_located
 from guardagent.trace.dates import MONTHS, full_year, host_year, iso
 from guardagent.trace.kinds import Found, Value, unplaced
 from guardagent.trace.normal import tokens
-from guardagent.trace.numbers import amount_value, iban_key, iban_length, phone_key
+from guardagent.trace.numbers import (
+    amount_value,
+    iban_key,
+    iban_length,
+    magnitude_end,
+    phone_key,
+)
 from guardagent.trace.scan import Spans, Taken, group, matches
 from guardagent.trace.urls import read_link
 
@@ -43,7 +50,7 @@ _PRECHECK_CHARS = 4096
 _SPACES = frozenset(" \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
                     + "".join(chr(c) for c in range(0x2000, 0x200B)))  # fmt: skip
 """RE2's ``\\s`` and the Unicode separators (``\\pZ``): no address, link, leftover token,
-numeric date or amount holds one."""
+numeric date or bare amount holds one."""
 
 Read = Callable[[str, Spans], Value | None]
 
@@ -130,6 +137,25 @@ def _ibans(r: _Reader) -> None:
             if key is not None:
                 written = text[start:hit[1]]
                 r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
+    taken.flush()
+
+
+def _numbers(r: _Reader) -> None:
+    """Amounts, each with the magnitude word after it (``5 Mio.``: 5,000,000, never 5).
+
+    A number glued to other letters (``5kg``, ``3rd``) is no amount, as before.
+    """
+    text, taken = r.text, r.taken
+    for spans in matches("number", text):
+        start, end = spans[1]
+        if start >= r.stop:
+            break
+        stop = magnitude_end(text, end) or end
+        if stop == end and end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            continue
+        if taken.free(start, stop):
+            written = text[start:stop]
+            r.keep(amount_value(written, written), start, stop)
     taken.flush()
 
 
@@ -265,6 +291,18 @@ def _free_at_sign(r: _Reader) -> bool:
     return False
 
 
+def _digit_at_space(text: str, across: tuple[int, int] | None) -> bool:
+    """Whether a digit ends right before a space at the boundary (``5 | mio``).
+
+    An amount spans a spaced boundary only so: a cheap test before the number pass.
+    """
+    if across is None:
+        return True
+    stop = min(across[1] + 1, len(text) - 1)
+    return any(text[i].isdigit() and text[i + 1] in _SPACES
+               for i in range(max(across[0] - 2, 0), stop))  # fmt: skip
+
+
 def _spaced(text: str, across: tuple[int, int]) -> bool:
     """Whether a value spanning the boundary would hold a space (see the module docstring)."""
     return any(c in _SPACES for c in text[max(across[0] - 1, 0):across[1] + 1])
@@ -309,8 +347,8 @@ def extract_values(
             _dates(r, host_year() if year is None else year, spaced)
         if not r.done():
             r.each("phone", lambda t, s: _phone(group(t, s, 1), region))
-        if not r.done() and not spaced:
-            r.each("number", lambda t, s: amount_value(group(t, s, 1), group(t, s, 1)))
+        if not r.done() and (not spaced or _digit_at_space(text, across)):
+            _numbers(r)  # across a space: only a number and its magnitude word (5 mio)
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found
 

@@ -8,7 +8,9 @@
 - ``amount:2500``: a decimal number with its grouping removed (``2,500.00``, ``2.500,00``,
   ``2'500``, ``$2500`` all read ``amount:2500``). ``1,500`` and ``1.500`` are ambiguous
   and read both ways (1500 and 1.5), and so is any single ``,`` or ``.`` before three or
-  more digits (``1,5000``: 15000 and 1.5); a value matches if any reading does.
+  more digits (``1,5000``: 15000 and 1.5); a value matches if any reading does. A
+  magnitude word right after the number is read as a bank clerk reads it (``5 Mio.``,
+  ``CHF 5 million``, ``5k``: :data:`MAGNITUDES`), never as the bare number.
 """
 
 from __future__ import annotations
@@ -24,6 +26,46 @@ CURRENCIES = frozenset({
     "cad", "aud", "nzd", "sek", "nok", "dkk", "pln", "czk", "huf", "brl", "mxn",
 })  # fmt: skip
 _SEPARATORS = frozenset(".,'")
+_E3, _E5, _E6, _E7, _E9, _E12, _E18 = (10**n for n in (3, 5, 6, 7, 9, 12, 18))
+MAGNITUDES: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(("hundred", "hundreds"), (100,)),
+    **dict.fromkeys(("k", "thousand", "thousands", "grand", "tsd", "tausend", "mille"), (_E3,)),
+    **dict.fromkeys(("lakh", "lakhs", "lac", "lacs"), (_E5,)),
+    **dict.fromkeys(("mm", "mn", "mln", "mio", "mios", "million", "millions", "millionen",
+                     "millones", "milioni", "millón"), (_E6,)),
+    **dict.fromkeys(("crore", "crores"), (_E7,)),
+    **dict.fromkeys(("bn", "bln", "mrd", "mia", "milliard", "milliards", "milliarde",
+                     "milliarden", "miliardi"), (_E9,)),
+    **dict.fromkeys(("bio", "billionen"), (_E12,)),
+    "mil": (_E3, _E6),  # Spanish and Portuguese thousand, English slang million
+    "m": (_E6,), "b": (_E9,),  # also a size, a flat, an item (5m, 1b): read both ways
+    **dict.fromkeys(("billion", "billions"), (_E9, _E12)),  # English; German, French
+    **dict.fromkeys(("trillion", "trillions"), (_E12, _E18)),
+}  # fmt: skip
+"""Words a bank clerk reads after a number (case-folded; glued or after one space) as its
+magnitude: ``CHF 5 million`` is 5,000,000, never 5. A word that means two magnitudes in the
+languages a bank reads (``billion``: 10^9 in English, 10^12 in German and French) has both
+readings, so they disagree and a comparison or a consent that needs one is open; so does a
+single letter that may be something else (``5m`` of cable, flat ``1b``, ``room 5 b``; only
+a glued ``k`` is read one way): ``5m`` is 5 and 5,000,000."""
+_BOTH_WAYS = frozenset({"m", "b"})
+_MAGNITUDE_SPACES = frozenset(" \u00a0\u202f")
+_LONGEST_MAGNITUDE = max(map(len, MAGNITUDES))
+
+
+def magnitude_end(text: str, end: int) -> int | None:
+    """Where a magnitude word right after a number ending at `end` ends, or None.
+
+    The word is glued (``5k``) or after one space (``5 Mio.``) and is whole: ``5 millionaires``
+    has none. Bounded work: at most the longest word is looked at.
+    """
+    start = end + 1 if end < len(text) and text[end] in _MAGNITUDE_SPACES else end
+    stop = start
+    while stop < len(text) and stop - start <= _LONGEST_MAGNITUDE and text[stop].isalpha():
+        stop += 1
+    if stop == start or (stop < len(text) and (text[stop].isalnum() or text[stop] == "_")):
+        return None
+    return stop if text[start:stop].casefold() in MAGNITUDES else None
 
 
 @lru_cache(maxsize=4096)
@@ -98,6 +140,8 @@ def amount_readings(text: str) -> tuple[str, ...]:
     """
     if text.isdigit():  # the common case: a plain integer
         return ((text.lstrip("0") or "0"),) if text.isascii() else ()  # int() stops at 4300 digits
+    if text[-1:].isalpha():
+        return _scaled(text)
     groups, seps = _split(text)
     if not all(g.isdigit() and g.isascii() for g in groups):
         return ()
@@ -132,6 +176,22 @@ def amount_readings(text: str) -> tuple[str, ...]:
     if all(len(g) == 3 for g in groups[1:-1]) and len(set(seps[:-1])) == 1:
         add("".join(groups[:-1]), groups[-1])
     return tuple(readings)
+
+
+def _scaled(text: str) -> tuple[str, ...]:
+    """The readings of a number followed by a magnitude word (``1,5 Mio`` -> ``1500000``)."""
+    word = len(text)
+    while word > 0 and text[word - 1].isalpha():
+        word -= 1
+    spaced = word > 0 and text[word - 1] in _MAGNITUDE_SPACES
+    number = text[:word - 1] if spaced else text[:word]
+    factors = MAGNITUDES.get(text[word:].casefold())
+    if factors is None or not number[-1:].isdigit():
+        return ()
+    bare = amount_readings(number)
+    scaled = [canon(Decimal(r) * f) for r in bare for f in factors]
+    lone = len(text) - word == 1 and (spaced or text[word:].casefold() in _BOTH_WAYS)
+    return tuple(dict.fromkeys([*scaled, *bare] if lone else scaled))
 
 
 def amount_value(text: str, written: str) -> Value | None:

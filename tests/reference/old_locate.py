@@ -20,7 +20,13 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.dates import MONTH, MONTHS, full_year, host_year, iso
 from guardagent.trace.kinds import Found, Value, unplaced
 from guardagent.trace.normal import tokens
-from guardagent.trace.numbers import amount_value, iban_key, iban_length, phone_key
+from guardagent.trace.numbers import (
+    amount_value,
+    iban_key,
+    iban_length,
+    magnitude_end,
+    phone_key,
+)
 from guardagent.trace.urls import read_link
 
 _W = r"\pL\pN_"
@@ -312,7 +318,12 @@ def extract_values(
         r.taken.flush()
         _dates(r, host_year() if year is None else year)
         r.each("phone", lambda m: _phone(m.group(1), region))
-        r.each("number", lambda m: amount_value(m.group(1), m.group(1)))
+        for m in _matches("number", text):  # with a magnitude word after it (5 Mio.)
+            start, end = m.span(1)
+            stop = magnitude_end(text, end) or end
+            if (stop > end or _after_ok(text, end)) and r.taken.free(start, stop):
+                r.keep(amount_value(text[start:stop], text[start:stop]), start, stop, True)
+        r.taken.flush()
     r.found.sort(key=lambda f: (f.start, f.end))
     return r.found
 

@@ -22,7 +22,8 @@ every one of these conditions (else it does not, and the fact says which one fai
   values as the same run of whole words (case-folded; punctuation kept but for quotes and
   brackets around a word and a clause mark after it: ``../planner`` and ``planner*`` are
   not ``planner``); a value
-  with an invisible character is never named. A flag (a boolean or null argument:
+  with an invisible character is never named, nor one written only after *of* ("the
+  copy of planner" asks about the copy). A flag (a boolean or null argument:
   ``force=True``) is named by its argument's name, and its value when not true
   (:class:`_Flag`). A call with no value at all is named by its
   tool; prose longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body; never a path

@@ -8,13 +8,13 @@ from typing import Any
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.lookalikes import WrittenIdnScope, idn_wildcard_hosts
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import (
     CallPattern,
-    Scope,
     earlier_calls,
     order_violations,
     out_of_scope,
@@ -74,13 +74,19 @@ def nothing_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any
 @predicate
 def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fact:
     """Every URL of the proposed call's argument is inside one of the scopes."""
-    parsed = [Scope.of(s) for s in scopes]
+    parsed = [WrittenIdnScope.of(s) for s in scopes]
     call = facts.trace.call
     outside = out_of_scope([call], parsed, arg, facts.index.region)
-    if not urls_at(call, arg, facts.index.region):
+    values = urls_at(call, arg, facts.index.region)
+    if not values:
         return Fact("navigation_in_scope", False, (), f"argument {arg!r} holds no URL")
     if outside:
         shown = ", ".join(repr(u) for _, u, _ in outside[:3])
+        lookalike = idn_wildcard_hosts(values, parsed)
+        if lookalike and all(verdict is None for *_, verdict in outside):
+            return Fact("navigation_in_scope", None, (), f"the host {lookalike[0]!r} is inside "
+                        f"{', '.join(map(str, parsed))} only through a wildcard over an "
+                        "internationalised label (it may render like another site)")  # fmt: skip
         if all(verdict is None for *_, verdict in outside):  # open: a rule either way denies
             return Fact("navigation_in_scope", None, (), f"{shown} inside "
                         f"{', '.join(map(str, parsed))} only as the browser sends the path, "
@@ -95,16 +101,24 @@ def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str 
     """Every earlier call of the tool(s) navigated inside one of the scopes.
 
     Open (None) when an earlier call of a tool that declares `arg` also carries an argument
-    its label does not declare: where that call went is not known.
+    its label does not declare: where that call went is not known; and when an earlier URL
+    is inside by one reading only (as :func:`navigation_in_scope` is open for it), so that
+    ``NOT history_in_scope(<forbidden>)`` does not hold for it either.
     """
-    parsed = [Scope.of(s) for s in scopes]
+    parsed = [WrittenIdnScope.of(s) for s in scopes]
     calls = earlier_calls(facts.trace, CallPattern.of(tool), facts.labels)
     unknown = [c for c in calls if _undeclared(facts, c, arg)]
     calls = [c for c in calls if any(under(p, arg) for p, _ in flatten(c.args))]
     outside = out_of_scope(calls, parsed, arg, facts.index.region)
-    if outside:
-        return Fact("history_in_scope", False, _refs(facts, (c.index for c, *_ in outside)),
-                    f"earlier {outside[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
+    if any(verdict is False for *_, verdict in outside):
+        out = [(c, u) for c, u, verdict in outside if verdict is False]
+        return Fact("history_in_scope", False, _refs(facts, (c.index for c, _ in out)),
+                    f"earlier {out[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
+    if outside:  # inside by one reading only, or through a wildcard over an IDN label: open
+        return Fact("history_in_scope", None, _refs(facts, (c.index for c, *_ in outside)),
+                    f"earlier {outside[0][1]!r} inside {', '.join(map(str, parsed))} by one "
+                    "reading only (its path as a server may resolve it, or a wildcard over "
+                    "an internationalised host label)")  # fmt: skip
     if unknown:
         names = ", ".join(repr(n)[:40] for n in unknown[0].args if n not in
                           (facts.labels.label(unknown[0].name).args or ()))  # fmt: skip

@@ -146,9 +146,43 @@ class _Target:
         self.kind = whole.kind if self.keys and whole is not None else "phrase"
 
     def named_in(self, question: Question, single: bool = False) -> bool:
+        """Whether the question names this value (`single`: so that a yes approves it).
+
+        A value read two ways (``5,000``: 5000 or 5) is approved only by a question that
+        holds every one of its readings, one of them as an English reader reads it: "CHF 5"
+        approves neither, since a bank may pay 5000.
+        """
+        if self.keys and single:
+            return self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
         if self.keys:
-            return not self.keys.isdisjoint(question.plain if single else question.keys)
+            return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
+
+    def only_after_of(self, question: Question, tool: str) -> bool:
+        """Whether the question writes this phrase only as what *of* qualifies.
+
+        "May I delete the copy of planner?" asks about the copy, not about ``planner``: an
+        occurrence after ``of`` (with determiners and the tool's or the argument's name
+        words between: "a backup of the project planner") names another thing, unless
+        ``of`` follows a word of the tool's name ("a delete of planner"). Typed values are
+        not read so (an IBAN, an amount). Only the few words before each occurrence are
+        looked at.
+        """
+        if self.keys or not self.phrase:
+            return False
+        tool_words = frozenset(tool.split())
+        skip = _DETERMINERS | tool_words | frozenset(_words(self.arg.rsplit(".", 1)[-1]).split())
+        asked, needle = question.phrase, f" {self.phrase} "
+        at = asked.find(needle)
+        while at >= 0:
+            before = asked[max(0, at - _LOOK_BACK):at + 1].split()
+            i = len(before) - 1
+            while i >= 0 and before[i] in skip:
+                i -= 1
+            if i < 0 or before[i] != "of" or (i > 0 and before[i - 1] in tool_words):
+                return False  # an occurrence that is the thing itself
+            at = asked.find(needle, at + 1)
+        return True
 
     def position(self, question: Question) -> int:
         """Where the question first names it (comparable among targets of one kind)."""
@@ -156,6 +190,11 @@ class _Target:
             return min(question.first[k] for k in self.keys if k in question.first)
         return question.phrase.find(f" {self.phrase} ")
 
+
+_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
+                          "our", "their", "its", "his", "her"})  # fmt: skip
+_LOOK_BACK = 120
+"""Characters before a named phrase read for an *of* (:meth:`_Target.only_after_of`)."""
 
 FLAG_WORDS: dict[bool | None, frozenset[str]] = {
     True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
@@ -415,6 +454,9 @@ class CallNames:
         if self.arg is not None or self.values:  # every value (of the argument) named
             target_named = (bool(self.targets)
                             and all(t.named_in(q, self.single) for t in self.targets)
+                            and not (self.single and any(
+                                isinstance(t, _Target) and t.only_after_of(q, self.tool)
+                                for t in self.targets))
                             and _in_order(self.targets, q, self.order))  # fmt: skip
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
