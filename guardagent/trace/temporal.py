@@ -357,7 +357,7 @@ class Scope:
             return False
         host = where.host if ":" not in self.host or where.port is None else (
             f"{where.host}:{where.port}")  # fmt: skip
-        if not fnmatch.fnmatchcase(host, self.host):
+        if not host_matches(host, self.host):
             return False
         if self.query is not None and not fnmatch.fnmatchcase(where.query, self.query):
             return False
@@ -375,6 +375,26 @@ class Scope:
     def __str__(self) -> str:
         return (self.host + (self.path or "") + (f"?{self.query}" if self.query is not None else "")
                 + (f"#{self.fragment}" if self.fragment is not None else ""))  # fmt: skip
+
+
+def host_matches(host: str, glob: str) -> bool:
+    """Whether a host matches a scope's host glob, label by label.
+
+    Each label of the glob matches one label of the host (``*``, ``?``, ``[...]`` inside
+    it), but the first, which may match several: ``*.shop.example`` takes
+    ``a.b.shop.example``, a host under the glob's fixed labels. So no wildcard moves a host
+    to another domain: ``admin.shop.*`` takes ``admin.shop.com``, not
+    ``admin.shop.example.evil.io`` (evil.io's), and ``shop.*.com`` not ``shop.x.evil.com``.
+    A one-label glob (``*``, ``localhost``) is matched whole.
+    """
+    labels, wanted = host.split("."), glob.split(".")
+    fixed = len(wanted) - 1
+    if len(labels) <= fixed:
+        return False
+    head = ".".join(labels[:len(labels) - fixed])
+    return fnmatch.fnmatchcase(head, wanted[0]) and all(
+        fnmatch.fnmatchcase(label, pattern)
+        for label, pattern in zip(labels[len(labels) - fixed:], wanted[1:], strict=True))
 
 
 def _ascii_host(host: str, spec: object) -> str:
