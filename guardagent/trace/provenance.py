@@ -189,6 +189,8 @@ class Search:
         self._read_whole: dict[int, Written] = {}
         self._token_list: dict[int, list[str]] = {}
         self._next: list[int | None] | None = None
+        self._located: dict[tuple[bool, tuple[str, ...], tuple[str, ...]],
+                            tuple[frozenset[int], bool]] = {}  # fmt: skip
 
     # -- primitives ------------------------------------------------------------------------
 
@@ -303,10 +305,18 @@ class Search:
     # -- values ----------------------------------------------------------------------------
 
     def locate(self, values: Sequence[Value]) -> list[tuple[set[int], bool]]:
-        """For each value: the messages containing it, and whether only split in two."""
+        """For each value: the messages containing it, and whether only split in two.
+
+        Kept for the search (several predicates trace the same values of one call); each
+        answer is a fresh set.
+        """
         out: list[tuple[set[int], bool]] = []
         pending: list[tuple[int, tuple[str, ...]]] = []
         for n, value in enumerate(values):
+            kept = self._located.get(_located_key(value))
+            if kept is not None:
+                out.append((set(kept[0]), kept[1]))
+                continue
             found = self.ids(list(value.keys)) if value.keys else set()
             out.append((found, False))
             if not found and value.tokens and value.kind == "text":
@@ -315,6 +325,8 @@ class Search:
             for (n, _), result in zip(pending, self.phrases([p for _, p in pending]),
                                       strict=True):  # fmt: skip
                 out[n] = result
+        for value, (found, split) in zip(values, out, strict=True):
+            self._located[_located_key(value)] = (frozenset(found), split)
         return out
 
     def refs(self, ids: Iterable[int]) -> tuple[SourceRef, ...]:
@@ -477,6 +489,11 @@ def address_list(scalar: Any) -> bool:
     if not isinstance(scalar, str) or "@" not in scalar or "://" in scalar:
         return False
     return read_address_list(unicodedata.normalize("NFC", scalar).strip()) is not None
+
+
+def _located_key(value: Value) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """What :meth:`Search.locate` reads of a value: its keys, and a text's tokens."""
+    return (value.kind == "text", value.keys, value.tokens)
 
 
 def call_values(call: ToolCall, region: str | None, year: int | None = None
