@@ -144,6 +144,7 @@ class Sensitive:
         self.parts = tuple(parts)
         self.glued = frozenset().union(*(read.glued for _, read in self.parts))
         self._users = users
+        self._union: frozenset[str] | None = None
 
     def __bool__(self) -> bool:
         return any(read.tokens for _, read in self.parts)
@@ -161,12 +162,15 @@ class Sensitive:
 
     def _tokens(self) -> frozenset[str]:
         """Every part's tokens together: made once for a thread's parts (a one-entry memo)."""
+        if self._union is not None:
+            return self._union
         key = tuple(id(read) for _, read in self.parts)
         if _UNION and _UNION[0][0] == key:
-            return _UNION[0][1]
-        union = frozenset().union(*(read.tokens for _, read in self.parts))
-        _UNION[:] = [(key, union, self.parts)]  # holds the parts: their ids stay theirs
-        return union
+            self._union = _UNION[0][1]
+            return self._union
+        self._union = frozenset().union(*(read.tokens for _, read in self.parts))
+        _UNION[:] = [(key, self._union, self.parts)]  # holds the parts: their ids stay theirs
+        return self._union
 
     def holders(self, token: str) -> frozenset[int]:
         """The sensitive messages holding `token`, as one token or a run of adjacent ones."""

@@ -91,10 +91,7 @@ def secret_like(token: str) -> bool:
     from `sensitive` tools into outgoing text.
     """
     n = len(token)
-    if n >= 16:
-        return True
-    has_digit = any(c.isdigit() for c in token)
-    return n >= 6 and has_digit
+    return n >= 16 or (n >= 6 and any(map(str.isdigit, token)))
 
 
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0",
