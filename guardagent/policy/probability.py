@@ -114,11 +114,38 @@ def _base(
     return certain, uncertain, derived
 
 
+_KEPT: dict[tuple[object, ...], tuple[tuple[float, bool], list[Formula]]] = {}
+MAX_KEPT = 4096
+"""Probabilities kept (then forgotten all at once): most events of a deployment repeat a
+few patterns of predicate values."""
+
+
 def _probability(
     rules: list[Formula], certain: dict[str, bool], uncertain: dict[str, float],
     derived: dict[str, tuple[str, ...]], exact_limit: int, seed: int,
 ) -> tuple[float, bool]:  # fmt: skip
-    """(P(all rules hold), exact?)."""
+    """(P(all rules hold), exact?), kept by everything it is a function of.
+
+    The formulas by identity (the entry holds them, so an id stays theirs), the values and
+    probabilities in order (the sampler draws in that order).
+    """
+    key = (tuple(map(id, rules)), tuple(certain.items()), tuple(uncertain.items()),
+           tuple(derived.items()), exact_limit, seed)  # fmt: skip
+    kept = _KEPT.get(key)
+    if kept is not None:
+        return kept[0]
+    found = _computed(rules, certain, uncertain, derived, exact_limit, seed)
+    if len(_KEPT) >= MAX_KEPT:
+        _KEPT.clear()
+    _KEPT[key] = (found, rules)
+    return found
+
+
+def _computed(
+    rules: list[Formula], certain: dict[str, bool], uncertain: dict[str, float],
+    derived: dict[str, tuple[str, ...]], exact_limit: int, seed: int,
+) -> tuple[float, bool]:  # fmt: skip
+    """(P(all rules hold), exact?), counted over the possible worlds or sampled."""
     names = list(uncertain)
     k = len(names)
     env: dict[str, Column] = dict(certain)

@@ -49,9 +49,18 @@ class PredicateError(Exception):
 def _check_name(name: Any) -> str:
     if type(name) is not str:
         raise PredicateError("assign(): name must be a str")
+    if name in _NAMES:
+        return name
     if not name or len(name) > MAX_NAME_CHARS or name[0].isdigit() or not set(name) <= _NAME_CHARS:
         raise PredicateError(f"assign(): {name[:40]!r} is not a predicate name")
+    if len(_NAMES) < MAX_KNOWN_NAMES:
+        _NAMES.add(name)
     return str(name)
+
+
+_NAMES: set[str] = set()
+MAX_KNOWN_NAMES = 4096
+"""Names found valid before (a policy's few predicates): checked again only beyond these."""
 
 
 def _check_probability(probability: Any) -> float | None:

@@ -173,6 +173,11 @@ class Message:
         return h.digest()
 
     @cached_property
+    def event_ask(self) -> str:
+        """A user message as :func:`render_event`'s task line holds it (spaces collapsed)."""
+        return " ".join(self.text.split())
+
+    @cached_property
     def event_line(self) -> str:
         """The message as :func:`render_event` writes it.
 
@@ -750,7 +755,7 @@ def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tu
     """
     from guardagent.integrations.events import render_user_info
 
-    asks = [" ".join(m.text.split()) for m in trace.messages if m.role == "user"]
+    asks = [m.event_ask for m in trace.messages if m.role == "user"]
     agent_input = "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
     body = "\n".join(m.event_line for m in trace.messages) or "  (none)"
     name = " ".join(trace.call.name.split())
