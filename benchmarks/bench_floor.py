@@ -8,10 +8,11 @@ Prints, from one process on one machine state:
   `SQLInterpreter`) and mind2web-sc, on the warm-worker path and on the fork path (one zygote
   child per run, `GUARDAGENT_SANDBOX_WARM=0`); targets p50 <= 4.5x the invoke, p99 <= 5x p50;
 - throughput with a scripted model that answers after 200 ms (plan -> code -> execute on every
-  event, reuse off) at concurrency 1 and 32, with each one's mean decision latency; target
-  >= 28x; `--events` (default 64: two waves of 32) sets the batch; `--throughput-only` runs
-  only these two rows; `--quiet-runs N` only c=32, keeping N runs that no other process
-  disturbed (for comparing code on a shared machine);
+  event, reuse off) at concurrency 1 and 32, with each one's mean decision latency and this
+  process's CPU time per decision beside LangGraph's floor for the same 7 nodes with nodes
+  that do nothing (`graph_floor`); target >= 28x; `--events` (default 64: two waves of 32)
+  sets the batch; `--throughput-only` runs only these two rows; `--quiet-runs N` only c=32,
+  keeping N runs that no other process disturbed (for comparing code on a shared machine);
 - trace decisions (`check_trace`, assistant-trace profile) at 100 messages, with the thread's
   state from the call 4 messages earlier and without state; targets p50 <= 2 ms and <= 5 ms.
   Without state: cold (a thread never seen), warm (its previous step seen: a stateless host
@@ -113,13 +114,15 @@ def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, 
 
 def throughput(
     events: list[tuple[str, str]], concurrency: int, latency: float, mem: str
-) -> tuple[float, float]:
-    """(decisions per second, their mean latency in ms) with a model that answers after
-    `latency` seconds (reuse off).
+) -> tuple[float, float, float]:
+    """(decisions per second, their mean latency in ms, this process's CPU ms per decision)
+    with a model that answers after `latency` seconds (reuse off).
 
     The mean latency tells a slower decision from a batch that is not kept full: with 64
     events at c=32 the batch is two waves, and what the rate loses beyond the decisions' own
-    latency is their ramp (32 first steps on one event loop) and the second wave's tail.
+    latency is their ramp (32 first steps on one event loop) and the second wave's tail. The
+    CPU time (every thread of this process, not the sandbox children) is what the event loop
+    must fit between the model's answers.
     """
     program = (PROFILE_DIR / "safety_rules.py").read_text()
     model = SlowScriptedModel(latency=latency, program=program)
@@ -129,13 +132,14 @@ def throughput(
     # the fence of a text is kept (guardagent.prompts.fenced), which would time a warm cache.
     prompts._fenced_kept.cache_clear()
 
-    async def run() -> float:
+    async def run() -> tuple[float, float, float]:
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(concurrency + 4))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         done = await guard.acheck_many(events, concurrency=concurrency)
         assert all(d.llm_calls == 2 and d.error is None for d in done), done[0]
         return (len(events) / (time.perf_counter() - started),
-                statistics.mean(d.latency_ms for d in done))  # fmt: skip
+                statistics.mean(d.latency_ms for d in done),
+                (time.process_time() - cpu) * 1000 / len(events))  # fmt: skip
 
     return asyncio.run(run())
 
@@ -173,7 +177,7 @@ def quiet_rates(events: list[tuple[str, str]], latency: float, wanted: int) -> l
     kept: list[float] = []
     for _ in range(20 * wanted):
         before, start = _cpu_of_others(), time.perf_counter()
-        rate, _ = throughput(events, 32, latency, tempfile.mkdtemp())
+        rate, _, _ = throughput(events, 32, latency, tempfile.mkdtemp())
         if _cpu_of_others() - before < 0.03 * (time.perf_counter() - start):
             kept.append(rate)
         if len(kept) == wanted:
@@ -289,14 +293,58 @@ def print_traces(traces: dict[str, float]) -> None:
           f"{traces['without_state_repeat_p50']:.2f} ms the same thread again")  # fmt: skip
 
 
-def print_throughput(runs: dict[int, tuple[float, float]], latency: float, events: int) -> None:
+def graph_floor(concurrency: int = 32, n: int = 640) -> float:
+    """CPU ms per `ainvoke` of the guard's model path with nodes that do nothing.
+
+    The seven nodes a model-path decision runs (admit, retrieve, plan, code, execute,
+    remember, decide) over the guard's state schema, each routing to the next as the guard's
+    nodes do, `n` runs at `concurrency`: LangGraph's own share of a decision's CPU time.
+    """
+    from langgraph.types import Command
+
+    from guardagent.graph.state import GuardInput, GuardOutput, GuardState
+
+    names = ["admit", "retrieve", "plan", "code", "execute", "remember", "decide"]
+    builder = StateGraph(GuardState, input_schema=GuardInput, output_schema=GuardOutput)
+    for i, name in enumerate(names):
+        after = names[i + 1] if i + 1 < len(names) else None
+
+        async def node(state: GuardState, after: str | None = after) -> Any:
+            return Command(goto=after, update={"attempts": 0}) if after else {"error": None}
+
+        builder.add_node(name, node, destinations=(after,) if after else ())
+    builder.add_edge(START, "admit")
+    builder.add_edge("decide", END)
+    graph = builder.compile()
+
+    async def run() -> float:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one() -> None:
+            async with gate:
+                await graph.ainvoke({"agent_input": "x", "agent_output": "y"})
+
+        for _ in range(20):
+            await one()
+        cpu = time.process_time()
+        await asyncio.gather(*(one() for _ in range(n)))
+        return (time.process_time() - cpu) * 1000 / n
+
+    return asyncio.run(run())
+
+
+def print_throughput(runs: dict[int, tuple[float, float, float]], latency: float, events: int,
+                     floor: float) -> None:  # fmt: skip
     """The throughput line: c=1 and c=32 decisions per second and their ratio (target 28x),
-    and each one's mean decision latency."""
-    (one, one_ms), (many, many_ms) = runs[1], runs[32]
+    each one's mean decision latency, and this process's CPU per decision beside the graph's
+    own floor (:func:`graph_floor`)."""
+    (one, one_ms, one_cpu), (many, many_ms, many_cpu) = runs[1], runs[32]
     met = "met" if many / one >= 28 else "NOT met"
     print(f"throughput, {latency * 1000:.0f} ms model, {events} events: c=1 {one:.2f}/s, c=32 "
           f"{many:.2f}/s: {many / one:.1f}x (>= 28x: {met}); mean decision latency c=1 "
-          f"{one_ms:.0f} ms, c=32 {many_ms:.0f} ms")  # fmt: skip
+          f"{one_ms:.0f} ms, c=32 {many_ms:.0f} ms; CPU per decision (this process) c=1 "
+          f"{one_cpu:.1f} ms, c=32 {many_cpu:.1f} ms, of which LangGraph's 7-node floor "
+          f"{floor:.1f} ms")  # fmt: skip
 
 
 def main() -> None:
@@ -323,9 +371,12 @@ def main() -> None:
         events = [(c.agent_input, c.agent_output) for c in cases]
         with tempfile.TemporaryDirectory() as tmp:
             runs = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
-        print_throughput(runs, args.latency, len(events))
-        print(json.dumps({"throughput": {c: r for c, (r, _) in runs.items()},
-                          "latency_ms": {c: ms for c, (_, ms) in runs.items()},
+        floor = graph_floor()
+        print_throughput(runs, args.latency, len(events), floor)
+        print(json.dumps({"throughput": {c: r for c, (r, _, _) in runs.items()},
+                          "latency_ms": {c: ms for c, (_, ms, _) in runs.items()},
+                          "cpu_ms_per_decision": {c: cpu for c, (_, _, cpu) in runs.items()},
+                          "graph_floor_cpu_ms": floor,
                           "speedup": round(runs[32][0] / runs[1][0], 2)}))  # fmt: skip
         return
     if args.trace_only:
@@ -346,7 +397,8 @@ def main() -> None:
         cases = load_benchmark("mind2web-sc")[: args.events]
         events = [(c.agent_input, c.agent_output) for c in cases]
         runs = {c: throughput(events, c, args.latency, f"{tmp}/q{c}") for c in (1, 32)}
-    rates = {c: r for c, (r, _) in runs.items()}
+        floor = graph_floor()
+    rates = {c: r for c, (r, _, _) in runs.items()}
     ok = {True: "met", False: "NOT met"}
     print(
         f"5-node LangGraph invoke p50: {invoke:.3f} ms at the start (each row: the invoke "
@@ -361,12 +413,14 @@ def main() -> None:
                   f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]} (invoke beside: "
                   f"{r['invoke']:.3f} ms)")  # fmt: skip
     speedup = rates[32] / rates[1]
-    print_throughput(runs, args.latency, len(events))
+    print_throughput(runs, args.latency, len(events), floor)
     print_traces(traces)
     print("first decision of a profile, process warm: " + ", ".join(
         f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items()))  # fmt: skip
     print(json.dumps({"invoke_p50_ms": invoke, "decisions": rows, "throughput": rates,
-                      "latency_ms": {c: ms for c, (_, ms) in runs.items()},
+                      "latency_ms": {c: ms for c, (_, ms, _) in runs.items()},
+                      "cpu_ms_per_decision": {c: cpu for c, (_, _, cpu) in runs.items()},
+                      "graph_floor_cpu_ms": floor,
                       "speedup": round(speedup, 2), "trace": traces, "first": first}))  # fmt: skip
 
 
