@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.trace_helpers import call, facts, result, system, user
 
@@ -62,3 +64,34 @@ def test_a_sensitive_result_echoing_its_own_argument_is_not_its_source() -> None
     f = facts(messages, "send_email", {"to": TO, "body": "739214XQ"})
     assert f.fact("value_from_sensitive()").value is False
     assert f.fact("secret_flow()").value is False
+
+
+_DIGITS = st.text(st.sampled_from("0123456789"), min_size=8, max_size=12)
+_CODE = st.text(st.sampled_from("0123456789ABCDEFGHJK"), min_size=8, max_size=12).filter(
+    lambda c: any(ch.isdigit() for ch in c))  # glued over values' ends when it has letters
+
+
+@settings(max_examples=80, deadline=None)
+@given(code=st.one_of(_DIGITS, _CODE), cuts=st.lists(st.integers(1, 11), min_size=1,
+                                                      max_size=2, unique=True),
+       keys=st.lists(st.sampled_from(["body", "body[0]", "a", "a.b", "subject"]), min_size=3,
+                     max_size=3),
+       glued=st.sampled_from(["", "ref ", "ref-"]))  # fmt: skip
+def test_a_code_split_over_values_under_any_keys_flows(code: str, cuts: list[int],
+                                                       keys: list[str], glued: str) -> None:
+    """Metamorphic: the code's pieces in consecutive values, whatever the keys: a flow.
+
+    A key may give a value another's path: ``body`` holds a list (``body[0]``), ``a`` an
+    object (``a.b``). The result writes the code as one token (a run the result and the
+    call both cut, differently, is not read: :mod:`guardagent.trace.encoded`).
+    """
+    bounds = [0, *sorted(c for c in cuts if c < len(code)), len(code)]
+    pieces = [code[i:j] for i, j in zip(bounds, bounds[1:], strict=False)]
+    args: dict[str, Any] = {"to": TO}
+    for n, piece in enumerate(pieces):
+        key, held = keys[n], glued + piece if n == 0 else piece
+        while key in args:
+            key += "_"
+        args[key] = {"body": [held], "a": {"b": held}}.get(key, held)
+    f = facts(_thread(code), "send_email", args)
+    assert f.fact("secret_flow()").value is True, (code, args)
