@@ -21,10 +21,11 @@ call that is a run of a sensitive result is carried:
 
 Each token found is then traced like the value's own (the user may have given it); one the
 call writes as one token while the result wrote it with separators is located by the
-result's runs (:attr:`Carried.held`: no message holds the one token), and is the user's when
-a user message holds it as a run. Not read: a run the call and the result both write with
-separators, differently (``739 214-XQ`` against ``739-214 XQ``), and a multi-token run
-glued into other text. All of
+result's runs (:attr:`Carried.held`: no message holds the one token; a result that only
+echoes it from the call it answers does not count), and is the user's when a user message
+holds it as a run; one a result holds as one token is located by it alone, like any value.
+Not read: a run the call and the result both write with separators, differently
+(``739 214-XQ`` against ``739-214 XQ``), and a multi-token run glued into other text. All of
 it is linear in the values (a constant number of views, each a few times the value's
 length; at most MAX_JOINED runs a token; one automaton pass a view) and in the sensitive
 results, and checks the trace's reading budget at each view (long attacker text has many
@@ -140,11 +141,12 @@ class Sensitive:
             is that token glued).
     """
 
-    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = ()
-                 ) -> None:  # fmt: skip
+    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = (),
+                 trace: Trace | None = None) -> None:  # fmt: skip
         self.parts = tuple(parts)
         self.glued = frozenset().union(*(read.glued for _, read in self.parts))
         self._users = users
+        self._trace = trace
         self._union: frozenset[str] | None = None
 
     def __bool__(self) -> bool:
@@ -174,8 +176,21 @@ class Sensitive:
         return self._union
 
     def holders(self, token: str) -> frozenset[int]:
-        """The sensitive messages holding `token`, as one token or a run of adjacent ones."""
-        return frozenset(i for i, read in self.parts if token in read.runs)
+        """The sensitive messages holding `token`, as one token or a run of adjacent ones.
+
+        Not one that only repeats it from the call it answers (as a look-up leaves out a
+        token a result echoes from its call: :func:`guardagent.trace.state.echo_of`).
+        """
+        return frozenset(i for i, read in self.parts
+                         if token in read.runs and not self._echoed(i, token))  # fmt: skip
+
+    def _echoed(self, index: int, token: str) -> bool:
+        if self._trace is None:
+            return False
+        call = self._trace.call_of(self._trace.messages[index])
+        return call is not None and any(
+            token in runs for _, v in flatten(call.args) if (text := _written(v))
+            for runs in _runs(tokens(normalize_text(text))))  # fmt: skip
 
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
@@ -213,7 +228,7 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
     """
     return Sensitive([(m.index, _message_tokens(m)) for m in trace.messages
                       if labels.sensitive(m.source)],
-                     [m for m in trace.messages if m.source == "user"])  # fmt: skip
+                     [m for m in trace.messages if m.source == "user"], trace)  # fmt: skip
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
