@@ -21,10 +21,11 @@ call that is a run of a sensitive result is carried:
 
 Each token found is then traced like the value's own (the user may have given it); one the
 call writes as one token while the result wrote it with separators is located by the
-result's runs (:attr:`Carried.held`: no message holds the one token), and is the user's when
-a user message holds it as a run. Not read: a run the call and the result both write with
-separators, differently (``739 214-XQ`` against ``739-214 XQ``), and a multi-token run
-glued into other text. All of
+result's runs (:attr:`Carried.held`: no message holds the one token; a result that only
+echoes it from the call it answers does not count), and is the user's when a user message
+holds it as a run; one a result holds as one token is located by it alone, like any value.
+Not read: a run the call and the result both write with separators, differently
+(``739 214-XQ`` against ``739-214 XQ``), and a multi-token run glued into other text. All of
 it is linear in the values (a constant number of views, each a few times the value's
 length; at most MAX_JOINED runs a token; one automaton pass a view) and in the sensitive
 results, and checks the trace's reading budget at each view (long attacker text has many
@@ -49,6 +50,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import unescape
+from guardagent.trace.numbers import canon
 from guardagent.trace.reading import MAX_CACHED_BYTES, ReadingCache, kept_cache
 from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
@@ -139,11 +141,12 @@ class Sensitive:
             is that token glued).
     """
 
-    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = ()
-                 ) -> None:  # fmt: skip
+    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = (),
+                 trace: Trace | None = None) -> None:  # fmt: skip
         self.parts = tuple(parts)
         self.glued = frozenset().union(*(read.glued for _, read in self.parts))
         self._users = users
+        self._trace = trace
         self._union: frozenset[str] | None = None
 
     def __bool__(self) -> bool:
@@ -173,8 +176,21 @@ class Sensitive:
         return self._union
 
     def holders(self, token: str) -> frozenset[int]:
-        """The sensitive messages holding `token`, as one token or a run of adjacent ones."""
-        return frozenset(i for i, read in self.parts if token in read.runs)
+        """The sensitive messages holding `token`, as one token or a run of adjacent ones.
+
+        Not one that only repeats it from the call it answers (as a look-up leaves out a
+        token a result echoes from its call: :func:`guardagent.trace.state.echo_of`).
+        """
+        return frozenset(i for i, read in self.parts
+                         if token in read.runs and not self._echoed(i, token))  # fmt: skip
+
+    def _echoed(self, index: int, token: str) -> bool:
+        if self._trace is None:
+            return False
+        call = self._trace.call_of(self._trace.messages[index])
+        return call is not None and any(
+            token in runs for _, v in flatten(call.args) if (text := _written(v))
+            for runs in _runs(tokens(normalize_text(text))))  # fmt: skip
 
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
@@ -212,7 +228,7 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
     """
     return Sensitive([(m.index, _message_tokens(m)) for m in trace.messages
                       if labels.sensitive(m.source)],
-                     [m for m in trace.messages if m.source == "user"])  # fmt: skip
+                     [m for m in trace.messages if m.source == "user"], trace)  # fmt: skip
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
@@ -268,11 +284,12 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     automaton = _automaton(frozenset(_carried(sensitive.glued, normal, strings)))
     out: list[Carried] = []
 
-    def add(paths: Iterable[str], found: Iterable[str], whole: AbstractSet[str] = frozenset()
-            ) -> None:  # fmt: skip
+    def add(paths: Iterable[str], found: Iterable[str], runs: bool = False) -> None:
+        # only a token no result holds as one is located by the runs holding it: one a result
+        # holds is located by its token (echoes of the result's own call left out, as for
+        # any value), and a user's run does not make it the user's
         for w in found:
-            one = whole and not whole.isdisjoint((w, w[::-1], _rot13(w)))  # one token, turned
-            held = sensitive.holders(w) if one else frozenset()
+            held = sensitive.holders(w) if runs else frozenset()
             out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
     for path, read in normal:
@@ -284,21 +301,22 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             candidates.update(chain.from_iterable(_runs(toks)))
             if automaton is not None and norm:
                 candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
-        found = sensitive.holding(_turned(candidates))  # a result's token: a look-up finds it
-        found |= sensitive.written_as_runs(_turned(whole))  # a result wrote it with separators
-        add((path,), sorted(found), whole)
-    spread = [(t, p) for p, v in strings for t in tokens(normalize_text(v))]
+        add((path,), sorted(sensitive.holding(_turned(candidates))))  # a look-up finds it
+        add((path,), sorted(sensitive.written_as_runs(_turned(whole))), runs=True)
+    # by the value's place, not its path: the model names the arguments, and two values
+    # may have one path ({"a.b": "7392", "a": {"b": "1455"}}; "body[0]" beside body's first)
+    spread = [(t, p, k) for k, (p, v) in enumerate(strings) for t in tokens(normalize_text(v))]
     crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
     for i in range(len(spread)):
-        if spread[i][1] == spread[min(i + MAX_JOINED, len(spread)) - 1][1]:
+        if spread[i][2] == spread[min(i + MAX_JOINED, len(spread)) - 1][2]:
             continue  # the run stays in one value: read above
         joined, paths = "", dict.fromkeys([spread[i][1]])
-        for t, p in spread[i:i + MAX_JOINED]:
+        for t, p, k in spread[i:i + MAX_JOINED]:
             joined += t
             paths[p] = None
             if len(joined) > _JOINED_CHARS:
                 break
-            if len(paths) > 1:
+            if k != spread[i][2]:
                 crossing.setdefault(joined, tuple(paths))
     keys = list(crossing)
     turned = dict(zip(_rot13("\0".join(keys)).split("\0"), keys, strict=True)) if keys else {}
@@ -322,13 +340,17 @@ def _written(scalar: Any) -> str:
     """A scalar argument as text: a string, or a number as its digits (else empty).
 
     A number is a run of digits to whoever reads it: ``73921455`` carries a result's
-    ``7392 1455``. Decimal writes an integer of any length (str stops at 4,300 digits).
+    ``7392 1455``. Decimal writes an integer of any length (str stops at 4,300 digits), and
+    a float that repr writes with an exponent in full (``1.234e-05`` carries ``00001234``).
     """
     if isinstance(scalar, str):
         return scalar
     if isinstance(scalar, bool) or not isinstance(scalar, int | float):
         return ""
-    return str(Decimal(scalar)) if isinstance(scalar, int) else repr(scalar)
+    if isinstance(scalar, int):
+        return str(Decimal(scalar))
+    written = repr(scalar)  # 1.234e-05 is 0.00001234 to its reader (and to the amount reader)
+    return canon(Decimal(written)) if "e" in written else written
 
 
 def _turned(runs: set[str]) -> set[str]:
