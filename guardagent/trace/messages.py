@@ -75,8 +75,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, TypeGuard, TypeVar
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace import content as _content
@@ -159,31 +158,41 @@ class Message:
     index: int
     calls: tuple[ToolCall, ...] = ()
     status: Literal["ok", "error"] | None = None
+    _kept: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @cached_property
+    @property
     def digest(self) -> bytes:
         """SHA-256 of everything the message says (role, source, ids, status, text, calls)."""
-        fields = [self.role, self.source, self.tool_call_id or "", self.status or ""]
-        if self.calls:
-            fields.append(calls_json(self))
-        # every field length-prefixed, the text last: no two messages hash the same string
-        head = "".join(f"{len(value)}:{value}" for value in fields) + f"{len(self.text)}:"
-        h = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
-        h.update(self.text.encode("utf-8", "surrogatepass"))
-        return h.digest()
+        return _kept(self, "digest", _digest)
 
-    @cached_property
-    def event_ask(self) -> str:
-        """A user message as :func:`render_event`'s task line holds it (spaces collapsed)."""
-        return " ".join(self.text.split())
 
-    @cached_property
-    def event_line(self) -> str:
-        """The message as :func:`render_event` writes it.
 
-        Kept with the message: a resumed thread's messages are rendered once.
-        """
-        return _indent(_line(self))
+_T = TypeVar("_T")
+
+
+def _kept(message: Message, name: str, make: Callable[[Message], _T]) -> _T:
+    """What `make` reads of a message, made once and kept in the message's own table.
+
+    Not ``functools.cached_property`` (on Python 3.11 it takes a lock at each first read) nor
+    a new attribute (it turns the instance's shared-key dict into its own): either doubled
+    the cost of rendering a thread's new messages. Two threads reading at once both make
+    it, and keep the same value.
+    """
+    found: _T | None = message._kept.get(name)
+    if found is None:
+        found = message._kept[name] = make(message)
+    return found
+
+
+def _digest(message: Message) -> bytes:
+    fields = [message.role, message.source, message.tool_call_id or "", message.status or ""]
+    if message.calls:
+        fields.append(calls_json(message))
+    # every field length-prefixed, the text last: no two messages hash the same string
+    head = "".join(f"{len(value)}:{value}" for value in fields) + f"{len(message.text)}:"
+    h = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    h.update(message.text.encode("utf-8", "surrogatepass"))
+    return h.digest()
 
 
 @dataclass(frozen=True)
@@ -745,6 +754,18 @@ def _args(args: Mapping[str, Any]) -> str:
     return _content.as_json(dict(args))
 
 
+def _event_lines(messages: Sequence[Message]) -> list[str]:
+    """Each message's line, kept with the message (a resumed thread renders its new ones)."""
+    lines = []
+    for message in messages:
+        kept = message._kept
+        line = kept.get("event_line")
+        if line is None:
+            line = kept["event_line"] = _indent(_line(message))
+        lines.append(line)
+    return lines
+
+
 def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The trace as a GuardAgent event (agent_input, agent_output), uncut.
 
@@ -755,9 +776,9 @@ def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tu
     """
     from guardagent.integrations.events import render_user_info
 
-    asks = [m.event_ask for m in trace.messages if m.role == "user"]
+    asks = [" ".join(m.text.split()) for m in trace.messages if m.role == "user"]
     agent_input = "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
-    body = "\n".join(m.event_line for m in trace.messages) or "  (none)"
+    body = "\n".join(_event_lines(trace.messages)) or "  (none)"
     name = " ".join(trace.call.name.split())
     block = f"(Tool call)\nTOOL: {name}\nARGS: {_args(trace.call.args)}"
     agent_output = f"(Conversation)\n{body}\n{block}"
