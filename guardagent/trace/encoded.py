@@ -148,6 +148,8 @@ class Sensitive:
         self._users = users
         self._trace = trace
         self._union: frozenset[str] | None = None
+        self._held: dict[str, list[int]] = {}  # a run -> the results holding it (noted)
+        self._user_runs: frozenset[str] | None = None
 
     def __bool__(self) -> bool:
         return any(read.tokens for _, read in self.parts)
@@ -157,11 +159,18 @@ class Sensitive:
         return {w for w in candidates.intersection(self._tokens()) if secret_like(w)}
 
     def written_as_runs(self, candidates: set[str]) -> set[str]:
-        """The identifier-like candidates some sensitive result holds as a run only."""
+        """The identifier-like candidates some sensitive result holds as a run only.
+
+        Notes which results hold each (:meth:`holders`): the work is one intersection a
+        result, then one entry a result holding a candidate.
+        """
         wanted = {w for w in candidates.difference(self._tokens()) if secret_like(w)}
         if not wanted:
             return set()
-        return set().union(*(wanted & read.runs for _, read in self.parts))
+        for i, read in self.parts:
+            for w in wanted & read.runs:
+                self._held.setdefault(w, []).append(i)
+        return wanted.intersection(self._held)
 
     def _tokens(self) -> frozenset[str]:
         """Every part's tokens together: made once for a thread's parts (a one-entry memo)."""
@@ -181,8 +190,10 @@ class Sensitive:
         Not one that only repeats it from the call it answers (as a look-up leaves out a
         token a result echoes from its call: :func:`guardagent.trace.state.echo_of`).
         """
-        return frozenset(i for i, read in self.parts
-                         if token in read.runs and not self._echoed(i, token))  # fmt: skip
+        held = self._held.get(token)
+        if held is None:  # not noted by written_as_runs: look in each result
+            held = [i for i, read in self.parts if token in read.runs]
+        return frozenset(i for i in dict.fromkeys(held) if not self._echoed(i, token))
 
     def _echoed(self, index: int, token: str) -> bool:
         if self._trace is None:
@@ -194,7 +205,9 @@ class Sensitive:
 
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
-        return any(token in _message_tokens(m).runs for m in self._users)
+        if self._user_runs is None:
+            self._user_runs = frozenset().union(*(_message_tokens(m).runs for m in self._users))
+        return token in self._user_runs
 
 
 _UNION: list[tuple[tuple[int, ...], frozenset[str], Any]] = []
@@ -289,6 +302,8 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         # holds is located by its token (echoes of the result's own call left out, as for
         # any value), and a user's run does not make it the user's
         for w in found:
+            if runs:
+                check_budget()  # each such token is looked for in every sensitive result
             held = sensitive.holders(w) if runs else frozenset()
             out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
