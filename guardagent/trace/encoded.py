@@ -65,7 +65,6 @@ GLUED_MIN = 8
 """Characters a sensitive token needs (letters and digits both) to be looked for glued."""
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
-_ALNUM = re.compile(r"[^\W_]+")  # str.isalnum, as re's docs define \w
 _ROT13 = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
@@ -333,11 +332,8 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
                 break
             if k != spread[i][2]:
                 crossing.setdefault(joined, tuple(paths))
-    keys = list(crossing)
-    turned = dict(zip(_rot13("\0".join(keys)).split("\0"), keys, strict=True)) if keys else {}
-    turned.update((j[::-1], j) for j in keys)
-    for w in sorted(sensitive.holding({*crossing, *turned})):
-        add(crossing.get(w) or crossing[turned[w]], [w])
+    for w in sorted(sensitive.holding(_turned(set(crossing)))):  # as written, or turned back
+        add(next(crossing[j] for j in (w, w[::-1], _rot13(w)) if j in crossing), [w])
     if automaton is not None and len(strings) > 1:  # glued over a value's end: one run
         compact = [_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings]
         ends = [0]

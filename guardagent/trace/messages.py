@@ -166,7 +166,6 @@ class Message:
         return _kept(self, "digest", _digest)
 
 
-
 _T = TypeVar("_T")
 
 
@@ -754,16 +753,8 @@ def _args(args: Mapping[str, Any]) -> str:
     return _content.as_json(dict(args))
 
 
-def _event_lines(messages: Sequence[Message]) -> list[str]:
-    """Each message's line, kept with the message (a resumed thread renders its new ones)."""
-    lines = []
-    for message in messages:
-        kept = message._kept
-        line = kept.get("event_line")
-        if line is None:
-            line = kept["event_line"] = _indent(_line(message))
-        lines.append(line)
-    return lines
+def _event_line(message: Message) -> str:
+    return _indent(_line(message))
 
 
 def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tuple[str, str]:
@@ -778,7 +769,8 @@ def render_event(trace: Trace, user_info: Mapping[str, Any] | None = None) -> tu
 
     asks = [" ".join(m.text.split()) for m in trace.messages if m.role == "user"]
     agent_input = "Task: " + "\n".join(a for a in asks if a) + "\n" + render_user_info(user_info)
-    body = "\n".join(_event_lines(trace.messages)) or "  (none)"
+    # each line kept with its message: a resumed thread renders only its new messages
+    body = "\n".join(_kept(m, "event_line", _event_line) for m in trace.messages) or "  (none)"
     name = " ".join(trace.call.name.split())
     block = f"(Tool call)\nTOOL: {name}\nARGS: {_args(trace.call.args)}"
     agent_output = f"(Conversation)\n{body}\n{block}"

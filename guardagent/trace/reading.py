@@ -167,14 +167,12 @@ class ReadingCache(Generic[E]):
 
 def clear_caches() -> None:
     """Forget every kept reading (a benchmark timing cold reads, a test)."""
-    for cache in CACHES:
-        cache.clear()
-    CALLS.clear()
     for forget in _FORGETS:
         forget()
 
 
 _FORGETS: list[Callable[[], None]] = []
+"""How each reader keeping readings by content forgets them (:func:`on_clear`)."""
 
 
 def on_clear(forget: Callable[[], None]) -> None:
@@ -182,14 +180,10 @@ def on_clear(forget: Callable[[], None]) -> None:
     _FORGETS.append(forget)
 
 
-CACHES: list[ReadingCache[Any]] = []
-"""Every cache of readings by content (what :func:`clear_caches` forgets)."""
-
-
 def kept_cache(max_bytes: int, keys: Callable[[E], int] = _key_count) -> ReadingCache[E]:
     """A new cache of readings by content, one :func:`clear_caches` forgets too."""
     cache: ReadingCache[E] = ReadingCache(max_bytes, keys)
-    CACHES.append(cache)
+    on_clear(cache.clear)
     return cache
 
 
@@ -202,6 +196,7 @@ CALLS: dict[tuple[Any, ...], frozenset[str]] = {}
 (:func:`guardagent.trace.state.call_keys`; kept by content for the reasons above); forgotten
 all at once beyond :data:`MAX_CACHED_CALLS`."""
 MAX_CACHED_CALLS = 4096
+on_clear(CALLS.clear)
 
 
 def _read(text: str, region: str | None, year: int) -> set[str]:
