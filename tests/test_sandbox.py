@@ -368,7 +368,8 @@ async def test_arun_program_concurrent_verdicts_and_loop_stays_responsive() -> N
             await asyncio.sleep(0.001)
 
     tick_task = asyncio.create_task(ticker())
-    programs = [f"allow('{i}')" if i % 2 else f"deny(['{i}'])" for i in range(16)]
+    busy = "n = 0\nfor _ in range(100000):\n    n += 1\n"  # each run lasts well past a tick
+    programs = [busy + (f"allow('{i}')" if i % 2 else f"deny(['{i}'])") for i in range(16)]
     results = await asyncio.gather(*(arun_program(p, TOOLBOX, "", "") for p in programs))
     stop.set()
     await tick_task

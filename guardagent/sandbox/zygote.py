@@ -10,12 +10,16 @@ which it imports itself. User functions may close over state of the calling proc
 runtime-loaded table, a client), which a re-import would not reproduce, so those toolboxes
 keep forking from the caller. Requests and results are JSON lines over a private Unix socket.
 
-The zygote keeps children forked ahead of time (spares: one always, up to `SPARES` while it
-is idle): a request is handed to the oldest with the connection (SCM_RIGHTS), so the fork is
-paid before the request. A spare serves exactly one request, so every run still gets a fresh
-process; while it waits it rehearses reading and preparing a request with no event (our own
-trivial program, prepared and dropped, never run), so the pages a run writes to are copied
-before the request arrives.
+The zygote keeps children forked ahead of time (spares): a request is handed to the oldest
+with the connection (SCM_RIGHTS), so the fork is paid before the request. It keeps one
+always, and while no run is in flight forks more, up to as many runs as were in flight at
+once in the last minute (at least `SPARES`, at most `MAX_SPARES`): a batch of 32 decisions
+finds 32 children ready instead of 32 forks queued behind its runs on the same cores, and a
+spare's fork and rehearsal never take a core from a run (each spare costs ~1.3 MB). A
+spare serves exactly one request, so every run still gets a fresh process; while it waits
+it rehearses reading and preparing a request with no event (our own trivial program,
+prepared and dropped, never run), so the pages a run writes to are copied before the
+request arrives.
 
 A process has up to two zygotes, by CPU priority (:func:`runs_nice`): one-run children come
 from a zygote below the guard's priority, which keeps the spares; warm workers, which serve
@@ -396,6 +400,8 @@ def _worker_main(
 
 _HEADER = 16  # fixed-width length of the request that follows a handed-over connection
 SPARES = 4  # children forked ahead while the zygote is idle; a burst uses them up first
+MAX_SPARES = 32  # at most, however many runs a burst had in flight
+_DEMAND_SECONDS = 60.0  # how long the most runs in flight at once sizes the spares
 
 
 WARM_SOURCE = "allow('warm-up')"
@@ -491,7 +497,26 @@ class _Server:
         self.pending: dict[int, socket.socket] = {}
         self.cache: dict[str, Toolbox] = {}
         self.spares: list[tuple[int, socket.socket]] = []
+        self.workers: set[int] = set()  # pending warm workers: not runs in flight
+        self.demand = (0, 0.0)  # the most runs in flight at once lately, and when
         self.warm: bytes | None = None  # the rehearsal of the latest toolbox and limits
+
+    def in_flight(self) -> int:
+        """One-run children started and not yet reaped."""
+        return len(self.pending) - len(self.workers)
+
+    def wanted(self, least: int) -> int:
+        """How many spares to keep: the recent peak of runs in flight, within bounds."""
+        peak, when = self.demand
+        if time.monotonic() - when > _DEMAND_SECONDS:
+            peak = 0
+        return min(MAX_SPARES, max(least, peak))
+
+    def _note_demand(self) -> None:
+        now, runs = time.monotonic(), self.in_flight()
+        peak, when = self.demand
+        if runs >= peak or now - when > _DEMAND_SECONDS:
+            self.demand = (runs, now)
 
     def _closing(self) -> list[Any]:
         """What a forked child must not keep.
@@ -581,12 +606,13 @@ class _Server:
                 chan.sendall(raw)
                 chan.close()
                 self.pending[pid] = conn
-                return
+                return self._note_demand()
             except OSError:  # the spare died: fork one now
                 chan.close()
         cache, maxima = self.cache, self.maxima
         pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
         self.pending[pid] = conn
+        self._note_demand()
 
     def rehearse_like(self, req: _Request) -> None:
         """Spares forked from now on rehearse requests of `req`'s toolbox and limits."""
@@ -611,6 +637,7 @@ class _Server:
         pid = _fork(lambda: _worker_main(conn, lambda refs: _toolbox(refs, cache), limits),
                     *self._closing())  # fmt: skip
         self.pending[pid] = conn
+        self.workers.add(pid)
 
     def reap(self) -> None:
         """Report children that died without a result; forget a spare that died idle."""
@@ -625,6 +652,7 @@ class _Server:
                 spare[1].close()
                 self.spares.remove(spare)
             conn = self.pending.pop(pid, None)
+            self.workers.discard(pid)
             if conn is not None:
                 with contextlib.suppress(OSError):
                     conn.sendall(json.dumps({"x": status}).encode() + b"\n")
@@ -677,7 +705,9 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits, spares: int) -> 
     while os.getppid() == caller:
         if not server.spares and spares:
             server.add_spare()
-        refill = len(server.spares) < spares  # more only while nothing waits for us
+        # more only while nothing waits for us and no run is in flight
+        refill = bool(spares) and len(server.spares) < server.wanted(spares) and not (
+            server.in_flight())  # fmt: skip
         timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
         ready = server.selector.select(timeout)
         if not ready and refill:
