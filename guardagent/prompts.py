@@ -37,6 +37,10 @@ _CONFUSABLES = str.maketrans({
 })  # fmt: skip
 # Letters (category Lo) that render as nothing: Hangul fillers.
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+# An ASCII span's letters as :func:`_letters` reads them: letters and digits lowercased, every
+# other character dropped.
+_ASCII_LETTERS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else None
+                                for c in range(128)})  # fmt: skip
 
 
 def event_block(agent_input: str, agent_output: str) -> str:
@@ -112,8 +116,16 @@ def _names_fence(inside: str) -> bool:
     letters; everything else (`/`, whitespace, `_`, `-`, zero-width and other format
     characters, combining marks) is dropped. A span whose letters start with a fence name
     (`agentoutput`) names it: `</ Agent-Output foo="x">` does, `<input id=1>` does not.
-    Erring towards a match costs nothing but two escaped brackets.
+    Erring towards a match costs nothing but two escaped brackets. An ASCII span (most
+    brackets of a web page's HTML) is read in one pass of `str.translate`.
     """
+    if inside.isascii():
+        return inside.translate(_ASCII_LETTERS).startswith(_FENCE_NAMES)
+    return _letters(inside).startswith(_FENCE_NAMES)
+
+
+def _letters(inside: str) -> str:
+    """The first letters and digits of a span as :func:`_names_fence` reads them."""
     name = ""
     for c in inside:
         if c.isascii():
@@ -123,7 +135,7 @@ def _names_fence(inside: str) -> bool:
             name += "".join(x for x in folded if x.isalnum() and x not in _BLANK_LETTERS)
         if len(name) >= _NAME_LEN:
             break
-    return name.startswith(_FENCE_NAMES)
+    return name
 
 
 PLANNER_SYSTEM = """You are GuardAgent, an agent that safeguards another agent (the target agent).

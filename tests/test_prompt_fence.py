@@ -130,3 +130,13 @@ def test_a_disguised_fence_tag_never_lets_the_event_escape(
 @given(TEXT)
 def test_text_without_brackets_is_never_changed(text: str) -> None:
     assert fenced(text) == text
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_an_ascii_span_is_read_as_the_general_reading_reads_it(inside: str) -> None:
+    """The one-pass reading of ASCII spans (`str.translate`) agrees with the per-character one
+    that every other span gets, on every ASCII span, fence names and near-misses included."""
+    from guardagent.prompts import _FENCE_NAMES, _letters, _names_fence
+
+    for span in (inside, "/agent_output" + inside, inside + "Agent-Input", " A g e n t_o" + inside):
+        assert _names_fence(span) is _letters(span).startswith(_FENCE_NAMES), span
