@@ -168,6 +168,10 @@ class GuardAgent:
         """
         gate = asyncio.Semaphore(max(1, concurrency))
         turns = asyncio.Lock()  # the batch's runs compute one at a time (nodes/turns.py)
+        if not is_offline(self.context.model):  # its first sandbox runs find processes ready
+            from guardagent.sandbox.zygote import expect_runs
+
+            expect_runs(min(concurrency, len(events)))
 
         async def one(event: tuple[str, str]) -> GuardDecision:
             async with gate, taking_turns(turns):

@@ -240,3 +240,62 @@ def test_a_niceness_that_is_not_an_integer_is_refused_when_the_guard_is_built(
         GuardAgent("mind2web-sc")
     monkeypatch.setenv("GUARDAGENT_SANDBOX_NICE", "99")  # clamped, not refused
     assert runs_nice() == 19
+
+
+# --------------------------------------------------------------------------- spares
+
+
+def _children(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def _wait_for(condition: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(condition())
+
+
+def test_a_batch_hint_readies_as_many_spares_and_each_run_still_gets_a_fresh_process() -> None:
+    """`expect_runs(n)` (sent by `acheck_many`) makes the one-run zygote fork n spares while
+    idle; a burst then uses n distinct processes, each for one run only."""
+    from guardagent.sandbox.zygote import MAX_SPARES, SPARES, expect_runs, stop_all
+
+    stop_all()  # a fresh zygote: no demand learnt from earlier tests' bursts
+    tools = load_profile("mind2web-sc").tools()
+    assert run_program(PROGRAM, tools, EVENT, "")["ok"]  # the zygote runs
+    zygote = _zygote(runs_nice())
+    assert _wait_for(lambda: len(_children(zygote.proc.pid)) >= SPARES)
+    assert len(_children(zygote.proc.pid)) < 12
+    assert expect_runs(12)
+    assert _wait_for(lambda: len(_children(zygote.proc.pid)) >= 12)
+    time.sleep(0.2)
+    assert len(_children(zygote.proc.pid)) <= 12  # no more than the hint asked for
+    assert expect_runs(10_000)  # a hint is capped
+    assert _wait_for(lambda: len(_children(zygote.proc.pid)) >= MAX_SPARES)
+    time.sleep(0.2)
+    assert len(_children(zygote.proc.pid)) <= MAX_SPARES
+    pids = []
+    for _ in range(6):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(zygote.path)
+            sock.sendall(_request(PROGRAM, SandboxLimits()))
+            reply = b""
+            while reply.count(b"\n") < 2:
+                chunk = sock.recv(65536)
+                assert chunk, reply
+                reply += chunk
+        pid_line, result_line = reply.split(b"\n")[:2]
+        pids.append(json.loads(pid_line)["pid"])
+        assert json.loads(result_line)["v"]["violations"] == ["30"]
+    assert len(set(pids)) == 6  # one process per run, spares or not
+    zygote.stop()
+
+
+def test_a_hint_is_ignored_without_a_zygote_and_for_a_single_run() -> None:
+    from guardagent.sandbox import zygote as zygote_module
+
+    zygote_module.stop_all()
+    assert zygote_module.expect_runs(8) is False  # nothing runs yet: nothing to tell
+    assert zygote_module.expect_runs(1) is False

@@ -323,6 +323,26 @@ def kill(pid: int | None) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def expect_runs(count: int) -> bool:
+    """Tell the running one-run zygote that `count` runs may come at once (a batch's width).
+
+    It then keeps that many spares ready (up to `MAX_SPARES`) as soon as no run is in flight,
+    instead of learning the width from the batch's first burst. A hint only: returns whether
+    a zygote took it (none runs yet, or it is unreachable: nothing changes).
+    """
+    path = running_path(runs_nice())
+    if path is None or count <= 1:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(1.0)
+            sock.connect(path)
+            sock.sendall(json.dumps({"spares": int(count)}).encode() + b"\n")
+    except OSError:
+        return False
+    return True
+
+
 def running_path(nice: int = 0) -> str | None:
     """The socket of this process's live zygote of that niceness, or None (none yet, dead)."""
     with _lock:
@@ -512,6 +532,14 @@ class _Server:
             peak = 0
         return min(MAX_SPARES, max(least, peak))
 
+    def expect(self, conn: socket.socket, raw: bytes) -> None:
+        """A caller's hint that a batch of that many runs may come (:func:`expect_runs`)."""
+        conn.close()
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            count = json.loads(raw)["spares"]
+            if type(count) is int:
+                self.demand = (max(self.demand[0], min(count, MAX_SPARES)), time.monotonic())
+
     def _note_demand(self) -> None:
         now, runs = time.monotonic(), self.in_flight()
         peak, when = self.demand
@@ -591,6 +619,8 @@ class _Server:
     def handle(self, conn: socket.socket, raw: bytes) -> None:
         if raw.startswith(b'{"worker"'):
             return self.start_worker(conn, raw)
+        if raw.startswith(b'{"spares"'):
+            return self.expect(conn, raw)
         try:  # validated here, so a rejection needs no fork
             req = _Request(raw, self.cache, self.maxima)
             _, rejection = child.compile_for_run(req.source, req.toolbox)
