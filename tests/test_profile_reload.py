@@ -45,3 +45,20 @@ def test_an_edited_policy_model_is_reloaded(tmp_path: Path) -> None:
     stat = policy_file.stat()
     os.utime(policy_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert profile_policy(profile) is not first
+
+
+def test_a_loaded_profile_edited_in_memory_gets_a_new_fingerprint() -> None:
+    """A loaded profile is a shared, mutable object: its key in memory follows its content
+    (programs verified under the old request or demonstrations are never picked up)."""
+    profile = load_profile("mind2web-sc")
+    before = profile.fingerprint
+    request, demos = profile.guard_request, profile.demonstrations
+    try:
+        profile.guard_request = request + " Also deny every rental."
+        after_request = profile.fingerprint
+        profile.guard_request, profile.demonstrations = request, demos[:1]
+        after_demos = profile.fingerprint
+    finally:
+        profile.guard_request, profile.demonstrations = request, demos
+    assert len({before, after_request, after_demos}) == 3
+    assert profile.fingerprint == before

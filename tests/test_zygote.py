@@ -299,3 +299,23 @@ def test_a_hint_is_ignored_without_a_zygote_and_for_a_single_run() -> None:
     zygote_module.stop_all()
     assert zygote_module.expect_runs(8) is False  # nothing runs yet: nothing to tell
     assert zygote_module.expect_runs(1) is False
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [b'{"spares": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",  # too deep for json
+     b'{"spares": "32"}\n', b'{"spares": -5}\n', b'{"spares"\n', b'{"spares": 1e999}\n'],
+)
+def test_a_malformed_hint_is_ignored_and_the_zygote_serves_on(hint: bytes) -> None:
+    tools = load_profile("mind2web-sc").tools()
+    assert run_program(PROGRAM, tools, EVENT, "")["ok"]
+    zygote = _zygote(runs_nice())
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(zygote.path)
+        sock.sendall(hint)
+        assert sock.recv(4096) == b""  # hung up without an answer
+    assert zygote.proc.poll() is None
+    result = run_program(PROGRAM, tools, EVENT, "")
+    assert result["ok"] and result["verdict"]["violations"] == ["30"]  # type: ignore[index]
+    assert _zygote(runs_nice()) is zygote  # the same process served it

@@ -95,15 +95,9 @@ class Profile(BaseModel):
         It covers the guard request, the toolbox, the labelled demonstrations a program is
         verified against and the policy model's file (when the profile names one): changing
         any of them starts a new key, so programs verified under the old ones are never
-        picked up again. A profile as loaded from its files (:func:`load_profile`, cached by
-        their state) with no policy model has one for its life; with one, whose file may
-        live anywhere, it is computed once per run within :func:`fingerprints_per_run`.
+        picked up again. Within :func:`fingerprints_per_run` it is computed once per run (a
+        loaded profile is a mutable object its callers share: never for longer).
         """
-        loaded = _LOADED.get(id(self))
-        if loaded is not None and loaded[0] is self and not self.policy_model:
-            if loaded[1] is None:
-                _LOADED[id(self)] = loaded = (self, self._fingerprint())
-            return str(loaded[1])
         kept = _RUN_FINGERPRINTS.get()
         if kept is None:
             return self._fingerprint()
@@ -318,10 +312,6 @@ def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(entries))
 
 
-_LOADED: dict[int, tuple[Profile, str | None]] = {}
-"""Profiles as `_load` made them (by id, each with its object), and their fingerprints."""
-
-
 @lru_cache(maxsize=32)
 def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
     """Read and validate one profile file (cached per `stamp`)."""
@@ -336,9 +326,6 @@ def _load(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> Profile:
         digests = load_toolbox_modules(path.parent, raw.get("toolbox_modules"))
         profile = Profile(root=path.parent, **raw)
         profile._module_digests = digests
-        if len(_LOADED) >= 4 * (_load.cache_info().maxsize or 32):  # those _load let go
-            _LOADED.clear()
-        _LOADED[id(profile)] = (profile, None)
         return profile
     except ProfileError as exc:
         text = str(exc)  # messages about a file of the profile already name it

@@ -328,27 +328,35 @@ def expect_runs(count: int) -> bool:
 
     It then keeps that many spares ready (up to `MAX_SPARES`) as soon as no run is in flight,
     instead of learning the width from the batch's first burst. A hint only: returns whether
-    a zygote took it (none runs yet, or it is unreachable: nothing changes).
+    a zygote took it (none runs yet, or it is unreachable: nothing changes). Never blocks its
+    caller (an event loop): a zygote being started, or one whose backlog is full, gets none.
     """
-    path = running_path(runs_nice())
+    path = running_path(runs_nice(), blocking=False)
     if path is None or count <= 1:
         return False
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(1.0)
+            sock.setblocking(False)
             sock.connect(path)
-            sock.sendall(json.dumps({"spares": int(count)}).encode() + b"\n")
+            sock.send(json.dumps({"spares": int(count)}).encode() + b"\n")
     except OSError:
         return False
     return True
 
 
-def running_path(nice: int = 0) -> str | None:
-    """The socket of this process's live zygote of that niceness, or None (none yet, dead)."""
-    with _lock:
+def running_path(nice: int = 0, *, blocking: bool = True) -> str | None:
+    """The socket of this process's live zygote of that niceness, or None (none yet, dead).
+
+    With `blocking` false, also None while another thread holds the lock (starting one).
+    """
+    if not _lock.acquire(blocking=blocking):
+        return None
+    try:
         found = _current.get(nice)
         if _owner and _owner[0] == os.getpid() and found is not None and found.alive():
             return found.path if found.maxima == child.limit_maxima() else None
+    finally:
+        _lock.release()
     return None
 
 
@@ -519,6 +527,7 @@ class _Server:
         self.spares: list[tuple[int, socket.socket]] = []
         self.workers: set[int] = set()  # pending warm workers: not runs in flight
         self.demand = (0, 0.0)  # the most runs in flight at once lately, and when
+        self.no_spares_until = 0.0  # after a refused fork, no spare until then
         self.warm: bytes | None = None  # the rehearsal of the latest toolbox and limits
 
     def in_flight(self) -> int:
@@ -535,10 +544,12 @@ class _Server:
     def expect(self, conn: socket.socket, raw: bytes) -> None:
         """A caller's hint that a batch of that many runs may come (:func:`expect_runs`)."""
         conn.close()
-        with contextlib.suppress(ValueError, TypeError, KeyError):
+        with contextlib.suppress(Exception):  # a malformed hint is ignored, never fatal
             count = json.loads(raw)["spares"]
             if type(count) is int:
-                self.demand = (max(self.demand[0], min(count, MAX_SPARES)), time.monotonic())
+                now, (peak, when) = time.monotonic(), self.demand
+                peak = peak if now - when <= _DEMAND_SECONDS else 0  # as `wanted` reads it
+                self.demand = (max(peak, min(count, MAX_SPARES)), now)
 
     def _note_demand(self) -> None:
         now, runs = time.monotonic(), self.in_flight()
@@ -560,12 +571,27 @@ class _Server:
         """Fork one more child ahead of time (after the latest compile, so it has it).
 
         Each spare closes the other spares' channels: a copy held open would keep a spare
-        waiting for a request after the zygote is gone.
+        waiting for a request after the zygote is gone. When the system refuses the fork
+        (process or descriptor limits), no spare is tried again for a second: requests
+        still fork their own child, or are answered with the error.
         """
-        ours, theirs = socket.socketpair()
+        if time.monotonic() < self.no_spares_until:
+            return
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError:
+            self.no_spares_until = time.monotonic() + 1.0
+            return
         cache, maxima, warm = self.cache, self.maxima, self.warm
-        pid = _fork(lambda: _spare_main(theirs, cache, maxima, warm), ours, *self._closing())
-        theirs.close()
+        try:
+            pid = _fork(lambda: _spare_main(theirs, cache, maxima, warm), ours,
+                        *self._closing())  # fmt: skip
+        except OSError:
+            ours.close()
+            self.no_spares_until = time.monotonic() + 1.0
+            return
+        finally:
+            theirs.close()
         self.spares.append((pid, ours))
 
     def accept(self) -> None:
@@ -737,7 +763,7 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits, spares: int) -> 
             server.add_spare()
         # more only while nothing waits for us and no run is in flight
         refill = bool(spares) and len(server.spares) < server.wanted(spares) and not (
-            server.in_flight())  # fmt: skip
+            server.in_flight()) and time.monotonic() >= server.no_spares_until  # fmt: skip
         timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
         ready = server.selector.select(timeout)
         if not ready and refill:
