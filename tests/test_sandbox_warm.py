@@ -243,3 +243,27 @@ def test_warm_up_keeps_what_is_alive_out_of_later_collections(tmp_path: Any) -> 
         assert ref() is None  # garbage made later is still collected
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_started_ahead_in_a_fresh_process_is_kept_for_its_first_run() -> None:
+    """`warm_up()` starts a worker before the process ever took one: it must be the worker
+    the first trusted run gets (it was closed at once, and the first run paid a start)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from dataclasses import asdict\n"
+        "from guardagent.profiles import load_profile\n"
+        "from guardagent.sandbox import warm, zygote\n"
+        "from guardagent.sandbox.process import SandboxLimits, prestart_worker, run_program\n"
+        "tools = load_profile('mind2web-sc').tools()\n"
+        "assert prestart_worker(tools, SandboxLimits())\n"
+        "[idle] = [w for ws in warm._idle.values() for w in ws]\n"
+        "result = run_program(\"deny(['x'])\", tools, '', '', trusted=True)\n"
+        "assert result['ok'], result\n"
+        "[after] = [w for ws in warm._idle.values() for w in ws]\n"
+        "print(idle.pid == after.pid)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
+    assert out.stdout.strip() == "True", out.stderr[-2000:]

@@ -54,11 +54,19 @@ _idle: dict[tuple[Any, ...], list[_Worker]] = {}
 _owner: list[int] = []
 
 
+def _own() -> None:
+    """Make this process the owner of the idle workers (under `_lock`).
+
+    A forked copy of a caller inherits `_idle`, whose sockets are not its own: dropped.
+    """
+    if _owner != [os.getpid()]:
+        _idle.clear()
+        _owner[:] = [os.getpid()]
+
+
 def _take(key: tuple[Any, ...]) -> _Worker | None:
     with _lock:
-        if _owner != [os.getpid()]:  # a forked copy of a caller: those sockets are not ours
-            _idle.clear()
-            _owner[:] = [os.getpid()]
+        _own()
         for stale in [k for k in _idle if k[0] != key[0]]:  # a replaced zygote's workers
             for worker in _idle.pop(stale):
                 worker.sock.close()  # it reads EOF and exits
@@ -73,8 +81,9 @@ def _take(key: tuple[Any, ...]) -> _Worker | None:
 
 def _give_back(key: tuple[Any, ...], worker: _Worker) -> None:
     with _lock:
+        _own()  # a worker started before this process ever took one (a warm-up) is kept
         workers = _idle.setdefault(key, [])
-        if len(workers) < _MAX_IDLE and _owner == [os.getpid()]:
+        if len(workers) < _MAX_IDLE:
             workers.append(worker)
             return
     worker.sock.close()
@@ -111,7 +120,8 @@ def start_idle(refs: list[list[str]], limits: Any, source: str | None = None) ->
     path = zygote._zygote().path
     key = (path, tuple(asdict(limits).values()))
     with _lock:
-        if _owner == [os.getpid()] and _idle.get(key):
+        _own()
+        if _idle.get(key):
             return
     _give_back(key, _start(path, refs, limits, source))
 
