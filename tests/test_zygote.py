@@ -72,15 +72,27 @@ def test_zygote_socket_is_private() -> None:
 
 
 def _exchange(path: str, request: bytes, timeout: float = 5.0) -> list[dict[str, Any]]:
-    """Send one raw request line to a zygote socket; the JSON lines it answers, until EOF."""
+    """Send one raw request line to a zygote socket; the JSON lines of its answer, in order.
+
+    The announcement's line, then what the child wrote to the pipe passed with it (until the
+    pipe ends), then the rest of the connection until EOF.
+    """
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(path)
         sock.sendall(request)
-        data = b""
+        data, fds, _, _ = socket.recv_fds(sock, 65536, 1)
+        while data and b"\n" not in data:
+            data += sock.recv(65536)
+        announce, _, rest = data.partition(b"\n")
+        result = b""
+        for fd in fds:
+            with os.fdopen(fd, "rb") as pipe:
+                result += pipe.read()
         while chunk := sock.recv(65536):
-            data += chunk
-    return [json.loads(line) for line in data.splitlines() if line.strip()]
+            rest += chunk
+    lines = [announce, *result.splitlines(), *rest.splitlines()]
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def _request(source: str, limits: SandboxLimits | dict[str, Any], **extra: Any) -> bytes:
@@ -277,18 +289,9 @@ def test_a_batch_hint_readies_as_many_spares_and_each_run_still_gets_a_fresh_pro
     assert len(_children(zygote.proc.pid)) <= MAX_SPARES
     pids = []
     for _ in range(6):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(5)
-            sock.connect(zygote.path)
-            sock.sendall(_request(PROGRAM, SandboxLimits()))
-            reply = b""
-            while reply.count(b"\n") < 2:
-                chunk = sock.recv(65536)
-                assert chunk, reply
-                reply += chunk
-        pid_line, result_line = reply.split(b"\n")[:2]
-        pids.append(json.loads(pid_line)["pid"])
-        assert json.loads(result_line)["v"]["violations"] == ["30"]
+        announce, result, *_ = _exchange(zygote.path, _request(PROGRAM, SandboxLimits()))
+        pids.append(announce["pid"])
+        assert result["v"]["violations"] == ["30"]
     assert len(set(pids)) == 6  # one process per run, spares or not
     zygote.stop()
 

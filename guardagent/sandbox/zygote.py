@@ -34,12 +34,16 @@ limits that may lower, never raise, the caller's maxima (given when the zygote s
 facts that are a JSON object. Requests are read without blocking, so one client that sends
 half a line delays nobody (it is dropped after a few seconds).
 
-Protocol, one connection per run: the caller sends one request line; the child sends
-`{"pid": N}` and then its result line (the sandbox's child format); if the child dies without
-a result, the zygote sends `{"x": wait_status}`. The caller enforces the wall-clock limit by
-killing the child's pid. A request `{"worker": 1, "tools", "limits"}` instead forks a warm
-worker (:mod:`guardagent.sandbox.worker`) that announces its pid the same way and then serves
-many runs on that connection; its death is reported the same way too.
+Protocol, one connection per run: the caller sends one request line; the zygote answers
+`{"pid": N}` with the read end of a pipe passed along (SCM_RIGHTS), and the child writes its
+result line (the sandbox's child format) to that pipe; if the child dies without a result,
+the zygote sends `{"x": wait_status}` on the connection (:class:`Reply` reads both). The
+child never holds the caller's socket: handing a Unix socket over made the kernel's AF_UNIX
+garbage collector run at every close, preempting the guard's event loop for milliseconds.
+The caller enforces the wall-clock limit by killing the child's pid. A request `{"worker": 1,
+"tools", "limits"}` instead forks a warm worker (:mod:`guardagent.sandbox.worker`) that
+inherits the connection, announces its pid on it and then serves many runs there; its death
+is reported as a one-run child's.
 """
 
 from __future__ import annotations
@@ -248,9 +252,9 @@ def stop_all() -> None:
 atexit.register(stop_all)
 
 
-def _lines(sock: socket.socket, deadline: float) -> Any:
+def _lines(sock: socket.socket, deadline: float, start: bytes = b"") -> Any:
     """Yield JSON lines from the socket until EOF or the deadline (then yields None)."""
-    buf = bytearray()
+    buf = bytearray(start)
     while True:
         end = buf.find(b"\n")
         if end >= 0:
@@ -285,15 +289,106 @@ def run_in_zygote(
         sock.connect(path)
         deadline = time.monotonic() + limits.wall_seconds
         sock.sendall(request)
-        pid = None
-        for line in _lines(sock, deadline):
-            if line is None:
-                kill(pid)
-                return "timeout", None
-            pid, ended = read_reply(line, pid)
-            if ended is not None:
-                return ended
+        reply = Reply()
+        try:
+            while reply.wanted == "announce":
+                if not _ready(sock.fileno(), deadline):
+                    return reply.timed_out()
+                data, fds, _, _ = socket.recv_fds(sock, 65536, 1)
+                reply.announced(data, fds)
+            while reply.wanted == "result" and reply.pipe is not None:
+                if not _ready(reply.pipe, deadline):
+                    return reply.timed_out()
+                reply.result(os.read(reply.pipe, 65536))
+            if reply.ended is not None:
+                return reply.ended
+            for line in _lines(sock, deadline, reply.rest):  # the zygote's word, after it
+                if line is None:
+                    return reply.timed_out()
+                reply.pid, ended = read_reply(line, reply.pid)
+                if ended is not None:
+                    return ended
+        finally:
+            reply.close()
     return "eof", None
+
+
+def _ready(fd: int | None, deadline: float) -> bool:
+    """Whether `fd` is readable (data, EOF or hang-up) before the deadline."""
+    remaining = deadline - time.monotonic()
+    poller = select.poll()  # not select(): it fails for descriptors above 1023
+    poller.register(fd if fd is not None else -1, select.POLLIN | select.POLLHUP)
+    return remaining > 0 and bool(poller.poll(max(1, int(remaining * 1000))))
+
+
+class Reply:
+    """A caller's reading of one run's reply (the protocol of the module docstring).
+
+    The zygote answers on the caller's connection with `{"pid": N}` and, passed with that
+    line, the read end of a pipe: the child writes its result line there. When the pipe
+    ends without a line the child died without one, and the zygote's `{"x": status}`
+    follows on the connection. A request refused before any fork is answered on the
+    connection alone: `{"pid": 0}` and the error as a result line. Fed by the blocking
+    reader (:func:`run_in_zygote`) and the event loop's (`azygote`) alike; `wanted` says
+    what to read next: "announce" (the connection), "result" (the pipe), or "status"
+    (the connection again, from `rest`), unless `ended` is set.
+    """
+
+    def __init__(self) -> None:
+        self.wanted = "announce"
+        self.pid: int | None = None
+        self.pipe: int | None = None
+        self.rest = b""
+        self.ended: tuple[str, Any] | None = None
+        self._result = bytearray()
+
+    def announced(self, data: bytes, fds: list[int]) -> None:
+        """Bytes (and descriptors) read from the connection before the announcement ended."""
+        for fd in fds:  # one, with the announcement
+            if self.pipe is None and self.pid is None:
+                self.pipe = fd
+            else:
+                os.close(fd)
+        self.rest += data
+        if not data:
+            self.wanted, self.ended = "", ("eof", None)
+            return
+        end = self.rest.find(b"\n")
+        if end < 0:
+            return
+        line, self.rest = self.rest[:end], self.rest[end + 1 :]
+        self.pid, ended = read_reply(line, None)
+        if ended is not None:
+            self.wanted, self.ended = "", ended
+        elif self.pipe is None:  # refused before a fork: its answer follows here
+            self.wanted = "status"
+        else:
+            self.wanted = "result"
+
+    def result(self, data: bytes) -> None:
+        """Bytes read from the pipe (b"": it ended)."""
+        self._result += data
+        end = self._result.find(b"\n")
+        if end >= 0:
+            self.wanted, self.ended = "", ("line", bytes(self._result[:end]))
+        elif not data:  # no result line: the zygote's status follows on the connection
+            self.wanted = "status"
+        else:
+            return
+        self.close()
+
+    def timed_out(self) -> tuple[str, Any]:
+        """Past the deadline: the child is killed."""
+        kill(self.pid)
+        self.close()
+        return "timeout", None
+
+    def close(self) -> None:
+        """Close the pipe's read end (once)."""
+        if self.pipe is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pipe)
+            self.pipe = None
 
 
 def run_request(
@@ -406,16 +501,19 @@ class _Request:
 
 
 def _child_run(
-    raw: bytes, conn: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits
+    raw: bytes, result_fd: int, cache: dict[str, Toolbox], maxima: child.SandboxLimits
 ) -> None:
-    """In a fresh child: build the run from the request, announce our pid, run isolated."""
+    """In a fresh child: build the run from the request, run isolated, write to `result_fd`.
+
+    `result_fd` is the write end of the run's pipe, whose read end the caller got with our
+    pid from the zygote.
+    """
     req = _Request(raw, cache, maxima)
     code, _ = child.compile_for_run(req.source, req.toolbox)  # cached: the zygote compiled it
     run = child.prepare_run(
         code, req.source, req.toolbox, (req.input, req.output), req.limits, req.facts
     )
-    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-    child.child_main(run, conn.fileno())
+    child.child_main(run, result_fd)
 
 
 def _worker_main(
@@ -469,6 +567,7 @@ def _spare_main(
     header, fds, _, _ = socket.recv_fds(chan, _HEADER, 1)
     if not fds:  # the zygote went away
         return
+    result_fd = fds[0]  # the write end of the run's pipe
     while len(header) < _HEADER:
         header += chan.recv(_HEADER - len(header))
     size = int(header)
@@ -479,7 +578,7 @@ def _spare_main(
             return
         raw += chunk
     chan.close()
-    _child_run(bytes(raw), socket.socket(fileno=fds[0]), cache, maxima)
+    _child_run(bytes(raw), result_fd, cache, maxima)
 
 
 def _fork(body: Any, *closing: Any) -> int:
@@ -655,20 +754,49 @@ class _Server:
         if rejection is not None:
             return _answer(conn, rejection)
         self.rehearse_like(req)
+        try:
+            read_end, write_end = os.pipe()
+        except OSError as exc:
+            return _answer(conn, f"SandboxError: no pipe for the run ({exc})")
+        try:
+            pid = self._start_run(raw, write_end, (read_end, conn))
+        except OSError as exc:  # no spare and no fork (process or descriptor limits)
+            os.close(read_end)
+            return _answer(conn, f"SandboxError: could not start the run ({exc})")
+        finally:
+            os.close(write_end)
+        try:  # the child's pid, and the pipe it writes its result to
+            socket.send_fds(conn, [json.dumps({"pid": pid}).encode() + b"\n"], [read_end])
+        except OSError:  # the caller went away: the child's write fails, it dies, is reaped
+            pass
+        finally:
+            os.close(read_end)
+        self.pending[pid] = conn
+        self._note_demand()
+
+    def _start_run(self, raw: bytes, write_end: int, not_its: tuple[int, socket.socket]) -> int:
+        """The pid of the child that runs `raw` and writes its result to `write_end`.
+
+        `not_its`: the pipe's read end and the caller's connection, which a forked child
+        must not keep (it only writes its result; the caller reads it from the pipe).
+
+        The oldest spare gets the pipe's write end (a pipe, not the caller's socket: passing
+        a Unix socket makes the kernel's AF_UNIX garbage collector run on every close, which
+        preempted the guard's event loop for milliseconds); else a child is forked now.
+        """
         if self.spares:
             pid, chan = self.spares.pop(0)  # the oldest: its rehearsal is the likeliest done
             try:
-                socket.send_fds(chan, [b"%016d" % len(raw)], [conn.fileno()])
+                socket.send_fds(chan, [b"%016d" % len(raw)], [write_end])
                 chan.sendall(raw)
-                chan.close()
-                self.pending[pid] = conn
-                return self._note_demand()
+                return pid
             except OSError:  # the spare died: fork one now
+                pass
+            finally:
                 chan.close()
         cache, maxima = self.cache, self.maxima
-        pid = _fork(lambda: _child_run(raw, conn, cache, maxima), *self._closing())
-        self.pending[pid] = conn
-        self._note_demand()
+        return _fork(lambda: _child_run(raw, write_end, cache, maxima), *not_its,
+                     *self._closing())  # fmt: skip
 
     def rehearse_like(self, req: _Request) -> None:
         """Spares forked from now on rehearse requests of `req`'s toolbox and limits."""
