@@ -322,3 +322,49 @@ def test_a_malformed_hint_is_ignored_and_the_zygote_serves_on(hint: bytes) -> No
     result = run_program(PROGRAM, tools, EVENT, "")
     assert result["ok"] and result["verdict"]["violations"] == ["30"]  # type: ignore[index]
     assert _zygote(runs_nice()) is zygote  # the same process served it
+
+
+# --------------------------------------------------------------------------- the reply's pipe
+
+
+def test_a_caller_that_hangs_up_has_its_child_killed() -> None:
+    """The zygote watches a run's connection: a caller gone before the result (a cancelled
+    task, a dead process) leaves no child running an untrusted program to its limits."""
+    path = _zygote(runs_nice()).path
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(path)
+        sock.sendall(_request("while True:\n    pass", SandboxLimits(wall_seconds=30)))
+        data, fds, _, _ = socket.recv_fds(sock, 4096, 1)
+        pid = json.loads(data.split(b"\n")[0])["pid"]
+        for fd in fds:
+            os.close(fd)
+        assert pid > 0 and Path(f"/proc/{pid}").exists()
+    assert _wait_for(lambda: not Path(f"/proc/{pid}").exists(), 5.0), "the child runs on"
+
+
+def test_a_caller_at_its_descriptor_limit_gets_an_error_not_a_crash() -> None:
+    """When this process cannot take the result's pipe, the run is refused as such (and its
+    child killed), not reported as a child that crashed."""
+    import subprocess
+
+    script = (
+        "import os, resource\n"
+        "from guardagent.profiles import load_profile\n"
+        "from guardagent.sandbox import zygote\n"
+        "from guardagent.sandbox.process import SandboxLimits, _ended, ended_parts\n"
+        f"PROGRAM, EVENT = {PROGRAM!r}, {EVENT!r}\n"
+        "refs = zygote.toolbox_refs(load_profile('mind2web-sc').tools())\n"
+        "assert zygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())[0] == 'line'\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "held = []\n"
+        "try:\n"
+        "    while True: held.append(os.open('/dev/null', os.O_RDONLY))\n"
+        "except OSError: pass\n"
+        "os.close(held.pop())  # one free descriptor: the connection's socket\n"
+        "ended = zygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())\n"
+        "print(_ended(*ended_parts(ended), SandboxLimits())[1])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))  # fmt: skip
+    assert "result pipe was not received" in out.stdout, (out.stdout, out.stderr[-2000:])

@@ -321,6 +321,10 @@ def _ready(fd: int | None, deadline: float) -> bool:
     return remaining > 0 and bool(poller.poll(max(1, int(remaining * 1000))))
 
 
+_NO_PIPE = json.dumps({"v": None, "o": "", "e": "SandboxError: the run's result pipe was not "
+                       "received (this process is at its descriptor limit?)"}).encode()
+
+
 class Reply:
     """A caller's reading of one run's reply (the protocol of the module docstring).
 
@@ -360,10 +364,13 @@ class Reply:
         self.pid, ended = read_reply(line, None)
         if ended is not None:
             self.wanted, self.ended = "", ended
-        elif self.pipe is None:  # refused before a fork: its answer follows here
-            self.wanted = "status"
-        else:
+        elif self.pipe is not None:
             self.wanted = "result"
+        elif self.pid:  # a child runs, but its pipe did not arrive (our descriptor limit)
+            kill(self.pid)
+            self.wanted, self.ended = "", ("line", _NO_PIPE)
+        else:  # refused before a fork: its answer follows here
+            self.wanted = "status"
 
     def result(self, data: bytes) -> None:
         """Bytes read from the pipe (b"": it ended)."""
@@ -767,12 +774,32 @@ class _Server:
             os.close(write_end)
         try:  # the child's pid, and the pipe it writes its result to
             socket.send_fds(conn, [json.dumps({"pid": pid}).encode() + b"\n"], [read_end])
-        except OSError:  # the caller went away: the child's write fails, it dies, is reaped
-            pass
+        except OSError:  # the caller went away: nobody will read the result
+            kill(pid)
+        else:  # watched: a caller that hangs up before the result has its child killed
+            self.selector.register(conn, selectors.EVENT_READ, ("run", pid))
         finally:
             os.close(read_end)
         self.pending[pid] = conn
         self._note_demand()
+
+    def hung_up(self, pid: int) -> None:
+        """A watched caller's connection is readable: at EOF (it went away), kill its child.
+
+        A caller sends nothing after its request, so anything else it sends is dropped.
+        """
+        conn = self.pending.get(pid)
+        if conn is None:
+            return
+        try:
+            data = conn.recv(4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.selector.unregister(conn)
+            kill(pid)  # reaped as any child; its status goes nowhere
 
     def _start_run(self, raw: bytes, write_end: int, not_its: tuple[int, socket.socket]) -> int:
         """The pid of the child that runs `raw` and writes its result to `write_end`.
@@ -838,6 +865,8 @@ class _Server:
             conn = self.pending.pop(pid, None)
             self.workers.discard(pid)
             if conn is not None:
+                with contextlib.suppress(KeyError, ValueError):  # a watched one-run caller
+                    self.selector.unregister(conn)
                 with contextlib.suppress(OSError):
                     conn.sendall(json.dumps({"x": status}).encode() + b"\n")
                 conn.close()
@@ -905,6 +934,8 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits, spares: int) -> 
                     server.accept()
                 elif key.fd in server.incoming:
                     server.read(server.incoming[key.fd].conn)
+                elif isinstance(key.data, tuple) and server.pending.get(key.data[1]) is key.fileobj:
+                    server.hung_up(key.data[1])
             except OSError:  # a client that went away mid-request
                 continue
         server.expire()
