@@ -11,15 +11,15 @@ runtime-loaded table, a client), which a re-import would not reproduce, so those
 keep forking from the caller. Requests and results are JSON lines over a private Unix socket.
 
 The zygote keeps children forked ahead of time (spares): a request is handed to the oldest
-with the connection (SCM_RIGHTS), so the fork is paid before the request. It keeps one
-always, and while no run is in flight forks more, up to as many runs as were in flight at
-once in the last minute (at least `SPARES`, at most `MAX_SPARES`): a batch of 32 decisions
-finds 32 children ready instead of 32 forks queued behind its runs on the same cores, and a
-spare's fork and rehearsal never take a core from a run (each spare costs ~1.3 MB). A
-spare serves exactly one request, so every run still gets a fresh process; while it waits
-it rehearses reading and preparing a request with no event (our own trivial program,
-prepared and dropped, never run), so the pages a run writes to are copied before the
-request arrives.
+with its result pipe's write end (SCM_RIGHTS), so the fork is paid before the request. It
+keeps one always, and while no run is in flight forks more, up to as many runs as were in
+flight at once in the last minute (at least `SPARES`, at most `MAX_SPARES`): a batch of 32
+decisions finds 32 children ready instead of 32 forks queued behind its runs on the same
+cores, and a spare's fork and rehearsal never take a core from a run (each spare costs ~1.3
+MB). A spare serves exactly one request, so every run still gets a fresh process; while it
+waits it rehearses reading and preparing a request with no event (our own trivial program,
+prepared and dropped, never run), so the pages a run writes to are copied before the request
+arrives.
 
 A process has up to two zygotes, by CPU priority (:func:`runs_nice`): one-run children come
 from a zygote below the guard's priority, which keeps the spares; warm workers, which serve
@@ -313,11 +313,11 @@ def run_in_zygote(
     return "eof", None
 
 
-def _ready(fd: int | None, deadline: float) -> bool:
+def _ready(fd: int, deadline: float) -> bool:
     """Whether `fd` is readable (data, EOF or hang-up) before the deadline."""
     remaining = deadline - time.monotonic()
     poller = select.poll()  # not select(): it fails for descriptors above 1023
-    poller.register(fd if fd is not None else -1, select.POLLIN | select.POLLHUP)
+    poller.register(fd, select.POLLIN | select.POLLHUP)
     return remaining > 0 and bool(poller.poll(max(1, int(remaining * 1000))))
 
 
@@ -531,7 +531,7 @@ def _worker_main(
     worker.serve_worker(conn.fileno(), toolbox_of, limits)
 
 
-_HEADER = 16  # fixed-width length of the request that follows a handed-over connection
+_HEADER = 16  # fixed-width length of the request that follows a handed-over result pipe
 SPARES = 4  # children forked ahead while the zygote is idle; a burst uses them up first
 MAX_SPARES = 32  # at most, however many runs a burst had in flight
 _DEMAND_SECONDS = 60.0  # how long the most runs in flight at once sizes the spares
@@ -640,12 +640,14 @@ class _Server:
         """One-run children started and not yet reaped."""
         return len(self.pending) - len(self.workers)
 
+    def _peak(self, now: float) -> int:
+        """The most runs in flight at once (or hinted) lately: 0 once `_DEMAND_SECONDS` old."""
+        peak, when = self.demand
+        return peak if now - when <= _DEMAND_SECONDS else 0
+
     def wanted(self, least: int) -> int:
         """How many spares to keep: the recent peak of runs in flight, within bounds."""
-        peak, when = self.demand
-        if time.monotonic() - when > _DEMAND_SECONDS:
-            peak = 0
-        return min(MAX_SPARES, max(least, peak))
+        return min(MAX_SPARES, max(least, self._peak(time.monotonic())))
 
     def expect(self, conn: socket.socket, raw: bytes) -> None:
         """A caller's hint that a batch of that many runs may come (:func:`expect_runs`)."""
@@ -653,14 +655,12 @@ class _Server:
         with contextlib.suppress(Exception):  # a malformed hint is ignored, never fatal
             count = json.loads(raw)["spares"]
             if type(count) is int:
-                now, (peak, when) = time.monotonic(), self.demand
-                peak = peak if now - when <= _DEMAND_SECONDS else 0  # as `wanted` reads it
-                self.demand = (max(peak, min(count, MAX_SPARES)), now)
+                now = time.monotonic()
+                self.demand = (max(self._peak(now), min(count, MAX_SPARES)), now)
 
     def _note_demand(self) -> None:
         now, runs = time.monotonic(), self.in_flight()
-        peak, when = self.demand
-        if runs >= peak or now - when > _DEMAND_SECONDS:
+        if runs >= self._peak(now):
             self.demand = (runs, now)
 
     def _closing(self) -> list[Any]:
