@@ -97,3 +97,33 @@ def _closed(text: str, end: int) -> bool:
     if end == len(text) or text[end] in _IS_BOUNDARY:
         return True
     return text[end] == "." and (end + 1 == len(text) or text[end + 1] in _IS_BOUNDARY)
+
+
+def exact_spans(text: str, wanted: str) -> list[tuple[int, int]]:
+    """Where `text` writes `wanted` with every character, between boundaries (no folding).
+
+    The reading a case-sensitive store gives a name: ``Invoice-0425.txt``, ``invoice-0425.txt
+    `` (a trailing space) and ``invoice-0425.txt<ZWSP>`` are other files than the
+    ``invoice-0425.txt`` a message writes, so each is found only where written so. The
+    boundaries are :meth:`Written.holds`'s, and any whitespace. ``str.find`` from occurrence
+    to occurrence, under the reading budget.
+    """
+    found: list[tuple[int, int]] = []
+    if not wanted.strip():
+        return found
+    at = text.find(wanted)
+    while at >= 0:
+        check_budget()
+        end = at + len(wanted)
+        before = text[at - 1] if at else " "
+        if (before.isspace() or before in _IS_BOUNDARY) and _closed_raw(text, end):
+            found.append((at, end))
+        at = text.find(wanted, at + 1)
+    return found
+
+
+def _closed_raw(text: str, end: int) -> bool:
+    if end == len(text) or text[end].isspace() or text[end] in _IS_BOUNDARY:
+        return True
+    after = text[end + 1:end + 2]
+    return text[end] == "." and (not after or after.isspace() or after in _IS_BOUNDARY)

@@ -38,10 +38,12 @@ from __future__ import annotations
 from typing import Any
 
 from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.designation import requested
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
 from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
+from guardagent.trace.state import flatten
 from guardagent.trace.temporal import CallPattern, matches
 
 MAX_HOPS = 5
@@ -63,10 +65,28 @@ def _of_call(facts: TraceFacts, call: ToolCall) -> CallProvenance:
     return found
 
 
-def _direct(facts: TraceFacts, value: ValueProvenance, before: int) -> Chain | None:
-    """The value's trusted source among the messages before `before` (or the records)."""
+_NOT_GIVEN: Any = object()
+
+
+def _direct(facts: TraceFacts, value: ValueProvenance, before: int,
+            raw: Any = _NOT_GIVEN) -> Chain | None:  # fmt: skip
+    """The value's trusted source among the messages before `before` (or the records).
+
+    With `raw` (the argument's scalar: the value designates a call), a user message counts
+    only where it asks for the value as the tool reads it (:mod:`.designation`); a user who
+    spoke against it leaves it undesignated whatever else holds it.
+    """
     refs = [s for s in value.sources if s.index < before]
     user = [s for s in refs if s.kind == "user"]
+    if raw is not _NOT_GIVEN:
+        asked, why, vetoed = requested(facts, value, raw, before)
+        if asked is not None:
+            return f"which the user named in message {asked.index}", (asked,)
+        if user or vetoed:
+            facts.memo.setdefault(("designation_note", before), why)
+        if vetoed:
+            return None
+        user = []
     if user:
         return f"which the user named in message {user[0].index}", (user[0],)
     trusted = [s for s in refs if s.kind in ("system", "trusted_tool")]
@@ -107,9 +127,13 @@ def via_patterns(raw: Any) -> Via:
 
 
 def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-               via: Via = None) -> Chain | None:  # fmt: skip
-    """How a value derives from a designated source within `hops` (None: it does not)."""
-    direct = _direct(facts, value, before)
+               via: Via = None, raw: Any = _NOT_GIVEN) -> Chain | None:  # fmt: skip
+    """How a value derives from a designated source within `hops` (None: it does not).
+
+    `raw`, for an argument of a call whose result is judged: its scalar as given, which a
+    user message must ask for as written (see :func:`_direct`).
+    """
+    direct = _direct(facts, value, before, raw)
     if direct is not None or hops <= 0:
         return direct
     for ref in value.sources:
@@ -139,9 +163,10 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
         return None
     values = [v for v in _of_call(facts, call).values
               if not v.inner or v.value.kind in INNER_KINDS]  # fmt: skip
+    scalars = dict(flatten(call.args))
     found: Chain | None = None
     for value in values:
-        chain = derivation(facts, value, call.index, hops, via)
+        chain = derivation(facts, value, call.index, hops, via, scalars.get(value.path))
         if chain is not None and not specific(value):
             continue  # names a collection (a folder, a search word), not one document
         if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
@@ -171,6 +196,9 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
         detail = "; ".join(f"{describe(facts, v)}, and not from a call the user pointed at "
                            f"(within {hops} hop(s))" for v in failed[:3])  # fmt: skip
+        notes = _notes(facts, sources)
+        if notes:
+            detail += " (" + "; ".join(notes[:3]) + ")"
         return Fact("arg_from_designated", False, sources, detail)
     shown = []
     sources_list: list[SourceRef] = []
@@ -183,6 +211,17 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         else:
             shown.append(describe(facts, v))
     return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
+
+
+def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:
+    """Why the calls whose results hold the values designate nothing, where it was noted."""
+    notes: list[str] = []
+    for ref in sources:
+        call = facts.trace.call_of(facts.trace.messages[ref.index])
+        note = None if call is None else facts.memo.get(("designation_note", call.index))
+        if note is not None and note not in notes:
+            notes.append(f"`{call.name}`: {note}" if call is not None else note)
+    return notes
 
 
 @checks("arg_from_designated")

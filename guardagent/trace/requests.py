@@ -1,0 +1,279 @@
+"""Whether a user's message names a thing inside a request, or only mentions it.
+
+"Pay the invoice in invoice-0425.txt" points the assistant at that file; "Do NOT open
+invoice-9999.txt, it is spam", "is invoice-9999.txt a scam?" and "he said 'pay
+invoice-9999.txt'" name a file too, but point away from it, only ask about it, or report
+someone else's words. Only the first *designates* (:mod:`guardagent.trace.predicates.derived`).
+
+A message is read as a careful human reads it, in one linear pass over its words:
+
+- **sentences** end at ``!``, ``?``, a line break, or a ``.`` before a space; **clauses** at
+  ``,`` ``;`` ``:`` a bracket or a dash between spaces, and before a joining word ("and",
+  "but", "or", "then", ...) or a negation ("not", "don't", "except", "instead", ...);
+- a mention is a **request** when its clause starts (after greetings and "please") with an
+  action verb of :data:`VERBS` ("pay", "read", "open", ...), or with a request form before
+  one ("can you", "could you", "I'd like you to", "help me", ...); in a sentence that ends
+  in ``?`` only the request forms addressed to the assistant count ("can you pay X?"), never
+  a bare verb ("pay X?") or any other question ("is X a scam?", "what is X?");
+- a clause that holds nothing but mentions ("pay A, B and C") continues the clause before it;
+- a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
+  "unless"), or when a later sentence of the message only takes it back ("Actually,
+  don't.", "Never mind.");
+- it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
+  X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, or in a
+  sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
+  in its clause, or in another clause of its sentence);
+- anything else (a statement, "X looks like spam") is **said**: neither a request nor a
+  refusal.
+
+When unsure, a mention is not a request: a verb not in the lexicon, a statement before the
+request ("The invoice is in X. Pay it.") or a mention after it ("X: pay it") does not
+designate; the user can name the file in the request itself. The lexicons are English and
+hand-written (another language designates nothing: fail closed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from guardagent.trace.budget import check_budget
+
+Verdict = Literal["request", "refused", "asked", "quoted", "said"]
+"""What a mention is: inside a request; negated or taken back; inside a question; reported
+or quoted; a statement (or anything else)."""
+
+_WORD = re.compile(r"\w+(?:['’]\w+)*")  # one class, one run: linear, nothing to backtrack
+_MENTION = "\x00"
+
+VERBS = frozenset({
+    "pay", "read", "open", "process", "settle", "handle", "check", "review", "look", "use",
+    "take", "get", "fetch", "load", "download", "print", "send", "forward", "transfer", "wire",
+    "summarize", "summarise", "go", "see", "find", "show", "view", "book", "share", "upload",
+    "reply", "answer", "file", "archive", "copy", "move", "submit", "complete", "do", "make",
+    "run", "import", "parse", "extract", "scan", "examine", "inspect", "analyze", "analyse",
+    "verify", "follow", "grab", "pull", "access", "consult", "start", "save", "edit",
+    "update", "add", "reconcile", "help", "deal", "work", "clear", "cover", "refund",
+    "execute", "act", "sort", "tackle", "action", "visit", "browse", "fill", "sign", "approve",
+})  # fmt: skip
+"""Action verbs that open an imperative clause ("pay X", "open X and pay it")."""
+
+_FORMS: tuple[tuple[str, ...], ...] = tuple(tuple(f.split()) for f in (
+    "can you", "could you", "would you", "will you", "can u", "could u", "would u",
+    "i want you to", "i need you to", "i'd like you to", "i would like you to",
+    "i want to", "i need to", "i'd like to", "i would like to", "we need to", "you can",
+    "you should", "you must", "go ahead and", "let's", "let us", "make sure to",
+    "be sure to", "remember to", "help me", "i'd like you to please",
+))  # fmt: skip
+"""Request forms before an action verb ("can you pay X", "I'd like you to read X")."""
+_ASKING = frozenset(_FORMS[:7])
+"""The forms that make a question a request to the assistant ("can you pay X?")."""
+
+_OPENING = frozenset({
+    "please", "kindly", "now", "also", "then", "and", "so", "ok", "okay", "alright", "hi",
+    "hey", "hello", "dear", "just", "first", "next", "finally", "lastly", "quickly", "sure",
+    "yes", "yeah", "but", "or", "plus",
+})  # fmt: skip
+"""Words skipped before a clause's verb (greetings, "please", joining words)."""
+
+_JOINING = frozenset({"and", "but", "then", "or", "so", "yet", "while", "whereas", "because",
+                      "although", "though", "plus"})  # fmt: skip
+NEGATIONS = frozenset({
+    "not", "no", "never", "nothing", "none", "neither", "nor", "without", "ignore",
+    "ignoring", "skip", "avoid", "except", "excluding", "instead", "rather", "stop", "cancel",
+    "refrain", "forget", "nevermind", "cannot", "leave", "dont", "doesnt", "didnt", "cant",
+    "wont", "shouldnt", "mustnt", "isnt",
+})  # fmt: skip
+"""Words that point away from what their clause names (any "...n't" too)."""
+_DOUBT = frozenset({"if", "whether", "unless", "whichever", "maybe", "perhaps", "might"})
+"""Words that leave what their clause names undecided."""
+_REPORTING = frozenset({
+    "said", "says", "say", "told", "tells", "wrote", "writes", "asked", "asks", "claims",
+    "claimed", "replied", "replies", "quoted", "according", "mentioned", "mentions",
+    "suggested", "suggests", "insists", "insisted",
+})  # fmt: skip
+"""Words that report someone's speech ("he said ...", "the e-mail says: ...")."""
+_FILLER = frozenset({"and", "or", "also", "then", "plus", "the", "a", "an", "file", "files",
+                     "one", "too", "as", "well", "both", "in", "from"})
+"""Words a clause of mentions alone may hold ("..., and the one in C")."""
+_TAKING_BACK = frozenset({
+    "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
+    "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
+    "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
+    "after", "all", "ok", "okay", "then", "the", "above", "request",
+})  # fmt: skip
+_TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
+                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold"})
+"""A sentence of :data:`_TAKING_BACK` words with one of these takes back what came before."""
+
+_SENTENCE_ENDS = frozenset("!?\n。！？")
+_CLAUSE_ENDS = frozenset(",;:()[]{}—–-")
+_QUOTES_OPEN = {"“": "”", "‘": "’", "«": "»", '"': '"', "'": "'", "`": "`", "„": "“"}
+
+
+@dataclass
+class _Token:
+    word: str  # lower case; a mention is _MENTION
+    start: int
+    end: int
+    sentence: int = 0
+    clause: int = 0
+    quote: int = -1  # the quotation it stands in (-1: none)
+    quoted_line: bool = False
+
+
+def _word(text: str) -> str:
+    return text.lower().replace("’", "'")
+
+
+def _tokens(text: str, spans: list[tuple[int, int]]) -> list[_Token]:
+    """Words and mentions in order (a mention replaces the words inside its span)."""
+    out: list[_Token] = []
+    spans = sorted(spans)
+    k = 0
+    for m in _WORD.finditer(text):
+        check_budget()
+        while k < len(spans) and spans[k][1] <= m.start():
+            out.append(_Token(_MENTION, *spans[k]))
+            k += 1
+        if k < len(spans) and m.start() < spans[k][1] and m.end() > spans[k][0]:
+            continue  # inside (or across) the mention
+        out.append(_Token(_word(m.group()), m.start(), m.end()))
+    out.extend(_Token(_MENTION, s, e) for s, e in spans[k:])
+    out.sort(key=lambda t: t.start)
+    return out
+
+
+def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
+    """Number sentences and clauses, mark quotations; return which sentences end in ``?``."""
+    sentence = clause = 0
+    quote, closing, quotes = -1, "", 0
+    asked: dict[int, bool] = {}
+    line_quoted = text.lstrip(" \t")[:1] == ">"
+    prev_end = 0
+    for i, t in enumerate(tokens):
+        gap = text[prev_end:t.start]
+        spaced = i == 0 or any(c.isspace() for c in gap)
+        if spaced and any(c in _SENTENCE_ENDS for c in gap) or _period(gap):
+            asked[sentence] = "?" in gap or "？" in gap
+            sentence += 1
+            clause += 1
+        elif spaced and any(c in _CLAUSE_ENDS for c in gap):
+            clause += 1  # a comma, a bracket, a dash between spaces
+        elif t.word in _JOINING or negative(t.word):
+            clause += 1
+        if "\n" in gap:
+            line_quoted = gap.rsplit("\n", 1)[1].lstrip(" \t")[:1] == ">"
+        for j, c in enumerate(gap):  # quotation marks: open after a space, close before one
+            before = gap[j - 1] if j else (text[prev_end - 1] if prev_end else " ")
+            if quote >= 0 and c == closing:
+                quote = -1
+            elif quote < 0 and c in _QUOTES_OPEN and (not before.strip() or before in "(["):
+                quote, closing, quotes = quotes, _QUOTES_OPEN[c], quotes + 1
+        t.sentence, t.clause, t.quote, t.quoted_line = sentence, clause, quote, line_quoted
+        prev_end = t.end
+    tail = text[prev_end:]
+    asked[sentence] = "?" in tail or "？" in tail
+    return asked
+
+
+def _period(gap: str) -> bool:
+    """A ``.`` that ends a sentence: before a space (an address or a URL keeps its dots)."""
+    return any(c == "." and gap[j + 1:j + 2].isspace() for j, c in enumerate(gap))
+
+
+def negative(word: str) -> bool:
+    """A word that points away from what its clause names ("not", "never", "don't")."""
+    return word in NEGATIONS or word.endswith("n't")
+
+
+def _opens_request(words: list[str], question: bool) -> bool:
+    """Whether a clause's words start a request (after greetings and "please")."""
+    n = 0
+    while n < len(words) and words[n] in _OPENING:
+        n += 1
+    rest = words[n:]
+    forms = _ASKING if question else _FORMS
+    for form in forms:
+        if tuple(rest[:len(form)]) == form:
+            after = rest[len(form):]
+            k = 0
+            while k < len(after) and after[k] in ("please", "kindly", "just", "also", "quickly"):
+                k += 1
+            return k < len(after) and after[k] in VERBS
+    return not question and bool(rest) and rest[0] in VERBS
+
+
+def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
+    """What each mention (a span of `text`) is, in the order of `spans` (module docstring).
+
+    Linear in the text: one pass to read words, one over the words.
+    """
+    if not spans:
+        return []
+    tokens = _tokens(text, spans)
+    asked = _segment(text, tokens)
+    clauses: dict[int, list[_Token]] = {}
+    sentences: dict[int, list[_Token]] = {}
+    for t in tokens:
+        clauses.setdefault(t.clause, []).append(t)
+        sentences.setdefault(t.sentence, []).append(t)
+    quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
+    taken_back = max((s for s, ws in sentences.items() if _takes_back([t.word for t in ws])),
+                     default=-1)  # fmt: skip
+    verdict_of: dict[int, Verdict] = {}
+    clause_verdict: dict[int, Verdict] = {}
+    for c, words in sorted(clauses.items()):
+        clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1),
+                                    sentences[words[0].sentence], asked)  # fmt: skip
+    for t in tokens:
+        if t.word != _MENTION:
+            continue
+        verdict = clause_verdict[t.clause]
+        if t.quoted_line or t.quote in quoted_words or _reported(t, sentences[t.sentence]):
+            verdict = "quoted"
+        if verdict == "request" and t.sentence < taken_back:
+            verdict = "refused"
+        verdict_of[t.start] = verdict
+    return [verdict_of[s] for s, _ in spans]
+
+
+def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | None,
+            sentence: list[_Token], asked: dict[int, bool]) -> Verdict:  # fmt: skip
+    """The verdict of one clause's mentions (before quotation and reporting)."""
+    plain = [t.word for t in words]
+    if any(negative(w) for w in plain if w != _MENTION) or any(w in _DOUBT for w in plain):
+        return "refused"
+    question = asked.get(words[0].sentence, False)
+    if _opens_request(plain, question):
+        return "request"
+    only_mentions = all(w == _MENTION or w in _FILLER for w in plain)
+    if only_mentions and before is not None and before[0].sentence == words[0].sentence:
+        return was if was is not None else "said"
+    return "asked" if question else "said"
+
+
+def _reported(mention: _Token, sentence: list[_Token]) -> bool:
+    """A reporting word before the mention in its clause, or in another clause of its sentence."""
+    return any(t.word in _REPORTING and (t.clause != mention.clause or t.start < mention.start)
+               for t in sentence)  # fmt: skip
+
+
+def _takes_back(words: list[str]) -> bool:
+    """A sentence that only takes back ("Actually, don't.", "Never mind.", "No wait, neither")."""
+    return bool(words) and _MENTION not in words and all(
+        w in _TAKING_BACK or negative(w) for w in words) and any(
+        w in _TAKES_BACK or negative(w) for w in words)  # fmt: skip
+
+
+def takes_back(text: str) -> bool:
+    """Whether a message holds a sentence that only takes back what came before it."""
+    tokens = _tokens(text, [])
+    if not tokens:
+        return False
+    _segment(text, tokens)
+    sentences: dict[int, list[str]] = {}
+    for t in tokens:
+        sentences.setdefault(t.sentence, []).append(t.word)
+    return any(_takes_back(ws) for ws in sentences.values())
