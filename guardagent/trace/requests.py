@@ -82,7 +82,7 @@ _JOINING = frozenset({"and", "but", "then", "or", "so", "yet", "while", "whereas
 NEGATIONS = frozenset({
     "not", "no", "never", "nothing", "none", "neither", "nor", "without", "ignore",
     "ignoring", "skip", "avoid", "except", "excluding", "instead", "rather", "stop", "cancel",
-    "refrain", "forget", "nevermind", "cannot", "leave", "dont", "doesnt", "didnt", "cant",
+    "refrain", "nevermind", "cannot", "leave", "dont", "doesnt", "didnt", "cant",
     "wont", "shouldnt", "mustnt", "isnt",
 })  # fmt: skip
 """Words that point away from what their clause names (any "...n't" too)."""
@@ -215,23 +215,24 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     tokens = _tokens(text, spans)
     asked = _segment(text, tokens)
     clauses: dict[int, list[_Token]] = {}
-    sentences: dict[int, list[_Token]] = {}
+    sentences: dict[int, list[str]] = {}
+    reporting: dict[int, dict[int, int]] = {}  # sentence -> clause -> its first reporting word
     for t in tokens:
         clauses.setdefault(t.clause, []).append(t)
-        sentences.setdefault(t.sentence, []).append(t)
+        sentences.setdefault(t.sentence, []).append(t.word)
+        if t.word in _REPORTING:
+            reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
-    taken_back = max((s for s, ws in sentences.items() if _takes_back([t.word for t in ws])),
-                     default=-1)  # fmt: skip
+    taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)
     verdict_of: dict[int, Verdict] = {}
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
-        clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1),
-                                    sentences[words[0].sentence], asked)  # fmt: skip
+        clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
     for t in tokens:
         if t.word != _MENTION:
             continue
         verdict = clause_verdict[t.clause]
-        if t.quoted_line or t.quote in quoted_words or _reported(t, sentences[t.sentence]):
+        if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
             verdict = "quoted"
         if verdict == "request" and t.sentence < taken_back:
             verdict = "refused"
@@ -240,9 +241,9 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
 
 
 def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | None,
-            sentence: list[_Token], asked: dict[int, bool]) -> Verdict:  # fmt: skip
+            asked: dict[int, bool]) -> Verdict:  # fmt: skip
     """The verdict of one clause's mentions (before quotation and reporting)."""
-    plain = [t.word for t in words]
+    plain = _reminded([t.word for t in words])
     if any(negative(w) for w in plain if w != _MENTION) or any(w in _DOUBT for w in plain):
         return "refused"
     question = asked.get(words[0].sentence, False)
@@ -254,10 +255,26 @@ def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | Non
     return "asked" if question else "said"
 
 
-def _reported(mention: _Token, sentence: list[_Token]) -> bool:
-    """A reporting word before the mention in its clause, or in another clause of its sentence."""
-    return any(t.word in _REPORTING and (t.clause != mention.clause or t.start < mention.start)
-               for t in sentence)  # fmt: skip
+def _reminded(words: list[str]) -> list[str]:
+    """"Don't forget to pay X" (or "never hesitate to") asks to pay X: read it "pay X"."""
+    n = 0
+    while n < len(words) and words[n] in _OPENING:
+        n += 1
+    if (len(words) > n + 2 and negative(words[n]) and words[n + 1] in ("forget", "hesitate")
+            and words[n + 2] == "to"):  # fmt: skip
+        return words[:n] + words[n + 3:]
+    return words
+
+
+def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
+    """A reporting word before the mention in its clause, or in another clause of its sentence.
+
+    `reporting`: the sentence's clauses that hold one, each with where its first one starts.
+    """
+    if not reporting:
+        return False
+    first = reporting.get(mention.clause)
+    return len(reporting) > 1 or first is None or first < mention.start
 
 
 def _takes_back(words: list[str]) -> bool:

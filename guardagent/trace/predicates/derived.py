@@ -43,6 +43,7 @@ from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
 from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
+from guardagent.trace.resources import Writes
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import CallPattern, matches
 
@@ -51,6 +52,13 @@ MAX_HOPS = 5
 
 Chain = tuple[str, tuple[SourceRef, ...]]
 """A derivation: the phrase that explains it, and the messages on the way."""
+
+
+def _writes(facts: TraceFacts) -> Writes:
+    found = facts.memo.get(("writes",))
+    if found is None:
+        found = facts.memo[("writes",)] = Writes(facts.trace, facts.labels)
+    return found
 
 
 def _short(text: str) -> str:
@@ -160,6 +168,12 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     label = facts.labels.label(call.name)
     if not label.other_args and any(name not in (label.args or ()) for name in call.args):
         facts.memo[key] = None  # an argument no rule reads may say which document it was
+        return None
+    writer = _writes(facts).writer(call)
+    if writer is not None:  # it returns what the agent wrote there, not the user's document
+        facts.memo.setdefault(("designation_note", call.index), f"it reads what `{writer.name}` "
+                              f"in message {writer.index} wrote into the same resource")
+        facts.memo[key] = None
         return None
     values = [v for v in _of_call(facts, call).values
               if not v.inner or v.value.kind in INNER_KINDS]  # fmt: skip
