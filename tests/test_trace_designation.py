@@ -213,4 +213,4 @@ def test_reading_a_long_message_of_many_mentions_is_linear() -> None:
         read = mentions(text, spans)
         took = time.perf_counter() - start
         assert read == ["quoted"] * n  # "he said" reports the whole sentence
-    assert took < 3.0, took
+    assert took < 10.0, took  # quadratic work would take minutes here

@@ -15,6 +15,11 @@ linked": the IBAN or the address is in no user message, only in the result of a 
   designates nor spoils). Only messages before C count for C's arguments. A call with an
   argument its label does not declare (``read_file(path=..., root=...)``, unless
   ``other_args: allow``) designates nothing: the tool may have read another document.
+- a user message designates an argument only where it *asks* for it, naming it as the tool
+  reads it (:mod:`.designation`): "do NOT open invoice-9999.txt" or "is it a scam?" does
+  not, nor ``Invoice-0425.txt`` when the user wrote ``invoice-0425.txt``;
+- a call that reads a resource an earlier writing call of the agent named designates
+  nothing (:mod:`guardagent.trace.resources`): it returns what the agent wrote there.
 
 A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, or
 a phrase of two or more words or with a digit (``invoice-0425.txt``). "Summarise my last
