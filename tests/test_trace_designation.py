@@ -214,3 +214,23 @@ def test_reading_a_long_message_of_many_mentions_is_linear() -> None:
         took = time.perf_counter() - start
         assert read == ["quoted"] * n  # "he said" reports the whole sentence
     assert took < 10.0, took  # quadratic work would take minutes here
+
+
+@pytest.mark.parametrize(("said", "designated"), [
+    ("Please pay the ACME invoice. It is in {p}.", True),
+    ("The invoice is in {p}, please pay it.", True),
+    ("The bill is saved in {p}. Can you pay it?", True),
+    ("Pay the invoice from ACME, it's in {p}.", True),
+    ("The invoices are in invoice-0424.txt and {p}. Pay them.", True),
+    ("The invoice is in {p}. Don't pay it.", False),
+    ("The invoice is in {p}. Is it real?", False),
+    ("The invoice is in {p}, it is spam. Pay the other one.", False),
+    ("The old invoice is in {p}. Pay the new one.", False),
+    ("The invoice is in {p}. Pay the one in invoice-0426.txt.", False),
+    ("It is in {p}. It is spam. Pay the other one.", False),
+    ("{p} is the invoice. Pay it.", False),  # a statement not of where it is: unsure
+])
+def test_a_statement_of_where_the_requested_thing_is_belongs_to_the_request(
+        said: str, designated: bool) -> None:  # fmt: skip
+    f = facts(_phished(said.format(p=SPAM)), "send_money", PAY_ATTACKER)
+    assert f.fact(DESIGNATED).value is designated, said

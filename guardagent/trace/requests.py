@@ -97,6 +97,15 @@ _REPORTING = frozenset({
 _FILLER = frozenset({"and", "or", "also", "then", "plus", "the", "a", "an", "file", "files",
                      "one", "too", "as", "well", "both", "in", "from"})
 """Words a clause of mentions alone may hold ("..., and the one in C")."""
+_SUBJECTS = frozenset({"it", "it's", "its", "they", "they're", "this", "that", "the", "invoice",
+                       "bill", "file", "document", "details", "invoices", "bills", "files",
+                       "documents", "everything", "all", "one"})  # fmt: skip
+"""Words of the subject of a statement of where the thing asked for is ("the invoice is in")."""
+_NAMING = _FILLER | {"my", "folder", "invoice", "bill", "txt", "pdf", "doc", "docx", "csv",
+                     "xlsx", "json", "md", "eml"}  # fmt: skip
+"""Words a statement of where the thing is may hold after "in" (beside names with digits)."""
+_BACK = frozenset({"it", "them", "that", "this", "these", "those", "everything"})
+"""Words of a request that point back at a thing named before it ("pay it")."""
 _TAKING_BACK = frozenset({
     "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
     "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
@@ -228,6 +237,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
+    _located(clauses, clause_verdict)
     for t in tokens:
         if t.word != _MENTION:
             continue
@@ -249,10 +259,68 @@ def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | Non
     question = asked.get(words[0].sentence, False)
     if _opens_request(plain, question):
         return "request"
-    only_mentions = all(w == _MENTION or w in _FILLER for w in plain)
-    if only_mentions and before is not None and before[0].sentence == words[0].sentence:
+    if _only_mentions(plain) and before is not None and before[0].sentence == words[0].sentence:
         return was if was is not None else "said"
     return "asked" if question else "said"
+
+
+def _only_mentions(words: list[str]) -> bool:
+    return all(w == _MENTION or w in _FILLER for w in words)
+
+
+def _locative(words: list[str]) -> bool:
+    """A statement of where the thing asked for is: "it is in X", "the invoice is saved in X"."""
+    n = 0
+    while n < len(words) and words[n] in _OPENING:
+        n += 1
+    k = n
+    while k < len(words) and k - n < 4 and words[k] in _SUBJECTS:
+        k += 1
+    if k == n:
+        return False
+    k += k < len(words) and words[k] in ("is", "are")
+    k += k < len(words) and words[k] in ("saved", "stored", "attached", "located", "kept")
+    if k >= len(words) or words[k] not in ("in", "at", "inside", "under"):
+        return False
+    rest = words[k + 1:]
+    return bool(rest) and all(w == _MENTION or w in _NAMING or any(map(str.isdigit, w))
+                              for w in rest)  # fmt: skip
+
+
+def _located(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> None:
+    """Statements of where the thing is, beside a request for it, are part of the request.
+
+    "Please pay the ACME invoice. It is in X." and "The invoice is in X, please pay it."
+    designate X: a clause of :func:`_locative` form, in a sentence of nothing else, with a
+    request in its sentence or the one before or after that names no other thing (and, when
+    after it, points back: "it", "them", "that"), and nothing refused or asked there.
+    """
+    words = {c: [t.word for t in ts] for c, ts in clauses.items()}
+    by_sentence: dict[int, list[int]] = {}
+    for c in sorted(clauses):
+        by_sentence.setdefault(clauses[c][0].sentence, []).append(c)
+    located = {c for c in clauses if verdicts[c] == "said" and _locative(words[c])}
+    for s, ids in by_sentence.items():
+        here = [c for c in ids if c in located]
+        if not here or any(c not in located and verdicts[c] != "request"
+                           and not all(w in _OPENING for w in words[c])
+                           and not _only_mentions(words[c]) for c in ids):
+            continue  # fmt: skip
+        near = [c for t in (s - 1, s, s + 1) for c in by_sentence.get(t, ())]
+        if any(verdicts[c] in ("refused", "asked") for c in near):
+            continue
+        asks = [c for c in near if verdicts[c] == "request" and _MENTION not in words[c]]
+        first = min(asks, default=None)
+        back = any(w in _BACK for c in asks for w in words[c])
+        for loc in here:
+            if back or (first is not None and first < loc):
+                verdicts[loc] = "request"
+    for c in sorted(clauses):  # a list continues a located clause: "it is in A and B"
+        before = clauses.get(c - 1)
+        if (verdicts[c] == "said" and before is not None and verdicts[c - 1] == "request"
+                and before[0].sentence == clauses[c][0].sentence
+                and _only_mentions(words[c])):  # fmt: skip
+            verdicts[c] = "request"
 
 
 def _reminded(words: list[str]) -> list[str]:
