@@ -15,7 +15,9 @@ A message is read as a careful human reads it, in one linear pass over its words
   one ("can you", "could you", "I'd like you to", "help me", ...); in a sentence that ends
   in ``?`` only the request forms addressed to the assistant count ("can you pay X?"), never
   a bare verb ("pay X?") or any other question ("is X a scam?", "what is X?");
-- a clause that holds nothing but mentions ("pay A, B and C") continues the clause before it;
+- a clause that holds nothing but mentions ("pay A, B and C") continues the clause before it,
+  and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
+  please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
   "unless"), or when a later sentence of the message only takes it back ("Actually,
   don't.", "Never mind.");
