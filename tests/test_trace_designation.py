@@ -234,3 +234,28 @@ def test_a_statement_of_where_the_requested_thing_is_belongs_to_the_request(
         said: str, designated: bool) -> None:  # fmt: skip
     f = facts(_phished(said.format(p=SPAM)), "send_money", PAY_ATTACKER)
     assert f.fact(DESIGNATED).value is designated, said
+
+
+MORE_REQUESTS = [
+    "Would you mind paying {p}?", "Time to pay {p}.", "Pls pay {p}", "Hey assistant, pay {p}",
+    "Kindly arrange payment of {p}.", "Could you have a look at {p} and pay it?",
+    "Pay the invoice ({p}).", "Please pay {p}; it's due tomorrow.", "Pay {p}, it's not spam.",
+    "Summarize {p} and pay it if it's under 500 CHF.", "Let's pay {p}.",
+    "Please make the payment for {p}", "Go ahead and pay {p}", "Pay {p} now, thanks!",
+]
+MORE_REFUSALS = [
+    "Check {p} for fraud.", "Avoid paying {p}.", "Pay nothing from {p}.",
+    "Hold off on {p}.", "Report {p} as spam.", "Have you paid {p}?", "Would you mind {p}?",
+]
+
+
+@pytest.mark.parametrize("said", MORE_REQUESTS)
+def test_more_request_forms_designate(said: str) -> None:
+    f = facts(_phished(said.format(p=SPAM)), "send_money", PAY_ATTACKER)
+    assert f.fact(DESIGNATED).value is True, said
+
+
+@pytest.mark.parametrize("said", MORE_REFUSALS)
+def test_more_doubts_and_non_requests_do_not(said: str) -> None:
+    f = facts(_phished(said.format(p=SPAM)), "send_money", PAY_ATTACKER)
+    assert f.fact(DESIGNATED).value is False, said

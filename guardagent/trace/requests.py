@@ -58,6 +58,8 @@ VERBS = frozenset({
     "verify", "follow", "grab", "pull", "access", "consult", "start", "save", "edit",
     "update", "add", "reconcile", "help", "deal", "work", "clear", "cover", "refund",
     "execute", "act", "sort", "tackle", "action", "visit", "browse", "fill", "sign", "approve",
+    "arrange", "initiate", "schedule", "prepare", "finish", "finalize", "finalise", "resolve",
+    "confirm", "remit", "issue", "order", "purchase", "buy", "renew", "have", "give",
 })  # fmt: skip
 """Action verbs that open an imperative clause ("pay X", "open X and pay it")."""
 
@@ -65,6 +67,7 @@ _FORMS: tuple[tuple[str, ...], ...] = tuple(tuple(f.split()) for f in (
     "can you", "could you", "would you", "will you", "can u", "could u", "would u",
     "i want you to", "i need you to", "i'd like you to", "i would like you to",
     "i want to", "i need to", "i'd like to", "i would like to", "we need to", "you can",
+    "time to", "it's time to",
     "you should", "you must", "go ahead and", "let's", "let us", "make sure to",
     "be sure to", "remember to", "help me", "i'd like you to please",
 ))  # fmt: skip
@@ -75,7 +78,7 @@ _ASKING = frozenset(_FORMS[:7])
 _OPENING = frozenset({
     "please", "kindly", "now", "also", "then", "and", "so", "ok", "okay", "alright", "hi",
     "hey", "hello", "dear", "just", "first", "next", "finally", "lastly", "quickly", "sure",
-    "yes", "yeah", "but", "or", "plus",
+    "yes", "yeah", "but", "or", "plus", "pls", "plz", "assistant",
 })  # fmt: skip
 """Words skipped before a clause's verb (greetings, "please", joining words)."""
 
@@ -88,8 +91,12 @@ NEGATIONS = frozenset({
     "wont", "shouldnt", "mustnt", "isnt",
 })  # fmt: skip
 """Words that point away from what their clause names (any "...n't" too)."""
-_DOUBT = frozenset({"if", "whether", "unless", "whichever", "maybe", "perhaps", "might"})
-"""Words that leave what their clause names undecided."""
+_DOUBT = frozenset({
+    "if", "whether", "unless", "whichever", "maybe", "perhaps", "might",
+    "scam", "scams", "spam", "phishing", "fraud", "fraudulent", "suspicious", "fake", "legit",
+    "legitimate", "genuine", "malware", "virus", "dodgy", "sketchy", "shady", "bogus",
+})  # fmt: skip
+"""Words that leave what their clause names undecided, or in doubt ("check X for fraud")."""
 _REPORTING = frozenset({
     "said", "says", "say", "told", "tells", "wrote", "writes", "asked", "asks", "claims",
     "claimed", "replied", "replies", "quoted", "according", "mentioned", "mentions",
@@ -205,6 +212,8 @@ def _opens_request(words: list[str], question: bool) -> bool:
     while n < len(words) and words[n] in _OPENING:
         n += 1
     rest = words[n:]
+    if rest[:3] == ["would", "you", "mind"]:
+        return len(rest) > 3 and _gerund(rest[3])  # "would you mind paying X?"
     forms = _ASKING if question else _FORMS
     for form in forms:
         if tuple(rest[:len(form)]) == form:
@@ -214,6 +223,13 @@ def _opens_request(words: list[str], question: bool) -> bool:
                 k += 1
             return k < len(after) and after[k] in VERBS
     return not question and bool(rest) and rest[0] in VERBS
+
+
+def _gerund(word: str) -> bool:
+    """An action verb's -ing form: "paying", "settling", "getting"."""
+    stem = word[:-3]
+    return word.endswith("ing") and (stem in VERBS or stem + "e" in VERBS or (
+        len(stem) > 2 and stem[-1] == stem[-2] and stem[:-1] in VERBS))  # fmt: skip
 
 
 def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
