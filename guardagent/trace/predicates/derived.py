@@ -146,8 +146,11 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
     `raw`, for an argument of a call whose result is judged: its scalar as given, which a
     user message must ask for as written (see :func:`_direct`).
     """
-    if raw is not _NOT_GIVEN and requested(facts, value, raw, before)[2]:
-        return None  # the user spoke against it: no document designates it either
+    if raw is not _NOT_GIVEN:
+        _, why, vetoed = requested(facts, value, raw, before)
+        if vetoed:  # the user spoke against it: no document designates it either
+            facts.memo.setdefault(("designation_note", before), why)
+            return None
     direct = _direct(facts, value, before, raw)
     if direct is not None or hops <= 0:
         return direct
