@@ -86,19 +86,16 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int,
     """The value's trusted source among the messages before `before` (or the records).
 
     With `raw` (the argument's scalar: the value designates a call), a user message counts
-    only where it asks for the value as the tool reads it (:mod:`.designation`); a user who
-    spoke against it leaves it undesignated whatever else holds it.
+    only where it asks for the value as the tool reads it (:mod:`.designation`).
     """
     refs = [s for s in value.sources if s.index < before]
     user = [s for s in refs if s.kind == "user"]
-    if raw is not _NOT_GIVEN:
-        asked, why, vetoed = requested(facts, value, raw, before)
+    if raw is not _NOT_GIVEN:  # (a value the user spoke against never gets here)
+        asked, why, _ = requested(facts, value, raw, before)
         if asked is not None:
             return f"which the user named in message {asked.index}", (asked,)
-        if user or vetoed:
+        if user:
             facts.memo.setdefault(("designation_note", before), why)
-        if vetoed:
-            return None
         user = []
     if user:
         return f"which the user named in message {user[0].index}", (user[0],)
