@@ -158,3 +158,27 @@ def test_short_numbers_name_a_resource_only_in_the_same_role(
     f = facts(messages, "send_money", PAY, labels=labels)
     fact = f.fact('arg_from_designated("iban", via="get_note")')
     assert ("wrote into the same resource" in fact.detail) is tainted, fact.detail
+
+
+def test_an_unlabelled_tool_counts_as_writing() -> None:
+    """A tool with no label is `irreversible` (fail closed): it may have written the file."""
+    f = facts(_laundered("mystery_tool"), "send_money", PAY, labels=_LABELS)
+    assert f.fact(DESIGNATED).value is False
+
+
+_FOLDS = [str.upper, str.lower, str.title, lambda p: p + " ", lambda p: p + ".",
+          lambda p: "./" + p, lambda p: p.replace("/", "\\"), lambda p: "/srv/x/" + p,
+          lambda p: p[:1] + "\u200b" + p[1:], lambda p: "\ufeff" + p, lambda p: "x/../" + p]
+
+
+@settings(max_examples=80, deadline=None)
+@given(path=st.from_regex(r"[a-zA-Z0-9_-]{1,12}(/[a-zA-Z0-9_-]{1,12}){0,2}\.[a-z]{2,4}",
+                          fullmatch=True),
+       folds=st.lists(st.sampled_from(range(len(_FOLDS))), min_size=1, max_size=3))  # fmt: skip
+def test_every_folding_of_a_path_names_the_same_resource(path: str, folds: list[int]) -> None:
+    from guardagent.trace.resources import names
+
+    folded = path
+    for n in folds:
+        folded = _FOLDS[n](folded)
+    assert names(folded) & names(path), (path, folded)
