@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardagent.trace.messages import ToolCall
-from guardagent.trace.predicates.designation import requested
+from guardagent.trace.predicates.designation import requested, written_as_read
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
@@ -100,6 +100,8 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int,
     if user:
         return f"which the user named in message {user[0].index}", (user[0],)
     trusted = [s for s in refs if s.kind in ("system", "trusted_tool")]
+    if raw is not _NOT_GIVEN:
+        trusted = [s for s in trusted if written_as_read(facts, s.index, value, raw)]
     if trusted:
         return f"which {trusted[0]} holds (a trusted source)", (trusted[0],)
     sections = in_records(facts, value)

@@ -44,6 +44,22 @@ def _spans(text: str, value: ValueProvenance, raw: Any) -> list[tuple[int, int]]
     return spans
 
 
+def written_as_read(facts: TraceFacts, index: int, value: ValueProvenance, raw: Any) -> bool:
+    """Whether message `index` writes a name (a text, a link-shaped token) with every character.
+
+    A trusted listing that holds ``Invoice-0425.txt`` does not vouch for ``invoice-0425.txt``
+    on a case-sensitive store. A typed value (a URL, an address) is held by its value.
+    """
+    if (value.value.kind != "text" and value.value.placed) or value.inner or not isinstance(
+            raw, str):  # fmt: skip
+        return True
+    key = ("written_as_read", index, raw)
+    found = facts.memo.get(key)
+    if found is None:
+        found = facts.memo[key] = bool(exact_spans(facts.trace.messages[index].text, raw))
+    return bool(found)
+
+
 def _user_messages(facts: TraceFacts) -> list[int]:
     key = ("user_messages",)
     found = facts.memo.get(key)
