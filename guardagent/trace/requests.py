@@ -29,9 +29,9 @@ A message is read as a careful human reads it, in one linear pass over its words
   refusal.
 
 When unsure, a mention is not a request: a verb not in the lexicon, a statement before the
-request ("The invoice is in X. Pay it.") or a mention after it ("X: pay it") does not
-designate; the user can name the file in the request itself. The lexicons are English and
-hand-written (another language designates nothing: fail closed).
+request that is not of where the thing is ("X is the invoice. Pay it.") or a mention before
+it ("X: pay it") does not designate; the user can name the file in the request itself. The
+lexicons are English and hand-written (another language designates nothing: fail closed).
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
             clause += 1
         if "\n" in gap:
             line_quoted = gap.rsplit("\n", 1)[1].lstrip(" \t")[:1] == ">"
-        for j, c in enumerate(gap):  # quotation marks: open after a space, close before one
+        for j, c in enumerate(gap):  # a quotation opens after a space or a bracket
             before = gap[j - 1] if j else (text[prev_end - 1] if prev_end else " ")
             if quote >= 0 and c == closing:
                 quote = -1
