@@ -45,18 +45,22 @@ def _spans(text: str, value: ValueProvenance, raw: Any) -> list[tuple[int, int]]
 
 
 def written_as_read(facts: TraceFacts, index: int, value: ValueProvenance, raw: Any) -> bool:
-    """Whether message `index` writes a name (a text, a link-shaped token) with every character.
+    """Whether trusted message `index` vouches for the value as its tool reads it.
 
-    A trusted listing that holds ``Invoice-0425.txt`` does not vouch for ``invoice-0425.txt``
-    on a case-sensitive store. A typed value (a URL, an address) is held by its value.
+    A name (a text, a link-shaped token) only where written with every character: a trusted
+    listing that holds ``Invoice-0425.txt`` does not vouch for ``invoice-0425.txt`` on a
+    case-sensitive store (a typed value, a URL or an address, by its value). And the system
+    prompt never vouches for a name it refuses ("never open invoice-9999.txt").
     """
-    if (value.value.kind != "text" and value.value.placed) or value.inner or not isinstance(
-            raw, str):  # fmt: skip
-        return True
-    key = ("written_as_read", index, raw)
+    key = ("written_as_read", index, value.path, value.value, repr(raw))
     found = facts.memo.get(key)
     if found is None:
-        found = facts.memo[key] = bool(exact_spans(facts.trace.messages[index].text, raw))
+        message = facts.trace.messages[index]
+        spans = _spans(message.text, value, raw)
+        exact = value.value.kind != "text" and value.value.placed or value.inner or not (
+            isinstance(raw, str)) or bool(spans)  # fmt: skip
+        refused = message.source == "system" and "refused" in mentions(message.text, spans)
+        found = facts.memo[key] = exact and not refused
     return bool(found)
 
 
