@@ -345,3 +345,27 @@ def test_unlabelled_tools_are_untrusted() -> None:
     assert facts.fact('effect_is("irreversible")').value is True
     assert facts.fact("tool_labelled()").value is False
     assert LABELS.label("nope") == ToolLabel(labelled=False)
+
+
+_QUOTED_IDS = Labels.from_mapping({"tools": {
+    "list_files": {"results": "trusted", "effect": "read", "args": [], "result_format": "yaml"},
+    "delete_file": {"results": "trusted", "effect": "irreversible", "args": ["file_id"]}}})
+
+
+@pytest.mark.parametrize(("asked", "listing", "file_id", "trusted"), [
+    ("Delete the old files.", "- id_: '26'\n  filename: a.txt\n- id_: '27'\n  filename: b.txt", "26", True),
+    ("Delete the file with ID '11'", "- id_: '26'\n  filename: a.txt", "11", True),
+    ('Delete the file with ID "11".', "- id_: '26'\n  filename: a.txt", "11", True),
+    ("Delete the old files.", "- id_: '26'\n  filename: a.txt", "11", False),
+    ("Delete the old files.", "- id_: x'26'\n  filename: a.txt", "26", False),
+])
+def test_a_quoted_id_is_found_where_it_was_written(asked: str, listing: str, file_id: str,
+                                                   trusted: bool) -> None:
+    """YAML quotes string ids (`'26'`), users quote them too: the id is still the one written."""
+    messages = [{"role": "user", "content": asked},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": listing}]
+    trace = parse_trace(messages, {"name": "delete_file", "args": {"file_id": file_id}})
+    facts = analyze(trace, _QUOTED_IDS)
+    assert facts.fact('arg_from_trusted("file_id")').value is trusted

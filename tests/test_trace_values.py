@@ -220,3 +220,21 @@ def test_an_amount_a_lenient_bank_reads_larger_does_not_compare_below_a_limit() 
         f = facts([system(), user("Pay the invoice")], "send_money",
                   {"iban": "CH9300762011623852957", "amount": amount})  # fmt: skip
         assert f.fact('arg_compare("amount", "<=", 2000)').value is None, amount
+
+
+@pytest.mark.parametrize("quote", ["'", '"', "\u2018", "`"])
+@pytest.mark.parametrize("layout", ["id_: {q}26{q}", "ID {q}26{q}", "{q}26{q}", "- {q}26{q}\n- {q}27{q}",
+                                    "file ({q}26{q})", "ids: [{q}26{q}, {q}27{q}]"])
+def test_a_quoted_number_is_read_as_the_number(quote: str, layout: str) -> None:
+    """YAML writes string ids quoted (`id_: '26'`); users quote them too ("the file with ID '26'")."""
+    text = layout.format(q=quote)
+    assert "amount:26" in keys(text), text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1'000", ["amount:1000"]), ("CHF 2'500.50", ["amount:2500.5"]), ("x'26'", []),
+    ("'1'000'", ["amount:1000"]), ("rock'n'roll 5", ["amount:5"]),
+])
+def test_an_apostrophe_inside_a_number_or_a_word_still_groups_it(text: str, expected: list[str]) -> None:
+    """A Swiss thousands mark is no quote: `1'000` is one thousand, never `000`."""
+    assert [k for k in keys(text) if k.startswith("amount:")] == expected

@@ -32,7 +32,7 @@ PATTERNS = {
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
     "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
-    "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
+    "number": rf"(?:^|[^{_W}.,'])'?(\d+(?:[.,']\d+)*)",  # a quoted number ('26') too
 }  # fmt: skip
 CHECK_EVERY = 256
 """Matches between two checks of the reading budget."""
