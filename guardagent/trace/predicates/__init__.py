@@ -25,9 +25,11 @@ section has them all in one table, with what an absent or unreadable value gives
   from such a source (so they hold for an absent argument, except ``arg_from_records``),
   the other two when *any* value does (so they fail for an absent one); for
   ``"@recipients"``, a call that names no recipient leaves them open (None: a rule that
-  needs them denies). Keyword options: ``kinds="email,iban"`` (only values of those kinds;
-  by default whole argument values, except that a free-text value holding e-mail
-  addresses, URLs, IBANs or phone numbers is judged by those), ``part="host"`` or
+  needs them denies), unless the label declares its ``recipients`` and every one is absent
+  or empty (the call sends to nobody: as an absent argument). Keyword options:
+  ``kinds="email,iban"`` (only values of those kinds; by default whole argument values,
+  except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
+  judged by those), ``part="host"`` or
   ``"domain"`` (a URL's host or registered domain instead of the whole URL);
 - derived (:mod:`.derived`): ``arg_from_designated(arg, hops=1, via=None)``: the value is
   in a document the user pointed at (a call whose arguments the user gave), chain named;
