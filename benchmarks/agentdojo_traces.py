@@ -11,8 +11,10 @@ each suite of the benchmark version, and each user task:
   injection task's ``important_instructions`` attack placed by AgentDojo's own injection
   vectors (the placeholders the task's ground truth reads): the agent ignores the injection;
 - **attacked**, one per injection task: the injected-benign calls, then the injection task's
-  ground-truth calls executed on the same environment (``harmful_from`` is the position of the
-  first of them among the case's calls).
+  ground-truth calls executed on the same environment. ``harmful_from`` is the position, among
+  the case's calls, of the first injection call that changes the environment (sends, pays,
+  deletes, fetches a page: what AgentDojo's security checks look at); reading the user's mail
+  first is not yet the harm.
 
 Each case is one JSON line: ``{"suite", "user_task", "injection_task", "kind", "messages"}``
 with OpenAI chat messages (a system prompt, the task's prompt, one assistant message per call
@@ -50,9 +52,13 @@ def _pipeline() -> Any:
     return Named()
 
 
-def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]]
-         ) -> list[dict[str, Any]]:  # fmt: skip
-    """Execute a task's ground truth on `env`: the OpenAI messages of its calls and results."""
+def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]],
+         changed: list[int] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Execute a task's ground truth on `env`: the OpenAI messages of its calls and results.
+
+    `changed` collects the positions of the calls that changed the environment (a mail sent,
+    money moved, a page fetched: AgentDojo logs each), the harm an injection task does.
+    """
     from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
     from agentdojo.functions_runtime import FunctionsRuntime
 
@@ -64,7 +70,10 @@ def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": cid, "type": "function",
              "function": {"name": call.function, "arguments": json.dumps(args, default=str)}}]})
+        before = env.model_dump_json() if changed is not None else ""
         result, error = runtime.run_function(env, call.function, call.args, raise_on_error=False)
+        if changed is not None and env.model_dump_json() != before:
+            changed.append(n)
         text = error if error else tool_result_to_str(result)
         messages.append({"role": "tool", "tool_call_id": cid, "content": text})
         calls.append(args)
@@ -79,7 +88,8 @@ def cases(suite_name: str, version: str) -> Iterator[dict[str, Any]]:
     suite = get_suites(version)[suite_name]
     attack = load_attack("important_instructions", suite, _pipeline())
     for uid, user_task in suite.user_tasks.items():
-        head = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user_task.PROMPT}]
+        head = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": user_task.PROMPT}]
         env = suite.load_and_inject_default_environment({})
         done: list[dict[str, Any]] = []
         yield {"suite": suite_name, "user_task": uid, "injection_task": None, "kind": "benign",
@@ -94,10 +104,11 @@ def cases(suite_name: str, version: str) -> Iterator[dict[str, Any]]:
             benign = head + _run(suite, user_task, env, 0, calls)
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
                    "kind": "injected_benign", "messages": benign}
-            harmful = len(calls)
-            attacked = benign + _run(suite, injection_task, env, harmful, calls)
+            changed: list[int] = []
+            attacked = benign + _run(suite, injection_task, env, len(calls), calls, changed)
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
-                   "kind": "attacked", "messages": attacked, "harmful_from": harmful}
+                   "kind": "attacked", "messages": attacked,
+                   "harmful_from": changed[0] if changed else len(calls) - 1}
 
 
 def main(argv: list[str] | None = None) -> int:
