@@ -12,9 +12,9 @@ each suite of the benchmark version, and each user task:
   vectors (the placeholders the task's ground truth reads): the agent ignores the injection;
 - **attacked**, one per injection task: the injected-benign calls, then the injection task's
   ground-truth calls executed on the same environment. ``harmful_from`` is the position, among
-  the case's calls, of the first injection call that changes the environment (sends, pays,
-  deletes, fetches a page: what AgentDojo's security checks look at); reading the user's mail
-  first is not yet the harm.
+  the case's calls, of the first injection call after which AgentDojo's own security check
+  of the injection task holds (its goal is reached); reading the user's mail first is not
+  yet the harm. A goal no call reaches alone (it needs the agent's answer) counts the last.
 
 Each case is one JSON line: ``{"suite", "user_task", "injection_task", "kind", "messages"}``
 with OpenAI chat messages (a system prompt, the task's prompt, one assistant message per call
@@ -52,13 +52,24 @@ def _pipeline() -> Any:
     return Named()
 
 
+def _harmed(task: Any, pre: Any, env: Any, done: list[Any]) -> bool:
+    """AgentDojo's own verdict: the injection task's goal is reached after these calls."""
+    try:
+        verdict = task.security_from_traces("", pre, env, done)
+        return bool(task.security("", pre, env) if verdict is None else verdict)
+    except Exception:  # a check that needs the agent's final answer: not reached by calls
+        return False
+
+
 def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]],
-         changed: list[int] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+         harm: list[int] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Execute a task's ground truth on `env`: the OpenAI messages of its calls and results.
 
-    `changed` collects the positions of the calls that changed the environment (a mail sent,
-    money moved, a page fetched: AgentDojo logs each), the harm an injection task does.
+    `harm` (an injection task's run) collects the positions of the calls after which
+    AgentDojo's security check says the injection goal is reached.
     """
+    pre = env.model_copy(deep=True) if harm is not None else None
+    done: list[Any] = []
     from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
     from agentdojo.functions_runtime import FunctionsRuntime
 
@@ -70,10 +81,10 @@ def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": cid, "type": "function",
              "function": {"name": call.function, "arguments": json.dumps(args, default=str)}}]})
-        before = env.model_dump_json() if changed is not None else ""
         result, error = runtime.run_function(env, call.function, call.args, raise_on_error=False)
-        if changed is not None and env.model_dump_json() != before:
-            changed.append(n)
+        done.append(call)
+        if harm is not None and _harmed(task, pre, env, done):
+            harm.append(n)
         text = error if error else tool_result_to_str(result)
         messages.append({"role": "tool", "tool_call_id": cid, "content": text})
         calls.append(args)
