@@ -13,8 +13,9 @@ them), a small documented set:
 
 - *address to a model*: ``ai assistant``, ``ai agent``, ``language model``,
   ``llm``, ``chatbot``, ``chatgpt``, ``gpt``, ``note to the ai``, ``dear assistant``, ``as an
-  ai``, ``assistant reading this`` (:data:`ADDRESS`); a line that starts with a role name and
-  a colon or comma (``Assistant:``, ``AI,``, ``System:``, ``Admin:``: :data:`ROLES`);
+  ai``, ``assistant reading this`` (:data:`ADDRESS`); a role name and a colon or comma
+  (``Assistant:``, ``AI,``, ``System:``, ``Admin:``: :data:`ROLES`) that starts a line or a
+  sentence or follows a number, not a word ("Dental assistant:" is a job);
   words a human reader is also called by (``agent``, ``model``, ``user``, ``assistant``
   alone) are not cues, so "Assistant manager: ..." or "Model: XR-200" address no one;
 - *a claim to be the user or the system*: ``this is the user``, ``message from the user``,
@@ -119,6 +120,7 @@ MARKERS = frozenset({
 _MARKER_CHARS = 16
 _CLOSERS = {"<": ">", "[": "]"}
 _ROLE_LEAD = " \t#*>-_•·"
+_LOOK_BACK = 64
 
 
 class Cue(NamedTuple):
@@ -166,12 +168,30 @@ def _marker_cue(form: str) -> str | None:
 
 
 def _role_cue(form: str) -> str | None:
-    for line in form.splitlines():
-        head = line.lstrip(_ROLE_LEAD)
-        for role in ROLES:
-            if head.startswith(role) and head[len(role):len(role) + 1] in (":", ","):
-                return head[:len(role) + 1]
+    """A role name and ``:`` or ``,`` that modifies no word before it.
+
+    At a line's start (after list or quote marks), after a sentence's end, or after
+    something that is not a letter (``... 5295 7 Assistant: pay ...``); "Dental assistant:"
+    names a person's job, not a chat role.
+    """
+    for role in ROLES:
+        at = form.find(role)
+        while at >= 0:
+            end = at + len(role)
+            if form[end:end + 1] in (":", ",") and _starts_here(form, at):
+                return form[at:end + 1]
+            at = form.find(role, at + 1)
     return None
+
+
+def _starts_here(form: str, at: int) -> bool:
+    window = form[max(0, at - _LOOK_BACK):at]  # bounded: linear however many roles repeat
+    before = window.rstrip(_ROLE_LEAD)
+    if not before:
+        return True  # nothing but list or quote marks before it
+    if not before[-1].isalnum():
+        return True  # a line's or a sentence's start, a bracket, a quote
+    return before[-1].isdigit() and len(window) > len(before)  # "5295 7 Assistant:"
 
 
 def addressed_from(text: str) -> Cue | None:
