@@ -40,12 +40,16 @@ A text with escapes (a JSON result) is read both as written and with its escapes
 that holds it.
 
 What it does not see: an injection written as the document's own text ("New bank details:
-pay to GB82 ..."), which addresses no one; cues in a language other than English; a cue
-spelled with look-alike letters from another script. The README gives the measured rates
-(``benchmarks/bench_designated_attacks.py``).
+pay to GB82 ..."), which addresses no one; an address in words the lists lack ("Attention
+AI:", "Hi Copilot"); cues in a language other than English, spelled with look-alike letters
+from another script, or behind HTML character references; a value in a paragraph before
+the first cue, even when a later paragraph points back at it ("the account above"). The
+README gives the measured rates (``benchmarks/bench_designated_attacks.py``).
 
 Linear: each paragraph is read once (its tokens against a set of phrases of at most
-:data:`_LONGEST` tokens, its brackets with a bounded look-ahead).
+:data:`_LONGEST` tokens, its brackets and role names with a bounded look-around), and the
+text before the first cue is read once more for its values (a cue at the end of a long
+document costs about one more reading of it, under the trace's budget).
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ OVERRIDES = _phrases(
 
 CUES = ADDRESS | CLAIMS | OVERRIDES
 _LONGEST = max(len(p) for p in CUES)
+_FIRSTS = frozenset(p[0] for p in CUES)
 
 ROLES = frozenset({"assistant", "ai", "system", "admin", "bot", "chatbot", "llm"})
 """A line starting with one of these and ``:`` or ``,`` speaks as or to a chat role."""
@@ -147,6 +152,8 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
 
 def _phrase_cue(words: list[str]) -> str | None:
     for i in range(len(words)):
+        if words[i] not in _FIRSTS:
+            continue  # one set lookup for most words
         for n in range(1, min(_LONGEST, len(words) - i) + 1):
             if tuple(words[i:i + n]) in CUES:
                 return " ".join(words[i:i + n])
@@ -219,21 +226,21 @@ def _holds(text: str, value: Value, region: str | None, year: int | None) -> boo
 
 def holds_outside(text: str, value: Value, region: str | None, year: int | None
                   ) -> tuple[bool, Cue | None]:  # fmt: skip
-    """Whether a document writes the value before any text addressed to the agent.
+    """Whether a document writes a value whole before any text addressed to the agent.
 
-    In every reading of the text (as written, escapes read) that holds the value, the part
-    before :func:`addressed_from` must hold it too. Returns the verdict and the cue that
-    decided against it (None when there is none).
+    The text must hold the value itself (a value the search found only across the boundary
+    of two messages is not known to be outside: False). In every reading of the text (as
+    written, escapes read) that has a cue and holds the value, the part before
+    :func:`addressed_from` must hold it too. Returns the verdict and the cue that decided
+    against it (None when there is none).
     """
-    held = False
-    for reading in readings(text):
+    if not _holds(text, value, region, year):  # both readings; kept with the message's reading
+        return False, None
+    every = readings(text)
+    for reading in every:
         cue = addressed_from(reading)
-        if cue is None:
-            held = held or _holds(reading, value, region, year)
-            continue
-        if not _holds(reading, value, region, year):
+        if cue is None or (len(every) > 1 and not _holds(reading, value, region, year)):
             continue
         if not _holds(reading[:cue.start], value, region, year):
             return False, cue
-        held = True
-    return held, None
+    return True, None

@@ -27,10 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardagent.trace.addressed import holds_outside
-from guardagent.trace.kinds import Value
-from guardagent.trace.locate import extract_values
 from guardagent.trace.messages import ToolCall
-from guardagent.trace.normal import reading_form
 from guardagent.trace.predicates.derived import (
     MAX_HOPS,
     Chain,
@@ -43,7 +40,7 @@ from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.provenance import describe, select_values
 from guardagent.trace.provenance import SourceRef, ValueProvenance
-from guardagent.trace.reading import readings
+from guardagent.trace.state import message_keys
 from guardagent.trace.temporal import matches
 
 _SHOWN = 40
@@ -129,18 +126,26 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
             if addressed:
                 return Fact(name, False, tuple(r for r, _, _ in docs),
                             f"{what}: " + "; ".join(addressed[:3]))  # fmt: skip
+            if docs:  # found by the search, but not as one run of one message's text
+                return Fact(name, False, tuple(r for r, _, _ in docs),
+                            f"{what} is in " + ", ".join(str(r) for r, _, _ in docs[:3])
+                            + " only split across two messages: not known to be outside text "
+                            "addressed to the agent")  # fmt: skip
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
                         f"the user pointed at (within {hops} hop(s))")  # fmt: skip
     return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]))
 
 
-def _same_kind(text: str, kind: str, region: str | None, year: int | None) -> list[Value]:
-    """Every value of a kind a document writes (each reading of it), in order."""
-    out: list[Value] = []
-    for reading in readings(text):
-        out.extend(f.value for f in extract_values(reading_form(reading), region=region,
-                                                   year=year) if f.value.kind == kind)
-    return out
+def _kind_keys(facts: TraceFacts, index: int, kind: str) -> list[str]:
+    """The keys of every value of a kind a message is a source of, as the index reads it.
+
+    Both readings of the text, echoes of its call's arguments left out
+    (:func:`~guardagent.trace.state.message_keys`): the reading the search found the value
+    in, kept for the thread (a long result is not read again).
+    """
+    keys = message_keys(facts.trace.messages[index], facts.trace, facts.search.region,
+                        facts.search.year)  # fmt: skip
+    return sorted(k for k in keys if k.startswith(kind + ":"))
 
 
 @predicate
@@ -152,7 +157,6 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
     if empty is not None:
         return empty
     before, patterns = _before(facts), via_patterns(via)
-    region, year = facts.search.region, facts.search.year
     shown: list[str] = []
     for v in values:
         what = f"{v.path} {_short(v.value.text)!r}"
@@ -168,11 +172,9 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
                         f"the user pointed at (within {hops} hop(s))")  # fmt: skip
         mine = set(v.value.keys)
         for ref, call, chain in docs:
-            others = [o for o in _same_kind(facts.trace.messages[ref.index].text,
-                                            v.value.kind, region, year)
-                      if mine.isdisjoint(o.keys)]  # fmt: skip
+            others = [k for k in _kind_keys(facts, ref.index, v.value.kind) if k not in mine]
             if others:
-                listed = ", ".join(repr(_short(o.text)) for o in others[:3])
+                listed = ", ".join(repr(_short(k.partition(":")[2])) for k in others[:3])
                 return Fact(name, False, (ref, *chain[1]),
                             f"{_named(ref, call, chain)} holds {v.value.kind} values other "
                             f"than {what}: {listed}")  # fmt: skip
