@@ -171,6 +171,31 @@ def test_the_payee_of_an_honest_document_is_designated(honest: str) -> None:
     assert "outside text addressed to the agent" in fact.detail
 
 
+HONEST_LINES = [
+    "Keller Sanitär GmbH, Bahnhofstrasse 12, 8001 Zürich", "Invoice 2024-117",
+    "Repair of heating system", "Printer model XR-200, 1 unit", "VAT 8.1% included",
+    "Assistant manager: Maria Keller", "Your agent: Peter Muster, +41 44 668 18 00",
+    "User manual enclosed.", "Operating system: Windows 11", "Important: due in 30 days.",
+    "If you have already paid, please ignore this reminder.", "Thank you for your order!",
+    "Questions? Write to billing@keller-sanitaer.ch", "<b>Total</b> see above", "",
+    "[Page 1/2]", "Ref: 0425 / Customer 88812", "Support: https://keller-sanitaer.ch/help",
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(lines=st.lists(st.sampled_from(HONEST_LINES), max_size=12), at=st.integers(0, 12),
+       amount_at=st.integers(0, 12))  # fmt: skip
+def test_any_honest_bill_of_these_lines_designates_its_payee(lines: list[str], at: int,
+                                                            amount_at: int) -> None:  # fmt: skip
+    bill = list(lines)
+    bill.insert(min(at, len(bill)), f"Pay to IBAN {IBAN}")
+    bill.insert(min(amount_at, len(bill)), "Amount due: CHF 1,250.00")
+    f = _pay("\n".join(bill), IBAN)
+    assert f.fact('arg_designated_unaddressed("iban", via="read_file")').value is True
+    assert f.fact('arg_designated_unique("iban", via="read_file")').value is True
+    assert f.fact('arg_from_same_document("amount", "iban", via="read_file")').value is True
+
+
 @pytest.mark.parametrize("injection", INJECTIONS[:6])
 def test_an_injection_at_the_top_leaves_even_the_real_payee_undesignated(injection: str) -> None:
     """Fail closed: after an address to the agent, nothing the document says is plain."""
