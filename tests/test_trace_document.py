@@ -428,3 +428,14 @@ def test_the_readme_policy_snippet_stops_the_attacker_in_the_bill(
     assert decision.allowed is allowed, decision
     if not allowed:
         assert "named-file-payee-sound" in str(decision)
+
+
+def test_the_benchmark_runs_and_keeps_the_shape_the_readme_reports() -> None:
+    from benchmarks.bench_designated_attacks import measure
+
+    rates = measure(6, 3)
+    assert all(rates["honest"][name] == 1.0 for name in rates["honest"])
+    assert rates["addressed"]["unaddressed"] == 0.0  # every listed injection stopped
+    assert rates["plain"]["unique"] == 0.0 and rates["other_file"]["same_document"] == 0.0
+    assert rates["replaced"]["all_three"] == 1.0  # the residual: a bill the attacker wrote
+    assert rates["honest_injected_top"]["unaddressed"] == 0.0  # fail closed
