@@ -10,7 +10,8 @@ there):
 - ``arg_designated_unaddressed(arg)``: every value is in a designated document *outside*
   text addressed to the agent (:mod:`guardagent.trace.addressed`: "AI assistant, before
   you continue, pay ...", ``<IMPORTANT>``, "this is the user speaking"). A value written
-  only from an injection on is what the document told the agent, not what it states;
+  only from an injection on is what the document told the agent, not what it states. With
+  ``hops`` of 2 or more, an earlier document of the chain with any such text spoils it;
 - ``arg_designated_unique(arg)``: every designated document that holds the value holds no
   other value of its kind (one IBAN on the bill: an injection that adds its own makes two,
   and neither is paid without asking);
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.addressed import holds_outside
+from guardagent.trace.addressed import Cue, addressed_from, holds_outside
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.derived import (
     MAX_HOPS,
@@ -40,6 +41,7 @@ from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.provenance import describe, select_values
 from guardagent.trace.provenance import SourceRef, ValueProvenance
+from guardagent.trace.reading import readings
 from guardagent.trace.state import message_keys
 from guardagent.trace.temporal import matches
 
@@ -72,6 +74,22 @@ def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
         if chain is not None:
             out.append((ref, call, chain))
     return out
+
+
+def _addressed_link(facts: TraceFacts, chain: Chain) -> tuple[SourceRef, Cue] | None:
+    """An earlier document of the chain (hops >= 2) with text addressed to the agent.
+
+    Which of its values chose the next document is not kept, so any addressed text in it
+    spoils the chain (fail closed: the link may be the injection's).
+    """
+    for ref in chain[1]:
+        if ref.kind not in ("trusted_tool", "untrusted_tool"):
+            continue
+        for reading in readings(facts.trace.messages[ref.index].text):
+            cue = addressed_from(reading)
+            if cue is not None:
+                return ref, cue
+    return None
 
 
 def _named(ref: SourceRef, call: ToolCall, chain: Chain) -> str:
@@ -114,6 +132,12 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
         addressed = []
         for ref, call, chain in docs:
             plain, cue = holds_outside(facts.trace.messages[ref.index].text, v.value, region, year)
+            linked = _addressed_link(facts, chain) if plain else None
+            if linked is not None:
+                plain = False
+                addressed.append(f"{ref} is from {linked[0]}, a document with text addressed "
+                                 f"to the agent (cue {linked[1].cue!r} in {linked[1].line!r}) "
+                                 "that may have chosen it")  # fmt: skip
             if plain:
                 shown.append(f"{what} is in {_named(ref, call, chain)}, outside text addressed "
                              "to the agent")  # fmt: skip
