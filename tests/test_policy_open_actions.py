@@ -67,8 +67,6 @@ UNKNOWN: dict[str, tuple[dict[str, Any], dict[str, bool | None]]] = {
     "query unanswered, another action taken": ({"act_assign": ASSIGNERS["query"]},
                                                {"other": True}),
     "no action reported": ({}, {}),
-    "no action reported (tool)": ({"act_assign": ASSIGNERS["tool"]}, {}),
-    "no action reported (expression)": ({"act_assign": ASSIGNERS["expression"]}, {}),
     "parent open": ({"parent": True}, {"kind": None}),
     "parent taken, which child unsaid": ({"parent": True}, {"kind": True}),
     "parent open, other taken": ({"parent": True}, {"kind": None, "other": True}),
@@ -99,6 +97,10 @@ def test_an_unknown_action_under_rules_that_hold_either_way_is_allowed(how):
 
 
 REPORTED: dict[str, tuple[dict[str, Any], dict[str, bool | None]]] = {
+    # An action read by a toolbox function or an expression: the program read it, and left
+    # it out because it is not taken (the shipped programs assign only the action taken).
+    "no action reported (tool)": ({"act_assign": ASSIGNERS["tool"]}, {}),
+    "no action reported (expression)": ({"act_assign": ASSIGNERS["expression"]}, {}),
     "another action taken": ({}, {"other": True}),
     "another action taken (tool)": ({"act_assign": ASSIGNERS["tool"]}, {"other": True}),
     "act said not taken": ({}, {"act": False}),
@@ -118,10 +120,14 @@ def test_an_action_reported_not_taken_stays_out_of_the_circuits(rule, how):
     assert next(r for r in verdict.rules if r.id == "r").status == "not_applicable"
 
 
-def test_an_event_that_reports_no_action_leaves_every_action_open():
+def test_an_event_that_reports_no_action_leaves_every_action_it_cannot_read_open():
     ev = event_values(_policy("implies-not"), FALSE_CONDITIONS)
     assert set(ev.matched) == {"kind", "act", "sibling", "other"}
     assert all(ev.values[a] is None for a in ev.matched)
+    ev = event_values(_policy("implies-not", parent=True), FALSE_CONDITIONS)
+    assert set(ev.matched) == {"kind", "act", "sibling", "other"}  # `kind` follows its children
+    ev = event_values(_policy("implies-not", act_assign=ASSIGNERS["tool"]), FALSE_CONDITIONS)
+    assert set(ev.matched) == {"kind", "sibling", "other"}  # `act` was read: not taken
 
 
 # --------------------------------------------------------------------------- soundness
@@ -164,7 +170,10 @@ def _may_be_taken(model: PolicyModel, assigned: dict[str, bool | None]) -> set[s
     unknown = {a for a in model.actions if assigned.get(a, "gap") is None}
     for action in model.actions:
         how = model.by_name[action].assigned_by
-        if action not in assigned and (not reported or (how is not None and how.kind == "query")):
+        leaf = not model.tree.children.get(action)
+        if action not in assigned and (
+            (how is not None and how.kind == "query") or (how is None and leaf and not reported)
+        ):
             unknown.add(action)
     heads = unknown | {a for a in model.actions if assigned.get(a) is True}
     for action in heads:  # taken or maybe, without saying which sub-action: any of them

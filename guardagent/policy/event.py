@@ -8,8 +8,8 @@ probability and the remediation all reason over, with one reading of the action 
   None and nothing made it true; false otherwise. Actions are what the event does, read
   from the agent's output, so an action a program left out, while reporting another, is
   not taken. Open means "may be taken", never "not taken": an unassigned action is open
-  when the program reported no action at all or when its assigner is a model's question;
-  the unassigned sub-actions of an action taken or open that did not name which one it is
+  when its assigner is a model's question, or when the policy declares no way to read it
+  and the program reported no action at all; the unassigned sub-actions of an action taken or open that did not name which one it is
   are open too. Every rule an open action could bring is then decided by z3.
 - A condition the program did not assign (or assigned None) is open: nothing is assumed
   about it, and a rule that it could break denies (fail closed).
@@ -80,7 +80,7 @@ def event_values(model: PolicyModel, assignments: Mapping[str, Any]) -> EventVal
     for pred in model.predicates:
         given = strict.get(pred.name)
         if pred.kind == "action":
-            value = given["value"] if given is not None else _unassigned_action(pred, reported)
+            value = given["value"] if given is not None else _unassigned_action(model, pred, reported)
             if value is not False:
                 direct[pred.name] = value
         else:
@@ -112,18 +112,20 @@ def event_values(model: PolicyModel, assignments: Mapping[str, Any]) -> EventVal
     return EventValues(values, confidence, direct, matched, circuit)
 
 
-def _unassigned_action(pred: Predicate, reported: bool) -> bool | None:
+def _unassigned_action(model: PolicyModel, pred: Predicate, reported: bool) -> bool | None:
     """An action the program did not assign: not taken, or open when nobody could tell.
 
-    A program that reported some action read what the agent does, so an action it left out
-    is not taken. It is open instead when the program reported no action at all (it never
-    said what the agent does) or when the policy declares a model's yes/no question as the
-    action's assigner: a question nobody answered is not a "no".
+    A program reads an action with the reader the policy declares for it (a toolbox
+    function or an expression over the event): one it left out was read and is not taken.
+    A model's yes/no question nobody answered is not a "no", so an action assigned by a
+    query is open. So is a leaf action the policy gives no way to read when the program
+    reported no action at all: nobody said what the agent does. (An action with
+    sub-actions follows from them.)
     """
-    if not reported:
-        return None
     how = pred.assigned_by
-    return None if how is not None and how.kind == "query" else False
+    if how is not None:
+        return None if how.kind == "query" else False
+    return None if not reported and not model.tree.children.get(pred.name) else False
 
 
 def _unsaid_sub_actions(

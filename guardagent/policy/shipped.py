@@ -70,11 +70,8 @@ def eicu_ac_predicates(role: str, accessed: dict[str, list[str]]) -> dict[str, b
 
     Returns:
         ``role_is_<role>`` for the three roles (all False for an unknown identity, so every
-        read is denied), ``reads_<table>_<column>: True`` for every column read (tables
-        follow from the action tree) and ``reads_<table>: False`` for every table none of
-        whose columns is read (so an event reading nothing still says so: an event that
-        reports no action leaves every action open). A table loaded without reading a
-        column reads nothing.
+        read is denied) and ``reads_<table>_<column>: True`` for every column read; tables
+        follow from the action tree. A table loaded without reading a column reads nothing.
 
     Raises:
         UnreadableEvidence: a table or column the policy does not know (fail closed).
@@ -87,9 +84,6 @@ def eicu_ac_predicates(role: str, accessed: dict[str, list[str]]) -> dict[str, b
                 unreadable("column_outside_policy",
                            f"the policy model has no predicate for {table}.{col}")  # fmt: skip
             values[f"reads_{table}_{col}"] = True
-    for table in EICU_COLUMNS:  # a table none of whose columns is read: said not read
-        if not accessed.get(table):
-            values[f"reads_{table}"] = False
     return values
 
 
@@ -102,13 +96,13 @@ def mind2web_sc_predicates(category: str, user_info: dict[str, Any]) -> dict[str
         user_info: From ``parse_user_info(agent_input)`` (never the agent output).
 
     Returns:
-        Every action: True for the category's, False for the others (an action left
-        unassigned in an event reporting none would be open), and the six user
-        conditions, each None when the fact is missing or of the wrong type (e.g.
-        ``"yes"`` for a boolean).
+        The category's action set True, and the six user conditions, each None when the
+        fact is missing or of the wrong type (e.g. ``"yes"`` for a boolean).
     """
+    values: Values = {}
     action = WEB_ACTIONS.get(str(category).strip().lower())
-    values: Values = {a: a == action for a in WEB_ACTIONS.values()}  # each said: none unknown
+    if action is not None:
+        values[action] = True
     values["user_has_drivers_license"] = _fact(user_info, "dr_license", "==", True)
     values["user_is_domestic"] = _fact(user_info, "domestic", "==", True)
     values["user_age_under_18"] = _negated(_fact(user_info, "age", ">=", 18))
@@ -149,10 +143,9 @@ def tool_calls_predicates(
         user_info: From ``parse_user_info(agent_input)`` (never the agent output).
 
     Returns:
-        Each called tool's action True and the others False; the argument conditions
-        over the calls to their tool (``transfer_amount_over_1000`` is True if any
-        transfer is over 1000, None if none is but one's amount is missing or does not
-        compare); the user
+        Each called tool's action set True; the argument conditions over the calls to
+        their tool (``transfer_amount_over_1000`` is True if any transfer is over 1000,
+        None if none is but one's amount is missing or does not compare); the user
         conditions (None when the fact is missing or does not compare). Categories and
         amounts are read as the shop and the bank read them (``read_call_args``): any
         alcoholic drink is alcohol; an unplaced category or a negative amount is open.
@@ -161,7 +154,7 @@ def tool_calls_predicates(
     from guardagent.readers.call_values import read_call_args  # (imports the tools)
 
     pending = read_call_args([c for c in pending if isinstance(c, dict) and c.get("name")])
-    values: Values = dict.fromkeys(TOOL_ACTIONS.values(), False)  # each said: none unknown
+    values: Values = {}
     for call in pending:
         action = TOOL_ACTIONS.get(str(call.get("name", "")).strip().lower())
         if action is not None:
