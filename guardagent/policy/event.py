@@ -9,8 +9,9 @@ probability and the remediation all reason over, with one reading of the action 
   from the agent's output, so an action a program left out, while reporting another, is
   not taken. Open means "may be taken", never "not taken": an unassigned action is open
   when its assigner is a model's question, or when the policy declares no way to read it
-  and the program reported no action at all; the unassigned sub-actions of an action taken or open that did not name which one it is
-  are open too. Every rule an open action could bring is then decided by z3.
+  and the program reported no action at all; the unassigned sub-actions of an action taken
+  or open that did not name which one it is are open too. Every rule an open action could
+  bring is then decided by z3.
 - A condition the program did not assign (or assigned None) is open: nothing is assumed
   about it, and a rule that it could break denies (fail closed).
 - The event's circuits are the rules of its true and open actions (ancestors included) and
@@ -80,7 +81,8 @@ def event_values(model: PolicyModel, assignments: Mapping[str, Any]) -> EventVal
     for pred in model.predicates:
         given = strict.get(pred.name)
         if pred.kind == "action":
-            value = given["value"] if given is not None else _unassigned_action(model, pred, reported)
+            value = (given["value"] if given is not None
+                     else _unassigned_action(model, pred, reported))  # fmt: skip
             if value is not False:
                 direct[pred.name] = value
         else:
