@@ -6,12 +6,12 @@ probability and the remediation all reason over, with one reading of the action 
 - An action is true when the program assigned it true or assigned one of its descendants
   true (updating a bio *is* modifying a profile); open when it or a descendant was assigned
   None and nothing made it true; false otherwise. Actions are what the event does, read
-  from the agent's output, so an action a program left out, while reporting another, is
-  not taken. Open means "may be taken", never "not taken": an unassigned action is open
-  when its assigner is a model's question, or when the policy declares no way to read it
-  and the program reported no action at all; the unassigned sub-actions of an action taken
-  or open that did not name which one it is are open too. Every rule an open action could
-  bring is then decided by z3.
+  from the agent's output, so an action the program read with the reader the policy
+  declares for it and left out is not taken. Open means "may be taken", never "not
+  taken": an unassigned action is open when its assigner is a model's question, or when
+  the policy declares no way to read it and the program reported no action at all; the
+  unassigned sub-actions of an action taken or open that did not name which one it is
+  are open too. Every rule an open action could bring is then decided by z3.
 - A condition the program did not assign (or assigned None) is open: nothing is assumed
   about it, and a rule that it could break denies (fail closed).
 - The event's circuits are the rules of its true and open actions (ancestors included) and
