@@ -178,3 +178,38 @@ def test_accept_unsigned_shows_every_rule_and_trusts_none_of_its_approvals(deriv
     assert states == {"big-needs-verified": "approved", "never-pay": "proposed",
                       "verified-only": "proposed"}  # fmt: skip
     assert review(derived).exit_code == 0  # signed now: an ordinary review again
+
+
+# --------------------------------------------------------------------------- the guard's side
+
+
+def test_the_guard_uses_no_rolled_back_derivation(tmp_path: Path, caplog, monkeypatch) -> None:
+    from guardagent import GuardAgent
+    from guardagent.authoring.derive import load_cached
+    from guardagent.profiles import load_profile
+    from tests.derived_answers import answer_text
+    from tests.scripted import ScriptedChatModel
+    from tests.test_model_oracle import (
+        HOTEL_PAGE,
+        MINOR_HOTEL,
+        WEB_PROGRAM,
+        fenced,
+        without_programs,
+    )
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    prose = without_programs(tmp_path, "mind2web-sc", "m2w-prose")
+    mem = tmp_path / "mem"
+    model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])
+    GuardAgent(str(prose), model=model, memory_dir=str(mem)).check(MINOR_HOTEL, HOTEL_PAGE)
+    [path] = (mem / "derived").glob("*.yaml")
+    assert review(path, "--reject", "hotel-needs-adult").exit_code == 0
+    saved = {p.name: p.read_bytes() for p in (path, path.with_suffix(".sig"))}
+    assert review(path, "--approve", "hotel-needs-adult").exit_code == 0
+    profile = load_profile(str(prose))
+    assert load_cached(profile, mem) is not None  # the latest sign-off is used
+    for name, data in saved.items():
+        (path.parent / name).write_bytes(data)
+    _fresh_process()
+    assert load_cached(profile, mem) is None
+    assert f"derived rules in {path} are not used" in caplog.text and "rollback" in caplog.text
