@@ -28,6 +28,7 @@ from guardagent.policy.model import (
     PolicyError,
     guarding_model,
     load_policy,
+    load_policy_text,
     policy_path,
 )
 from guardagent.policy.recorder import Assignment, PredicateError, normalize
@@ -314,7 +315,8 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
                        "--accept-unsigned.", err=True)  # fmt: skip
             sys.exit(2)
     try:
-        model = load_policy(path)
+        model = (load_policy_text(signoff.text, str(path)) if signoff is not None
+                 and signoff.text else load_policy(path))  # fmt: skip
         decisions = [ReviewDecision(r, "approve") for r in approve]
         decisions += [ReviewDecision(r, "reject") for r in reject]
         decisions += [ReviewDecision(r, "edit", text) for r, text in zip(edit, logic,

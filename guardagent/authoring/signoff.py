@@ -244,12 +244,15 @@ class ReviewSignoff:
         fingerprint: The request the file is for (None: unknown, so it cannot be signed).
         version: The version its tag checked at (0 when it did not check).
         problem: Why its tag or version is not believed (None: it checked).
+        text: The text whose tag checked ("" when it did not): review reads this, not the
+            file again, so what it signs is what was checked.
     """
 
     key: bytes
     fingerprint: str | None
     version: int
     problem: str | None = None
+    text: str = ""
 
 
 def review_signoff(path: Path, *, accept_unsigned: bool) -> ReviewSignoff:
@@ -270,4 +273,4 @@ def review_signoff(path: Path, *, accept_unsigned: bool) -> ReviewSignoff:
         if not accept_unsigned:
             raise
         return ReviewSignoff(key, claimed_fingerprint(path), 0, str(exc))
-    return ReviewSignoff(key, signed.fingerprint, signed.version)
+    return ReviewSignoff(key, signed.fingerprint, signed.version, text=signed.text)
