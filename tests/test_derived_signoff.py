@@ -213,3 +213,22 @@ def test_the_guard_uses_no_rolled_back_derivation(tmp_path: Path, caplog, monkey
     _fresh_process()
     assert load_cached(profile, mem) is None
     assert f"derived rules in {path} are not used" in caplog.text and "rollback" in caplog.text
+
+
+def test_without_the_memorys_key_review_refuses_to_read_or_sign(derived: Path) -> None:
+    (derived.parent.parent / "memory.key").unlink()
+    before = _files(derived)
+    for decide in ((), ("--approve", "never-pay")):
+        result = review(derived, *decide)
+        assert result.exit_code == 2 and "key is not available" in result.output, result.output
+        assert _files(derived) == before
+
+
+def test_accept_unsigned_signs_nothing_whose_request_it_cannot_tell(derived: Path) -> None:
+    derived.with_suffix(".sig").write_text("garbage\n")
+    shown = review(derived, "--accept-unsigned")
+    assert shown.exit_code == 0 and "[proposed] never-pay" in shown.output, shown.output
+    before = _files(derived)
+    result = review(derived, "--accept-unsigned", "--approve", "never-pay")
+    assert result.exit_code == 2 and "refusing to sign" in result.output, result.output
+    assert _files(derived) == before
