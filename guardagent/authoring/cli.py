@@ -26,6 +26,7 @@ from guardagent.policy.check import check_model, check_policy
 from guardagent.policy.event import VerificationError
 from guardagent.policy.model import (
     PolicyError,
+    PolicyModel,
     guarding_model,
     load_policy,
     load_policy_text,
@@ -37,6 +38,9 @@ from guardagent.policy.verify import verify_event
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+    from guardagent.authoring.review import ReviewDecision
+    from guardagent.authoring.signoff import ReviewSignoff
 
 _VALUES = {"true": True, "false": False, "open": None, "none": None}
 
@@ -293,13 +297,7 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
     `derived/` folder) are checked first: a file whose tag does not check with the memory's
     key, or older than its latest sign-off, is refused (exit 2) and nothing is re-signed.
     """
-    from guardagent.authoring.review import (
-        ReviewDecision,
-        apply_decisions,
-        pending,
-        review_summary,
-        rule_card,
-    )
+    from guardagent.authoring.review import ReviewDecision, pending, review_summary, rule_card
     from guardagent.authoring.signoff import SignoffError, is_derived_file, review_signoff
 
     if len(edit) != len(logic):
@@ -325,7 +323,7 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
             _show_unsigned(model, signoff.problem)
             show_all = True
         if decisions:
-            model = _record(path, model, decisions, signoff, apply_decisions)
+            model = _record(path, model, decisions, signoff)
     except PolicyError as exc:
         raise click.ClickException(str(exc)) from None
     shown = list(model.rules) if show_all else pending(model)
@@ -337,7 +335,7 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
                   if model.approved_only else ""))  # fmt: skip
 
 
-def _show_unsigned(model: Any, problem: str) -> None:
+def _show_unsigned(model: PolicyModel, problem: str) -> None:
     """Say loudly that no approval in the file is believed, and show it all as new."""
     from guardagent.authoring.review import diff_policies
 
@@ -348,26 +346,30 @@ def _show_unsigned(model: Any, problem: str) -> None:
         click.echo(str(change))
 
 
-def _record(path: Path, model: Any, decisions: list[Any], signoff: Any, apply: Any) -> Any:
+def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
+            signoff: ReviewSignoff | None) -> PolicyModel:  # fmt: skip
     """Write the decisions; a derived file is signed at a new sign-off version."""
+    from guardagent.authoring.review import apply_decisions
     from guardagent.authoring.signoff import next_version, write_signed
     from guardagent.policy.model import dump_policy
 
-    if signoff is not None and signoff.problem:
-        if signoff.fingerprint is None:
-            click.echo(f"refusing to sign {path}: its tag does not say which guard request "
-                       "it was derived for; delete it to derive the rules again.", err=True)
-            sys.exit(2)
-        model = dataclasses.replace(model, rules=tuple(
-            dataclasses.replace(r, review="proposed") for r in model.rules))  # fmt: skip
-    model = apply(model, decisions)
-    text = dump_policy(model)
     if signoff is None:
-        path.write_text(text, encoding="utf-8")
+        model = apply_decisions(model, decisions)
+        path.write_text(dump_policy(model), encoding="utf-8")
         click.echo(f"recorded {len(decisions)} decision(s) in {path}")
         return model
-    version = next_version(path, signoff.key, signoff.fingerprint, after=signoff.version)
-    write_signed(path, signoff.key, signoff.fingerprint, text, version)
+    fingerprint = signoff.fingerprint
+    if fingerprint is None:
+        click.echo(f"refusing to sign {path}: its tag does not say which guard request it "
+                   "was derived for; delete it to derive the rules again.", err=True)
+        sys.exit(2)
+    if signoff.problem:  # no approval in the file is believed: only the ones made now
+        model = dataclasses.replace(model, rules=tuple(
+            dataclasses.replace(r, review="proposed") for r in model.rules))  # fmt: skip
+    model = apply_decisions(model, decisions)
+    text = dump_policy(model)
+    version = next_version(path, signoff.key, fingerprint, after=signoff.version)
+    write_signed(path, signoff.key, fingerprint, text, version)
     click.echo(f"recorded {len(decisions)} decision(s) in {path}")
     click.echo(f"re-signed {path.name} with the memory's key (sign-off version {version})")
     return model

@@ -140,7 +140,7 @@ def _unsaid_sub_actions(
     false closes its own subtree (not taken, nor anything under it).
     """
     children = model.tree.children
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered, each once
     for head in direct:
         below = model.tree.descendants(head)
         if any(x in strict and strict[x]["value"] is True for x in below):
@@ -151,7 +151,7 @@ def _unsaid_sub_actions(
             given = strict.get(node)
             if given is not None and given["value"] is False:
                 continue
-            if given is None and node not in out:
-                out.append(node)
+            if given is None:
+                out[node] = None
             stack.extend(children.get(node, ()))
-    return out
+    return list(out)
