@@ -265,7 +265,7 @@ class GuardAgent:
                 messages, proposed_call, labels=model.labels, bindings=attached.bindings,
                 user_facts=user_facts, consent=consent, thread_state=thread_state,
                 max_bytes=max_bytes, key=self.context.trace_key_bytes,
-                values=model.values, secrets=model.secrets, thread_id=thread_id,
+                values=attached.model.values, secrets=attached.model.secrets, thread_id=thread_id,
                 budget_ms=self.context.trace_budget_ms,
             )  # fmt: skip
         except UnreadableEvidence as exc:

@@ -110,6 +110,16 @@ class GuardContext:
     trace_key: str | bytes | None = field(default=None, repr=False)
     trace_budget_ms: int = 2000
 
+    def __post_init__(self) -> None:
+        """A default profile named in `profiles` is that registered path ("name or path").
+
+        Resolved here, once, so the served graph, `guardagent serve` and the Python API load
+        the same profile a run choosing that name loads (a registered name wins over a
+        built-in of the same name there too).
+        """
+        if isinstance(self.profile, str) and self.profiles and self.profile in self.profiles:
+            self.profile = self.profiles[self.profile]
+
     @property
     def trace_key_bytes(self) -> bytes | None:
         """`trace_key` as bytes (None without one)."""

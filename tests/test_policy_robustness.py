@@ -84,7 +84,10 @@ def test_an_expected_action_missing_from_the_assignments_is_open_and_denies() ->
         assert "browses" in verdict.open_predicates
     assert verify_event(model, given, expected=()).allowed  # an unreported action: not taken
     program = load_policy_text(_many_opens(2))  # no trace predicates: a program's policy
-    assert verify_event(program, {"c0": False, "c1": False}).allowed
+    assert verify_event(program, {"act": False, "c0": False, "c1": False}).allowed
+    # `act` declares no reader and the program reported no action: nobody said it is not
+    # taken, so it is open and its rule denies.
+    assert not verify_event(program, {"c0": False, "c1": False}).allowed
 
 
 _YAML_PIECES = ["a: ", "- ", "[", "]", "{", "}", ", ", "\n", "  ", "!!str ", "!!python/object ",

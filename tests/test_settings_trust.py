@@ -187,3 +187,24 @@ def test_settings_every_run_would_refuse_fail_at_construction() -> None:
         GuardAgent("tool-calls", timeout_seconds=3600)
     with pytest.raises(ValueError, match="JSON object"):
         GuardAgent("tool-calls").check("Task: x", "y", user_facts=["not", "facts"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("through", ["environment", "python"])
+def test_the_default_profile_may_be_a_registered_name(tmp_path: Path, through: str) -> None:
+    """`GUARDAGENT_PROFILE` is a "name or path": a name registered in `GUARDAGENT_PROFILES` too.
+
+    The served graph, `guardagent serve` and `GuardAgent(...)` load the registered path; a
+    registered name wins over a built-in of the same name, as it does for a run's choice.
+    """
+    mine = str(Path(loader.BUILTIN_DIR) / "mind2web-sc")
+    if through == "environment":
+        ctx = GuardContext.from_env({"GUARDAGENT_PROFILE": "mine",
+                                     "GUARDAGENT_PROFILES": f"mine={mine}"})
+    else:
+        ctx = GuardContext(profile="mine", profiles={"mine": mine})
+    assert ctx.profile == mine
+    assert GuardContext(profile="eicu-ac", profiles={"eicu-ac": mine}).profile == mine
+    assert GuardContext(profile="eicu-ac", profiles={"x": mine}).profile == "eicu-ac"
+    guard = GuardAgent(ctx.profile, profiles=ctx.profiles, memory_dir=str(tmp_path / "m"))
+    decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
+    assert decision.violations == [RULE_HOTEL]

@@ -276,3 +276,42 @@ def test_resolving_gives_back_exactly_the_values_set(spread: list[str], value: A
     nested = resolve('called_before({"tool": "$s", "args": {"x": "$v"}})', {"s": spread, "v": value})
     assert ast.literal_eval(ast.parse(nested, mode="eval").body.args[0]) == {  # type: ignore[attr-defined]
         "tool": spread, "args": {"x": value}}
+
+
+SECRET_TASK = {**SHOP, "name": "checkout",
+               "secrets": {"card_pin": {"value": "8841-2290"}},
+               "values": {"task_sites": ["https://shop.example/catalog/sku-7"]},
+               "predicates": [
+                   {"name": "leaks_pin", "kind": "condition", "assign": {"trace": "secret_in_args()"}},
+                   {"name": "from_task_values", "kind": "condition",
+                    "assign": {"trace": 'arg_from_records("url", section="task_sites")'}}],
+               "rules": [
+                   {"id": "no-pin-anywhere", "logic": "NOT leaks_pin", "policy": "The PIN is typed nowhere"},
+                   {"id": "task-pages", "logic": "navigates IMPLIES from_task_values",
+                    "policy": "Only the task's own pages"}]}  # fmt: skip
+
+
+def test_a_task_carries_its_own_secrets_and_values(guard: GuardAgent) -> None:
+    """ST-Web style: one profile, each task with its secrets and records (issue 33, item 8)."""
+    assert guard.check_trace(trace(GOTO_SHOP), task=SECRET_TASK).allowed
+    typed = {"name": "fill", "args": {"bid": "q1", "value": "my pin is 8841 2290"}}
+    decision = guard.check_trace(trace(typed), task=SECRET_TASK)
+    assert not decision.allowed and violated(decision) == ["no-pin-anywhere"]
+    assert "8841" not in decision.model_dump_json()  # the name, never the value
+    other_page = {"name": "goto", "args": {"url": "https://shop.example/catalog/sku-8"}}
+    assert violated(guard.check_trace(trace(other_page), task=SECRET_TASK)) == ["task-pages"]
+    assert guard.check_trace(trace(typed), task=SHOP).allowed  # another task: no such secret
+
+
+@pytest.mark.parametrize(("extra", "problem"), [
+    ({"secrets": {"pin": {"env": "HOME"}}}, "a task's secret is a literal"),
+    ({"secrets": {"pin": {"value": "1"}}}, "at least 6"),
+    ({"secrets": "x"}, "secrets"),
+    ({"values": {"bad name!": ["x"]}}, "section name"),
+    ({"values": ["x"]}, "values must be a mapping"),
+])
+def test_task_secrets_and_values_are_read_as_a_policy_reads_them(
+        guard: GuardAgent, extra: dict[str, Any], problem: str) -> None:  # fmt: skip
+    """An `env:` secret is refused: a client could probe the server's environment with it."""
+    with pytest.raises(TaskPolicyError, match=problem):
+        guard.attach_task({**SHOP, **extra})

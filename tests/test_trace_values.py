@@ -220,3 +220,45 @@ def test_an_amount_a_lenient_bank_reads_larger_does_not_compare_below_a_limit() 
         f = facts([system(), user("Pay the invoice")], "send_money",
                   {"iban": "CH9300762011623852957", "amount": amount})  # fmt: skip
         assert f.fact('arg_compare("amount", "<=", 2000)').value is None, amount
+
+
+@pytest.mark.parametrize("quote", ["'", '"', "\u2018", "`"])
+@pytest.mark.parametrize("layout", ["id_: {q}26{q}", "ID {q}26{q}", "{q}26{q}", "- {q}26{q}\n- {q}27{q}",
+                                    "file ({q}26{q})", "ids: [{q}26{q}, {q}27{q}]"])
+def test_a_quoted_number_is_read_as_the_number(quote: str, layout: str) -> None:
+    """YAML writes string ids quoted (`id_: '26'`); users quote them too ("the file with ID '26'")."""
+    text = layout.format(q=quote)
+    assert "amount:26" in keys(text), text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1'000", ["amount:1000"]), ("CHF 2'500.50", ["amount:2500.5"]), ("x'26'", []),
+    ("'1'000'", ["amount:1000"]), ("rock'n'roll 5", ["amount:5"]),
+])
+def test_an_apostrophe_inside_a_number_or_a_word_still_groups_it(text: str, expected: list[str]) -> None:
+    """A Swiss thousands mark is no quote: `1'000` is one thousand, never `000`."""
+    assert [k for k in keys(text) if k.startswith("amount:")] == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("from January 11th to January 15th 2025", ["date:2025-01-11", "date:2025-01-15"]),
+    ("January 11 - January 15, 2025", ["date:2025-01-11", "date:2025-01-15"]),
+    ("Jan 11 until Feb 2, 2025", ["date:2025-01-11", "date:2025-02-02"]),
+    ("11 January to 15 January 2025", ["date:2025-01-11", "date:2025-01-15"]),
+    ("between 3rd of March and 9th of March 2031", ["date:2031-03-03", "date:2031-03-09"]),
+    ("January 11-15, 2025", ["date:2025-01-11"]),
+    ("June 13 through June 20, 2030", ["date:2030-06-13", "date:2030-06-20"]),
+])
+def test_a_range_shares_its_year(text: str, expected: list[str]) -> None:
+    """The first date of a range written with one year is in that year, not the host's."""
+    assert [k for k in keys(text) if k.startswith("date:")] == expected
+
+
+@pytest.mark.parametrize("text", [
+    "January 11. The report for January 15 2025 is late.",  # another sentence: no range
+    "on January 11 we met; 2025 was a good year",
+    "January 11 to pay 2025",
+])
+def test_a_date_outside_a_range_keeps_the_trace_year(text: str) -> None:
+    dates = [k for k in keys(text) if k.startswith("date:")]
+    assert dates and dates[0] == f"date:{values.host_year()}-01-11", dates

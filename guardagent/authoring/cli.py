@@ -26,8 +26,10 @@ from guardagent.policy.check import check_model, check_policy
 from guardagent.policy.event import VerificationError
 from guardagent.policy.model import (
     PolicyError,
+    PolicyModel,
     guarding_model,
     load_policy,
+    load_policy_text,
     policy_path,
 )
 from guardagent.policy.recorder import Assignment, PredicateError, normalize
@@ -36,6 +38,9 @@ from guardagent.policy.verify import verify_event
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+    from guardagent.authoring.review import ReviewDecision
+    from guardagent.authoring.signoff import ReviewSignoff
 
 _VALUES = {"true": True, "false": False, "open": None, "none": None}
 
@@ -277,41 +282,48 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
               help="Replace a rule's logic (pair each --edit with a --logic).")
 @click.option("--logic", multiple=True, metavar="LOGIC", help="The new logic of an --edit.")
 @click.option("--all", "show_all", is_flag=True, help="List every rule, not only pending ones.")
+@click.option("--accept-unsigned", is_flag=True,
+              help="A derived file whose tag does not check: show every rule and the diff "
+                   "against nothing; with decisions, sign it, every rule not decided now "
+                   "back to proposed.")
 def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
-           edit: tuple[str, ...], logic: tuple[str, ...], show_all: bool) -> None:  # fmt: skip
+           edit: tuple[str, ...], logic: tuple[str, ...], show_all: bool,
+           accept_unsigned: bool) -> None:  # fmt: skip
     """List POLICY's pending rules with their source text, or record decisions.
 
     With --approve / --reject / --edit the decisions are written back to POLICY (validated:
     an edit that does not parse or names undeclared predicates is refused) and the rules
-    still pending are listed.
+    still pending are listed. Rules derived from a guard request (a file in a memory's
+    `derived/` folder) are checked first: a file whose tag does not check with the memory's
+    key, or older than its latest sign-off, is refused (exit 2) and nothing is re-signed.
     """
-    from guardagent.authoring.review import (
-        ReviewDecision,
-        apply_decisions,
-        pending,
-        review_summary,
-        rule_card,
-    )
+    from guardagent.authoring.review import ReviewDecision, pending, review_summary, rule_card
+    from guardagent.authoring.signoff import SignoffError, is_derived_file, review_signoff
 
     if len(edit) != len(logic):
         raise click.UsageError("give one --logic for each --edit")
     path = policy_path(policy_file)
+    signoff = None
+    if is_derived_file(path):
+        try:
+            signoff = review_signoff(path, accept_unsigned=accept_unsigned)
+        except SignoffError as exc:
+            click.echo(f"refusing to review {path}: {exc}. Nothing was changed or re-signed: "
+                       "delete it to derive the rules again, or read every rule with "
+                       "--accept-unsigned.", err=True)  # fmt: skip
+            sys.exit(2)
     try:
-        model = load_policy(path)
+        model = (load_policy_text(signoff.text, str(path)) if signoff is not None
+                 and signoff.text else load_policy(path))  # fmt: skip
         decisions = [ReviewDecision(r, "approve") for r in approve]
         decisions += [ReviewDecision(r, "reject") for r in reject]
         decisions += [ReviewDecision(r, "edit", text) for r, text in zip(edit, logic,
                                                                           strict=True)]
+        if signoff is not None and signoff.problem:
+            _show_unsigned(model, signoff.problem)
+            show_all = True
         if decisions:
-            from guardagent.policy.model import dump_policy
-
-            model = apply_decisions(model, decisions)
-            path.write_text(dump_policy(model), encoding="utf-8")
-            click.echo(f"recorded {len(decisions)} decision(s) in {path}")
-            from guardagent.authoring.derive import resign
-
-            if resign(path):  # rules derived from a guard request: their tag follows the review
-                click.echo(f"re-signed {path.name} with the memory's key")
+            model = _record(path, model, decisions, signoff)
     except PolicyError as exc:
         raise click.ClickException(str(exc)) from None
     shown = list(model.rules) if show_all else pending(model)
@@ -321,6 +333,46 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
     click.echo(", ".join(f"{n} {state}" for state, n in counts.items() if n)
                + ("; approved_only: only approved and edited rules guard"
                   if model.approved_only else ""))  # fmt: skip
+
+
+def _show_unsigned(model: PolicyModel, problem: str) -> None:
+    """Say loudly that no approval in the file is believed, and show it all as new."""
+    from guardagent.authoring.review import diff_policies
+
+    click.echo(f"WARNING: {problem}. Its review states are not believed: every rule is "
+               "shown, and signing it sets every rule not decided now back to proposed.",
+               err=True)  # fmt: skip
+    for change in diff_policies(dataclasses.replace(model, predicates=(), rules=()), model):
+        click.echo(str(change))
+
+
+def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
+            signoff: ReviewSignoff | None) -> PolicyModel:  # fmt: skip
+    """Write the decisions; a derived file is signed at a new sign-off version."""
+    from guardagent.authoring.review import apply_decisions
+    from guardagent.authoring.signoff import next_version, write_signed
+    from guardagent.policy.model import dump_policy
+
+    if signoff is None:
+        model = apply_decisions(model, decisions)
+        path.write_text(dump_policy(model), encoding="utf-8")
+        click.echo(f"recorded {len(decisions)} decision(s) in {path}")
+        return model
+    fingerprint = signoff.fingerprint
+    if fingerprint is None:
+        click.echo(f"refusing to sign {path}: its tag does not say which guard request it "
+                   "was derived for; delete it to derive the rules again.", err=True)
+        sys.exit(2)
+    if signoff.problem:  # no approval in the file is believed: only the ones made now
+        model = dataclasses.replace(model, rules=tuple(
+            dataclasses.replace(r, review="proposed") for r in model.rules))  # fmt: skip
+    model = apply_decisions(model, decisions)
+    text = dump_policy(model)
+    version = next_version(path, signoff.key, fingerprint, after=signoff.version)
+    write_signed(path, signoff.key, fingerprint, text, version)
+    click.echo(f"recorded {len(decisions)} decision(s) in {path}")
+    click.echo(f"re-signed {path.name} with the memory's key (sign-off version {version})")
+    return model
 
 
 @policy.command()

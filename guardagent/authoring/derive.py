@@ -17,19 +17,18 @@ them (the demonstrations it contradicts, by id) and the guard denies.
 
 A derived policy is cached per request fingerprint in the memory directory
 (``derived/<profile>-<fingerprint>.yaml``), with an HMAC tag from the memory's key beside it
-(``.sig``), like every memory record: a file whose tag does not check is never used.
-Its rules are ``review: proposed``: under a profile's ``approved_only`` they guard only once
-approved with ``guardagent policy review FILE --approve ID`` (which re-signs the file).
+(``.sig``) and a sign-off version (:mod:`.signoff`): a file whose tag does not check, or
+older than its latest sign-off, is never used. Its rules are ``review: proposed``: under a
+profile's ``approved_only`` they guard only once approved with ``guardagent policy review
+FILE --approve ID`` (which checks the tag first, then signs the decisions at a new version).
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from guardagent.authoring.answers import DEFAULT_ATTEMPTS, ask_json
 from guardagent.authoring.prompts import DERIVE_SYSTEM, DERIVE_USER
+from guardagent.authoring.signoff import (
+    DERIVED_DIR,
+    SignoffError,
+    memory_dir_key,
+    next_version,
+    read_signed,
+    write_signed,
+)
 from guardagent.counterfactuals.derived import (
     DerivedOracle,
     changed_on_disk,
@@ -49,7 +56,6 @@ from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.expressions import ExpressionError, parse_expression
 from guardagent.llm import ModelCallError
-from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, MemoryKeyError, memory_key
 from guardagent.policy.model import FORMAT, PolicyError, PolicyModel, load_policy_text
 from guardagent.profiles.loader import Profile
 
@@ -58,9 +64,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DERIVED_DIR = "derived"
-SIGNATURE = ".sig"
-_TAG = "guardagent-derived-policy-v1"
 
 
 class DerivedAnswer(BaseModel):
@@ -187,88 +190,45 @@ def cache_path(profile: Profile, memory_dir: str | Path) -> Path:
     return Path(memory_dir) / DERIVED_DIR / f"{profile.name}-{profile.fingerprint[:16]}.yaml"
 
 
-def sign(key: bytes, fingerprint: str, text: str) -> str:
-    """The tag over a derived policy file and the request it was derived for."""
-    message = "\x00".join([_TAG, fingerprint, text]).encode("utf-8")
-    return hmac.new(key, message, sha256).hexdigest()
-
-
-def _key(memory_dir: Path, key: str | bytes | None, *, create: bool = False) -> bytes | None:
-    """The memory's key; a key file is made only when writing (`create`), never to read."""
-    configured = key or os.environ.get(KEY_ENV)
-    if not create and not configured and not (memory_dir / KEY_FILE).is_file():
-        return None
-    try:
-        return memory_key(key, memory_dir, None)
-    except MemoryKeyError:
-        return None
-
-
 def save(profile: Profile, derivation: Derivation, memory_dir: str | Path,
          key: str | bytes | None = None) -> Path | None:  # fmt: skip
-    """Write the derived policy and its tag (None: no key, nothing written)."""
-    secret = _key(Path(memory_dir), key, create=True)
+    """Write the derived policy, its tag and its sign-off record (None: no key, nothing written).
+
+    A derivation over an earlier one takes a higher sign-off version, so the earlier file
+    put back is a rollback.
+    """
+    path = cache_path(profile, memory_dir)
+    secret = memory_dir_key(path, key, create=True)
     if secret is None or derivation.model is None:
         return None
-    path = cache_path(profile, memory_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write(path, derivation.text)
-    _write(path.with_suffix(SIGNATURE), _signature(secret, profile.fingerprint, derivation.text))
+    version = next_version(path, secret, profile.fingerprint)
+    write_signed(path, secret, profile.fingerprint, derivation.text, version)
     return path
-
-
-def _signature(key: bytes, fingerprint: str, text: str) -> str:
-    return f"{fingerprint} {sign(key, fingerprint, text)}\n"
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def load_cached(profile: Profile, memory_dir: str | Path,
                 key: str | bytes | None = None) -> Derivation | None:  # fmt: skip
-    """The cached derivation for `profile`'s request, if its file is there and its tag checks.
+    """The cached derivation for `profile`'s request, if its file is there and its sign-off checks.
 
-    A file that does not load or no longer passes :func:`problems` (a reviewer's edit that
-    contradicts a demonstration) is not used either.
+    The tag must check and the file must not be older than its latest sign-off (see
+    :mod:`.signoff`). A file that does not load or no longer passes :func:`problems` (a
+    reviewer's edit that contradicts a demonstration) is not used either.
     """
     path = cache_path(profile, memory_dir)
-    secret = _key(Path(memory_dir), key)
+    secret = memory_dir_key(path, key)
     if secret is None or not path.is_file():
         return None
     try:
-        text = path.read_text(encoding="utf-8")
-        tag = path.with_suffix(SIGNATURE).read_text(encoding="ascii").split()[-1]
-    except (OSError, UnicodeDecodeError, IndexError):
-        return None
-    if not hmac.compare_digest(sign(secret, profile.fingerprint, text), tag):
-        log.warning("derived rules in %s are not used: their tag does not check with the "
-                    "memory's key (edited outside `guardagent policy review`?)", path)
+        text = read_signed(path, secret, profile.fingerprint).text
+    except SignoffError as exc:
+        log.warning("derived rules in %s are not used: %s (edited outside `guardagent policy "
+                    "review`?)", path, exc)  # fmt: skip
         return None
     found = problems(profile, text)
     if found:
         log.warning("derived rules in %s are not used: %s", path, "; ".join(found[:3]))
         return None
     return Derivation(load_policy_text(text, str(path)), text, path=path)
-
-
-def resign(path: Path, key: str | bytes | None = None) -> bool:
-    """Re-tag a derived policy file after a reviewer's decisions (``policy review``).
-
-    Only a file that already has a tag (a derived policy in a memory directory) is
-    re-tagged, for the request its tag names; whoever runs this holds the memory's key.
-    """
-    signature = path.with_suffix(SIGNATURE)
-    if path.parent.name != DERIVED_DIR or not signature.is_file():
-        return False
-    secret = _key(path.parent.parent, key)
-    fields = signature.read_text(encoding="ascii", errors="replace").split()
-    if secret is None or len(fields) != 2:
-        return False
-    _write(signature, _signature(secret, fields[0], path.read_text(encoding="utf-8")))
-    return True
 
 
 _NEEDS: dict[tuple[str, ...], bool] = {}

@@ -8,7 +8,7 @@ is imported and then on every run, so a bad value fails the server's start, not 
 ======================  =============================================  ==================
 variable                setting                                        default
 ======================  =============================================  ==================
-GUARDAGENT_PROFILE      default profile (built-in name or path)        ``eicu-ac``
+GUARDAGENT_PROFILE      default profile (name, registered name, path)  ``eicu-ac``
 GUARDAGENT_PROFILES     extra names runs may choose: ``name=path,...``  none
 GUARDAGENT_MODEL        ``offline`` or an ``init_chat_model`` spec     ``offline``
 GUARDAGENT_BASE_URL     OpenAI-compatible endpoint for the model       none

@@ -8,7 +8,11 @@ thread's calls (``GuardAgent.check_trace(..., task=...)``):
 - ``params``: values for the ``"$name"`` placeholders of the policy's trace expressions
   (:mod:`guardagent.trace.params`), e.g. ``{"sites": ["shop.example/orders/*"]}``;
 - ``predicates`` and ``rules``: entries in the policy file's format, added to the base
-  policy's. Task predicates are trace predicates (the host computes them; no program, no
+  policy's;
+- ``secrets`` and ``values``: the task's own declared secrets (literals only: an ``env:``
+  secret would let whoever sends tasks probe the guard's environment) and records sections,
+  in the policy file's format, added to the base policy's (a name the base declares is
+  refused). Task predicates are trace predicates (the host computes them; no program, no
   model); rules may use the base policy's predicates. A task adds: it cannot replace or
   remove a base rule, rename a predicate, or relabel a tool.
 
@@ -32,16 +36,20 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardagent.policy.model import FORMAT, PolicyError, PolicyModel, load_policy_text
 from guardagent.trace.params import placeholders, resolve
 from guardagent.trace.predicates.fact import Fact
 
+if TYPE_CHECKING:
+    from guardagent.trace.records import Records
+    from guardagent.trace.secrets import Secrets
+
 MAX_CACHED = 256
 """Attached tasks kept per process (least recently used dropped first)."""
 
-_KEYS = frozenset({"name", "params", "predicates", "rules"})
+_KEYS = frozenset({"name", "params", "predicates", "rules", "secrets", "values"})
 
 
 class TaskPolicyError(ValueError):
@@ -61,12 +69,16 @@ class TaskPolicy:
         params: Values of the policy's ``"$name"`` placeholders (JSON values).
         predicates: Extra predicates, as in a policy file (each assigned by ``trace``).
         rules: Extra rules, as in a policy file.
+        secrets: Extra declared secrets, as a policy file's ``secrets:`` (literals only).
+        values: Extra sections of the user's records, as a policy file's ``values:``.
     """
 
     name: str = "task"
     params: Mapping[str, Any] = field(default_factory=dict)
     predicates: tuple[Mapping[str, Any], ...] = ()
     rules: tuple[Mapping[str, Any], ...] = ()
+    secrets: Mapping[str, Any] | None = None
+    values: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, spec: TaskPolicy | Mapping[str, Any] | None) -> TaskPolicy:
@@ -96,9 +108,19 @@ class TaskPolicy:
                 problems.append(f"{key} must be a list of mappings")
                 raw = []
             entries[key] = tuple(dict(e) for e in raw)
+        sections: dict[str, dict[str, Any] | None] = {}
+        for key in ("secrets", "values"):
+            raw = spec.get(key)
+            if raw is not None and not isinstance(raw, Mapping):
+                problems.append(f"{key} must be a mapping (as in a policy file)")
+            sections[key] = dict(raw) if isinstance(raw, Mapping) and raw else None
+        problems += [f"secrets: {n!r}: a task's secret is a literal ({{value: ...}}), never env"
+                     for n, v in (sections["secrets"] or {}).items()
+                     if isinstance(v, Mapping) and "env" in v]  # fmt: skip
         if problems:
             raise TaskPolicyError(problems)
-        return cls(str(name), dict(params), entries["predicates"], entries["rules"])
+        return cls(str(name), dict(params), entries["predicates"], entries["rules"],
+                   sections["secrets"], sections["values"])
 
     @property
     def fingerprint(self) -> str:
@@ -108,7 +130,7 @@ class TaskPolicy:
             TaskPolicyError: a parameter or entry that is not JSON (NaN, objects).
         """
         doc = {"name": self.name, "params": self.params, "predicates": self.predicates,
-               "rules": self.rules}  # fmt: skip
+               "rules": self.rules, "secrets": self.secrets, "values": self.values}  # fmt: skip
         try:
             text = json.dumps(doc, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
@@ -190,8 +212,9 @@ def _task_entries(base: PolicyModel, task: TaskPolicy) -> tuple[PolicyModel, lis
         a for r in task.rules for a in (r.get("actions") or []) if isinstance(a, str)}
     stubs = [{"name": p.name, "kind": p.kind} for p in base.predicates if p.name in named]
     rules = [{"source": f"task {task.name}", **r} for r in task.rules]
-    doc = {"format": FORMAT, "name": task.name, "version": "task",
-           "predicates": [*stubs, *task.predicates], "rules": rules}  # fmt: skip
+    doc: dict[str, Any] = {"format": FORMAT, "name": task.name, "version": "task",
+                           "predicates": [*stubs, *task.predicates], "rules": rules}  # fmt: skip
+    doc.update({k: v for k, v in (("secrets", task.secrets), ("values", task.values)) if v})
     try:  # JSON is YAML: the policy reader reads it, positions and all
         read = load_policy_text(json.dumps(doc, allow_nan=False), f"<task {task.name}>",
                                 strict=False)  # fmt: skip
@@ -207,19 +230,45 @@ def _task_entries(base: PolicyModel, task: TaskPolicy) -> tuple[PolicyModel, lis
     problems += [f"rule {rule} uses undefined predicate {name!r}"
                  for name, uses in read.undefined.items() if name not in declared
                  for rule, _ in uses]  # fmt: skip
+    problems += [f"secret {n!r} is a secret of the base policy: a task adds secrets"
+                 for n in _secret_names(read.secrets) & _secret_names(base.secrets)]  # fmt: skip
+    problems += [f"values section {n!r} is a section of the base policy: a task adds sections"
+                 for n in _section_names(read.values) & _section_names(base.values)]  # fmt: skip
     return dataclasses.replace(read, predicates=read.predicates[len(stubs):]), problems
+
+
+def _secret_names(secrets: Secrets | None) -> set[str]:
+    return {s.name for s in secrets.specs} if secrets else set()
+
+
+def _section_names(values: Records | None) -> set[str]:
+    return set(values.names()) if values else set()
+
+
+def _merged(base: PolicyModel, read: PolicyModel) -> PolicyModel:
+    """The base with the task's predicates, rules, secrets and records sections added."""
+    from guardagent.trace.records import Records
+    from guardagent.trace.secrets import Secrets
+
+    secrets, values = base.secrets, base.values
+    if read.secrets is not None:
+        secrets = Secrets((*(secrets.specs if secrets else ()), *read.secrets.specs))
+    if read.values is not None:
+        values = Records((*(values.sections if values else ()), *read.values.sections))
+    return dataclasses.replace(base, predicates=(*base.predicates, *read.predicates),
+                               rules=(*base.rules, *read.rules), secrets=secrets,
+                               values=values)  # fmt: skip
 
 
 def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTask:
     from guardagent.policy.check import check_model
 
-    if not task.predicates and not task.rules:
+    if not (task.predicates or task.rules or task.secrets or task.values):
         model = base
         problems: list[str] = []
     else:
         read, problems = _task_entries(base, task)
-        model = dataclasses.replace(base, predicates=(*base.predicates, *read.predicates),
-                                    rules=(*base.rules, *read.rules))  # fmt: skip
+        model = _merged(base, read)
     used = {n for e in model.trace_bindings.values() for n in placeholders(e)}
     problems += [f"parameter {n!r} is used by no predicate of the policy or the task"
                  for n in sorted(set(task.params) - used)]  # fmt: skip

@@ -35,7 +35,7 @@ from guardagent.trace.numbers import (
     magnitude_end,
     phone_key,
 )
-from guardagent.trace.scan import Spans, Taken, group, matches
+from guardagent.trace.scan import RANGE_WINDOW, Spans, Taken, group, matches, prefix
 from guardagent.trace.urls import read_link
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear
@@ -182,11 +182,23 @@ def _named(year: int, day: int, month: int) -> Read:
     """A reader of a date with a month name (the groups of its day and month)."""
 
     def read(text: str, spans: Spans) -> Value | None:
-        yr = group(text, spans, 4)
+        yr = group(text, spans, 4) or _range_year(text, spans[1][1])
         return _date_value([iso(int(yr) if yr else year, MONTHS[group(text, spans, month)],
                                 int(group(text, spans, day)))], group(text, spans, 1))  # fmt: skip
 
     return read
+
+
+def _range_year(text: str, end: int) -> str:
+    """The year of the range a year-less date opens ("January 11th to January 15th 2025").
+
+    One year written once for two dates is the range's: the first is not in the host's (or
+    the trace's) year. Only a range connector and a second date with its year count, read
+    in a constant window after the date.
+    """
+    tail = text[end:end + RANGE_WINDOW]
+    spans = prefix("range_year", tail)
+    return "" if spans is None else group(tail, spans, 1)
 
 
 def _dates(r: _Reader, year: int, spaced: bool) -> None:

@@ -32,8 +32,14 @@ PATTERNS = {
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
     "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
-    "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
+    "number": rf"(?:^|[^{_W}.,'])'?(\d+(?:[.,']\d+)*)",  # a quoted number ('26') too
+    # after a date with no year: the rest of a range whose last date has one (`to May 2, 2025`)
+    "range_year": rf"(?:\s*[-\x{{2013}}\x{{2014}}]\s*|\s+(?:to|until|till|through|thru|and)\s+)"
+                  rf"(?:the\s+)?(?:{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?"
+                  rf"|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{MONTH}\.?)?),?\s+(\d{{4}})(?:[^{_W}]|$)",
 }  # fmt: skip
+RANGE_WINDOW = 64
+"""Characters after a year-less date looked at for the rest of its range (constant work)."""
 CHECK_EVERY = 256
 """Matches between two checks of the reading budget."""
 
@@ -83,6 +89,12 @@ def matches(name: str, text: str) -> Iterator[Spans]:
         if n % CHECK_EVERY == 0:
             check_budget()
         yield [m.span(g) for g in groups]
+
+
+def prefix(name: str, text: str) -> Spans | None:
+    """The match of a locator at the start of `text` (anchored), or None."""
+    m = _re(name).match(text)
+    return None if m is None else [m.span(g) for g in range(_re(name).groups + 1)]
 
 
 def group(text: str, spans: Spans, index: int) -> str:

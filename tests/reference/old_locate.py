@@ -4,7 +4,8 @@
 (one RE2 pass per kind, candidates confirmed by each kind's parser); :class:`OldIndex` reads
 messages as ``TraceIndex._read`` did then. The speed-up must find the same values and keys:
 ``tests/test_trace_reader_differential.py`` compares both over generated and real layouts.
-Never imported by the package.
+Never imported by the package. Amended since, where the reading itself changed on purpose: a
+quoted number (`'26'`) is a number, and a year-less date opening a range takes the range's year.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _PATTERNS = {
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
     "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
-    "number": rf"(?:^|[^{_W}.,'])(\d+(?:[.,']\d+)*)",
+    "number": rf"(?:^|[^{_W}.,'])'?(\d+(?:[.,']\d+)*)",  # amended: a quoted number ('26')
 }  # fmt: skip
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear
 _DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
@@ -215,7 +216,8 @@ def _dates(r: _Reader, year: int) -> None:
         a, b, y = int(m.group(2)), int(m.group(4)), full_year(m.group(6))
         return _date_value([iso(y, b, a), iso(y, a, b)], m.group(1))
 
-    def named(day: str, month: str, yr: str | None, written: str) -> Value | None:
+    def named(day: str, month: str, yr: str | None, written: str, end: int) -> Value | None:
+        yr = yr or _range_year(r.text[end:end + 64])
         return _date_value([iso(int(yr) if yr else year, MONTHS[month], int(day))], written)
 
     if "-" in r.text:
@@ -224,8 +226,19 @@ def _dates(r: _Reader, year: int) -> None:
     if _NUM_HINT.search(r.text) is not None:
         r.each("num", numeric, "/-")
     if _MONTH_HINT.search(r.text) is not None:
-        r.each("dmy", lambda m: named(m.group(2), m.group(3), m.group(4), m.group(1)))
-        r.each("mdy", lambda m: named(m.group(3), m.group(2), m.group(4), m.group(1)))
+        r.each("dmy", lambda m: named(m.group(2), m.group(3), m.group(4), m.group(1), m.span(1)[1]))
+        r.each("mdy", lambda m: named(m.group(3), m.group(2), m.group(4), m.group(1), m.span(1)[1]))
+
+
+_RANGE_REST = re.compile(  # amended: a range's one year is its first date's too
+    rf"(?:\s*[-\u2013\u2014]\s*|\s+(?:to|until|till|through|thru|and)\s+)(?:the\s+)?"
+    rf"(?:{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{MONTH}\.?)?)"
+    r",?\s+(\d{4})(?!\w)")
+
+
+def _range_year(window: str) -> str:
+    m = _RANGE_REST.match(window)
+    return m.group(1) if m else ""
 
 
 def _date_value(isos: list[str | None], written: str) -> Value | None:

@@ -25,12 +25,18 @@ section has them all in one table, with what an absent or unreadable value gives
   from such a source (so they hold for an absent argument, except ``arg_from_records``),
   the other two when *any* value does (so they fail for an absent one); for
   ``"@recipients"``, a call that names no recipient leaves them open (None: a rule that
-  needs them denies). Keyword options: ``kinds="email,iban"`` (only values of those kinds;
-  by default whole argument values, except that a free-text value holding e-mail
-  addresses, URLs, IBANs or phone numbers is judged by those), ``part="host"`` or
+  needs them denies), unless the label declares its ``recipients`` and every one is absent
+  or empty (the call sends to nobody: as an absent argument). Keyword options:
+  ``kinds="email,iban"`` (only values of those kinds; by default whole argument values,
+  except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
+  judged by those), ``part="host"`` or
   ``"domain"`` (a URL's host or registered domain instead of the whole URL);
 - derived (:mod:`.derived`): ``arg_from_designated(arg, hops=1, via=None)``: the value is
   in a document the user pointed at (a call whose arguments the user gave), chain named;
+- the attacker inside that document (:mod:`.document`): ``arg_designated_unaddressed(arg)``
+  (written there outside text addressed to the agent), ``arg_designated_unique(arg)`` (the
+  only value of its kind there), ``arg_from_same_document(arg, other)`` (both from one
+  document), each with ``hops=1, via=None, kinds=None``;
 - the call's own arguments (:mod:`.arguments`): ``arg_equals``, ``arg_in`` (a list or a
   ``"@section"`` of the user's records), ``arg_contains``, ``arg_glob``, ``arg_match``
   (RE2), ``arg_compare`` (numbers), ``arg_similar`` (``rapidfuzz``), each with
@@ -70,6 +76,7 @@ from guardagent.trace.predicates import (  # noqa: F401
     call,
     consent,
     derived,
+    document,
     history,
     provenance,
     secrets,

@@ -126,6 +126,9 @@ def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
     if pieces and part is None and kinds is None:  # what a phrase the model made carries
         values = values + invented_pieces(facts.search, facts.provenance, values)
     if not values and arg == "@recipients":
+        if _sends_to_nobody(facts):  # as an absent argument: vacuous for every, not for any
+            return Fact(name, every, (), f"{facts.trace.call.name!r} names no recipient: "
+                                         "its recipient arguments are empty")  # fmt: skip
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
         label = facts.labels.label(facts.trace.call.name)
@@ -142,6 +145,23 @@ def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
         deciding = hits if value else values
     sources = tuple(dict.fromkeys(s for v in deciding for s in v.sources))
     return Fact(name, value, sources, "; ".join(describe(facts, v) for v in deciding[:5]))
+
+
+def _sends_to_nobody(facts: TraceFacts) -> bool:
+    """The label declares the recipient arguments and the call leaves every one empty.
+
+    An event with no participants goes to nobody: like any absent argument there is nothing
+    to trace. Without declared recipients where the data goes is unknown, a recipient
+    argument holding anything (a flag, a value no reader placed) is not empty, and an
+    irreversible call (a payment) without its payee pays whatever the tool defaults to: open.
+    """
+    label = facts.labels.label(facts.trace.call.name)
+    recipients = label.recipients
+    if label.effect == "irreversible":  # a payment with no payee: the tool's default is paid
+        return False
+    return bool(recipients) and not any(
+        v not in (None, "") for p, v in flatten(facts.trace.call.args)
+        if any(under(p, r) for r in recipients))
 
 
 @predicate
