@@ -47,8 +47,9 @@ copied when a new message is first posted to it, so the host's state object neve
 Trust. Whoever can write the thread's state could forge an index (post an attacker's IBAN
 under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
 the state (HMAC-SHA256 over its canonical JSON) and :meth:`from_json` refuses a state
-without a valid signature (``unreadable_state``); without a key, the state is trusted as
-much as the store that holds it.
+without a valid signature (``unreadable_state``). Without a key nothing authenticates it:
+:mod:`~guardagent.trace.unsigned` uses such a state only to deny (a rewritten history, an
+approval already used), never as evidence; the thread is read from its messages.
 
 Year. Dates written without a year are read in the thread's year, fixed at its first
 message: the current date its system messages state, else the host's (part of the state).
@@ -273,6 +274,33 @@ class TraceIndex:
         """
         self.complete()
         messages = trace.messages
+        chain = self.check_unchanged(trace)
+        new = list(range(self.count, len(messages)))
+        if self.year is None:
+            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
+            self.year = stated or host_year()
+        for i in new:
+            check_budget()
+            self._read(messages[i], trace)
+        self.count = len(messages)
+        self.chain = chain
+        return new
+
+    def check_unchanged(self, trace: Trace) -> str:
+        """Check that the trace begins with the messages the index saw, as they were.
+
+        One hash over the thread (:mod:`~guardagent.trace.chain`); the per-message digests
+        are compared only to name the first changed message. Reads nothing.
+
+        Returns:
+            The hash chain of all the trace's messages (its SHA-256 object kept in
+            ``self.hasher``, for :mod:`~guardagent.trace.resume`).
+
+        Raises:
+            UnreadableEvidence: ``trace_rewritten`` when a message seen before changed or
+                is gone.
+        """
+        messages = trace.messages
         if len(messages) < self.count:
             unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
                        f"check and now has {len(messages)}: messages were removed")  # fmt: skip
@@ -290,16 +318,7 @@ class TraceIndex:
             if self.chain:  # "": unknown since a truncate, the messages' digests decide
                 unreadable("trace_rewritten", "the thread's hash chain does not match its "
                            "last check")  # fmt: skip
-        new = list(range(self.count, len(messages)))
-        if self.year is None:
-            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
-            self.year = stated or host_year()
-        for i in new:
-            check_budget()
-            self._read(messages[i], trace)
-        self.count = len(messages)
-        self.chain = chain
-        return new
+        return chain
 
     def defer(self, trace: Trace) -> None:
         """Take a fresh index's trace without reading it (read by :meth:`complete`).
