@@ -14,8 +14,9 @@ a few lines:
    history is unreadable); when this process served the thread's previous call, step 1
    parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
    A state without the deployment's key is used only to deny
-   (:mod:`~guardagent.trace.unsigned`). With no state, the index defers its reading and the predicates' questions are answered
-   from the messages that may hold what they ask about (:mod:`~guardagent.trace.lookup`);
+   (:mod:`~guardagent.trace.unsigned`). With no state, the index defers its reading and
+   the predicates' questions are answered from the messages that may hold what they ask
+   about (:mod:`~guardagent.trace.lookup`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
    consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
