@@ -369,7 +369,7 @@ class GuardAgent:
                 the first call): only new messages are read, and a rewritten history is
                 denied. Without the deployment's `trace_key` nothing authenticates it: it
                 is used only to deny (a rewritten history, used approvals), the thread is
-                read from its messages and the reason says so (:mod:`guardagent.trace.unsigned`).
+                read from its messages and the reason says so (:mod:`guardagent.trace.restore`).
             thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
                 records' ``thread``; None: the state's, or a random one for a new thread.
             rules: ``applied`` lists in `decision.rules` only the rules that applied to the

@@ -14,7 +14,7 @@ a few lines:
    history is unreadable); when this process served the thread's previous call, step 1
    parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
    A state without the deployment's key is used only to deny
-   (:mod:`~guardagent.trace.unsigned`). With no state, the index defers its reading and
+   (:mod:`~guardagent.trace.restore`). With no state, the index defers its reading and
    the predicates' questions are answered from the messages that may hold what they ask
    about (:mod:`~guardagent.trace.lookup`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
@@ -50,10 +50,10 @@ from guardagent.trace.messages import (
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
 from guardagent.trace.predicates.ledger import spend_in_state, use_of, with_ledger
 from guardagent.trace.records import Records
+from guardagent.trace.restore import restore
 from guardagent.trace.resume import remember, resumable
 from guardagent.trace.secrets import Secrets
 from guardagent.trace.state import MAX_STATE_BYTES
-from guardagent.trace.unsigned import restore
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class TraceEvent:
             then.
         consumed: The approvals the consent predicates used for this call.
         notes: What the decision's reason adds about the thread's state (an unsigned state
-            set aside: :mod:`~guardagent.trace.unsigned`).
+            set aside: :mod:`~guardagent.trace.restore`).
     """
 
     trace: Trace

@@ -48,7 +48,7 @@ Trust. Whoever can write the thread's state could forge an index (post an attack
 under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
 the state (HMAC-SHA256 over its canonical JSON) and :meth:`from_json` refuses a state
 without a valid signature (``unreadable_state``). Without a key nothing authenticates it:
-:mod:`~guardagent.trace.unsigned` uses such a state only to deny (a rewritten history, an
+:mod:`~guardagent.trace.restore` uses such a state only to deny (a rewritten history, an
 approval already used), never as evidence; the thread is read from its messages.
 
 Year. Dates written without a year are read in the thread's year, fixed at its first
@@ -112,6 +112,11 @@ written in groups of four is 42 characters at most)."""
 
 def _short(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest[:9]).decode("ascii")
+
+
+def short_digest(message: Message) -> str:
+    """A message's digest as the state keeps it (:attr:`TraceIndex.hashes`)."""
+    return _short(message.digest)
 
 
 def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -259,6 +264,7 @@ class TraceIndex:
         self._size = 400
         self.shared: dict[str, list[int]] = {}  # postings lists that are the host's state's
         self.deferred: Trace | None = None  # a fresh index's trace, not read yet (defer)
+        self.summaries = 0  # conversation summaries the thread went through (restore.py)
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -512,6 +518,8 @@ class TraceIndex:
             "written": self.written,
             "size": self._size,
         }
+        if self.summaries:  # a thread no summary rewrote keeps the state it always had
+            data["summaries"] = self.summaries
         if key is not None:
             data["mac"] = sign(data, key)
             _remember_signed(data, key)  # its next verify needs no canonical JSON
@@ -565,6 +573,9 @@ class TraceIndex:
             if year is not None and (type(year) is not int or not 1 <= year <= 9999):
                 raise ValueError("year")
             size = int(data.get("size", 0)) or len(json.dumps(data))
+            summaries = data.get("summaries", 0)
+            if type(summaries) is not int or summaries < 0:
+                raise ValueError("summaries")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
         index.count = count
@@ -579,7 +590,24 @@ class TraceIndex:
         index.unindexed = unindexed
         index.written = written
         index._size = size
+        index.summaries = summaries
         return index
+
+    def summarised(self, at: int, replaced: int) -> TraceIndex:
+        """A fresh index for the thread once a summary replaced messages ``at..replaced-1``.
+
+        The messages are read again from the trace (the summary as the model's untrusted
+        text, :mod:`~guardagent.trace.summaries`); kept are the thread's year and what the
+        calls of the messages up to `replaced` wrote (:meth:`written_before`: it only takes
+        trust away), the replaced ones' as written just before the summary's place.
+        """
+        self.complete()
+        fresh = TraceIndex(self.region, self.max_state_bytes)
+        fresh.year = self.year
+        fresh.summaries = self.summaries + 1
+        fresh.written = {h: min(i, at) for h, i in self.written.items() if i < replaced}
+        fresh._size += sum(16 + len(str(i)) for i in fresh.written.values())
+        return fresh
 
 
 def sign(data: Mapping[str, Any], key: bytes) -> str:
