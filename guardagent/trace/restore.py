@@ -12,7 +12,9 @@ given in. So an unsigned state is used only for what can deny, never as evidence
 - it still denies a history that changed since (``trace_rewritten``);
 - its consent ledger's uses still count (an approval already used is not given back),
   but its thread id does not name the thread: approvals count in the thread the host names
-  (``thread_id``), and with none in a new, random one (no approval counts).
+  (``thread_id``), and with none in a new, random one (no approval counts);
+- a summary in its history is checked as with a key (the messages before it unchanged),
+  and the thread read from its messages.
 
 The decision says the state was not used, and why (:data:`UNSIGNED_NOTE`).
 
@@ -22,9 +24,12 @@ state saw changed, on purpose. That rewrite is taken, not denied as ``trace_rewr
 when a summary stands in a place where the state saw another message and every message
 before it is the one the state saw there. The thread is then read again from its messages
 (:meth:`~guardagent.trace.state.TraceIndex.summarised`): the summary is untrusted model
-text, so a value found only in it has no trusted source (the call is denied with a remedy
-when its rule needs one); what the replaced messages' calls wrote stays written (a trusted
-tool that lists it back only repeats the model). The consent ledger carries over, and the
+text, but a typed value it repeats (an IBAN, an address, a URL, a number) keeps the sources
+the replaced messages gave it, as the signed state recorded them (the user's request stays
+the user's; an e-mail's IBAN stays the e-mail's); a value none of them held, or a phrase,
+has no trusted source (the call is denied with a remedy when its rule needs one). What the
+replaced messages' calls wrote stays written (a trusted tool that lists it back only repeats
+the model). The consent ledger carries over, and the
 state counts the summaries, so the newest state wins the middleware's merge
 (:func:`~guardagent.integrations.middleware._newest_trace`). Any other change of a seen
 message is ``trace_rewritten`` as before.
@@ -87,18 +92,19 @@ def restore(
     if index_state is None:
         return Restored(index, ledger)
     at = summary_at(index, trace)
-    notes: tuple[str, ...] = ()
     if at is not None:
-        index = after_summary(index, trace, at)
-        notes = (f"A conversation summary (message {at}, written by the model) replaced "
-                 "messages the thread's state saw; a value found only in it is untrusted.",)
+        unchanged_before(index, trace, at)  # it may deny: a message before it changed
     if key is not None:
-        return Restored(index, ledger, notes)
+        if at is None:
+            return Restored(index, ledger)
+        return Restored(index.summarised(at, _kept_from(index, trace, at)), ledger, (
+            f"A conversation summary (message {at}, written by the model) replaced messages "
+            "the thread's state saw; a value in it keeps only the sources those gave it.",))
     if at is None:
         index.check_unchanged(trace)  # it may deny: a history that changed since
     thread = thread_id or new_thread_id()  # an unsigned thread id names nothing
     return Restored(TraceIndex(region, max_state_bytes), ConsentLedger(thread, ledger.uses),
-                    (*notes, UNSIGNED_NOTE))  # fmt: skip
+                    (UNSIGNED_NOTE,))  # fmt: skip
 
 
 def summary_at(index: TraceIndex, trace: Trace) -> int | None:
@@ -111,18 +117,17 @@ def summary_at(index: TraceIndex, trace: Trace) -> int | None:
     return None
 
 
-def after_summary(index: TraceIndex, trace: Trace, at: int) -> TraceIndex:
-    """The index to read the thread with after the summary at `at` (see the module docstring).
+def unchanged_before(index: TraceIndex, trace: Trace, at: int) -> None:
+    """Check that every message before the summary at `at` is the one the state saw there.
 
     Raises:
-        UnreadableEvidence: ``trace_rewritten`` when a message before the summary changed.
+        UnreadableEvidence: ``trace_rewritten`` naming the first that changed.
     """
     messages = trace.messages
     for i in range(at):
         if short_digest(messages[i]) != index.hashes[i]:
             unreadable("trace_rewritten", f"message {i} ({messages[i].source}) changed since the "
                        f"thread's last check (before the summary at message {at})")  # fmt: skip
-    return index.summarised(at, _kept_from(index, trace, at))
 
 
 def _kept_from(index: TraceIndex, trace: Trace, at: int) -> int:

@@ -265,6 +265,7 @@ class TraceIndex:
         self.shared: dict[str, list[int]] = {}  # postings lists that are the host's state's
         self.deferred: Trace | None = None  # a fresh index's trace, not read yet (defer)
         self.summaries = 0  # conversation summaries the thread went through (restore.py)
+        self.carried: dict[str, list[int]] = {}  # key hash -> sources of summarised messages
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -520,6 +521,7 @@ class TraceIndex:
         }
         if self.summaries:  # a thread no summary rewrote keeps the state it always had
             data["summaries"] = self.summaries
+            data["carried"] = self.carried
         if key is not None:
             data["mac"] = sign(data, key)
             _remember_signed(data, key)  # its next verify needs no canonical JSON
@@ -576,6 +578,10 @@ class TraceIndex:
             summaries = data.get("summaries", 0)
             if type(summaries) is not int or summaries < 0:
                 raise ValueError("summaries")
+            carried = {str(h): [int(i) for i in ids]
+                       for h, ids in (data.get("carried") or {}).items()}  # fmt: skip
+            if not all(0 <= i < len(names) for ids in carried.values() for i in ids):
+                raise ValueError("carried")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
         index.count = count
@@ -591,15 +597,19 @@ class TraceIndex:
         index.written = written
         index._size = size
         index.summaries = summaries
+        index.carried = carried
         return index
 
     def summarised(self, at: int, replaced: int) -> TraceIndex:
         """A fresh index for the thread once a summary replaced messages ``at..replaced-1``.
 
         The messages are read again from the trace (the summary as the model's untrusted
-        text, :mod:`~guardagent.trace.summaries`); kept are the thread's year and what the
+        text, :mod:`~guardagent.trace.summaries`); kept are the thread's year, what the
         calls of the messages up to `replaced` wrote (:meth:`written_before`: it only takes
-        trust away), the replaced ones' as written just before the summary's place.
+        trust away), the replaced ones' as written just before the summary's place, and, per
+        key, the sources of the replaced messages that held it (:attr:`carried`, an earlier
+        summary's too): a value the summary repeats keeps the sources it had, but the
+        model's and those of a tool result repeating what the model had written.
         """
         self.complete()
         fresh = TraceIndex(self.region, self.max_state_bytes)
@@ -607,7 +617,32 @@ class TraceIndex:
         fresh.summaries = self.summaries + 1
         fresh.written = {h: min(i, at) for h, i in self.written.items() if i < replaced}
         fresh._size += sum(16 + len(str(i)) for i in fresh.written.values())
+        carried: dict[str, set[str]] = {
+            h: {self.source_names[s] for s in ids} for h, ids in self.carried.items()}
+        for h, ids in self.postings.items():
+            if not all(type(i) is int and 0 <= i < self.count for i in ids):
+                unreadable("unreadable_state", "the thread's trace index holds a bad posting")
+            first_written = self.written.get(h)
+            for i in ids[bisect_left(ids, at):]:
+                if i >= replaced:
+                    break
+                name = self.source_names[self.sources[i]]
+                if name == "model" or (name.startswith("tool:") and first_written is not None
+                                       and first_written < i):  # fmt: skip
+                    continue  # model text is nobody's; a tool repeating the model launders
+                carried.setdefault(h, set()).add(name)
+        for h, names in carried.items():
+            if names:
+                fresh.carried[h] = sorted(fresh._source_id(n) for n in names)
+                fresh._size += 20 + 4 * len(names)
         return fresh
+
+    def carried_sources(self, keys: Iterable[str]) -> list[str]:
+        """The sources summarised messages holding any of the keys had (:meth:`summarised`)."""
+        if not self.carried:
+            return []
+        found = {i for key in keys for i in self.carried.get(key_hash(key), ())}
+        return sorted(self.source_names[i] for i in found)
 
 
 def sign(data: Mapping[str, Any], key: bytes) -> str:
