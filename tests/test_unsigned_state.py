@@ -156,3 +156,53 @@ def test_the_unsigned_state_handed_back_is_the_messages_own(unkeyed: GuardAgent)
     assert decision.trace_state is not None and fresh.trace_state is not None
     for field in ("sources", "source_names", "postings", "written"):
         assert decision.trace_state[field] == fresh.trace_state[field], field
+
+
+ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}
+
+
+def _approval(thread: str) -> dict[str, Any]:
+    return {"tool": "send_money", "decision": "approve", "args": ATTACK, "thread": thread}
+
+
+def test_an_unsigned_ledger_names_no_thread(unkeyed: GuardAgent) -> None:
+    """Approvals count in the thread the host names, not one an unsigned state names."""
+    doc = _doc("i01_inbox_iban_openai.json")
+    first = unkeyed.check_trace(doc, thread_id="t1")
+    state = first.trace_state
+    assert state is not None and state["consent"]["thread"] == "t1"
+    records = [_approval("t1")]
+    claimed = unkeyed.check_trace(doc, consent=records, thread_state=state)
+    assert not claimed.allowed, claimed.reason
+    named = unkeyed.check_trace(doc, consent=records, thread_state=state, thread_id="t1")
+    assert named.allowed, named.reason
+
+
+def test_an_unsigned_ledger_still_counts_used_approvals(unkeyed: GuardAgent) -> None:
+    doc = _doc("i01_inbox_iban_openai.json")
+    records = [_approval("t1")]
+    first = unkeyed.check_trace(doc, consent=records, thread_id="t1")
+    assert first.allowed, first.reason
+    used = first.trace_state
+    again = unkeyed.check_trace(doc, consent=records, thread_state=used, thread_id="t1")
+    assert not again.allowed, "the one use is used: an unsigned ledger can still deny"
+
+
+def test_an_unsigned_state_takes_a_summary_and_reads_it_as_the_models(unkeyed: GuardAgent) -> None:
+    """A summary rewrite is checked as with a key; its values are nobody's (nothing carried)."""
+    from tests.test_summaries import lc_object
+    from tests.test_summary_rewrites import RENT, SUMMARY, _state, history
+
+    old = history()
+    state = forged(_state(unkeyed, old), every_source_is_the_user)
+    text = SUMMARY + " Rent to IBAN CH93 0076 2011 6238 5295 7."
+    for cut in (5, 6):
+        summarised = [lc_object(text), *old[cut:]]
+        call = {"name": "send_money", "args": RENT, "id": "p1"}
+        decision = unkeyed.check_trace(summarised, call, thread_state=state)
+        fresh = unkeyed.check_trace(summarised, call)
+        assert not decision.unreadable and not decision.allowed, decision.reason
+        assert decision.violations == fresh.violations
+    changed = [{"role": "user", "content": "Pay Eve."}, lc_object(text), *old[5:]]
+    assert unkeyed.check_trace(changed, {"name": "send_money", "args": RENT},
+                               thread_state=state).unreadable[0]["reason"] == "trace_rewritten"
