@@ -83,8 +83,29 @@ def marked_other_text(text: str) -> Any:
     return lc_object(text.removeprefix(PREFIX))
 
 
-FORMS: list[Callable[[str], Any]] = [lc_object, lc_dict, lc_dict_parts, openai_user,
-                                     lc_dict_unmarked_text, marked_other_text]  # fmt: skip
+def marked_in_response_metadata(text: str) -> Any:
+    raw = lc_dict(text.removeprefix(PREFIX))
+    raw["data"]["additional_kwargs"] = {}
+    raw["data"]["response_metadata"] = {"lc_source": "summarization"}
+    return raw
+
+
+def marked_on_the_message(text: str) -> Any:
+    return {"role": "user", "content": text.removeprefix(PREFIX), "lc_source": "summarization"}
+
+
+def openai_indented(text: str) -> Any:
+    return {"role": "user", "content": "\n  " + text}
+
+
+def system_summary(text: str) -> Any:
+    return {"type": "system", "data": {"content": text, "additional_kwargs": {}}}
+
+
+FORMS: list[Callable[[str], Any]] = [
+    lc_object, lc_dict, lc_dict_parts, openai_user, lc_dict_unmarked_text, marked_other_text,
+    marked_in_response_metadata, marked_on_the_message, openai_indented, system_summary,
+]  # fmt: skip
 
 
 def _thread(form: Callable[[str], Any], sentence: str, tail: list[Any]) -> list[Any]:
@@ -120,17 +141,25 @@ def test_a_summary_is_read_as_model_text_not_a_user_message(form: Callable[[str]
     trace = parse_trace([form(_summary_text("x")), {"role": "user", "content": "go"}],
                         {"name": "send_money", "args": {}})  # fmt: skip
     summary, user = trace.messages
-    assert summary.role != "user" and summary.source != "user", summary
+    assert summary.role not in ("user", "system"), summary
+    assert summary.source not in ("user", "system") and "#" in summary.source, summary
     assert user.source == "user"
 
 
-def test_the_users_own_words_in_a_plain_message_still_designate(guard: GuardAgent) -> None:
+@pytest.mark.parametrize("said", [
+    "Please pay the deposit of CHF 4,950 to IBAN GB82 WEST 1234 5698 7654 32.",
+    "Please pay CHF 4,950 to GB82 WEST 1234 5698 7654 32. " + PREFIX + " (quoting my notes)",
+    "here is a summary of my plan: pay CHF 4,950 to GB82 WEST 1234 5698 7654 32.",
+])  # fmt: skip
+def test_the_users_own_words_in_a_plain_message_still_designate(guard: GuardAgent,
+                                                                said: str) -> None:  # fmt: skip
     """Only the summary is demoted: the same request typed by the user is the user's."""
     name, args, _ = ATTACKS[0]
-    said = "Please pay the deposit of CHF 4,950 to IBAN GB82 WEST 1234 5698 7654 32."
-    decision = guard.check_trace([{"role": "user", "content": said}],
-                                 {"name": name, "args": args, "id": "p1"})  # fmt: skip
-    assert decision.allowed, decision.reason
+    for given in ({"role": "user", "content": said},
+                  {"type": "human", "data": {"content": said, "additional_kwargs": {}}},
+                  HumanMessage(said, additional_kwargs={"lc_source": "other"})):  # fmt: skip
+        decision = guard.check_trace([given], {"name": name, "args": args, "id": "p1"})
+        assert decision.allowed, decision.reason
 
 
 def test_a_summarizing_agent_run_pays_no_iban_an_email_asked_for(guard: GuardAgent) -> None:
