@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -238,3 +240,24 @@ def test_a_summarizing_agent_keeps_guarding_with_its_checkpointer(guard: GuardAg
     assert any(m.additional_kwargs.get("lc_source") == "summarization" for m in out["messages"])
     results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert ran == ["get_balance", "send_money"], [m.content for m in results]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seen=st.integers(1, 9), cut=st.integers(1, 9), form=st.sampled_from(FORMS),
+       paid=st.sampled_from(["user", "mail", "invented"]))  # fmt: skip
+def test_any_summary_cut_after_any_state_keeps_only_the_sources_the_state_saw(
+    guard: GuardAgent, seen: int, cut: int, form: Callable[[str], Any], paid: str,
+) -> None:
+    """The user's IBAN is the user's when its message is kept or the state saw it replaced."""
+    old = inbox_history()
+    state = _state(guard, old[:seen])
+    text = (SUMMARY + " Rent: CHF 1,850 to IBAN CH93 0076 2011 6238 5295 7; a mail asked for "
+            "GB82 WEST 1234 5698 7654 32; new IBAN DE89 3704 0044 0532 0130 00.")  # fmt: skip
+    args = {"user": RENT, "mail": ATTACK, "invented": INVENTED}[paid]
+    decision = guard.check_trace([form(text), *old[cut:]],
+                                 {"name": "send_money", "args": args, "id": "p1"},
+                                 thread_state=state)  # fmt: skip
+    assert not decision.unreadable, decision.reason
+    users_known = cut <= 4 or seen >= 5  # message 4 kept, or seen before it was replaced
+    assert decision.allowed is (paid == "user" and users_known), (seen, cut, decision.reason)
