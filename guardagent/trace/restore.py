@@ -108,8 +108,16 @@ def restore(
 
 
 def summary_at(index: TraceIndex, trace: Trace) -> int | None:
-    """Where a summary stands in place of a message the state saw (None: nowhere)."""
+    """Where a summary stands in place of a message the state saw (None: nowhere).
+
+    A parse resumed from the messages this process read at the thread's last call
+    (:mod:`~guardagent.trace.resume`) has them unchanged: nothing to look for (the usual
+    case costs nothing; otherwise one look at each seen message's source).
+    """
     messages = trace.messages
+    resumed = trace.resumed
+    if resumed is not None and len(resumed.messages) >= index.count:
+        return None
     for at in range(min(index.count, len(messages))):
         message = messages[at]
         if message.source == SUMMARY_SOURCE and short_digest(message) != index.hashes[at]:
