@@ -261,3 +261,31 @@ def test_any_summary_cut_after_any_state_keeps_only_the_sources_the_state_saw(
     assert not decision.unreadable, decision.reason
     users_known = cut <= 4 or seen >= 5  # message 4 kept, or seen before it was replaced
     assert decision.allowed is (paid == "user" and users_known), (seen, cut, decision.reason)
+
+
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+                       lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=2), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(field=st.sampled_from(["summaries", "carried"]), value=JSONISH)
+def test_a_state_whose_summary_fields_do_not_read_is_unreadable_never_a_crash(
+    field: str, value: Any,
+) -> None:
+    from guardagent.readers.evidence import UnreadableEvidence
+    from guardagent.trace import parse_trace
+    from guardagent.trace.state import TraceIndex
+
+    index = TraceIndex("CH")
+    index.update(parse_trace(history(), {"name": "get_balance", "args": {}}))
+    data = {**index.to_json(), field: value}
+    try:
+        restored = TraceIndex.from_json(data, region="CH")
+    except UnreadableEvidence as exc:
+        assert exc.reason == "unreadable_state"
+        return
+    assert type(restored.summaries) is int and restored.summaries >= 0
+    assert all(0 <= i < len(restored.source_names) for ids in restored.carried.values()
+               for i in ids)  # fmt: skip
+    restored.carried_sources(["iban:CH9300762011623852957"])
