@@ -371,7 +371,8 @@ class GuardAgent:
                 is used only to deny (a rewritten history, used approvals), the thread is
                 read from its messages and the reason says so (:mod:`guardagent.trace.restore`).
             thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
-                records' ``thread``; None: the state's, or a random one for a new thread.
+                records' ``thread``; None: the signed state's, or a random one for a new
+                thread (and for an unsigned state).
             rules: ``applied`` lists in `decision.rules` only the rules that applied to the
                 call (not those of other actions); ``all`` (default) every rule.
             task: The task policy of this thread (:class:`~guardagent.policy.task.TaskPolicy`,

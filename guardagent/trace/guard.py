@@ -11,7 +11,8 @@ a few lines:
    :mod:`~guardagent.trace.declared`) and host records that do not read
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
-   history is unreadable); when this process served the thread's previous call, step 1
+   history is unreadable, but for a conversation summary, :mod:`~guardagent.trace.restore`);
+   when this process served the thread's previous call, step 1
    parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
    A state without the deployment's key is used only to deny
    (:mod:`~guardagent.trace.restore`). With no state, the index defers its reading and
@@ -136,7 +137,8 @@ def prepare_trace_event(
         bindings: ``{predicate name: trace predicate expression}`` from the policy model.
         user_facts: The host's facts about the user (rendered into the event input).
         consent: The host's review records for this thread.
-        thread_state: The thread's saved index (None for a new thread).
+        thread_state: The thread's saved index (None for a new thread); without `key` it is
+            used only to deny (:mod:`~guardagent.trace.restore`).
         max_bytes: Trace size limit.
         max_state_bytes: State size budget.
         key: The deployment's key: the saved state must be signed with it (and is signed
