@@ -9,6 +9,8 @@ denies) otherwise. Each open case below was seen holding (or failing) before the
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,3 +87,24 @@ def test_nothing_after_is_open_when_called_before_is() -> None:
     after = got.fact('nothing_after("send_email", args={"to": "bob@x.example"})')
     assert before.value is None, before  # the list read as written and as addresses differ
     assert after.value is None, after
+
+
+PAY_INVOICE = Path(__file__).parents[1] / "guardagent" / "policies" / "examples" / "pay-invoice"
+
+
+@pytest.mark.parametrize("keep", [0, 2])  # the summary replaced both transfers, or one
+@pytest.mark.parametrize("form", [lc_object, lc_dict, openai_user], ids=lambda f: f.__name__)
+def test_a_third_transfer_after_a_summary_is_not_allowed(form: Any, keep: int) -> None:
+    """The shipped pay-invoice example: two transfers, summarised away, then a third."""
+    from guardagent.agent import GuardAgent
+
+    doc = json.loads((PAY_INVOICE / "traces" / "i03_third_transfer.json").read_text())
+    guard = GuardAgent(profile=str(PAY_INVOICE))
+    messages = doc["messages"]
+    assert not guard.check_trace(doc).allowed
+    kept = messages[len(messages) - keep:] if keep else []
+    summarised = [messages[0], form(PREFIX + "Rent was paid as the user asked."), messages[1],
+                  *kept]  # fmt: skip
+    decision = guard.check_trace({"messages": summarised, "proposed_call": doc["proposed_call"]})
+    assert not decision.allowed, decision.reason
+    assert "few-transfers" in decision.reason and "summary" in decision.reason, decision.reason
