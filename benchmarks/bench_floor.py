@@ -222,7 +222,8 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
     from guardagent.trace.reading import clear_caches
     from guardagent.trace.resume import forget
 
-    guard = GuardAgent("assistant-trace", memory_dir=mem)
+    # signed, as every host keeping state has it: without a key a state is not used
+    guard = GuardAgent("assistant-trace", memory_dir=mem, trace_key="bench-floor key")
     messages = thread(100, seed=100)
     before = messages[:-4]
     state = guard.check_trace(before, proposed(before)).trace_state

@@ -325,6 +325,8 @@ class GuardAgent:
                      if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
         if decision.allowed and consented:  # name the approval the call used
             reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
+        for note in event.notes:  # e.g. an unsigned thread state set aside
+            reason += " " + note
         # an allowed call uses its approvals; built when the host reads it (GuardDecision)
         state = event.deferred_state_after(decision.allowed)
         update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
@@ -365,9 +367,12 @@ class GuardAgent:
                 once (or `uses` times): the thread's state counts its uses.
             thread_state: `decision.trace_state` of this thread's previous call (None for
                 the first call): only new messages are read, and a rewritten history is
-                denied.
+                denied. Without the deployment's `trace_key` nothing authenticates it: it
+                is used only to deny (a rewritten history, used approvals), the thread is
+                read from its messages and the reason says so (:mod:`guardagent.trace.restore`).
             thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
-                records' ``thread``; None: the state's, or a random one for a new thread.
+                records' ``thread``; None: the signed state's, or a random one for a new
+                thread (and for an unsigned state).
             rules: ``applied`` lists in `decision.rules` only the rules that applied to the
                 call (not those of other actions); ``all`` (default) every rule.
             task: The task policy of this thread (:class:`~guardagent.policy.task.TaskPolicy`,

@@ -117,13 +117,21 @@ def _newest_trace(
     """Parallel calls of one step each write the index: keep the one that read the most.
 
     Of two that read as much, the one whose consent ledger records more uses: an approval
-    a parallel call used stays used (both cannot be kept: each ledger is signed whole).
+    a parallel call used stays used (both cannot be kept: each ledger is signed whole). A
+    state written after a conversation summary (``summaries``: the thread is shorter, and
+    the state before it is stale) wins over those before it.
     """
     if new is None:
         return old
     if old is None:
         return new
-    return new if (new.get("count", 0), _uses(new)) >= (old.get("count", 0), _uses(old)) else old
+    return new if _age(new) >= _age(old) else old
+
+
+def _age(state: dict[str, Any]) -> tuple[int, Any, int]:
+    """How far a state has come: summaries first (one shortens the thread), then its length."""
+    summaries = state.get("summaries", 0)
+    return (summaries if type(summaries) is int else 0, state.get("count", 0), _uses(state))
 
 
 def _uses(state: dict[str, Any]) -> int:

@@ -11,10 +11,13 @@ a few lines:
    :mod:`~guardagent.trace.declared`) and host records that do not read
    (``unreadable_consent``);
 2. restore the thread's index from its saved state and bring it up to date (a rewritten
-   history is unreadable); when this process served the thread's previous call, step 1
+   history is unreadable, but for a conversation summary, :mod:`~guardagent.trace.restore`);
+   when this process served the thread's previous call, step 1
    parsed only the messages after those it read then (:mod:`~guardagent.trace.resume`).
-   With no state, the index defers its reading and the predicates' questions are answered
-   from the messages that may hold what they ask about (:mod:`~guardagent.trace.lookup`);
+   A state without the deployment's key is used only to deny
+   (:mod:`~guardagent.trace.restore`). With no state, the index defers its reading and
+   the predicates' questions are answered from the messages that may hold what they ask
+   about (:mod:`~guardagent.trace.lookup`);
 3. evaluate the policy's trace-bound predicates with the deployer's labels and the host's
    consent records (bound to the thread; the state's ledger counts their uses);
 4. render the trace as the GuardAgent event (agent_input, agent_output) for the program;
@@ -46,11 +49,12 @@ from guardagent.trace.messages import (
     render_event,
 )
 from guardagent.trace.predicates import Consent, Fact, analyze, compile_bindings
-from guardagent.trace.predicates.ledger import read_ledger, spend_in_state, use_of, with_ledger
+from guardagent.trace.predicates.ledger import spend_in_state, use_of, with_ledger
 from guardagent.trace.records import Records
+from guardagent.trace.restore import restore
 from guardagent.trace.resume import remember, resumable
 from guardagent.trace.secrets import Secrets
-from guardagent.trace.state import MAX_STATE_BYTES, TraceIndex
+from guardagent.trace.state import MAX_STATE_BYTES
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class TraceEvent:
             decision needed (:mod:`~guardagent.trace.lookup`), and its index is read in full
             then.
         consumed: The approvals the consent predicates used for this call.
+        notes: What the decision's reason adds about the thread's state (an unsigned state
+            set aside: :mod:`~guardagent.trace.restore`).
     """
 
     trace: Trace
@@ -77,6 +83,7 @@ class TraceEvent:
     state: Deferred[dict[str, Any]] = field(repr=False)
     consumed: tuple[str, ...] = ()
     key: bytes | None = field(default=None, repr=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def thread_state(self) -> dict[str, Any]:
@@ -130,7 +137,8 @@ def prepare_trace_event(
         bindings: ``{predicate name: trace predicate expression}`` from the policy model.
         user_facts: The host's facts about the user (rendered into the event input).
         consent: The host's review records for this thread.
-        thread_state: The thread's saved index (None for a new thread).
+        thread_state: The thread's saved index (None for a new thread); without `key` it is
+            used only to deny (:mod:`~guardagent.trace.restore`).
         max_bytes: Trace size limit.
         max_state_bytes: State size budget.
         key: The deployment's key: the saved state must be signed with it (and is signed
@@ -162,9 +170,9 @@ def prepare_trace_event(
                        "matched exactly); a tool with no label is denied")  # fmt: skip
         check_argument_names(name, trace.call.args, labels.label(name))
         consent = _readable_consent(consent)
-        index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
-        index = TraceIndex.from_json(index_state, region=labels.phone_region,
-                                     max_state_bytes=max_state_bytes, key=key)  # fmt: skip
+        restored = restore(thread_state, trace, region=labels.phone_region, key=key,
+                           thread_id=thread_id, max_state_bytes=max_state_bytes)  # fmt: skip
+        index, ledger = restored.index, restored.ledger
         records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
         facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
                         secrets=secrets, ledger=ledger, lazy=True)  # fmt: skip
@@ -175,7 +183,7 @@ def prepare_trace_event(
     if index.deferred is None:  # read already: the state costs little, build it now
         state.get()
     return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),
-                      key)  # fmt: skip
+                      key, restored.notes)  # fmt: skip
 
 
 def _readable_consent(

@@ -29,7 +29,9 @@ Accepted input (the trace format; a whole document, nothing is cut):
   user's text); every other part (an image and its alt text, reasoning, invalid tool calls)
   is hidden evidence, one message just before its own: source ``model`` in an assistant
   message, ``tool:?`` (role ``tool``) in a user or system message. So a hidden part is
-  never a question the user answered nor the user's words.
+  never a question the user answered nor the user's words. Nor is a conversation summary
+  (LangChain's ``lc_source: summarization``, :mod:`guardagent.trace.summaries`): the
+  model's text, read as untrusted (source ``tool:?#summary``, role ``tool``).
 - The **proposed call**: ``{"name", "args": {...}, "id"}`` (LangChain), ``{"id", "type":
   "function", "function": {"name", "arguments"}}`` (OpenAI) or ``{"name", "arguments":
   {...} | "<JSON object>"}``. A call object in two formats at once (a ``function`` beside
@@ -85,6 +87,7 @@ from guardagent.trace.declared import check_keys_alike, keys_once
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 from guardagent.trace.resume import ReadState, content_digest
+from guardagent.trace.summaries import SUMMARY_SOURCE, is_summary
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -411,6 +414,9 @@ class _Reader:
             self.tool(result, self.text(body, where), None, len(self.messages), where, False)
         if role == "assistant":
             self.assistant(data, content.shown, content.calls, len(self.messages), where)
+        elif (content.shown or not content.results) and is_summary(data, content.shown):
+            self.messages.append(Message("tool", SUMMARY_SOURCE, content.shown, None, None,
+                                         len(self.messages), status="ok"))  # fmt: skip
         elif content.shown or not content.results:
             source = "user" if role == "user" else "system"
             self.messages.append(Message(role, source, content.shown, None, None,
@@ -738,6 +744,8 @@ def _line(message: Message) -> str:
         return "USER: " + message.text
     if message.role == "system":
         return "SYSTEM: " + message.text
+    if message.source == SUMMARY_SOURCE:
+        return "SUMMARY (written by the model, untrusted): " + message.text
     if message.role == "tool" and "#" in message.source:
         return f"TOOL RESULT [{message.source[5:]}] (untrusted field): " + message.text
     if message.role == "tool":

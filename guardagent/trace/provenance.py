@@ -46,6 +46,7 @@ from guardagent.trace.state import (
     message_tokens,
     posted,
 )
+from guardagent.trace.summaries import SUMMARY_SOURCE
 from guardagent.trace.values import Value, ValueKind, read_argument, secret_like
 from guardagent.trace.written import Written, is_target
 
@@ -363,12 +364,28 @@ class Search:
         only where it is written with its punctuation (:mod:`guardagent.trace.written`).
         """
         refs = self.refs(ids)
+        if self.index.carried and value.keys:
+            refs = self._with_carried(value, refs)
         if is_target(value) and any(r.kind in _TRUSTED for r in refs):
             held = self._written_split(value, {r.index for r in refs}) if split else None
             refs = tuple(r for r in refs if r.kind not in _TRUSTED or (
                 r.index in held if held is not None else self._written_in(value, r.index)))
         kept, dropped = self.launder(value, refs)
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
+
+    def _with_carried(self, value: Value, refs: tuple[SourceRef, ...]) -> tuple[SourceRef, ...]:
+        """The refs plus, at a summary holding the value, the sources it had before it.
+
+        A conversation summary is untrusted model text (:mod:`~guardagent.trace.summaries`),
+        but a typed value it repeats keeps the sources the messages it replaced gave it, as
+        the thread's signed state recorded them (:meth:`TraceIndex.summarised`).
+        """
+        at = [r.index for r in refs if r.source == SUMMARY_SOURCE]
+        names = self.index.carried_sources(value.keys) if at else []
+        if not names:
+            return refs
+        extra = {SourceRef(i, n, self.labels.kind(n)) for i in at for n in names}
+        return tuple(sorted({*refs, *extra}, key=lambda r: (r.index, r.source)))
 
     def _written_in(self, value: Value, i: int) -> bool:
         """Whether message `i` writes a short text with its punctuation (read once)."""

@@ -47,8 +47,9 @@ copied when a new message is first posted to it, so the host's state object neve
 Trust. Whoever can write the thread's state could forge an index (post an attacker's IBAN
 under the user's first message). With a deployment key (``key=``), :meth:`to_json` signs
 the state (HMAC-SHA256 over its canonical JSON) and :meth:`from_json` refuses a state
-without a valid signature (``unreadable_state``); without a key, the state is trusted as
-much as the store that holds it.
+without a valid signature (``unreadable_state``). Without a key nothing authenticates it:
+:mod:`~guardagent.trace.restore` uses such a state only to deny (a rewritten history, an
+approval already used), never as evidence; the thread is read from its messages.
 
 Year. Dates written without a year are read in the thread's year, fixed at its first
 message: the current date its system messages state, else the host's (part of the state).
@@ -111,6 +112,11 @@ written in groups of four is 42 characters at most)."""
 
 def _short(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest[:9]).decode("ascii")
+
+
+def short_digest(message: Message) -> str:
+    """A message's digest as the state keeps it (:attr:`TraceIndex.hashes`)."""
+    return _short(message.digest)
 
 
 def flatten(args: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -258,6 +264,8 @@ class TraceIndex:
         self._size = 400
         self.shared: dict[str, list[int]] = {}  # postings lists that are the host's state's
         self.deferred: Trace | None = None  # a fresh index's trace, not read yet (defer)
+        self.summaries = 0  # conversation summaries the thread went through (restore.py)
+        self.carried: dict[str, list[int]] = {}  # key hash -> sources of summarised messages
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -272,6 +280,33 @@ class TraceIndex:
                 is gone.
         """
         self.complete()
+        messages = trace.messages
+        chain = self.check_unchanged(trace)
+        new = list(range(self.count, len(messages)))
+        if self.year is None:
+            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
+            self.year = stated or host_year()
+        for i in new:
+            check_budget()
+            self._read(messages[i], trace)
+        self.count = len(messages)
+        self.chain = chain
+        return new
+
+    def check_unchanged(self, trace: Trace) -> str:
+        """Check that the trace begins with the messages the index saw, as they were.
+
+        One hash over the thread (:mod:`~guardagent.trace.chain`); the per-message digests
+        are compared only to name the first changed message. Reads nothing.
+
+        Returns:
+            The hash chain of all the trace's messages (its SHA-256 object kept in
+            ``self.hasher``, for :mod:`~guardagent.trace.resume`).
+
+        Raises:
+            UnreadableEvidence: ``trace_rewritten`` when a message seen before changed or
+                is gone.
+        """
         messages = trace.messages
         if len(messages) < self.count:
             unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
@@ -290,16 +325,7 @@ class TraceIndex:
             if self.chain:  # "": unknown since a truncate, the messages' digests decide
                 unreadable("trace_rewritten", "the thread's hash chain does not match its "
                            "last check")  # fmt: skip
-        new = list(range(self.count, len(messages)))
-        if self.year is None:
-            stated = trace_year([reading_form(m.text) for m in messages if m.role == "system"])
-            self.year = stated or host_year()
-        for i in new:
-            check_budget()
-            self._read(messages[i], trace)
-        self.count = len(messages)
-        self.chain = chain
-        return new
+        return chain
 
     def defer(self, trace: Trace) -> None:
         """Take a fresh index's trace without reading it (read by :meth:`complete`).
@@ -493,6 +519,9 @@ class TraceIndex:
             "written": self.written,
             "size": self._size,
         }
+        if self.summaries:  # a thread no summary rewrote keeps the state it always had
+            data["summaries"] = self.summaries
+            data["carried"] = self.carried
         if key is not None:
             data["mac"] = sign(data, key)
             _remember_signed(data, key)  # its next verify needs no canonical JSON
@@ -546,6 +575,13 @@ class TraceIndex:
             if year is not None and (type(year) is not int or not 1 <= year <= 9999):
                 raise ValueError("year")
             size = int(data.get("size", 0)) or len(json.dumps(data))
+            summaries = data.get("summaries", 0)
+            if type(summaries) is not int or summaries < 0:
+                raise ValueError("summaries")
+            carried = {str(h): [int(i) for i in ids]
+                       for h, ids in (data.get("carried") or {}).items()}  # fmt: skip
+            if not all(0 <= i < len(names) for ids in carried.values() for i in ids):
+                raise ValueError("carried")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             unreadable("unreadable_state", f"the thread's trace index cannot be read ({exc})")
         index.count = count
@@ -560,7 +596,53 @@ class TraceIndex:
         index.unindexed = unindexed
         index.written = written
         index._size = size
+        index.summaries = summaries
+        index.carried = carried
         return index
+
+    def summarised(self, at: int, replaced: int) -> TraceIndex:
+        """A fresh index for the thread once a summary replaced messages ``at..replaced-1``.
+
+        The messages are read again from the trace (the summary as the model's untrusted
+        text, :mod:`~guardagent.trace.summaries`); kept are the thread's year, what the
+        calls of the messages up to `replaced` wrote (:meth:`written_before`: it only takes
+        trust away), the replaced ones' as written just before the summary's place, and, per
+        key, the sources of the replaced messages that held it (:attr:`carried`, an earlier
+        summary's too): a value the summary repeats keeps the sources it had, but the
+        model's and those of a tool result repeating what the model had written.
+        """
+        self.complete()
+        fresh = TraceIndex(self.region, self.max_state_bytes)
+        fresh.year = self.year
+        fresh.summaries = self.summaries + 1
+        fresh.written = {h: min(i, at) for h, i in self.written.items() if i < replaced}
+        fresh._size += sum(16 + len(str(i)) for i in fresh.written.values())
+        carried: dict[str, set[str]] = {
+            h: {self.source_names[s] for s in ids} for h, ids in self.carried.items()}
+        for h, ids in self.postings.items():
+            if not all(type(i) is int and 0 <= i < self.count for i in ids):
+                unreadable("unreadable_state", "the thread's trace index holds a bad posting")
+            first_written = self.written.get(h)
+            for i in ids[bisect_left(ids, at):]:
+                if i >= replaced:
+                    break
+                name = self.source_names[self.sources[i]]
+                if name == "model" or (name.startswith("tool:") and first_written is not None
+                                       and first_written < i):  # fmt: skip
+                    continue  # model text is nobody's; a tool repeating the model launders
+                carried.setdefault(h, set()).add(name)
+        for h, names in carried.items():
+            if names:
+                fresh.carried[h] = sorted(fresh._source_id(n) for n in names)
+                fresh._size += 20 + 4 * len(names)
+        return fresh
+
+    def carried_sources(self, keys: Iterable[str]) -> list[str]:
+        """The sources summarised messages holding any of the keys had (:meth:`summarised`)."""
+        if not self.carried:
+            return []
+        found = {i for key in keys for i in self.carried.get(key_hash(key), ())}
+        return sorted(self.source_names[i] for i in found)
 
 
 def sign(data: Mapping[str, Any], key: bytes) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.lookalikes import WrittenIdnScope, idn_wildcard_hosts
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.readings import both_readings
@@ -27,6 +28,7 @@ def _refs(facts: TraceFacts, indices: Iterable[int]) -> tuple[SourceRef, ...]:
 
 
 @predicate
+@summary_hides(True)
 @both_readings
 def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
     """An earlier call matches the pattern."""
@@ -38,6 +40,7 @@ def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any
 
 
 @predicate
+@summary_hides(True)
 @both_readings
 def called_at_least(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
                     status: Any = None) -> Fact:  # fmt: skip
@@ -66,7 +69,8 @@ def order_holds(facts: TraceFacts, first: Any, then: Any) -> Fact:
 def nothing_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
     """No earlier call matches the pattern (so this call does not come after one)."""
     fact = called_before(facts, pattern, args, status)
-    return Fact("nothing_after", not fact.value, fact.sources, fact.detail)
+    value = None if fact.value is None else not fact.value  # open stays open
+    return Fact("nothing_after", value, fact.sources, fact.detail)
 
 
 
@@ -97,6 +101,7 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
 
 
 @predicate
+@summary_hides(False)
 def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str = "url") -> Fact:
     """Every earlier call of the tool(s) navigated inside one of the scopes.
 

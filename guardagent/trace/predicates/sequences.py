@@ -16,6 +16,7 @@ from typing import Any
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.hidden import steps, summary_hides
 from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.temporal import CallPattern, matches
@@ -31,6 +32,7 @@ def _matching(facts: TraceFacts, calls: tuple[ToolCall, ...] | list[ToolCall],
 
 
 @predicate
+@summary_hides(None, lambda args, kwargs: 1)
 @both_readings
 def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
                       status: Any = None) -> Fact:  # fmt: skip
@@ -47,6 +49,7 @@ def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
 
 
 @predicate
+@summary_hides(None, steps)
 @both_readings
 def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
                  status: Any = None) -> Fact:  # fmt: skip
@@ -63,6 +66,7 @@ def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
 
 
 @predicate
+@summary_hides(False)
 @both_readings
 def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None) -> Fact:
     """No earlier call of the thread matches the pattern (this call is not after one)."""
@@ -76,6 +80,7 @@ def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any =
 
 
 @predicate
+@summary_hides(False)
 @both_readings
 def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
             status: Any = None) -> Fact:  # fmt: skip
