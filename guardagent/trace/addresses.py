@@ -23,6 +23,8 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
+import re2
+
 from guardagent.trace.kinds import Value, nobody, unplaced
 from guardagent.trace.normal import tokens
 
@@ -34,6 +36,9 @@ _PLAIN = re.compile(r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+(?:\.[A
 defect, as the parser reads it (tested against it); dots separate the runs: linear."""
 MAX_COMMENT_DEPTH = 20
 """Deepest nesting of ``(`` accepted in an address list (the parser recurses per level)."""
+_BREAKS = re2.compile(r'[\s\pC\pZ,;<>()\[\]:"\\]+')
+"""Where a mail reader may end an address: any whitespace, control, format, line or space
+separator character, and the RFC 5322 specials (one character class: linear)."""
 
 
 def domain_ascii(domain: str) -> str | None:
@@ -134,3 +139,73 @@ def _address(spec: str, body: str) -> Value:
     if key is None:
         return nobody("email", spec or body)
     return Value("email", (key,), spec, tuple(tokens(spec)))
+
+
+def delivered(text: str, header: bool) -> tuple[str | None, ...] | None:
+    r"""The addresses a mail stack may deliver a value to, as written (None: unreadable).
+
+    Two readings beside the value's own (:mod:`guardagent.trace.values`), whose reader drops
+    a tab as the URL Standard does and so reads ``eve@evil.example<TAB>ann@x.ch`` as one
+    token: the value split at every character a mail reader may end an address at
+    (:data:`_BREAKS`: any whitespace, ``\v``, U+0085, U+2028, a no-break space, a control
+    or format character, ``,``, ``;``, ``<``, ``(``...), each ``x@y`` piece an address;
+    and, for an argument the mail server reads as a header (`header`), Python's own
+    :func:`email.utils.getaddresses`, which ``smtplib.send_message`` takes its recipients
+    from: each entry it reads is an address, and one that is not ``x@y`` (``@x.ch``, what
+    it makes of the tab above, or a bare ``eve`` the server completes with its own domain)
+    is unreadable. An address the validator refuses, or whose local part relays
+    (:func:`relayed`), is unreadable too.
+
+    Args:
+        text: An argument value holding ``@``.
+        header: Read it as a header too (the argument names recipients, or may).
+
+    Returns:
+        The addresses as written, None for each one that cannot be read; None when no piece
+        is ``x@y`` (no address: the text is read as written), or the value is one address.
+    """
+    pieces: list[str | None] = [p for p in _BREAKS.split(text) if _full(p)]
+    if not pieces:
+        return None
+    if header:
+        pieces.extend(_consumer(text))
+    out: list[str | None] = []
+    for piece in pieces:
+        valid = piece is not None and _full(piece) and not relayed(piece)
+        address = piece if valid and _validated(piece) is not None else None
+        if address not in out:
+            out.append(address)
+    return None if out == [text.strip()] else tuple(out)
+
+
+def _full(piece: str) -> bool:
+    """Something on both sides of the last ``@`` (``@channel`` and ``eve@`` are no address)."""
+    local, _, domain = piece.rpartition("@")
+    return bool(local) and bool(domain)
+
+
+@lru_cache(maxsize=1024)
+def _consumer(text: str) -> tuple[str | None, ...]:
+    """The entries :func:`email.utils.getaddresses` reads (empty ones dropped).
+
+    ``(None,)`` when the value is too long or deep to read, the reader fails, or it reads
+    no entry at all.
+    """
+    import email.utils
+
+    if len(text) > MAX_LIST_CHARS or max(text.count("("), text.count(":")) > MAX_COMMENT_DEPTH:
+        return (None,)
+    try:
+        read = email.utils.getaddresses([text])
+    except (RecursionError, ValueError, IndexError, TypeError, AttributeError):
+        return (None,)
+    return tuple(a for _, a in read if a) or (None,)
+
+def relayed(address: str) -> bool:
+    """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
+
+    Postfix rewrites ``user%domain`` (``allow_percent_hack``, on by default) and a UUCP bang
+    path to ``user@domain`` and sends it on, so the address is not read as ``@x.ch``.
+    """
+    local = address.rpartition("@")[0]
+    return "%" in local or "!" in local

@@ -37,6 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from guardagent.trace.addresses import relayed
 from guardagent.trace.encoded import encoded_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
@@ -156,7 +157,8 @@ def sent_pieces(actual: Any) -> list[str | None] | None:
 
     None when the value is no string holding ``@``, or is one plain address (its text is
     the address). A line break beside an ``@`` is unreadable (a header injection), and so
-    is an address whose local part holds ``%`` or ``!`` (:func:`_relayed`).
+    is an address whose local part holds ``%`` or ``!``
+    (:func:`~guardagent.trace.addresses.relayed`).
     """
     if not isinstance(actual, str) or "@" not in actual:
         return None
@@ -168,20 +170,10 @@ def sent_pieces(actual: Any) -> list[str | None] | None:
     pieces = [v.keys[0].removeprefix("email:")
               if v.placed and v.keys and v.keys[0].startswith("email:") else None
               for v in found]  # fmt: skip
-    pieces = [None if p is not None and _relayed(p) else p for p in pieces]
+    pieces = [None if p is not None and relayed(p) else p for p in pieces]
     if len(found) == 1 and found[0].text == actual and pieces[0] is not None:
         return None
     return pieces
-
-
-def _relayed(address: str) -> bool:
-    """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
-
-    Postfix rewrites ``user%domain`` (``allow_percent_hack``, on by default) and a UUCP bang
-    path to ``user@domain`` and sends it on, so the address is not read as ``@x.ch``.
-    """
-    local = address.rpartition("@")[0]
-    return "%" in local or "!" in local
 
 
 @contextmanager
