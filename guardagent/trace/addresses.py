@@ -169,13 +169,15 @@ def delivered(text: str, header: bool) -> tuple[str | None, ...] | None:
         return None
     if header:
         pieces.extend(_consumer(text))
-    out: list[str | None] = []
-    for piece in pieces:
-        valid = piece is not None and _full(piece) and not relayed(piece)
-        address = piece if valid and _validated(piece) is not None else None
-        if address not in out:
-            out.append(address)
-    return None if out == [text.strip()] else tuple(out)
+    out = tuple(dict.fromkeys(_readable(p) for p in dict.fromkeys(pieces)))  # linear
+    return None if out == (text.strip(),) else out
+
+
+def _readable(piece: str | None) -> str | None:
+    """A piece as an address, or None when it is no ``x@y``, does not validate or relays."""
+    if piece is None or not _full(piece) or relayed(piece) or _validated(piece) is None:
+        return None
+    return piece
 
 
 def _full(piece: str) -> bool:
