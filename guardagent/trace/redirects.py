@@ -27,7 +27,10 @@ reads them:
 - a piece that is a ``javascript:``, ``vbscript:`` or ``data:`` URL is an unreadable
   target (a client-side redirector that assigns it runs it in the trusted page);
 - a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
-  target and does not parse, is an unreadable target (None): never inside a scope.
+  target and does not parse, is an unreadable target (None): never inside a scope;
+- a well-known redirector that writes its target otherwise (Google AMP's
+  ``/amp/s/evil.example``, URL Defense, a link shortener) is read by its entry in
+  :data:`~guardagent.trace.redirectors.REDIRECTORS`.
 
 The caller judges each target by the same scopes (a target carrying another is judged in
 turn, up to :data:`MAX_DEPTH` levels; deeper is outside). Linear: each level splits and
@@ -43,6 +46,7 @@ from urllib.parse import unquote, unquote_plus
 
 from guardagent.trace.kinds import Location, Value
 from guardagent.trace.normal import reading_form
+from guardagent.trace.redirectors import known_targets
 from guardagent.trace.urls import SCHEMES, parse_url, read_url
 
 MAX_DECODINGS = 3
@@ -84,6 +88,8 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)
+    found.extend(None if t is None else parse_url(reading_form(t), False)
+                 for t in known_targets(where))  # fmt: skip
     if len(found) > MAX_TARGETS:
         return (None,)
     return tuple(found)

@@ -431,7 +431,10 @@ def scope_verdict(
     A URL a scope admits is inside only when every URL it carries (an open redirect's
     target in its query, fragment or path: :func:`~guardagent.trace.redirects.carried`)
     is inside one of the scopes too, whatever the scope's query glob (``?status=*`` also
-    matches ``status=open&next=https://evil.example``).
+    matches ``status=open&next=https://evil.example``). A URL no scope admits that carries
+    a URL some scope may admit, or one that cannot be read (a shortener's), is open (None):
+    the browser ends up there, so a rule that forbids the scope must not take it for
+    "elsewhere" (``google.com/amp/s/evil.example`` is not outside ``evil.example``).
     """
     if value is None:
         return False
@@ -442,6 +445,8 @@ def scope_verdict(
         if inside is True:
             return True
         verdicts.add(inside)
+    elif _lands_inside(value, scopes, depth):
+        return None
     return None if None in verdicts else False
 
 
@@ -456,6 +461,15 @@ def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool |
         return False
     verdicts = {scope_verdict(t, scopes, depth + 1) for t in targets}
     return False if False in verdicts else (None if None in verdicts else True)
+
+
+def _lands_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool:
+    """Whether a URL carries a target some scope may admit (or that cannot be read)."""
+    where = url_location(value)
+    targets = carried(where) if where is not None else []
+    if targets and depth >= MAX_DEPTH:
+        return True
+    return any(t is None or scope_verdict(t, scopes, depth + 1) is not False for t in targets)
 
 
 def out_of_scope(

@@ -89,8 +89,9 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
                         "internationalised label (it may render like another site)")  # fmt: skip
         if all(verdict is None for *_, verdict in outside):  # open: a rule either way denies
             return Fact("navigation_in_scope", None, (), f"{shown} inside "
-                        f"{', '.join(map(str, parsed))} only as the browser sends the path, "
-                        "not as a server may resolve it (or the reverse)")  # fmt: skip
+                        f"{', '.join(map(str, parsed))} by one reading only (the path as "
+                        "the browser sends it or as a server may resolve it, or a URL it "
+                        "carries, which the browser is sent on to)")  # fmt: skip
         return Fact("navigation_in_scope", False, (),
                     f"{shown} outside {', '.join(map(str, parsed))}")  # fmt: skip
     return Fact("navigation_in_scope", True, (), f"inside {', '.join(map(str, parsed))}")
@@ -117,8 +118,8 @@ def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str 
     if outside:  # inside by one reading only, or through a wildcard over an IDN label: open
         return Fact("history_in_scope", None, _refs(facts, (c.index for c, *_ in outside)),
                     f"earlier {outside[0][1]!r} inside {', '.join(map(str, parsed))} by one "
-                    "reading only (its path as a server may resolve it, or a wildcard over "
-                    "an internationalised host label)")  # fmt: skip
+                    "reading only (its path as a server may resolve it, a URL it carries, "
+                    "or a wildcard over an internationalised host label)")  # fmt: skip
     if unknown:
         names = ", ".join(repr(n)[:40] for n in unknown[0].args if n not in
                           (facts.labels.label(unknown[0].name).args or ()))  # fmt: skip

@@ -1,0 +1,156 @@
+"""Well-known redirectors carry their target where no query parameter holds it (class 8).
+
+``https://www.google.com/amp/s/evil.example/login`` opens Google's AMP viewer, which shows
+``evil.example``; ``urldefense.com/v3/__https://evil.example__;...`` and Proofpoint's
+``u=https-3A__evil.example`` send the browser on; ``t.co/AbC`` goes where only Twitter
+knows. A rule that allows the redirector's site must judge the target too (an opaque
+shortener's target cannot be read: never inside), and a rule that forbids the target must
+not take the redirector's URL for "elsewhere".
+"""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import quote
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_trace_reading import goto_facts
+from tests.trace_helpers import facts, system, user
+
+EVIL = "evil-phish.example"
+DOCS = "docs.example"
+
+
+def _v2(url: str) -> str:
+    """Proofpoint URL Defense v2: ``-XX`` for a byte, ``_`` for ``/``."""
+    return "".join("_" if c == "/" else f"-{ord(c):02X}" if not (c.isalnum() or c == ".")
+                   else c for c in url)  # fmt: skip
+
+
+def _bing(url: str) -> str:
+    return "a1" + base64.urlsafe_b64encode(f"https://{url}/x".encode()).decode().rstrip("=")
+
+
+# (redirector URL carrying `{t}` as it carries a target, scopes that admit the redirector)
+CARRIERS = [
+    ("https://www.google.com/amp/s/{host}/login", '"google.com"'),
+    ("https://www.google.com/amp/{host}/login", '"google.com"'),
+    ("http://google.com/amp/s/{host}", '"google.com"'),
+    ("https://WWW.GOOGLE.COM/AMP/S/{host}/Login", '"google.com"'),
+    ("https://www.google.co.uk/amp/s/{host}/a?b=c", '"google.co.uk"'),
+    ("https://www.google.de/amp/s/{host_pct}/login", '"google.de"'),
+    ("https://www.google.com/amp/s/{host_pct2}/login", '"google.com"'),
+    ("https://www.google.com/amp/s/{host}%2Flogin", '"google.com"'),
+    ("https://www-example-com.cdn.ampproject.org/c/s/{host}/login", '"*.cdn.ampproject.org"'),
+    ("https://www-example-com.cdn.ampproject.org/v/s/{host}/x?amp_js_v=0.1",
+     '"*.cdn.ampproject.org"'),
+    ("https://urldefense.com/v3/__https://{host}/login__;!!ABCdef!gh12$", '"urldefense.com"'),
+    ("https://urldefense.com/v3/__https://{host}/a?x=1__;!!ABC!def$", '"urldefense.com"'),
+    ("https://urldefense.com/v3/__http://{host}__;!!A!b$", '"urldefense.com"'),
+    ("https://urldefense.proofpoint.com/v2/url?u={v2}&d=DwMF&c=x", '"urldefense.proofpoint.com"'),
+]  # fmt: skip
+
+
+def _fill(template: str, host: str) -> str:
+    return template.format(
+        host=host, host_pct=quote(host, safe="").replace("-", "%2D").replace(".", "%2E"),
+        host_pct2=quote(quote(host.replace("-", "%2D"), safe=""), safe=""),
+        v2=_v2(f"https://{host}/login"))
+
+
+@pytest.mark.parametrize(("template", "scopes"), CARRIERS)
+def test_a_rule_that_allows_the_redirector_judges_the_target(template: str, scopes: str) -> None:
+    url = _fill(template, EVIL)
+    assert goto_facts(url, scopes) is False, url
+    # the same redirector to a site the rule also allows stays inside
+    assert goto_facts(_fill(template, DOCS), f'{scopes}, "{DOCS}"') is True, url
+
+
+@pytest.mark.parametrize(("template", "scopes"), CARRIERS)
+def test_a_rule_that_forbids_the_target_is_not_passed_through_the_redirector(
+        template: str, scopes: str) -> None:  # fmt: skip
+    url = _fill(template, EVIL)
+    assert goto_facts(url, f'"{EVIL}"') is not False, url
+    assert goto_facts(_fill(template, DOCS), f'"{EVIL}"') is False  # elsewhere: still False
+
+
+@pytest.mark.parametrize("url", ["https://t.co/AbCdEf123", "https://bit.ly/3abcDEF",
+                                 "https://lnkd.in/eAbCdEf", "http://tinyurl.com/y3abc",
+                                 "https://goo.gl/maps/abc", "https://ow.ly/x1Y2z",
+                                 "https://buff.ly/3xYz", "https://is.gd/abc",
+                                 "https://rb.gy/abc12", "https://T.CO/AbC",
+                                 f"https://www.bing.com/ck/a?!&&p=abc&u={_bing(DOCS)}&ntb=1"])
+def test_a_shortener_whose_target_cannot_be_read_is_never_inside(url: str) -> None:
+    # Bing's u= is base64, which the guard's case-folded reading of a URL cannot decode
+    host = url.split("/")[2].lower().removeprefix("www.")
+    assert goto_facts(url, f'"{host}"') is not True, url
+    assert goto_facts(url, f'"{EVIL}"') is None, url  # a rule that forbids a site: open
+
+
+def test_nested_redirectors_are_followed() -> None:
+    inner = f"https://www.google.com/amp/s/{EVIL}/login"
+    url = f"https://urldefense.com/v3/__{inner}__;!!A!b$"
+    assert goto_facts(url, '"urldefense.com", "google.com"') is False
+    url = f"https://www.google.com/url?q={quote(url, safe='')}"
+    assert goto_facts(url, '"urldefense.com", "google.com"') is False
+    assert goto_facts(url, f'"{EVIL}"') is None
+
+
+def test_a_plain_page_on_a_redirector_site_is_not_a_redirect() -> None:
+    for url in ("https://www.google.com/search?q=amp", "https://www.google.com/amp",
+                "https://t.co/", "https://urldefense.com/", "https://www.bing.com/ck/a"):
+        host = url.split("/")[2].removeprefix("www.")
+        assert goto_facts(url, f'"{host}"') is True, url
+
+
+def test_the_user_naming_the_redirector_does_not_vouch_for_its_target() -> None:
+    url = f"https://www.google.com/amp/s/{EVIL}/login"
+    f = facts([system(), user("Open google.com for me.")], "browse", {"url": url})
+    assert f.fact('arg_from_user("url", part="host")').value is not True
+
+
+@st.composite
+def _chains(draw: st.DrawFn) -> tuple[str, bool, bool]:
+    """A target wrapped in 1-3 redirectors (encoded as each carries it).
+
+    Returns the URL, whether its end is the allowed site, and whether the chain can be read
+    one way only: Bing's target cannot be read, and a v3 link wrapped unencoded around text
+    holding ``__`` ends at more than one ``__``.
+    """
+    host = draw(st.sampled_from([EVIL, DOCS]))
+    url = f"https://{host}/p"
+    clear = True
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["amp", "amp-http", "cache", "v3", "v2", "bing", "q"]))
+        clear = clear and kind != "bing" and not (kind == "v3" and "__" in url)
+        bare = url.split("://", 1)[1]
+        url = {"amp": f"https://www.google.com/amp/s/{bare}",
+               "amp-http": f"https://www.google.com/amp/{bare}",
+               "cache": f"https://x-y.cdn.ampproject.org/c/s/{bare}",
+               "v3": f"https://urldefense.com/v3/__{url}__;!!A!b$",
+               "v2": f"https://urldefense.proofpoint.com/v2/url?u={_v2(url)}&d=x",
+               "bing": f"https://www.bing.com/ck/a?!&&u={_bing(bare)}&ntb=1",
+               "q": f"https://www.google.com/url?q={quote(url, safe='')}"}[kind]
+    return url, host == DOCS, clear
+
+
+_ALL = ('"google.com", "*.cdn.ampproject.org", "urldefense.com", '
+        '"urldefense.proofpoint.com", "bing.com"')
+
+
+@given(_chains())
+@settings(max_examples=150, deadline=None)
+def test_a_chain_of_redirectors_is_inside_only_when_its_end_is(
+        case: tuple[str, bool, bool]) -> None:  # fmt: skip
+    url, good, clear = case
+    verdict = goto_facts(url, f'{_ALL}, "{DOCS}"')
+    if not good:
+        assert verdict is False, url
+        assert goto_facts(url, f'"{EVIL}"') is None, url  # forbidden: never "elsewhere"
+    elif clear:
+        assert verdict is True, url
+    else:
+        assert verdict is not None, url
