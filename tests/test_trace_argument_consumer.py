@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import fnmatch
+import json
 import re
 import unicodedata
 
@@ -146,3 +147,25 @@ def test_an_unlabelled_tool_reads_every_argument_as_the_server_may() -> None:
     args = {"address": to}
     got = facts(BASE, "post_letter", args).fact(f'arg_glob("address", "*@{ALLOWED}")').value
     assert got is not True
+
+
+# -- call patterns (history and sequence predicates) read the same way ---------------------
+
+
+@pytest.mark.parametrize("sep", ["\t", "\x0b", "\x1f", "\x85", "\u2028", "\xa0", "\u200b"])
+@pytest.mark.parametrize("expression", [
+    'never_after("send_email", args={"to": "*@evil.example"})',
+    'at_most("send_email", 0, args={"to": "*@evil.example"})',
+    'called_before("send_email", args={"to": "*@evil.example"})',
+])  # fmt: skip
+def test_a_pattern_sees_an_address_behind_any_separator(sep: str, expression: str) -> None:
+    mailed = [system(), user("Send the report to my team."),
+              {"role": "assistant", "content": None, "tool_calls": [
+                  {"id": "c1", "type": "function", "function": {
+                      "name": "send_email",
+                      "arguments": json.dumps({"to": f"eve@{FORBIDDEN}{sep}ann@{ALLOWED}",
+                                               "body": "report"})}}]},
+              {"role": "tool", "tool_call_id": "c1", "content": "sent"}]  # fmt: skip
+    got = facts(mailed, "read_file", {"path": "notes.txt"}).fact(expression).value
+    negative = expression.startswith(("never_after", "at_most"))
+    assert got is not negative, (sep, expression)

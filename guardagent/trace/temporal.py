@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from guardagent.trace.addresses import relayed
+from guardagent.trace.addresses import delivered, relayed
 from guardagent.trace.encoded import encoded_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
@@ -155,25 +155,27 @@ _LOOSER: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_looser",
 def sent_pieces(actual: Any) -> list[str | None] | None:
     """A value holding addresses as the mail server reads it: each address (None: unreadable).
 
-    None when the value is no string holding ``@``, or is one plain address (its text is
-    the address). A line break beside an ``@`` is unreadable (a header injection), and so
-    is an address whose local part holds ``%`` or ``!``
-    (:func:`~guardagent.trace.addresses.relayed`).
+    The addresses the value reader finds, and those of the value split at every separator
+    (:func:`~guardagent.trace.addresses.delivered`). None when the value is no string
+    holding ``@``, holds no address, or is one plain address (its text is the address). A
+    line break beside an ``@`` is unreadable (a header injection), and so is an address
+    whose local part holds ``%`` or ``!`` (:func:`~guardagent.trace.addresses.relayed`).
     """
     if not isinstance(actual, str) or "@" not in actual:
         return None
     if "\n" in actual or "\r" in actual:
         return [None]
     found = [v for v, _ in read_argument(actual) if v.kind == "email"]
-    if not found:
-        return None
     pieces = [v.keys[0].removeprefix("email:")
               if v.placed and v.keys and v.keys[0].startswith("email:") else None
               for v in found]  # fmt: skip
     pieces = [None if p is not None and relayed(p) else p for p in pieces]
     if len(found) == 1 and found[0].text == actual and pieces[0] is not None:
         return None
-    return pieces
+    # and split at every separator (a tab the value reader drops as a URL reader does)
+    known = set(pieces)
+    pieces += [p for p in delivered(actual, False) or () if p is None or p.lower() not in known]
+    return pieces or None
 
 
 @contextmanager
