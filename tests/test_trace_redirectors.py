@@ -154,3 +154,36 @@ def test_a_chain_of_redirectors_is_inside_only_when_its_end_is(
         assert verdict is True, url
     else:
         assert verdict is not None, url
+
+
+# redirectors that carry the target in a query parameter (read by the generic reader)
+QUERY_CARRIERS = [
+    ("https://www.google.com/url?q={enc}&sa=D", '"google.com"'),
+    ("https://www.google.com/url?sa=t&url={enc}", '"google.com"'),
+    ("https://l.facebook.com/l.php?u={enc}&h=AT0", '"*.facebook.com"'),
+    ("https://out.reddit.com/t3_abc?url={enc}&token=x", '"*.reddit.com"'),
+    ("https://www.youtube.com/redirect?event=x&q={enc}", '"youtube.com"'),
+    ("https://l.instagram.com/?u={enc}&e=x", '"*.instagram.com"'),
+    ("https://slack-redir.net/link?url={enc}", '"slack-redir.net"'),
+    ("https://eur01.safelinks.protection.outlook.com/?url={enc}&data=x", '"*.outlook.com"'),
+    ("https://urldefense.proofpoint.com/v1/url?u={enc}&k=x", '"urldefense.proofpoint.com"'),
+    ("HTTPS://WWW.GOOGLE.COM/URL?Q={enc}", '"google.com"'),
+]  # fmt: skip
+
+
+def _encoded(host: str, times: int) -> str:
+    text = f"https://{host}/login"
+    for _ in range(times):
+        text = quote(text, safe="")
+    return text
+
+
+@pytest.mark.parametrize("times", [0, 1, 2])
+@pytest.mark.parametrize(("template", "scopes"), QUERY_CARRIERS)
+def test_a_query_redirector_is_judged_both_ways(template: str, scopes: str, times: int) -> None:
+    url = template.format(enc=_encoded(EVIL, times))
+    assert goto_facts(url, scopes) is False, url
+    assert goto_facts(url, f'"{EVIL}"') is None, url  # a rule that forbids the target: open
+    honest = template.format(enc=_encoded(DOCS, times))
+    assert goto_facts(honest, f'{scopes}, "{DOCS}"') is True, honest
+    assert goto_facts(honest, f'"{EVIL}"') is False, honest
