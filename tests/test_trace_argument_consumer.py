@@ -169,3 +169,24 @@ def test_a_pattern_sees_an_address_behind_any_separator(sep: str, expression: st
     got = facts(mailed, "read_file", {"path": "notes.txt"}).fact(expression).value
     negative = expression.startswith(("never_after", "at_most"))
     assert got is not negative, (sep, expression)
+
+
+def test_reading_an_address_value_at_every_separator_is_linear() -> None:
+    import time
+
+    from guardagent.trace.addresses import delivered
+
+    calls = iter(range(10**6))
+
+    def cost(n: int, unit: str) -> float:
+        run = next(calls)  # a new text each time: no kept reading answers it
+        text = "".join(unit.format(f"{run}x{i}") for i in range(n))
+        started = time.perf_counter()
+        delivered(text, True)
+        return time.perf_counter() - started
+
+    for unit in ("a{}@b.example\t", "@\x00", "x@y(", "a@{}\u2028", '"a@b{}"<'):
+        cost(10, unit)
+        small = min(cost(200, unit) for _ in range(3))
+        large = min(cost(2000, unit) for _ in range(3))
+        assert large < 40 * small + 0.05, (unit, small, large)

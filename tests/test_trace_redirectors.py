@@ -187,3 +187,25 @@ def test_a_query_redirector_is_judged_both_ways(template: str, scopes: str, time
     honest = template.format(enc=_encoded(DOCS, times))
     assert goto_facts(honest, f'{scopes}, "{DOCS}"') is True, honest
     assert goto_facts(honest, f'"{EVIL}"') is False, honest
+
+
+def test_reading_well_known_redirectors_is_linear() -> None:
+    import time
+
+    from guardagent.trace.redirectors import known_targets
+    from guardagent.trace.urls import parse_url
+
+    def cost(n: int, template: str) -> float:
+        where = parse_url(template.replace("{x}", "a__;/" * n), False).where
+        started = time.perf_counter()
+        known_targets(where)
+        return time.perf_counter() - started
+
+    for template in ("https://urldefense.com/v3/__https://{x}__;!!a$",
+                     "https://www.google.com/amp/s/x.example/{x}",
+                     "https://urldefense.proofpoint.com/v2/url?u={x}&u={x}",
+                     "https://x.cdn.ampproject.org/c/s/{x}", "https://t.co/{x}"):
+        cost(10, template)
+        small = min(cost(500, template) for _ in range(3))
+        large = min(cost(5000, template) for _ in range(3))
+        assert large < 40 * small + 0.05, (template, small, large)
