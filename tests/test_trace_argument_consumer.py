@@ -107,14 +107,28 @@ def test_honest_recipient_lists_still_pass(to: str) -> None:
     assert value({"to": to}, f'arg_contains("to", "@{ALLOWED}")') is not False, to
 
 
-@pytest.mark.parametrize("body", [
+BODIES = [
     "Call me @ 5pm, thanks", "@channel the report is ready", "Hi team,\tsee the report.",
-    "Reach Ann at ann@company.example tomorrow.",
-])  # fmt: skip
+    "Reach Ann at ann@company.example tomorrow.", "Write to ann@company.example.",
+    "Write to ann@company.example!", "It is on ann@company.example's desk.",
+    "Mail: ann@company.example, or 'bob@x.example'.", "(ann@company.example)",
+    "Ask ann@company.example;\tbob@x.example: both know.",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body", BODIES)
 def test_a_body_deny_list_is_not_opened_by_the_second_reading(body: str) -> None:
     # a message body is no recipient list: a deny-list over it stays decided
     args = {"to": f"ann@{ALLOWED}", "body": body}
     assert value(args, 'arg_contains("body", "password")') is False, body
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_document_of_a_tool_that_sends_no_mail_is_not_read_as_a_header(body: str) -> None:
+    # create_event is a `write` tool with no recipients: its text reaches no mail server
+    args = {"title": body, "start": "2024-05-01"}
+    got = facts(BASE, "create_event", args).fact('arg_contains("title", "password")').value
+    assert got is False, body
 
 
 names = st.sampled_from(["", "Ann", '"Smith, Ann"', "Team (ops)", '"x@company.example"'])

@@ -27,6 +27,7 @@ import re2
 
 from guardagent.trace.kinds import Value, nobody, unplaced
 from guardagent.trace.normal import tokens
+from guardagent.trace.urls import trim
 
 MAX_LIST_CHARS = 2_000
 """Longest string read as an address list (the standard parser copies the rest of the
@@ -148,7 +149,8 @@ def delivered(text: str, header: bool) -> tuple[str | None, ...] | None:
     a tab as the URL Standard does and so reads ``eve@evil.example<TAB>ann@x.ch`` as one
     token: the value split at every character a mail reader may end an address at
     (:data:`_BREAKS`: any whitespace, ``\v``, U+0085, U+2028, a no-break space, a control
-    or format character, ``,``, ``;``, ``<``, ``(``...), each ``x@y`` piece an address;
+    or format character, ``,``, ``;``, ``<``, ``(``...), each ``x@y`` piece an address
+    (without the punctuation that ends a sentence: ``Write to ann@x.ch.``);
     and, for an argument the mail server reads as a header (`header`), Python's own
     :func:`email.utils.getaddresses`, which ``smtplib.send_message`` takes its recipients
     from: each entry it reads is an address, and one that is not ``x@y`` (``@x.ch``, what
@@ -164,7 +166,7 @@ def delivered(text: str, header: bool) -> tuple[str | None, ...] | None:
         The addresses as written, None for each one that cannot be read; None when no piece
         is ``x@y`` (no address: the text is read as written), or the value is one address.
     """
-    pieces: list[str | None] = [p for p in _BREAKS.split(text) if _full(p)]
+    pieces: list[str | None] = [p for p in map(_trimmed, _BREAKS.split(text)) if _full(p)]
     if not pieces:
         return None
     if header:
@@ -178,6 +180,17 @@ def _readable(piece: str | None) -> str | None:
     if piece is None or not _full(piece) or relayed(piece) or _validated(piece) is None:
         return None
     return piece
+
+
+def _trimmed(piece: str) -> str:
+    """A piece of text as an address in a sentence: ``x@y.ch.`` and ``x@y.ch's`` are ``x@y.ch``.
+
+    The punctuation that ends a sentence goes, and the domain ends at the first character
+    no domain holds (a letter, digit, ``-`` or ``.``).
+    """
+    local, at, domain = trim(piece).strip(".").rpartition("@")
+    end = next((i for i, c in enumerate(domain) if not (c.isalnum() or c in "-.")), len(domain))
+    return f"{local}{at}{domain[:end].rstrip('.')}"
 
 
 def _full(piece: str) -> bool:

@@ -135,10 +135,14 @@ def _header(facts: TraceFacts, path: str) -> bool:
     """Whether the mail stack may read the argument as a header (it names recipients).
 
     Yes for an argument the tool's label declares among its ``recipients``, and for every
-    argument of a tool that declares none (or has no label): nothing says it does not.
+    argument of a tool with no label, or of a ``send`` or ``irreversible`` tool that
+    declares none: nothing says it does not. A ``read``, ``write`` or ``navigate`` tool
+    sends no mail (a document's text is not read as a ``To:`` header).
     """
     label = facts.labels.label(facts.trace.call.name)
-    return not label.recipients or any(under(path, r) for r in label.recipients)
+    if label.recipients:
+        return any(under(path, r) for r in label.recipients)
+    return not label.labelled or label.effect in ("send", "irreversible")
 
 
 def _equal(actual: Any, expected: Any, region: str | None) -> bool | None:
