@@ -216,6 +216,7 @@ def _consumer(text: str) -> tuple[str | None, ...]:
         return (None,)
     return tuple(a for _, a in read if a) or (None,)
 
+
 def relayed(address: str) -> bool:
     """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
 

@@ -43,7 +43,7 @@ from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
-from guardagent.trace.redirects import MAX_DEPTH, carried
+from guardagent.trace.redirects import MAX_DEPTH, carried, every_carried
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import (
@@ -447,7 +447,7 @@ def scope_verdict(
         if inside is True:
             return True
         verdicts.add(inside)
-    elif _lands_inside(value, scopes, depth):
+    elif _lands_inside(value, scopes):
         return None
     return None if None in verdicts else False
 
@@ -465,13 +465,11 @@ def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool |
     return False if False in verdicts else (None if None in verdicts else True)
 
 
-def _lands_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool:
-    """Whether a URL carries a target some scope may admit (or that cannot be read)."""
+def _lands_inside(value: Value, scopes: Sequence[Scope]) -> bool:
+    """Whether a URL carries, at any depth, a target a scope may admit (or that cannot be read)."""
     where = url_location(value)
-    targets = carried(where) if where is not None else []
-    if targets and depth >= MAX_DEPTH:
-        return True
-    return any(t is None or scope_verdict(t, scopes, depth + 1) is not False for t in targets)
+    targets = every_carried(where) if where is not None else []
+    return any(t is None or any(s.verdict(t) is not False for s in scopes) for t in targets)
 
 
 def out_of_scope(
