@@ -36,7 +36,8 @@ _FORMAT = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e"]
 _SPECIALS = list(',;<>()[]:"\\@')
 SEPARATORS = sorted(set(_ZS + _CONTROLS + _FORMAT + _SPECIALS))
 
-locals_ = st.text("abcdefghijklmnopqrstuvwxyz0123456789._+-", min_size=1, max_size=6).filter(
+locals_ = st.sampled_from(["eve", "bob", "ann"]) | st.text(
+    "abcdefghijklmnopqrstuvwxyz0123456789._+-", min_size=1, max_size=6).filter(
     lambda s: not s.startswith(".") and not s.endswith(".") and ".." not in s)
 domains = st.sampled_from([ALLOWED, FORBIDDEN, "mail.company.example", "company.example.evil.io"])
 addresses = st.builds(lambda a, d: f"{a}@{d}", locals_, domains)
@@ -204,3 +205,23 @@ def test_reading_an_address_value_at_every_separator_is_linear() -> None:
         small = min(cost(200, unit) for _ in range(3))
         large = min(cost(2000, unit) for _ in range(3))
         assert large < 40 * small + 0.05, (unit, small, large)
+
+
+DENY_TESTS = [
+    f'arg_glob("to", "*@{FORBIDDEN}", match="any")',
+    f'arg_in("to", ["eve@{FORBIDDEN}", "bob@{FORBIDDEN}"], match="any")',
+    f'arg_contains("to", "@{FORBIDDEN}", match="any")',
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(separators, mailboxes), min_size=1, max_size=3), separators,
+       st.sampled_from(DENY_TESTS))  # fmt: skip
+def test_deny_lists_agree_with_the_consumer_over_lists(parts: list[tuple[str, str]], end: str,
+                                                       expression: str) -> None:  # fmt: skip
+    to = "".join(sep + box for sep, box in parts) + end
+    forbidden = [a for a in consumer(to) if _valid(a) and a.lower().endswith(f"@{FORBIDDEN}")]
+    if "arg_in" in expression:
+        forbidden = [a for a in forbidden if a.lower() in (f"eve@{FORBIDDEN}", f"bob@{FORBIDDEN}")]
+    if forbidden:
+        assert value({"to": to}, expression) is not False, (to, forbidden)
