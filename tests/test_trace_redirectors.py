@@ -209,3 +209,18 @@ def test_reading_well_known_redirectors_is_linear() -> None:
         small = min(cost(500, template) for _ in range(3))
         large = min(cost(5000, template) for _ in range(3))
         assert large < 40 * small + 0.05, (template, small, large)
+
+
+def test_the_detail_names_where_the_redirector_sends_the_browser() -> None:
+    import json
+
+    from guardagent.trace import Labels, analyze, parse_trace
+
+    labels = Labels.from_mapping({"tools": {"goto": {"results": "untrusted", "effect": "read"}}})
+    for url, scope, named in [(f"https://www.google.com/amp/s/{EVIL}/login", "google.com", EVIL),
+                              ("https://t.co/AbC", "t.co", "cannot be read")]:  # fmt: skip
+        messages = [{"role": "user", "content": "Look."}, {"role": "assistant", "content": None,
+                     "tool_calls": [{"id": "g", "type": "function", "function": {
+                         "name": "goto", "arguments": json.dumps({"url": url})}}]}]  # fmt: skip
+        fact = analyze(parse_trace(messages), labels).fact(f'navigation_in_scope("{scope}")')
+        assert fact.value is False and named in fact.detail, fact.detail
