@@ -224,3 +224,57 @@ def test_the_detail_names_where_the_redirector_sends_the_browser() -> None:
                          "name": "goto", "arguments": json.dumps({"url": url})}}]}]  # fmt: skip
         fact = analyze(parse_trace(messages), labels).fact(f'navigation_in_scope("{scope}")')
         assert fact.value is False and named in fact.detail, fact.detail
+
+
+# a redirect on the same site: a rule that forbids a path must not take it for "elsewhere"
+FORBIDDEN_PATH = '"admin.shop.example/settings/payment*"'
+
+
+@pytest.mark.parametrize("url", [
+    "https://admin.shop.example/login?next=https://admin.shop.example/settings/payment",
+    "https://admin.shop.example/login?next=/settings/payment",
+    "https://admin.shop.example/login?next=%2Fsettings%2Fpayment",
+    "https://admin.shop.example/login?next=%252Fsettings%252Fpayment%252Fcard",
+    "https://admin.shop.example/orders/1?back=../../settings/payment",
+    "https://admin.shop.example/orders?next=./../settings/payment",
+    "https://admin.shop.example/login#next=/settings/payment",
+    "https://admin.shop.example/login;next=/settings/payment",
+    "https://admin.shop.example/login?a=1&next=/SETTINGS/Payment?x=1",
+    "https://docs.shop.example/r?u=https://admin.shop.example/r%3Fnext%3D/settings/payment",
+])  # fmt: skip
+def test_a_forbidden_path_behind_a_same_site_redirect_is_open(url: str) -> None:
+    assert goto_facts(url, FORBIDDEN_PATH) is not False, url
+    assert goto_facts(url, '"admin.shop.example", "docs.shop.example"') is True, url
+
+
+@pytest.mark.parametrize("url", [
+    "https://admin.shop.example/login?next=/orders/5531",
+    "https://admin.shop.example/orders?sort=/date&page=2",
+    "https://admin.shop.example/login?next=https://admin.shop.example/orders",
+    "https://admin.shop.example/files?path=/exports/2024.csv",
+])  # fmt: skip
+def test_a_same_site_redirect_elsewhere_stays_outside_a_forbidden_path(url: str) -> None:
+    assert goto_facts(url, FORBIDDEN_PATH) is False, url
+
+
+def test_reading_same_site_pages_is_linear() -> None:
+    import time
+
+    from guardagent.trace.redirects import same_site
+    from guardagent.trace.urls import parse_url
+
+    calls = iter(range(10**6))
+
+    def cost(n: int, piece: str) -> float:
+        run = next(calls)  # a new URL each time: no kept reading answers it
+        text = "".join(piece.format(f"{run}x{i}") for i in range(n))
+        where = parse_url(f"https://admin.shop.example/r{run}?{text}", False).where
+        started = time.perf_counter()
+        same_site(where)
+        return time.perf_counter() - started
+
+    for piece in ("n=/a/{}&", "n=../{}/..&", "n=%252F{}&", "n=./{}#"):
+        cost(10, piece)
+        small = min(cost(200, piece) for _ in range(3))
+        large = min(cost(2000, piece) for _ in range(3))
+        assert large < 40 * small + 0.05, (piece, small, large)

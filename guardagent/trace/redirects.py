@@ -122,6 +122,41 @@ def every_carried(where: Location) -> list[Value | None]:
     return out
 
 
+def same_site(where: Location) -> list[Value]:
+    """The pages of the URL's own site that its pieces name as paths (``?next=/settings``).
+
+    A redirector sends the browser to a path of its own site as readily as to another
+    site. Such a target stays inside a scope that admits the site, so :func:`carried`
+    leaves it out, but a rule that forbids a path of that site must see it
+    (:func:`~guardagent.trace.temporal.scope_verdict`). A piece written as a path (``/x``,
+    ``./x``, ``../x``; after the decoding :func:`carried` does) is resolved against the URL.
+    """
+    return list(_same_site(where))
+
+
+@lru_cache(maxsize=2_048)
+def _same_site(where: Location) -> tuple[Value, ...]:
+    """:func:`same_site`, kept (a pure function of the URL's reading, as :func:`_carried`)."""
+    import ada_url
+
+    authority = where.host if where.port is None else f"{where.host}:{where.port}"
+    base = f"https://{authority}{where.path or '/'}"
+    out: dict[Value, None] = {}
+    for text in (where.query, where.fragment, where.path.partition(";")[2]):
+        for piece in _pieces(text):
+            path = piece.translate(_DROPPED).strip(_C0_AND_SPACE)
+            if not (path.startswith(("./", "../")) or (path[:1] == "/" and path[1:2] not in "/\\")):
+                continue
+            try:
+                href = ada_url.URL(path, base=base).href
+            except ValueError:
+                continue
+            value = parse_url(reading_form(href), False)
+            if value is not None:
+                out[value] = None
+    return tuple(out)
+
+
 def _pieces(text: str) -> list[str]:
     """Names and values of a query or fragment, each decoded up to MAX_DECODINGS times.
 
