@@ -122,6 +122,17 @@ def every_carried(where: Location) -> list[Value | None]:
     return out
 
 
+def every_landing(where: Location) -> list[Value | None]:
+    """Every page a URL may send the browser on to (None: one that cannot be read).
+
+    The URLs it carries at any depth (:func:`every_carried`), and the pages of its own site,
+    and of each URL it carries, that it names as paths (:func:`same_site`).
+    """
+    targets = every_carried(where)
+    places = [where, *(t.where for t in targets if t is not None and t.where is not None)]
+    return targets + [page for place in places for page in same_site(place)]
+
+
 def same_site(where: Location) -> list[Value]:
     """The pages of the URL's own site that its pieces name as paths (``?next=/settings``).
 

@@ -43,7 +43,7 @@ from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
-from guardagent.trace.redirects import MAX_DEPTH, carried, every_carried, same_site
+from guardagent.trace.redirects import MAX_DEPTH, carried, every_landing
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import (
@@ -466,18 +466,10 @@ def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool |
 
 
 def _lands_inside(value: Value, scopes: Sequence[Scope]) -> bool:
-    """Whether a URL carries, at any depth, a target a scope may admit (or that cannot be read).
-
-    Its pages on the same site count too (``?next=/settings/payment``:
-    :func:`~guardagent.trace.redirects.same_site`), and those of every URL it carries.
-    """
+    """Whether a URL may send the browser on to a page a scope may admit (or unreadable)."""
     where = url_location(value)
-    if where is None:
-        return False
-    targets: list[Value | None] = list(every_carried(where))
-    places = [where, *(t.where for t in targets if t is not None and t.where is not None)]
-    targets += [page for place in places for page in same_site(place)]
-    return any(t is None or any(s.verdict(t) is not False for s in scopes) for t in targets)
+    landings = every_landing(where) if where is not None else []
+    return any(t is None or any(s.verdict(t) is not False for s in scopes) for t in landings)
 
 
 def out_of_scope(
