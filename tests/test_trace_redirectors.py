@@ -278,3 +278,29 @@ def test_reading_same_site_pages_is_linear() -> None:
         small = min(cost(200, piece) for _ in range(3))
         large = min(cost(2000, piece) for _ in range(3))
         assert large < 40 * small + 0.05, (piece, small, large)
+
+
+@st.composite
+def _spelled_amp(draw: st.DrawFn) -> tuple[str, bool]:
+    """An AMP viewer or cache URL whose target host is spelled with random case and escapes."""
+    host = draw(st.sampled_from([EVIL, DOCS]))
+    spelled = "".join(
+        f"%{ord(c):02X}" if draw(st.booleans()) and c != "." else
+        (c.upper() if draw(st.booleans()) else c) for c in host)  # fmt: skip
+    if draw(st.booleans()):
+        spelled = quote(spelled, safe="")  # encoded once more (a % is %25)
+    scheme = draw(st.sampled_from(["https", "http", "HTTPS"]))
+    front = draw(st.sampled_from(["www.google.com/amp/s/", "google.co.uk/amp/", "WWW.GOOGLE.DE/AMP/S/",
+                                  "a-b.cdn.ampproject.org/c/s/", "a-b.cdn.ampproject.org/v/"]))
+    tail = draw(st.sampled_from(["", "/", "/login", "/a/b?x=1", "%2Flogin"]))
+    return f"{scheme}://{front}{spelled}{tail}", host == DOCS
+
+
+@given(_spelled_amp())
+@settings(max_examples=200, deadline=None)
+def test_an_amp_target_is_judged_however_it_is_spelled(case: tuple[str, bool]) -> None:
+    url, good = case
+    scopes = '"google.com", "google.co.uk", "google.de", "*.cdn.ampproject.org"'
+    assert goto_facts(url, f'{scopes}, "{DOCS}"') is good, url
+    if not good:
+        assert goto_facts(url, f'"{EVIL}"') is None, url
