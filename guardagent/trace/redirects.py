@@ -30,7 +30,9 @@ reads them:
   target and does not parse, is an unreadable target (None): never inside a scope;
 - a well-known redirector that writes its target otherwise (Google AMP's
   ``/amp/s/evil.example``, URL Defense, a link shortener) is read by its entry in
-  :data:`~guardagent.trace.redirectors.REDIRECTORS`.
+  :data:`~guardagent.trace.redirectors.REDIRECTORS`;
+- a piece written as a path of the same site (``?next=/settings/payment``) is no target
+  (the site is the same), but :func:`same_site` reads it for a rule that forbids a path.
 
 The caller judges each target by the same scopes (a target carrying another is judged in
 turn, up to :data:`MAX_DEPTH` levels; deeper is outside). Linear: each level splits and
