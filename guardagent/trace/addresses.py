@@ -23,8 +23,11 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
+import re2
+
 from guardagent.trace.kinds import Value, nobody, unplaced
 from guardagent.trace.normal import tokens
+from guardagent.trace.urls import trim
 
 MAX_LIST_CHARS = 2_000
 """Longest string read as an address list (the standard parser copies the rest of the
@@ -34,6 +37,9 @@ _PLAIN = re.compile(r"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+(?:\.[A
 defect, as the parser reads it (tested against it); dots separate the runs: linear."""
 MAX_COMMENT_DEPTH = 20
 """Deepest nesting of ``(`` accepted in an address list (the parser recurses per level)."""
+_BREAKS = re2.compile(r'[\s\pC\pZ,;<>()\[\]:"\\]+')
+"""Where a mail reader may end an address: any whitespace, control, format, line or space
+separator character, and the RFC 5322 specials (one character class: linear)."""
 
 
 def domain_ascii(domain: str) -> str | None:
@@ -134,3 +140,88 @@ def _address(spec: str, body: str) -> Value:
     if key is None:
         return nobody("email", spec or body)
     return Value("email", (key,), spec, tuple(tokens(spec)))
+
+
+def delivered(text: str, header: bool) -> tuple[str | None, ...] | None:
+    r"""The addresses a mail stack may deliver a value to, as written (None: unreadable).
+
+    Two readings beside the value's own (:mod:`guardagent.trace.values`), whose reader drops
+    a tab as the URL Standard does and so reads ``eve@evil.example<TAB>ann@x.ch`` as one
+    token: the value split at every character a mail reader may end an address at
+    (:data:`_BREAKS`: any whitespace, ``\v``, U+0085, U+2028, a no-break space, a control
+    or format character, ``,``, ``;``, ``<``, ``(``...), each ``x@y`` piece an address
+    (without the punctuation that ends a sentence: ``Write to ann@x.ch.``);
+    and, for an argument the mail server reads as a header (`header`), Python's own
+    :func:`email.utils.getaddresses`, which ``smtplib.send_message`` takes its recipients
+    from: each entry it reads is an address, and one that is not ``x@y`` (``@x.ch``, what
+    it makes of the tab above, or a bare ``eve`` the server completes with its own domain)
+    is unreadable. An address the validator refuses, or whose local part relays
+    (:func:`relayed`), is unreadable too.
+
+    Args:
+        text: An argument value holding ``@``.
+        header: Read it as a header too (the argument names recipients, or may).
+
+    Returns:
+        The addresses as written, None for each one that cannot be read; None when no piece
+        is ``x@y`` (no address: the text is read as written), or the value is one address.
+    """
+    pieces: list[str | None] = [p for p in map(_trimmed, _BREAKS.split(text)) if _full(p)]
+    if not pieces:
+        return None
+    if header:
+        pieces.extend(_consumer(text))
+    out = tuple(dict.fromkeys(_readable(p) for p in dict.fromkeys(pieces)))  # linear
+    return None if out == (text.strip(),) else out
+
+
+def _readable(piece: str | None) -> str | None:
+    """A piece as an address, or None when it is no ``x@y``, does not validate or relays."""
+    if piece is None or not _full(piece) or relayed(piece) or _validated(piece) is None:
+        return None
+    return piece
+
+
+def _trimmed(piece: str) -> str:
+    """A piece of text as an address in a sentence: ``x@y.ch.`` and ``x@y.ch's`` are ``x@y.ch``.
+
+    The punctuation that ends a sentence goes, and the domain ends at the first character
+    no domain holds (a letter, digit, ``-`` or ``.``).
+    """
+    local, at, domain = trim(piece).strip(".").rpartition("@")
+    end = next((i for i, c in enumerate(domain) if not (c.isalnum() or c in "-.")), len(domain))
+    return f"{local}{at}{domain[:end].rstrip('.')}"
+
+
+def _full(piece: str) -> bool:
+    """Something on both sides of the last ``@`` (``@channel`` and ``eve@`` are no address)."""
+    local, _, domain = piece.rpartition("@")
+    return bool(local) and bool(domain)
+
+
+@lru_cache(maxsize=1024)
+def _consumer(text: str) -> tuple[str | None, ...]:
+    """The entries :func:`email.utils.getaddresses` reads (empty ones dropped).
+
+    ``(None,)`` when the value is too long or deep to read, the reader fails, or it reads
+    no entry at all.
+    """
+    import email.utils
+
+    if len(text) > MAX_LIST_CHARS or max(text.count("("), text.count(":")) > MAX_COMMENT_DEPTH:
+        return (None,)
+    try:
+        read = email.utils.getaddresses([text])
+    except (RecursionError, ValueError, IndexError, TypeError, AttributeError):
+        return (None,)
+    return tuple(a for _, a in read if a) or (None,)
+
+
+def relayed(address: str) -> bool:
+    """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
+
+    Postfix rewrites ``user%domain`` (``allow_percent_hack``, on by default) and a UUCP bang
+    path to ``user@domain`` and sends it on, so the address is not read as ``@x.ch``.
+    """
+    local = address.rpartition("@")[0]
+    return "%" in local or "!" in local

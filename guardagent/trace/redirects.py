@@ -27,7 +27,12 @@ reads them:
 - a piece that is a ``javascript:``, ``vbscript:`` or ``data:`` URL is an unreadable
   target (a client-side redirector that assigns it runs it in the trusted page);
 - a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
-  target and does not parse, is an unreadable target (None): never inside a scope.
+  target and does not parse, is an unreadable target (None): never inside a scope;
+- a well-known redirector that writes its target otherwise (Google AMP's
+  ``/amp/s/evil.example``, URL Defense, a link shortener) is read by its entry in
+  :data:`~guardagent.trace.redirectors.REDIRECTORS`;
+- a piece written as a path of the same site (``?next=/settings/payment``) is no target
+  (the site is the same), but :func:`same_site` reads it for a rule that forbids a path.
 
 The caller judges each target by the same scopes (a target carrying another is judged in
 turn, up to :data:`MAX_DEPTH` levels; deeper is outside). Linear: each level splits and
@@ -43,6 +48,7 @@ from urllib.parse import unquote, unquote_plus
 
 from guardagent.trace.kinds import Location, Value
 from guardagent.trace.normal import reading_form
+from guardagent.trace.redirectors import known_targets
 from guardagent.trace.urls import SCHEMES, parse_url, read_url
 
 MAX_DECODINGS = 3
@@ -84,6 +90,8 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)
+    found.extend(None if t is None else parse_url(reading_form(t), False)
+                 for t in known_targets(where))  # fmt: skip
     if len(found) > MAX_TARGETS:
         return (None,)
     return tuple(found)
@@ -114,6 +122,52 @@ def every_carried(where: Location) -> list[Value | None]:
         elif inner:
             todo.extend((t, depth + 1) for t in inner)
     return out
+
+
+def every_landing(where: Location) -> list[Value | None]:
+    """Every page a URL may send the browser on to (None: one that cannot be read).
+
+    The URLs it carries at any depth (:func:`every_carried`), and the pages of its own site,
+    and of each URL it carries, that it names as paths (:func:`same_site`).
+    """
+    targets = every_carried(where)
+    places = [where, *(t.where for t in targets if t is not None and t.where is not None)]
+    return targets + [page for place in places for page in same_site(place)]
+
+
+def same_site(where: Location) -> list[Value]:
+    """The pages of the URL's own site that its pieces name as paths (``?next=/settings``).
+
+    A redirector sends the browser to a path of its own site as readily as to another
+    site. Such a target stays inside a scope that admits the site, so :func:`carried`
+    leaves it out, but a rule that forbids a path of that site must see it
+    (:func:`~guardagent.trace.temporal.scope_verdict`). A piece written as a path (``/x``,
+    ``./x``, ``../x``; after the decoding :func:`carried` does) is resolved against the URL.
+    """
+    return list(_same_site(where))
+
+
+@lru_cache(maxsize=2_048)
+def _same_site(where: Location) -> tuple[Value, ...]:
+    """:func:`same_site`, kept (a pure function of the URL's reading, as :func:`_carried`)."""
+    import ada_url
+
+    authority = where.host if where.port is None else f"{where.host}:{where.port}"
+    base = f"https://{authority}{where.path or '/'}"
+    out: dict[Value, None] = {}
+    for text in (where.query, where.fragment, where.path.partition(";")[2]):
+        for piece in _pieces(text):
+            path = piece.translate(_DROPPED).strip(_C0_AND_SPACE)
+            if not (path.startswith(("./", "../")) or (path[:1] == "/" and path[1:2] not in "/\\")):
+                continue
+            try:
+                href = ada_url.URL(path, base=base).href
+            except ValueError:
+                continue
+            value = parse_url(reading_form(href), False)
+            if value is not None:
+                out[value] = None
+    return tuple(out)
 
 
 def _pieces(text: str) -> list[str]:

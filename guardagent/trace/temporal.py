@@ -37,12 +37,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from guardagent.trace.addresses import delivered, relayed
 from guardagent.trace.encoded import encoded_tokens, sensitive_tokens
 from guardagent.trace.kinds import Location
 from guardagent.trace.labels import EFFECTS, Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.provenance import Search, ValueProvenance, call_values, recipients_read
-from guardagent.trace.redirects import MAX_DEPTH, carried
+from guardagent.trace.redirects import MAX_DEPTH, carried, every_landing
 from guardagent.trace.state import flatten
 from guardagent.trace.urls import UNSETTLED
 from guardagent.trace.values import (
@@ -154,34 +155,27 @@ _LOOSER: ContextVar[list[bool] | None] = ContextVar("guardagent_pattern_looser",
 def sent_pieces(actual: Any) -> list[str | None] | None:
     """A value holding addresses as the mail server reads it: each address (None: unreadable).
 
-    None when the value is no string holding ``@``, or is one plain address (its text is
-    the address). A line break beside an ``@`` is unreadable (a header injection), and so
-    is an address whose local part holds ``%`` or ``!`` (:func:`_relayed`).
+    The addresses the value reader finds, and those of the value split at every separator
+    (:func:`~guardagent.trace.addresses.delivered`). None when the value is no string
+    holding ``@``, holds no address, or is one plain address (its text is the address). A
+    line break beside an ``@`` is unreadable (a header injection), and so is an address
+    whose local part holds ``%`` or ``!`` (:func:`~guardagent.trace.addresses.relayed`).
     """
     if not isinstance(actual, str) or "@" not in actual:
         return None
     if "\n" in actual or "\r" in actual:
         return [None]
     found = [v for v, _ in read_argument(actual) if v.kind == "email"]
-    if not found:
-        return None
     pieces = [v.keys[0].removeprefix("email:")
               if v.placed and v.keys and v.keys[0].startswith("email:") else None
               for v in found]  # fmt: skip
-    pieces = [None if p is not None and _relayed(p) else p for p in pieces]
+    pieces = [None if p is not None and relayed(p) else p for p in pieces]
     if len(found) == 1 and found[0].text == actual and pieces[0] is not None:
         return None
-    return pieces
-
-
-def _relayed(address: str) -> bool:
-    """A local part the server may relay elsewhere: ``eve%evil.io@x.ch``, ``evil.io!eve@x.ch``.
-
-    Postfix rewrites ``user%domain`` (``allow_percent_hack``, on by default) and a UUCP bang
-    path to ``user@domain`` and sends it on, so the address is not read as ``@x.ch``.
-    """
-    local = address.rpartition("@")[0]
-    return "%" in local or "!" in local
+    # and split at every separator (a tab the value reader drops as a URL reader does)
+    known = set(pieces)
+    pieces += [p for p in delivered(actual, False) or () if p is None or p.lower() not in known]
+    return pieces or None
 
 
 @contextmanager
@@ -439,7 +433,10 @@ def scope_verdict(
     A URL a scope admits is inside only when every URL it carries (an open redirect's
     target in its query, fragment or path: :func:`~guardagent.trace.redirects.carried`)
     is inside one of the scopes too, whatever the scope's query glob (``?status=*`` also
-    matches ``status=open&next=https://evil.example``).
+    matches ``status=open&next=https://evil.example``). A URL no scope admits that carries
+    a URL some scope may admit, or one that cannot be read (a shortener's), is open (None):
+    the browser ends up there, so a rule that forbids the scope must not take it for
+    "elsewhere" (``google.com/amp/s/evil.example`` is not outside ``evil.example``).
     """
     if value is None:
         return False
@@ -450,6 +447,8 @@ def scope_verdict(
         if inside is True:
             return True
         verdicts.add(inside)
+    elif _lands_inside(value, scopes):
+        return None
     return None if None in verdicts else False
 
 
@@ -464,6 +463,13 @@ def _targets_inside(value: Value, scopes: Sequence[Scope], depth: int) -> bool |
         return False
     verdicts = {scope_verdict(t, scopes, depth + 1) for t in targets}
     return False if False in verdicts else (None if None in verdicts else True)
+
+
+def _lands_inside(value: Value, scopes: Sequence[Scope]) -> bool:
+    """Whether a URL may send the browser on to a page a scope may admit (or unreadable)."""
+    where = url_location(value)
+    landings = every_landing(where) if where is not None else []
+    return any(t is None or any(s.verdict(t) is not False for s in scopes) for t in landings)
 
 
 def out_of_scope(

@@ -31,6 +31,7 @@ from typing import Any
 import re2
 from rapidfuzz import fuzz
 
+from guardagent.trace.addresses import delivered
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
@@ -75,7 +76,7 @@ def _judge(facts: TraceFacts, name: str, arg: str, match: str | None, test: Test
     if not leaves:
         which = "no argument" if arg == "*" else f"argument {arg!r}"
         return Fact(name, None if mode == "every" else False, (), f"{which} has no value")
-    results = [(p, v, _as_sent(v, test, mode)) for p, v in leaves]
+    results = [(p, v, _as_sent(v, test, mode, _header(facts, p))) for p, v in leaves]
     want: bool | None
     if mode == "every":
         want = False if any(r is False for *_, r in results) else (
@@ -98,24 +99,50 @@ def _combine(verdicts: Sequence[bool | None], mode: str) -> bool | None:
     return None if None in verdicts else not settles
 
 
-def _as_sent(value: Any, test: Test, mode: str) -> bool | None:
+def _as_sent(value: Any, test: Test, mode: str, header: bool) -> bool | None:
     """Test a value as written and, when it holds addresses, as the mail server reads it.
 
     ``eve@evil.io, bob@x.ch`` ends in ``@x.ch`` as text, but the server sends to both, and
     ``Bob <bob@evil.io>`` is no ``*@evil.io`` as text, yet is sent there. A string holding
-    ``@`` is also read as its addresses (:func:`~guardagent.trace.temporal.sent_pieces`:
-    an RFC 5322 list, or the addresses inside the text), each tested as ``local@domain``
-    and combined as `mode` combines values; an address that does not validate cannot be
-    read (None), and so is a value with a line break (a header injection, or a URL
-    reader dropping it). When the two readings disagree the value is open (None): a rule
-    that needs it either way denies, whichever way the rule is written.
+    ``@`` is also read as its addresses, each tested as ``local@domain`` and combined as
+    `mode` combines values, in every reading a mail stack may take
+    (:func:`~guardagent.trace.temporal.sent_pieces`: an RFC 5322 list, or the addresses
+    inside the text; :func:`~guardagent.trace.addresses.delivered`: the text split at any
+    whitespace, control or special character, and, for an argument that names recipients
+    (`header`), Python's ``email.utils.getaddresses``). An address that does not validate
+    cannot be read (None), and so is a value with a line break (a header injection), or a
+    recipient written with a look-alike ``@`` (``＠``: NFKC makes it ``@``, the mail
+    server does not). When the readings disagree the value is open (None): a rule that
+    needs it either way denies, whichever way the rule is written.
     """
     whole = test(value)
-    sent = sent_pieces(value)  # None: no address, or one plain address (the text is it)
-    if sent is None:
-        return whole
-    pieces = [None if piece is None else test(piece) for piece in sent]
-    return whole if _combine(pieces, mode) == whole else None
+    for read in _address_readings(value, header):
+        if _combine([None if p is None else test(p) for p in read], mode) != whole:
+            return None
+    return whole
+
+
+def _address_readings(value: Any, header: bool) -> list[Sequence[str | None]]:
+    """The readings of a value as addresses (each a list of addresses, None: unreadable)."""
+    if not isinstance(value, str):
+        return []
+    if "@" not in value:  # a look-alike @ the server does not read as one
+        return [[None]] if header and "@" in normalize_text(value) else []
+    return [r for r in (sent_pieces(value), delivered(value, header)) if r is not None]
+
+
+def _header(facts: TraceFacts, path: str) -> bool:
+    """Whether the mail stack may read the argument as a header (it names recipients).
+
+    Yes for an argument the tool's label declares among its ``recipients``, and for every
+    argument of a tool with no label, or of a ``send`` or ``irreversible`` tool that
+    declares none: nothing says it does not. A ``read``, ``write`` or ``navigate`` tool
+    sends no mail (a document's text is not read as a ``To:`` header).
+    """
+    label = facts.labels.label(facts.trace.call.name)
+    if label.recipients:
+        return any(under(path, r) for r in label.recipients)
+    return not label.labelled or label.effect in ("send", "irreversible")
 
 
 def _equal(actual: Any, expected: Any, region: str | None) -> bool | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from guardagent.trace.kinds import Value
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
@@ -13,12 +14,16 @@ from guardagent.trace.predicates.lookalikes import WrittenIdnScope, idn_wildcard
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.readings import both_readings
 from guardagent.trace.provenance import SourceRef
+from guardagent.trace.redirects import every_carried
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import (
     CallPattern,
+    Scope,
     earlier_calls,
     order_violations,
     out_of_scope,
+    scope_verdict,
+    url_location,
     urls_at,
 )
 
@@ -93,11 +98,31 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
                         "internationalised label (it may render like another site)")  # fmt: skip
         if all(verdict is None for *_, verdict in outside):  # open: a rule either way denies
             return Fact("navigation_in_scope", None, (), f"{shown} inside "
-                        f"{', '.join(map(str, parsed))} only as the browser sends the path, "
-                        "not as a server may resolve it (or the reverse)")  # fmt: skip
-        return Fact("navigation_in_scope", False, (),
-                    f"{shown} outside {', '.join(map(str, parsed))}")  # fmt: skip
+                        f"{', '.join(map(str, parsed))} by one reading only (the path as "
+                        "the browser sends it or as a server may resolve it, or a URL it "
+                        "carries, which the browser is sent on to)")  # fmt: skip
+        return Fact("navigation_in_scope", False, (), f"{shown} outside "
+                    f"{', '.join(map(str, parsed))}{_carried_note(values, parsed)}")  # fmt: skip
     return Fact("navigation_in_scope", True, (), f"inside {', '.join(map(str, parsed))}")
+
+
+def _carried_note(values: Sequence[Value | None], scopes: Sequence[Scope]) -> str:
+    """Why a URL a scope admits is outside: the target it sends the browser on to.
+
+    ``google.com/amp/s/evil.example`` is on google.com, yet outside ``google.com``: the
+    detail names what the redirector carries, so the user is asked about that site.
+    """
+    for value in values:
+        where = url_location(value) if value is not None else None
+        if value is None or where is None or not any(s.verdict(value) is True for s in scopes):
+            continue
+        for target in every_carried(where):
+            if target is None:
+                return (" (it sends the browser on to a URL that cannot be read: a link "
+                        "shortener's, or one encoded past reading)")  # fmt: skip
+            if scope_verdict(target, scopes) is not True:
+                return f" (it sends the browser on to {target.text!r})"
+    return ""
 
 
 @predicate
@@ -122,8 +147,8 @@ def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str 
     if outside:  # inside by one reading only, or through a wildcard over an IDN label: open
         return Fact("history_in_scope", None, _refs(facts, (c.index for c, *_ in outside)),
                     f"earlier {outside[0][1]!r} inside {', '.join(map(str, parsed))} by one "
-                    "reading only (its path as a server may resolve it, or a wildcard over "
-                    "an internationalised host label)")  # fmt: skip
+                    "reading only (its path as a server may resolve it, a URL it carries, "
+                    "or a wildcard over an internationalised host label)")  # fmt: skip
     if unknown:
         names = ", ".join(repr(n)[:40] for n in unknown[0].args if n not in
                           (facts.labels.label(unknown[0].name).args or ()))  # fmt: skip
