@@ -13,24 +13,22 @@ decision and the thread's state hold only the variable's name; the value is read
 environment at each check and used for that check only. A variable that is not set makes
 the predicate open (None: a rule that needs it denies), never "no secret found".
 
-Finding one (:func:`find_secrets`). Each argument value is read in several views: as
-written, reversed and ROT13; HTML character references, string escapes (``&#115;``, a
-backslash and ``u0073`` or ``163``) and quoted-printable read; character codes (six or
-more decimal or binary numbers, or hex bytes, apart by separators); URL-decoded
-(repeatedly, ``%2B``, ``+`` and ``%u0073``);
-every run of base64 (standard and URL-safe, decoded at each of the four alignments, so a
-secret in the middle of an encoded blob is found; also with line breaks removed), of
-base32 (either case, each of the eight alignments) and of hex (both alignments); and each
-decoded view once more (base64 of URL-encoded text). The
-predicate also reads the values of the arguments joined, in order (a secret split across
-two arguments or the elements of a list). Each view is normalised
-(:func:`guardagent.trace.values.normalize_text`: NFKC, case folding, format characters
-removed) and searched for each secret as a substring, as written, reversed and in ROT13
-(turned before it was encoded); when a secret has at least
-:data:`COMPACT_MIN` letters and digits, also with everything but letters and digits
-removed from both (``s-k 1 2 3`` is ``sk123``). All of it is linear in the argument's
-length (a constant number of views, each at most a few
-times the text; substring search in C).
+Finding one (:func:`search_secrets`). Each argument value is read in layers
+(:func:`read_views`): as written, reversed and ROT13, then each view decoded in every way
+:func:`guardagent.trace.decoders.decodings` reads (escapes and references, character codes,
+hex bytes with any separators, percent-encoding, base64 whole, in joined groups or piece by
+piece, base32, hex, base85, Ascii85), and each decoded view that is text decoded again, to
+:data:`DEPTH` layers. Each view is folded as a reader sees it
+(:func:`guardagent.trace.secret_forms.fold`: normalised, default-ignorable code points
+removed, Unicode look-alikes read as ASCII) and searched for every form of every secret at
+once (:class:`~guardagent.trace.secret_forms.Matcher`: as written and reversed, under each
+Caesar shift, with separators removed for secrets of :data:`COMPACT_MIN` letters and
+digits). The work is bounded: at most :data:`WORK` times the value's length (plus
+:data:`WORK_FLOOR`) characters of decoded text, a view met twice read once; a value that
+needs more, or whose last layer still decodes to shorter text (an encoding deeper than
+:data:`DEPTH`), is open (:attr:`SecretSearch.open`: the predicate denies), never "no
+secret". The predicate also reads the values of the arguments joined in order, and pieces
+in any order and across calls (:mod:`guardagent.trace.secret_split`).
 """
 
 from __future__ import annotations
