@@ -20,14 +20,18 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from langchain.agents.middleware import ModelResponse
+from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import AIMessage
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.types import Command
+
+from guardagent.decision import GuardDecision
+from guardagent.integrations.answers import thread_of_runtime
 
 try:
     from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
@@ -126,3 +130,87 @@ class HeldResponses:
         """Whether the model call guarded this answer (asked once: the note is used up)."""
         with self._lock:
             return self._guarded.pop(answer_key, 0) is None
+
+
+class HoldsAnswers:
+    """The model-call hooks of ``GuardAgentMiddleware``: its final answers held until guarded.
+
+    A mixin of the middleware: it uses the middleware's answer guard (``_answer``,
+    ``_answer_key``, ``_answer_args``, ``_pending_or``, ``_answer_outcome``, ``guard``,
+    ``trace``) and its :class:`HeldResponses` (``_held``).
+    """
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Hold the model's final answer until it is guarded (see the module)."""
+        host: Any = self
+        if not host.trace:
+            return handler(request)
+        where = request_key(request.state, thread_of_runtime(request.runtime))
+        response = host._held.held(where)
+        if response is None:
+            with hidden_from_streams():
+                response = handler(request)
+        found = _found(host, request, response)
+        if found is None:
+            return response
+        answer, asked, key, state = found
+        decision = host._pending_or(key)
+        if decision is None:
+            task, kwargs = host._answer_args(state, asked)
+            decision = task if isinstance(task, GuardDecision) else host.guard.check_trace(
+                list(state["messages"]), **kwargs)
+        return _decided(host, where, response, answer, key, decision)
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
+        """Async :meth:`wrap_model_call`."""
+        host: Any = self
+        if not host.trace:
+            return await handler(request)
+        where = request_key(request.state, thread_of_runtime(request.runtime))
+        response = host._held.held(where)
+        if response is None:
+            with hidden_from_streams():
+                response = await handler(request)
+        found = _found(host, request, response)
+        if found is None:
+            return response
+        answer, asked, key, state = found
+        decision = host._pending_or(key)
+        if decision is None:
+            task, kwargs = host._answer_args(state, asked)
+            decision = task if isinstance(task, GuardDecision) else await (
+                host.guard.acheck_trace(list(state["messages"]), **kwargs))
+        return _decided(host, where, response, answer, key, decision)
+
+
+def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
+    """``(answer, its guard request, its key, the state with it)``, or None: not guarded."""
+    answer = answer_of(response)
+    if answer is None:
+        return None
+    state = with_answer(request.state, answer)
+    found = host._answer(state, request.runtime)
+    if found is None:
+        return None
+    return answer, found[1], host._answer_key(answer, request.runtime), state
+
+
+def _decided(host: Any, where: str, response: Any, answer: AIMessage, key: str,
+             decision: GuardDecision) -> Any:  # fmt: skip
+    """The model node's output once the answer is decided: it, or the refusal instead.
+
+    A review pauses here (the response held under `where`, so the resumed node judges the
+    same answer); ``after_model`` then leaves the output as it is.
+    """
+    host._held.hold(where, response)
+    outcome = host._answer_outcome(answer, key, decision)
+    host._held.release(where)
+    if outcome is not None and "messages" in outcome:
+        withheld = outcome["messages"][0]
+        host._held.guarded(host._answer_key(withheld, None))
+        return swapped(response, answer, withheld)
+    host._held.guarded(host._answer_key(answer, None))
+    if outcome is None:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=outcome))

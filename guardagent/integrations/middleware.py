@@ -59,7 +59,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Annotated, Any, Literal, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
@@ -77,14 +77,7 @@ from guardagent.integrations.answers import (
     thread_of_runtime,
 )
 from guardagent.integrations.events import tool_call_event
-from guardagent.integrations.held_answers import (
-    HeldResponses,
-    answer_of,
-    hidden_from_streams,
-    request_key,
-    swapped,
-    with_answer,
-)
+from guardagent.integrations.held_answers import HeldResponses, HoldsAnswers
 from guardagent.integrations.runner import (
     arun_guard,
     as_guard,
@@ -151,7 +144,7 @@ class GuardedTraceState(AgentState[Any]):
     guardagent_consent: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
 
 
-class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, Any]):
     """Guard each tool call of a `create_agent` agent with a GuardAgent profile.
 
     Args:
@@ -464,76 +457,6 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """A pending answer review's key: the thread, the message's id and its text."""
         body = json.dumps([thread_of_runtime(runtime), message.id, delivered(message)])
         return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
-
-    def _held_answer(self, request: Any, response: Any) -> tuple[Any, ...] | None:
-        """``(answer, its guard request, its key, the state with it)``, or None: not guarded."""
-        answer = answer_of(response)
-        if answer is None:
-            return None
-        state = with_answer(request.state, answer)
-        found = self._answer(state, request.runtime)
-        if found is None:
-            return None
-        return answer, found[1], self._answer_key(answer, request.runtime), state
-
-    def _released(self, response: Any, answer: AIMessage,
-                  outcome: dict[str, Any] | None) -> Any:  # fmt: skip
-        """The model node's output once the answer is decided: it, or the refusal instead."""
-        if outcome is not None and "messages" in outcome:
-            withheld = outcome["messages"][0]
-            self._held.guarded(self._answer_key(withheld, None))
-            return swapped(response, answer, withheld)
-        self._held.guarded(self._answer_key(answer, None))
-        if outcome is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=Command(update=outcome))
-
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Hold the model's final answer until it is guarded (see :mod:`.held_answers`)."""
-        if not self.trace:
-            return handler(request)
-        where = request_key(request.state, thread_of_runtime(request.runtime))
-        response = self._held.held(where)
-        if response is None:
-            with hidden_from_streams():
-                response = handler(request)
-        found = self._held_answer(request, response)
-        if found is None:
-            return response
-        answer, asked, key, state = found
-        decision = self._pending_or(key)
-        if decision is None:
-            task, kwargs = self._answer_args(state, asked)
-            decision = task if isinstance(task, GuardDecision) else self.guard.check_trace(
-                list(state["messages"]), **kwargs)
-        self._held.hold(where, response)  # a review pauses the node: it resumes on this
-        outcome = self._answer_outcome(answer, key, decision)
-        self._held.release(where)
-        return self._released(response, answer, outcome)
-
-    async def awrap_model_call(self, request: Any,
-                               handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
-        """Async :meth:`wrap_model_call`."""
-        if not self.trace:
-            return await handler(request)
-        where = request_key(request.state, thread_of_runtime(request.runtime))
-        response = self._held.held(where)
-        if response is None:
-            with hidden_from_streams():
-                response = await handler(request)
-        found = self._held_answer(request, response)
-        if found is None:
-            return response
-        answer, asked, key, state = found
-        decision = self._pending_or(key)
-        if decision is None:
-            task, kwargs = self._answer_args(state, asked)
-            decision = task if isinstance(task, GuardDecision) else await (
-                self.guard.acheck_trace(list(state["messages"]), **kwargs))
-        self._held.hold(where, response)
-        outcome = self._answer_outcome(answer, key, decision)
-        self._held.release(where)
-        return self._released(response, answer, outcome)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Guard the agent's final answer when the policy labels ``respond`` (trace=True).
