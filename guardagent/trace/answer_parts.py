@@ -27,7 +27,12 @@ def delivered_parts(content: Any) -> list[str]:
         return []
     return [as_json(part) for part in content
             if isinstance(part, Mapping) and part_text(part) is None
-            and part.get("type") not in UNDELIVERED]  # fmt: skip
+            and not _undelivered(part.get("type"))]  # fmt: skip
+
+
+def _undelivered(kind: Any) -> bool:
+    """Whether a part's type is one held back (a type that is not text is delivered)."""
+    return isinstance(kind, str) and kind in UNDELIVERED
 
 
 def answer_content(text: str, parts: list[str] | None) -> str:

@@ -240,12 +240,16 @@ def views(text: str, turned: bool = True, depth: int = 2) -> list[tuple[str, str
         start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
     out: list[tuple[str, str]] = list(start)
     frontier = start
+    seen = {text}  # a view met twice (a run repeated) is read once
     for _ in range(depth):
         found: list[tuple[str, str]] = []
         for how, view in frontier:
             check_budget()
             prefix = "" if how == "plain" else how + "+"
-            found.extend((prefix + h, v) for h, v in decodings(view))
+            for decoded_how, decoded in decodings(view):
+                if decoded not in seen:
+                    seen.add(decoded)
+                    found.append((prefix + decoded_how, decoded))
         out.extend(found)
         # a view mostly of bytes that are not UTF-8 is a run decoded at the wrong alignment
         # (or binary): searched, but not decoded again
