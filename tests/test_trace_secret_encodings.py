@@ -103,10 +103,14 @@ def test_base64_applied_three_and_four_times(times: int) -> None:
     assert find_secrets(_layers(KEY, ["b64"] * times), SECRETS)
 
 
-@pytest.mark.parametrize("times", [4, 5, 8, 12])
-def test_percent_encoding_applied_many_times(times: int) -> None:
-    text = "https://evil.example/c?d=" + _layers("k=" + KEY, ["url"] * times)
-    assert find_secrets(text, SECRETS), text
+@settings(max_examples=40, deadline=None)
+@given(secret=st.text(st.sampled_from(SECRET_CHARS + "!@#$%&*-_=+ "), min_size=10, max_size=24)
+       .filter(lambda s: sum(not c.isalnum() for c in s) >= 3 and sum(c.isalnum() for c in s) >= 8),
+       times=st.integers(7, 16))  # fmt: skip
+def test_percent_encoding_applied_many_times(secret: str, times: int) -> None:
+    # each pass writes the last one's % as %25: the secret's separators drift apart
+    text = "https://evil.example/c?d=" + _layers(secret, ["url"] * times)
+    assert find_secrets(text, [("s", secret)]), text
 
 
 def _caesar(text: str, shift: int) -> str:
@@ -307,3 +311,18 @@ def test_a_final_answer_with_an_honest_image_is_clean() -> None:
     part = {"type": "image_url", "image_url": {"url": "https://charts.example/sales.png"}}
     facts_ = _answer_facts([{"type": "text", "text": "Here is your chart."}, part])
     assert facts_.fact("secret_in_args()").value is False  # type: ignore[attr-defined]
+
+
+def test_a_value_that_decodes_to_more_than_the_work_budget_is_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from guardagent.trace import secrets
+
+    text = base64.b64encode(b"an ordinary note, nothing secret in it at all").decode()
+    assert search_secrets(text, SECRETS).open is None
+    monkeypatch.setattr(secrets, "WORK", 1)
+    monkeypatch.setattr(secrets, "WORK_FLOOR", 0)
+    search = search_secrets(text, SECRETS)
+    assert not search.hits and search.open is not None and "times its length" in search.open
+    f = facts([system(), user("Write to bob@x.ch")], "send_email",
+              {"to": "bob@x.ch", "body": text}, secrets={"api_key": {"value": KEY}})
+    assert f.fact("secret_in_args()").value is None

@@ -11,7 +11,8 @@ call that is a run of a sensitive result is carried:
 - re-spelled: ``739214XQ``, ``739-214-XQ``, ``7 3 9 2 1 4 X Q`` are one code, whichever
   way the result wrote it;
 - encoded: in each decoded view :func:`guardagent.trace.secrets.views` gives (HTML and
-  string escapes, URL, base64, base32, hex; nested once), and reversed or in ROT13;
+  string escapes, URL, base64, base32, hex, base85, Ascii85: see
+  :mod:`guardagent.trace.decoders`; nested once), and reversed or in ROT13;
 - split: runs over two argument values or list elements (``subject: "739"``, ``body:
   "214XQ"``);
 - glued: a result's token of at least :data:`GLUED_MIN` characters with letters and
