@@ -29,9 +29,11 @@ from tests.test_middleware_answers import (  # noqa: F401
     ANSWER,
     READ,
     SAVE,
+    goto,
     read_file,
     reports,
     save_file,
+    tasks,
 )
 
 
@@ -55,7 +57,7 @@ class StreamingScripted(ScriptedChatModel):
 def _agent(guard: GuardAgent, replies: list[Any], **kw: Any) -> Any:
     model = StreamingScripted.of(replies)
     saver = kw.pop("checkpointer", None)
-    return create_agent(model, [read_file, save_file], checkpointer=saver,
+    return create_agent(model, kw.pop("agent_tools", [read_file, save_file]), checkpointer=saver,
                         middleware=[GuardAgentMiddleware(guard, trace=True, user_info={}, **kw)])
 
 SECRET_ANSWER = "Done: the notes say Q3 revenue up 4%, and the launch code is 7734-XQ."
@@ -123,3 +125,11 @@ def test_a_reviewer_still_decides_a_streamed_answer(reports: GuardAgent) -> None
     assert not any("7734" in t for t in first), first
     out = agent.invoke(Command(resume="approve"), config)
     assert out["messages"][-1].content == SECRET_ANSWER
+
+
+def test_unguarded_answers_still_stream_token_by_token(tasks: GuardAgent) -> None:  # noqa: F811
+    # the policy does not label respond: nothing is held, the model streams as before
+    agent = _agent(tasks, ["All done, see you."], agent_tools=[goto])
+    chunks = [m for m, _ in agent.stream({"messages": [HumanMessage("Hi")]},
+                                         stream_mode="messages")]  # fmt: skip
+    assert [str(m.content) for m in chunks][:4] == ["All ", "done, ", "see ", "you. "], chunks

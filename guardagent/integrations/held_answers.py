@@ -10,8 +10,9 @@ refusal in its place. A review pauses inside the model node; the model's respons
 meanwhile (:class:`HeldResponses`), so the resumed node judges the same answer instead of
 asking the model again.
 
-A stream therefore shows an answer only whole and only once it is allowed: a guarded
-agent's answers are not streamed token by token.
+A stream therefore shows an answer only whole and only once it is allowed: when answers
+are guarded, the model's output (its calls too: which it will make is not known before it
+ends) is not streamed token by token. Without ``respond`` labelled nothing is held.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
 from guardagent.decision import GuardDecision
-from guardagent.integrations.answers import thread_of_runtime
+from guardagent.integrations.answers import labels_respond, thread_of_runtime
+from guardagent.trace.messages import FINAL_ANSWER
 
 try:
     from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
@@ -52,7 +54,8 @@ def hidden_from_streams() -> Iterator[None]:
     """
     config = var_child_runnable_config.get()
     callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
-    streams = [h for h in callbacks.handlers if isinstance(h, _Streaming)] if isinstance(
+    streams = [h for h in (*callbacks.handlers, *callbacks.inheritable_handlers)
+               if isinstance(h, _Streaming)] if isinstance(
         callbacks, BaseCallbackManager) else []  # fmt: skip
     if config is None or not isinstance(callbacks, BaseCallbackManager) or not streams:
         yield
@@ -143,7 +146,7 @@ class HoldsAnswers:
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Hold the model's final answer until it is guarded (see the module)."""
         host: Any = self
-        if not host.trace:
+        if not _guards_answers(host):
             return handler(request)
         where = request_key(request.state, thread_of_runtime(request.runtime))
         response = host._held.held(where)
@@ -165,7 +168,7 @@ class HoldsAnswers:
                                handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
         """Async :meth:`wrap_model_call`."""
         host: Any = self
-        if not host.trace:
+        if not _guards_answers(host):
             return await handler(request)
         where = request_key(request.state, thread_of_runtime(request.runtime))
         response = host._held.held(where)
@@ -182,6 +185,13 @@ class HoldsAnswers:
             decision = task if isinstance(task, GuardDecision) else await (
                 host.guard.acheck_trace(list(state["messages"]), **kwargs))
         return _decided(host, where, response, answer, key, decision)
+
+
+def _guards_answers(host: Any) -> bool:
+    """Whether the middleware guards final answers (else the model streams as it likes)."""
+    guarded = host.guarded_tools
+    return bool(host.trace) and (guarded is None or FINAL_ANSWER in guarded) and labels_respond(
+        host.guard)  # fmt: skip
 
 
 def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
