@@ -133,3 +133,17 @@ def test_unguarded_answers_still_stream_token_by_token(tasks: GuardAgent) -> Non
     chunks = [m for m, _ in agent.stream({"messages": [HumanMessage("Hi")]},
                                          stream_mode="messages")]  # fmt: skip
     assert [str(m.content) for m in chunks][:4] == ["All ", "done, ", "see ", "you. "], chunks
+
+
+def test_astream_events_never_carry_a_withheld_answer(reports: GuardAgent) -> None:  # noqa: F811
+    agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)])
+
+    async def run() -> list[str]:
+        out: list[str] = []
+        async for event in agent.astream_events(
+                {"messages": [HumanMessage("Summarise notes.")]}, version="v2"):  # fmt: skip
+            out.extend(_texts(event.get("data", {})))
+        return out
+
+    streamed = asyncio.run(run())
+    assert streamed and not any("7734" in t for t in streamed), streamed
