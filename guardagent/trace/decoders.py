@@ -8,7 +8,8 @@ Read here:
   ``\163``), quoted-printable (``=73``), percent-encoding (repeatedly, ``%2B``, ``+`` and
   ``%u0073``: a value percent-encoded twelve times is read in one layer);
 - character codes: six or more decimal or binary numbers, one a character, apart by
-  separators (``115 107 45``, ``[115, 107]``); hex bytes apart by any run of characters
+  separators (``115 107 45``, ``[115, 107]``), or binary digits without separators (eight
+  a byte, at each alignment); hex bytes apart by any run of characters
   that are not letters or digits (``73-6b``, ``73.6b``, ``0x73, 0x6b``, ``73 | 6b``);
 - base64 (standard and URL-safe), decoded at each of the four alignments, also with every
   character outside its alphabet removed (a blob wrapped in lines or cut into groups joined
@@ -41,6 +42,7 @@ _B32_RUN = re.compile(r"[A-Za-z2-7]{8,}")
 _B32_TAIL = {0: 0, 1: 0, 2: 2, 3: 2, 4: 4, 5: 5, 6: 5, 7: 7}
 """Characters kept of a last group of 8 cut short: the longest length base32 can end with."""
 _HEX_RUN = re.compile(r"[0-9A-Fa-f]{8,}")
+_BIN_RUN = re.compile(r"[01]{16,}")
 _A85_RUN = re.compile(r"[!-uz]{10,}")
 _B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{10,}")
 _PCT_U = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
@@ -133,6 +135,20 @@ def hex_views(text: str) -> list[str]:
     return out
 
 
+def _binary_views(text: str) -> list[str]:
+    """Every run of binary digits read as 8-bit bytes, at each of the eight alignments."""
+    out: list[str] = []
+    for m in _BIN_RUN.finditer(text):
+        run = m.group(0)
+        for offset in range(8):
+            part = run[offset:]
+            part = part[: len(part) - len(part) % 8]
+            if len(part) >= 16:
+                raw = int(part, 2).to_bytes(len(part) // 8, "big")
+                out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
 def _b85_family(run: re.Pattern[str], decode: Callable[[bytes], bytes],
                 text: str) -> list[str]:  # fmt: skip
     """Every run of a base85 alphabet, decoded at each of the five alignments."""
@@ -221,6 +237,7 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("base64", v) for v in _b64_joined_views(view))
     found.extend(("base32", v) for v in _b32_views(view))
     found.extend(("hex", v) for v in hex_views(view))
+    found.extend(("binary", v) for v in _binary_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
     return found

@@ -12,7 +12,8 @@ character that the Unicode confusables data (UTS #39 ``confusables.txt``, as the
 digit read as that letter or digit.
 
 A secret is looked for in each of its :func:`forms`: as written and reversed, each under
-every Caesar shift of its letters (ROT13 is the shift by 13); and, when it has at least
+every Caesar shift of its letters (ROT13 is the shift by 13), also with its digits turned
+by the same amount, and in ROT47; and, when it has at least
 :data:`COMPACT_MIN` letters and digits, also with everything but letters and digits removed
 from both sides (``s-k 1 2 3`` is ``sk123``). Shifts other than ROT13 are only tried for
 such secrets: a short word shifted is too often another word. All forms of all secrets go
@@ -41,6 +42,7 @@ COMPACT_MIN = 8
 _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
 
 
 @functools.cache
@@ -82,16 +84,28 @@ def compact(text: str) -> str:
     return _NOT_ALNUM.sub("", text)
 
 
-def _shift(text: str, by: int) -> str:
-    """The ASCII letters of (folded, so lower-case) `text` shifted `by` places."""
+def _shift(text: str, by: int, digits: bool = False) -> str:
+    """The ASCII letters of (folded, so lower-case) `text` shifted `by` places.
+
+    With `digits`, its digits are turned by the same amount (modulo 10) too.
+    """
     if by == 0:
         return text
-    return text.translate(str.maketrans(_LOWER, _LOWER[by:] + _LOWER[:by]))
+    table = str.maketrans(_LOWER + (_DIGITS if digits else ""),
+                          _LOWER[by:] + _LOWER[:by]
+                          + (_DIGITS[by % 10:] + _DIGITS[:by % 10] if digits else ""))  # fmt: skip
+    return text.translate(table)
 
 
-def _label(turned: bool, by: int) -> str:
+def _rot47(text: str) -> str:
+    """ROT47: every printable ASCII character but the space turned by 47 of the 94."""
+    return "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in text)
+
+
+def _label(turned: bool, by: int, digits: bool = False) -> str:
     shift = "" if by == 0 else "rot13" if by == 13 else f"caesar +{by}"
-    parts = [p for p in ("reversed" if turned else "", shift) if p]
+    parts = [p for p in ("reversed" if turned else "", shift, "digits too" if digits else "")
+             if p]  # fmt: skip
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -101,13 +115,18 @@ def forms(secret: str) -> Iterator[tuple[str, str, bool]]:
     short = compact(norm)
     wide = len(short) >= COMPACT_MIN
     for turned in (False, True):
+        base, base_short = (norm[::-1], short[::-1]) if turned else (norm, short)
         for by in range(26):
             if by not in (0, 13) and not wide:
                 continue
-            label = _label(turned, by)
-            yield label, _shift(norm[::-1] if turned else norm, by), False
-            if wide:
-                yield label, _shift(short[::-1] if turned else short, by), True
+            for digits in (False, True) if wide and by % 10 else (False,):
+                label = _label(turned, by, digits)
+                yield label, _shift(base, by, digits), False
+                if wide:
+                    yield label, _shift(base_short, by, digits), True
+        if wide:  # ROT47 turns case apart: from the secret as written, then folded
+            yield _label(turned, 0).rstrip(")") + (", rot47)" if turned else " (rot47)"), fold(
+                _rot47(secret.strip()[::-1] if turned else secret.strip())), False
 
 
 class Matcher:
