@@ -381,3 +381,22 @@ def test_a_caesar_shift_that_turns_the_digits_too(secret: str, shift: int) -> No
     text = "".join(chr(ord("0") + (ord(c) - ord("0") + shift) % 10) if c.isdigit() else c
                    for c in _caesar(secret, shift))  # fmt: skip
     assert find_secrets(text, [("s", secret)]), text
+
+
+MORE_LOOKALIKES = {"l": "\u04cf", "I": "\u04c0", "0": "\u041e", "1": "\u04c0", "3": "\u0417",
+                   "i": "\u0456", "o": "\u03bf"}  # fmt: skip
+"""Look-alikes of letters and digits that other ASCII characters look like too (l, I, 1)."""
+
+
+@settings(max_examples=80, deadline=None)
+@given(secret=secrets_st.filter(lambda s: sum(c in MORE_LOOKALIKES for c in s) >= 2),
+       data=st.data())  # fmt: skip
+def test_lookalikes_of_ambiguous_letters_and_digits(secret: str, data: st.DataObject) -> None:
+    swap = data.draw(st.sets(st.sampled_from(sorted({c for c in secret if c in MORE_LOOKALIKES})),
+                             min_size=1))  # fmt: skip
+    text = "".join(MORE_LOOKALIKES[c] if c in swap else c for c in secret)
+    assert find_secrets("key " + text, [("s", secret)]), ascii(text)
+
+
+def test_the_live_key_with_a_palochka_for_its_l() -> None:
+    assert find_secrets("sk-\u04cfive-7f3a9c2e4b1d", SECRETS)

@@ -9,16 +9,19 @@ removed), then every code point with the Unicode property ``Default_Ignorable_Co
 removed (the ``regex`` module's Unicode data, not a hand list), then every non-ASCII
 character that the Unicode confusables data (UTS #39 ``confusables.txt``, as the
 ``confusable_homoglyphs`` package ships it) lists as a look-alike of an ASCII letter or
-digit read as that letter or digit.
+digit read as that letter or digit (the first the data lists). Since several ASCII
+characters look alike too, a view that was not ASCII is also searched in its
+:func:`skeleton` (``0``/``o`` and ``1``/``i``/``l``/``|`` made one), for the forms'.
 
 A secret is looked for in each of its :func:`forms`: as written and reversed, each under
 every Caesar shift of its letters (ROT13 is the shift by 13), also with its digits turned
-by the same amount, and in ROT47; and, when it has at least
+by the same amount, and in ROT47 (these for secrets of :data:`COMPACT_MIN` letters and
+digits); and, when it has at least
 :data:`COMPACT_MIN` letters and digits, also with everything but letters and digits removed
 from both sides (``s-k 1 2 3`` is ``sk123``). Shifts other than ROT13 are only tried for
 such secrets: a short word shifted is too often another word. All forms of all secrets go
-into one Aho-Corasick automaton (:class:`Matcher`), so a view is scanned once, in linear
-time, however many forms there are. The automaton lives for one check only: a secret from
+into a few Aho-Corasick automata (:class:`Matcher`), so a view is scanned a few times, in
+linear time, however many forms there are. The automaton lives for one check only: a secret from
 the environment is not kept.
 """
 
@@ -43,6 +46,7 @@ _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _DIGITS = "0123456789"
+_SKELETON = str.maketrans("01il|", "ollll")
 
 
 @functools.cache
@@ -129,8 +133,20 @@ def forms(secret: str) -> Iterator[tuple[str, str, bool]]:
                 _rot47(secret.strip()[::-1] if turned else secret.strip())), False
 
 
+def skeleton(folded: str) -> str:
+    """A folded text with the ASCII characters that look alike made one.
+
+    ``0`` and ``o``; ``1``, ``i``, ``l`` and ``|``: a look-alike the confusables data reads
+    as one of them may stand for any (a Cyrillic palochka is an ``l``, an ``I`` or a ``1``).
+    """
+    return folded.translate(_SKELETON)
+
+
 class Matcher:
     """Every form of every secret, found in a folded view with one automaton pass each.
+
+    A view that was not ASCII is also searched in its :func:`skeleton`, for the secret's
+    forms in theirs.
 
     Args:
         secrets: ``(name, value)`` of the secrets to look for.
@@ -138,22 +154,28 @@ class Matcher:
 
     def __init__(self, secrets: list[tuple[str, str]]) -> None:
         self.names = [name for name, _ in secrets]
-        self._plain = ahocorasick.Automaton()
-        self._compact = ahocorasick.Automaton()
-        for name, value in secrets:
+        self._automata = [ahocorasick.Automaton() for _ in range(4)]  # plain, compact, and
+        for name, value in secrets:  # the skeletons of both
             for turn, form, compacted in forms(value):
-                automaton = self._compact if compacted else self._plain
-                if form and form not in automaton:
-                    automaton.add_word(form, (name, turn))
-        for automaton in (self._plain, self._compact):
+                for at, text in ((int(compacted), form), (2 + int(compacted), skeleton(form))):
+                    if text and text not in self._automata[at]:
+                        self._automata[at].add_word(text, (name, turn))
+        for automaton in self._automata:
             if len(automaton):
                 automaton.make_automaton()
 
-    def find(self, folded: str) -> Iterator[tuple[str, str]]:
-        """``(name, turn)`` of each form in a folded view (some may repeat)."""
-        if len(self._plain):
-            yield from (found for _, found in self._plain.iter(folded))
-        if len(self._compact):
-            short = compact(folded)
-            if short:
-                yield from (found for _, found in self._compact.iter(short))
+    def find(self, folded: str, lookalikes: bool = False) -> Iterator[tuple[str, str]]:
+        """``(name, turn)`` of each form in a folded view (some may repeat).
+
+        With `lookalikes` (the view was not ASCII), in its skeleton too.
+        """
+        yield from self._find(folded, 0)
+        if lookalikes:
+            yield from self._find(skeleton(folded), 2)
+
+    def _find(self, text: str, at: int) -> Iterator[tuple[str, str]]:
+        plain, compacted = self._automata[at], self._automata[at + 1]
+        if len(plain):
+            yield from (found for _, found in plain.iter(text))
+        if len(compacted) and (short := compact(text)):
+            yield from (found for _, found in compacted.iter(short))

@@ -275,7 +275,7 @@ def search_secrets(text: str, secrets: list[tuple[str, str]],
         folded.append(seen)
         if len(hits) == len(matcher.names):
             continue
-        for name, turn in matcher.find(seen):
+        for name, turn in matcher.find(seen, lookalikes=not view.isascii()):
             hits.setdefault(name, how + turn)
     return SecretSearch(list(hits.items()), None if hits else unread, folded)
 
