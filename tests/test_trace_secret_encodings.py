@@ -400,3 +400,9 @@ def test_lookalikes_of_ambiguous_letters_and_digits(secret: str, data: st.DataOb
 
 def test_the_live_key_with_a_palochka_for_its_l() -> None:
     assert find_secrets("sk-\u04cfive-7f3a9c2e4b1d", SECRETS)
+
+
+def test_ascii85_whose_data_ends_in_the_first_character_of_the_start_mark() -> None:
+    # found by hypothesis: "<~...E<~>", the data's last "<" beside the end mark's "~"
+    text = base64.a85encode(b"token=00000000AAq", adobe=True).decode()
+    assert text.endswith("<~>") and find_secrets(text, [("s", "00000000AAq")])

@@ -167,7 +167,8 @@ def _b85_family(run: re.Pattern[str], decode: Callable[[bytes], bytes],
 
 
 def _a85_views(text: str) -> list[str]:
-    unframed = text.replace("<~", " ").replace("~>", " ") if "<~" in text else text
+    # the end mark first: a last group ending in "<" is followed by "~>" ("...E<~>")
+    unframed = text.replace("~>", " ").replace("<~", " ") if "<~" in text else text
     return _b85_family(_A85_RUN, base64.a85decode, unframed)
 
 
