@@ -22,6 +22,7 @@ from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.integrations.runner import describe_denial
 from guardagent.policy.task import AttachedTask, TaskPolicy
+from guardagent.trace.answer_parts import answer_content, delivered_parts
 from guardagent.trace.messages import FINAL_ANSWER
 
 TaskSpec = TaskPolicy | AttachedTask | Mapping[str, Any]
@@ -52,6 +53,15 @@ def final_answer(state: Any) -> AIMessage | None:
     if isinstance(last, AIMessage) and not last.tool_calls:
         return last
     return None
+
+
+def delivered(message: AIMessage) -> str:
+    """An answer as the guard reads it: its text, then the other parts the client receives.
+
+    An image's URL or a file reaches the client too (:mod:`guardagent.trace.answer_parts`):
+    the guard and a reviewer read them with the text.
+    """
+    return answer_content(str(message.text), delivered_parts(message.content))
 
 
 def thread_of_runtime(runtime: Any) -> str | None:
@@ -89,7 +99,7 @@ def answer_review(message: AIMessage, decision: GuardDecision) -> dict[str, Any]
     """The interrupt value asking a reviewer about a denied answer (JSON)."""
     return {
         "type": ANSWER_REVIEW_TYPE,
-        "final_answer": {"content": str(message.text), "id": message.id},
+        "final_answer": {"content": delivered(message), "id": message.id},
         "decision": decision.model_dump(
             mode="json", include={"allowed", "violations", "reason", "error", "profile"}),
         "question": f"GuardAgent denied the agent's answer ({describe_denial(decision)}). "

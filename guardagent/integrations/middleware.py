@@ -69,6 +69,7 @@ from guardagent.decision import GuardDecision
 from guardagent.integrations.answers import (
     TaskSource,
     answer_review,
+    delivered,
     final_answer,
     labels_respond,
     refusal,
@@ -76,6 +77,7 @@ from guardagent.integrations.answers import (
     thread_of_runtime,
 )
 from guardagent.integrations.events import tool_call_event
+from guardagent.integrations.held_answers import HeldResponses, HoldsAnswers
 from guardagent.integrations.runner import (
     arun_guard,
     as_guard,
@@ -150,7 +152,7 @@ class GuardedTraceState(AgentState[Any]):
     guardagent_consent: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
 
 
-class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, Any]):
     """Guard each tool call of a `create_agent` agent with a GuardAgent profile.
 
     Args:
@@ -223,6 +225,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # (with a model behind the guard, a second run could even decide differently).
         self._pending: OrderedDict[str, GuardDecision] = OrderedDict()
         self._lock = threading.Lock()
+        self._held = HeldResponses()  # final answers held in the model call (trace=True)
 
     # -- event -----------------------------------------------------------------------------
 
@@ -429,7 +432,7 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         message = final_answer(state)
         if message is None or not labels_respond(self.guard):
             return None
-        call = {"name": "respond", "args": {"content": str(message.text)}, "id": message.id}
+        call = {"name": "respond", "args": {"content": delivered(message)}, "id": message.id}
         request = ToolCallRequest(tool_call=call, tool=None, state=state,  # type: ignore[arg-type]
                                   runtime=runtime)  # fmt: skip
         return (message, request) if self._guarded(request) else None
@@ -460,16 +463,21 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     @staticmethod
     def _answer_key(message: AIMessage, runtime: Any) -> str:
         """A pending answer review's key: the thread, the message's id and its text."""
-        body = json.dumps([thread_of_runtime(runtime), message.id, str(message.text)])
+        body = json.dumps([thread_of_runtime(runtime), message.id, delivered(message)])
         return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Guard the agent's final answer when the policy labels ``respond`` (trace=True)."""
+        """Guard the agent's final answer when the policy labels ``respond`` (trace=True).
+
+        An answer the model call already guarded (:meth:`wrap_model_call`) is left as it is.
+        """
         found = self._answer(state, runtime)
         if found is None:
             return None
         message, request = found
         key = self._answer_key(message, runtime)
+        if self._held.was_guarded(self._answer_key(message, None)):
+            return None
         decision = self._pending_or(key)
         if decision is None:
             task, kwargs = self._answer_args(state, request)
@@ -484,6 +492,8 @@ class GuardAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         message, request = found
         key = self._answer_key(message, runtime)
+        if self._held.was_guarded(self._answer_key(message, None)):
+            return None
         decision = self._pending_or(key)
         if decision is None:
             task, kwargs = self._answer_args(state, request)

@@ -11,7 +11,11 @@ call that is a run of a sensitive result is carried:
 - re-spelled: ``739214XQ``, ``739-214-XQ``, ``7 3 9 2 1 4 X Q`` are one code, whichever
   way the result wrote it;
 - encoded: in each decoded view :func:`guardagent.trace.secrets.views` gives (HTML and
-  string escapes, URL, base64, base32, hex; nested once), and reversed or in ROT13;
+  string escapes, URL, base64, base32, hex, base85, Ascii85: see
+  :mod:`guardagent.trace.decoders`; nested once), and reversed or in ROT13; a view that is
+  not ASCII is also read as a reader sees it
+  (:func:`guardagent.trace.secret_forms.fold`: Unicode look-alikes read as the ASCII
+  letters they imitate, default-ignorable code points such as U+3164 dropped);
 - split: runs over two argument values or list elements (``subject: "739"``, ``body:
   "214XQ"``);
 - glued: a result's token of at least :data:`GLUED_MIN` characters with letters and
@@ -52,6 +56,7 @@ from guardagent.trace.messages import Message, ToolCall, Trace
 from guardagent.trace.normal import unescape
 from guardagent.trace.numbers import canon
 from guardagent.trace.reading import MAX_CACHED_BYTES, ReadingCache, kept_cache
+from guardagent.trace.secret_forms import fold
 from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
 from guardagent.trace.values import Value, normalize_text, secret_like, tokens
@@ -291,7 +296,10 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         read = []
         for _, view in views(text, turned=False):
             check_budget()
-            read.append(normalize_text(view))
+            norm = normalize_text(view)
+            read.append(norm)
+            if not norm.isascii() and (seen := fold(view)) != norm:
+                read.append(seen)  # as a reader sees it: look-alikes, invisibles dropped
         normal.append((path, read))
     automaton = _automaton(frozenset(_carried(sensitive.glued, normal, strings)))
     out: list[Carried] = []

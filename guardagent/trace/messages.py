@@ -81,6 +81,7 @@ from typing import Any, Literal, TypeGuard, TypeVar
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
 from guardagent.trace import content as _content
+from guardagent.trace.answer_parts import answer_content, delivered_parts
 from guardagent.trace.chain import calls_json
 from guardagent.trace.content import Content, sort_content
 from guardagent.trace.declared import check_keys_alike, keys_once
@@ -255,6 +256,7 @@ class _Reader:
         self.answers: dict[int, tuple[int, int]] = {}
         self.nesting_checked = False  # every message (a mapping) walked by the caller
         self.borrowed = False  # a call's arguments hold the host's containers: keep no state
+        self.parts: dict[int, list[str]] = {}  # an assistant message's delivered parts (JSON)
 
     def save(self, items: Sequence[Any]) -> ReadState | None:
         """The state after reading `items` (None: not plain data, or borrowed containers)."""
@@ -413,6 +415,8 @@ class _Reader:
             result = {"tool_call_id": call_id, "status": "error" if failed else "ok"}
             self.tool(result, self.text(body, where), None, len(self.messages), where, False)
         if role == "assistant":
+            if parts := delivered_parts(body):  # what a final answer sends besides its text
+                self.parts[len(self.messages)] = parts
             self.assistant(data, content.shown, content.calls, len(self.messages), where)
         elif (content.shown or not content.results) and is_summary(data, content.shown):
             self.messages.append(Message("tool", SUMMARY_SOURCE, content.shown, None, None,
@@ -650,7 +654,8 @@ def parse_trace(
     proposed: ToolCall | None = None
     last = msgs[-1] if msgs else None
     if given is None:
-        answer = final_answer_call(last, final_answer, reader.position)
+        answer = final_answer_call(last, final_answer, reader.position,
+                                   reader.parts.get(last.index) if last else None)
         if answer is not None:
             return Trace(tuple(msgs), answer, reader.size,
                          tuple(c for m in msgs for c in m.calls), reader.results,
@@ -680,18 +685,22 @@ FINAL_ANSWER = "respond"
 """The pseudo-tool a final answer (an assistant message with no call) is guarded as."""
 
 
-def final_answer_call(last: Message | None, name: str | None, position: int) -> ToolCall | None:
+def final_answer_call(last: Message | None, name: str | None, position: int,
+                      parts: list[str] | None = None) -> ToolCall | None:  # fmt: skip
     """A final answer as a call of the pseudo-tool `name`, ``{"content": <its text>}``.
 
     An assistant message that makes no call is the agent's message to the user (a question,
     a report, the final answer). Guarded as a call, end-of-run rules can judge it like any
     action (``respond`` only after ``save_file``; no sensitive value in it). Only when the
     caller names the pseudo-tool (the host does when the policy labels it): otherwise the
-    trace stays ``no_tool_call``, as before.
+    trace stays ``no_tool_call``, as before. The content is the text followed by the
+    message's delivered `parts` (an image's URL, a file: :mod:`guardagent.trace.answer_parts`),
+    which reach the user's client too.
     """
     if name is None or last is None or last.role != "assistant" or last.calls:
         return None
-    return ToolCall(name, {"content": last.text}, None, last.index, position)
+    return ToolCall(name, {"content": answer_content(last.text, parts)}, None, last.index,
+                    position)  # fmt: skip
 
 
 def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:

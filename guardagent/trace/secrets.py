@@ -13,65 +13,48 @@ decision and the thread's state hold only the variable's name; the value is read
 environment at each check and used for that check only. A variable that is not set makes
 the predicate open (None: a rule that needs it denies), never "no secret found".
 
-Finding one (:func:`find_secrets`). Each argument value is read in several views: as
-written, reversed and ROT13; HTML character references, string escapes (``&#115;``, a
-backslash and ``u0073`` or ``163``) and quoted-printable read; character codes (six or
-more decimal or binary numbers, or hex bytes, apart by separators); URL-decoded
-(repeatedly, ``%2B``, ``+`` and ``%u0073``);
-every run of base64 (standard and URL-safe, decoded at each of the four alignments, so a
-secret in the middle of an encoded blob is found; also with line breaks removed), of
-base32 (either case, each of the eight alignments) and of hex (both alignments); and each
-decoded view once more (base64 of URL-encoded text). The
-predicate also reads the values of the arguments joined, in order (a secret split across
-two arguments or the elements of a list). Each view is normalised
-(:func:`guardagent.trace.values.normalize_text`: NFKC, case folding, format characters
-removed) and searched for each secret as a substring, as written, reversed and in ROT13
-(turned before it was encoded); when a secret has at least
-:data:`COMPACT_MIN` letters and digits, also with everything but letters and digits
-removed from both (``s-k 1 2 3`` is ``sk123``). All of it is linear in the argument's
-length (a constant number of views, each at most a few
-times the text; substring search in C).
+Finding one (:func:`search_secrets`). Each argument value is read in layers
+(:func:`read_views`): as written, reversed and ROT13, then each view decoded in every way
+:func:`guardagent.trace.decoders.decodings` reads (escapes and references, character codes,
+hex bytes with any separators, percent-encoding, base64 whole, in joined groups or piece by
+piece, base32, hex, base85, Ascii85), and each decoded view that is text decoded again, to
+:data:`DEPTH` layers. Each view is folded as a reader sees it
+(:func:`guardagent.trace.secret_forms.fold`: normalised, default-ignorable code points
+removed, Unicode look-alikes read as ASCII) and searched for every form of every secret at
+once (:class:`~guardagent.trace.secret_forms.Matcher`: as written and reversed, under each
+Caesar shift, with separators removed for secrets of :data:`COMPACT_MIN` letters and
+digits). The work is bounded: at most :data:`WORK` times the value's length (plus
+:data:`WORK_FLOOR`) characters of decoded text, a view met twice read once; a value that
+needs more, or whose last layer still decodes to shorter text (an encoding deeper than
+:data:`DEPTH`), is open (:attr:`SecretSearch.open`: the predicate denies), never "no
+secret". The predicate also reads the values of the arguments joined in order, and pieces
+in any order and across calls (:mod:`guardagent.trace.secret_split`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import codecs
 import os
-import quopri
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from html import unescape as unescape_html
 from typing import Any
-from urllib.parse import unquote_plus
 
 from guardagent.trace.budget import check_budget
-from guardagent.trace.normal import unescape
+from guardagent.trace.decoders import decodings
+from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold
 from guardagent.trace.values import normalize_text
 
 MIN_CHARS = 6
 """A secret shorter than this (normalised) would be found everywhere: a configuration error."""
 
-COMPACT_MIN = 8
-"""Letters and digits a secret needs before it is also looked for with separators removed."""
+__all__ = ["COMPACT_MIN", "MIN_CHARS", "SecretSearch", "SecretSpec", "Secrets", "SecretsError",
+           "find_secrets", "read_views", "search_secrets", "views"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
-_HEX_RUN = re.compile(r"[0-9A-Fa-f]{8,}")
-_NOT_ALNUM = re.compile(r"[\W_]+")
-_DEPTH = 2
-_PCT_U = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
-_OCTAL = re.compile(r"\\([0-7]{1,3})")
-_QP = re.compile(r"=[0-9A-F]{2}")
-_DIGITS = re.compile(r"[0-9]+")
-# runs of 6+ numbers (or hex bytes) apart by 1-3 separators: one parse at each position,
-# and a failed try stops within 6 numbers, so finditer stays linear
-_CODES = re.compile(r"(?:[0-9]{1,8}[^0-9A-Za-z]{1,3}){5,}[0-9]{1,8}")
-_HEX_BYTES = re.compile(r"(?:(?:0[xX])?[0-9A-Fa-f]{2}[\s,;:]{1,3}){5,}(?:0[xX])?[0-9A-Fa-f]{2}")
-_HEX_SEPARATORS = re.compile(r"0[xX]|[\s,;:]+")
+_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+"""What a decoded view that is not text is made of: invalid bytes and control characters."""
 
 
 class SecretsError(ValueError):
@@ -173,135 +156,100 @@ class Secrets:
 
 # -- finding secrets -----------------------------------------------------------------------
 
+DEPTH = 4
+"""Layers of encoding the secret search reads (base64 three times and URL-encoded is four)."""
 
-def _b64_views(text: str) -> list[str]:
-    out: list[str] = []
-    for m in _B64_RUN.finditer(text):
-        run = m.group(0).replace("-", "+").replace("_", "/")
-        for offset in range(4):
-            part = run[offset:]
-            rest = len(part) % 4  # a last group cut short: pad it (one char alone is noise)
-            part = part[:-1] if rest == 1 else part + "=" * ((4 - rest) % 4)
-            if len(part) < 8:
-                continue
-            try:
-                raw = base64.b64decode(part, validate=True)
-            except (binascii.Error, ValueError):
-                continue
-            out.append(raw.decode("utf-8", "replace"))
-    return out
+WORK = 160
+"""Characters of decoded views the search may make per character of the value (plus
+:data:`WORK_FLOOR`): the search stays linear, and a value that needs more is open."""
+
+WORK_FLOOR = 1 << 16
 
 
-_B32_RUN = re.compile(r"[A-Za-z2-7]{8,}")
-_B32_TAIL = {0: 0, 1: 0, 2: 2, 3: 2, 4: 4, 5: 5, 6: 5, 7: 7}
-"""Characters kept of a last group of 8 cut short: the longest length base32 can end with."""
+@dataclass(frozen=True)
+class SecretSearch:
+    """What :func:`search_secrets` found in one text.
 
-
-def _b32_views(text: str) -> list[str]:
-    """Every run of base32 (RFC 4648, either case), decoded at each of the eight alignments."""
-    out: list[str] = []
-    for m in _B32_RUN.finditer(text):
-        run = m.group(0).upper()
-        for offset in range(8):
-            part = run[offset:]
-            rest = len(part) % 8
-            part = part[: len(part) - rest + _B32_TAIL[rest]]
-            if len(part) < 8:
-                continue
-            try:
-                raw = base64.b32decode(part + "=" * (-len(part) % 8))
-            except (binascii.Error, ValueError):
-                continue
-            out.append(raw.decode("utf-8", "replace"))
-    return out
-
-
-def _hex_views(text: str) -> list[str]:
-    out: list[str] = []
-    for m in _HEX_RUN.finditer(text):
-        run = m.group(0)
-        for offset in range(2):
-            part = run[offset:]
-            part = part[: len(part) - len(part) % 2]
-            try:
-                out.append(bytes.fromhex(part).decode("utf-8", "replace"))
-            except ValueError:
-                continue
-    return out
-
-
-def _url_view(text: str) -> str | None:
-    if "%" not in text and "+" not in text:
-        return None
-    decoded = _PCT_U.sub(lambda m: chr(int(m.group(1), 16)), text)  # %u0073: IIS, escape()
-    for _ in range(3):
-        nxt = unquote_plus(decoded)
-        if nxt == decoded:
-            break
-        decoded = nxt
-    return decoded if decoded != text else None
-
-
-def _text_views(text: str) -> list[tuple[str, str]]:
-    r"""Character-level re-spellings a model can be told to use.
-
-    HTML references, string escapes (octal ones too: ``\163``), quoted-printable
-    (``=73``), and character codes: decimal or binary numbers, one a character
-    (``115 107 45``, ``[115, 107]``, ``01110011``), and hex bytes with separators
-    (``73 6b``, ``0x73, 0x6b``).
+    Attributes:
+        hits: ``(secret name, encoding)`` of each secret found.
+        open: Why the text could not be read to the end (None: it was): encoded more deeply
+            than :data:`DEPTH` layers, or more decoded text than :data:`WORK` allows.
+        folded: Every view read, folded (:func:`~guardagent.trace.secret_forms.fold`): what
+            a split secret's pieces are looked for in.
     """
-    out: list[tuple[str, str]] = []
-    if "&" in text and (html := unescape_html(text)) != text:
-        out.append(("html", html))
-    if "\\" in text:
-        if (read := unescape(text)) != text:
-            out.append(("escapes", read))
-        if (octal := _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), text)) != text:
-            out.append(("escapes", octal))
-    if "=" in text and _QP.search(text):
-        raw = quopri.decodestring(text.encode("utf-8", "surrogatepass"))
-        out.append(("quoted-printable", raw.decode("utf-8", "replace")))
-    for m in _CODES.finditer(text):
-        runs = _DIGITS.findall(m.group(0))
-        out.append(("codes", "".join(_char(int(r)) for r in runs)))
-        if all(len(r) in (7, 8) and not r.strip("01") for r in runs):
-            out.append(("codes", "".join(_char(int(r, 2)) for r in runs)))
-    for m in _HEX_BYTES.finditer(text):
-        out.extend(("hex", v) for v in _hex_views(_HEX_SEPARATORS.sub("", m.group(0))))
-    return out
+
+    hits: list[tuple[str, str]]
+    open: str | None
+    folded: list[str] = field(default_factory=list, repr=False)
 
 
-def _char(code: int) -> str:
-    return chr(code) if 32 <= code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
+def _text_like(view: str) -> bool:
+    """Whether a decoded view is text (at most a quarter of it invalid bytes or controls).
+
+    A run decoded at the wrong alignment, or binary, is mostly invalid UTF-8: searched, but
+    not decoded again.
+    """
+    return len(view) >= 4 and 4 * len(_BAD.findall(view)) <= len(view)
 
 
-def views(text: str, turned: bool = True) -> list[tuple[str, str]]:
-    """``(encoding, view)`` of a value, read as the module says (nested).
+def read_views(text: str, turned: bool = True,
+               depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
+    """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
 
-    As written, reversed and ROT13 (without `turned`: as written only), then HTML-,
-    escape-, URL-, base64- (also with line breaks removed), base32- and hex-decoded; a
-    decoded view at most half of whose characters are invalid UTF-8 is decoded once more.
+    As written, reversed and ROT13 (without `turned`: as written only), then each layer of
+    :func:`~guardagent.trace.decoders.decodings` of the views of the layer before that are
+    text (:func:`_text_like`). Open (the second item) when the decoded text passes
+    ``WORK * len(text) + WORK_FLOOR`` characters, or when a view of the last layer still
+    decodes to shorter text (an encoding one layer deeper than `depth`).
     """
     start = [("plain", text)]
     if turned:
         start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
     out: list[tuple[str, str]] = list(start)
     frontier = start
-    for _ in range(_DEPTH):
+    limit, work = WORK * len(text) + WORK_FLOOR, 0
+    seen = {text}  # a view met twice (a run repeated) is read once
+    for _ in range(depth):
         found: list[tuple[str, str]] = []
         for how, view in frontier:
             check_budget()  # long attacker text: many views (the trace's reading budget)
             prefix = "" if how == "plain" else how + "+"
-            url = _url_view(view)
-            if url is not None:
-                found.append((prefix + "url", url))
-            found.extend((prefix + h, v) for h, v in _text_views(view))
-            found.extend((prefix + "base64", v) for v in _b64_views(view))
-            unwrapped = "".join(view.split())
-            if unwrapped != view:  # base64 wrapped in lines (MIME: 76 a line)
-                found.extend((prefix + "base64", v) for v in _b64_views(unwrapped))
-            found.extend((prefix + "base32", v) for v in _b32_views(view))
-            found.extend((prefix + "hex", v) for v in _hex_views(view))
+            for decoded_how, decoded in decodings(view):
+                work += len(decoded)
+                if decoded not in seen:
+                    seen.add(decoded)
+                    found.append((prefix + decoded_how, decoded))
+            if work > limit:
+                out.extend(found)
+                return out, (f"decoding it makes more than {WORK} times its length of text "
+                             "(the search reads no further)")  # fmt: skip
+        out.extend(found)
+        frontier = [(h, v) for h, v in found if _text_like(v)]
+    for _, view in frontier:
+        check_budget()
+        if any(_text_like(v) and len(v) >= MIN_CHARS and 5 * len(v) <= 4 * len(view)
+               for _, v in decodings(view)):  # fmt: skip
+            return out, f"it is encoded more deeply than the {depth} layers the search reads"
+    return out, None
+
+
+def views(text: str, turned: bool = True, depth: int = 2) -> list[tuple[str, str]]:
+    """``(encoding, view)`` of a value to `depth` layers (:func:`read_views`, not bounded)."""
+    start = [("plain", text)]
+    if turned:
+        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+    out: list[tuple[str, str]] = list(start)
+    frontier = start
+    seen = {text}  # a view met twice (a run repeated) is read once
+    for _ in range(depth):
+        found: list[tuple[str, str]] = []
+        for how, view in frontier:
+            check_budget()
+            prefix = "" if how == "plain" else how + "+"
+            for decoded_how, decoded in decodings(view):
+                if decoded not in seen:
+                    seen.add(decoded)
+                    found.append((prefix + decoded_how, decoded))
         out.extend(found)
         # a view mostly of bytes that are not UTF-8 is a run decoded at the wrong alignment
         # (or binary): searched, but not decoded again
@@ -309,45 +257,29 @@ def views(text: str, turned: bool = True) -> list[tuple[str, str]]:
     return out
 
 
-def _compact(text: str) -> str:
-    return _NOT_ALNUM.sub("", text)
+def search_secrets(text: str, secrets: list[tuple[str, str]],
+                   matcher: Matcher | None = None) -> SecretSearch:  # fmt: skip
+    """Each declared secret the text carries (see the module), and whether it read it all.
 
-
-def _turns(secret: str, compact: str | None) -> list[tuple[str, tuple[str, str | None]]]:
-    """The secret as written, reversed and in ROT13: a view may hold it turned, then encoded."""
-    def rot(t: str) -> str:
-        return codecs.encode(t, "rot13")
-
-    return [("", (secret, compact)),
-            (" (reversed)", (secret[::-1], compact[::-1] if compact else None)),
-            (" (rot13)", (rot(secret), rot(compact) if compact else None))]  # fmt: skip
+    `matcher` is the secrets' :class:`~guardagent.trace.secret_forms.Matcher` when the caller
+    searches many texts for them (built here otherwise).
+    """
+    if matcher is None:
+        matcher = Matcher(secrets)
+    read, unread = read_views(text)
+    hits: dict[str, str] = {}
+    folded: list[str] = []
+    for how, view in read:
+        check_budget()
+        seen = fold(view)
+        folded.append(seen)
+        if len(hits) == len(matcher.names):
+            continue
+        for name, turn in matcher.find(seen, lookalikes=not view.isascii()):
+            hits.setdefault(name, how + turn)
+    return SecretSearch(list(hits.items()), None if hits else unread, folded)
 
 
 def find_secrets(text: str, secrets: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``(secret name, encoding)`` for each declared secret the text carries (see module)."""
-    wanted = []
-    for name, value in secrets:
-        norm = normalize_text(value).strip()
-        short = _compact(norm)
-        wanted.append((name, norm, short if len(short) >= COMPACT_MIN else None))
-    hits: dict[str, str] = {}
-    for how, view in views(text):
-        check_budget()
-        norm = normalize_text(view)
-        compact: str | None = None
-        for name, secret, secret_compact in wanted:
-            if name in hits:
-                continue
-            for turn, (form, form_compact) in _turns(secret, secret_compact):
-                if form in norm:
-                    hits[name] = how + turn
-                elif form_compact is not None:
-                    if compact is None:
-                        compact = _compact(norm)
-                    if form_compact in compact:
-                        hits[name] = how + turn
-                if name in hits:
-                    break
-        if len(hits) == len(wanted):
-            break
-    return list(hits.items())
+    """``(secret name, encoding)`` for each declared secret the text carries (see the module)."""
+    return search_secrets(text, secrets).hits

@@ -9,7 +9,9 @@ from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
 from guardagent.trace.predicates.provenance import describe, trusted
 from guardagent.trace.provenance import ValueProvenance
-from guardagent.trace.secrets import find_secrets
+from guardagent.trace.secret_forms import Matcher, fold
+from guardagent.trace.secret_split import Pieces
+from guardagent.trace.secrets import find_secrets, read_views, search_secrets
 from guardagent.trace.state import flatten
 from guardagent.trace.temporal import secret_flow as flow_of
 
@@ -61,34 +63,48 @@ def value_from_sensitive(facts: TraceFacts, arg: str = "*") -> Fact:
 
 @predicate
 def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact:
-    """An argument (or its name) carries a declared secret, in clear or encoded.
+    """An argument (or its name) carries a declared secret, in clear, encoded or in pieces.
 
-    See :mod:`guardagent.trace.secrets` (normalisation; URL, base64 and hex views). With
-    `names`, only those secrets. A secret whose environment variable is not set leaves the
-    predicate open (None) unless another secret is found.
+    See :mod:`guardagent.trace.secrets` (the views read, up to four layers deep) and
+    :mod:`guardagent.trace.secret_split` (pieces in any order, with earlier calls). With
+    `names`, only those secrets. Open (None), unless a secret is found: a secret whose
+    environment variable is not set, and a value the search could not read to the end
+    (encoded more deeply than it reads, or decoding to too much text).
     """
     specs = [s for s in facts.secrets.specs if names is None or s.name in names]
     if not specs:
         return Fact("secret_in_args", False, (), "the policy declares no secret to look for")
     found, missing = type(facts.secrets)(tuple(specs)).resolve()
+    matcher = Matcher(found)
     hits: list[str] = []
     joined: list[str] = []
+    unread: list[str] = []
+    folded: list[str] = []
     for path, value in flatten(facts.trace.call.args):
         if arg != "*" and not under(path, arg):
             continue
         texts = [path] + ([str(value)] if isinstance(value, str | int | float) else [])
         joined.extend(texts[1:])
         for text in texts:
-            for name, how in find_secrets(text, found):
-                where = "its name" if text is path and len(texts) > 1 else "its value"
-                hits.append(f"argument {path!r} carries the secret {name!r} "
-                            f"({'as written' if how == 'plain' else how}, in {where})")
-    if not hits and len(joined) > 1:  # split across arguments or list elements
+            search = search_secrets(text, found, matcher)
+            folded.extend(search.folded)
+            where = "its name" if text is path and len(texts) > 1 else "its value"
+            hits.extend(f"argument {path!r} carries the secret {name!r} "
+                        f"({'as written' if how == 'plain' else how}, in {where})"
+                        for name, how in search.hits)  # fmt: skip
+            if search.open is not None:
+                unread.append(f"argument {path!r} ({where}): {search.open}")
+    if not hits and len(joined) > 1:  # split across arguments or list elements, in order
         hits.extend(f"the argument values joined carry the secret {name!r} "
                     f"({'as written' if how == 'plain' else how})"
                     for name, how in find_secrets("".join(joined), found))  # fmt: skip
+    if not hits:
+        hits.extend(_split(facts, found, folded))
     if hits:
         return Fact("secret_in_args", True, (), "; ".join(dict.fromkeys(hits)))
+    if unread:
+        return Fact("secret_in_args", None, (), "the call cannot be checked for the declared "
+                    "secrets: " + "; ".join(unread[:3]))  # fmt: skip
     if missing:
         unset = ", ".join(f"{s.name!r} (${s.env})" if s.env else repr(s.name)
                           for s in specs if s.name in missing)  # fmt: skip
@@ -96,6 +112,38 @@ def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact
                     "environment variable is not set): the call cannot be checked for them")
     return Fact("secret_in_args", False, (), f"no argument carries any of {len(found)} declared "
                 "secret(s)")  # fmt: skip
+
+
+def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -> list[str]:
+    """Secrets whose pieces this call's values cover, alone or with the earlier calls'."""
+    pieces = Pieces(found)
+    now = pieces.cover(folded)
+    out = [f"the argument values carry every piece of the secret {name!r} (split, in any "
+           "order)" for name, covered in now.items() if pieces.whole(name, covered)]
+    rest = {name: covered for name, covered in now.items() if not pieces.whole(name, covered)}
+    if not rest or not facts.trace.calls:
+        return out
+    before: dict[str, set[int]] = {}
+    senders: dict[str, list[str]] = {}
+    for call in facts.trace.calls:
+        views = (fold(view) for text in _strings(call.args)
+                 for _, view in read_views(text, turned=False)[0])  # fmt: skip
+        for name, covered in pieces.cover(views).items():
+            if name in rest:
+                before.setdefault(name, set()).update(covered)
+                senders.setdefault(name, []).append(repr(call.name[:40]))
+    for name, covered in rest.items():
+        earlier = before.get(name, set())
+        if covered - earlier and pieces.whole(name, covered | earlier):
+            calls = ", ".join(dict.fromkeys(senders[name]))
+            out.append(f"the secret {name!r} is split between this call and earlier call(s) "
+                       f"{calls} (each carries pieces of it)")
+    return out
+
+
+def _strings(args: Any) -> list[str]:
+    """An earlier call's argument values that are text (numbers as written)."""
+    return [str(v) for _, v in flatten(args) if isinstance(v, str | int | float)]
 
 
 @checks("secret_in_args")

@@ -1,0 +1,226 @@
+"""A final answer held inside the model call until the guard decides (no stream sees it first).
+
+Guarded after the model node (``after_model``), a denied answer had already left: token by
+token through ``stream_mode="messages"`` (and ``astream_events``), whole through
+``"updates"`` and ``"values"`` (the model node's output) and in the checkpoint written after
+the node. So when the middleware guards answers, the model runs hidden from the run's
+streaming callbacks (:func:`hidden_from_streams`: its tokens reach no stream) and its answer
+is guarded before the model node returns; the node's output is the answer allowed, or the
+refusal in its place. A review pauses inside the model node; the model's response is held
+meanwhile (:class:`HeldResponses`), so the resumed node judges the same answer instead of
+asking the model again.
+
+A stream therefore shows an answer only whole and only once it is allowed: when answers
+are guarded, the model's output (its calls too: which it will make is not known before it
+ends) is not streamed token by token. Without ``respond`` labelled nothing is held.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.messages import AIMessage
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.types import Command
+
+from guardagent.decision import GuardDecision
+from guardagent.integrations.answers import labels_respond, thread_of_runtime
+from guardagent.trace.messages import FINAL_ANSWER
+
+try:
+    from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
+except ImportError:  # pragma: no cover - an older langchain-core: no handler is a stream
+    _Streaming = ()  # type: ignore[assignment,misc]
+
+_KEPT = 1024
+"""Entries a bounded table keeps (answers awaiting review, answers already guarded)."""
+
+
+@contextmanager
+def hidden_from_streams() -> Iterator[None]:
+    """Run the block with the run's streaming callbacks removed from its callbacks.
+
+    The callbacks that stream (``stream_mode="messages"``, ``astream_events``) are
+    LangChain's streaming handlers: a model called in the block reports to every other
+    callback (tracing, usage) but streams to none.
+    """
+    config = var_child_runnable_config.get()
+    callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
+    streams = [h for h in (*callbacks.handlers, *callbacks.inheritable_handlers)
+               if isinstance(h, _Streaming)] if isinstance(
+        callbacks, BaseCallbackManager) else []  # fmt: skip
+    if config is None or not isinstance(callbacks, BaseCallbackManager) or not streams:
+        yield
+        return
+    quiet = callbacks.copy()
+    for handler in streams:
+        quiet.remove_handler(handler)
+    token = var_child_runnable_config.set({**config, "callbacks": quiet})
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+def answer_of(response: Any) -> AIMessage | None:
+    """The final answer a model response gives (its last message, making no call)."""
+    result = getattr(response, "result", None)
+    last = result[-1] if isinstance(result, list) and result else None
+    return last if isinstance(last, AIMessage) and not last.tool_calls else None
+
+
+def with_answer(state: Any, answer: AIMessage) -> dict[str, Any]:
+    """The agent state as it will be once the answer is added (what the guard reads)."""
+    base = dict(state) if isinstance(state, Mapping) else {}
+    return {**base, "messages": [*base.get("messages", []), answer]}
+
+
+def swapped(response: Any, answer: AIMessage, replacement: AIMessage) -> ModelResponse[Any]:
+    """The response with the answer replaced (a refusal in its place)."""
+    result = [replacement if m is answer else m for m in response.result]
+    return ModelResponse(result=result, structured_response=response.structured_response)
+
+
+def request_key(state: Any, thread: str | None) -> str:
+    """A model call's key: the thread and the messages it answers (count and last id)."""
+    messages = state.get("messages", []) if isinstance(state, Mapping) else []
+    last = getattr(messages[-1], "id", None) if messages else None
+    body = json.dumps([thread, len(messages), last], default=str)
+    return f"model:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
+
+
+class HeldResponses:
+    """Bounded, thread-safe tables: responses awaiting a review, answers already guarded."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[str, Any] = OrderedDict()
+        self._guarded: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def held(self, key: str) -> Any:
+        """The response kept under `key` (None: none)."""
+        with self._lock:
+            return self._held.get(key)
+
+    def hold(self, key: str, response: Any) -> None:
+        """Keep a response while a reviewer decides on its answer."""
+        with self._lock:
+            self._held[key] = response
+            while len(self._held) > _KEPT:
+                self._held.popitem(last=False)
+
+    def release(self, key: str) -> None:
+        """Forget a held response (its answer was decided)."""
+        with self._lock:
+            self._held.pop(key, None)
+
+    def guarded(self, answer_key: str) -> None:
+        """Note an answer the model call guarded: ``after_model`` leaves it as it is."""
+        with self._lock:
+            self._guarded[answer_key] = None
+            while len(self._guarded) > _KEPT:
+                self._guarded.popitem(last=False)
+
+    def was_guarded(self, answer_key: str) -> bool:
+        """Whether the model call guarded this answer (asked once: the note is used up)."""
+        with self._lock:
+            return self._guarded.pop(answer_key, 0) is None
+
+
+class HoldsAnswers:
+    """The model-call hooks of ``GuardAgentMiddleware``: its final answers held until guarded.
+
+    A mixin of the middleware: it uses the middleware's answer guard (``_answer``,
+    ``_answer_key``, ``_answer_args``, ``_pending_or``, ``_answer_outcome``, ``guard``,
+    ``trace``) and its :class:`HeldResponses` (``_held``).
+    """
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Hold the model's final answer until it is guarded (see the module)."""
+        host: Any = self
+        if not _guards_answers(host):
+            return handler(request)
+        where = request_key(request.state, thread_of_runtime(request.runtime))
+        response = host._held.held(where)
+        if response is None:
+            with hidden_from_streams():
+                response = handler(request)
+        found = _found(host, request, response)
+        if found is None:
+            return response
+        answer, asked, key, state = found
+        decision = host._pending_or(key)
+        if decision is None:
+            task, kwargs = host._answer_args(state, asked)
+            decision = task if isinstance(task, GuardDecision) else host.guard.check_trace(
+                list(state["messages"]), **kwargs)
+        return _decided(host, where, response, answer, key, decision)
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
+        """Async :meth:`wrap_model_call`."""
+        host: Any = self
+        if not _guards_answers(host):
+            return await handler(request)
+        where = request_key(request.state, thread_of_runtime(request.runtime))
+        response = host._held.held(where)
+        if response is None:
+            with hidden_from_streams():
+                response = await handler(request)
+        found = _found(host, request, response)
+        if found is None:
+            return response
+        answer, asked, key, state = found
+        decision = host._pending_or(key)
+        if decision is None:
+            task, kwargs = host._answer_args(state, asked)
+            decision = task if isinstance(task, GuardDecision) else await (
+                host.guard.acheck_trace(list(state["messages"]), **kwargs))
+        return _decided(host, where, response, answer, key, decision)
+
+
+def _guards_answers(host: Any) -> bool:
+    """Whether the middleware guards final answers (else the model streams as it likes)."""
+    guarded = host.guarded_tools
+    return bool(host.trace) and (guarded is None or FINAL_ANSWER in guarded) and labels_respond(
+        host.guard)  # fmt: skip
+
+
+def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
+    """``(answer, its guard request, its key, the state with it)``, or None: not guarded."""
+    answer = answer_of(response)
+    if answer is None:
+        return None
+    state = with_answer(request.state, answer)
+    found = host._answer(state, request.runtime)
+    if found is None:
+        return None
+    return answer, found[1], host._answer_key(answer, request.runtime), state
+
+
+def _decided(host: Any, where: str, response: Any, answer: AIMessage, key: str,
+             decision: GuardDecision) -> Any:  # fmt: skip
+    """The model node's output once the answer is decided: it, or the refusal instead.
+
+    A review pauses here (the response held under `where`, so the resumed node judges the
+    same answer); ``after_model`` then leaves the output as it is.
+    """
+    host._held.hold(where, response)
+    outcome = host._answer_outcome(answer, key, decision)
+    host._held.release(where)
+    if outcome is not None and "messages" in outcome:
+        withheld = outcome["messages"][0]
+        host._held.guarded(host._answer_key(withheld, None))
+        return swapped(response, answer, withheld)
+    host._held.guarded(host._answer_key(answer, None))
+    if outcome is None:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=outcome))

@@ -1,0 +1,81 @@
+"""A declared secret sent in pieces: across a call's values in any order, or across calls.
+
+A model told to "send the first half in the subject and the second half in the body", or
+"the last part first, with a word between", or "half now and half in the next message"
+sends every character of the secret, only never in one run. The pieces are found by what
+they cover: every piece of :func:`piece_size` characters (or more) of the secret's compact
+form (letters and digits, :func:`~guardagent.trace.secret_forms.compact`) found in some view
+of some value marks its characters covered; when every character is covered, the secret
+left, whatever the order of the pieces and whatever text lies between them.
+
+Pieces are looked for in the folded views the secret search read (decoded, look-alikes read,
+invisibles removed), with one Aho-Corasick automaton of the secret's pieces, so the cost is
+one pass over each view. Across calls: the earlier calls of the thread count only when this
+call brings a piece they did not (a call that carries no new piece is not the leak).
+
+Pieces shorter than :func:`piece_size` (at least 4, more for long secrets) are not read:
+a long secret cut into many short pieces is not found (they would be found in ordinary
+text), nor is a secret whose compact form is shorter than
+:data:`~guardagent.trace.secret_forms.COMPACT_MIN`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import ahocorasick
+
+from guardagent.trace.secret_forms import COMPACT_MIN, compact, fold
+
+
+def piece_size(length: int) -> int:
+    """Shortest piece read of a secret of `length` letters and digits (4 to 6).
+
+    Long enough that ordinary text does not cover a random secret with such pieces; about a
+    quarter of the secret for secrets up to 24 characters, so cutting it in up to four
+    pieces is found.
+    """
+    return 4 if length < 16 else 5 if length < 24 else 6
+
+
+class Pieces:
+    """The pieces of each declared secret, to see which of its characters some text covers.
+
+    Args:
+        secrets: ``(name, value)`` of the secrets (those too short to cut are left out).
+    """
+
+    def __init__(self, secrets: list[tuple[str, str]]) -> None:
+        self.lengths: dict[str, int] = {}
+        self._automaton = ahocorasick.Automaton()
+        for name, value in secrets:
+            short = compact(fold(value))
+            if len(short) < COMPACT_MIN:
+                continue
+            self.lengths[name] = len(short)
+            size = piece_size(len(short))
+            for start in range(len(short) - size + 1):
+                piece = short[start:start + size]
+                where = self._automaton.get(piece, [])
+                where.append((name, start, size))
+                self._automaton.add_word(piece, where)
+        if len(self._automaton):
+            self._automaton.make_automaton()
+
+    def cover(self, folded: Iterable[str]) -> dict[str, set[int]]:
+        """For each secret, the positions of its characters some piece in `folded` covers."""
+        out: dict[str, set[int]] = {}
+        if not len(self._automaton):
+            return out
+        for view in folded:
+            short = compact(view)
+            if not short:
+                continue
+            for _, where in self._automaton.iter(short):
+                for name, start, size in where:
+                    out.setdefault(name, set()).update(range(start, start + size))
+        return out
+
+    def whole(self, name: str, covered: set[int]) -> bool:
+        """Whether `covered` is every character of the secret `name`."""
+        return len(covered) == self.lengths[name]
