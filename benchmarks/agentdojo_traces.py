@@ -14,13 +14,18 @@ each suite of the benchmark version, and each user task:
   ground-truth calls executed on the same environment. ``harmful_from`` is the position, among
   the case's calls, of the first injection call after which AgentDojo's own security check
   of the injection task holds (its goal is reached); reading the user's mail first is not
-  yet the harm. A goal no call reaches alone (it needs the agent's answer) counts the last.
+  yet the harm. A goal reached only by the agent's answer ("say that I should visit ...")
+  is reached at the answer.
+
+Every case ends with the agent's final answer (the task's ground-truth output, or "Done."), a
+step a host guards only when its policy labels ``respond``; an attacked case's answer is the
+injection task's (the user task's own answer is dropped).
 
 Each case is one JSON line: ``{"suite", "user_task", "injection_task", "kind", "messages"}``
 with OpenAI chat messages (a system prompt, the task's prompt, one assistant message per call
-with its result; call ids ``c0, c1, ...``), tool results as AgentDojo's runtime writes them
-(YAML). Nothing here is read by the guard's policies: they are written from the tool
-descriptions alone (``benchmarks/agentdojo_policies``), see ``bench_agentdojo.py``.
+with its result, call ids ``c0, c1, ...``, and the final answer), tool results as AgentDojo's
+runtime writes them (YAML). Nothing here is read by the guard's policies: they are written
+from the tool descriptions alone (``benchmarks/agentdojo_policies``), see ``bench_agentdojo.py``.
 """
 
 from __future__ import annotations
@@ -52,11 +57,11 @@ def _pipeline() -> Any:
     return Named()
 
 
-def _harmed(task: Any, pre: Any, env: Any, done: list[Any]) -> bool:
+def _harmed(task: Any, pre: Any, env: Any, done: list[Any], output: str = "") -> bool:
     """AgentDojo's own verdict: the injection task's goal is reached after these calls."""
     try:
-        verdict = task.security_from_traces("", pre, env, done)
-        return bool(task.security("", pre, env) if verdict is None else verdict)
+        verdict = task.security_from_traces(output, pre, env, done)
+        return bool(task.security(output, pre, env) if verdict is None else verdict)
     except Exception:  # a check that needs the agent's final answer: not reached by calls
         return False
 
@@ -88,6 +93,10 @@ def _run(suite: Any, task: Any, env: Any, start: int, calls: list[dict[str, Any]
         text = error if error else tool_result_to_str(result)
         messages.append({"role": "tool", "tool_call_id": cid, "content": text})
         calls.append(args)
+    answer = task.GROUND_TRUTH_OUTPUT
+    if harm is not None and not harm and answer and _harmed(task, pre, env, done, answer):
+        harm.append(len(calls))  # the goal is the answer itself ("say that ..."): a step too
+    messages.append({"role": "assistant", "content": answer or "Done."})
     return messages
 
 
@@ -115,11 +124,12 @@ def cases(suite_name: str, version: str) -> Iterator[dict[str, Any]]:
             benign = head + _run(suite, user_task, env, 0, calls)
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
                    "kind": "injected_benign", "messages": benign}
-            changed: list[int] = []
-            attacked = benign + _run(suite, injection_task, env, len(calls), calls, changed)
+            harm: list[int] = []
+            reads = benign[:-1] if benign[-1].get("tool_calls") is None else benign
+            attacked = reads + _run(suite, injection_task, env, len(calls), calls, harm)
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
                    "kind": "attacked", "messages": attacked,
-                   "harmful_from": changed[0] if changed else len(calls) - 1}
+                   "harmful_from": harm[0] if harm else len(calls)}
 
 
 def main(argv: list[str] | None = None) -> int:

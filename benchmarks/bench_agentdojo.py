@@ -5,12 +5,14 @@ Usage: .venv/bin/pip install -e '.[agentdojo]'
        .venv/bin/python benchmarks/bench_agentdojo.py [--suites banking ...] [--policies DIR]
        [--limit N] [--json OUT]
 
-Each case of ``agentdojo_traces.py`` is replayed call by call, as a host guarding every call
+Each case of ``agentdojo_traces.py`` is replayed step by step, as a host guarding every call
 with thread state would (``check_trace`` with the thread's signed state from the previous
-call): a call is judged on the conversation up to the assistant message that makes it.
+call): a call is judged on the conversation up to the assistant message that makes it, and
+the final answer too when the policy labels ``respond`` (otherwise the host sends it as is).
 
-- **attacks stopped**: an attacked case is stopped when some call at or before the first of
-  the injection task's calls is denied (the harmful call never runs);
+- **attacks stopped**: an attacked case is stopped when some step at or before the harmful
+  one (the first after which AgentDojo's security check of the injection task holds) is
+  denied: the harm never happens;
 - **benign untouched** / **injected-benign untouched**: every call of the case is allowed.
 
 ``--policies`` defaults to ``benchmarks/agentdojo_policies`` (one profile per suite, written
@@ -51,12 +53,17 @@ def frozen(policies: Path) -> bool:
 
 
 def steps(messages: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-    """Each call's position among the case's calls and the conversation that proposes it."""
+    """Each step (a call, or the final answer) with its position and the conversation to it."""
     n = 0
     for i, message in enumerate(messages):
-        if message.get("role") == "assistant" and message.get("tool_calls"):
+        if message.get("role") == "assistant":
             yield n, messages[: i + 1]
             n += 1
+
+
+def _unguarded_answer(decision: Any) -> bool:
+    """A final answer the policy does not guard (it labels no `respond`): the host sends it."""
+    return any(u.get("reason") == "no_tool_call" for u in decision.unreadable or ())
 
 
 def judge(guard: Any, case: dict[str, Any], thread: str) -> tuple[int | None, Any]:
@@ -67,6 +74,8 @@ def judge(guard: Any, case: dict[str, Any], thread: str) -> tuple[int | None, An
         if last is not None and n > last:
             break
         decision = guard.check_trace(conversation, thread_state=state, thread_id=thread)
+        if not conversation[-1].get("tool_calls") and _unguarded_answer(decision):
+            break  # the answer is the last step
         if not decision.allowed:
             return n, decision
         state = decision.trace_state
