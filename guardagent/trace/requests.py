@@ -103,6 +103,9 @@ _REPORTING = frozenset({
     "suggested", "suggests", "insists", "insisted",
 })  # fmt: skip
 """Words that report someone's speech ("he said ...", "the e-mail says: ...")."""
+_INDIRECT = frozenset({"what", "whatever", "whether", "how", "why", "who", "whom", "which"})
+"""Before a reporting word in its clause, an indirect question ("tell me what the page says"):
+the user asks about the speech, nothing in the sentence is reported."""
 _FILLER = frozenset({"and", "or", "also", "then", "plus", "the", "a", "an", "file", "files",
                      "one", "too", "as", "well", "both", "in", "from"})
 """Words a clause of mentions alone may hold ("..., and the one in C")."""
@@ -247,7 +250,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     for t in tokens:
         clauses.setdefault(t.clause, []).append(t)
         sentences.setdefault(t.sentence, []).append(t.word)
-        if t.word in _REPORTING:
+        asking = any(w.word in _INDIRECT for w in clauses[t.clause][:-1])
+        if t.word in _REPORTING and not asking:
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)

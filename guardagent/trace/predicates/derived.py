@@ -110,11 +110,12 @@ def _direct(facts: TraceFacts, value: ValueProvenance, before: int,
     return None
 
 
-def specific(value: ValueProvenance) -> bool:
+def specific(value: ValueProvenance, names: bool = False) -> bool:
     """Whether a value names one thing (an address, a URL, two words, a digit in a phrase).
 
     A number or a date counts or filters ("my last 10 mails", "since May 1st"): it picks
-    no one document.
+    no one document. With `names` (the policy's opt-in), a one-word name also names one
+    thing: the channel ``general``, the inbox ``alice`` (its messages are the document).
     """
     kind = value.value.kind
     if kind in ("amount", "date"):
@@ -122,7 +123,7 @@ def specific(value: ValueProvenance) -> bool:
     if kind != "text":
         return True
     toks = value.value.tokens
-    return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t)
+    return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t) or (names and len(toks) == 1)
 
 
 Via = tuple[CallPattern, ...] | None
@@ -139,7 +140,8 @@ def via_patterns(raw: Any) -> Via:
 
 
 def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-               via: Via = None, raw: Any = _NOT_GIVEN) -> Chain | None:  # fmt: skip
+               via: Via = None, raw: Any = _NOT_GIVEN, names: bool = False,
+               ) -> Chain | None:  # fmt: skip
     """How a value derives from a designated source within `hops` (None: it does not).
 
     `raw`, for an argument of a call whose result is judged: its scalar as given, which a
@@ -161,7 +163,7 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
             continue
         if via is not None and not any(matches(call, p, facts.trace, facts.labels) for p in via):
             continue
-        designated = designated_call(facts, call, hops - 1, via)
+        designated = designated_call(facts, call, hops - 1, via, names)
         if designated is not None:
             phrase, refs = designated
             return f"which is from `{call.name}` of {phrase}", (ref, *refs)
@@ -169,9 +171,10 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
 
 
 def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
-                    via: Via = None) -> Chain | None:  # fmt: skip
+                    via: Via = None, names: bool = False) -> Chain | None:  # fmt: skip
     """Whether the user pointed at an earlier call: its arguments designated within `hops`."""
-    key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)))
+    key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)),
+           names)  # fmt: skip
     if key in facts.memo:
         return facts.memo[key]  # type: ignore[no-any-return]
     label = facts.labels.label(call.name)
@@ -189,8 +192,8 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     scalars = dict(flatten(call.args))
     found: Chain | None = None
     for value in values:
-        chain = derivation(facts, value, call.index, hops, via, scalars.get(value.path))
-        if chain is not None and not specific(value):
+        chain = derivation(facts, value, call.index, hops, via, scalars.get(value.path), names)
+        if chain is not None and not specific(value, names):
             continue  # names a collection (a folder, a search word), not one document
         if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
                                  for s in value.sources):  # fmt: skip
@@ -204,7 +207,8 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
 
 @predicate
 def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                        kinds: Any = None, part: Any = None) -> Fact:  # fmt: skip
+                        kinds: Any = None, part: Any = None, names: bool = False,
+                        ) -> Fact:  # fmt: skip
     """Every value of the argument derives from a source the user designated (module doc)."""
     values = select_values(facts, arg, kinds, part)
     if not values:
@@ -213,7 +217,8 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
     before = len(facts.trace.messages) + 1  # every message is before the proposed call
     patterns = via_patterns(via)
-    chains = [(v, derivation(facts, v, before, int(hops), patterns)) for v in values]
+    chains = [(v, derivation(facts, v, before, int(hops), patterns, names=bool(names)))
+              for v in values]  # fmt: skip
     failed = [v for v, c in chains if c is None]
     if failed:
         sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
@@ -255,3 +260,5 @@ def _check_designated(given: dict[str, Any]) -> None:
     if not isinstance(given["arg"], str) or not given["arg"]:
         raise PredicateSpecError("arg must be an argument name, a path, '*' or '@recipients'")
     via_patterns(given["via"])
+    if not isinstance(given.get("names", False), bool):
+        raise PredicateSpecError("names must be true or false")
