@@ -83,3 +83,11 @@ def test_names_must_be_a_flag() -> None:
 def test_an_indirect_question_reports_nothing(asked: str, designated: bool) -> None:
     """"tell me what the page says" asks about speech; "Bob says: ..." reports it."""
     assert thread(asked).fact(NAMES).value is designated
+
+
+def test_the_unaddressed_reading_takes_the_same_opt_in() -> None:
+    asked = "Summarise the article Bob posted in the general channel."
+    opted = 'arg_designated_unaddressed("url", via="read_channel_messages", names=True)'
+    assert thread(asked).fact(opted).value is True
+    plain = 'arg_designated_unaddressed("url", via="read_channel_messages")'
+    assert thread(asked).fact(plain).value is False

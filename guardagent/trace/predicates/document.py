@@ -53,7 +53,8 @@ def _short(text: str) -> str:
 
 
 def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-              via: Via) -> list[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
+              via: Via, names: bool = False,
+              ) -> list[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
     """The designated documents that hold a value: results of calls the user pointed at.
 
     The same walk as :func:`~guardagent.trace.predicates.derived.derivation` at its first
@@ -70,7 +71,7 @@ def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
             continue
         if via is not None and not any(matches(call, p, facts.trace, facts.labels) for p in via):
             continue
-        chain = designated_call(facts, call, hops - 1, via)
+        chain = designated_call(facts, call, hops - 1, via, names)
         if chain is not None:
             out.append((ref, call, chain))
     return out
@@ -111,8 +112,11 @@ def _before(facts: TraceFacts) -> int:
 
 @predicate
 def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                               kinds: Any = None) -> Fact:  # fmt: skip
-    """Every value is in a designated document outside text addressed to the agent."""
+                               kinds: Any = None, names: bool = False) -> Fact:  # fmt: skip
+    """Every value is in a designated document outside text addressed to the agent.
+
+    `names`: one-word names designate, as :func:`arg_from_designated`'s opt-in.
+    """
     name = "arg_designated_unaddressed"
     values, empty = _open_values(facts, name, arg, kinds)
     if empty is not None:
@@ -127,7 +131,7 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
             shown.append(describe(facts, v))
             sources.extend(direct[1])
             continue
-        docs = documents(facts, v, before, int(hops), patterns)
+        docs = documents(facts, v, before, int(hops), patterns, bool(names))
         what = f"{v.path} {_short(v.value.text)!r}"
         addressed = []
         for ref, call, chain in docs:
