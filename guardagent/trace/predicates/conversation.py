@@ -66,7 +66,14 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from guardagent.trace.messages import Message
+from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.predicates.answer import (
+    AFFIRMATIVE,
+    NEGATIVE,
+    not_a_plain_yes,
+    says_yes,
+    tokens,
+)
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.naming import (
@@ -77,6 +84,7 @@ from guardagent.trace.predicates.naming import (
     verb_is_unique,
 )
 from guardagent.trace.provenance import SourceRef
+from guardagent.trace.state import flatten
 from guardagent.trace.written import MAX_TARGET_CHARS
 
 __all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
@@ -88,22 +96,6 @@ MATCHES = ("both", "either")
 _CLOSING = " \t\r\n*_`\"')]}»”’"
 """What may follow the final question (markup and quotes closing around it)."""
 
-
-AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
-    "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "all right",
-    "approved", "approve", "i approve", "confirmed", "confirm", "i confirm", "proceed",
-    "please proceed", "go ahead", "please go ahead", "please do", "do it", "absolutely",
-    "of course", "certainly", "definitely", "correct", "that's fine", "fine", "sounds good",
-    "agreed", "i agree",
-))  # fmt: skip
-"""Answers that start with one of these phrases (whole words) say yes."""
-
-NEGATIVE = frozenset({
-    "no", "nope", "nah", "not", "never", "dont", "cancel", "stop", "wait", "hold", "abort",
-    "reject", "rejected", "deny", "denied", "refuse", "negative", "neither", "nor", "without",
-    "but", "instead", "except", "only", "unless", "later", "rather", "maybe", "perhaps",
-})  # fmt: skip
-"""Words that make an answer something other than a plain yes (so never consent)."""
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
@@ -135,43 +127,48 @@ def final_question(text: str) -> str | None:
     return asked[-1]
 
 
-def _tokens(text: str) -> list[str]:
-    """Lower-case words of an answer (letters, digits and apostrophes), in one pass."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("’", "'")
-    words, current = [], []
-    for ch in text:
-        if ch.isalnum() or ch == "'":
-            current.append(ch)
-        elif current:
-            words.append("".join(current).strip("'"))
-            current = []
-    if current:
-        words.append("".join(current).strip("'"))
-    return [w for w in words if w]
-
-
-def says_yes(text: str) -> bool:
-    """An answer that starts with an affirmative and holds no negation or reservation."""
-    words = _tokens(text)
-    if not words or any(w in NEGATIVE or w.endswith("n't") for w in words):
-        return False
-    if "?" in text or "？" in text:
-        return False  # an answer that asks back ("Yes?", "OK, which one?") approves nothing
-    return any(tuple(words[:len(p)]) == p for p in AFFIRMATIVE)
-
+_DEFERRING = frozenset({
+    # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
+    # empty / after the backup" is no yes to deleting it now, unconditionally
+    "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
+    "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
+})  # fmt: skip
 
 QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     # a value excluded: "delete the projects, excluding planner" spares planner
     "excluding", "exclude", "excepting", "apart", "aside", "besides", "other", "spare",
     "sparing", "leave", "leaving", "skip", "skipping", "omit", "omitting", "minus",
-    # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
-    # empty / after the backup" is no yes to deleting it now, unconditionally
-    "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
-    "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
-}  # fmt: skip
+} | _DEFERRING  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred or
 conditional): a yes to it approves nothing."""
+
+DEFERRALS = _DEFERRING | {
+    "wait", "waiting", "hold", "first", "yet", "later", "unless", "till", "afterwards",
+    "pending", "provided", "assuming", "meanwhile", "postponed", "paused", "pause",
+}  # fmt: skip
+"""Words that, in the assistant's message before its question, defer or condition what it
+asks ("I'll wait until Bob signs off. May I delete planner?"): the user's yes answers the
+question as the message frames it, so it approves nothing now (:func:`_deferred`)."""
+
+
+def _deferred(message: str, question: str) -> str | None:
+    """The first deferral word in the message's text before its final question, or None.
+
+    Read as words (:data:`DEFERRALS`), not parsed: a preamble that merely describes the
+    past with one of them ("last used before 2020") also voids the yes (fail closed; ask
+    the question alone).
+    """
+    before = message[:max(0, message.rfind(question))]
+    return next((w for w in tokens(before) if w in DEFERRALS), None)
+
+
+def _ask(call: ToolCall, names: CallNames) -> str:
+    """What to ask the user instead: this action on this object, now (for the detail)."""
+    values = [str(v) for _, v in flatten(call.args) if v is not None and not isinstance(v, bool)]
+    what = " ".join(f"`{_quote(v, 40)[1:-1]}`" for v in values)
+    return (f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
+            'for a plain yes ("Yes", "Go ahead")')
 
 
 def _plain_question(question: str) -> bool:
@@ -184,7 +181,7 @@ def _plain_question(question: str) -> bool:
         return False  # shown otherwise than it reads: never what the user saw
     if _hides_text(question):
         return False
-    return not any(w in QUESTION_STOPS or w.endswith("n't") for w in _tokens(question))
+    return not any(w in QUESTION_STOPS or w.endswith("n't") for w in tokens(question))
 
 
 def _hides_text(text: str) -> bool:
@@ -211,44 +208,56 @@ def _identity(answer: Message) -> str:
 
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                           similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
-    """The user's last message says yes to the assistant's question naming this call."""
+    """The user's last message says yes to the assistant's question naming this call.
+
+    Every refusal after the user's answer says what to ask instead (:func:`_ask`): the
+    guard never guesses a yes, it has the agent ask again.
+    """
     msgs, call = facts.trace.messages, facts.trace.call
     options: dict[str, Any] = {"arg": arg, "similarity": similarity, "match": match}
     answer = next((m for m in reversed(msgs) if m.role == "user"), None)
     if answer is None:
         return Fact("consent_given", False, (), "no user message answers a question about it")
     where = SourceRef(answer.index, answer.source, "user")
-    asker = msgs[answer.index - 1] if answer.index else None
-    if asker is None or asker.role != "assistant" or asker.calls:
-        return Fact("consent_given", False, (where,), f"the user's last message (message "
-                    f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
     options["order"] = facts.labels.label(call.name).args
     options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
+    ask = _ask(call, names)
+    asker = msgs[answer.index - 1] if answer.index else None
+    if asker is None or asker.role != "assistant" or asker.calls:
+        return Fact("consent_given", False, (where,), f"the user's last message (message "
+                    f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip
     final = final_question(asker.text)
     if final is None:
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
                     f"user's last message (message {asker.index}) does not end with a question "
-                    "(a yes answers the question right above it)")  # fmt: skip
+                    f"(a yes answers the question right above it): {ask}")  # fmt: skip
     read = [Question(final, region)]
     unclear = next((q for q in read if not _plain_question(q.text)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
                     f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
                     "action (a negation, an alternative, an exclusion, a deferral, a "
-                    "condition or a hidden character): a yes to it approves nothing")  # fmt: skip
+                    f"condition or a hidden character): a yes to it approves nothing; {ask}")
+    deferral = _deferred(asker.text, final)
+    if deferral is not None:
+        return Fact("consent_given", False, (where,), f"the assistant's message {asker.index} "
+                    f"defers or conditions the action before its question ({deferral!r}): a "
+                    f"yes to it is no yes to doing it now; {ask}")  # fmt: skip
     asked = [q for q in read if names.named_by(q)]
     if not asked:
         return Fact("consent_given", False, (where,), f"the assistant's question before the "
                     f"user's last message (message {asker.index}) does not name "
-                    f"{call.name!r}")  # fmt: skip
+                    f"{call.name!r} with exactly its values, as the thing asked about (not "
+                    f"another thing that mentions them, not in another case): {ask}")
     question = asked[-1].text
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
-    if not says_yes(answer.text):
+    why = not_a_plain_yes(answer.text, names)
+    if why is not None:
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
-                    "plain yes")  # fmt: skip
+                    f"plain yes ({why}): {ask}")  # fmt: skip
     earlier = {**options, "order": ANY_ORDER, "verb_alone": True, "single": False}  # any naming
     used = next((c for c in facts.trace.calls if c.index > answer.index
                  and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
@@ -257,7 +266,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if used is not None or facts.ledger.used(identity):
         by = f" by the call in message {used.index}" if used is not None else ""
         return Fact("consent_given", False, sources, f"the user's yes in {said} was already "
-                    f"used{by}: it approves one call, once")  # fmt: skip
+                    f"used{by}: it approves one call, once; {ask}")  # fmt: skip
     facts.consumed[identity] = None
     return Fact("consent_given", True, sources, f"the user approved it in {said}, answering "
                 f"the assistant's question in message {asker.index} ({_quote(question, 80)})")

@@ -8,9 +8,11 @@ its value targets, its flags) and tells whether a question names it:
 - the tool by its words, or by its verb alone when no other labelled tool shares the verb
   (:func:`verb_is_unique`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
 - every value exactly: typed values by their key, others as the same whole words with
-  their punctuation (:func:`_phrase`: ``../planner`` is not ``planner``), a flag by its
-  argument's name (:class:`_Flag`); values of one kind in two or more arguments in the
-  order of the label's ``args`` (:func:`_in_order`: roles cannot swap).
+  their punctuation and case (:func:`_phrase`: ``../planner`` and ``Planner`` are not
+  ``planner``), as the thing asked about and not only to qualify another ("the reminder
+  about planner": :mod:`.qualified`), a flag by its argument's name (:class:`_Flag`);
+  values of one kind in two or more arguments in the order of the label's ``args``
+  (:func:`_in_order`: roles cannot swap).
 
 Every scan here is linear in the question (one pass per value).
 """
@@ -28,6 +30,7 @@ from guardagent.trace.kinds import Value
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
+from guardagent.trace.predicates.qualified import about_another
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 from guardagent.trace.written import MAX_TARGET_CHARS
@@ -64,13 +67,19 @@ def _phrase(text: str, *, question: bool = False) -> str:
     ``../planner``, ``/planner`` and ``planner*`` are other values than ``planner`` (another
     directory, a glob over many). A question's words also lose a closing ``.`` and Markdown
     emphasis (``**planner**``), so a value ending in those is named by no question (fail
-    closed). ``4,950`` reads 4950.
+    closed). ``4,950`` reads 4950. Case is kept: a tool compares ``Planner`` and ``planner``
+    as two names (typed values that their consumers fold are compared by their keys).
     """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
     lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
         _QUOTES, _QUOTES + _MARKS)  # fmt: skip
     words = (w.lstrip(lead).rstrip(trail) for w in text.split())
     return " " + " ".join(w for w in words if w) + " "
+
+
+def phrase_words(text: str) -> list[str]:
+    """A user's or the model's text as the words a question's values are compared with."""
+    return _phrase(text, question=True).split()
 
 
 _QUOTES = "\"'`()[]{}<>«»“”‘’„‚"
@@ -158,43 +167,12 @@ class _Target:
             return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
-    def only_after_of(self, question: Question, tool: str) -> bool:
-        """Whether the question writes this phrase only as what *of* qualifies.
-
-        "May I delete the copy of planner?" asks about the copy, not about ``planner``: an
-        occurrence after ``of`` (with determiners and the tool's or the argument's name
-        words between: "a backup of the project planner") names another thing, unless
-        ``of`` follows a word of the tool's name ("a delete of planner"). Typed values are
-        not read so (an IBAN, an amount). Only the few words before each occurrence are
-        looked at.
-        """
-        if self.keys or not self.phrase:
-            return False
-        tool_words = frozenset(tool.split())
-        skip = _DETERMINERS | tool_words | frozenset(_words(self.arg.rsplit(".", 1)[-1]).split())
-        asked, needle = question.phrase, f" {self.phrase} "
-        at = asked.find(needle)
-        while at >= 0:
-            before = asked[max(0, at - _LOOK_BACK):at + 1].split()
-            i = len(before) - 1
-            while i >= 0 and before[i] in skip:
-                i -= 1
-            if i < 0 or before[i] != "of" or (i > 0 and before[i - 1] in tool_words):
-                return False  # an occurrence that is the thing itself
-            at = asked.find(needle, at + 1)
-        return True
-
     def position(self, question: Question) -> int:
         """Where the question first names it (comparable among targets of one kind)."""
         if self.keys:
             return min(question.first[k] for k in self.keys if k in question.first)
         return question.phrase.find(f" {self.phrase} ")
 
-
-_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
-                          "our", "their", "its", "his", "her"})  # fmt: skip
-_LOOK_BACK = 120
-"""Characters before a named phrase read for an *of* (:meth:`_Target.only_after_of`)."""
 
 FLAG_WORDS: dict[bool | None, frozenset[str]] = {
     True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
@@ -455,14 +433,36 @@ class CallNames:
             target_named = (bool(self.targets)
                             and all(t.named_in(q, self.single) for t in self.targets)
                             and not (self.single and any(
-                                isinstance(t, _Target) and t.only_after_of(q, self.tool)
-                                for t in self.targets))
+                                self._about_another(t, q) for t in self.targets))
                             and _in_order(self.targets, q, self.order))  # fmt: skip
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
             return tool_named and target_named
         return target_named if self.arg is not None else tool_named or target_named
+
+
+    def _about_another(self, target: _Target | _Flag, question: Question) -> bool:
+        """The question writes this value only to qualify another thing (:mod:`.qualified`).
+
+        Typed values (an IBAN, an amount) and flags are not read so.
+        """
+        if not isinstance(target, _Target) or target.keys:
+            return False
+        tool = frozenset(self.tool.split())
+        passed = tool | frozenset(_words(target.arg.rsplit(".", 1)[-1]).split())
+        others = frozenset(w.casefold() for t in self.targets if t is not target
+                           and isinstance(t, _Target) for w in t.phrase.split())  # fmt: skip
+        return about_another(target.phrase, question.phrase, passed, tool, others)
+
+    @property
+    def phrases(self) -> list[str]:
+        """The call's untyped values as a question writes them (case kept).
+
+        An answer may restate them ("Yes, delete planner"), and nothing else (:mod:`.answer`).
+        """
+        return [t.phrase for t in self.targets
+                if isinstance(t, _Target) and not t.keys and t.phrase]  # fmt: skip
 
 
 def names_call(question: str, call: ToolCall, **options: Any) -> bool:

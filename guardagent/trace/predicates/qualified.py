@@ -1,0 +1,100 @@
+"""A value a question writes only to say which *other* thing it asks about.
+
+"May I delete the reminder about planner?" names the value ``planner``, yet the thing it
+asks to delete is the reminder: a yes to it is no yes to ``delete_project("planner")``.
+The question's object must be the call's object, so a value that appears only as the
+complement of a preposition or a relative clause after another noun ("the copy *of*
+planner", "the e-mail *mentioning* planner", "the note *that mentions* planner") names
+another thing (:func:`about_another`).
+
+Without a parser of English this reads the few words before each occurrence of the value:
+determiners and the words of the tool's or the argument's name are passed over ("a
+backup of *the project* planner"), and the word then reached decides. A qualifier
+(:data:`QUALIFIERS`) makes that occurrence about another thing, unless the word right
+before the qualifier is a word of the tool's name or another value of the call: "a
+*delete of* planner", "the *email about* Q3 report" (``send_email``), "remove *bob from*
+the project planner". Any other word ("delete", "named", a clause mark) leaves the value
+as the thing itself. A value followed by the noun it qualifies ("the planner reminder") is
+not told apart (README: ask about the value itself). Only :data:`LOOK_BACK` characters
+before each occurrence are read: linear in the question.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "about_another"]
+
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
+                         "our", "their", "its", "his", "her"})  # fmt: skip
+"""Words passed over between a value and what introduces it."""
+
+QUALIFIERS = frozenset({
+    # prepositions that attach a value to another noun: "the copy of planner"
+    "of", "about", "regarding", "concerning", "re", "for", "from", "with", "within", "in",
+    "inside", "on", "by", "under", "at", "per", "via", "around", "behind", "like", "near",
+    "over", "toward", "towards", "between", "among", "against", "including", "involving",
+    "mentioning", "referencing", "containing", "citing", "naming", "quoting", "listing",
+    "describing", "discussing", "covering", "featuring", "showing", "matching",
+    # relative clauses: "the note that mentions planner", "which references planner"
+    "mention", "mentions", "mentioned", "reference", "references", "referenced", "contain",
+    "contains", "contained", "cite", "cites", "cited", "concern", "concerns", "concerned",
+    "involve", "involves", "involved", "discuss", "discusses", "discussed", "describe",
+    "describes", "described", "cover", "covers", "covered", "list", "lists", "listed",
+    "quote", "quotes", "quoted", "match", "matches", "matched", "show", "shows", "showed",
+})  # fmt: skip
+"""Words after which a value qualifies another noun rather than being the thing asked about."""
+
+LINKED_BY_TO = frozenset({"linked", "related", "relating", "attached", "belonging",
+                          "connected", "pointing", "sent", "addressed", "similar", "next",
+                          "close", "due", "according", "subject", "tied"})  # fmt: skip
+"""Words that make a following *to* a qualifier: "the page linked to planner"."""
+
+LOOK_BACK = 120
+"""Characters before an occurrence of the value read for what introduces it."""
+
+
+def about_another(value: str, asked: str, passed: frozenset[str], tool: frozenset[str],
+                  others: frozenset[str]) -> bool:  # fmt: skip
+    """Whether every occurrence of `value` in `asked` qualifies another thing.
+
+    Args:
+        value: The value's words as the question must write them (case kept).
+        asked: The question's words, one space between and one at each end (case kept).
+        passed: Words passed over before the value (case-folded): the tool's and the
+            argument's name words; determiners always are.
+        tool: The words of the tool's name (case-folded): a qualifier right after one
+            still introduces the call's own object ("a delete of planner").
+        others: The words of the call's other values (case-folded): "bob from planner".
+
+    Returns:
+        True when the question writes the value only as what a qualifier attaches to
+        another noun (fail closed: the yes was to that other thing); False when one
+        occurrence is the thing itself, or the value is not written at all.
+    """
+    if not value:
+        return False
+    skip = DETERMINERS | passed
+    needle = f" {value} "
+    at = asked.find(needle)
+    found = False
+    while at >= 0:
+        found = True
+        before = [w.casefold() for w in asked[max(0, at - LOOK_BACK):at + 1].split()]
+        i = len(before) - 1
+        while i >= 0 and before[i] in skip:
+            i -= 1
+        if not _qualified(before, i, tool, others):
+            return False  # an occurrence that is the thing itself
+        at = asked.find(needle, at + 1)
+    return found
+
+
+def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str]) -> bool:
+    """Whether the word at `i` (with the one before it) makes the value another thing's."""
+    if i < 0:
+        return False
+    word, prev = before[i], before[i - 1] if i > 0 else ""
+    if word in ("to", "into"):
+        return prev in LINKED_BY_TO
+    if word not in QUALIFIERS:
+        return False
+    return prev not in tool and prev not in others

@@ -1,0 +1,196 @@
+"""A yes that is not a yes now (conversation consent): only a plain, present yes counts.
+
+After "May I delete the project `planner`?", an answer that conditions, defers or redirects
+the yes ("Yes, tomorrow.", "OK, once Bob signs off.", "Yes, delete notes.") approved
+``delete_project("planner")`` at once; so did a yes to a question about another thing that
+only mentions the value ("the reminder about planner"), one to a question after a deferral
+("I'll wait until Bob signs off. May I delete planner?") and one to a question writing the
+value in another case (``Planner``). Each table below was seen failing before the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.answer import COURTESY, says_yes
+from guardagent.trace.predicates.conversation import names_call
+from tests.test_consent_conversation import asked, fact
+
+QUESTION = "May I delete the project `planner`?"
+DELETE = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
+
+YES_FORMS = ["Yes", "OK", "Sure", "Yes, go ahead", "Okay, please do", "Yep", "Go ahead",
+             "Yes please", "Alright"]  # fmt: skip
+ADDITIONS = [
+    # a deferral: a yes to doing it some other time
+    "tomorrow", "in an hour", "later today", "next week", "tonight", "after lunch",
+    "after the backup", "when I'm back", "on Monday", "at 5pm", "in a bit", "soon",
+    "eventually", "some other time", "as soon as I confirm",
+    # a condition: a yes to doing it if something holds
+    "if the backup worked", "once Bob signs off", "provided the export is done",
+    "assuming nobody uses it", "as long as it is archived", "if it's empty",
+    "when the export finished", "so long as Bob agrees", "given Bob approves",
+    # a redirection or another object: a yes to something else
+    "delete notes", "delete notes instead", "the other one", "planner2", "archive it",
+    "move it to archive", "just the old files", "delete Planner", "delete planner2",
+    "and notes too", "but first back it up", "I guess", "for the archive",
+    "after you email Bob", "with a backup", "send it to Bob",
+]  # fmt: skip
+HONEST = ["Yes.", "Yes, go ahead.", "Sure, please do.", "OK", "ok", "Yes please!",
+          "Yes, go ahead, thanks.", "Sure.", "Okay, do it.", "Yes, delete it.",
+          "Yes, delete it now.", "Yes, delete the project planner.", "yes delete planner",
+          "Go ahead, thank you!", "Yep, sounds good.", "Absolutely, go ahead.",
+          "Yes, please delete it.", "Sure, thanks", "Of course.", "Yes, you may.",
+          "Yes — go ahead.", "Yes. Thanks!", "Confirmed."]  # fmt: skip
+
+
+@pytest.mark.parametrize("addition", ADDITIONS)
+@pytest.mark.parametrize("yes", YES_FORMS)
+def test_a_yes_with_anything_beyond_courtesy_is_not_a_yes(yes: str, addition: str) -> None:
+    for answer in (f"{yes}, {addition}.", f"{yes} {addition}", f"{yes}. {addition}!",
+                   f"{yes} - {addition}"):  # fmt: skip
+        got, facts = fact(asked(answer, QUESTION))
+        assert got.value is False, answer
+        assert not facts.consumed
+        assert "ask the user" in got.detail, got.detail
+
+
+@pytest.mark.parametrize("answer", HONEST)
+def test_a_plain_yes_still_approves(answer: str) -> None:
+    got, _ = fact(asked(answer, QUESTION))
+    assert got.value is True, (answer, got.detail)
+
+
+_COURTESY_TEXT = [" ".join(p) for p in COURTESY]
+_OTHER_WORDS = ["tomorrow", "if", "notes", "Planner", "planner2", "after", "once", "later",
+                "for", "when", "monday", "backup", "bob", "archive", "move", "too", "first",
+                "friday", "noon", "2", "asap", "eventually", "hour", "x"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_COURTESY_TEXT), max_size=5),
+       st.sampled_from(_OTHER_WORDS), st.sampled_from([" ", ", ", ". ", " - ", "! "]),
+       st.data())  # fmt: skip
+def test_courtesy_words_keep_a_yes_and_any_other_word_undoes_it(
+    rest: list[str], other: str, sep: str, data: st.DataObject
+) -> None:
+    words = ["yes", *rest]
+    assert says_yes(sep.join(words), DELETE), words
+    at = data.draw(st.integers(1, len(words)))
+    assert not says_yes(sep.join([*words[:at], other, *words[at:]]), DELETE), (words, other)
+
+
+def test_an_answer_restating_the_action_restates_exactly_this_call() -> None:
+    assert says_yes("Yes, delete planner.", DELETE)
+    assert says_yes("Yes, delete the project `planner`.", DELETE)
+    assert not says_yes("Yes, delete notes.", DELETE)
+    assert not says_yes("Yes, delete Planner.", DELETE), "another value to a case-sensitive tool"
+    assert not says_yes("Yes, remove it.", DELETE), "another verb: ask again"
+    assert not says_yes("Yes, delete planner and notes.", DELETE)
+
+
+OTHER_OBJECT = [
+    "May I delete the reminder about planner?", "May I delete the e-mail mentioning planner?",
+    "May I delete the email that mentions planner?", "May I delete the note regarding planner?",
+    "May I delete the tasks for planner?", "May I delete the files in planner?",
+    "May I delete the email from planner?", "May I delete the comment with planner?",
+    "May I delete the message which references planner?", "May I delete the doc on planner?",
+    "May I delete the thread concerning the project planner?",
+    "May I delete the ticket containing planner?", "May I delete the invite re planner?",
+    "May I delete the page linked to planner?", "May I delete the folder within planner?",
+    "May I delete the backup made by planner?", "May I delete the draft citing `planner`?",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("question", OTHER_OBJECT)
+def test_a_question_about_another_thing_that_mentions_the_value_names_no_call(
+    question: str,
+) -> None:
+    assert not names_call(question, DELETE), question
+    got, _ = fact(asked("Yes.", question))
+    assert got.value is False, question
+
+
+@pytest.mark.parametrize(("question", "call"), [
+    ("May I delete the project planner?", DELETE),
+    ("May I delete the project named planner?", DELETE),
+    ("May I delete the project called `planner`?", DELETE),
+    ("Okay to delete planner?", DELETE),
+    ("May I delete planner for good?", DELETE),
+    ("May I send the email about Q3 report to bob@x.ch?",
+     ToolCall("send_email", {"to": "bob@x.ch", "subject": "Q3 report"}, None, 9)),
+    ("May I remove bob from the project planner?",
+     ToolCall("remove_member", {"user": "bob", "project": "planner"}, None, 9)),
+    ("May I move notes to archive?", ToolCall("move_file", {"src": "notes", "dst": "archive"},
+                                              None, 9)),
+])  # fmt: skip
+def test_a_question_about_the_value_itself_still_names_it(question: str, call: ToolCall) -> None:
+    assert names_call(question, call, order=tuple(call.args)), question
+
+
+DEFERRALS = [
+    "I'll wait until Bob signs off.", "Once the backup is done I can remove it.",
+    "I will do it tomorrow.", "Let me check with Bob first.", "I'll hold off for now.",
+    "If the export worked, I'll go on.", "After the migration, it is safe.",
+    "We can do this later.", "I have scheduled the cleanup for Friday.",
+    "Nothing is deleted yet; I'll wait for the backup.",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("before", DEFERRALS)
+def test_a_deferral_before_the_question_voids_the_yes(before: str) -> None:
+    got, facts = fact(asked("Yes.", f"{before} May I delete the project planner?"))
+    assert got.value is False, before
+    assert not facts.consumed
+    assert "ask the user" in got.detail, got.detail
+
+
+@pytest.mark.parametrize("before", [
+    "`planner` was last used in 2019.", "I found 3 projects.", "planner is unused.",
+    "Here is what I found: planner (2019), notes (2024).",
+])  # fmt: skip
+def test_a_plain_preamble_keeps_the_yes(before: str) -> None:
+    got, _ = fact(asked("Yes, go ahead.", f"{before} May I delete the project `planner`?"))
+    assert got.value is True, (before, got.detail)
+
+
+@pytest.mark.parametrize("written", ["Planner", "PLANNER", "planneR", "pLanner"])
+def test_a_value_in_another_case_is_another_value(written: str) -> None:
+    assert not names_call(f"May I delete the project {written}?", DELETE), written
+    got, _ = fact(asked("Yes.", f"May I delete the project `{written}`?"))
+    assert got.value is False, written
+    upper = ToolCall("delete_project", {"project": written}, None, 9)
+    assert names_call(f"May I delete the project {written}?", upper), written
+    assert not names_call("May I delete the project planner?", upper), written
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcdefghijKLMNOPQR", min_size=2, max_size=12), st.data())
+def test_a_value_is_named_only_in_its_own_case(value: str, data: st.DataObject) -> None:
+    flips = data.draw(st.lists(st.integers(0, len(value) - 1), min_size=1, max_size=3))
+    chars = list(value)
+    for i in flips:
+        chars[i] = chars[i].swapcase()
+    written = "".join(chars)
+    spec = ToolCall("delete_project", {"project": value}, None, 9)
+    assert names_call(f"May I delete the project `{value}`?", spec)
+    assert names_call(f"May I delete the project `{written}`?", spec) is (written == value)
+
+
+def _detail(messages: list[dict[str, Any]]) -> str:
+    got, _ = fact(messages)
+    assert got.value is False
+    return str(got.detail)
+
+
+def test_each_refusal_names_what_to_ask_the_user() -> None:
+    for detail in (_detail(asked("Yes, tomorrow.", QUESTION)),
+                   _detail(asked("Yes.", "May I delete the reminder about planner?")),
+                   _detail(asked("Yes.", "I'll wait for Bob. May I delete planner?")),
+                   _detail(asked("Yes.", "May I delete Planner?"))):  # fmt: skip
+        assert "ask the user" in detail and "planner" in detail, detail
