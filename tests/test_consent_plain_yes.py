@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from guardagent.trace import Labels, analyze, parse_trace
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.answer import COURTESY, says_yes
 from guardagent.trace.predicates.conversation import names_call
-from tests.test_consent_conversation import asked, fact
+from tests.test_consent_conversation import CHAT, asked, fact
 
 QUESTION = "May I delete the project `planner`?"
 DELETE = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
@@ -122,7 +123,7 @@ def test_a_question_about_another_thing_that_mentions_the_value_names_no_call(
     ("May I delete the project called `planner`?", DELETE),
     ("Okay to delete planner?", DELETE),
     ("May I delete planner for good?", DELETE),
-    ("May I send the email about Q3 report to bob@x.ch?",
+    ("May I send bob@x.ch the email titled Q3 report?",
      ToolCall("send_email", {"to": "bob@x.ch", "subject": "Q3 report"}, None, 9)),
     ("May I remove bob from the project planner?",
      ToolCall("remove_member", {"user": "bob", "project": "planner"}, None, 9)),
@@ -194,3 +195,44 @@ def test_each_refusal_names_what_to_ask_the_user() -> None:
                    _detail(asked("Yes.", "I'll wait for Bob. May I delete planner?")),
                    _detail(asked("Yes.", "May I delete Planner?"))):  # fmt: skip
         assert "ask the user" in detail and "planner" in detail, detail
+
+
+@pytest.mark.parametrize("question", [
+    "May I delete the project about planner?", "May I delete the project for planner?",
+    "May I delete the project that mentions planner?", "May I delete the project in planner?",
+])  # fmt: skip
+def test_the_tools_own_noun_qualified_by_the_value_is_another_object(question: str) -> None:
+    # "the project about planner" is some project whose topic is planner, not ``planner``
+    assert not names_call(question, DELETE), question
+
+
+_ASK_LABELS = Labels.from_mapping({"tools": {
+    "list_projects": {"results": "trusted", "effect": "read", "args": []},
+    "delete_project": {"results": "trusted", "effect": "irreversible",
+                       "args": ["project", "force", "dry_run"]},
+    "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]},
+    "send_money": {"results": "trusted", "effect": "irreversible", "args": ["iban", "amount"]},
+}})  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("delete_project", {"project": "planner"}),
+    ("delete_project", {"project": "Planner", "force": True}),
+    ("delete_project", {"project": "planner", "dry_run": False}),
+    ("move_file", {"dst": "archive", "src": "notes"}),
+    ("send_money", {"amount": 4950, "iban": "GB82WEST12345698765432"}),
+])  # fmt: skip
+def test_the_question_a_refusal_suggests_approves_the_call_when_answered_yes(
+    name: str, args: dict[str, Any]
+) -> None:
+    proposed = {"id": "x1", "name": name, "args": args}
+
+    def decide(question: str, answer: str) -> Any:
+        messages = asked(answer, question)
+        return analyze(parse_trace(messages, proposed), _ASK_LABELS).fact(CHAT)
+
+    refused = decide("May I do the cleanup?", "Yes, tomorrow.")
+    assert refused.value is False
+    suggested = refused.detail.split('ask the user "', 1)[1].split('" and wait', 1)[0]
+    got = decide(suggested, "Yes.")
+    assert got.value is True, (suggested, got.detail)

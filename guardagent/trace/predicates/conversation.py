@@ -83,6 +83,7 @@ from guardagent.trace.predicates.naming import (
     names_call,
     verb_is_unique,
 )
+from guardagent.trace.predicates.options import top_arg
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 from guardagent.trace.written import MAX_TARGET_CHARS
@@ -164,9 +165,15 @@ def _deferred(message: str, question: str) -> str | None:
 
 
 def _ask(call: ToolCall, names: CallNames) -> str:
-    """What to ask the user instead: this action on this object, now (for the detail)."""
-    values = [str(v) for _, v in flatten(call.args) if v is not None and not isinstance(v, bool)]
-    what = " ".join(f"`{_quote(v, 40)[1:-1]}`" for v in values)
+    """What to ask the user instead: this action on this object, now (for the detail).
+
+    The tool's words, then each value in the label's ``args`` order (roles cannot swap), a
+    flag as ``name=value``: a question a plain yes to which approves this call.
+    """
+    order = names.order or ()
+    ranked = sorted(flatten(call.args), key=lambda pv: (
+        order.index(top_arg(pv[0])) if top_arg(pv[0]) in order else len(order)))
+    what = " ".join(_written(path, value) for path, value in ranked)
     return (f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
             'for a plain yes ("Yes", "Go ahead")')
 
@@ -204,6 +211,15 @@ def _quote(text: str, limit: int = 60) -> str:
 
 def _identity(answer: Message) -> str:
     return f"c:{answer.index}:{answer.digest.hex()[:32]}"
+
+
+def _written(path: str, value: Any) -> str:
+    """One argument as the suggested question writes it: a flag by its name."""
+    if value is None or isinstance(value, bool):
+        name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        return f"{name}={'null' if value is None else str(value).lower()}"
+    text = " ".join(str(value).split())
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
 
 
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,

@@ -449,11 +449,11 @@ class CallNames:
         """
         if not isinstance(target, _Target) or target.keys:
             return False
-        tool = frozenset(self.tool.split())
-        passed = tool | frozenset(_words(target.arg.rsplit(".", 1)[-1]).split())
+        tool = self.tool.split()
+        passed = frozenset(tool) | frozenset(_words(target.arg.rsplit(".", 1)[-1]).split())
         others = frozenset(w.casefold() for t in self.targets if t is not target
                            and isinstance(t, _Target) for w in t.phrase.split())  # fmt: skip
-        return about_another(target.phrase, question.phrase, passed, tool, others)
+        return about_another(target.phrase, question.phrase, passed, frozenset(tool[:1]), others)
 
     @property
     def phrases(self) -> list[str]:

@@ -11,12 +11,15 @@ Without a parser of English this reads the few words before each occurrence of t
 determiners and the words of the tool's or the argument's name are passed over ("a
 backup of *the project* planner"), and the word then reached decides. A qualifier
 (:data:`QUALIFIERS`) makes that occurrence about another thing, unless the word right
-before the qualifier is a word of the tool's name or another value of the call: "a
-*delete of* planner", "the *email about* Q3 report" (``send_email``), "remove *bob from*
-the project planner". Any other word ("delete", "named", a clause mark) leaves the value
-as the thing itself. A value followed by the noun it qualifies ("the planner reminder") is
-not told apart (README: ask about the value itself). Only :data:`LOOK_BACK` characters
-before each occurrence are read: linear in the question.
+before the qualifier is the tool's verb (the first word of its name) or another value of
+the call: "a *delete of* planner", "remove *bob from* the project planner". The tool's
+noun is no exception: "the project *about* planner" is some project whose topic is
+planner, not the project ``planner`` (so "the email about Q3" approves no
+``send_email(subject="Q3")`` either: fail closed). Any other word ("delete", "named", a
+clause mark) leaves the value as the thing itself. A value followed by the noun it
+qualifies ("the planner reminder"), or after a noun with no qualifier between ("the
+reminder planner"), is not told apart (README: ask about the value itself). Only
+:data:`LOOK_BACK` characters before each occurrence are read: linear in the question.
 """
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
         asked: The question's words, one space between and one at each end (case kept).
         passed: Words passed over before the value (case-folded): the tool's and the
             argument's name words; determiners always are.
-        tool: The words of the tool's name (case-folded): a qualifier right after one
-            still introduces the call's own object ("a delete of planner").
+        tool: The tool's verb (case-folded): a qualifier right after it still introduces
+            the call's own object ("a delete of planner").
         others: The words of the call's other values (case-folded): "bob from planner".
 
     Returns:
