@@ -12,7 +12,7 @@ every one of these conditions (else it does not, and the fact says which one fai
   message or followed by more text (:func:`final_question`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
-  it takes the call's arguments: :func:`~.naming.verb_is_unique`; a
+  it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
   misspelt tool word passes at ``similarity`` 50-100 with ``rapidfuzz``, default 85, but
   never a word that holds it: "undelete") *and*
   every one of its argument values, exactly (``match="both"``, the default: "May I delete
@@ -81,9 +81,9 @@ from guardagent.trace.predicates.naming import (
     CallNames,
     Question,
     names_call,
-    verb_is_unique,
 )
 from guardagent.trace.predicates.options import top_arg
+from guardagent.trace.predicates.tool_words import verb_is_unique
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 from guardagent.trace.written import MAX_TARGET_CHARS

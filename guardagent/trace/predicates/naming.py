@@ -6,7 +6,7 @@ rule). This module is the naming: :class:`CallNames` reads a call once (its tool
 its value targets, its flags) and tells whether a question names it:
 
 - the tool by its words, or by its verb alone when no other labelled tool shares the verb
-  (:func:`verb_is_unique`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
+  (:mod:`.tool_words`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
 - every value exactly: typed values by their key, others as the same whole words with
   their punctuation and case (:func:`_phrase`: ``../planner`` and ``Planner`` are not
   ``planner``), as the thing asked about and not only to qualify another ("the reminder
@@ -19,44 +19,22 @@ Every scan here is linear in the question (one pass per value).
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any
 
-from rapidfuzz import fuzz
-from rapidfuzz.utils import default_process
-
 from guardagent.trace.kinds import Value
-from guardagent.trace.labels import Labels
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.qualified import about_another
+from guardagent.trace.predicates.tool_words import (
+    DIGIT_GROUPS,
+    clean,
+    tool_named,
+    tool_words,
+)
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 from guardagent.trace.written import MAX_TARGET_CHARS
-
-# One separator between two digits. No quantifier: constant work per position, linear over
-# attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
-_DIGIT_GROUPS = re.compile(r"(?<=[0-9])[,'’_\u202f\u00a0 ](?=[0-9])")
-
-
-def _clean(text: str) -> str:
-    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined.
-
-    "4,950" and "4 950" read as 4950: a separator between two digits is dropped.
-    """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
-    return " ".join(default_process(text).split())
-
-
-def _words(name: str) -> str:
-    """A tool's name as words: ``delete_project`` and ``deleteProject`` read "delete project"."""
-    spaced: list[str] = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i and name[i - 1].islower():
-            spaced.append(" ")
-        spaced.append(ch)
-    return _clean("".join(spaced).replace("_", " ").replace("-", " ").replace(".", " "))
 
 
 def _phrase(text: str, *, question: bool = False) -> str:
@@ -70,7 +48,7 @@ def _phrase(text: str, *, question: bool = False) -> str:
     closed). ``4,950`` reads 4950. Case is kept: a tool compares ``Planner`` and ``planner``
     as two names (typed values that their consumers fold are compared by their keys).
     """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
+    text = DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
     lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
         _QUOTES, _QUOTES + _MARKS)  # fmt: skip
     words = (w.lstrip(lead).rstrip(trail) for w in text.split())
@@ -111,7 +89,7 @@ class Question:
     def __init__(self, text: str, region: str | None) -> None:
         self.text = text
         self.phrase = _phrase(text, question=True)
-        self.words = _clean(text)
+        self.words = clean(text)
         found = extract_values(normalize_text(text), region=region)
         self.keys = frozenset(k for f in found for k in f.value.keys)
         values = {f.value.keys: (f.value.kind, _plain_keys(f.value)) for f in found}
@@ -202,7 +180,7 @@ class _Flag:
 
     def __init__(self, path: str, value: bool | None) -> None:
         last = path.rsplit(".", 1)[-1].split("[", 1)[0]
-        self.name = _words(last).split()
+        self.name = tool_words(last).split()
         self.value = value
         self.arg, self.kind = path, "flag"  # named by its own name: no role to swap
 
@@ -357,53 +335,6 @@ def _clauses(words: str, text: str, flags: frozenset[str] = frozenset()) -> int:
             + sum(1 for w in ws if w in CLAUSE_WORDS) + withs)  # fmt: skip
 
 
-def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
-    """No other labelled tool that starts with this tool's verb could take this call.
-
-    "Okay to delete planner?" names ``delete_project(project="planner")`` by its verb only
-    when no ``delete_all_projects`` that takes a ``project`` is labelled too: the user cannot
-    have meant one delete rather than the other. Another tool is such a sibling when its
-    first word is the verb (a pattern: the words before its wildcard; none, as in ``*``:
-    any tool) and its label takes the call's argument `names` (its ``args`` hold them all,
-    or ``other_args: allow``). A sibling whose label declares no ``args`` takes no argument.
-    """
-    words = _words(tool).split()
-    if not words:
-        return False
-    for other, label in (*labels.tools.items(), *labels.patterns):
-        if other == tool:
-            continue
-        head = _words(other.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]).split()
-        if head and head[0] != words[0]:
-            continue
-        if label.other_args or (label.args is not None and names <= set(label.args)):
-            return False
-    return True
-
-
-def _word_named(word: str, question: list[str], similarity: float) -> bool:
-    """A word of the tool's name in the question: the same word, or a misspelling of it.
-
-    A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
-    by it: "undelete", "deleted" and "delet" are other words, never "delete".
-    """
-    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
-                             and w not in word) for w in question)  # fmt: skip
-
-
-def _tool_named(tool: str, question: str, similarity: float, verb_alone: bool = True) -> bool:
-    """The tool's words ("delete project"), or its verb as a word of its own ("delete").
-
-    The verb alone names it only when `verb_alone` (no other labelled tool shares it).
-    """
-    words, asked = tool.split(), question.split()
-    if not words:
-        return False
-    if verb_alone and len(words[0]) >= 3 and _word_named(words[0], asked, similarity):
-        return True
-    return all(_word_named(w, asked, similarity) for w in words)
-
-
 class CallNames:
     """What a question must name to name a call, read once per call (see the module)."""
 
@@ -411,7 +342,7 @@ class CallNames:
                  match: str = "both", region: str | None = None,
                  order: tuple[str, ...] | None = None,
                  verb_alone: bool = True, single: bool = True) -> None:  # fmt: skip
-        self.tool = _words(call.name)
+        self.tool = tool_words(call.name)
         self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
         self.order = tuple(order) if order is not None else None
@@ -428,7 +359,7 @@ class CallNames:
         q = question if isinstance(question, Question) else Question(question, self.region)
         if self.single and not _one_request(self.targets, q, self.listed):
             return False
-        tool_named = _tool_named(self.tool, q.words, self.similarity, self.verb_alone)
+        by_tool = tool_named(self.tool, q.words, self.similarity, self.verb_alone)
         if self.arg is not None or self.values:  # every value (of the argument) named
             target_named = (bool(self.targets)
                             and all(t.named_in(q, self.single) for t in self.targets)
@@ -438,8 +369,8 @@ class CallNames:
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
-            return tool_named and target_named
-        return target_named if self.arg is not None else tool_named or target_named
+            return by_tool and target_named
+        return target_named if self.arg is not None else by_tool or target_named
 
 
     def _about_another(self, target: _Target | _Flag, question: Question) -> bool:
@@ -450,7 +381,7 @@ class CallNames:
         if not isinstance(target, _Target) or target.keys:
             return False
         tool = self.tool.split()
-        passed = frozenset(tool) | frozenset(_words(target.arg.rsplit(".", 1)[-1]).split())
+        passed = frozenset(tool) | frozenset(tool_words(target.arg.rsplit(".", 1)[-1]).split())
         others = frozenset(w.casefold() for t in self.targets if t is not target
                            and isinstance(t, _Target) for w in t.phrase.split())  # fmt: skip
         return about_another(target.phrase, question.phrase, passed, frozenset(tool[:1]), others)
