@@ -19,12 +19,12 @@ every one of these conditions (else it does not, and the fact says which one fai
   planner?" approves neither deleting ``notes`` nor ``planner2``, and "May I send CHF 50 to
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
-  values as the same run of whole words (case-folded; punctuation kept but for quotes and
-  brackets around a word and a clause mark after it: ``../planner`` and ``planner*`` are
-  not ``planner``); a value
-  with an invisible character is never named, nor one written only after *of* ("the
-  copy of planner" asks about the copy). A flag (a boolean or null argument:
-  ``force=True``) is named by its argument's name, and its value when not true
+  values as the same run of whole words (case kept, as the tool compares them: ``Planner``
+  is not ``planner``; punctuation kept but for quotes and brackets around a word and a
+  clause mark after it: ``../planner`` and ``planner*`` are not ``planner``); a value
+  with an invisible character is never named, nor one written only to qualify another
+  thing ("the copy of planner", "the reminder about planner": :mod:`.qualified`). A flag
+  (a boolean or null argument: ``force=True``) is named by its argument's name, and its value when not true
   (:class:`_Flag`). A call with no value at all is named by its
   tool; prose longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body; never a path
   or URL: :func:`~.naming._content`) is content, not a target, so a call whose every
@@ -47,18 +47,19 @@ every one of these conditions (else it does not, and the fact says which one fai
   "tomorrow", any "...n't"), no invisible or direction character and no markup a chat may
   show without its text (an HTML tag or comment, a Markdown link): a question shown
   otherwise than it reads; "Should I not delete planner?", "Delete planner or notes?" and
-  "May I delete planner? Or keep it?" approve nothing;
-- the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
-  "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
-  "not", "wait", "but", "instead", any "...n't") and no question mark: "No", "Yes, but not
-  now", "Don't" and "Yes?" never count;
+  "May I delete planner? Or keep it?" approve nothing; nor does one after a deferral in the
+  same message (:data:`DEFERRALS`: "I'll wait until Bob signs off. May I delete planner?");
+- the answer **says yes, now**: an affirmative (:data:`AFFIRMATIVE`) and else only courtesy
+  or an exact restatement of this call (:mod:`.answer`, a whitelist): "Yes, tomorrow.",
+  "OK, once Bob signs off.", "Yes, delete notes.", "No" and "Yes?" never count;
 - it approves **one call, once**: an earlier call after the answer that the question also
   names used it, and so does any call the thread's ledger recorded
   (:mod:`~guardagent.trace.predicates.ledger`).
 
 The fact names the answer and the question (``sources``: the user's message, then the
-model's). The lexicons are English and hand-written; an answer in another language is not
-read as a yes (fail closed).
+model's); a refusal after the answer names the question to ask instead (:func:`_ask`).
+The lexicons are English and hand-written; an answer in another language is not read as a
+yes (fail closed).
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
 from guardagent.trace.written import MAX_TARGET_CHARS
 
-__all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
-           "asked_in_conversation", "final_question", "names_call", "questions", "says_yes"]
+__all__ = ["AFFIRMATIVE", "DEFERRALS", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE",
+           "QUESTION_STOPS", "asked_in_conversation", "final_question", "names_call", "questions",
+           "says_yes"]
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
