@@ -24,8 +24,8 @@ every one of these conditions (else it does not, and the fact says which one fai
   clause mark after it: ``../planner`` and ``planner*`` are not ``planner``); a value
   with an invisible character is never named, nor one written only to qualify another
   thing ("the copy of planner", "the reminder about planner": :mod:`.qualified`). A flag
-  (a boolean or null argument: ``force=True``) is named by its argument's name, and its value when not true
-  (:class:`_Flag`). A call with no value at all is named by its
+  (a boolean or null argument: ``force=True``) is named by its argument's name, and its
+  value when not true (:class:`_Flag`). A call with no value at all is named by its
   tool; prose longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body; never a path
   or URL: :func:`~.naming._content`) is content, not a target, so a call whose every
   value is content is named by no question.
