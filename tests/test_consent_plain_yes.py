@@ -236,3 +236,16 @@ def test_the_question_a_refusal_suggests_approves_the_call_when_answered_yes(
     suggested = refused.detail.split('ask the user "', 1)[1].split('" and wait', 1)[0]
     got = decide(suggested, "Yes.")
     assert got.value is True, (suggested, got.detail)
+
+
+@pytest.mark.parametrize("before", DEFERRALS[:5])
+def test_a_deferral_in_an_earlier_assistant_message_of_the_same_turn_voids_the_yes(
+    before: str,
+) -> None:
+    # the user reads the assistant's whole turn: split in two messages, it still defers
+    messages = asked("Yes.", "May I delete the project planner?")
+    messages.insert(3, {"role": "assistant", "content": before})
+    got, facts = fact(messages)
+    assert got.value is False, before
+    assert not facts.consumed
+    assert "ask the user" in got.detail, got.detail
