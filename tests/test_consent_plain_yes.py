@@ -249,3 +249,23 @@ def test_a_deferral_in_an_earlier_assistant_message_of_the_same_turn_voids_the_y
     assert got.value is False, before
     assert not facts.consumed
     assert "ask the user" in got.detail, got.detail
+
+
+@pytest.mark.parametrize(("value", "written"), [
+    ("notes.txt", "Notes.txt"), ("Report.PDF", "report.pdf"),
+    ("https://files.example/Report", "https://files.example/report"),
+    ("https://files.example/a?id=AbC", "https://files.example/a?id=abc"),
+    ("files.example/Q3", "files.example/q3"),
+])  # fmt: skip
+def test_a_file_name_or_url_path_in_another_case_is_another_value(value: str,
+                                                                 written: str) -> None:
+    # the value reader folds a link's case for matching; a file system or a server does not
+    spec = ToolCall("open_file", {"path": value}, None, 9)
+    assert names_call(f"May I open {value}?", spec), value
+    assert not names_call(f"May I open {written}?", spec), (value, written)
+
+
+def test_an_address_is_still_named_in_any_case() -> None:
+    # documented: an e-mail address is compared case-folded (mail systems fold it)
+    spec = ToolCall("send_email", {"to": "bob@example.com"}, None, 9)
+    assert names_call("May I send the email to Bob@Example.com?", spec)

@@ -84,10 +84,12 @@ class Question:
         plain: The reading an English reader gives each typed value (:func:`_plain_keys`):
             what a yes approves.
         values: Each typed value written, once: its kind and its plain keys.
+        exact: The text in NFKC, case kept (a link or file name is named in its case).
     """
 
     def __init__(self, text: str, region: str | None) -> None:
         self.text = text
+        self.exact = unicodedata.normalize("NFKC", text)
         self.phrase = _phrase(text, question=True)
         self.words = clean(text)
         found = extract_values(normalize_text(text), region=region)
@@ -140,10 +142,20 @@ class _Target:
         approves neither, since a bank may pay 5000.
         """
         if self.keys and single:
-            return self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
+            return (self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
+                    and self._in_its_case(question))  # fmt: skip
         if self.keys:
             return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
+
+    def _in_its_case(self, question: Question) -> bool:
+        """A link or file name is written whole, in its own case.
+
+        Its key is case-folded for matching, but a file system or a server compares paths
+        as written: ``Notes.txt`` is not ``notes.txt``, nor ``/Report`` ``/report``. An
+        address is compared folded, as mail systems do.
+        """
+        return self.kind != "url" or unicodedata.normalize("NFKC", self.raw) in question.exact
 
     def position(self, question: Question) -> int:
         """Where the question first names it (comparable among targets of one kind)."""
