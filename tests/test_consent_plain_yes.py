@@ -269,3 +269,26 @@ def test_an_address_is_still_named_in_any_case() -> None:
     # documented: an e-mail address is compared case-folded (mail systems fold it)
     spec = ToolCall("send_email", {"to": "bob@example.com"}, None, 9)
     assert names_call("May I send the email to Bob@Example.com?", spec)
+
+
+@pytest.mark.parametrize("when", [
+    "at 5pm", "at 5 pm", "on Monday", "this weekend", "in an hour", "in a few minutes",
+    "later today", "today", "this evening", "in a moment", "by Friday", "at noon", "asap",
+    "shortly", "at midnight", "in two weeks", "Saturday morning",
+])  # fmt: skip
+def test_a_question_that_sets_a_time_approves_nothing_now(when: str) -> None:
+    got, _ = fact(asked("Yes.", f"May I delete the project planner {when}?"))
+    assert got.value is False, (when, got.detail)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["Yes", "OK", "Sure"]), st.sampled_from(_COURTESY_TEXT),
+       st.sampled_from(["tomorrow", "on Friday", "if it is empty", "once Bob agrees",
+                        "after the backup", "at 3pm", "next week", "in an hour"]))  # fmt: skip
+def test_a_yes_to_a_deferred_question_or_with_a_deferral_never_approves(
+    yes: str, courtesy: str, when: str
+) -> None:
+    assert fact(asked(f"{yes}, {courtesy}.", f"May I delete the project planner {when}?"))[
+        0].value is False
+    assert fact(asked(f"{yes}, {courtesy} {when}.", QUESTION))[0].value is False
+    assert fact(asked(f"{yes}, {courtesy}.", QUESTION))[0].value is True

@@ -142,10 +142,21 @@ QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     # a value excluded: "delete the projects, excluding planner" spares planner
     "excluding", "exclude", "excepting", "apart", "aside", "besides", "other", "spare",
     "sparing", "leave", "leaving", "skip", "skipping", "omit", "omitting", "minus",
-} | _DEFERRING  # fmt: skip
+} | _DEFERRING | {
+    # a time set for the call: "at 5pm", "on Monday", "in an hour" is not now
+    "today", "weekend", "morning", "afternoon", "evening", "noon", "midnight", "pm",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
+    "moment", "shortly", "asap", "eod", "o'clock",
+}  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
-alternative, about the past or the opposite, a value excluded, the call deferred or
-conditional): a yes to it approves nothing."""
+alternative, about the past or the opposite, a value excluded, the call deferred,
+conditional or set for a time): a yes to it approves nothing."""
+
+
+def _at_a_clock_time(word: str) -> bool:
+    """A word like ``5pm`` or ``11am``: the question sets a time for the call."""
+    return word[-2:] in ("am", "pm") and word[:-2].isdigit()
 
 DEFERRALS = _DEFERRING | {
     "wait", "waiting", "hold", "first", "yet", "later", "unless", "till", "afterwards",
@@ -198,7 +209,8 @@ def _plain_question(question: str) -> bool:
         return False  # shown otherwise than it reads: never what the user saw
     if _hides_text(question):
         return False
-    return not any(w in QUESTION_STOPS or w.endswith("n't") for w in tokens(question))
+    return not any(w in QUESTION_STOPS or w.endswith("n't") or _at_a_clock_time(w)
+                   for w in tokens(question))  # fmt: skip
 
 
 def _hides_text(text: str) -> bool:
