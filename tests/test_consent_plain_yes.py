@@ -292,3 +292,15 @@ def test_a_yes_to_a_deferred_question_or_with_a_deferral_never_approves(
         0].value is False
     assert fact(asked(f"{yes}, {courtesy} {when}.", QUESTION))[0].value is False
     assert fact(asked(f"{yes}, {courtesy}.", QUESTION))[0].value is True
+
+
+@pytest.mark.parametrize("answer", ["Yes 👎", "Yes ⏰", "OK ❌", "Sure 🔜", "Yes ➡ later",
+                                    "Yes ⏳", "Yes 🗓", "Yes → archive", "Yes\u200b",
+                                    "Yes \u202egnidnep"])  # fmt: skip
+def test_a_symbol_the_guard_does_not_read_makes_no_yes(answer: str) -> None:
+    assert not says_yes(answer, DELETE), answer
+
+
+@pytest.mark.parametrize("answer", ["Yes 👍", "OK ✅", "Sure 👌🏽", "Yes :)", "Yes 🙂"])
+def test_a_courtesy_symbol_keeps_a_yes(answer: str) -> None:
+    assert says_yes(answer, DELETE), answer

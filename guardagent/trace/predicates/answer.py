@@ -10,8 +10,8 @@ ahead", "thanks", "do it", "now") or restates exactly this call: a word of the t
 ("delete", "project"), a pronoun for it ("it", "the", "this", "that"), or one of the call's
 own untyped values, written whole and in its case ("Yes, delete planner", never "Planner"
 or "planner2"). Any other word ("tomorrow", "if", "notes", "for", a number) makes it no
-yes: the guard asks again (fail closed). A negation or reservation (:data:`NEGATIVE`) and a
-question mark undo it too. English only: an answer in another language is no yes.
+yes: the guard asks again (fail closed). A negation or reservation (:data:`NEGATIVE`), a
+question mark and a symbol outside :data:`COURTESY_SYMBOLS` ("⏰") undo it too. English only: an answer in another language is no yes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import unicodedata
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.naming import CallNames, phrase_words
 
-__all__ = ["AFFIRMATIVE", "COURTESY", "NEGATIVE", "REFERENCES", "not_a_plain_yes", "says_yes",
-           "tokens"]  # fmt: skip
+__all__ = ["AFFIRMATIVE", "COURTESY", "COURTESY_SYMBOLS", "NEGATIVE", "REFERENCES",
+           "not_a_plain_yes", "says_yes", "tokens"]  # fmt: skip
 
 AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
     "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "all right",
@@ -40,6 +40,12 @@ COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(tuple(p.split()) for
     "great", "perfect", "good", "cool", "exactly", "indeed", "of course", "by all means",
 ))  # fmt: skip
 """The closed list of words a plain yes may hold beyond its restatement of the call."""
+
+COURTESY_SYMBOLS = frozenset("👍✅👌🙂😊🙏✔☑\ufe0f") | frozenset(
+    chr(c) for c in range(0x1F3FB, 0x1F400))  # skin tones
+"""Symbols a plain yes may hold (a thumbs up, a check mark; skin tones, the emoji
+selector): any other non-ASCII symbol ("👎", "⏰", "🔜") or an invisible character is
+read as something the guard does not understand, so no yes (fail closed)."""
 
 REFERENCES = frozenset({"it", "this", "that", "the"})
 """Words that refer back to the question's object ("Yes, delete it")."""
@@ -80,6 +86,10 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     """
     if "?" in text or "？" in text:
         return "it asks back"  # "Yes?", "OK, which one?" approve nothing
+    odd = next((c for c in text if not c.isascii() and c not in COURTESY_SYMBOLS and (
+        unicodedata.category(c)[0] == "S" or unicodedata.category(c) == "Cf")), None)
+    if odd is not None:
+        return f"it holds {odd!r}, a sign the guard does not read"
     names = CallNames(call) if isinstance(call, ToolCall) else call
     words = tokens(" ".join(_without_values(text, names.phrases if names else [])))
     bad = next((w for w in words if w in NEGATIVE or w.endswith("n't")), None)
