@@ -11,7 +11,8 @@ ahead", "thanks", "do it", "now") or restates exactly this call: a word of the t
 own untyped values, written whole and in its case ("Yes, delete planner", never "Planner"
 or "planner2"). Any other word ("tomorrow", "if", "notes", "for", a number) makes it no
 yes: the guard asks again (fail closed). A negation or reservation (:data:`NEGATIVE`), a
-question mark and a symbol outside :data:`COURTESY_SYMBOLS` ("⏰") undo it too. English only: an answer in another language is no yes.
+question mark and a symbol outside :data:`COURTESY_SYMBOLS` ("⏰") undo it too. English
+only: an answer in another language is no yes.
 """
 
 from __future__ import annotations
