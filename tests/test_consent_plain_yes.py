@@ -47,7 +47,8 @@ HONEST = ["Yes.", "Yes, go ahead.", "Sure, please do.", "OK", "ok", "Yes please!
           "Yes, delete it now.", "Yes, delete the project planner.", "yes delete planner",
           "Go ahead, thank you!", "Yep, sounds good.", "Absolutely, go ahead.",
           "Yes, please delete it.", "Sure, thanks", "Of course.", "Yes, you may.",
-          "Yes — go ahead.", "Yes. Thanks!", "Confirmed."]  # fmt: skip
+          "Yes — go ahead.", "Yes. Thanks!", "Confirmed.", "Yes, go ahead and delete it.",
+          "Yes, that one.", "Yes, I'm sure.", "Yes, that's right."]  # fmt: skip
 
 
 @pytest.mark.parametrize("addition", ADDITIONS)

@@ -39,6 +39,8 @@ COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(tuple(p.split()) for
     "go for it", "do so", "please do it", "you may", "you can", "now", "right now",
     "that's ok", "that's okay", "it's fine", "it's ok", "it's okay", "that is fine",
     "great", "perfect", "good", "cool", "exactly", "indeed", "of course", "by all means",
+    "go ahead and", "please go ahead and", "that one", "this one", "i'm sure", "i am sure",
+    "that's right",
 ))  # fmt: skip
 """The closed list of words a plain yes may hold beyond its restatement of the call."""
 
