@@ -305,3 +305,12 @@ def test_a_symbol_the_guard_does_not_read_makes_no_yes(answer: str) -> None:
 @pytest.mark.parametrize("answer", ["Yes 👍", "OK ✅", "Sure 👌🏽", "Yes :)", "Yes 🙂"])
 def test_a_courtesy_symbol_keeps_a_yes(answer: str) -> None:
     assert says_yes(answer, DELETE), answer
+
+
+@pytest.mark.parametrize("question", [
+    "May I delete the reminder—about planner?", "May I delete the reminder–about planner?",
+    "May I delete the reminder/about planner?", "May I delete the note-regarding planner?",
+    "May I delete the reminder(about)planner?", "May I delete the reminder,about planner?",
+])  # fmt: skip
+def test_a_qualifier_glued_to_the_noun_by_punctuation_is_still_read(question: str) -> None:
+    assert not names_call(question, DELETE), question

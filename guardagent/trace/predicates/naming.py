@@ -25,7 +25,7 @@ from typing import Any
 from guardagent.trace.kinds import Value
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
-from guardagent.trace.predicates.qualified import about_another
+from guardagent.trace.predicates.qualified import about_another, words_of
 from guardagent.trace.predicates.tool_words import (
     DIGIT_GROUPS,
     clean,
@@ -394,8 +394,8 @@ class CallNames:
             return False
         tool = self.tool.split()
         passed = frozenset(tool) | frozenset(tool_words(target.arg.rsplit(".", 1)[-1]).split())
-        others = frozenset(w.casefold() for t in self.targets if t is not target
-                           and isinstance(t, _Target) for w in t.phrase.split())  # fmt: skip
+        others = frozenset(w for t in self.targets if t is not target
+                           and isinstance(t, _Target) for w in words_of(t.phrase))  # fmt: skip
         return about_another(target.phrase, question.phrase, passed, frozenset(tool[:1]), others)
 
     @property

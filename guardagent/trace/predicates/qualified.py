@@ -24,7 +24,8 @@ reminder planner"), is not told apart (README: ask about the value itself). Only
 
 from __future__ import annotations
 
-__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "about_another"]
+__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "about_another",
+           "words_of"]
 
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
                          "our", "their", "its", "his", "her"})  # fmt: skip
@@ -81,7 +82,7 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
     found = False
     while at >= 0:
         found = True
-        before = [w.casefold() for w in asked[max(0, at - LOOK_BACK):at + 1].split()]
+        before = words_of(asked[max(0, at - LOOK_BACK):at + 1])
         i = len(before) - 1
         while i >= 0 and before[i] in skip:
             i -= 1
@@ -89,6 +90,28 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
             return False  # an occurrence that is the thing itself
         at = asked.find(needle, at + 1)
     return found
+
+
+_IN_WORD = frozenset("'@._")
+"""Marks that stay inside a word (``bob@x.ch``, ``it's``); any other mark separates."""
+
+
+def words_of(text: str) -> list[str]:
+    """Case-folded words, split at whitespace and at marks (a dash, a slash, a comma).
+
+    "the reminder—about planner" reads as "reminder", "about", as the user does. One pass.
+    """
+    words: list[str] = []
+    current: list[str] = []
+    for ch in text.casefold():
+        if ch.isalnum() or ch in _IN_WORD:
+            current.append(ch)
+        elif current:
+            words.append("".join(current))
+            current = []
+    if current:
+        words.append("".join(current))
+    return words
 
 
 def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str]) -> bool:
