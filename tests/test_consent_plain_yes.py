@@ -20,6 +20,7 @@ from guardagent.trace import Labels, analyze, parse_trace
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.answer import COURTESY, says_yes
 from guardagent.trace.predicates.conversation import names_call
+from guardagent.trace.predicates.qualified import QUALIFIERS
 from tests.test_consent_conversation import CHAT, asked, fact
 
 QUESTION = "May I delete the project `planner`?"
@@ -314,3 +315,21 @@ def test_a_courtesy_symbol_keeps_a_yes(answer: str) -> None:
 ])  # fmt: skip
 def test_a_qualifier_glued_to_the_noun_by_punctuation_is_still_read(question: str) -> None:
     assert not names_call(question, DELETE), question
+
+
+_NOUNS = ["reminder", "note", "e-mail", "copy", "backup", "ticket", "draft", "thread",
+          "folder", "invoice", "comment", "page", "task", "project", "file", "list"]
+_QUALIFY = sorted(QUALIFIERS - {"of"}) + ["linked to", "related to", "that mentions",
+                                           "which references", "of"]  # fmt: skip
+_DETS = ["", "the ", "my ", "the project ", "your project "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_NOUNS), st.sampled_from(_QUALIFY), st.sampled_from(_DETS),
+       st.sampled_from(["planner", "`planner`", "**planner**", '"planner"']))  # fmt: skip
+def test_any_noun_qualified_by_the_value_is_another_object(
+    noun: str, qualifier: str, det: str, value: str
+) -> None:
+    question = f"May I delete the {noun} {qualifier} {det}{value}?"
+    assert not names_call(question, DELETE), question
+    assert names_call(f"May I delete {det}{value}?", DELETE), det
