@@ -158,6 +158,7 @@ def _at_a_clock_time(word: str) -> bool:
     """A word like ``5pm`` or ``11am``: the question sets a time for the call."""
     return word[-2:] in ("am", "pm") and word[:-2].isdigit()
 
+
 DEFERRALS = _DEFERRING | {
     "wait", "waiting", "hold", "first", "yet", "later", "unless", "till", "afterwards",
     "pending", "provided", "assuming", "meanwhile", "postponed", "paused", "pause",
