@@ -333,3 +333,22 @@ def test_any_noun_qualified_by_the_value_is_another_object(
     question = f"May I delete the {noun} {qualifier} {det}{value}?"
     assert not names_call(question, DELETE), question
     assert names_call(f"May I delete {det}{value}?", DELETE), det
+
+
+@pytest.mark.parametrize("condition", [
+    "assuming the backup finished", "provided the export worked", "pending Bob's review",
+    "till Friday", "as long as it is archived", "so long as Bob agrees",
+    "depending on the backup", "on condition that it is empty", "in case it is unused",
+    "given that Bob approves", "once more", "upon approval", "as soon as possible",
+])  # fmt: skip
+def test_a_question_with_a_condition_approves_nothing(condition: str) -> None:
+    got, _ = fact(asked("Yes.", f"May I delete the project planner, {condition}?"))
+    assert got.value is False, (condition, got.detail)
+
+
+def test_a_negation_in_the_preamble_is_no_deferral() -> None:
+    got, _ = fact(asked("Yes.", "I couldn't find any use of planner since 2019. "
+                        "May I delete the project planner?"))  # fmt: skip
+    assert got.value is True, got.detail
+    got, _ = fact(asked("Yes.", "I'll do it at 5pm. May I delete the project planner?"))
+    assert got.value is False, got.detail

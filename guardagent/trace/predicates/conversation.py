@@ -136,7 +136,29 @@ _DEFERRING = frozenset({
     # empty / after the backup" is no yes to deleting it now, unconditionally
     "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
     "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
+    "assuming", "provided", "providing", "pending", "till", "depending", "depends",
+    "condition", "conditional", "given", "upon", "yet", "afterwards", "meanwhile",
+    "postponed", "paused", "pause", "waiting",
 })  # fmt: skip
+
+_DEFERRING_PHRASES = (("as", "long", "as"), ("so", "long", "as"), ("in", "case"),
+                      ("subject", "to"), ("as", "soon", "as"))  # fmt: skip
+"""Conditions of several words, each of them harmless alone ("long", "case")."""
+
+
+def _stop_in(words: list[str], singles: frozenset[str], negations: bool = True) -> str | None:
+    """The first stop among `words`, or None.
+
+    A word of `singles`, a "...n't" (with `negations`), a clock time ("5pm") or a
+    condition of several words ("as long as").
+    """
+    for i, w in enumerate(words):
+        if w in singles or (negations and w.endswith("n't")) or _at_a_clock_time(w):
+            return w
+        for p in _DEFERRING_PHRASES:
+            if tuple(words[i:i + len(p)]) == p:
+                return " ".join(p)
+    return None
 
 QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     # a value excluded: "delete the projects, excluding planner" spares planner
@@ -159,10 +181,7 @@ def _at_a_clock_time(word: str) -> bool:
     return word[-2:] in ("am", "pm") and word[:-2].isdigit()
 
 
-DEFERRALS = _DEFERRING | {
-    "wait", "waiting", "hold", "first", "yet", "later", "unless", "till", "afterwards",
-    "pending", "provided", "assuming", "meanwhile", "postponed", "paused", "pause",
-}  # fmt: skip
+DEFERRALS = _DEFERRING | {"wait", "hold", "first", "later", "unless"}
 """Words that, in the assistant's message before its question, defer or condition what it
 asks ("I'll wait until Bob signs off. May I delete planner?"): the user's yes answers the
 question as the message frames it, so it approves nothing now (:func:`_deferred`)."""
@@ -183,7 +202,8 @@ def _deferred(msgs: Sequence[Message], asker: Message, question: str) -> str | N
             break
         if m.role == "assistant":
             turn.append(m.text)
-    return next((w for text in turn for w in tokens(text) if w in DEFERRALS), None)
+    return next((w for text in turn if (w := _stop_in(tokens(text), DEFERRALS, False)) is not None),
+                None)  # fmt: skip
 
 
 def _ask(call: ToolCall, names: CallNames) -> str:
@@ -210,8 +230,7 @@ def _plain_question(question: str) -> bool:
         return False  # shown otherwise than it reads: never what the user saw
     if _hides_text(question):
         return False
-    return not any(w in QUESTION_STOPS or w.endswith("n't") or _at_a_clock_time(w)
-                   for w in tokens(question))  # fmt: skip
+    return _stop_in(tokens(question), QUESTION_STOPS) is None
 
 
 def _hides_text(text: str) -> bool:
