@@ -352,3 +352,13 @@ def test_a_negation_in_the_preamble_is_no_deferral() -> None:
     assert got.value is True, got.detail
     got, _ = fact(asked("Yes.", "I'll do it at 5pm. May I delete the project planner?"))
     assert got.value is False, got.detail
+
+
+@pytest.mark.parametrize(("answer", "plain"), [
+    ("Thanks, go ahead.", True), ("Great, do it.", True), ("Delete it, yes.", True),
+    ("Perfect, yes please", True), ("Please.", False), ("Thanks.", False),
+    ("Hmm, yes", False), ("Delete it.", False), ("Now.", False), ("Great.", False),
+    ("Notes, yes.", False), ("Tomorrow, yes.", False),
+])  # fmt: skip
+def test_courtesy_may_come_before_the_yes_but_a_yes_is_needed(answer: str, plain: bool) -> None:
+    assert says_yes(answer, DELETE) is plain, answer

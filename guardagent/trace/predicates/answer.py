@@ -4,9 +4,10 @@ A yes approves the call only when it is unconditional and for now. "Yes, tomorro
 "Yes, if the backup worked.", "OK, once Bob signs off." and "Yes, delete notes." start with
 a yes, yet approve something else: another time, a condition the guard cannot check, another
 object. Conditions and deferrals have no end of spellings, so this is a whitelist of what a
-plain yes is, not a list of what spoils one: the answer starts with an affirmative
-(:data:`AFFIRMATIVE`) and every other word is courtesy (:data:`COURTESY`: "please", "go
-ahead", "thanks", "do it", "now") or restates exactly this call: a word of the tool's name
+plain yes is, not a list of what spoils one: the answer holds an affirmative
+(:data:`AFFIRMATIVE`; "Thanks, go ahead" too) and every other word is courtesy
+(:data:`COURTESY`: "please", "go ahead", "thanks", "do it", "now") or restates exactly this
+call: a word of the tool's name
 ("delete", "project"), a pronoun for it ("it", "the", "this", "that"), or one of the call's
 own untyped values, written whole and in its case ("Yes, delete planner", never "Planner"
 or "planner2"). Any other word ("tomorrow", "if", "notes", "for", a number) makes it no
@@ -32,7 +33,7 @@ AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
     "of course", "certainly", "definitely", "correct", "that's fine", "fine", "sounds good",
     "agreed", "i agree",
 ))  # fmt: skip
-"""Answers that start with one of these phrases (whole words) may say yes."""
+"""Phrases (whole words) that say yes: a plain yes holds one of them."""
 
 COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(tuple(p.split()) for p in (
     "please", "thanks", "thank you", "thanks a lot", "thank you very much", "thx", "cheers",
@@ -98,8 +99,8 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     bad = next((w for w in words if w in NEGATIVE or w.endswith("n't")), None)
     if bad is not None:
         return f"it holds {bad!r}"
-    if not words or not any(tuple(words[:len(p)]) == p for p in AFFIRMATIVE):
-        return "it does not start with a yes"
+    if not any(tuple(words[i:i + len(p)]) == p for i in range(len(words)) for p in AFFIRMATIVE):
+        return "it holds no yes"  # "Thanks.", "Delete it." approve nothing
     allowed = COURTESY
     if names is not None:
         allowed += tuple((w,) for w in (*names.tool.split(), *REFERENCES))
@@ -133,14 +134,22 @@ def _without_values(text: str, values: list[str]) -> list[str]:
 
 
 def _first_extra(words: list[str], allowed: tuple[tuple[str, ...], ...]) -> str | None:
-    """The first word no phrase of `allowed` covers (the longest phrase taken at each word)."""
+    """The first word no sequence of `allowed` phrases can cover, or None when all are.
+
+    Every way of cutting the words into phrases is tried at once ("please do so": "please"
+    then "do so", not "please do" then a stray "so"): one pass, each position reached once.
+    """
     by_start: dict[str, list[tuple[str, ...]]] = {}
     for p in allowed:
         by_start.setdefault(p[0], []).append(p)
-    i = 0
-    while i < len(words):
-        fits = [len(p) for p in by_start.get(words[i], ()) if tuple(words[i:i + len(p)]) == p]
-        if not fits:
-            return words[i]
-        i += max(fits)
-    return None
+    reached = [False] * (len(words) + 1)
+    reached[0] = True
+    furthest = 0
+    for i, word in enumerate(words):
+        if not reached[i]:
+            continue
+        for p in by_start.get(word, ()):
+            if tuple(words[i:i + len(p)]) == p:
+                reached[i + len(p)] = True
+                furthest = max(furthest, i + len(p))
+    return None if reached[-1] else words[min(furthest, len(words) - 1)]
