@@ -362,3 +362,25 @@ def test_a_negation_in_the_preamble_is_no_deferral() -> None:
 ])  # fmt: skip
 def test_courtesy_may_come_before_the_yes_but_a_yes_is_needed(answer: str, plain: bool) -> None:
     assert says_yes(answer, DELETE) is plain, answer
+
+
+def test_the_new_readings_are_linear_in_the_models_text() -> None:
+    """Qualifiers before every occurrence, a long preamble, a long answer: linear time."""
+    import time
+
+    def cost(n: int, unit: str, where: str) -> float:
+        text = unit * (n // len(unit))
+        question = (f"{text}May I delete the project planner?" if where == "preamble"
+                    else f"May I delete {text}planner?")  # fmt: skip
+        answer = "Yes " + "please " * (n // 7) if where == "answer" else "Yes"
+        best = float("inf")
+        for _ in range(3):  # the best of three: a shared machine's pauses are not the code's
+            started = time.perf_counter()
+            fact(asked(answer, question))
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    for unit, where in (("the note about planner ", "question"), ("as long as I ", "preamble"),
+                        ("x", "answer"), ("planner—about ", "question")):  # fmt: skip
+        small, large = cost(20_000, unit, where), cost(200_000, unit, where)
+        assert large < 30 * max(small, 0.01), (unit, where, small, large)
