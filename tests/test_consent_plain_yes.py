@@ -384,3 +384,19 @@ def test_the_new_readings_are_linear_in_the_models_text() -> None:
                         ("x", "answer"), ("planner—about ", "question")):  # fmt: skip
         small, large = cost(20_000, unit, where), cost(200_000, unit, where)
         assert large < 30 * max(small, 0.01), (unit, where, small, large)
+
+
+SEND = ToolCall("send_file", {"file": "planner", "to": "bob@x.ch"}, None, 9)
+
+
+@pytest.mark.parametrize("question", [
+    "May I send the note to bob@x.ch about planner?",
+    "May I send the mail for bob@x.ch regarding planner?",
+    "May I send to bob@x.ch mentioning planner?",
+    "May I send bob@x.ch the summary of bob@x.ch concerning planner?",
+])  # fmt: skip
+def test_another_value_before_a_topic_qualifier_does_not_make_it_the_object(
+    question: str,
+) -> None:
+    # "bob from the project planner" is a role; "bob@x.ch about planner" is a topic
+    assert not names_call(question, SEND, order=("file", "to")), question

@@ -11,8 +11,9 @@ Without a parser of English this reads the few words before each occurrence of t
 determiners and the words of the tool's or the argument's name are passed over ("a
 backup of *the project* planner"), and the word then reached decides. A qualifier
 (:data:`QUALIFIERS`) makes that occurrence about another thing, unless the word right
-before the qualifier is the tool's verb (the first word of its name) or another value of
-the call: "a *delete of* planner", "remove *bob from* the project planner". The tool's
+before the qualifier is the tool's verb (the first word of its name), or another value of
+the call before a qualifier of role (:data:`ROLES`): "a *delete of* planner", "remove *bob
+from* the project planner", never "bob@x.ch *about* planner". The tool's
 noun is no exception: "the project *about* planner" is some project whose topic is
 planner, not the project ``planner`` (so "the email about Q3" approves no
 ``send_email(subject="Q3")`` either: fail closed). Any other word ("delete", "named", a
@@ -24,7 +25,7 @@ reminder planner"), is not told apart (README: ask about the value itself). Only
 
 from __future__ import annotations
 
-__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "about_another",
+__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "ROLES", "about_another",
            "words_of"]
 
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
@@ -47,6 +48,12 @@ QUALIFIERS = frozenset({
 })  # fmt: skip
 """Words after which a value qualifies another noun rather than being the thing asked about."""
 
+ROLES = frozenset({"from", "with", "in", "inside", "within", "on", "for", "by", "at", "via",
+                   "under", "over", "between", "among", "against", "toward", "towards",
+                   "near", "around", "behind"})  # fmt: skip
+"""Qualifiers that may give another value of the call its role ("remove bob *from* the
+project planner"); the others say what a thing is about ("bob@x.ch *about* planner")."""
+
 LINKED_BY_TO = frozenset({"linked", "related", "relating", "attached", "belonging",
                           "connected", "pointing", "sent", "addressed", "similar", "next",
                           "close", "due", "according", "subject", "tied"})  # fmt: skip
@@ -67,7 +74,8 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
             argument's name words; determiners always are.
         tool: The tool's verb (case-folded): a qualifier right after it still introduces
             the call's own object ("a delete of planner").
-        others: The words of the call's other values (case-folded): "bob from planner".
+        others: The words of the call's other values (case-folded): "bob from planner"
+            (a qualifier of :data:`ROLES` only).
 
     Returns:
         True when the question writes the value only as what a qualifier attaches to
@@ -123,4 +131,4 @@ def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozense
         return prev in LINKED_BY_TO
     if word not in QUALIFIERS:
         return False
-    return prev not in tool and prev not in others
+    return prev not in tool and not (prev in others and word in ROLES)
