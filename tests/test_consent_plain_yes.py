@@ -400,3 +400,21 @@ def test_another_value_before_a_topic_qualifier_does_not_make_it_the_object(
 ) -> None:
     # "bob from the project planner" is a role; "bob@x.ch about planner" is a topic
     assert not names_call(question, SEND, order=("file", "to")), question
+
+
+@pytest.mark.parametrize(("question", "call"), [
+    ("May I delete the reminder about notes.txt?",
+     ToolCall("delete_file", {"path": "notes.txt"}, None, 9)),
+    ("May I delete the note mentioning https://x.example/a?",
+     ToolCall("delete_link", {"url": "https://x.example/a"}, None, 9)),
+    ("May I delete the card that mentions bob@x.ch?",
+     ToolCall("delete_contact", {"email": "bob@x.ch"}, None, 9)),
+    ("May I delete the thread regarding Bob@X.ch?",
+     ToolCall("delete_contact", {"email": "bob@x.ch"}, None, 9)),
+])  # fmt: skip
+def test_a_link_file_or_address_that_only_qualifies_another_thing_is_not_named(
+    question: str, call: ToolCall,
+) -> None:
+    assert not names_call(question, call), question
+    plain = question.split(" ")[-1].rstrip("?")
+    assert names_call(f"May I {' '.join(call.name.split('_'))} {plain}?", call), plain

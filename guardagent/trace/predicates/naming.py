@@ -248,6 +248,9 @@ def _content(value: Any, region: str | None) -> bool:
 _PATH_STARTS = frozenset("/\\~.")
 
 
+_NAMED_KINDS = frozenset({"url", "email"})
+"""Typed values that name a thing (a link, a file, an address), as a plain name does."""
+
 _ROLE_KINDS = {"url": "place", "text": "place", "phrase": "place"}
 """Kinds that take each other's role: a URL and a path are both a source or a destination."""
 
@@ -388,15 +391,20 @@ class CallNames:
     def _about_another(self, target: _Target | _Flag, question: Question) -> bool:
         """The question writes this value only to qualify another thing (:mod:`.qualified`).
 
-        Typed values (an IBAN, an amount) and flags are not read so.
+        Names, links, file names and addresses are read so (an address case-folded, as it
+        is compared); amounts, IBANs and other typed values, and flags, are not: they fill
+        a role ("CHF 50 *for* the invoice").
         """
-        if not isinstance(target, _Target) or target.keys:
+        if not isinstance(target, _Target) or (target.keys and target.kind not in _NAMED_KINDS):
             return False
         tool = self.tool.split()
         passed = frozenset(tool) | frozenset(tool_words(target.arg.rsplit(".", 1)[-1]).split())
         others = frozenset(w for t in self.targets if t is not target
                            and isinstance(t, _Target) for w in words_of(t.phrase))  # fmt: skip
-        return about_another(target.phrase, question.phrase, passed, frozenset(tool[:1]), others)
+        value, asked = target.phrase, question.phrase
+        if target.kind == "email":
+            value, asked = value.casefold(), asked.casefold()
+        return about_another(value, asked, passed, frozenset(tool[:1]), others)
 
     @property
     def phrases(self) -> list[str]:
