@@ -418,3 +418,24 @@ def test_a_link_file_or_address_that_only_qualifies_another_thing_is_not_named(
     assert not names_call(question, call), question
     plain = question.split(" ")[-1].rstrip("?")
     assert names_call(f"May I {' '.join(call.name.split('_'))} {plain}?", call), plain
+
+
+@pytest.mark.parametrize("value", ["Day planner", "Monday standup", "next steps",
+                                   "weekend-trip", "Q3 hours", "case files"])  # fmt: skip
+def test_a_stop_word_inside_the_calls_own_value_is_part_of_the_value(value: str) -> None:
+    proposed = {"id": "d1", "name": "delete_project", "args": {"project": value}}
+    got, _ = fact(asked("Yes.", f"May I delete the project `{value}`?"), proposed)
+    assert got.value is True, (value, got.detail)
+    got, _ = fact(asked("Yes.", f"May I delete the project `{value}` tomorrow?"), proposed)
+    assert got.value is False, value
+
+
+@pytest.mark.parametrize("question", [
+    "May I delete the project Day planner?", "May I delete the project planner tomorrow?",
+    "May I delete `planner` tomorrow?", "May I delete the project `planner` or notes?",
+])  # fmt: skip
+def test_only_a_quoted_value_may_hold_a_stop_word(question: str) -> None:
+    # unquoted, "Day planner tomorrow" reads as a time to the user, whatever the call says
+    for value in ("Day planner", "planner tomorrow", "planner"):
+        proposed = {"id": "d1", "name": "delete_project", "args": {"project": value}}
+        assert fact(asked("Yes.", question), proposed)[0].value is False, (question, value)

@@ -110,7 +110,7 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
 
 
 def _without_values(text: str, values: list[str]) -> list[str]:
-    """The answer's words, with each whole run of one of the call's values taken out.
+    """A text's words, with each whole run of one of the call's values taken out.
 
     The values are compared as the question's words are (case and punctuation kept, quotes
     around dropped: :func:`~.naming.phrase_words`), so "Planner" or "planner2" stays in
