@@ -439,3 +439,11 @@ def test_only_a_quoted_value_may_hold_a_stop_word(question: str) -> None:
     for value in ("Day planner", "planner tomorrow", "planner"):
         proposed = {"id": "d1", "name": "delete_project", "args": {"project": value}}
         assert fact(asked("Yes.", question), proposed)[0].value is False, (question, value)
+
+
+def test_a_quoted_value_in_the_preamble_is_no_deferral() -> None:
+    proposed = {"id": "d1", "name": "delete_project", "args": {"project": "next steps"}}
+    question = "`next steps` was last used in 2019. May I delete the project `next steps`?"
+    assert fact(asked("Yes.", question), proposed)[0].value is True
+    unquoted = "next steps was last used in 2019. May I delete the project `next steps`?"
+    assert fact(asked("Yes.", unquoted), proposed)[0].value is False
