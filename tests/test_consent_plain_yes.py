@@ -5,7 +5,12 @@ the yes ("Yes, tomorrow.", "OK, once Bob signs off.", "Yes, delete notes.") appr
 ``delete_project("planner")`` at once; so did a yes to a question about another thing that
 only mentions the value ("the reminder about planner"), one to a question after a deferral
 ("I'll wait until Bob signs off. May I delete planner?") and one to a question writing the
-value in another case (``Planner``). Each table below was seen failing before the fix.
+value in another case (``Planner``). Later tables cover what a review of the fix found:
+a time or a condition in the question ("at 5pm", "assuming ..."), a deferral in an earlier
+message of the turn, a link or file name in another case, an emoji in the answer, a
+qualifier glued by a dash, a value of the call before a topic qualifier. Each table was
+seen failing before its fix; the tables of honest variants (a plain yes, a plain preamble,
+the value itself) pass before and after.
 """
 
 from __future__ import annotations
