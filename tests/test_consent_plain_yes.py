@@ -452,3 +452,22 @@ def test_a_quoted_value_in_the_preamble_is_no_deferral() -> None:
     assert fact(asked("Yes.", question), proposed)[0].value is True
     unquoted = "next steps was last used in 2019. May I delete the project `next steps`?"
     assert fact(asked("Yes.", unquoted), proposed)[0].value is False
+
+
+@pytest.mark.parametrize("question", [
+    "May I delete the reminder \u0430bout planner?",  # Cyrillic a
+    "May I delete the copy \u03bff planner?",  # Greek omicron
+    "May I delete the note m\u0435ntioning planner?",  # Cyrillic e
+    "May I d\u0435lete the project planner \u0456f it is empty?",  # Cyrillic i in "if"
+    "May I delete the project planner t\u043emorrow?",
+])  # fmt: skip
+def test_a_look_alike_letter_in_the_question_approves_nothing(question: str) -> None:
+    # a qualifier or a stop word spelt with a Cyrillic or Greek look-alike reads the same
+    got, _ = fact(asked("Yes.", question))
+    assert got.value is False, question
+
+
+def test_a_value_in_another_script_is_still_named() -> None:
+    proposed = {"id": "d1", "name": "delete_project", "args": {"project": "Москва"}}
+    got, _ = fact(asked("Yes.", "May I delete the project `Москва`?"), proposed)
+    assert got.value is True, got.detail

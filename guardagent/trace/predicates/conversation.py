@@ -83,6 +83,7 @@ from guardagent.trace.predicates.naming import (
     CallNames,
     Question,
     names_call,
+    phrase_words,
 )
 from guardagent.trace.predicates.options import top_arg
 from guardagent.trace.predicates.tool_words import verb_is_unique
@@ -233,9 +234,26 @@ def _plain_question(question: str, values: list[str]) -> bool:
     """
     if any(unicodedata.category(ch) == "Cf" for ch in question):
         return False  # shown otherwise than it reads: never what the user saw
-    if _hides_text(question):
+    if _hides_text(question) or _look_alike(question, values):
         return False
     return _stop_in(tokens(_unquoted(question, values)), QUESTION_STOPS) is None
+
+
+_LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
+"""Scripts with letters that look like Latin ones (``а``, ``ο``, ``е``)."""
+
+
+def _look_alike(question: str, values: list[str]) -> bool:
+    """A word outside the call's own values with a letter of a look-alike script.
+
+    "the reminder аbout planner" (a Cyrillic ``а``) reads "about" to the user but is no
+    qualifier to the guard, and "іf" no condition: the lexicons are English, so such a
+    letter outside a value (a project ``Москва`` stays named) is a question shown
+    otherwise than it reads (fail closed).
+    """
+    own = {w for value in values for w in value.split()}
+    return any(ch.isalpha() and unicodedata.name(ch, "").startswith(_LOOK_ALIKE_SCRIPTS)
+               for w in phrase_words(question) if w not in own for ch in w)  # fmt: skip
 
 
 _QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("«", "»"))
