@@ -471,3 +471,8 @@ def test_a_value_in_another_script_is_still_named() -> None:
     proposed = {"id": "d1", "name": "delete_project", "args": {"project": "Москва"}}
     got, _ = fact(asked("Yes.", "May I delete the project `Москва`?"), proposed)
     assert got.value is True, got.detail
+
+
+def test_a_look_alike_letter_in_the_preamble_voids_the_yes() -> None:
+    got, _ = fact(asked("Yes.", "I'll w\u0430it for Bob. May I delete the project planner?"))
+    assert got.value is False, got.detail

@@ -205,6 +205,8 @@ def _deferred(msgs: Sequence[Message], asker: Message, question: str,
             break
         if m.role == "assistant":
             turn.append(m.text)
+    if any(_look_alike(text, values) for text in turn):
+        return "a look-alike letter"  # "I'll wаit": a deferral the lexicon cannot see
     return next((w for text in turn
                  if (w := _stop_in(tokens(_unquoted(text, values)), DEFERRALS, False))
                  is not None), None)  # fmt: skip
