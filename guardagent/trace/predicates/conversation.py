@@ -64,8 +64,6 @@ yes (fail closed).
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Sequence
 from typing import Any
 
 from guardagent.trace.messages import Message, ToolCall
@@ -74,7 +72,6 @@ from guardagent.trace.predicates.answer import (
     NEGATIVE,
     not_a_plain_yes,
     says_yes,
-    tokens,
 )
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
@@ -83,9 +80,14 @@ from guardagent.trace.predicates.naming import (
     CallNames,
     Question,
     names_call,
-    phrase_words,
 )
 from guardagent.trace.predicates.options import top_arg
+from guardagent.trace.predicates.plain_question import (
+    DEFERRALS,
+    QUESTION_STOPS,
+    deferred,
+    plain_question,
+)
 from guardagent.trace.predicates.tool_words import verb_is_unique
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
@@ -132,86 +134,6 @@ def final_question(text: str) -> str | None:
     return asked[-1]
 
 
-_DEFERRING = frozenset({
-    # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
-    # empty / after the backup" is no yes to deleting it now, unconditionally
-    "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
-    "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
-    "assuming", "provided", "providing", "pending", "till", "depending", "depends",
-    "condition", "conditional", "given", "upon", "yet", "afterwards", "meanwhile",
-    "postponed", "paused", "pause", "waiting",
-})  # fmt: skip
-
-_DEFERRING_PHRASES = (("as", "long", "as"), ("so", "long", "as"), ("in", "case"),
-                      ("subject", "to"), ("as", "soon", "as"))  # fmt: skip
-"""Conditions of several words, each of them harmless alone ("long", "case")."""
-
-
-def _stop_in(words: list[str], singles: frozenset[str], negations: bool = True) -> str | None:
-    """The first stop among `words`, or None.
-
-    A word of `singles`, a "...n't" (with `negations`), a clock time ("5pm") or a
-    condition of several words ("as long as").
-    """
-    for i, w in enumerate(words):
-        if w in singles or (negations and w.endswith("n't")) or _at_a_clock_time(w):
-            return w
-        for p in _DEFERRING_PHRASES:
-            if tuple(words[i:i + len(p)]) == p:
-                return " ".join(p)
-    return None
-
-QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
-    # a value excluded: "delete the projects, excluding planner" spares planner
-    "excluding", "exclude", "excepting", "apart", "aside", "besides", "other", "spare",
-    "sparing", "leave", "leaving", "skip", "skipping", "omit", "omitting", "minus",
-} | _DEFERRING | {
-    # a time set for the call: "at 5pm", "on Monday", "in an hour" is not now
-    "today", "weekend", "morning", "afternoon", "evening", "noon", "midnight", "pm",
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "moment", "shortly", "asap", "eod", "o'clock",
-}  # fmt: skip
-"""Words that make a question something other than "may I do this?" (negated, an
-alternative, about the past or the opposite, a value excluded, the call deferred,
-conditional or set for a time): a yes to it approves nothing."""
-
-
-def _at_a_clock_time(word: str) -> bool:
-    """A word like ``5pm`` or ``11am``: the question sets a time for the call."""
-    return word[-2:] in ("am", "pm") and word[:-2].isdigit()
-
-
-DEFERRALS = _DEFERRING | {"wait", "hold", "first", "later", "unless"}
-"""Words that, in the assistant's message before its question, defer or condition what it
-asks ("I'll wait until Bob signs off. May I delete planner?"): the user's yes answers the
-question as the message frames it, so it approves nothing now (:func:`_deferred`)."""
-
-
-def _deferred(msgs: Sequence[Message], asker: Message, question: str,
-              values: list[str]) -> str | None:  # fmt: skip
-    """The first deferral word the assistant wrote in its turn before the question, or None.
-
-    The turn is the asking message's text before its final question and every assistant
-    message since the user last spoke (the user read them all: a deferral split into its
-    own message still frames the question). Read as words (:data:`DEFERRALS`), not
-    parsed: a preamble that merely describes the past with one of them ("last used before
-    2020") also voids the yes (fail closed; ask the question alone). The call's own values
-    quoted whole are names, not words of the sentence (:func:`_unquoted`).
-    """
-    turn = [asker.text[:max(0, asker.text.rfind(question))]]
-    for m in reversed(msgs[:asker.index]):
-        if m.role == "user":
-            break
-        if m.role == "assistant":
-            turn.append(m.text)
-    if any(_look_alike(text, values) for text in turn):
-        return "a look-alike letter"  # "I'll wаit": a deferral the lexicon cannot see
-    return next((w for text in turn
-                 if (w := _stop_in(tokens(_unquoted(text, values)), DEFERRALS, False))
-                 is not None), None)  # fmt: skip
-
-
 def _ask(call: ToolCall, names: CallNames) -> str:
     """What to ask the user instead: this action on this object, now (for the detail).
 
@@ -224,68 +146,6 @@ def _ask(call: ToolCall, names: CallNames) -> str:
     what = " ".join(_written(path, value) for path, value in ranked)
     return (f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
             'for a plain yes ("Yes", "Go ahead")')
-
-
-def _plain_question(question: str, values: list[str]) -> bool:
-    """A question a yes can approve: nothing hidden, negated, alternative or deferred.
-
-    No invisible or direction character (shown otherwise than it reads), no word of
-    :data:`QUESTION_STOPS` and no "...n't" outside the call's own `values` written in
-    quotes or code marks (:func:`_unquoted`: the project `` `Day planner` `` is a name, not
-    a time; unquoted, "Day planner" reads as one).
-    """
-    if any(unicodedata.category(ch) == "Cf" for ch in question):
-        return False  # shown otherwise than it reads: never what the user saw
-    if _hides_text(question) or _look_alike(question, values):
-        return False
-    return _stop_in(tokens(_unquoted(question, values)), QUESTION_STOPS) is None
-
-
-_LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
-"""Scripts with letters that look like Latin ones (``а``, ``ο``, ``е``)."""
-
-
-def _look_alike(question: str, values: list[str]) -> bool:
-    """A word outside the call's own values with a letter of a look-alike script.
-
-    "the reminder аbout planner" (a Cyrillic ``а``) reads "about" to the user but is no
-    qualifier to the guard, and "іf" no condition: the lexicons are English, so such a
-    letter outside a value (a project ``Москва`` stays named) is a question shown
-    otherwise than it reads (fail closed).
-    """
-    own = {w for value in values for w in value.split()}
-    return any(ch.isalpha() and unicodedata.name(ch, "").startswith(_LOOK_ALIKE_SCRIPTS)
-               for w in phrase_words(question) if w not in own for ch in w)  # fmt: skip
-
-
-_QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("«", "»"))
-
-
-def _unquoted(question: str, values: list[str]) -> str:
-    """The question without the call's own values where it quotes them whole.
-
-    Only a quoted value is shown to the user as one name; the words of an unquoted one
-    ("May I delete planner tomorrow?" for the project ``planner tomorrow``) read as the
-    sentence's own. One replace per value and quote pair: linear.
-    """
-    text = unicodedata.normalize("NFKC", question)
-    for value in values:
-        for left, right in _QUOTE_PAIRS:
-            text = text.replace(f"{left}{value}{right}", " ")
-    return text
-
-
-def _hides_text(text: str) -> bool:
-    """Markup a chat may render without its text: an HTML tag or comment, a Markdown link.
-
-    ``<span hidden>planner2</span>`` and ``[](planner2)`` show nothing, yet their words
-    would name a value; a question holding them is not what the user read (one scan).
-    """
-    for i, ch in enumerate(text[:-1]):
-        after = text[i + 1]
-        if (ch == "<" and (after.isalpha() or after in "/!?")) or (ch == "]" and after == "("):
-            return True
-    return False
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -334,13 +194,13 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"user's last message (message {asker.index}) does not end with a question "
                     f"(a yes answers the question right above it): {ask}")  # fmt: skip
     read = [Question(final, region)]
-    unclear = next((q for q in read if not _plain_question(q.text, names.phrases)), None)
+    unclear = next((q for q in read if not plain_question(q.text, names.phrases)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
                     f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
                     "action (a negation, an alternative, an exclusion, a deferral, a "
                     f"condition or a hidden character): a yes to it approves nothing; {ask}")
-    deferral = _deferred(msgs, asker, final, names.phrases)
+    deferral = deferred(msgs, asker, final, names.phrases)
     if deferral is not None:
         return Fact("consent_given", False, (where,), f"the assistant defers or conditions "
                     f"the action before its question in message {asker.index} ({deferral!r}): "
