@@ -476,3 +476,10 @@ def test_a_value_in_another_script_is_still_named() -> None:
 def test_a_look_alike_letter_in_the_preamble_voids_the_yes() -> None:
     got, _ = fact(asked("Yes.", "I'll w\u0430it for Bob. May I delete the project planner?"))
     assert got.value is False, got.detail
+
+
+def test_a_negation_inside_a_restated_value_still_undoes_the_yes() -> None:
+    # the project "planner not now" restated: the user's words still say "not now"
+    spec = ToolCall("delete_project", {"project": "planner not now"}, None, 9)
+    assert not says_yes("Yes, delete planner not now.", spec)
+    assert says_yes("Yes, delete it.", spec)

@@ -95,10 +95,10 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     if odd is not None:
         return f"it holds {odd!r}, a sign the guard does not read"
     names = CallNames(call) if isinstance(call, ToolCall) else call
-    words = tokens(" ".join(_without_values(text, names.phrases if names else [])))
-    bad = next((w for w in words if w in NEGATIVE or w.endswith("n't")), None)
-    if bad is not None:
+    bad = next((w for w in tokens(text) if w in NEGATIVE or w.endswith("n't")), None)
+    if bad is not None:  # anywhere, even inside a restated value: the user wrote it
         return f"it holds {bad!r}"
+    words = tokens(" ".join(_without_values(text, names.phrases if names else [])))
     if not any(tuple(words[i:i + len(p)]) == p for i in range(len(words)) for p in AFFIRMATIVE):
         return "it holds no yes"  # "Thanks.", "Delete it." approve nothing
     allowed = COURTESY
