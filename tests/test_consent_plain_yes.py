@@ -483,3 +483,26 @@ def test_a_negation_inside_a_restated_value_still_undoes_the_yes() -> None:
     spec = ToolCall("delete_project", {"project": "planner not now"}, None, 9)
     assert not says_yes("Yes, delete planner not now.", spec)
     assert says_yes("Yes, delete it.", spec)
+
+
+@pytest.mark.parametrize(("question", "named"), [
+    ("May I delete the project that planner depends on?", False),
+    ("May I delete the project which planner uses?", False),
+    ("May I delete the project whose owner planner is?", False),
+    ("May I delete the folder where planner lives?", False),
+    ("May I delete the user who planner belongs to?", False),
+    ("May I delete that planner?", True),
+    ("May I delete that project planner?", True),
+])  # fmt: skip
+def test_a_value_inside_a_relative_clause_is_not_the_object(question: str, named: bool) -> None:
+    assert names_call(question, DELETE) is named, question
+
+
+@pytest.mark.parametrize("question", [
+    "May I delete the reminder about " + "the " * 40 + "planner?",
+    "May I delete the reminder about the project " + "project " * 20 + "planner?",
+    "May I delete the project that, as we discussed at length in all of our earlier chats "
+    "about the cleanup of this workspace and its many old boards, planner depends on?",
+])  # fmt: skip
+def test_padding_cannot_push_the_qualifier_out_of_sight(question: str) -> None:
+    assert not names_call(question, DELETE), question

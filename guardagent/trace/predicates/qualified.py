@@ -25,8 +25,10 @@ reminder planner"), is not told apart (README: ask about the value itself). Only
 
 from __future__ import annotations
 
-__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "ROLES", "about_another",
-           "words_of"]
+from bisect import bisect_right
+
+__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "RELATIVES", "ROLES",
+           "about_another", "words_of"]
 
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
                          "our", "their", "its", "his", "her"})  # fmt: skip
@@ -88,16 +90,44 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
     needle = f" {value} "
     at = asked.find(needle)
     found = False
+    starts, clause = _relative_clauses(asked, tool)
     while at >= 0:
         found = True
+        words = bisect_right(starts, at)  # the words written before this occurrence
         before = words_of(asked[max(0, at - LOOK_BACK):at + 1])
         i = len(before) - 1
         while i >= 0 and before[i] in skip:
             i -= 1
-        if not _qualified(before, i, tool, others):
+        cut = at > LOOK_BACK and i <= 0  # the window ran out: what came before is unread
+        if not (cut or (words and clause[words - 1]) or _qualified(before, i, tool, others)):
             return False  # an occurrence that is the thing itself
         at = asked.find(needle, at + 1)
     return found
+
+
+RELATIVES = frozenset({"which", "whose", "who", "whom", "where", "wherein", "whereby"})
+"""Words that open a relative clause: a value inside one is not the object asked about."""
+
+
+def _relative_clauses(asked: str, verb: frozenset[str]) -> tuple[list[int], list[bool]]:
+    """Where each word of the question starts, and whether a relative clause is open there.
+
+    A relative word opens one ("the project *that* planner depends on", "*which* planner
+    uses"; *that* right after the tool's verb is a determiner: "delete that planner"), and
+    the tool's verb closes it (a new request). One pass: no window to pad past.
+    """
+    starts: list[int] = []
+    clause: list[bool] = []
+    inside, prev = False, ""
+    for start, word in _spans(asked):
+        if word in verb:
+            inside = False
+        elif word in RELATIVES or (word == "that" and prev not in verb):
+            inside = True
+        starts.append(start)
+        clause.append(inside)
+        prev = word
+    return starts, clause
 
 
 _IN_WORD = frozenset("'@._")
@@ -109,17 +139,23 @@ def words_of(text: str) -> list[str]:
 
     "the reminder—about planner" reads as "reminder", "about", as the user does. One pass.
     """
-    words: list[str] = []
-    current: list[str] = []
-    for ch in text.casefold():
+    return [word for _, word in _spans(text)]
+
+
+def _spans(text: str) -> list[tuple[int, str]]:
+    """Each word of :func:`words_of` with where it starts in `text` (one pass)."""
+    spans: list[tuple[int, str]] = []
+    start = -1
+    for i, ch in enumerate(text):
         if ch.isalnum() or ch in _IN_WORD:
-            current.append(ch)
-        elif current:
-            words.append("".join(current))
-            current = []
-    if current:
-        words.append("".join(current))
-    return words
+            if start < 0:
+                start = i
+        elif start >= 0:
+            spans.append((start, text[start:i].casefold()))
+            start = -1
+    if start >= 0:
+        spans.append((start, text[start:].casefold()))
+    return spans
 
 
 def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str]) -> bool:
