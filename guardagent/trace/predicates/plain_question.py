@@ -80,7 +80,7 @@ question as the message frames it, so it approves nothing now (:func:`deferred`)
 
 
 def deferred(msgs: Sequence[Message], asker: Message, question: str,
-              values: list[str]) -> str | None:  # fmt: skip
+             values: list[str]) -> str | None:  # fmt: skip
     """The first deferral word the assistant wrote in its turn before the question, or None.
 
     The turn is the asking message's text before its final question and every assistant
