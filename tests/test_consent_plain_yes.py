@@ -506,3 +506,18 @@ def test_a_value_inside_a_relative_clause_is_not_the_object(question: str, named
 ])  # fmt: skip
 def test_padding_cannot_push_the_qualifier_out_of_sight(question: str) -> None:
     assert not names_call(question, DELETE), question
+
+
+@pytest.mark.parametrize(("question", "call"), [
+    ("May I download the report from https://x.example/r?",
+     ToolCall("download_file", {"url": "https://x.example/r"}, None, 9)),
+    ("May I open the page at https://x.example/r?",
+     ToolCall("open_page", {"url": "https://x.example/r"}, None, 9)),
+    ("May I forward the mail to bob@x.ch?",
+     ToolCall("forward_mail", {"to": "bob@x.ch"}, None, 9)),
+    ("May I send the invite with bob@x.ch?",
+     ToolCall("send_invite", {"guest": "bob@x.ch"}, None, 9)),
+])  # fmt: skip
+def test_a_link_or_address_in_its_role_is_still_named(question: str, call: ToolCall) -> None:
+    # a link is where the thing is, an address who gets it: "from", "at", "with" give roles
+    assert names_call(question, call), question

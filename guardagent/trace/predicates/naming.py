@@ -404,7 +404,8 @@ class CallNames:
         value, asked = target.phrase, question.phrase
         if target.kind == "email":
             value, asked = value.casefold(), asked.casefold()
-        return about_another(value, asked, passed, frozenset(tool[:1]), others)
+        return about_another(value, asked, passed, frozenset(tool[:1]), others,
+                             roles=bool(target.keys))  # fmt: skip
 
     @property
     def phrases(self) -> list[str]:

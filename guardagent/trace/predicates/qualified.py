@@ -66,7 +66,7 @@ LOOK_BACK = 120
 
 
 def about_another(value: str, asked: str, passed: frozenset[str], tool: frozenset[str],
-                  others: frozenset[str]) -> bool:  # fmt: skip
+                  others: frozenset[str], roles: bool = False) -> bool:  # fmt: skip
     """Whether every occurrence of `value` in `asked` qualifies another thing.
 
     Args:
@@ -78,6 +78,10 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
             the call's own object ("a delete of planner").
         others: The words of the call's other values (case-folded): "bob from planner"
             (a qualifier of :data:`ROLES` only).
+        roles: A qualifier of :data:`ROLES` gives the value its role, whatever precedes
+            it: a link is where a thing is ("the report *from* https://..."), an address
+            who gets it; only a topic ("the note *mentioning* https://...") or a relative
+            clause makes it another thing's.
 
     Returns:
         True when the question writes the value only as what a qualifier attaches to
@@ -99,7 +103,8 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
         while i >= 0 and before[i] in skip:
             i -= 1
         cut = at > LOOK_BACK and i <= 0  # the window ran out: what came before is unread
-        if not (cut or (words and clause[words - 1]) or _qualified(before, i, tool, others)):
+        if not (cut or (words and clause[words - 1])
+                or _qualified(before, i, tool, others, roles)):  # fmt: skip
             return False  # an occurrence that is the thing itself
         at = asked.find(needle, at + 1)
     return found
@@ -158,13 +163,14 @@ def _spans(text: str) -> list[tuple[int, str]]:
     return spans
 
 
-def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str]) -> bool:
+def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str],
+               roles: bool) -> bool:  # fmt: skip
     """Whether the word at `i` (with the one before it) makes the value another thing's."""
     if i < 0:
         return False
     word, prev = before[i], before[i - 1] if i > 0 else ""
     if word in ("to", "into"):
         return prev in LINKED_BY_TO
-    if word not in QUALIFIERS:
+    if word not in QUALIFIERS or (roles and word in ROLES):
         return False
     return prev not in tool and not (prev in others and word in ROLES)
