@@ -521,3 +521,37 @@ def test_padding_cannot_push_the_qualifier_out_of_sight(question: str) -> None:
 def test_a_link_or_address_in_its_role_is_still_named(question: str, call: ToolCall) -> None:
     # a link is where the thing is, an address who gets it: "from", "at", "with" give roles
     assert names_call(question, call), question
+
+
+_HONEST_LABELS = Labels.from_mapping({"tools": {
+    "delete_project": {"results": "trusted", "effect": "irreversible", "args": ["project"]},
+    "download_file": {"results": "trusted", "effect": "read", "args": ["url"]},
+    "create_event": {"results": "trusted", "effect": "write", "args": ["title", "guests"]},
+    "move_file": {"results": "trusted", "effect": "irreversible", "args": ["src", "dst"]},
+}})  # fmt: skip
+_PLANNER = ("delete_project", {"project": "planner"})
+
+
+@pytest.mark.parametrize(("question", "call"), [
+    ("Should I delete the unused project planner?", _PLANNER),
+    ("Would you like me to delete the project planner?", _PLANNER),
+    ("May I permanently delete planner?", _PLANNER),
+    ("To free up space, may I delete the project planner?", _PLANNER),
+    ("I found 3 old projects: planner, notes and archive. May I delete the project planner?",
+     _PLANNER),
+    ("Planner hasn't been used since 2019. May I delete the project planner?", _PLANNER),
+    ("May I download the file from https://files.example/r.pdf?",
+     ("download_file", {"url": "https://files.example/r.pdf"})),
+    ("May I create an event called Standup for bob@example.com?",
+     ("create_event", {"title": "Standup", "guests": "bob@example.com"})),
+    ("May I move the file notes.txt to /srv/archive?",
+     ("move_file", {"src": "notes.txt", "dst": "/srv/archive"})),
+])  # fmt: skip
+@pytest.mark.parametrize("answer", ["Yes.", "Sure, please do.", "Thanks, go ahead!", "OK"])
+def test_honest_questions_and_answers_still_approve(question: str, call: tuple[str, Any],
+                                                    answer: str) -> None:  # fmt: skip
+    messages = [{"role": "user", "content": "Clean up."},
+                {"role": "assistant", "content": question}, {"role": "user", "content": answer}]
+    proposed = {"id": "c1", "name": call[0], "args": call[1]}
+    got = analyze(parse_trace(messages, proposed), _HONEST_LABELS).fact(CHAT)
+    assert got.value is True, (question, answer, got.detail)
