@@ -17,10 +17,16 @@ from* the project planner", never "bob@x.ch *about* planner". The tool's
 noun is no exception: "the project *about* planner" is some project whose topic is
 planner, not the project ``planner`` (so "the email about Q3" approves no
 ``send_email(subject="Q3")`` either: fail closed). Any other word ("delete", "named", a
-clause mark) leaves the value as the thing itself. A value followed by the noun it
-qualifies ("the planner reminder"), or after a noun with no qualifier between ("the
-reminder planner"), is not told apart (README: ask about the value itself). Only
-:data:`LOOK_BACK` characters before each occurrence are read: linear in the question.
+clause mark) leaves the value as the thing itself. A link, a file name or an address is
+where a thing is or who gets it: only a topic qualifier makes it another thing's ("the
+report *from* https://..." is the link's). A value inside a relative clause ("the project
+*that* planner depends on", *which*, *whose*) is another thing's too, until the tool's verb
+starts a new request (:func:`_relative_clauses`, one pass over the whole question). A value
+followed by the noun it qualifies ("the planner reminder"), or after a noun with no
+qualifier between ("the reminder planner"), is not told apart (README: ask about the value
+itself). Only :data:`LOOK_BACK` characters before each occurrence are read for its
+qualifier, and a window that runs out before a word decides fails closed: linear in the
+question, and padding cannot push a qualifier out of sight.
 """
 
 from __future__ import annotations
