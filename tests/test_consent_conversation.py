@@ -164,8 +164,11 @@ def test_options_are_checked_when_bound(expression: str) -> None:
         compile_predicate(expression)
 
 
+# courtesy and a restatement of the call: "go" and "for" alone are no courtesy (a yes "for"
+# something else is no plain yes: tests/test_consent_plain_yes.py)
 _SAFE = st.lists(st.sampled_from(["delete", "it", "please", "thanks", "the", "project", "now",
-                                  "go", "for", "sure", "fine"]), max_size=6)  # fmt: skip
+                                  "go ahead", "sure", "fine"]), max_size=6)  # fmt: skip
+_DELETE_CALL = ToolCall("delete_project", {"project": "planner"}, "d1", 9)
 
 
 @settings(max_examples=200, deadline=None)
@@ -175,12 +178,12 @@ def test_a_yes_stays_a_yes_across_spellings_and_any_negation_undoes_it(
 ) -> None:
     words = [*phrase, *rest]
     text = " ".join(words)
-    assert says_yes(text)
-    assert says_yes(text.upper() + "!"), "case and punctuation do not matter"
-    assert says_yes(" ,".join(words) + ".")
+    assert says_yes(text, _DELETE_CALL)
+    assert says_yes(text.upper() + "!", _DELETE_CALL), "case and punctuation do not matter"
+    assert says_yes(" ,".join(words) + ".", _DELETE_CALL)
     at = data.draw(st.integers(0, len(words)))
-    assert not says_yes(" ".join([*words[:at], negation, *words[at:]]))
-    assert not says_yes(" ".join([*words[:at], "shouldn't", *words[at:]]))
+    assert not says_yes(" ".join([*words[:at], negation, *words[at:]]), _DELETE_CALL)
+    assert not says_yes(" ".join([*words[:at], "shouldn't", *words[at:]]), _DELETE_CALL)
 
 
 def test_the_example_profile_decides_its_traces_and_names_the_consenting_message() -> None:
@@ -273,7 +276,7 @@ def test_quotes_and_sentence_marks_around_a_plain_value_still_name_it() -> None:
     for question in ("May I delete the project `planner`?", 'May I delete "planner"?',
                      "May I delete the project **planner**?", "May I delete _planner_?",
                      "May I delete the project planner?", "May I delete (planner)?",
-                     "Delete the project «planner», ok?", "Planner: may I delete the project?"):
+                     "Delete the project «planner», ok?", "`planner`: may I delete the project?"):
         assert names_call(question, call_), question
     assert names_call("May I delete notes.txt?", ToolCall("delete_file", {"path": "notes.txt"},
                                                           None, 9))  # fmt: skip

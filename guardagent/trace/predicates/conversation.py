@@ -12,20 +12,20 @@ every one of these conditions (else it does not, and the fact says which one fai
   message or followed by more text (:func:`final_question`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
-  it takes the call's arguments: :func:`~.naming.verb_is_unique`; a
+  it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
   misspelt tool word passes at ``similarity`` 50-100 with ``rapidfuzz``, default 85, but
   never a word that holds it: "undelete") *and*
   every one of its argument values, exactly (``match="both"``, the default: "May I delete
   planner?" approves neither deleting ``notes`` nor ``planner2``, and "May I send CHF 50 to
   <IBAN>?" not CHF 5,000 to it). Typed values are compared by their key (an IBAN
   re-spaced, an amount regrouped, "4,950.00" for 4950, an address case-folded), other
-  values as the same run of whole words (case-folded; punctuation kept but for quotes and
-  brackets around a word and a clause mark after it: ``../planner`` and ``planner*`` are
-  not ``planner``); a value
-  with an invisible character is never named, nor one written only after *of* ("the
-  copy of planner" asks about the copy). A flag (a boolean or null argument:
-  ``force=True``) is named by its argument's name, and its value when not true
-  (:class:`_Flag`). A call with no value at all is named by its
+  values as the same run of whole words (case kept, as the tool compares them: ``Planner``
+  is not ``planner``; punctuation kept but for quotes and brackets around a word and a
+  clause mark after it: ``../planner`` and ``planner*`` are not ``planner``); a value
+  with an invisible character is never named, nor one written only to qualify another
+  thing ("the copy of planner", "the reminder about planner": :mod:`.qualified`). A flag
+  (a boolean or null argument: ``force=True``) is named by its argument's name, and its
+  value when not true (:class:`_Flag`). A call with no value at all is named by its
   tool; prose longer than :data:`~.naming.MAX_TARGET_CHARS` (a message body; never a path
   or URL: :func:`~.naming._content`) is content, not a target, so a call whose every
   value is content is named by no question.
@@ -47,26 +47,32 @@ every one of these conditions (else it does not, and the fact says which one fai
   "tomorrow", any "...n't"), no invisible or direction character and no markup a chat may
   show without its text (an HTML tag or comment, a Markdown link): a question shown
   otherwise than it reads; "Should I not delete planner?", "Delete planner or notes?" and
-  "May I delete planner? Or keep it?" approve nothing;
-- the answer **says yes**: it starts with an affirmative (:data:`AFFIRMATIVE`: "yes", "ok",
-  "go ahead", ...) and holds no negation or reservation (:data:`NEGATIVE`: "no", "don't",
-  "not", "wait", "but", "instead", any "...n't") and no question mark: "No", "Yes, but not
-  now", "Don't" and "Yes?" never count;
+  "May I delete planner? Or keep it?" approve nothing; nor does one after a deferral in the
+  same message (:data:`DEFERRALS`: "I'll wait until Bob signs off. May I delete planner?");
+- the answer **says yes, now**: an affirmative (:data:`AFFIRMATIVE`) and else only courtesy
+  or an exact restatement of this call (:mod:`.answer`, a whitelist): "Yes, tomorrow.",
+  "OK, once Bob signs off.", "Yes, delete notes.", "No" and "Yes?" never count;
 - it approves **one call, once**: an earlier call after the answer that the question also
   names used it, and so does any call the thread's ledger recorded
   (:mod:`~guardagent.trace.predicates.ledger`).
 
 The fact names the answer and the question (``sources``: the user's message, then the
-model's). The lexicons are English and hand-written; an answer in another language is not
-read as a yes (fail closed).
+model's); a refusal after the answer names the question to ask instead (:func:`_ask`).
+The lexicons are English and hand-written; an answer in another language is not read as a
+yes (fail closed).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
-from guardagent.trace.messages import Message
+from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.predicates.answer import (
+    AFFIRMATIVE,
+    NEGATIVE,
+    not_a_plain_yes,
+    says_yes,
+)
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.naming import (
@@ -74,13 +80,22 @@ from guardagent.trace.predicates.naming import (
     CallNames,
     Question,
     names_call,
-    verb_is_unique,
 )
+from guardagent.trace.predicates.options import top_arg
+from guardagent.trace.predicates.plain_question import (
+    DEFERRALS,
+    QUESTION_STOPS,
+    deferred,
+    plain_question,
+)
+from guardagent.trace.predicates.tool_words import verb_is_unique
 from guardagent.trace.provenance import SourceRef
+from guardagent.trace.state import flatten
 from guardagent.trace.written import MAX_TARGET_CHARS
 
-__all__ = ["AFFIRMATIVE", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE", "QUESTION_STOPS",
-           "asked_in_conversation", "final_question", "names_call", "questions", "says_yes"]
+__all__ = ["AFFIRMATIVE", "DEFERRALS", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE",
+           "QUESTION_STOPS", "asked_in_conversation", "final_question", "names_call", "questions",
+           "says_yes"]
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
@@ -88,22 +103,6 @@ MATCHES = ("both", "either")
 _CLOSING = " \t\r\n*_`\"')]}»”’"
 """What may follow the final question (markup and quotes closing around it)."""
 
-
-AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
-    "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "all right",
-    "approved", "approve", "i approve", "confirmed", "confirm", "i confirm", "proceed",
-    "please proceed", "go ahead", "please go ahead", "please do", "do it", "absolutely",
-    "of course", "certainly", "definitely", "correct", "that's fine", "fine", "sounds good",
-    "agreed", "i agree",
-))  # fmt: skip
-"""Answers that start with one of these phrases (whole words) say yes."""
-
-NEGATIVE = frozenset({
-    "no", "nope", "nah", "not", "never", "dont", "cancel", "stop", "wait", "hold", "abort",
-    "reject", "rejected", "deny", "denied", "refuse", "negative", "neither", "nor", "without",
-    "but", "instead", "except", "only", "unless", "later", "rather", "maybe", "perhaps",
-})  # fmt: skip
-"""Words that make an answer something other than a plain yes (so never consent)."""
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
@@ -135,69 +134,18 @@ def final_question(text: str) -> str | None:
     return asked[-1]
 
 
-def _tokens(text: str) -> list[str]:
-    """Lower-case words of an answer (letters, digits and apostrophes), in one pass."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("’", "'")
-    words, current = [], []
-    for ch in text:
-        if ch.isalnum() or ch == "'":
-            current.append(ch)
-        elif current:
-            words.append("".join(current).strip("'"))
-            current = []
-    if current:
-        words.append("".join(current).strip("'"))
-    return [w for w in words if w]
+def _ask(call: ToolCall, names: CallNames) -> str:
+    """What to ask the user instead: this action on this object, now (for the detail).
 
-
-def says_yes(text: str) -> bool:
-    """An answer that starts with an affirmative and holds no negation or reservation."""
-    words = _tokens(text)
-    if not words or any(w in NEGATIVE or w.endswith("n't") for w in words):
-        return False
-    if "?" in text or "？" in text:
-        return False  # an answer that asks back ("Yes?", "OK, which one?") approves nothing
-    return any(tuple(words[:len(p)]) == p for p in AFFIRMATIVE)
-
-
-QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
-    # a value excluded: "delete the projects, excluding planner" spares planner
-    "excluding", "exclude", "excepting", "apart", "aside", "besides", "other", "spare",
-    "sparing", "leave", "leaving", "skip", "skipping", "omit", "omitting", "minus",
-    # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
-    # empty / after the backup" is no yes to deleting it now, unconditionally
-    "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
-    "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
-}  # fmt: skip
-"""Words that make a question something other than "may I do this?" (negated, an
-alternative, about the past or the opposite, a value excluded, the call deferred or
-conditional): a yes to it approves nothing."""
-
-
-def _plain_question(question: str) -> bool:
-    """A question a yes can approve: nothing hidden, negated or alternative.
-
-    No invisible or direction character (shown otherwise than it reads), no word of
-    :data:`QUESTION_STOPS` and no "...n't".
+    The tool's words, then each value in the label's ``args`` order (roles cannot swap), a
+    flag as ``name=value``: a question a plain yes to which approves this call.
     """
-    if any(unicodedata.category(ch) == "Cf" for ch in question):
-        return False  # shown otherwise than it reads: never what the user saw
-    if _hides_text(question):
-        return False
-    return not any(w in QUESTION_STOPS or w.endswith("n't") for w in _tokens(question))
-
-
-def _hides_text(text: str) -> bool:
-    """Markup a chat may render without its text: an HTML tag or comment, a Markdown link.
-
-    ``<span hidden>planner2</span>`` and ``[](planner2)`` show nothing, yet their words
-    would name a value; a question holding them is not what the user read (one scan).
-    """
-    for i, ch in enumerate(text[:-1]):
-        after = text[i + 1]
-        if (ch == "<" and (after.isalpha() or after in "/!?")) or (ch == "]" and after == "("):
-            return True
-    return False
+    order = names.order or ()
+    ranked = sorted(flatten(call.args), key=lambda pv: (
+        order.index(top_arg(pv[0])) if top_arg(pv[0]) in order else len(order)))
+    what = " ".join(_written(path, value) for path, value in ranked)
+    return (f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
+            'for a plain yes ("Yes", "Go ahead")')
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -209,46 +157,67 @@ def _identity(answer: Message) -> str:
     return f"c:{answer.index}:{answer.digest.hex()[:32]}"
 
 
+def _written(path: str, value: Any) -> str:
+    """One argument as the suggested question writes it: a flag by its name."""
+    if value is None or isinstance(value, bool):
+        name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        return f"{name}={'null' if value is None else str(value).lower()}"
+    text = " ".join(str(value).split())
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
+
+
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                           similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
-    """The user's last message says yes to the assistant's question naming this call."""
+    """The user's last message says yes to the assistant's question naming this call.
+
+    Every refusal after the user's answer says what to ask instead (:func:`_ask`): the
+    guard never guesses a yes, it has the agent ask again.
+    """
     msgs, call = facts.trace.messages, facts.trace.call
     options: dict[str, Any] = {"arg": arg, "similarity": similarity, "match": match}
     answer = next((m for m in reversed(msgs) if m.role == "user"), None)
     if answer is None:
         return Fact("consent_given", False, (), "no user message answers a question about it")
     where = SourceRef(answer.index, answer.source, "user")
-    asker = msgs[answer.index - 1] if answer.index else None
-    if asker is None or asker.role != "assistant" or asker.calls:
-        return Fact("consent_given", False, (where,), f"the user's last message (message "
-                    f"{answer.index}) answers no question of the assistant")  # fmt: skip
     region = facts.labels.phone_region
     options["order"] = facts.labels.label(call.name).args
     options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
+    ask = _ask(call, names)
+    asker = msgs[answer.index - 1] if answer.index else None
+    if asker is None or asker.role != "assistant" or asker.calls:
+        return Fact("consent_given", False, (where,), f"the user's last message (message "
+                    f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip
     final = final_question(asker.text)
     if final is None:
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
                     f"user's last message (message {asker.index}) does not end with a question "
-                    "(a yes answers the question right above it)")  # fmt: skip
+                    f"(a yes answers the question right above it): {ask}")  # fmt: skip
     read = [Question(final, region)]
-    unclear = next((q for q in read if not _plain_question(q.text)), None)
+    unclear = next((q for q in read if not plain_question(q.text, names.phrases)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
                     f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
                     "action (a negation, an alternative, an exclusion, a deferral, a "
-                    "condition or a hidden character): a yes to it approves nothing")  # fmt: skip
+                    f"condition or a hidden character): a yes to it approves nothing; {ask}")
+    deferral = deferred(msgs, asker, final, names.phrases)
+    if deferral is not None:
+        return Fact("consent_given", False, (where,), f"the assistant defers or conditions "
+                    f"the action before its question in message {asker.index} ({deferral!r}): "
+                    f"a yes to it is no yes to doing it now; {ask}")  # fmt: skip
     asked = [q for q in read if names.named_by(q)]
     if not asked:
         return Fact("consent_given", False, (where,), f"the assistant's question before the "
                     f"user's last message (message {asker.index}) does not name "
-                    f"{call.name!r}")  # fmt: skip
+                    f"{call.name!r} with exactly its values, as the thing asked about (not "
+                    f"another thing that mentions them, not in another case): {ask}")
     question = asked[-1].text
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
-    if not says_yes(answer.text):
+    why = not_a_plain_yes(answer.text, names)
+    if why is not None:
         return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
-                    "plain yes")  # fmt: skip
+                    f"plain yes ({why}): {ask}")  # fmt: skip
     earlier = {**options, "order": ANY_ORDER, "verb_alone": True, "single": False}  # any naming
     used = next((c for c in facts.trace.calls if c.index > answer.index
                  and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
@@ -257,7 +226,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     if used is not None or facts.ledger.used(identity):
         by = f" by the call in message {used.index}" if used is not None else ""
         return Fact("consent_given", False, sources, f"the user's yes in {said} was already "
-                    f"used{by}: it approves one call, once")  # fmt: skip
+                    f"used{by}: it approves one call, once; {ask}")  # fmt: skip
     facts.consumed[identity] = None
     return Fact("consent_given", True, sources, f"the user approved it in {said}, answering "
                 f"the assistant's question in message {asker.index} ({_quote(question, 80)})")

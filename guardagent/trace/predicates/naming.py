@@ -6,54 +6,35 @@ rule). This module is the naming: :class:`CallNames` reads a call once (its tool
 its value targets, its flags) and tells whether a question names it:
 
 - the tool by its words, or by its verb alone when no other labelled tool shares the verb
-  (:func:`verb_is_unique`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
+  (:mod:`.tool_words`); a misspelt word passes at ``similarity`` with ``rapidfuzz``;
 - every value exactly: typed values by their key, others as the same whole words with
-  their punctuation (:func:`_phrase`: ``../planner`` is not ``planner``), a flag by its
-  argument's name (:class:`_Flag`); values of one kind in two or more arguments in the
-  order of the label's ``args`` (:func:`_in_order`: roles cannot swap).
+  their punctuation and case (:func:`_phrase`: ``../planner`` and ``Planner`` are not
+  ``planner``), as the thing asked about and not only to qualify another ("the reminder
+  about planner": :mod:`.qualified`), a flag by its argument's name (:class:`_Flag`);
+  values of one kind in two or more arguments in the order of the label's ``args``
+  (:func:`_in_order`: roles cannot swap).
 
 Every scan here is linear in the question (one pass per value).
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any
 
-from rapidfuzz import fuzz
-from rapidfuzz.utils import default_process
-
 from guardagent.trace.kinds import Value
-from guardagent.trace.labels import Labels
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.options import top_arg, under
+from guardagent.trace.predicates.qualified import about_another, words_of
+from guardagent.trace.predicates.tool_words import (
+    DIGIT_GROUPS,
+    clean,
+    tool_named,
+    tool_words,
+)
 from guardagent.trace.state import flatten
 from guardagent.trace.values import extract_values, normalize_text, read_scalar
 from guardagent.trace.written import MAX_TARGET_CHARS
-
-# One separator between two digits. No quantifier: constant work per position, linear over
-# attacker text (RE2 has no lookaround, and its substitution callback costs 30x here).
-_DIGIT_GROUPS = re.compile(r"(?<=[0-9])[,'’_\u202f\u00a0 ](?=[0-9])")
-
-
-def _clean(text: str) -> str:
-    """Text for fuzzy matching: NFKC, lower case, words only, digit groups joined.
-
-    "4,950" and "4 950" read as 4950: a separator between two digits is dropped.
-    """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
-    return " ".join(default_process(text).split())
-
-
-def _words(name: str) -> str:
-    """A tool's name as words: ``delete_project`` and ``deleteProject`` read "delete project"."""
-    spaced: list[str] = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i and name[i - 1].islower():
-            spaced.append(" ")
-        spaced.append(ch)
-    return _clean("".join(spaced).replace("_", " ").replace("-", " ").replace(".", " "))
 
 
 def _phrase(text: str, *, question: bool = False) -> str:
@@ -64,13 +45,19 @@ def _phrase(text: str, *, question: bool = False) -> str:
     ``../planner``, ``/planner`` and ``planner*`` are other values than ``planner`` (another
     directory, a glob over many). A question's words also lose a closing ``.`` and Markdown
     emphasis (``**planner**``), so a value ending in those is named by no question (fail
-    closed). ``4,950`` reads 4950.
+    closed). ``4,950`` reads 4950. Case is kept: a tool compares ``Planner`` and ``planner``
+    as two names (typed values that their consumers fold are compared by their keys).
     """
-    text = _DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    text = DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
     lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
         _QUOTES, _QUOTES + _MARKS)  # fmt: skip
     words = (w.lstrip(lead).rstrip(trail) for w in text.split())
     return " " + " ".join(w for w in words if w) + " "
+
+
+def phrase_words(text: str) -> list[str]:
+    """A user's or the model's text as the words a question's values are compared with."""
+    return _phrase(text, question=True).split()
 
 
 _QUOTES = "\"'`()[]{}<>«»“”‘’„‚"
@@ -97,12 +84,14 @@ class Question:
         plain: The reading an English reader gives each typed value (:func:`_plain_keys`):
             what a yes approves.
         values: Each typed value written, once: its kind and its plain keys.
+        exact: The text in NFKC, case kept (a link or file name is named in its case).
     """
 
     def __init__(self, text: str, region: str | None) -> None:
         self.text = text
+        self.exact = unicodedata.normalize("NFKC", text)
         self.phrase = _phrase(text, question=True)
-        self.words = _clean(text)
+        self.words = clean(text)
         found = extract_values(normalize_text(text), region=region)
         self.keys = frozenset(k for f in found for k in f.value.keys)
         values = {f.value.keys: (f.value.kind, _plain_keys(f.value)) for f in found}
@@ -153,36 +142,20 @@ class _Target:
         approves neither, since a bank may pay 5000.
         """
         if self.keys and single:
-            return self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
+            return (self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
+                    and self._in_its_case(question))  # fmt: skip
         if self.keys:
             return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
 
-    def only_after_of(self, question: Question, tool: str) -> bool:
-        """Whether the question writes this phrase only as what *of* qualifies.
+    def _in_its_case(self, question: Question) -> bool:
+        """A link or file name is written whole, in its own case.
 
-        "May I delete the copy of planner?" asks about the copy, not about ``planner``: an
-        occurrence after ``of`` (with determiners and the tool's or the argument's name
-        words between: "a backup of the project planner") names another thing, unless
-        ``of`` follows a word of the tool's name ("a delete of planner"). Typed values are
-        not read so (an IBAN, an amount). Only the few words before each occurrence are
-        looked at.
+        Its key is case-folded for matching, but a file system or a server compares paths
+        as written: ``Notes.txt`` is not ``notes.txt``, nor ``/Report`` ``/report``. An
+        address is compared folded, as mail systems do.
         """
-        if self.keys or not self.phrase:
-            return False
-        tool_words = frozenset(tool.split())
-        skip = _DETERMINERS | tool_words | frozenset(_words(self.arg.rsplit(".", 1)[-1]).split())
-        asked, needle = question.phrase, f" {self.phrase} "
-        at = asked.find(needle)
-        while at >= 0:
-            before = asked[max(0, at - _LOOK_BACK):at + 1].split()
-            i = len(before) - 1
-            while i >= 0 and before[i] in skip:
-                i -= 1
-            if i < 0 or before[i] != "of" or (i > 0 and before[i - 1] in tool_words):
-                return False  # an occurrence that is the thing itself
-            at = asked.find(needle, at + 1)
-        return True
+        return self.kind != "url" or unicodedata.normalize("NFKC", self.raw) in question.exact
 
     def position(self, question: Question) -> int:
         """Where the question first names it (comparable among targets of one kind)."""
@@ -190,11 +163,6 @@ class _Target:
             return min(question.first[k] for k in self.keys if k in question.first)
         return question.phrase.find(f" {self.phrase} ")
 
-
-_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
-                          "our", "their", "its", "his", "her"})  # fmt: skip
-_LOOK_BACK = 120
-"""Characters before a named phrase read for an *of* (:meth:`_Target.only_after_of`)."""
 
 FLAG_WORDS: dict[bool | None, frozenset[str]] = {
     True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
@@ -224,7 +192,7 @@ class _Flag:
 
     def __init__(self, path: str, value: bool | None) -> None:
         last = path.rsplit(".", 1)[-1].split("[", 1)[0]
-        self.name = _words(last).split()
+        self.name = tool_words(last).split()
         self.value = value
         self.arg, self.kind = path, "flag"  # named by its own name: no role to swap
 
@@ -279,6 +247,9 @@ def _content(value: Any, region: str | None) -> bool:
 
 _PATH_STARTS = frozenset("/\\~.")
 
+
+_NAMED_KINDS = frozenset({"url", "email"})
+"""Typed values that name a thing (a link, a file, an address), as a plain name does."""
 
 _ROLE_KINDS = {"url": "place", "text": "place", "phrase": "place"}
 """Kinds that take each other's role: a URL and a path are both a source or a destination."""
@@ -379,53 +350,6 @@ def _clauses(words: str, text: str, flags: frozenset[str] = frozenset()) -> int:
             + sum(1 for w in ws if w in CLAUSE_WORDS) + withs)  # fmt: skip
 
 
-def verb_is_unique(labels: Labels, tool: str, names: frozenset[str] = frozenset()) -> bool:
-    """No other labelled tool that starts with this tool's verb could take this call.
-
-    "Okay to delete planner?" names ``delete_project(project="planner")`` by its verb only
-    when no ``delete_all_projects`` that takes a ``project`` is labelled too: the user cannot
-    have meant one delete rather than the other. Another tool is such a sibling when its
-    first word is the verb (a pattern: the words before its wildcard; none, as in ``*``:
-    any tool) and its label takes the call's argument `names` (its ``args`` hold them all,
-    or ``other_args: allow``). A sibling whose label declares no ``args`` takes no argument.
-    """
-    words = _words(tool).split()
-    if not words:
-        return False
-    for other, label in (*labels.tools.items(), *labels.patterns):
-        if other == tool:
-            continue
-        head = _words(other.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]).split()
-        if head and head[0] != words[0]:
-            continue
-        if label.other_args or (label.args is not None and names <= set(label.args)):
-            return False
-    return True
-
-
-def _word_named(word: str, question: list[str], similarity: float) -> bool:
-    """A word of the tool's name in the question: the same word, or a misspelling of it.
-
-    A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
-    by it: "undelete", "deleted" and "delet" are other words, never "delete".
-    """
-    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
-                             and w not in word) for w in question)  # fmt: skip
-
-
-def _tool_named(tool: str, question: str, similarity: float, verb_alone: bool = True) -> bool:
-    """The tool's words ("delete project"), or its verb as a word of its own ("delete").
-
-    The verb alone names it only when `verb_alone` (no other labelled tool shares it).
-    """
-    words, asked = tool.split(), question.split()
-    if not words:
-        return False
-    if verb_alone and len(words[0]) >= 3 and _word_named(words[0], asked, similarity):
-        return True
-    return all(_word_named(w, asked, similarity) for w in words)
-
-
 class CallNames:
     """What a question must name to name a call, read once per call (see the module)."""
 
@@ -433,7 +357,7 @@ class CallNames:
                  match: str = "both", region: str | None = None,
                  order: tuple[str, ...] | None = None,
                  verb_alone: bool = True, single: bool = True) -> None:  # fmt: skip
-        self.tool = _words(call.name)
+        self.tool = tool_words(call.name)
         self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
         self.order = tuple(order) if order is not None else None
@@ -450,19 +374,47 @@ class CallNames:
         q = question if isinstance(question, Question) else Question(question, self.region)
         if self.single and not _one_request(self.targets, q, self.listed):
             return False
-        tool_named = _tool_named(self.tool, q.words, self.similarity, self.verb_alone)
+        by_tool = tool_named(self.tool, q.words, self.similarity, self.verb_alone)
         if self.arg is not None or self.values:  # every value (of the argument) named
             target_named = (bool(self.targets)
                             and all(t.named_in(q, self.single) for t in self.targets)
                             and not (self.single and any(
-                                isinstance(t, _Target) and t.only_after_of(q, self.tool)
-                                for t in self.targets))
+                                self._about_another(t, q) for t in self.targets))
                             and _in_order(self.targets, q, self.order))  # fmt: skip
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
-            return tool_named and target_named
-        return target_named if self.arg is not None else tool_named or target_named
+            return by_tool and target_named
+        return target_named if self.arg is not None else by_tool or target_named
+
+
+    def _about_another(self, target: _Target | _Flag, question: Question) -> bool:
+        """The question writes this value only to qualify another thing (:mod:`.qualified`).
+
+        Names, links, file names and addresses are read so (an address case-folded, as it
+        is compared); amounts, IBANs and other typed values, and flags, are not: they fill
+        a role ("CHF 50 *for* the invoice").
+        """
+        if not isinstance(target, _Target) or (target.keys and target.kind not in _NAMED_KINDS):
+            return False
+        tool = self.tool.split()
+        passed = frozenset(tool) | frozenset(tool_words(target.arg.rsplit(".", 1)[-1]).split())
+        others = frozenset(w for t in self.targets if t is not target
+                           and isinstance(t, _Target) for w in words_of(t.phrase))  # fmt: skip
+        value, asked = target.phrase, question.phrase
+        if target.kind == "email":
+            value, asked = value.casefold(), asked.casefold()
+        return about_another(value, asked, passed, frozenset(tool[:1]), others,
+                             roles=bool(target.keys))  # fmt: skip
+
+    @property
+    def phrases(self) -> list[str]:
+        """The call's untyped values as a question writes them (case kept).
+
+        An answer may restate them ("Yes, delete planner"), and nothing else (:mod:`.answer`).
+        """
+        return [t.phrase for t in self.targets
+                if isinstance(t, _Target) and not t.keys and t.phrase]  # fmt: skip
 
 
 def names_call(question: str, call: ToolCall, **options: Any) -> bool:
