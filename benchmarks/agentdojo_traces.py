@@ -15,7 +15,9 @@ each suite of the benchmark version, and each user task:
   the case's calls, of the first injection call after which AgentDojo's own security check
   of the injection task holds (its goal is reached); reading the user's mail first is not
   yet the harm. A goal reached only by the agent's answer ("say that I should visit ...")
-  is reached at the answer.
+  is reached at the answer. An injection task whose ground truth holds no call and no answer
+  that reaches its goal (AgentDojo's workspace injection tasks 6-13 in v1.2.2) has no attacked
+  case: there is nothing to replay.
 
 Every case ends with the agent's final answer (the task's ground-truth output, or "Done."), a
 step a host guards only when its policy labels ``respond``; an attacked case's answer is the
@@ -125,8 +127,11 @@ def cases(suite_name: str, version: str) -> Iterator[dict[str, Any]]:
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
                    "kind": "injected_benign", "messages": benign}
             harm: list[int] = []
+            reads_calls = list(calls)
             reads = benign[:-1] if benign[-1].get("tool_calls") is None else benign
             attacked = reads + _run(suite, injection_task, env, len(calls), calls, harm)
+            if len(calls) == len(reads_calls) and not harm:
+                continue  # AgentDojo gives no calls nor answer for it (workspace 6-13)
             yield {"suite": suite_name, "user_task": uid, "injection_task": iid,
                    "kind": "attacked", "messages": attacked,
                    "harmful_from": harm[0] if harm else len(calls)}
