@@ -17,6 +17,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardagent.trace import native
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,8 +49,6 @@ def run_child(code: str, timeout: float = 300) -> str:
                            capture_output=True, text=True, timeout=timeout)  # fmt: skip
     assert child.returncode == 0, (child.returncode, child.stderr[-2000:])
     return child.stdout
-
-
 
 
 @pytest.mark.parametrize("unit", ["0x41, ", "ab ", "7 "])
@@ -83,3 +85,30 @@ def test_a_long_sensitive_token_glued_into_the_call_is_read_not_crashed(chars: i
             return flows
         """)
     assert out.strip() == "True", out
+
+
+_KEYS = st.text(alphabet="ab1 ", min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(_KEYS, max_size=6), haystack=st.text(alphabet="ab1 ", max_size=60),
+       cap=st.integers(0, 12))  # fmt: skip
+def test_the_bounded_automaton_finds_what_a_naive_search_finds(
+    keys: list[str], haystack: str, cap: int
+) -> None:
+    """Short keys in the native trie, long ones by str.find: every occurrence, as one trie."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "MAX_KEY_CHARS", cap)
+        automaton = native.Automaton((k, n) for n, k in enumerate(keys))
+    assert all(len(k) > cap for k in automaton.long)
+    last = {k: n for n, k in enumerate(keys)}  # a key added twice keeps its last value
+    expected = sorted((i + len(k) - 1, n) for k, n in last.items()
+                      for i in range(len(haystack)) if haystack.startswith(k, i))  # fmt: skip
+    assert sorted(automaton.iter(haystack)) == expected
+    assert automaton.found(haystack) == {n for _, n in expected}
+
+
+def test_no_key_longer_than_the_cap_reaches_the_native_trie() -> None:
+    automaton = native.Automaton([("x" * (native.MAX_KEY_CHARS + 1), 1), ("y" * 10, 2)])
+    assert list(automaton.long) == ["x" * (native.MAX_KEY_CHARS + 1)]
+    assert max(map(len, automaton._native.keys())) <= native.MAX_KEY_CHARS
