@@ -112,3 +112,73 @@ def test_no_key_longer_than_the_cap_reaches_the_native_trie() -> None:
     automaton = native.Automaton([("x" * (native.MAX_KEY_CHARS + 1), 1), ("y" * 10, 2)])
     assert list(automaton.long) == ["x" * (native.MAX_KEY_CHARS + 1)]
     assert max(map(len, automaton._native.keys())) <= native.MAX_KEY_CHARS
+
+
+_SHARED = """
+import resource, time
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a walk as a tree: MemoryError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from guardagent import GuardAgent
+
+def shared(kind):
+    x = ["a"]
+    if kind == "cycle":
+        x.append(x)
+        x.append(x)
+        return x
+    for _ in range(40):
+        x = [x, x] if kind == "list" else {{"l": x, "r": x}}
+    return x
+
+def main():
+    x = shared({kind!r})
+    where = {where!r}
+    args = {{"to": "bob@example.com", "body": "hi", **({{"extra": x}} if where == "args" else {{}})}}
+    content = [{{"type": "text", "text": "Mail hi to bob@example.com", "x": x}}] \\
+        if where == "content" else "Mail hi to bob@example.com"
+    result = {{"data": x}} if where == "result" else "ok"
+    if where == "objects":
+        trace = [SystemMessage("You are an assistant."), HumanMessage("Mail hi to bob@example.com"),
+                 AIMessage("", tool_calls=[{{"name": "read_inbox", "args": {{}}, "id": "c0"}}]),
+                 ToolMessage("ok", tool_call_id="c0", artifact=x),
+                 AIMessage("", tool_calls=[{{"name": "send_email", "args": {{**args, "x": x}},
+                                             "id": "c1"}}])]
+    else:
+        trace = [{{"role": "system", "content": "You are an assistant."}},
+                 {{"role": "user", "content": content}},
+                 {{"role": "assistant", "content": None, "tool_calls": [{{"id": "c0",
+                   "type": "function", "function": {{"name": "read_inbox", "arguments": {{}}}}}}]}},
+                 {{"role": "tool", "tool_call_id": "c0", "content": result}},
+                 {{"role": "assistant", "content": None, "tool_calls": [{{"id": "c1",
+                   "type": "function", "function": {{"name": "send_email", "arguments": args}}}}]}}]
+    guard = GuardAgent(profile="assistant-trace")
+    started = time.monotonic()
+    decision = guard.check_trace(trace, proposed_call=(
+        {{"name": "send_email", "args": {{**args, "x": x}}}} if where == "proposed" else None))
+    assert time.monotonic() - started < 30
+    return [decision.allowed] + [u["reason"] for u in decision.unreadable]
+"""
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "cycle"])
+@pytest.mark.parametrize("where", ["args", "content", "result", "objects", "proposed"])
+def test_values_shared_or_cyclic_are_refused_in_linear_time(kind: str, where: str) -> None:
+    out = run_child(_SHARED.format(kind=kind, where=where), timeout=90)
+    assert out.strip() in ("[False, 'trace_too_large']", "[False, 'unparsable_trace']"), out
+
+
+@pytest.mark.parametrize("max_bytes", [1 << 10, 1 << 20])
+@pytest.mark.parametrize("width", [2, 50])
+def test_the_node_budget_follows_the_trace_limit(max_bytes: int, width: int) -> None:
+    """A tree of a limit's size is read; a shared one larger than the limit allows is not."""
+    from guardagent.readers.evidence import UnreadableEvidence
+    from guardagent.trace.messages import check_nesting
+
+    nodes = max(max_bytes // 2, 1 << 16)
+    leaf = ["v"] * width
+    fits = [leaf] * (nodes // (width + 1) - 1)  # every value visited: within the budget
+    check_nesting(fits, "x", max_bytes=max_bytes)
+    with pytest.raises(UnreadableEvidence) as caught:
+        check_nesting([fits, fits], "x", max_bytes=max_bytes)
+    assert caught.value.reason == "trace_too_large"
+    assert str(nodes) in str(caught.value)
