@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from guardagent import GuardAgent
 from guardagent.decision import GuardDecision
+from guardagent.trace.predicates.ledger import read_ledger
 from guardagent.trace.state import TraceIndex
 
 LONE = ["\ud800", "\udfff", "\udc80", "\ud83d", "\ude00", "\ude00\ud83d"]
@@ -93,9 +94,15 @@ def test_a_thread_whose_result_holds_a_lone_surrogate_goes_on(
     stored = ormsgpack.unpackb(ormsgpack.packb(state))  # the checkpointer's encoding
     assert json.loads(json.dumps(stored, ensure_ascii=False).encode("utf-8")) == state
     key = b"k" * 32
-    reread = TraceIndex.from_json(stored, region=state["region"], key=key).to_json(key)
-    assert reread == state  # signed as written: read back identically
-    then = _trace(result, "bob@example.com")
+    index_state, _ = read_ledger(stored, key=key)
+    assert index_state is not None
+    reread = TraceIndex.from_json(index_state, region=state["region"], key=key).to_json(key)
+    assert reread == index_state  # signed as written: read back identically
+    then = [*_trace(result, "eve@evil.io"),
+            {"role": "tool", "tool_call_id": "c1", "content": "not sent"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function",
+             "function": {"name": "send_email",
+                          "arguments": json.dumps({"to": "bob@example.com", "body": "hi"})}}]}]  # fmt: skip
     following = guard.check_trace(then, thread_state=stored)
     fresh = guard.check_trace(then)
     assert not following.unreadable, following.reason
