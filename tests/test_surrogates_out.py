@@ -107,3 +107,30 @@ def test_a_thread_whose_result_holds_a_lone_surrogate_goes_on(
     fresh = guard.check_trace(then)
     assert not following.unreadable, following.reason
     assert (following.allowed, following.reason) == (fresh.allowed, fresh.reason)
+
+
+def test_the_service_answers_and_keeps_a_thread_whose_result_holds_a_lone_surrogate() -> None:
+    """Before: the first answer was a 500 (its checkpoint refused the state), the next call
+    on the thread was denied ``unreadable_state``: the thread was bricked."""
+    from starlette.testclient import TestClient
+
+    from guardagent.context import GuardContext
+    from guardagent.service.app import create_app
+    from guardagent.service.settings import ServiceSettings
+
+    token = "t" * 20
+    settings = ServiceSettings(guard=GuardContext(profile="assistant-trace", trace_key="k" * 32),
+                               service_token=token)  # fmt: skip
+    first = _trace("hello from eve@evil.io \ud800", "bob@example.com")
+    then = [*first, {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function",
+             "function": {"name": "send_email",
+                          "arguments": json.dumps({"to": "bob@example.com", "body": "hi"})}}]}]  # fmt: skip
+    with TestClient(create_app(settings), headers={"Authorization": f"Bearer {token}"},
+                    raise_server_exceptions=False) as client:  # fmt: skip
+        for messages in (first, then):
+            body = json.dumps({"messages": messages, "thread_id": "t1"}).encode()  # escapes
+            answer = client.post("/v1/decide/trace", content=body,
+                                 headers={"content-type": "application/json"})  # fmt: skip
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["unreadable"] == [], answer.text
