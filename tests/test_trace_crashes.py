@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,48 @@ def test_the_bounded_automaton_finds_what_a_naive_search_finds(
                       for i in range(len(haystack)) if haystack.startswith(k, i))  # fmt: skip
     assert sorted(automaton.iter(haystack)) == expected
     assert automaton.found(haystack) == {n for _, n in expected}
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(_KEYS, max_size=6), parts=st.lists(st.text(alphabet="ab1", max_size=8),
+                                                         min_size=1, max_size=6),
+       cap=st.integers(0, 12))  # fmt: skip
+def test_matches_spanning_parts_cover_the_parts_a_naive_search_covers(
+    keys: list[str], parts: list[str], cap: int
+) -> None:
+    """Which parts a key spanning a boundary covers: the same for short and long keys."""
+    haystack = "".join(parts)
+    ends = [0]
+    for part in parts:
+        ends.append(ends[-1] + len(part))
+
+    def covered(spans: Iterable[tuple[int, int, int]]) -> set[tuple[int, int]]:
+        return {(n, k) for start, end, n in spans for k in range(len(parts))
+                if ends[k] < end and start < ends[k + 1] or ends[k] == ends[k + 1]
+                and start < ends[k] < end}  # fmt: skip
+
+    last = {k: n for n, k in enumerate(keys)}
+    naive = [(i, i + len(k), n) for k, n in last.items() for i in range(len(haystack))
+             if haystack.startswith(k, i) and any(i < b < i + len(k) for b in ends[1:-1])]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "MAX_KEY_CHARS", cap)
+        automaton = native.Automaton((k, n) for n, k in enumerate(keys))
+    assert covered(automaton.spanning(haystack, ends[1:-1])) == covered(naive)
+
+
+def test_a_periodic_long_key_spanning_parts_costs_linear_time() -> None:
+    import time
+
+    def seconds(n: int) -> float:
+        key = "a1" * native.MAX_KEY_CHARS
+        parts = ["a1" * n] * 8
+        ends = [len(parts[0]) * i for i in range(1, 8)]
+        started = time.perf_counter()
+        list(native.Automaton([(key, 0)]).spanning("".join(parts), ends))
+        return time.perf_counter() - started
+
+    small, large = seconds(20_000), seconds(200_000)
+    assert large < 40 * max(small, 1e-3), (small, large)
 
 
 def test_no_key_longer_than_the_cap_reaches_the_native_trie() -> None:

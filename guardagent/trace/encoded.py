@@ -338,11 +338,10 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         ends = [0]
         for part in compact:
             ends.append(ends[-1] + len(part))
-        for end, w in automaton.iter("".join(compact)):
-            first = bisect_right(ends, end - len(w) + 1) - 1
-            last = bisect_right(ends, end) - 1
-            if first != last:
-                add([strings[k][0] for k in range(first, last + 1)], [w])
+        for start, end, w in automaton.spanning("".join(compact), ends[1:-1]):
+            first = bisect_right(ends, start) - 1
+            last = bisect_right(ends, end - 1) - 1
+            add([strings[k][0] for k in range(first, last + 1)], [w])
     return out
 
 

@@ -14,7 +14,8 @@ long keys (the caller checks the reading budget between haystacks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import ahocorasick
@@ -46,13 +47,13 @@ class Automaton(Generic[V]):
                 continue
             if self._native is None:
                 self._native = ahocorasick.Automaton()
-            self._native.add_word(key, value)
+            self._native.add_word(key, (len(key), value))
         if self._native is not None:
             self._native.make_automaton()
 
     def found(self, haystack: str) -> set[V]:
         """The values of the keys the haystack holds (a long key: one ``in`` each)."""
-        found = {value for _, value in self._native.iter(haystack)} if self._native else set()
+        found = {value for _, (_, value) in self._native.iter(haystack)} if self._native else set()
         for key, value in self.long.items():
             check_budget()
             if value not in found and key in haystack:
@@ -67,10 +68,35 @@ class Automaton(Generic[V]):
         reports them); the reading budget is checked between searches.
         """
         if self._native is not None:
-            yield from self._native.iter(haystack)
+            for end, (_, value) in self._native.iter(haystack):
+                yield end, value
         for key, value in self.long.items():
             at = haystack.find(key)
             while at >= 0:
                 yield at + len(key) - 1, value
                 check_budget()
                 at = haystack.find(key, at + 1)
+
+    def spanning(self, haystack: str, bounds: Sequence[int]) -> Iterator[tuple[int, int, V]]:
+        """Matches that span a boundary, as ``(start, end, value)`` (`end` exclusive).
+
+        `bounds` are sorted positions in the haystack (where one part ends and the next
+        starts); a match spans one when it starts before it and ends after it. A short key:
+        each such match. A long key: for each boundary, one match spanning it (its first
+        within the boundary's window, one ``str.find``): every value of every part a
+        spanning match covers is then in one of those (a part it covers is next to a
+        boundary it spans), in time linear in the boundaries and the key, never in the
+        matches (a periodic key of a periodic haystack has one at each character).
+        """
+        if self._native is not None:
+            for end, (length, value) in self._native.iter(haystack):
+                start = end + 1 - length
+                at = bisect_left(bounds, start + 1)
+                if at < len(bounds) and bounds[at] <= end:
+                    yield start, end + 1, value
+        for key, value in self.long.items():
+            for bound in bounds:
+                check_budget()
+                start = haystack.find(key, max(0, bound - len(key) + 1), bound + len(key) - 1)
+                if start >= 0:
+                    yield start, start + len(key), value
