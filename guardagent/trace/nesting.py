@@ -18,7 +18,7 @@ walk as a tree in bounded time and memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 MAX_NESTING = 64
@@ -44,12 +44,6 @@ def is_container(value: Any) -> bool:
     return kind in PLAIN or (kind not in LEAVES and isinstance(value, CONTAINERS))
 
 
-def _children(item: Any) -> Iterable[Any]:
-    if type(item) is dict or (type(item) not in PLAIN and isinstance(item, Mapping)):
-        return item.values()
-    return item  # type: ignore[no-any-return]
-
-
 class Problem(NamedTuple):
     """Why values cannot be read as a tree: too deep, or too large (``large``)."""
 
@@ -72,16 +66,15 @@ def nesting_problem(values: Sequence[Any], nodes: int) -> Problem | None:
     while level:
         if depth >= MAX_NESTING:
             return Problem(False, f"objects or lists are nested more than {MAX_NESTING} deep")
-        below: list[Any] = []
-        for item in level:
-            children = _children(item)
-            visited += len(children)  # type: ignore[arg-type]
-            if visited > nodes:
-                return Problem(True, f"more than {nodes} values to read (objects or lists "
-                               "shared or repeated, read as a tree, are more than a trace of "
-                               "max_trace_bytes holds)")  # fmt: skip
-            below.extend(child for child in children
-                         if type(child) not in LEAVES and is_container(child))  # fmt: skip
-        level = below
+        kids = [item.values() if type(item) is dict or (
+                    type(item) not in PLAIN and isinstance(item, Mapping)) else item
+                for item in level]  # fmt: skip
+        visited += sum(map(len, kids))  # counted before the next level is built
+        if visited > nodes:
+            return Problem(True, f"more than {nodes} values to read (objects or lists "
+                           "shared or repeated, read as a tree, are more than a trace of "
+                           "max_trace_bytes holds)")  # fmt: skip
+        level = [child for children in kids for child in children
+                 if type(child) not in LEAVES and is_container(child)]  # fmt: skip
         depth += 1
     return None
