@@ -39,12 +39,12 @@ print(out[0])
 """
 
 
-def run_child(code: str, timeout: float = 300) -> str:
-    """Run `code`, then its ``main()`` in a 256 KB-stack thread, in a fresh interpreter.
+def run_child(code: str, timeout: float = 300, *, small_stack: bool = True) -> str:
+    """Run `code`, then its ``main()`` (in a 256 KB-stack thread), in a fresh interpreter.
 
     This checkout first on the path; returns what ``main()`` returned, as printed.
     """
-    source = textwrap.dedent(code) + _IN_SMALL_STACK
+    source = textwrap.dedent(code) + (_IN_SMALL_STACK if small_stack else "\nprint(main())\n")
     child = subprocess.run([sys.executable, "-c", source], cwd=ROOT,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True, timeout=timeout)  # fmt: skip
@@ -86,6 +86,28 @@ def test_a_long_sensitive_token_glued_into_the_call_is_read_not_crashed(chars: i
             return flows
         """)
     assert out.strip() == "True", out
+
+
+def test_the_issues_two_megabyte_argument_ends_in_a_decision() -> None:
+    """The report's case, in the main thread, with a budget that lets the reading finish.
+
+    Seen failing before the fix: the process died with SIGSEGV (exit -11) after ~6 s.
+    """
+    out = run_child("""
+        import json
+        from guardagent import GuardAgent
+        def main():
+            body = "0x41, " * (2_000_000 // 6)
+            trace = [{"role": "system", "content": "You are an assistant."},
+                     {"role": "user", "content": "Mail bob@example.com the bytes 0x41."},
+                     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+                      "type": "function", "function": {"name": "send_email", "arguments":
+                      json.dumps({"to": "bob@example.com", "body": body})}}]}]
+            guard = GuardAgent(profile="assistant-trace", trace_budget_ms=600_000)
+            decision = guard.check_trace(trace)
+            return [decision.allowed, [u["reason"] for u in decision.unreadable]]
+        """, timeout=600, small_stack=False)  # fmt: skip
+    assert out.strip() in ("[True, []]", "[False, []]"), out  # read to the end: a decision
 
 
 _KEYS = st.text(alphabet="ab1 ", min_size=1, max_size=12)
