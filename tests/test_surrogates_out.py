@@ -134,3 +134,15 @@ def test_the_service_answers_and_keeps_a_thread_whose_result_holds_a_lone_surrog
                                  headers={"content-type": "application/json"})  # fmt: skip
             assert answer.status_code == 200, answer.text
             assert answer.json()["unreadable"] == [], answer.text
+
+
+@pytest.mark.parametrize("lone", LONE)
+def test_the_middlewares_denial_text_holds_no_lone_surrogate(lone: str) -> None:
+    """The blocked ToolMessage goes into the agent's checkpoint (msgpack): it must encode."""
+    from guardagent.integrations.runner import describe_denial
+
+    decision = GuardDecision(allowed=False, label=1, violations=[f"rule {lone}"],
+                             reason=f"quoted {lone}")  # fmt: skip
+    ormsgpack.packb(describe_denial(decision))
+    decision = GuardDecision(allowed=False, label=1, violations={f"t{lone}": [lone]})
+    describe_denial(decision).encode("utf-8")
