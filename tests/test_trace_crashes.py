@@ -16,6 +16,7 @@ import sys
 import textwrap
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -247,3 +248,34 @@ def test_the_node_budget_follows_the_trace_limit(max_bytes: int, width: int) -> 
         check_nesting([fits, fits], "x", max_bytes=max_bytes)
     assert caught.value.reason == "trace_too_large"
     assert str(nodes) in str(caught.value)
+
+
+def _tree_size(value: Any) -> int:
+    """Values in `value` read as a tree (itself included): the naive recursive count."""
+    if isinstance(value, dict):
+        return 1 + sum(_tree_size(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return 1 + sum(_tree_size(v) for v in value)
+    return 1
+
+
+_VALUES = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(st.text(max_size=2), kids, max_size=4)
+        | kids.map(lambda shared: [shared, shared, shared])
+    ),  # one object met three times
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES, nodes=st.integers(1, 200))
+def test_the_node_bound_is_the_size_of_the_tree_shared_objects_counted_each_time(
+    value: Any, nodes: int
+) -> None:
+    from guardagent.trace.nesting import nesting_problem
+
+    problem = nesting_problem([value], nodes)
+    assert (problem is not None and problem.large) == (_tree_size(value) > nodes), problem
