@@ -279,3 +279,27 @@ def test_the_node_bound_is_the_size_of_the_tree_shared_objects_counted_each_time
 
     problem = nesting_problem([value], nodes)
     assert (problem is not None and problem.large) == (_tree_size(value) > nodes), problem
+
+
+@pytest.mark.parametrize("objects", [1, 4])
+def test_message_objects_share_one_node_bound(objects: int) -> None:
+    """Each object's fields within the bound, all of them over it: refused (one bound)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from guardagent.readers.evidence import UnreadableEvidence
+    from guardagent.trace.messages import parse_trace
+
+    shared: list[Any] = ["a"]
+    for _ in range(15):  # 65,535 lists met as a tree: half the bound below
+        shared = [shared, shared]
+    messages: list[Any] = [HumanMessage("Read my inbox.")]
+    for i in range(objects):
+        messages += [AIMessage("", tool_calls=[{"name": "read_inbox", "args": {}, "id": f"c{i}"}]),
+                     ToolMessage("ok", tool_call_id=f"c{i}", artifact=shared)]  # fmt: skip
+    messages.append(AIMessage("", tool_calls=[{"name": "read_inbox", "args": {}, "id": "z"}]))
+    if objects == 1:
+        assert parse_trace(messages, max_bytes=1 << 18).call.name == "read_inbox"
+        return
+    with pytest.raises(UnreadableEvidence) as caught:
+        parse_trace(messages, max_bytes=1 << 18)
+    assert caught.value.reason == "trace_too_large"

@@ -86,7 +86,7 @@ from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
 from guardagent.trace.nesting import LEAVES as _LEAVES
 from guardagent.trace.nesting import MAX_NESTING as MAX_NESTING
-from guardagent.trace.nesting import max_nodes, nesting_problem
+from guardagent.trace.nesting import max_nodes, nesting_problem, walk
 from guardagent.trace.resume import ReadState, content_digest
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
@@ -247,6 +247,7 @@ class _Reader:
         self.results: dict[str, int] = {}
         self.answers: dict[int, tuple[int, int]] = {}
         self.nesting_checked = False  # every message (a mapping) walked by the caller
+        self.nodes_left = max_nodes(max_bytes)  # what message objects' fields may still hold
         self.borrowed = False  # a call's arguments hold the host's containers: keep no state
 
     def save(self, items: Sequence[Any]) -> ReadState | None:
@@ -347,14 +348,24 @@ class _Reader:
         self.position += 1
         return call
 
+    def walk_fields(self, raw: Any, where: str) -> None:
+        """Walk a message object's fields before it is dumped (a dump expands what it shares).
+
+        All the trace's message objects are walked within one node bound together.
+        """
+        walked = walk([getattr(raw, "__dict__", None)], self.nodes_left)
+        self.nodes_left -= walked.visited
+        if walked.problem is not None:
+            unreadable("trace_too_large" if walked.problem.large else "unparsable_trace",
+                       f"{where}: {walked.problem.text}")  # fmt: skip
+
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
         index = len(self.messages)  # a result split into fields is several messages
         if type(raw) is not dict and not isinstance(raw, Mapping):
             if not (hasattr(raw, "type") and hasattr(raw, "content")):
                 unreadable("unparsable_trace", f"{where} is not an object")
-            # an object: its fields walked before it is dumped (a dump expands what it shares)
-            check_nesting(getattr(raw, "__dict__", None), where, max_bytes=self.max_bytes)
+            self.walk_fields(raw, where)
             try:
                 raw = _to_dict(raw)
             except RecursionError:

@@ -27,6 +27,9 @@ trace unparsable: every reader after this one walks values, and none needs more 
 MIN_NODES = 1 << 16
 """Values a trace may hold at least, whatever its byte limit."""
 
+_TOO_MANY = ("more than {} values to read (objects or lists shared or repeated, read as a "
+             "tree, are more than a trace of max_trace_bytes holds)")
+
 CONTAINERS = (Mapping, list, tuple)
 PLAIN = frozenset({dict, list, tuple})
 LEAVES = frozenset({str, int, float, bool, type(None)})
@@ -52,29 +55,40 @@ class Problem(NamedTuple):
 
 
 def nesting_problem(values: Sequence[Any], nodes: int) -> Problem | None:
-    """What makes the values unreadable as a tree, or None (see the module docstring).
+    """What makes the values unreadable as a tree, or None (see :func:`walk`)."""
+    return walk(values, nodes).problem
+
+
+class Walked(NamedTuple):
+    """What a :func:`walk` visited, and what stopped it (None: nothing)."""
+
+    visited: int
+    problem: Problem | None
+
+
+def walk(values: Sequence[Any], nodes: int) -> Walked:
+    """Walk the values as a tree (see the module docstring).
 
     Each value's depth is counted from its own top, so a message list is checked in one
     pass; `nodes` bounds the values visited in all (shared ones each time they are met).
 
     Returns:
-        ``None``, or the problem: nested too deep, or a tree of more than `nodes` values
-        (``large``).
+        The values visited (every value of the tree, when it was read to the end), and the
+        problem: None, nested too deep, or a tree of more than `nodes` values (``large``).
     """
     level = [value for value in values if is_container(value)]
     visited, depth = len(values), 0
     while level:
         if depth >= MAX_NESTING:
-            return Problem(False, f"objects or lists are nested more than {MAX_NESTING} deep")
+            return Walked(visited, Problem(False, f"objects or lists are nested more than "
+                                                 f"{MAX_NESTING} deep"))  # fmt: skip
         kids = [item.values() if type(item) is dict or (
                     type(item) not in PLAIN and isinstance(item, Mapping)) else item
                 for item in level]  # fmt: skip
         visited += sum(map(len, kids))  # counted before the next level is built
         if visited > nodes:
-            return Problem(True, f"more than {nodes} values to read (objects or lists "
-                           "shared or repeated, read as a tree, are more than a trace of "
-                           "max_trace_bytes holds)")  # fmt: skip
+            return Walked(visited, Problem(True, _TOO_MANY.format(nodes)))
         level = [child for children in kids for child in children
                  if type(child) not in LEAVES and is_container(child)]  # fmt: skip
         depth += 1
-    return None
+    return Walked(visited, None)
