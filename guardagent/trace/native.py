@@ -61,21 +61,22 @@ class Automaton(Generic[V]):
         return found
 
     def iter(self, haystack: str) -> Iterator[tuple[int, V]]:
-        """Each match as ``(end index, value)``: the short keys' first, then each long key's.
+        """Matches as ``(end index, value)``: each of a short key, the first of a long one.
 
-        A long key's occurrences are found left to right, each search from the character
-        after the last one found (overlapping occurrences are reported, as the automaton
-        reports them); the reading budget is checked between searches.
+        Short keys' matches come first, in the haystack's order, then each long key's first
+        occurrence (one ``str.find``): what a caller asking which keys a text holds needs.
+        Every occurrence of a long key would cost up to its length each (a periodic key in
+        a periodic text has one at each character); :meth:`spanning` finds those that span
+        a boundary.
         """
         if self._native is not None:
             for end, (_, value) in self._native.iter(haystack):
                 yield end, value
         for key, value in self.long.items():
+            check_budget()
             at = haystack.find(key)
-            while at >= 0:
+            if at >= 0:
                 yield at + len(key) - 1, value
-                check_budget()
-                at = haystack.find(key, at + 1)
 
     def spanning(self, haystack: str, bounds: Sequence[int]) -> Iterator[tuple[int, int, V]]:
         """Matches that span a boundary, as ``(start, end, value)`` (`end` exclusive).

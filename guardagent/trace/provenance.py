@@ -19,9 +19,9 @@ messages holding all its tokens, and one Aho-Corasick automaton over all the cal
 phrases (``pyahocorasick``; a phrase of over :data:`~guardagent.trace.native.MAX_KEY_CHARS`
 characters by ``str.find``, :mod:`~guardagent.trace.native`) confirms the contiguous run in
 each such message in one pass, so the work is linear in the candidate messages (at most the
-trace). A phrase found in no
-single message is looked for across a boundary: its first part at the end of a message and
-the rest at the start of the next message of the same source (a value split in two).
+trace). A phrase found in no single message is looked for across a boundary: its first part
+at the end of a message and the rest at the start of the next message of the same source (a
+value split in two).
 Messages the index could not keep (over its size budget) are read here instead.
 """
 
