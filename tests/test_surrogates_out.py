@@ -146,3 +146,15 @@ def test_the_middlewares_denial_text_holds_no_lone_surrogate(lone: str) -> None:
     ormsgpack.packb(describe_denial(decision))
     decision = GuardDecision(allowed=False, label=1, violations={f"t{lone}": [lone]})
     describe_denial(decision).encode("utf-8")
+
+
+@pytest.mark.parametrize("key", ["thread_id", "idempotency_key"])
+@pytest.mark.parametrize("lone", LONE)
+def test_the_service_refuses_a_name_holding_a_lone_surrogate(key: str, lone: str) -> None:
+    """Before: a thread id holding one was answered, then its next call was denied
+    ``unreadable_state`` (the stored ledger no longer verified): the thread was bricked."""
+    from guardagent.service.requests import BadRequest, parse_request
+
+    body = {"messages": _trace("ok", "bob@example.com"), key: f"t{lone}"}
+    with pytest.raises(BadRequest, match=key):
+        parse_request("trace", body)
