@@ -6,10 +6,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from guardagent.policy.results import Remediation, RuleResult
 from guardagent.readers.evidence import Unreadable
+from guardagent.surrogates import without_surrogates
 
 ProgramSource = Literal["memory", "generated", "none"]
 T = TypeVar("T")
@@ -89,6 +90,15 @@ class GuardDecision(BaseModel):
     remediation: Remediation | None = None
     trace_facts: dict[str, Any] | None = None
     trace_state: dict[str, Any] | None = Field(default=None, exclude=True, repr=False)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Dumped with each lone surrogate as U+FFFD (:mod:`guardagent.surrogates`).
+
+        A decision quotes trace text (a result's value, a tool's name), which may hold one;
+        no UTF-8 encoder takes it, and ``model_dump_json`` raised: every dump is writable.
+        """
+        return without_surrogates(handler(self))
 
     @property
     def failed_closed(self) -> bool:

@@ -267,3 +267,16 @@ def test_a_worker_started_ahead_in_a_fresh_process_is_kept_for_its_first_run() -
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
     assert out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("garbage", [
+    "x = [0] * 12000000\nx.append(x)",
+    "x = {'k': [0] * 12000000}\nx['self'] = x",
+    "a = [0] * 6000000\nb = [a, 0] * 3000000\na.append(b)",
+])  # fmt: skip
+def test_one_runs_cyclic_garbage_does_not_fail_the_next_run(garbage: str) -> None:
+    """Seen failing before the fix: the third run of a program leaving ~100 MB of cycles
+    behind hit the worker's memory limit (nothing collected them between runs)."""
+    results = [run(garbage + '\ndeny(["a"])') for _ in range(4)]
+    assert [violations(r) for r in results] == [["a"]] * 4
+    assert len(pids()) == 1  # one worker served them all: none was retired for memory

@@ -32,6 +32,7 @@ from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.runs import ainvoke_guard, invoke_guard
+from guardagent.surrogates import text_without_surrogates
 
 
 @lru_cache(maxsize=1)
@@ -113,7 +114,11 @@ def facts_in(source: Any, key: str) -> Mapping[str, Any] | None:
 
 
 def describe_denial(decision: GuardDecision) -> str:
-    """One readable line: what was violated and why (for a ToolMessage or a log)."""
+    """One readable line: what was violated and why (for a ToolMessage or a log).
+
+    Written without lone surrogates (U+FFFD, :mod:`guardagent.surrogates`): the message goes
+    into the agent's checkpoint, whose encoder refuses them.
+    """
     if isinstance(decision.violations, dict):
         parts = [f"{table}: {', '.join(cols)}" for table, cols in decision.violations.items()]
     else:
@@ -122,4 +127,4 @@ def describe_denial(decision: GuardDecision) -> str:
     reason = decision.reason.strip()
     if reason and reason[-1] not in ".!?":
         reason += "."
-    return f"{violated}. Reason: {reason}"
+    return text_without_surrogates(f"{violated}. Reason: {reason}")

@@ -13,7 +13,10 @@ print buffer (:func:`~guardagent.sandbox.policy.prepare_program`), runs in an em
 only as deep copies (:func:`~guardagent.sandbox.policy.copying_tool`), so mutating what a tool
 returned changes no cache behind it. The process itself is retired: after `max_runs` runs, when
 its CPU budget could not cover another full run, after a run that hit a limit or failed
-inside the sandbox machinery, and by the caller on a wall-clock timeout (SIGKILL).
+inside the sandbox machinery, and by the caller on a wall-clock timeout (SIGKILL). A run's
+cyclic garbage (a list holding itself) is collected after its answer is sent, so it never
+counts against the next run's memory limit; what the worker inherited is frozen out of
+those collections (`gc.freeze`: its pages stay shared with the zygote).
 
 CPU: RLIMIT_CPU counts the whole process, so before each run the soft limit is set to the CPU
 used so far plus the run's `cpu_seconds` (SIGXCPU kills the worker at it), under a hard limit
@@ -28,6 +31,7 @@ child's format (`{"v", "e", "o", "u", "p"}`), plus `"w": 1` when it retires afte
 from __future__ import annotations
 
 import contextvars
+import gc
 import json
 import math
 import os
@@ -132,6 +136,7 @@ def serve_worker(
         hard_cpu = next(h for w, _, h in rlimits if w == resource.RLIMIT_CPU)
         child.isolate_process(signals, rlimits, child.environ_block(), child.empty_cwd_fd(),
                               conn_fd)  # fmt: skip
+        gc.freeze()  # what the zygote shared is never walked (copied) by the collections below
         buf, runs = bytearray(), 0
         while True:
             raw = _read_request(buf)
@@ -158,6 +163,7 @@ def serve_worker(
             child._write_all(line)
             if retire:
                 break
+            gc.collect()  # this run's cycles, after its answer: never the next run's memory
     except MemoryError:
         try:
             child._write_all(_MEMORY_LINE)

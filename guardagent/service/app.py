@@ -41,13 +41,15 @@ from guardagent.service.decider import Answer, Decider
 from guardagent.service.requests import BadRequest, parse_request
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.stores import open_stores
+from guardagent.surrogates import without_surrogates
 
 log = logging.getLogger("guardagent.service")
 
 
 def _json(answer: Answer) -> Response:
     headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
-    body = json.dumps(answer.body, ensure_ascii=False, separators=(",", ":"))
+    # UTF-8 on the wire: an error quoting request text may hold a lone surrogate (U+FFFD)
+    body = json.dumps(without_surrogates(answer.body), ensure_ascii=False, separators=(",", ":"))
     return Response(body, status_code=answer.status, headers=headers,
                     media_type="application/json")  # fmt: skip
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from guardagent.service.idempotency import MAX_KEY_CHARS
 from guardagent.service.threads import MAX_THREAD_ID_CHARS
+from guardagent.surrogates import text_without_surrogates
 
 EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id",
                         "idempotency_key"})  # fmt: skip
@@ -55,6 +56,8 @@ def _name(body: dict[str, Any], key: str, limit: int) -> str | None:
         return None
     if not isinstance(value, str) or not value or len(value) > limit:
         raise BadRequest(f"{key} must be a non-empty string of at most {limit} characters")
+    if text_without_surrogates(value) != value:  # a thread's stored state could not verify
+        raise BadRequest(f"{key} must be Unicode text (it holds a lone surrogate, \\udXXX)")
     return value
 
 

@@ -48,11 +48,10 @@ from decimal import Decimal
 from itertools import accumulate, chain, islice, takewhile
 from typing import Any, NamedTuple
 
-import ahocorasick
-
 from guardagent.trace.budget import check_budget
 from guardagent.trace.labels import Labels
 from guardagent.trace.messages import Message, ToolCall, Trace
+from guardagent.trace.native import Automaton
 from guardagent.trace.normal import unescape
 from guardagent.trace.numbers import canon
 from guardagent.trace.reading import MAX_CACHED_BYTES, ReadingCache, kept_cache
@@ -322,7 +321,7 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             whole.update(toks)
             candidates.update(chain.from_iterable(_runs(toks)))
             if automaton is not None and norm:
-                candidates.update(w for _, w in automaton.iter(_NOT_ALNUM.sub("", norm)))
+                candidates.update(automaton.found(_NOT_ALNUM.sub("", norm)))
         add((path,), sorted(sensitive.holding(_turned(candidates))))  # a look-up finds it
         add((path,), sorted(sensitive.written_as_runs(_turned(whole))), runs=True)
     # by the value's place, not its path: the model names the arguments, and two values
@@ -347,11 +346,10 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         ends = [0]
         for part in compact:
             ends.append(ends[-1] + len(part))
-        for end, w in automaton.iter("".join(compact)):
-            first = bisect_right(ends, end - len(w) + 1) - 1
-            last = bisect_right(ends, end) - 1
-            if first != last:
-                add([strings[k][0] for k in range(first, last + 1)], [w])
+        for start, end, w in automaton.spanning("".join(compact), ends[1:-1]):
+            first = bisect_right(ends, start) - 1
+            last = bisect_right(ends, end - 1) - 1
+            add([strings[k][0] for k in range(first, last + 1)], [w])
     return out
 
 
@@ -405,17 +403,14 @@ def _carried(
 
 
 @functools.lru_cache(maxsize=32)
-def _automaton(glued: frozenset[str]) -> Any:
+def _automaton(glued: frozenset[str]) -> Automaton[str] | None:
     """One Aho-Corasick automaton of `glued` as written, reversed and in ROT13 (None: empty).
 
     Built once per set: a thread's set changes only when a sensitive result brings a new
-    code, and the automaton only matches (it keeps no state between scans).
+    code, and the automaton only matches (it keeps no state between scans). A token of over
+    :data:`~guardagent.trace.native.MAX_KEY_CHARS` characters is searched by ``str.find``.
     """
     if not glued:
         return None
-    automaton = ahocorasick.Automaton()
-    for w in glued:
-        for key in (_rot13(w), w[::-1], w):  # as written wins a tie
-            automaton.add_word(key, w)
-    automaton.make_automaton()
-    return automaton
+    # as written wins a tie (the last one added for a key)
+    return Automaton((key, w) for w in glued for key in (_rot13(w), w[::-1], w))

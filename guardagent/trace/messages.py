@@ -87,15 +87,15 @@ from guardagent.trace.content import Content, sort_content
 from guardagent.trace.declared import check_keys_alike, keys_once
 from guardagent.trace.fields import split_result
 from guardagent.trace.labels import Labels
+from guardagent.trace.nesting import LEAVES as _LEAVES
+from guardagent.trace.nesting import MAX_NESTING as MAX_NESTING
+from guardagent.trace.nesting import max_nodes, nesting_problem, walk
 from guardagent.trace.resume import ReadState, content_digest
 from guardagent.trace.summaries import SUMMARY_SOURCE, is_summary
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
 
-MAX_NESTING = 64
-"""Objects and lists nested deeper than this (a message, its content parts, arguments) make the
-trace unparsable: every reader after this one walks values, and none needs more depth."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -109,10 +109,6 @@ _OPENAI_ROLES: dict[str, Role] = {
     "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
 }  # fmt: skip
 _ARG_FIELDS = ("args", "arguments", "input")
-_CONTAINERS = (Mapping, list, tuple)
-_PLAIN = frozenset({dict, list, tuple})
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-"""Types that are never containers (checked by exact type first: the ABC check is slow)."""
 
 
 @dataclass(frozen=True)
@@ -255,6 +251,7 @@ class _Reader:
         self.results: dict[str, int] = {}
         self.answers: dict[int, tuple[int, int]] = {}
         self.nesting_checked = False  # every message (a mapping) walked by the caller
+        self.nodes_left = max_nodes(max_bytes)  # what message objects' fields may still hold
         self.borrowed = False  # a call's arguments hold the host's containers: keep no state
         self.parts: dict[int, list[str]] = {}  # an assistant message's delivered parts (JSON)
 
@@ -315,7 +312,7 @@ class _Reader:
                 raise
             except ValueError:
                 unreadable("unparsable_trace", f"{where}: arguments are not JSON")
-            check_nesting(raw, where)
+            check_nesting(raw, where, max_bytes=self.max_bytes)
         elif _is_mapping(raw):  # nesting checked with its message or proposed call
             self.count(_json(raw))
             if any(type(value) not in _LEAVES for value in raw.values()):
@@ -356,19 +353,31 @@ class _Reader:
         self.position += 1
         return call
 
+    def walk_fields(self, raw: Any, where: str) -> None:
+        """Walk a message object's fields before it is dumped (a dump expands what it shares).
+
+        All the trace's message objects are walked within one node bound together.
+        """
+        walked = walk([getattr(raw, "__dict__", None)], self.nodes_left)
+        self.nodes_left -= walked.visited
+        if walked.problem is not None:
+            unreadable("trace_too_large" if walked.problem.large else "unparsable_trace",
+                       f"{where}: {walked.problem.text}")  # fmt: skip
+
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
         index = len(self.messages)  # a result split into fields is several messages
         if type(raw) is not dict and not isinstance(raw, Mapping):
             if not (hasattr(raw, "type") and hasattr(raw, "content")):
                 unreadable("unparsable_trace", f"{where} is not an object")
+            self.walk_fields(raw, where)
             try:
                 raw = _to_dict(raw)
             except RecursionError:
                 unreadable("unparsable_trace", f"{where} is nested too deep to read")
-            check_nesting(raw, where)  # an object: converted here, not walked before
+            check_nesting(raw, where, max_bytes=self.max_bytes)
         elif not self.nesting_checked:
-            check_nesting(raw, where)
+            check_nesting(raw, where, max_bytes=self.max_bytes)
         if "role" in raw:
             data: Mapping[str, Any] = raw
             role = _OPENAI_ROLES.get(str(raw.get("role")))
@@ -506,35 +515,37 @@ def _json(value: Any) -> str:
                           "integer over 4,300 digits, a cycle or keys of mixed types)")  # fmt: skip
 
 
-def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace") -> None:
-    """Refuse values nested over :data:`MAX_NESTING` deep (walked without recursion).
+def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace",
+                  max_bytes: int = MAX_TRACE_BYTES) -> None:  # fmt: skip
+    """Refuse values nested over :data:`MAX_NESTING` deep, or too many to walk as a tree.
+
+    See :mod:`guardagent.trace.nesting` (shared sub-objects counted each time they are met).
 
     Raises:
-        UnreadableEvidence: with `reason`, naming `where`.
+        UnreadableEvidence: with `reason` (``trace_too_large`` for too many values when
+            `reason` is ``unparsable_trace``), naming `where`.
     """
-    if not within_nesting([value]):
-        unreadable(reason, f"{where}: objects or lists are nested more than "
-                   f"{MAX_NESTING} deep")  # fmt: skip
+    problem = nesting_problem([value], max_nodes(max_bytes))
+    if problem is not None:
+        large = problem.large and reason == "unparsable_trace"
+        unreadable("trace_too_large" if large else reason, f"{where}: {problem.text}")
 
 
-def within_nesting(values: Sequence[Any]) -> bool:
+def within_nesting(values: Sequence[Any], max_bytes: int = MAX_TRACE_BYTES) -> bool:
     """Whether each of the values is nested at most :data:`MAX_NESTING` deep.
 
-    One walk over them all, a level at a time (only containers kept: linear, no
-    recursion): each value's depth is counted from its own top, as :func:`check_nesting`
-    counts it, so a message list is checked in one pass instead of one walk a message.
+    One walk over them all (:func:`~guardagent.trace.nesting.nesting_problem`): each
+    value's depth is counted from its own top, as :func:`check_nesting` counts it, so a
+    message list is checked in one pass instead of one walk a message.
+
+    Raises:
+        UnreadableEvidence: ``trace_too_large``, the values are more than a trace of
+            `max_bytes` holds, read as a tree (then no message is walked again).
     """
-    level = [value for value in values if _is_container(value)]
-    depth = 0
-    while level:
-        if depth >= MAX_NESTING:
-            return False
-        level = [child for item in level
-                 for child in (item.values() if type(item) is dict or (
-                     type(item) not in _PLAIN and isinstance(item, Mapping)) else item)
-                 if type(child) not in _LEAVES and _is_container(child)]  # fmt: skip
-        depth += 1
-    return True
+    problem = nesting_problem(values, max_nodes(max_bytes))
+    if problem is not None and problem.large:
+        unreadable("trace_too_large", f"the trace: {problem.text}")
+    return problem is None
 
 
 def _plain_copy(value: Any) -> Any:
@@ -553,12 +564,6 @@ def _plain_copy(value: Any) -> Any:
     if kind is tuple:
         return tuple(_plain_copy(item) for item in value)
     raise TypeError(kind.__name__)
-
-
-def _is_container(value: Any) -> bool:
-    """``isinstance(value, (Mapping, list, tuple))``, plain types checked without the ABC."""
-    kind = type(value)
-    return kind in _PLAIN or (kind not in _LEAVES and isinstance(value, _CONTAINERS))
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -645,7 +650,7 @@ def parse_trace(
         start = resume.items
     else:
         resume = None
-    reader.nesting_checked = within_nesting(items[start:])  # else each message names its own
+    reader.nesting_checked = within_nesting(items[start:], max_bytes)  # else one message
     for index in range(start, len(items)):
         reader.add(items[index], index)
     read = reader.save(items)
@@ -669,7 +674,7 @@ def parse_trace(
                        "pass the one to guard as proposed_call")  # fmt: skip
         proposed = last.calls[0]
     else:
-        check_nesting(given, "the proposed call")
+        check_nesting(given, "the proposed call", max_bytes=max_bytes)
         wanted = reader.call(given, len(msgs), "the proposed call")
         proposed = _match(msgs, wanted)
     skip = {(proposed.index, proposed.position)}

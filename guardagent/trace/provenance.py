@@ -16,10 +16,12 @@ where the same whole value is written (``13`` is not in ``June 13``, which is a 
 an address that is not from anyone has no key and is never found. A phrase (a ``text``
 value) is a run of whole word tokens: the index gives the
 messages holding all its tokens, and one Aho-Corasick automaton over all the call's
-phrases (``pyahocorasick``) confirms the contiguous run in each such message in one pass,
-so the work is linear in the candidate messages (at most the trace). A phrase found in no
-single message is looked for across a boundary: its first part at the end of a message and
-the rest at the start of the next message of the same source (a value split in two).
+phrases (``pyahocorasick``; a phrase of over :data:`~guardagent.trace.native.MAX_KEY_CHARS`
+characters by ``str.find``, :mod:`~guardagent.trace.native`) confirms the contiguous run in
+each such message in one pass, so the work is linear in the candidate messages (at most the
+trace). A phrase found in no single message is looked for across a boundary: its first part
+at the end of a message and the rest at the start of the next message of the same source (a
+value split in two).
 Messages the index could not keep (over its size budget) are read here instead.
 """
 
@@ -30,13 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import ahocorasick
-
 from guardagent.trace.addresses import read_address_list
 from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
 from guardagent.trace.messages import ToolCall, Trace
+from guardagent.trace.native import Automaton
 from guardagent.trace.redirects import every_carried
 from guardagent.trace.state import (
     TraceIndex,
@@ -260,17 +261,17 @@ class Search:
         """For each token run: the messages containing it, and whether only split in two."""
         results: list[tuple[set[int], bool]] = [(set(), False) for _ in needles]
         candidates: list[set[int]] = []
-        automaton = ahocorasick.Automaton()
+        keys: list[tuple[str, int]] = []
         for n, needle in enumerate(needles):
             if len(needle) == 1:
                 results[n] = (self.ids(["w:" + needle[0]]), False)
                 candidates.append(set())
                 continue
             candidates.append(self._all(["w:" + t for t in needle]))
-            automaton.add_word(" " + " ".join(needle) + " ", n)
+            keys.append((" " + " ".join(needle) + " ", n))
         scan = set().union(*candidates) if candidates else set()
         if scan:
-            automaton.make_automaton()
+            automaton = Automaton(keys)  # a long phrase is searched by str.find (native.py)
             for i in sorted(scan):
                 check_budget()
                 wanted = {n for n, ids in enumerate(candidates) if i in ids}

@@ -75,6 +75,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from guardagent.readers.evidence import unreadable
+from guardagent.surrogates import without_surrogates
 from guardagent.trace.budget import check_budget
 from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
@@ -502,7 +503,13 @@ class TraceIndex:
     # -- state -----------------------------------------------------------------------------
 
     def to_json(self, key: bytes | None = None) -> dict[str, Any]:
-        """The state as JSON-able data (for a checkpoint), signed when given a key."""
+        """The state as JSON-able data (for a checkpoint), signed when given a key.
+
+        Its texts (source names, the tails kept for the next boundary) are written with each
+        lone surrogate as U+FFFD (:mod:`guardagent.surrogates`): a checkpointer encodes
+        the state as UTF-8 (msgpack, JSON), which refuses one; a tail's surrogate is no part
+        of any value a boundary is read for. Signed as written: read back identically.
+        """
         self.complete()
         data: dict[str, Any] = {
             "format": STATE_FORMAT,
@@ -512,9 +519,9 @@ class TraceIndex:
             "chain": self.chain,
             "hashes": "".join(self.hashes),
             "sources": self.sources,
-            "source_names": self.source_names,
+            "source_names": without_surrogates(self.source_names),
             "postings": self.postings,
-            "tails": {s: [i, t] for s, (i, t) in self.tails.items()},
+            "tails": without_surrogates({s: [i, t] for s, (i, t) in self.tails.items()}),
             "unindexed": self.unindexed,
             "written": self.written,
             "size": self._size,
