@@ -237,6 +237,7 @@ class GuardAgent:
         from guardagent.policy.task import TaskPolicyError, attach_task
         from guardagent.readers.evidence import UnreadableEvidence
         from guardagent.trace import prepare_trace_event, unreadable_fields
+        from guardagent.trace.dates import today_is
 
         try:
             model, threshold = self._trace_policy()
@@ -261,13 +262,14 @@ class GuardAgent:
                                  reason=f"denied: the task policy cannot be attached ({exc})",
                                  error=f"task_policy: {exc}"), model, threshold  # fmt: skip
         try:
-            event = prepare_trace_event(
-                messages, proposed_call, labels=model.labels, bindings=attached.bindings,
-                user_facts=user_facts, consent=consent, thread_state=thread_state,
-                max_bytes=max_bytes, key=self.context.trace_key_bytes,
-                values=attached.model.values, secrets=attached.model.secrets, thread_id=thread_id,
-                budget_ms=self.context.trace_budget_ms,
-            )  # fmt: skip
+            with today_is(self.context.today_date):  # year-less dates in the users' year
+                event = prepare_trace_event(
+                    messages, proposed_call, labels=model.labels, bindings=attached.bindings,
+                    user_facts=user_facts, consent=consent, thread_state=thread_state,
+                    max_bytes=max_bytes, key=self.context.trace_key_bytes,
+                    values=attached.model.values, secrets=attached.model.secrets,
+                    thread_id=thread_id, budget_ms=self.context.trace_budget_ms,
+                )  # fmt: skip
         except UnreadableEvidence as exc:
             return (GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model,
                     threshold)

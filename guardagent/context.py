@@ -22,6 +22,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import date
 from typing import Any
 
 ENV_PREFIX = "GUARDAGENT_"
@@ -90,6 +91,9 @@ class GuardContext:
         trace_budget_ms: Wall-clock budget of reading one trace (`check_trace`), in
             milliseconds: an event whose reading exhausts it is denied with the reason
             (`trace_budget_exceeded`).
+        today: The users' current date (ISO, ``2025-01-09``) for reading year-less dates in
+            traces ("June 13"), instead of the host's clock; a trace's own "Today is ..."
+            line still wins.
     """
 
     profile: str = "eicu-ac"
@@ -109,6 +113,7 @@ class GuardContext:
     trace_assignments: dict[str, bool | None] | None = None
     trace_key: str | bytes | None = field(default=None, repr=False)
     trace_budget_ms: int = 2000
+    today: str | None = None
 
     def __post_init__(self) -> None:
         """A default profile named in `profiles` is that registered path ("name or path").
@@ -119,6 +124,13 @@ class GuardContext:
         """
         if isinstance(self.profile, str) and self.profiles and self.profile in self.profiles:
             self.profile = self.profiles[self.profile]
+        if self.today is not None:
+            _iso_date(self.today)  # a bad date fails where it is set, not at the first trace
+
+    @property
+    def today_date(self) -> date | None:
+        """`today` as a date (None: the host's clock)."""
+        return None if self.today is None else _iso_date(self.today)
 
     @property
     def trace_key_bytes(self) -> bytes | None:
@@ -134,7 +146,8 @@ class GuardContext:
         `_MEMORY_URL`, `_REUSE_PROGRAMS` (true/false), `_TIMEOUT_SECONDS`,
         `_MAX_EVENT_CHARS`, `_MAX_TRACE_BYTES`, `_TRACE_KEY` (the deployment's key that
         signs trace state and consent records; surrounding spaces are dropped),
-        `_TRACE_BUDGET_MS` (the time budget of reading one trace), and
+        `_TRACE_BUDGET_MS` (the time budget of reading one trace), `_TODAY` (the users'
+        current date, ISO), and
         `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
         the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
 
@@ -187,7 +200,19 @@ def _profiles(raw: str) -> dict[str, str]:
     return out
 
 
-_ENV_FIELDS: dict[str, Any] = {
+def _iso_date(raw: str) -> date:
+    try:
+        return date.fromisoformat(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"today must be an ISO date (2025-01-09), not {raw!r}") from None
+
+
+def _today(raw: str) -> str:
+    _iso_date(raw)
+    return raw
+
+
+_ENV_FIELDS: dict[str, Any] = {  # the one table of settings read from the environment
     "profile": str,
     "model": str,
     "base_url": str,
@@ -202,4 +227,8 @@ _ENV_FIELDS: dict[str, Any] = {
     "max_trace_bytes": _positive_int,
     "trace_key": str,
     "trace_budget_ms": _positive_int,
+    "today": _today,
 }
+
+ENV_NAMES: tuple[str, ...] = tuple(ENV_PREFIX + name.upper() for name in _ENV_FIELDS)
+"""Every variable :meth:`GuardContext.from_env` reads, for readers that snapshot them."""

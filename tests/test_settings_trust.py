@@ -208,3 +208,22 @@ def test_the_default_profile_may_be_a_registered_name(tmp_path: Path, through: s
     guard = GuardAgent(ctx.profile, profiles=ctx.profiles, memory_dir=str(tmp_path / "m"))
     decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert decision.violations == [RULE_HOTEL]
+
+
+def test_the_served_graph_reads_every_setting_the_environment_table_has(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The served graph's settings are GuardContext.from_env's (one table, issue 36, item 1).
+
+    It used to read a list of its own that had drifted: a 229-character event passed a
+    deployment whose GUARDAGENT_MAX_EVENT_CHARS was 50, and it had no trace key.
+    """
+    from guardagent.nodes.runtime import deployment_settings
+
+    monkeypatch.setenv("GUARDAGENT_MAX_EVENT_CHARS", "50")
+    monkeypatch.setenv("GUARDAGENT_TRACE_KEY", "k-123")
+    monkeypatch.setenv("GUARDAGENT_MAX_TRACE_BYTES", "4096")
+    monkeypatch.setenv("GUARDAGENT_TRACE_BUDGET_MS", "700")
+    monkeypatch.setenv("GUARDAGENT_TODAY", "2031-03-04")
+    ctx = deployment_settings()
+    assert (ctx.max_event_chars, ctx.trace_key, ctx.max_trace_bytes, ctx.trace_budget_ms,
+            ctx.today) == (50, "k-123", 4096, 700, "2031-03-04")  # fmt: skip

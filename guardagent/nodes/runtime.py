@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langgraph.runtime import Runtime
 
-from guardagent.context import ENV_PREFIX, RUN_KEYS, GuardContext
+from guardagent.context import ENV_NAMES, RUN_KEYS, GuardContext
 from guardagent.llm import resolve_model
 from guardagent.profiles.loader import Profile, builtin_profiles, fingerprints_per_run, load_profile
 from guardagent.readers.user_facts import normalize_facts
@@ -42,11 +42,7 @@ if TYPE_CHECKING:  # the model stack and Chroma load when a run first needs them
     from guardagent.memory_store.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ENV_NAMES = tuple(
-    ENV_PREFIX + name
-    for name in ("PROFILE", "MODEL", "BASE_URL", "K", "MAX_ATTEMPTS", "MEMORY_DIR", "MEMORY_URL",
-                 "REUSE_PROGRAMS", "TIMEOUT_SECONDS", "PROFILES")
-)  # fmt: skip
+_ENV_NAMES = ENV_NAMES  # the settings table of guardagent.context, never a copy of it
 _MAX_SHOWN = 80
 
 

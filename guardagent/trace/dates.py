@@ -10,6 +10,9 @@ message's "today is ..."), else the host's (see :func:`trace_year`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date
 
 MONTHS = {
@@ -36,9 +39,27 @@ def full_year(text: str) -> int:
     return value + 2000 if len(text) == 2 else value
 
 
+_TODAY: ContextVar[date | None] = ContextVar("guardagent_today", default=None)
+
+
 def host_year() -> int:
-    """The host's current year."""
-    return date.today().year
+    """The current year: the deployment's stated date (:func:`today_is`), else the host's."""
+    return (_TODAY.get() or date.today()).year
+
+
+@contextmanager
+def today_is(day: date | None) -> Iterator[None]:
+    """Read year-less dates in `day`'s year within the block (None: the host's clock).
+
+    A deployment whose host clock is not the users' date (a replay, a test, a time zone near
+    New Year) states it (`GuardContext.today`, ``GUARDAGENT_TODAY``); a trace's own "Today
+    is ..." line still wins for that trace.
+    """
+    token = _TODAY.set(day)
+    try:
+        yield
+    finally:
+        _TODAY.reset(token)
 
 
 def trace_year(system_texts: list[str]) -> int | None:
