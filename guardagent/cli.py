@@ -112,7 +112,7 @@ class _LazyGroup(click.Group):
     """
 
     LAZY: dict[str, tuple[str, str, str]] = {
-        "policy": ("guardagent.policy.cli", "policy",
+        "policy": ("guardagent.authoring.cli", "policy",
                    "Policy models: predicates, rules and an action tree, verified with z3."),
     }
     _listing = False

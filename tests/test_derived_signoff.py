@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
+from guardagent.authoring.cli import policy
 from guardagent.authoring.derive import Derivation, save
 from guardagent.memory_store.integrity import KEY_ENV
-from guardagent.policy.cli import policy
 from guardagent.policy.model import load_policy, load_policy_text
 
 TEXT = """\

@@ -116,8 +116,8 @@ _ORACLE: list[Any] = []
 def _web_oracle() -> tuple[Any, dict[str, Any]]:
     """The derived mind2web-sc rules' oracle (built once) and the profile's functions."""
     if not _ORACLE:
+        from guardagent.authoring.derive import DerivedAnswer, policy_text
         from guardagent.counterfactuals.derived import DerivedOracle
-        from guardagent.policy.derive import DerivedAnswer, policy_text
         from guardagent.policy.model import load_policy_text
         from guardagent.profiles import load_profile
         from tests.derived_answers import policy_answer
@@ -133,9 +133,9 @@ def test_derived_access_rules_agree_with_the_shipped_predicate_function():
     """eicu-ac: on every demonstration and every counterfactual the derived oracle builds
     (identities, each column read by each identity), its predicate values are the shipped
     function's on the same readers' output."""
+    from guardagent.authoring.derive import DerivedAnswer, policy_text
     from guardagent.counterfactuals.derived import DerivedOracle
     from guardagent.counterfactuals.events import Event
-    from guardagent.policy.derive import DerivedAnswer, policy_text
     from guardagent.policy.model import load_policy_text
     from guardagent.policy.shipped import eicu_ac_predicates
     from guardagent.profiles import load_profile

@@ -208,7 +208,7 @@ def test_approved_only_denies_until_the_derived_rules_are_approved(prose_web, tm
 
     from click.testing import CliRunner
 
-    from guardagent.policy.cli import policy
+    from guardagent.authoring.cli import policy
 
     yaml_path = prose_web / "profile.yaml"
     yaml_path.write_text(yaml_path.read_text() + "approved_only: true\n")

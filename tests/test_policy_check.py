@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from guardagent.authoring.cli import policy as policy_cli
 from guardagent.policy.check import check_model, check_policy
-from guardagent.policy.cli import policy as policy_cli
 from guardagent.policy.model import load_policy_text, shipped_policies
 
 HERE = Path(__file__).parent / "policies"

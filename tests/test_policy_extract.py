@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from guardagent.policy.cli import policy
-from guardagent.policy.documents import normalize_space, read_document
-from guardagent.policy.extract import extract_policy
+from guardagent.authoring.cli import policy
+from guardagent.authoring.documents import normalize_space, read_document
+from guardagent.authoring.extract import extract_policy
 from guardagent.policy.model import load_policy
 from tests.scripted import ScriptedChatModel
 

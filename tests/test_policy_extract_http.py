@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from guardagent.policy.cli import policy
+from guardagent.authoring.cli import policy
+from guardagent.authoring.replay import replay_reply
 from guardagent.policy.model import load_policy
-from guardagent.policy.replay import replay_reply
 from guardagent.policy.runs import profile_policy
 from guardagent.policy.verify import verify_event
 from tests.openai_stub import OpenAIStub

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from guardagent.authoring.documents import read_document
+from guardagent.authoring.replay import ReplayChatModel
 from guardagent.cli import main
-from guardagent.policy.documents import read_document
 from guardagent.policy.model import policy_path
-from guardagent.policy.replay import ReplayChatModel
 
 POLICY_TEXT = policy_path("assistant-trace").read_text(encoding="utf-8") if policy_path(
     "assistant-trace").is_file() else (Path(__file__).parent / "traces" / "assistant_policy.yaml"

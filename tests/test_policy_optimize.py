@@ -8,9 +8,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from guardagent.policy.cli import policy
+from guardagent.authoring.cli import policy
+from guardagent.authoring.optimize import optimize_policy, plot_stats, write_stats
 from guardagent.policy.model import PolicyModel, load_policy_text
-from guardagent.policy.optimize import optimize_policy, plot_stats, write_stats
 from tests.scripted import ScriptedChatModel
 
 HEAD = "format: guardagent-policy/1\nname: t\nversion: '1'\n"

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from guardagent.policy.cli import policy
+from guardagent.authoring.cli import policy
+from guardagent.authoring.review import ReviewDecision, apply_decisions, diff_policies, relation
 from guardagent.policy.model import (
     PolicyError,
     dump_policy,
@@ -18,7 +19,6 @@ from guardagent.policy.model import (
     load_policy,
     load_policy_text,
 )
-from guardagent.policy.review import ReviewDecision, apply_decisions, diff_policies, relation
 from guardagent.policy.runs import profile_policy
 from guardagent.policy.verify import verify_event
 

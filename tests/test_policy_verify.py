@@ -219,7 +219,7 @@ def test_cli_verify_prints_the_verdict():
 
     from click.testing import CliRunner
 
-    from guardagent.policy.cli import policy as policy_cli
+    from guardagent.authoring.cli import policy as policy_cli
 
     runner = CliRunner()
     args = ["verify", "tool-calls", "--assign", "calls_transfer_funds=true",

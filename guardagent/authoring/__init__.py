@@ -13,5 +13,4 @@ remediation, safety probability). Writing a policy model is a different job, don
   no table and no policy model);
 - :mod:`.cli`: the `guardagent policy` command group.
 
-The old paths (`guardagent.policy.extract`, ...) keep working: they are the same modules.
 """

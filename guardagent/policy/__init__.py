@@ -11,8 +11,7 @@
 - :mod:`.shipped`, :mod:`.parity`: the shipped profiles as policy models.
 
 Writing policy models (documents, extraction, refinement, review, rules derived from a guard
-request, the `guardagent policy` commands) is :mod:`guardagent.authoring`; the old paths
-(`guardagent.policy.extract`, ...) are the same modules.
+request, the `guardagent policy` commands) is :mod:`guardagent.authoring`.
 """
 
 from __future__ import annotations
