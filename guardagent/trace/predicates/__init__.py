@@ -77,6 +77,7 @@ from guardagent.trace.predicates import (  # noqa: F401
     consent,
     derived,
     document,
+    fields_from,
     history,
     provenance,
     secrets,
