@@ -339,3 +339,57 @@ def test_a_resumed_thread_answers_as_a_fresh_read() -> None:
         _, read, state = _thread_facts(messages[:end], _delete("13"), resume=read, state=state)
     last = _thread_facts(messages, _delete("13"), resume=read, state=state)[0]
     assert last.value is True
+
+
+_POLICY = {
+    "format": "guardagent-policy/1", "name": "files", "version": "1",
+    "description": "Files are deleted by their listed id.", "threshold": 0.5,
+    "labels": {"tools": {
+        "list_files": {"results": "trusted", "effect": "read", "args": []},
+        "list_events": {"results": "trusted", "effect": "read", "args": [],
+                        "untrusted_fields": ["$[*].title", "$[*].description"]},
+        "delete_file": {"results": "trusted", "effect": "irreversible", "args": ["file_id"]}}},
+    "predicates": [
+        {"name": "deletes", "kind": "action", "description": "The call deletes a file.",
+         "assign": {"trace": 'tool_is("delete_file")'}},
+        {"name": "file_listed", "kind": "condition", "description": "The id is a file's id.",
+         "assign": {"trace": FILE_ID}}],
+    "rules": [{"id": "delete-listed-file", "logic": "deletes IMPLIES file_listed",
+               "policy": "Only a file the file listing returned is deleted",
+               "remediation": "Ask the user which file to delete.",
+               "risk_types": ["prompt injection"]}],
+}  # fmt: skip
+
+
+def test_a_guard_with_a_signed_thread_state_decides_as_without(tmp_path: Any) -> None:
+    from guardagent import GuardAgent
+    from guardagent.trace import resume as resume_module
+
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(_POLICY, sort_keys=False))
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump({
+        "name": "files", "guard_request": "Guard file deletions.",
+        "agent_specification": "An assistant with files and a calendar.", "toolbox": [],
+        "demonstrations": [], "policy_model": "policy.yaml"}, sort_keys=False))  # fmt: skip
+    guard = GuardAgent(profile=str(tmp_path / "profile.yaml"), memory_dir=str(tmp_path / "m"),
+                       trace_key="k" * 32)  # fmt: skip
+    results = [("list_files", json.dumps([{"id_": 7, "filename": "old.txt"}]), {}),
+               ("list_events", json.dumps(EVENTS), {})]  # fmt: skip
+    messages, _ = _doc(results, _delete("13"))
+    state = None
+    for end in (3, 5):
+        decisions = {}
+        for value in ("7", 7, "13", 13):
+            stateless = guard.check_trace(messages[:end], _delete(value))
+            kept = guard.check_trace(messages[:end], _delete(value), thread_state=state,
+                                     thread_id="t1")  # fmt: skip
+            resume_module.forget()
+            evicted = guard.check_trace(messages[:end], _delete(value), thread_state=state,
+                                        thread_id="t1")  # fmt: skip
+            assert stateless.allowed is kept.allowed is evicted.allowed, (value, kept.reason)
+            decisions[value] = kept.allowed
+        assert decisions == {"7": True, 7: True, "13": False, 13: False}
+        state = guard.check_trace(messages[:end], _delete("7"), thread_state=state,
+                                  thread_id="t1").trace_state  # fmt: skip
+        assert state is not None
+    denied = guard.check_trace(messages, _delete("13"), thread_state=state, thread_id="t1")
+    assert "list_files" in denied.reason or "list_files" in json.dumps(denied.trace_facts)
