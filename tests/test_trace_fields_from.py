@@ -31,6 +31,7 @@ LABELS = Labels.from_mapping({"tools": {
     "search_contacts": {"results": "trusted", "effect": "read", "result_format": "listing",
                         "columns": 3, "untrusted_fields": ["$[*][2]"]},
     "read_email": {"results": "untrusted", "effect": "read"},
+    "get_file": {"results": "trusted", "effect": "read", "args": ["file_id"]},
     "delete_file": {"results": "trusted", "effect": "irreversible"},
     "send_channel_message": {"results": "trusted", "effect": "send",
                              "recipients": ["channel"]},
@@ -221,6 +222,19 @@ def test_values_only_in_untrusted_text_do_not_vouch() -> None:
     assert untrusted.value is False and "untrusted" in untrusted.detail
     glob = _fact(results, _delete("99"), 'arg_from_field("file_id", "*", "$[*].id_")')
     assert glob.value is not True, glob.detail
+
+
+@pytest.mark.parametrize("asked", ["99", 99])
+def test_a_result_echoing_its_own_call_argument_does_not_vouch(asked: Any) -> None:
+    # the lookup writes back whatever id it was asked for, found or not
+    echo = [("get_file", json.dumps({"id_": str(asked), "error": "no such file"}),
+             {"file_id": asked})]  # fmt: skip
+    expression = 'arg_from_field("file_id", "get_file", "$.id_")'
+    fact = _fact(echo, _delete("99"), expression)
+    assert fact.value is False and "own argument" in fact.detail, fact.detail
+    # another call's listing of the same id does vouch
+    listed = [*echo, ("get_file", json.dumps({"id_": 99}), {"file_id": "13"})]
+    assert _fact(listed, _delete("99"), expression).value is True
 
 
 def test_a_failed_or_unanswered_call_does_not_vouch() -> None:

@@ -18,6 +18,10 @@ workspace lists. Both are one question, which provenance by text cannot answer:
   listing up to its first untrusted cell), untrusted fields included: a serializer escapes
   what others write, so which record and which field is the tool's even where a field's
   text is not. That is "exists in the listing", never "its text is trusted".
+- A value the call itself was given (``get_file("99")`` answering ``{"id_": "99",
+  "error": "not found"}``) is the tool writing back its argument, not a record: it does
+  not count for that call's result (as provenance leaves out echoes of a call's own
+  arguments), only another call's listing of it does.
 - Equality is exact text, as a tool reading the id gets it: a string is itself, a whole
   number (not a bool) its decimal digits, so ``13`` and ``"13"`` are one id, and
   ``"013"``, ``" 13"``, ``13.0`` or ``true`` are no listed id. A float, a bool, a null or a
@@ -72,6 +76,7 @@ class _Listing:
         self.call = call
         self.result = result
         self.ids: frozenset[str] = frozenset()
+        self.echoed: frozenset[str] = frozenset()
         self.problem: str | None = None
         label = facts.labels.label(call.name)
         try:
@@ -80,7 +85,10 @@ class _Listing:
         except NotStructured as exc:
             self.problem = f"`{call.name}` in message {result.index}: {exc}"
             return
-        self.ids = frozenset(i for i in map(identifier, found) if i is not None)
+        ids = {i for i in map(identifier, found) if i is not None}
+        asked = {i for _, v in flatten(call.args) if (i := identifier(v)) is not None}
+        self.echoed = frozenset(ids & asked)
+        self.ids = frozenset(ids - asked)
 
     @property
     def ref(self) -> SourceRef:
@@ -131,7 +139,9 @@ def arg_from_field(facts: TraceFacts, arg: str, tool: Any, path: str) -> Fact:
         text = identifier(value)
         hit = next((x for x in read if text is not None and text in x.ids), None)
         if hit is None:
-            missing.append(f"{name} {value!r}")
+            echo = next((x for x in read if text is not None and text in x.echoed), None)
+            missing.append(f"{name} {value!r}" + ("" if echo is None else (
+                f" (message {echo.result.index} holds it only as its call's own argument)")))
             continue
         sources.append(hit.ref)
         found.append(f"{name} {value!r} is in `{hit.call.name}` message {hit.result.index}")
