@@ -237,6 +237,23 @@ def test_a_result_echoing_its_own_call_argument_does_not_vouch(asked: Any) -> No
     assert _fact(listed, _delete("99"), expression).value is True
 
 
+SUMMARY = {"role": "user", "lc_source": "summarization",
+           "content": "The assistant listed the user's files and deleted two old ones."}
+
+
+@pytest.mark.parametrize(("value", "expected"), [("13", True), ("99", None)])
+def test_a_conversation_summary_hides_listings_so_not_found_is_open(
+    value: str, expected: bool | None
+) -> None:
+    messages, call = _doc([("list_files", json.dumps(FILES), {})], _delete(value))
+    messages.insert(0, SUMMARY)  # the listing that named 99 may be among the replaced calls
+    trace = parse_trace(messages, call, labels=LABELS)
+    fact = analyze(trace, LABELS).fact(FILE_ID)
+    assert fact.value is expected, fact.detail
+    if expected is None:
+        assert "summary" in fact.detail
+
+
 def test_a_failed_or_unanswered_call_does_not_vouch() -> None:
     failed = _fact([("list_files", json.dumps(FILES), {})], _delete("13"), FILE_ID,
                    status="error")  # fmt: skip

@@ -30,8 +30,10 @@ workspace lists. Both are one question, which provenance by text cannot answer:
 Fail closed: no value in the argument is open (None); a value in no listing is False; a
 result that does not parse as its format, or that the path meets with the wrong shape, is
 open (None) when the value was not found in another result of the tool: it may have been
-in the one that could not be read, and "nothing found" there is not "fine". Never True
-without the value found. The detail names the tool, the path and the messages read.
+in the one that could not be read, and "nothing found" there is not "fine". So is a value
+in no listing of a trace holding a conversation summary (:mod:`.hidden`): the listing may
+be among the calls it replaced. Never True without the value found. The detail names the
+tool, the path and the messages read.
 
 The results are the trace's own messages (:attr:`~guardagent.trace.messages.Message.
 result_text`): a thread resumed from its state (:mod:`guardagent.trace.resume`) keeps the
@@ -46,6 +48,7 @@ from guardagent.trace.fields import FieldPath, NotStructured, PathError, parse_p
 from guardagent.trace.messages import Message, ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
+from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.options import under
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
@@ -120,6 +123,7 @@ def _listings(facts: TraceFacts, pattern: CallPattern, path: FieldPath
 
 
 @predicate
+@summary_hides(True)
 def arg_from_field(facts: TraceFacts, arg: str, tool: Any, path: str) -> Fact:
     """Every value of the argument is a value at `path` of an earlier `tool` result (module doc)."""
     pattern = CallPattern.of(tool)
