@@ -42,6 +42,7 @@ messages it read, whole texts included, so it answers as a fresh read of the sam
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 from guardagent.trace.fields import FieldPath, NotStructured, PathError, parse_path, values_at
@@ -55,6 +56,10 @@ from guardagent.trace.state import flatten
 from guardagent.trace.temporal import CallPattern, matches
 
 NAME = "arg_from_field"
+
+_SHOWN = reprlib.Repr()
+"""Values as a detail shows them: an attacker's long channel name is cut, its newlines escaped."""
+_SHOWN.maxstring = _SHOWN.maxother = 60
 
 
 def identifier(value: Any) -> str | None:
@@ -144,11 +149,12 @@ def arg_from_field(facts: TraceFacts, arg: str, tool: Any, path: str) -> Fact:
         hit = next((x for x in read if text is not None and text in x.ids), None)
         if hit is None:
             echo = next((x for x in read if text is not None and text in x.echoed), None)
-            missing.append(f"{name} {value!r}" + ("" if echo is None else (
+            missing.append(f"{name} {_SHOWN.repr(value)}" + ("" if echo is None else (
                 f" (message {echo.result.index} holds it only as its call's own argument)")))
             continue
         sources.append(hit.ref)
-        found.append(f"{name} {value!r} is in `{hit.call.name}` message {hit.result.index}")
+        found.append(f"{name} {_SHOWN.repr(value)} is in `{hit.call.name}` message "
+                     f"{hit.result.index}")
     if not missing:
         return Fact(NAME, True, tuple(dict.fromkeys(sources)),
                     f"{'; '.join(found[:5])} at {path}")  # fmt: skip
