@@ -154,7 +154,8 @@ class Message:
             (None for other roles).
         whole: For the trusted rest of a result split into its labelled fields, the
             result as the tool returned it (None otherwise: `text` is the whole result).
-            Not part of the digest nor of equality: it is `text` and its parts, joined.
+            Not part of the digest nor of equality, which read `text` and the parts as
+            before (so a thread's state is unchanged by it).
     """
 
     role: Role
