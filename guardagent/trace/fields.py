@@ -349,3 +349,35 @@ def split_result(
         for parent, key in places:
             parent[key] = None
     return ("" if box[0] is None else _render(box[0])), parts
+
+
+class NotStructured(ValueError):
+    """A result that is not the structure its label describes (or a path meets the wrong shape)."""
+
+
+def values_at(text: str, path: FieldPath, fmt: ResultFormat = "json",
+              columns: int | None = None, untrusted: tuple[FieldPath, ...] = ()
+              ) -> list[Any]:  # fmt: skip
+    """Every value `path` reaches in a tool's whole result, read as the label says.
+
+    JSON and YAML are read whole by their parsers, untrusted fields included: a serializer
+    escapes what others write, so the structure (which record, which field) is the tool's
+    even where a field's text is not. A listing escapes nothing, so only its cells before
+    the first `untrusted` one are read (as :func:`split_result` trusts them). YAML is read
+    whatever the label's `untrusted_fields` (anchors, tags and over-deep nesting refused).
+
+    Raises:
+        NotStructured: the result does not parse as `fmt`, or the path meets the wrong shape.
+    """
+    try:
+        if fmt == "listing":
+            trusted, _ = _split_listing(text, untrusted, columns)
+            root: Any = [[cell.strip() for cell in line.split("|")]
+                         for line in trusted.split("\n") if line.strip()]  # fmt: skip
+        else:
+            root = _structure(text, fmt)
+        box = [root]
+        return [parent[key] for parent, key in _reach(box, path) if parent[key] is not None]
+    except _Mismatch as exc:
+        raise NotStructured(f"not the {fmt} structure the label describes, or {path.text!r} "
+                            "meets another shape") from exc

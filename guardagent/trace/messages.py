@@ -148,6 +148,10 @@ class Message:
         calls: Calls an ``assistant`` message makes.
         status: ``error`` for a tool result the host marked as failed, ``ok`` otherwise
             (None for other roles).
+        whole: For the trusted rest of a result split into its labelled fields, the
+            result as the tool returned it (None otherwise: `text` is the whole result).
+            Not part of the digest nor of equality, which read `text` and the parts as
+            before (so a thread's state is unchanged by it).
     """
 
     role: Role
@@ -158,7 +162,18 @@ class Message:
     index: int
     calls: tuple[ToolCall, ...] = ()
     status: Literal["ok", "error"] | None = None
+    whole: str | None = field(default=None, repr=False, compare=False)
     _kept: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def result_text(self) -> str:
+        """A tool result's whole text, before its untrusted fields were split off.
+
+        Why: a reader of the result's structure (which record holds which id,
+        :mod:`guardagent.trace.predicates.fields_from`) needs the tool's serialised whole,
+        while provenance reads `text` (the trusted rest) and the field parts apart.
+        """
+        return self.text if self.whole is None else self.whole
 
     @property
     def digest(self) -> bytes:
@@ -494,7 +509,7 @@ class _Reader:
         trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
                                       label.columns)  # fmt: skip
         self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
-                                     status=status))  # fmt: skip
+                                     status=status, whole=text))  # fmt: skip
         for part, part_text in parts:
             self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
                                          call_id, len(self.messages), status=status))  # fmt: skip

@@ -33,6 +33,9 @@ section has them all in one table, with what an absent or unreadable value gives
   ``"domain"`` (a URL's host or registered domain instead of the whole URL);
 - derived (:mod:`.derived`): ``arg_from_designated(arg, hops=1, via=None)``: the value is
   in a document the user pointed at (a call whose arguments the user gave), chain named;
+- typed by field (:mod:`.fields_from`): ``arg_from_field(arg, tool, path)``: every value is
+  a whole value at a field path of an earlier trusted `tool` result (it exists in that
+  listing, whatever the trust of the field's text);
 - the attacker inside that document (:mod:`.document`): ``arg_designated_unaddressed(arg)``
   (written there outside text addressed to the agent), ``arg_designated_unique(arg)`` (the
   only value of its kind there), ``arg_from_same_document(arg, other)`` (both from one
@@ -77,6 +80,7 @@ from guardagent.trace.predicates import (  # noqa: F401
     consent,
     derived,
     document,
+    fields_from,
     history,
     provenance,
     secrets,
