@@ -38,9 +38,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from guardagent.service.decider import Answer, Decider
-from guardagent.service.requests import BadRequest, parse_request
+from guardagent.service.requests import BadRequest, checked_id, parse_request
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.stores import open_stores
+from guardagent.service.threads import MAX_THREAD_ID_CHARS
 
 log = logging.getLogger("guardagent.service")
 
@@ -133,7 +134,10 @@ async def thread_history(request: HttpRequest) -> Response:
     state = request.app.state
     if not _authorized(request, state.settings.service_token):
         return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
-    thread_id = request.path_params["thread_id"]
+    try:
+        thread_id = checked_id("thread_id", request.path_params["thread_id"], MAX_THREAD_ID_CHARS)
+    except BadRequest as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
     try:
         history = await state.decider.threads.history(thread_id)
     except Exception as exc:
