@@ -17,7 +17,9 @@ GET /readyz                200 once the guard is warm and the database answers; 
 
 Decision routes need ``Authorization: Bearer $GUARDAGENT_SERVICE_TOKEN`` when the token is set.
 Status: 200 a decision (a denial when the thread stayed busy past the lock wait), 400 a request
-the service cannot read, 401 no or wrong token, 408 a body slower than the body time, 409 an
+the service cannot read (an id too: one rule, :func:`checked_id`, on every route), 401 no or
+wrong token, 408 a body slower than the body time (a head slower than the header time:
+:mod:`guardagent.service.connections`), 409 an
 idempotency key reused for another request, 413 a body over the limit, 503 a fail-closed
 denial (the service could not decide).
 """
