@@ -207,3 +207,25 @@ def test_an_https_answer_is_bounded_like_an_http_one(tmp_path: Any, framing: str
             GuardClient(f"https://127.0.0.1:{port}", timeout=20).check("in", "out")
     finally:
         stop(proc)
+
+
+LATIN1 = st.characters(min_codepoint=0x20, max_codepoint=0xFF)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(LATIN1, min_size=1, max_size=12), st.sampled_from(["length", "chunk"]))
+def test_any_framing_number_is_ascii_digits_or_a_wire_error(number: str, framing: str) -> None:
+    """Whatever the number says: an answer framed by its ASCII digits, or a WireError."""
+    if framing == "length":
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: " + number.encode("latin-1") + b"\r\n\r\n"
+        rest = b"x" * 64
+    else:
+        head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        rest = number.encode("latin-1") + b"\r\n" + b"x" * 64 + b"\r\n0\r\n\r\n"
+    try:
+        _, _, body = wire.read_response(io.BytesIO(head + rest))
+    except wire.WireError:
+        return
+    digits = number.strip().split(";")[0].strip() if framing == "chunk" else number.strip()
+    alphabet = "0123456789abcdefABCDEF" if framing == "chunk" else "0123456789"
+    assert digits and all(ch in alphabet for ch in digits), (number, body[:20])
