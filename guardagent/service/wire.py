@@ -124,17 +124,27 @@ def read_response(stream: BinaryIO) -> tuple[int, dict[str, str], bytes]:
         return status, headers, _chunks(stream)
     length = headers.get("content-length")
     if length is not None:
-        digits = length.strip()
-        if not _digits(digits, "0123456789") or len(digits) > 18 or int(digits) > MAX_BODY_BYTES:
-            raise WireError(f"a Content-Length this client does not read: {length[:40]!r}")
-        body = stream.read(int(length))
-        if len(body) != int(length):
+        size = body_length(length)
+        body = stream.read(size)
+        if len(body) != size:
             raise WireError("the connection closed inside the body")
         return status, headers, body
     body = stream.read(MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise WireError(f"a body over {MAX_BODY_BYTES} bytes")
     return status, headers, body
+
+
+def body_length(value: str) -> int:
+    """A Content-Length this client reads: ASCII digits, at most :data:`MAX_BODY_BYTES`.
+
+    Raises:
+        WireError: anything else (``²``, ``+5``, ``5_0``, two values, too many digits).
+    """
+    digits = value.strip()
+    if not _digits(digits, "0123456789") or len(digits) > 18 or int(digits) > MAX_BODY_BYTES:
+        raise WireError(f"a Content-Length this client does not read: {value[:40]!r}")
+    return int(digits)
 
 
 def _digits(text: str, alphabet: str) -> bool:
@@ -221,10 +231,8 @@ def _https(host: str, port: int | None, method: str, target: str, body: bytes | 
                 raise
         response = conn.getresponse()
         length = response.getheader("content-length")
-        if length is not None and not (_digits(length.strip(), "0123456789")
-                                       and len(length.strip()) <= 18
-                                       and int(length) <= MAX_BODY_BYTES):  # fmt: skip
-            raise WireError(f"a Content-Length this client does not read: {length[:40]!r}")
+        if length is not None:
+            body_length(length)  # http.client would read a length it cannot parse to the end
         raw = _bounded(response)
     except http.client.HTTPException as exc:
         if cut.is_set():
