@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from guardagent.service.app import create_app
+from guardagent.service.serve import server_config
 from guardagent.service.settings import ServiceSettings
 from tests.pg_server import free_port
 
@@ -18,8 +18,7 @@ from tests.pg_server import free_port
 def serving(settings: ServiceSettings) -> Iterator[str]:
     """The service's base URL while the block runs; stopped (and joined) after it."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))  # fmt: skip
+    server = uvicorn.Server(server_config(settings, "127.0.0.1", port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

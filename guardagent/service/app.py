@@ -17,7 +17,9 @@ GET /readyz                200 once the guard is warm and the database answers; 
 
 Decision routes need ``Authorization: Bearer $GUARDAGENT_SERVICE_TOKEN`` when the token is set.
 Status: 200 a decision (a denial when the thread stayed busy past the lock wait), 400 a request
-the service cannot read, 401 no or wrong token, 408 a body slower than the body time, 409 an
+the service cannot read (an id too: one rule, :func:`checked_id`, on every route), 401 no or
+wrong token, 408 a body slower than the body time (a head slower than the header time:
+:mod:`guardagent.service.connections`), 409 an
 idempotency key reused for another request, 413 a body over the limit, 503 a fail-closed
 denial (the service could not decide).
 """
@@ -38,9 +40,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from guardagent.service.decider import Answer, Decider
-from guardagent.service.requests import BadRequest, parse_request
+from guardagent.service.requests import BadRequest, checked_id, parse_request
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.stores import open_stores
+from guardagent.service.threads import MAX_THREAD_ID_CHARS
 from guardagent.surrogates import without_surrogates
 
 log = logging.getLogger("guardagent.service")
@@ -135,7 +138,10 @@ async def thread_history(request: HttpRequest) -> Response:
     state = request.app.state
     if not _authorized(request, state.settings.service_token):
         return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
-    thread_id = request.path_params["thread_id"]
+    try:
+        thread_id = checked_id("thread_id", request.path_params["thread_id"], MAX_THREAD_ID_CHARS)
+    except BadRequest as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
     try:
         history = await state.decider.threads.history(thread_id)
     except Exception as exc:

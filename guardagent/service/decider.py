@@ -136,8 +136,21 @@ class Decider:
             return Answer(503, denial(f"the guard service could not decide: "
                                       f"{type(exc).__name__}: {exc}", profile))  # fmt: skip
 
+    def _canonical(self, request: Request) -> dict[str, Any]:
+        """The body as fingerprinted: the profile as loaded, the default's left out.
+
+        Naming the default profile, or leaving it out, asks for the same decision, so a
+        retry that names it is the same request (and a request without a profile keeps the
+        fingerprint it always had: keys stored before still match).
+        """
+        body = {k: v for k, v in request.body.items() if k != "profile"}
+        loaded = self.profile_ref(request.profile)
+        if loaded != self.profile_ref(None):
+            body["profile"] = loaded
+        return body
+
     async def _decide_locked(self, request: Request) -> Answer:
-        fp = fingerprint(request.kind, request.body)
+        fp = fingerprint(request.kind, self._canonical(request))
         key, thread = request.idempotency_key, request.thread_id
         mark = None if key is None else {"key": key, "fingerprint": fp}
         async with self.locks.hold(request.locks()) as session:

@@ -17,7 +17,6 @@ from typing import Any
 
 from guardagent.service.idempotency import MAX_KEY_CHARS
 from guardagent.service.threads import MAX_THREAD_ID_CHARS
-from guardagent.surrogates import text_without_surrogates
 
 EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id",
                         "idempotency_key"})  # fmt: skip
@@ -50,15 +49,41 @@ class Request:
         return keys
 
 
+NULL_MEANS_ABSENT = frozenset({"profile", "user_facts", "thread_id", "idempotency_key", "task",
+                               "proposed_call"})  # fmt: skip
+"""Keys whose JSON ``null`` the service reads as the key left out: dropped on reading, so a
+retry that adds ``"profile": null`` is the same request (its fingerprint too)."""
+
+
+def checked_id(key: str, value: object, limit: int) -> str:
+    """A thread id or idempotency key as every route takes it, or BadRequest naming `key`.
+
+    One rule for every route (the decide routes and ``/v1/threads/{id}``): a non-empty
+    string of at most `limit` characters, without a NUL (no Postgres text holds one) or a
+    lone surrogate (not UTF-8: no store can write it). Checked before any store sees it, so
+    the database never answers with its own error text.
+
+    Raises:
+        BadRequest: anything else.
+    """
+    if (not isinstance(value, str) or not value or len(value) > limit or "\x00" in value
+            or not value.isascii() and not _utf8(value)):  # fmt: skip
+        raise BadRequest(f"{key} must be a non-empty string of at most {limit} characters, "
+                         "without NUL or lone surrogates")  # fmt: skip
+    return value
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
 def _name(body: dict[str, Any], key: str, limit: int) -> str | None:
     value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value or len(value) > limit:
-        raise BadRequest(f"{key} must be a non-empty string of at most {limit} characters")
-    if text_without_surrogates(value) != value:  # a thread's stored state could not verify
-        raise BadRequest(f"{key} must be Unicode text (it holds a lone surrogate, \\udXXX)")
-    return value
+    return None if value is None else checked_id(key, value, limit)
 
 
 def parse_request(kind: str, body: Any) -> Request:
@@ -73,6 +98,7 @@ def parse_request(kind: str, body: Any) -> Request:
     """
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
+    body = {k: v for k, v in body.items() if not (v is None and k in NULL_MEANS_ABSENT)}
     allowed = EVENT_KEYS if kind == "event" else TRACE_KEYS
     unknown = sorted(set(body) - allowed)
     if unknown:

@@ -13,6 +13,7 @@ from types import FrameType
 import uvicorn
 
 from guardagent.service.app import create_app
+from guardagent.service.connections import head_bounded
 from guardagent.service.settings import ServiceSettings
 
 
@@ -34,8 +35,14 @@ def serve(host: str, port: int, *, log_level: str = "info",
         ValueError: a `GUARDAGENT_*` variable that does not parse.
     """
     settings = settings or ServiceSettings.from_env()
-    config = uvicorn.Config(
+    _DrainingServer(server_config(settings, host, port, log_level=log_level)).run()
+
+
+def server_config(settings: ServiceSettings, host: str, port: int, *,
+                  log_level: str = "info") -> uvicorn.Config:  # fmt: skip
+    """The uvicorn configuration of one replica (also what the tests serve with)."""
+    return uvicorn.Config(
         create_app(settings), host=host, port=port, log_level=log_level, lifespan="on",
         timeout_graceful_shutdown=math.ceil(settings.shutdown_seconds), access_log=False,
+        http=head_bounded(settings.header_seconds, settings.max_pending_connections),
     )  # fmt: skip
-    _DrainingServer(config).run()

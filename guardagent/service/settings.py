@@ -42,6 +42,15 @@ class ServiceSettings:
         body_seconds: How long a request's body may take to arrive once its headers did
             (`GUARDAGENT_BODY_SECONDS`); a slower one is refused (408), so a client cannot
             hold a connection open by sending its body a byte at a time.
+        header_seconds: How long a request's head (request line and headers) may take to
+            arrive, from the connection or from the previous answer on it
+            (`GUARDAGENT_HEADER_SECONDS`); a slower one is closed (408), so a client cannot
+            hold a descriptor by trickling header bytes before it is authenticated.
+        max_pending_connections: How many connections may wait for their request head at
+            once (`GUARDAGENT_MAX_PENDING_CONNECTIONS`); past it the one waiting longest is
+            closed, so slow clients cannot exhaust the replica's descriptors while a client
+            whose head arrives at once still gets in. Keep it well under the process's
+            descriptor limit (`ulimit -n`) minus the database pools.
     """
 
     guard: GuardContext = field(default_factory=GuardContext)
@@ -52,6 +61,8 @@ class ServiceSettings:
     max_request_bytes: int = 0
     shutdown_seconds: float = 30.0
     body_seconds: float = 30.0
+    header_seconds: float = 10.0
+    max_pending_connections: int = 256
 
     def __post_init__(self) -> None:
         if self.max_request_bytes <= 0:
@@ -77,7 +88,9 @@ class ServiceSettings:
                             ("lock_wait_seconds", _positive_float),
                             ("max_request_bytes", _positive_int),
                             ("shutdown_seconds", _positive_float),
-                            ("body_seconds", _positive_float)):  # fmt: skip
+                            ("body_seconds", _positive_float),
+                            ("header_seconds", _positive_float),
+                            ("max_pending_connections", _positive_int)):  # fmt: skip
             raw = _get(env, name.upper())
             if raw:
                 try:

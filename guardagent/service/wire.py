@@ -54,9 +54,40 @@ def exchange(scheme: str, host: str, port: int | None, method: str, target: str,
     address = host.encode("ascii") if host.isascii() else host
     deadline = time.monotonic() + timeout
     with socket.create_connection((address, port or 80), timeout=timeout) as sock:  # type: ignore[arg-type]
-        sock.sendall(request)
+        try:
+            _send(sock, request, deadline)
+        except OSError as exc:  # a reset or broken pipe: the service may have answered first
+            try:
+                with io.BufferedReader(_Until(sock, deadline)) as answer:
+                    return read_response(answer)
+            except OSError:
+                raise exc from None
         with io.BufferedReader(_Until(sock, deadline)) as answer:
             return read_response(answer)
+
+
+SEND_CHUNK = 256 * 1024
+
+
+def _send(sock: socket.socket, data: bytes, deadline: float) -> None:
+    """Send `data`, stopping early once the service answers (e.g. 413 before the body).
+
+    A service that refuses a body by its declared size answers and closes without reading
+    it; a client that keeps writing then meets a reset and, reporting only that, cannot tell
+    "too big" from "down". So the socket is polled between chunks: an answer waiting ends
+    the sending, and the answer is read.
+    """
+    import select
+
+    view = memoryview(data)
+    for start in range(0, len(view), SEND_CHUNK):
+        if start and select.select([sock], [], [], 0)[0]:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was not sent within the timeout")
+        sock.settimeout(left)
+        sock.sendall(view[start:start + SEND_CHUNK])
 
 
 class _Until(io.RawIOBase):
@@ -93,16 +124,36 @@ def read_response(stream: BinaryIO) -> tuple[int, dict[str, str], bytes]:
         return status, headers, _chunks(stream)
     length = headers.get("content-length")
     if length is not None:
-        if not length.strip().isdigit() or int(length) > MAX_BODY_BYTES:
-            raise WireError(f"a Content-Length this client does not read: {length[:40]!r}")
-        body = stream.read(int(length))
-        if len(body) != int(length):
+        size = body_length(length)
+        body = stream.read(size)
+        if len(body) != size:
             raise WireError("the connection closed inside the body")
         return status, headers, body
     body = stream.read(MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise WireError(f"a body over {MAX_BODY_BYTES} bytes")
     return status, headers, body
+
+
+def body_length(value: str) -> int:
+    """A Content-Length this client reads: ASCII digits, at most :data:`MAX_BODY_BYTES`.
+
+    Raises:
+        WireError: anything else (``²``, ``+5``, ``5_0``, two values, too many digits).
+    """
+    digits = value.strip()
+    if not _digits(digits, "0123456789") or len(digits) > 18 or int(digits) > MAX_BODY_BYTES:
+        raise WireError(f"a Content-Length this client does not read: {value[:40]!r}")
+    return int(digits)
+
+
+def _digits(text: str, alphabet: str) -> bool:
+    """Whether `text` is one or more of `alphabet`'s characters and nothing else.
+
+    HTTP numbers are ASCII digits (RFC 9110 8.6, RFC 9112 7.1); `int()` also reads ``²``,
+    ``+5``, ``5_0`` and ``0x5``, where another reader would fail or frame the body otherwise.
+    """
+    return bool(text) and all(ch in alphabet for ch in text)
 
 
 def _line(stream: BinaryIO, budget: list[int]) -> bytes:
@@ -136,10 +187,10 @@ def _chunks(stream: BinaryIO) -> bytes:
     budget = [MAX_HEADER_BYTES]
     while True:
         size_text = _line(stream, budget).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise WireError(f"not a chunk size: {size_text[:20]!r}") from None
+        hex_digits = size_text.decode("latin-1")
+        if not _digits(hex_digits, "0123456789abcdefABCDEF") or len(hex_digits) > 16:
+            raise WireError(f"not a chunk size: {size_text[:20]!r}")
+        size = int(size_text, 16)
         if size == 0:
             while _line(stream, budget):  # trailers, up to the blank line
                 pass
@@ -173,9 +224,16 @@ def _https(host: str, port: int | None, method: str, target: str, body: bytes | 
     timer.daemon = True
     timer.start()
     try:
-        conn.request(method, target or "/", body=body, headers=dict(headers))
+        try:
+            conn.request(method, target or "/", body=body, headers=dict(headers))
+        except ConnectionError:  # refused mid-body (a 413): the answer may be there to read
+            if cut.is_set():
+                raise
         response = conn.getresponse()
-        raw = response.read()
+        length = response.getheader("content-length")
+        if length is not None:
+            body_length(length)  # http.client would read a length it cannot parse to the end
+        raw = _bounded(response)
     except http.client.HTTPException as exc:
         if cut.is_set():
             raise TimeoutError("no complete answer within the timeout") from None
@@ -190,3 +248,17 @@ def _https(host: str, port: int | None, method: str, target: str, body: bytes | 
     if cut.is_set():
         raise TimeoutError("no complete answer within the timeout")
     return response.status, {k.lower(): v for k, v in response.getheaders()}, raw
+
+
+def _bounded(response: Any) -> bytes:
+    """An `http.client` response's body, refused past :data:`MAX_BODY_BYTES` (as over http).
+
+    `read()` would take any size; `read(n)` may return less than `n` before the end, so
+    the body is read piece by piece up to one byte over the bound.
+    """
+    body = bytearray()
+    while piece := response.read(min(SEND_CHUNK, MAX_BODY_BYTES + 1 - len(body))):
+        body += piece
+        if len(body) > MAX_BODY_BYTES:
+            raise WireError(f"a body over {MAX_BODY_BYTES} bytes")
+    return bytes(body)
