@@ -54,17 +54,24 @@ AUTHORING = ["documents", "extract", "answers", "replay", "prompts", "optimize",
 
 
 @pytest.mark.parametrize("name", AUTHORING)
-def test_old_authoring_paths_are_the_moved_modules(name: str):
-    old = importlib.import_module(f"guardagent.policy.{name}")
-    assert old is importlib.import_module(f"guardagent.authoring.{name}")
+def test_the_authoring_modules_live_in_one_place(name: str):
+    """No shim keeps an old path alive (issue 36, item 3): one module, one import path."""
+    assert importlib.import_module(f"guardagent.authoring.{name}").__name__.startswith(
+        "guardagent.authoring.")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"guardagent.policy.{name}")
+
+
+@pytest.mark.parametrize("name", ["ehr", "sandbox", "toolcalls", "web"])
+def test_the_old_tool_module_paths_are_gone(name: str):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"guardagent.tools.{name}")
 
 
 def test_the_policy_runtime_does_not_import_authoring():
     """The guard's policy runtime (model, grammar, z3, verification, ...) stands apart from the
-    tools that write policies: only the old-path shims point into authoring."""
+    tools that write policies: no module of it imports authoring."""
     for file in (PACKAGE / "policy").glob("*.py"):
-        if file.stem in AUTHORING:
-            continue
         found = {m for m in _imports_of(file) if m.startswith("guardagent.authoring")}
         assert not found, f"{file.name} imports {found}"
 
