@@ -150,9 +150,11 @@ def main() -> None:
 
 
 _CHECK_EXITS = epilog(
-    "With or without --server: 0 allowed, 1 denied (also when no decision came",
-    "from the service), 2 input or evidence it could not read (an event or trace",
-    "over its size limit too: the JSON's `unreadable` says what).")
+    "check, with or without --server:",
+    "  0  allowed",
+    "  1  denied (the JSON says why; also when no decision came from the service)",
+    "  2  input or evidence it could not read (denied; an event or a trace over its",
+    "     size limit too: the JSON's `unreadable` says what)")
 
 
 @main.command(epilog=_CHECK_EXITS)
@@ -412,9 +414,9 @@ def _decision_fields(fields: str | None) -> list[str]:
 
 
 @main.command(name="eval", epilog=help_epilog() + "\n\n" + epilog(
-    "eval: 2 whichever input is wrong (profile, cases, --out of another run), 3 when",
-    "at least --max-failed-closed of the decisions failed closed, 130 on Ctrl-C",
-    "(start-up too; the decisions made so far are kept for --resume)."))
+    "eval: 2 whichever input is wrong (profile, cases, an --out of another run),",
+    "3 when at least --max-failed-closed of the decisions failed closed, 130 on",
+    "Ctrl-C (start-up too; the decisions made so far are kept for --resume)."))
 @_profile
 @click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
               help="Case file (JSONL); default: the profile's shipped benchmark.")
