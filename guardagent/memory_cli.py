@@ -166,7 +166,9 @@ def clear(ctx: click.Context, profile: str, memory_dir: str | None, memory_url: 
           yes: bool) -> None:
     """Delete a profile's records (demonstrations, remembered programs) from the memory.
 
-    The profile's own demonstrations are stored again, and re-verified, on its next use.
+    The profile's own demonstrations are stored again, and re-verified, when a guard next
+    opens the memory: `eval` and `serve` as they start, `check` only when it needs
+    demonstrations or a remembered program (not when the profile's own program decides).
     """
     where, _ = _location(memory_dir, memory_url)
     prefix, _fingerprint = _profile_prefix(profile)
