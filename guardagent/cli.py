@@ -670,7 +670,9 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
                f"{target} --trace TRACE.json`")  # fmt: skip
 
 
-@main.command(epilog=epilog("serve: 2 when a setting does not read; SIGTERM stops it (0)."))
+@main.command(epilog=epilog(
+    "serve: 0 after SIGTERM or Ctrl-C (it drains first: stopping is its normal end),",
+    "2 when a setting does not read."))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--log-level", default="info", show_default=True,

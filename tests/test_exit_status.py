@@ -37,6 +37,8 @@ def _files(tmp: Path) -> None:
         "id": "x", "agent_input": NURSE_IN, "agent_output": "no code", "label": 1}) + "\n")
     (tmp / "bad.jsonl").write_text('{"id": "y", "label": 0}\n')
     (tmp / "prog.py").write_text("allow('x')\n")
+    (tmp / "reads.py").write_text("ehr_accessed_columns(agent_output)\nallow('x')\n")
+    (tmp / "none-given.py").write_text("x = 1\n")
     (tmp / "tools-utf8.json").write_text(json.dumps(TOOLS), encoding="utf-8")
     (tmp / "tools-utf16.json").write_bytes(json.dumps(TOOLS).encode("utf-16"))
     (tmp / "tools-utf8-bom.json").write_bytes(json.dumps(TOOLS).encode("utf-8-sig"))
@@ -72,6 +74,12 @@ EDGES: list[tuple[str, list[str], dict[str, str], int]] = [
     # run-program, export-cases, profile, memory, serve: 2 on input they could not read
     ("run-program unknown profile", ["run-program", "{tmp}/prog.py", "--profile", "nope",
                                      "--input", "a", "--output", "b"], {}, 2),
+    ("run-program unreadable event", ["run-program", "{tmp}/reads.py", "--profile", "eicu-ac",
+                                      "--input", NURSE_IN, "--output", "no code here"], {}, 2),
+    ("run-program verdict", ["run-program", "{tmp}/prog.py", "--profile", "eicu-ac",
+                             "--input", "a", "--output", "b"], {}, 0),
+    ("run-program no verdict", ["run-program", "{tmp}/none-given.py", "--profile", "eicu-ac",
+                                "--input", "a", "--output", "b"], {}, 1),
     ("run-program missing program", ["run-program", "{tmp}/none.py", "--profile", "eicu-ac",
                                      "--input", "a", "--output", "b"], {}, 2),
     ("export-cases unknown profile", ["export-cases", "--profile", "nope", "--out",
