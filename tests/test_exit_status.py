@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -207,3 +208,26 @@ def test_ctrl_c_during_eval_start_up_exits_130(tmp_path: Path, where: str) -> No
         proc.kill()
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
+
+
+@pytest.fixture(scope="module")
+def guard() -> object:
+    from guardagent import GuardAgent
+
+    return GuardAgent(profile="mind2web-sc")
+
+
+@pytest.mark.parametrize(("limit", "input_chars", "output_chars"), [
+    (100, 0, 101), (100, 101, 0), (100, 50, 51), (1, 1, 1), (5000, 4000, 1001),
+    (100, 100, 0), (100, 60, 40), (5000, 2500, 2500),
+])  # fmt: skip
+def test_an_event_over_the_limit_and_only_such_an_event_is_oversized(
+        guard: Any, limit: int, input_chars: int, output_chars: int) -> None:  # fmt: skip
+    decision = guard.check("i" * input_chars, "o" * output_chars, max_event_chars=limit)
+    over = input_chars + output_chars > limit
+    reasons = [u["reason"] for u in decision.unreadable]
+    assert ("oversized_event" in reasons) is over, (limit, input_chars, output_chars)
+    if over:
+        assert decision.allowed is False and reasons == ["oversized_event"]
+        assert f"{input_chars + output_chars:,} characters" in decision.unreadable[0]["detail"]
+        assert decision.llm_calls == 0
