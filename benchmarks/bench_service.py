@@ -124,9 +124,9 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
             started = time.perf_counter()
             try:
                 if kind == "trace":
-                    decision = client.check_trace(messages, thread_id=thread_id)
+                    decision = client.check_trace_raw(messages, thread_id=thread_id)
                 else:
-                    decision = client.check(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id)
+                    decision = client.check_raw(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id)
                 ok = decision.get("allowed") is True
             except ServiceError:
                 ok = False

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from guardagent.eval.definitions import help_epilog
+from guardagent.exit_status import INTERRUPTED, InputError, epilog
 from guardagent.memory_cli import memory
 
 
@@ -61,13 +62,11 @@ def _guard(profile: str, model: str, base_url: str | None, **settings: Any) -> A
     try:
         return GuardAgent(profile=profile, model=model, base_url=base_url, **settings)
     except (ProfileError, ModelConfigError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
-class _SetupError(click.ClickException):
+class _SetupError(InputError):
     """A deployment setting the command cannot start without: one line, exit status 2."""
-
-    exit_code = 2
 
 
 NEEDS_KEY = ("{option} needs the deployment's key, which signs the thread state and consent "
@@ -128,6 +127,14 @@ class _LazyGroup(click.Group):
             self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C at any point (start-up too) exits 130, not click's 1."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         self._listing = True
         try:
@@ -142,19 +149,12 @@ def main() -> None:
     """GuardAgent: guard an LLM agent's actions with generated, sandboxed guardrail code."""
 
 
-class _CheckInputError(click.ClickException):
-    """`check` could not read its input: exit 2 (1 means denied)."""
-
-    exit_code = 2
-
-
-_CHECK_EXITS = """\b
-Exit status, for scripts and hooks (with or without --server):
-  0  allowed
-  1  denied (the JSON says why)
-  2  input it could not read: a missing or unreadable file, a bad option,
-     profile or setting, or evidence the guard could not read (denied; the
-     JSON's `unreadable` says what)"""
+_CHECK_EXITS = epilog(
+    "check, with or without --server:",
+    "  0  allowed",
+    "  1  denied (the JSON says why; also when no decision came from the service)",
+    "  2  input or evidence it could not read (denied; an event or a trace over its",
+    "     size limit too: the JSON's `unreadable` says what)")
 
 
 @main.command(epilog=_CHECK_EXITS)
@@ -234,7 +234,7 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     except click.UsageError:
         raise  # exits 2 already
     except click.ClickException as exc:  # a file, profile or setting it could not read
-        raise _CheckInputError(exc.message) from None
+        raise InputError(exc.message) from None
     click.echo(shown)
     ctx.exit(0 if decision.allowed else 2 if decision.unreadable else 1)
 
@@ -343,7 +343,7 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
                                      task=task, rules=rules)  # fmt: skip
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
         try:
             state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
@@ -413,7 +413,10 @@ def _decision_fields(fields: str | None) -> list[str]:
     return wanted
 
 
-@main.command(name="eval", epilog=help_epilog())
+@main.command(name="eval", epilog=help_epilog() + "\n\n" + epilog(
+    "eval: 2 whichever input is wrong (profile, cases, an --out of another run),",
+    "3 when at least --max-failed-closed of the decisions failed closed, 130 on",
+    "Ctrl-C (start-up too; the decisions made so far are kept for --resume)."))
 @_profile
 @click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
               help="Case file (JSONL); default: the profile's shipped benchmark.")
@@ -452,7 +455,7 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     """Evaluate a guard on labelled cases; writes metrics, predictions, plots and a report.
 
     Ctrl-C keeps the decisions made so far (predictions.partial.jsonl); run the same command
-    with --resume to continue. Exit status: 0 done, 1 bad input, 3 most decisions failed
+    with --resume to continue. Exit status: 0 done, 2 bad input, 3 most decisions failed
     closed (see --max-failed-closed), 130 interrupted.
     """
     from guardagent.eval.benchmarks import load_benchmark
@@ -465,7 +468,7 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     if method == "baseline" and is_offline(model):
         from guardagent.eval.baseline import NEEDS_MODEL
 
-        raise click.ClickException(NEEDS_MODEL)
+        raise InputError(NEEDS_MODEL)
     _known_profile(profile)
     skipped: list[tuple[int, str]] = []
     try:
@@ -474,15 +477,15 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         else:
             cases = load_benchmark(profile)
     except CaseFileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     except FileNotFoundError as exc:
         shown = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
-        raise click.ClickException(shown) from None
+        raise InputError(shown) from None
     except KeyError as exc:
-        raise click.ClickException(str(exc.args[0])) from None
+        raise InputError(str(exc.args[0])) from None
     cases = cases[:limit] if limit else cases
     if not cases:
-        raise click.ClickException(f"no cases to evaluate in {cases_path or profile}")
+        raise InputError(f"no cases to evaluate in {cases_path or profile}")
     settings: dict[str, Any] = {"memory_dir": memory_dir, "memory_url": memory_url, "k": k}
     guard: Guard
     if method == "baseline":
@@ -493,8 +496,8 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
                            skipped=skipped, resume=resume, plots=not no_plots,
                            overwrite=overwrite)
-    except (ResumeMismatchError, UnfinishedRunError) as exc:
-        raise click.ClickException(str(exc)) from None
+    except (ResumeMismatchError, UnfinishedRunError) as exc:  # --out holds another run
+        raise InputError(str(exc)) from None
     except EvalInterruptedError as exc:
         click.echo(f"\n{exc}", err=True)
         ctx.exit(130)
@@ -520,7 +523,7 @@ def _known_profile(profile: str) -> None:
     try:
         load_profile(profile)
     except ProfileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -> Any:
@@ -531,10 +534,13 @@ def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -
     try:
         return BaselineGuard(profile=profile, model=model, base_url=base_url, **settings)
     except (ProfileError, ModelConfigError, BaselineConfigError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
-@main.command(name="run-program")
+@main.command(name="run-program", epilog=epilog(
+    "run-program: 0 the program gave a verdict (allow or deny: the JSON's",
+    "`decision`), 1 no verdict (rejected, failed, timed out), 2 input it could",
+    "not read, or evidence a reader could not read."))
 @click.argument("program_file", type=click.Path(exists=True, dir_okay=False))
 @_profile
 @_input
@@ -545,8 +551,8 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
                     agent_output: str, timeout: float) -> None:
     """Run one guard program in the sandbox; prints {"ok", "decision", "error"}.
 
-    Exits 1 when the program gave no verdict (rejected, failed, timed out, or a reader could
-    not read the event); the JSON says why.
+    Exits 1 when the program gave no verdict (rejected, failed or timed out), 2 when a
+    reader could not read the event; the JSON says why.
     """
     from guardagent.profiles.loader import ProfileError, load_profile
     from guardagent.sandbox.process import SandboxLimits, run_program, without_zygote
@@ -554,7 +560,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     try:
         tools = load_profile(profile).tools()
     except ProfileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     from guardagent.eval.textio import decode_bytes, dumps_safe
 
     source = decode_bytes(Path(program_file).read_bytes()).text
@@ -564,11 +570,13 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
     click.echo(dumps_safe(
         {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
     ))
-    if not result["ok"]:  # rejected, timed out, crashed or unreadable: say so to the shell
+    if result.get("unreadable"):  # evidence, not the program: as `check` (exit status 2)
+        ctx.exit(2)
+    if not result["ok"]:  # rejected, timed out or crashed: say so to the shell
         ctx.exit(1)
 
 
-@main.command(name="export-cases")
+@main.command(name="export-cases", epilog=epilog())
 @_profile
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False))
 def export_cases(profile: str, out_file: str) -> None:
@@ -578,22 +586,24 @@ def export_cases(profile: str, out_file: str) -> None:
 
     _known_profile(profile)
     if profile not in PROFILE_BENCHMARKS:
-        raise click.ClickException(f"profile {profile!r} ships no benchmark to export (only "
+        raise InputError(f"profile {profile!r} ships no benchmark to export (only "
                                    f"{', '.join(PROFILE_BENCHMARKS)} do)")
     try:
         count = write_cases(out_file, load_benchmark(profile))
     except FileNotFoundError as exc:
         shown = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
-        raise click.ClickException(shown) from None
+        raise InputError(shown) from None
     click.echo(f"wrote {count} cases to {out_file}")
 
 
-@main.group(name="profile")
+@main.group(name="profile", epilog=epilog())
 def profile_group() -> None:
     """Create and inspect guard profiles (your own or the built-in ones)."""
 
 
-@profile_group.command(name="check")
+@profile_group.command(name="check", epilog=epilog(
+    "profile check: 1 when a program does not reproduce its demonstrations, or a",
+    "trace profile is not ready; 2 when the profile does not load."))
 @click.argument("profile_ref", metavar="NAME_OR_PATH")
 @click.pass_context
 def profile_check(ctx: click.Context, profile_ref: str) -> None:
@@ -608,7 +618,7 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
     try:
         loaded = load_profile(profile_ref)
     except ProfileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     from guardagent.profiles.scaffold import (
         check_trace_profile,
         is_trace_profile,
@@ -625,7 +635,7 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
         ctx.exit(1)
 
 
-@profile_group.command(name="new")
+@profile_group.command(name="new", epilog=epilog())
 @click.argument("name")
 @click.option("--tools", "tools_file", required=True,
               type=click.Path(exists=True, dir_okay=False),
@@ -643,13 +653,16 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
     from guardagent.profiles.scaffold import ScaffoldError, scaffold_profile
 
     target = Path(out_dir or name)
+    try:  # JSON in any Unicode encoding, as every other input file (a UTF-16 export too)
+        tools = _json_file(Path(tools_file))
+    except OSError as exc:
+        raise InputError(f"{tools_file}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InputError(f"{tools_file}: {exc}") from None
     try:
-        tools = json.loads(Path(tools_file).read_text(encoding="utf-8"))
         written = scaffold_profile(name, tools, target)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.ClickException(f"{tools_file}: not JSON ({exc})") from None
     except ScaffoldError as exc:
-        raise click.ClickException(f"{tools_file}: {exc}") from None
+        raise InputError(f"{tools_file}: {exc}") from None
     for path in written:
         click.echo(f"wrote {path}")
     click.echo(f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
@@ -657,7 +670,9 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
                f"{target} --trace TRACE.json`")  # fmt: skip
 
 
-@main.command()
+@main.command(epilog=epilog(
+    "serve: 0 after SIGTERM or Ctrl-C (it drains first: stopping is its normal end),",
+    "2 when a setting does not read."))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--log-level", default="info", show_default=True,
@@ -676,11 +691,11 @@ def serve(host: str, port: int, log_level: str) -> None:
     try:
         settings = ServiceSettings.from_env()
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     try:
         from guardagent.service.serve import serve as run
     except ImportError as exc:
-        raise click.ClickException(f"{exc.name or exc}: the service needs its extra: "
+        raise InputError(f"{exc.name or exc}: the service needs its extra: "
                                    "pip install 'guardagent[service]'") from None
     if settings.service_token is None and _beyond_loopback(host):
         click.echo(f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "

@@ -105,6 +105,20 @@ class GuardDecision(BaseModel):
         """True when the guard denied because it could not reach a verdict."""
         return self.error is not None and not self.allowed
 
+    def __getitem__(self, name: str) -> Any:
+        """``decision["allowed"]``: the field, as the dict `GuardClient` used to return.
+
+        Raises:
+            KeyError: no decision has a field of that name.
+        """
+        if name not in type(self).model_fields:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """``decision.get("reason")``: the field, or `default` when no decision has one."""
+        return getattr(self, name) if name in type(self).model_fields else default
+
     def __iter__(self) -> Any:
         """The fields as pairs (``dict(decision)``), the thread's state built, never deferred."""
         _trace_state(self)

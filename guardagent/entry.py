@@ -10,10 +10,24 @@ from __future__ import annotations
 
 import sys
 
+INTERRUPTED = 130
+"""Ctrl-C's exit status (:data:`guardagent.exit_status.INTERRUPTED`, not imported: click)."""
+
 
 def main() -> None:
-    """Entry point of the `guardagent` console script."""
-    argv = sys.argv[1:]
+    """Entry point of the `guardagent` console script.
+
+    Ctrl-C exits 130 wherever it lands, the imports before click runs included: a script
+    must not read an interrupted start-up as a denial (1) or a crash.
+    """
+    try:
+        _run(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(INTERRUPTED)
+
+
+def _run(argv: list[str]) -> None:
     if argv[:1] == ["check"] and any(a == "--server" or a.startswith("--server=") for a in argv):
         from guardagent.service.hook import fast_check
 

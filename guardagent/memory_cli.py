@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from guardagent.eval.textio import dumps_safe
+from guardagent.exit_status import InputError, epilog
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _profile_prefix(profile: str) -> tuple[str, str | None]:
     try:
         loaded = load_profile(profile)
     except ProfileError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     # a collection is named after the profile and the embedding: "guardagent-<name>.<embedding>"
     return collection_name(loaded.name, "") + ".", loaded.fingerprint
 
@@ -110,7 +111,8 @@ _memory_dir = click.option(
 _memory_url = click.option("--memory-url", default=None, help="Chroma server URL.")
 
 
-@click.group(name="memory")
+@click.group(name="memory", epilog=epilog(
+    "memory clear: 1 when it deleted nothing because --yes was not given."))
 def memory() -> None:
     """Where the guard's memory lives and what it holds.
 
@@ -120,7 +122,7 @@ def memory() -> None:
     """
 
 
-@memory.command()
+@memory.command(epilog=epilog())
 @click.option("--profile", default=None, help="Only this profile (name or path).")
 @_memory_dir
 @_memory_url
@@ -154,7 +156,7 @@ def info(profile: str | None, memory_dir: str | None, memory_url: str | None,
         click.echo(line)
 
 
-@memory.command()
+@memory.command(epilog=epilog("1 when it deleted nothing because --yes was not given."))
 @click.option("--profile", required=True, help="The profile (name or path) to forget.")
 @_memory_dir
 @_memory_url
@@ -164,7 +166,9 @@ def clear(ctx: click.Context, profile: str, memory_dir: str | None, memory_url: 
           yes: bool) -> None:
     """Delete a profile's records (demonstrations, remembered programs) from the memory.
 
-    The profile's own demonstrations are stored again, and re-verified, on its next use.
+    The profile's own demonstrations are stored again, and re-verified, when a guard next
+    opens the memory: `eval` and `serve` as they start, `check` only when it needs
+    demonstrations or a remembered program (not when the profile's own program decides).
     """
     where, _ = _location(memory_dir, memory_url)
     prefix, _fingerprint = _profile_prefix(profile)

@@ -296,7 +296,7 @@ def test_profile_errors_speak_in_the_profiles_terms(tmp_path: Path) -> None:
     del no_code["code"]
     folder = _write_profile(tmp_path, [no_code, _demo("two", "nursing", 3)])
     result = CliRunner().invoke(main, ["profile", "check", str(folder)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a profile that does not load: input it could not read
     assert result.output == (
         f"Error: {folder}/profile.yaml: invalid profile:\n"
         "  - demonstration 1 (id 'nurse-cost'): no `code`: give its guard program as `code` "
@@ -378,11 +378,11 @@ def test_a_wrong_guardagent_data_is_an_error(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("GUARDAGENT_DATA", str(tmp_path / "nowhere"))
     result = CliRunner().invoke(main, ["eval", "--profile", "mind2web-sc", "--out",
                                        str(tmp_path / "run")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"GUARDAGENT_DATA={tmp_path / 'nowhere'} holds no benchmark data" in result.output
     result = CliRunner().invoke(main, ["export-cases", "--profile", "eicu-ac", "--out",
                                        str(tmp_path / "x.jsonl")])
-    assert result.exit_code == 1 and "holds no benchmark data" in result.output
+    assert result.exit_code == 2 and "holds no benchmark data" in result.output
 
 
 def test_rerun_into_an_interrupted_out_dir_is_refused(tmp_path: Path) -> None:
@@ -399,7 +399,7 @@ def test_rerun_into_an_interrupted_out_dir_is_refused(tmp_path: Path) -> None:
     (out / "predictions.jsonl").unlink()
     (out / "predictions.partial.jsonl").write_text("\n".join(partial) + "\n")
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "holds 2 decision(s) of an interrupted run" in result.output
     assert "--resume" in result.output and "--overwrite" in result.output
     assert (out / "predictions.partial.jsonl").is_file()  # nothing was dropped
@@ -435,7 +435,7 @@ def test_run_program_exits_non_zero_without_a_verdict(tmp_path: Path) -> None:
 ])
 def test_a_mistyped_profile_is_unknown_with_the_known_names(command: list[str]) -> None:
     result = CliRunner().invoke(main, [command[0], "--profile", "eicu_ac", *command[1:]])
-    assert result.exit_code == (2 if command[0] == "check" else 1)  # check: 1 means denied
+    assert result.exit_code == 2  # every command: input it could not read (1 means denied)
     assert "unknown profile 'eicu_ac'" in result.output
     assert ", ".join(builtin_profiles()) in result.output
     assert "--cases" not in result.output
@@ -444,14 +444,14 @@ def test_a_mistyped_profile_is_unknown_with_the_known_names(command: list[str]) 
 def test_a_profile_without_a_benchmark_says_so(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["eval", "--profile", "tool-calls", "--out",
                                        str(tmp_path / "r")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     shipped = ", ".join(PROFILE_BENCHMARKS)
     assert "eicu-ac, " in shipped and "mind2web-sc" in shipped
     assert (f"profile 'tool-calls' ships no benchmark (only {shipped} do); pass --cases "
             "FILE.jsonl") in result.output
     result = CliRunner().invoke(main, ["export-cases", "--profile", "tool-calls", "--out",
                                        str(tmp_path / "x.jsonl")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"ships no benchmark to export (only {shipped} do)" in result.output
 
 
@@ -571,7 +571,7 @@ def test_memory_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_memory_commands_name_unknown_profiles(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["memory", "clear", "--profile", "eicu_ac", "--yes",
                                        "--memory-dir", str(tmp_path)])
-    assert result.exit_code == 1 and "unknown profile 'eicu_ac'" in result.output
+    assert result.exit_code == 2 and "unknown profile 'eicu_ac'" in result.output
 
 
 # -- 7. small things ------------------------------------------------------------------------

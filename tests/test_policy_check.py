@@ -127,4 +127,4 @@ def test_cli_exit_codes_and_json():
     assert data["findings"][0]["code"] == "unsat_hard_rules"
     assert data["stats"]["rules"] == 4
     missing = runner.invoke(policy_cli, ["check", "no/such/policy.yaml"])
-    assert missing.exit_code == 1 and "cannot read" in missing.output
+    assert missing.exit_code == 2 and "cannot read" in missing.output

@@ -59,7 +59,7 @@ def test_bytes_that_are_not_text_are_refused_in_one_line(tmp_path: Path) -> None
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(POLICY_TEXT.encode("utf-8") + b"\n# \xff\xfe\xfa\n")
     code, out = policy(["check", str(bad)])
-    assert code == 1 and "not valid UTF-8 (3 undecodable byte sequence(s))" in out, out
+    assert code == 2 and "not valid UTF-8 (3 undecodable byte sequence(s))" in out, out
 
 
 def test_documents_and_replay_answers_read_any_encoding(tmp_path: Path) -> None:

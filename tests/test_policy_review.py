@@ -99,7 +99,7 @@ def test_an_invalid_edit_is_refused_and_nothing_is_written(path: Path, logic: st
                                                           message: str) -> None:
     result = CliRunner().invoke(policy, ["review", str(path), "--approve", "refund-verified",
                                          "--edit", "export-dpo", "--logic", logic])
-    assert result.exit_code == 1 and message in result.output
+    assert result.exit_code == 2 and message in result.output
     assert path.read_text() == POLICY
 
 

@@ -225,13 +225,13 @@ def test_cli_verify_prints_the_verdict():
     args = ["verify", "tool-calls", "--assign", "calls_transfer_funds=true",
             "--assign", "transfer_amount_over_1000=true", "--assign", "user_is_verified=open"]
     text = runner.invoke(policy_cli, args)
-    assert text.exit_code == 0
+    assert text.exit_code == 1  # denied: a script must not read it as success
     assert "DENY under tool-calls@1" in text.output
     assert "[possibly_violated] large-transfer-needs-verified-user" in text.output
     assert "open: user_is_verified" in text.output
     data = json.loads(runner.invoke(policy_cli, [*args, "--json"]).output)
     assert data["allowed"] is False and data["open_predicates"] == ["user_is_verified"]
     bad = runner.invoke(policy_cli, ["verify", "tool-calls", "--assign", "ghost=true"])
-    assert bad.exit_code == 1 and "does not declare: ghost" in bad.output
+    assert bad.exit_code == 2 and "does not declare: ghost" in bad.output
     worse = runner.invoke(policy_cli, ["verify", "tool-calls", "--assign", "x=maybe"])
     assert worse.exit_code == 2

@@ -198,7 +198,7 @@ try:
 except SystemExit as exc:
     code = exc.code
 from guardagent.service.client import GuardClient
-GuardClient({url!r}).check_trace(trace={trace.read_text()!r})
+GuardClient({url!r}).check_trace_raw(trace={trace.read_text()!r})  # the hook's path
 heavy = [m for m in ("langgraph", "langchain_core", "chromadb", "z3", "pydantic")
          if m in sys.modules]
 print(json.dumps({{"code": code, "heavy": heavy}}))

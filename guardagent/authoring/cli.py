@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from guardagent.exit_status import DENIED, OK, UNREADABLE, InputError, epilog
 from guardagent.policy.check import check_model, check_policy
 from guardagent.policy.event import VerificationError
 from guardagent.policy.model import (
@@ -45,21 +46,23 @@ if TYPE_CHECKING:
 _VALUES = {"true": True, "false": False, "open": None, "none": None}
 
 
-@click.group(name="policy")
+@click.group(name="policy", epilog=epilog())
 def policy() -> None:
     """Policy models: predicates, rules and an action tree, verified with z3."""
 
 
-@policy.command()
+@policy.command(epilog=epilog(
+    "policy check: 1 when it finds errors, 2 when POLICY does not load."))
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--verbose", is_flag=True, help="Also list info findings.")
 def check(policy_file: str, as_json: bool, verbose: bool) -> None:
     """Check POLICY (a file, or a shipped policy's name) with z3.
 
-    Exits 1 when it finds errors (unloadable file, undefined predicates, hard rules that
-    cannot all hold); warnings (forbidden actions, conflicts, redundant, unused or
-    interchangeable predicates) are printed but exit 0.
+    Exits 1 when it finds errors (undefined predicates, hard rules that cannot all hold),
+    2 when the file does not load (missing, not YAML, not a policy); warnings (forbidden
+    actions, conflicts, redundant, unused or interchangeable predicates) are printed but
+    exit 0.
     """
     report = check_policy(policy_path(policy_file))
     if not any(f.code == "load_error" for f in report.findings):
@@ -74,7 +77,8 @@ def check(policy_file: str, as_json: bool, verbose: bool) -> None:
         click.echo(json.dumps(check_json(report), indent=2))
     else:
         click.echo(check_text(report, show_info=verbose))
-    sys.exit(0 if report.ok else 1)
+    unloadable = any(f.code == "load_error" for f in report.findings)
+    sys.exit(OK if report.ok else UNREADABLE if unloadable else DENIED)
 
 
 def _assignment(text: str) -> tuple[str, Assignment]:
@@ -90,7 +94,9 @@ def _assignment(text: str) -> tuple[str, Assignment]:
     return name.strip(), Assignment(value=value, probability=probability)
 
 
-@policy.command()
+@policy.command(epilog=epilog(
+    "policy verify: 0 allowed, 1 denied (open predicates too), 2 when POLICY does",
+    "not load or an assignment names a predicate it does not declare."))
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--assign", "assigned", multiple=True, metavar="NAME=VALUE[@P]",
               help="A predicate value: true, false or open, optionally @probability.")
@@ -99,14 +105,18 @@ def _assignment(text: str) -> tuple[str, Assignment]:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def verify(policy_file: str, assigned: tuple[str, ...], threshold: float | None,
            as_json: bool) -> None:  # fmt: skip
-    """Verify one event, given as predicate assignments, against POLICY."""
+    """Verify one event, given as predicate assignments, against POLICY.
+
+    Exits as `guardagent check` does: 0 allowed, 1 denied, 2 input it could not read.
+    """
     try:
         model = guarding_model(load_policy(policy_file))
         values = normalize(dict(_assignment(a) for a in assigned))
         verdict = verify_event(model, values, threshold=threshold)
     except (PolicyError, PredicateError, VerificationError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     click.echo(verdict_json(verdict) if as_json else verdict_text(verdict))
+    sys.exit(OK if verdict.allowed else DENIED)  # a script must not read a deny as success
 
 
 # --------------------------------------------------------------------------- documents -> policy
@@ -140,17 +150,17 @@ def _chat_model(spec: str | None, base_url: str | None) -> BaseChatModel | None:
         try:
             return ReplayChatModel.from_file(spec.removeprefix("replay:"))
         except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise InputError(str(exc)) from None
     try:
         return resolve_model(spec, base_url)
     except ModelConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 def _require_model(model: BaseChatModel | None, command: str, why: str) -> BaseChatModel:
     if model is None:
         click.echo(NEEDS_MODEL.format(command=command, why=why), err=True)
-        sys.exit(2)
+        sys.exit(UNREADABLE)
     return model
 
 
@@ -159,7 +169,9 @@ def _findings(report: Any) -> list[str]:
             if f.severity != "info"]  # fmt: skip
 
 
-@policy.command()
+@policy.command(epilog=epilog(
+    "policy extract: 1 when a section's answer was never valid, the model call",
+    "failed or `policy check` finds errors; 2 without a model or a readable DOC."))
 @click.argument("documents", nargs=-1, required=True, metavar="DOC...",
                 type=click.Path(exists=True, dir_okay=False))  # fmt: skip
 @_model_option
@@ -189,7 +201,9 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
     try:
         result = extract_policy(list(documents), chat, name=name, attempts=attempts,
                                 progress=progress)  # fmt: skip
-    except (DocumentError, ModelCallError) as exc:
+    except DocumentError as exc:
+        raise InputError(str(exc)) from None
+    except ModelCallError as exc:  # the model failed, not the input: the command did not pass
         raise click.ClickException(str(exc)) from None
     target = Path(out)
     target.write_text(result.text, encoding="utf-8")
@@ -212,10 +226,10 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
         click.echo("policy check:")
         for line in _findings(result.check):
             click.echo(line)
-    sys.exit(0 if result.ok else 1)
+    sys.exit(OK if result.ok else DENIED)
 
 
-@policy.command()
+@policy.command(epilog=epilog("policy optimize: 1 when a model call failed."))
 @click.argument("policy_file", metavar="POLICY")
 @_model_option
 @_base_url_option
@@ -250,7 +264,7 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
         result = optimize_policy(model, chat, max_iterations=max_iterations, attempts=attempts,
                                  score=score)
     except PolicyError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     except ModelCallError as exc:
         raise click.ClickException(f"model call failed: {exc}") from None
     source = policy_path(policy_file)
@@ -274,7 +288,9 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
                 "iterations") + f"; wrote {', '.join(written)}")  # fmt: skip
 
 
-@policy.command()
+@policy.command(epilog=epilog(
+    "policy review: 2 when POLICY does not load, a decision does not read, or a",
+    "derived file's tag does not check."))
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--approve", multiple=True, metavar="ID", help="Approve a rule (repeatable).")
 @click.option("--reject", multiple=True, metavar="ID", help="Reject a rule (repeatable).")
@@ -311,7 +327,7 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
             click.echo(f"refusing to review {path}: {exc}. Nothing was changed or re-signed: "
                        "delete it to derive the rules again, or read every rule with "
                        "--accept-unsigned.", err=True)  # fmt: skip
-            sys.exit(2)
+            sys.exit(UNREADABLE)
     try:
         model = (load_policy_text(signoff.text, str(path)) if signoff is not None
                  and signoff.text else load_policy(path))  # fmt: skip
@@ -325,7 +341,7 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
         if decisions:
             model = _record(path, model, decisions, signoff)
     except PolicyError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     shown = list(model.rules) if show_all else pending(model)
     for rule in shown:
         click.echo(rule_card(rule))
@@ -362,7 +378,7 @@ def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
     if fingerprint is None:
         click.echo(f"refusing to sign {path}: its tag does not say which guard request it "
                    "was derived for; delete it to derive the rules again.", err=True)
-        sys.exit(2)
+        sys.exit(UNREADABLE)
     if signoff.problem:  # no approval in the file is believed: only the ones made now
         model = dataclasses.replace(model, rules=tuple(
             dataclasses.replace(r, review="proposed") for r in model.rules))  # fmt: skip
@@ -375,7 +391,8 @@ def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
     return model
 
 
-@policy.command()
+@policy.command(epilog=epilog(
+    "policy diff: 0 no changes, 1 they differ (as diff(1)), 2 a file does not load."))
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
 @click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
@@ -386,7 +403,7 @@ def diff(old: str, new: str, as_json: bool) -> None:
     try:
         changes = diff_policies(load_policy(old, strict=False), load_policy(new, strict=False))
     except PolicyError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(c) for c in changes], indent=2))
     else:
@@ -394,4 +411,4 @@ def diff(old: str, new: str, as_json: bool) -> None:
             click.echo(str(change))
         if not changes:
             click.echo("no changes in rule terms")
-    sys.exit(1 if changes else 0)
+    sys.exit(DENIED if changes else OK)

@@ -131,16 +131,28 @@ def check_signature(out_dir: Path, signature: dict[str, Any]) -> bool:
     path = out_dir / RUN_FILE
     if not path.is_file():
         return False
-    previous = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        previous = json.loads(path.read_bytes())
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError too
+        previous = None
+    if not isinstance(previous, dict):
+        raise ResumeMismatchError(f"{path} does not read as a run's settings; use another "
+                                  "--out, or --overwrite to start again")  # fmt: skip
     if previous != signature:
         changed = sorted(k for k in signature.keys() | previous.keys()
                          if signature.get(k) != previous.get(k))
-        raise ResumeMismatchError(
-            f"{out_dir} holds a run with other settings ({', '.join(changed)}: "
-            f"{ {k: previous.get(k) for k in changed} } there, "
-            f"{ {k: signature.get(k) for k in changed} } now); use another --out or drop --resume"
-        )
+        shown = "; ".join(f"{k}: {_setting(previous, k)} there, {_setting(signature, k)} now"
+                          for k in changed)  # fmt: skip
+        raise ResumeMismatchError(f"{out_dir} holds a run with other settings ({shown}); "
+                                  "use another --out or drop --resume")  # fmt: skip
     return True
+
+
+def _setting(settings: dict[str, Any], key: str) -> str:
+    """One setting's value as a person reads it: JSON (`"offline"`, `3`, `null`), one line."""
+    if key not in settings:
+        return "(not set)"
+    return json.dumps(settings[key], ensure_ascii=False, default=str)
 
 
 def start_fresh(out_dir: Path, signature: dict[str, Any]) -> None:

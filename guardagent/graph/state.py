@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 from guardagent.decision import GuardDecision
 from guardagent.memory_store.store import Demonstration
 from guardagent.policy.results import PolicyVerdict
+from guardagent.readers.evidence import Unreadable
 from guardagent.sandbox.process import ExecutionResult
 
 
@@ -45,6 +46,8 @@ class GuardState(GuardInput, total=False):
     execution: ExecutionResult
     policy_verdict: PolicyVerdict
     error: str
+    refused: list[Unreadable]
+    """What the guard refused to read (an oversized event): the decision's `unreadable`."""
     started_at: float
 
 

@@ -62,7 +62,7 @@ def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
         error = _failure(state, ctx)
         decision = GuardDecision(
             allowed=False, label=1, reason=f"denied: the guard could not decide ({error})",
-            error=error, **common,
+            error=error, unreadable=state.get("refused") or [], **common,
         )
     elif verdict["allowed"]:
         decision = GuardDecision(

@@ -6,11 +6,16 @@ A hook that runs once per agent step pays its interpreter's start-up and nothing
 
     guard = GuardClient("http://10.0.0.5:8080")  # token: $GUARDAGENT_SERVICE_TOKEN
     decision = guard.check_trace(messages, profile="assistant-trace", thread_id="chat-42")
-    if not decision["allowed"]:
+    if not decision.allowed:
         ...
 
-Decisions come back as the JSON dict `guardagent check` prints. A service that cannot be
-reached or answers without a decision raises :class:`ServiceError`; callers deny on it
+Decisions come back as :class:`~guardagent.decision.GuardDecision`, the type a local
+`GuardAgent.check` returns, so a host can move between a local guard and the service without
+changing how it reads them (``decision["allowed"]`` and ``decision.get(...)`` still work, for
+callers of the earlier dict API); the first typed decision imports pydantic. The ``*_raw``
+methods return the JSON dict `guardagent check` prints with the standard library only (the
+shell hook's path). A service that cannot be reached, answers without a decision, or answers
+fields that do not read as one raises :class:`ServiceError`; callers deny on it
 (:func:`unreachable_denial` builds the denial `check --server` prints).
 """
 
@@ -19,9 +24,12 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardagent.service.wire import exchange
+
+if TYPE_CHECKING:
+    from guardagent.decision import GuardDecision
 
 TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
 DECISION_FIELDS = (
@@ -102,6 +110,26 @@ def is_decision(status: int, answer: Any) -> bool:
     return status == 200 or (status == 503 and not allowed)
 
 
+def typed(answer: dict[str, Any], status: int = 200) -> GuardDecision:
+    """A decision's JSON as a :class:`GuardDecision` (fields it does not know are dropped).
+
+    Raises:
+        ServiceError: the fields do not read as a decision (a wrong type, an unknown
+            program source, ...): no decision, the caller denies.
+    """
+    from pydantic import ValidationError
+
+    from guardagent.decision import GuardDecision
+
+    try:
+        return GuardDecision.model_validate(answer)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                             for e in exc.errors()[:3])  # fmt: skip
+        raise ServiceError(f"guard service answered {status} with fields that do not read "
+                           f"as a decision ({problems[:300]})", status, answer) from None
+
+
 class GuardClient:
     """Send events and traces to a guard service.
 
@@ -179,8 +207,17 @@ class GuardClient:
 
     def check(self, agent_input: str, agent_output: str, *, profile: str | None = None,
               user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
-              idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
-        """Decide one event (the service's `GuardAgent.check`)."""
+              idempotency_key: str | None = None) -> GuardDecision:  # fmt: skip
+        """Decide one event (the service's `GuardAgent.check`): the typed decision."""
+        answer = self.check_raw(agent_input, agent_output, profile=profile,
+                                user_facts=user_facts, thread_id=thread_id,
+                                idempotency_key=idempotency_key)  # fmt: skip
+        return typed(answer)
+
+    def check_raw(self, agent_input: str, agent_output: str, *, profile: str | None = None,
+                  user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
+                  idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """:meth:`check`, the decision as the service's JSON (standard library only)."""
         return self._decide("/v1/decide/event", {
             "profile": profile, "input": agent_input, "output": agent_output,
             "user_facts": user_facts, "thread_id": thread_id, "idempotency_key": idempotency_key,
@@ -190,8 +227,22 @@ class GuardClient:
                     *, trace: Any = None, profile: str | None = None,
                     consent: list[Any] | None = None, user_facts: dict[str, Any] | None = None,
                     thread_id: str | None = None, idempotency_key: str | None = None,
-                    task: Any = None) -> dict[str, Any]:  # fmt: skip
+                    task: Any = None) -> GuardDecision:  # fmt: skip
+        """Decide a proposed tool call (:meth:`check_trace_raw`): the typed decision."""
+        return typed(self.check_trace_raw(
+            messages, proposed_call, trace=trace, profile=profile, consent=consent,
+            user_facts=user_facts, thread_id=thread_id, idempotency_key=idempotency_key,
+            task=task))  # fmt: skip
+
+    def check_trace_raw(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
+                        *, trace: Any = None, profile: str | None = None,
+                        consent: list[Any] | None = None,
+                        user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
+                        idempotency_key: str | None = None,
+                        task: Any = None) -> dict[str, Any]:  # fmt: skip
         """Decide a proposed tool call from its conversation (the service's `check_trace`).
+
+        The decision as the service's JSON, with the standard library only.
 
         Give `messages` (and optionally `proposed_call`), or `trace`: the whole JSON of
         `check --trace` (as text or decoded). With a `thread_id` the service keeps the

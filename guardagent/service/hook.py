@@ -180,14 +180,14 @@ def send(client: GuardClient, options: dict[str, Any], inputs: dict[str, Any]) -
     profile = options["profile"]
     try:
         if "trace" in inputs:
-            decision = client.check_trace(
+            decision = client.check_trace_raw(
                 trace=inputs["trace"], profile=profile, consent=inputs.get("consent"),
                 thread_id=options.get("thread_id"), task=inputs.get("task"),
                 idempotency_key=options.get("idempotency_key"))  # fmt: skip
         else:
-            decision = client.check(inputs["input"], inputs["output"], profile=profile,
-                                    thread_id=options.get("thread_id"),
-                                    idempotency_key=options.get("idempotency_key"))  # fmt: skip
+            decision = client.check_raw(inputs["input"], inputs["output"], profile=profile,
+                                        thread_id=options.get("thread_id"),
+                                        idempotency_key=options.get("idempotency_key"))  # fmt: skip
     except ServiceError as exc:
         if exc.status in UNREADABLE_STATUS:
             sys.stderr.write(f"error: {exc}\n")
