@@ -19,8 +19,9 @@ A message is read as a careful human reads it, in one linear pass over its words
   and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
-  "unless"), or when a later sentence of the message only takes it back ("Actually,
-  don't.", "Never mind.");
+  "unless"), when its sentence holds the request until the user acts ("pay X once I
+  confirm": :func:`_held`), or when a later sentence of the message only takes it back
+  ("Actually, don't.", "Never mind.");
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
@@ -255,6 +256,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)
+    held = {s for s, ws in sentences.items() if _held(ws)}
     verdict_of: dict[int, Verdict] = {}
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
@@ -266,7 +268,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         verdict = clause_verdict[t.clause]
         if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
             verdict = "quoted"
-        if verdict == "request" and t.sentence < taken_back:
+        if verdict == "request" and (t.sentence < taken_back or t.sentence in held):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
@@ -365,6 +367,22 @@ def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
         return False
     first = reporting.get(mention.clause)
     return len(reporting) > 1 or first is None or first < mention.start
+
+
+_HOLDING = frozenset({"once", "after", "when", "whenever"})
+_SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "we'll", "my",
+                   "our", "me", "us"})  # fmt: skip
+
+
+def _held(words: list[str]) -> bool:
+    """A sentence that holds its request until the user acts ("pay X once I confirm").
+
+    The user has not asked yet (as with "if"): a condition on the user's own act, "once",
+    "after", "when" or "as soon as" before "I", "we", "my"... A condition on the
+    assistant's work ("once you're done") is still a request now.
+    """
+    return any(w in _SELF and (words[i - 1] in _HOLDING or words[i - 3:i] == ["as", "soon", "as"])
+               for i, w in enumerate(words) if i)  # fmt: skip
 
 
 def _takes_back(words: list[str]) -> bool:

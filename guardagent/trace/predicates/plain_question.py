@@ -61,7 +61,10 @@ QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     "today", "weekend", "morning", "afternoon", "evening", "noon", "midnight", "pm",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
     "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "moment", "shortly", "asap", "eod", "o'clock",
+    "moment", "shortly", "asap", "eod", "o'clock", "year", "years", "hr", "hrs", "min",
+    "mins", "tonite", "tmrw", "tmr", "fortnight", "january", "february", "march", "april",
+    "june", "july", "august", "september", "october", "november", "december", "jan",
+    "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 }  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred,
@@ -115,7 +118,25 @@ def plain_question(question: str, values: list[str]) -> bool:
         return False  # shown otherwise than it reads: never what the user saw
     if _hides_text(question) or _look_alike(question, values):
         return False
-    return _stop_in(tokens(_unquoted(question, values)), QUESTION_STOPS) is None
+    text = _unquoted(question, values)
+    return _stop_in(tokens(text), QUESTION_STOPS) is None and not _sets_a_date(text)
+
+
+def _sets_a_date(text: str) -> bool:
+    """A clock time ("17:00"), "p.m." or a year after "in"/"by"/"on" ("on 2026-12-24").
+
+    Such a question sets a time for the call, as "at 5pm" does; month names are stop words
+    (May left out: it is the question's own verb). A dash or a slash between digits is
+    not read as a date (phone numbers, invoice numbers). Linear scans.
+    """
+    for i in range(1, len(text) - 1):
+        if text[i] == ":" and text[i - 1].isdigit() and text[i + 1].isdigit():
+            return True
+    words = tokens(text)
+    return any(
+        (w in ("a", "p") and nxt == "m" and prev.isdigit())
+        or (len(w) == 4 and w.isdigit() and prev in ("in", "by", "on"))
+        for prev, w, nxt in zip(["", *words[:-1]], words, [*words[1:], ""], strict=True))
 
 
 _LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
