@@ -65,10 +65,15 @@ QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     "mins", "tonite", "tmrw", "tmr", "fortnight", "january", "february", "march", "april",
     "june", "july", "august", "september", "october", "november", "december", "jan",
     "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+} | {
+    # a question whose yes says "don't": "Is it a bad idea to delete planner?"
+    "bad", "risky", "dangerous", "unsafe", "mistake", "wrong", "harmful", "problem",
+    "problematic", "object", "objection", "mind", "regret", "terrible", "reckless",
 }  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred,
-conditional or set for a time): a yes to it approves nothing."""
+conditional or set for a time, or one a yes to which says "don't"): a yes to it approves
+nothing."""
 
 
 def _at_a_clock_time(word: str) -> bool:
