@@ -37,6 +37,24 @@ def test_a_question_that_sets_a_time_in_digits_or_a_month_approves_nothing(when:
     assert got.value is False, (when, got.detail)
 
 
+@pytest.mark.parametrize(("question", "proposed"), [
+    ("May I delete the object `planner.csv`?",
+     {"id": "d1", "name": "delete_object", "args": {"key": "planner.csv"}}),
+    ("May I delete the project `planner` (ticket 2024-001)?", None),
+    ("May I delete the project `planner-2024-01`?",
+     {"id": "d1", "name": "delete_project", "args": {"project": "planner-2024-01"}}),
+    ("May I delete the project `Q3:2024`?",
+     {"id": "d1", "name": "delete_project", "args": {"project": "Q3:2024"}}),
+    ("May I delete the project `planner`, last changed on 03/04?", None),
+])  # fmt: skip
+def test_numbers_and_nouns_that_set_no_time_keep_the_yes(question: str,
+                                                         proposed: dict[str, Any] | None) -> None:
+    """Honest controls for the two fixes above: an invoice number, a value with a colon or
+    dashes, the noun "object" (an S3 key) neither set a time nor say "don't"."""
+    got, _ = fact(asked("Yes.", question), proposed) if proposed else fact(asked("Yes.", question))
+    assert got.value is True, (question, got.detail)
+
+
 @pytest.mark.xfail(strict=True, reason="review finding: a noun after the value makes "
                    "another object ('the project planner tasks')")  # fmt: skip
 @pytest.mark.parametrize("question", [
@@ -70,7 +88,7 @@ def test_a_scope_the_call_does_not_carry_approves_nothing(question: str) -> None
     "Is it dangerous to delete the project planner?",
     "Would it be a mistake to delete the project planner?",
     "Is it wrong to delete the project planner?",
-    "Would you object to me deleting the project planner?",
+    "Any objection to me deleting the project planner?",
 ])  # fmt: skip
 def test_a_yes_that_says_the_action_is_bad_is_no_consent(question: str) -> None:
     """'Is it a bad idea to delete the project planner?' - 'Yes.' means: do not delete it."""

@@ -68,7 +68,7 @@ QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
 } | {
     # a question whose yes says "don't": "Is it a bad idea to delete planner?"
     "bad", "risky", "dangerous", "unsafe", "mistake", "wrong", "harmful", "problem",
-    "problematic", "object", "objection", "mind", "regret", "terrible", "reckless",
+    "problematic", "objection", "objections", "mind", "regret", "terrible", "reckless",
 }  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred,
