@@ -23,7 +23,9 @@ A message is read as a careful human reads it, in one linear pass over its words
   confirm": :func:`_held`), or when a later sentence of the message only takes it back
   ("Actually, don't.", "Never mind.");
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
-  X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, or in a
+  X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
+  ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
+  "Here is the email I got:" and a line break: :data:`_PASTING`), or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
   in its clause, or in another clause of its sentence);
 - anything else (a statement, "X looks like spam") is **said**: neither a request nor a
@@ -104,6 +106,10 @@ _REPORTING = frozenset({
     "suggested", "suggests", "insists", "insisted",
 })  # fmt: skip
 """Words that report someone's speech ("he said ...", "the e-mail says: ...")."""
+_PASTING = _REPORTING | {"email", "e", "mail", "message", "forwarded", "fwd", "text", "sms",
+                         "letter"}  # fmt: skip
+"""Words of a line that, ended by ``:`` and a line break, introduces pasted text ("Here is
+the email I got:"): everything after it is quoted (to the message's end: fail closed)."""
 _INDIRECT = frozenset({"what", "whatever", "whether", "how", "why", "who", "whom", "which"})
 """Before a reporting word in its clause, an indirect question ("tell me what the page says"):
 the user asks about the speech, nothing in the sentence is reported."""
@@ -173,14 +179,18 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
     quote, closing, quotes = -1, "", 0
     asked: dict[int, bool] = {}
     line_quoted = text.lstrip(" \t")[:1] == ">"
+    pasted = fenced = marked = False  # after "... wrote:" + a line break; inside a ``` block
     prev_end = 0
     for i, t in enumerate(tokens):
         gap = text[prev_end:t.start]
+        fenced ^= gap.count("```") % 2 == 1
+        pasted = pasted or (marked and ":" in gap.split("\n", 1)[0] and "\n" in gap)
         spaced = i == 0 or any(c.isspace() for c in gap)
         if spaced and any(c in _SENTENCE_ENDS for c in gap) or _period(gap):
             asked[sentence] = "?" in gap or "？" in gap
             sentence += 1
             clause += 1
+            marked = False
         elif spaced and any(c in _CLAUSE_ENDS for c in gap):
             clause += 1  # a comma, a bracket, a dash between spaces
         elif t.word in _JOINING or negative(t.word):
@@ -193,7 +203,9 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
                 quote = -1
             elif quote < 0 and c in _QUOTES_OPEN and (not before.strip() or before in "(["):
                 quote, closing, quotes = quotes, _QUOTES_OPEN[c], quotes + 1
-        t.sentence, t.clause, t.quote, t.quoted_line = sentence, clause, quote, line_quoted
+        marked = marked or t.word in _PASTING
+        t.sentence, t.clause, t.quote = sentence, clause, quote
+        t.quoted_line = line_quoted or pasted or fenced
         prev_end = t.end
     tail = text[prev_end:]
     asked[sentence] = "?" in tail or "？" in tail
