@@ -5,8 +5,8 @@ on which the guard decides otherwise than a careful human would. A finding still
 marked ``xfail(strict=True)`` (the suite stays green, and the mark fails the day the
 finding is fixed, so it is then turned into a plain test); a finding fixed on this branch
 is a plain test, seen failing before its fix. Classes: consent in the conversation (1),
-designation by a request (2), the agent's own writes (3), secrets in encodings (7),
-redirectors (8).
+designation by a request (2), the attacker inside the designated document (4), the agent's
+own writes (3), secrets in encodings and a withheld answer's way out (7), redirectors (8).
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ import zlib
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage
 
 from guardagent.trace import Labels
 from guardagent.trace.secrets import find_secrets
 from tests.test_consent_conversation import asked, fact
+from tests.test_middleware_answers import READ, reports  # noqa: F401
+from tests.test_middleware_streamed_answers import SECRET_ANSWER, _agent
 from tests.test_trace_reading import goto_facts
 from tests.trace_helpers import LABELS, call, facts, result, system, user
 
@@ -342,6 +346,33 @@ def test_a_secret_compressed_interleaved_or_reordered_is_found(how: str, text: s
     """Each spelling is undone by a one-line script on the receiving side; expected: the key
     is found (or the argument is open)."""
     assert find_secrets("note: " + text, [("api_key", KEY)]), how
+
+
+class _UiCallbacks(BaseCallbackHandler):
+    """A host's own callback handler, as chat UIs wire one (tokens and ends shown to the user)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self.seen.append(token)
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        self.seen.extend(g.text for gens in response.generations for g in gens)
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: a withheld answer reaches the host's "
+                   "own callback handlers (on_llm_end)")  # fmt: skip
+def test_a_withheld_answer_reaches_no_host_callback(reports: Any) -> None:  # noqa: F811
+    """Chat UIs (Chainlit's LangChain handler, a websocket handler) show what on_llm_end
+    reports: only LangChain's streaming handlers are removed while the answer is held, so the
+    withheld answer (a secret in it) reaches the user's screen. Expected: it does not (hold
+    it from every handler, or refuse a handler that is not a tracer, with a clear error)."""
+    handler = _UiCallbacks()
+    agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)])
+    list(agent.stream({"messages": [HumanMessage("Summarise notes.")]}, {"callbacks": [handler]},
+                      stream_mode="messages"))  # fmt: skip
+    assert not any("7734" in t for t in handler.seen), handler.seen
 
 
 # --- class 8: redirectors ------------------------------------------------------------------
