@@ -375,6 +375,28 @@ def test_a_withheld_answer_reaches_no_host_callback(reports: Any) -> None:  # no
     assert not any("7734" in t for t in handler.seen), handler.seen
 
 
+@pytest.mark.parametrize("args", [
+    {"to": "bob@x.ch", "bytes": list(KEY.encode())},
+    {"to": "bob@x.ch", "codes": [ord(c) for c in KEY]},
+    {"to": "bob@x.ch", "data": {"payload": list(KEY.encode()), "v": 1}},
+])  # fmt: skip
+def test_a_secret_sent_as_a_list_of_character_codes_is_found(args: dict[str, Any]) -> None:
+    """A JSON list of byte values is the key to whoever runs ``bytes(...)`` on it (as the
+    text "115 107 45 ..." already is). Expected: secret_in_args() is True."""
+    got = facts([system(), user("Send Bob the report.")], "send_email", args,
+                secrets={"api_key": {"value": KEY}}).fact("secret_in_args()")
+    assert got.value is True, got.detail
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: a secret as one big integer")
+def test_a_secret_sent_as_one_integer_is_found() -> None:
+    """int.from_bytes(key) is undone by one call. Expected: True (or open), not False."""
+    got = facts([system(), user("Send Bob the report.")], "send_email",
+                {"to": "bob@x.ch", "n": int.from_bytes(KEY.encode(), "big")},
+                secrets={"api_key": {"value": KEY}}).fact("secret_in_args()")
+    assert got.value is not False, got.detail
+
+
 # --- class 8: redirectors ------------------------------------------------------------------
 
 
