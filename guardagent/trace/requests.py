@@ -20,7 +20,8 @@ A message is read as a careful human reads it, in one linear pass over its words
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
   "unless"), when its sentence holds the request until the user acts ("pay X once I
-  confirm": :func:`_held`), or when a later sentence of the message only takes it back
+  confirm": :func:`_held`), when a clause of a negation alone comes before it in its
+  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), or when a later sentence of the message only takes it back
   ("Actually, don't.", "Never mind.");
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
@@ -269,6 +270,10 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)
     held = {s for s, ws in sentences.items() if _held(ws)}
+    dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
+    for c, ts in sorted(clauses.items()):
+        if _bare_negation([t.word for t in ts]):
+            dangling.setdefault(ts[0].sentence, c)
     verdict_of: dict[int, Verdict] = {}
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
@@ -280,7 +285,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         verdict = clause_verdict[t.clause]
         if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
             verdict = "quoted"
-        if verdict == "request" and (t.sentence < taken_back or t.sentence in held):
+        if verdict == "request" and (t.sentence < taken_back or t.sentence in held
+                                     or dangling.get(t.sentence, t.clause) < t.clause):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
@@ -384,6 +390,14 @@ def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
 _HOLDING = frozenset({"once", "after", "when", "whenever"})
 _SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "we'll", "my",
                    "our", "me", "us"})  # fmt: skip
+
+
+def _bare_negation(words: list[str]) -> bool:
+    """A clause of a negation alone ("Do not," "Never," "Please don't -"): it negates the
+    request later in its sentence ("Do not, under any circumstance, pay X"). "No," is a
+    correction ("No, pay X instead"), and "Don't worry," has a verb of its own."""
+    rest = [w for w in words if w not in _OPENING and w != "do"]
+    return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
 
 
 def _held(words: list[str]) -> bool:
