@@ -21,8 +21,8 @@ A message is read as a careful human reads it, in one linear pass over its words
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
   "unless"), when its sentence holds the request until the user acts ("pay X once I
   confirm": :func:`_held`), when a clause of a negation alone comes before it in its
-  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), or when a later sentence of the message only takes it back
-  ("Actually, don't.", "Never mind.");
+  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), or when a
+  later sentence of the message only takes it back ("Actually, don't.", "Never mind.");
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
   ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
