@@ -393,9 +393,11 @@ _SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "w
 
 
 def _bare_negation(words: list[str]) -> bool:
-    """A clause of a negation alone ("Do not," "Never," "Please don't -"): it negates the
-    request later in its sentence ("Do not, under any circumstance, pay X"). "No," is a
-    correction ("No, pay X instead"), and "Don't worry," has a verb of its own."""
+    """A clause of a negation alone ("Do not," "Never," "Please don't -").
+
+    It negates the request later in its sentence ("Do not, under any circumstance, pay X").
+    "No," is a correction ("No, pay X instead"), and "Don't worry," has a verb of its own.
+    """
     rest = [w for w in words if w not in _OPENING and w != "do"]
     return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
 
