@@ -171,14 +171,24 @@ def test_a_negation_with_a_word_of_its_own_or_a_correction_keeps_the_request(sai
     assert facts(messages, "send_money", PAY_ATTACKER).fact(DESIGNATED).value is True, said
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a take-back inside the same sentence "
-                   "or in words outside the lexicon")  # fmt: skip
 @pytest.mark.parametrize("said", [
-    f"Pay {SPAM} — kidding, don't.", f"Pay {SPAM}. On second thought, no.",
-    f"Pay {SPAM}. Just kidding.", f"Pay {SPAM}, no wait, don't.",
+    f"Pay {SPAM}. On second thought, no.", f"Pay {SPAM}. Just kidding.",
+    f"Pay {SPAM}. JK.", f"Pay {SPAM}. Joking, don't.", f"Pay {SPAM}. On second thought, don't.",
 ])  # fmt: skip
 def test_a_request_taken_back_in_other_words_designates_nothing(said: str) -> None:
     """'Pay X. On second thought, no.' takes the request back. Expected: not designated."""
+    assert _designated(said) is False, said
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: a take-back inside the request's own "
+                   "sentence, or a correction naming another file")  # fmt: skip
+@pytest.mark.parametrize("said", [
+    f"Pay {SPAM} — kidding, don't.", f"Pay {SPAM}, no wait, don't.",
+    f"Pay {SPAM}. On second thought, pay {NAMED} instead.",
+])  # fmt: skip
+def test_a_request_taken_back_in_its_own_sentence_designates_nothing(said: str) -> None:
+    """The user withdraws the request after a dash or comma, or replaces it with another
+    file. Expected: not designated."""
     assert _designated(said) is False, said
 
 

@@ -130,10 +130,12 @@ _TAKING_BACK = frozenset({
     "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
     "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
     "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
-    "after", "all", "ok", "okay", "then", "the", "above", "request",
+    "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
+    "joking", "jk", "second", "thought", "thoughts",
 })  # fmt: skip
 _TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
-                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold"})
+                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
+                         "kidding", "joking", "jk"})  # fmt: skip
 """A sentence of :data:`_TAKING_BACK` words with one of these takes back what came before."""
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
