@@ -50,6 +50,11 @@ def test_a_question_that_sets_a_time_in_digits_or_a_month_approves_nothing(when:
     ("May I delete the project `Q3:2024`?",
      {"id": "d1", "name": "delete_project", "args": {"project": "Q3:2024"}}),
     ("May I delete the project `planner`, last changed on 03/04?", None),
+    ("May I open port 22 on 10.0.0.1:22?",
+     {"id": "d1", "name": "open_port", "args": {"port": 22, "host": "10.0.0.1:22"}}),
+    ("May I delete the route 1:8080?",
+     {"id": "d1", "name": "delete_route", "args": {"route": "1:8080"}}),
+    ("May I delete the project `planner` (ratio 16:9)?", None),
 ])  # fmt: skip
 def test_numbers_and_nouns_that_set_no_time_keep_the_yes(question: str,
                                                          proposed: dict[str, Any] | None) -> None:

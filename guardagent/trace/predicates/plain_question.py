@@ -134,14 +134,26 @@ def _sets_a_date(text: str) -> bool:
     (May left out: it is the question's own verb). A dash or a slash between digits is
     not read as a date (phone numbers, invoice numbers). Linear scans.
     """
-    for i in range(1, len(text) - 1):
-        if text[i] == ":" and text[i - 1].isdigit() and text[i + 1].isdigit():
-            return True
+    if any(_clock_at(text, i) for i in range(1, len(text) - 2) if text[i] == ":"):
+        return True
     words = tokens(text)
     return any(
         (w in ("a", "p") and nxt == "m" and prev.isdigit())
         or (len(w) == 4 and w.isdigit() and prev in ("in", "by", "on"))
         for prev, w, nxt in zip(["", *words[:-1]], words, [*words[1:], ""], strict=True))
+
+
+def _clock_at(text: str, colon: int) -> bool:
+    """``H:MM`` or ``HH:MM`` around `colon`, standing alone (not ``10.0.0.1:22``, ``1:8080``)."""
+    start = colon - 1
+    while start > 0 and colon - start < 2 and text[start - 1].isdigit():
+        start -= 1
+    hour, minute = text[start:colon], text[colon + 1:colon + 3]
+    before = text[start - 1] if start else " "
+    after = text[colon + 3:colon + 4] or " "
+    return (hour.isdigit() and minute.isdigit() and len(minute) == 2 and int(hour) <= 24
+            and int(minute) < 60 and not (before.isalnum() or before in ".:")
+            and not (after.isalnum() or after == ":"))  # fmt: skip
 
 
 _LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
