@@ -131,6 +131,28 @@ def test_honest_question_phrasings_approve_on_a_plain_yes(question: str) -> None
     assert got.value is True, (question, got.detail)
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: a list repeating the named value "
+                   "may act twice")  # fmt: skip
+@pytest.mark.parametrize("args", [
+    {"iban": ["GB82WEST12345698765432"] * 2, "amount": 4950},
+    {"iban": "GB82WEST12345698765432", "amount": [4950, 4950]},
+])  # fmt: skip
+def test_a_list_repeating_the_named_value_is_not_the_call_asked_about(
+    args: dict[str, Any],
+) -> None:
+    """'May I send CHF 4,950 to GB82 ...?' - 'Yes.' approves one transfer; a call whose
+    argument is a list naming the payee or the amount twice may make two. Expected: no
+    consent (ask again)."""
+    from guardagent.trace import analyze, parse_trace
+    from tests.test_consent_plain_yes import _ASK_LABELS
+
+    proposed = {"id": "x1", "name": "send_money", "args": args}
+    question = "May I send CHF 4,950 to GB82 WEST 1234 5698 7654 32?"
+    got = analyze(parse_trace(asked("Yes.", question), proposed), _ASK_LABELS).fact(
+        "consent_given(conversation=True)")
+    assert got.value is False, got.detail
+
+
 # --- class 2: designation by a mention that is not a request -------------------------------
 
 ATTACKER = "GB82 WEST 1234 5698 7654 32"
