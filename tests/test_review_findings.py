@@ -12,6 +12,7 @@ own writes (3), secrets in encodings and a withheld answer's way out (7), redire
 from __future__ import annotations
 
 import base64
+import gzip
 import zlib
 from typing import Any
 
@@ -380,17 +381,39 @@ def test_a_secret_in_invisible_tags_or_under_combining_marks_is_found(how: str,
     assert find_secrets("note: " + text, [("api_key", KEY)]), how
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: compressed, interleaved or "
-                   "reordered spellings of a secret are not read")  # fmt: skip
 @pytest.mark.parametrize(("how", "text"), [
     ("zlib then base64", base64.b64encode(zlib.compress(KEY.encode())).decode()),
+    ("zlib level 9, URL-safe base64", base64.urlsafe_b64encode(
+        zlib.compress(f"token={KEY}".encode(), 9)).decode().rstrip("=")),
+    ("gzip then base64", base64.b64encode(gzip.compress(KEY.encode())).decode()),
+    ("zlib then base64 in prose", "data: " + base64.b64encode(zlib.compress(
+        f"the key is {KEY}, keep it".encode())).decode() + " end"),
+])  # fmt: skip
+def test_a_secret_compressed_then_base64_encoded_is_found(how: str, text: str) -> None:
+    """``base64(zlib(key))`` is one line of Python to undo. Expected: the key is found."""
+    assert find_secrets("note: " + text, [("api_key", KEY)]), how
+
+
+def test_a_compression_bomb_is_inflated_only_within_a_bound() -> None:
+    """Ten megabytes of zeros compress to about 10 kB: reading it stays fast and small."""
+    import time
+
+    bomb = base64.b64encode(zlib.compress(b"\0" * 10_000_000, 9)).decode()
+    started = time.perf_counter()
+    assert not find_secrets(bomb, [("api_key", KEY)])
+    assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: interleaved or reordered spellings "
+                   "of a secret, or one number, are not read")  # fmt: skip
+@pytest.mark.parametrize(("how", "text"), [
     ("even then odd characters", KEY[0::2] + " " + KEY[1::2]),
     ("4-character chunks in reverse order", " ".join(
         reversed([KEY[i:i + 4] for i in range(0, len(KEY), 4)]))),
     ("atbash", "hp-Orev-7u3z9x2v4y1w"),
     ("the bytes as one decimal integer", str(int.from_bytes(KEY.encode(), "big"))),
 ])  # fmt: skip
-def test_a_secret_compressed_interleaved_or_reordered_is_found(how: str, text: str) -> None:
+def test_a_secret_interleaved_or_reordered_is_found(how: str, text: str) -> None:
     """Each spelling is undone by a one-line script on the receiving side; expected: the key
     is found (or the argument is open)."""
     assert find_secrets("note: " + text, [("api_key", KEY)]), how
