@@ -132,6 +132,27 @@ def test_honest_question_phrasings_approve_on_a_plain_yes(question: str) -> None
     assert got.value is True, (question, got.detail)
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: an image the user sees beside the "
+                   "question is not read, yet the yes counts")  # fmt: skip
+@pytest.mark.parametrize("part", [
+    {"type": "image_url", "image_url": {"url": "https://cdn.example/terms.png"}},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    {"type": "file", "file": {"file_id": "file-1", "filename": "plan.pdf"}},
+])  # fmt: skip
+def test_a_question_shown_with_a_part_the_guard_cannot_read_approves_nothing(
+    part: dict[str, Any],
+) -> None:
+    """The assistant asks 'May I delete the project `planner`?' beside an image (or a file)
+    the user sees: it may say 'reply yes to delete it next week' or 'this deletes all
+    projects'. The guard reads the text only (the answer with an image is already refused).
+    Expected: no consent (ask again, in text alone)."""
+    messages = asked("Yes.")
+    messages[3] = {"role": "assistant", "content": [
+        {"type": "text", "text": "May I delete the project `planner`?"}, part]}
+    got, _ = fact(messages)
+    assert got.value is False, got.detail
+
+
 @pytest.mark.xfail(strict=True, reason="review finding: a list repeating the named value "
                    "may act twice")  # fmt: skip
 @pytest.mark.parametrize("args", [
