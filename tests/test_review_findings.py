@@ -379,6 +379,34 @@ def test_a_write_inside_a_shell_command_is_a_write(cmd: str) -> None:
     assert _laundered("run_shell", {"cmd": cmd}) is False, cmd
 
 
+# --- class 6: argument tests that disagree with the consumer ------------------------------
+
+_DOCS_TESTS = ['arg_glob("path", "/srv/docs/*")', 'arg_match("path", "^/srv/docs/")',
+               'arg_contains("path", "/srv/docs/")']  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [
+    "/srv/docs/../../etc/passwd", "/srv/docs/./../secret", "/srv/docs/%2e%2e/secret",
+    "/srv/docs//../secret", "/srv/docs/..\\..\\etc", "/srv/docs/..", "/srv/docs/a/../../b",
+    "/srv/docs/%2E%2E/%2E%2E/etc/shadow",
+])  # fmt: skip
+@pytest.mark.parametrize("expression", _DOCS_TESTS)
+def test_a_path_that_climbs_out_is_not_inside_as_text(path: str, expression: str) -> None:
+    """'/srv/docs/../../etc/passwd' starts with '/srv/docs/' as text; the file system opens
+    /etc/passwd. The two readings disagree. Expected: open (None), not True."""
+    got = facts([system(), user("Read my docs.")], "read_file", {"path": path}).fact(expression)
+    assert got.value is not True, (path, expression, got.detail)
+
+
+@pytest.mark.parametrize("path", ["/srv/docs/a.txt", "/srv/docs/a/../b.txt",
+                                  "/srv/docs/./a.txt", "/srv/docs/v1.2/notes..txt"])  # fmt: skip
+@pytest.mark.parametrize("expression", _DOCS_TESTS)
+def test_a_path_that_stays_inside_still_passes(path: str, expression: str) -> None:
+    """Honest controls: a dot segment that resolves inside, and dots inside a name."""
+    got = facts([system(), user("Read my docs.")], "read_file", {"path": path}).fact(expression)
+    assert got.value is True, (path, expression, got.detail)
+
+
 # --- class 7: secrets in encodings ---------------------------------------------------------
 
 KEY = "sk-Live-7f3a9c2e4b1d"
