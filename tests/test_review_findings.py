@@ -106,14 +106,24 @@ def test_a_yes_that_says_the_action_is_bad_is_no_consent(question: str) -> None:
     assert got.value is False, (question, got.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding (false denial): common honest yeses "
-                   "are not read as a yes")  # fmt: skip
 @pytest.mark.parametrize("answer", ["Yes, no problem.", "Sure, no worries.", "Go for it.",
-                                    "Yes, that works."])  # fmt: skip
+                                    "Yes, that works.", "OK, works for me.",
+                                    "Yes, no problem, go ahead.", "Go for it, thanks!"])  # fmt: skip
 def test_honest_yes_phrasings_approve(answer: str) -> None:
-    """A careful human reads each as an unconditional, present yes: expected consent."""
+    """A careful human reads each as an unconditional, present yes: expected consent (these
+    were false denials of the fix of class 1)."""
     got, _ = fact(asked(answer))
     assert got.value is True, (answer, got.detail)
+
+
+@pytest.mark.parametrize("answer", ["No problem.", "Yes. No. Problem.", "Yes, no problems.",
+                                    "Yes, no problem, but not now.", "Go for it tomorrow.",
+                                    "No worries, don't.", "Yes, no worries, delete notes."])  # fmt: skip
+def test_courtesy_holding_no_keeps_every_other_no(answer: str) -> None:
+    """Controls: only the exact courtesy is read; any other 'no', a missing yes, a time or
+    another object still approves nothing."""
+    got, _ = fact(asked(answer))
+    assert got.value is False, (answer, got.detail)
 
 
 @pytest.mark.xfail(strict=True, reason="review finding (false denial): honest question "
