@@ -126,12 +126,27 @@ def test_courtesy_holding_no_keeps_every_other_no(answer: str) -> None:
     assert got.value is False, (answer, got.detail)
 
 
+@pytest.mark.parametrize(("question", "approves"), [
+    ("Is it OK if I delete the project `planner`?", True),
+    ("Is it okay if we delete the project `planner`?", True),
+    ("OK if I delete the project `planner`?", True),
+    ("Is it OK if I delete the project `planner` if it is empty?", False),
+    ("Is it OK if I delete the project `planner` tomorrow?", False),
+    ("Is it OK if Bob deletes the project `planner`?", False),
+    ("Delete the project `planner`, OK if it is empty?", False),
+])  # fmt: skip
+def test_the_if_of_is_it_ok_if_i_asks_leave(question: str, approves: bool) -> None:
+    """'Is it OK if I delete planner?' asks leave (a false denial of the fix of class 1);
+    any other 'if' still sets a condition."""
+    got, _ = fact(asked("Yes.", question))
+    assert got.value is approves, (question, got.detail)
+
+
 @pytest.mark.xfail(strict=True, reason="review finding (false denial): honest question "
                    "phrasings an assistant often writes approve nothing")  # fmt: skip
 @pytest.mark.parametrize("question", [
     "Can I go ahead and delete the project `planner`?",
     "Do you want me to proceed with deleting the project `planner`?",
-    "Is it OK if I delete the project `planner`?",
     "May I delete the project `planner`? 🙂",
     "Should I go ahead and delete the project `planner`? Let me know.",
 ])  # fmt: skip

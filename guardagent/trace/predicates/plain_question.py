@@ -124,7 +124,21 @@ def plain_question(question: str, values: list[str]) -> bool:
     if _hides_text(question) or _look_alike(question, values):
         return False
     text = _unquoted(question, values)
-    return _stop_in(tokens(text), QUESTION_STOPS) is None and not _sets_a_date(text)
+    return _stop_in(_asking_leave(tokens(text)), QUESTION_STOPS) is None and not _sets_a_date(
+        text)
+
+
+_LEAVE = frozenset({"ok", "okay", "alright", "fine"})
+
+
+def _asking_leave(words: list[str]) -> list[str]:
+    """The words without the "if" of "is it OK if I ...": it asks leave, it sets no condition.
+
+    Only after OK/okay/alright/fine and before "I" or "we"; any other "if" stays a stop.
+    """
+    return [w for i, w in enumerate(words) if not (
+        w == "if" and 0 < i < len(words) - 1 and words[i - 1] in _LEAVE
+        and words[i + 1] in ("i", "we"))]  # fmt: skip
 
 
 def _sets_a_date(text: str) -> bool:
