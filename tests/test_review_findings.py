@@ -4,9 +4,11 @@ Each test is one finding: an input beyond the issue's examples and the fixers' o
 on which the guard decides otherwise than a careful human would. A finding still open is
 marked ``xfail(strict=True)`` (the suite stays green, and the mark fails the day the
 finding is fixed, so it is then turned into a plain test); a finding fixed on this branch
-is a plain test, seen failing before its fix. Classes: consent in the conversation (1),
-designation by a request (2), the attacker inside the designated document (4), the agent's
-own writes (3), secrets in encodings and a withheld answer's way out (7), redirectors (8).
+is a plain test, seen failing before its fix, beside honest controls that pass before and
+after. Classes: consent in the conversation (1, and false denials of honest yeses and
+questions), designation by a request (2), the attacker inside the designated document (4),
+the agent's own writes (3), argument tests against a path's consumer (6), secrets in
+encodings and a withheld answer's way out (7), redirectors (8).
 """
 
 from __future__ import annotations
