@@ -16,7 +16,8 @@ Read here:
   by dots), and each run decoded by itself with the decodings joined (pieces encoded one
   by one, ``cGFy.dA==``); base32 (either case, each of the eight alignments); hex (both
   alignments); base85 (RFC 1924, Python's ``b85``) and Ascii85 (with or without ``<~ ~>``),
-  each at the five alignments.
+  each at the five alignments; zlib or gzip data in base64, inflated up to a bound
+  (:func:`_inflated_views`).
 
 Every decoder is linear in the text (one regex pass whose classes cannot backtrack over
 more than a few characters, a constant number of decodes a run); a decoder's output is at
@@ -29,6 +30,7 @@ import base64
 import binascii
 import quopri
 import re
+import zlib
 from collections.abc import Callable
 from html import unescape as unescape_html
 from urllib.parse import unquote_plus
@@ -98,6 +100,33 @@ def _b64_joined_views(text: str) -> list[str]:
     if len(pieces) > 1:
         decoded = [_b64(p, 4) for p in pieces]
         out.append("".join(d for d in decoded if d is not None))
+    return out
+
+
+_INFLATE_FACTOR = 8
+"""A compressed run is inflated to at most this many times its size (a bomb stays small)."""
+
+
+def _inflated_views(text: str) -> list[str]:
+    """Base64 runs holding zlib or gzip data (its header checked), inflated within a bound.
+
+    ``base64(zlib(secret))`` is one line of Python on the receiving side. Inflating stops at
+    :data:`_INFLATE_FACTOR` times the compressed size: linear, whatever the data claims.
+    """
+    out: list[str] = []
+    for m in _B64_RUN.finditer(text):
+        part = m.group(0).replace("-", "+").replace("_", "/")
+        try:
+            raw = base64.b64decode(part + "=" * (-len(part) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if raw[:1] != b"\x78" and raw[:2] != b"\x1f\x8b":
+            continue
+        try:  # wbits 47: a zlib or a gzip header, read from the data
+            data = zlib.decompressobj(47).decompress(raw, _INFLATE_FACTOR * len(raw) + 64)
+        except zlib.error:
+            continue
+        out.append(data.decode("utf-8", "replace"))
     return out
 
 
@@ -236,6 +265,7 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(text_views(view))
     found.extend(("base64", v) for v in _b64_views(view))
     found.extend(("base64", v) for v in _b64_joined_views(view))
+    found.extend(("zlib in base64", v) for v in _inflated_views(view))
     found.extend(("base32", v) for v in _b32_views(view))
     found.extend(("hex", v) for v in hex_views(view))
     found.extend(("binary", v) for v in _binary_views(view))

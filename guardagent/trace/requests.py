@@ -19,10 +19,14 @@ A message is read as a careful human reads it, in one linear pass over its words
   and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
-  "unless"), or when a later sentence of the message only takes it back ("Actually,
-  don't.", "Never mind.");
+  "unless"), when its sentence holds the request until the user acts ("pay X once I
+  confirm": :func:`_held`), when a clause of a negation alone comes before it in its
+  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), or when a
+  later sentence of the message only takes it back ("Actually, don't.", "Never mind.");
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
-  X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, or in a
+  X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
+  ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
+  "Here is the email I got:" and a line break: :data:`_PASTING`), or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
   in its clause, or in another clause of its sentence);
 - anything else (a statement, "X looks like spam") is **said**: neither a request nor a
@@ -103,6 +107,10 @@ _REPORTING = frozenset({
     "suggested", "suggests", "insists", "insisted",
 })  # fmt: skip
 """Words that report someone's speech ("he said ...", "the e-mail says: ...")."""
+_PASTING = _REPORTING | {"email", "e", "mail", "message", "forwarded", "fwd", "text", "sms",
+                         "letter"}  # fmt: skip
+"""Words of a line that, ended by ``:`` and a line break, introduces pasted text ("Here is
+the email I got:"): everything after it is quoted (to the message's end: fail closed)."""
 _INDIRECT = frozenset({"what", "whatever", "whether", "how", "why", "who", "whom", "which"})
 """Before a reporting word in its clause, an indirect question ("tell me what the page says"):
 the user asks about the speech, nothing in the sentence is reported."""
@@ -122,10 +130,12 @@ _TAKING_BACK = frozenset({
     "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
     "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
     "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
-    "after", "all", "ok", "okay", "then", "the", "above", "request",
+    "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
+    "joking", "jk", "second", "thought", "thoughts",
 })  # fmt: skip
 _TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
-                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold"})
+                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
+                         "kidding", "joking", "jk"})  # fmt: skip
 """A sentence of :data:`_TAKING_BACK` words with one of these takes back what came before."""
 
 _SENTENCE_ENDS = frozenset("!?\n。！？")
@@ -172,14 +182,18 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
     quote, closing, quotes = -1, "", 0
     asked: dict[int, bool] = {}
     line_quoted = text.lstrip(" \t")[:1] == ">"
+    pasted = fenced = marked = False  # after "... wrote:" + a line break; inside a ``` block
     prev_end = 0
     for i, t in enumerate(tokens):
         gap = text[prev_end:t.start]
+        fenced ^= gap.count("```") % 2 == 1
+        pasted = pasted or (marked and ":" in gap.split("\n", 1)[0] and "\n" in gap)
         spaced = i == 0 or any(c.isspace() for c in gap)
         if spaced and any(c in _SENTENCE_ENDS for c in gap) or _period(gap):
             asked[sentence] = "?" in gap or "？" in gap
             sentence += 1
             clause += 1
+            marked = False
         elif spaced and any(c in _CLAUSE_ENDS for c in gap):
             clause += 1  # a comma, a bracket, a dash between spaces
         elif t.word in _JOINING or negative(t.word):
@@ -192,7 +206,9 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
                 quote = -1
             elif quote < 0 and c in _QUOTES_OPEN and (not before.strip() or before in "(["):
                 quote, closing, quotes = quotes, _QUOTES_OPEN[c], quotes + 1
-        t.sentence, t.clause, t.quote, t.quoted_line = sentence, clause, quote, line_quoted
+        marked = marked or t.word in _PASTING
+        t.sentence, t.clause, t.quote = sentence, clause, quote
+        t.quoted_line = line_quoted or pasted or fenced
         prev_end = t.end
     tail = text[prev_end:]
     asked[sentence] = "?" in tail or "？" in tail
@@ -255,6 +271,11 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)
+    held = {s for s, ws in sentences.items() if _held(ws)}
+    dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
+    for c, ts in sorted(clauses.items()):
+        if _bare_negation([t.word for t in ts]):
+            dangling.setdefault(ts[0].sentence, c)
     verdict_of: dict[int, Verdict] = {}
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
@@ -266,7 +287,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         verdict = clause_verdict[t.clause]
         if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
             verdict = "quoted"
-        if verdict == "request" and t.sentence < taken_back:
+        if verdict == "request" and (t.sentence < taken_back or t.sentence in held
+                                     or dangling.get(t.sentence, t.clause) < t.clause):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
@@ -365,6 +387,32 @@ def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
         return False
     first = reporting.get(mention.clause)
     return len(reporting) > 1 or first is None or first < mention.start
+
+
+_HOLDING = frozenset({"once", "after", "when", "whenever"})
+_SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "we'll", "my",
+                   "our", "me", "us"})  # fmt: skip
+
+
+def _bare_negation(words: list[str]) -> bool:
+    """A clause of a negation alone ("Do not," "Never," "Please don't -").
+
+    It negates the request later in its sentence ("Do not, under any circumstance, pay X").
+    "No," is a correction ("No, pay X instead"), and "Don't worry," has a verb of its own.
+    """
+    rest = [w for w in words if w not in _OPENING and w != "do"]
+    return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
+
+
+def _held(words: list[str]) -> bool:
+    """A sentence that holds its request until the user acts ("pay X once I confirm").
+
+    The user has not asked yet (as with "if"): a condition on the user's own act, "once",
+    "after", "when" or "as soon as" before "I", "we", "my"... A condition on the
+    assistant's work ("once you're done") is still a request now.
+    """
+    return any(w in _SELF and (words[i - 1] in _HOLDING or words[i - 3:i] == ["as", "soon", "as"])
+               for i, w in enumerate(words) if i)  # fmt: skip
 
 
 def _takes_back(words: list[str]) -> bool:

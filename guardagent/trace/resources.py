@@ -11,12 +11,14 @@ A **writing call** is a call of a tool whose label's effect is ``write``, ``send
 (a file, a note, a post to a channel, a transaction's subject). It **names** the resource of
 a later call when one of its argument values and one of the later call's are the same name
 under every folding some store applies (:func:`names`): case, Unicode compatibility forms,
-invisible characters, outer spaces, trailing dots and spaces (Windows), ``\`` for ``/``,
-``./`` and ``a/../``, and the last path segment alone (``/home/u/invoice-0425.txt`` is the
+invisible characters, outer spaces, trailing dots and spaces (Windows), NTFS's
+``::$DATA`` (the file's own stream), percent-decoding (a store behind a URL), ``\`` for
+``/``, ``./`` and ``a/../``, and the last path segment alone (``/home/u/invoice-0425.txt`` is the
 ``invoice-0425.txt`` of another working directory). Reading more names the same can only
 deny. Short numbers (``1``, ``900``) are compared only between arguments of the same name
 (``id`` and ``id``): a page number is not the amount of a payment. A write in the same
-assistant message as the read (parallel calls, run in any order) counts too.
+assistant message as the read (parallel calls, run in any order) counts too, and so does a
+writing call that names the resource as a mapping key (``{"invoice-0425.txt": body}``).
 
 Linear: each call's arguments are read once into a table of names.
 """
@@ -24,7 +26,9 @@ Linear: each call's arguments are read once into a table of names.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from guardagent.trace.labels import Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
@@ -37,6 +41,8 @@ WRITING_EFFECTS: frozenset[Effect] = frozenset({"write", "send", "irreversible"}
 
 _MAX_NAME = 200
 """A longer value with a space in it is a body, not a name."""
+_DECODINGS = 2
+"""Percent-decodings of a name read beside it (``invoice-0425%2etxt``, ``%252e``)."""
 
 
 def names(scalar: Any) -> set[str]:
@@ -46,12 +52,37 @@ def names(scalar: Any) -> set[str]:
     text = str(scalar)
     if len(text) > _MAX_NAME and not target_shaped(text):
         return set()
-    folded = " ".join(normalize_text(text).replace("\\", "/").split()).rstrip(". ")
-    if not folded:
-        return set()
-    path = posixpath.normpath(folded).rstrip(". ")
-    last = path.rsplit("/", 1)[-1].rstrip(". ")
-    return {n for n in (folded, path, last) if n and n not in (".", "..", "/")}
+    out: set[str] = set()
+    for _ in range(_DECODINGS + 1):  # as written, then percent-decoded (a store behind a URL)
+        folded = " ".join(normalize_text(text).replace("\\", "/").split()).rstrip(". ")
+        folded = folded.removesuffix("::$data").rstrip(". ")  # NTFS: the file's own stream
+        path = posixpath.normpath(folded).rstrip(". ") if folded else ""
+        last = path.rsplit("/", 1)[-1].rstrip(". ")
+        out.update(n for n in (folded, path, last) if n and n not in (".", "..", "/"))
+        if (decoded := unquote(text)) == text:
+            break
+        text = decoded
+    return out
+
+
+def _keys(args: Any) -> list[tuple[str, str]]:
+    """``(argument, key)`` for every mapping key under a call's arguments.
+
+    A key may name the resource (``write_files({"invoice-0425.txt": body})``). Each node is
+    visited once (a shared sub-object is not read twice).
+    """
+    found: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    stack = [(str(arg), value) for arg, value in args.items()]
+    while stack:
+        arg, node = stack.pop()
+        if id(node) in seen or not isinstance(node, Mapping | list | tuple):
+            continue
+        seen.add(id(node))
+        if isinstance(node, Mapping):
+            found.extend((arg, key) for key in node if isinstance(key, str))
+        stack.extend((arg, v) for v in (node.values() if isinstance(node, Mapping) else node))
+    return found
 
 
 def _short_number(name: str) -> bool:
@@ -71,8 +102,8 @@ class Writes:
         for call in trace.calls:
             if labels.label(call.name).effect not in WRITING_EFFECTS:
                 continue
-            for path, scalar in flatten(call.args):
-                arg = path.split(".", 1)[0].split("[", 1)[0]
+            named = [(p.split(".", 1)[0].split("[", 1)[0], v) for p, v in flatten(call.args)]
+            for arg, scalar in [*named, *_keys(call.args)]:
                 for name in names(scalar):
                     self._by_name.setdefault(name, []).append((arg, call))
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from importlib import resources
 
@@ -81,6 +82,28 @@ def fold(text: str) -> str:
         return norm
     seen: str = _IGNORABLE.sub("", norm)
     return seen.translate(_lookalikes())
+
+
+_TAGS = {c: c - 0xE0000 for c in range(0xE0020, 0xE007F)}
+"""Unicode tag characters: invisible, yet each spells an ASCII character to whoever decodes."""
+
+
+def hidden_readings(text: str) -> list[str]:
+    """Readings of `text` beside :func:`fold`'s, each folded: what fold drops or keeps whole.
+
+    Tag characters (U+E0020-E007E, "ASCII smuggling") as the ASCII they spell (fold drops
+    them as default-ignorable), and the letters without the combining marks set on them
+    (``ṡk̇``: NFKC composes a dot above into one letter, which is not the ``s``). Linear.
+    """
+    if text.isascii():
+        return []
+    out = []
+    if any(ord(c) in _TAGS for c in text):
+        out.append(fold(text.translate(_TAGS)))
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    if len(bare) != len(unicodedata.normalize("NFKD", text)):
+        out.append(fold(bare))
+    return out
 
 
 def compact(text: str) -> str:

@@ -42,7 +42,7 @@ from typing import Any
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.decoders import decodings
-from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold
+from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings
 from guardagent.trace.values import normalize_text
 
 MIN_CHARS = 6
@@ -271,12 +271,12 @@ def search_secrets(text: str, secrets: list[tuple[str, str]],
     folded: list[str] = []
     for how, view in read:
         check_budget()
-        seen = fold(view)
-        folded.append(seen)
-        if len(hits) == len(matcher.names):
-            continue
-        for name, turn in matcher.find(seen, lookalikes=not view.isascii()):
-            hits.setdefault(name, how + turn)
+        for seen in (fold(view), *hidden_readings(view)):
+            folded.append(seen)
+            if len(hits) == len(matcher.names):
+                continue
+            for name, turn in matcher.find(seen, lookalikes=not view.isascii()):
+                hits.setdefault(name, how + turn)
     return SecretSearch(list(hits.items()), None if hits else unread, folded)
 
 

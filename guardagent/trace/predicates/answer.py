@@ -6,7 +6,8 @@ a yes, yet approve something else: another time, a condition the guard cannot ch
 object. Conditions and deferrals have no end of spellings, so this is a whitelist of what a
 plain yes is, not a list of what spoils one: the answer holds an affirmative
 (:data:`AFFIRMATIVE`; "Thanks, go ahead" too) and every other word is courtesy
-(:data:`COURTESY`: "please", "go ahead", "thanks", "do it", "now") or restates exactly this
+(:data:`COURTESY`: "please", "go ahead", "thanks", "do it", "now", "no worries") or
+restates exactly this
 call: a word of the tool's name
 ("delete", "project"), a pronoun for it ("it", "the", "this", "that"), or one of the call's
 own untyped values, written whole and in its case ("Yes, delete planner", never "Planner"
@@ -31,7 +32,7 @@ AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
     "approved", "approve", "i approve", "confirmed", "confirm", "i confirm", "proceed",
     "please proceed", "go ahead", "please go ahead", "please do", "do it", "absolutely",
     "of course", "certainly", "definitely", "correct", "that's fine", "fine", "sounds good",
-    "agreed", "i agree",
+    "agreed", "i agree", "go for it",
 ))  # fmt: skip
 """Phrases (whole words) that say yes: a plain yes holds one of them."""
 
@@ -41,7 +42,7 @@ COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(tuple(p.split()) for
     "that's ok", "that's okay", "it's fine", "it's ok", "it's okay", "that is fine",
     "great", "perfect", "good", "cool", "exactly", "indeed", "of course", "by all means",
     "go ahead and", "please go ahead and", "that one", "this one", "i'm sure", "i am sure",
-    "that's right",
+    "that's right", "that works", "works for me", "no problem", "no worries",
 ))  # fmt: skip
 """The closed list of words a plain yes may hold beyond its restatement of the call."""
 
@@ -95,7 +96,8 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     if odd is not None:
         return f"it holds {odd!r}, a sign the guard does not read"
     names = CallNames(call) if isinstance(call, ToolCall) else call
-    bad = next((w for w in tokens(text) if w in NEGATIVE or w.endswith("n't")), None)
+    bad = next((w for w in tokens(_without_no_trouble(text))
+                if w in NEGATIVE or w.endswith("n't")), None)  # fmt: skip
     if bad is not None:  # anywhere, even inside a restated value: the user wrote it
         return f"it holds {bad!r}"
     words = tokens(" ".join(_without_values(text, names.phrases if names else [])))
@@ -107,6 +109,26 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     extra = _first_extra(words, allowed)
     return None if extra is None else f"it adds {extra!r} (a yes with a condition, a time " \
         "or another object is no yes to this call now)"
+
+
+NO_TROUBLE = ("no problem", "no worries")
+"""Courtesy that holds "no" yet says yes, written as is ("Sure, no worries."): only these
+exact words, one space apart, between non-letters ("No. Problem." keeps its "no")."""
+
+
+def _without_no_trouble(text: str) -> str:
+    """`text` (NFKC, lower case) with each :data:`NO_TROUBLE` phrase blanked out. Linear."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    for phrase in NO_TROUBLE:
+        kept, start, at = [], 0, text.find(phrase)
+        while at >= 0:
+            end = at + len(phrase)
+            if (at == 0 or not text[at - 1].isalnum()) and not text[end:end + 1].isalnum():
+                kept.append(text[start:at] + " ")
+                start = end
+            at = text.find(phrase, end)
+        text = "".join(kept) + text[start:]
+    return text
 
 
 def _without_values(text: str, values: list[str]) -> list[str]:

@@ -22,11 +22,13 @@ list of expected values may be a section of the user's records (``"@contacts"``:
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 import re2
 from rapidfuzz import fuzz
@@ -116,7 +118,7 @@ def _as_sent(value: Any, test: Test, mode: str, header: bool) -> bool | None:
     needs it either way denies, whichever way the rule is written.
     """
     whole = test(value)
-    for read in _address_readings(value, header):
+    for read in [*_address_readings(value, header), *_path_readings(value)]:
         if _combine([None if p is None else test(p) for p in read], mode) != whole:
             return None
     return whole
@@ -129,6 +131,21 @@ def _address_readings(value: Any, header: bool) -> list[Sequence[str | None]]:
     if "@" not in value:  # a look-alike @ the server does not read as one
         return [[None]] if header and "@" in normalize_text(value) else []
     return [r for r in (sent_pieces(value), delivered(value, header)) if r is not None]
+
+
+def _path_readings(value: Any) -> list[Sequence[str | None]]:
+    """A value with a ``.`` or ``..`` path segment, read as a file system resolves it.
+
+    ``/srv/docs/../../etc/passwd`` matches ``/srv/docs/*`` as text; the file system opens
+    ``/etc/passwd``. Backslashes and percent-encoded dots are read as a Windows or a URL
+    consumer reads them; a reading that disagrees with the text leaves the value open.
+    """
+    if not isinstance(value, str):
+        return []
+    text = unquote(value).replace("\\", "/")
+    if not any(segment in (".", "..") for segment in text.split("/")):
+        return []
+    return [[posixpath.normpath(text)]]
 
 
 def _header(facts: TraceFacts, path: str) -> bool:

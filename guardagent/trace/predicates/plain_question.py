@@ -61,11 +61,19 @@ QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
     "today", "weekend", "morning", "afternoon", "evening", "noon", "midnight", "pm",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
     "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "moment", "shortly", "asap", "eod", "o'clock",
+    "moment", "shortly", "asap", "eod", "o'clock", "year", "years", "hr", "hrs", "min",
+    "mins", "tonite", "tmrw", "tmr", "fortnight", "january", "february", "march", "april",
+    "june", "july", "august", "september", "october", "november", "december", "jan",
+    "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+} | {
+    # a question whose yes says "don't": "Is it a bad idea to delete planner?"
+    "bad", "risky", "dangerous", "unsafe", "mistake", "wrong", "harmful", "problem",
+    "problematic", "objection", "objections", "mind", "regret", "terrible", "reckless",
 }  # fmt: skip
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred,
-conditional or set for a time): a yes to it approves nothing."""
+conditional or set for a time, or one a yes to which says "don't"): a yes to it approves
+nothing."""
 
 
 def _at_a_clock_time(word: str) -> bool:
@@ -115,7 +123,51 @@ def plain_question(question: str, values: list[str]) -> bool:
         return False  # shown otherwise than it reads: never what the user saw
     if _hides_text(question) or _look_alike(question, values):
         return False
-    return _stop_in(tokens(_unquoted(question, values)), QUESTION_STOPS) is None
+    text = _unquoted(question, values)
+    return _stop_in(_asking_leave(tokens(text)), QUESTION_STOPS) is None and not _sets_a_date(
+        text)
+
+
+_LEAVE = frozenset({"ok", "okay", "alright", "fine"})
+
+
+def _asking_leave(words: list[str]) -> list[str]:
+    """The words without the "if" of "is it OK if I ...": it asks leave, it sets no condition.
+
+    Only after OK/okay/alright/fine and before "I" or "we"; any other "if" stays a stop.
+    """
+    return [w for i, w in enumerate(words) if not (
+        w == "if" and 0 < i < len(words) - 1 and words[i - 1] in _LEAVE
+        and words[i + 1] in ("i", "we"))]  # fmt: skip
+
+
+def _sets_a_date(text: str) -> bool:
+    """A clock time ("17:00"), "p.m." or a year after "in"/"by"/"on" ("on 2026-12-24").
+
+    Such a question sets a time for the call, as "at 5pm" does; month names are stop words
+    (May left out: it is the question's own verb). A dash or a slash between digits is
+    not read as a date (phone numbers, invoice numbers). Linear scans.
+    """
+    if any(_clock_at(text, i) for i in range(1, len(text) - 2) if text[i] == ":"):
+        return True
+    words = tokens(text)
+    return any(
+        (w in ("a", "p") and nxt == "m" and prev.isdigit())
+        or (len(w) == 4 and w.isdigit() and prev in ("in", "by", "on"))
+        for prev, w, nxt in zip(["", *words[:-1]], words, [*words[1:], ""], strict=True))
+
+
+def _clock_at(text: str, colon: int) -> bool:
+    """``H:MM`` or ``HH:MM`` around `colon`, standing alone (not ``10.0.0.1:22``, ``1:8080``)."""
+    start = colon - 1
+    while start > 0 and colon - start < 2 and text[start - 1].isdigit():
+        start -= 1
+    hour, minute = text[start:colon], text[colon + 1:colon + 3]
+    before = text[start - 1] if start else " "
+    after = text[colon + 3:colon + 4] or " "
+    return (hour.isdigit() and minute.isdigit() and len(minute) == 2 and int(hour) <= 24
+            and int(minute) < 60 and not (before.isalnum() or before in ".:")
+            and not (after.isalnum() or after == ":"))  # fmt: skip
 
 
 _LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")

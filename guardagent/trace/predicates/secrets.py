@@ -95,9 +95,11 @@ def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact
             if search.open is not None:
                 unread.append(f"argument {path!r} ({where}): {search.open}")
     if not hits and len(joined) > 1:  # split across arguments or list elements, in order
+        # glued, and apart: a list of character codes ([115, 107, 45, ...]) reads as codes
         hits.extend(f"the argument values joined carry the secret {name!r} "
                     f"({'as written' if how == 'plain' else how})"
-                    for name, how in find_secrets("".join(joined), found))  # fmt: skip
+                    for glue in ("", " ")
+                    for name, how in find_secrets(glue.join(joined), found))  # fmt: skip
     if not hits:
         hits.extend(_split(facts, found, folded))
     if hits:
