@@ -38,6 +38,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from guardagent.counterfactuals.cells import coverage, coverage_problem
 from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
@@ -46,7 +47,7 @@ from guardagent.counterfactuals.events import (
     appended,
     canonical,
 )
-from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, oracle_for
+from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, PermissionsOracle, oracle_for
 from guardagent.profiles.loader import DemoSpec, Profile
 from guardagent.tools.verdict import VERDICT_NAMES, Violations
 
@@ -167,6 +168,11 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
             + "; ".join(repr(r) for r in missing)
             + ": add a labelled denial for each"
         )
+    if isinstance(oracle, PermissionsOracle):  # every role x table x column cell (.cells)
+        probes = [(_event(d), d.label, d.details) for d in profile.demonstrations]
+        probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
+        gap = coverage_problem(coverage(oracle.table, oracle.readers, probes))
+        problems += [gap] if gap else []
     return cases, problems
 
 
