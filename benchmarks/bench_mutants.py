@@ -1,7 +1,7 @@
 """Mutation self-test of verification (issue 34): no wrong program may be trusted.
 
 Usage: .venv/bin/python benchmarks/bench_mutants.py [--profile eicu-ac] [--per-role 4]
-       [--seed 0] [--events FILE.json[l]] [--json]
+       [--seed 0] [--events FILE.json[l]] [--benchmark] [--json]
 
 Mutants of a profile's shipped program (its access list with one cell added or removed per
 role, flipped comparisons, negated conditions, dropped branches, swapped verdicts, a renamed
@@ -310,9 +310,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--events", type=Path, help="more events (JSON list or JSONL)")
     parser.add_argument("--json", action="store_true", help="print every outcome as JSON")
+    parser.add_argument("--benchmark", action="store_true",
+                        help="also judge on EICU-AC's 317 events (the shared data folder)")
     args = parser.parse_args()
     logging.getLogger("guardagent").setLevel(logging.ERROR)  # the copy's placeholder program
     extra = _load_events(args.events) if args.events else []
+    if args.benchmark:
+        from guardagent.eval.benchmarks import load_eicu_ac
+
+        extra += [(c.agent_input, c.agent_output) for c in load_eicu_ac()]
     outcomes = run(args.profile, args.per_role, args.seed, extra)
     by_op: dict[str, list[Outcome]] = {}
     for outcome in outcomes:

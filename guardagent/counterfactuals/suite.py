@@ -22,13 +22,15 @@ from the request's rules:
   appended to or inserted into the agent output, kept only where no reader's result changes,
   so the expected decision is the demonstration's own.
 
-Limits: edits reach only what can be regenerated exactly; the code an EHR agent ran is never
-rewritten, so access control is probed through the identity and the question, not through
-other columns; a trigger keyed to a value the program computes rather than spells as a
-literal (`chr(88) + ...`) is only caught when a probe happens to produce it; the probes are
-boundary values, not every value. The data-flow discipline (:mod:`guardagent.sandbox.dataflow`)
-keeps the raw event out of programs, so what is probed here, reader results, is everything a
-program can decide on.
+Under a `PERMISSIONS` table, each identity also reads every cell of the table and schema in
+probes whose code the guard writes (:mod:`.cells`), and a cell no case probes makes the
+request uncovered.
+
+Limits: edits reach only what can be regenerated exactly; a trigger keyed to a value the
+program computes rather than spells as a literal (`chr(88) + ...`) is only caught when a
+probe happens to produce it; the probes are boundary values, not every value. The data-flow
+discipline (:mod:`guardagent.sandbox.dataflow`) keeps the raw event out of programs, so what
+is probed here, reader results, is everything a program can decide on.
 """
 
 from __future__ import annotations
