@@ -296,6 +296,25 @@ def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
     return outcomes
 
 
+def verification_seconds(profile_name: str = "eicu-ac", repeats: int = 5) -> list[float]:
+    """Seconds to verify the shipped program as a model-written one (sandboxed), each time new.
+
+    A distinct trailing comment makes each a program this process has not verified yet, and
+    not the package's own code (which runs in-process), as a model's answer would be.
+    """
+    from guardagent.verification import program_problems
+
+    profile = load_profile(profile_name)
+    code = profile.demonstrations[0].code
+    program_problems(code + "\n# warm-up\n", profile)  # builds the suite once per process
+    out = []
+    for n in range(repeats):
+        started = time.perf_counter()
+        assert program_problems(f"{code}\n# request {n}\n", profile) == []
+        out.append(time.perf_counter() - started)
+    return out
+
+
 def _load_events(path: Path) -> list[tuple[str, str]]:
     text = path.read_text()
     rows = [json.loads(line) for line in text.splitlines() if line.strip()] if (
@@ -340,6 +359,9 @@ def main() -> int:
     seconds = [o.seconds for o in outcomes]
     print(f"model path per request (plan, verification, decision): median "
           f"{statistics.median(seconds):.2f} s, max {max(seconds):.2f} s over {len(seconds)}")
+    verify = verification_seconds(args.profile)
+    print(f"verification alone per request (suite built): median {statistics.median(verify):.2f}"
+          f" s, max {max(verify):.2f} s over {len(verify)}")
     control = by_op[CONTROL][0]
     if not (control.trusted and control.equivalent):
         print("CONTROL FAILED: the shipped program is not trusted through the model path")
