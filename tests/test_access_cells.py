@@ -139,3 +139,48 @@ def test_the_shipped_program_still_verifies_and_fast():
     started = time.perf_counter()
     assert run_cases(PROGRAM, EHR.tools(), suite.cases, runner=run_program) == []
     assert time.perf_counter() - started < 3  # ~0.5 s idle; the budget is ~1 s per request
+
+
+_SCHEMA_CELLS = [(t, c) for t in sorted(EICU_COLUMNS) for c in sorted(EICU_COLUMNS[t])]
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> dict[str, dict[str, list[str]]]:
+    """Permission tables over the eICU schema: any roles, any subset of cells each."""
+    roles = draw(st.lists(st.sampled_from([*ROLES, "auditor", "pharmacy"]), min_size=1,
+                          max_size=4, unique=True))  # fmt: skip
+    out: dict[str, dict[str, list[str]]] = {}
+    for role in roles:
+        picked = draw(st.lists(st.sampled_from(_SCHEMA_CELLS), max_size=30, unique=True))
+        cols: dict[str, list[str]] = {}
+        for table, column in picked:
+            cols.setdefault(table, []).append(column)
+        out[role] = cols
+    return out
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(table=tables())
+def test_any_permission_table_over_the_schema_is_fully_probed(table, tmp_path_factory):
+    from guardagent.counterfactuals.cells import access_cells, table_coverage
+
+    root = _copy_with_table(tmp_path_factory.mktemp("table"), table)
+    coverage = table_coverage(load_profile(str(root)))
+    assert coverage is not None
+    assert coverage.cells == access_cells(table)
+    assert coverage.missing == []
+
+
+@pytest.mark.parametrize(
+    "label, details, probed",
+    [(0, [], {("r", "lab", "labname"), ("r", "lab", "labid")}),  # allowed: every cell read
+     (1, {"lab": ["labid"]}, {("r", "lab", "labid")}),  # denied: only the cells it lists
+     (1, {"lab": ["labid", "labresult"]}, {("r", "lab", "labid")}),  # listed but not read
+     (1, ["a rule"], set())],  # not an access decision: probes no cell
+)  # fmt: skip
+def test_a_case_probes_a_cell_only_in_its_own_direction(label, details, probed):
+    from guardagent.counterfactuals.cells import probed_cells
+
+    accessed = {"lab": ["labid", "labname"]}
+    assert probed_cells("r", accessed, label, details) == probed

@@ -108,6 +108,8 @@ def cell_edits(oracle: AccessOracle, event: Event, done: set[str]) -> Iterator[t
 
     The event's `Identity:` line is set to the identity and its output replaced by one code
     cell reading the probe's columns; an event the readers do not read exactly so is dropped.
+    An identity is done once all its probes read exactly on one demonstration: the same
+    probes built on the next one would only repeat them at the cost of sandbox runs.
     """
     for role in [*sorted(oracle.table), UNLISTED_ROLE]:
         if role in done:
@@ -115,14 +117,17 @@ def cell_edits(oracle: AccessOracle, event: Event, done: set[str]) -> Iterator[t
         agent_input = with_line(event.agent_input, "Identity", f"Identity: {role}", last=False)
         if agent_input is None:
             return  # no identity line to edit: coverage names every cell
-        done.add(role)
+        probes: list[tuple[str, Event]] = []
         for what, reads in probe_reads(oracle.table, role):
             new = Event(agent_input, ehr_reads_output(reads))
             changed = {"parse_identity": role, "ehr_accessed_columns": reads}
             if "ehr_code" in oracle.readers:  # the code text itself: the probe's cell
                 changed["ehr_code"] = oracle.readers.read("ehr_code", new)
             if oracle.readers.exact(event, new, changed):
-                yield what, new
+                probes.append((what, new))
+        if len(probes) == len(list(probe_reads(oracle.table, role))):
+            done.add(role)  # else another demonstration may read exactly; coverage tells
+        yield from probes
 
 
 def probed_cells(role: str, accessed: Mapping[str, list[str]], label: int,
