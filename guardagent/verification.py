@@ -114,13 +114,18 @@ def run_cases(
     problems: list[str] = []
     pending = list(cases)
     batch = 4 * PARALLEL_RUNS
+    # In-process runs stay in this thread: under the GIL threads buy nothing, and CPython 3.11
+    # converts ASTs with interpreter-wide state, so readers parsing code in several threads
+    # at once can fail ("AST constructor recursion depth mismatch", python/cpython#106905).
+    in_process = runner is run_shipped_program
     with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
+        mapper = map if in_process else pool.map
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
             run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
                           threshold=threshold, runner=runner,
                           own_verdicts=own_verdicts)  # fmt: skip
-            problems += [p for p in pool.map(run, chunk) if p is not None]
+            problems += [p for p in mapper(run, chunk) if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
                 problems.append(f"(verification stopped after {MAX_PROBLEMS} problems)")

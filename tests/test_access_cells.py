@@ -184,3 +184,38 @@ def test_a_case_probes_a_cell_only_in_its_own_direction(label, details, probed):
 
     accessed = {"lab": ["labid", "labname"]}
     assert probed_cells("r", accessed, label, details) == probed
+
+
+def test_profile_check_says_how_many_cells_the_suite_probes(tmp_path):
+    from guardagent.profiles.check import check_profile, render_check
+
+    shown = render_check(check_profile(EHR))
+    total = (len(ROLES) + 1) * sum(len(c) for c in EICU_COLUMNS.values())
+    assert f"permission table: {total} of {total} role x table x column cells probed" in shown
+    table = toggled("physician", "lab", "labcomment")
+    gap = render_check(check_profile(load_profile(str(_copy_with_table(tmp_path, table)))))
+    assert f"{total} of {total + 4} role x table x column cells probed" in gap
+    assert "physician: lab.labcomment" in gap.split("missing: ", 1)[1]
+
+
+def test_in_process_verification_runs_its_cases_in_the_calling_thread(monkeypatch):
+    """Regression (seen failing: runs in `guard-verify` threads): CPython 3.11 converts ASTs
+    with interpreter-wide state (python/cpython#106905), so readers parsing code in several
+    threads at once can fail with "AST constructor recursion depth mismatch", and the
+    shipped program then failed to verify now and then. Threads buy nothing under the GIL."""
+    import threading
+
+    import guardagent.verification as verification
+    from guardagent.counterfactuals import request_suite
+
+    seen: set[str] = set()
+    real = verification.run_shipped_program
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.add(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verification, "run_shipped_program", recording)
+    cases = request_suite(EHR).cases
+    assert verification.run_cases(PROGRAM, EHR.tools(), cases, runner=recording) == []
+    assert seen == {threading.current_thread().name}

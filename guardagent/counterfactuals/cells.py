@@ -190,3 +190,17 @@ def table_coverage(profile: Profile) -> Coverage | None:
     return coverage(oracle.table, oracle.readers,
                     [(Event(c.agent_input, c.agent_output), c.label, c.details)
                      for c in cases])  # fmt: skip
+
+
+def coverage_note(profile: Profile) -> str | None:
+    """One line for `guardagent profile check`: how many cells the suite probes, and which not."""
+    found = table_coverage(profile)
+    if found is None:
+        return None
+    note = (f"permission table: {len(found.probed)} of {len(found.cells)} role x table x column "
+            "cells probed by counterfactuals (each in its own direction)")  # fmt: skip
+    if found.missing:
+        more = len(found.missing) - SHOWN_CELLS
+        note += "; missing: " + ", ".join(str(c) for c in found.missing[:SHOWN_CELLS])
+        note += f" and {more} more" if more > 0 else ""
+    return note
