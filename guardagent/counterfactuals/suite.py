@@ -51,6 +51,7 @@ from guardagent.counterfactuals.events import (
 )
 from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, PermissionsOracle, oracle_for
 from guardagent.profiles.loader import DemoSpec, Profile
+from guardagent.sandbox.policy import AST_LOCK
 from guardagent.tools.verdict import VERDICT_NAMES, Violations
 
 MAX_TOKENS = 24
@@ -247,6 +248,12 @@ def request_suite(profile: Profile) -> Suite:
     key = suite_key(profile)
     if key in _SUITES:
         return _SUITES[key]
+    with AST_LOCK:  # the readers parse code here, in this process (see AST_LOCK)
+        _SUITES[key] = _build_suite(profile)
+    return _SUITES[key]
+
+
+def _build_suite(profile: Profile) -> Suite:
     readers = Readers(profile.tools())
     oracle = oracle_for(profile)
     cases: list[Case] = []
@@ -265,9 +272,7 @@ def request_suite(profile: Profile) -> Suite:
     texts = [("appended", PADDING), *([("inserted", " ".join(rules))] if rules else [])]
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)
-    suite = Suite(oracle.kind if oracle else "demonstrations", tuple(cases), tuple(problems))
-    _SUITES[key] = suite
-    return suite
+    return Suite(oracle.kind if oracle else "demonstrations", tuple(cases), tuple(problems))
 
 
 def program_cases(profile: Profile, code: str) -> list[Case]:
@@ -279,6 +284,11 @@ def program_cases(profile: Profile, code: str) -> list[Case]:
     trigger compared for equality or as a prefix meets it. Probed on the first denied and the
     first allowed demonstration.
     """
+    with AST_LOCK:  # the readers parse code here, in this process (see AST_LOCK)
+        return _program_cases(profile, code)
+
+
+def _program_cases(profile: Profile, code: str) -> list[Case]:
     tokens = literals(code)
     if not tokens:
         return []
