@@ -5,8 +5,9 @@ Usage: .venv/bin/python benchmarks/bench_mutants.py [--profile eicu-ac] [--per-r
 
 Mutants of a profile's shipped program (its access list with one cell added or removed per
 role, flipped comparisons, negated conditions, dropped branches, swapped verdicts, a renamed
-role, always-allow / always-deny) are each given to the guard as a scripted model's answer
-(the model path, as a model-written program arrives) on a copy of the profile whose
+role, a reader given the wrong part of the event, always-allow / always-deny) are each given
+to the guard as a scripted model's answer (the model path, as a model-written program
+arrives) on a copy of the profile whose
 demonstrations keep the policy table but no usable program. A mutant is *trusted* when it
 verified and was stored, so that a later guard with no model reuses it from memory. It is
 then compared with the shipped program on every event of a generated set (each identity,
@@ -158,8 +159,22 @@ def _is_verdict(node: ast.AST) -> bool:
         node.func.id in ("allow", "deny"))  # fmt: skip
 
 
+_PARTS = {"agent_input": "agent_output", "agent_output": "agent_input"}
+
+
+def _is_event_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in _PARTS
+
+
+def _other_part(node: ast.AST) -> ast.AST:
+    """A reader given the other part of the event (the identity read from the output...)."""
+    assert isinstance(node, ast.Name)
+    return ast.Name(_PARTS[node.id], ast.Load())
+
+
 def program_mutants(code: str) -> Iterator[Mutant]:
-    """Flipped comparisons, negated conditions, dropped branches, swapped verdicts, renames."""
+    """Flipped comparisons, negated conditions, dropped branches, swapped verdicts, a reader
+    given the wrong part of the event, renamed roles, always-allow / always-deny."""
     for i, new in _each(code, lambda n: isinstance(n, ast.Compare), _flip):
         yield Mutant("flipped comparison", f"comparison {i}", new)
     for i, new in _each(code, lambda n: isinstance(n, ast.If), _negate):
@@ -170,6 +185,8 @@ def program_mutants(code: str) -> Iterator[Mutant]:
             yield Mutant("dropped branch", f"if {i} keeps its {keep} only", new)
     for i, new in _each(code, _is_verdict, _verdict):
         yield Mutant("swapped verdict", f"verdict {i}", new)
+    for i, new in _each(code, _is_event_text, _other_part):
+        yield Mutant("wrong part of the event", f"event text {i}", new)
     roles = _table_node(ast.parse(code))
     count = len(roles.value.keys) if roles is not None and isinstance(roles.value, ast.Dict) else 0
     for index in range(count):
