@@ -5,9 +5,9 @@ Usage: .venv/bin/python benchmarks/bench_mutants.py [--profile eicu-ac] [--per-r
 
 Mutants of a profile's shipped program (its access list with one cell added or removed per
 role, flipped comparisons, negated conditions, dropped branches, swapped verdicts, a renamed
-role, a reader given the wrong part of the event, always-allow / always-deny) are each given
-to the guard as a scripted model's answer (the model path, as a model-written program
-arrives) on a copy of the profile whose
+role, a reader given the wrong part of the event, always-allow / always-deny, and a reworded
+reason, which changes no decision) are each given to the guard as a scripted model's answer
+(the model path, as a model-written program arrives) on a copy of the profile whose
 demonstrations keep the policy table but no usable program. A mutant is *trusted* when it
 verified and was stored, so that a later guard with no model reuses it from memory. It is
 then compared with the shipped program on every event of a generated set (each identity,
@@ -154,6 +154,13 @@ def _verdict(node: ast.AST) -> ast.AST | None:
     return ast.Call(ast.Name("allow", ast.Load()), [reason], [])
 
 
+def _reworded(node: ast.AST) -> ast.AST:
+    """The same verdict with another reason: an equivalent mutant (verification must trust
+    it, or it refuses correct programs)."""
+    assert isinstance(node, ast.Call)
+    return ast.Call(node.func, [*node.args[:-1], ast.Constant("reworded")], node.keywords)
+
+
 def _is_verdict(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
         node.func.id in ("allow", "deny"))  # fmt: skip
@@ -185,6 +192,8 @@ def program_mutants(code: str) -> Iterator[Mutant]:
             yield Mutant("dropped branch", f"if {i} keeps its {keep} only", new)
     for i, new in _each(code, _is_verdict, _verdict):
         yield Mutant("swapped verdict", f"verdict {i}", new)
+    for i, new in _each(code, _is_verdict, _reworded):
+        yield Mutant("reworded reason", f"verdict {i}", new)
     for i, new in _each(code, _is_event_text, _other_part):
         yield Mutant("wrong part of the event", f"event text {i}", new)
     roles = _table_node(ast.parse(code))
