@@ -368,13 +368,13 @@ def main() -> int:
     by_op: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_op.setdefault(outcome.mutant.operator, []).append(outcome)
-    print(f"{'operator':<20} mutants killed equivalent survived refused-equivalent")
+    print(f"{'operator':<24} mutants killed equivalent survived refused-equivalent")
     for op, items in by_op.items():
         killed = sum(not o.trusted for o in items)
         equivalent = sum(o.trusted and o.equivalent for o in items)
         survived = [o for o in items if o.trusted and not o.equivalent]
         refused = sum(not o.trusted and o.equivalent for o in items)
-        print(f"{op:<20} {len(items):>7} {killed:>6} {equivalent:>10} {len(survived):>8} "
+        print(f"{op:<24} {len(items):>7} {killed:>6} {equivalent:>10} {len(survived):>8} "
               f"{refused:>18}")  # fmt: skip
         for o in survived:
             print(f"  SURVIVED: {o.mutant.what}")
