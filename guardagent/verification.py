@@ -22,6 +22,7 @@ from guardagent.policy.model import PolicyModel
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, Profile
 from guardagent.sandbox.dataflow import check_dataflow
+from guardagent.sandbox.policy import AST_LOCK
 from guardagent.sandbox.process import (
     ExecutionResult,
     SandboxLimits,
@@ -114,13 +115,23 @@ def run_cases(
     problems: list[str] = []
     pending = list(cases)
     batch = 4 * PARALLEL_RUNS
+    # In-process runs stay in this thread: under the GIL threads buy nothing, and CPython 3.11
+    # converts ASTs with interpreter-wide state, so readers parsing code in several threads
+    # at once can fail ("AST constructor recursion depth mismatch", python/cpython#106905).
+    # Their readers' parses also hold AST_LOCK, against other threads of the guard process.
+    in_process = runner is run_shipped_program
     with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
             run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
                           threshold=threshold, runner=runner,
                           own_verdicts=own_verdicts)  # fmt: skip
-            problems += [p for p in pool.map(run, chunk) if p is not None]
+            if in_process:
+                with AST_LOCK:
+                    found = [run(case) for case in chunk]
+            else:
+                found = list(pool.map(run, chunk))
+            problems += [p for p in found if p is not None]
             if len(problems) >= MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
                 problems.append(f"(verification stopped after {MAX_PROBLEMS} problems)")

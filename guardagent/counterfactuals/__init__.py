@@ -6,6 +6,8 @@
 - :mod:`.policy_oracle`: oracles of policy-model profiles (expected decisions from z3 on the
   trusted predicate function's values), probing with tables from :mod:`.probes` (the
   literals the model's assignment expressions compare with).
+- :mod:`.cells`: the role x table x column cells of a permission table, their probes and
+  which of them the suite covers.
 - :mod:`.suite`: the cases a program must decide right, and the request's coverage problems.
 """
 

@@ -184,3 +184,18 @@ def with_column_read(agent_output: str, table: str, column: str) -> str:
     code = f"probe_db = LoadDB({table!r})\nprobe = GetValue(probe_db, {column!r})"
     cell = json.dumps({"cell": code}, indent=0)
     return f"{agent_output.rstrip()}\n{EHR_RULE}\n{cell}\n{EHR_RULE}\n"
+
+
+def ehr_reads_output(reads: Mapping[str, list[str]]) -> str:
+    """An EHRAgent run log whose only code cell reads exactly `reads` (table -> columns).
+
+    Used where a probe must read a chosen set of columns and nothing else (the cells of a
+    permission table): the demonstration's own code is left out, so nothing it read leaks
+    into the probe. Callers still check the result with :meth:`Readers.exact`.
+    """
+    lines: list[str] = []
+    for n, (table, columns) in enumerate(sorted(reads.items())):
+        lines.append(f"db{n} = LoadDB({table!r})")
+        lines += [f"v{n}_{m} = GetValue(db{n}, {col!r})" for m, col in enumerate(columns)]
+    cell = json.dumps({"cell": "\n".join(lines)}, indent=0)
+    return f"Solution:\n{EHR_RULE}\n{cell}\n{EHR_RULE}\nTERMINATE\n"

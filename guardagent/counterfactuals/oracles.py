@@ -24,6 +24,8 @@ from typing import Any, ClassVar, NamedTuple
 
 from typing_extensions import override
 
+from guardagent.counterfactuals.cells import UNLISTED_ROLE as UNLISTED_ROLE  # re-exported
+from guardagent.counterfactuals.cells import cell_edits
 from guardagent.counterfactuals.events import (
     Event,
     Readers,
@@ -37,8 +39,6 @@ from guardagent.profiles.loader import Profile
 from guardagent.tools.compare import compare
 from guardagent.tools.verdict import Violations
 
-UNLISTED_ROLE = "unlisted role"
-"""An identity no permission table names: it may read nothing."""
 _MISSING = object()
 
 
@@ -372,17 +372,34 @@ class AccessOracle(Oracle):
                                    f"question + {text!r}", parse_question=question)  # fmt: skip
 
 
+class PermissionsOracle(AccessOracle):
+    """The access oracle of a profile's own `PERMISSIONS` table: it also probes every cell.
+
+    Each identity (and an unlisted one) reads its allowed, its denied and all columns
+    (:mod:`.cells`), once per suite; the prober of a policy model keeps to identity flips.
+    """
+
+    def __init__(self, table: Any, profile: Profile) -> None:
+        super().__init__(table, profile)
+        self._probed: set[str] = set()
+
+    @override
+    def edits(self, event: Event) -> Iterator[Edit]:
+        yield from super().edits(event)
+        yield from (Edit(what, new) for what, new in cell_edits(self, event, self._probed))
+
+
 POLICY_NAMES = ("PERMISSIONS", "RULES")
 """The literals a profile's program may hold its policy table in."""
 
 _KINDS: dict[str, tuple[type[Oracle], ...]] = {
-    "PERMISSIONS": (AccessOracle,),
+    "PERMISSIONS": (PermissionsOracle,),
     "RULES": (CategoryRulesOracle, ToolRulesOracle),
 }
 
 
 def _table_fits(kind: type[Oracle], table: Any) -> bool:
-    if kind is AccessOracle:
+    if issubclass(kind, AccessOracle):
         return isinstance(table, dict) and all(
             isinstance(cols, dict) and all(isinstance(c, list) for c in cols.values())
             for cols in table.values()

@@ -22,13 +22,15 @@ from the request's rules:
   appended to or inserted into the agent output, kept only where no reader's result changes,
   so the expected decision is the demonstration's own.
 
-Limits: edits reach only what can be regenerated exactly; the code an EHR agent ran is never
-rewritten, so access control is probed through the identity and the question, not through
-other columns; a trigger keyed to a value the program computes rather than spells as a
-literal (`chr(88) + ...`) is only caught when a probe happens to produce it; the probes are
-boundary values, not every value. The data-flow discipline (:mod:`guardagent.sandbox.dataflow`)
-keeps the raw event out of programs, so what is probed here, reader results, is everything a
-program can decide on.
+Under a `PERMISSIONS` table, each identity also reads every cell of the table and schema in
+probes whose code the guard writes (:mod:`.cells`), and a cell no case probes makes the
+request uncovered.
+
+Limits: edits reach only what can be regenerated exactly; a trigger keyed to a value the
+program computes rather than spells as a literal (`chr(88) + ...`) is only caught when a
+probe happens to produce it; the probes are boundary values, not every value. The data-flow
+discipline (:mod:`guardagent.sandbox.dataflow`) keeps the raw event out of programs, so what
+is probed here, reader results, is everything a program can decide on.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from guardagent.counterfactuals.cells import coverage, coverage_problem
 from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
@@ -46,8 +49,9 @@ from guardagent.counterfactuals.events import (
     appended,
     canonical,
 )
-from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, oracle_for
+from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, PermissionsOracle, oracle_for
 from guardagent.profiles.loader import DemoSpec, Profile
+from guardagent.sandbox.policy import AST_LOCK
 from guardagent.tools.verdict import VERDICT_NAMES, Violations
 
 MAX_TOKENS = 24
@@ -167,6 +171,11 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
             + "; ".join(repr(r) for r in missing)
             + ": add a labelled denial for each"
         )
+    if isinstance(oracle, PermissionsOracle):  # every role x table x column cell (.cells)
+        probes = [(_event(d), d.label, d.details) for d in profile.demonstrations]
+        probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
+        gap = coverage_problem(coverage(oracle.table, oracle.readers, probes))
+        problems += [gap] if gap else []
     return cases, problems
 
 
@@ -239,6 +248,12 @@ def request_suite(profile: Profile) -> Suite:
     key = suite_key(profile)
     if key in _SUITES:
         return _SUITES[key]
+    with AST_LOCK:  # the readers parse code here, in this process (see AST_LOCK)
+        _SUITES[key] = _build_suite(profile)
+    return _SUITES[key]
+
+
+def _build_suite(profile: Profile) -> Suite:
     readers = Readers(profile.tools())
     oracle = oracle_for(profile)
     cases: list[Case] = []
@@ -257,9 +272,7 @@ def request_suite(profile: Profile) -> Suite:
     texts = [("appended", PADDING), *([("inserted", " ".join(rules))] if rules else [])]
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)
-    suite = Suite(oracle.kind if oracle else "demonstrations", tuple(cases), tuple(problems))
-    _SUITES[key] = suite
-    return suite
+    return Suite(oracle.kind if oracle else "demonstrations", tuple(cases), tuple(problems))
 
 
 def program_cases(profile: Profile, code: str) -> list[Case]:
@@ -271,6 +284,11 @@ def program_cases(profile: Profile, code: str) -> list[Case]:
     trigger compared for equality or as a prefix meets it. Probed on the first denied and the
     first allowed demonstration.
     """
+    with AST_LOCK:  # the readers parse code here, in this process (see AST_LOCK)
+        return _program_cases(profile, code)
+
+
+def _program_cases(profile: Profile, code: str) -> list[Case]:
     tokens = literals(code)
     if not tokens:
         return []

@@ -477,10 +477,12 @@ def _parse(source: str) -> ast.Module | str:
         return f"source too complex or invalid to parse ({type(exc).__name__})"
 
 
-AST_LOCK = threading.Lock()
+AST_LOCK = threading.RLock()
 """Held around every parse and compile of program source in the guard process: CPython 3.11
 converts ASTs with interpreter-wide state, and two threads doing it at once can fail with
-"AST constructor recursion depth mismatch" (python/cpython#106905)."""
+"AST constructor recursion depth mismatch" (python/cpython#106905). Reentrant: verification
+holds it around the readers it runs in-process (they parse the agent's code), and a program
+run there compiles under it too."""
 
 
 @lru_cache(maxsize=128)

@@ -1,0 +1,43 @@
+"""The mutation self-test in CI (issue 34): no mutant of eicu-ac's program that changes a
+decision is trusted through the model path, and the shipped program itself is (the control).
+
+The full run is `benchmarks/bench_mutants.py`; here one mutant per operator.
+"""
+
+from __future__ import annotations
+
+from benchmarks.bench_mutants import CONTROL, Mutant, mutants, run
+from guardagent.profiles import load_profile
+
+PROGRAM = load_profile("eicu-ac").demonstrations[0].code
+
+
+def one_per_operator(found: list[Mutant]) -> list[Mutant]:
+    picked: dict[str, Mutant] = {}
+    for mutant in found:
+        picked.setdefault(mutant.operator, mutant)
+    return list(picked.values())
+
+
+def test_every_operator_makes_distinct_mutants_of_the_shipped_program():
+    found = mutants(PROGRAM, per_role=2, seed=1)
+    operators = {m.operator for m in found}
+    assert operators == {"cell added", "cell removed", "flipped comparison", "negated condition",
+                         "dropped branch", "swapped verdict", "renamed role", "always allow",
+                         "always deny", "wrong part of the event", "reworded reason"}  # fmt: skip
+    assert len({m.code for m in found}) == len(found)
+    assert all(m.code.strip() != PROGRAM.strip() for m in found)
+    assert sum(m.operator.startswith("cell") for m in found) == 2 * 2 * 3  # per role, both ways
+
+
+def test_no_mutant_that_changes_a_decision_is_trusted_and_the_control_is():
+    outcomes = run("eicu-ac", per_role=1, seed=7, only=one_per_operator)
+    control = [o for o in outcomes if o.mutant.operator == CONTROL]
+    assert len(control) == 1 and control[0].trusted and control[0].equivalent
+    [reworded] = [o for o in outcomes if o.mutant.operator == "reworded reason"]
+    assert reworded.trusted and reworded.equivalent  # no correct program is refused
+    mutated = [o for o in outcomes if o.mutant.operator not in (CONTROL, "reworded reason")]
+    assert len(mutated) == 10
+    survivors = [o.mutant.what for o in mutated if o.trusted and not o.equivalent]
+    assert survivors == []
+    assert all(not o.equivalent for o in mutated)  # each of these changes some decision
