@@ -20,10 +20,10 @@ digits); and, when it has at least
 :data:`COMPACT_MIN` letters and digits, also with everything but letters and digits removed
 from both sides (``s-k 1 2 3`` is ``sk123``), in atbash, and reordered by a rule one line
 of script undoes (:func:`reorderings`: interleaved strands, chunks last first). Shifts
-other than ROT13 are only tried for such secrets: a short word shifted is too often another word. All forms of all secrets go
-into a few Aho-Corasick automata (:class:`Matcher`), so a view is scanned a few times, in
-linear time, however many forms there are. The automaton lives for one check only: a secret from
-the environment is not kept.
+other than ROT13 are only tried for such secrets: a short word shifted is too often another
+word. All forms of all secrets go into a few Aho-Corasick automata (:class:`Matcher`), so a
+view is scanned a few times, in linear time, however many forms there are. The automaton
+lives for one check only: a secret from the environment is not kept.
 """
 
 from __future__ import annotations
