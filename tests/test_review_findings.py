@@ -544,8 +544,6 @@ def test_a_secret_sent_as_one_integer_is_found() -> None:
 # --- class 8: redirectors ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a redirector's target without a "
-                   "scheme is not judged")  # fmt: skip
 @pytest.mark.parametrize("url", [
     "https://www.google.com/url?q=evil-phish.example/login",
     "https://www.google.com/url?q=evil-phish.example",

@@ -11,6 +11,9 @@ and a rule that allows their site would let the browser go on unjudged:
   URL between ``__`` and ``__;`` (its query lands in the outer query), and v2,
   ``urldefense.proofpoint.com/v2/url?u=https-3A__evil.example_x``: ``-XX`` a byte, ``_``
   a ``/``;
+- Google's ``/url?q=`` (or ``url=``) with a target written without a scheme
+  (``q=evil-phish.example/login``): read as ``http://`` and the value, whatever its suffix
+  (a bare host in any other query is a target only when a link reader would place it);
 - Bing's click tracker, ``bing.com/ck/a?...&u=a1<base64url of the URL>``, and link
   shorteners (``t.co``, ``bit.ly``, ``lnkd.in``...): a target that cannot be read (the
   guard reads URLs case-folded, base64 is not; the shortener keeps its target).
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
 from guardagent.trace.kinds import Location
-from guardagent.trace.urls import registrable
+from guardagent.trace.urls import SCHEMES, registrable
 
 Target = str | None
 """A target URL as the redirector writes it out, or None when it cannot be read."""
@@ -129,6 +132,30 @@ def _urldefense_v2(where: Location) -> list[Target]:
     return [unquote(u.replace("_", "/").replace("-", "%")) for u in _param(where, "u")]
 
 
+_READ_ELSEWHERE = SCHEMES | {"javascript", "vbscript", "data"}
+"""Schemes :func:`~guardagent.trace.redirects.carried` reads a query piece by already."""
+
+
+def _google_url(where: Location) -> list[Target]:
+    """``/url?q=<target>`` (or ``url=``): a target without a scheme is a URL all the same.
+
+    Google sends the browser on to ``q`` (the guard cannot tell that it does not for a
+    schemeless one), so ``q=evil-phish.example/login`` is ``http://evil-phish.example/login``
+    whatever the suffix; one that does not parse so is unreadable. A target with a scheme,
+    or a path of the site (``/maps``, ``./x``, ``//host``), is read as any query piece is.
+    """
+    if not any(s[:1] == ["url"] for s in _segments(where)):
+        return []
+    out: list[Target] = []
+    for value in _param(where, "q") + _param(where, "url"):
+        text = value.strip()
+        if (not text or text[:1] in "/\\." or "://" in text
+                or text.partition(":")[0].casefold() in _READ_ELSEWHERE):  # fmt: skip
+            continue
+        out.append("http://" + text)
+    return out
+
+
 def _bing(where: Location) -> list[Target]:
     """``/ck/a?...&u=a1<base64url>``: a target that cannot be read.
 
@@ -163,6 +190,7 @@ REDIRECTORS = (
     Redirector("AMP cache", (".cdn.ampproject.org", "cdn.ampproject.org"), _amp_cache),
     Redirector("Proofpoint URL Defense v3", ("urldefense.com", "urldefense.us"), _urldefense_v3),
     Redirector("Proofpoint URL Defense v2", ("urldefense.proofpoint.com",), _urldefense_v2),
+    Redirector("Google /url", ("google.*",), _google_url),
     Redirector("Bing click tracker", ("bing.com",), _bing),
     Redirector("link shortener", SHORTENERS, _opaque),
 )
