@@ -141,14 +141,20 @@ def _google_url(where: Location) -> list[Target]:
 
     Google sends the browser on to ``q`` (the guard cannot tell that it does not for a
     schemeless one), so ``q=evil-phish.example/login`` is ``http://evil-phish.example/login``
-    whatever the suffix; one that does not parse so is unreadable. A target with a scheme,
+    whatever the suffix; one that does not parse so is unreadable. The value is decoded as
+    :func:`~guardagent.trace.redirects.carried` decodes a piece; a target with a scheme,
     or a path of the site (``/maps``, ``./x``, ``//host``), is read as any query piece is.
     """
     if not any(s[:1] == ["url"] for s in _segments(where)):
         return []
     out: list[Target] = []
     for value in _param(where, "q") + _param(where, "url"):
-        text = value.strip()
+        text = value
+        for _ in range(_DECODINGS - 1):  # as carried() decodes a piece (%253A is a colon)
+            if (decoded := unquote(text)) == text:
+                break
+            text = decoded
+        text = text.strip()
         if (not text or text[:1] in "/\\." or "://" in text
                 or text.partition(":")[0].casefold() in _READ_ELSEWHERE):  # fmt: skip
             continue
