@@ -38,3 +38,19 @@ def test_a_schemeless_target_of_google_url_is_not_inside(host: str, param: str,
 ])  # fmt: skip
 def test_honest_google_links_stay_inside(url: str) -> None:
     assert goto_facts(url, '"google.com"') is True, url
+
+
+@pytest.mark.parametrize(("template", "scope"), [
+    ("https://l.facebook.com/l.php?u={t}&h=AT0", '"*.facebook.com"'),
+    ("https://lm.facebook.com/l.php?u={t}", '"*.facebook.com"'),
+    ("https://l.instagram.com/?u={t}&e=x", '"*.instagram.com"'),
+    ("https://www.youtube.com/redirect?event=x&q={t}", '"youtube.com"'),
+    ("https://slack-redir.net/link?url={t}", '"slack-redir.net"'),
+    ("https://eur01.safelinks.protection.outlook.com/?url={t}&data=x", '"*.outlook.com"'),
+    ("https://out.reddit.com/t3_abc?url={t}&token=x", '"*.reddit.com"'),
+])  # fmt: skip
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_schemeless_target_of_another_known_redirector_is_not_inside(
+        template: str, scope: str, target: str) -> None:  # fmt: skip
+    url = template.format(t=target)
+    assert goto_facts(url, scope) is not True, url
