@@ -480,8 +480,6 @@ def test_a_compression_bomb_is_inflated_only_within_a_bound() -> None:
     assert time.perf_counter() - started < 5.0
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: interleaved or reordered spellings "
-                   "of a secret, or one number, are not read")  # fmt: skip
 @pytest.mark.parametrize(("how", "text"), [
     ("even then odd characters", KEY[0::2] + " " + KEY[1::2]),
     ("4-character chunks in reverse order", " ".join(
@@ -535,7 +533,6 @@ def test_a_secret_sent_as_a_list_of_character_codes_is_found(args: dict[str, Any
     assert got.value is True, got.detail
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a secret as one big integer")
 def test_a_secret_sent_as_one_integer_is_found() -> None:
     """int.from_bytes(key) is undone by one call. Expected: True (or open), not False."""
     got = facts([system(), user("Send Bob the report.")], "send_email",
@@ -547,8 +544,6 @@ def test_a_secret_sent_as_one_integer_is_found() -> None:
 # --- class 8: redirectors ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a redirector's target without a "
-                   "scheme is not judged")  # fmt: skip
 @pytest.mark.parametrize("url", [
     "https://www.google.com/url?q=evil-phish.example/login",
     "https://www.google.com/url?q=evil-phish.example",

@@ -17,7 +17,8 @@ Read here:
   by one, ``cGFy.dA==``); base32 (either case, each of the eight alignments); hex (both
   alignments); base85 (RFC 1924, Python's ``b85``) and Ascii85 (with or without ``<~ ~>``),
   each at the five alignments; zlib or gzip data in base64, inflated up to a bound
-  (:func:`_inflated_views`).
+  (:func:`_inflated_views`); a run of 13 or more decimal digits read as one integer, its
+  bytes big-endian and little-endian (``int.from_bytes(secret)``: :func:`integer_views`).
 
 Every decoder is linear in the text (one regex pass whose classes cannot backtrack over
 more than a few characters, a constant number of decodes a run); a decoder's output is at
@@ -51,6 +52,9 @@ _PCT_U = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
 _OCTAL = re.compile(r"\\([0-7]{1,3})")
 _QP = re.compile(r"=[0-9A-F]{2}")
 _DIGITS = re.compile(r"[0-9]+")
+_INT_RUN = re.compile(r"[0-9]{13,4000}")
+"""An integer that can hold six bytes (2**40 has 13 digits), at most 4000 digits a run (under
+Python's 4300-digit limit; converting one run is about 0.1 ms, so the pass stays linear)."""
 # runs of 6+ numbers (or hex bytes) apart by separators: one parse at each position, and a
 # failed try stops within 6 numbers, so finditer stays linear
 _CODES = re.compile(r"(?:[0-9]{1,8}[^0-9A-Za-z]{1,3}){5,}[0-9]{1,8}")
@@ -205,6 +209,22 @@ def _b85_views(text: str) -> list[str]:
     return _b85_family(_B85_RUN, base64.b85decode, text)
 
 
+def integer_views(text: str) -> list[str]:
+    """Every run of decimal digits long enough to hold a secret, read as one integer's bytes.
+
+    ``str(int.from_bytes(secret.encode(), "big"))`` is one call to undo: the run's integer
+    is written out big-endian and little-endian (a number that is not one, a card or an
+    account number, decodes to binary that no secret's form matches).
+    """
+    out: list[str] = []
+    for m in _INT_RUN.finditer(text):
+        number = int(m.group(0))
+        size = (number.bit_length() + 7) // 8
+        out.append(number.to_bytes(size, "big").decode("utf-8", "replace"))
+        out.append(number.to_bytes(size, "little").decode("utf-8", "replace"))
+    return out
+
+
 def url_views(text: str) -> list[str]:
     """The text percent-decoded once, twice, ... until it stops changing.
 
@@ -269,6 +289,7 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("base32", v) for v in _b32_views(view))
     found.extend(("hex", v) for v in hex_views(view))
     found.extend(("binary", v) for v in _binary_views(view))
+    found.extend(("one integer", v) for v in integer_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
     return found

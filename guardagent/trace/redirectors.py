@@ -11,6 +11,10 @@ and a rule that allows their site would let the browser go on unjudged:
   URL between ``__`` and ``__;`` (its query lands in the outer query), and v2,
   ``urldefense.proofpoint.com/v2/url?u=https-3A__evil.example_x``: ``-XX`` a byte, ``_``
   a ``/``;
+- Google's ``/url?q=`` (or ``url=``), Facebook's and Instagram's link shims, YouTube's,
+  Slack's and Reddit's redirects and Outlook Safe Links with a target written without a
+  scheme (``q=evil-phish.example/login``): read as ``http://`` and the value, whatever its
+  suffix (a bare host in any other query is a target only when a link reader places it);
 - Bing's click tracker, ``bing.com/ck/a?...&u=a1<base64url of the URL>``, and link
   shorteners (``t.co``, ``bit.ly``, ``lnkd.in``...): a target that cannot be read (the
   guard reads URLs case-folded, base64 is not; the shortener keeps its target).
@@ -25,12 +29,13 @@ the URL a bounded number of times.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
 from guardagent.trace.kinds import Location
-from guardagent.trace.urls import registrable
+from guardagent.trace.urls import SCHEMES, registrable
 
 Target = str | None
 """A target URL as the redirector writes it out, or None when it cannot be read."""
@@ -129,6 +134,43 @@ def _urldefense_v2(where: Location) -> list[Target]:
     return [unquote(u.replace("_", "/").replace("-", "%")) for u in _param(where, "u")]
 
 
+_READ_ELSEWHERE = SCHEMES | {"javascript", "vbscript", "data"}
+"""Schemes :func:`~guardagent.trace.redirects.carried` reads a query piece by already."""
+
+
+def _schemeless(where: Location, path: tuple[str, ...], names: tuple[str, ...]) -> list[Target]:
+    """A query redirector's target written without a scheme: a URL all the same.
+
+    Google's ``/url?q=`` (and the other query redirectors of :data:`REDIRECTORS`) sends the
+    browser on to its target (the guard cannot tell that it does not for a schemeless one),
+    so ``q=evil-phish.example/login`` is ``http://evil-phish.example/login`` whatever the
+    suffix; one that does not parse so is unreadable. Read on a path that starts with the
+    segments `path`, in the parameters `names`, each decoded as
+    :func:`~guardagent.trace.redirects.carried` decodes a piece; a target with a scheme, or
+    a path of the site (``/maps``, ``./x``, ``//host``), is read as any query piece is.
+    """
+    if not any(tuple(s[:len(path)]) == path for s in _segments(where)):
+        return []
+    out: list[Target] = []
+    for value in (v for name in names for v in _param(where, name)):
+        text = value
+        for _ in range(_DECODINGS - 1):  # as carried() decodes a piece (%253A is a colon)
+            if (decoded := unquote(text)) == text:
+                break
+            text = decoded
+        text = text.strip()
+        if (not text or text[:1] in "/\\." or "://" in text
+                or text.partition(":")[0].casefold() in _READ_ELSEWHERE):  # fmt: skip
+            continue
+        out.append("http://" + text)
+    return out
+
+
+def _query_carrier(path: tuple[str, ...], *names: str) -> Callable[[Location], list[Target]]:
+    """The reader of a redirector that carries its target in the query (:func:`_schemeless`)."""
+    return functools.partial(_schemeless, path=path, names=names)
+
+
 def _bing(where: Location) -> list[Target]:
     """``/ck/a?...&u=a1<base64url>``: a target that cannot be read.
 
@@ -163,6 +205,15 @@ REDIRECTORS = (
     Redirector("AMP cache", (".cdn.ampproject.org", "cdn.ampproject.org"), _amp_cache),
     Redirector("Proofpoint URL Defense v3", ("urldefense.com", "urldefense.us"), _urldefense_v3),
     Redirector("Proofpoint URL Defense v2", ("urldefense.proofpoint.com",), _urldefense_v2),
+    Redirector("Google /url", ("google.*",), _query_carrier(("url",), "q", "url")),
+    Redirector("Facebook link shim", ("l.facebook.com", "lm.facebook.com"),
+               _query_carrier(("l.php",), "u")),  # fmt: skip
+    Redirector("Instagram link shim", ("l.instagram.com",), _query_carrier((), "u")),
+    Redirector("YouTube redirect", ("youtube.com",), _query_carrier(("redirect",), "q")),
+    Redirector("Slack redirect", ("slack-redir.net",), _query_carrier(("link",), "url")),
+    Redirector("Outlook Safe Links", (".safelinks.protection.outlook.com",),
+               _query_carrier((), "url")),  # fmt: skip
+    Redirector("Reddit outbound", ("out.reddit.com",), _query_carrier((), "url")),
     Redirector("Bing click tracker", ("bing.com",), _bing),
     Redirector("link shortener", SHORTENERS, _opaque),
 )

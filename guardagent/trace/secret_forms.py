@@ -18,16 +18,18 @@ every Caesar shift of its letters (ROT13 is the shift by 13), also with its digi
 by the same amount, and in ROT47 (these for secrets of :data:`COMPACT_MIN` letters and
 digits); and, when it has at least
 :data:`COMPACT_MIN` letters and digits, also with everything but letters and digits removed
-from both sides (``s-k 1 2 3`` is ``sk123``). Shifts other than ROT13 are only tried for
-such secrets: a short word shifted is too often another word. All forms of all secrets go
-into a few Aho-Corasick automata (:class:`Matcher`), so a view is scanned a few times, in
-linear time, however many forms there are. The automaton lives for one check only: a secret from
-the environment is not kept.
+from both sides (``s-k 1 2 3`` is ``sk123``), in atbash, and reordered by a rule one line
+of script undoes (:func:`reorderings`: interleaved strands, chunks last first). Shifts
+other than ROT13 are only tried for such secrets: a short word shifted is too often another
+word. All forms of all secrets go into a few Aho-Corasick automata (:class:`Matcher`), so a
+view is scanned a few times, in linear time, however many forms there are. The automaton
+lives for one check only: a secret from the environment is not kept.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import unicodedata
@@ -129,6 +131,13 @@ def _rot47(text: str) -> str:
     return "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in text)
 
 
+def _atbash(text: str, digits: bool = False) -> str:
+    """Atbash: the letters of (folded, lower-case) `text` mirrored, a to z (digits 0 to 9 too)."""
+    table = str.maketrans(_LOWER + (_DIGITS if digits else ""),
+                          _LOWER[::-1] + (_DIGITS[::-1] if digits else ""))  # fmt: skip
+    return text.translate(table)
+
+
 def _label(turned: bool, by: int, digits: bool = False) -> str:
     shift = "" if by == 0 else "rot13" if by == 13 else f"caesar +{by}"
     parts = [p for p in ("reversed" if turned else "", shift, "digits too" if digits else "")
@@ -154,6 +163,39 @@ def forms(secret: str) -> Iterator[tuple[str, str, bool]]:
         if wide:  # ROT47 turns case apart: from the secret as written, then folded
             yield _label(turned, 0).rstrip(")") + (", rot47)" if turned else " (rot47)"), fold(
                 _rot47(secret.strip()[::-1] if turned else secret.strip())), False
+            for digits in (False, True):
+                parts = ["atbash"] + ["reversed"] * turned + ["digits too"] * digits
+                yield f" ({', '.join(parts)})", compact(_atbash(base, digits)), True
+    if wide:
+        yield from reorderings(norm, short)
+
+
+_STRIDES = (2, 3)
+"""Every second or third character: the strands a secret is interleaved into, in any order."""
+_CHUNKS = range(2, 9)
+"""Sizes of the chunks a secret is cut into and sent last chunk first."""
+
+
+def reorderings(norm: str, short: str) -> Iterator[tuple[str, str, bool]]:
+    """The secret's characters reordered by a rule one line of script undoes (compacted forms).
+
+    The strands of every second or third character, concatenated in each order
+    (``k[0::2] + k[1::2]``), and the secret cut into chunks of 2 to 8 characters sent last
+    chunk first; each cut from the folded secret and from its compact form (the sender may
+    have dropped the separators first). Each form is as long as the secret: no ordinary
+    text is more likely to hold one than the secret itself.
+    """
+    for base in (norm, short):
+        for stride in _STRIDES:
+            strands = [base[i::stride] for i in range(stride)]
+            for order in itertools.permutations(range(stride)):
+                yield (f" (every {stride} characters, strands in order "
+                       f"{'-'.join(str(i + 1) for i in order)})",
+                       compact("".join(strands[i] for i in order)), True)  # fmt: skip
+        for size in _CHUNKS:
+            chunks = [base[i:i + size] for i in range(0, len(base), size)]
+            yield f" ({size}-character chunks in reverse order)", compact(
+                "".join(reversed(chunks))), True
 
 
 def skeleton(folded: str) -> str:

@@ -17,7 +17,8 @@ Finding one (:func:`search_secrets`). Each argument value is read in layers
 (:func:`read_views`): as written, reversed and ROT13, then each view decoded in every way
 :func:`guardagent.trace.decoders.decodings` reads (escapes and references, character codes,
 hex bytes with any separators, percent-encoding, base64 whole, in joined groups or piece by
-piece, base32, hex, base85, Ascii85), and each decoded view that is text decoded again, to
+piece, base32, hex, base85, Ascii85, a long decimal number as one integer's bytes),
+and each decoded view that is text decoded again, to
 :data:`DEPTH` layers. Each view is folded as a reader sees it
 (:func:`guardagent.trace.secret_forms.fold`: normalised, default-ignorable code points
 removed, Unicode look-alikes read as ASCII) and searched for every form of every secret at
