@@ -166,6 +166,26 @@ def _written(path: str, value: Any) -> str:
     return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
 
 
+def _repeated(value: Any, path: str = "") -> str | None:
+    """The path of the first list in `value` holding one value twice, or None.
+
+    A yes to "May I send CHF 50 to <IBAN>?" approves one transfer; ``iban=[A, A]`` may make
+    two. Elements are compared as a key reader would at least (spaces dropped, case
+    folded), so a re-spaced or re-cased copy is a copy too (fail closed). Linear.
+    """
+    if isinstance(value, dict):
+        return next((r for k, v in value.items()
+                     if (r := _repeated(v, f"{path}.{k}" if path else str(k))) is not None),
+                    None)  # fmt: skip
+    if isinstance(value, list | tuple):
+        keys = ["".join(str(v).split()).casefold() for v in value]
+        if len(set(keys)) < len(keys):
+            return path
+        return next((r for i, v in enumerate(value)
+                     if (r := _repeated(v, f"{path}[{i}]")) is not None), None)  # fmt: skip
+    return None
+
+
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                           similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
     """The user's last message says yes to the assistant's question naming this call.
@@ -184,10 +204,20 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
     ask = _ask(call, names)
+    repeated = _repeated(call.args)
+    if repeated is not None:
+        return Fact("consent_given", False, (where,), f"the call's argument {repeated!r} is a "
+                    "list that repeats a value: a yes to a question naming it once approves "
+                    f"one action, not one per copy; {ask}")  # fmt: skip
     asker = msgs[answer.index - 1] if answer.index else None
     if asker is None or asker.role != "assistant" or asker.calls:
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip
+    if asker.unread_parts:
+        return Fact("consent_given", False, (where,), f"the assistant's message before the "
+                    f"user's last message (message {asker.index}) shows the user "
+                    f"{asker.unread_parts} part(s) besides its text (an image, a file) the "
+                    f"guard cannot read: a yes to it approves nothing; {ask} in text alone")
     final = final_question(asker.text)
     if final is None:
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
