@@ -75,6 +75,7 @@ from guardagent.trace.predicates.answer import (
 )
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.lead_ins import closing_only, without_lead_ins
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
     CallNames,
@@ -126,12 +127,16 @@ def final_question(text: str) -> str | None:
     """The question a message ends with (its last sentence, when it ends in "?"), or None.
 
     A user's yes answers the question right above it: one buried earlier in the message, or
-    followed by more text (a summary the user answered instead), is not what they said yes to.
+    followed by more text (a summary the user answered instead), is not what they said yes to;
+    an emoji or an exact closer ("Let me know.", :func:`~.lead_ins.closing_only`) is no text.
     """
     asked = questions(text)
-    if not asked or not text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+    if not asked:
         return None
-    return asked[-1]
+    if text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+        return asked[-1]
+    end = text.rfind(asked[-1]) + len(asked[-1])  # only an emoji or "Let me know." after it
+    return asked[-1] if closing_only(text[end:].lstrip(_CLOSING)) else None
 
 
 def _ask(call: ToolCall, names: CallNames) -> str:
@@ -223,7 +228,8 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
                     f"user's last message (message {asker.index}) does not end with a question "
                     f"(a yes answers the question right above it): {ask}")  # fmt: skip
-    read = [Question(final, region)]
+    verb = names.tool.split()[0] if names.tool else ""
+    read = [Question(without_lead_ins(final, verb), region)]  # "go ahead and delete" asks leave
     unclear = next((q for q in read if not plain_question(q.text, names.phrases)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
