@@ -9,7 +9,10 @@ every one of these conditions (else it does not, and the fact says which one fai
 - it comes right after an **assistant message that ends with a question** (its last
   sentence ends in ``?``; markup or quotes may close around it) and makes no call: a user
   message that answers no question never counts, nor a question buried earlier in the
-  message or followed by more text (:func:`final_question`);
+  message or followed by more text than an emoji or "Let me know." (:func:`final_question`),
+  nor one shown beside a part the guard cannot read (an image, a file:
+  ``Message.unread_parts``); courtesy lead-ins ("go ahead and delete") are dropped before
+  the question is read (:mod:`.lead_ins`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
   it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
@@ -34,11 +37,12 @@ every one of these conditions (else it does not, and the fact says which one fai
   all values (looser: for tools whose calls the user
   tells apart by either). With ``arg``, every value of that argument must be named (and the
   other arguments need not be);
-- the question asks **one thing**: no more typed values of a kind the call takes than
-  the call has, and no joining word beyond the call's own values unless the call takes a
-  list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither payment), nor, for
-  a call with values in two or more arguments, a clause separator (a comma, a line break:
-  "move planner to archive, notes to trash" approves no move); an
+- the question asks **one thing**: no list argument of the call repeats a value
+  (:func:`_repeated`: ``iban=[A, A]`` may pay twice), no more typed values of a kind the
+  call takes than the call has, and no joining word beyond the call's own values unless
+  the call takes a list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither
+  payment), nor, for a call with values in two or more arguments, a clause separator (a
+  comma, a line break: "move planner to archive, notes to trash" approves no move); an
   amount read two ways names the English reading only ("4,950" is 4950; "1.500", 1.5 or
   1500, names none: :func:`~.naming._one_request`, :func:`~.naming._plain_keys`);
 - the question is **plain**: it holds no negation, no alternative
