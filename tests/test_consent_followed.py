@@ -38,6 +38,15 @@ def test_a_noun_after_the_value_names_another_thing(frame: str, noun: str) -> No
     assert fact(asked("Yes.", question))[0].value is False, question
 
 
+@pytest.mark.parametrize("noun", NOUNS)
+def test_a_noun_after_the_value_and_the_tools_noun_names_another_thing(noun: str) -> None:
+    """"the planner project" is the project planner; "the planner project tasks" is not."""
+    for question in (f"May I delete the planner project {noun}?",
+                     f"May I delete the `planner` project's {noun}?",
+                     f"May I delete the planner project in the {noun} workspace?"):  # fmt: skip
+        assert fact(asked("Yes.", question))[0].value is False, question
+
+
 @pytest.mark.parametrize("scope", SCOPES)
 def test_a_scope_after_the_value_that_the_call_lacks_approves_nothing(scope: str) -> None:
     for question in (f"May I delete the project planner {scope}?",
@@ -63,6 +72,8 @@ def test_any_unknown_word_after_the_value_fails_closed(word: str) -> None:
     ("May I delete planner right now, please?", DELETE),
     ("May I delete the project `planner` (last used 2019)?", DELETE),
     ("May I delete **planner**?", DELETE),
+    ("Should I delete the `planner` project?", DELETE),
+    ("May I delete the planner project now?", DELETE),
     ("May I move planner to archive?",
      ToolCall("move_file", {"src": "planner", "dst": "archive"}, None, 9)),
     ("May I move planner into archive?",

@@ -8,7 +8,8 @@ to qualify another noun does (:mod:`.qualified`, which reads the words *before* 
 
 Without a parser of English this reads the word right after each whole-word occurrence of
 the value in the question as shown (its punctuation kept): the value must end its clause
-(a ``?``, a comma, a bracket, an emoji, the end), or be followed by a word of
+(a ``?``, a comma, a bracket, an emoji, the end; the tool's or an argument's name words
+passed over first: "the planner *project*?"), or be followed by a word of
 :data:`FOLLOWERS` ("now", "please", "permanently"), or by a preposition whose object is
 another of the call's own values or flags ("move planner *to* archive", "remove bob *from*
 the project planner", "delete planner *with* force"). Any other word (a noun, "in the test
@@ -83,12 +84,19 @@ def _in_word(ch: str, trailing: bool = False) -> bool:
 
 def _another_after(rest: str, passed: frozenset[str], others: frozenset[str]) -> bool:
     """Whether the text right after an occurrence names another thing or a scope."""
-    closed = rest.lstrip(_CLOSERS)
-    if rest[:2] in ("'s", "’s") or closed[:2] in ("'s", "’s"):
-        return True  # "planner's tasks": another thing's
-    stripped = closed.lstrip()
-    if not stripped or not stripped[0].isalnum():
-        return False  # the value ends its clause: "?", ",", "(", an emoji, the end
+    while True:  # each turn passes one of the tool's or arguments' name words: "planner project"
+        closed = rest.lstrip(_CLOSERS)
+        if rest[:2] in ("'s", "’s") or closed[:2] in ("'s", "’s"):
+            return True  # "planner's tasks", "the planner project's tasks": another thing's
+        stripped = closed.lstrip()
+        if not stripped or not stripped[0].isalnum():
+            return False  # the value ends its clause: "?", ",", "(", an emoji, the end
+        end = next((i for i, ch in enumerate(stripped)
+                    if not (ch.isalnum() or ch in "@._")), len(stripped))  # fmt: skip
+        word = stripped[:end].casefold()
+        if word not in passed or word in others:
+            break
+        rest = stripped[end:]
     words = words_of(stripped)
     first, second = words[0], words[1] if len(words) > 1 else ""
     if first in FOLLOWERS or first in others or (first, second) == ("for", "good"):
