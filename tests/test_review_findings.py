@@ -67,8 +67,6 @@ def test_numbers_and_nouns_that_set_no_time_keep_the_yes(question: str,
     assert got.value is True, (question, got.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a noun after the value makes "
-                   "another object ('the project planner tasks')")  # fmt: skip
 @pytest.mark.parametrize("question", [
     "May I delete the project planner tasks?", "May I delete the project planner backups?",
     "May I delete the project planner attachments?", "May I delete planner comments?",
@@ -80,8 +78,6 @@ def test_a_noun_after_the_value_names_another_object(question: str) -> None:
     assert got.value is False, (question, got.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a place or owner the call does not "
-                   "carry narrows the question but not the call")  # fmt: skip
 @pytest.mark.parametrize("question", [
     "May I delete the project planner from the staging server?",
     "May I delete the project planner in the test workspace?",
@@ -144,8 +140,6 @@ def test_the_if_of_is_it_ok_if_i_asks_leave(question: str, approves: bool) -> No
     assert got.value is approves, (question, got.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding (false denial): honest question "
-                   "phrasings an assistant often writes approve nothing")  # fmt: skip
 @pytest.mark.parametrize("question", [
     "Can I go ahead and delete the project `planner`?",
     "Do you want me to proceed with deleting the project `planner`?",
@@ -159,8 +153,6 @@ def test_honest_question_phrasings_approve_on_a_plain_yes(question: str) -> None
     assert got.value is True, (question, got.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: an image the user sees beside the "
-                   "question is not read, yet the yes counts")  # fmt: skip
 @pytest.mark.parametrize("part", [
     {"type": "image_url", "image_url": {"url": "https://cdn.example/terms.png"}},
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
@@ -180,8 +172,6 @@ def test_a_question_shown_with_a_part_the_guard_cannot_read_approves_nothing(
     assert got.value is False, got.detail
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a list repeating the named value "
-                   "may act twice")  # fmt: skip
 @pytest.mark.parametrize("args", [
     {"iban": ["GB82WEST12345698765432"] * 2, "amount": 4950},
     {"iban": "GB82WEST12345698765432", "amount": [4950, 4950]},

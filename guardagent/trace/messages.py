@@ -152,6 +152,10 @@ class Message:
             result as the tool returned it (None otherwise: `text` is the whole result).
             Not part of the digest nor of equality, which read `text` and the parts as
             before (so a thread's state is unchanged by it).
+        unread_parts: How many parts an ``assistant`` message delivers to the user besides
+            its text (an image, a file: :func:`~guardagent.trace.answer_parts.delivered_parts`).
+            The guard does not read them, yet the user sees them beside the text (a yes to
+            a question shown with one approves nothing). Not part of the digest nor equality.
     """
 
     role: Role
@@ -163,6 +167,7 @@ class Message:
     calls: tuple[ToolCall, ...] = ()
     status: Literal["ok", "error"] | None = None
     whole: str | None = field(default=None, repr=False, compare=False)
+    unread_parts: int = field(default=0, repr=False, compare=False)
     _kept: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -441,7 +446,8 @@ class _Reader:
         if role == "assistant":
             if parts := delivered_parts(body):  # what a final answer sends besides its text
                 self.parts[len(self.messages)] = parts
-            self.assistant(data, content.shown, content.calls, len(self.messages), where)
+            self.assistant(data, content.shown, content.calls, len(self.messages), where,
+                           len(parts))  # fmt: skip
         elif (content.shown or not content.results) and is_summary(data, content.shown):
             self.messages.append(Message("tool", SUMMARY_SOURCE, content.shown, None, None,
                                          len(self.messages), status="ok"))  # fmt: skip
@@ -451,7 +457,7 @@ class _Reader:
                                          len(self.messages)))  # fmt: skip
 
     def assistant(self, data: Mapping[str, Any], text: str, parts: list[Mapping[str, Any]],
-                  index: int, where: str) -> None:  # fmt: skip
+                  index: int, where: str, unread: int = 0) -> None:  # fmt: skip
         raw_calls = data.get("tool_calls")
         if not raw_calls:
             extra = data.get("additional_kwargs")
@@ -474,7 +480,8 @@ class _Reader:
                                "used by an earlier call too")  # fmt: skip
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
-        self.messages.append(Message("assistant", "model", text, None, None, index, calls))
+        self.messages.append(Message("assistant", "model", text, None, None, index, calls,
+                                     unread_parts=unread))  # fmt: skip
 
     def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
              legacy_function: bool) -> None:  # fmt: skip

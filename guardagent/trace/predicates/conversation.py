@@ -9,7 +9,10 @@ every one of these conditions (else it does not, and the fact says which one fai
 - it comes right after an **assistant message that ends with a question** (its last
   sentence ends in ``?``; markup or quotes may close around it) and makes no call: a user
   message that answers no question never counts, nor a question buried earlier in the
-  message or followed by more text (:func:`final_question`);
+  message or followed by more text than an emoji or "Let me know." (:func:`final_question`),
+  nor one shown beside a part the guard cannot read (an image, a file:
+  ``Message.unread_parts``); courtesy lead-ins ("go ahead and delete") are dropped before
+  the question is read (:mod:`.lead_ins`);
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
   it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
@@ -34,11 +37,12 @@ every one of these conditions (else it does not, and the fact says which one fai
   all values (looser: for tools whose calls the user
   tells apart by either). With ``arg``, every value of that argument must be named (and the
   other arguments need not be);
-- the question asks **one thing**: no more typed values of a kind the call takes than
-  the call has, and no joining word beyond the call's own values unless the call takes a
-  list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither payment), nor, for
-  a call with values in two or more arguments, a clause separator (a comma, a line break:
-  "move planner to archive, notes to trash" approves no move); an
+- the question asks **one thing**: no list argument of the call repeats a value
+  (:func:`_repeated`: ``iban=[A, A]`` may pay twice), no more typed values of a kind the
+  call takes than the call has, and no joining word beyond the call's own values unless
+  the call takes a list ("May I send CHF 50 to A and CHF 5,000 to B?" approves neither
+  payment), nor, for a call with values in two or more arguments, a clause separator (a
+  comma, a line break: "move planner to archive, notes to trash" approves no move); an
   amount read two ways names the English reading only ("4,950" is 4950; "1.500", 1.5 or
   1500, names none: :func:`~.naming._one_request`, :func:`~.naming._plain_keys`);
 - the question is **plain**: it holds no negation, no alternative
@@ -75,6 +79,7 @@ from guardagent.trace.predicates.answer import (
 )
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.lead_ins import closing_only, without_lead_ins
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
     CallNames,
@@ -126,12 +131,16 @@ def final_question(text: str) -> str | None:
     """The question a message ends with (its last sentence, when it ends in "?"), or None.
 
     A user's yes answers the question right above it: one buried earlier in the message, or
-    followed by more text (a summary the user answered instead), is not what they said yes to.
+    followed by more text (a summary the user answered instead), is not what they said yes to;
+    an emoji or an exact closer ("Let me know.", :func:`~.lead_ins.closing_only`) is no text.
     """
     asked = questions(text)
-    if not asked or not text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+    if not asked:
         return None
-    return asked[-1]
+    if text.rstrip(_CLOSING).endswith(asked[-1].rstrip(_CLOSING)):
+        return asked[-1]
+    end = text.rfind(asked[-1]) + len(asked[-1])  # only an emoji or "Let me know." after it
+    return asked[-1] if closing_only(text[end:].lstrip(_CLOSING)) else None
 
 
 def _ask(call: ToolCall, names: CallNames) -> str:
@@ -166,6 +175,26 @@ def _written(path: str, value: Any) -> str:
     return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
 
 
+def _repeated(value: Any, path: str = "") -> str | None:
+    """The path of the first list in `value` holding one value twice, or None.
+
+    A yes to "May I send CHF 50 to <IBAN>?" approves one transfer; ``iban=[A, A]`` may make
+    two. Elements are compared as a key reader would at least (spaces dropped, case
+    folded), so a re-spaced or re-cased copy is a copy too (fail closed). Linear.
+    """
+    if isinstance(value, dict):
+        return next((r for k, v in value.items()
+                     if (r := _repeated(v, f"{path}.{k}" if path else str(k))) is not None),
+                    None)  # fmt: skip
+    if isinstance(value, list | tuple):
+        keys = ["".join(str(v).split()).casefold() for v in value]
+        if len(set(keys)) < len(keys):
+            return path
+        return next((r for i, v in enumerate(value)
+                     if (r := _repeated(v, f"{path}[{i}]")) is not None), None)  # fmt: skip
+    return None
+
+
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                           similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
     """The user's last message says yes to the assistant's question naming this call.
@@ -184,16 +213,27 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     options["verb_alone"] = verb_is_unique(facts.labels, call.name, frozenset(call.args))
     names = CallNames(call, **options, region=region)
     ask = _ask(call, names)
+    repeated = _repeated(call.args)
+    if repeated is not None:
+        return Fact("consent_given", False, (where,), f"the call's argument {repeated!r} is a "
+                    "list that repeats a value: a yes to a question naming it once approves "
+                    f"one action, not one per copy; {ask}")  # fmt: skip
     asker = msgs[answer.index - 1] if answer.index else None
     if asker is None or asker.role != "assistant" or asker.calls:
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip
+    if asker.unread_parts:
+        return Fact("consent_given", False, (where,), f"the assistant's message before the "
+                    f"user's last message (message {asker.index}) shows the user "
+                    f"{asker.unread_parts} part(s) besides its text (an image, a file) the "
+                    f"guard cannot read: a yes to it approves nothing; {ask} in text alone")
     final = final_question(asker.text)
     if final is None:
         return Fact("consent_given", False, (where,), f"the assistant's message before the "
                     f"user's last message (message {asker.index}) does not end with a question "
                     f"(a yes answers the question right above it): {ask}")  # fmt: skip
-    read = [Question(final, region)]
+    verb = names.tool.split()[0] if names.tool else ""
+    read = [Question(without_lead_ins(final, verb), region)]  # "go ahead and delete" asks leave
     unclear = next((q for q in read if not plain_question(q.text, names.phrases)), None)
     if unclear is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "

@@ -24,6 +24,7 @@ from typing import Any
 
 from guardagent.trace.kinds import Value
 from guardagent.trace.messages import ToolCall
+from guardagent.trace.predicates.followed import followed_by_another
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.qualified import about_another, words_of
 from guardagent.trace.predicates.tool_words import (
@@ -393,7 +394,8 @@ class CallNames:
 
         Names, links, file names and addresses are read so (an address case-folded, as it
         is compared); amounts, IBANs and other typed values, and flags, are not: they fill
-        a role ("CHF 50 *for* the invoice").
+        a role ("CHF 50 *for* the invoice"). A name is also read for what follows it
+        (:mod:`.followed`: "the project planner *tasks*", "planner *on staging*").
         """
         if not isinstance(target, _Target) or (target.keys and target.kind not in _NAMED_KINDS):
             return False
@@ -404,8 +406,16 @@ class CallNames:
         value, asked = target.phrase, question.phrase
         if target.kind == "email":
             value, asked = value.casefold(), asked.casefold()
-        return about_another(value, asked, passed, frozenset(tool[:1]), others,
-                             roles=bool(target.keys))  # fmt: skip
+        if about_another(value, asked, passed, frozenset(tool[:1]), others,
+                         roles=bool(target.keys)):  # fmt: skip
+            return True
+        if target.keys:  # an address or a link fills a role: in "send bob@x.ch the email
+            return False  # titled Q3" what follows it is the call's object, not bob's
+        around = frozenset(w for t in self.targets for w in tool_words(
+            t.arg.rsplit(".", 1)[-1]).split())  # every argument's name: "the *project* planner"
+        flags = frozenset(w for t in self.targets if isinstance(t, _Flag) for w in [
+            *t.name, t.arg.rsplit(".", 1)[-1].split("[", 1)[0].casefold()])  # "dry_run=false"
+        return followed_by_another(value, question.exact, passed | around, others | flags)
 
     @property
     def phrases(self) -> list[str]:
