@@ -40,6 +40,7 @@ recipients from the user's records for anything larger.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from guardagent.trace.messages import ToolCall
@@ -155,6 +156,21 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
     direct = _direct(facts, value, before, raw)
     if direct is not None or hops <= 0:
         return direct
+    for ref, call, (phrase, refs) in designated_documents(facts, value, before, hops, via, names):
+        return f"which is from `{call.name}` of {phrase}", (ref, *refs)
+    return None
+
+
+def designated_documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
+                         via: Via = None, names: bool = False,
+                         ) -> Iterator[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
+    """Each result before `before` holding the value, of a call the user pointed at (`hops`).
+
+    In the order of the value's sources: :func:`derivation` takes the first, the document
+    predicates (:mod:`.document`) judge every one.
+    """
+    if hops <= 0:
+        return
     for ref in value.sources:
         if ref.index >= before or ref.kind not in ("trusted_tool", "untrusted_tool"):
             continue
@@ -165,9 +181,7 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
             continue
         designated = designated_call(facts, call, hops - 1, via, names)
         if designated is not None:
-            phrase, refs = designated
-            return f"which is from `{call.name}` of {phrase}", (ref, *refs)
-    return None
+            yield ref, call, designated
 
 
 def designated_call(facts: TraceFacts, call: ToolCall, hops: int,

@@ -34,7 +34,7 @@ from guardagent.trace.predicates.derived import (
     Chain,
     Via,
     derivation,
-    designated_call,
+    designated_documents,
     via_patterns,
 )
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
@@ -43,7 +43,6 @@ from guardagent.trace.predicates.provenance import describe, select_values
 from guardagent.trace.provenance import SourceRef, ValueProvenance
 from guardagent.trace.reading import readings
 from guardagent.trace.state import message_keys
-from guardagent.trace.temporal import matches
 
 _SHOWN = 40
 
@@ -55,26 +54,8 @@ def _short(text: str) -> str:
 def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
               via: Via, names: bool = False,
               ) -> list[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
-    """The designated documents that hold a value: results of calls the user pointed at.
-
-    The same walk as :func:`~guardagent.trace.predicates.derived.derivation` at its first
-    hop, but every such document, not the first one found.
-    """
-    if hops <= 0:
-        return []
-    out = []
-    for ref in value.sources:
-        if ref.index >= before or ref.kind not in ("trusted_tool", "untrusted_tool"):
-            continue
-        call = facts.trace.call_of(facts.trace.messages[ref.index])
-        if call is None or call.index >= ref.index:
-            continue
-        if via is not None and not any(matches(call, p, facts.trace, facts.labels) for p in via):
-            continue
-        chain = designated_call(facts, call, hops - 1, via, names)
-        if chain is not None:
-            out.append((ref, call, chain))
-    return out
+    """The designated documents that hold a value: results of calls the user pointed at."""
+    return list(designated_documents(facts, value, before, hops, via, names))
 
 
 def _addressed_link(facts: TraceFacts, chain: Chain) -> tuple[SourceRef, Cue] | None:
