@@ -227,3 +227,14 @@ def test_the_served_graph_reads_every_setting_the_environment_table_has(
     ctx = deployment_settings()
     assert (ctx.max_event_chars, ctx.trace_key, ctx.max_trace_bytes, ctx.trace_budget_ms,
             ctx.today) == (50, "k-123", 4096, 700, "2031-03-04")  # fmt: skip
+
+
+def test_the_readme_settings_table_lists_every_setting_the_code_reads() -> None:
+    """One table of settings in the code (`context.ENV_NAMES`), and the README's says the same."""
+    import re
+
+    from guardagent.context import ENV_NAMES
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)`", readme, flags=re.M))
+    assert set(ENV_NAMES) <= documented, sorted(set(ENV_NAMES) - documented)
