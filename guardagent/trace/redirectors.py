@@ -21,7 +21,7 @@ and a rule that allows their site would let the browser go on unjudged:
 
 :data:`REDIRECTORS` is the table: which hosts, and how the target is read. A target that
 should be there and does not decode or parse is unreadable (None), never inside a scope.
-The path is read decoded up to :data:`~guardagent.trace.redirects.MAX_DECODINGS` times, as
+The path is read decoded up to :data:`MAX_DECODINGS` times, as
 :func:`~guardagent.trace.redirects.carried` reads a path, and as the server resolves it
 (:attr:`~guardagent.trace.kinds.Location.served`). Linear: each reader splits or decodes
 the URL a bounded number of times.
@@ -39,7 +39,19 @@ from guardagent.trace.urls import SCHEMES, registrable
 
 Target = str | None
 """A target URL as the redirector writes it out, or None when it cannot be read."""
-_DECODINGS = 3  # as redirects.MAX_DECODINGS (not imported: redirects imports this module)
+MAX_DECODINGS = 3
+"""Percent-decodings of one piece (servers and redirectors that decode twice exist); the
+constant of :mod:`guardagent.trace.redirects` too, which imports this module."""
+
+
+def percent_decoded(text: str) -> str:
+    """`text` percent-decoded until it stops changing, at most ``MAX_DECODINGS - 1`` times."""
+    for _ in range(MAX_DECODINGS - 1):
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
 
 
 @dataclass(frozen=True)
@@ -73,12 +85,7 @@ def _paths(where: Location) -> list[str]:
     r"""The path decoded, as the browser sends it and as a server resolves it (``\\`` a ``/``)."""
     out: list[str] = []
     for path in (where.path, where.served):
-        for _ in range(_DECODINGS - 1):
-            decoded = unquote(path)
-            if decoded == path:
-                break
-            path = decoded
-        path = path.replace("\\", "/")
+        path = percent_decoded(path).replace("\\", "/")
         if path not in out:
             out.append(path)
     return out
@@ -153,12 +160,7 @@ def _schemeless(where: Location, path: tuple[str, ...], names: tuple[str, ...]) 
         return []
     out: list[Target] = []
     for value in (v for name in names for v in _param(where, name)):
-        text = value
-        for _ in range(_DECODINGS - 1):  # as carried() decodes a piece (%253A is a colon)
-            if (decoded := unquote(text)) == text:
-                break
-            text = decoded
-        text = text.strip()
+        text = percent_decoded(value).strip()  # as carried() decodes a piece (%253A: a colon)
         if (not text or text[:1] in "/\\." or "://" in text
                 or text.partition(":")[0].casefold() in _READ_ELSEWHERE):  # fmt: skip
             continue

@@ -44,15 +44,13 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import unquote_plus
 
 from guardagent.trace.kinds import Location, Value
 from guardagent.trace.normal import reading_form
-from guardagent.trace.redirectors import known_targets
+from guardagent.trace.redirectors import MAX_DECODINGS, known_targets, percent_decoded
 from guardagent.trace.urls import SCHEMES, parse_url, read_url
 
-MAX_DECODINGS = 3
-"""Percent-decodings of one piece (servers and redirectors that decode twice exist)."""
 MAX_DEPTH = 4
 """Levels of targets carried inside targets that are judged; a deeper one is outside."""
 MAX_TARGETS = 32
@@ -249,12 +247,7 @@ def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
 
 def _path_targets(path: str, found: list[Value | None]) -> None:
     """A URL written into the path (``/out/https://evil.example``), decoded as servers do."""
-    for _ in range(MAX_DECODINGS - 1):
-        decoded = unquote(path)
-        if decoded == path:
-            break
-        path = decoded
-    path = path.replace("\\", "/")
+    path = percent_decoded(path).replace("\\", "/")
     if path.startswith("//"):  # a server normalising the path answers Location: //host/...
         found.append(parse_url(reading_form("https:" + path), False))
     at = path.find(":/")
