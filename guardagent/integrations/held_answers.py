@@ -97,6 +97,13 @@ def request_key(state: Any, thread: str | None) -> str:
     return f"model:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
 
+def _put(table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """Store under `key`, dropping the oldest entries past :data:`_KEPT`."""
+    table[key] = value
+    while len(table) > _KEPT:
+        table.popitem(last=False)
+
+
 class HeldResponses:
     """Bounded, thread-safe tables: responses awaiting a review, answers already guarded."""
 
@@ -113,9 +120,7 @@ class HeldResponses:
     def hold(self, key: str, response: Any) -> None:
         """Keep a response while a reviewer decides on its answer."""
         with self._lock:
-            self._held[key] = response
-            while len(self._held) > _KEPT:
-                self._held.popitem(last=False)
+            _put(self._held, key, response)
 
     def release(self, key: str) -> None:
         """Forget a held response (its answer was decided)."""
@@ -125,9 +130,7 @@ class HeldResponses:
     def guarded(self, answer_key: str) -> None:
         """Note an answer the model call guarded: ``after_model`` leaves it as it is."""
         with self._lock:
-            self._guarded[answer_key] = None
-            while len(self._guarded) > _KEPT:
-                self._guarded.popitem(last=False)
+            _put(self._guarded, answer_key, None)
 
     def was_guarded(self, answer_key: str) -> bool:
         """Whether the model call guarded this answer (asked once: the note is used up)."""
