@@ -110,3 +110,24 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     preload = _run(_THIRD_PARTY, json.dumps(names))
     failures = json.loads(_run(_FORKED, json.dumps(names), preload))
     assert failures == {}, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
+
+
+# Whichever module a process imports first, the built-in toolbox is the same, in the same order:
+# the coder's prompt lists it (grouped, in registration order within a group).
+_TOOLBOX = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+from guardagent.tools.registry import DEFAULT_TOOLBOX
+print(json.dumps([[spec.name, spec.group] for spec in DEFAULT_TOOLBOX]))
+"""
+
+_FIRST_IMPORTS = ("guardagent.tools", "guardagent.readers.toolcall", "guardagent.readers",
+                  "guardagent.policy.shipped", "guardagent.tools.text", "guardagent.agent",
+                  "guardagent.tools.registry")  # fmt: skip
+
+
+def test_the_builtin_toolbox_does_not_depend_on_the_first_import() -> None:
+    listings = {first: json.loads(_run(_TOOLBOX, first)) for first in _FIRST_IMPORTS}
+    expected = listings["guardagent.tools"]
+    assert len(expected) >= 20
+    assert {first: listing for first, listing in listings.items() if listing != expected} == {}
