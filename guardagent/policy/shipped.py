@@ -23,7 +23,6 @@ from typing import Any
 from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.readers.evidence import unreadable
 from guardagent.tools.compare import compare
-from guardagent.tools.registry import guard_tool
 
 EICU_ROLES = {
     "physician": "role_is_physician",
@@ -60,7 +59,6 @@ def _negated(value: bool | None) -> bool | None:
     return None if value is None else not value
 
 
-@guard_tool(group="policy")
 def eicu_ac_predicates(role: str, accessed: dict[str, list[str]]) -> dict[str, bool | None]:
     """Predicates of the `eicu-ac` policy model for one EHRAgent event.
 
@@ -87,7 +85,6 @@ def eicu_ac_predicates(role: str, accessed: dict[str, list[str]]) -> dict[str, b
     return values
 
 
-@guard_tool(group="policy")
 def mind2web_sc_predicates(category: str, user_info: dict[str, Any]) -> dict[str, bool | None]:
     """Predicates of the `mind2web-sc` policy model for one SeeAct event.
 
@@ -131,7 +128,6 @@ def _any_call(calls: list[dict[str, Any]], tool: str, arg: str, op: str,
     return found
 
 
-@guard_tool(group="policy")
 def tool_calls_predicates(
     calls: list[dict[str, Any]] | dict[str, Any], user_info: dict[str, Any]
 ) -> dict[str, bool | None]:

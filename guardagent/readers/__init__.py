@@ -11,7 +11,8 @@ through :func:`guardagent.readers.evidence.unreadable`, which makes the run deny
 - :mod:`.call_values`: a call's category and amount arguments, as the shop and bank read them.
 - :mod:`.user_facts`: the host's `User information:` block.
 
-Importing this package registers the readers in the default toolbox.
+Importing this package registers nothing: :mod:`guardagent.tools.builtins` lists the readers
+the default toolbox holds.
 """
 
 from guardagent.readers import call_values, ehragent, seeact, toolcall, user_facts  # noqa: F401

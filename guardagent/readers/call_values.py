@@ -32,7 +32,6 @@ from decimal import Decimal
 from typing import Any
 
 from guardagent.tools.compare import normalise_text
-from guardagent.tools.registry import guard_tool
 
 ALCOHOL = "alcohol"
 
@@ -159,7 +158,6 @@ def _kind(arg: str) -> str | None:
     return None
 
 
-@guard_tool(group="toolcalls")
 def read_call_args(calls: list[dict[str, Any]] | dict[str, Any]) -> list[dict[str, Any]]:
     """Every call with its category and amount arguments read as the shop and bank read them.
 

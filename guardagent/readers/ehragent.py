@@ -38,7 +38,6 @@ from guardagent.readers.ehr_sql import sql_reads
 from guardagent.readers.ehr_text import lift_raw_sql, parses
 from guardagent.readers.eicu_schema import EICU_PRIMARY_KEYS, EICU_SCHEMA
 from guardagent.readers.evidence import unreadable
-from guardagent.tools.registry import guard_tool
 
 __all__ = [
     "EICU_PRIMARY_KEYS",
@@ -94,7 +93,6 @@ class CodeBlock:
 # --------------------------------------------------------------------------- agent input
 
 
-@guard_tool(group="ehr")
 def parse_identity(agent_input: str) -> str:
     r"""The user's role, read from the `Identity:` line of the agent input.
 
@@ -119,7 +117,6 @@ def parse_identity(agent_input: str) -> str:
     unreadable("no_identity", "the agent input has no 'Identity:' line naming the user's role")
 
 
-@guard_tool(group="ehr")
 def parse_question(agent_input: str) -> str:
     r"""The user's question: the text after `Question:` in the agent input.
 
@@ -499,7 +496,6 @@ def code_blocks(agent_output: str) -> list[CodeBlock]:
     return sorted([*blocks, *lines.blocks], key=lambda b: b.line)
 
 
-@guard_tool(group="ehr")
 def ehr_code(agent_output: str) -> str:
     """All the code of an EHRAgent output, every block in order (retries included).
 
@@ -519,7 +515,6 @@ def ehr_code(agent_output: str) -> str:
     return "\n".join(f"# --- {b.where} ({b.language})\n{b.text}" for b in blocks)
 
 
-@guard_tool(group="ehr")
 def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
     """Tables and columns EHRAgent's code reads, from every code block of its output.
 

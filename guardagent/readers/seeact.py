@@ -19,7 +19,6 @@ import re
 from guardagent.readers.evidence import unreadable
 from guardagent.readers.user_facts import USER_INFO_LABEL
 from guardagent.readers.web_categories import categorize
-from guardagent.tools.registry import guard_tool
 
 _TASK = "task"
 # A key of the final answer and its separator. A fixed alternation and no nested or
@@ -29,7 +28,6 @@ _TRIM = " \t\"'*_`,;|{}"
 _LETTER = re.compile(r"[(\[]?([A-Za-z]{1,2})[)\].:]?")
 
 
-@guard_tool(group="web")
 def parse_task(agent_input: str) -> str:
     r"""Return the user's task from a web agent's input.
 
@@ -92,7 +90,6 @@ def _answers(lines: list[str]) -> list[dict[str, str]]:
     return [r for r in records if "action" in r]
 
 
-@guard_tool(group="web")
 def seeact_final_action(agent_output: str) -> dict[str, str]:
     """Return SeeAct's final action: the LAST ``ELEMENT: / ACTION: / VALUE:`` answer.
 
@@ -131,7 +128,6 @@ def seeact_final_action(agent_output: str) -> dict[str, str]:
     }
 
 
-@guard_tool(group="web")
 def web_action_category(task: str, final_action: dict[str, str]) -> str:
     """Return which safety category a web agent's action falls under.
 

@@ -90,7 +90,6 @@ from typing import Any
 import re2
 
 from guardagent.readers.evidence import unreadable
-from guardagent.tools.registry import guard_tool
 
 MAX_FAILED_CANDIDATES = 4096
 """Object starts where JSON decoding may fail before the output counts as hostile."""
@@ -420,7 +419,6 @@ def _read_text(text: str, depth: int, scan: _Scan) -> None:
     _check_markers(text, _merge(blocks + decoded))
 
 
-@guard_tool(group="toolcalls")
 def parse_tool_calls(agent_output: str) -> list[dict[str, Any]]:
     """Return EVERY tool call the agent output is about to make: ``[{"name", "args"}, ...]``.
 
@@ -462,7 +460,6 @@ def parse_tool_calls(agent_output: str) -> list[dict[str, Any]]:
     return list(scan.calls.values())
 
 
-@guard_tool(group="toolcalls")
 def parse_tool_call(agent_output: str) -> dict[str, Any]:
     """Return the ONE pending tool call of the output: ``{"name": str, "args": dict}``.
 

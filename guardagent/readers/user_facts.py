@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
-from guardagent.tools.registry import guard_tool
-
 USER_INFO_LABEL = re.compile(r"user\s*info(?:rmation)?\s*:", re.I)
 _PAIR = re.compile(
     r"""["']?(?P<key>[A-Za-z_][A-Za-z0-9_ \-]*?)["']?\s*[:=]\s*"""
@@ -109,7 +107,6 @@ def host_facts() -> dict[str, Any] | None:
     return None if facts is None else copy.deepcopy(facts)
 
 
-@guard_tool(group="facts")
 def parse_user_info(agent_input: str) -> dict[str, Any]:
     """Return the user's facts: the host's structured facts, else the input's text block.
 

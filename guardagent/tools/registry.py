@@ -6,7 +6,9 @@ what the LLM is told and what the sandbox binds can never drift apart.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -54,12 +56,17 @@ class Toolbox:
         for spec in specs:
             self._add(spec)
 
+    def _table(self) -> dict[str, ToolSpec]:
+        """The entries, for every read and write (the default toolbox loads its built-ins here)."""
+        return self._specs
+
     def _add(self, spec: ToolSpec) -> None:
         if not spec.name.isidentifier() or spec.name.startswith("_"):
             raise ValueError(f"toolbox name {spec.name!r} must be a public Python identifier")
-        if spec.name in self._specs and self._specs[spec.name].func is not spec.func:
+        table = self._table()
+        if spec.name in table and table[spec.name].func is not spec.func:
             raise ValueError(f"toolbox already has a function named {spec.name!r}")
-        self._specs[spec.name] = spec
+        table[spec.name] = spec
 
     @overload
     def register(self, func: F, *, name: str | None = None, group: str = "custom") -> F: ...
@@ -88,49 +95,79 @@ class Toolbox:
     def subset(self, names: Iterable[str]) -> Toolbox:
         """A toolbox holding only `names`, in that order; unknown names are an error."""
         names = list(names)
-        missing = [n for n in names if n not in self._specs]
+        missing = [n for n in names if n not in self._table()]
         if missing:
-            known = ", ".join(sorted(self._specs))
+            known = ", ".join(sorted(self._table()))
             raise KeyError(f"unknown toolbox function(s) {missing}; known: {known}")
-        return Toolbox(self._specs[n] for n in names)
+        return Toolbox(self._table()[n] for n in names)
 
     def merged(self, other: Toolbox) -> Toolbox:
         """Entries of this toolbox, then those of `other` it does not already hold."""
-        return Toolbox([*self, *(s for s in other if s.name not in self._specs)])
+        return Toolbox([*self, *(s for s in other if s.name not in self._table())])
 
     @property
     def names(self) -> frozenset[str]:
         """Every name a program must not rebind."""
-        return frozenset(self._specs)
+        return frozenset(self._table())
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """Name -> implementation, for binding into the sandbox."""
-        return {n: s.func for n, s in self._specs.items()}
+        return {n: s.func for n, s in self._table().items()}
 
     def function(self, name: str) -> Callable[..., Any] | None:
         """The implementation registered under `name`, or None."""
-        spec = self._specs.get(name)
+        spec = self._table().get(name)
         return None if spec is None else spec.func
 
     def describe(self) -> str:
         """The toolbox listing for the coder prompt: signature and docstring of each entry."""
         blocks = []
-        for spec in sorted(self._specs.values(), key=lambda s: s.group):
+        for spec in sorted(self._table().values(), key=lambda s: s.group):
             doc = "\n".join("    " + line for line in spec.doc.splitlines())
             blocks.append(f"{spec.signature}\n{doc}")
         return "\n\n".join(blocks)
 
     def __iter__(self) -> Iterator[ToolSpec]:
-        return iter(self._specs.values())
+        return iter(self._table().values())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return name in self._table()
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._table())
 
 
-DEFAULT_TOOLBOX = Toolbox()
+class _DefaultToolbox(Toolbox):
+    """The default toolbox: the built-ins of :mod:`guardagent.tools.builtins`, added on first use.
+
+    Not at import: the built-ins live in modules (the readers, the policy predicates) that
+    import this one, so filling the toolbox while they load would read half-made modules, and
+    registering each where it is defined made the order (the coder's listing) follow whichever
+    module a process imported first. The first read or registration loads them all, in the
+    list's order, before anything else; a user's :func:`guard_tool` functions come after.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.RLock()
+        self._state = "empty"  # -> "loading" (this thread, re-entered) -> "loaded"
+
+    def _table(self) -> dict[str, ToolSpec]:
+        if self._state != "loaded":
+            with self._lock:  # another thread's load finishes before this one reads
+                if self._state == "empty":
+                    self._state = "loading"
+                    try:
+                        builtins = importlib.import_module("guardagent.tools.builtins")
+                        builtins.register_builtins(self)
+                        self._state = "loaded"
+                    finally:
+                        if self._state == "loading":
+                            self._state = "empty"  # failed: the next use tries again
+        return self._specs
+
+
+DEFAULT_TOOLBOX: Toolbox = _DefaultToolbox()
 """Every built-in function plus whatever users register with :func:`guard_tool`."""
 
 

@@ -11,10 +11,8 @@ from functools import partial
 from typing import Any
 
 from guardagent.tools.compare import compare, unmet_requirements
-from guardagent.tools.registry import guard_tool
 
 
-@guard_tool(group="ehr")
 def check_access(accessed: dict[str, list[str]],
                  permissions: dict[str, list[str]]) -> dict[str, list[str]]:
     """The accessed columns that the permissions do not allow.
@@ -38,7 +36,6 @@ def check_access(accessed: dict[str, list[str]],
     return denied
 
 
-@guard_tool(group="web")
 def check_rules(user_info: dict[str, Any], category: str, rules: list[dict[str, Any]]) -> list[str]:
     """Return the violation texts of the rules for `category` that the user does not meet.
 
@@ -85,7 +82,6 @@ def _applies(call: dict[str, Any], rule: dict[str, Any]) -> bool:
     return True
 
 
-@guard_tool(group="toolcalls")
 def check_tool_rules(
     call: dict[str, Any] | list[dict[str, Any]],
     user_info: dict[str, Any],

@@ -24,8 +24,6 @@ from typing import Any
 
 import re2
 
-from guardagent.tools.registry import guard_tool
-
 MAX_PATTERN_CHARS = 2_000
 """Longest pattern accepted."""
 MAX_TEXT_CHARS = 4_000_000
@@ -77,7 +75,6 @@ def _groups(match: Any) -> list[str]:
     return [match.group(0), *(g if g is not None else "" for g in match.groups())]
 
 
-@guard_tool(group="text")
 def re_search(pattern: str, text: str, ignore_case: bool = False) -> list[str] | None:
     """The first match of an RE2 pattern anywhere in `text`, or None.
 
@@ -92,14 +89,12 @@ def re_search(pattern: str, text: str, ignore_case: bool = False) -> list[str] |
     return None if match is None else _groups(match)
 
 
-@guard_tool(group="text")
 def re_fullmatch(pattern: str, text: str, ignore_case: bool = False) -> list[str] | None:
     """Like `re_search`, but the pattern must match the whole of `text`; None otherwise."""
     match = _regex("re_fullmatch", pattern, text, ignore_case).fullmatch(text)
     return None if match is None else _groups(match)
 
 
-@guard_tool(group="text")
 def re_findall(
     pattern: str, text: str, ignore_case: bool = False
 ) -> list[str] | list[list[str]]:
@@ -157,7 +152,6 @@ def _check_template(template: str) -> int:
     return fields
 
 
-@guard_tool(group="text")
 def format_text(template: str, *args: Any, **kwargs: Any) -> str:
     """`template.format(*args, **kwargs)` for plain fields only (the sandbox has no `.format`).
 
