@@ -36,7 +36,8 @@ guard's working keys (a program, its source, an execution) starts no decision fr
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
@@ -98,6 +99,27 @@ def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     return builder.compile(name="guardagent")
 
 
-graph = served_graph()
+@cache
+def make_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The served graph, compiled on the first call and then kept: `langgraph.json`'s factory.
 
-__all__ = ["graph", "served_graph", "settings"]
+    LangGraph's server calls a factory it finds in `langgraph.json` when it needs the graph
+    (each run, each schema read), so compiling here rather than at import keeps importing
+    this module cheap and free of the graph; `cache` makes every call after the first return
+    the same compiled graph. The settings above are still checked at import (a bad value fails
+    the server's start).
+    """
+    return served_graph()
+
+
+if TYPE_CHECKING:
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "graph":  # `server.py:graph`, the name deployments used before the factory
+        return make_graph()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["graph", "make_graph", "served_graph", "settings"]
