@@ -12,15 +12,18 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.servers import free_port
+from tests.servers import wait_ready as wait_ready_at
+
+__all__ = ["free_port"]  # re-exported: the service tests import it from here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,12 +42,6 @@ def pg_bin() -> Path | None:
         if (Path(folder) / "initdb").is_file() and (Path(folder) / "pg_ctl").is_file():
             return Path(folder)
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _run_as() -> tuple[int, int] | None:
@@ -140,18 +137,7 @@ def start_replica(port: int, env: Mapping[str, str], log: Path) -> subprocess.Po
 
 def wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float = 60) -> None:
     """Until `/readyz` answers 200; fails with the replica's log if it exits or stays down."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"replica exited {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"replica not ready in {timeout} s: {log.read_text()[-2000:]}")
+    wait_ready_at(f"http://127.0.0.1:{port}/readyz", proc, log, timeout=timeout)
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 30) -> int:

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_langgraph_dev import _group_members
+from tests.servers import free_port, stop_group, wait_ready
 
 CHROMA = Path(sys.executable).parent / "chroma"
 REPO = Path(__file__).resolve().parent.parent
@@ -51,15 +47,9 @@ print(json.dumps({"count": store.count(),
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def chroma_url(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "chroma.log").open("wb")
     proc = subprocess.Popen(
         [str(CHROMA), "run", "--path", str(tmp_path / "db"), "--host", "127.0.0.1",
@@ -69,32 +59,12 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma exited: {(tmp_path / 'chroma.log').read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"chroma not ready: {(tmp_path / 'chroma.log').read_text()}")
-            time.sleep(0.2)
+        wait_ready(f"{url}/api/v2/heartbeat", proc, tmp_path / "chroma.log", timeout=30)
         yield url
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+        left = stop_group(proc)
         log.close()
-        deadline = time.monotonic() + 10
-        while _group_members(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _group_members(proc.pid), "chroma left processes behind"
+        assert not left, "chroma left processes behind"
 
 
 KEY = "shared-memory key of this deployment (test)"

@@ -15,15 +15,14 @@ import asyncio
 import json
 import os
 import subprocess
-import time
-import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.pg_server import PostgresUnavailable, free_port, running_postgres, stop
+from tests.pg_server import PostgresUnavailable, running_postgres, stop
+from tests.servers import free_port, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -37,16 +36,7 @@ OUTPUT = ("(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <button 
 
 
 def _wait(url: str, proc: Any, log: Path) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text()[-2000:])
-        try:
-            with urllib.request.urlopen(url + "/ok", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(log.read_text()[-2000:])
+    wait_ready(url + "/ok", proc, log, timeout=90, ready=lambda status: True)
 
 
 @pytest.mark.skipif(not PYTHON, reason="set GUARDAGENT_LANGGRAPH_API_PYTHON to the Python of an "

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +17,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.openai_stub import OpenAIStub
+from tests.servers import free_port, stop_group, wait_ready
 from tests.test_graph_llm import HOTEL_INPUT, HOTEL_OUTPUT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,45 +25,9 @@ DEPLOYMENT_KEY = "sk-deployment-secret-0f1e"
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _group_members(pgid: int) -> list[int]:
-    """PIDs whose process group is `pgid` (read from /proc, so zombies count too)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ...
-            members.append(int(entry.name))
-    return members
-
-
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the server's whole process group, SIGKILL what is left after 15 s."""
-    pgid = proc.pid  # start_new_session=True: the server leads its own group
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(pgid, signal.SIGKILL)
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 10
-    while _group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = _group_members(pgid)
-    if left:
-        os.killpg(pgid, signal.SIGKILL)
+    left = stop_group(proc)
     assert not left, f"langgraph dev left processes behind: {left}"
 
 
@@ -74,7 +35,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One server for the module; its deployment settings are its environment."""
     tmp_path = tmp_path_factory.mktemp("langgraph-dev")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1",
            "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory"), "NO_PROXY": "127.0.0.1,localhost",
            "OPENAI_API_KEY": DEPLOYMENT_KEY}
@@ -89,19 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 45
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited: {(tmp_path / 'server.log').read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev not ready: {(tmp_path / 'server.log').read_text()}")
-            time.sleep(0.2)
+        wait_ready(f"{url}/ok", proc, tmp_path / "server.log", timeout=45)
         yield url
     finally:
         _stop(proc)

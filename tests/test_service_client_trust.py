@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +27,7 @@ from click.testing import CliRunner
 from guardagent.cli import main
 from guardagent.service.client import GuardClient, ServiceError
 from tests.pg_server import free_port, stop
+from tests.servers import wait_ready
 
 STUB = r"""
 import json, sys
@@ -73,14 +73,8 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", STUB, str(port), str(answer)])
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "stub not up"
-                time.sleep(0.05)
+        wait_ready(f"http://127.0.0.1:{port}/", proc, timeout=30, ready=lambda status: True,
+                   poll=0.05)
 
         def answers(status: int, body: Any) -> None:
             answer.write_text(json.dumps([status, json.dumps(body)]))
