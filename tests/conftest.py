@@ -17,9 +17,12 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
+
+from tests.guards import MakeGuard
 
 _KEPT = {"GUARDAGENT_DATA", "GUARDAGENT_LANGGRAPH_API_PYTHON", "GUARDAGENT_PG_BIN",
          "GUARDAGENT_PARITY_STEP"}  # fmt: skip
@@ -48,3 +51,39 @@ def _clear_derived() -> None:
     derived = sys.modules.get("guardagent.counterfactuals.derived")  # not imported: holds none
     if derived is not None:
         derived.clear_derived()
+
+
+@pytest.fixture(scope="module")
+def make_guard(tmp_path_factory: pytest.TempPathFactory) -> MakeGuard:
+    """The one way a test module builds its `guard` fixture.
+
+    Args of the returned function:
+        profile: A profile name or path; `None` with `files`, the folder they are written to;
+            `None` without, the trace tests' profile (:func:`tests.test_trace_wiring.trace_profile`,
+            every predicate a trace predicate) in a fresh folder.
+        trace_key: The deployment's key for signed thread state.
+        files: Profile files (`policy.yaml`, `profile.yaml`, ...) to write to a fresh folder.
+        own_memory: A fresh memory folder for this guard, not the tests' shared one.
+    """
+    from guardagent.agent import GuardAgent
+
+    def make(
+        profile: str | Path | None = None,
+        *,
+        trace_key: str | None = None,
+        files: Mapping[str, str] | None = None,
+        own_memory: bool = False,
+    ) -> GuardAgent:
+        if files is not None:
+            root = tmp_path_factory.mktemp("profile")
+            for name, text in files.items():
+                (root / name).write_text(text, encoding="utf-8")
+            profile = root if profile is None else profile
+        if profile is None:
+            from tests.test_trace_wiring import trace_profile
+
+            profile = trace_profile(tmp_path_factory.mktemp("p"))
+        memory = str(tmp_path_factory.mktemp("memory")) if own_memory else None
+        return GuardAgent(profile=str(profile), trace_key=trace_key, memory_dir=memory)
+
+    return make

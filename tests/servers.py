@@ -35,9 +35,14 @@ def _tail(log: Path | None) -> str:
     return log.read_text(errors="replace")[-2000:]
 
 
-def wait_ready(url: str, proc: subprocess.Popen[Any], log: Path | None = None,
-               timeout: float = 60, ready: Callable[[int], bool] = lambda status: status == 200,
-               poll: float = 0.1) -> None:  # fmt: skip
+def wait_ready(
+    url: str,
+    proc: subprocess.Popen[Any],
+    log: Path | None = None,
+    timeout: float = 60,
+    ready: Callable[[int], bool] = lambda status: status == 200,
+    poll: float = 0.1,
+) -> None:
     """Until GET `url` answers with a status `ready` accepts.
 
     Raises:

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from guardagent import GuardAgent
 from guardagent.integrations.events import tool_call_event
 from guardagent.readers.call_values import place_category, read_amount, read_call_args
+from tests.guards import MakeGuard
 
 
 @pytest.fixture(scope="module", params=["tool-calls", "tool-calls-policy"])
-def guard(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile=request.param, memory_dir=str(tmp_path_factory.mktemp("m")))
+def guard(request: pytest.FixtureRequest, make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(request.param, own_memory=True)
 
 
 def _decide(guard: GuardAgent, name: str, args: dict[str, Any], user: dict[str, Any]) -> Any:

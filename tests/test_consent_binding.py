@@ -16,7 +16,8 @@ from guardagent.agent import GuardAgent
 from guardagent.trace import Consent, parse_trace
 from guardagent.trace.predicates.ledger import LEDGER_FIELD, read_ledger
 from guardagent.trace.state import verify
-from tests.test_trace_wiring import TRACES, trace_profile
+from tests.guards import MakeGuard
+from tests.test_trace_wiring import TRACES
 from tests.trace_helpers import twin_analyze as analyze
 
 KEY = "deployment secret"
@@ -24,8 +25,8 @@ ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile=str(trace_profile(tmp_path_factory.mktemp("p"))), trace_key=KEY)
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(trace_key=KEY)
 
 
 def payment() -> dict[str, Any]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from guardagent import GuardAgent
@@ -11,6 +9,7 @@ from guardagent.readers.ehragent import ehr_accessed_columns
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.tools.rules import check_access
 from tests.corpus.ehr_evasions import EVASIONS
+from tests.guards import MakeGuard
 
 ADMIN = "Identity: general administration\nQuestion: what was the last bun value of patient 1?"
 PERMISSIONS = {"cost": ["uniquepid", "patienthealthsystemstayid", "eventtype", "eventid",
@@ -31,8 +30,8 @@ def test_reader_denies(name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: Any) -> GuardAgent:
-    return GuardAgent(profile="eicu-ac", memory_dir=str(tmp_path_factory.mktemp("memory")))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("eicu-ac", own_memory=True)
 
 
 @pytest.mark.parametrize("name", sorted(EVASIONS))

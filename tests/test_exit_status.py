@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from guardagent.cli import main
+from tests.guards import MakeGuard
 
 HERE = Path(__file__).parent
 NURSE_IN = "Identity: nursing\nQuestion: what is the cost of the last stay of patient 001-1?"
@@ -218,10 +219,8 @@ def test_ctrl_c_during_eval_start_up_exits_130(tmp_path: Path, where: str) -> No
 
 
 @pytest.fixture(scope="module")
-def guard() -> object:
-    from guardagent import GuardAgent
-
-    return GuardAgent(profile="mind2web-sc")
+def guard(make_guard: MakeGuard) -> object:
+    return make_guard("mind2web-sc")
 
 
 @pytest.mark.parametrize(("limit", "input_chars", "output_chars"), [

@@ -21,8 +21,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _fresh(code: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=REPO, timeout=300, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     return out.stdout.strip().splitlines()[-1]
 

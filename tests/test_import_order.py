@@ -80,8 +80,11 @@ def package_modules() -> list[str]:
     """
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if any(not (folder / "__init__.py").is_file()
-               for folder in path.parents if folder.is_relative_to(PACKAGE)):  # fmt: skip
+        if any(
+            not (folder / "__init__.py").is_file()
+            for folder in path.parents
+            if folder.is_relative_to(PACKAGE)
+        ):
             continue
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
@@ -92,8 +95,15 @@ def package_modules() -> list[str]:
 
 def _run(script: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                         env=env, cwd=ROOT, timeout=600, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     return out.stdout.strip().splitlines()[-1]
 
@@ -121,9 +131,15 @@ from guardagent.tools.registry import DEFAULT_TOOLBOX
 print(json.dumps([[spec.name, spec.group] for spec in DEFAULT_TOOLBOX]))
 """
 
-_FIRST_IMPORTS = ("guardagent.tools", "guardagent.readers.toolcall", "guardagent.readers",
-                  "guardagent.policy.shipped", "guardagent.tools.text", "guardagent.agent",
-                  "guardagent.tools.registry")  # fmt: skip
+_FIRST_IMPORTS = (
+    "guardagent.tools",
+    "guardagent.readers.toolcall",
+    "guardagent.readers",
+    "guardagent.policy.shipped",
+    "guardagent.tools.text",
+    "guardagent.agent",
+    "guardagent.tools.registry",
+)
 
 
 def test_the_builtin_toolbox_does_not_depend_on_the_first_import() -> None:

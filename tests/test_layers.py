@@ -18,10 +18,19 @@ REPO = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-@pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter (the dev extra) is not installed")
+@pytest.mark.skipif(
+    not LINT_IMPORTS.exists(), reason="import-linter (the dev extra) is not installed"
+)
 def test_the_import_contracts_are_kept() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(REPO / "pyproject.toml")],
-                         capture_output=True, text=True, env=env, cwd=REPO, timeout=600, check=False)
+    out = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(REPO / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert "3 kept, 0 broken" in out.stdout

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from guardagent.trace import Labels, analyze, parse_trace
+from tests.guards import MakeGuard
 from tests.trace_helpers import call, user
 from tests.trace_helpers import result as tool
 
@@ -160,11 +161,8 @@ ATTACK = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from guardagent.agent import GuardAgent
-    from tests.test_trace_wiring import trace_profile
-
-    return GuardAgent(profile=str(trace_profile(tmp_path_factory.mktemp("p"))), trace_key=KEY)
+def guard(make_guard: MakeGuard) -> Any:
+    return make_guard(trace_key=KEY)
 
 
 def payment(call_id: str = "c2") -> dict[str, Any]:

@@ -21,8 +21,8 @@ from langchain_core.tools import tool
 
 from guardagent.agent import GuardAgent
 from guardagent.trace import parse_trace
+from tests.guards import MakeGuard
 from tests.scripted import ScriptedChatModel
-from tests.test_trace_wiring import trace_profile
 
 PREFIX = "Here is a summary of the conversation to date:\n\n"
 KEY = "deployment secret"
@@ -120,8 +120,8 @@ TAILS: list[list[Any]] = [
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile=str(trace_profile(tmp_path_factory.mktemp("p"))), trace_key=KEY)
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(trace_key=KEY)
 
 
 @pytest.mark.parametrize("tail", range(len(TAILS)))

@@ -26,9 +26,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from guardagent.agent import GuardAgent
 from guardagent.integrations import GuardAgentMiddleware
 from guardagent.integrations.middleware import _newest_trace
+from tests.guards import MakeGuard
 from tests.scripted import ScriptedChatModel
 from tests.test_summaries import PREFIX, lc_dict, lc_object, openai_user
-from tests.test_trace_wiring import trace_profile
 
 KEY = "deployment secret"
 RENT = {"iban": "CH9300762011623852957", "amount": 1850, "subject": "Rent May"}
@@ -68,8 +68,8 @@ FORMS: list[Callable[[str], Any]] = [lc_object, lc_dict, openai_user]
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile=str(trace_profile(tmp_path_factory.mktemp("p"))), trace_key=KEY)
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(trace_key=KEY)
 
 
 def _state(guard: GuardAgent, messages: list[Any]) -> dict[str, Any]:

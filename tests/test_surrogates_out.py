@@ -20,6 +20,7 @@ from guardagent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.trace.predicates.ledger import read_ledger
 from guardagent.trace.state import TraceIndex
+from tests.guards import MakeGuard
 
 LONE = ["\ud800", "\udfff", "\udc80", "\ud83d", "\ude00", "\ude00\ud83d"]
 TEXTS = st.text(alphabet=st.characters(codec=None, categories=None), max_size=40)
@@ -75,9 +76,8 @@ def _trace(result: str, to: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile="assistant-trace", trace_key="k" * 32,
-                      memory_dir=str(tmp_path_factory.mktemp("m")))  # fmt: skip
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("assistant-trace", trace_key="k" * 32, own_memory=True)
 
 
 @pytest.mark.parametrize("lone", LONE)

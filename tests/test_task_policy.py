@@ -22,6 +22,7 @@ from guardagent.agent import GuardAgent
 from guardagent.policy import task as task_module
 from guardagent.policy.task import TaskPolicy, TaskPolicyError
 from guardagent.trace.params import placeholders, resolve
+from tests.guards import MakeGuard
 
 POLICY = """\
 format: guardagent-policy/1
@@ -88,11 +89,8 @@ DELETE = {"name": "delete_item", "args": {"bid": "d3"}}
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    root = tmp_path_factory.mktemp("web-tasks")
-    (root / "policy.yaml").write_text(POLICY, encoding="utf-8")
-    (root / "profile.yaml").write_text(PROFILE, encoding="utf-8")
-    return GuardAgent(profile=str(root))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(files={"policy.yaml": POLICY, "profile.yaml": PROFILE})
 
 
 def violated(decision: Any) -> list[str]:

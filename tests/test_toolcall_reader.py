@@ -29,6 +29,7 @@ from guardagent.readers.toolcall import (
 )
 from guardagent.tools.rules import check_tool_rules
 from guardagent.verification import program_problems
+from tests.guards import MakeGuard
 
 RULE_TRANSFER = "Transfers over 1000 require a verified user"
 RULE_DELETE = "Only admins may delete files"
@@ -414,8 +415,8 @@ def test_check_tool_rules_checks_every_call_of_a_list() -> None:
 # --- end to end through the guard -----------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile="tool-calls", memory_dir=str(tmp_path_factory.mktemp("mem")))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("tool-calls", own_memory=True)
 
 
 def test_the_shipped_program_verifies_on_the_profile_demonstrations() -> None:

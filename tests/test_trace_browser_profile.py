@@ -23,6 +23,7 @@ from guardagent.decision import GuardDecision
 from guardagent.policy.check import check_policy
 from guardagent.policy.model import load_policy
 from guardagent.trace import Consent, Labels, parse_trace
+from tests.guards import MakeGuard
 
 EXAMPLE = Path(__file__).parents[1] / "guardagent" / "policies" / "examples" / "browser"
 TRACES = sorted(EXAMPLE.glob("traces/*.json"))
@@ -33,8 +34,8 @@ def load(path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def guard() -> GuardAgent:
-    return GuardAgent(profile="browser-trace")
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("browser-trace")
 
 
 def replay(guard: GuardAgent, doc: dict[str, Any], **kw: Any) -> list[tuple[str, GuardDecision]]:

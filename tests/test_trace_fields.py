@@ -16,6 +16,7 @@ from guardagent import GuardAgent
 from guardagent.trace import Labels, parse_trace
 from guardagent.trace.fields import PathError, parse_path, split_result
 from guardagent.trace.labels import LabelError
+from tests.guards import MakeGuard
 
 OWN = "CH93 0076 2011 6238 5295 7"
 EVIL = "DE89 3704 0044 0532 0130 00"
@@ -28,8 +29,8 @@ RECORDS = [
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile="assistant-trace", memory_dir=str(tmp_path_factory.mktemp("m")))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("assistant-trace", own_memory=True)
 
 
 def _pay(result: str, iban: str) -> dict[str, Any]:

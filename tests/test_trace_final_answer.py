@@ -17,6 +17,7 @@ import pytest
 from guardagent.agent import GuardAgent
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import parse_trace
+from tests.guards import MakeGuard
 
 POLICY = """\
 format: guardagent-policy/1
@@ -78,11 +79,8 @@ ANSWER = {"role": "assistant", "content": "Done: report.txt holds the summary."}
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    root = tmp_path_factory.mktemp("report-agent")
-    (root / "policy.yaml").write_text(POLICY, encoding="utf-8")
-    (root / "profile.yaml").write_text(PROFILE, encoding="utf-8")
-    return GuardAgent(profile=str(root))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(files={"policy.yaml": POLICY, "profile.yaml": PROFILE})
 
 
 def test_a_final_answer_is_the_proposed_call_only_when_named() -> None:

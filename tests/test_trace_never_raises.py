@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from guardagent import GuardAgent
 from guardagent.decision import GuardDecision
+from tests.guards import MakeGuard
 
 TRACE: list[dict[str, Any]] = [
     {"role": "system", "content": "You are an assistant."},
@@ -30,8 +31,8 @@ TRACE: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def guard(tmp_path_factory: pytest.TempPathFactory) -> GuardAgent:
-    return GuardAgent(profile="assistant-trace", memory_dir=str(tmp_path_factory.mktemp("m")))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard("assistant-trace", own_memory=True)
 
 
 @pytest.mark.parametrize("profile", ["tool-calls", "tool-calls-policy", "mind2web-sc"])

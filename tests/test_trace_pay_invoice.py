@@ -20,14 +20,15 @@ from guardagent.policy.results import RuleResult
 from guardagent.profiles.loader import load_profile
 from guardagent.profiles.scaffold import check_trace_profile
 from guardagent.trace import parse_trace
+from tests.guards import MakeGuard
 
 EXAMPLE = Path(__file__).parents[1] / "guardagent" / "policies" / "examples" / "pay-invoice"
 TRACES = sorted((EXAMPLE / "traces").glob("*.json"))
 
 
 @pytest.fixture(scope="module")
-def guard() -> GuardAgent:
-    return GuardAgent(profile=str(EXAMPLE))
+def guard(make_guard: MakeGuard) -> GuardAgent:
+    return make_guard(EXAMPLE)
 
 
 def replay(guard: GuardAgent, doc: dict[str, Any]) -> list[tuple[str, GuardDecision]]:
