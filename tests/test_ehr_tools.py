@@ -17,6 +17,7 @@ from guardagent.readers.ehragent import (
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.tools.registry import DEFAULT_TOOLBOX
 from guardagent.tools.rules import check_access
+from tests.linear import assert_linear
 
 SEP = "-" * 58
 
@@ -397,13 +398,12 @@ def test_cell_smuggled_into_a_result_is_not_the_last_cell():
 
 
 def test_hostile_layouts_are_read_in_linear_time() -> None:
-    import time
 
-    start = time.perf_counter()
-    with pytest.raises(UnreadableEvidence):  # no prefix of it parses
-        ehr_accessed_columns("Solution:\n" + "(\n" * 20_000 + "prose after the code\n")
-    long_block = "if LoadDB('lab'):\n" + "    y = 1\n" * 20_000  # one valid statement
-    assert ehr_accessed_columns(long_block) == {"lab": []}
-    # Linear work takes well under a second; the quadratic searches they replace took about
-    # 28 s on 3,000 lines (and minutes at this size).
-    assert time.perf_counter() - start < 5.0
+    def read(n: int) -> None:
+        with pytest.raises(UnreadableEvidence):  # no prefix of it parses
+            ehr_accessed_columns("Solution:\n" + "(\n" * n + "prose after the code\n")
+        long_block = "if LoadDB('lab'):\n" + "    y = 1\n" * n  # one valid statement
+        assert ehr_accessed_columns(long_block) == {"lab": []}
+
+    # The quadratic searches they replace took about 28 s on 3,000 lines.
+    assert_linear(read, 20_000)

@@ -7,7 +7,6 @@ is neutralised; ordinary text, HTML included, passes unchanged.
 
 from __future__ import annotations
 
-import time
 import unicodedata
 
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from guardagent.prompts import event_block, fenced
+from tests.linear import assert_linear
 from tests.test_graph_llm import HOTEL_INPUT, HOTEL_OUTPUT
 
 FENCE_TAGS = ("<agent_input>", "</agent_input>", "<agent_output>", "</agent_output>")
@@ -81,13 +81,16 @@ def test_ordinary_text_passes_unchanged(text: str) -> None:
     assert fenced(text) == text
 
 
+def _hostile_to_fences(n: int) -> str:
+    return ("<" * n) + ("< /agent_output" * (n // 10)) + ("\u200b" * n) + "<"
+
+
 def test_fencing_is_linear_in_the_text() -> None:
-    hostile = ("<" * 200_000) + ("< /agent_output" * 20_000) + ("\u200b" * 200_000) + "<"
-    started = time.perf_counter()
+    hostile = _hostile_to_fences(200_000)
     out = fenced(hostile)
-    assert time.perf_counter() - started < 5
     assert_fenced(event_block("in", hostile))
     assert out.count("&lt;") == 20_000
+    assert_linear(lambda n: fenced(_hostile_to_fences(n)), 200_000)
 
 
 # --- property: no spelling of a fence tag lets the event escape ---------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from guardagent.tools.text import (
     re_fullmatch,
     re_search,
 )
+from tests.linear import assert_linear
 
 TEXT_TOOLS = ("re_search", "re_fullmatch", "re_findall", "format_text")
 EVENT = "Task: pay the invoice\nUser information:\n   age: 30,\n   email: Bob@Example.com"
@@ -50,10 +50,12 @@ def test_what_re2_cannot_do_is_a_clear_error(pattern: str) -> None:
 
 def test_matching_is_linear_in_the_text() -> None:
     """The classic catastrophic-backtracking pattern takes milliseconds on a long text."""
-    started = time.perf_counter()
-    assert re_search(r"^(a+)+$", "a" * 200_000 + "b") is None
-    assert re_fullmatch(r"(x+x+)+y", "x" * 100_000) is None
-    assert time.perf_counter() - started < 2.0
+
+    def match(n: int) -> None:
+        assert re_search(r"^(a+)+$", "a" * n + "b") is None
+        assert re_fullmatch(r"(x+x+)+y", "x" * (n // 2)) is None
+
+    assert_linear(match, 200_000)
 
 
 def test_sizes_and_types_are_bounded() -> None:

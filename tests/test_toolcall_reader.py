@@ -8,7 +8,6 @@ and by hand in the documented OpenAI / Anthropic wire shapes otherwise.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ from guardagent.readers.toolcall import (
 from guardagent.tools.rules import check_tool_rules
 from guardagent.verification import program_problems
 from tests.guards import MakeGuard
+from tests.linear import assert_linear
 
 RULE_TRANSFER = "Transfers over 1000 require a verified user"
 RULE_DELETE = "Only admins may delete files"
@@ -350,42 +350,45 @@ def test_non_finite_numbers_are_read_and_left_to_the_rules() -> None:
 # --- hostile size: linear time --------------------------------------------------------------
 
 MB = 1_000_000
-HOSTILE = {
-    "braces": "{" * MB,
-    "brace-quote": '{"{' * (MB // 3),
-    "deep objects": '{"a":' * (MB // 5),
-    "deep lists": "[" * MB,
-    "88 kB line": "x" * 88_000 + "\n",
-    "2 MB filler": "lorem ipsum " * 180_000,
-    "newlines": "\n" * MB,
-    "failures at the end": "x" * MB + '{"a": x} ' * 300,
-    "markers": '"args": ' * (MB // 8),
-    "whitespace after brace": "{" + " " * MB,
-    "valid JSON then a marker": json.dumps([{"k": i} for i in range(60_000)]) + ' "args": 1',
-    "unterminated list": '{"a": [' + "1," * (MB // 2),
-    "nested unterminated list": '{"a": ' * 200 + "[" + "1," * (MB // 2),
-    "many distinct calls": "".join(f"TOOL: t{i}\nARGS: {{}}\n" for i in range(MB // 20)),
+HOSTILE: dict[str, Callable[[int], str]] = {  # each of about n characters (n = MB below)
+    "braces": lambda n: "{" * n,
+    "brace-quote": lambda n: '{"{' * (n // 3),
+    "deep objects": lambda n: '{"a":' * (n // 5),
+    "deep lists": lambda n: "[" * n,
+    "88 kB line": lambda n: "x" * (n * 88 // 1000) + "\n",
+    "2 MB filler": lambda n: "lorem ipsum " * (n * 18 // 100),
+    "newlines": lambda n: "\n" * n,
+    "failures at the end": lambda n: "x" * n + '{"a": x} ' * 300,
+    "markers": lambda n: '"args": ' * (n // 8),
+    "whitespace after brace": lambda n: "{" + " " * n,
+    "valid JSON then a marker": lambda n: json.dumps([{"k": i} for i in range(n * 6 // 100)])
+    + ' "args": 1',
+    "unterminated list": lambda n: '{"a": [' + "1," * (n // 2),
+    "nested unterminated list": lambda n: '{"a": ' * 200 + "[" + "1," * (n // 2),
+    "many distinct calls": lambda n: "".join(f"TOOL: t{i}\nARGS: {{}}\n" for i in range(n // 20)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_a_hostile_megabyte_is_denied_in_linear_time(case: str) -> None:
-    output = HOSTILE[case]
-    start = time.perf_counter()
+    texts = {n: HOSTILE[case](n) for n in (MB // 10, MB)}
     with pytest.raises(UnreadableEvidence) as info:
-        parse_tool_calls(output)
-    elapsed = time.perf_counter() - start
+        parse_tool_calls(texts[MB])
     assert info.value.reason in {"no_tool_call", "unparsable_tool_call"}
-    # Linear work takes ~0.2 s at worst; a quadratic rescan of 1 MB would take minutes.
-    assert elapsed < 2.0, f"{case}: {elapsed:.2f} s"
+
+    def refused(n: int) -> None:
+        with pytest.raises(UnreadableEvidence):
+            parse_tool_calls(texts[n])
+
+    assert_linear(refused, MB)  # a quadratic rescan of 1 MB would take minutes
 
 
 def test_a_megabyte_of_valid_calls_is_read_in_linear_time() -> None:
-    calls = [{"name": f"t{i % 50}", "arguments": {"n": i % 50}} for i in range(25_000)]
-    output = json.dumps(calls)
-    start = time.perf_counter()
-    assert len(parse_tool_calls(output)) == 50
-    assert time.perf_counter() - start < 2.0  # linear; quadratic would take minutes
+    def read(n: int) -> None:
+        calls = [{"name": f"t{i % 50}", "arguments": {"n": i % 50}} for i in range(n)]
+        assert len(parse_tool_calls(json.dumps(calls))) == 50
+
+    assert_linear(read, 25_000)  # linear; quadratic would take minutes
 
 
 # --- check_tool_rules over several calls ----------------------------------------------------

@@ -12,6 +12,7 @@ from guardagent.readers.seeact import parse_task, seeact_final_action, web_actio
 from guardagent.readers.user_facts import parse_user_info
 from guardagent.tools import DEFAULT_TOOLBOX
 from guardagent.tools.rules import check_rules
+from tests.linear import assert_linear
 
 AGENT_INPUT = (
     "Task: Rent a compact car at the Denver airport for next weekend\n"
@@ -158,13 +159,13 @@ def test_final_action_in_every_layout(answer: str) -> None:
 
 
 def test_final_action_is_linear_on_a_hostile_line() -> None:
-    import time
 
-    line = "ELEMENT: " + "x" * 90_000 + " ACTION" * 5000
-    start = time.perf_counter()
-    with pytest.raises(UnreadableEvidence):
-        seeact_final_action(line + "\n" + "value:" * 20_000)
-    assert time.perf_counter() - start < 5.0  # catastrophic backtracking took 48 s
+    def refused(n: int) -> None:
+        line = "ELEMENT: " + "x" * (9 * n) + " ACTION" * (n // 2)
+        with pytest.raises(UnreadableEvidence):
+            seeact_final_action(line + "\n" + "value:" * (2 * n))
+
+    assert_linear(refused, 10_000)  # catastrophic backtracking took 48 s
     gone = seeact_final_action("(Choices)\nA. <a> x </a>\nELEMENT: F\nACTION: CLICK\nVALUE: None")
     assert gone["element"] == "F" and gone["element_text"] == ""
 
