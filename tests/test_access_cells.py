@@ -127,18 +127,15 @@ def test_without_an_identity_line_no_cell_is_probed_and_nothing_is_trusted(tmp_p
     assert coverage is None or coverage.missing
 
 
-def test_the_shipped_program_still_verifies_and_fast():
-    import time
-
+def test_the_shipped_program_still_verifies():
+    """Its time is benchmarks/bench_verification.py's figure (~0.5 s idle), not a test's."""
     from guardagent.counterfactuals import request_suite
     from guardagent.sandbox.process import run_program
     from guardagent.verification import run_cases
 
     suite = request_suite(EHR)
     assert suite.problems == ()
-    started = time.perf_counter()
     assert run_cases(PROGRAM, EHR.tools(), suite.cases, runner=run_program) == []
-    assert time.perf_counter() - started < 3  # ~0.5 s idle; the budget is ~1 s per request
 
 
 _SCHEMA_CELLS = [(t, c) for t in sorted(EICU_COLUMNS) for c in sorted(EICU_COLUMNS[t])]

@@ -134,17 +134,14 @@ else:
 
 
 @pytest.mark.parametrize("name", ["eicu-ac", "mind2web-sc", "tool-calls"])
-def test_shipped_programs_verify_on_their_counterfactuals_in_time(name):
-    import time
-
+def test_shipped_programs_verify_on_their_counterfactuals(name):
+    """Their time is benchmarks/bench_verification.py's figure (~0.3-1 s idle), not a test's."""
     from guardagent.counterfactuals import request_suite
     from guardagent.verification import program_problems
 
     profile = load_profile(name)
     code = profile.demonstrations[0].code
-    started = time.perf_counter()
     assert program_problems(code, profile) == []
-    assert time.perf_counter() - started < 6  # ~0.3-1 s on an idle 2-core machine
     suite = request_suite(profile)
     assert suite.problems == () and suite.kind != "demonstrations"
     assert {c.label for c in suite.cases} == {0, 1}
