@@ -171,13 +171,11 @@ FAULTS = [
 def test_model_server_faults_fail_closed_with_bounded_retries(
     profile: Path, tmp_path: Path, fault: str, requests: int, why: str
 ):
-    started = time.monotonic()
     with OpenAIStub(fault, hang_seconds=3.0) as stub:
         # An adult: a fail-open guard would allow this event, so a denial proves fail-closed.
         decision = _check(profile, stub, tmp_path, ADULT_IN, timeout_s="1")
         time.sleep(0.2)  # a late retry would show up in the count now
-        assert stub.count == requests, stub.roles
-    assert time.monotonic() - started < 30
+        assert stub.count == requests, stub.roles  # bounded retries: a count, not a time
     assert decision["allowed"] is False and decision["label"] == 1
     assert decision["guardrailed_output"] is None and decision["program_source"] == "none"
     assert decision["error"].startswith("planner model failed") and why in decision["error"]

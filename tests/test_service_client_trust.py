@@ -197,9 +197,10 @@ def slow_answer_is_no_decision(scheme: str, server: str, *args: str) -> None:
                 break
             except OSError:
                 time.sleep(0.05)
-        started = time.monotonic()
+        # Every byte comes within a read timeout: a client that bounded each read, not the
+        # whole answer, would wait the 15 s and return the peer's "allowed" answer. So the
+        # error is the outcome that shows the whole-answer bound acting (no clock needed).
         with pytest.raises(ServiceError):
             GuardClient(f"{scheme}://127.0.0.1:{port}", timeout=1.0).check("in", "out")
-        assert time.monotonic() - started < 5
     finally:
         stop(proc)

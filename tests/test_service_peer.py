@@ -53,10 +53,8 @@ def test_a_body_that_stalls_is_refused_in_time(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Type: "
                      b"application/json\r\nContent-Length: 1000\r\n\r\n{\"input\": \"")  # fmt: skip
-        started = time.monotonic()
-        head = _answer(sock, 8)
+        head = _answer(sock, 8)  # nothing in 8 s (the body time is far less) is no answer
     assert head.startswith(b"HTTP/1.1 408"), head[:200]
-    assert time.monotonic() - started < 6
 
 
 def test_a_body_sent_in_time_is_decided(port: int, tmp_path: Path) -> None:

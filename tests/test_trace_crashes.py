@@ -187,7 +187,7 @@ def test_no_key_longer_than_the_cap_reaches_the_native_trie() -> None:
 
 
 _SHARED = """
-import resource, time
+import resource
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a walk as a tree: MemoryError
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from guardagent import GuardAgent
@@ -224,10 +224,8 @@ def main():
                  {{"role": "assistant", "content": None, "tool_calls": [{{"id": "c1",
                    "type": "function", "function": {{"name": "send_email", "arguments": args}}}}]}}]
     guard = GuardAgent(profile="assistant-trace")
-    started = time.monotonic()
     decision = guard.check_trace(trace, proposed_call=(
         {{"name": "send_email", "args": {{**args, "x": x}}}} if where == "proposed" else None))
-    assert time.monotonic() - started < 30
     return [decision.allowed] + [u["reason"] for u in decision.unreadable]
 """
 

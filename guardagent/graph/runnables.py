@@ -17,7 +17,8 @@ graph is therefore given in two forms:
   profile's, the memory's database), which a batch of `acheck_many` accepts on its loop.
 
 All use `RunnableCallable`, the class LangGraph itself wraps every function node in
-(`langgraph._internal`: pinned with LangGraph's major version in pyproject.toml).
+(`langgraph._internal`: pinned with LangGraph's major version in pyproject.toml). This is the
+one module of the package that imports LangGraph's private API (tests/test_private_api.py).
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def inline(func: Callable[..., Any]) -> RunnableCallable:
         return await run_in_executor(None, func, *args, **kwargs)
 
     return RunnableCallable(func, either, name=func.__name__, trace=False)
+
+
+def paired(
+    func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]], name: str | None = None
+) -> RunnableCallable:
+    """A node run by `func` under `invoke` and by `afunc` under every `ainvoke`.
+
+    For a node whose async form never blocks the loop (the served graph's `guard` node
+    awaits the guard graph's own `ainvoke`). Untraced as a callable, as above.
+    """
+    return RunnableCallable(func, afunc, name=name or func.__name__, trace=False)
 
 
 def routed(

@@ -40,7 +40,6 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -49,6 +48,7 @@ from typing_extensions import TypedDict
 from guardagent.context import RunContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.graph.runnables import paired
 from guardagent.graph.state import GuardInput, GuardOutput
 from guardagent.nodes.runtime import check_settings, deployment_settings
 from guardagent.profiles.loader import load_profile
@@ -93,7 +93,7 @@ def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 
     builder = StateGraph(ServedState, context_schema=RunContext, input_schema=GuardInput,
                          output_schema=GuardOutput)  # fmt: skip
-    builder.add_node("guard", RunnableCallable(decide, adecide, name="guard", trace=False))
+    builder.add_node("guard", paired(decide, adecide, name="guard"))
     builder.add_edge(START, "guard")
     builder.add_edge("guard", END)
     return builder.compile(name="guardagent")
