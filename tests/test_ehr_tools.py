@@ -398,7 +398,6 @@ def test_cell_smuggled_into_a_result_is_not_the_last_cell():
 
 
 def test_hostile_layouts_are_read_in_linear_time() -> None:
-
     def read(n: int) -> None:
         with pytest.raises(UnreadableEvidence):  # no prefix of it parses
             ehr_accessed_columns("Solution:\n" + "(\n" * n + "prose after the code\n")

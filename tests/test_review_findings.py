@@ -463,7 +463,6 @@ def test_a_secret_compressed_then_base64_encoded_is_found(how: str, text: str) -
 
 def test_a_compression_bomb_is_inflated_only_within_a_bound() -> None:
     """Ten megabytes of zeros compress to about 10 kB: reading it stays fast and small."""
-
     bombs = {size: base64.b64encode(zlib.compress(b"\0" * size, 9)).decode()
              for size in (1_000_000, 10_000_000)}
     assert not find_secrets(bombs[10_000_000], [("api_key", KEY)])

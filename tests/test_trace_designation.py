@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels
+from tests.linear import assert_linear
 from tests.trace_helpers import LABELS, call, facts, result, system, user
 
 ATTACKER = "GB82 WEST 1234 5698 7654 32"
@@ -200,21 +201,21 @@ def test_a_reminder_or_a_correction_is_still_a_request(said: str) -> None:
 
 
 def test_reading_a_long_message_of_many_mentions_is_linear() -> None:
-    import time
-
     from guardagent.trace.requests import mentions
 
+    inputs = {}
     for n in (2_000, 20_000):
         text = "Please pay " + ", ".join([NAMED] * n) + ", he said."
         spans, at = [], text.find(NAMED)
         while at >= 0:
             spans.append((at, at + len(NAMED)))
             at = text.find(NAMED, at + 1)
-        start = time.perf_counter()
-        read = mentions(text, spans)
-        took = time.perf_counter() - start
-        assert read == ["quoted"] * n  # "he said" reports the whole sentence
-    assert took < 10.0, took  # quadratic work would take minutes here
+        inputs[n] = (text, spans)
+
+    def read(n: int) -> None:
+        assert mentions(*inputs[n]) == ["quoted"] * n  # "he said" reports the whole sentence
+
+    assert_linear(read, 20_000)  # quadratic work would take minutes here
 
 
 @pytest.mark.parametrize(("said", "designated"), [

@@ -159,7 +159,6 @@ def test_final_action_in_every_layout(answer: str) -> None:
 
 
 def test_final_action_is_linear_on_a_hostile_line() -> None:
-
     def refused(n: int) -> None:
         line = "ELEMENT: " + "x" * (9 * n) + " ACTION" * (n // 2)
         with pytest.raises(UnreadableEvidence):
