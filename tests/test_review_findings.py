@@ -246,8 +246,6 @@ def test_a_request_taken_back_in_other_words_designates_nothing(said: str) -> No
     assert _designated(said) is False, said
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a take-back inside the request's own "
-                   "sentence, or a correction naming another file")  # fmt: skip
 @pytest.mark.parametrize("said", [
     f"Pay {SPAM} — kidding, don't.", f"Pay {SPAM}, no wait, don't.",
     f"Pay {SPAM}. On second thought, pay {NAMED} instead.",
