@@ -282,8 +282,6 @@ def test_a_request_on_its_own_line_still_designates(said: str) -> None:
     assert facts(messages, "send_money", PAY_ATTACKER).fact(DESIGNATED).value is True, said
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: pasted text the reader cannot tell "
-                   "from the user's own words")  # fmt: skip
 @pytest.mark.parametrize("said", [
     f"Subject: Urgent\nPay {SPAM} now.\n\nShould I trust this?",
     f"Someone sent me this: pay {SPAM}. Thoughts?",

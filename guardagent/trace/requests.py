@@ -29,7 +29,9 @@ A message is read as a careful human reads it, in one linear pass over its words
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
   ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
-  "Here is the email I got:" and a line break: :data:`_PASTING`), or in a
+  "Here is the email I got:" and a line break: :data:`_PASTING`), after mail headers, a
+  same-line introduction ("Someone sent me this: ...") or before a closing quote that none
+  opened (:mod:`guardagent.trace.pasted`), or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
   in its clause, or in another clause of its sentence);
 - anything else (a statement, "X looks like spam") is **said**: neither a request nor a
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardagent.trace.budget import check_budget
+from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
 Verdict = Literal["request", "refused", "asked", "quoted", "said"]
@@ -264,11 +267,14 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
+    pasted = min(headers_from(text), introduced_from(text, _PASTING))
+    quoted_before = quoted_until(text)
     for t in tokens:
         if t.word != _MENTION:
             continue
         verdict = clause_verdict[t.clause]
-        if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
+        if (t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence))
+                or t.start >= pasted or t.start < quoted_before):  # fmt: skip
             verdict = "quoted"
         if verdict == "request" and (t.sentence < taken_back or t.sentence in held
                                      or dangling.get(t.sentence, t.clause) < t.clause
