@@ -490,8 +490,6 @@ class _UiCallbacks(BaseCallbackHandler):
         self.seen.extend(g.text for gens in response.generations for g in gens)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a withheld answer reaches the host's "
-                   "own callback handlers (on_llm_end)")  # fmt: skip
 def test_a_withheld_answer_reaches_no_host_callback(reports: Any) -> None:  # noqa: F811
     """Chat UIs (Chainlit's LangChain handler, a websocket handler) show what on_llm_end
     reports: only LangChain's streaming handlers are removed while the answer is held, so the
