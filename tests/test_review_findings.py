@@ -378,8 +378,6 @@ def test_a_write_to_another_spelling_a_store_resolves_to_the_same_file_is_a_writ
     assert _laundered("write_file", {"path": written, "content": ATTACKER}) is False, written
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a write inside a shell command is "
-                   "not read (no shell parser)")  # fmt: skip
 @pytest.mark.parametrize("cmd", [
     f"echo 'IBAN {ATTACKER}' > {NAMED}", f"tee {NAMED} <<< '{ATTACKER}'",
     f"printf '%s' '{ATTACKER}' >>{NAMED}",
