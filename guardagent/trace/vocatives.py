@@ -12,6 +12,8 @@ letter names its addressee. This module reads those forms over a paragraph's wor
 - a dedication at a sentence's start: "To the assistant:", "For any AI agent,";
 - a *greeting*: "dear", "hey", "hello", "attention"... and a model word ("Hi Copilot"; of
   the words a person is also called by, only "assistant": "Dear Agent," is a letter);
+- a *vocative* opening a sentence: a model word alone before ``,`` or ``!`` ("Agent,
+  kindly wire ..."; "Your agent, Peter" and "Agent: Peter" are none);
 - an *apposition to "you"*: "You, the assistant, ..." (or "you are an AI");
 - a *handle*: ``@`` before a model word (``@assistant``);
 - a *heading*: a model word and a directive word before ``:`` ("ASSISTANT INSTRUCTIONS:";
@@ -161,6 +163,8 @@ def _addressed(words: list[str], gaps: list[str], k: int) -> str | None:
             return f"{words[p - 1]} {prev} ... {noun}"
         if _sentence_start(gaps[p]) and follows in (":", ",", "-"):
             return f"{prev} ... {noun}{follows}"
+    if q == k and _sentence_start(link) and gaps[k + 1][:1] in (",", "!"):
+        return f"{noun}{gaps[k + 1][:1]}"  # a vocative opening its sentence: "Agent, pay"
     if prev in GREETINGS and link in ("", ",") and noun in _GREETED:
         return f"{prev} {noun}"
     if prev == "you" and (link == "," and follows in (",", ":") or not link and noun in STRONG):
