@@ -86,9 +86,9 @@ def introduced_from(text: str, reporting: frozenset[str]) -> int:
 def quoted_until(text: str) -> int:
     """The end of the last closing double quote that no quote opened (0: none).
 
-    A quote opens after a space, a bracket or the text's start; one after a letter that
-    closes nothing closes a quotation the user pasted from its middle. After a digit it is
-    an inch mark (``27"``).
+    A quote opens after a space, a bracket or the text's start; one after anything else
+    that closes nothing closes a quotation the user pasted from its middle. After a digit it
+    is an inch mark (``27"``).
     """
     until = 0
     closing = ""
@@ -98,8 +98,8 @@ def quoted_until(text: str) -> int:
         before = text[i - 1] if i else " "
         if closing and c == closing:
             closing = ""
-        elif not closing and c in "\"“" and (before.isspace() or before in "([{"):
-            closing = "”" if c == "“" else '"'
+        elif not closing and (before.isspace() or before in "([{"):
+            closing = "”" if c == "“" else c  # some keyboards open with ” too
         elif not closing and c in "\"”" and not before.isdigit():
             until = i + 1
     return until
