@@ -104,7 +104,8 @@ def test_text_introduced_on_its_line_or_closed_by_a_lone_quote_is_quoted(said: s
     f"To do:\n1. Pay {NAMED}", f"Notes: pay {NAMED} today.",
     f'Pay the "ACME" invoice in {NAMED}.', f'Pay {NAMED} for the 27" monitor.',
     f"I got the invoice: please pay {NAMED}.", f"This is it: pay {NAMED}.",
-    f"Please pay this: {NAMED}", f"Please pay {NAMED}. Here it is:\nSubject: Invoice\n"
+    f"Please pay this: {NAMED}", f'Pay the ”ACME” invoice in {NAMED}.',
+    f"Please pay {NAMED}. Here it is:\nSubject: Invoice\n"
     f"Pay {NAMED} by Friday.", f'Please pay “{NAMED}” today.',
 ])  # fmt: skip
 def test_the_users_own_request_beside_headers_or_quotes_still_designates(said: str) -> None:
