@@ -105,14 +105,14 @@ def _words(text: str) -> list[str]:
 
 def _spelled(raw: list[str], i: int) -> tuple[str, int]:
     """Single letters from `i`, each before one separator (``.`` ``-``) or none; the run's end."""
-    letters = ""
+    letters: list[str] = []
     j = i
     while j < len(raw) and len(raw[j]) == 1 and raw[j].isalpha():
-        letters += raw[j]
+        letters.append(raw[j])
         j += 1
         if j < len(raw) and raw[j] in _SPELLING:
             j += 1
-    return letters, j
+    return "".join(letters), j
 
 
 def address_cue(paragraph: str) -> str | None:
