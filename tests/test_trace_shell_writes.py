@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace.shell_writes import MAX_COMMAND_CHARS, shell_args, written_by
-from tests.test_review_findings import ATTACKER, NAMED, _laundered
+from tests.test_review_findings import _LABELS, ATTACKER, NAMED, PAY_ATTACKER, _laundered
+from tests.trace_helpers import call, facts, result, system, user
 
 _TARGETS = [NAMED, f"./{NAMED}", f"/home/u/{NAMED}", f"'{NAMED}'", f'"{NAMED}"',
             f"docs/../{NAMED}"]  # fmt: skip
@@ -49,6 +50,17 @@ def test_a_command_the_reader_cannot_read_may_have_written_anything(cmd: str) ->
     error or a command past the bound: the later read is not the user's document."""
     assert written_by(cmd).unknown is not None, cmd[:80]
     assert _laundered("run_shell", {"cmd": cmd}) is False, cmd[:80]
+
+
+def test_the_decision_says_the_command_was_not_read() -> None:
+    """The detail names the unread command, not a write it cannot see."""
+    messages = [system(), user(f"Please pay the invoice in {NAMED}"),
+                call("c2", "run_shell", {"cmd": "./update.sh"}), result("c2", "ok"),
+                call("c3", "read_file", {"path": NAMED}), result("c3", f"IBAN {ATTACKER}.")]
+    got = facts(messages, "send_money", PAY_ATTACKER, labels=_LABELS).fact(
+        'arg_from_designated("iban", via="read_file")')  # fmt: skip
+    assert got.value is False and "may have written any resource" in got.detail, got.detail
+    assert "update.sh" in (written_by("./update.sh").unknown or "")
 
 
 @pytest.mark.parametrize("cmd", [

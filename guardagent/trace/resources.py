@@ -103,6 +103,7 @@ class Writes:
     def __init__(self, trace: Trace, labels: Labels) -> None:
         self._by_name: dict[str, list[tuple[str, ToolCall]]] = {}
         self._anything: list[ToolCall] = []  # shell commands that may write any resource
+        self._why: dict[int, str] = {}  # their positions -> why the command is not read
         for call in trace.calls:
             if labels.label(call.name).effect not in WRITING_EFFECTS:
                 continue
@@ -128,8 +129,13 @@ class Writes:
         found = written_by(command)
         if found.unknown is not None:
             self._anything.append(call)
+            self._why.setdefault(call.position, f"a shell command not read: {found.unknown}")
         for target in found.targets:
             self._name(call, arg, target)
+
+    def unread(self, writer: ToolCall) -> str | None:
+        """Why a writing call may have written any resource (None: it names what it wrote)."""
+        return self._why.get(writer.position)
 
     def writer(self, call: ToolCall) -> ToolCall | None:
         """The first earlier writing call that names a resource `call` names, if any.
