@@ -3,8 +3,10 @@
 Guarded after the model node (``after_model``), a denied answer had already left: token by
 token through ``stream_mode="messages"`` (and ``astream_events``), whole through
 ``"updates"`` and ``"values"`` (the model node's output) and in the checkpoint written after
-the node. So when the middleware guards answers, the model runs hidden from the run's
-streaming callbacks (:func:`hidden_from_streams`: its tokens reach no stream) and its answer
+the node. So when the middleware guards answers, the model runs with the run's callback
+handlers stood in for (:mod:`.held_callbacks`: its tokens reach no stream, and the host's
+own handlers are told of the run once the answer is decided, a withheld one replaced by the
+refusal) and its answer
 is guarded before the model node returns; the node's output is the answer allowed, or the
 refusal in its place. A review pauses inside the model node; the model's response is held
 meanwhile (:class:`HeldResponses`), so the resumed node judges the same answer instead of
@@ -21,53 +23,20 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
-from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import AIMessage
-from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
 from guardagent.decision import GuardDecision
 from guardagent.integrations.answers import labels_respond, thread_of_runtime
+from guardagent.integrations.held_callbacks import HeldCallbacks, held_callbacks, model_standing_in
 from guardagent.trace.messages import FINAL_ANSWER
-
-try:
-    from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
-except ImportError:  # pragma: no cover - an older langchain-core: no handler is a stream
-    _Streaming = ()  # type: ignore[assignment,misc]
 
 _KEPT = 1024
 """Entries a bounded table keeps (answers awaiting review, answers already guarded)."""
-
-
-@contextmanager
-def hidden_from_streams() -> Iterator[None]:
-    """Run the block with the run's streaming callbacks removed from its callbacks.
-
-    The callbacks that stream (``stream_mode="messages"``, ``astream_events``) are
-    LangChain's streaming handlers: a model called in the block reports to every other
-    callback (tracing, usage) but streams to none.
-    """
-    config = var_child_runnable_config.get()
-    callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
-    streams = [h for h in (*callbacks.handlers, *callbacks.inheritable_handlers)
-               if isinstance(h, _Streaming)] if isinstance(
-        callbacks, BaseCallbackManager) else []  # fmt: skip
-    if config is None or not isinstance(callbacks, BaseCallbackManager) or not streams:
-        yield
-        return
-    quiet = callbacks.copy()
-    for handler in streams:
-        quiet.remove_handler(handler)
-    token = var_child_runnable_config.set({**config, "callbacks": quiet})
-    try:
-        yield
-    finally:
-        var_child_runnable_config.reset(token)
 
 
 def answer_of(response: Any) -> AIMessage | None:
@@ -153,11 +122,18 @@ class HoldsAnswers:
             return handler(request)
         where = request_key(request.state, thread_of_runtime(request.runtime))
         response = host._held.held(where)
+        told = HeldCallbacks()
         if response is None:
-            with hidden_from_streams():
-                response = handler(request)
+            with held_callbacks() as told:
+                try:
+                    response = handler(request.override(
+                        model=model_standing_in(request.model, told)))
+                except BaseException:
+                    told.replay()
+                    raise
         found = _found(host, request, response)
         if found is None:
+            told.replay()
             return response
         answer, asked, key, state = found
         decision = host._pending_or(key)
@@ -165,7 +141,9 @@ class HoldsAnswers:
             task, kwargs = host._answer_args(state, asked)
             decision = task if isinstance(task, GuardDecision) else host.guard.check_trace(
                 list(state["messages"]), **kwargs)
-        return _decided(host, where, response, answer, key, decision)
+        output, withheld = _decided(host, where, response, answer, key, decision)
+        told.replay(withheld)
+        return output
 
     async def awrap_model_call(self, request: Any,
                                handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
@@ -175,11 +153,18 @@ class HoldsAnswers:
             return await handler(request)
         where = request_key(request.state, thread_of_runtime(request.runtime))
         response = host._held.held(where)
+        told = HeldCallbacks()
         if response is None:
-            with hidden_from_streams():
-                response = await handler(request)
+            with held_callbacks() as told:
+                try:
+                    response = await handler(request.override(
+                        model=model_standing_in(request.model, told)))
+                except BaseException:
+                    await told.areplay()
+                    raise
         found = _found(host, request, response)
         if found is None:
+            await told.areplay()
             return response
         answer, asked, key, state = found
         decision = host._pending_or(key)
@@ -187,7 +172,9 @@ class HoldsAnswers:
             task, kwargs = host._answer_args(state, asked)
             decision = task if isinstance(task, GuardDecision) else await (
                 host.guard.acheck_trace(list(state["messages"]), **kwargs))
-        return _decided(host, where, response, answer, key, decision)
+        output, withheld = _decided(host, where, response, answer, key, decision)
+        await told.areplay(withheld)
+        return output
 
 
 def _guards_answers(host: Any) -> bool:
@@ -210,11 +197,12 @@ def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
 
 
 def _decided(host: Any, where: str, response: Any, answer: AIMessage, key: str,
-             decision: GuardDecision) -> Any:  # fmt: skip
-    """The model node's output once the answer is decided: it, or the refusal instead.
+             decision: GuardDecision) -> tuple[Any, AIMessage | None]:  # fmt: skip
+    """The model node's output once the answer is decided, and the refusal if withheld.
 
-    A review pauses here (the response held under `where`, so the resumed node judges the
-    same answer); ``after_model`` then leaves the output as it is.
+    The output is the response, or the refusal in the answer's place. A review pauses here
+    (the response held under `where`, so the resumed node judges the same answer);
+    ``after_model`` then leaves the output as it is.
     """
     host._held.hold(where, response)
     outcome = host._answer_outcome(answer, key, decision)
@@ -222,8 +210,8 @@ def _decided(host: Any, where: str, response: Any, answer: AIMessage, key: str,
     if outcome is not None and "messages" in outcome:
         withheld = outcome["messages"][0]
         host._held.guarded(host._answer_key(withheld, None))
-        return swapped(response, answer, withheld)
+        return swapped(response, answer, withheld), withheld
     host._held.guarded(host._answer_key(answer, None))
     if outcome is None:
-        return response
-    return ExtendedModelResponse(model_response=response, command=Command(update=outcome))
+        return response, None
+    return ExtendedModelResponse(model_response=response, command=Command(update=outcome)), None

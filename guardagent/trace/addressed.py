@@ -39,10 +39,15 @@ A text with escapes (a JSON result) is read both as written and with its escapes
 (:func:`~guardagent.trace.reading.readings`): the value must be outside in every reading
 that holds it.
 
+Beside the lists, the *form* of an address is read (:mod:`guardagent.trace.vocatives`): a
+model word where a letter names its addressee ("Instructions for the assistant:", "Hi
+Copilot", "@assistant", "You, the assistant, ..."), or an override of what came before
+("Ignore the IBAN above"), with look-alike letters and letters spelled apart (``A.I.``) read.
+
 What it does not see: an injection written as the document's own text ("New bank details:
-pay to GB82 ..."), which addresses no one; an address in words the lists lack ("Attention
-AI:", "Hi Copilot"); cues in a language other than English, spelled with look-alike letters
-from another script, or behind HTML character references; a value in a paragraph before
+pay to GB82 ..."), which addresses no one; an address in a form that module does not read
+(the model word missing or in a word it lacks); cues in a language other than English, or
+behind HTML character references; a value in a paragraph before
 the first cue, even when a later paragraph points back at it ("the account above"). The
 README gives the measured rates (``benchmarks/bench_designated_attacks.py``).
 
@@ -62,6 +67,7 @@ from guardagent.trace.kinds import Value
 from guardagent.trace.normal import normalize_text, tokens
 from guardagent.trace.reading import readings, text_keys
 from guardagent.trace.state import message_tokens
+from guardagent.trace.vocatives import address_cue
 
 
 def _phrases(*texts: str) -> frozenset[tuple[str, ...]]:
@@ -206,7 +212,8 @@ def addressed_from(text: str) -> Cue | None:
     for offset, paragraph in _paragraphs(text):
         check_budget()
         form = normalize_text(paragraph)
-        cue = _marker_cue(form) or _role_cue(form) or _phrase_cue(tokens(form))
+        cue = (_marker_cue(form) or _role_cue(form) or _phrase_cue(tokens(form))
+               or address_cue(paragraph))  # fmt: skip
         if cue is not None:
             first = paragraph.strip().splitlines()[0] if paragraph.strip() else ""
             return Cue(offset, cue, first[:80])

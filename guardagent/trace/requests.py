@@ -21,12 +21,17 @@ A message is read as a careful human reads it, in one linear pass over its words
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
   "unless"), when its sentence holds the request until the user acts ("pay X once I
   confirm": :func:`_held`), when a clause of a negation alone comes before it in its
-  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), or when a
-  later sentence of the message only takes it back ("Actually, don't.", "Never mind.");
+  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), when a
+  later sentence of the message only takes it back ("Actually, don't.", "Never mind."), or
+  a later clause does ("Pay X - kidding, don't.", "Pay X, no wait, pay Y") or a later
+  request says it comes "instead" ("On second thought, pay Y instead."): :func:`_withdrawn`
+  and :mod:`guardagent.trace.withdrawals`;
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
   ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
-  "Here is the email I got:" and a line break: :data:`_PASTING`), or in a
+  "Here is the email I got:" and a line break: :data:`_PASTING`), after mail headers, a
+  same-line introduction ("Someone sent me this: ...") or before a closing quote that none
+  opened (:mod:`guardagent.trace.pasted`), or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
   in its clause, or in another clause of its sentence);
 - anything else (a statement, "X looks like spam") is **said**: neither a request nor a
@@ -41,10 +46,13 @@ lexicons are English and hand-written (another language designates nothing: fail
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Literal
 
 from guardagent.trace.budget import check_budget
+from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
+from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
 Verdict = Literal["request", "refused", "asked", "quoted", "said"]
 """What a mention is: inside a request; negated or taken back; inside a question; reported
@@ -88,13 +96,6 @@ _OPENING = frozenset({
 
 _JOINING = frozenset({"and", "but", "then", "or", "so", "yet", "while", "whereas", "because",
                       "although", "though", "plus"})  # fmt: skip
-NEGATIONS = frozenset({
-    "not", "no", "never", "nothing", "none", "neither", "nor", "without", "ignore",
-    "ignoring", "skip", "avoid", "except", "excluding", "instead", "rather", "stop", "cancel",
-    "refrain", "nevermind", "cannot", "leave", "dont", "doesnt", "didnt", "cant",
-    "wont", "shouldnt", "mustnt", "isnt",
-})  # fmt: skip
-"""Words that point away from what their clause names (any "...n't" too)."""
 _DOUBT = frozenset({
     "if", "whether", "unless", "whichever", "maybe", "perhaps", "might",
     "scam", "scams", "spam", "phishing", "fraud", "fraudulent", "suspicious", "fake", "legit",
@@ -126,18 +127,6 @@ _NAMING = _FILLER | {"my", "folder", "invoice", "bill", "txt", "pdf", "doc", "do
 """Words a statement of where the thing is may hold after "in" (beside names with digits)."""
 _BACK = frozenset({"it", "them", "that", "this", "these", "those", "everything"})
 """Words of a request that point back at a thing named before it ("pay it")."""
-_TAKING_BACK = frozenset({
-    "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
-    "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
-    "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
-    "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
-    "joking", "jk", "second", "thought", "thoughts",
-})  # fmt: skip
-_TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
-                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
-                         "kidding", "joking", "jk"})  # fmt: skip
-"""A sentence of :data:`_TAKING_BACK` words with one of these takes back what came before."""
-
 _SENTENCE_ENDS = frozenset("!?\n。！？")
 _CLAUSE_ENDS = frozenset(",;:()[]{}—–-")
 _QUOTES_OPEN = {"“": "”", "‘": "’", "«": "»", '"': '"', "'": "'", "`": "`", "„": "“"}
@@ -220,11 +209,6 @@ def _period(gap: str) -> bool:
     return any(c == "." and gap[j + 1:j + 2].isspace() for j, c in enumerate(gap))
 
 
-def negative(word: str) -> bool:
-    """A word that points away from what its clause names ("not", "never", "don't")."""
-    return word in NEGATIONS or word.endswith("n't")
-
-
 def _opens_request(words: list[str], question: bool) -> bool:
     """Whether a clause's words start a request (after greetings and "please")."""
     n = 0
@@ -270,7 +254,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         if t.word in _REPORTING and not asking:
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
-    taken_back = max((s for s, ws in sentences.items() if _takes_back(ws)), default=-1)
+    taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
+                     default=-1)
     held = {s for s, ws in sentences.items() if _held(ws)}
     dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
     for c, ts in sorted(clauses.items()):
@@ -281,17 +266,51 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     for c, words in sorted(clauses.items()):
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
     _located(clauses, clause_verdict)
+    withdrawn = _withdrawn(clauses, clause_verdict)
+    pasted = min(headers_from(text), introduced_from(text, _PASTING))
+    quoted_before = quoted_until(text)
     for t in tokens:
         if t.word != _MENTION:
             continue
         verdict = clause_verdict[t.clause]
-        if t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence)):
+        if (t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence))
+                or t.start >= pasted or t.start < quoted_before):  # fmt: skip
             verdict = "quoted"
         if verdict == "request" and (t.sentence < taken_back or t.sentence in held
-                                     or dangling.get(t.sentence, t.clause) < t.clause):
+                                     or dangling.get(t.sentence, t.clause) < t.clause
+                                     or t.clause < withdrawn):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
+
+
+def _withdrawn(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> int:
+    """The clause before which every request is taken back or replaced (-1: none).
+
+    A clause that only takes back ("Pay X - kidding, don't.", "Pay X, no wait, pay Y"), or
+    the request a bare "instead" belongs to, in a sentence that holds no doubt ("if it is
+    wrong, pay Y instead" is an alternative, not a correction): the nearest before it in its
+    sentence ("pay Y instead"), else the nearest after it ("Instead, pay Y").
+    """
+    at = -1
+    words = {c: [t.word for t in ts] for c, ts in clauses.items()}
+    sentence = {c: ts[0].sentence for c, ts in clauses.items()}
+    doubted = {sentence[c] for c, ws in words.items() if any(w in _DOUBT for w in ws)}
+    asks: dict[int, list[int]] = {}  # sentence -> its request clauses, in order
+    for c in sorted(words):
+        if verdicts[c] == "request":
+            asks.setdefault(sentence[c], []).append(c)
+    for c, ws in sorted(words.items()):
+        near = [d for d in (c - 1, c + 1) if d in words and sentence[d] == sentence[c]]
+        before = words[c - 1] if c - 1 in near else []
+        after = words[c + 1] if c + 1 in near else []
+        if withdraws(ws, before, after, _MENTION):
+            at = max(at, c)
+        elif replaces(ws, _OPENING) and sentence[c] not in doubted:
+            same = asks.get(sentence[c], [])
+            k = bisect_left(same, c)
+            at = max(at, same[k - 1] if k else same[0] if same else -1)
+    return at
 
 
 def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | None,
@@ -401,6 +420,8 @@ def _bare_negation(words: list[str]) -> bool:
     "No," is a correction ("No, pay X instead"), and "Don't worry," has a verb of its own.
     """
     rest = [w for w in words if w not in _OPENING and w != "do"]
+    if replaces(rest, _OPENING):
+        return False  # "Instead, pay X." replaces, it does not negate
     return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
 
 
@@ -415,13 +436,6 @@ def _held(words: list[str]) -> bool:
                for i, w in enumerate(words) if i)  # fmt: skip
 
 
-def _takes_back(words: list[str]) -> bool:
-    """A sentence that only takes back ("Actually, don't.", "Never mind.", "No wait, neither")."""
-    return bool(words) and _MENTION not in words and all(
-        w in _TAKING_BACK or negative(w) for w in words) and any(
-        w in _TAKES_BACK or negative(w) for w in words)  # fmt: skip
-
-
 def takes_back(text: str) -> bool:
     """Whether a message holds a sentence that only takes back what came before it."""
     tokens = _tokens(text, [])
@@ -431,4 +445,4 @@ def takes_back(text: str) -> bool:
     sentences: dict[int, list[str]] = {}
     for t in tokens:
         sentences.setdefault(t.sentence, []).append(t.word)
-    return any(_takes_back(ws) for ws in sentences.values())
+    return any(takes_back_words(ws, _MENTION) for ws in sentences.values())

@@ -19,6 +19,8 @@ deny. Short numbers (``1``, ``900``) are compared only between arguments of the 
 (``id`` and ``id``): a page number is not the amount of a payment. A write in the same
 assistant message as the read (parallel calls, run in any order) counts too, and so does a
 writing call that names the resource as a mapping key (``{"invoice-0425.txt": body}``).
+A shell command (:mod:`guardagent.trace.shell_writes`) names the files it writes
+(``echo ... > invoice-0425.txt``), and one it cannot read names every resource after it.
 
 Linear: each call's arguments are read once into a table of names.
 """
@@ -33,6 +35,7 @@ from urllib.parse import unquote
 from guardagent.trace.labels import Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.normal import normalize_text
+from guardagent.trace.shell_writes import shell_args, written_by
 from guardagent.trace.state import flatten
 from guardagent.trace.written import target_shaped
 
@@ -99,13 +102,40 @@ class Writes:
 
     def __init__(self, trace: Trace, labels: Labels) -> None:
         self._by_name: dict[str, list[tuple[str, ToolCall]]] = {}
+        self._anything: list[ToolCall] = []  # shell commands that may write any resource
+        self._why: dict[int, str] = {}  # their positions -> why the command is not read
         for call in trace.calls:
             if labels.label(call.name).effect not in WRITING_EFFECTS:
                 continue
             named = [(p.split(".", 1)[0].split("[", 1)[0], v) for p, v in flatten(call.args)]
-            for arg, scalar in [*named, *_keys(call.args)]:
-                for name in names(scalar):
-                    self._by_name.setdefault(name, []).append((arg, call))
+            shell = shell_args(call.name, call.args)
+            for arg, scalar in named:
+                if arg in shell and isinstance(scalar, str):
+                    self._shell(call, arg, scalar)  # read as the shell reads it
+                else:
+                    self._name(call, arg, scalar)
+            for arg, key in _keys(call.args):
+                self._name(call, arg, key)
+
+    def _name(self, call: ToolCall, arg: str, scalar: Any) -> None:
+        for name in names(scalar):
+            self._by_name.setdefault(name, []).append((arg, call))
+
+    def _shell(self, call: ToolCall, arg: str, command: str) -> None:
+        """Index the files a shell command writes (:mod:`.shell_writes`).
+
+        A command it cannot read may write any resource (fail closed).
+        """
+        found = written_by(command)
+        if found.unknown is not None:
+            self._anything.append(call)
+            self._why.setdefault(call.position, f"a shell command not read: {found.unknown}")
+        for target in found.targets:
+            self._name(call, arg, target)
+
+    def unread(self, writer: ToolCall) -> str | None:
+        """Why a writing call may have written any resource (None: it names what it wrote)."""
+        return self._why.get(writer.position)
 
     def writer(self, call: ToolCall) -> ToolCall | None:
         """The first earlier writing call that names a resource `call` names, if any.
@@ -113,6 +143,10 @@ class Writes:
         Earlier: made in an earlier message, or in the same one (run in any order).
         """
         found: ToolCall | None = None
+        for other in self._anything:  # a shell command that may have written anything
+            if other.position != call.position and other.index <= call.index and (
+                    found is None or other.position < found.position):  # fmt: skip
+                found = other
         for path, scalar in flatten(call.args):
             arg = path.split(".", 1)[0].split("[", 1)[0]
             for name in names(scalar):

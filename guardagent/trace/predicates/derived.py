@@ -195,10 +195,14 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     if not label.other_args and any(name not in (label.args or ()) for name in call.args):
         facts.memo[key] = None  # an argument no rule reads may say which document it was
         return None
-    writer = _writes(facts).writer(call)
+    writes = _writes(facts)
+    writer = writes.writer(call)
     if writer is not None:  # it returns what the agent wrote there, not the user's document
+        unread = writes.unread(writer)
         facts.memo.setdefault(("designation_note", call.index), f"it reads what `{writer.name}` "
-                              f"in message {writer.index} wrote into the same resource")
+                              f"in message {writer.index} wrote into the same resource"
+                              if unread is None else f"`{writer.name}` in message "
+                              f"{writer.index} may have written any resource ({unread})")
         facts.memo[key] = None
         return None
     values = [v for v in _of_call(facts, call).values

@@ -1,0 +1,217 @@
+"""Which files a shell command writes, read with a shell parser (``bashlex``).
+
+``run_shell("echo 'IBAN GB82 ...' > invoice-0425.txt")`` is the agent writing that file as
+much as ``write_file`` is (:mod:`guardagent.trace.resources`): a later read of it returns
+what the agent put there. The command is read as the shell reads it, by ``bashlex`` (a port
+of bash's own grammar), never with patterns over its text:
+
+- every redirection that writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``) names its
+  target, in any command of any list, pipeline, compound, function or substitution;
+- a command that writes the files it is given names them: ``tee``, ``touch``,
+  ``truncate``; ``cp``, ``mv``, ``install``, ``ln``, ``rsync`` and ``scp`` their destination
+  (and each source's name, the file a directory receives); ``sed -i`` / ``perl -i`` their
+  files; ``dd of=``, ``sort -o``, ``curl -o`` and ``wget -O`` their output;
+- a command of :data:`READING` writes nothing (``cat``, ``grep``, ``ls``... with no
+  redirection: "a shell command that only reads a file is not a write");
+- anything else may write any file (:attr:`ShellWrites.unknown` says why): a command the
+  lists lack (``./deploy.sh``, ``make``), an interpreter or a wrapper (``python``, ``bash
+  -c``, ``eval``, ``xargs``, ``sudo``), a target or command name built at run time
+  (``> $f``, ``$(...)``), ``find -exec``, a command longer than :data:`MAX_COMMAND_CHARS` or
+  one the parser rejects. Fail closed: such a call is a writer of every resource after it.
+
+Which arguments are shell commands: those of :data:`SHELL_ARGS` ("cmd", "command",
+"script", ...), or, in a call with none, every string argument of a tool whose name says
+shell, bash, terminal or exec. Bounded: the parser reads at most :data:`MAX_COMMAND_CHARS`
+characters, and each node of its tree is visited once.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex
+
+MAX_COMMAND_CHARS = 8192
+"""A longer command is not parsed: it may write anything (bashlex's parser is not meant for
+megabytes of attacker text)."""
+SHELL_ARGS = frozenset({"cmd", "command", "commands", "script", "shell", "bash", "sh",
+                        "shell_command", "cmdline", "command_line", "commandline"})  # fmt: skip
+"""Argument names that hold a shell command, whatever the tool."""
+_SHELL_TOOLS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "exec", "execute",
+                          "powershell", "cmd", "console"})  # fmt: skip
+"""Words of a tool's name that make each of its string arguments a shell command."""
+_NAME_WORDS = re.compile(r"[a-z]+")  # over a tool's name (an identifier), not over code
+
+_WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+READING = frozenset({
+    "cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ls", "wc", "echo",
+    "printf", "pwd", "cd", "true", "false", "test", "[", "stat", "file", "diff", "cmp", "uniq",
+    "cut", "tr", "jq", "date", "whoami", "id", "which", "type", "basename", "dirname",
+    "realpath", "readlink", "du", "df", "md5sum", "sha1sum", "sha256sum", "nl", "tac", "rev",
+    "column", "seq", "sleep", "exit", "base64", "od", "hexdump", "strings", "tree", "find",
+    "sort", "sed", "curl", "wget", "dd", "perl", "read", "export", "unset", "set", "shift",
+    "return", "local", "wait",
+})  # fmt: skip
+"""Commands that write only through a redirection, or an option read below (``sort -o``)."""
+_ALL_ARGS = frozenset({"tee", "touch", "truncate"})
+_DESTINATION = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_FIND_WRITES = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
+                          "-fprint0", "-fprintf", "-fls"})  # fmt: skip
+_OUTPUT_OPTIONS = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
+                   "wget": ("-O", "--output-document")}  # fmt: skip
+
+
+@dataclass
+class ShellWrites:
+    """What a shell command writes: the targets as written, or why it may write anything."""
+
+    targets: list[str] = field(default_factory=list)
+    unknown: str | None = None
+
+
+def shell_args(tool: str, args: Mapping[str, Any]) -> frozenset[str]:
+    """The arguments of a call that are shell commands (module doc).
+
+    Those of :data:`SHELL_ARGS`; when there is none and the tool's name says shell, every
+    argument (a ``cwd`` beside a ``command`` is not one, a lone ``input`` is).
+    """
+    named = frozenset(a for a in args if a.lower() in SHELL_ARGS)
+    if named or _SHELL_TOOLS.isdisjoint(_NAME_WORDS.findall(tool.lower())):
+        return named
+    return frozenset(args)
+
+
+def written_by(command: str) -> ShellWrites:
+    """The files `command` writes (module doc)."""
+    found = ShellWrites()
+    if len(command) > MAX_COMMAND_CHARS:
+        found.unknown = f"a command longer than {MAX_COMMAND_CHARS} characters is not read"
+        return found
+    try:
+        trees = bashlex.parse(command)
+    except Exception as error:  # bashlex raises its own errors, and NotImplementedError
+        found.unknown = f"the shell parser cannot read it ({type(error).__name__})"
+        return found
+    stack: list[Any] = list(trees)
+    while stack and found.unknown is None:
+        node = stack.pop()
+        kind = getattr(node, "kind", "")
+        if kind == "command":
+            _command(node, found)
+        elif kind == "redirect":
+            _redirect(node, found)
+        stack.extend(_children(node))  # a substitution's command is read as any other
+    return found
+
+
+def _children(node: Any) -> list[Any]:
+    out: list[Any] = []
+    for name in ("parts", "list", "redirects"):
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            out.extend(value)
+    for name in ("command", "output", "body"):
+        value = getattr(node, name, None)
+        if value is not None and not isinstance(value, int | str):
+            out.append(value)
+    return out
+
+
+def _literal(word: Any) -> str | None:
+    """A word's text when the shell reads it as written (no expansion built at run time)."""
+    if getattr(word, "kind", "") != "word":
+        return None
+    if any(getattr(p, "kind", "") != "tilde" for p in getattr(word, "parts", ())):
+        return None
+    return str(word.word)
+
+
+def _targets(found: ShellWrites, targets: list[str]) -> None:
+    """Note written targets; a pattern (``> *.txt``) may name any file it matches."""
+    if any(c in t for t in targets for c in "*?["):
+        found.unknown = "it writes to a file named by a pattern"
+    found.targets.extend(targets)
+
+
+def _redirect(node: Any, found: ShellWrites) -> None:
+    if node.type not in _WRITING_REDIRECTS or isinstance(node.output, int):
+        return
+    target = _literal(node.output)
+    if target is None:
+        found.unknown = f"it redirects into a name built at run time ({node.type})"
+    else:
+        _targets(found, [target])
+
+
+def _command(node: Any, found: ShellWrites) -> None:
+    """Read one simple command's name and arguments (its redirections are read apart)."""
+    words = [p for p in node.parts if getattr(p, "kind", "") == "word"]
+    if not words:
+        return  # assignments and redirections alone
+    name = _literal(words[0])
+    if name is None:
+        found.unknown = "its command name is built at run time"
+        return
+    name = posixpath.basename(name)
+    args = [_literal(w) for w in words[1:]]
+    if any(a is None for a in args):
+        if name in READING and name not in ("find", "sed", "perl", "dd", "sort", "curl", "wget"):
+            return  # "cat $f" reads
+        found.unknown = f"`{name}` is given a name built at run time"
+        return
+    given = [a for a in args if a is not None]
+    plain = [a for a in given if not a.startswith("-")]
+    if name in _ALL_ARGS:
+        _targets(found, plain)
+    elif name in _DESTINATION:
+        _targets(found, plain[-1:] + [posixpath.basename(a.rstrip("/")) for a in plain]
+                 + _option_values(given, ("-t", "--target-directory")))
+    elif name in ("sed", "perl"):
+        _in_place(name, given, plain, found)
+    elif name == "find":
+        if not _FIND_WRITES.isdisjoint(given):
+            found.unknown = "`find` runs or writes with -exec/-delete/-fprint"
+    elif name == "dd":
+        _targets(found, [a[3:] for a in given if a.startswith("of=")])
+    elif name in _OUTPUT_OPTIONS:
+        _outputs(name, given, found)
+    elif name not in READING:
+        found.unknown = f"`{name}` may write any file"
+
+
+def _option_values(given: list[str], options: tuple[str, ...]) -> list[str]:
+    """The values of options given as ``-o FILE``, ``--output FILE`` or ``--output=FILE``."""
+    out: list[str] = []
+    for i, a in enumerate(given):
+        if a in options and i + 1 < len(given):
+            out.append(given[i + 1])
+        out.extend(a.split("=", 1)[1] for o in options if o.startswith("--")
+                   and a.startswith(o + "="))  # fmt: skip
+        out.extend(a[2:] for o in options if len(o) == 2 and a.startswith(o) and len(a) > 2)
+    return out
+
+
+def _in_place(name: str, given: list[str], plain: list[str], found: ShellWrites) -> None:
+    """``sed -i`` and ``perl -i`` write their files; a sed script may write with ``w``."""
+    if any(a.startswith("-i") or a.startswith("--in-place") for a in given) or (
+            name == "perl" and any(a.startswith("-") and "i" in a[1:] for a in given)):  # fmt: skip
+        _targets(found, plain[1:] if name == "sed" and not any(
+            a in ("-e", "--expression") for a in given) else plain)  # the script is no file
+    elif name == "perl":
+        found.unknown = "`perl` runs a program that may write any file"
+    elif any("w" in a.lower() for a in plain[:1]) or any(
+            a in ("-e", "-f", "--expression", "--file") for a in given):  # fmt: skip
+        found.unknown = "a `sed` script may write a file (its `w` command)"
+
+
+def _outputs(name: str, given: list[str], found: ShellWrites) -> None:
+    values = _option_values(given, _OUTPUT_OPTIONS[name])
+    _targets(found, values)
+    remote = name == "curl" and any(a in ("-O", "--remote-name", "--remote-name-all")
+                                    or a.startswith("-O") for a in given)  # fmt: skip
+    if remote or (name == "wget" and not values):
+        found.unknown = f"`{name}` writes a file named by the server"
