@@ -156,3 +156,26 @@ def test_a_field_part_answers_the_call_that_returned_it() -> None:
     for part in parts:
         call = trace.call_of(part)
         assert call is not None and call.name == "search_calendar_events"
+
+
+# The verbs of a calendar, mail and chat assistant open a request like "pay" or "read".
+_VERBS = ["create", "invite", "set up", "organize", "organise", "write", "draft", "email",
+          "message", "post", "reschedule", "contact", "notify"]  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", _VERBS)
+@pytest.mark.parametrize(("form", "verdict"), [
+    ("{verb} the people of the Kick-off review event.", "request"),
+    ("Please {verb} everyone from the Kick-off review event on 2030-02-11.", "request"),
+    ("Can you {verb} the Kick-off review participants?", "request"),
+    ("Do not {verb} anyone from the Kick-off review event.", "refused"),
+    ("Should I {verb} the Kick-off review people?", "asked"),
+    ("Bob said: {verb} the Kick-off review people.", "quoted"),
+])  # fmt: skip
+def test_an_assistants_action_verbs_open_a_request(verb: str, form: str, verdict: str) -> None:
+    from guardagent.trace.requests import mentions
+
+    text = form.format(verb=verb)
+    text = text[0].upper() + text[1:]
+    at = text.index("Kick-off review")
+    assert mentions(text, [(at, at + len("Kick-off review"))]) == [verdict], text

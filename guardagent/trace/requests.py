@@ -64,6 +64,8 @@ VERBS = frozenset({
     "execute", "act", "sort", "tackle", "action", "visit", "browse", "fill", "sign", "approve",
     "arrange", "initiate", "schedule", "prepare", "finish", "finalize", "finalise", "resolve",
     "confirm", "remit", "issue", "order", "purchase", "buy", "renew", "have", "give",
+    "create", "invite", "set", "organize", "organise", "write", "draft", "email", "message",
+    "post", "reschedule", "contact", "notify",
 })  # fmt: skip
 """Action verbs that open an imperative clause ("pay X", "open X and pay it")."""
 
