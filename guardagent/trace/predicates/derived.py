@@ -28,6 +28,11 @@ it returns is not a document the user pointed at, so an IBAN in one of its mails
 derived from the user. The rule is a heuristic over words; ``via=`` (the tools that read
 one document: ``via="read_file"``) is the policy's own, stronger say.
 
+The predicate ``arg_from_designated`` (in :mod:`.document`) asks one thing more by default:
+a value the designated document writes only inside text addressed to the agent is what the
+document *told the agent*, not what it states (``arg_designated_unaddressed``); a policy
+opts back in to such values with ``addressed=True``.
+
 The decision names the chain: "iban 'CH93...' is from `read_file` of `invoice-0425.txt`,
 which the user named in message 1" (the result message among the fact's sources).
 

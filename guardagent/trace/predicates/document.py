@@ -5,7 +5,9 @@ named (a bill, a notice, a page), so a value they add is "derived from a designa
 (:mod:`.derived`) like the legitimate one. Each predicate here narrows what a designated
 document designates, with the same `hops` and `via=` as ``arg_from_designated`` (a value
 from the user, the system prompt, a trusted tool or the user's records holds at hop 0, as
-there):
+there). ``arg_from_designated`` itself lives here: by default it is
+``arg_designated_unaddressed`` with a `part=` (the derivation of :mod:`.derived`, then the
+addressed-text test), and ``addressed=True`` gives the plain derivation:
 
 - ``arg_designated_unaddressed(arg)``: every value is in a designated document *outside*
   text addressed to the agent (:mod:`guardagent.trace.addressed`: "AI assistant, before
