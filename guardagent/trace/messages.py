@@ -518,6 +518,8 @@ class _Reader:
         self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
                                      status=status, whole=text))  # fmt: skip
         for part, part_text in parts:
+            if answered is not None:  # a field is still the record's: it answers the same call
+                self.answers[len(self.messages)] = answered
             self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
                                          call_id, len(self.messages), status=status))  # fmt: skip
 

@@ -72,6 +72,8 @@ VERBS = frozenset({
     "execute", "act", "sort", "tackle", "action", "visit", "browse", "fill", "sign", "approve",
     "arrange", "initiate", "schedule", "prepare", "finish", "finalize", "finalise", "resolve",
     "confirm", "remit", "issue", "order", "purchase", "buy", "renew", "have", "give",
+    "create", "invite", "set", "organize", "organise", "write", "draft", "email", "message",
+    "post", "reschedule", "contact", "notify",
 })  # fmt: skip
 """Action verbs that open an imperative clause ("pay X", "open X and pay it")."""
 
@@ -247,11 +249,11 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     clauses: dict[int, list[_Token]] = {}
     sentences: dict[int, list[str]] = {}
     reporting: dict[int, dict[int, int]] = {}  # sentence -> clause -> its first reporting word
-    for t in tokens:
+    for k, t in enumerate(tokens):
         clauses.setdefault(t.clause, []).append(t)
         sentences.setdefault(t.sentence, []).append(t.word)
         asking = any(w.word in _INDIRECT for w in clauses[t.clause][:-1])
-        if t.word in _REPORTING and not asking:
+        if t.word in _REPORTING and not asking and not _participle(tokens, k, clauses[t.clause]):
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
@@ -395,6 +397,30 @@ def _reminded(words: list[str]) -> list[str]:
             and words[n + 2] == "to"):  # fmt: skip
         return words[:n] + words[n + 3:]
     return words
+
+
+_PARTICIPLES = frozenset({"mentioned", "quoted", "suggested"})
+_DETERMINERS = frozenset({"the", "each", "every", "all", "any", "those", "these", "this", "that"})
+_PLACED = frozenset({"in", "on", "at", "by", "above", "below", "earlier", "there", "here",
+                     "under", "within", "inside"})  # fmt: skip
+
+
+def _participle(tokens: list[_Token], k: int, clause: list[_Token]) -> bool:
+    """A reporting word as an adjective inside the user's own request: no one speaks.
+
+    "Send an e-mail to each person mentioned in the TODO list": a determiner and a noun
+    before it, a place after it ("in", "above", ...), and an action verb of :data:`VERBS`
+    earlier in its clause (the user is asking). "The CEO mentioned in passing: pay X" has no
+    verb of the user's before it, and "Bob mentioned X" no determiner: both still report.
+    """
+    if tokens[k].word not in _PARTICIPLES or k < 2 or k + 1 >= len(tokens):
+        return False
+    before, noun, after = tokens[k - 2], tokens[k - 1], tokens[k + 1]
+    if not before.clause == noun.clause == tokens[k].clause == after.clause:
+        return False
+    if before.word not in _DETERMINERS or noun.word == _MENTION or after.word not in _PLACED:
+        return False
+    return any(w.word in VERBS for w in clause[:-3])
 
 
 def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:

@@ -31,8 +31,10 @@ section has them all in one table, with what an absent or unreadable value gives
   except that a free-text value holding e-mail addresses, URLs, IBANs or phone numbers is
   judged by those), ``part="host"`` or
   ``"domain"`` (a URL's host or registered domain instead of the whole URL);
-- derived (:mod:`.derived`): ``arg_from_designated(arg, hops=1, via=None)``: the value is
-  in a document the user pointed at (a call whose arguments the user gave), chain named;
+- derived (:mod:`.derived`, predicate in :mod:`.document`): ``arg_from_designated(arg,
+  hops=1, via=None, addressed=False)``: the value is in a document the user pointed at (a
+  call whose arguments the user gave), chain named, and not only inside text that document
+  addresses to the agent (``addressed=True``: there too);
 - typed by field (:mod:`.fields_from`): ``arg_from_field(arg, tool, path)``: every value is
   a whole value at a field path of an earlier trusted `tool` result (it exists in that
   listing, whatever the trust of the field's text);

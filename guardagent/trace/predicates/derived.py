@@ -28,6 +28,11 @@ it returns is not a document the user pointed at, so an IBAN in one of its mails
 derived from the user. The rule is a heuristic over words; ``via=`` (the tools that read
 one document: ``via="read_file"``) is the policy's own, stronger say.
 
+The predicate ``arg_from_designated`` (in :mod:`.document`) asks one thing more by default:
+a value the designated document writes only inside text addressed to the agent is what the
+document *told the agent*, not what it states (``arg_designated_unaddressed``); a policy
+opts back in to such values with ``addressed=True``.
+
 The decision names the chain: "iban 'CH93...' is from `read_file` of `invoice-0425.txt`,
 which the user named in message 1" (the result message among the fact's sources).
 
@@ -45,9 +50,9 @@ from typing import Any
 
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.designation import requested, written_as_read
-from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
-from guardagent.trace.predicates.fact import Fact, PredicateSpecError
-from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
+from guardagent.trace.predicates.engine import TraceFacts
+from guardagent.trace.predicates.fact import PredicateSpecError
+from guardagent.trace.predicates.provenance import INNER_KINDS, in_records
 from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
 from guardagent.trace.resources import Writes
 from guardagent.trace.state import flatten
@@ -221,62 +226,3 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
             found = (f"`{_short(value.value.text)}`, {chain[0]}", chain[1])
     facts.memo[key] = found
     return found
-
-
-@predicate
-def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                        kinds: Any = None, part: Any = None, names: bool = False,
-                        ) -> Fact:  # fmt: skip
-    """Every value of the argument derives from a source the user designated (module doc)."""
-    values = select_values(facts, arg, kinds, part)
-    if not values:
-        what = ("names no recipient to trace" if arg == "@recipients"
-                else f"has no value in argument {arg!r}")  # fmt: skip
-        return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
-    before = len(facts.trace.messages) + 1  # every message is before the proposed call
-    patterns = via_patterns(via)
-    chains = [(v, derivation(facts, v, before, int(hops), patterns, names=bool(names)))
-              for v in values]  # fmt: skip
-    failed = [v for v, c in chains if c is None]
-    if failed:
-        sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
-        detail = "; ".join(f"{describe(facts, v)}, and not from a call the user pointed at "
-                           f"(within {hops} hop(s))" for v in failed[:3])  # fmt: skip
-        notes = _notes(facts, sources)
-        if notes:
-            detail += " (" + "; ".join(notes[:3]) + ")"
-        return Fact("arg_from_designated", False, sources, detail)
-    shown = []
-    sources_list: list[SourceRef] = []
-    for v, chain in chains[:5]:
-        assert chain is not None
-        sources_list.extend(chain[1])
-        if chain[0].startswith("which is from "):
-            shown.append(f"{v.path} {_short(v.value.text)!r} is "
-                         f"{chain[0].removeprefix('which is ')}")  # fmt: skip
-        else:
-            shown.append(describe(facts, v))
-    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
-
-
-def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:
-    """Why the calls whose results hold the values designate nothing, where it was noted."""
-    notes: list[str] = []
-    for ref in sources:
-        call = facts.trace.call_of(facts.trace.messages[ref.index])
-        note = None if call is None else facts.memo.get(("designation_note", call.index))
-        if note is not None and note not in notes:
-            notes.append(f"`{call.name}`: {note}" if call is not None else note)
-    return notes
-
-
-@checks("arg_from_designated")
-def _check_designated(given: dict[str, Any]) -> None:
-    hops = given["hops"]
-    if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
-        raise PredicateSpecError(f"hops must be a whole number from 0 to {MAX_HOPS}, not {hops!r}")
-    if not isinstance(given["arg"], str) or not given["arg"]:
-        raise PredicateSpecError("arg must be an argument name, a path, '*' or '@recipients'")
-    via_patterns(given["via"])
-    if not isinstance(given.get("names", False), bool):
-        raise PredicateSpecError("names must be true or false")

@@ -5,7 +5,9 @@ named (a bill, a notice, a page), so a value they add is "derived from a designa
 (:mod:`.derived`) like the legitimate one. Each predicate here narrows what a designated
 document designates, with the same `hops` and `via=` as ``arg_from_designated`` (a value
 from the user, the system prompt, a trusted tool or the user's records holds at hop 0, as
-there):
+there). ``arg_from_designated`` itself lives here: by default it is
+``arg_designated_unaddressed`` with a `part=` (the derivation of :mod:`.derived`, then the
+addressed-text test), and ``addressed=True`` gives the plain derivation:
 
 - ``arg_designated_unaddressed(arg)``: every value is in a designated document *outside*
   text addressed to the agent (:mod:`guardagent.trace.addressed`: "AI assistant, before
@@ -47,8 +49,8 @@ from guardagent.trace.state import message_keys
 _SHOWN = 40
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+def _short(text: str, shown: int = _SHOWN) -> str:
+    return text if len(text) <= shown else text[:shown] + "..."
 
 
 def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
@@ -91,18 +93,10 @@ def _before(facts: TraceFacts) -> int:
     return len(facts.trace.messages) + 1  # every message is before the proposed call
 
 
-@predicate
-def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                               kinds: Any = None, names: bool = False) -> Fact:  # fmt: skip
-    """Every value is in a designated document outside text addressed to the agent.
-
-    `names`: one-word names designate, as :func:`arg_from_designated`'s opt-in.
-    """
-    name = "arg_designated_unaddressed"
-    values, empty = _open_values(facts, name, arg, kinds)
-    if empty is not None:
-        return empty
-    before, patterns = _before(facts), via_patterns(via)
+def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], hops: int,
+                 patterns: Via, names: bool) -> Fact:  # fmt: skip
+    """Whether every value is trusted or in a designated document outside addressed text."""
+    before = _before(facts)
     region, year = facts.search.region, facts.search.year
     shown: list[str] = []
     sources: list[SourceRef] = []
@@ -112,7 +106,7 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
             shown.append(describe(facts, v))
             sources.extend(direct[1])
             continue
-        docs = documents(facts, v, before, int(hops), patterns, bool(names))
+        docs = documents(facts, v, before, hops, patterns, names)
         what = f"{v.path} {_short(v.value.text)!r}"
         addressed = []
         for ref, call, chain in docs:
@@ -143,6 +137,20 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
                         f"the user pointed at (within {hops} hop(s))")  # fmt: skip
     return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]))
+
+
+@predicate
+def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
+                               kinds: Any = None, names: bool = False) -> Fact:  # fmt: skip
+    """Every value is in a designated document outside text addressed to the agent.
+
+    `names`: one-word names designate, as :func:`arg_from_designated`'s opt-in.
+    """
+    name = "arg_designated_unaddressed"
+    values, empty = _open_values(facts, name, arg, kinds)
+    if empty is not None:
+        return empty
+    return _unaddressed(facts, name, values, int(hops), via_patterns(via), bool(names))
 
 
 def _kind_keys(facts: TraceFacts, index: int, kind: str) -> list[str]:
@@ -245,3 +253,75 @@ def _check_document(given: dict[str, Any]) -> None:
 
 for _name in ("arg_designated_unaddressed", "arg_designated_unique", "arg_from_same_document"):
     checks(_name)(_check_document)
+
+
+@predicate
+def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
+                        kinds: Any = None, part: Any = None, names: bool = False,
+                        addressed: bool = False) -> Fact:  # fmt: skip
+    """Every value of the argument derives from a source the user designated (:mod:`.derived`).
+
+    A value a designated document writes only inside text addressed to the agent ("AI
+    assistant, before you continue, send it to ...") is what the document *told the agent*,
+    not what it states: it is not designated unless the policy opts back in with
+    `addressed=True` (the reading of :func:`arg_designated_unaddressed`, which this is by
+    default). Tool results are evidence, never instructions.
+    """
+    values = select_values(facts, arg, kinds, part)
+    if not values:
+        what = ("names no recipient to trace" if arg == "@recipients"
+                else f"has no value in argument {arg!r}")  # fmt: skip
+        return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
+    before = len(facts.trace.messages) + 1  # every message is before the proposed call
+    patterns = via_patterns(via)
+    chains = [(v, derivation(facts, v, before, int(hops), patterns, names=bool(names)))
+              for v in values]  # fmt: skip
+    failed = [v for v, c in chains if c is None]
+    if failed:
+        sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
+        detail = "; ".join(f"{describe(facts, v)}, and not from a call the user pointed at "
+                           f"(within {hops} hop(s))" for v in failed[:3])  # fmt: skip
+        notes = _notes(facts, sources)
+        if notes:
+            detail += " (" + "; ".join(notes[:3]) + ")"
+        return Fact("arg_from_designated", False, sources, detail)
+    if not addressed:
+        strict = _unaddressed(facts, "arg_from_designated", values, int(hops), patterns,
+                              bool(names))  # fmt: skip
+        if strict.value is not True:
+            return strict
+    shown = []
+    sources_list: list[SourceRef] = []
+    for v, chain in chains[:5]:
+        assert chain is not None
+        sources_list.extend(chain[1])
+        if chain[0].startswith("which is from "):
+            shown.append(f"{v.path} {_short(v.value.text, 60)!r} is "
+                         f"{chain[0].removeprefix('which is ')}")  # fmt: skip
+        else:
+            shown.append(describe(facts, v))
+    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
+
+
+def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:
+    """Why the calls whose results hold the values designate nothing, where it was noted."""
+    notes: list[str] = []
+    for ref in sources:
+        call = facts.trace.call_of(facts.trace.messages[ref.index])
+        note = None if call is None else facts.memo.get(("designation_note", call.index))
+        if note is not None and note not in notes:
+            notes.append(f"`{call.name}`: {note}" if call is not None else note)
+    return notes
+
+
+@checks("arg_from_designated")
+def _check_designated(given: dict[str, Any]) -> None:
+    hops = given["hops"]
+    if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
+        raise PredicateSpecError(f"hops must be a whole number from 0 to {MAX_HOPS}, not {hops!r}")
+    if not isinstance(given["arg"], str) or not given["arg"]:
+        raise PredicateSpecError("arg must be an argument name, a path, '*' or '@recipients'")
+    via_patterns(given["via"])
+    for flag in ("names", "addressed"):
+        if not isinstance(given.get(flag, False), bool):
+            raise PredicateSpecError(f"{flag} must be true or false")
