@@ -215,38 +215,47 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
 
 
 def test_thread_locks_keep_two_replicas_from_forking_a_thread(cluster: Cluster) -> None:
-    """Two savers (as two replicas) that read-then-write the same thread at once fork it
-    without the lock (the detector works) and form one line with it."""
+    """Two stores (as two replicas) that read-then-write the same thread at once: without the
+    lock the head's compare-and-set refuses one write of each pair (the fence works alone, and
+    the history stays one line); with it, no write is refused."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    from guardagent.service.heads import HeadMoved, PostgresHeads
     from guardagent.service.locks import PostgresLocks, release_all
     from guardagent.service.threads import ThreadStore, saver_serde
 
-    async def run(thread: str, locked: bool) -> bool:
+    async def run(thread: str, locked: bool) -> tuple[bool, int, int]:
         kw = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         async with AsyncConnectionPool(cluster.url, kwargs=kw, min_size=1, max_size=4) as data, \
                 AsyncConnectionPool(cluster.url, kwargs={"autocommit": True}, min_size=1,
                                     max_size=4, reset=release_all) as lk:
-            stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde())) for _ in "ab"]
+            stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde()),
+                                  heads=PostgresHeads(data, saver_serde())) for _ in "ab"]
             locks = PostgresLocks(lk, 10)
+            refused = 0
 
             async def step(store: ThreadStore, i: int, both_read: asyncio.Barrier | None) -> None:
+                nonlocal refused
                 async with locks.hold([f"thread:{thread}"] if locked else []):
-                    await store.trace_state(thread)
+                    head, _ = await store.last(thread)
                     if both_read is not None:  # unlocked: both replicas read before either writes
                         await both_read.wait()
                     await asyncio.sleep(0.05)  # a run between the read and the write
-                    await store.append(thread, "event", {"allowed": True, "n": i}, None)
+                    try:
+                        await store.append(thread, head, "event", {"allowed": True, "n": i}, None)
+                    except HeadMoved:
+                        refused += 1
 
             for i in range(3):
                 barrier = None if locked else asyncio.Barrier(len(stores))
                 await asyncio.gather(*(step(s, i, barrier) for s in stores))
-            return bool((await stores[0].history(thread))["linear"])
+            history = await stores[0].history(thread)
+            return bool(history["linear"]), len(history["decisions"]), refused
 
-    assert asyncio.run(run("t-fork-unlocked", locked=False)) is False
-    assert asyncio.run(run("t-fork-locked", locked=True)) is True
+    assert asyncio.run(run("t-fork-unlocked", locked=False)) == (True, 3, 3)
+    assert asyncio.run(run("t-fork-locked", locked=True)) == (True, 6, 0)
 
 
 def test_a_draining_replica_finishes_its_in_flight_request(cluster: Cluster,
