@@ -270,3 +270,68 @@ def test_sequences_do_not_wait_on_the_wall_clock(pg_url: str, tmp_path: Path) ->
     made, history = asyncio.run(run())
     assert history["linear"] is True and history["checkpoints"] == 8
     assert _decided(history) == made
+
+
+# -- the fence itself: any head but the thread's is refused, and nothing is written --------------
+
+
+def _stale_heads(real: Any) -> list[Any]:
+    """Heads a stale or confused writer could hold, none of them the thread's."""
+    from guardagent.service.heads import NEW_THREAD, Head
+
+    other = "1f000000-0000-6000-8000-000000000000"
+    return [NEW_THREAD, Head(real.seq - 1, real.checkpoint_id), Head(real.seq + 1, real.checkpoint_id),
+            Head(real.seq, other), Head(real.seq, real.checkpoint_id + "x"), Head(0, real.checkpoint_id),
+            Head(real.seq - 1, other), Head(2**62, real.checkpoint_id)]
+
+
+async def _fence_cases(decider: Decider, thread: str) -> list[tuple[Any, str, int, int, bool]]:
+    """For each stale head: the error, and the thread's head, checkpoints and key after."""
+    from guardagent.service.heads import WriteRefused
+    from guardagent.service.idempotency import Stored
+
+    store = decider.threads
+    for i in range(3):
+        real, _ = await store.last(thread)
+        await store.append(thread, real, "event", {"allowed": True, "n": i}, None)
+    real, _ = await store.last(thread)
+    before = (await store.history(thread))["checkpoints"]
+    out = []
+    for n, stale in enumerate(_stale_heads(real)):
+        key = f"{thread}-fence-{n}"
+        error = ""
+        try:
+            await store.append(thread, stale, "event", {"allowed": True, "stale": n}, None,
+                               also=decider._key_writer(key, Stored("fp", {"n": n})))
+        except WriteRefused as exc:
+            error = str(exc)
+        after, _ = await store.last(thread)
+        history = await store.history(thread)
+        kept = await decider.decisions.get(None, key) if decider.settings.database_url is None \
+            else await _key_row(decider.settings.database_url, key)
+        out.append((stale, error, after == real, history["checkpoints"] - before, kept is not None))
+    return out
+
+
+async def _key_row(url: str, key: str) -> Any:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute("SELECT 1 FROM guardagent_idempotency WHERE key = %s", (key,))
+        return await cur.fetchone()
+
+
+@pytest.mark.parametrize("backend", ["postgres", "memory"])
+def test_a_write_on_any_stale_head_is_refused_and_writes_nothing(backend: str, tmp_path: Path,
+                                                                request: pytest.FixtureRequest) -> None:  # fmt: skip
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+
+    async def run() -> list[tuple[Any, str, int, int, bool]]:
+        async with replica(url, tmp_path / "m") as a:
+            return await _fence_cases(a, f"t-fence-{backend}")
+
+    for stale, error, unchanged, added, kept in asyncio.run(run()):
+        assert "moved on" in error, f"{stale} was refused"
+        assert unchanged, f"{stale}: the head did not move"
+        assert kept is False, f"{stale}: its key was not stored either"
+        assert added == 0, f"{stale}: no checkpoint was written"

@@ -78,6 +78,9 @@ class Heads(Protocol):
     def transaction(self) -> Any:
         """An async context manager of a :class:`Transaction`: all of it commits, or none."""
 
+    async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
+        """Refuse early (:class:`HeadMoved`) where a write cannot be rolled back."""
+
     async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
         """Make `new_id` the head if `expected` still is; else :class:`HeadMoved`."""
 
@@ -96,6 +99,12 @@ class MemoryHeads:
     async def transaction(self) -> AsyncIterator[Transaction]:
         """No database: the store's own saver writes (no rollback; the local lock can't be lost)."""
         yield Transaction(None, None)
+
+    async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
+        """Refuse before the saver writes: an in-memory write is not rolled back."""
+        current = self._heads.get(thread_id, NEW_THREAD)
+        if current != expected:
+            raise _moved(thread_id, expected, current.seq)
 
     async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
         """Make `new_id` the head if `expected` still is; else :class:`HeadMoved`."""
@@ -151,6 +160,9 @@ class PostgresHeads:
 
         async with self.pool.connection() as conn, conn.transaction():
             yield Transaction(conn, AsyncPostgresSaver(conn, serde=self.serde))
+
+    async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
+        """Nothing to do: :meth:`advance` decides, in the transaction that rolls back."""
 
     async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
         """Compare-and-set the head, in `tx`: a concurrent advance waits for the row, then fails.

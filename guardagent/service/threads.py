@@ -137,6 +137,7 @@ class ThreadStore:
                 update: ThreadState = {"kind": kind, "decision": decision, "request": request}
                 if trace_state is not None:
                     update["trace_state"] = trace_state
+                await self.heads.check(tx, thread_id, head)
                 graph = (self._graph(thread_id) if tx.saver is None
                          else self._builder.compile(checkpointer=tx.saver))  # fmt: skip
                 written = await graph.aupdate_state(self._config(thread_id, head), update,
