@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -32,7 +31,7 @@ from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_r
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.requests import BadRequest, Request
 from guardagent.service.settings import ServiceSettings
-from guardagent.service.threads import ThreadState, ThreadStore
+from guardagent.service.threads import KeyWrite, ThreadState, ThreadStore
 
 log = logging.getLogger("guardagent.service")
 
@@ -178,7 +177,7 @@ class Decider:
                 log.warning("write refused, deciding again (%d/%d): %s", attempt, ATTEMPTS, exc)
                 attempt += 1
 
-    def _key_writer(self, key: str, stored: Stored) -> Callable[[Any], Awaitable[None]]:
+    def _key_writer(self, key: str, stored: Stored) -> KeyWrite:
         """The key's write, for the transaction that records its decision."""
 
         async def write(conn: Any) -> None:
