@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from guardagent.context import GuardContext
 from guardagent.service.decider import Answer, Decider
@@ -335,3 +337,50 @@ def test_a_write_on_any_stale_head_is_refused_and_writes_nothing(backend: str, t
         assert unchanged, f"{stale}: the head did not move"
         assert kept is False, f"{stale}: its key was not stored either"
         assert added == 0, f"{stale}: no checkpoint was written"
+
+
+# -- any interleaving of writers, with any clocks: the accepted writes form one line ------------
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.sampled_from([0.0, 0.1, 2.0, 60.0])),
+                min_size=1, max_size=30))
+def test_any_interleaving_of_writers_and_clocks_keeps_one_line(
+    ops: list[tuple[int, bool, float]],
+) -> None:
+    """Writers read the head, then write on what they read, in any order and with any clock:
+    a write lands exactly when its head is still the thread's, and the thread reads back as
+    the line of the writes that landed, in the order they landed."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from guardagent.service.heads import NEW_THREAD, HeadMoved, MemoryHeads
+    from guardagent.service.threads import ThreadStore, saver_serde
+
+    async def run() -> tuple[list[int], list[int], dict[str, Any], Any, Any]:
+        store = ThreadStore(InMemorySaver(serde=saver_serde()), heads=MemoryHeads())
+        read: dict[int, Any] = {}
+        landed, expected = [], []
+        model: Any = NEW_THREAD  # the head as the model keeps it
+        for n, (writer, writes, behind) in enumerate(ops):
+            if not writes or writer not in read:
+                read[writer] = (await store.last("t"))[0]
+                continue
+            if read[writer] == model:
+                expected.append(n)
+            with skewed(behind):
+                try:
+                    model = await store.append("t", read[writer], "event",
+                                               {"allowed": True, "n": n}, None)  # fmt: skip
+                    landed.append(n)
+                except HeadMoved:
+                    pass
+        head, state = await store.last("t")
+        return landed, expected, await store.history("t"), head, state
+
+    landed, expected, history, head, state = asyncio.run(run())
+    assert landed == expected, "a write lands exactly when the head it read is the thread's"
+    assert history["linear"] is True
+    assert [d["n"] for d in history["decisions"]] == landed
+    assert head.seq == len(landed)
+    assert (state.get("decision") or {}).get("n") == (landed[-1] if landed else None)
