@@ -163,23 +163,35 @@ def test_a_clock_that_jumps_back_on_the_only_replica_keeps_one_history(tmp_path:
 # -- 2. a replica that lost its thread lock mid-run ---------------------------------------------
 
 
-async def _terminate_lock_holder(url: str, thread: str) -> int:
-    """Kill the backend holding `thread`'s advisory lock; how many were."""
+async def _lock_holders(url: str, thread: str, terminate: bool) -> int:
+    """How many backends hold `thread`'s advisory lock (terminated first, if asked)."""
     import psycopg
 
+    what = "pg_terminate_backend(pid)" if terminate else "pid"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cur = await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
-            "granted AND objid::text::bigint = (hashtext(%s)::bigint & 4294967295)",
+            f"SELECT {what} FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+            "objid::text::bigint = (hashtext(%s)::bigint & 4294967295)",
             (f"thread:{thread}",))  # fmt: skip
         return len(await cur.fetchall())
 
 
+async def _idle_session_timeout(decider: Decider, timeout: str) -> None:
+    """Set `idle_session_timeout` on every connection of the replica's lock pool."""
+    pool = decider.locks.pool  # type: ignore[attr-defined]
+    async with pool.connection() as one, pool.connection() as two:
+        for conn in (one, two):
+            await conn.execute("SELECT set_config('idle_session_timeout', %s, false)", (timeout,))
+
+
+@pytest.mark.parametrize("how", ["terminated", "idle_session_timeout"])
 @pytest.mark.parametrize("key", [None, "lost-lock-key"])
 def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_path: Path,
-                                                             key: str | None) -> None:  # fmt: skip
-    """A's lock session dies mid-run; B decides the thread; A's write is refused, A re-decides."""
-    thread = f"t-lost-{key}"
+                                                             key: str | None, how: str) -> None:  # fmt: skip
+    """A's lock session dies mid-run; B decides the thread; A's write is refused, A re-decides
+    (or, its lock pool's sessions all dead, is denied): never a decision on a stale index."""
+    thread = f"t-lost-{key}-{how}"
+    key = key and f"{key}-{how}"  # one database for every case: a key of its own
 
     async def run() -> tuple[Answer, Answer, dict[str, Any], int, int]:
         async with replica(pg_url, tmp_path / "a") as a, replica(pg_url, tmp_path / "b") as b:
@@ -195,16 +207,28 @@ def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_pa
                 return await real_run(*args)
 
             a._run = held_run  # type: ignore[method-assign]
+            if how == "idle_session_timeout":
+                await _idle_session_timeout(a, "2s")  # as the issue's server had it
             pending = asyncio.create_task(_ask(a, MESSAGES[:4], thread, key))
-            await asyncio.wait_for(entered.wait(), 30)
-            killed = await _terminate_lock_holder(pg_url, thread)
+            waiting = asyncio.ensure_future(entered.wait())
+            await asyncio.wait([waiting, pending], timeout=30,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            assert entered.is_set(), (pending.done() and pending.result())
+            if how == "terminated":
+                lost = await _lock_holders(pg_url, thread, terminate=True)
+            else:
+                for _ in range(200):  # until the server ends the idle session (and its lock)
+                    await asyncio.sleep(0.1)
+                    if not await _lock_holders(pg_url, thread, terminate=False):
+                        break
+                lost = 1 - await _lock_holders(pg_url, thread, terminate=False)
             other = await _ask(b, MESSAGES[:3], thread)  # the thread is free: B takes it
             go.set()
             late = await asyncio.wait_for(pending, 60)
-            return late, other, await b.threads.history(thread), killed, len(runs)
+            return late, other, await b.threads.history(thread), lost, len(runs)
 
-    late, other, history, killed, runs = asyncio.run(run())
-    assert killed == 1, "the lock holder's backend was terminated"
+    late, other, history, lost, runs = asyncio.run(run())
+    assert lost == 1, "the lock holder's session ended mid-run"
     assert other.status == 200 and late.status in (200, 503)
     assert history["linear"] is True, "one line: the stale write was refused"
     bodies = [{k: v for k, v in d.items() if k not in ("checkpoint_id", "kind")}
