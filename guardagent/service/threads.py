@@ -139,7 +139,8 @@ class ThreadStore:
                     update["trace_state"] = trace_state
                 await self.heads.check(tx, thread_id, head)
                 graph = (self._graph(thread_id) if tx.saver is None
-                         else self._builder.compile(checkpointer=tx.saver))  # fmt: skip
+                         else self._builder.compile(checkpointer=tx.saver,
+                                                    name="guardagent.thread"))  # fmt: skip
                 written = await graph.aupdate_state(self._config(thread_id, head), update,
                                                     as_node="record")  # fmt: skip
                 made = written["configurable"]["checkpoint_id"]
