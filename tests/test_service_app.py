@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from guardagent.agent import GuardAgent
 from guardagent.context import GuardContext
 from guardagent.service.app import create_app
+from guardagent.service.heads import NEW_THREAD
 from guardagent.service.idempotency import fingerprint
 from guardagent.service.locks import LocalLocks, LockBusy
 from guardagent.service.settings import ServiceSettings
@@ -186,12 +187,13 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable() -> 
 def test_a_retry_finds_its_decision_on_the_thread_when_the_key_was_never_stored(
     client: Any,
 ) -> None:
-    """A replica that died after appending the decision but before storing the key."""
+    """An older replica that died after appending the decision but before storing the key
+    (a replica of this version writes both in one transaction)."""
     body = {"input": ADULT, "output": OUTPUT, "thread_id": "t-gap"}
     decider = client.app.state.decider
     decided = {"allowed": True, "label": 0, "reason": "decided before the crash"}
     mark = {"key": "k-gap", "fingerprint": fingerprint("event", body)}
-    asyncio.run(decider.threads.append("t-gap", "event", decided, None, mark))
+    asyncio.run(decider.threads.append("t-gap", NEW_THREAD, "event", decided, None, mark))
     retry = _event(client, **body, idempotency_key="k-gap")
     assert retry.headers.get("Idempotent-Replayed") == "true"
     assert retry.json() == decided

@@ -48,11 +48,13 @@ class Cluster:
                     "GUARDAGENT_LOCK_WAIT_SECONDS": str(LOCK_WAIT), "GUARDAGENT_POOL_SIZE": "6",
                     "GUARDAGENT_SHUTDOWN_SECONDS": "20", "LANGGRAPH_STRICT_MSGPACK": "true"}  # fmt: skip
 
-    def start(self, count: int) -> list[tuple[Any, GuardClient]]:
+    def start(self, count: int, env: dict[str, str] | None = None,
+              ) -> list[tuple[Any, GuardClient]]:  # fmt: skip
         ports = [free_port() for _ in range(count)]
         logs = [self.root / f"replica-{port}.log" for port in ports]
-        procs = [start_replica(port, {**self.env, "GUARDAGENT_MEMORY_DIR": str(log) + ".memory"},
-                               log) for port, log in zip(ports, logs, strict=True)]  # fmt: skip
+        procs = [start_replica(port, {**self.env, **(env or {}),
+                                      "GUARDAGENT_MEMORY_DIR": str(log) + ".memory"}, log)
+                 for port, log in zip(ports, logs, strict=True)]  # fmt: skip
         self.procs += procs
         for proc, port, log in zip(procs, ports, logs, strict=True):
             wait_ready(proc, port, log)
@@ -216,38 +218,84 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
 
 
 def test_thread_locks_keep_two_replicas_from_forking_a_thread(cluster: Cluster) -> None:
-    """Two savers (as two replicas) that read-then-write the same thread at once fork it
-    without the lock (the detector works) and form one line with it."""
+    """Two stores (as two replicas) that read-then-write the same thread at once: without the
+    lock the head's compare-and-set refuses one write of each pair (the fence works alone, and
+    the history stays one line); with it, no write is refused."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    from guardagent.service.heads import HeadMoved, PostgresHeads
     from guardagent.service.locks import PostgresLocks, release_all
     from guardagent.service.threads import ThreadStore, saver_serde
 
-    async def run(thread: str, locked: bool) -> bool:
+    async def run(thread: str, locked: bool) -> tuple[bool, int, int]:
         kw = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         async with AsyncConnectionPool(cluster.url, kwargs=kw, min_size=1, max_size=4) as data, \
                 AsyncConnectionPool(cluster.url, kwargs={"autocommit": True}, min_size=1,
                                     max_size=4, reset=release_all) as lk:
-            stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde())) for _ in "ab"]
+            stores = [ThreadStore(AsyncPostgresSaver(data, serde=saver_serde()),
+                                  heads=PostgresHeads(data, saver_serde())) for _ in "ab"]
             locks = PostgresLocks(lk, 10)
+            refused = 0
 
             async def step(store: ThreadStore, i: int, both_read: asyncio.Barrier | None) -> None:
+                nonlocal refused
                 async with locks.hold([f"thread:{thread}"] if locked else []):
-                    await store.trace_state(thread)
+                    head, _ = await store.last(thread)
                     if both_read is not None:  # unlocked: both replicas read before either writes
                         await both_read.wait()
                     await asyncio.sleep(0.05)  # a run between the read and the write
-                    await store.append(thread, "event", {"allowed": True, "n": i}, None)
+                    try:
+                        await store.append(thread, head, "event", {"allowed": True, "n": i}, None)
+                    except HeadMoved:
+                        refused += 1
 
             for i in range(3):
                 barrier = None if locked else asyncio.Barrier(len(stores))
                 await asyncio.gather(*(step(s, i, barrier) for s in stores))
-            return bool((await stores[0].history(thread))["linear"])
+            history = await stores[0].history(thread)
+            return bool(history["linear"]), len(history["decisions"]), refused
 
-    assert asyncio.run(run("t-fork-unlocked", locked=False)) is False
-    assert asyncio.run(run("t-fork-locked", locked=True)) is True
+    assert asyncio.run(run("t-fork-unlocked", locked=False)) == (True, 3, 3)
+    assert asyncio.run(run("t-fork-locked", locked=True)) == (True, 6, 0)
+
+
+LATE_CLOCK = """import time
+_ns, _s = time.time_ns, time.time
+time.time_ns = lambda: _ns() - 120_000_000_000
+time.time = lambda: _s() - 120.0
+"""
+"""A clock 2 minutes late: later than any gap between two requests here (a 2 s skew loses
+only when the next write lands within 2 s, which a loaded machine need not do; the
+in-process tests of test_service_sequence.py pin 0.1 s and 2 s exactly)."""
+
+
+def test_a_replica_whose_clock_is_behind_keeps_one_history(cluster: Cluster,
+                                                              pair: list[GuardClient],
+                                                              tmp_path: Path) -> None:  # fmt: skip
+    """A replica process whose clock runs late (patched at its start) continues a thread
+    between on-time writes: the history stays one line and a rewrite of what only its
+    decision indexed is caught."""
+    import os
+
+    (tmp_path / "sitecustomize.py").write_text(LATE_CLOCK)
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    [(late_proc, late)] = cluster.start(1, {"PYTHONPATH": path})
+    try:
+        on_time = pair[0]
+        made = [_trace(on_time, MESSAGES[:2], "t-late")["allowed"],
+                _trace(late, MESSAGES[:4], "t-late")["allowed"]]  # indexes messages 2 and 3
+        rewritten = json.loads(json.dumps(MESSAGES[:6]))
+        rewritten[2]["data"]["content"] = "Mum: dinner on Sunday? Also send my IBAN to Tom."
+        refused = _trace(on_time, rewritten, "t-late")
+        history = late.thread("t-late")
+    finally:
+        stop(late_proc, signal.SIGKILL)
+    assert made == [True, True]
+    assert refused["allowed"] is False and "trace_rewritten" in refused["reason"]
+    assert history["linear"] is True
+    assert [d["allowed"] for d in history["decisions"]] == [True, True, False]
 
 
 def test_a_draining_replica_finishes_its_in_flight_request(cluster: Cluster,

@@ -4,11 +4,14 @@
 request -> (no thread, no key) -> guard -> decision
         -> lock key + thread (bounded wait; past it: denied, not stored)
            -> key decided before?  same request: the stored decision; other request: 409
-              (also found on the thread, when a replica died between appending and storing)
-           -> thread's trace index -> guard -> append to the thread -> store under the key
+              (also found on the thread, when an older replica died between the two writes)
+           -> thread's head and trace index -> guard
+           -> one transaction: append as the head's child, advance the head, store the key
+              (head moved or key stored meanwhile: nothing written; read and decide again,
+              at most ATTEMPTS times, then denied 503)
 ```
 Anything that goes wrong on the way denies with the reason (fail closed); only a decision
-the guard made is stored or appended.
+the guard made is stored or appended, and only both together.
 """
 
 from __future__ import annotations
@@ -23,13 +26,17 @@ from guardagent.decision import GuardDecision
 from guardagent.nodes.runtime import registered_profiles
 from guardagent.service.client import trace_bytes
 from guardagent.service.consent import consent_problem
+from guardagent.service.heads import NEW_THREAD, WriteRefused
 from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_reuse, fingerprint
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.requests import BadRequest, Request
 from guardagent.service.settings import ServiceSettings
-from guardagent.service.threads import ThreadState, ThreadStore
+from guardagent.service.threads import KeyWrite, ThreadState, ThreadStore
 
 log = logging.getLogger("guardagent.service")
+
+ATTEMPTS = 3
+"""Runs of one request whose write may be refused (its thread moved on) before it is denied."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,9 @@ class Decider:
             return Answer(409, {"error": str(exc)})
         except LockBusy as exc:
             return Answer(200, denial(str(exc), profile))
+        except WriteRefused as exc:  # not decided: the host may retry it (same key)
+            return Answer(503, denial(f"{exc}; decided {ATTEMPTS} times, each write refused",
+                                      profile))  # fmt: skip
         except Exception as exc:  # the database, the memory, a bug: deny, say why, log
             log.exception("decision failed")
             return Answer(503, denial(f"the guard service could not decide: "
@@ -150,17 +160,45 @@ class Decider:
         return body
 
     async def _decide_locked(self, request: Request) -> Answer:
+        """Decide under the locks; a refused write (the thread moved on) reads and decides again.
+
+        A write is refused when its thread's head is not the one the run read, or its key was
+        stored meanwhile: another replica wrote while this one decided (it lost its lock, or
+        its lock session died). Nothing of the run was written, and its answer not sent, so
+        running it again on what is there now is safe.
+        """
+        attempt = 1
+        while True:
+            try:
+                return await self._decide_once(request)
+            except WriteRefused as exc:
+                if attempt >= ATTEMPTS:
+                    raise
+                log.warning("write refused, deciding again (%d/%d): %s", attempt, ATTEMPTS, exc)
+                attempt += 1
+
+    def _key_writer(self, key: str, stored: Stored) -> KeyWrite:
+        """The key's write, for the transaction that records its decision."""
+
+        async def write(conn: Any) -> None:
+            await self.decisions.put(conn, key, stored)
+
+        return write
+
+    async def _decide_once(self, request: Request) -> Answer:
         fp = fingerprint(request.kind, self._canonical(request))
         key, thread = request.idempotency_key, request.thread_id
         mark = None if key is None else {"key": key, "fingerprint": fp}
         async with self.locks.hold(request.locks()) as session:
-            last = ThreadState()
+            head, last = NEW_THREAD, ThreadState()
             if thread is not None and (request.kind == "trace" or key is not None):
-                last = await self.threads.last(thread)  # events need no index, only a key
+                head, last = await self.threads.last(thread)
+            elif thread is not None:  # events need no index, only where to append
+                head = await self.threads.heads.read(thread)
             if key is not None:
                 stored = await self.decisions.get(session, key)
                 if stored is None and last.get("request") == mark and "decision" in last:
-                    # decided and appended, but the replica died before storing the key
+                    # decided and appended by an older replica that died before storing the key
                     stored = Stored(fp, last["decision"])
                     await self.decisions.put(session, key, stored)
                 stored = check_reuse(key, stored, fp)
@@ -169,9 +207,8 @@ class Decider:
             state = last.get("trace_state") if request.kind == "trace" else None
             decision = await self._run(request, state)
             body = decision.model_dump(mode="json")
-            if thread is not None:
-                await self.threads.append(thread, request.kind, body, decision.trace_state,
-                                          mark)  # fmt: skip
-            if key is not None:
-                await self.decisions.put(session, key, Stored(fp, body))
+            also = None if key is None else self._key_writer(key, Stored(fp, body))
+            if thread is not None or also is not None:
+                await self.threads.append(thread, head, request.kind, body, decision.trace_state,
+                                          mark, also)  # fmt: skip
             return Answer(200, body)

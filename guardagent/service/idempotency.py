@@ -3,10 +3,14 @@
 A host that times out and sends the same request again must get the decision already made,
 not a second run (which would also advance the thread twice). The key is held under its
 lock (:mod:`guardagent.service.locks`) from lookup to store, so two copies of one request
-on two replicas cannot both miss. The stored row keeps a fingerprint of the request: the same
-key on a *different* request is refused (:class:`KeyReused`), never answered with another
-request's decision. Only decisions are stored; a request denied because the service could
-not decide it (a busy thread, a database error) is not, so its retry is decided.
+on two replicas cannot both miss; and the key is stored in the transaction that records the
+decision on its thread (:meth:`ThreadStore.append`), so a replica that dies between the two
+leaves neither, and a replica that lost the key's lock cannot store a second decision
+(:class:`KeyTaken`: the run is refused and reads the stored one). The stored row keeps a
+fingerprint of the request: the same key on a *different* request is refused
+(:class:`KeyReused`), never answered with another request's decision. Only decisions are
+stored; a request denied because the service could not decide it (a busy thread, a database
+error) is not, so its retry is decided.
 """
 
 from __future__ import annotations
@@ -17,12 +21,22 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
+from guardagent.service.heads import WriteRefused
+
 TABLE = "guardagent_idempotency"
 MAX_KEY_CHARS = 256
 
 
 class KeyReused(Exception):
     """The idempotency key was used before, for a different request."""
+
+
+class KeyTaken(WriteRefused):
+    """The key was stored meanwhile (by a replica that took over its lock): nothing written."""
+
+
+def _taken(key: str) -> KeyTaken:
+    return KeyTaken(f"idempotency_key {key[:80]!r} was stored by another run meanwhile")
 
 
 class Stored(NamedTuple):
@@ -60,7 +74,7 @@ class Decisions(Protocol):
         """The stored decision of `key`, if any."""
 
     async def put(self, session: Any, key: str, stored: Stored) -> None:
-        """Keep `stored` under `key`."""
+        """Keep `stored` under `key`; :class:`KeyTaken` if it is already kept."""
 
 
 class MemoryDecisions:
@@ -76,6 +90,8 @@ class MemoryDecisions:
 
     async def put(self, session: Any, key: str, stored: Stored) -> None:
         """Keep `stored`; the oldest keys go past `limit`."""
+        if key in self._rows:
+            raise _taken(key)
         self._rows[key] = stored
         while len(self._rows) > self.limit:
             self._rows.popitem(last=False)
@@ -106,9 +122,15 @@ class PostgresDecisions:
         return None if row is None else Stored(row[0], json.loads(row[1]))
 
     async def put(self, session: Any, key: str, stored: Stored) -> None:
-        """Insert the row (the key's lock is held, so no other replica writes it now)."""
-        await session.execute(
+        """Insert the row; a row already there means the key's lock was lost: refused.
+
+        Raises:
+            KeyTaken: the key is stored (this run's transaction must roll back).
+        """
+        cur = await session.execute(
             f"INSERT INTO {TABLE} (key, fingerprint, decision) VALUES (%s, %s, %s) "
             "ON CONFLICT (key) DO NOTHING",
             (key, stored.fingerprint, json.dumps(stored.body, ensure_ascii=False)),
         )
+        if cur.rowcount != 1:
+            raise _taken(key)

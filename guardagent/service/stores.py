@@ -3,10 +3,12 @@
 With `GUARDAGENT_DATABASE_URL` a replica opens two fixed-size pools on it (no connection opened
 while a request waits; 2 x `GUARDAGENT_POOL_SIZE` connections per replica): one for thread locks
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
-lock waiters hold) and one for `AsyncPostgresSaver` and short queries. The schema (LangGraph's
-checkpoint tables and the idempotency table) is created under an advisory lock, so replicas
-that start together do not race (polled: see :func:`_setup_lock`). Without a database
-everything lives in this process, which is right for one replica only.
+lock waiters hold) and one for `AsyncPostgresSaver`, short queries and the transactions that
+record decisions. The schema (LangGraph's checkpoint tables, the threads' heads and the
+idempotency table) is created, or upgraded in place (:meth:`PostgresHeads.setup`), under an
+advisory lock, so replicas that start together do not race (polled: see
+:func:`_setup_lock`). Without a database everything lives in this process, which is right for
+one replica only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from guardagent.service.heads import MemoryHeads, PostgresHeads
 from guardagent.service.idempotency import Decisions, MemoryDecisions, PostgresDecisions
 from guardagent.service.locks import (
     LOCK_NAMESPACE,
@@ -73,7 +76,8 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
     """The replica's stores for its lifetime; pools close (after in-flight work) on exit."""
     if not settings.database_url:
         yield Stores(LocalLocks(settings.lock_wait_seconds), MemoryDecisions(),
-                     ThreadStore(InMemorySaver(serde=saver_serde())), _no_ping)  # fmt: skip
+                     ThreadStore(InMemorySaver(serde=saver_serde()), heads=MemoryHeads()),
+                     _no_ping)  # fmt: skip
         return
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
@@ -97,6 +101,7 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
                 await _setup_lock(conn)
                 try:
                     await saver.setup()
+                    await PostgresHeads.setup(conn)
                     await PostgresDecisions.setup(conn)
                 finally:
                     await conn.execute("SELECT pg_advisory_unlock_all()")
@@ -108,7 +113,9 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
             savers = [saver, *(AsyncPostgresSaver(data_pool, serde=saver_serde())
                                for _ in range(max(0, size // 2 - 1)))]  # fmt: skip
             yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
-                         PostgresDecisions(), ThreadStore(*savers), ping)  # fmt: skip
+                         PostgresDecisions(),
+                         ThreadStore(*savers, heads=PostgresHeads(data_pool, saver_serde())),
+                         ping)  # fmt: skip
         finally:
             await lock_pool.close()
     finally:

@@ -4,13 +4,17 @@ Each decision on a thread writes one checkpoint of a one-node graph whose state 
 data: the decision as the host received it and the thread's trace index (what
 `check_trace` needs to read only the new messages and to refuse a rewritten history). The
 request itself (up to the trace size limit) is never stored. With `AsyncPostgresSaver` any
-replica continues any thread; the thread's lock (:mod:`guardagent.service.locks`) makes each
-checkpoint the child of the last one, so the history never forks.
+replica continues any thread. Which checkpoint is the thread's latest is its head
+(:mod:`guardagent.service.heads`), never the highest (clock-made) checkpoint id: a run reads
+the state at the head, and writes its checkpoint as the head's child in one transaction with
+the head's compare-and-set (and the request's idempotency key), so the history never forks,
+whatever the replicas' clocks, and a replica that lost its thread lock cannot write.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -18,8 +22,12 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from guardagent.graph.serde import guard_serializer
+from guardagent.service.heads import NEW_THREAD, Head, Heads, MemoryHeads
 
 MAX_THREAD_ID_CHARS = 256
+
+KeyWrite = Callable[[Any], Awaitable[None]]
+"""A write to make in a decision's transaction, given its connection (None in memory)."""
 
 
 class ThreadState(TypedDict, total=False):
@@ -46,67 +54,121 @@ def saver_serde() -> Any:
 
 
 class ThreadStore:
-    """Load and append a thread's decisions through checkpointers.
+    """Load and append a thread's decisions through checkpointers, in the order of its head.
 
     Args:
-        checkpointers: One or more savers of the same database. `AsyncPostgresSaver` runs
-            every call of one instance in turn (an asyncio lock, even over a pool), so a
+        checkpointers: One or more savers of the same database, for reads. `AsyncPostgresSaver`
+            runs every call of one instance in turn (an asyncio lock, even over a pool), so a
             replica gives each of several savers a share of the threads: a thread always
-            uses the same one, and different threads proceed at once.
+            uses the same one, and different threads proceed at once. Writes go through a
+            saver bound to their transaction (:meth:`Heads.transaction`), or these without
+            a database.
+        heads: Where the threads' heads live (default: this process's, for an in-memory saver).
     """
 
-    def __init__(self, *checkpointers: BaseCheckpointSaver[Any]) -> None:
+    def __init__(self, *checkpointers: BaseCheckpointSaver[Any], heads: Heads | None = None,
+                 ) -> None:  # fmt: skip
         builder = StateGraph(ThreadState)
         builder.add_node("record", _record)
         builder.add_edge(START, "record")
         builder.add_edge("record", END)
+        self._builder = builder
         self.graphs = [builder.compile(checkpointer=c, name="guardagent.thread")
                        for c in checkpointers]  # fmt: skip
         self.graph = self.graphs[0]
+        self.heads: Heads = heads if heads is not None else MemoryHeads()
 
     def _graph(self, thread_id: str) -> Any:
         digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=4)
         return self.graphs[int.from_bytes(digest.digest(), "big") % len(self.graphs)]
 
     @staticmethod
-    def _config(thread_id: str) -> Any:
-        return {"configurable": {"thread_id": thread_id}}
+    def _config(thread_id: str, head: Head = NEW_THREAD) -> Any:
+        configurable = {"thread_id": thread_id, "checkpoint_ns": ""}
+        if head.checkpoint_id is not None:
+            configurable["checkpoint_id"] = head.checkpoint_id
+        return {"configurable": configurable}
 
-    async def last(self, thread_id: str) -> ThreadState:
-        """The thread's state after its last decision (empty for a new thread)."""
-        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id))
-        return cast(ThreadState, dict(snapshot.values or {}))
+    async def last(self, thread_id: str) -> tuple[Head, ThreadState]:
+        """The thread's head and its state there (NEW_THREAD and empty for a new thread).
+
+        Raises:
+            LookupError: the head names a checkpoint that is not there (never read as new).
+        """
+        head = await self.heads.read(thread_id)
+        if head.checkpoint_id is None:
+            return head, ThreadState()
+        snapshot = await self._graph(thread_id).aget_state(self._config(thread_id, head))
+        if not snapshot.values:
+            raise LookupError(f"thread {thread_id[:80]!r}: its head checkpoint "
+                              f"{head.checkpoint_id} is missing")  # fmt: skip
+        return head, cast(ThreadState, dict(snapshot.values))
 
     async def trace_state(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's trace index after its last decision (None for a new thread)."""
-        value = (await self.last(thread_id)).get("trace_state")
+        value = (await self.last(thread_id))[1].get("trace_state")
         return value if isinstance(value, dict) else None
 
-    async def append(self, thread_id: str, kind: str, decision: dict[str, Any],
-                     trace_state: dict[str, Any] | None,
-                     request: dict[str, str] | None = None) -> None:  # fmt: skip
-        """Write the decision (and the new trace index, if the decision made one)."""
-        update: ThreadState = {"kind": kind, "decision": decision, "request": request}
-        if trace_state is not None:
-            update["trace_state"] = trace_state
-        await self._graph(thread_id).aupdate_state(self._config(thread_id), update,
-                                                   as_node="record")
+    async def append(self, thread_id: str | None, head: Head, kind: str,
+                     decision: dict[str, Any], trace_state: dict[str, Any] | None,
+                     request: dict[str, str] | None = None,
+                     also: KeyWrite | None = None) -> Head | None:  # fmt: skip
+        """Write the decision as the child of `head`, and `also`, all in one transaction.
+
+        Args:
+            thread_id: The thread (None: only `also` runs, in a transaction of its own).
+            head: The head the decision was made on (from :meth:`last`).
+            kind: ``"event"`` or ``"trace"``.
+            decision: The decision as the host received it.
+            trace_state: The thread's new trace index (None: the decision made none).
+            request: The idempotency key and request fingerprint, if the request had a key.
+            also: Another write of the same decision (its idempotency key), given the
+                transaction's connection (None without a database).
+
+        Returns:
+            The thread's new head (None without a thread).
+
+        Raises:
+            HeadMoved: the thread's head is no longer `head`; nothing was written.
+        """
+        async with self.heads.transaction() as tx:
+            new = None
+            if thread_id is not None:
+                update: ThreadState = {"kind": kind, "decision": decision, "request": request}
+                if trace_state is not None:
+                    update["trace_state"] = trace_state
+                await self.heads.check(tx, thread_id, head)
+                graph = (self._graph(thread_id) if tx.saver is None
+                         else self._builder.compile(checkpointer=tx.saver,
+                                                    name="guardagent.thread"))  # fmt: skip
+                written = await graph.aupdate_state(self._config(thread_id, head), update,
+                                                    as_node="record")  # fmt: skip
+                made = written["configurable"]["checkpoint_id"]
+                new = await self.heads.advance(tx, thread_id, head, made)
+            if also is not None:
+                await also(tx.conn)
+            return new
 
     async def history(self, thread_id: str, limit: int = 1000) -> dict[str, Any]:
         """The thread's decisions, oldest first, and whether its checkpoints form one line.
 
-        `linear` is False when two checkpoints share a parent: two runs of the thread at once
-        (what the thread lock prevents).
+        The line is walked from the head by parent links, not sorted by checkpoint id (ids
+        come from the writers' clocks). `linear` is False when a listed checkpoint is not on
+        the head's line: a write that forked the thread (what the head's compare-and-set
+        prevents). Over `limit` checkpoints, only the newest `limit` (by id) are read.
         """
+        head = await self.heads.read(thread_id)
         graph = self._graph(thread_id)
         snaps = [s async for s in graph.aget_state_history(self._config(thread_id), limit=limit)]
-        ids = [s.config["configurable"]["checkpoint_id"] for s in snaps]
-        parents = [(s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-                   for s in snaps]  # fmt: skip
-        linear = all(parents[i] == ids[i + 1] for i in range(len(snaps) - 1))
+        by_id = {s.config["configurable"]["checkpoint_id"]: s for s in snaps}
+        line: list[tuple[str, Any]] = []
+        cid = head.checkpoint_id
+        while cid is not None and cid in by_id and len(line) < len(snaps):
+            snap = by_id[cid]
+            line.append((cid, snap))
+            cid = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
         decisions = [{"checkpoint_id": cid, "kind": s.values.get("kind"), **s.values["decision"]}
-                     for cid, s in zip(ids, snaps, strict=True)
-                     if s.values and s.values.get("decision")]  # fmt: skip
+                     for cid, s in line if s.values and s.values.get("decision")]  # fmt: skip
         decisions.reverse()
         return {"thread_id": thread_id, "decisions": decisions, "checkpoints": len(snaps),
-                "linear": linear}  # fmt: skip
+                "linear": len(line) == len(snaps), "seq": head.seq}  # fmt: skip
