@@ -144,7 +144,7 @@ def _mermaid_ok(text: str) -> bool:
 
 def _label_ok(label: str) -> bool:
     """Only safe characters, entity codes and the renderer's own line breaks."""
-    return re.fullmatch(r"(?:[A-Za-z0-9 .,:_/@=+?!'()]|#[0-9]+;|<br/>)*", label) is not None
+    return re.fullmatch(r"(?:[A-Za-z0-9 .,:_/@=+?!'()-]|#[0-9]+;|<br/>)*", label) is not None
 
 
 def _decode(label: str) -> str:

@@ -31,7 +31,9 @@ class MessageNodes:
         """The id of the message's box (drawn from the first reference that names it)."""
         if ref.index not in self._nodes:
             kind = _KIND.get(ref.kind, one_line(ref.kind))
-            lines = tuple(x for x in (f"message {ref.index}", one_line(ref.source), kind) if x)
+            source = one_line(ref.source)
+            said = (f"message {ref.index}", "" if source == ref.kind else source, kind)
+            lines = tuple(x for x in said if x)
             self._nodes[ref.index] = Node(_message_id(ref.index), "message", lines, ref.kind)
         return _message_id(ref.index)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from guardagent.explain.diagram import Diagram, Node, visible
 
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:_/@=+?!'()")
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:_/@=+?!'()-")
 _SHAPES = {"message": ('["', '"]'), "value": ('(["', '"])'), "predicate": ('{{"', '"}}'),
            "rule": ('["', '"]'), "verdict": ('(("', '"))')}  # fmt: skip
 _CLASSES = {

@@ -4,16 +4,18 @@ Layout: one column per layer (:meth:`Diagram.layers`), boxes stacked in drawing 
 each column centred; edges are cubic curves from a box's right side to the next box's
 left. Everything is a pure function of the diagram, so the same decision gives the same
 bytes. Text is escaped for XML (characters XML 1.0 cannot hold become U+FFFD) and sits only
-in ``<text>`` and ``<title>``: a value holding ``</text><script>`` stays text. Each box and
-edge carries ``data-`` attributes (kind, from, to, marked) so tests and tools read the
-structure back with an XML parser.
+in ``<text>`` and ``<title>``: a value holding ``</text><script>`` stays text. A
+predicate's value is written in its box (an edge into a rule only says it by its colour);
+an edge of a provenance chain is labelled with what that step did. Each box and edge
+carries ``data-`` attributes (kind, from, to, marked) so tests and tools read the structure
+back with an XML parser.
 """
 
 from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from guardagent.explain.diagram import Diagram, Node
+from guardagent.explain.diagram import Diagram, Edge, Node
 from guardagent.surrogates import text_without_surrogates
 
 CHAR_W = 7.2
@@ -76,6 +78,29 @@ def _box(node: Node, x: float, y: float, w: float, h: float) -> list[str]:
     return out
 
 
+def _ports(diagram: Diagram, place: dict[str, tuple[float, float, float, float]],
+           ) -> dict[Edge, tuple[float, float]]:  # fmt: skip
+    """Each edge's (leaving y, entering y): a box's edges spread along its side, in order.
+
+    Spread by the other end's height, so edges that meet one box do not cross at its side
+    and each edge's label, written where it enters, has a place of its own.
+    """
+    outgoing: dict[str, list[Edge]] = {}
+    incoming: dict[str, list[Edge]] = {}
+    for e in diagram.edges:
+        outgoing.setdefault(e.source, []).append(e)
+        incoming.setdefault(e.target, []).append(e)
+    leave: dict[Edge, float] = {}
+    enter: dict[Edge, float] = {}
+    for sides, end, into in ((outgoing, "target", leave), (incoming, "source", enter)):
+        for nid, edges in sides.items():
+            _, y, _, h = place[nid]
+            ordered = sorted(edges, key=lambda e: place[getattr(e, end)][1])
+            for k, e in enumerate(ordered):
+                into[e] = y + h * (k + 1) / (len(ordered) + 1)
+    return {e: (leave[e], enter[e]) for e in diagram.edges}
+
+
 def to_svg(diagram: Diagram) -> str:
     """The diagram as one SVG document (UTF-8 text, ends with a newline)."""
     layer = diagram.layers()
@@ -105,20 +130,23 @@ def to_svg(diagram: Diagram) -> str:
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
            'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#455a64"/>'
            "</marker></defs>"]  # fmt: skip
+    right = {n.id: place[n.id][0] + widths[used.index(layer[n.id])] for n in diagram.nodes}
+    ports = _ports(diagram, place)
+    kinds = {n.id: n.kind for n in diagram.nodes}
     for e in diagram.edges:
-        sx, sy, sw, sh = place[e.source]
-        tx, ty, _, th = place[e.target]
-        x1, y1, x2, y2 = sx + sw, sy + sh / 2, tx, ty + th / 2
+        sx, _, sw, _ = place[e.source]
+        (y1, y2) = ports[e]
+        x0, x1, x2 = sx + sw, right[e.source], place[e.target][0]
         mid = (x1 + x2) / 2
         colour, width = ("#c62828", 2.5) if e.marked else ("#90a4ae", 1)
         out.append(f'<path class="edge" data-from={_attr(e.source)} data-to={_attr(e.target)} '
                    f'data-marked="{"true" if e.marked else ""}" fill="none" stroke="{colour}" '
                    f'stroke-width="{width}" marker-end="url(#arrow)" '
-                   f'd="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} {mid:.1f},{y2:.1f} '
-                   f'{x2:.1f},{y2:.1f}"/>')  # fmt: skip
-        if e.label:
-            out.append(f'<text class="edge-label" x="{mid:.1f}" y="{(y1 + y2) / 2 - 3:.1f}" '
-                       f'text-anchor="middle" fill="#37474f">{xml_text(e.label)}</text>')
+                   f'd="M{x0:.1f},{y1:.1f} L{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} '
+                   f'{mid:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"/>')  # fmt: skip
+        if e.label and kinds[e.source] in ("message", "value"):  # a step of a chain
+            out.append(f'<text class="edge-label" x="{x1 + 4:.1f}" y="{y1 - 4:.1f}" '
+                       f'fill="#37474f">{xml_text(e.label)}</text>')
     for node in diagram.nodes:
         out += _box(node, *place[node.id])
     out.append("</svg>")
