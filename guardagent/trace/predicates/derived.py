@@ -47,7 +47,14 @@ from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.designation import requested, written_as_read
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
-from guardagent.trace.predicates.provenance import INNER_KINDS, describe, in_records, select_values
+from guardagent.trace.predicates.provenance import (
+    INNER_KINDS,
+    describe,
+    in_records,
+    select_values,
+    trail,
+)
+from guardagent.trace.predicates.trails import designated
 from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
 from guardagent.trace.resources import Writes
 from guardagent.trace.state import flatten
@@ -241,18 +248,22 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         notes = _notes(facts, sources)
         if notes:
             detail += " (" + "; ".join(notes[:3]) + ")"
-        return Fact("arg_from_designated", False, sources, detail)
+        return Fact("arg_from_designated", False, sources, detail,
+                    tuple(trail(facts, v) for v in failed[:3]))  # fmt: skip
     shown = []
     sources_list: list[SourceRef] = []
+    trails = []
     for v, chain in chains[:5]:
         assert chain is not None
         sources_list.extend(chain[1])
+        trails.append(designated(facts, v, chain[1]) if chain[1] else trail(facts, v))
         if chain[0].startswith("which is from "):
             shown.append(f"{v.path} {_short(v.value.text)!r} is "
                          f"{chain[0].removeprefix('which is ')}")  # fmt: skip
         else:
             shown.append(describe(facts, v))
-    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
+    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown),
+                tuple(trails))
 
 
 def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:

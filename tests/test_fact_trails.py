@@ -1,0 +1,96 @@
+"""Trace facts say which argument values they judged and the chain each came by.
+
+A picture of a decision (:mod:`guardagent.explain`) draws, for a provenance predicate, the
+user message that asked for a document, the tool result holding the value, the value and the
+predicate. The decision must therefore carry that chain as data (``trace_facts[name]
+["values"]``), not only as the `detail` sentence: a reader must not parse our prose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardagent.agent import GuardAgent
+from guardagent.explain import draw, read_decision, to_svg
+
+EXAMPLES = Path(__file__).parents[1] / "guardagent" / "policies" / "examples"
+PAY = EXAMPLES / "pay-invoice"
+SHIPPED = [(p.parents[1], p) for p in sorted(EXAMPLES.glob("*/traces/*.json"))
+           if (p.parents[1] / "profile.yaml").is_file()]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def guards() -> dict[Path, GuardAgent]:
+    return {root: GuardAgent(profile=str(root)) for root in {r for r, _ in SHIPPED}}
+
+
+def _facts(guard: GuardAgent, path: Path) -> dict[str, Any]:
+    decision = guard.check_trace(path.read_bytes()).model_dump(mode="json")
+    return decision
+
+
+def test_a_designated_payee_carries_the_user_request_then_the_file_read(
+        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    decision = _facts(guards[PAY], PAY / "traces" / "b01_invoice_named_file.json")
+    fact = decision["trace_facts"]["payee_from_named_file"]
+    assert fact["value"] is True
+    (value,) = fact["values"]
+    assert value["path"] == "iban" and value["value"].startswith("ch44")
+    user, result = value["chain"]
+    assert (user["kind"], result["kind"]) == ("user", "untrusted_tool")
+    assert user["index"] < result["index"]
+    assert "invoice-0425.txt" in user["note"]  # the user's own words that asked for it
+    assert "read_file" in result["note"] and "invoice-0425.txt" in result["note"]
+
+
+def test_an_injected_payee_carries_only_the_untrusted_message(
+        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    decision = _facts(guards[PAY], PAY / "traces" / "i01_injected_iban_in_inbox.json")
+    for name in ("recipient_known", "payee_from_named_file"):
+        fact = decision["trace_facts"][name]
+        (value,) = fact["values"]
+        assert value["origin"] == "untrusted", value
+        assert [(s["kind"], s["source"]) for s in value["chain"]] == [
+            ("untrusted_tool", "tool:read_inbox")]
+
+
+@pytest.mark.parametrize(("root", "path"), SHIPPED, ids=[f"{r.name}/{p.stem}" for r, p in SHIPPED])
+def test_every_value_chain_is_made_of_the_facts_own_messages(
+        guards: dict[Path, GuardAgent], root: Path, path: Path) -> None:  # fmt: skip
+    """Over every shipped example trace: a chain names only messages the fact names, in order,
+    and every provenance predicate that names messages names the values too."""
+    decision = _facts(guards[root], path)
+    for name, fact in (decision["trace_facts"] or {}).items():
+        indexes = {s["index"] for s in fact["sources"]}
+        for value in fact.get("values", []):
+            chain = [s["index"] for s in value["chain"]]
+            assert set(chain) <= indexes, (name, value, fact["sources"])
+            assert chain == sorted(chain), (name, value)
+        if fact["name"].startswith(("arg_from_trusted", "arg_from_designated")) and (
+                fact["sources"]):  # fmt: skip
+            assert fact.get("values"), (name, fact)
+    # the picture draws every such chain without breaking
+    view = read_decision(json.dumps(decision).encode())
+    assert to_svg(draw(view)).startswith("<svg")
+
+
+def test_the_picture_draws_user_then_file_then_value_then_predicate(
+        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    import xml.etree.ElementTree as ET
+
+    decision = _facts(guards[PAY], PAY / "traces" / "b01_invoice_named_file.json")
+    svg = ET.fromstring(to_svg(draw(read_decision(json.dumps(decision).encode()))))
+    ns = "{http://www.w3.org/2000/svg}"
+    kinds = {g.get("id"): g.get("data-kind") for g in svg.iter(f"{ns}g")}
+    edges = {(p.get("data-from"), p.get("data-to")) for p in svg.iter(f"{ns}path")
+             if p.get("class") == "edge"}  # fmt: skip
+    user = "m1"
+    read = next(b for a, b in edges if a == user and kinds[b] == "message")
+    value = next(b for a, b in edges if a == read and kinds[b] == "value")
+    assert any(a == value and kinds[b] == "predicate" for a, b in edges)
+    labels = [t.text or "" for t in svg.iter(f"{ns}text") if t.get("class") == "edge-label"]
+    assert any("invoice-0425.txt" in label for label in labels), labels
