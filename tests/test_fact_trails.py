@@ -92,5 +92,7 @@ def test_the_picture_draws_user_then_file_then_value_then_predicate(
     read = next(b for a, b in edges if a == user and kinds[b] == "message")
     value = next(b for a, b in edges if a == read and kinds[b] == "value")
     assert any(a == value and kinds[b] == "predicate" for a, b in edges)
-    labels = [t.text or "" for t in svg.iter(f"{ns}text") if t.get("class") == "edge-label"]
-    assert any("invoice-0425.txt" in label for label in labels), labels
+    said = {g.get("id"): " ".join(t.text or "" for t in g.iter(f"{ns}text"))
+            for g in svg.iter(f"{ns}g")}  # fmt: skip
+    assert "asked:" in said[user] and "invoice-0425.txt" in said[user], said[user]
+    assert "result of read_file" in said[read], said[read]

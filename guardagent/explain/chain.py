@@ -16,30 +16,44 @@ MAX_SOURCES = 8
 """Messages drawn per predicate (the rest are counted on the predicate's box)."""
 MAX_VALUES = 5
 """Argument values drawn per predicate (a decision's detail names at most five too)."""
+MAX_NOTES = 2
+"""What a message did, noted at most this many ways in its box."""
 
 _KIND = {"user": "user", "system": "system prompt", "model": "model (never trusted)",
          "trusted_tool": "trusted tool result", "untrusted_tool": "untrusted tool result"}
 
 
 class MessageNodes:
-    """The message boxes of one picture, one per message index, in trace order."""
+    """The message boxes of one picture, one per message index, in trace order.
+
+    What a message did in a chain (``asked: "...invoice-0425.txt..."``, ``result of
+    read_file(...)``) is written in its box, up to :data:`MAX_NOTES` different notes.
+    """
 
     def __init__(self) -> None:
-        self._nodes: dict[int, Node] = {}
+        self._heads: dict[int, tuple[str, ...]] = {}
+        self._kinds: dict[int, str] = {}
+        self._notes: dict[int, list[str]] = {}
 
-    def add(self, ref: MessageRef) -> str:
+    def add(self, ref: MessageRef, note: str = "") -> str:
         """The id of the message's box (drawn from the first reference that names it)."""
-        if ref.index not in self._nodes:
+        if ref.index not in self._heads:
             kind = _KIND.get(ref.kind, one_line(ref.kind))
             source = one_line(ref.source)
             said = (f"message {ref.index}", "" if source == ref.kind else source, kind)
-            lines = tuple(x for x in said if x)
-            self._nodes[ref.index] = Node(_message_id(ref.index), "message", lines, ref.kind)
+            self._heads[ref.index] = tuple(x for x in said if x)
+            self._kinds[ref.index] = ref.kind
+            self._notes[ref.index] = []
+        notes = self._notes[ref.index]
+        if note and note not in notes and len(notes) < MAX_NOTES:
+            notes.append(note)
         return _message_id(ref.index)
 
     def nodes(self) -> list[Node]:
         """The boxes, in the order of the trace."""
-        return [self._nodes[i] for i in sorted(self._nodes)]
+        return [Node(_message_id(i), "message",
+                     (*self._heads[i], *(one_line(n) for n in self._notes[i])), self._kinds[i])
+                for i in sorted(self._heads)]  # fmt: skip
 
 
 def _message_id(index: int) -> str:
@@ -65,9 +79,9 @@ def chain_of(fact: FactJson, predicate: str, marked: bool, messages: MessageNode
             lines = (one_line(value.path), one_line(repr(value.value)),
                      one_line(f"origin: {value.origin or 'unknown'}"))  # fmt: skip
             nodes.append(Node(vid, "value", lines, value.origin, marked))
-            ids = [messages.add(link) for link in value.chain[:MAX_SOURCES]]
-            for link, here, there in zip(value.chain, ids, [*ids[1:], vid], strict=False):
-                edges.append(Edge(here, there, one_line(link.note, 48), marked))
+            ids = [messages.add(link, link.note) for link in value.chain[:MAX_SOURCES]]
+            for here, there in zip(ids, [*ids[1:], vid][: len(ids)], strict=True):
+                edges.append(Edge(here, there, "", marked))
             edges.append(Edge(vid, predicate, "", marked))
         return nodes, edges
     for ref in fact.sources[:MAX_SOURCES]:

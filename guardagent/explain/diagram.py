@@ -61,21 +61,62 @@ class Diagram:
     edges: tuple[Edge, ...]
 
     def layers(self) -> dict[str, int]:
-        """Each node's column: its kind's rank, pushed right past every cause it has.
+        """Each node's column: one column per kind, left to right, messages in several.
 
         A user message that designated a call sits left of the call's result (a chain
-        within one kind). Edges only go to a later (rank, drawing position), so the graph
-        has no cycle and one pass in that order is a longest-path layering.
+        within one kind): messages take a column per step of the longest such chain, and
+        every other kind one column after the last message column, so each kind lines up.
+        Edges only go to a later (rank, drawing position), so one pass in that order is a
+        longest-path layering.
         """
         order = {n.id: (RANK[n.kind], i) for i, n in enumerate(self.nodes)}
+        kind = {n.id: n.kind for n in self.nodes}
         causes: dict[str, list[str]] = {n.id: [] for n in self.nodes}
         for e in self.edges:
-            causes[e.target].append(e.source)
-        layer: dict[str, int] = {}
+            if kind[e.source] == kind[e.target] == "message":
+                causes[e.target].append(e.source)
+        step: dict[str, int] = {}
         for node in sorted(self.nodes, key=lambda n: order[n.id]):
-            before = [layer[c] + 1 for c in causes[node.id] if c in layer]
-            layer[node.id] = max([RANK[node.kind], *before])
-        return layer
+            step[node.id] = max([0, *(step[c] + 1 for c in causes[node.id])])
+        column: dict[NodeKind, int] = {}
+        at = 0
+        for k in RANK:
+            steps = [step[n.id] for n in self.nodes if n.kind == k]
+            if steps:
+                column[k] = at
+                at += max(steps) + 1
+        return {n.id: column[n.kind] + step[n.id] for n in self.nodes}
+
+    def columns(self) -> list[list[Node]]:
+        """The nodes of each column, ordered to cross few edges (deterministic).
+
+        Two barycentre sweeps: left to right each node moves to the mean row of its causes,
+        then right to left to the mean row of what it decided; a node with none keeps its
+        row, and ties keep the drawing order.
+        """
+        layer = self.layers()
+        cols: dict[int, list[Node]] = {}
+        for node in self.nodes:
+            cols.setdefault(layer[node.id], []).append(node)
+        ordered = [cols[c] for c in sorted(cols)]
+        into: dict[str, list[str]] = {n.id: [] for n in self.nodes}
+        out: dict[str, list[str]] = {n.id: [] for n in self.nodes}
+        for e in self.edges:
+            into[e.target].append(e.source)
+            out[e.source].append(e.target)
+        for links, sweep in ((into, range(1, len(ordered))),
+                             (out, range(len(ordered) - 2, -1, -1))):  # fmt: skip
+            for c in sweep:
+                row = {n.id: i for col in ordered for i, n in enumerate(col)}
+                keyed = [(_centre(i, [row[x] for x in links[n.id]]), n)
+                         for i, n in enumerate(ordered[c])]  # fmt: skip
+                ordered[c] = [n for _, n in sorted(keyed, key=lambda pair: pair[0])]
+        return ordered
+
+
+def _centre(row: int, ends: list[int]) -> tuple[float, int]:
+    """A node's sort key in a sweep: the mean row of its linked nodes (else its own), row."""
+    return (sum(ends) / len(ends) if ends else float(row), row)
 
 
 def visible(text: str) -> str:

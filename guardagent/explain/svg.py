@@ -1,14 +1,14 @@
 """A diagram as a standalone SVG, laid out here (no Graphviz binary, no browser).
 
-Layout: one column per layer (:meth:`Diagram.layers`), boxes stacked in drawing order and
-each column centred; edges are cubic curves from a box's right side to the next box's
+Layout: one column per layer (:meth:`Diagram.columns`: ordered to cross few edges), each
+column centred; edges are cubic curves from a box's right side to the next box's
 left. Everything is a pure function of the diagram, so the same decision gives the same
 bytes. Text is escaped for XML (characters XML 1.0 cannot hold become U+FFFD) and sits only
 in ``<text>`` and ``<title>``: a value holding ``</text><script>`` stays text. A
-predicate's value is written in its box (an edge into a rule only says it by its colour);
-an edge of a provenance chain is labelled with what that step did. Each box and edge
-carries ``data-`` attributes (kind, from, to, marked) so tests and tools read the structure
-back with an XML parser.
+predicate's value is written in its box (an edge into a rule only says it by its colour),
+and what a message did in a chain in the message's box. Each box and edge carries
+``data-`` attributes (kind, from, to, marked) so tests and tools read the structure back
+with an XML parser.
 """
 
 from __future__ import annotations
@@ -103,12 +103,10 @@ def _ports(diagram: Diagram, place: dict[str, tuple[float, float, float, float]]
 
 def to_svg(diagram: Diagram) -> str:
     """The diagram as one SVG document (UTF-8 text, ends with a newline)."""
-    layer = diagram.layers()
-    columns: dict[int, list[Node]] = {}
-    for node in diagram.nodes:
-        columns.setdefault(layer[node.id], []).append(node)
+    columns = diagram.columns()
+    layer = {n.id: c for c, col in enumerate(columns) for n in col}
     sizes = {n.id: _size(n) for n in diagram.nodes}
-    used = sorted(columns)
+    used = range(len(columns))
     widths = [max(sizes[n.id][0] for n in columns[c]) for c in used]
     heights = [sum(sizes[n.id][1] for n in columns[c]) + GAP_Y * (len(columns[c]) - 1)
                for c in used]  # fmt: skip
@@ -130,9 +128,8 @@ def to_svg(diagram: Diagram) -> str:
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
            'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#455a64"/>'
            "</marker></defs>"]  # fmt: skip
-    right = {n.id: place[n.id][0] + widths[used.index(layer[n.id])] for n in diagram.nodes}
+    right = {n.id: place[n.id][0] + widths[layer[n.id]] for n in diagram.nodes}
     ports = _ports(diagram, place)
-    kinds = {n.id: n.kind for n in diagram.nodes}
     for e in diagram.edges:
         sx, _, sw, _ = place[e.source]
         (y1, y2) = ports[e]
@@ -144,9 +141,6 @@ def to_svg(diagram: Diagram) -> str:
                    f'stroke-width="{width}" marker-end="url(#arrow)" '
                    f'd="M{x0:.1f},{y1:.1f} L{x1:.1f},{y1:.1f} C{mid:.1f},{y1:.1f} '
                    f'{mid:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"/>')  # fmt: skip
-        if e.label and kinds[e.source] in ("message", "value"):  # a step of a chain
-            out.append(f'<text class="edge-label" x="{x1 + 4:.1f}" y="{y1 - 4:.1f}" '
-                       f'fill="#37474f">{xml_text(e.label)}</text>')
     for node in diagram.nodes:
         out += _box(node, *place[node.id])
     out.append("</svg>")
