@@ -207,6 +207,49 @@ def test_arbitrary_text_never_breaks_svg_or_mermaid(name: str, detail: str, sour
     assert len(text.splitlines()) == 1 + len(diagram.nodes) + len(diagram.edges) + len(styles)
 
 
+_INDEX = st.integers(min_value=-3, max_value=12)
+_LINK = st.fixed_dictionaries({"index": _INDEX, "source": _TEXT, "kind": st.sampled_from(
+    ["user", "system", "model", "trusted_tool", "untrusted_tool", "other"]), "note": _TEXT})
+_VALUE = st.fixed_dictionaries({"path": _TEXT, "value": _TEXT, "origin": _TEXT,
+                                "chain": st.lists(_LINK, max_size=4)})  # fmt: skip
+_NAMES = st.sampled_from(["a", "b", "c", "d"])
+_FACT = st.fixed_dictionaries({
+    "name": _TEXT, "value": st.sampled_from([True, False, None]), "detail": _TEXT,
+    "sources": st.lists(_LINK, max_size=10), "values": st.lists(_VALUE, max_size=6)})
+_RULE = st.fixed_dictionaries({
+    "id": _TEXT, "status": st.sampled_from(["holds", "violated", "possibly_violated",
+                                            "not_applicable"]),
+    "hard": st.booleans(), "policy": _TEXT,
+    "logic": st.sampled_from(["a IMPLIES b", "(a AND c) IMPLIES NOT d", "a OR", "", "x" * 5000,
+                              "a IMPLIES (b OR c OR d)"]),
+    "deciding": st.dictionaries(_NAMES, st.booleans()), "open": st.lists(_NAMES, max_size=2),
+    "witness": st.dictionaries(_NAMES, st.booleans())})  # fmt: skip
+_DECISION = st.fixed_dictionaries({
+    "allowed": st.booleans(), "reason": _TEXT, "rules": st.lists(_RULE, max_size=5),
+    "safety_probability": st.none() | st.floats(0, 1),
+    "trace_facts": st.none() | st.dictionaries(_NAMES | _TEXT, _FACT, max_size=5),
+    "unreadable": st.lists(st.fixed_dictionaries({"reason": _TEXT, "detail": _TEXT}),
+                           max_size=2)})  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=_DECISION)
+def test_any_decision_draws_as_a_forward_graph_in_both_formats(doc: dict[str, Any]) -> None:
+    """Whatever a decision file holds (chains that loop, unknown kinds, logic that does not
+    parse), the picture is a left-to-right DAG of its own nodes, in valid SVG and Mermaid."""
+    diagram = draw(read_decision(json.dumps(doc).encode()))
+    ids = [n.id for n in diagram.nodes]
+    assert len(ids) == len(set(ids))
+    column = {n.id: c for c, col in enumerate(diagram.columns()) for n in col}
+    assert set(column) == set(ids)
+    assert all(column[e.source] < column[e.target] for e in diagram.edges)
+    nodes, edges = _svg_graph(to_svg(diagram))
+    assert set(nodes) == set(ids) and len(edges) == len(diagram.edges)
+    assert _mermaid_ok(to_mermaid(diagram))
+    verdict = [n for n in diagram.nodes if n.kind == "verdict"]
+    assert len(verdict) == 1 and verdict[0].lines[0] == ("ALLOWED" if doc["allowed"] else "DENIED")
+
+
 @settings(max_examples=100, deadline=None)
 @given(text=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40))
 def test_a_mermaid_label_decodes_back_to_the_text(text: str) -> None:
