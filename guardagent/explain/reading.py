@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
+from guardagent.decision import GuardDecision
 from guardagent.policy.results import RuleResult
 from guardagent.readers.evidence import Unreadable
 
@@ -79,6 +80,11 @@ class DecisionView(BaseModel):
     rules: list[RuleResult] = Field(default_factory=list)
     safety_probability: float | None = None
     trace_facts: dict[str, FactJson] | None = None
+
+
+def view_of(decision: GuardDecision) -> DecisionView:
+    """A decision made here (an eval's, a caller's), seen as its JSON would read."""
+    return DecisionView.model_validate(decision.model_dump(mode="json"))
 
 
 def read_decision(data: bytes) -> DecisionView:
