@@ -74,7 +74,9 @@ def draw(view: DecisionView) -> Diagram:
     applied = [r for r in view.rules if r.status != "not_applicable"]
     deciders = {id(r) for r in deciding_rules(view)}
     facts = view.trace_facts or {}
-    names = list(dict.fromkeys(n for r in applied for n in rule_predicates(r)))
+    reads = [rule_predicates(r) for r in applied]  # parsed once per rule
+    names = list(dict.fromkeys(n for r in reads for n in r))
+    box = {name: f"p{i}" for i, name in enumerate(names)}
     marked = {n for r in applied if id(r) in deciders for n in [*r.deciding, *r.open]}
     messages = MessageNodes()
     nodes: list[Node] = []
@@ -87,20 +89,20 @@ def draw(view: DecisionView) -> Diagram:
             lines += [one_line(fact.name), one_line(fact.detail)]
             if not fact.values and len(fact.sources) > MAX_SOURCES:
                 lines.append(f"(and {len(fact.sources) - MAX_SOURCES} more messages)")
-        pid = f"p{i}"
+        pid = box[name]
         nodes.append(Node(pid, "predicate", tuple(x for x in lines if x), value, name in marked))
         if fact is not None:
             found_nodes, found_edges = chain_of(fact, pid, name in marked, messages, f"v{i}_")
             nodes += found_nodes
             edges += found_edges
-    for j, rule in enumerate(applied):
+    for j, (rule, read) in enumerate(zip(applied, reads, strict=True)):
         rid = f"r{j}"
         status = rule.status.replace("_", " ") + ("" if rule.hard else " (soft rule)")
         lines = [one_line(f"{rule.id}: {status}"), one_line(rule.logic), one_line(rule.policy)]
         nodes.append(Node(rid, "rule", tuple(x for x in lines if x), rule.status,
                           id(rule) in deciders))  # fmt: skip
-        for name in rule_predicates(rule):
-            pid = f"p{names.index(name)}"
+        for name in read:
+            pid = box[name]
             said = rule.deciding.get(name)
             label = "open" if name in rule.open else "" if said is None else str(said).lower()
             edges.append(Edge(pid, rid, label, id(rule) in deciders and bool(label)))

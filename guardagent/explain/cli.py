@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 
@@ -22,7 +23,10 @@ def _read(decision_file: str) -> bytes:
     from guardagent.explain.reading import MAX_DECISION_BYTES
 
     if decision_file == "-":
-        return sys.stdin.buffer.read(MAX_DECISION_BYTES + 1)
+        binary: BinaryIO | None = getattr(sys.stdin, "buffer", None)  # a replaced stdin may
+        if binary is None:  # be text only
+            return sys.stdin.read(MAX_DECISION_BYTES + 1).encode("utf-8", "surrogatepass")
+        return binary.read(MAX_DECISION_BYTES + 1)
     path = Path(decision_file)
     if path.is_dir():
         raise InputError(f"{decision_file}: a directory, not a decision file")
