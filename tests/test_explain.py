@@ -350,3 +350,14 @@ def test_cli_explain_unwritable_output_exits_2(tmp_path: Path) -> None:
     shown = CliRunner().invoke(main, ["explain", str(path), "-o", str(tmp_path)])
     assert shown.exit_code == UNREADABLE
     assert len([line for line in shown.stderr.splitlines() if line.strip()]) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXT | st.text(max_size=2000), lines=st.integers(1, 4), width=st.integers(8, 80))
+def test_wrapped_text_keeps_within_its_lines_and_width(text: str, lines: int, width: int) -> None:
+    from guardagent.explain.diagram import visible, wrapped
+
+    out = wrapped(text, lines, width)
+    assert len(out) <= lines and all(0 < len(line) <= width for line in out)
+    if len(visible(text)) <= width:
+        assert out == ([visible(text)] if visible(text) else [])

@@ -12,7 +12,7 @@ rule (each had to hold). The provenance chain of each predicate is drawn by
 from __future__ import annotations
 
 from guardagent.explain.chain import MAX_SOURCES, MessageNodes, chain_of
-from guardagent.explain.diagram import Diagram, Edge, Node, checked, one_line
+from guardagent.explain.diagram import Diagram, Edge, Node, checked, one_line, wrapped
 from guardagent.explain.reading import DecisionView, FactJson
 from guardagent.policy.formula import variables
 from guardagent.policy.grammar import parse_logic
@@ -86,7 +86,7 @@ def draw(view: DecisionView) -> Diagram:
         value = _value(name, fact, applied)
         lines = [one_line(f"{name} = {value}")]
         if fact is not None:
-            lines += [one_line(fact.name), one_line(fact.detail)]
+            lines += [one_line(fact.name), *wrapped(fact.detail)]
             if not fact.values and len(fact.sources) > MAX_SOURCES:
                 lines.append(f"(and {len(fact.sources) - MAX_SOURCES} more messages)")
         pid = box[name]
@@ -98,7 +98,8 @@ def draw(view: DecisionView) -> Diagram:
     for j, (rule, read) in enumerate(zip(applied, reads, strict=True)):
         rid = f"r{j}"
         status = rule.status.replace("_", " ") + ("" if rule.hard else " (soft rule)")
-        lines = [one_line(f"{rule.id}: {status}"), one_line(rule.logic), one_line(rule.policy)]
+        lines = [one_line(f"{rule.id}: {status}"), *wrapped(rule.logic, 2),
+                 *wrapped(rule.policy, 2)]
         nodes.append(Node(rid, "rule", tuple(x for x in lines if x), rule.status,
                           id(rule) in deciders))  # fmt: skip
         for name in read:

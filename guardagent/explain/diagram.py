@@ -6,6 +6,7 @@ an id is written bare in Mermaid, and text an attacker chose must only ever be a
 
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal
@@ -136,6 +137,20 @@ def one_line(text: str, limit: int = LABEL_CHARS) -> str:
     """Text as one label line (:func:`visible`), cut at `limit` with an ellipsis."""
     flat = visible(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def wrapped(text: str, lines: int = 3, width: int = LABEL_CHARS) -> list[str]:
+    """Text as up to `lines` label lines of `width` (:func:`visible`), the last one cut.
+
+    The reason a predicate holds is often longer than one line, and its end (which message,
+    which words) is what a reviewer looks for; the text is cut before wrapping, so the work
+    stays bounded whatever the decision holds.
+    """
+    flat = visible(text[: lines * width * 2])
+    out = textwrap.wrap(flat, width, break_long_words=True, break_on_hyphens=False)
+    if len(out) > lines:
+        out = [*out[: lines - 1], one_line(" ".join(out[lines - 1:]), width)]
+    return out
 
 
 def checked(nodes: list[Node], edges: list[Edge]) -> Diagram:
