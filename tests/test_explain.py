@@ -361,3 +361,16 @@ def test_wrapped_text_keeps_within_its_lines_and_width(text: str, lines: int, wi
     assert len(out) <= lines and all(0 < len(line) <= width for line in out)
     if len(visible(text)) <= width:
         assert out == ([visible(text)] if visible(text) else [])
+
+
+def test_explain_help_shows_the_exit_table_and_drawing_imports_no_guard(tmp_path: Path) -> None:
+    """Drawing decides nothing: it needs no guard graph, solver, memory, model or plotting."""
+    from tests.test_first_hour import _heavy_after
+
+    shown = CliRunner().invoke(main, ["explain", "--help"]).output
+    assert "Exit status" in shown and "130" in shown and "DECISION.json" in shown
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(_decision("send", "d", "tool:read_inbox", "r", "p")))
+    heavy = _heavy_after(["explain", str(path), "-o", str(tmp_path / "d.svg")], tmp_path)
+    assert (tmp_path / "d.svg").is_file()
+    assert not {"langgraph", "z3", "chromadb", "matplotlib", "openai", "langchain"} & set(heavy)

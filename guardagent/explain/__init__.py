@@ -9,7 +9,8 @@ the messages each trace predicate was decided by (and, where the decision says, 
 message that designated the call whose result holds a value), the predicates' values, the
 rules they feed and the verdict; the values that decided are marked (thick edges). It is
 drawn as Mermaid (:func:`to_mermaid`, for the docs and the eval report) or as a standalone
-SVG (:func:`to_svg`, `guardagent explain DECISION.json`).
+SVG (:func:`to_svg`, `guardagent explain DECISION.json`). A decision in hand is drawn with
+``to_svg(draw(view_of(decision)))``.
 
 Everything in a decision may quote attacker text (a tool result's value, a tool's name), so
 both writers escape every label: no value can add an edge, a directive or markup.
@@ -18,7 +19,7 @@ both writers escape every label: no value can add an edge, a directive or markup
 from guardagent.explain.circuit import draw
 from guardagent.explain.diagram import Diagram, Edge, Node
 from guardagent.explain.mermaid import to_mermaid
-from guardagent.explain.reading import DecisionView, UnreadableDecision, read_decision
+from guardagent.explain.reading import DecisionView, UnreadableDecision, read_decision, view_of
 from guardagent.explain.svg import to_svg
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "read_decision",
     "to_mermaid",
     "to_svg",
+    "view_of",
 ]
