@@ -96,3 +96,23 @@ def test_the_picture_draws_user_then_file_then_value_then_predicate(
             for g in svg.iter(f"{ns}g")}  # fmt: skip
     assert "asked:" in said[user] and "invoice-0425.txt" in said[user], said[user]
     assert "result of read_file" in said[read], said[read]
+
+
+@pytest.mark.parametrize(("text", "name", "shown"), [
+    ("Please pay the invoice in invoice-0425.txt today, thanks a lot for that",
+     "invoice-0425.txt", "...pay the invoice in invoice-0425.txt today, thanks a lot..."),
+    ("pay invoice-0425.txt", "invoice-0425.txt", "pay invoice-0425.txt"),
+    ("invoice-0425.txt", "invoice-0425.txt", "invoice-0425.txt"),
+    ("x" * 40 + "/invoice-0425.txt" + "y" * 40, "invoice-0425.txt",
+     "..." + "x" * 23 + "/invoice-0425.txt" + "y" * 24 + "..."),
+    ("open  the\\nfile\\tinvoice-0425.txt\\n\\nnow", "invoice-0425.txt",
+     "open the\\nfile\\tinvoice-0425.txt\\n\\nnow"),
+])  # fmt: skip
+def test_the_words_around_a_name_are_whole_words_and_keep_the_name(text: str, name: str,
+                                                                   shown: str) -> None:  # fmt: skip
+    from guardagent.trace.predicates.trails import _around
+
+    start = text.index(name)
+    words = _around(text, start, start + len(name))
+    assert name in words
+    assert words == shown

@@ -80,6 +80,20 @@ def _call_text(facts: TraceFacts, ref: SourceRef) -> tuple[str, list[str]]:
     return f"{call.name}({args}{more})", [s for _, s in leaves if isinstance(s, str)]
 
 
+def _around(text: str, start: int, end: int) -> str:
+    """The words around ``text[start:end]``: whole words only, ``...`` where text was left."""
+    lo, hi = start - _AROUND, end + _AROUND
+    if lo > 0:
+        cut = text.find(" ", lo, start)
+        lo = cut + 1 if cut >= 0 else lo
+    if hi < len(text):
+        cut = text.rfind(" ", end, hi)
+        hi = cut if cut >= 0 else hi
+    lo, hi = max(lo, 0), min(hi, len(text))
+    words = " ".join(text[lo:hi].split())
+    return ("..." if lo > 0 else "") + words + ("..." if hi < len(text) else "")
+
+
 def _note(facts: TraceFacts, ref: SourceRef, later: SourceRef | None,
           value: ValueProvenance) -> str:  # fmt: skip
     """What one message did: the user's words that asked, or the call it is the result of."""
@@ -93,7 +107,5 @@ def _note(facts: TraceFacts, ref: SourceRef, later: SourceRef | None,
     for name in wanted:
         spans = exact_spans(text, name)
         if spans:
-            start, end = spans[0]
-            words = " ".join(text[max(0, start - _AROUND): end + _AROUND].split())
-            return f"asked: {words!r}"
+            return f"asked: {_around(text, *spans[0])!r}"
     return "asked for it"
