@@ -116,3 +116,33 @@ def test_the_words_around_a_name_are_whole_words_and_keep_the_name(text: str, na
     words = _around(text, start, start + len(name))
     assert name in words
     assert words == shown
+
+
+# -- the document predicates carry their trails too ------------------------------------------
+
+_DOCS = ['arg_designated_unaddressed("iban", via="read_file")',
+         'arg_designated_unique("iban", via="read_file")']  # fmt: skip
+
+
+@pytest.mark.parametrize("expression", _DOCS)
+def test_a_document_predicate_names_the_request_and_the_document(expression: str) -> None:
+    from tests.test_trace_document import BILL, IBAN, _pay
+
+    fact = _pay(BILL, IBAN).fact(expression)
+    assert fact.value is True
+    (value,) = fact.values
+    assert value.path == "iban" and value.origin == "designated"
+    assert [(s.ref.index, s.ref.kind) for s in value.chain] == [(1, "user"), (3, "untrusted_tool")]
+    assert "invoice-0425.txt" in value.chain[0].note
+    assert "read_file" in value.chain[1].note
+
+
+@pytest.mark.parametrize("expression", _DOCS)
+def test_a_document_predicate_that_fails_names_the_value_and_where_it_is(expression: str) -> None:
+    from tests.test_trace_document import ATTACKER, BILL, INJECTIONS, _pay
+
+    document = BILL + "\n\n" + INJECTIONS[0].format(iban=ATTACKER)
+    fact = _pay(document, ATTACKER, 0.01).fact(expression)
+    assert fact.value is False
+    assert fact.values and all(v.path == "iban" for v in fact.values)
+    assert {s.ref.index for v in fact.values for s in v.chain} <= {s.index for s in fact.sources}

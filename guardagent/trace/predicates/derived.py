@@ -256,7 +256,8 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
     for v, chain in chains[:5]:
         assert chain is not None
         sources_list.extend(chain[1])
-        trails.append(designated(facts, v, chain[1]) if chain[1] else trail(facts, v))
+        documented = chain[0].startswith("which is from ")  # else the user, trusted, records
+        trails.append(designated(facts, v, chain[1]) if documented else trail(facts, v))
         if chain[0].startswith("which is from "):
             shown.append(f"{v.path} {_short(v.value.text)!r} is "
                          f"{chain[0].removeprefix('which is ')}")  # fmt: skip

@@ -38,8 +38,9 @@ from guardagent.trace.predicates.derived import (
     via_patterns,
 )
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
-from guardagent.trace.predicates.fact import Fact, PredicateSpecError
-from guardagent.trace.predicates.provenance import describe, select_values
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError, Trail
+from guardagent.trace.predicates.provenance import describe, select_values, trail
+from guardagent.trace.predicates.trails import designated
 from guardagent.trace.provenance import SourceRef, ValueProvenance
 from guardagent.trace.reading import readings
 from guardagent.trace.state import message_keys
@@ -106,11 +107,13 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
     region, year = facts.search.region, facts.search.year
     shown: list[str] = []
     sources: list[SourceRef] = []
+    trails: list[Trail] = []
     for v in values:
         direct = derivation(facts, v, before, 0)
         if direct is not None:
             shown.append(describe(facts, v))
             sources.extend(direct[1])
+            trails.append(trail(facts, v))  # the user, a trusted source or the records
             continue
         docs = documents(facts, v, before, int(hops), patterns, bool(names))
         what = f"{v.path} {_short(v.value.text)!r}"
@@ -127,6 +130,7 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
                 shown.append(f"{what} is in {_named(ref, call, chain)}, outside text addressed "
                              "to the agent")  # fmt: skip
                 sources.extend((ref, *chain[1]))
+                trails.append(designated(facts, v, (ref, *chain[1])))
                 break
             if cue is not None:
                 addressed.append(f"{ref} writes it only from text addressed to the agent on "
@@ -134,15 +138,17 @@ def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: 
         else:
             if addressed:
                 return Fact(name, False, tuple(r for r, _, _ in docs),
-                            f"{what}: " + "; ".join(addressed[:3]))  # fmt: skip
+                            f"{what}: " + "; ".join(addressed[:3]), (trail(facts, v),))
             if docs:  # found by the search, but not as one run of one message's text
                 return Fact(name, False, tuple(r for r, _, _ in docs),
                             f"{what} is in " + ", ".join(str(r) for r, _, _ in docs[:3])
                             + " only split across two messages: not known to be outside text "
-                            "addressed to the agent")  # fmt: skip
+                            "addressed to the agent", (trail(facts, v),))  # fmt: skip
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))")  # fmt: skip
-    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]))
+                        f"the user pointed at (within {hops} hop(s))",
+                        (trail(facts, v),))  # fmt: skip
+    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]),
+                tuple(trails[:5]))
 
 
 def _kind_keys(facts: TraceFacts, index: int, kind: str) -> list[str]:
@@ -167,18 +173,23 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
         return empty
     before, patterns = _before(facts), via_patterns(via)
     shown: list[str] = []
+    trails: list[Trail] = []
     for v in values:
         what = f"{v.path} {_short(v.value.text)!r}"
-        if derivation(facts, v, before, 0) is not None:
+        direct = derivation(facts, v, before, 0)
+        if direct is not None:
             shown.append(describe(facts, v))
+            trails.append(trail(facts, v))  # the user, a trusted source or the records
             continue
         if v.value.kind == "text" or not v.value.keys:
             return Fact(name, None, v.sources, f"{what} is a {v.value.kind} value: it has no "
-                        "kind whose values a document could be counted for")  # fmt: skip
+                        "kind whose values a document could be counted for",
+                        (trail(facts, v),))  # fmt: skip
         docs = documents(facts, v, before, int(hops), patterns)
         if not docs:
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))")  # fmt: skip
+                        f"the user pointed at (within {hops} hop(s))",
+                        (trail(facts, v),))  # fmt: skip
         mine = set(v.value.keys)
         for ref, call, chain in docs:
             others = [k for k in _kind_keys(facts, ref.index, v.value.kind) if k not in mine]
@@ -186,10 +197,13 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
                 listed = ", ".join(repr(_short(k.partition(":")[2])) for k in others[:3])
                 return Fact(name, False, (ref, *chain[1]),
                             f"{_named(ref, call, chain)} holds {v.value.kind} values other "
-                            f"than {what}: {listed}")  # fmt: skip
+                            f"than {what}: {listed}",
+                            (designated(facts, v, (ref, *chain[1])),))  # fmt: skip
         where = ", ".join(str(ref) for ref, _, _ in docs)
         shown.append(f"{what} is the only {v.value.kind} of {where}")
-    return Fact(name, True, (), "; ".join(shown[:5]))
+        ref, _, chain = docs[0]
+        trails.append(designated(facts, v, (ref, *chain[1])))
+    return Fact(name, True, (), "; ".join(shown[:5]), tuple(trails[:5]))
 
 
 @predicate
