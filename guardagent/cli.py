@@ -113,6 +113,8 @@ class _LazyGroup(click.Group):
     LAZY: dict[str, tuple[str, str, str]] = {
         "policy": ("guardagent.authoring.cli", "policy",
                    "Policy models: predicates, rules and an action tree, verified with z3."),
+        "explain": ("guardagent.explain.cli", "explain",
+                    "Draw a decision (check's JSON): provenance chain and rule circuit."),
     }
     _listing = False
 

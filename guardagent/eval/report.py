@@ -155,6 +155,7 @@ def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
         ]
         if d.error:
             lines.append(f"- error (failed closed): {d.error}")
+        lines += circuit_block(d)
         if any(d.attempt_errors):
             shown = [clip(e, 200) if e else None for e in d.attempt_errors]
             lines.append(f"- attempt errors: {shown}")
@@ -167,6 +168,20 @@ def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
         lines += ["", "Input:", "```", clip(case.agent_input), "```",
                   "Output (clipped):", "```", clip(case.agent_output), "```", ""]
     return lines + programs_section(programs)
+
+
+def circuit_block(decision: GuardDecision) -> list[str]:
+    """The decision's rule circuit as a Mermaid block (none when no policy rule decided).
+
+    Rendered where the report is read (GitHub, GitLab, MkDocs Material): the rules, their
+    deciding predicate values and the verdict at one glance (:mod:`guardagent.explain`).
+    """
+    if not decision.rules:
+        return []
+    from guardagent.explain import draw, to_mermaid
+    from guardagent.explain.reading import view_of
+
+    return ["", "```mermaid", to_mermaid(draw(view_of(decision))), "```", ""]
 
 
 def programs_section(programs: dict[str, int]) -> list[str]:

@@ -40,8 +40,9 @@ from guardagent.trace.predicates.derived import (
     via_patterns,
 )
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
-from guardagent.trace.predicates.fact import Fact, PredicateSpecError
-from guardagent.trace.predicates.provenance import describe, select_values
+from guardagent.trace.predicates.fact import Fact, PredicateSpecError, Trail
+from guardagent.trace.predicates.provenance import describe, select_values, trail
+from guardagent.trace.predicates.trails import designated
 from guardagent.trace.provenance import SourceRef, ValueProvenance
 from guardagent.trace.reading import readings
 from guardagent.trace.state import message_keys
@@ -100,11 +101,13 @@ def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], ho
     region, year = facts.search.region, facts.search.year
     shown: list[str] = []
     sources: list[SourceRef] = []
+    trails: list[Trail] = []
     for v in values:
         direct = derivation(facts, v, before, 0)
         if direct is not None:
             shown.append(describe(facts, v))
             sources.extend(direct[1])
+            trails.append(trail(facts, v))  # the user, a trusted source or the records
             continue
         docs = documents(facts, v, before, hops, patterns, names)
         what = f"{v.path} {_short(v.value.text)!r}"
@@ -121,6 +124,7 @@ def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], ho
                 shown.append(f"{what} is in {_named(ref, call, chain)}, outside text addressed "
                              "to the agent")  # fmt: skip
                 sources.extend((ref, *chain[1]))
+                trails.append(designated(facts, v, (ref, *chain[1])))
                 break
             if cue is not None:
                 addressed.append(f"{ref} writes it only from text addressed to the agent on "
@@ -128,15 +132,17 @@ def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], ho
         else:
             if addressed:
                 return Fact(name, False, tuple(r for r, _, _ in docs),
-                            f"{what}: " + "; ".join(addressed[:3]))  # fmt: skip
+                            f"{what}: " + "; ".join(addressed[:3]), (trail(facts, v),))
             if docs:  # found by the search, but not as one run of one message's text
                 return Fact(name, False, tuple(r for r, _, _ in docs),
                             f"{what} is in " + ", ".join(str(r) for r, _, _ in docs[:3])
                             + " only split across two messages: not known to be outside text "
-                            "addressed to the agent")  # fmt: skip
+                            "addressed to the agent", (trail(facts, v),))  # fmt: skip
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))")  # fmt: skip
-    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]))
+                        f"the user pointed at (within {hops} hop(s))",
+                        (trail(facts, v),))  # fmt: skip
+    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]),
+                tuple(trails[:5]))
 
 
 @predicate
@@ -175,18 +181,23 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
         return empty
     before, patterns = _before(facts), via_patterns(via)
     shown: list[str] = []
+    trails: list[Trail] = []
     for v in values:
         what = f"{v.path} {_short(v.value.text)!r}"
-        if derivation(facts, v, before, 0) is not None:
+        direct = derivation(facts, v, before, 0)
+        if direct is not None:
             shown.append(describe(facts, v))
+            trails.append(trail(facts, v))  # the user, a trusted source or the records
             continue
         if v.value.kind == "text" or not v.value.keys:
             return Fact(name, None, v.sources, f"{what} is a {v.value.kind} value: it has no "
-                        "kind whose values a document could be counted for")  # fmt: skip
+                        "kind whose values a document could be counted for",
+                        (trail(facts, v),))  # fmt: skip
         docs = documents(facts, v, before, int(hops), patterns)
         if not docs:
             return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))")  # fmt: skip
+                        f"the user pointed at (within {hops} hop(s))",
+                        (trail(facts, v),))  # fmt: skip
         mine = set(v.value.keys)
         for ref, call, chain in docs:
             others = [k for k in _kind_keys(facts, ref.index, v.value.kind) if k not in mine]
@@ -194,10 +205,13 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
                 listed = ", ".join(repr(_short(k.partition(":")[2])) for k in others[:3])
                 return Fact(name, False, (ref, *chain[1]),
                             f"{_named(ref, call, chain)} holds {v.value.kind} values other "
-                            f"than {what}: {listed}")  # fmt: skip
+                            f"than {what}: {listed}",
+                            (designated(facts, v, (ref, *chain[1])),))  # fmt: skip
         where = ", ".join(str(ref) for ref, _, _ in docs)
         shown.append(f"{what} is the only {v.value.kind} of {where}")
-    return Fact(name, True, (), "; ".join(shown[:5]))
+        ref, _, chain = docs[0]
+        trails.append(designated(facts, v, (ref, *chain[1])))
+    return Fact(name, True, (), "; ".join(shown[:5]), tuple(trails[:5]))
 
 
 @predicate
@@ -284,7 +298,8 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         notes = _notes(facts, sources)
         if notes:
             detail += " (" + "; ".join(notes[:3]) + ")"
-        return Fact("arg_from_designated", False, sources, detail)
+        return Fact("arg_from_designated", False, sources, detail,
+                    tuple(trail(facts, v) for v in failed[:3]))  # fmt: skip
     if not addressed:
         strict = _unaddressed(facts, "arg_from_designated", values, int(hops), patterns,
                               bool(names))  # fmt: skip
@@ -292,15 +307,19 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
             return strict
     shown = []
     sources_list: list[SourceRef] = []
+    trails = []
     for v, chain in chains[:5]:
         assert chain is not None
         sources_list.extend(chain[1])
-        if chain[0].startswith("which is from "):
+        documented = chain[0].startswith("which is from ")  # else the user, trusted, records
+        trails.append(designated(facts, v, chain[1]) if documented else trail(facts, v))
+        if documented:
             shown.append(f"{v.path} {_short(v.value.text, 60)!r} is "
                          f"{chain[0].removeprefix('which is ')}")  # fmt: skip
         else:
             shown.append(describe(facts, v))
-    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown))
+    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown),
+                tuple(trails))
 
 
 def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:

@@ -187,7 +187,7 @@ def compile_predicate(expression: str) -> BoundPredicate:
         except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
             # fail closed: a predicate that cannot be told is open, never "holds"
             return Fact(name, None, (), f"cannot be evaluated ({type(exc).__name__}: {exc})")
-        return Fact(name, fact.value, fact.sources, fact.detail)
+        return Fact(name, fact.value, fact.sources, fact.detail, fact.values)
 
     return bound
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from guardagent.trace.predicates.engine import TraceFacts, predicate
-from guardagent.trace.predicates.fact import Fact
+from guardagent.trace.predicates.fact import Fact, Trail
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
+from guardagent.trace.predicates.trails import plain
 from guardagent.trace.provenance import (
     ValueProvenance,
     address_list,
@@ -107,6 +108,11 @@ def describe(facts: TraceFacts, value: ValueProvenance) -> str:
     return f"{value.path} {shown!r} is from the user's records: {where}"
 
 
+def trail(facts: TraceFacts, value: ValueProvenance) -> Trail:
+    """A value's chain by its origin, the user's records included (:mod:`.trails`)."""
+    return plain(value, records=bool(in_records(facts, value)))
+
+
 def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[ValueProvenance]:
     """The values a provenance predicate judges (see the package docstring).
 
@@ -144,7 +150,8 @@ def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
         value = bool(hits)
         deciding = hits if value else values
     sources = tuple(dict.fromkeys(s for v in deciding for s in v.sources))
-    return Fact(name, value, sources, "; ".join(describe(facts, v) for v in deciding[:5]))
+    trails = tuple(trail(facts, v) for v in deciding[:5])
+    return Fact(name, value, sources, "; ".join(describe(facts, v) for v in deciding[:5]), trails)
 
 
 def _sends_to_nobody(facts: TraceFacts) -> bool:
