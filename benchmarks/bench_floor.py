@@ -54,7 +54,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_decision import _as_sql, _gold_queries  # noqa: E402
 from benchmarks.bench_throughput import PROFILE_DIR, SlowScriptedModel  # noqa: E402
-from benchmarks.trace_floor import long_decisions, print_long, print_traces  # noqa: E402
+from benchmarks.trace_floor import (  # noqa: E402
+    long_decisions,
+    long_thread,
+    print_long,
+    print_traces,
+    user_call,
+)
 from guardagent import GuardAgent, prompts  # noqa: E402
 from guardagent.eval.benchmarks import load_benchmark  # noqa: E402
 from tests.traces.synthetic import proposed, thread  # noqa: E402
@@ -267,6 +273,8 @@ def long_rows(runs: int, mem: str) -> dict[str, dict[str, float]]:
     for seed in range(3):  # every reader's first use (imports, tables) before the clock
         warm = thread(100, seed=seed)
         guard.check_trace(warm, _user_call(warm))
+        long = long_thread(30_000, seed=seed)  # lazily loaded tables (a region, a country)
+        guard.check_trace(long, user_call(long))
     return long_decisions(guard, max(10, runs // 2),
                           lambda: (invoke_p50(300) + invoke_p50(300)) / 2)
 
