@@ -259,10 +259,11 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
-_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8,
-                                       keys=lambda read: MAX_JOINED * len(read.tokens))
+_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda read: (
+    MAX_JOINED * len(read.tokens) + 24 * len(read.identifiers)))
 """Readings by content (pure functions of the text: see :mod:`guardagent.trace.reading` for
-why that is safe to share; the runs made later are counted ahead, MAX_JOINED a token)."""
+why that is safe to share; the runs and targets made later are counted ahead, MAX_JOINED a
+token and about 24 keys' worth an identifier: three spellings' prefixes)."""
 
 
 def _message_tokens(message: Message) -> Read:

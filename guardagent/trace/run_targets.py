@@ -23,7 +23,6 @@ identifier-like tokens (a thread's changes only when a sensitive result brings a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,11 +80,11 @@ class RunTargets:
         return out
 
 
-@functools.lru_cache(maxsize=256)
 def run_targets(identifiers: frozenset[str], max_chars: int) -> RunTargets:
-    """The targets of a set of identifier-like tokens, prefixes up to `max_chars` (once a set).
+    """The targets of a set of identifier-like tokens, prefixes up to `max_chars`.
 
     At most `max_chars` prefixes a target: linear in the targets, whatever their length.
+    Kept by the caller (a message's reading keeps its own: ``encoded.Read.targets``).
     """
     targets = frozenset(
         spelled for token in identifiers for spelled in (token, token[::-1], rot13(token)))
