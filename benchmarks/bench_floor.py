@@ -29,7 +29,7 @@ Prints, from one process on one machine state:
   another profile decided); target <= 30 ms.
 
 Run: .venv/bin/python benchmarks/bench_floor.py [--n 300] [--events 64] [--sustained 192]
-     [--latency 0.2] [--trace-only | --throughput-only | --quiet-runs N]
+     [--latency 0.2] [--trace-only | --throughput-only | --quiet-runs N] [--gc-freeze]
 """
 
 from __future__ import annotations
@@ -54,13 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_decision import _as_sql, _gold_queries  # noqa: E402
 from benchmarks.bench_throughput import PROFILE_DIR, SlowScriptedModel  # noqa: E402
-from benchmarks.trace_floor import (  # noqa: E402
-    long_decisions,
-    long_thread,
-    print_long,
-    print_traces,
-    user_call,
-)
+from benchmarks.trace_floor import long_rows, print_long, print_traces  # noqa: E402
 from guardagent import GuardAgent, prompts  # noqa: E402
 from guardagent.eval.benchmarks import load_benchmark  # noqa: E402
 from tests.traces.synthetic import proposed, thread  # noqa: E402
@@ -267,18 +261,6 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
             "fresh_allowed": allowed / (2 * runs)}  # fmt: skip
 
 
-def long_rows(runs: int, mem: str) -> dict[str, dict[str, float]]:
-    """Stateless decisions on long synthetic threads (`trace_floor.long_decisions`)."""
-    guard = GuardAgent("assistant-trace", memory_dir=mem, trace_key="bench-floor key")
-    for seed in range(3):  # every reader's first use (imports, tables) before the clock
-        warm = thread(100, seed=seed)
-        guard.check_trace(warm, _user_call(warm))
-        long = long_thread(30_000, seed=seed)  # lazily loaded tables (a region, a country)
-        guard.check_trace(long, user_call(long))
-    return long_decisions(guard, max(10, runs // 2),
-                          lambda: (invoke_p50(300) + invoke_p50(300)) / 2)
-
-
 def first_decisions(mem: str) -> dict[str, float]:
     """The first decision of each profile, after eicu-ac warmed the process up.
 
@@ -398,6 +380,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model latency, s")
     parser.add_argument("--runs", type=int, default=100, help="runs of invoke / check_trace")
     parser.add_argument("--trace-only", action="store_true", help="only the trace decisions")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="long rows: gc.freeze() after the warm-up (a server's frozen heap)")
     parser.add_argument("--throughput-only", action="store_true", help="only the throughput rows")
     parser.add_argument("--quiet-runs", type=int, default=0, metavar="N",
                         help="only c=32, until N runs during which other processes used < 3%% "
@@ -422,7 +406,8 @@ def main() -> None:
     if args.trace_only:
         with tempfile.TemporaryDirectory() as tmp:
             traces = trace_decisions(args.runs, f"{tmp}/t")
-            long = long_rows(args.runs, f"{tmp}/l")
+            long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2,
+                             args.gc_freeze)  # fmt: skip
         print_traces(traces, traces["invoke_p50"])
         print_long(long)
         print(json.dumps({"trace": traces, "long": long}))
@@ -436,7 +421,8 @@ def main() -> None:
             "mind2web-sc": decisions("mind2web-sc", args.n, False, f"{tmp}/m"),
         }
         traces = trace_decisions(args.runs, f"{tmp}/t")
-        long = long_rows(args.runs, f"{tmp}/l")
+        long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2,
+                             args.gc_freeze)  # fmt: skip
         runs = throughput_rows(events, sustained, args.latency, tmp)
         floor = graph_floor()
     ok = {True: "met", False: "NOT met"}
