@@ -29,7 +29,7 @@ Prints, from one process on one machine state:
   another profile decided); target <= 30 ms.
 
 Run: .venv/bin/python benchmarks/bench_floor.py [--n 300] [--events 64] [--sustained 192]
-     [--latency 0.2] [--trace-only | --throughput-only | --quiet-runs N] [--gc-freeze]
+     [--latency 0.2] [--trace-only | --throughput-only | --quiet-runs N]
 """
 
 from __future__ import annotations
@@ -380,8 +380,6 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model latency, s")
     parser.add_argument("--runs", type=int, default=100, help="runs of invoke / check_trace")
     parser.add_argument("--trace-only", action="store_true", help="only the trace decisions")
-    parser.add_argument("--gc-freeze", action="store_true",
-                        help="long rows: gc.freeze() after the warm-up (a server's frozen heap)")
     parser.add_argument("--throughput-only", action="store_true", help="only the throughput rows")
     parser.add_argument("--quiet-runs", type=int, default=0, metavar="N",
                         help="only c=32, until N runs during which other processes used < 3%% "
@@ -406,8 +404,7 @@ def main() -> None:
     if args.trace_only:
         with tempfile.TemporaryDirectory() as tmp:
             traces = trace_decisions(args.runs, f"{tmp}/t")
-            long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2,
-                             args.gc_freeze)  # fmt: skip
+            long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2)
         print_traces(traces, traces["invoke_p50"])
         print_long(long)
         print(json.dumps({"trace": traces, "long": long}))
@@ -421,8 +418,7 @@ def main() -> None:
             "mind2web-sc": decisions("mind2web-sc", args.n, False, f"{tmp}/m"),
         }
         traces = trace_decisions(args.runs, f"{tmp}/t")
-        long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2,
-                             args.gc_freeze)  # fmt: skip
+        long = long_rows(args.runs, f"{tmp}/l", lambda: (invoke_p50(300) + invoke_p50(300)) / 2)
         runs = throughput_rows(events, sustained, args.latency, tmp)
         floor = graph_floor()
     ok = {True: "met", False: "NOT met"}

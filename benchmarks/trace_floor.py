@@ -21,7 +21,6 @@ a ``send_email`` to the address of the user's last request (allowed, like the fl
 
 from __future__ import annotations
 
-import gc
 import json
 import random
 import time
@@ -29,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from guardagent import GuardAgent
+from guardagent.agent import settle_heap
 from tests.traces.synthetic import _TOOLS, _result, _sentence, _vocabulary, thread
 
 SIZES = (10_000, 30_000, 100_000)
@@ -120,16 +120,14 @@ def long_decisions(guard: Any, runs: int, invoke: Callable[[], float],
     return out
 
 
-def long_rows(runs: int, mem: str, invoke: Callable[[], float],
-              freeze: bool = False) -> dict[str, dict[str, float]]:  # fmt: skip
+def long_rows(runs: int, mem: str, invoke: Callable[[], float]) -> dict[str, dict[str, float]]:
     """Stateless decisions on long synthetic threads (:func:`long_decisions`), warmed up.
 
-    `invoke` gives the 5-node invoke p50 (``bench_floor.invoke_p50``).
-
-    `freeze`: ``gc.freeze()`` after the warm-up, as a server that freezes its startup heap
-    (CPython's advice for servers): a full collection then scans only what came after.
-    Without it, a 100k-character decision sometimes triggers one over the whole process
-    (LangGraph, pydantic, z3: about 200k objects), 120-150 ms on the shared VM.
+    `invoke` gives the 5-node invoke p50 (``bench_floor.invoke_p50``). After the warm-up the
+    process's heap is settled as :meth:`GuardAgent.warm_up` leaves a guard process
+    (:func:`guardagent.agent.settle_heap`, ``gc.freeze``): without it, one full collection
+    over the whole process (LangGraph, pydantic, z3: ~200k objects; 120-150 ms on the shared
+    VM) in about 50 decisions at 100k characters decides the p99.
     """
     guard = GuardAgent("assistant-trace", memory_dir=mem, trace_key="bench-floor key")
     for seed in range(3):  # every reader's first use (imports, tables) before the clock
@@ -137,9 +135,7 @@ def long_rows(runs: int, mem: str, invoke: Callable[[], float],
         guard.check_trace(warm, user_call(warm))
         long = long_thread(30_000, seed=seed)  # lazily loaded tables (a region, a country)
         guard.check_trace(long, user_call(long))
-    if freeze:
-        gc.collect()
-        gc.freeze()
+    settle_heap()
     return long_decisions(guard, max(10, runs // 2), invoke)
 
 
