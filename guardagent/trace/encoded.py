@@ -55,6 +55,7 @@ from guardagent.trace.native import Automaton
 from guardagent.trace.normal import unescape
 from guardagent.trace.numbers import canon
 from guardagent.trace.reading import MAX_CACHED_BYTES, ReadingCache, kept_cache
+from guardagent.trace.run_targets import RunTargets, merged, rot13, run_targets
 from guardagent.trace.secret_forms import fold
 from guardagent.trace.secrets import views
 from guardagent.trace.state import flatten
@@ -69,19 +70,6 @@ GLUED_MIN = 8
 """Characters a sensitive token needs (letters and digits both) to be looked for glued."""
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
-_ROT13 = bytes.maketrans(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-    b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
-)
-
-
-def _rot13(text: str) -> str:
-    """What codecs' "rot13" does, as one table look-up a byte.
-
-    On UTF-8: every byte of a non-ASCII character is 0x80 or above, which the table keeps
-    (``str.translate`` with a mapping looks each character up in a dict).
-    """
-    return text.encode("utf-8", "surrogatepass").translate(_ROT13).decode("utf-8", "surrogatepass")
 
 
 def _short(run: str) -> bool:
@@ -110,16 +98,27 @@ class Read:
 
     Attributes:
         tokens: Its tokens (what a look-up finds in it).
+        identifiers: Those that are identifier-like (``secret_like``: what a look-up of a
+            call's run can find).
         glued: Those looked for glued into other text (:data:`GLUED_MIN`).
     """
 
-    __slots__ = ("_runs", "_words", "glued", "tokens")
+    __slots__ = ("_runs", "_targets", "_words", "glued", "identifiers", "tokens")
 
     def __init__(self, words: list[list[str]]) -> None:
         self._words = words  # the token list of each reading (as written, escapes read)
         self.tokens = frozenset(chain.from_iterable(words))
-        self.glued = frozenset(t for t in filter(_glued, self.tokens) if secret_like(t))
+        self.identifiers = frozenset(filter(secret_like, self.tokens))
+        self.glued = frozenset(filter(_glued, self.identifiers))
         self._runs: frozenset[str] | None = None
+        self._targets: RunTargets | None = None
+
+    @property
+    def targets(self) -> RunTargets:
+        """Its identifiers as the runs of a call are matched against them (made once)."""
+        if self._targets is None:
+            self._targets = run_targets(self.identifiers, _JOINED_CHARS)
+        return self._targets
 
     @property
     def runs(self) -> frozenset[str]:
@@ -187,6 +186,16 @@ class Sensitive:
         _UNION[:] = [(key, self._union, self.parts)]  # holds the parts: their ids stay theirs
         return self._union
 
+    def targets(self) -> RunTargets:
+        """Every part's :attr:`Read.targets` together (a one-entry memo, as :meth:`_tokens`)."""
+        key = tuple(id(read) for _, read in self.parts)
+        if _TARGETS and _TARGETS[0][0] == key:
+            return _TARGETS[0][1]
+        found = merged([read.targets for _, read in self.parts if read.identifiers]
+                       or [_NO_TARGETS])  # fmt: skip
+        _TARGETS[:] = [(key, found, self.parts)]  # holds the parts: their ids stay theirs
+        return found
+
     def holders(self, token: str) -> frozenset[int]:
         """The sensitive messages holding `token`, as one token or a run of adjacent ones.
 
@@ -214,6 +223,8 @@ class Sensitive:
 
 
 _UNION: list[tuple[tuple[int, ...], frozenset[str], Any]] = []
+_TARGETS: list[tuple[tuple[int, ...], RunTargets, Any]] = []
+_NO_TARGETS = RunTargets(frozenset(), frozenset())
 
 
 class Carried(NamedTuple):
@@ -248,10 +259,11 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
-_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8,
-                                       keys=lambda read: MAX_JOINED * len(read.tokens))
+_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda read: (
+    MAX_JOINED * len(read.tokens) + 24 * len(read.identifiers)))
 """Readings by content (pure functions of the text: see :mod:`guardagent.trace.reading` for
-why that is safe to share; the runs made later are counted ahead, MAX_JOINED a token)."""
+why that is safe to share; the runs and targets made later are counted ahead, MAX_JOINED a
+token and about 24 keys' worth an identifier: three spellings' prefixes)."""
 
 
 def _message_tokens(message: Message) -> Read:
@@ -313,20 +325,22 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             held = sensitive.holders(w) if runs else frozenset()
             out.extend(Carried(p, Value("text", (), w, (w,)), held) for p in paths)
 
+    targets = sensitive.targets()
     for path, read in normal:
-        candidates: set[str] = set()
-        whole: set[str] = set()  # the value's tokens (in some view, as they are)
+        candidates: set[str] = set()  # runs a look-up may find (:mod:`.run_targets`)
+        whole: set[str] = set()  # the value's identifier-like tokens (in some view)
         for norm in read:
             toks = tokens(norm)
-            whole.update(toks)
-            candidates.update(chain.from_iterable(_runs(toks)))
+            whole.update(filter(secret_like, toks))  # reversed or in ROT13 alike
+            candidates |= targets.found(toks, MAX_JOINED, _JOINED_CHARS)
             if automaton is not None and norm:
                 candidates.update(automaton.found(_NOT_ALNUM.sub("", norm)))
         add((path,), sorted(sensitive.holding(_turned(candidates))))  # a look-up finds it
         add((path,), sorted(sensitive.written_as_runs(_turned(whole))), runs=True)
     # by the value's place, not its path: the model names the arguments, and two values
     # may have one path ({"a.b": "7392", "a": {"b": "1455"}}; "body[0]" beside body's first)
-    spread = [(t, p, k) for k, (p, v) in enumerate(strings) for t in tokens(normalize_text(v))]
+    spread = [(t, p, k) for k, (p, v) in enumerate(strings) for t in tokens(normalize_text(v))
+              ] if targets.targets else []  # no identifier-like sensitive token: no run is one
     crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
     for i in range(len(spread)):
         if spread[i][2] == spread[min(i + MAX_JOINED, len(spread)) - 1][2]:
@@ -340,7 +354,7 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
             if k != spread[i][2]:
                 crossing.setdefault(joined, tuple(paths))
     for w in sorted(sensitive.holding(_turned(set(crossing)))):  # as written, or turned back
-        add(next(crossing[j] for j in (w, w[::-1], _rot13(w)) if j in crossing), [w])
+        add(next(crossing[j] for j in (w, w[::-1], rot13(w)) if j in crossing), [w])
     if automaton is not None and len(strings) > 1:  # glued over a value's end: one run
         compact = [_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings]
         ends = [0]
@@ -380,7 +394,7 @@ def _turned(runs: set[str]) -> set[str]:
     if not runs:
         return set()
     joined = "\0".join(runs)  # turned at once: NUL is in no token
-    return runs.union(joined[::-1].split("\0"), _rot13(joined).split("\0"))
+    return runs.union(joined[::-1].split("\0"), rot13(joined).split("\0"))
 
 
 def _carried(
@@ -398,7 +412,7 @@ def _carried(
     runs = [_NOT_ALNUM.sub("", norm) for _, read in normal for norm in read]
     runs.append("".join(_NOT_ALNUM.sub("", normalize_text(v)) for _, v in strings))
     text = "\0".join(runs)
-    every = "\0".join((text, text[::-1], _rot13(text)))
+    every = "\0".join((text, text[::-1], rot13(text)))
     return {w for w in glued if w in every}
 
 
@@ -413,4 +427,4 @@ def _automaton(glued: frozenset[str]) -> Automaton[str] | None:
     if not glued:
         return None
     # as written wins a tie (the last one added for a key)
-    return Automaton((key, w) for w in glued for key in (_rot13(w), w[::-1], w))
+    return Automaton((key, w) for w in glued for key in (rot13(w), w[::-1], w))

@@ -43,6 +43,7 @@ from typing import Any
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.decoders import decodings
+from guardagent.trace.reading import KEY_BYTES, MAX_CACHED_BYTES, ReadingCache, kept_cache
 from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings
 from guardagent.trace.values import normalize_text
 
@@ -193,8 +194,31 @@ def _text_like(view: str) -> bool:
     return len(view) >= 4 and 4 * len(_BAD.findall(view)) <= len(view)
 
 
+Views = tuple[tuple[tuple[str, str], ...], str | None]
+"""A value's views and why their reading stopped short (:func:`read_views`), as kept."""
+_KEPT: ReadingCache[Views] = kept_cache(
+    MAX_CACHED_BYTES // 8, keys=lambda kept: 1 + sum(len(v) for _, v in kept[0]) // KEY_BYTES)
+"""Views by the text read (a pure function of it, `turned`, `depth` and the bounds: see
+:mod:`guardagent.trace.reading` for why sharing them is safe). A thread's earlier calls are
+read again at every call of a policy that declares secrets (:mod:`.secret_split`), and a
+value the model repeats (a recipient, a subject) at each call that repeats it: each is
+decoded once."""
+
+
 def read_views(text: str, turned: bool = True,
                depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
+    """:func:`decoded_views` of a value, kept by its text (each text decoded once)."""
+    key = (text, f"views {WORK} {WORK_FLOOR} {MIN_CHARS}", None, 2 * depth + turned)  # its bounds
+    kept = _KEPT.get(key)
+    if kept is None:
+        found, unread = decoded_views(text, turned, depth)
+        kept = (tuple(found), unread)
+        _KEPT.put(key, kept)
+    return list(kept[0]), kept[1]
+
+
+def decoded_views(text: str, turned: bool = True,
+                  depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
     """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
 
     As written, reversed and ROT13 (without `turned`: as written only), then each layer of
