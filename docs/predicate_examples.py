@@ -4,7 +4,7 @@ Each example is a short conversation, the proposed call, the expression (as a po
 `assign: {trace: ...}` writes it) and the value the guard gives it: True (holds), False (does
 not hold) or None (open: the guard cannot tell, so a rule that needs it denies). The
 reference page runs every one of them (`tests/test_docs_examples.py`), and a predicate
-without an example fails `tests/test_docs_reference.py`.
+without an example fails `tests/test_docs_site.py`.
 """
 
 from __future__ import annotations
