@@ -73,8 +73,8 @@ def pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def blocks(path: Path) -> list[Block]:
-    """Every fenced block of one page, in order."""
+def blocks(path: Path, root: Path = ROOT) -> list[Block]:
+    """Every fenced block of one page, in order (`page` named relative to `root`)."""
     lines = expand(path.read_text(encoding="utf-8")).split("\n")
     found: list[Block] = []
     i = 0
@@ -91,7 +91,7 @@ def blocks(path: Path) -> list[Block]:
             i += 1
         before = next((ln for ln in reversed(lines[:start]) if ln.strip()), "")
         mark = MARKER.match(before)
-        found.append(Block(page=str(path.relative_to(ROOT)), line=start + 1,
+        found.append(Block(page=str(path.relative_to(root)), line=start + 1,
                            lang=opened["lang"], code="\n".join(body) + "\n",
                            marker=mark["kind"] if mark else None,
                            arg=(mark["arg"] or "").strip() or None if mark else None))  # fmt: skip

@@ -86,3 +86,41 @@ def test_page_runs(page: str, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "steps.json")],
                           cwd=work, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, f"{page}\n{done.stdout[-4000:]}\n{done.stderr[-6000:]}"
+
+
+@pytest.mark.parametrize(("lang", "marker", "arg", "action"), [
+    ("python", None, None, "python"),
+    ("python", "not-run", "needs a real model", "skip"),
+    ("python", "not-run", None, "error: not-run needs a reason"),
+    ("python", "run", None, "error: python blocks run unmarked"),
+    ("bash", "run", None, "shell"),
+    ("console", "run", None, "shell"),
+    ("bash", None, None, "error: mark it run or not-run"),
+    ("bash", "not-run", "starts a server", "skip"),
+    ("yaml", None, None, "parse"),
+    ("json", None, None, "parse"),
+    ("yaml", "file", "profiles/x/policy.yaml", "file"),
+    ("yaml", "file", None, "error: bad file marker"),
+    ("python", "file", "x.py", "error: bad file marker"),
+    ("yaml", "run", None, "error: run on yaml"),
+    ("mermaid", None, None, "error: a mermaid block must be marked not-run"),
+    ("", None, None, "error: a plain block must be marked not-run"),
+    ("mermaid", "not-run", "drawn by LangGraph", "skip"),
+])  # fmt: skip
+def test_what_each_block_is_for(lang: str, marker: str | None, arg: str | None,
+                                action: str) -> None:  # fmt: skip
+    assert Block("p.md", 1, lang, "x\n", marker, arg).action == action
+
+
+def test_blocks_are_found_with_their_markers(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# T\n\n<!-- not-run: needs a model -->\n```python\nx = 1\n```\n\ntext\n\n"
+        "1. a step\n\n   <!-- run -->\n   ```bash\n   echo hi\n   ```\n\n```yaml\na: 1\n```\n",
+        encoding="utf-8",
+    )
+    from tests import docs_blocks
+
+    found = [(b.lang, b.marker, b.arg, b.code) for b in docs_blocks.blocks(page, root=tmp_path)]
+    assert found == [("python", "not-run", "needs a model", "x = 1\n"),
+                     ("bash", "run", None, "echo hi\n"), ("yaml", None, None, "a: 1\n")]  # fmt: skip

@@ -43,3 +43,22 @@ def test_a_marker_naming_no_generator_fails() -> None:
 
     with pytest.raises(KeyError):
         expand("<!-- generated: no-such-table -->\n")
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """`.ci/run` is the README's test command, byte for byte (and so covers the docs build)."""
+    readme = [b.code.strip() for b in blocks(ROOT / "README.md") if b.lang == "bash"]
+    command = next(c for c in readme if ".[dev]" in c)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == command
+    assert "pytest -q" in command
+
+
+def test_the_readme_is_a_front_page() -> None:
+    """At most 300 lines, and the two set-up commands are the first two shell blocks."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    shells = [b.code.strip() for b in blocks(ROOT / "README.md") if b.lang == "bash"]
+    assert shells[0].startswith("python3 -m venv .venv && .venv/bin/pip install -e . && ")
+    assert "guardagent eval --profile eicu-ac" in shells[0]
+    assert shells[1].startswith("python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]'")
