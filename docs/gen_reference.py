@@ -27,7 +27,10 @@ from predicate_examples import EXAMPLES, SETUP, example_source  # noqa: E402
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 
 DEFAULT_TEXT = {"max_trace_bytes": "8 MiB", "max_request_bytes": "trace limit + 1 MiB",
-                "memory_dir": "user data dir", "profile": "`eicu-ac`", "model": "`offline`"}
+                "memory_dir": "user data dir", "profile": "`eicu-ac`", "model": "`offline`",
+                "k": "the profile's", "today": "the host's clock",
+                "database_url": "none (one in-process replica)",
+                "service_token": "none (no check)"}
 """Defaults whose value in code reads worse than their meaning."""
 
 
