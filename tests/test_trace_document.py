@@ -402,7 +402,7 @@ def _readme_snippet() -> dict[str, object]:
     import yaml
 
     page = (Path(__file__).parents[1] / "docs" / "reference" / "traces.md").read_text(encoding="utf-8")
-    section = page[page.index("**The attacker inside the designated document.**"):]
+    section = page[page.index("## The attacker inside the designated document\n"):]
     block = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert block is not None
     text = block.group(1)
