@@ -1,15 +1,15 @@
-"""The README's architecture diagram is the graph LangGraph draws (every route, labelled)."""
+"""The docs' architecture diagram is the graph LangGraph draws (every route, labelled)."""
 
 from pathlib import Path
 
 from guardagent.graph import graph
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "explanation" / "architecture.md"
 
 
-def test_readme_diagram_is_the_drawn_graph() -> None:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("```mermaid\n", text.index("## Architecture")) + len("```mermaid\n")
+def test_docs_diagram_is_the_drawn_graph() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("```mermaid\n") + len("```mermaid\n")
     diagram = text[start : text.index("```", start)]
     assert graph.get_graph().draw_mermaid().strip() == diagram.strip()
 

@@ -229,12 +229,36 @@ def test_the_served_graph_reads_every_setting_the_environment_table_has(
             ctx.today) == (50, "k-123", 4096, 700, "2031-03-04")  # fmt: skip
 
 
-def test_the_readme_settings_table_lists_every_setting_the_code_reads() -> None:
-    """One table of settings in the code (`context.ENV_NAMES`), and the README's says the same."""
+def test_the_docs_settings_table_lists_every_setting_the_code_reads() -> None:
+    """One table of settings in the code (`context.ENV_NAMES`), and the docs' says the same.
+
+    The settings page is generated from the code when the site is built; each variable must
+    also be described (a setting added without a line in `GuardContext`'s docstring fails).
+    """
     import re
 
     from guardagent.context import ENV_NAMES
+    from tests.docs_blocks import ROOT, expand
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)`", readme, flags=re.M))
-    assert set(ENV_NAMES) <= documented, sorted(set(ENV_NAMES) - documented)
+    page = expand((ROOT / "docs" / "reference" / "settings.md").read_text(encoding="utf-8"))
+    rows = dict(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)` \| ([^|]*) \|", page, flags=re.M))
+    assert set(ENV_NAMES) <= set(rows), sorted(set(ENV_NAMES) - set(rows))
+    assert all(rows[name].strip() for name in ENV_NAMES), [n for n in ENV_NAMES if not rows[n].strip()]
+
+
+def test_the_docs_settings_table_lists_every_service_setting() -> None:
+    """Every variable `ServiceSettings.from_env` reads is on the settings page, described."""
+    import dataclasses
+    import inspect
+    import re
+
+    from guardagent.service import settings as service
+    from tests.docs_blocks import ROOT, expand
+
+    page = expand((ROOT / "docs" / "reference" / "settings.md").read_text(encoding="utf-8"))
+    rows = dict(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)` \| ([^|]*) \|", page, flags=re.M))
+    read = set(re.findall(r'_get\(env, "([A-Z_]+)"\)', inspect.getsource(service)))
+    fields = {f.name.upper() for f in dataclasses.fields(service.ServiceSettings)} - {"GUARD"}
+    assert read, "the service reads its variables with _get(env, NAME)"
+    for name in read | fields:
+        assert rows.get("GUARDAGENT_" + name, "").strip(), name

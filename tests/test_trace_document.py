@@ -319,7 +319,7 @@ def test_one_iban_written_twice_or_respaced_is_unique(spelled: str) -> None:
 
 
 def test_unique_counts_every_value_of_the_kind_amounts_included() -> None:
-    """An invoice number reads as an amount: uniqueness of amounts rarely holds (README)."""
+    """An invoice number reads as an amount: uniqueness of amounts rarely holds (docs, Traces)."""
     assert _pay(BILL, IBAN).fact('arg_designated_unique("amount")').value is False
     plain = f"Amount due: CHF 1,250.00. Pay to IBAN {IBAN}."
     assert _pay(plain, IBAN).fact('arg_designated_unique("amount")').value is True
@@ -396,7 +396,7 @@ def test_bad_document_options_fail_when_bound(expression: str, message: str) -> 
         compile_bindings({"p": expression})
 
 
-# -- the README's policy snippet, on the pay-invoice example -------------------------------
+# -- the docs' policy snippet (docs/reference/traces.md), on the pay-invoice example -------------------------------
 
 
 def _readme_snippet() -> dict[str, object]:
@@ -404,8 +404,8 @@ def _readme_snippet() -> dict[str, object]:
 
     import yaml
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**The attacker inside the designated document.**"):]
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "traces.md").read_text(encoding="utf-8")
+    section = page[page.index("## The attacker inside the designated document\n"):]
     block = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert block is not None
     text = block.group(1)
