@@ -890,6 +890,10 @@ def serve(path: str, maxima: str | None = None, nice: str = "0", spares: str = "
     if int(nice) > 0:
         os.nice(int(nice))
     most = child.SandboxLimits(**json.loads(maxima)) if maxima else child.limit_maxima()
+    # The built-in toolbox loads on first use (guardagent.tools.builtins): load it here, so
+    # a forked child, whose file limit is one descriptor past its result pipe, resolves a
+    # request's tools without opening a module file.
+    DEFAULT_TOOLBOX.names()
     try:
         _serve(path, caller, most, SPARES if spares != "0" else 0)
     finally:  # the caller may be gone: leave no socket or directory behind
