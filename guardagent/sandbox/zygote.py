@@ -893,7 +893,7 @@ def serve(path: str, maxima: str | None = None, nice: str = "0", spares: str = "
     # The built-in toolbox loads on first use (guardagent.tools.builtins): load it here, so
     # a forked child, whose file limit is one descriptor past its result pipe, resolves a
     # request's tools without opening a module file.
-    DEFAULT_TOOLBOX.names()
+    assert DEFAULT_TOOLBOX.names  # the property reads the table, which loads it
     try:
         _serve(path, caller, most, SPARES if spares != "0" else 0)
     finally:  # the caller may be gone: leave no socket or directory behind
