@@ -48,10 +48,8 @@ def test_no_mutant_that_changes_a_decision_is_trusted_and_the_control_is():
 # --------------------------------------------------------------------------- rule oracles
 
 
-@pytest.mark.parametrize(("profile", "oracle"), [
-    ("mind2web-sc", "table"), ("mind2web-sc", "policy"), ("mind2web-sc", "derived"),
-    ("eicu-ac", "derived"),
-])  # fmt: skip
+@pytest.mark.parametrize(("profile", "oracle"), [("mind2web-sc", "table"),
+                                               ("mind2web-sc", "policy")])  # fmt: skip
 def test_no_mutant_is_trusted_against_rule_policy_and_derived_oracles(profile, oracle):
     """Regression (seen failing on mind2web-sc: the program that reads the category from
     the task alone, `seeact_final_action(...)` ignored, was trusted and allowed a purchase
