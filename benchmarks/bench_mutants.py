@@ -1,18 +1,31 @@
 """Mutation self-test of verification (issue 34): no wrong program may be trusted.
 
-Usage: .venv/bin/python benchmarks/bench_mutants.py [--profile eicu-ac] [--per-role 4]
-       [--seed 0] [--events FILE.json[l]] [--benchmark] [--json]
+Usage: .venv/bin/python benchmarks/bench_mutants.py [--profile eicu-ac|mind2web-sc]
+       [--oracle table|policy|derived] [--per-role 4] [--seed 0] [--events FILE.json[l]]
+       [--benchmark] [--json]
 
-Mutants of a profile's shipped program (its access list with one cell added or removed per
-role, flipped comparisons, negated conditions, dropped branches, swapped verdicts, a renamed
-role, a reader given the wrong part of the event, always-allow / always-deny, and a reworded
-reason, which changes no decision) are each given to the guard as a scripted model's answer
-(the model path, as a model-written program arrives) on a copy of the profile whose
-demonstrations keep the policy table but no usable program. A mutant is *trusted* when it
-verified and was stored, so that a later guard with no model reuses it from memory. It is
-then compared with the shipped program on every event of a generated set (each identity,
-an unlisted one and no identity, reading each column of the schema alone and each table
-whole, plus the demonstrations; `--events` adds events of a file, e.g. a benchmark's):
+Mutants of a profile's shipped program (:mod:`mutant_operators`: its access list with one
+cell added or removed per role, its rule table with one condition of one rule changed or a
+rule dropped, flipped comparisons, negated conditions, dropped branches, swapped verdicts, a
+renamed role, a reader given the wrong part of the event, a reader's result or one part of
+the web action ignored, a predicate assigned its negation, always-allow / always-deny, and a
+reworded reason, which changes no decision) are each given to the guard as a scripted
+model's answer (the model path, as a model-written program arrives) on a copy of the profile
+whose demonstrations hold no usable program. The oracle situation says what the copy keeps:
+
+- `table`: the program's policy table (`PERMISSIONS` / `RULES`) stays in the demonstrations;
+- `policy`: the profile's policy-model twin (`eicu-ac-policy`, `mind2web-sc-policy`), whose
+  shipped program assigns predicates, is mutated instead;
+- `derived`: no table at all; the scripted model first derives the rules from the request
+  (answering with the shipped policy model, as a model that read the request would).
+
+A mutant is *trusted* when it verified and was stored, so that a later guard with no model
+reuses it from memory. It is then compared with the shipped program on every event of a
+generated set built from the profile's rules, never from evaluation data (each identity, an
+unlisted one and none reading each column alone and each table whole; or each rule's
+category named by the task and by each part of the action under a task that names none,
+with the facts all met, all unmet, missing, and each rule's fact at each side of its edge),
+plus the demonstrations; `--events` adds events of a file, `--benchmark` the benchmark's:
 
 - killed: not trusted;
 - equivalent: trusted, and the same decision (label and violations) on every event;
@@ -28,225 +41,113 @@ from __future__ import annotations
 
 import argparse
 import ast
-import copy
 import json
 import logging
-import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.mutant_operators import CONTROL, Mutant, mutants, table_node  # noqa: E402
 from guardagent import GuardAgent  # noqa: E402
-from guardagent.counterfactuals.cells import UNLISTED_ROLE, access_cells  # noqa: E402
+from guardagent.counterfactuals.cells import UNLISTED_ROLE  # noqa: E402
+from guardagent.counterfactuals.derived import clear_derived  # noqa: E402
 from guardagent.counterfactuals.details import same_details  # noqa: E402
-from guardagent.counterfactuals.events import ehr_reads_output  # noqa: E402
-from guardagent.policy.runs import execution_verdict  # noqa: E402
+from guardagent.counterfactuals.events import ehr_reads_output, render_facts  # noqa: E402
+from guardagent.counterfactuals.oracles import boundary  # noqa: E402
+from guardagent.counterfactuals.rule_conditions import NEUTRAL_TASK, category_phrases  # noqa: E402
+from guardagent.policy.runs import execution_verdict, profile_policy  # noqa: E402
 from guardagent.profiles import load_profile  # noqa: E402
 from guardagent.profiles.loader import BUILTIN_DIR, Profile  # noqa: E402
 from guardagent.readers.eicu_schema import EICU_COLUMNS  # noqa: E402
 from guardagent.sandbox.process import run_shipped_program  # noqa: E402
+from tests.derived_answers import answer_text  # noqa: E402
 from tests.scripted import ScriptedChatModel  # noqa: E402
 
-_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-    ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-    ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-}  # fmt: skip
+__all__ = ["CONTROL", "Mutant", "mutants", "run"]
 
-
-CONTROL = "control"
-"""The shipped program itself: it must be trusted and equivalent, else kills mean nothing."""
-
-
-class Mutant(NamedTuple):
-    """One mutant: its operator, what it changed and its code."""
-
-    operator: str
-    what: str
-    code: str
-
-
-# --------------------------------------------------------------------------- operators
-
-
-def _table_node(tree: ast.Module, name: str = "PERMISSIONS") -> ast.Assign | None:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            return node
-    return None
-
-
-def _with_table(code: str, table: dict[str, dict[str, list[str]]]) -> str:
-    tree = ast.parse(code)
-    node = _table_node(tree)
-    assert node is not None, "the program holds no PERMISSIONS literal"
-    node.value = ast.parse(repr(table), mode="eval").body
-    return ast.unparse(tree)
-
-
-def cell_mutants(code: str, per_role: int, rng: random.Random) -> Iterator[Mutant]:
-    """The access list with one cell added (a denied one) or removed (an allowed one)."""
-    tree = ast.parse(code)
-    node = _table_node(tree)
-    if node is None:
-        return
-    table: dict[str, dict[str, list[str]]] = ast.literal_eval(node.value)
-    cells = access_cells(table)
-    for role in sorted(table):
-        for allowed, operator in ((False, "cell added"), (True, "cell removed")):
-            pool = [c for c, ok in cells.items() if c.role == role and ok is allowed]
-            for cell in rng.sample(pool, min(per_role, len(pool))):
-                mutated = copy.deepcopy(table)
-                cols = mutated[role].setdefault(cell.table, [])
-                if allowed:
-                    cols.remove(cell.column)
-                else:
-                    cols.append(cell.column)
-                yield Mutant(operator, str(cell), _with_table(code, mutated))
-
-
-def _each(code: str, pick: Callable[[ast.AST], bool],
-          change: Callable[[ast.AST], ast.AST | None]) -> Iterator[tuple[int, str]]:  # fmt: skip
-    """(index, code) with the index-th node `pick` accepts replaced by `change(node)`."""
-    count = sum(1 for n in ast.walk(ast.parse(code)) if pick(n))
-    for index in range(count):
-        tree = ast.parse(code)
-        target = [n for n in ast.walk(tree) if pick(n)][index]
-        new = change(target)
-        if new is None:
-            continue
-        for parent in ast.walk(tree):
-            for field, value in ast.iter_fields(parent):
-                if value is target:
-                    setattr(parent, field, new)
-                elif isinstance(value, list) and any(v is target for v in value):
-                    at = next(i for i, v in enumerate(value) if v is target)
-                    value[at : at + 1] = new if isinstance(new, list) else [new]
-        yield index, ast.unparse(ast.fix_missing_locations(tree))
-
-
-def _flip(node: ast.AST) -> ast.AST | None:
-    assert isinstance(node, ast.Compare)
-    if type(node.ops[0]) not in _FLIP:
-        return None
-    return ast.Compare(node.left, [_FLIP[type(node.ops[0])]()], node.comparators)
-
-
-def _negate(node: ast.AST) -> ast.AST:
-    assert isinstance(node, ast.If)
-    return ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)
-
-
-def _verdict(node: ast.AST) -> ast.AST | None:
-    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    reason = node.args[-1] if node.args else ast.Constant("mutant")
-    if node.func.id == "allow":
-        accessed = ast.Name("accessed", ast.Load())
-        return ast.Call(ast.Name("deny", ast.Load()), [accessed, reason], [])
-    return ast.Call(ast.Name("allow", ast.Load()), [reason], [])
-
-
-def _reworded(node: ast.AST) -> ast.AST:
-    """The same verdict with another reason: an equivalent mutant (verification must trust
-    it, or it refuses correct programs)."""
-    assert isinstance(node, ast.Call)
-    return ast.Call(node.func, [*node.args[:-1], ast.Constant("reworded")], node.keywords)
-
-
-def _is_verdict(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-        node.func.id in ("allow", "deny"))  # fmt: skip
-
-
-_PARTS = {"agent_input": "agent_output", "agent_output": "agent_input"}
-
-
-def _is_event_text(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id in _PARTS
-
-
-def _other_part(node: ast.AST) -> ast.AST:
-    """A reader given the other part of the event (the identity read from the output...)."""
-    assert isinstance(node, ast.Name)
-    return ast.Name(_PARTS[node.id], ast.Load())
-
-
-def program_mutants(code: str) -> Iterator[Mutant]:
-    """Flipped comparisons, negated conditions, dropped branches, swapped verdicts, a reader
-    given the wrong part of the event, renamed roles, always-allow / always-deny."""
-    for i, new in _each(code, lambda n: isinstance(n, ast.Compare), _flip):
-        yield Mutant("flipped comparison", f"comparison {i}", new)
-    for i, new in _each(code, lambda n: isinstance(n, ast.If), _negate):
-        yield Mutant("negated condition", f"condition {i}", new)
-    for keep in ("body", "orelse"):
-        for i, new in _each(code, lambda n: isinstance(n, ast.If),
-                            lambda n, k=keep: getattr(n, k) or [ast.Pass()]):  # type: ignore[misc]
-            yield Mutant("dropped branch", f"if {i} keeps its {keep} only", new)
-    for i, new in _each(code, _is_verdict, _verdict):
-        yield Mutant("swapped verdict", f"verdict {i}", new)
-    for i, new in _each(code, _is_verdict, _reworded):
-        yield Mutant("reworded reason", f"verdict {i}", new)
-    for i, new in _each(code, _is_event_text, _other_part):
-        yield Mutant("wrong part of the event", f"event text {i}", new)
-    roles = _table_node(ast.parse(code))
-    count = len(roles.value.keys) if roles is not None and isinstance(roles.value, ast.Dict) else 0
-    for index in range(count):
-        tree = ast.parse(code)
-        node = _table_node(tree)
-        assert node is not None and isinstance(node.value, ast.Dict)
-        key = node.value.keys[index]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            shown = repr(key.value)
-            key.value += "s"
-            yield Mutant("renamed role", shown, ast.unparse(tree))
-    node = _table_node(ast.parse(code))
-    table = ast.unparse(node) if node is not None else ""
-    read = "accessed = ehr_accessed_columns(agent_output)\n"
-    yield Mutant("always allow", "allow", f"{table}\n{read}allow('always')\n")
-    yield Mutant("always deny", "deny", f"{table}\n{read}deny(accessed, 'always')\n")
-
-
-def mutants(code: str, per_role: int = 4, seed: int = 0) -> list[Mutant]:
-    """Every mutant of `code`, distinct from it and from each other."""
-    found: dict[str, Mutant] = {}
-    for mutant in [*cell_mutants(code, per_role, random.Random(seed)), *program_mutants(code)]:
-        if mutant.code.strip() != code.strip() and mutant.code not in found:
-            found[mutant.code] = mutant
-    return list(found.values())
-
+ORACLES = ("table", "policy", "derived")
+POLICY_TWINS = {"eicu-ac": "eicu-ac-policy", "mind2web-sc": "mind2web-sc-policy"}
+"""The policy-model profile of each table profile (same request, a policy model instead)."""
 
 # --------------------------------------------------------------------------- events
 
 
 def probe_events(profile: Profile) -> list[tuple[str, str]]:
-    """Each identity (and an unlisted one, and none) reading each column alone, each table
-    whole, plus the demonstrations: the events equivalence is judged on."""
-    roles = [*sorted(profile.policy("PERMISSIONS")), UNLISTED_ROLE]
+    """The events equivalence is judged on, built from the profile's rules (see the module)."""
     events = [(d.agent_input, d.agent_output) for d in profile.demonstrations]
+    if "ehr_accessed_columns" in profile.toolbox:
+        return events + _access_events(profile)
+    return events + _category_events(profile)
+
+
+def _access_events(profile: Profile) -> list[tuple[str, str]]:
+    """Each identity (and an unlisted one, and none) reading each column alone, each table whole."""
+    table = load_profile("eicu-ac").policy("PERMISSIONS")
+    roles = [*sorted(table), UNLISTED_ROLE]
     question = "Question: how many patients stayed in the unit?"
     reads = [{t: [c]} for t in sorted(EICU_COLUMNS) for c in sorted(EICU_COLUMNS[t])]
     reads += [{t: sorted(cols)} for t, cols in sorted(EICU_COLUMNS.items())]
+    events = []
     for role in [*roles, None]:
         head = f"Identity: {role}\n" if role else ""
         events += [(head + question, ehr_reads_output(r)) for r in reads]
     return events
 
 
+FACTS_MET = {"age": 40, "domestic": True, "dr_license": True, "vaccine": True, "membership": True}
+FACTS_UNMET = {"age": 10, "domestic": False, "dr_license": False, "vaccine": False,
+               "membership": False}  # fmt: skip
+
+
+def _category_events(profile: Profile) -> list[tuple[str, str]]:
+    """Each rule's category named by the task, by the action's value, by its element (under
+    a neutral task), each against another category; facts met, unmet, missing, at each edge."""
+    rows = load_profile("mind2web-sc").policy("RULES")
+    phrases = [p for r in rows for p in category_phrases(r)]
+    tasks = [NEUTRAL_TASK, *phrases, *(d.agent_input.split("\n")[0][len("Task: "):]
+                                       for d in profile.demonstrations)]  # fmt: skip
+    page = ("(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> {element} </button>\n"
+            "B. <a id=1> Home </a>\n\n(Final Answer)\nELEMENT: A\n\nACTION: {action}\n\n"
+            "VALUE: {value}")
+    outputs = [page.format(element="Next", action="CLICK", value="None")]
+    for text in phrases:
+        outputs.append(page.format(element=text, action="CLICK", value="None"))
+        outputs.append(page.format(element="Search", action="TYPE", value=text))
+    facts = [FACTS_MET, FACTS_UNMET, {}]
+    for row in rows:
+        field = str(row["field"])
+        facts += [{**FACTS_MET, field: v} for v in boundary(str(row["op"]), row["value"])]
+        facts.append({k: v for k, v in FACTS_MET.items() if k != field})
+    events = []
+    for task in tasks:
+        for output in outputs:
+            for known in facts[:3]:
+                events.append((f"Task: {task}\n{render_facts(known)}", output))
+    for task in [NEUTRAL_TASK, *phrases]:
+        for known in facts[3:]:
+            events += [(f"Task: {task}\n{render_facts(known)}", o) for o in outputs[:1]]
+            events += [(f"Task: {NEUTRAL_TASK}\n{render_facts(known)}", o) for o in outputs[1:]]
+    return list(dict.fromkeys(events))
+
+
 def decisions(code: str, profile: Profile, events: list[tuple[str, str]]) -> list[Any]:
-    """(label, violations) of `code` on each event, run in this process (None: no verdict)."""
+    """(label, violations) of `code` on each event, run in this process (None: no verdict).
+
+    A program that assigns predicates is judged by the profile's policy model, as `verify`
+    judges it.
+    """
     tools = profile.tools()
+    policy = profile_policy(profile)
     out: list[Any] = []
     for agent_input, agent_output in events:
         result = run_shipped_program(code, tools, agent_input, agent_output)
-        verdict, _ = execution_verdict(result, None)
+        verdict, _ = execution_verdict(result, policy, threshold=profile.safety_threshold)
         out.append(None if verdict is None else (verdict["allowed"], verdict["violations"]))
     return out
 
@@ -260,13 +161,18 @@ def _same(a: Any, b: Any) -> bool:
 # --------------------------------------------------------------------------- model path
 
 
-def profile_copy(builtin: str, root: Path) -> Path:
-    """A copy of a built-in profile whose demonstrations keep the table, not the program."""
+def profile_copy(builtin: str, root: Path, *, keep_table: bool = True) -> Path:
+    """A copy of a built-in profile whose demonstrations hold no usable program.
+
+    With `keep_table`, they keep the program's policy table (the table oracle); without,
+    nothing (the rules come from a policy model or a derivation).
+    """
     src = BUILTIN_DIR / builtin
     shipped = load_profile(builtin)
     tree = ast.parse(shipped.demonstrations[0].code)
-    node = _table_node(tree)
-    code = (ast.unparse(node) if node is not None else "") + "\nallow('placeholder')\n"
+    nodes = [table_node(tree, name) for name in ("PERMISSIONS", "RULES")] if keep_table else []
+    code = "".join(ast.unparse(n) + "\n" for n in nodes if n is not None)
+    code += "allow('placeholder')\n"
     demos = [json.loads(line) for line in (src / "demonstrations.jsonl").read_text().splitlines()]
     for demo in demos:
         demo.pop("program", None)
@@ -278,14 +184,24 @@ def profile_copy(builtin: str, root: Path) -> Path:
     return root
 
 
-def trusted(code: str, root: Path, event: tuple[str, str], memory: Path) -> tuple[bool, float]:
-    """Whether the model path trusts `code` (verified, stored, reused), and how long it took."""
-    model = ScriptedChatModel.of(["plan", f"```python\n{code}\n```"])
+def trusted(code: str, root: Path, event: tuple[str, str], memory: Path,
+            derive: str | None = None) -> tuple[bool, float]:  # fmt: skip
+    """Whether the model path trusts `code` (verified, stored, reused), and how long it took.
+
+    `derive`: the policy model the scripted model answers a derivation with (derived rules).
+    """
+    answers = ["plan", f"```python\n{code}\n```"]
+    if derive is not None:
+        clear_derived()  # a fresh process: the derivation is asked for, not remembered
+        answers = [answer_text(derive), *answers]
+    model = ScriptedChatModel.of(answers)
     started = time.perf_counter()
     first = GuardAgent(str(root), model=model, memory_dir=str(memory)).check(*event)
     took = time.perf_counter() - started
     if first.program_source != "generated" or first.error:
         return False, took
+    if derive is not None:
+        clear_derived()  # the later guard reads the derivation back from memory
     later = GuardAgent(str(root), memory_dir=str(memory)).check(*event)
     return later.program_source == "memory" and later.llm_calls == 0, took
 
@@ -299,11 +215,22 @@ class Outcome(NamedTuple):
     seconds: float
 
 
+def situation(profile_name: str, oracle: str) -> tuple[str, bool, str | None]:
+    """(the profile whose program is mutated, keep its table, the policy a derivation gives)."""
+    if oracle == "policy":
+        return POLICY_TWINS[profile_name], False, None
+    if oracle == "derived":
+        return profile_name, False, profile_name
+    return profile_name, True, None
+
+
 def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
         extra: list[tuple[str, str]] | None = None,
-        only: Callable[[list[Mutant]], list[Mutant]] | None = None) -> list[Outcome]:  # fmt: skip
+        only: Callable[[list[Mutant]], list[Mutant]] | None = None,
+        oracle: str = "table") -> list[Outcome]:  # fmt: skip
     """Every mutant of the profile's shipped program through the model path, judged."""
-    shipped = load_profile(profile_name)
+    name, keep_table, derive = situation(profile_name, oracle)
+    shipped = load_profile(name)
     code = shipped.demonstrations[0].code
     events = probe_events(shipped) + list(extra or [])
     expected = decisions(code, shipped, events)
@@ -311,14 +238,15 @@ def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
     chosen = [Mutant(CONTROL, "the shipped program", code), *(only(chosen) if only else chosen)]
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory() as tmp:
-        root = profile_copy(profile_name, Path(tmp) / f"{profile_name}-mutants")
+        root = profile_copy(name, Path(tmp) / f"{name}-{oracle}-mutants", keep_table=keep_table)
         demo = shipped.demonstrations[0]
         for n, mutant in enumerate(chosen):
             ok, took = trusted(mutant.code, root, (demo.agent_input, demo.agent_output),
-                               Path(tmp) / f"mem{n}")  # fmt: skip
+                               Path(tmp) / f"mem{n}", derive)  # fmt: skip
             got = decisions(mutant.code, shipped, events)
             same = all(_same(a, b) for a, b in zip(expected, got, strict=True))
             outcomes.append(Outcome(mutant, ok, same, took))
+        clear_derived()
     return outcomes
 
 
@@ -350,21 +278,22 @@ def _load_events(path: Path) -> list[tuple[str, str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default="eicu-ac")
+    parser.add_argument("--profile", default="eicu-ac", choices=sorted(POLICY_TWINS))
+    parser.add_argument("--oracle", default="table", choices=ORACLES)
     parser.add_argument("--per-role", type=int, default=4, help="cells added and removed per role")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--events", type=Path, help="more events (JSON list or JSONL)")
     parser.add_argument("--json", action="store_true", help="print every outcome as JSON")
     parser.add_argument("--benchmark", action="store_true",
-                        help="also judge on EICU-AC's 317 events (the shared data folder)")
+                        help="also judge on the benchmark's events (the shared data folder)")
     args = parser.parse_args()
     logging.getLogger("guardagent").setLevel(logging.ERROR)  # the copy's placeholder program
     extra = _load_events(args.events) if args.events else []
     if args.benchmark:
-        from guardagent.eval.benchmarks import load_eicu_ac
+        from guardagent.eval.benchmarks import load_benchmark
 
-        extra += [(c.agent_input, c.agent_output) for c in load_eicu_ac()]
-    outcomes = run(args.profile, args.per_role, args.seed, extra)
+        extra += [(c.agent_input, c.agent_output) for c in load_benchmark(args.profile)]
+    outcomes = run(args.profile, args.per_role, args.seed, extra, oracle=args.oracle)
     by_op: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_op.setdefault(outcome.mutant.operator, []).append(outcome)
@@ -385,7 +314,7 @@ def main() -> int:
     seconds = [o.seconds for o in outcomes]
     print(f"model path per request (plan, verification, decision): median "
           f"{statistics.median(seconds):.2f} s, max {max(seconds):.2f} s over {len(seconds)}")
-    verify = verification_seconds(args.profile)
+    verify = verification_seconds(situation(args.profile, args.oracle)[0])
     print(f"verification alone per request (suite built): median {statistics.median(verify):.2f}"
           f" s, max {max(verify):.2f} s over {len(verify)}")
     control = by_op[CONTROL][0]

@@ -6,6 +6,8 @@ The full run is `benchmarks/bench_mutants.py`; here one mutant per operator.
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.bench_mutants import CONTROL, Mutant, mutants, run
 from guardagent.profiles import load_profile
 
@@ -24,7 +26,8 @@ def test_every_operator_makes_distinct_mutants_of_the_shipped_program():
     operators = {m.operator for m in found}
     assert operators == {"cell added", "cell removed", "flipped comparison", "negated condition",
                          "dropped branch", "swapped verdict", "renamed role", "always allow",
-                         "always deny", "wrong part of the event", "reworded reason"}  # fmt: skip
+                         "always deny", "wrong part of the event", "reworded reason",
+                         "reader ignored"}  # fmt: skip
     assert len({m.code for m in found}) == len(found)
     assert all(m.code.strip() != PROGRAM.strip() for m in found)
     assert sum(m.operator.startswith("cell") for m in found) == 2 * 2 * 3  # per role, both ways
@@ -37,7 +40,40 @@ def test_no_mutant_that_changes_a_decision_is_trusted_and_the_control_is():
     [reworded] = [o for o in outcomes if o.mutant.operator == "reworded reason"]
     assert reworded.trusted and reworded.equivalent  # no correct program is refused
     mutated = [o for o in outcomes if o.mutant.operator not in (CONTROL, "reworded reason")]
-    assert len(mutated) == 10
+    assert len(mutated) == 11
     survivors = [o.mutant.what for o in mutated if o.trusted and not o.equivalent]
     assert survivors == []
     assert all(not o.equivalent for o in mutated)  # each of these changes some decision
+
+
+# --------------------------------------------------------------------------- rule oracles
+
+
+@pytest.mark.parametrize(("profile", "oracle"), [("mind2web-sc", "table"),
+                                               ("mind2web-sc", "policy")])  # fmt: skip
+def test_no_mutant_is_trusted_against_rule_policy_and_derived_oracles(profile, oracle):
+    """Regression (seen failing on mind2web-sc: the program that reads the category from
+    the task alone, `seeact_final_action(...)` ignored, was trusted and allowed a purchase
+    the action named under a task that named none)."""
+    outcomes = run(profile, per_role=1, seed=7, only=one_per_operator, oracle=oracle)
+    [control] = [o for o in outcomes if o.mutant.operator == CONTROL]
+    assert control.trusted and control.equivalent  # the shipped program still verifies
+    for reworded in [o for o in outcomes if o.mutant.operator == "reworded reason"]:
+        assert reworded.trusted and reworded.equivalent  # no correct program is refused
+    mutated = [o for o in outcomes if o.mutant.operator not in (CONTROL, "reworded reason")]
+    assert {"reader ignored", "wrong part of the event"} <= {o.mutant.operator for o in mutated}
+    survivors = [f"{o.mutant.operator}: {o.mutant.what}" for o in mutated
+                 if o.trusted and not o.equivalent]  # fmt: skip
+    assert survivors == []
+
+
+def test_the_operators_make_rule_table_and_ignored_part_mutants():
+    program = load_profile("mind2web-sc").demonstrations[0].code
+    found = mutants(program)
+    operators = {m.operator for m in found}
+    assert {"rule changed", "rule dropped", "reader ignored", "action part ignored"} <= operators
+    assert sum(m.operator == "rule dropped" for m in found) == 6
+    ignored = [m for m in found if m.operator == "reader ignored" and "seeact" in m.what]
+    assert ignored and all("seeact_final_action" not in m.code for m in ignored)
+    policy = load_profile("mind2web-sc-policy").demonstrations[0].code
+    assert "predicate negated" in {m.operator for m in mutants(policy)}

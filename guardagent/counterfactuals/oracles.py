@@ -35,6 +35,7 @@ from guardagent.counterfactuals.events import (
     with_task,
     with_tool_call,
 )
+from guardagent.counterfactuals.rule_conditions import action_edits, category_phrases
 from guardagent.profiles.loader import Profile
 from guardagent.tools.compare import compare
 from guardagent.tools.verdict import Violations
@@ -187,6 +188,10 @@ class CategoryRulesOracle(_FactRules):
          "check_rules"}
     )  # fmt: skip
 
+    def __init__(self, table: Any, profile: Profile) -> None:
+        super().__init__(table, profile)
+        self._probed: set[tuple[int, str]] = set()  # (row, probe kind) done (.rule_conditions)
+
     def _category(self, task: str, action: dict[str, str]) -> str:
         return str(self.functions["web_action_category"](task, action))
 
@@ -204,17 +209,16 @@ class CategoryRulesOracle(_FactRules):
         yield from self._flip_facts(event)
         action = self._read("seeact_final_action", event)
         for rule in self.table:
-            task = next(
-                (t for t in (str(rule["category"]), str(rule["violation"]))
-                 if self._category(t, action) == rule["category"]),
-                None,
-            )  # fmt: skip
+            texts = category_phrases(rule)  # the rule's own texts, then the reader's phrases
+            task = next((t for t in texts if self._category(t, action) == rule["category"]), None)
             if task is None:
                 continue  # no task of ours reads as this category here: coverage says so
             for what, facts in self._facts_for(event, rule):
                 new = Event(with_task(task, facts), event.agent_output)
                 yield from self._exact(event, new, f"task {task!r}, {what}",
                                        parse_task=task, parse_user_info=facts)  # fmt: skip
+        # the action varied with the task held, each part alone (.rule_conditions)
+        yield from (Edit(what, new) for what, new in action_edits(self, event, self._probed))
 
     @override
     def slots(self, event: Event, text: str) -> Iterator[Edit]:

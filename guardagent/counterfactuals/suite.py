@@ -49,7 +49,21 @@ from guardagent.counterfactuals.events import (
     appended,
     canonical,
 )
-from guardagent.counterfactuals.oracles import POLICY_NAMES, Oracle, PermissionsOracle, oracle_for
+from guardagent.counterfactuals.oracles import (
+    POLICY_NAMES,
+    Expected,
+    Oracle,
+    PermissionsOracle,
+    oracle_for,
+)
+from guardagent.counterfactuals.rule_conditions import (
+    RuleCoverage,
+    category_coverage,
+    category_table_of,
+)
+from guardagent.counterfactuals.rule_conditions import (
+    coverage_problem as rule_coverage_problem,
+)
 from guardagent.profiles.loader import DemoSpec, Profile
 from guardagent.sandbox.policy import AST_LOCK
 from guardagent.tools.verdict import VERDICT_NAMES, Violations
@@ -83,11 +97,14 @@ class Suite(NamedTuple):
         kind: The oracle's kind, or "demonstrations" when the profile has none.
         cases: Counterfactual cases (the demonstrations themselves are not repeated here).
         problems: Coverage problems; any of them means no program can verify.
+        conditions: Which conditions of a category rule table the cases probe (None: the
+            oracle has no such table; :mod:`.rule_conditions`).
     """
 
     kind: str
     cases: tuple[Case, ...]
     problems: tuple[str, ...]
+    conditions: RuleCoverage | None = None
 
 
 def demo_cases(profile: Profile) -> list[Case]:
@@ -134,11 +151,16 @@ def _irrelevant(
             yield Case(f"{demo.id}: {where} {short!r}", *new, demo.label, demo.details)
 
 
-def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[str]]:
-    """Cases from every demonstration's edits, and the oracle's disagreements and gaps."""
+def _oracle_cases(oracle: Oracle, profile: Profile
+                  ) -> tuple[list[Case], list[str], RuleCoverage | None]:  # fmt: skip
+    """Cases from every demonstration's edits, the oracle's disagreements and gaps.
+
+    Also the coverage of its category rule table's conditions (None: it has none).
+    """
     cases: list[Case] = []
     problems: list[str] = []
     covered: set[str] = set()
+    decided: list[tuple[Event, Expected]] = []
     for demo in profile.demonstrations:
         try:
             expected = oracle.decide(_event(demo))
@@ -154,6 +176,7 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
                 f"{expected.label} {expected.details}, its label is {demo.label} {demo.details}"
             )
         covered.update(expected.rules)
+        decided.append((_event(demo), expected))
         try:
             for edit in oracle.edits(_event(demo)):
                 try:
@@ -162,6 +185,7 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
                     continue
                 cases.append(Case(f"{demo.id}: {edit.what}", *edit.event, got.label, got.details))
                 covered.update(got.rules)
+                decided.append((edit.event, got))
         except (ValueError, TypeError, KeyError) as exc:
             problems.append(f"the profile's {oracle.source} is malformed: {exc}")
     missing = [r for r in oracle.rules() if r not in covered]
@@ -176,7 +200,11 @@ def _oracle_cases(oracle: Oracle, profile: Profile) -> tuple[list[Case], list[st
         probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
         gap = coverage_problem(coverage(oracle.table, oracle.readers, probes))
         problems += [gap] if gap else []
-    return cases, problems
+    table = category_table_of(oracle)
+    conditions = None if table is None else category_coverage(oracle, table, decided)
+    if conditions is not None and (unprobed := rule_coverage_problem(conditions)):
+        problems.append(unprobed)
+    return cases, problems, conditions
 
 
 def suite_key(profile: Profile) -> str:
@@ -258,8 +286,9 @@ def _build_suite(profile: Profile) -> Suite:
     oracle = oracle_for(profile)
     cases: list[Case] = []
     problems: list[str] = []
+    conditions = None
     if oracle is not None:
-        cases, problems = _oracle_cases(oracle, profile)
+        cases, problems, conditions = _oracle_cases(oracle, profile)
         rules = oracle.rules()
     else:
         rules, problems = quoted_problems(profile)
@@ -272,7 +301,8 @@ def _build_suite(profile: Profile) -> Suite:
     texts = [("appended", PADDING), *([("inserted", " ".join(rules))] if rules else [])]
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)
-    return Suite(oracle.kind if oracle else "demonstrations", tuple(cases), tuple(problems))
+    kind = oracle.kind if oracle else "demonstrations"
+    return Suite(kind, tuple(cases), tuple(problems), conditions)
 
 
 def program_cases(profile: Profile, code: str) -> list[Case]:

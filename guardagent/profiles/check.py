@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from guardagent.authoring.derive import derived_note, register_cached
 from guardagent.counterfactuals.cells import coverage_note
+from guardagent.counterfactuals.rule_conditions import rule_coverage_note
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
 from guardagent.readers.evidence import Unreadable, describe
@@ -256,6 +257,7 @@ def render_check(check: ProfileCheck) -> str:
              f"demonstration(s), {len(check.programs)} program(s)"]
     lines += [note] if (note := derived_note(profile)) else []  # rules derived from the request
     lines += [cells] if (cells := coverage_note(profile)) else []  # a PERMISSIONS table's cells
+    lines += [rules] if (rules := rule_coverage_note(profile)) else []  # category rules' conditions
     for program in check.programs:
         status = "verified" if program.verified else "NOT VERIFIED"
         lines += ["", f"program {program.number} (in {', '.join(program.holders)}; "
