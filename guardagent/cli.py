@@ -682,7 +682,7 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
 def serve(host: str, port: int, log_level: str) -> None:
     """Run the guard service (one replica) until SIGTERM; in-flight requests finish.
 
-    Every setting comes from the environment (README, "Deployment"):
+    Every setting comes from the environment (docs/how-to/deploy.md):
     GUARDAGENT_DATABASE_URL (Postgres shared by replicas; unset: one in-process replica),
     GUARDAGENT_CHROMA_URL (the Chroma server) with GUARDAGENT_MEMORY_KEY,
     GUARDAGENT_SERVICE_TOKEN, GUARDAGENT_POOL_SIZE, GUARDAGENT_LOCK_WAIT_SECONDS,

@@ -1,4 +1,4 @@
-"""The one exit-status table of every `guardagent` command (README, "Exit status").
+"""The one exit-status table of every `guardagent` command (docs/reference/exit-status.md).
 
 A shell hook or a CI script acts on the status alone, so a status must mean the same thing
 whichever command, and whichever argument, produced it: a denial must never look like a

@@ -8,7 +8,10 @@ Each fenced block is one of:
   ``bash -euo pipefail`` (the `guardagent` command on PATH);
 - ``yaml`` marked ``<!-- file: PATH -->``: written to PATH in that folder (the page's next
   blocks read it); any other ``yaml`` / ``json`` block must parse;
-- marked ``<!-- not-run: REASON -->``: not run, and counted; the reason is required.
+- marked ``<!-- not-run: REASON -->``: not run, and counted; the reason is required;
+- ``mermaid`` marked ``<!-- drawn: PATH -->``: a picture, checked when its page runs to be
+  exactly the file PATH that the page's earlier blocks wrote (``guardagent explain --format
+  mermaid -o PATH``), so a drawing shown on a page cannot go stale.
 
 Anything else (an unmarked shell block, a diagram, a text block) is an error: a block either
 runs or says why it cannot. Pages are read after `docs/gen_reference.py` expands their
@@ -25,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHELLS = frozenset({"bash", "console", "sh"})
 FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[\w+-]*)[^\n]*$")
-MARKER = re.compile(r"^\s*<!-- (?P<kind>run|not-run|file)(?::\s*(?P<arg>.*?))? -->\s*$")
+MARKER = re.compile(r"^\s*<!-- (?P<kind>run|not-run|file|drawn)(?::\s*(?P<arg>.*?))? -->\s*$")
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,11 @@ class Block:
 
     @property
     def action(self) -> str:
-        """`python`, `shell`, `file`, `parse`, `skip`, or `error: ...` for an unmarked block."""
+        """`python`, `shell`, `file`, `diagram`, `parse`, `skip`, or `error: ...`."""
         if self.marker == "not-run":
             return "skip" if self.arg else "error: not-run needs a reason"
+        if self.marker == "drawn":
+            return "diagram" if self.arg and self.lang == "mermaid" else "error: bad drawn marker"
         if self.marker == "file":
             return "file" if self.arg and self.lang in {"yaml", "json"} else "error: bad file marker"
         if self.lang == "python":

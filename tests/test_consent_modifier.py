@@ -3,7 +3,7 @@
 "May I delete the copy of planner?" asks about the copy: a yes approves no
 ``delete_project("planner")``. Seen failing before: each question below approved it (h8's
 residual, "the copy of planner"). The rule is narrow (an *of* before the value); a value
-followed by another noun ("the planner copy") is a residual (README, consent).
+followed by another noun ("the planner copy") is a residual (docs/reference/traces.md, "Consent asked in the conversation").
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import yaml
 from tests.docs_blocks import ROOT, Block, blocks, pages
 
 ALL = [b for page in pages() for b in blocks(page)]
-RUNNABLE = {"python", "shell", "file"}
+RUNNABLE = {"python", "shell", "file", "diagram"}
 NOT_RUN_CEILING = 19
 """Blocks that cannot run offline (a real model, a database, minutes of work). Raising this
 is a decision: say why in the block's marker."""
@@ -38,6 +38,10 @@ DRIVER = textwrap.dedent('''\
         elif step["action"] == "file":
             Path(step["arg"]).parent.mkdir(parents=True, exist_ok=True)
             Path(step["arg"]).write_text(step["code"], encoding="utf-8")
+        elif step["action"] == "diagram":
+            drawn = Path(step["arg"]).read_text(encoding="utf-8").rstrip("\\n")
+            if drawn != step["code"].rstrip("\\n"):
+                sys.exit(f"{step['where']}: the picture is stale; {step['arg']} now reads:\\n{drawn}")
         else:
             done = subprocess.run(["bash", "-euo", "pipefail", "-c", step["code"]])
             if done.returncode:
@@ -106,6 +110,9 @@ def test_page_runs(page: str, tmp_path: Path) -> None:
     ("mermaid", None, None, "error: a mermaid block must be marked not-run"),
     ("", None, None, "error: a plain block must be marked not-run"),
     ("mermaid", "not-run", "drawn by LangGraph", "skip"),
+    ("mermaid", "drawn", "d.mmd", "diagram"),
+    ("mermaid", "drawn", None, "error: bad drawn marker"),
+    ("python", "drawn", "d.mmd", "error: bad drawn marker"),
 ])  # fmt: skip
 def test_what_each_block_is_for(lang: str, marker: str | None, arg: str | None,
                                 action: str) -> None:  # fmt: skip
@@ -124,3 +131,18 @@ def test_blocks_are_found_with_their_markers(tmp_path: Path) -> None:
     found = [(b.lang, b.marker, b.arg, b.code) for b in docs_blocks.blocks(page, root=tmp_path)]
     assert found == [("python", "not-run", "needs a model", "x = 1\n"),
                      ("bash", "run", None, "echo hi\n"), ("yaml", None, None, "a: 1\n")]  # fmt: skip
+
+
+def test_a_stale_picture_fails_its_page(tmp_path: Path) -> None:
+    steps = [{"where": "p.md:1", "action": "file", "code": "flowchart LR\n    a --> b\n",
+              "arg": "d.mmd"},
+             {"where": "p.md:5", "action": "diagram", "code": "flowchart LR\n    a --> c\n",
+              "arg": "d.mmd"}]  # fmt: skip
+    (tmp_path / "steps.json").write_text(json.dumps(steps), encoding="utf-8")
+    (tmp_path / "driver.py").write_text(DRIVER, encoding="utf-8")
+    run = [sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "steps.json")]
+    stale = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert stale.returncode != 0 and "p.md:5: the picture is stale" in stale.stderr
+    steps[1]["code"] = "flowchart LR\n    a --> b\n"
+    (tmp_path / "steps.json").write_text(json.dumps(steps), encoding="utf-8")
+    assert subprocess.run(run, cwd=tmp_path, timeout=60).returncode == 0

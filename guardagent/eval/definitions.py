@@ -48,7 +48,7 @@ def definition_lines() -> list[str]:
 
 
 def markdown_table() -> list[str]:
-    """The definitions as a Markdown table (report.md, README)."""
+    """The definitions as a Markdown table (report.md, docs/reference/results.md)."""
     rows = ["| metric | what it measures |", "|---|---|"]
     rows += [f"| {key} ({name}) | {meaning} |" for key, (name, meaning) in METRICS.items()]
     return rows

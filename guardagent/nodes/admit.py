@@ -30,6 +30,6 @@ def admit(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
                   "(max_event_chars)")  # fmt: skip
         fresh["error"] = f"event too large: {detail}"
         # evidence the guard refused to read, as a trace over its limit is: the same
-        # `unreadable` entry, so `check` exits 2 for both (README, "Exit status")
+        # `unreadable` entry, so `check` exits 2 for both (docs/reference/exit-status.md)
         fresh["refused"] = [Unreadable(reason="oversized_event", detail=detail)]
     return fresh

@@ -48,8 +48,9 @@ What it does not see: an injection written as the document's own text ("New bank
 pay to GB82 ..."), which addresses no one; an address in a form that module does not read
 (the model word missing or in a word it lacks); cues in a language other than English, or
 behind HTML character references; a value in a paragraph before
-the first cue, even when a later paragraph points back at it ("the account above"). The
-README gives the measured rates (``benchmarks/bench_designated_attacks.py``).
+the first cue, even when a later paragraph points back at it ("the account above").
+docs/reference/traces.md ("Residual risk, measured") gives the measured rates
+(``benchmarks/bench_designated_attacks.py``).
 
 Linear: each paragraph is read once (its tokens against a set of phrases of at most
 :data:`_LONGEST` tokens, its brackets and role names with a bounded look-around), and the

@@ -14,8 +14,9 @@ read with :mod:`ast` (never evaluated)::
     recipient_confirmed: consent_given("to")
 
 Predicates (``arg`` is an argument name or path prefix, ``"*"`` every argument,
-``"@recipients"`` the recipient arguments of the tool's label); the README's "Traces"
-section has them all in one table, with what an absent or unreadable value gives:
+``"@recipients"`` the recipient arguments of the tool's label); docs/reference/predicates.md
+has them all in one table (generated from the code), with what an absent or unreadable value
+gives:
 
 - the call (:mod:`.call`): ``tool_is(*globs)``, ``effect_is(*effects)``, ``tool_labelled()``;
 - provenance (:mod:`.provenance`): ``arg_present(arg)``, ``arg_from_user(arg)``,

@@ -22,7 +22,8 @@ addressed-text test), and ``addressed=True`` gives the plain derivation:
 
 Each answers False when a value is not derived at all, and says which document and which
 text decided. None of them stops an attacker who wrote the whole document as a plain one
-(their IBAN as the only one, no words to the agent): the README gives the measured rates.
+(their IBAN as the only one, no words to the agent): docs/reference/traces.md ("Residual risk,
+measured") gives the measured rates.
 """
 
 from __future__ import annotations

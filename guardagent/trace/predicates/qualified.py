@@ -23,8 +23,9 @@ report *from* https://..." is the link's). A value inside a relative clause ("th
 *that* planner depends on", *which*, *whose*) is another thing's too, until the tool's verb
 starts a new request (:func:`_relative_clauses`, one pass over the whole question). A value
 followed by the noun it qualifies ("the planner reminder") is read by :mod:`.followed`; one
-after a noun with no qualifier between ("the reminder planner") is not told apart (README:
-ask about the value itself). Only :data:`LOOK_BACK` characters before each occurrence are
+after a noun with no qualifier between ("the reminder planner") is not told apart
+(docs/reference/traces.md, "Consent asked in the conversation": ask about the value itself).
+Only :data:`LOOK_BACK` characters before each occurrence are
 read for its qualifier, and a window that runs out before a word decides fails closed: linear in the
 question, and padding cannot push a qualifier out of sight.
 """
