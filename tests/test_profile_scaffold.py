@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from guardagent.agent import GuardAgent
 from guardagent.cli import main
+from guardagent.exit_status import DENIED
 from guardagent.policy.check import check_policy
 from guardagent.policy.model import load_policy
 from guardagent.profiles.scaffold import (
@@ -156,8 +157,12 @@ def test_a_new_profile_guards_deny_by_default_and_says_what_to_edit(tmp_path: Pa
     assert again.exit_code != 0 and "not an empty directory" in again.output
 
 
-def edit(root: Path) -> None:
-    """What the deployer does after `profile new`: labels, conditions, rules."""
+def edit(root: Path, texts: bool = True) -> None:
+    """What the deployer does after `profile new`: labels, conditions, rules (and their text).
+
+    With `texts=False` only the logic of each rule is edited: the scaffold's placeholder
+    `policy` text is left, as a hurried deployer would.
+    """
     text = (root / "policy.yaml").read_text(encoding="utf-8")
     swaps = {
         '"read_inbox": {':
@@ -171,6 +176,16 @@ def edit(root: Path) -> None:
         "logic: calls_send_email IMPLIES FALSE":
             "logic: calls_send_email IMPLIES ((recipient_trusted AND NOT leaks_secret) OR call_confirmed)",
     }  # fmt: skip
+    if texts:
+        swaps.update({
+            '"read_inbox is denied until the policy says when it may run"':
+                '"Reading the inbox is harmless."',
+            '"get-balance is denied until the policy says when it may run"':
+                '"Reading the balance is harmless."',
+            '"send_email is denied until the policy says when it may run"':
+                '"Mail goes only to recipients the user gave, and no balance leaves, unless '
+                'the user approves."',
+        })  # fmt: skip
     for old, new in swaps.items():
         assert old in text, old
         text = text.replace(old, new)
@@ -259,7 +274,8 @@ def test_the_scaffolds_own_suggestions_give_no_warnings(tmp_path: Path) -> None:
     text = _uncomment(text, "args_trusted", "call_confirmed")
     (root / "policy.yaml").write_text(text, encoding="utf-8")
     check = check_trace_profile(load_profile(str(root)))
-    assert check.errors == [] and check.to_edit == []
+    # the scaffold's `policy` texts are left here, so only they are still to edit
+    assert check.errors == [] and all("placeholder text" in item for item in check.to_edit)
     assert check.warnings == []
 
 
@@ -282,3 +298,23 @@ def test_labels_written_on_purpose_are_not_listed_as_left_to_decide(tmp_path: Pa
     (root / "policy.yaml").write_text(text, encoding="utf-8")
     notes = check_trace_profile(load_profile(str(root))).notes
     assert any("send tool(s) send_email name no `recipients`" in n for n in notes)
+
+
+def test_placeholder_rule_text_left_after_editing_the_logic_is_not_ready(tmp_path: Path) -> None:
+    """Issue 37 item 5: the scaffold's `policy` text must not reach a real denial unnoticed."""
+    root = new_profile(tmp_path, "half-edited")
+    edit(root, texts=False)  # the logic is edited, the scaffold's `policy` lines are left
+    (root / "traces").mkdir()
+    (root / "traces" / "injected.json").write_text(
+        json.dumps({**INJECTED, "expect": {"rule": "send_email-allowed"}}), encoding="utf-8")
+    decision = GuardAgent(profile=str(root)).check_trace(INJECTED)
+    assert "send_email is denied until the policy says when it may run" in decision.reason
+
+    result = CliRunner().invoke(main, ["profile", "check", str(root)])
+    assert result.exit_code == DENIED, result.output
+    assert "NOT READY" in result.output and "ready:" not in result.output
+    line = next(ln for ln in result.output.splitlines() if "send_email-allowed" in ln
+                and "placeholder" in ln)  # fmt: skip
+    assert "'send_email is denied until the policy says when it may run'" in line
+    assert "write in `policy` what the rule allows" in line
+    assert all(rule in result.output for rule in ("read_inbox-allowed", "get-balance-allowed"))

@@ -35,6 +35,11 @@ from guardagent.profiles.loader import Profile
 PLACEHOLDER = "guardagent profile new (deny by default)"
 """The `source` of a scaffolded placeholder rule; one still ending in FALSE is left to edit."""
 
+PLACEHOLDER_POLICY = " is denied until the policy says when it may run"
+"""How the `policy` text of a scaffolded rule ends (after the tool's name). Denials show a
+rule's `policy`, so this text left under an edited `logic` would tell a user the tool is
+denied by default when the rule now allows it under a condition: `profile check` lists it."""
+
 TRACES_DIR = "traces"
 """Example traces of a profile (JSON, the trace format, with an ``expect`` and optionally the
 ``task`` policy the host attaches to that thread): the folder of
@@ -224,7 +229,7 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
             f"    #   logic: {action} IMPLIES ((recipient_trusted AND NOT leaks_secret) "
             "OR call_confirmed)",
             f"    logic: {action} IMPLIES FALSE",
-            f"    policy: {_q(tname + ' is denied until the policy says when it may run')}",
+            f"    policy: {_q(tname + PLACEHOLDER_POLICY)}",
             f"    remediation: {_q('Ask the user to approve this ' + tname + ' call.')}",
             "    risk_types: [deny by default]",
             f"    source: {_q(PLACEHOLDER)}",
@@ -433,6 +438,14 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
             f"rules: {len(placeholders)} tool(s) still denied by default, rule(s) "
             f"{', '.join(sorted(placeholders))}: replace `IMPLIES FALSE` with the condition "
             "under which the tool may run (the comments above each rule show examples)")
+    for rule in model.rules:  # edited logic, scaffold text: denials would show the placeholder
+        if rule.id not in placeholders and rule.policy.strip().endswith(PLACEHOLDER_POLICY.strip()):
+            result.to_edit.append(
+                f"rule {rule.id}: its `policy` is still the scaffold's placeholder text "
+                f"{rule.policy.strip()!r}, which every denial by this rule shows: write in "
+                "`policy` what the rule allows, in words a user reads (for example \"Mail goes "
+                "only to recipients the user gave, unless the user approves.\"), and in "
+                "`remediation` what to do when it denies")
     labels = model.labels
     if labels is not None:
         written = _written_labels(path)
