@@ -31,6 +31,13 @@ NO_PROGRAM = (
 
 _SHOWN_PROBLEMS = 3
 
+WRITTEN_ON_FIRST_USE = (
+    "no program to check yet: it is written by the model on first use (and verified on these "
+    "demonstrations before it is reused)"
+)
+"""What a demonstration with an empty `code` means (a profile written the paper's way): the
+model writes the program from the demonstrations' plans, so there is nothing to run yet."""
+
 
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
@@ -100,11 +107,22 @@ class ProfileCheck:
 
     profile: Profile
     programs: list[ProgramCheck]
+    unwritten: list[str] = field(default_factory=list)
+    """Ids of the demonstrations with an empty `code`: their program is written by the model
+    on first use, so there is none to check yet (not a program that failed)."""
+    missing: list[str] = field(default_factory=list)
+    """When no program is shipped: what the profile lacks for a written program to verify
+    (demonstrations of both labels, the request's coverage), said before any program runs."""
 
     @property
     def verified(self) -> bool:
         """True when the profile has programs and every one of them verifies."""
         return bool(self.programs) and all(p.verified for p in self.programs)
+
+    @property
+    def model_written(self) -> bool:
+        """True when the profile ships no program at all: the model writes it on first use."""
+        return not self.programs and bool(self.unwritten)
 
     @property
     def usable(self) -> bool:
@@ -165,7 +183,8 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
     register_cached(profile)  # rules derived from the request judge its programs too
     demos = profile.demonstrations
     programs = []
-    for number, code in enumerate(dict.fromkeys(d.code for d in demos), start=1):
+    shipped = [code for code in dict.fromkeys(d.code for d in demos) if code.strip()]
+    for number, code in enumerate(shipped, start=1):
         runs = [_run(code, d, profile, limits) for d in demos]
         programs.append(ProgramCheck(
             number=number,
@@ -174,7 +193,16 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
             runs=runs,
             other=_other_problems(code, profile, runs),
         ))
-    return ProfileCheck(profile=profile, programs=programs)
+    unwritten = [d.id for d in demos if not d.code.strip()]
+    missing: list[str] = []
+    if unwritten and not programs:  # what a program, once written, would be refused for
+        from guardagent.counterfactuals import request_suite
+
+        labels = _labels_problem(demos)
+        missing = ([labels] if labels else []) + [
+            f"the request is not covered: {p}" for p in request_suite(profile).problems]
+    return ProfileCheck(profile=profile, programs=programs, unwritten=unwritten,
+                        missing=missing)  # fmt: skip
 
 
 _CHECKS: dict[tuple[str, tuple[str, ...]], ProfileCheck] = {}
@@ -235,6 +263,11 @@ def explain_no_program(profile: Profile) -> str:
     check = cached_check(profile)
     if check.usable:
         return NO_PROGRAM
+    if check.model_written:
+        lacks = "".join(f"; {problem}" for problem in check.missing)
+        return (f"profile {profile.name!r} ships no program (its demonstrations have an empty "
+                f"`code`): {WRITTEN_ON_FIRST_USE}{lacks}; configure a model "
+                "(model='openai:gpt-4o' or a local base_url) to write it")
     several = len(check.programs) > 1
     what = "; ".join(_program_phrase(p, several) for p in check.programs)
     return (
@@ -272,9 +305,16 @@ def render_check(check: ProfileCheck) -> str:
                   for r in rows]
         lines += [f"  also refused: {_short(other, 1000 if 'not covered' in other else 300)}"
                   for other in program.other]  # what the request lacks is said in full
+    if check.unwritten:
+        ids = ", ".join(check.unwritten)
+        lines += ["", f"demonstration(s) with an empty `code` ({ids}): {WRITTEN_ON_FIRST_USE}"]
+        lines += [f"  missing: {_short(problem, 1000)}" for problem in check.missing]
     good = sum(p.verified for p in check.programs)
     lines.append("")
-    if check.verified:
+    if check.model_written:
+        lines.append("0 program(s) shipped: the model writes one on first use; offline (no "
+                     "model), every event under this profile is denied (no program)")
+    elif check.verified:
         lines.append(f"{good} of {len(check.programs)} program(s) verified: offline checks "
                      "reuse them with no model call")
     elif check.usable:
