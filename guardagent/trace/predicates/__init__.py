@@ -79,6 +79,7 @@ from collections.abc import Sequence
 # the predicate modules register themselves with the engine when imported
 from guardagent.trace.predicates import (  # noqa: F401
     arguments,
+    asked,
     call,
     consent,
     derived,
