@@ -144,6 +144,10 @@ def test_within_counts_the_calls_since_the_question() -> None:
     ("Yes.", True), ("Yes, go ahead.", True), ("OK 👍", True), ("Sure, please do.", True),
     ("No.", False), ("Yes, tomorrow.", False), ("Yes?", False), ("Don't.", False),
     ("Yes, but the other one.", False), (None, False),
+    # restating the question's own words is no condition; any other word is
+    ("Yes, delete it.", True), ("Yes, delete the product Blue mug.", True),
+    ("Yes, delete it tomorrow.", False), ("Yes, delete the Red cup.", False),
+    ("Yes? Delete it.", False), ("Delete it.", False), ("No, delete the product.", False),
 ])  # fmt: skip
 def test_yes_needs_a_plain_yes_right_after_the_question(answer: str | None,
                                                          expected: bool) -> None:  # fmt: skip

@@ -22,8 +22,9 @@ the proposed call's own arguments. ``asked_before`` is that history predicate:
   (``within=1``: right before it, the message tool's own call aside);
 - **answered**: ``yes=True``: the question is plain (no negation, alternative, condition or
   hidden character: :func:`~.plain_question.plain_question`) and the user's next message,
-  with nothing but the message tool's results between, is a plain yes with courtesy only
-  (:func:`~.answer.not_a_plain_yes`: "Yes, tomorrow." and "No" are none). A yes approves
+  with nothing but the message tool's results between, is a plain yes: courtesy and the
+  question's own words only (:func:`_no_yes`: "Yes, delete it." is one; "Yes, tomorrow.",
+  "Yes, delete the other one." and "No" are none). A yes approves
   each later call the rule guards; pair it with ``within`` or ``at_most`` for one.
 
 Bounded: a template is at most :data:`MAX_TEMPLATE_CHARS` and a question over
@@ -42,7 +43,12 @@ from typing import Any
 
 from guardagent.trace.messages import Message
 from guardagent.trace.normal import normalize_text
-from guardagent.trace.predicates.answer import not_a_plain_yes, tokens
+from guardagent.trace.predicates.answer import (
+    AFFIRMATIVE,
+    REFERENCES,
+    not_a_plain_yes,
+    tokens,
+)
 from guardagent.trace.predicates.arguments import SCORERS
 from guardagent.trace.predicates.conversation import questions
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
@@ -121,10 +127,26 @@ def _answered(facts: TraceFacts, question: Asked) -> str | None:
             continue  # the message tool's own result ("sent")
         if message.role != "user":
             return "the assistant said more before the user answered"
-        why = not_a_plain_yes(message.text)
+        why = _no_yes(message.text, question.text)
         return None if why is None else f"the user's answer in message {message.index} is no " \
             f"plain yes ({why})"
     return "the user has not answered it"
+
+
+def _no_yes(answer: str, question: str) -> str | None:
+    """Why `answer` is no plain yes to `question` (None: it is one).
+
+    A plain yes holds courtesy only (:func:`~.answer.not_a_plain_yes`), or also restates the
+    question in its own words ("Yes, delete it." to "Shall I delete it?"): the answer is read
+    a second time without the question's words, and passes only if the first reading's one
+    objection was an added word. A question mark, a negation or an odd symbol stays one.
+    """
+    why = not_a_plain_yes(answer)
+    if why is None or not why.startswith("it adds"):
+        return why
+    asked = (set(tokens(question)) | REFERENCES) - {p[0] for p in AFFIRMATIVE if len(p) == 1}
+    rest = " ".join(w for w in tokens(answer) if w not in asked)
+    return None if not_a_plain_yes(rest) is None else why
 
 
 @predicate
