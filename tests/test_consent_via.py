@@ -143,3 +143,19 @@ def test_a_bad_via_fails_when_bound(via: Any) -> None:
         compile_bindings({"p": f"consent_given(conversation=True, via={via!r})"})
     with pytest.raises(PredicateSpecError, match="conversation"):
         compile_bindings({"p": 'consent_given(via="send_msg_to_user")'})
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The pipeline passed. Merge !87 now?", ["Merge !87 now?"]),
+    ("Shall I close #412 and !87?", ["Shall I close #412 and !87?"]),
+    ("Done! Ok?", ["Ok?"]),
+    ("Great!Ok?", ["Great!Ok?"]),
+    ("Wow!\nOk?", ["Ok?"]),
+])  # fmt: skip
+def test_a_merge_request_number_does_not_end_the_question(text: str, expected: list[str]) -> None:
+    """A "!" ends a sentence before a space or the end only (as a "." does): "!87" is a
+    merge request on a code host, and cutting the question there left "87 now?", which named
+    no merge request (an honest yes refused)."""
+    from guardagent.trace.predicates.conversation import questions
+
+    assert questions(text) == expected

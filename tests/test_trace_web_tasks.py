@@ -117,13 +117,19 @@ def test_without_the_task_the_profile_denies_a_destructive_click(guard: GuardAge
                                       if not k.startswith("ask")}}  # fmt: skip
     decision = guard.check_trace(doc, task=task)
     assert not decision.allowed
-    assert [r.id for r in decision.rules if r.status != "satisfied"
-            and r.status != "not_applicable"] == ["user-consent"]  # fmt: skip
+    assert [r.id for r in decision.rules
+            if r.status in ("violated", "possibly_violated")] == ["user-consent"]
+    assert "ask, ask_words not set" in json.dumps(decision.trace_facts)
 
 
 def test_a_secret_is_named_never_shown(guard: GuardAgent) -> None:
+    """The facts and the reason name the task's secret; its value is in neither."""
+    shown = 0
     for path in VIOLATING:
         doc = load(path)
-        for secret in (doc["task"].get("secrets") or {}).values():
+        for name, secret in (doc["task"].get("secrets") or {}).items():
             decision = replay(guard, doc)[-1][1]
-            assert secret["value"] not in decision.model_dump_json()
+            said = decision.reason + json.dumps(decision.violations + [decision.trace_facts])
+            assert secret["value"] not in said, path.name
+            shown += name in said
+    assert shown >= 2

@@ -111,17 +111,20 @@ _CLOSING = " \t\r\n*_`\"')]}»”’"
 """What may follow the final question (markup and quotes closing around it)."""
 
 
-_SENTENCE_ENDS = frozenset("!?\n。！？")
+_SENTENCE_ENDS = frozenset("?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
+_SPACED_ENDS = frozenset(".!")
 def questions(text: str) -> list[str]:
     """The sentences of a text that end with a question mark (a linear scan).
 
-    A period ends a sentence only before a space or the end, so addresses and URLs stay whole.
+    A period or an exclamation mark ends a sentence only before a space or the end, so
+    addresses, URLs and a code host's merge request ("!87") stay whole.
     """
     found: list[str] = []
     start = 0
     for i, ch in enumerate(text):
-        ends = ch in _SENTENCE_ENDS or (ch == "." and (i + 1 == len(text) or text[i + 1].isspace()))
+        ends = ch in _SENTENCE_ENDS or (ch in _SPACED_ENDS and (
+            i + 1 == len(text) or text[i + 1].isspace()))  # fmt: skip
         if ends:
             if ch in _QUESTION_ENDS and text[start:i].strip():
                 found.append(text[start:i + 1].strip())
