@@ -117,11 +117,18 @@ def asked(facts: TraceFacts, via: str | None) -> Iterator[Asked]:
                 yield Asked(question, message.index, after)
 
 
-def _answered(facts: TraceFacts, question: Asked) -> str | None:
-    """Why the user's next message is no plain yes to `question` (None: it is one)."""
+def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None:
+    """Why the user's next message is no plain yes to `question` (None: it is one).
+
+    Only the results of the asking turn's own message-tool calls may stand between: a turn
+    that also acted (a click beside the question) did something the yes came after.
+    """
     if not plain_question(question.text, []):
         return "the question is not plain (a negation, an alternative, a condition or a " \
             "hidden character)"
+    asking = facts.trace.messages[question.index]
+    if via is not None and any(not fnmatch.fnmatchcase(c.name, via) for c in asking.calls):
+        return "the turn that asked it also acted"
     for message in facts.trace.messages[question.index + 1:]:
         if message.role == "tool":
             continue  # the message tool's own result ("sent")
@@ -180,7 +187,7 @@ def asked_before(facts: TraceFacts, text: str | list[str] | tuple[str, ...],
             continue
         if needed and not _holds(tokens(said), needed):
             continue
-        why = _answered(facts, question) if yes else None
+        why = _answered(facts, question, via) if yes else None
         if why is None:
             found = question
         else:
