@@ -235,3 +235,11 @@ def test_a_yes_after_a_turn_that_also_acted_answers_no_question_alone() -> None:
     run = [*HEAD, turn, result("c2", "sent"), result("c3", "page"), user("Yes.")]
     assert value(run, ASKED + ', via="send_msg_to_user")')[0] is True  # asked, yes
     assert value(run, ASKED + ', via="send_msg_to_user", yes=True)')[0] is False
+
+
+def test_a_message_call_with_two_texts_asks_nothing() -> None:
+    """Which of two texts did the user read? Neither is taken as the question (fail closed)."""
+    run = [*HEAD, act("c2", "fill", {"bid": "note", "value": QUESTIONS[1]}), result("c2", "ok")]
+    assert value(run, ASKED + ', via="fill")')[0] is False
+    one = [*HEAD, act("c2", "send_msg_to_user", {"text": QUESTIONS[1]}), result("c2", "ok")]
+    assert value(one, ASKED + ', via="send_*")')[0] is True  # a glob names the tool too

@@ -7,9 +7,11 @@ the proposed call's own arguments. ``asked_before`` is that history predicate:
 
 - **who asks**: the assistant, and only where the user reads it: a reply (an assistant
   message that makes no call) or, with ``via`` (a tool glob the deployer names:
-  ``"send_msg_to_user"``), the string arguments of an earlier call of that tool whose result
-  says it was delivered (present, not an error). Text in a tool result, a page, the system
-  prompt or a user message ("the assistant asked ... and I said yes") never counts, nor the
+  ``"send_msg_to_user"``), the text of an earlier call of that tool whose result says it
+  was delivered (present, not an error) and that holds one text argument
+  (:func:`~.told.sent_text`: with two, which did the user read?). Text in a tool result, a
+  page, the system prompt or a user message ("the assistant asked ... and I said yes")
+  never counts, nor the
   model's reasoning beside an action (the text of an assistant message that makes a call),
   nor a message sent in the same turn as this call (the user could not have read it);
 - **what is asked**: each question of that text (a sentence ending in ``?``,
@@ -41,7 +43,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from guardagent.trace.messages import Message
 from guardagent.trace.normal import normalize_text
 from guardagent.trace.predicates.answer import (
     AFFIRMATIVE,
@@ -55,7 +56,7 @@ from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.plain_question import plain_question
-from guardagent.trace.state import flatten
+from guardagent.trace.predicates.told import user_view
 
 MAX_TEMPLATE_CHARS = 500
 """The longest template a policy may give (a question, not a page): bounds each comparison."""
@@ -86,35 +87,27 @@ def _window(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     return int(within) if within is not None else 1 << 62
 
 
-def _delivered(facts: TraceFacts, message: Message, via: str) -> Iterator[str]:
-    """The string arguments of the message's delivered calls of the `via` tool(s)."""
-    for call in message.calls:
-        if not fnmatch.fnmatchcase(call.name, via):
-            continue
-        sent = facts.trace.result_of(call)
-        if sent is None or sent.status != "ok":
-            continue  # not delivered (no result, or an error): the user never read it
-        yield from (v for _, v in flatten(call.args) if isinstance(v, str))
-
-
 def asked(facts: TraceFacts, via: str | None) -> Iterator[Asked]:
-    """Every question the assistant put to the user before this call, oldest first. Linear."""
-    calls, now = facts.trace.calls, facts.trace.call.index
-    positions = [c.index for c in calls]
+    """Every question the assistant put to the user before this call, oldest first. Linear.
+
+    The turns are read as the user read them (:func:`~.told.user_view`): with `via`, a turn's
+    text is what its delivered message-tool calls showed (one text argument each); without,
+    only a reply that makes no call is read (the text beside an action is reasoning).
+    """
+    trace = facts.trace
+    view = trace.messages if via is None else user_view(trace, via)
+    positions = [c.index for c in trace.calls]
     seen = 0
-    for message in facts.trace.messages:
-        if message.index >= now:
+    for message in view:
+        if message.index >= trace.call.index:
             break  # the proposed call's own turn: the user has not read it yet
-        if message.role != "assistant":
+        if message.role != "assistant" or (via is None and message.calls):
             continue
-        texts = ([message.text] if not message.calls
-                 else list(_delivered(facts, message, via)) if via is not None else [])
         while seen < len(positions) and positions[seen] <= message.index:
             seen += 1
         after = len(positions) - seen  # calls after this message, before the proposed one
-        for text in texts:
-            for question in questions(text):
-                yield Asked(question, message.index, after)
+        for question in questions(message.text):
+            yield Asked(question, message.index, after)
 
 
 def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None:
