@@ -58,6 +58,15 @@ def replay(guard: GuardAgent, doc: dict[str, Any]) -> list[tuple[str, GuardDecis
     return out
 
 
+def test_a_yes_is_about_the_tasks_element_only(guard: GuardAgent) -> None:
+    """After the user's yes to closing the issue, no other destructive button is approved."""
+    doc = load(EXAMPLE / "traces" / "b01_close_issue_after_yes.json")
+    for text, allowed in (("Close issue", True), ("Delete issue", False), ("Close", False),
+                          ("Merge", False), ("close issue", True)):  # fmt: skip
+        click = {"id": "x", "name": "click", "args": {"bid": "b99", "text": text, "role": "button"}}
+        assert guard.check_trace(doc["messages"], click, task=doc["task"]).allowed is allowed, text
+
+
 def test_one_profile_and_several_task_policies() -> None:
     report = check_policy(EXAMPLE / "policy.yaml")
     assert report.errors == [] and report.warnings == [], (report.errors, report.warnings)
