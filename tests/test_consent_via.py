@@ -159,3 +159,18 @@ def test_a_merge_request_number_does_not_end_the_question(text: str, expected: l
     from guardagent.trace.predicates.conversation import questions
 
     assert questions(text) == expected
+
+
+def test_reading_the_users_view_is_linear() -> None:
+    from tests.linear import assert_linear
+
+    def work(n: int) -> None:
+        thread = list(HEAD)
+        for i in range(n):
+            thread += [act(f"g{i}x", ("goto", {"url": "https://admin.shop.example/p"}),
+                           thought="Which one next? " * 3), result(f"g{i}x", "page " * 5)]
+        thread += [act("m1", ("send_msg_to_user", {"text": QUESTION})), result("m1", "sent"),
+                   user("Yes.")]  # fmt: skip
+        assert value(thread)[0] is True
+
+    assert_linear(work, 1500)
