@@ -243,3 +243,11 @@ def test_a_message_call_with_two_texts_asks_nothing() -> None:
     assert value(run, ASKED + ', via="fill")')[0] is False
     one = [*HEAD, act("c2", "send_msg_to_user", {"text": QUESTIONS[1]}), result("c2", "ok")]
     assert value(one, ASKED + ', via="send_*")')[0] is True  # a glob names the tool too
+
+
+@pytest.mark.parametrize("later", ["Wait, don't delete it.", "Actually, keep it.", "Thanks."])
+def test_a_yes_the_user_spoke_after_is_not_the_last_word(later: str) -> None:
+    """The yes must be the user's last message: anything they said since may take it back."""
+    run = [*HEAD, said(QUESTIONS[1]), user("Yes."), user(later)]
+    assert value(run, ASKED + ", yes=True)")[0] is False
+    assert value(run[:-1], ASKED + ", yes=True)")[0] is True

@@ -24,10 +24,11 @@ the proposed call's own arguments. ``asked_before`` is that history predicate:
   (``within=1``: right before it, the message tool's own call aside);
 - **answered**: ``yes=True``: the question is plain (no negation, alternative, condition or
   hidden character: :func:`~.plain_question.plain_question`) and the user's next message,
-  with nothing but the message tool's results between, is a plain yes: courtesy and the
-  question's own words only (:func:`_no_yes`: "Yes, delete it." is one; "Yes, tomorrow.",
-  "Yes, delete the other one." and "No" are none). A yes approves
-  each later call the rule guards; pair it with ``within`` or ``at_most`` for one.
+  with nothing but the message tool's results between, is a plain yes (courtesy and the
+  question's own words only, :func:`_no_yes`: "Yes, delete it." is one; "Yes, tomorrow.",
+  "Yes, delete the other one." and "No" are none) and the user's last message (anything
+  said since may take it back). A yes approves each later call the rule guards; pair it
+  with ``within`` or ``at_most`` for one.
 
 Bounded: a template is at most :data:`MAX_TEMPLATE_CHARS` and a question over
 :data:`MAX_QUESTION_CHARS` is not compared (a found match elsewhere still holds; else the
@@ -114,7 +115,8 @@ def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None
     """Why the user's next message is no plain yes to `question` (None: it is one).
 
     Only the results of the asking turn's own message-tool calls may stand between: a turn
-    that also acted (a click beside the question) did something the yes came after.
+    that also acted (a click beside the question) did something the yes came after. The yes
+    is the user's last message: anything the user said since may take it back.
     """
     if not plain_question(question.text, []):
         return "the question is not plain (a negation, an alternative, a condition or a " \
@@ -128,8 +130,11 @@ def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None
         if message.role != "user":
             return "the assistant said more before the user answered"
         why = _no_yes(message.text, question.text)
-        return None if why is None else f"the user's answer in message {message.index} is no " \
-            f"plain yes ({why})"
+        if why is not None:
+            return f"the user's answer in message {message.index} is no plain yes ({why})"
+        last = next(m for m in reversed(facts.trace.messages) if m.role == "user")
+        return None if last is message else f"the user wrote again after the yes (message " \
+            f"{last.index}): a yes counts as the user's last word only"
     return "the user has not answered it"
 
 
