@@ -4,11 +4,13 @@ With `GUARDAGENT_DATABASE_URL` a replica opens two fixed-size pools on it (no co
 while a request waits; 2 x `GUARDAGENT_POOL_SIZE` connections per replica): one for thread locks
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
 lock waiters hold) and one for `AsyncPostgresSaver`, short queries and the transactions that
-record decisions. The schema (LangGraph's checkpoint tables, the threads' heads and the
-idempotency table) is created, or upgraded in place (:meth:`PostgresHeads.setup`), under an
-advisory lock, so replicas that start together do not race (polled: see
-:func:`_setup_lock`). Without a database everything lives in this process, which is right for
-one replica only.
+record decisions; each connection is checked before use and a lost one reconnected every
+second (:mod:`guardagent.service.pools`), and a probe on a connection of its own tells
+`/readyz` whether threads work (:mod:`guardagent.service.readiness`). The schema (LangGraph's
+checkpoint tables, the threads' heads and the idempotency table) is created, or upgraded in
+place (:meth:`PostgresHeads.setup`), under an advisory lock, so replicas that start together
+do not race (polled: see :func:`_setup_lock`). Without a database everything lives in this
+process, which is right for one replica only.
 """
 
 from __future__ import annotations
