@@ -161,3 +161,16 @@ def test_a_profile_slower_to_build_than_the_deadline_is_built_once_and_then_serv
     assert answers[0] == 503 and answers[-1] == 200, answers
     assert builds.count(settings.guard.profile) == 1
     assert len(builds) == 2, "the trace profile was built once"
+
+
+def test_a_hung_history_read_ends_at_the_deadline(client: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from guardagent.service.threads import ThreadStore
+
+    async def history(self: ThreadStore, thread_id: str, limit: int = 1000) -> Any:
+        await asyncio.sleep(HANG_SECONDS)
+
+    monkeypatch.setattr(ThreadStore, "history", history)
+    answer = client.get("/v1/threads/t-event")
+    assert answer.status_code == 503 and answer.headers.get("retry-after", "").isdigit()
+    assert "did not finish" in answer.json()["error"]

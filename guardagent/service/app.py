@@ -162,7 +162,8 @@ async def thread_history(request: HttpRequest) -> Response:
     except BadRequest as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
     try:
-        history = await state.decider.threads.history(thread_id)
+        history = await within(state.decider.threads.history(thread_id),
+                               state.settings.request_seconds, "the thread's history")
     except Exception as exc:
         log.exception("thread history failed")
         return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503,

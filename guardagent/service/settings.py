@@ -46,11 +46,12 @@ class ServiceSettings:
             propagation delay. Answers given meanwhile close their connections, so keep-alive
             clients reconnect (to another replica) rather than find theirs cut. 0: no drain.
             A second signal ends the drain at once.
-        request_seconds: The server-side deadline of every decision request, body read to
-            answer (`GUARDAGENT_REQUEST_SECONDS`): past it the request is answered 503 (a
-            denial, with ``Retry-After``) and what it waited on (a stalled database, a guard
-            run) is cancelled, its thread's lock freed. Keep it above the lock wait plus a
-            decision's time, and under the clients' timeout.
+        request_seconds: The server-side deadline of every request, counted once its body
+            is read (`GUARDAGENT_REQUEST_SECONDS`): past it a decision request is answered
+            503 (a denial, with ``Retry-After``), a thread's history 503, and what it waited
+            on (a stalled database, a guard run) is cancelled, its thread's lock freed (a
+            guard run in a worker thread, e.g. a model call, ends on its own time). Keep it
+            above the lock wait plus a decision's time, and under the clients' timeout.
         body_seconds: How long a request's body may take to arrive once its headers did
             (`GUARDAGENT_BODY_SECONDS`); a slower one is refused (408), so a client cannot
             hold a connection open by sending its body a byte at a time.
