@@ -75,3 +75,20 @@ def test_a_terminated_replica_drains_before_it_closes(replica: tuple[Any, int]) 
     status, body = _ready(port)
     assert status == 503 and body["status"] == "draining"
     assert proc.wait(DRAIN + 60) == 0, "the drain ends, and the replica exits"
+
+
+def test_a_second_signal_ends_the_drain(tmp_path: Path) -> None:
+    port, log = free_port(), tmp_path / "replica.log"
+    proc = start_replica(port, {"GUARDAGENT_PROFILE": "mind2web-sc",
+                                "GUARDAGENT_DRAIN_SECONDS": "3600",
+                                "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}, log)  # fmt: skip
+    try:
+        wait_ready(proc, port, log)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert _ready(port)[0] == 503, "draining"
+        assert proc.poll() is None, "still serving: the drain has an hour"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)  # well before the hour: the second signal ended the drain
+    finally:
+        stop(proc, signal.SIGKILL)
