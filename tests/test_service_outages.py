@@ -48,7 +48,7 @@ def base(pg: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     memory = tmp_path_factory.mktemp("outages-memory")
     settings = ServiceSettings.from_env({
         "GUARDAGENT_DATABASE_URL": pg, "GUARDAGENT_PROFILE": "assistant-trace",
-        "GUARDAGENT_MEMORY_DIR": str(memory), "GUARDAGENT_POOL_SIZE": "2",
+        "GUARDAGENT_MEMORY_DIR": str(memory), "GUARDAGENT_POOL_SIZE": "6",
         "GUARDAGENT_LOCK_WAIT_SECONDS": "2", "GUARDAGENT_REQUEST_SECONDS": "4",
     })  # fmt: skip
     with serving(settings) as url:
