@@ -159,3 +159,24 @@ def test_a_stalled_database_ends_thread_requests_at_the_deadline(pg: str, base: 
     status, _, decision = _on_thread(base, "t-stall")
     assert status == 200 and decision["allowed"] is True, decision
     assert GuardClient(base).thread("t-stall")["linear"] is True
+
+
+def test_a_client_of_two_replicas_keeps_deciding_when_one_stops(
+    pg: str, base: str, tmp_path: Path,
+) -> None:
+    """The client names both replicas; once the first is gone its requests go to the other,
+    with the same idempotency key, and the thread keeps one history of what was answered."""
+    settings = ServiceSettings.from_env({
+        "GUARDAGENT_DATABASE_URL": pg, "GUARDAGENT_PROFILE": "assistant-trace",
+        "GUARDAGENT_MEMORY_DIR": str(tmp_path), "GUARDAGENT_POOL_SIZE": "2",
+        "GUARDAGENT_LOCK_WAIT_SECONDS": "2",
+    })  # fmt: skip
+    answers = []
+    with serving(settings) as first:
+        client = GuardClient([first, base], timeout=30)
+        answers.append(client.check_trace_raw(MESSAGES[:2], thread_id="t-failover"))
+    # the first replica is gone: the next call fails over, the ones after start at the other
+    answers += [client.check_trace_raw(MESSAGES[:2], thread_id="t-failover") for _ in range(3)]
+    assert [a["allowed"] for a in answers] == [True] * 4
+    history = GuardClient(base).thread("t-failover")
+    assert history["linear"] is True and len(history["decisions"]) == 4
