@@ -185,3 +185,13 @@ def test_check_server_takes_several_replicas(replicas: dict[str, tuple[str, list
     assert result.exit_code == 0, result.output
     keys = [body["idempotency_key"] for k in ("outage", "decide") for _, _, body in replicas[k][1]]
     assert len(keys) == 4 and keys[:2] == keys[2:] and keys[0] != keys[1], "one key per call"
+
+
+def test_a_request_that_is_not_json_data_goes_to_no_replica(
+    replicas: dict[str, tuple[str, list[Any]]],
+) -> None:
+    _reset(replicas)
+    client = GuardClient([replicas["refused"][0], replicas["decide"][0]], timeout=10)
+    with pytest.raises(ServiceError, match="not JSON data") as caught:
+        client.check_trace_raw([object()], thread_id="t-1")
+    assert caught.value.status == 0 and replicas["decide"][1] == []

@@ -91,6 +91,18 @@ def _encoded(body: Any) -> bytes:
         return json.dumps(body).encode("ascii")
 
 
+def _data(body: Any) -> bytes | None:
+    """The request body's bytes (None: no body).
+
+    Raises:
+        ServiceError: `body` is not JSON data (nothing is sent).
+    """
+    try:
+        return None if body is None else _encoded(body)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
+
+
 def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
     """A fail-closed denial in the decision's shape, for when no decision came back."""
     return {"allowed": False, "label": 1, "violations": [], "reason": f"denied: {reason}",
@@ -202,16 +214,12 @@ class GuardClient:
             ServiceError: the request is not JSON data, or the service was not reached or
                 did not answer JSON.
         """
-        return self._send(self._current, method, path, body)[:3]
+        return self._send(self._current, method, path, _data(body))[:3]
 
     def _send(self, index: int, method: str, path: str,
-              body: Any = None) -> tuple[int, Any, bool, float]:  # fmt: skip
+              data: bytes | None) -> tuple[int, Any, bool, float]:  # fmt: skip
         """:meth:`request` to replica `index`, with the answer's `Retry-After` (0 if none)."""
         parts = self.bases[index]
-        try:
-            data = None if body is None else _encoded(body)
-        except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: nothing sent
-            raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -239,6 +247,7 @@ class GuardClient:
         Raises:
             ServiceError: the last attempt reached no replica, or got no JSON.
         """
+        data = _data(body)  # once: a body that is not JSON data is sent to no replica
         start, count = self._current, len(self.bases)
         waits = [0.0] * count
         for attempt in range(self.retries + 1):
@@ -247,7 +256,7 @@ class GuardClient:
                 time.sleep(waits[index])  # back on a replica that asked for a pause
             last = attempt == self.retries
             try:
-                status, answer, _, waits[index] = self._send(index, method, path, body)
+                status, answer, _, waits[index] = self._send(index, method, path, data)
             except ServiceError as exc:
                 if last or exc.status not in (0, *RETRYABLE_STATUS):
                     raise
