@@ -174,3 +174,17 @@ def test_a_hung_history_read_ends_at_the_deadline(client: Any,
     answer = client.get("/v1/threads/t-event")
     assert answer.status_code == 503 and answer.headers.get("retry-after", "").isdigit()
     assert "did not finish" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("name, raw, value", [
+    ("REQUEST_SECONDS", "2.5", 2.5), ("DRAIN_SECONDS", "0", 0.0), ("DRAIN_SECONDS", "-0", 0.0),
+    ("DRAIN_SECONDS", "15", 15.0), ("REQUEST_SECONDS", "0", None), ("REQUEST_SECONDS", "nan", None),
+    ("DRAIN_SECONDS", "-1", None), ("DRAIN_SECONDS", "inf", None), ("DRAIN_SECONDS", "soon", None),
+])  # fmt: skip
+def test_the_deadline_and_the_drain_are_settings(name: str, raw: str, value: float | None) -> None:
+    env = {f"GUARDAGENT_{name}": raw}
+    if value is None:
+        with pytest.raises(ValueError, match=f"GUARDAGENT_{name}"):
+            ServiceSettings.from_env(env)
+        return
+    assert getattr(ServiceSettings.from_env(env), name.lower()) == value
