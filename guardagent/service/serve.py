@@ -32,6 +32,7 @@ class _DrainingServer(uvicorn.Server):
         super().__init__(config)
         self.drain_seconds = drain_seconds
         self.drain_until: float | None = None
+        self._drain_logged = False
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         app = getattr(self.config, "loaded_app", None)
@@ -41,12 +42,14 @@ class _DrainingServer(uvicorn.Server):
             app.state.draining = True
         if self.drain_until is None and self.drain_seconds > 0 and not self.should_exit:
             self.drain_until = time.monotonic() + self.drain_seconds
-            log.warning("draining for %g s (GUARDAGENT_DRAIN_SECONDS): not ready, still "
-                        "serving; a second signal stops now", self.drain_seconds)  # fmt: skip
-            return
+            return  # logged by the next tick: a signal handler takes no logging lock
         super().handle_exit(sig, frame)
 
     async def on_tick(self, counter: int) -> bool:
+        if self.drain_until is not None and not self._drain_logged:
+            self._drain_logged = True
+            log.warning("draining for %g s (GUARDAGENT_DRAIN_SECONDS): not ready, still "
+                        "serving; a second signal stops now", self.drain_seconds)  # fmt: skip
         if self.drain_until is not None and time.monotonic() >= self.drain_until:
             self.should_exit = True
         return await super().on_tick(counter)
