@@ -24,12 +24,18 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
+from guardagent.service.outages import ServiceUnavailable
+
 LOCK_NAMESPACE = "guardagent"
 """First key of every advisory lock (``hashtext``ed), apart from other users of the database."""
 
 
 class LockBusy(Exception):
-    """The wait for a thread's lock (or a connection to take it on) ran out."""
+    """The wait for a thread's lock ran out.
+
+    No connection to take it on is an outage instead
+    (:class:`~guardagent.service.outages.ServiceUnavailable`).
+    """
 
 
 class Locks(Protocol):
@@ -127,6 +133,7 @@ class PostgresLocks:
                 if waited:
                     await conn.execute("RESET lock_timeout")
                 yield conn
-        except PoolTimeout:
-            raise LockBusy(f"no database connection free for a lock within {self.wait:g} s "
-                           "(GUARDAGENT_POOL_SIZE)") from None  # fmt: skip
+        except PoolTimeout:  # the database is down, or every connection busy: retry (503)
+            raise ServiceUnavailable(f"no database connection free for a lock within "
+                                     f"{self.wait:g} s (GUARDAGENT_POOL_SIZE)",
+                                     ) from None  # fmt: skip
