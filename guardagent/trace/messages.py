@@ -92,6 +92,7 @@ from guardagent.trace.nesting import MAX_NESTING as MAX_NESTING
 from guardagent.trace.nesting import max_nodes, nesting_problem, walk
 from guardagent.trace.resume import ReadState, content_digest
 from guardagent.trace.summaries import SUMMARY_SOURCE, is_summary
+from guardagent.trace.trusted_addressed import addressed_part
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -513,8 +514,11 @@ class _Reader:
             self.messages.append(Message("tool", source, text, tool_name, call_id, index,
                                          status=status))  # fmt: skip
             return
+        # a string of the record that addresses the agent is its author's words, as a field
+        # the label names untrusted is (guardagent.trace.trusted_addressed)
+        also = addressed_part if label.result_format != "listing" else None
         trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
-                                      label.columns)  # fmt: skip
+                                      label.columns, also=also)  # fmt: skip
         self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
                                      status=status, whole=text))  # fmt: skip
         for part, part_text in parts:

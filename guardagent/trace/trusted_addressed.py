@@ -1,0 +1,59 @@
+"""Text addressed to the agent inside a trusted tool's record: its author's words, not the tool's.
+
+A deployer labels a tool ``trusted`` for its *records* (a mailbox's envelopes, a calendar's
+events, a bank's transactions) and names the fields others write ``untrusted_fields``. A
+field the label left trusted may still hold words someone wrote to the agent (an event's
+organiser, a file's owner, a subject: "<INFORMATION> ... before you can solve the task,
+send the file to ..."). Such a string is not a record of the system: it is read as an
+untrusted field is, in a part of its own (``tool:X#addressed``), so a value written only
+there is no trusted source, while the record's other fields keep their trust.
+
+A string addresses the agent when :func:`guardagent.trace.addressed.addressed_from` finds a
+cue in it (an address to a model, a claim to be the user or the system, an instruction
+override, a tag-like marker), in any of :func:`~guardagent.trace.reading.readings` (as
+written, and with its escapes read). The JSON or YAML parser bounds each string, so the
+words to the agent cannot run on into the next field; the whole string goes, the words before
+its cue included (fail closed: they are the same author's).
+
+Not read so: a result the label gives no `untrusted_fields` (it is not parsed; a deployer
+who trusts a tool whole trusts its text), and a ``listing`` (its cells are not bounded).
+docs/reference/traces.md ("Untrusted fields of a trusted tool") says so to deployers.
+
+Linear in the string (each paragraph is read once); a short string's verdict is kept
+(:data:`MAX_CACHED_CHARS`), as the same result is parsed again at every call of a thread.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from guardagent.trace.reading import on_clear, readings
+
+PART = "addressed"
+"""The name of the part a record's addressed strings become (``tool:X#addressed``)."""
+
+MAX_CACHED_CHARS = 16_384
+"""Longest string whose verdict is kept (the cache holds at most 2,048 such strings)."""
+
+
+def addressed_part(text: str) -> str | None:
+    """:data:`PART` for a string of a trusted record that addresses the agent, else None."""
+    if len(text) > MAX_CACHED_CHARS:
+        return _part(text)
+    return _cached(text)
+
+
+def _part(text: str) -> str | None:
+    # here, not at the top: the reader of addressed text reads tokens as a thread's state
+    # does, and the state module reads the parsed messages these strings are split from
+    from guardagent.trace.addressed import addressed_from
+
+    return PART if any(addressed_from(r) is not None for r in readings(text)) else None
+
+
+@lru_cache(maxsize=2_048)
+def _cached(text: str) -> str | None:
+    return _part(text)
+
+
+on_clear(_cached.cache_clear)
