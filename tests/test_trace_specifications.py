@@ -58,3 +58,14 @@ def test_a_should_sentence_after_a_request_specifies_it(text: str) -> None:
 ])
 def test_no_request_without_a_request_to_specify(text: str) -> None:
     assert verdict(text) != ["request"]
+
+
+def test_a_condition_inside_the_request_qualifies_a_detail_and_the_request_stands() -> None:
+    text = (f"Please create a 1 hour event 'Retro' on 2024-05-19 at 10:00 or 16:00 if at 10:00 "
+            f"I already have something. The description should be 'Notes'. The event should "
+            f"have the same participants as '{NAME}' event on 2024-05-15.")
+    assert verdict(text) == ["request"]
+    # a doubt in a sentence of its own after the request still spoils what follows
+    doubted = (f"Please create a 1 hour event 'Retro' on 2024-05-19. I am not sure about it. "
+               f"The event should have the same participants as '{NAME}'.")
+    assert verdict(doubted) != ["request"]

@@ -11,8 +11,11 @@ words, reads ``<subject> <modal> ...``: the subject is a pronoun or a noun phras
 back at what was asked for ("it", "the event", "its guests", "the reply": a determiner of
 :data:`LEADS` and at most three more words), the modal one of ``should``, ``must``,
 ``shall``, ``needs to``, ``has to``. It joins the request only when an earlier sentence of
-the same message holds a request and nothing from that request to it (its own sentence
-included) is refused, doubted or asked (the caller's verdicts). So these ask for nothing:
+the same message holds a request and nothing in a sentence after that request's, up to it
+and its own sentence included, is refused, doubted or asked (the caller's verdicts; a
+condition inside the request's own sentence, "at 10:00, or 16:00 if 10:00 is taken",
+qualifies a detail of a request that stands; a negation there does not: "Do not create an
+event. The event should ..." specifies nothing). So these ask for nothing:
 a "should" with no request before it ("The event should have ..."), a question ("Should it
 have ...?"), a doubt ("If you can, it should ..."), a negation ("It should not ..."), someone
 else's words ("Bob said the event should ..."), a "should" about something else ("Someone
@@ -22,6 +25,8 @@ should look into X", "You should know that X ..."), or after a refused request.
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
+
+from guardagent.trace.withdrawals import negative
 
 LEADS = frozenset({"the", "it", "its", "this", "that", "their", "these", "those"})
 """Words a specifying clause's subject starts with (pointing back at what was asked for)."""
@@ -61,15 +66,17 @@ def specified(clauses: Mapping[int, list[str]], sentence_of: Mapping[int, int],
         opening: The words skipped before a clause's subject (greetings, "please", "and").
     """
     found: list[int] = []
-    asked_before = False
-    spoiled = False  # a refusal, a doubt or a question since the last request
+    asked_in = -1  # the sentence of the last request
+    spoiled = False  # a refusal, a doubt or a question in a sentence after it
     for c in sorted(clauses):
         verdict = verdicts[c]
         first = c - 1 not in sentence_of or sentence_of[c - 1] != sentence_of[c]
+        asked_before = asked_in >= 0
         if verdict == "request":
-            asked_before, spoiled = True, False
-        elif verdict in ("refused", "asked"):
-            spoiled = True
+            asked_in, spoiled = sentence_of[c], False
+        elif verdict in ("refused", "asked") and (
+                sentence_of[c] != asked_in or any(negative(w) for w in clauses[c])):  # fmt: skip
+            spoiled = True  # (a doubt within the request's sentence qualifies a detail of it)
         elif (first and asked_before and not spoiled and verdict == "said"
               and specifies(clauses[c], opening)
               and not _spoiled_later(clauses, sentence_of, verdicts, c)):  # fmt: skip
