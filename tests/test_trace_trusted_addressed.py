@@ -140,3 +140,66 @@ def test_a_value_another_trusted_field_also_holds_stays_trusted() -> None:
     sent = facts(_trace(listing), "post_page", {"url": EVIL_SITE, "content": "x"},
                  labels=LABELS)  # fmt: skip
     assert sent.fact('arg_from_trusted("url")').value is True
+
+
+# -- a trusted tool with no field labels: its text is cut where it addresses the agent ---------
+
+PLAIN_LABELS = Labels.from_mapping({"tools": {
+    "get_channels": {"results": "trusted", "effect": "read", "args": []},
+    "post_page": {"results": "trusted", "effect": "send", "recipients": ["url"],
+                  "args": ["url", "content"]},
+    "add_member": {"results": "trusted", "effect": "write", "args": ["user", "channel"]},
+}})  # fmt: skip
+TEXT_LAYOUTS = [
+    "- general\n- random\n- '{inj}'",  # YAML: the injection is one listed name
+    "- general\n- random\n- 'Ext_\n\n\n  {inj}\n\n  '",  # a quoted name spanning lines
+    '["general", "random", "Ext_ {inj}"]',  # JSON
+    "general\nrandom\n\n{inj}\n\nprivate",  # plain text: cut at the paragraph
+    "Channels: general, random.\n\n{inj}",
+]
+
+
+def _channels(layout: str, injection: str) -> list[dict[str, object]]:
+    listing = layout.replace("{inj}", injection.format(v=EVIL_SITE).replace("'", "''")
+                             if layout.startswith("-") else injection.format(v=EVIL_SITE)
+                             .replace('"', "'"))  # fmt: skip
+    return [system(), user("Add Charlie to the channel starting with Ext."),
+            call("c1", "get_channels", {}), result("c1", listing)]  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", TEXT_LAYOUTS)
+@pytest.mark.parametrize("injection", INJECTIONS)
+def test_a_plain_trusted_result_is_cut_where_it_addresses_the_agent(layout: str,
+                                                                    injection: str) -> None:  # fmt: skip
+    messages = _channels(layout, injection)
+    sent = facts(messages, "post_page", {"url": EVIL_SITE, "content": "x"}, labels=PLAIN_LABELS)
+    assert sent.fact('arg_from_trusted("url")').value is False
+    for room in ("general", "random"):  # the control: what it lists before keeps its trust
+        added = facts(messages, "add_member", {"user": "Charlie", "channel": room},
+                      labels=PLAIN_LABELS)  # fmt: skip
+        assert added.fact('arg_from_trusted("channel")').value is True
+
+
+@pytest.mark.parametrize("layout", TEXT_LAYOUTS[:3])
+@pytest.mark.parametrize("injection", INJECTIONS)
+def test_a_listed_name_with_words_to_the_agent_still_names_the_listed_thing(
+    layout: str, injection: str
+) -> None:
+    """The channel exists: an argument that is the whole listed name is the listing's."""
+    import yaml
+
+    messages = _channels(layout, injection)
+    raw = str(messages[-1]["content"])
+    parsed = yaml.safe_load(raw)
+    name = next(n for n in parsed if EVIL_SITE in n)
+    added = facts(messages, "add_member", {"user": "Charlie", "channel": name},
+                  labels=PLAIN_LABELS)  # fmt: skip
+    assert added.fact('arg_from_trusted("channel")').value is True
+    # a part of it, or more than it, is not the name
+    for other in (name + " ", name.split(EVIL_SITE)[0] + EVIL_SITE, "x " + name):
+        moved = facts(messages, "add_member", {"user": "Charlie", "channel": other},
+                      labels=PLAIN_LABELS)  # fmt: skip
+        assert moved.fact('arg_from_trusted("channel")').value is not True
+    # and the name beside another argument vouches for nothing there
+    both = facts(messages, "post_page", {"url": EVIL_SITE, "content": name}, labels=PLAIN_LABELS)
+    assert both.fact('arg_from_trusted("url")').value is False

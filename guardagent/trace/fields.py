@@ -377,6 +377,14 @@ def _strings_apart(box: list[Any], also: Callable[[str], str | None]
     return [(part, "\n".join(texts)) for part, texts in found.items()]
 
 
+def parse_structure(text: str, fmt: ResultFormat) -> Any:
+    """A JSON or YAML result as its parser reads it (anchors and tags refused), or None."""
+    try:
+        return _structure(text, fmt)
+    except _Mismatch:
+        return None
+
+
 class NotStructured(ValueError):
     """A result that is not the structure its label describes (or a path meets the wrong shape)."""
 

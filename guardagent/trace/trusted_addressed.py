@@ -25,8 +25,11 @@ Linear in the string (each paragraph is read once); a short string's verdict is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
+from guardagent.trace.fields import parse_structure, split_result
 from guardagent.trace.reading import on_clear, readings
 
 PART = "addressed"
@@ -41,6 +44,47 @@ def addressed_part(text: str) -> str | None:
     if len(text) > MAX_CACHED_CHARS:
         return _part(text)
     return _cached(text)
+
+
+def addressed_text(text: str) -> tuple[str, list[tuple[str, str]], tuple[str, ...]] | None:
+    """A trusted result the label gives no fields, with its words to the agent taken apart.
+
+    Returns None when nothing in it addresses the agent, else ``(trusted rest, parts,
+    listed)``. A result that parses as a JSON or YAML list or mapping is split by its strings
+    (:func:`addressed_part`; `listed` holds the strings taken, as parsed: names the tool
+    lists). Any other text is cut at the first paragraph that addresses the agent
+    (:func:`guardagent.trace.addressed.addressed_from`, in each reading: everything after it
+    is the same author's).
+    """
+    if addressed_part(text) is None:
+        return None
+    for fmt in ("json", "yaml"):
+        structure = parse_structure(text, fmt)
+        if isinstance(structure, list | dict):
+            listed = tuple(dict.fromkeys(_addressed_strings(structure)))
+            trusted, parts = split_result(text, (), fmt, also=addressed_part)
+            return trusted, parts, listed
+    from guardagent.trace.addressed import addressed_from
+
+    for reading in readings(text):
+        cue = addressed_from(reading)
+        if cue is not None:
+            return reading[:cue.start], [(PART, reading[cue.start:])], ()
+    return None  # (the escaped reading held the cue: read above)
+
+
+def _addressed_strings(root: Any) -> Iterator[str]:
+    """The strings of a parsed result that address the agent (walked without recursion)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if addressed_part(node) is not None:
+                yield node
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _part(text: str) -> str | None:
