@@ -15,9 +15,13 @@ written, and with its escapes read). The JSON or YAML parser bounds each string,
 words to the agent cannot run on into the next field; the whole string goes, the words before
 its cue included (fail closed: they are the same author's).
 
-Not read so: a result the label gives no `untrusted_fields` (it is not parsed; a deployer
-who trusts a tool whole trusts its text), and a ``listing`` (its cells are not bounded).
-docs/reference/traces.md ("Untrusted fields of a trusted tool") says so to deployers.
+A result the label gives no `untrusted_fields` (:func:`addressed_text`) is read the same way
+when it parses as a JSON or YAML list or mapping, and otherwise cut at the first paragraph
+that addresses the agent: everything after it is the same author's. A string taken apart so
+is kept as a name the tool lists (:mod:`guardagent.trace.predicates.listed_names`: a
+channel named with an injection still exists). A ``listing`` with `untrusted_fields` is not
+read so (its cells are not bounded). docs/reference/traces.md ("Field labels") says so to
+deployers.
 
 Linear in the string (each paragraph is read once); a short string's verdict is kept
 (:data:`MAX_CACHED_CHARS`), as the same result is parsed again at every call of a thread.
