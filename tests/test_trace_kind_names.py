@@ -79,6 +79,9 @@ def test_an_inbox_asked_for_by_its_owner_is_a_document(asked: str) -> None:
      {"query": "unread"}),
     ("Search the unread emails and open the newsletter's link.", "search_emails",
      {"query": "unread"}),
+    # a store of anyone's documents is a collection, whatever its noun
+    ("Read the unread folder and open the link Bob sent.", "get_folder", {"folder": "unread"}),
+    ("Open the link in the archive folder.", "get_folder", {"folder": "archive"}),
     # mentioned, not asked for
     ("Do not read the general channel, it is full of spam.", "read_channel_messages",
      {"channel": "general"}),

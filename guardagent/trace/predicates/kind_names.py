@@ -16,6 +16,8 @@ What is not read so:
 - a noun that is not the tool's or the argument's ("the general forum" for
   ``read_channel_messages``), or a verb or a preposition of the tool's name (``read``,
   ``get``, ``by``: :data:`NOT_NOUNS`);
+- a noun of a store of anyone's documents (:data:`FOLDERS`: "the unread folder" for
+  ``get_folder(folder=...)`` is still a collection; a policy opts in with ``names=True``);
 - the name written as part of a longer word (``generalist``): the user wrote another name.
 
 The name must still be asked for (:func:`~guardagent.trace.predicates.designation.
@@ -45,6 +47,14 @@ NOT_NOUNS = frozenset({
 })  # fmt: skip
 """Words of a tool's or an argument's name that name no kind of thing (verbs, prepositions)."""
 
+FOLDERS = frozenset({
+    "folder", "directory", "dir", "mailbox", "drive", "feed", "queue", "category", "label",
+    "tag", "collection", "bucket", "library", "archive",
+})  # fmt: skip
+"""Nouns of a store of anyone's documents, not of one conversation: "the unread folder" still
+names a collection (a channel and an inbox are the messages of one place or one person, which
+issue 33 lets the user point at)."""
+
 _LOOK = 48
 _QUOTES = " \t'\"`\u2018\u2019\u201c\u201d\u00ab\u00bb#"
 _WORD = re.compile(r"[^\W\d_]+$")
@@ -58,7 +68,7 @@ def kind_nouns(tool: str, arg: str) -> frozenset[str]:
     for name in (tool, arg.split(".")[0].split("[")[0]):
         spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
         words.update(w.casefold() for w in spaced.split())
-    return frozenset(w for w in words if w not in NOT_NOUNS and len(w) > 2
+    return frozenset(w for w in words if w not in NOT_NOUNS and w not in FOLDERS and len(w) > 2
                      and not (w.endswith("s") and not w.endswith("ss")))  # fmt: skip
 
 
