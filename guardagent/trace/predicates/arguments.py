@@ -238,7 +238,8 @@ def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None,
     ``5000`` is not ``"$5,000"``. ``compare="typed"`` reads both sides by kind, as
     :func:`arg_equals` does (an amount, a date, an IBAN, a URL by its key: ``5000`` is
     ``"$5,000"``, ``https://www.shop.example.com/`` is ``shop.example.com``), and is open
-    when an ambiguous value's readings disagree.
+    when an ambiguous value's readings disagree. A block-list (``NOT arg_in(...)``) wants the
+    typed reading: by text, a re-spaced IBAN or another spelling of a site is not in it.
     """
     items, where = _expected(facts, values)
     if items is None:
