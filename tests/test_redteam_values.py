@@ -282,11 +282,13 @@ def test_a_private_use_character_is_not_read_as_a_deviation_character() -> None:
 
 _TASK = {"name": "restock", "params": {"values": ["25", "30"]},
          "predicates": [{"name": "value_allowed", "kind": "condition",
-                         "assign": {"trace": 'arg_in("value", "$values")'}}],
+                         "assign": {"trace": 'arg_in("value", "$values", compare="typed")'}}],
          "rules": [{"id": "typed-values", "logic": "types IMPLIES value_allowed"}]}  # fmt: skip
+_TEXT_TASK = {**_TASK, "predicates": [{"name": "value_allowed", "kind": "condition",
+                                       "assign": {"trace": 'arg_in("value", "$values")'}}]}
 
 
-def fill_task(value: Any) -> GuardDecision:
+def fill_task(value: Any, task: dict[str, Any] = _TASK) -> GuardDecision:
     messages = [{"role": "system", "content": "You are a web agent on https://admin.shop.example."},
                 {"role": "user", "content": "Set the stock of SKU-1042 to 25 (25,000 / 25.000 "
                                             "if the page says so)."},
@@ -294,7 +296,7 @@ def fill_task(value: Any) -> GuardDecision:
                 _result("c1", "Quantity [b7]"),
                 _call("p1", "fill", {"bid": "b7", "value": value, "text": "Quantity",
                                      "role": "spinbutton"})]  # fmt: skip
-    return browser().check_trace(messages, task=_TASK)
+    return browser().check_trace(messages, task=task)
 
 
 @pytest.mark.parametrize("value", ["25", "25.00", 25, 25.0])
@@ -305,8 +307,16 @@ def test_the_listed_amount_is_allowed_however_written(value: Any) -> None:
 @pytest.mark.parametrize("value", ["25,000", "25.000"])
 def test_an_amount_that_reads_25_or_25000_is_not_in_the_list(value: str) -> None:
     # a quantity field reads 25,000 as twenty-five thousand (en) and 25.000 as such (de)
-    decision = fill_task(value)
-    assert not decision.allowed, decision.reason
+    for task in (_TASK, _TEXT_TASK):
+        decision = fill_task(value, task)
+        assert not decision.allowed, decision.reason
+
+
+@pytest.mark.parametrize(("value", "allowed"), [("25", True), (25, True), ("25.00", False),
+                                                (25.0, False), (" 25 ", True)])  # fmt: skip
+def test_by_default_the_list_holds_spellings(value: Any, allowed: bool) -> None:
+    """`arg_in` without `compare=` is text: only the listed spellings (issue 33 item 6)."""
+    assert fill_task(value, _TEXT_TASK).allowed is allowed
 
 
 # -- laundering: what the model stored is not a trusted source, however the tool cleaned it ---

@@ -64,7 +64,10 @@ def test_equals_and_in_compare_by_kind() -> None:
 def test_in_a_records_section_and_a_missing_section_is_open() -> None:
     sites = {"allowed_sites": ["shop.example.com", "https://docs.shop.example.com"]}
     assert value("browse", {"url": "https://www.docs.shop.example.com/"},
-                 'arg_in("url", "@allowed_sites")', values=sites) is True  # fmt: skip
+                 'arg_in("url", "@allowed_sites", compare="typed")', values=sites) is True
+    # by default the list is of spellings: the site is not written so in the section
+    assert value("browse", {"url": "https://www.docs.shop.example.com/"},
+                 'arg_in("url", "@allowed_sites")', values=sites) is False  # fmt: skip
     assert value("browse", {"url": "https://evil.example.com/"},
                  'arg_in("url", "@allowed_sites")', values=sites) is False  # fmt: skip
     fact = facts(BASE, "browse", {"url": "https://a.ch"}).fact('arg_in("url", "@nowhere")')
@@ -212,3 +215,80 @@ def test_a_relay_hack_in_the_local_part_does_not_read_as_the_local_domain(to: st
     # path to user@domain and relays it: the mail leaves x.ch
     assert value("send_email", {"to": to}, 'arg_glob("to", "*@x.ch")') is not True, to
     assert value("send_email", {"to": to}, 'arg_glob("to", "*@evil.io", match="any")') is not False
+
+
+# -- arg_in compares text by default; the typed comparison is asked for (issue 33 item 6) ----
+
+IN_CASES = [
+    # (actual, listed, by text, by kind)
+    (5000, "$5,000", False, True),
+    ("5000", "$5,000", False, True),
+    ("09/30/2024", "2024-09-30", False, True),
+    ("30 September 2024", "2024-09-30", False, True),
+    ("CH93 0076 2011 6238 5295 7", "CH9300762011623852957", False, True),
+    ("https://www.shop.example.com/", "shop.example.com", False, True),
+    ("2500", "2,500.00", False, True),
+    ("1,500", "1500", False, None),  # 1500 or 1.5: the typed readings disagree
+    ("Alice@Example.com", "alice@example.com", True, True),  # an address is case-folded
+    ("ＰＡＹＰＡＬ", "paypal", True, True),  # one word in NFKC and case folding
+    (26, "26", True, True),
+    ("'26'", "26", False, False),  # the quotes are part of an argument's text
+    ("invoice-0425.txt", "invoice-0425.txt", True, True),
+    ("invoice-0425.txt", "Invoice-0425.TXT", True, True),
+    ("notes.txt", "../notes.txt", False, False),
+    ("general", "random", False, False),
+]
+
+
+@pytest.mark.parametrize(("actual", "listed", "text", "typed"), IN_CASES)
+def test_in_compares_text_by_default_and_kinds_on_request(
+    actual: object, listed: object, text: bool, typed: bool | None
+) -> None:
+    args = {"value": actual}
+    assert value("fill", args, f"arg_in(\"value\", [{listed!r}])") is text
+    assert value("fill", args, f"arg_in(\"value\", [{listed!r}], compare=\"text\")") is text
+    assert value("fill", args, f"arg_in(\"value\", [{listed!r}], compare=\"typed\")") is typed
+    # the rejected value names the comparison that rejected it
+    if text is False:
+        fact = facts(BASE, "fill", args).fact(f"arg_in(\"value\", [{listed!r}])")
+        assert "text" in fact.detail
+
+
+_WORDS = st.text(alphabet=st.sampled_from("aAbB09 ,.$-'ＡＢ\u200b"), min_size=1, max_size=12)
+
+
+@given(_WORDS, _WORDS)
+@settings(max_examples=300, deadline=None)
+def test_in_by_text_is_equality_of_the_normalised_text(actual: str, listed: str) -> None:
+    """Whatever the two strings, the default holds exactly when their normalised texts agree.
+
+    (No ``/``: a path with ``.`` segments is also read as the file system resolves it,
+    and is open when that reading disagrees, as `test_in_keeps_the_path_reading` shows.)
+    """
+    from guardagent.trace.values import normalize_text
+
+    if not normalize_text(listed).strip() or not actual.strip():
+        return
+    expected = normalize_text(actual).strip() == normalize_text(listed).strip()
+    got = value("fill", {"value": actual}, f"arg_in(\"value\", [{listed!r}])")
+    assert got is expected
+
+
+def test_typed_in_keeps_reading_addresses_as_the_mail_server_does() -> None:
+    """Text equality of a whole value does not let a second address through."""
+    to = {"to": "bob@x.ch, eve@evil.io"}
+    for how in ("", ', compare="text"', ', compare="typed"'):
+        assert value("send_email", to, f'arg_in("to", ["bob@x.ch, eve@evil.io"]{how})') is not True
+        assert value("send_email", to, f'arg_in("to", ["bob@x.ch"]{how})') is not True
+
+
+def test_in_keeps_the_path_reading() -> None:
+    """``/srv/docs/../x`` is not the listed ``/srv/docs/../x`` the file system never opens."""
+    args = {"path": "/srv/docs/../../etc/passwd"}
+    assert value("read_file", args, 'arg_in("path", ["/srv/docs/../../etc/passwd"])') is None
+    assert value("read_file", args, 'arg_in("path", ["/etc/passwd"])') is None
+
+
+def test_compare_must_be_text_or_typed() -> None:
+    with pytest.raises(PredicateSpecError, match="compare must be"):
+        compile_bindings({"p": 'arg_in("to", ["x"], compare="kind")'})

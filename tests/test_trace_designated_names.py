@@ -43,7 +43,9 @@ def thread(asked: str, channel: str = "general", url: str = "www.informations.co
 def test_a_channel_the_user_asks_about_by_name_is_a_document(asked: str) -> None:
     facts = thread(asked)
     assert facts.fact(NAMES).value is True
-    assert facts.fact(PLAIN).value is False  # the default: a one-word name designates nothing
+    # the default: a one-word name designates nothing, unless the user writes it beside the
+    # noun of its tool ("the general channel": tests/test_trace_kind_names.py)
+    assert facts.fact(PLAIN).value is ("general channel" in asked)
 
 
 @pytest.mark.parametrize("asked", [
@@ -86,8 +88,10 @@ def test_an_indirect_question_reports_nothing(asked: str, designated: bool) -> N
 
 
 def test_the_unaddressed_reading_takes_the_same_opt_in() -> None:
-    asked = "Summarise the article Bob posted in the general channel."
+    asked = "Summarise the article Bob posted in general."
     opted = 'arg_designated_unaddressed("url", via="read_channel_messages", names=True)'
     assert thread(asked).fact(opted).value is True
     plain = 'arg_designated_unaddressed("url", via="read_channel_messages")'
     assert thread(asked).fact(plain).value is False
+    beside = "Summarise the article Bob posted in the general channel."
+    assert thread(beside).fact(plain).value is True  # the channel's own noun

@@ -316,7 +316,7 @@ def _lines(rows: list[list[str]]) -> str:
 
 def split_result(
     text: str, paths: tuple[FieldPath, ...], fmt: ResultFormat = "json",
-    columns: int | None = None,
+    columns: int | None = None, also: Callable[[str], str | None] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:  # fmt: skip
     """A trusted tool's result split into its trusted rest and its untrusted fields.
 
@@ -325,6 +325,10 @@ def split_result(
         paths: The label's untrusted field paths.
         fmt: How the tool writes its results.
         columns: For a listing, the number of cells of every line.
+        also: For a JSON or YAML result, a test of each string the paths left trusted:
+            the name of the part it goes to (its author's words, not the record's:
+            :mod:`guardagent.trace.trusted_addressed`), or None. A listing's cells are
+            not read so (its rest is read as text by the caller).
 
     Returns:
         ``(trusted text, [(part name, untrusted text), ...])``: one part per path that
@@ -348,7 +352,37 @@ def split_result(
     for _, places in reached:  # blank only after every path has read its values
         for parent, key in places:
             parent[key] = None
+    if also is not None:
+        parts.extend(_strings_apart(box, also))
     return ("" if box[0] is None else _render(box[0])), parts
+
+
+def _strings_apart(box: list[Any], also: Callable[[str], str | None]
+                   ) -> list[tuple[str, str]]:  # fmt: skip
+    """Take out of the structure each string `also` names a part for (walked without recursion)."""
+    found: dict[str, list[str]] = {}
+    stack: list[tuple[Any, Any]] = [(box, 0)]
+    while stack:
+        parent, key = stack.pop()
+        node = parent[key]
+        if isinstance(node, str):
+            part = also(node)
+            if part is not None:
+                found.setdefault(part, []).append(node)
+                parent[key] = None
+        elif isinstance(node, dict):
+            stack.extend((node, k) for k in reversed(list(node)))
+        elif isinstance(node, list):
+            stack.extend((node, k) for k in reversed(range(len(node))))
+    return [(part, "\n".join(texts)) for part, texts in found.items()]
+
+
+def parse_structure(text: str, fmt: ResultFormat) -> Any:
+    """A JSON or YAML result as its parser reads it (anchors and tags refused), or None."""
+    try:
+        return _structure(text, fmt)
+    except _Mismatch:
+        return None
 
 
 class NotStructured(ValueError):

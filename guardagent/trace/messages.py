@@ -92,6 +92,7 @@ from guardagent.trace.nesting import MAX_NESTING as MAX_NESTING
 from guardagent.trace.nesting import max_nodes, nesting_problem, walk
 from guardagent.trace.resume import ReadState, content_digest
 from guardagent.trace.summaries import SUMMARY_SOURCE, is_summary
+from guardagent.trace.trusted_addressed import addressed_part, addressed_text
 
 MAX_TRACE_BYTES = 8 * 1024 * 1024
 """Default size limit of a trace (UTF-8 bytes of its text and arguments)."""
@@ -156,6 +157,10 @@ class Message:
             its text (an image, a file: :func:`~guardagent.trace.answer_parts.delivered_parts`).
             The guard does not read them, yet the user sees them beside the text (a yes to
             a question shown with one approves nothing). Not part of the digest nor equality.
+        listed: For the trusted rest of a result whose strings addressed to the agent were
+            taken apart (:mod:`guardagent.trace.trusted_addressed`), those strings as the
+            result's parser read them: names the tool lists (a channel named with injected
+            text still exists). Not part of the digest nor equality.
     """
 
     role: Role
@@ -168,6 +173,7 @@ class Message:
     status: Literal["ok", "error"] | None = None
     whole: str | None = field(default=None, repr=False, compare=False)
     unread_parts: int = field(default=0, repr=False, compare=False)
+    listed: tuple[str, ...] = field(default=(), repr=False, compare=False)
     _kept: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -509,19 +515,45 @@ class _Reader:
         status: Literal["ok", "error"] = "error" if data.get("status") == "error" else "ok"
         source = f"tool:{tool_name}" if tool_name else "tool:?"
         label = self.labels.label(tool_name) if self.labels and tool_name else None
-        if label is None or not label.untrusted_fields or label.results != "trusted":
+        if label is None or label.results != "trusted":
             self.messages.append(Message("tool", source, text, tool_name, call_id, index,
                                          status=status))  # fmt: skip
             return
+        if not label.untrusted_fields:
+            self.trusted_text(text, source, tool_name, call_id, index, status, answered)
+            return
+        # a string of the record that addresses the agent is its author's words, as a field
+        # the label names untrusted is (guardagent.trace.trusted_addressed)
+        also = addressed_part if label.result_format != "listing" else None
         trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
-                                      label.columns)  # fmt: skip
+                                      label.columns, also=also)  # fmt: skip
         self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
                                      status=status, whole=text))  # fmt: skip
+        self.parts_of(parts, source, tool_name, call_id, status, answered)
+
+    def parts_of(self, parts: list[tuple[str, str]], source: str, tool_name: str | None,
+                 call_id: str | None, status: Literal["ok", "error"],
+                 answered: tuple[int, int] | None) -> None:  # fmt: skip
+        """Append a result's untrusted parts, each a message of its own after its rest."""
         for part, part_text in parts:
             if answered is not None:  # a field is still the record's: it answers the same call
                 self.answers[len(self.messages)] = answered
             self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
                                          call_id, len(self.messages), status=status))  # fmt: skip
+
+    def trusted_text(self, text: str, source: str, tool_name: str | None, call_id: str | None,
+                     index: int, status: Literal["ok", "error"],
+                     answered: tuple[int, int] | None) -> None:  # fmt: skip
+        """A trusted result without field labels: its words to the agent are taken apart."""
+        split = addressed_text(text)
+        if split is None:
+            self.messages.append(Message("tool", source, text, tool_name, call_id, index,
+                                         status=status))  # fmt: skip
+            return
+        trusted, parts, listed = split
+        self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
+                                     status=status, whole=text, listed=listed))  # fmt: skip
+        self.parts_of(parts, source, tool_name, call_id, status, answered)
 
 
 def _calls_given(data: Mapping[str, Any]) -> bool:

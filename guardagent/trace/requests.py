@@ -34,6 +34,9 @@ A message is read as a careful human reads it, in one linear pass over its words
   opened (:mod:`guardagent.trace.pasted`), or in a
   sentence that reports speech ("said", "wrote", "says: ...": a reporting word before it
   in its clause, or in another clause of its sentence);
+- a sentence that says how the thing just asked for must be ("Create an event. The event
+  should have the same participants as X.") belongs to that request
+  (:mod:`guardagent.trace.specifications`);
 - anything else (a statement, "X looks like spam") is **said**: neither a request nor a
   refusal.
 
@@ -52,6 +55,7 @@ from typing import Literal
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
+from guardagent.trace.specifications import specified
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
 Verdict = Literal["request", "refused", "asked", "quoted", "said"]
@@ -267,6 +271,10 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
+    for c in specified({c: [t.word for t in ts] for c, ts in clauses.items()},
+                       {c: ts[0].sentence for c, ts in clauses.items()}, clause_verdict,
+                       _OPENING):  # "... The event should have ...": how the request must be
+        clause_verdict[c] = "request"
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
     pasted = min(headers_from(text), introduced_from(text, _PASTING))

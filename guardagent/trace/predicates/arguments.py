@@ -178,9 +178,27 @@ def _equal(actual: Any, expected: Any, region: str | None) -> bool | None:
     return _text(actual) == _text(expected)
 
 
-def _among(actual: Any, items: Sequence[Any], region: str | None) -> bool | None:
+def _same_text(actual: Any, expected: Any) -> bool | None:
+    """Equal as normalised text (NFKC, case folding, format characters removed).
+
+    ``5000`` is not ``$5,000`` and ``09/30/2024`` is not ``2024-09-30``: a list of allowed
+    values is a list of spellings unless the policy asks for the typed reading.
+    """
+    a, e = _text(actual), _text(expected)
+    return None if a is None or e is None else a == e
+
+
+COMPARISONS: dict[str, Callable[[Any, Any, str | None], bool | None]] = {
+    "text": lambda a, e, _region: _same_text(a, e), "typed": _equal,
+}  # fmt: skip
+"""How ``arg_in`` / ``arg_equals`` compare a value with an expected one (`compare=`)."""
+
+
+def _among(actual: Any, items: Sequence[Any], region: str | None,
+           compare: str = "typed") -> bool | None:  # fmt: skip
     """Equal to one of `items` (three-valued: see :func:`_equal`)."""
-    verdicts = {_equal(actual, e, region) for e in items}
+    same = COMPARISONS[compare]
+    verdicts = {same(actual, e, region) for e in items}
     return True if True in verdicts else (None if None in verdicts else False)
 
 
@@ -198,22 +216,38 @@ def _expected(facts: TraceFacts, values: Any) -> tuple[Sequence[Any] | None, str
 
 
 @predicate
-def arg_equals(facts: TraceFacts, arg: str, value: Any, match: str | None = None) -> Fact:
-    """The argument's values equal `value` (by kind: ``2,500.00`` equals ``2500``)."""
-    region = facts.labels.phone_region
-    return _judge(facts, "arg_equals", arg, match, lambda v: _equal(v, value, region),
-                  f"equals {_show(value)}")  # fmt: skip
+def arg_equals(facts: TraceFacts, arg: str, value: Any, match: str | None = None,
+               compare: str = "typed") -> Fact:  # fmt: skip
+    """The argument's values equal `value` (by kind: ``2,500.00`` equals ``2500``).
+
+    ``compare="text"`` asks for the same normalised text instead (see :func:`arg_in`).
+    """
+    region, same = facts.labels.phone_region, COMPARISONS[compare]
+    how = "" if compare == "typed" else " as text"
+    return _judge(facts, "arg_equals", arg, match, lambda v: same(v, value, region),
+                  f"equals {_show(value)}{how}")  # fmt: skip
 
 
 @predicate
-def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None) -> Fact:
-    """The argument's values are among `values` (a list, or ``"@section"`` of the records)."""
+def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None,
+           compare: str = "text") -> Fact:  # fmt: skip
+    """The argument's values are among `values` (a list, or ``"@section"`` of the records).
+
+    By default a value is in the list when it is one of its entries as normalised text
+    (:func:`_same_text`): an allow-list of ids, names or sites lists spellings, and
+    ``5000`` is not ``"$5,000"``. ``compare="typed"`` reads both sides by kind, as
+    :func:`arg_equals` does (an amount, a date, an IBAN, a URL by its key: ``5000`` is
+    ``"$5,000"``, ``https://www.shop.example.com/`` is ``shop.example.com``), and is open
+    when an ambiguous value's readings disagree. A block-list (``NOT arg_in(...)``) wants the
+    typed reading: by text, a re-spaced IBAN or another spelling of a site is not in it.
+    """
     items, where = _expected(facts, values)
     if items is None:
         return Fact("arg_in", None, (), where)
     region = facts.labels.phone_region
+    how = "by kind" if compare == "typed" else "as text"
     return _judge(facts, "arg_in", arg, match,
-                  lambda v: _among(v, items, region), f"in {where}")  # fmt: skip
+                  lambda v: _among(v, items, region, compare), f"in {where} ({how})")  # fmt: skip
 
 
 @predicate
@@ -368,6 +402,8 @@ def _arg_and_match(given: dict[str, Any]) -> None:
         raise PredicateSpecError("arg must be an argument name, a path or '*'")
     if given.get("match") not in (None, "any", "every"):
         raise PredicateSpecError(f"match must be 'any' or 'every', not {given['match']!r}")
+    if given.get("compare", "text") not in COMPARISONS:
+        raise PredicateSpecError(f"compare must be 'text' or 'typed', not {given['compare']!r}")
 
 
 def _values_option(raw: Any, key: str) -> None:

@@ -21,8 +21,10 @@ linked": the IBAN or the address is in no user message, only in the result of a 
 - a call that reads a resource an earlier writing call of the agent named designates
   nothing (:mod:`guardagent.trace.resources`): it returns what the agent wrote there.
 
-A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, or
-a phrase of two or more words or with a digit (``invoice-0425.txt``). "Summarise my last
+A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, a
+phrase of two or more words or with a digit (``invoice-0425.txt``), or a one-word name the
+user's request writes beside a singular noun of its tool's or argument's name ("the
+'general' channel", "Alice's inbox": :mod:`.kind_names`). "Summarise my last
 10 unread mails" names the folder ``unread`` and a count, not any one message: the inbox
 it returns is not a document the user pointed at, so an IBAN in one of its mails is not
 derived from the user. The rule is a heuristic over words; ``via=`` (the tools that read
@@ -52,6 +54,7 @@ from guardagent.trace.messages import ToolCall
 from guardagent.trace.predicates.designation import requested, written_as_read
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import PredicateSpecError
+from guardagent.trace.predicates.kind_names import named_beside_noun
 from guardagent.trace.predicates.provenance import INNER_KINDS, in_records
 from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
 from guardagent.trace.resources import Writes
@@ -130,6 +133,14 @@ def specific(value: ValueProvenance, names: bool = False) -> bool:
         return True
     toks = value.value.tokens
     return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t) or (names and len(toks) == 1)
+
+
+def _beside_noun(facts: TraceFacts, call: ToolCall, value: ValueProvenance, raw: Any,
+                 chain: Chain) -> bool:  # fmt: skip
+    """A one-word name the user asked for beside its tool's noun ("the general channel")."""
+    asked = chain[1][0] if chain[1] else None
+    return (asked is not None and asked.kind == "user"
+            and named_beside_noun(facts, call, value, raw, asked.index))  # fmt: skip
 
 
 Via = tuple[CallPattern, ...] | None
@@ -216,7 +227,8 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     found: Chain | None = None
     for value in values:
         chain = derivation(facts, value, call.index, hops, via, scalars.get(value.path), names)
-        if chain is not None and not specific(value, names):
+        if chain is not None and not specific(value, names) and not _beside_noun(
+                facts, call, value, scalars.get(value.path), chain):  # fmt: skip
             continue  # names a collection (a folder, a search word), not one document
         if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
                                  for s in value.sources):  # fmt: skip

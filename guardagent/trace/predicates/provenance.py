@@ -7,6 +7,7 @@ from typing import Any
 
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact, Trail
+from guardagent.trace.predicates.listed_names import with_listed_names
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
 from guardagent.trace.predicates.trails import plain
 from guardagent.trace.provenance import (
@@ -26,6 +27,10 @@ INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
 
 
 def _select(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
+    return with_listed_names(facts, _selected(facts, arg, kinds))
+
+
+def _selected(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     wanted = parse_kinds(kinds)
     label = facts.labels.label(facts.trace.call.name)
     if arg == "@recipients" and not label.recipients:
