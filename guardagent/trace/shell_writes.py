@@ -35,6 +35,9 @@ from typing import Any
 
 import bashlex
 
+from guardagent.trace.sed_scripts import script_effects
+from guardagent.trace.shell_options import SPECS, options, written_files
+
 MAX_COMMAND_CHARS = 8192
 """A longer command is not parsed: it may write anything (bashlex's parser is not meant for
 megabytes of attacker text)."""
@@ -61,8 +64,9 @@ _ALL_ARGS = frozenset({"tee", "touch", "truncate"})
 _DESTINATION = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _FIND_WRITES = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
                           "-fprint0", "-fprintf", "-fls"})  # fmt: skip
-_OUTPUT_OPTIONS = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
-                   "wget": ("-O", "--output-document")}  # fmt: skip
+_OPTION_WRITERS = frozenset({"find", "sed", "perl", "dd", *SPECS})
+"""Readers that may write through an option: given a name built at run time, may write any."""
+_RECURSIVE = frozenset({"-r", "-R", "-a", "--recursive", "--archive"})
 
 
 @dataclass
@@ -90,6 +94,9 @@ def written_by(command: str) -> ShellWrites:
     found = ShellWrites()
     if len(command) > MAX_COMMAND_CHARS:
         found.unknown = f"a command longer than {MAX_COMMAND_CHARS} characters is not read"
+        return found
+    if "\x00" in command:  # a consumer in C reads the command up to the NUL: another command
+        found.unknown = "a command holding a NUL byte is read up to it by a C program"
         return found
     try:
         trees = bashlex.parse(command)
@@ -131,14 +138,28 @@ def _literal(word: Any) -> str | None:
 
 
 def _targets(found: ShellWrites, targets: list[str]) -> None:
-    """Note written targets; a pattern (``> *.txt``) may name any file it matches."""
+    """Note written targets; a pattern (``> *.txt``) may name any file it matches.
+
+    So may a word the shell expands by braces (``in{voice.txt,x}`` names ``invoice.txt``).
+    """
     if any(c in t for t in targets for c in "*?["):
         found.unknown = "it writes to a file named by a pattern"
+    elif any(_braced(t) for t in targets):
+        found.unknown = "it writes to a file named by brace expansion"
     found.targets.extend(targets)
 
 
 def _redirect(node: Any, found: ShellWrites) -> None:
-    if node.type not in _WRITING_REDIRECTS or isinstance(node.output, int):
+    heredoc = getattr(node, "heredoc", None)
+    if heredoc is not None and any(s in str(getattr(heredoc, "value", "")) for s in ("$(", "`")):
+        # an unquoted delimiter (bashlex rejects a quoted one) expands the body: it runs
+        found.unknown = "a here-document runs the command substitutions in its body"
+        return
+    if isinstance(node.output, int):
+        return  # a descriptor (2>&1, >&2)
+    if node.type == ">&" and getattr(node.output, "word", None) != "-":
+        pass  # `>&word` with a word that is no descriptor writes the file, as `&>` does
+    elif node.type not in _WRITING_REDIRECTS:
         return
     target = _literal(node.output)
     if target is None:
@@ -159,7 +180,7 @@ def _command(node: Any, found: ShellWrites) -> None:
     name = posixpath.basename(name)
     args = [_literal(w) for w in words[1:]]
     if any(a is None for a in args):
-        if name in READING and name not in ("find", "sed", "perl", "dd", "sort", "curl", "wget"):
+        if name in READING and name not in _OPTION_WRITERS:
             return  # "cat $f" reads
         found.unknown = f"`{name}` is given a name built at run time"
         return
@@ -168,16 +189,21 @@ def _command(node: Any, found: ShellWrites) -> None:
     if name in _ALL_ARGS:
         _targets(found, plain)
     elif name in _DESTINATION:
+        if name in SPECS and any(o in _RECURSIVE for o, _ in options(name, given)[0]):
+            found.unknown = f"`{name}` copies a directory: any file in it, named by nobody"
+            return
         _targets(found, plain[-1:] + [posixpath.basename(a.rstrip("/")) for a in plain]
                  + _option_values(given, ("-t", "--target-directory")))
-    elif name in ("sed", "perl"):
-        _in_place(name, given, plain, found)
+    elif name == "sed":
+        _sed(given, found)
+    elif name == "perl":
+        _in_place(given, plain, found)
     elif name == "find":
         if not _FIND_WRITES.isdisjoint(given):
             found.unknown = "`find` runs or writes with -exec/-delete/-fprint"
     elif name == "dd":
         _targets(found, [a[3:] for a in given if a.startswith("of=")])
-    elif name in _OUTPUT_OPTIONS:
+    elif name in SPECS:
         _outputs(name, given, found)
     elif name not in READING:
         found.unknown = f"`{name}` may write any file"
@@ -195,23 +221,52 @@ def _option_values(given: list[str], options: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _in_place(name: str, given: list[str], plain: list[str], found: ShellWrites) -> None:
-    """``sed -i`` and ``perl -i`` write their files; a sed script may write with ``w``."""
-    if any(a.startswith("-i") or a.startswith("--in-place") for a in given) or (
-            name == "perl" and any(a.startswith("-") and "i" in a[1:] for a in given)):  # fmt: skip
-        _targets(found, plain[1:] if name == "sed" and not any(
-            a in ("-e", "--expression") for a in given) else plain)  # the script is no file
-    elif name == "perl":
+def _in_place(given: list[str], plain: list[str], found: ShellWrites) -> None:
+    """``perl -i`` writes its files; any other perl runs a program."""
+    if any(a.startswith("-") and not a.startswith("--") and "i" in a[1:] for a in given):
+        _targets(found, plain)
+    else:
         found.unknown = "`perl` runs a program that may write any file"
-    elif any("w" in a.lower() for a in plain[:1]) or any(
-            a in ("-e", "-f", "--expression", "--file") for a in given):  # fmt: skip
-        found.unknown = "a `sed` script may write a file (its `w` command)"
+
+
+def _sed(given: list[str], found: ShellWrites) -> None:
+    """``sed -i`` writes its files; its script may write (``w``) or run commands (``e``)."""
+    read, operands = options("sed", given)
+    if any(o in ("-f", "--file") for o, _ in read):
+        found.unknown = "a `sed` script read from a file may write any file"
+        return
+    scripts = [v for o, v in read if o in ("-e", "--expression") and v is not None]
+    files = operands if scripts else operands[1:]
+    for script in scripts or operands[:1]:
+        effects = script_effects(script)
+        if effects.unreadable is not None or effects.runs:
+            why = effects.unreadable or "its e command runs one"
+            found.unknown = f"a `sed` script may write any file ({why})"
+            return
+        _targets(found, effects.writes)
+    if any(o in ("-i", "--in-place") for o, _ in read):
+        _targets(found, files)
 
 
 def _outputs(name: str, given: list[str], found: ShellWrites) -> None:
-    values = _option_values(given, _OUTPUT_OPTIONS[name])
-    _targets(found, values)
-    remote = name == "curl" and any(a in ("-O", "--remote-name", "--remote-name-all")
-                                    or a.startswith("-O") for a in given)  # fmt: skip
-    if remote or (name == "wget" and not values):
+    """A command that writes through its options (:mod:`.shell_options`), ``uniq``'s output."""
+    read, operands = options(name, given)
+    files, why = written_files(name, read)
+    if why is not None:
+        found.unknown = why
+        return
+    _targets(found, files)
+    if name == "uniq":
+        _targets(found, operands[1:2])  # uniq INPUT OUTPUT
+    remote = name == "curl" and any(o in ("-O", "--remote-name", "--remote-name-all")
+                                    for o, _ in read)  # fmt: skip
+    if remote or (name == "wget" and not any(o in ("-O", "--output-document") and v
+                                             for o, v in read)):  # fmt: skip
         found.unknown = f"`{name}` writes a file named by the server"
+
+
+def _braced(word: str) -> bool:
+    """Whether the shell may expand `word` by braces (``a{b,c}``, ``f{1..3}``)."""
+    opened = word.find("{")
+    closed = word.find("}", opened + 1)
+    return 0 <= opened < closed and ("," in word[opened:closed] or ".." in word[opened:closed])
