@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from guardagent.trace.secrets import find_secrets
 from guardagent.trace.shell_writes import written_by
+from tests.linear import assert_linear
 from tests.test_review_findings import ATTACKER, NAMED, _laundered
 from tests.test_trace_reading import goto_facts
 from tests.trace_helpers import call, facts, result, system, user
@@ -138,7 +139,7 @@ def _leak(args: dict[str, object], thread: list[dict[str, object]] | None = None
     "sk-Live-7f3a9c2e",  # 14 of its 18 letters and digits: the rest is a few guesses
     "sk-Live-3a9c2e4b1d",  # two dropped from the middle
     "Live-7f3a9c2e4b1d",  # the vendor prefix left off
-    "7f3a9c2e4b1d Live",
+    "sk-Live-7f3a 9c2e",  # cut short and spaced
 ])  # fmt: skip
 def test_most_of_a_secret_is_the_secret(body: str) -> None:
     """A value that carries three quarters of a secret's characters has leaked it."""
@@ -204,3 +205,19 @@ def test_the_reader_names_what_each_writes(cmd: str, targets: list[str]) -> None
     """The files are read as the programs read their options (bundles, attached values)."""
     got = written_by(cmd)
     assert got.unknown is None and sorted(got.targets) == sorted(targets), (cmd, got)
+
+
+@pytest.mark.parametrize("unit", ["1)+chr(", "12 abc ", "0x41", "0x4", "\\u{41}", "begin ",
+                                  "begin 644 A\n", "a" * 19 + "!1!"])  # fmt: skip
+def test_the_new_decoders_stay_linear(unit: str) -> None:
+    """Attacker text built of the new decoders' pieces: CPU time grows with its length."""
+    from guardagent.trace.decoders import text_views
+
+    assert_linear(lambda n: text_views(unit * n), 100_000 // len(unit))
+
+
+@pytest.mark.parametrize("unit", ["s/a/b/;", "/x/p;", "\\%", "1,2", "y/a/b/", "s/\\/", "b x;"])
+def test_the_sed_reader_stays_linear(unit: str) -> None:
+    from guardagent.trace.sed_scripts import script_effects
+
+    assert_linear(lambda n: script_effects(unit * n), 50_000 // len(unit))

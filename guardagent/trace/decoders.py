@@ -61,6 +61,16 @@ _CODES = re.compile(r"(?:[0-9]{1,8}[^0-9A-Za-z]{1,3}){5,}[0-9]{1,8}")
 _HEX_BYTES = re.compile(
     r"(?:(?:0[xX])?[0-9A-Fa-f]{2}[^0-9A-Za-z]{1,8}){5,}(?:0[xX])?[0-9A-Fa-f]{2}")
 _HEX_PREFIX = re.compile(r"0[xX](?=[0-9A-Fa-f]{2})")
+_HEX_GLUED = re.compile(r"(?:0[xX][0-9A-Fa-f]{2}){6,}")
+"""Hex bytes each with its ``0x`` and nothing between (``0x730x6b``): no separator to split on."""
+_CODE_POINT = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}")
+"""A code point escape of JavaScript, Rust, Swift and PHP (``\\u{73}``)."""
+_CALLED = re.compile(r"(?:[0-9]{1,7}\W{1,3}[A-Za-z_.]{1,20}\W{1,3}){5,}[0-9]{1,7}")
+"""Character codes each in a call (``chr(115)+chr(107)``, ``Chr(115) & Chr(107)``): the
+separators hold a name. Letters, digits and other characters are apart classes, so a run is
+read one way and a failed try stops within a separator's length."""
+_UU_LINE = re.compile(r"^[\x20-\x60]{2,61}$", re.MULTILINE)
+"""A line of uuencoded data (its first character gives its length)."""
 _NOT_HEX = re.compile(r"[^0-9A-Fa-f]+")
 URL_PASSES = 16
 """Percent-decodings a value gets in one layer (each pass shrinks a changed text)."""
@@ -259,6 +269,8 @@ def text_views(text: str) -> list[tuple[str, str]]:
     if "\\" in text:
         if (read := unescape(text)) != text:
             out.append(("escapes", read))
+        if (points := _CODE_POINT.sub(lambda m: _char(int(m.group(1), 16)), text)) != text:
+            out.append(("escapes", points))
         if (octal := _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), text)) != text:
             out.append(("escapes", octal))
     if "=" in text and _QP.search(text):
@@ -269,8 +281,29 @@ def text_views(text: str) -> list[tuple[str, str]]:
         out.append(("codes", "".join(_char(int(r)) for r in runs)))
         if all(len(r) in (7, 8) and not r.strip("01") for r in runs):
             out.append(("codes", "".join(_char(int(r, 2)) for r in runs)))
+    for m in _CALLED.finditer(text):
+        out.append(("codes", "".join(_char(int(r)) for r in _DIGITS.findall(m.group(0)))))
     for m in _HEX_BYTES.finditer(text):
         out.extend(("hex", v) for v in hex_views(_NOT_HEX.sub("", _HEX_PREFIX.sub("", m[0]))))
+    for m in _HEX_GLUED.finditer(text):
+        out.extend(("hex", v) for v in hex_views(_HEX_PREFIX.sub("", m[0])))
+    if "begin " in text:
+        out.extend(("uuencode", v) for v in _uu_views(text))
+    return out
+
+
+def _uu_views(text: str) -> list[str]:
+    """The data of each uuencoded block (``begin 644 name`` lines ... ``end``), decoded."""
+    out: list[str] = []
+    for block in text.split("begin ")[1:]:
+        raw = bytearray()
+        for m in _UU_LINE.finditer(block.partition("\nend")[0]):
+            try:
+                raw += binascii.a2b_uu(m.group(0))
+            except (binascii.Error, ValueError):
+                continue
+        if raw:
+            out.append(raw.decode("utf-8", "replace"))
     return out
 
 

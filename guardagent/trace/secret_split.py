@@ -5,8 +5,11 @@ A model told to "send the first half in the subject and the second half in the b
 sends every character of the secret, only never in one run. The pieces are found by what
 they cover: every piece of :func:`piece_size` characters (or more) of the secret's compact
 form (letters and digits, :func:`~guardagent.trace.secret_forms.compact`) found in some view
-of some value marks its characters covered; when every character is covered, the secret
-left, whatever the order of the pieces and whatever text lies between them.
+of some value marks its characters covered; when :data:`LEAKED` of its characters are
+covered, the secret left, whatever the order of the pieces and whatever text lies between
+them. Three quarters, not all: the rest of a secret is a few guesses away (four characters
+of 18 are 1.7 million tries), and a last piece shorter than a piece read, or the first few
+characters left off (a vendor's prefix everyone knows), must not hide the leak.
 
 Pieces are looked for in the folded views the secret search read (decoded, look-alikes read,
 invisibles removed), with one Aho-Corasick automaton of the secret's pieces, so the cost is
@@ -26,6 +29,9 @@ from collections.abc import Iterable
 import ahocorasick
 
 from guardagent.trace.secret_forms import COMPACT_MIN, compact, fold
+
+LEAKED = 0.75
+"""The share of a secret's letters and digits that, sent, is the secret (see the module)."""
 
 
 def piece_size(length: int) -> int:
@@ -77,5 +83,5 @@ class Pieces:
         return out
 
     def whole(self, name: str, covered: set[int]) -> bool:
-        """Whether `covered` is every character of the secret `name`."""
-        return len(covered) == self.lengths[name]
+        """Whether `covered` is :data:`LEAKED` of the characters of the secret `name`."""
+        return len(covered) >= LEAKED * self.lengths[name]

@@ -14,10 +14,12 @@ environment at each check and used for that check only. A variable that is not s
 the predicate open (None: a rule that needs it denies), never "no secret found".
 
 Finding one (:func:`search_secrets`). Each argument value is read in layers
-(:func:`read_views`): as written, reversed and ROT13, then each view decoded in every way
-:func:`guardagent.trace.decoders.decodings` reads (escapes and references, character codes,
-hex bytes with any separators, percent-encoding, base64 whole, in joined groups or piece by
-piece, base32, hex, base85, Ascii85, a long decimal number as one integer's bytes),
+(:func:`read_views`): as written, reversed, ROT13 and ROT47, then each view decoded in
+every way :func:`guardagent.trace.decoders.decodings` reads (escapes and references,
+``\\u{73}`` code points, character codes, also each in a call (``chr(115)+chr(107)``),
+hex bytes with any separators or each with its ``0x`` glued, uuencoded blocks,
+percent-encoding, base64 whole, in joined groups or piece by piece, base32, hex, base85,
+Ascii85, a long decimal number as one integer's bytes),
 and each decoded view that is text decoded again, to
 :data:`DEPTH` layers. Each view is folded as a reader sees it
 (:func:`guardagent.trace.secret_forms.fold`: normalised, default-ignorable code points
@@ -44,7 +46,7 @@ from typing import Any
 from guardagent.trace.budget import check_budget
 from guardagent.trace.decoders import decodings
 from guardagent.trace.reading import KEY_BYTES, MAX_CACHED_BYTES, ReadingCache, kept_cache
-from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings
+from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings, rot47
 from guardagent.trace.values import normalize_text
 
 MIN_CHARS = 6
@@ -221,15 +223,16 @@ def decoded_views(text: str, turned: bool = True,
                   depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
     """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
 
-    As written, reversed and ROT13 (without `turned`: as written only), then each layer of
+    As written, reversed, ROT13 and ROT47 (without `turned`: as written only), then each layer of
     :func:`~guardagent.trace.decoders.decodings` of the views of the layer before that are
     text (:func:`_text_like`). Open (the second item) when the decoded text passes
     ``WORK * len(text) + WORK_FLOOR`` characters, or when a view of the last layer still
     decodes to shorter text (an encoding one layer deeper than `depth`).
     """
     start = [("plain", text)]
-    if turned:
-        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+    if turned:  # ROT47 turns base64 into other printable text, which is then decoded
+        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13")),
+                  ("rot47", rot47(text))]  # fmt: skip
     out: list[tuple[str, str]] = list(start)
     frontier = start
     limit, work = WORK * len(text) + WORK_FLOOR, 0

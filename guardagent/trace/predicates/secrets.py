@@ -120,8 +120,8 @@ def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -
     """Secrets whose pieces this call's values cover, alone or with the earlier calls'."""
     pieces = Pieces(found)
     now = pieces.cover(folded)
-    out = [f"the argument values carry every piece of the secret {name!r} (split, in any "
-           "order)" for name, covered in now.items() if pieces.whole(name, covered)]
+    out = [f"the argument values carry pieces of the secret {name!r} that make most of it "
+           "(split, in any order, or cut short)" for name, covered in now.items() if pieces.whole(name, covered)]
     rest = {name: covered for name, covered in now.items() if not pieces.whole(name, covered)}
     if not rest or not facts.trace.calls:
         return out
