@@ -1,4 +1,4 @@
-"""Declared secrets: values no argument of any call may carry, however they are spelled.
+r"""Declared secrets: values no argument of any call may carry, however they are spelled.
 
 A deployment knows some of its secrets by value (an API key, an admin password, a customer's
 card number): it declares them in the policy's ``secrets:`` section, literally or by the
@@ -16,7 +16,7 @@ the predicate open (None: a rule that needs it denies), never "no secret found".
 Finding one (:func:`search_secrets`). Each argument value is read in layers
 (:func:`read_views`): as written, reversed, ROT13 and ROT47, then each view decoded in
 every way :func:`guardagent.trace.decoders.decodings` reads (escapes and references,
-``\\u{73}`` code points, character codes, also each in a call (``chr(115)+chr(107)``),
+``\u{73}`` code points, character codes, also each in a call (``chr(115)+chr(107)``),
 hex bytes with any separators or each with its ``0x`` glued, uuencoded blocks,
 percent-encoding, base64 whole, in joined groups or piece by piece, base32, hex, base85,
 Ascii85, a long decimal number as one integer's bytes),

@@ -121,7 +121,8 @@ def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -
     pieces = Pieces(found)
     now = pieces.cover(folded)
     out = [f"the argument values carry pieces of the secret {name!r} that make most of it "
-           "(split, in any order, or cut short)" for name, covered in now.items() if pieces.whole(name, covered)]
+           "(split, in any order, or cut short)"
+           for name, covered in now.items() if pieces.whole(name, covered)]  # fmt: skip
     rest = {name: covered for name, covered in now.items() if not pieces.whole(name, covered)}
     if not rest or not facts.trace.calls:
         return out
