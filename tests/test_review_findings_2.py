@@ -221,3 +221,38 @@ def test_the_sed_reader_stays_linear(unit: str) -> None:
     from guardagent.trace.sed_scripts import script_effects
 
     assert_linear(lambda n: script_effects(unit * n), 50_000 // len(unit))
+
+
+# --- class 12: a lone surrogate in what the thread's state keeps --------------------------
+
+_PAID = {"iban": "GB82WEST12345698765432", "amount": 4950, "subject": "deposit"}
+
+
+@pytest.mark.parametrize(("call_id", "thread_id"), [
+    ("c\ud800", "t1"), ("\udfff", "t1"), ("c2", "t\ud800"), ("c\udbff\udbff", "t\udc00x"),
+])  # fmt: skip
+@pytest.mark.parametrize("key", [None, "deployment secret"])
+def test_a_surrogate_in_an_approved_calls_id_does_not_brick_the_thread(
+        call_id: str, thread_id: str, key: str | None) -> None:  # fmt: skip
+    """The model names its call; an approved call's id goes into the consent ledger. A lone
+    surrogate there made the state unwritable as UTF-8 (a checkpointer's msgpack or JSON):
+    every later save of the thread failed. The state must encode, and read back."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from guardagent.agent import GuardAgent
+    from tests.test_trace_wiring import TRACES, trace_profile
+
+    doc = json.loads((TRACES / "i01_inbox_iban_openai.json").read_text(encoding="utf-8"))
+    doc["proposed_call"]["id"] = call_id
+    guard = GuardAgent(profile=str(trace_profile(Path(tempfile.mkdtemp()))), trace_key=key)
+    from guardagent.trace.predicates.record import Consent
+
+    record = Consent("send_money", "approve", args=_PAID, thread=thread_id)
+    records = [record.signed(key.encode()) if key else record.to_json()]
+    first = guard.check_trace(doc, consent=records, thread_id=thread_id)
+    stored = json.loads(json.dumps(first.trace_state, ensure_ascii=False).encode("utf-8"))
+    again = guard.check_trace(doc, consent=records, thread_id=thread_id, thread_state=stored)
+    assert not again.allowed  # the one use is used (or the state is refused): never twice
+    json.dumps(again.trace_state, ensure_ascii=False).encode("utf-8")
