@@ -45,8 +45,13 @@ SHELL_ARGS = frozenset({"cmd", "command", "commands", "script", "shell", "bash",
                         "shell_command", "cmdline", "command_line", "commandline"})  # fmt: skip
 """Argument names that hold a shell command, whatever the tool."""
 _SHELL_TOOLS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "exec", "execute",
-                          "powershell", "cmd", "console"})  # fmt: skip
+                          "powershell", "cmd", "console", "command", "commands", "ssh",
+                          "subprocess"})  # fmt: skip
 """Words of a tool's name that make each of its string arguments a shell command."""
+_CODE_TOOLS = frozenset({"python", "py", "repl", "jupyter", "notebook", "ipython", "interpreter",
+                         "node", "nodejs", "javascript", "deno", "ruby", "php", "lua",
+                         "eval"})  # fmt: skip
+"""Words of a tool's name that say it runs a program: it may write any file."""
 _NAME_WORDS = re.compile(r"[a-z]+")  # over a tool's name (an identifier), not over code
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
@@ -87,6 +92,15 @@ def shell_args(tool: str, args: Mapping[str, Any]) -> frozenset[str]:
     if named or _SHELL_TOOLS.isdisjoint(_NAME_WORDS.findall(tool.lower())):
         return named
     return frozenset(args)
+
+
+def runs_code(tool: str) -> bool:
+    """Whether a tool's name says it runs a program (``python_repl``, ``jupyter``).
+
+    The program is not read (what it opens is computed at run time): such a writing call
+    may write any file, as a shell command the reader cannot read.
+    """
+    return not _CODE_TOOLS.isdisjoint(_NAME_WORDS.findall(tool.lower()))
 
 
 def written_by(command: str) -> ShellWrites:
