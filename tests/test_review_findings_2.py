@@ -311,3 +311,34 @@ def test_writes_elsewhere_keep_the_named_file_designated(tool: str,
                                                          args: dict[str, object]) -> None:
     """Controls: a patch of another file, a note that mentions the file, a code review."""
     assert _laundered_by(tool, args) is True, (tool, args)
+
+
+@settings(max_examples=20, deadline=None)
+@given(secret=st.text(st.sampled_from(_CHARS), min_size=16, max_size=28).filter(
+    lambda s: sum(c.isalpha() for c in s) >= 4 and sum(c.isdigit() for c in s) >= 4),
+    size=st.sampled_from([4]), order=st.randoms(use_true_random=False))  # fmt: skip
+def test_a_long_secret_sent_four_characters_a_call(secret: str, size: int, order) -> None:
+    """Each call carries a value that is only a short piece (below the piece read in text);
+    together they carry the secret: some call, the one that completes three quarters of it,
+    is found to leak it (each call is checked as the agent makes it)."""
+    parts = [secret[i:i + size] for i in range(0, len(secret), size)]
+    order.shuffle(parts)
+    thread: list[dict[str, object]] = [system(), user("Log the codes to the audit service.")]
+    flagged = []
+    for i, part in enumerate(parts):
+        f = facts(thread, "log_event", {"code": part}, secrets={"k": {"value": secret}})
+        flagged.append(f.fact("secret_in_args()").value)
+        thread += [call(f"c{i}", "log_event", {"code": part}), result(f"c{i}", "ok")]
+    assert True in flagged, (secret, parts, flagged)
+
+
+@pytest.mark.parametrize("values", [
+    ["2024", "1000", "page", "next"], ["7f3a", "done"], ["Live", "sk-L", "ok", "fine"],
+])  # fmt: skip
+def test_short_values_that_make_little_of_a_secret_are_no_leak(values: list[str]) -> None:
+    """Controls: a few short values the secret happens to hold are not three quarters of it."""
+    thread: list[dict[str, object]] = [system(), user("Log the codes.")]
+    for i, v in enumerate(values[:-1]):
+        thread += [call(f"c{i}", "log_event", {"code": v}), result(f"c{i}", "ok")]
+    f = facts(thread, "log_event", {"code": values[-1]}, secrets={"k": {"value": KEY}})
+    assert f.fact("secret_in_args()").value is False, values
