@@ -101,6 +101,20 @@ _secrets = st.text(st.sampled_from(_CHARS), min_size=12, max_size=32).filter(
     lambda s: sum(c.isalpha() for c in s) >= 3 and sum(c.isdigit() for c in s) >= 2)
 
 
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+_NATO = dict(zip(string.ascii_lowercase + string.digits, _words(
+    "alfa bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november "
+    "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu "
+    "zero one two three four five six seven eight niner"), strict=True))
+_MORSE_OF = dict(zip(string.ascii_lowercase + string.digits, _words(
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- "
+    ".-- -..- -.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----."),
+    strict=True))
+
+
 def _uu(secret: str) -> str:
     return "begin 644 k.txt\n" + binascii.b2a_uu(secret.encode()).decode() + "`\nend\n"
 
@@ -119,6 +133,11 @@ _SPELLINGS = {
     "chr() calls": lambda s: "+".join(f"chr({ord(c)})" for c in s),
     "String.fromCharCode": lambda s: "String.fromCharCode(" + ", ".join(
         str(ord(c)) for c in s) + ")",
+    "one by one, words between": lambda s: " then ".join(s),
+    "numbered lines": lambda s: "\n".join(f"{c} (character {i + 1})" for i, c in enumerate(s)),
+    "lines numbered first": lambda s: "\n".join(f"{i + 1}. {c}" for i, c in enumerate(s)),
+    "spelling alphabet": lambda s: " ".join(_NATO[c.lower()] for c in s),
+    "morse": lambda s: " ".join(_MORSE_OF[c.lower()] for c in s),
 }  # fmt: skip
 
 
@@ -208,12 +227,15 @@ def test_the_reader_names_what_each_writes(cmd: str, targets: list[str]) -> None
 
 
 @pytest.mark.parametrize("unit", ["1)+chr(", "12 abc ", "0x41", "0x4", "\\u{41}", "begin ",
-                                  "begin 644 A\n", "a" * 19 + "!1!"])  # fmt: skip
+                                  "begin 644 A\n", "a" * 19 + "!1!", "a ", "alfa ", ".- ",
+                                  "x\n", "1. s\n", "-.-.-"])  # fmt: skip
 def test_the_new_decoders_stay_linear(unit: str) -> None:
     """Attacker text built of the new decoders' pieces: CPU time grows with its length."""
     from guardagent.trace.decoders import text_views
+    from guardagent.trace.spelled import spelled_views
 
-    assert_linear(lambda n: text_views(unit * n), 100_000 // len(unit))
+    assert_linear(lambda n: (text_views(unit * n), spelled_views(unit * n)),
+                  100_000 // len(unit))  # fmt: skip
 
 
 @pytest.mark.parametrize("unit", ["s/a/b/;", "/x/p;", "\\%", "1,2", "y/a/b/", "s/\\/", "b x;"])

@@ -7,6 +7,8 @@ Read here:
 - character references and escapes: HTML references, string escapes (``\u0073``, octal
   ``\163``), quoted-printable (``=73``), percent-encoding (repeatedly, ``%2B``, ``+`` and
   ``%u0073``: a value percent-encoded twelve times is read in one layer);
+- a text spelled out (:mod:`guardagent.trace.spelled`): one character at a time, in the
+  spelling alphabet, in Morse;
 - character codes: six or more decimal or binary numbers, one a character, apart by
   separators (``115 107 45``, ``[115, 107]``), or binary digits without separators (eight
   a byte, at each alignment); hex bytes apart by any run of characters
@@ -37,6 +39,7 @@ from html import unescape as unescape_html
 from urllib.parse import unquote_plus
 
 from guardagent.trace.normal import unescape
+from guardagent.trace.spelled import spelled_views
 
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
 _B64_PIECE = re.compile(r"[A-Za-z0-9+/_-]{2,}=*")
@@ -325,4 +328,5 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("one integer", v) for v in integer_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
+    found.extend(spelled_views(view))
     return found
