@@ -55,6 +55,12 @@ _WRITES = [
     # a recursive copy writes every file of the directory, named by nobody
     "cp -r /tmp/d/. .", "cp -a /tmp/d/. ./", "cp -R /tmp/d/. .", "rsync -a /tmp/d/ .",
     "scp -r host:/d/. .", "cp --recursive /tmp/d/. .",
+    # GNU programs read any unambiguous prefix of a long option
+    f"sort --out={_T} /tmp/x", f"sort --outp {_T} /tmp/x", "sort --compress=./x a",
+    f"wget -O /tmp/y --output-f={_T} https://x", f"sed --in-pl 's/a/b/' {_T}",
+    f"less --log-f={_T} /tmp/n",
+    # perl's program (given with -i or not) may open any file
+    f"perl -pi -e 'open(F, \">{_T}\"); print F 1' /tmp/x", "perl -e 'print 1' > /dev/null",
     # a NUL ends the command for a C consumer: the write is to the named file
     f"echo {_A} > {_T}\x00", f"echo {_A} > {_T}\x00.bak",
 ]  # fmt: skip
@@ -305,7 +311,7 @@ _PY = f"open('{_T}', 'w').write('IBAN {_A}')"
 
 @pytest.mark.parametrize(("tool", "args"), [
     ("python_repl", {"code": _PY}), ("jupyter", {"cell": _PY}), ("ipython", {"input": _PY}),
-    ("code_interpreter", {"source": _PY}), ("run_node", {"program": "fs.writeFileSync(p, x)"}),
+    ("code_interpreter", {"source": _PY}), ("run_nodejs", {"program": "fs.writeFileSync(p, x)"}),
     ("run_command", {"input": f"echo {_A} > {_T}"}), ("ssh", {"host": "h", "line": f"tee {_T}"}),
     ("apply_patch", {"input": f"*** Begin Patch\n*** Update File: {_T}\n@@\n-x\n+IBAN {_A}\n"
                               "*** End Patch"}),
@@ -327,7 +333,7 @@ def test_a_write_named_inside_a_program_or_a_patch_is_the_agents(tool: str,
     ("write_file", {"path": "notes.md", "content": f"--- summary\n+++ see {_T} tomorrow"}),
     ("write_file", {"path": "notes.md", "content": f"Paid {_T}.\n--- done ---"}),
     ("send_email", {"to": "bob@x.ch", "body": f"I will pay {_T}."}),
-    ("code_review_comment", {"body": "LGTM"}),
+    ("code_review_comment", {"body": "LGTM"}), ("update_node", {"id": "n1", "label": "paid"}),
 ])  # fmt: skip
 def test_writes_elsewhere_keep_the_named_file_designated(tool: str,
                                                          args: dict[str, object]) -> None:

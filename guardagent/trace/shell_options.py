@@ -27,11 +27,14 @@ class Spec:
             next word); a letter not listed takes none.
         long_values: Long options that take a value (``--output FILE``, ``--output=FILE``).
         optional: Short letters whose value is optional and only attached (``sed -i.bak``).
+        abbreviated: Whether it reads a long option from any unambiguous prefix of its name
+            (GNU ``getopt_long``: ``sort --out=FILE`` is ``--output=FILE``).
     """
 
     short_values: str = ""
     long_values: frozenset[str] = frozenset()
     optional: str = ""
+    abbreviated: bool = True
 
 
 SPECS: dict[str, Spec] = {
@@ -39,7 +42,7 @@ SPECS: dict[str, Spec] = {
         "--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
         "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--config", "--output-dir",
         "--header", "--data", "--request", "--user", "--user-agent", "--cookie", "--form",
-        "--referer", "--upload-file", "--write-out", "--proxy", "--max-time"})),
+        "--referer", "--upload-file", "--write-out", "--proxy", "--max-time"}), abbreviated=False),
     "wget": Spec("OoaPeiUtTwQ", frozenset({
         "--output-document", "--output-file", "--append-output", "--save-cookies",
         "--directory-prefix", "--execute", "--config", "--input-file", "--load-cookies",
@@ -49,9 +52,9 @@ SPECS: dict[str, Spec] = {
     "sed": Spec("efl", frozenset({"--expression", "--file", "--line-length"}), optional="i"),
     "less": Spec("oObhjkpPtTxyz", frozenset({"--log-file", "--LOG-FILE", "--pattern",
                                              "--tag", "--lesskey-file"})),
-    "tree": Spec("oLIPH", frozenset({"--filelimit", "--charset", "--timefmt"})),
+    "tree": Spec("oLIPH", frozenset({"--filelimit", "--charset", "--timefmt"}), abbreviated=False),
     "rg": Spec("eEfgjmMrtTABC", frozenset({"--pre", "--pre-glob", "--regexp", "--file",
-                                           "--glob", "--type", "--replace"})),
+                                           "--glob", "--type", "--replace"}), abbreviated=False),
     "uniq": Spec("fsw", frozenset({"--skip-fields", "--skip-chars", "--check-chars"})),
     "cp": Spec("tS", frozenset({"--target-directory", "--suffix"})),
     "scp": Spec("cFiJloPS", frozenset()),
@@ -68,6 +71,7 @@ WRITING: dict[str, frozenset[str]] = {
     "sort": frozenset({"-o", "--output"}),
     "less": frozenset({"-o", "-O", "--log-file", "--LOG-FILE"}),
     "tree": frozenset({"-o"}),
+    "sed": frozenset({"--in-place"}),  # its files: read by shell_writes
 }  # fmt: skip
 """Options whose value is a file the command writes."""
 
@@ -101,6 +105,7 @@ def options(name: str, words: list[str]) -> tuple[list[tuple[str, str | None]], 
             break
         if word.startswith("--"):
             option, eq, value = word.partition("=")
+            option = _long_name(name, spec, option)
             if not eq and option in spec.long_values and i < len(words):
                 value, i = words[i], i + 1
             found.append((option, value if (eq or option in spec.long_values) else None))
@@ -121,6 +126,20 @@ def options(name: str, words: list[str]) -> tuple[list[tuple[str, str | None]], 
                 break
             found.append(("-" + letter, None))
     return found, operands
+
+
+def _long_name(name: str, spec: Spec, option: str) -> str:
+    """The long option `option` abbreviates, for a command that reads abbreviations.
+
+    A prefix of an option that writes or runs a program is read as that option (the
+    reading that may write); else the one listed option it begins, if only one.
+    """
+    known = spec.long_values | WRITING.get(name, frozenset()) | RUNNING.get(name, frozenset())
+    if option in known or not spec.abbreviated or len(option) < 3:
+        return option
+    matches = sorted(o for o in known if o.startswith(option))
+    risky = [o for o in matches if o in WRITING.get(name, ()) or o in RUNNING.get(name, ())]
+    return risky[0] if risky else matches[0] if len(matches) == 1 else option
 
 
 def written_files(name: str, found: list[tuple[str, str | None]]) -> tuple[list[str], str | None]:

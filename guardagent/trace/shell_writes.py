@@ -5,19 +5,29 @@ much as ``write_file`` is (:mod:`guardagent.trace.resources`): a later read of i
 what the agent put there. The command is read as the shell reads it, by ``bashlex`` (a port
 of bash's own grammar), never with patterns over its text:
 
-- every redirection that writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``) names its
-  target, in any command of any list, pipeline, compound, function or substitution;
+- every redirection that writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``, and
+  ``>&word`` when the word is no descriptor) names its target, in any command of any list,
+  pipeline, compound, function or substitution; a here-document whose body substitutes a
+  command (``$(...)``, backquotes: an unquoted delimiter expands it) may write anything;
 - a command that writes the files it is given names them: ``tee``, ``touch``,
   ``truncate``; ``cp``, ``mv``, ``install``, ``ln``, ``rsync`` and ``scp`` their destination
-  (and each source's name, the file a directory receives); ``sed -i`` / ``perl -i`` their
-  files; ``dd of=``, ``sort -o``, ``curl -o`` and ``wget -O`` their output;
+  (and each source's name, the file a directory receives; a recursive copy writes files
+  no word names: anything); ``sed -i`` its files, and what its script writes (``w``; a
+  script that runs commands with ``e``, or that :mod:`.sed_scripts` cannot read, anything);
+  ``dd of=``; the options of :mod:`.shell_options` that write (``sort -o``, ``curl -o``,
+  ``-D``, ``-c``, ``wget -O``, ``-o``, ``less -o``, ``tree -o``; bundled as ``getopt``
+  reads them, ``curl -sSLo FILE``; abbreviated as GNU programs read them,
+  ``sort --out=FILE``) and ``uniq``'s output operand;
 - a command of :data:`READING` writes nothing (``cat``, ``grep``, ``ls``... with no
   redirection: "a shell command that only reads a file is not a write");
 - anything else may write any file (:attr:`ShellWrites.unknown` says why): a command the
-  lists lack (``./deploy.sh``, ``make``), an interpreter or a wrapper (``python``, ``bash
-  -c``, ``eval``, ``xargs``, ``sudo``), a target or command name built at run time
-  (``> $f``, ``$(...)``), ``find -exec``, a command longer than :data:`MAX_COMMAND_CHARS` or
-  one the parser rejects. Fail closed: such a call is a writer of every resource after it.
+  lists lack (``./deploy.sh``, ``make``), an interpreter or a wrapper (``python``,
+  ``perl``, ``bash -c``, ``eval``, ``xargs``, ``sudo``), an option that runs a program or
+  reads what to write (``rg --pre``, ``sort --compress-program``, ``curl -K``), a target or
+  command name built at run time (``> $f``, ``$(...)``) or by brace expansion
+  (``in{voice.txt,x}``), ``find -exec``, a command holding a NUL (a C consumer reads it
+  up to there), a command longer than :data:`MAX_COMMAND_CHARS` or one the parser rejects.
+  Fail closed: such a call is a writer of every resource after it.
 
 Which arguments are shell commands: those of :data:`SHELL_ARGS` ("cmd", "command",
 "script", ...), or, in a call with none, every string argument of a tool whose name says
@@ -49,7 +59,7 @@ _SHELL_TOOLS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "exec", "exe
                           "subprocess"})  # fmt: skip
 """Words of a tool's name that make each of its string arguments a shell command."""
 _CODE_TOOLS = frozenset({"python", "py", "repl", "jupyter", "notebook", "ipython", "interpreter",
-                         "node", "nodejs", "javascript", "deno", "ruby", "php", "lua",
+                         "nodejs", "javascript", "deno", "ruby", "php", "lua",
                          "eval"})  # fmt: skip
 """Words of a tool's name that say it runs a program: it may write any file."""
 _NAME_WORDS = re.compile(r"[a-z]+")  # over a tool's name (an identifier), not over code
@@ -61,7 +71,7 @@ READING = frozenset({
     "cut", "tr", "jq", "date", "whoami", "id", "which", "type", "basename", "dirname",
     "realpath", "readlink", "du", "df", "md5sum", "sha1sum", "sha256sum", "nl", "tac", "rev",
     "column", "seq", "sleep", "exit", "base64", "od", "hexdump", "strings", "tree", "find",
-    "sort", "sed", "curl", "wget", "dd", "perl", "read", "export", "unset", "set", "shift",
+    "sort", "sed", "curl", "wget", "dd", "read", "export", "unset", "set", "shift",
     "return", "local", "wait",
 })  # fmt: skip
 """Commands that write only through a redirection, or an option read below (``sort -o``)."""
@@ -69,7 +79,7 @@ _ALL_ARGS = frozenset({"tee", "touch", "truncate"})
 _DESTINATION = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _FIND_WRITES = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
                           "-fprint0", "-fprintf", "-fls"})  # fmt: skip
-_OPTION_WRITERS = frozenset({"find", "sed", "perl", "dd", *SPECS})
+_OPTION_WRITERS = frozenset({"find", "sed", "dd", *SPECS})
 """Readers that may write through an option: given a name built at run time, may write any."""
 _RECURSIVE = frozenset({"-r", "-R", "-a", "--recursive", "--archive"})
 
@@ -210,8 +220,6 @@ def _command(node: Any, found: ShellWrites) -> None:
                  + _option_values(given, ("-t", "--target-directory")))
     elif name == "sed":
         _sed(given, found)
-    elif name == "perl":
-        _in_place(given, plain, found)
     elif name == "find":
         if not _FIND_WRITES.isdisjoint(given):
             found.unknown = "`find` runs or writes with -exec/-delete/-fprint"
@@ -233,14 +241,6 @@ def _option_values(given: list[str], options: tuple[str, ...]) -> list[str]:
                    and a.startswith(o + "="))  # fmt: skip
         out.extend(a[2:] for o in options if len(o) == 2 and a.startswith(o) and len(a) > 2)
     return out
-
-
-def _in_place(given: list[str], plain: list[str], found: ShellWrites) -> None:
-    """``perl -i`` writes its files; any other perl runs a program."""
-    if any(a.startswith("-") and not a.startswith("--") and "i" in a[1:] for a in given):
-        _targets(found, plain)
-    else:
-        found.unknown = "`perl` runs a program that may write any file"
 
 
 def _sed(given: list[str], found: ShellWrites) -> None:
