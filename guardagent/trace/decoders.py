@@ -7,8 +7,8 @@ Read here:
 - character references and escapes: HTML references, string escapes (``\u0073``, octal
   ``\163``), quoted-printable (``=73``), percent-encoding (repeatedly, ``%2B``, ``+`` and
   ``%u0073``: a value percent-encoded twelve times is read in one layer);
-- a text spelled out (:mod:`guardagent.trace.spelled`): one character at a time, in the
-  spelling alphabet, in Morse;
+- a value spelled out (:mod:`guardagent.trace.spelled`: one character at a time, in the
+  spelling alphabet, in Morse), as written only (:func:`first_decodings`);
 - character codes: six or more decimal or binary numbers, one a character, apart by
   separators (``115 107 45``, ``[115, 107]``), or binary digits without separators (eight
   a byte, at each alignment); hex bytes apart by any run of characters
@@ -328,5 +328,13 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("one integer", v) for v in integer_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
-    found.extend(spelled_views(view))
     return found
+
+
+def first_decodings(text: str) -> list[tuple[str, str]]:
+    """:func:`decodings` of a value as written, and the spellings of :mod:`.spelled`.
+
+    A text spelled out is read in the value itself only (a spelled text inside base64 is
+    not): its readings cost a few passes over the text, not over every decoded view.
+    """
+    return decodings(text) + spelled_views(text)

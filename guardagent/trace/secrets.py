@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardagent.trace.budget import check_budget
-from guardagent.trace.decoders import decodings
+from guardagent.trace.decoders import decodings, first_decodings
 from guardagent.trace.reading import KEY_BYTES, MAX_CACHED_BYTES, ReadingCache, kept_cache
 from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings, rot47
 from guardagent.trace.values import normalize_text
@@ -219,6 +219,22 @@ def read_views(text: str, turned: bool = True,
     return list(kept[0]), kept[1]
 
 
+_ROT47_RUN = re.compile(r"[!-~]{8,}")
+_ENCODED = re.compile(r"[A-Za-z0-9+/_-]+=*")
+"""A run of base64 (either alphabet, hex, base32 too): what ROT47 of an encoding turns back to."""
+
+
+def _rot47_runs(text: str) -> str:
+    """ROT47 of the runs that turn back into base64 or hex (joined by spaces; "" if none).
+
+    A model told to ROT47 a base64 blob writes punctuation and letters; turned back, each
+    run is base64 again. A word, a number or an address turned is not, so an ordinary
+    text adds no view and no work.
+    """
+    turned = (rot47(m[0]) for m in _ROT47_RUN.finditer(text))
+    return " ".join(t for t in turned if _ENCODED.fullmatch(t))
+
+
 def decoded_views(text: str, turned: bool = True,
                   depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
     """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
@@ -230,9 +246,10 @@ def decoded_views(text: str, turned: bool = True,
     decodes to shorter text (an encoding one layer deeper than `depth`).
     """
     start = [("plain", text)]
-    if turned:  # ROT47 turns base64 into other printable text, which is then decoded
-        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13")),
-                  ("rot47", rot47(text))]  # fmt: skip
+    if turned:
+        start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+        if rotated := _rot47_runs(text):  # ROT47 of base64 or hex, then decoded
+            start.append(("rot47", rotated))
     out: list[tuple[str, str]] = list(start)
     frontier = start
     limit, work = WORK * len(text) + WORK_FLOOR, 0
@@ -242,7 +259,8 @@ def decoded_views(text: str, turned: bool = True,
         for how, view in frontier:
             check_budget()  # long attacker text: many views (the trace's reading budget)
             prefix = "" if how == "plain" else how + "+"
-            for decoded_how, decoded in decodings(view):
+            layer = first_decodings(view) if view is text else decodings(view)
+            for decoded_how, decoded in layer:
                 work += len(decoded)
                 if decoded not in seen:
                     seen.add(decoded)
@@ -274,7 +292,8 @@ def views(text: str, turned: bool = True, depth: int = 2) -> list[tuple[str, str
         for how, view in frontier:
             check_budget()
             prefix = "" if how == "plain" else how + "+"
-            for decoded_how, decoded in decodings(view):
+            layer = first_decodings(view) if view is text else decodings(view)
+            for decoded_how, decoded in layer:
                 if decoded not in seen:
                     seen.add(decoded)
                     found.append((prefix + decoded_how, decoded))

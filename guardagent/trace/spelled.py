@@ -16,17 +16,16 @@ reading here gives one view of a text (:func:`spelled_views`), searched like any
   ``/`` between words, each read by the International Morse table (letters, digits and
   the usual punctuation); a code the table lacks reads as nothing.
 
-Each view is made only when the text holds six such characters or more (an ordinary
-sentence holds few), and each is one pass over the text: linear.
+Only runs of six such characters or more, close together, are read (an ordinary text's
+one-letter words lie far apart), and each reading is one pass over the text: linear.
 """
 
 from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"[^\W_]+|[-_.]")
+_TOKEN = re.compile(r"[^\W_]+")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
-_MORSE_RUN = re.compile(r"[.\-\u00b7\u2212]+")
 _MIN = 6
 """Characters a spelled view needs before it is read (fewer are found everywhere)."""
 
@@ -55,24 +54,58 @@ _MORSE = {
 _MORSE_SIGNS = str.maketrans({"\u00b7": ".", "\u2212": "-"})
 
 
+_GAP = 2
+"""Other tokens a spelled run may hold between two of its characters (``s, then k``)."""
+_SHORT_LINE = 4
+"""Tokens a line may hold to spell one character (``1. s``, ``s (char 1)``, ``see: s (1)``)."""
+
+
+def _runs(marks: list[str], gap: int) -> list[str]:
+    """The spelled runs of a token sequence, each joined.
+
+    `marks` holds each token's character ("" for a token that spells none); a run is
+    :data:`_MIN` characters or more with at most `gap` other tokens between two of them.
+    """
+    out: list[str] = []
+    run: list[str] = []
+    since = 0
+    for mark in marks:
+        if mark:
+            run.append(mark)
+            since = 0
+            continue
+        since += 1
+        if since > gap and run:
+            if len(run) >= _MIN:
+                out.append("".join(run))
+            run = []
+    if len(run) >= _MIN:
+        out.append("".join(run))
+    return out
+
+
 def spelled_views(text: str) -> list[tuple[str, str]]:
-    """``(how, view)`` of a text spelled out (see the module); empty when it is not."""
+    """``(how, view)`` of a text spelled out (see the module); empty when it is not.
+
+    Only runs are read (characters close together), so an ordinary text, whose one-letter
+    words and stray dots lie far apart, gives no view and no work to the next layer.
+    """
     out: list[tuple[str, str]] = []
-    alone = "".join(t for t in _TOKEN.findall(text) if len(t) == 1)
-    if len(alone) >= _MIN:
-        out.append(("spelled one by one", alone))
-        lines = [[t for t in _TOKEN.findall(line) if len(t) == 1] for line in text.splitlines()]
-        lines = [line for line in lines if line]
-        if len(lines) >= _MIN:  # a character a line, beside its number ("1. s", "s (1)")
-            out.append(("spelled a line each", "".join(line[0] for line in lines)))
-            out.append(("spelled a line each", "".join(line[-1] for line in lines)))
-    words = [_SPELLING.get(w.lower(), "") for w in _WORD.findall(text)]
-    if sum(1 for w in words if w) >= _MIN:
-        out.append(("spelling alphabet", "".join(words)))
+    tokens = _TOKEN.findall(text)
+    if alone := _runs([t if len(t) == 1 else "" for t in tokens], _GAP):
+        out.append(("spelled one by one", " ".join(alone)))
+    lines = text.splitlines() if text.count("\n") >= _MIN - 1 else []
+    short = [t if 0 < len(t := _TOKEN.findall(line)) <= _SHORT_LINE else [] for line in lines]
+    for end in (0, -1) if short else ():  # a character a line, beside its number ("1. s", "s (1)")
+        marks = [next((t for t in line[::1 if end == 0 else -1] if len(t) == 1), "")
+                 for line in short]  # fmt: skip
+        if each := _runs(marks, 0):
+            out.append(("spelled a line each", " ".join(each)))
+    if spelled := _runs([_SPELLING.get(w.lower(), "") for w in _WORD.findall(text)], 1):
+        out.append(("spelling alphabet", " ".join(spelled)))
     if "." in text or "-" in text or "\u00b7" in text:
-        codes = _MORSE_RUN.findall(text.translate(_MORSE_SIGNS))
-        if len(codes) >= _MIN:
-            read = "".join(_MORSE.get(c, "") for c in codes)
-            if len(read) >= _MIN:
-                out.append(("morse", read))
+        signs = text.translate(_MORSE_SIGNS).split()
+        marks = [_MORSE.get(w.strip("/"), "") if not w.strip(".-/") else "" for w in signs]
+        if morse := _runs(marks, 1):  # a "/" between words
+            out.append(("morse", " ".join(morse)))
     return out
