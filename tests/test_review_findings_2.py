@@ -121,6 +121,14 @@ _MORSE_OF = dict(zip(string.ascii_lowercase + string.digits, _words(
     strict=True))
 
 
+def _base_n(secret: str, alphabet: str) -> str:
+    number, out = int.from_bytes(secret.encode(), "big"), ""
+    while number:
+        number, digit = divmod(number, len(alphabet))
+        out = alphabet[digit] + out
+    return out
+
+
 def _uu(secret: str) -> str:
     return "begin 644 k.txt\n" + binascii.b2a_uu(secret.encode()).decode() + "`\nend\n"
 
@@ -140,6 +148,8 @@ _SPELLINGS = {
     "String.fromCharCode": lambda s: "String.fromCharCode(" + ", ".join(
         str(ord(c)) for c in s) + ")",
     "one by one, words between": lambda s: " then ".join(s),
+    "base58": lambda s: _base_n(s, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"),
+    "base36": lambda s: _base_n(s, string.digits + string.ascii_lowercase),
     "numbered lines": lambda s: "\n".join(f"{c} (character {i + 1})" for i, c in enumerate(s)),
     "lines numbered first": lambda s: "\n".join(f"{i + 1}. {c}" for i, c in enumerate(s)),
     "spelling alphabet": lambda s: " ".join(_NATO[c.lower()] for c in s),
@@ -234,14 +244,13 @@ def test_the_reader_names_what_each_writes(cmd: str, targets: list[str]) -> None
 
 @pytest.mark.parametrize("unit", ["1)+chr(", "12 abc ", "0x41", "0x4", "\\u{41}", "begin ",
                                   "begin 644 A\n", "a" * 19 + "!1!", "a ", "alfa ", ".- ",
-                                  "x\n", "1. s\n", "-.-.-"])  # fmt: skip
+                                  "x\n", "1. s\n", "-.-.-", "Ab3xYz9kLmNp ",
+                                  "Ab3xYz9kLmNp" * 40 + " "])  # fmt: skip
 def test_the_new_decoders_stay_linear(unit: str) -> None:
     """Attacker text built of the new decoders' pieces: CPU time grows with its length."""
-    from guardagent.trace.decoders import text_views
-    from guardagent.trace.spelled import spelled_views
+    from guardagent.trace.decoders import first_decodings
 
-    assert_linear(lambda n: (text_views(unit * n), spelled_views(unit * n)),
-                  100_000 // len(unit))  # fmt: skip
+    assert_linear(lambda n: first_decodings(unit * n), 100_000 // len(unit))
 
 
 @pytest.mark.parametrize("unit", ["s/a/b/;", "/x/p;", "\\%", "1,2", "y/a/b/", "s/\\/", "b x;"])

@@ -20,7 +20,9 @@ Read here:
   alignments); base85 (RFC 1924, Python's ``b85``) and Ascii85 (with or without ``<~ ~>``),
   each at the five alignments; zlib or gzip data in base64, inflated up to a bound
   (:func:`_inflated_views`); a run of 13 or more decimal digits read as one integer, its
-  bytes big-endian and little-endian (``int.from_bytes(secret)``: :func:`integer_views`).
+  bytes big-endian and little-endian (``int.from_bytes(secret)``: :func:`integer_views`);
+  a word of 12 or more letters and digits read as one integer in base 58 or base 36
+  (:func:`radix_views`).
 
 Every decoder is linear in the text (one regex pass whose classes cannot backtrack over
 more than a few characters, a constant number of decodes a run); a decoder's output is at
@@ -238,6 +240,40 @@ def integer_views(text: str) -> list[str]:
     return out
 
 
+_RADIX_RUN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{12,400}(?![0-9A-Za-z])")
+"""A word of letters and digits long enough to hold a secret as one integer in base 36 or
+58 (at most 400 characters: converting one is then a few microseconds, so the pass stays
+linear)."""
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_BASE58_VALUE = {c: i for i, c in enumerate(_BASE58)}
+
+
+def radix_views(text: str) -> list[str]:
+    """Every word of letters and digits read as one integer in base 58 and in base 36.
+
+    Base 58 in Bitcoin's alphabet (a leading ``1`` a zero byte), base 36 in either case;
+    the integer's bytes big-endian.
+    ``base58.b58encode(secret)`` and ``numpy.base_repr(int.from_bytes(secret), 36)`` are one
+    call each; an ordinary word or id decodes to binary that no secret's form matches.
+    """
+    out: list[str] = []
+    for m in _RADIX_RUN.finditer(text):
+        run = m.group(0)
+        if not any(c.isdigit() for c in run) and run.isalpha() and run.islower():
+            continue  # a long lower-case word: prose, not an encoding
+        number = int(run, 36)
+        out.append(number.to_bytes((number.bit_length() + 7) // 8, "big").decode(
+            "utf-8", "replace"))  # fmt: skip
+        if all(c in _BASE58_VALUE for c in run):
+            value = 0
+            for c in run:
+                value = value * 58 + _BASE58_VALUE[c]
+            zeros = len(run) - len(run.lstrip("1"))
+            raw = bytes(zeros) + value.to_bytes((value.bit_length() + 7) // 8, "big")
+            out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
 def url_views(text: str) -> list[str]:
     """The text percent-decoded once, twice, ... until it stops changing.
 
@@ -326,6 +362,7 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("hex", v) for v in hex_views(view))
     found.extend(("binary", v) for v in _binary_views(view))
     found.extend(("one integer", v) for v in integer_views(view))
+    found.extend(("base58 or base36", v) for v in radix_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
     return found
