@@ -1,11 +1,12 @@
-"""A second hostile review of the fixes for issue 32: the agent's own writes, secrets, redirectors.
+"""A second hostile review of the fixes for issue 32: own writes, secrets, redirectors, crashes.
 
-Each test is one finding of an outside attacker on the fixes of classes 3 (a shell command
-writes the file the user named), 7 (a declared secret leaves in a spelling the search does
-not read) and 8 (a redirector on an allowed site carries its target where no reader looks),
-seen failing on the code before its fix, beside honest controls that pass before and after
-(a read-only command writes nothing; ordinary text carries no secret; a plain page of an
-allowed site stays inside).
+Each test is one finding of an outside attacker on the fixes of classes 3 (a shell command,
+a program or a patch writes the file the user named), 7 (a declared secret leaves in a
+spelling the search does not read, cut short, or four characters a call), 8 (a redirector
+on an allowed site carries its target where no reader looks) and 12 (a lone surrogate in
+an approved call's id makes the thread's state unwritable), seen failing on the code before
+its fix, beside honest controls that pass before and after (a read-only command writes
+nothing; ordinary text carries no secret; a plain page of an allowed site stays inside).
 """
 
 from __future__ import annotations
