@@ -41,7 +41,7 @@ def test_a_file_written_by_a_shell_command_is_the_agents_write(form: str, target
 @pytest.mark.parametrize("cmd", [
     "echo x > $F", 'echo x > "$HOME/f"', "echo x > $(echo f)", "python -c 'print(1)'",
     "bash -c 'echo x > a'", "eval 'echo x > a'", "echo 'unterminated", "./update.sh",
-    "find . -exec rm {} +", "sed 's/a/b/w out.txt' in.txt", "xargs touch < list.txt",
+    "find . -exec rm {} +", "sed 's/a/b/e' in.txt", "xargs touch < list.txt",
     "sudo tee /etc/x", "echo x > *.txt", "f() { echo x > a; }; f", "wget https://x/i.txt",
     "a" * (MAX_COMMAND_CHARS + 1), "$(" * 3000 + "x" + ")" * 3000,
 ])  # fmt: skip

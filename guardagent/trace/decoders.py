@@ -7,6 +7,8 @@ Read here:
 - character references and escapes: HTML references, string escapes (``\u0073``, octal
   ``\163``), quoted-printable (``=73``), percent-encoding (repeatedly, ``%2B``, ``+`` and
   ``%u0073``: a value percent-encoded twelve times is read in one layer);
+- a value spelled out (:mod:`guardagent.trace.spelled`: one character at a time, in the
+  spelling alphabet, in Morse), as written only (:func:`first_decodings`);
 - character codes: six or more decimal or binary numbers, one a character, apart by
   separators (``115 107 45``, ``[115, 107]``), or binary digits without separators (eight
   a byte, at each alignment); hex bytes apart by any run of characters
@@ -18,7 +20,9 @@ Read here:
   alignments); base85 (RFC 1924, Python's ``b85``) and Ascii85 (with or without ``<~ ~>``),
   each at the five alignments; zlib or gzip data in base64, inflated up to a bound
   (:func:`_inflated_views`); a run of 13 or more decimal digits read as one integer, its
-  bytes big-endian and little-endian (``int.from_bytes(secret)``: :func:`integer_views`).
+  bytes big-endian and little-endian (``int.from_bytes(secret)``: :func:`integer_views`);
+  a word of 12 or more letters and digits read as one integer in base 58 or base 36
+  (:func:`radix_views`).
 
 Every decoder is linear in the text (one regex pass whose classes cannot backtrack over
 more than a few characters, a constant number of decodes a run); a decoder's output is at
@@ -37,6 +41,7 @@ from html import unescape as unescape_html
 from urllib.parse import unquote_plus
 
 from guardagent.trace.normal import unescape
+from guardagent.trace.spelled import spelled_views
 
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
 _B64_PIECE = re.compile(r"[A-Za-z0-9+/_-]{2,}=*")
@@ -61,6 +66,16 @@ _CODES = re.compile(r"(?:[0-9]{1,8}[^0-9A-Za-z]{1,3}){5,}[0-9]{1,8}")
 _HEX_BYTES = re.compile(
     r"(?:(?:0[xX])?[0-9A-Fa-f]{2}[^0-9A-Za-z]{1,8}){5,}(?:0[xX])?[0-9A-Fa-f]{2}")
 _HEX_PREFIX = re.compile(r"0[xX](?=[0-9A-Fa-f]{2})")
+_HEX_GLUED = re.compile(r"(?:0[xX][0-9A-Fa-f]{2}){6,}")
+"""Hex bytes each with its ``0x`` and nothing between (``0x730x6b``): no separator to split on."""
+_CODE_POINT = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}")
+"""A code point escape of JavaScript, Rust, Swift and PHP (``\\u{73}``)."""
+_CALLED = re.compile(r"(?:[0-9]{1,7}\W{1,3}[A-Za-z_.]{1,20}\W{1,3}){5,}[0-9]{1,7}")
+"""Character codes each in a call (``chr(115)+chr(107)``, ``Chr(115) & Chr(107)``): the
+separators hold a name. Letters, digits and other characters are apart classes, so a run is
+read one way and a failed try stops within a separator's length."""
+_UU_LINE = re.compile(r"^[\x20-\x60]{2,61}$", re.MULTILINE)
+"""A line of uuencoded data (its first character gives its length)."""
 _NOT_HEX = re.compile(r"[^0-9A-Fa-f]+")
 URL_PASSES = 16
 """Percent-decodings a value gets in one layer (each pass shrinks a changed text)."""
@@ -225,6 +240,40 @@ def integer_views(text: str) -> list[str]:
     return out
 
 
+_RADIX_RUN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{12,400}(?![0-9A-Za-z])")
+"""A word of letters and digits long enough to hold a secret as one integer in base 36 or
+58 (at most 400 characters: converting one is then a few microseconds, so the pass stays
+linear)."""
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_BASE58_VALUE = {c: i for i, c in enumerate(_BASE58)}
+
+
+def radix_views(text: str) -> list[str]:
+    """Every word of letters and digits read as one integer in base 58 and in base 36.
+
+    Base 58 in Bitcoin's alphabet (a leading ``1`` a zero byte), base 36 in either case;
+    the integer's bytes big-endian.
+    ``base58.b58encode(secret)`` and ``numpy.base_repr(int.from_bytes(secret), 36)`` are one
+    call each; an ordinary word or id decodes to binary that no secret's form matches.
+    """
+    out: list[str] = []
+    for m in _RADIX_RUN.finditer(text):
+        run = m.group(0)
+        if not any(c.isdigit() for c in run) and run.isalpha() and run.islower():
+            continue  # a long lower-case word: prose, not an encoding
+        number = int(run, 36)
+        out.append(number.to_bytes((number.bit_length() + 7) // 8, "big").decode(
+            "utf-8", "replace"))  # fmt: skip
+        if all(c in _BASE58_VALUE for c in run):
+            value = 0
+            for c in run:
+                value = value * 58 + _BASE58_VALUE[c]
+            zeros = len(run) - len(run.lstrip("1"))
+            raw = bytes(zeros) + value.to_bytes((value.bit_length() + 7) // 8, "big")
+            out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
 def url_views(text: str) -> list[str]:
     """The text percent-decoded once, twice, ... until it stops changing.
 
@@ -259,6 +308,8 @@ def text_views(text: str) -> list[tuple[str, str]]:
     if "\\" in text:
         if (read := unescape(text)) != text:
             out.append(("escapes", read))
+        if (points := _CODE_POINT.sub(lambda m: _char(int(m.group(1), 16)), text)) != text:
+            out.append(("escapes", points))
         if (octal := _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), text)) != text:
             out.append(("escapes", octal))
     if "=" in text and _QP.search(text):
@@ -269,8 +320,29 @@ def text_views(text: str) -> list[tuple[str, str]]:
         out.append(("codes", "".join(_char(int(r)) for r in runs)))
         if all(len(r) in (7, 8) and not r.strip("01") for r in runs):
             out.append(("codes", "".join(_char(int(r, 2)) for r in runs)))
+    for m in _CALLED.finditer(text):
+        out.append(("codes", "".join(_char(int(r)) for r in _DIGITS.findall(m.group(0)))))
     for m in _HEX_BYTES.finditer(text):
         out.extend(("hex", v) for v in hex_views(_NOT_HEX.sub("", _HEX_PREFIX.sub("", m[0]))))
+    for m in _HEX_GLUED.finditer(text):
+        out.extend(("hex", v) for v in hex_views(_HEX_PREFIX.sub("", m[0])))
+    if "begin " in text:
+        out.extend(("uuencode", v) for v in _uu_views(text))
+    return out
+
+
+def _uu_views(text: str) -> list[str]:
+    """The data of each uuencoded block (``begin 644 name`` lines ... ``end``), decoded."""
+    out: list[str] = []
+    for block in text.split("begin ")[1:]:
+        raw = bytearray()
+        for m in _UU_LINE.finditer(block.partition("\nend")[0]):
+            try:
+                raw += binascii.a2b_uu(m.group(0))
+            except (binascii.Error, ValueError):
+                continue
+        if raw:
+            out.append(raw.decode("utf-8", "replace"))
     return out
 
 
@@ -290,6 +362,16 @@ def decodings(view: str) -> list[tuple[str, str]]:
     found.extend(("hex", v) for v in hex_views(view))
     found.extend(("binary", v) for v in _binary_views(view))
     found.extend(("one integer", v) for v in integer_views(view))
+    found.extend(("base58 or base36", v) for v in radix_views(view))
     found.extend(("base85", v) for v in _b85_views(view))
     found.extend(("ascii85", v) for v in _a85_views(view))
     return found
+
+
+def first_decodings(text: str) -> list[tuple[str, str]]:
+    """:func:`decodings` of a value as written, and the spellings of :mod:`.spelled`.
+
+    A text spelled out is read in the value itself only (a spelled text inside base64 is
+    not): its readings cost a few passes over the text, not over every decoded view.
+    """
+    return decodings(text) + spelled_views(text)

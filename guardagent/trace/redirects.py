@@ -24,6 +24,10 @@ reads them:
   (``/out/https://evil.example``, also percent-encoded) carries the rest of the path, and
   a path that starts with two slashes or backslashes (``//evil.example/``, ``/%5Cevil``)
   carries itself (a server that normalises the path answers ``Location: //evil.example/``);
+- a path segment that opens with a special scheme and no slash (``/out/https:evil.example``)
+  carries the rest of the path, as the URL parser reads ``https:evil.example``;
+- a piece holding a URL in base64 (``?r=aHR0cHM6Ly9...``, at any alignment, standard or
+  URL-safe) is an unreadable target: the query is read case-folded, base64 is not;
 - a piece that is a ``javascript:``, ``vbscript:`` or ``data:`` URL is an unreadable
   target (a client-side redirector that assigns it runs it in the trusted page);
 - a piece with ``://`` after another scheme (``foo://evil.example``), or that should be a
@@ -42,6 +46,7 @@ decodes the text a bounded number of times, and a URL carrying more than
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 from urllib.parse import unquote_plus
@@ -63,6 +68,28 @@ _DROPPED = str.maketrans({"\t": None, "\n": None, "\r": None})
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _SCRIPTS = frozenset({"javascript", "vbscript", "data"})
 """Schemes whose URL is a script or a document made by the URL, not a place to go."""
+
+
+def _in_base64(literal: bytes) -> list[str]:
+    """The base64 characters `literal` alone decides, at each of the three byte alignments.
+
+    ``https://`` at any offset of base64 text shows as one of three runs (``aHR0cHM6Ly``,
+    ``h0dHBzOi8v``, ``odHRwczovL``), whatever comes before or after it; case-folded, as the
+    guard reads a URL's query.
+    """
+    import base64
+
+    out = []
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + literal + bytes(3)).decode()
+        first, last = 8 * offset, 8 * (offset + len(literal))
+        out.append("".join(c for j, c in enumerate(encoded)
+                           if first <= 6 * j and 6 * j + 6 <= last))  # fmt: skip
+    return [n.casefold() for n in out]
+
+
+_URL_IN_BASE64 = tuple(n for lit in (b"https://", b"http://") for n in _in_base64(lit))
+"""What a URL written in base64 (standard or URL-safe) holds, however it is aligned."""
 
 
 def carried(where: Location) -> list[Value | None]:
@@ -220,6 +247,11 @@ def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
 
     if not text:
         return
+    if any(n in text.casefold() for n in _URL_IN_BASE64):
+        # a URL in base64 (``?r=aHR0cHM6Ly9...``): the guard reads the query case-folded,
+        # which base64 is not, so the target cannot be read: never inside a scope
+        found.append(None)
+        return
     if text[:1] in "/\\.":  # relative: read against the redirector's scheme and host
         try:
             url = ada_url.URL(text, base=base)
@@ -245,11 +277,18 @@ def _judge_text(text: str, base: str, found: list[Value | None]) -> None:
             found.append(bare)
 
 
+_SCHEME_SEGMENT = re.compile(r"/((?:https?|wss?|ftp):(?![/\\]))")
+"""A path segment that opens with a special scheme and no slash: ``https:evil.example`` is
+``https://evil.example`` to the URL parser (from a page of another scheme, as a Location)."""
+
+
 def _path_targets(path: str, found: list[Value | None]) -> None:
     """A URL written into the path (``/out/https://evil.example``), decoded as servers do."""
     path = percent_decoded(path).replace("\\", "/")
     if path.startswith("//"):  # a server normalising the path answers Location: //host/...
         found.append(parse_url(reading_form("https:" + path), False))
+    for segment in _SCHEME_SEGMENT.finditer(path):  # /out/https:evil.example: no slashes
+        found.append(parse_url(reading_form(path[segment.start(1):]), False))
     at = path.find(":/")
     while at >= 0 and len(found) <= MAX_TARGETS:
         start = path.rfind("/", 0, at) + 1

@@ -20,7 +20,11 @@ deny. Short numbers (``1``, ``900``) are compared only between arguments of the 
 assistant message as the read (parallel calls, run in any order) counts too, and so does a
 writing call that names the resource as a mapping key (``{"invoice-0425.txt": body}``).
 A shell command (:mod:`guardagent.trace.shell_writes`) names the files it writes
-(``echo ... > invoice-0425.txt``), and one it cannot read names every resource after it.
+(``echo ... > invoice-0425.txt``), and one it cannot read names every resource after it, as
+does a call of a tool that runs a program (``python_repl``, ``jupyter``:
+:func:`~guardagent.trace.shell_writes.runs_code`). A patch names the files its headers name
+(:mod:`guardagent.trace.patch_writes`), and a name holding a NUL also names what a store
+written in C reads of it (up to the NUL).
 
 Linear: each call's arguments are read once into a table of names.
 """
@@ -35,7 +39,8 @@ from urllib.parse import unquote
 from guardagent.trace.labels import Effect, Labels
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.normal import normalize_text
-from guardagent.trace.shell_writes import shell_args, written_by
+from guardagent.trace.patch_writes import patched_files
+from guardagent.trace.shell_writes import runs_code, shell_args, written_by
 from guardagent.trace.state import flatten
 from guardagent.trace.written import target_shaped
 
@@ -53,6 +58,8 @@ def names(scalar: Any) -> set[str]:
     if isinstance(scalar, bool) or scalar is None or not isinstance(scalar, str | int | float):
         return set()
     text = str(scalar)
+    if "\x00" in text:  # a store written in C reads the name up to the NUL
+        return names(text.split("\x00", 1)[0]) | names(text.replace("\x00", ""))
     if len(text) > _MAX_NAME and not target_shaped(text):
         return set()
     out: set[str] = set()
@@ -109,11 +116,17 @@ class Writes:
                 continue
             named = [(p.split(".", 1)[0].split("[", 1)[0], v) for p, v in flatten(call.args)]
             shell = shell_args(call.name, call.args)
+            if runs_code(call.name):  # a program: what it opens is computed when it runs
+                self._anything.append(call)
+                self._why.setdefault(call.position, f"`{call.name[:40]}` runs a program, "
+                                     "which may write any file")  # fmt: skip
             for arg, scalar in named:
                 if arg in shell and isinstance(scalar, str):
                     self._shell(call, arg, scalar)  # read as the shell reads it
                 else:
                     self._name(call, arg, scalar)
+                    for target in patched_files(scalar) if isinstance(scalar, str) else ():
+                        self._name(call, arg, target)  # a patch writes what its headers name
             for arg, key in _keys(call.args):
                 self._name(call, arg, key)
 

@@ -126,7 +126,7 @@ def _shift(text: str, by: int, digits: bool = False) -> str:
     return text.translate(table)
 
 
-def _rot47(text: str) -> str:
+def rot47(text: str) -> str:
     """ROT47: every printable ASCII character but the space turned by 47 of the 94."""
     return "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in text)
 
@@ -162,7 +162,7 @@ def forms(secret: str) -> Iterator[tuple[str, str, bool]]:
                     yield label, _shift(base_short, by, digits), True
         if wide:  # ROT47 turns case apart: from the secret as written, then folded
             yield _label(turned, 0).rstrip(")") + (", rot47)" if turned else " (rot47)"), fold(
-                _rot47(secret.strip()[::-1] if turned else secret.strip())), False
+                rot47(secret.strip()[::-1] if turned else secret.strip())), False
             for digits in (False, True):
                 parts = ["atbash"] + ["reversed"] * turned + ["digits too"] * digits
                 yield f" ({', '.join(parts)})", compact(_atbash(base, digits)), True

@@ -1,4 +1,4 @@
-"""Declared secrets: values no argument of any call may carry, however they are spelled.
+r"""Declared secrets: values no argument of any call may carry, however they are spelled.
 
 A deployment knows some of its secrets by value (an API key, an admin password, a customer's
 card number): it declares them in the policy's ``secrets:`` section, literally or by the
@@ -14,10 +14,12 @@ environment at each check and used for that check only. A variable that is not s
 the predicate open (None: a rule that needs it denies), never "no secret found".
 
 Finding one (:func:`search_secrets`). Each argument value is read in layers
-(:func:`read_views`): as written, reversed and ROT13, then each view decoded in every way
-:func:`guardagent.trace.decoders.decodings` reads (escapes and references, character codes,
-hex bytes with any separators, percent-encoding, base64 whole, in joined groups or piece by
-piece, base32, hex, base85, Ascii85, a long decimal number as one integer's bytes),
+(:func:`read_views`): as written, reversed, ROT13 and ROT47, then each view decoded in
+every way :func:`guardagent.trace.decoders.decodings` reads (escapes and references,
+``\u{73}`` code points, character codes, also each in a call (``chr(115)+chr(107)``),
+hex bytes with any separators or each with its ``0x`` glued, uuencoded blocks,
+percent-encoding, base64 whole, in joined groups or piece by piece, base32, hex, base85,
+Ascii85, a long decimal number as one integer's bytes),
 and each decoded view that is text decoded again, to
 :data:`DEPTH` layers. Each view is folded as a reader sees it
 (:func:`guardagent.trace.secret_forms.fold`: normalised, default-ignorable code points
@@ -42,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardagent.trace.budget import check_budget
-from guardagent.trace.decoders import decodings
+from guardagent.trace.decoders import decodings, first_decodings
 from guardagent.trace.reading import KEY_BYTES, MAX_CACHED_BYTES, ReadingCache, kept_cache
-from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings
+from guardagent.trace.secret_forms import COMPACT_MIN, Matcher, fold, hidden_readings, rot47
 from guardagent.trace.values import normalize_text
 
 MIN_CHARS = 6
@@ -217,11 +219,27 @@ def read_views(text: str, turned: bool = True,
     return list(kept[0]), kept[1]
 
 
+_ROT47_RUN = re.compile(r"[!-~]{8,}")
+_ENCODED = re.compile(r"[A-Za-z0-9+/_-]+=*")
+"""A run of base64 (either alphabet, hex, base32 too): what ROT47 of an encoding turns back to."""
+
+
+def _rot47_runs(text: str) -> str:
+    """ROT47 of the runs that turn back into base64 or hex (joined by spaces; "" if none).
+
+    A model told to ROT47 a base64 blob writes punctuation and letters; turned back, each
+    run is base64 again. A word, a number or an address turned is not, so an ordinary
+    text adds no view and no work.
+    """
+    turned = (rot47(m[0]) for m in _ROT47_RUN.finditer(text))
+    return " ".join(t for t in turned if _ENCODED.fullmatch(t))
+
+
 def decoded_views(text: str, turned: bool = True,
                   depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
     """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
 
-    As written, reversed and ROT13 (without `turned`: as written only), then each layer of
+    As written, reversed, ROT13 and ROT47 (without `turned`: as written only), then each layer of
     :func:`~guardagent.trace.decoders.decodings` of the views of the layer before that are
     text (:func:`_text_like`). Open (the second item) when the decoded text passes
     ``WORK * len(text) + WORK_FLOOR`` characters, or when a view of the last layer still
@@ -230,6 +248,8 @@ def decoded_views(text: str, turned: bool = True,
     start = [("plain", text)]
     if turned:
         start += [("reversed", text[::-1]), ("rot13", codecs.encode(text, "rot13"))]
+        if rotated := _rot47_runs(text):  # ROT47 of base64 or hex, then decoded
+            start.append(("rot47", rotated))
     out: list[tuple[str, str]] = list(start)
     frontier = start
     limit, work = WORK * len(text) + WORK_FLOOR, 0
@@ -239,7 +259,8 @@ def decoded_views(text: str, turned: bool = True,
         for how, view in frontier:
             check_budget()  # long attacker text: many views (the trace's reading budget)
             prefix = "" if how == "plain" else how + "+"
-            for decoded_how, decoded in decodings(view):
+            layer = first_decodings(view) if view is text else decodings(view)
+            for decoded_how, decoded in layer:
                 work += len(decoded)
                 if decoded not in seen:
                     seen.add(decoded)
@@ -271,7 +292,8 @@ def views(text: str, turned: bool = True, depth: int = 2) -> list[tuple[str, str
         for how, view in frontier:
             check_budget()
             prefix = "" if how == "plain" else how + "+"
-            for decoded_how, decoded in decodings(view):
+            layer = first_decodings(view) if view is text else decodings(view)
+            for decoded_how, decoded in layer:
                 if decoded not in seen:
                     seen.add(decoded)
                     found.append((prefix + decoded_how, decoded))

@@ -5,19 +5,29 @@ much as ``write_file`` is (:mod:`guardagent.trace.resources`): a later read of i
 what the agent put there. The command is read as the shell reads it, by ``bashlex`` (a port
 of bash's own grammar), never with patterns over its text:
 
-- every redirection that writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``) names its
-  target, in any command of any list, pipeline, compound, function or substitution;
+- every redirection that writes (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``, and
+  ``>&word`` when the word is no descriptor) names its target, in any command of any list,
+  pipeline, compound, function or substitution; a here-document whose body substitutes a
+  command (``$(...)``, backquotes: an unquoted delimiter expands it) may write anything;
 - a command that writes the files it is given names them: ``tee``, ``touch``,
   ``truncate``; ``cp``, ``mv``, ``install``, ``ln``, ``rsync`` and ``scp`` their destination
-  (and each source's name, the file a directory receives); ``sed -i`` / ``perl -i`` their
-  files; ``dd of=``, ``sort -o``, ``curl -o`` and ``wget -O`` their output;
+  (and each source's name, the file a directory receives; a recursive copy writes files
+  no word names: anything); ``sed -i`` its files, and what its script writes (``w``; a
+  script that runs commands with ``e``, or that :mod:`.sed_scripts` cannot read, anything);
+  ``dd of=``; the options of :mod:`.shell_options` that write (``sort -o``, ``curl -o``,
+  ``-D``, ``-c``, ``wget -O``, ``-o``, ``less -o``, ``tree -o``; bundled as ``getopt``
+  reads them, ``curl -sSLo FILE``; abbreviated as GNU programs read them,
+  ``sort --out=FILE``) and ``uniq``'s output operand;
 - a command of :data:`READING` writes nothing (``cat``, ``grep``, ``ls``... with no
   redirection: "a shell command that only reads a file is not a write");
 - anything else may write any file (:attr:`ShellWrites.unknown` says why): a command the
-  lists lack (``./deploy.sh``, ``make``), an interpreter or a wrapper (``python``, ``bash
-  -c``, ``eval``, ``xargs``, ``sudo``), a target or command name built at run time
-  (``> $f``, ``$(...)``), ``find -exec``, a command longer than :data:`MAX_COMMAND_CHARS` or
-  one the parser rejects. Fail closed: such a call is a writer of every resource after it.
+  lists lack (``./deploy.sh``, ``make``), an interpreter or a wrapper (``python``,
+  ``perl``, ``bash -c``, ``eval``, ``xargs``, ``sudo``), an option that runs a program or
+  reads what to write (``rg --pre``, ``sort --compress-program``, ``curl -K``), a target or
+  command name built at run time (``> $f``, ``$(...)``) or by brace expansion
+  (``in{voice.txt,x}``), ``find -exec``, a command holding a NUL (a C consumer reads it
+  up to there), a command longer than :data:`MAX_COMMAND_CHARS` or one the parser rejects.
+  Fail closed: such a call is a writer of every resource after it.
 
 Which arguments are shell commands: those of :data:`SHELL_ARGS` ("cmd", "command",
 "script", ...), or, in a call with none, every string argument of a tool whose name says
@@ -35,6 +45,9 @@ from typing import Any
 
 import bashlex
 
+from guardagent.trace.sed_scripts import script_effects
+from guardagent.trace.shell_options import SPECS, options, written_files
+
 MAX_COMMAND_CHARS = 8192
 """A longer command is not parsed: it may write anything (bashlex's parser is not meant for
 megabytes of attacker text)."""
@@ -42,8 +55,13 @@ SHELL_ARGS = frozenset({"cmd", "command", "commands", "script", "shell", "bash",
                         "shell_command", "cmdline", "command_line", "commandline"})  # fmt: skip
 """Argument names that hold a shell command, whatever the tool."""
 _SHELL_TOOLS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "exec", "execute",
-                          "powershell", "cmd", "console"})  # fmt: skip
+                          "powershell", "cmd", "console", "command", "commands", "ssh",
+                          "subprocess"})  # fmt: skip
 """Words of a tool's name that make each of its string arguments a shell command."""
+_CODE_TOOLS = frozenset({"python", "py", "repl", "jupyter", "notebook", "ipython", "interpreter",
+                         "nodejs", "javascript", "deno", "ruby", "php", "lua",
+                         "eval"})  # fmt: skip
+"""Words of a tool's name that say it runs a program: it may write any file."""
 _NAME_WORDS = re.compile(r"[a-z]+")  # over a tool's name (an identifier), not over code
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
@@ -53,7 +71,7 @@ READING = frozenset({
     "cut", "tr", "jq", "date", "whoami", "id", "which", "type", "basename", "dirname",
     "realpath", "readlink", "du", "df", "md5sum", "sha1sum", "sha256sum", "nl", "tac", "rev",
     "column", "seq", "sleep", "exit", "base64", "od", "hexdump", "strings", "tree", "find",
-    "sort", "sed", "curl", "wget", "dd", "perl", "read", "export", "unset", "set", "shift",
+    "sort", "sed", "curl", "wget", "dd", "read", "export", "unset", "set", "shift",
     "return", "local", "wait",
 })  # fmt: skip
 """Commands that write only through a redirection, or an option read below (``sort -o``)."""
@@ -61,8 +79,9 @@ _ALL_ARGS = frozenset({"tee", "touch", "truncate"})
 _DESTINATION = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _FIND_WRITES = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
                           "-fprint0", "-fprintf", "-fls"})  # fmt: skip
-_OUTPUT_OPTIONS = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
-                   "wget": ("-O", "--output-document")}  # fmt: skip
+_OPTION_WRITERS = frozenset({"find", "sed", "dd", *SPECS})
+"""Readers that may write through an option: given a name built at run time, may write any."""
+_RECURSIVE = frozenset({"-r", "-R", "-a", "--recursive", "--archive"})
 
 
 @dataclass
@@ -85,11 +104,23 @@ def shell_args(tool: str, args: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(args)
 
 
+def runs_code(tool: str) -> bool:
+    """Whether a tool's name says it runs a program (``python_repl``, ``jupyter``).
+
+    The program is not read (what it opens is computed at run time): such a writing call
+    may write any file, as a shell command the reader cannot read.
+    """
+    return not _CODE_TOOLS.isdisjoint(_NAME_WORDS.findall(tool.lower()))
+
+
 def written_by(command: str) -> ShellWrites:
     """The files `command` writes (module doc)."""
     found = ShellWrites()
     if len(command) > MAX_COMMAND_CHARS:
         found.unknown = f"a command longer than {MAX_COMMAND_CHARS} characters is not read"
+        return found
+    if "\x00" in command:  # a consumer in C reads the command up to the NUL: another command
+        found.unknown = "a command holding a NUL byte is read up to it by a C program"
         return found
     try:
         trees = bashlex.parse(command)
@@ -131,14 +162,28 @@ def _literal(word: Any) -> str | None:
 
 
 def _targets(found: ShellWrites, targets: list[str]) -> None:
-    """Note written targets; a pattern (``> *.txt``) may name any file it matches."""
+    """Note written targets; a pattern (``> *.txt``) may name any file it matches.
+
+    So may a word the shell expands by braces (``in{voice.txt,x}`` names ``invoice.txt``).
+    """
     if any(c in t for t in targets for c in "*?["):
         found.unknown = "it writes to a file named by a pattern"
+    elif any(_braced(t) for t in targets):
+        found.unknown = "it writes to a file named by brace expansion"
     found.targets.extend(targets)
 
 
 def _redirect(node: Any, found: ShellWrites) -> None:
-    if node.type not in _WRITING_REDIRECTS or isinstance(node.output, int):
+    heredoc = getattr(node, "heredoc", None)
+    if heredoc is not None and any(s in str(getattr(heredoc, "value", "")) for s in ("$(", "`")):
+        # an unquoted delimiter (bashlex rejects a quoted one) expands the body: it runs
+        found.unknown = "a here-document runs the command substitutions in its body"
+        return
+    if isinstance(node.output, int):
+        return  # a descriptor (2>&1, >&2)
+    if node.type == ">&" and getattr(node.output, "word", None) != "-":
+        pass  # `>&word` with a word that is no descriptor writes the file, as `&>` does
+    elif node.type not in _WRITING_REDIRECTS:
         return
     target = _literal(node.output)
     if target is None:
@@ -159,7 +204,7 @@ def _command(node: Any, found: ShellWrites) -> None:
     name = posixpath.basename(name)
     args = [_literal(w) for w in words[1:]]
     if any(a is None for a in args):
-        if name in READING and name not in ("find", "sed", "perl", "dd", "sort", "curl", "wget"):
+        if name in READING and name not in _OPTION_WRITERS:
             return  # "cat $f" reads
         found.unknown = f"`{name}` is given a name built at run time"
         return
@@ -168,16 +213,19 @@ def _command(node: Any, found: ShellWrites) -> None:
     if name in _ALL_ARGS:
         _targets(found, plain)
     elif name in _DESTINATION:
+        if name in SPECS and any(o in _RECURSIVE for o, _ in options(name, given)[0]):
+            found.unknown = f"`{name}` copies a directory: any file in it, named by nobody"
+            return
         _targets(found, plain[-1:] + [posixpath.basename(a.rstrip("/")) for a in plain]
                  + _option_values(given, ("-t", "--target-directory")))
-    elif name in ("sed", "perl"):
-        _in_place(name, given, plain, found)
+    elif name == "sed":
+        _sed(given, found)
     elif name == "find":
         if not _FIND_WRITES.isdisjoint(given):
             found.unknown = "`find` runs or writes with -exec/-delete/-fprint"
     elif name == "dd":
         _targets(found, [a[3:] for a in given if a.startswith("of=")])
-    elif name in _OUTPUT_OPTIONS:
+    elif name in SPECS:
         _outputs(name, given, found)
     elif name not in READING:
         found.unknown = f"`{name}` may write any file"
@@ -195,23 +243,44 @@ def _option_values(given: list[str], options: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _in_place(name: str, given: list[str], plain: list[str], found: ShellWrites) -> None:
-    """``sed -i`` and ``perl -i`` write their files; a sed script may write with ``w``."""
-    if any(a.startswith("-i") or a.startswith("--in-place") for a in given) or (
-            name == "perl" and any(a.startswith("-") and "i" in a[1:] for a in given)):  # fmt: skip
-        _targets(found, plain[1:] if name == "sed" and not any(
-            a in ("-e", "--expression") for a in given) else plain)  # the script is no file
-    elif name == "perl":
-        found.unknown = "`perl` runs a program that may write any file"
-    elif any("w" in a.lower() for a in plain[:1]) or any(
-            a in ("-e", "-f", "--expression", "--file") for a in given):  # fmt: skip
-        found.unknown = "a `sed` script may write a file (its `w` command)"
+def _sed(given: list[str], found: ShellWrites) -> None:
+    """``sed -i`` writes its files; its script may write (``w``) or run commands (``e``)."""
+    read, operands = options("sed", given)
+    if any(o in ("-f", "--file") for o, _ in read):
+        found.unknown = "a `sed` script read from a file may write any file"
+        return
+    scripts = [v for o, v in read if o in ("-e", "--expression") and v is not None]
+    files = operands if scripts else operands[1:]
+    for script in scripts or operands[:1]:
+        effects = script_effects(script)
+        if effects.unreadable is not None or effects.runs:
+            why = effects.unreadable or "its e command runs one"
+            found.unknown = f"a `sed` script may write any file ({why})"
+            return
+        _targets(found, effects.writes)
+    if any(o in ("-i", "--in-place") for o, _ in read):
+        _targets(found, files)
 
 
 def _outputs(name: str, given: list[str], found: ShellWrites) -> None:
-    values = _option_values(given, _OUTPUT_OPTIONS[name])
-    _targets(found, values)
-    remote = name == "curl" and any(a in ("-O", "--remote-name", "--remote-name-all")
-                                    or a.startswith("-O") for a in given)  # fmt: skip
-    if remote or (name == "wget" and not values):
+    """A command that writes through its options (:mod:`.shell_options`), ``uniq``'s output."""
+    read, operands = options(name, given)
+    files, why = written_files(name, read)
+    if why is not None:
+        found.unknown = why
+        return
+    _targets(found, files)
+    if name == "uniq":
+        _targets(found, operands[1:2])  # uniq INPUT OUTPUT
+    remote = name == "curl" and any(o in ("-O", "--remote-name", "--remote-name-all")
+                                    for o, _ in read)  # fmt: skip
+    if remote or (name == "wget" and not any(o in ("-O", "--output-document") and v
+                                             for o, v in read)):  # fmt: skip
         found.unknown = f"`{name}` writes a file named by the server"
+
+
+def _braced(word: str) -> bool:
+    """Whether the shell may expand `word` by braces (``a{b,c}``, ``f{1..3}``)."""
+    opened = word.find("{")
+    closed = word.find("}", opened + 1)
+    return 0 <= opened < closed and ("," in word[opened:closed] or ".." in word[opened:closed])

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardagent.readers.evidence import unreadable
+from guardagent.surrogates import without_surrogates
 from guardagent.trace.messages import ToolCall
 from guardagent.trace.state import sign, verify
 
@@ -63,9 +64,16 @@ class ConsentLedger:
             self.uses.setdefault(identity, []).append(use)
 
     def to_json(self, index_state: Mapping[str, Any], key: bytes | None) -> dict[str, Any]:
-        """The ledger as JSON, bound to the index state it goes with, signed with a key."""
+        """The ledger as JSON, bound to the index state it goes with, signed with a key.
+
+        A lone surrogate (a call id is the model's, a thread id the client's) is written as
+        U+FFFD (:mod:`guardagent.surrogates`): a checkpointer encodes the state as UTF-8,
+        which refuses one, and the thread could never be saved again. A use read back so
+        no longer equals its call's id, so that call counts once more (over, never under).
+        """
         data: dict[str, Any] = {
-            "format": LEDGER_FORMAT, "thread": self.thread, "uses": self.uses,
+            "format": LEDGER_FORMAT, "thread": without_surrogates(self.thread),
+            "uses": without_surrogates(self.uses),
             "count": index_state.get("count"), "chain": index_state.get("chain"),
         }  # fmt: skip
         if key is not None:
@@ -120,10 +128,11 @@ def read_ledger(
         for k, v in uses.items()
     ):
         unreadable("unreadable_state", "the thread's consent ledger cannot be read")
-    if thread_id is not None and thread_id != thread:
+    if thread_id is not None and without_surrogates(thread_id) != thread:
         unreadable("unreadable_state", f"the thread's state belongs to thread {thread!r}, not "
                    f"{thread_id!r}")  # fmt: skip
-    return index_state, ConsentLedger(thread, {k: list(v) for k, v in uses.items()})
+    return index_state, ConsentLedger(thread_id if thread_id is not None else thread,
+                                      {k: list(v) for k, v in uses.items()})  # fmt: skip
 
 
 def with_ledger(

@@ -119,9 +119,10 @@ def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact
 def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -> list[str]:
     """Secrets whose pieces this call's values cover, alone or with the earlier calls'."""
     pieces = Pieces(found)
-    now = pieces.cover(folded)
-    out = [f"the argument values carry every piece of the secret {name!r} (split, in any "
-           "order)" for name, covered in now.items() if pieces.whole(name, covered)]
+    now = _merged(pieces.cover(folded), pieces.cover_values(_strings(facts.trace.call.args)))
+    out = [f"the argument values carry pieces of the secret {name!r} that make most of it "
+           "(split, in any order, or cut short)"
+           for name, covered in now.items() if pieces.whole(name, covered)]  # fmt: skip
     rest = {name: covered for name, covered in now.items() if not pieces.whole(name, covered)}
     if not rest or not facts.trace.calls:
         return out
@@ -130,7 +131,8 @@ def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -
     for call in facts.trace.calls:
         views = (fold(view) for text in _strings(call.args)
                  for _, view in read_views(text, turned=False)[0])  # fmt: skip
-        for name, covered in pieces.cover(views).items():
+        alone = pieces.cover_values(_strings(call.args))  # a value that is only a piece
+        for name, covered in _merged(pieces.cover(views), alone).items():
             if name in rest:
                 before.setdefault(name, set()).update(covered)
                 senders.setdefault(name, []).append(repr(call.name[:40]))
@@ -140,6 +142,14 @@ def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -
             calls = ", ".join(dict.fromkeys(senders[name]))
             out.append(f"the secret {name!r} is split between this call and earlier call(s) "
                        f"{calls} (each carries pieces of it)")
+    return out
+
+
+def _merged(*covers: dict[str, set[int]]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for cover in covers:
+        for name, covered in cover.items():
+            out.setdefault(name, set()).update(covered)
     return out
 
 
