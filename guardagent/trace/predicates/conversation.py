@@ -80,6 +80,7 @@ from guardagent.trace.predicates.answer import (
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.lead_ins import closing_only, without_lead_ins
+from guardagent.trace.predicates.leave import why_not_leave
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
     CallNames,
@@ -252,6 +253,16 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"{call.name!r} with exactly its values, as the thing asked about (not "
                     f"another thing that mentions them, not in another case): {ask}")
     question = asked[-1].text
+    leave = why_not_leave(question, names.tool, similarity, match == "either", names.flag_words)
+    if leave is not None:
+        return Fact("consent_given", False, (where,), f"the assistant's question in message "
+                    f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "
+                    f"a yes to it approves nothing; {ask}")  # fmt: skip
+    earlier = questions(asker.text)[:-1]
+    if earlier:
+        return Fact("consent_given", False, (where,), f"the assistant's message {asker.index} "
+                    f"asks {len(earlier) + 1} questions ({_quote(earlier[-1])} before its last): "
+                    f"a yes does not say which it answers; {ask} alone")  # fmt: skip
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
     why = not_a_plain_yes(answer.text, names)
