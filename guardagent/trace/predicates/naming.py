@@ -419,8 +419,10 @@ class CallNames:
 
     @property
     def flag_words(self) -> frozenset[str]:
-        """The words of the call's flag names ("force"): a question may write them before its
-        act ("May I force-delete planner?")."""
+        """The words of the call's flag names ("force").
+
+        A question may write them before its act ("May I force-delete planner?").
+        """
         return frozenset(w for t in self.targets if isinstance(t, _Flag) for w in t.name)
 
     @property
