@@ -258,10 +258,10 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
                     f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "
                     f"a yes to it approves nothing; {ask}")  # fmt: skip
-    earlier = questions(asker.text)[:-1]
-    if earlier:
+    before = questions(asker.text)[:-1]
+    if before:
         return Fact("consent_given", False, (where,), f"the assistant's message {asker.index} "
-                    f"asks {len(earlier) + 1} questions ({_quote(earlier[-1])} before its last): "
+                    f"asks {len(before) + 1} questions ({_quote(before[-1])} before its last): "
                     f"a yes does not say which it answers; {ask} alone")  # fmt: skip
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
