@@ -19,8 +19,8 @@ A message is read as a careful human reads it, in one linear pass over its words
   and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
-  "unless"), when its sentence holds the request until the user acts ("pay X once I
-  confirm": :func:`_held`), when a clause of a negation alone comes before it in its
+  "unless"), when its sentence holds the request until someone acts or a later time ("pay
+  X once Bob approves", "pay X tomorrow": :mod:`guardagent.trace.held`), when a clause of a negation alone comes before it in its
   sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), when a
   later sentence of the message only takes it back ("Actually, don't.", "Never mind."), or
   a later clause does ("Pay X - kidding, don't.", "Pay X, no wait, pay Y") or a later
@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardagent.trace.budget import check_budget
+from guardagent.trace.held import held as holding
 from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
@@ -258,7 +259,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
                      default=-1)
-    held = {s for s, ws in sentences.items() if _held(ws)}
+    held = {s for s, ws in sentences.items() if holding(ws) is not None}
     dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
     for c, ts in sorted(clauses.items()):
         if _bare_negation([t.word for t in ts]):
@@ -434,11 +435,6 @@ def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
     return len(reporting) > 1 or first is None or first < mention.start
 
 
-_HOLDING = frozenset({"once", "after", "when", "whenever"})
-_SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "we'll", "my",
-                   "our", "me", "us"})  # fmt: skip
-
-
 def _bare_negation(words: list[str]) -> bool:
     """A clause of a negation alone ("Do not," "Never," "Please don't -").
 
@@ -449,17 +445,6 @@ def _bare_negation(words: list[str]) -> bool:
     if replaces(rest, _OPENING):
         return False  # "Instead, pay X." replaces, it does not negate
     return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
-
-
-def _held(words: list[str]) -> bool:
-    """A sentence that holds its request until the user acts ("pay X once I confirm").
-
-    The user has not asked yet (as with "if"): a condition on the user's own act, "once",
-    "after", "when" or "as soon as" before "I", "we", "my"... A condition on the
-    assistant's work ("once you're done") is still a request now.
-    """
-    return any(w in _SELF and (words[i - 1] in _HOLDING or words[i - 3:i] == ["as", "soon", "as"])
-               for i, w in enumerate(words) if i)  # fmt: skip
 
 
 def takes_back(text: str) -> bool:
