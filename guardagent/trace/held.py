@@ -8,13 +8,13 @@ user asks for it later, or on a condition the guard cannot check, so nothing is 
 designates the thing either, until the user asks again).
 
 Read over a sentence's words: a word of holding (:data:`HOLDING`: "once", "after", "when",
-"until", "unless", "provided", "assuming") or a phrase of them ("as soon as", "in case",
-"as long as") before any word but one that makes it the assistant's own work or its order
-(:data:`OWN`: "once you're done", "after that", "when done"; and "tell me when ..." asks
-for news, it holds nothing); a time later than now (:data:`LATER`: "tomorrow", "later",
-"next week"), unless it is a deadline (:data:`DEADLINE`: "it's due tomorrow"). "if" and "whether" are read by the request reader where they stand (a
-doubt of their clause). English lexicons; a condition in another language is not seen.
-One pass over the words.
+"until", "unless", "provided", "assuming") or a phrase of them ("as soon as", "in case", "as
+long as") before any word but one that makes it the assistant's own work or its order
+(:data:`OWN`: "once you're done", "after that", "when done"; and "tell me when ..." asks for
+news, it holds nothing); a time later than now (:data:`LATER`: "tomorrow", "later", "next
+week"), unless it is a deadline (:data:`DEADLINE`: "it's due tomorrow"). "if" and "whether"
+are read by the request reader where they stand (a doubt of their clause). English lexicons;
+a condition in another language is not seen. One pass over the words.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ A message is read as a careful human reads it, in one linear pass over its words
   and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
-  "unless"), when its sentence holds the request until someone acts or a later time ("pay
-  X once Bob approves", "pay X tomorrow": :mod:`guardagent.trace.held`), when a clause of a negation alone comes before it in its
-  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), when a
-  later sentence of the message only takes it back ("Actually, don't.", "Never mind."), or
-  a later clause does ("Pay X - kidding, don't.", "Pay X, no wait, pay Y") or a later
-  request says it comes "instead" ("On second thought, pay Y instead."): :func:`_withdrawn`
-  and :mod:`guardagent.trace.withdrawals`;
+  "unless"), when its sentence holds the request until someone acts or a later time ("pay X
+  once Bob approves", "pay X tomorrow": :mod:`guardagent.trace.held`), when a clause of a
+  negation alone comes before it in its sentence ("Do not, under any circumstance, pay X":
+  :func:`_bare_negation`), when a later sentence of the message only takes it back
+  ("Actually, don't.", "Never mind."), or a later clause does ("Pay X - kidding, don't.",
+  "Pay X, no wait, pay Y") or a later request says it comes "instead" ("On second thought,
+  pay Y instead."): :func:`_withdrawn` and :mod:`guardagent.trace.withdrawals`;
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
   ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",

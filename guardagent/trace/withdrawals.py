@@ -4,9 +4,10 @@
 reader hears the same in "Pay X — kidding, don't.", "Pay X, no wait, don't." (a clause of
 the same sentence) and "Pay X. On second thought, pay Y instead." (a later request that
 replaces it), and in the other ways a person takes an order back: "Nah.", "Hold off.",
-"Belay that.", "Scrap that.", "I changed my mind.", "Forget I said that.", "Later.". :mod:`guardagent.trace.requests` reads each message's clauses and sentences;
-this module only says which run of words withdraws or replaces, so that the request reader
-stays one pass and each lexicon lives in one place.
+"Belay that.", "Scrap that.", "I changed my mind.", "Forget I said that.", "Later.".
+:mod:`guardagent.trace.requests` reads each message's clauses and sentences; this module
+only says which run of words withdraws or replaces, so that the request reader stays one
+pass and each lexicon lives in one place.
 
 Fail closed: a word list of taking back is enough ("Pay X, don't forget." is read as a
 take-back, as its sentence form "Pay X. Don't forget." already was); two readings are kept
