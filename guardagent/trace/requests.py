@@ -52,7 +52,7 @@ from typing import Literal
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.held import held as holding
-from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
+from guardagent.trace.pasted import headers_from, introduced_from, introducing, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
 Verdict = Literal["request", "refused", "asked", "quoted", "said"]
@@ -270,7 +270,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
-    pasted = min(headers_from(text), introduced_from(text, _PASTING))
+    pasted = min(headers_from(text), introduced_from(text, _PASTING),
+                 _introduced(text, tokens, clause_verdict))  # fmt: skip
     quoted_before = quoted_until(text)
     for t in tokens:
         if t.word != _MENTION:
@@ -285,6 +286,25 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
+
+
+def _introduced(text: str, tokens: list[_Token], verdicts: dict[int, Verdict]) -> int:
+    """Where text a sentence of no mention introduces starts (:func:`~.pasted.introducing`)."""
+    by_sentence: dict[int, list[_Token]] = {}
+    for t in tokens:
+        by_sentence.setdefault(t.sentence, []).append(t)
+    order = sorted(by_sentence)
+    for k, s in enumerate(order):
+        ts = by_sentence[s]
+        if any(t.word == _MENTION for t in ts):
+            continue
+        end = ts[-1].end
+        after = text[end:by_sentence[order[k + 1]][0].start] if k + 1 < len(order) else ""
+        request = any(verdicts[t.clause] == "request" for t in ts)
+        if after and introducing([t.word for t in ts], after, request, _OPENING, _PASTING,
+                                 _DOUBT):  # fmt: skip
+            return end
+    return len(text)
 
 
 def _withdrawn(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> int:
