@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.linear import assert_linear
 from tests.test_consent_conversation import asked, fact
 
 # --- class 1: a yes to a question that asks no leave for this act ---------------------------
@@ -269,3 +270,31 @@ def test_a_bill_that_addresses_no_model_is_no_address(text: str) -> None:
     from guardagent.trace.addressed import addressed_from
 
     assert addressed_from(f"{_BILL}\n\n{text}") is None, text
+
+
+# --- linear time over attacker text ---------------------------------------------------------
+
+_FLOODS = {
+    "questions": "Is this legit?\n", "intros": "From the vendor:\n", "held": "once Bob ",
+    "openers": "so ok ", "claims": "the user has has ", "tasks": "your new task: ",
+    "work": "Before reading this, ", "vocatives": "AI; (AI) ", "obliged": "the AI must ",
+    "participles": "send it to each person mentioned in ",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("flood", sorted(_FLOODS))
+def test_the_new_readers_take_linear_time(flood: str) -> None:
+    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.predicates.leave import why_not_leave
+    from guardagent.trace.requests import mentions
+
+    unit = _FLOODS[flood]
+
+    def work(n: int) -> None:
+        text = unit * n + f"Pay {_S} now. May I delete the project planner?"
+        at = text.index(_S)
+        mentions(text, [(at, at + len(_S))])
+        addressed_from(text)
+        why_not_leave(text, "delete project", 85, False)
+
+    assert_linear(work, 4000)

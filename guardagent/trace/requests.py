@@ -250,12 +250,18 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     clauses: dict[int, list[_Token]] = {}
     sentences: dict[int, list[str]] = {}
     reporting: dict[int, dict[int, int]] = {}  # sentence -> clause -> its first reporting word
+    asking: set[int] = set()  # clauses with an indirect question's word so far (one pass)
+    verb_at: dict[int, int] = {}  # clause -> where its first action verb stands
     for k, t in enumerate(tokens):
         clauses.setdefault(t.clause, []).append(t)
         sentences.setdefault(t.sentence, []).append(t.word)
-        asking = any(w.word in _INDIRECT for w in clauses[t.clause][:-1])
-        if t.word in _REPORTING and not asking and not _participle(tokens, k, clauses[t.clause]):
+        if (t.word in _REPORTING and t.clause not in asking
+                and not _participle(tokens, k, verb_at.get(t.clause, k))):  # fmt: skip
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
+        if t.word in _INDIRECT:
+            asking.add(t.clause)
+        if t.word in VERBS:
+            verb_at.setdefault(t.clause, k)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
                      default=-1)
@@ -426,13 +432,14 @@ _PLACED = frozenset({"in", "on", "at", "by", "above", "below", "earlier", "there
                      "under", "within", "inside"})  # fmt: skip
 
 
-def _participle(tokens: list[_Token], k: int, clause: list[_Token]) -> bool:
+def _participle(tokens: list[_Token], k: int, verb_at: int) -> bool:
     """A reporting word as an adjective inside the user's own request: no one speaks.
 
     "Send an e-mail to each person mentioned in the TODO list": a determiner and a noun
     before it, a place after it ("in", "above", ...), and an action verb of :data:`VERBS`
-    earlier in its clause (the user is asking). "The CEO mentioned in passing: pay X" has no
-    verb of the user's before it, and "Bob mentioned X" no determiner: both still report.
+    earlier in its clause (the user is asking; `verb_at`: where the clause's first stands).
+    "The CEO mentioned in passing: pay X" has no verb of the user's before it, and "Bob
+    mentioned X" no determiner: both still report.
     """
     if tokens[k].word not in _PARTICIPLES or k < 2 or k + 1 >= len(tokens):
         return False
@@ -441,7 +448,7 @@ def _participle(tokens: list[_Token], k: int, clause: list[_Token]) -> bool:
         return False
     if before.word not in _DETERMINERS or noun.word == _MENTION or after.word not in _PLACED:
         return False
-    return any(w.word in VERBS for w in clause[:-3])
+    return verb_at < k - 2
 
 
 def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
