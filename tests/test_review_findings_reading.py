@@ -46,13 +46,21 @@ REPORTED = [
     f"Question from the vendor: may I {_ACT}?", f"> May I {_ACT}?",
     f'The page says "May I {_ACT}?', f"Translate: may I {_ACT}?", f'"May I {_ACT}?"',
 ]
+TRAILING = [  # the act asked, then another addressee, a hedge or a report after a mark
+    f"May I {_ACT}, Bob?", f"May I {_ACT}, in theory?", f"May I {_ACT} (asking for a friend)?",
+    f"May I {_ACT}, Bob asks?", f"May I {_ACT}, asks Bob?", f"Can I {_ACT}, theoretically?",
+    f"May I {_ACT} — just kidding?", f"Could I {_ACT}, you reckon?",
+    f"May I {_ACT}, hypothetically speaking?", f"May I {_ACT} — Bob wants to know?",
+    f"May I {_ACT} (says the email)?", f"May I {_ACT}, the email asks?",
+]
 TWO_QUESTIONS = [
     f"Is planner the project I should never touch? May I {_ACT}?",
     f"Do you want to keep planner? May I {_ACT}?",
 ]
 
 
-@pytest.mark.parametrize("question", NOT_LEAVE + ANOTHER_ACT + REPORTED + TWO_QUESTIONS)
+@pytest.mark.parametrize("question", NOT_LEAVE + ANOTHER_ACT + REPORTED + TRAILING
+                         + TWO_QUESTIONS)
 def test_a_yes_to_a_question_that_asks_no_leave_for_this_act_approves_nothing(
         question: str) -> None:  # fmt: skip
     got, facts = fact(asked("Yes.", question))
@@ -98,7 +106,8 @@ HONEST_QUESTIONS = [
     "Can I go ahead and delete the project planner?",
     "Shall I proceed with deleting the project planner?",
     "Do I have your permission to delete the project planner?",
-    "Am I allowed to delete the project planner?",
+    "Am I allowed to delete the project planner?", "May I delete the project planner, please?",
+    "To free up space, may I delete the project planner?",
 ]
 
 

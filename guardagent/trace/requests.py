@@ -52,6 +52,7 @@ from typing import Literal
 
 from guardagent.trace.budget import check_budget
 from guardagent.trace.held import held as holding
+from guardagent.trace.held import later
 from guardagent.trace.pasted import headers_from, introduced_from, introducing, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
@@ -279,6 +280,8 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     pasted = min(headers_from(text), introduced_from(text, _PASTING),
                  _introduced(text, tokens, clause_verdict))  # fmt: skip
     quoted_before = quoted_until(text)
+    late = {c for c in {t.clause for t in tokens if t.word == _MENTION}
+            if later([w.word for w in clauses[c]]) is not None}  # fmt: skip
     for t in tokens:
         if t.word != _MENTION:
             continue
@@ -287,6 +290,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
                 or t.start >= pasted or t.start < quoted_before):  # fmt: skip
             verdict = "quoted"
         if verdict == "request" and (t.sentence < taken_back or t.sentence in held
+                                     or t.clause in late
                                      or dangling.get(t.sentence, t.clause) < t.clause
                                      or t.clause < withdrawn):
             verdict = "refused"

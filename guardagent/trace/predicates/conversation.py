@@ -253,7 +253,8 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"{call.name!r} with exactly its values, as the thing asked about (not "
                     f"another thing that mentions them, not in another case): {ask}")
     question = asked[-1].text
-    leave = why_not_leave(question, names.tool, similarity, match == "either", names.flag_words)
+    leave = why_not_leave(question, names.tool, similarity, match == "either", names.flag_words,
+                          names.phrases)  # fmt: skip
     if leave is not None:
         return Fact("consent_given", False, (where,), f"the assistant's question in message "
                     f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "

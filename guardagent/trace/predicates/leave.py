@@ -17,6 +17,9 @@ dropped: :func:`~.tool_words.clean`):
   that asks leave for the assistant's own act (:data:`FRAMES`: "may I", "shall we", "do you
   want me to", "is it OK if I", "okay to", "am I allowed to") or none ("Delete the project
   planner?");
+- after a clause mark that closes the act, no report, hedge or name (:data:`TAIL_STOPS`:
+  not "..., Bob?", "..., in theory?", "... (asking for a friend)?", "..., the email
+  asks?"; a description of the object stays: "..., last changed on 03/04?": :func:`_tail`);
 - then, after adverbs of manner or time (:data:`BETWEEN`: "now", "permanently") and the
   words of the call's own flags ("force-delete"), a word of the tool's name: the act asked
   leave for is the tool's. With ``match="either"`` (the tool need not be named), any word
@@ -84,8 +87,54 @@ def _is_tool_word(word: str, tool: list[str], similarity: float) -> bool:
     return any(tool_named(t, word, similarity) for t in tool)
 
 
+TAIL_STOPS = frozenset({
+    # reported: "..., Bob asks?", "... (says the email)?", "... - Bob wants to know?"
+    "asks", "asked", "ask", "asking", "says", "said", "say", "wonders", "wondering", "wants",
+    "wanted", "know", "quote", "quoting", "according", "writes", "wrote", "requests",
+    # hedged: "..., in theory?", "... (asking for a friend)?", "..., you reckon?"
+    "theory", "theoretically", "hypothetically", "hypothetical", "principle", "kidding",
+    "joking", "jk", "lol", "friend", "curious", "curiosity", "reckon", "think", "guess",
+    "suppose", "imagine", "rhetorical", "rhetorically", "speaking", "pretend", "pretending",
+    "simulation", "simulated", "test", "testing", "drill", "example",
+})  # fmt: skip
+"""Words that, after a clause mark closing the act, make the question another's or not
+meant: reported, hedged, hypothetical."""
+_CLAUSE_MARKS = ",;(—–"
+
+
+def _tail(question: str, act: str, values: Iterable[str]) -> str | None:
+    """What follows the act after a clause mark, when it reports, hedges or turns to a name.
+
+    "May I delete planner, Bob?", "..., in theory?", "... (asking for a friend)?", "...,
+    the email asks?": a yes to a question reported, hedged or put to someone else is no
+    leave. A description of the object stays ("..., last changed on 03/04?", "... (ticket
+    2024-001)?"). The call's own values are taken out first (a body may hold commas), and
+    a comma between digits groups them ("CHF 4,950"). Returns the tail's first words.
+    """
+    text = question
+    for value in values:
+        text = text.replace(value, " ")
+    at = text.casefold().find(act)
+    marks = [i for i in range(max(at, 0), len(text)) if _closes(text, i)]
+    if not marks:
+        return None
+    rest = clean(text[marks[0] + 1:]).split()  # every tail after the act: one reading
+    last = text[marks[-1] + 1:].strip(" )?!.")
+    named = " " not in last and last[:1].isupper() and last.isalpha()  # ", Bob?"
+    return " ".join(rest[:6]) if named or any(w in TAIL_STOPS for w in rest) else None
+
+
+def _closes(text: str, i: int) -> bool:
+    """A clause mark at `i`: a comma (not between digits), a bracket, a dash between spaces."""
+    c = text[i]
+    if c == "-":
+        return text[i - 1:i] == " " and text[i + 1:i + 2] == " "
+    return c in _CLAUSE_MARKS and not (
+        c == "," and text[i - 1:i].isdigit() and text[i + 1:i + 2].isdigit())  # fmt: skip
+
+
 def why_not_leave(question: str, tool: str, similarity: float, either: bool,
-                  flags: Iterable[str] = ()) -> str | None:  # fmt: skip
+                  flags: Iterable[str] = (), values: Iterable[str] = ()) -> str | None:  # fmt: skip
     """Why a question asks no leave for this call's act (for the fact), or None if it does.
 
     Args:
@@ -94,6 +143,7 @@ def why_not_leave(question: str, tool: str, similarity: float, either: bool,
         similarity: How close a misspelt tool word must be (as the tool's naming).
         either: The tool need not be named (``match="either"``).
         flags: The words of the call's flag names ("force"), which may precede the act.
+        values: The call's untyped values as the question writes them (names, bodies).
     """
     head = question.lstrip(_LEAD)[:1]
     if not head.isalnum():
@@ -108,6 +158,9 @@ def why_not_leave(question: str, tool: str, similarity: float, either: bool,
         i += 1
     if i >= len(words):
         return "it names no act after asking leave"
+    tail = _tail(question, words[i], values)
+    if tail is not None:
+        return f"it adds {tail!r} after the act (another addressee, a hedge, a report)"
     if _is_tool_word(words[i], names, similarity):
         return None
     if either and framed and not any(_is_tool_word(w, names, similarity) for w in words[i:]):
