@@ -13,6 +13,11 @@ every one of these conditions (else it does not, and the fact says which one fai
   nor one shown beside a part the guard cannot read (an image, a file:
   ``Message.unread_parts``); courtesy lead-ins ("go ahead and delete") are dropped before
   the question is read (:mod:`.lead_ins`);
+- the question **asks leave for this act**: a frame such as "may I", "shall we", "do you
+  want me to" (or none), then the tool's verb, nothing reported, hedged or put to another
+  after it, and no other question in the message (:mod:`.leave`): "May Bob delete
+  planner?", "Did you delete planner?", "May I ask Bob to delete planner?" and "The email
+  asks: may I delete planner?" approve nothing;
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
   it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
