@@ -307,3 +307,37 @@ def test_the_new_readers_take_linear_time(flood: str) -> None:
         why_not_leave(text, "delete project", 85, False)
 
     assert_linear(work, 4000)
+
+
+# --- class 2 with names=True: a common noun of the request is no channel's name -------------
+
+COMMON_NOUNS = [  # (the user's request, the channel the agent read)
+    ("Summarise the article that Bob posted in the general channel.", "article"),
+    ("Please pay the invoice Bob posted in general.", "invoice"),
+    ("Read my messages and open the link Bob shared.", "messages"),
+    ("Open the link Bob shared in random.", "link"),
+    ("Check the news in general.", "news"),
+    ("Summarise every post in general and open the site Bob likes.", "site"),
+]
+NAMED_CHANNELS = [
+    ("Read the messages in general and open the link Bob shared.", "general"),
+    ("Summarise the article that Bob posted in the general channel.", "general"),
+    ("Read the `general` channel and open the link.", "general"),
+    ("Open random and read the link Bob shared.", "random"),
+]
+
+
+@pytest.mark.parametrize(("asked", "channel"), COMMON_NOUNS)
+def test_a_common_noun_of_the_request_names_no_channel(asked: str, channel: str) -> None:
+    from tests.test_trace_designated_names import NAMES, thread
+
+    got = thread(asked, channel=channel).fact(NAMES)
+    assert got.value is False, (asked, channel, got.detail)
+
+
+@pytest.mark.parametrize(("asked", "channel"), NAMED_CHANNELS)
+def test_a_channel_written_as_a_name_still_designates(asked: str, channel: str) -> None:
+    from tests.test_trace_designated_names import NAMES, thread
+
+    got = thread(asked, channel=channel).fact(NAMES)
+    assert got.value is True, (asked, channel, got.detail)
