@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 
 from guardagent.trace.budget import check_budget
+from guardagent.trace.held import Sentence
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")  # as the request reader's words: one class, one run
 _QUOTE = re.compile("[\"“”]")
@@ -163,3 +164,22 @@ def introducing(words: list[str], after: str, request: bool, opening: frozenset[
     if "?" in after or "？" in after:
         return len(words) <= 2 or not (_POINTING | doubts | reporting | SENDING).isdisjoint(words)
     return not _FORWARD.isdisjoint(words) or (told and not _POINTING.isdisjoint(words))
+
+
+def introduced_at(text: str, sentences: list[Sentence], mention: str, opening: frozenset[str],
+                  reporting: frozenset[str], doubts: frozenset[str]) -> int:  # fmt: skip
+    """Where text a sentence of no mention introduces starts (:func:`introducing`).
+
+    `sentences`: the message's sentences as the request reader segmented them; `mention`:
+    the word that stands for a mention. ``len(text)``: none.
+    """
+    for k, clauses in enumerate(sentences):
+        words = [w for c in clauses for w in c.words]
+        if mention in words:
+            continue
+        end = clauses[-1].end
+        after = text[end:sentences[k + 1][0].start] if k + 1 < len(sentences) else ""
+        request = any(c.request for c in clauses)
+        if after and introducing(words, after, request, opening, reporting, doubts):
+            return end
+    return len(text)

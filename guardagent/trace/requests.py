@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardagent.trace.budget import check_budget
+from guardagent.trace.held import Clause, Sentence, governed, later
 from guardagent.trace.held import held as holding
-from guardagent.trace.held import later
-from guardagent.trace.pasted import headers_from, introduced_from, introducing, quoted_until
+from guardagent.trace.pasted import headers_from, introduced_at, introduced_from, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
 Verdict = Literal["request", "refused", "asked", "quoted", "said"]
@@ -277,11 +277,13 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
+    sentences_read = _sentences(clauses, clause_verdict)
     pasted = min(headers_from(text), introduced_from(text, _PASTING),
-                 _introduced(text, tokens, clause_verdict))  # fmt: skip
+                 introduced_at(text, sentences_read, _MENTION, _OPENING, _PASTING, _DOUBT))
     quoted_before = quoted_until(text)
     late = {c for c in {t.clause for t in tokens if t.word == _MENTION}
             if later([w.word for w in clauses[c]]) is not None}  # fmt: skip
+    late |= governed(sentences_read)
     for t in tokens:
         if t.word != _MENTION:
             continue
@@ -298,23 +300,14 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     return [verdict_of[s] for s, _ in spans]
 
 
-def _introduced(text: str, tokens: list[_Token], verdicts: dict[int, Verdict]) -> int:
-    """Where text a sentence of no mention introduces starts (:func:`~.pasted.introducing`)."""
-    by_sentence: dict[int, list[_Token]] = {}
-    for t in tokens:
-        by_sentence.setdefault(t.sentence, []).append(t)
-    order = sorted(by_sentence)
-    for k, s in enumerate(order):
-        ts = by_sentence[s]
-        if any(t.word == _MENTION for t in ts):
-            continue
-        end = ts[-1].end
-        after = text[end:by_sentence[order[k + 1]][0].start] if k + 1 < len(order) else ""
-        request = any(verdicts[t.clause] == "request" for t in ts)
-        if after and introducing([t.word for t in ts], after, request, _OPENING, _PASTING,
-                                 _DOUBT):  # fmt: skip
-            return end
-    return len(text)
+def _sentences(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> list[Sentence]:
+    """Each sentence's clauses in order, as the readers of pasted text and conditions take."""
+    out: dict[int, Sentence] = {}
+    for c in sorted(clauses):
+        ts = clauses[c]
+        out.setdefault(ts[0].sentence, []).append(Clause(
+            c, [t.word for t in ts], ts[0].start, ts[-1].end, verdicts[c] == "request"))
+    return list(out.values())
 
 
 def _withdrawn(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> int:

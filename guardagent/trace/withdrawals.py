@@ -32,6 +32,7 @@ TAKING_BACK = frozenset({
     "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
     "joking", "jk", "second", "thought", "thoughts", "nah", "off", "belay", "disregard",
     "undo", "scrap", "strike", "i", "changed", "my", "said", "later", "psych", "let's",
+    "now", "though", "yet", "right",
 })  # fmt: skip
 """Words a sentence (or clause) that only takes back may hold."""
 TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
