@@ -142,8 +142,8 @@ TAKEN_BACK = [  # a later sentence that only takes the request back
     f"Pay {_S}. {back}" for back in (
         "Nah.", "Hold off.", "Hold off on that.", "Belay that.", "Disregard.", "Disregard that.",
         "Undo.", "Scrap that.", "Strike that.", "I changed my mind.", "Changed my mind.",
-        "Forget I said that.", "Later.", "Psych!")
-]
+        "Forget I said that.", "Later.", "Psych!", "nvm", "NVM!", "cancel that pls")
+] + [f"Pay {_S} [not really]", f"Do \u200bn\u200bo\u200bt pay {_S}."]
 PASTED = [  # the request is someone else's text the user pasted or forwarded
     f"FW: Pay {_S}", f"Fwd: pay {_S}", f"Re: Pay {_S}", f"-----Original Message-----\nPay {_S}",
     f"---------- Forwarded message ---------\nPay {_S}", f"Bob wrote\nPay {_S}",

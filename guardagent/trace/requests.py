@@ -53,6 +53,7 @@ from typing import Literal
 from guardagent.trace.budget import check_budget
 from guardagent.trace.held import Clause, Sentence, governed, later
 from guardagent.trace.held import held as holding
+from guardagent.trace.normal import without_format
 from guardagent.trace.pasted import headers_from, introduced_at, introduced_from, quoted_until
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
@@ -246,6 +247,7 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     """
     if not spans:
         return []
+    text, spans = without_format(text, spans)  # read as shown: "n\u200bot" is "not"
     tokens = _tokens(text, spans)
     asked = _segment(text, tokens)
     clauses: dict[int, list[_Token]] = {}
@@ -473,6 +475,7 @@ def _bare_negation(words: list[str]) -> bool:
 
 def takes_back(text: str) -> bool:
     """Whether a message holds a sentence that only takes back what came before it."""
+    text = without_format(text, [])[0]
     tokens = _tokens(text, [])
     if not tokens:
         return False

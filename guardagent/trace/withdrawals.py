@@ -32,13 +32,13 @@ TAKING_BACK = frozenset({
     "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
     "joking", "jk", "second", "thought", "thoughts", "nah", "off", "belay", "disregard",
     "undo", "scrap", "strike", "i", "changed", "my", "said", "later", "psych", "let's",
-    "now", "though", "yet", "right",
+    "now", "though", "yet", "right", "nvm", "really", "pls", "plz",
 })  # fmt: skip
 """Words a sentence (or clause) that only takes back may hold."""
 TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
                         "kidding", "joking", "jk", "nah", "belay", "disregard", "undo",
-                        "scrap", "strike", "changed", "later", "psych"})  # fmt: skip
+                        "scrap", "strike", "changed", "later", "psych", "nvm"})  # fmt: skip
 """A run of :data:`TAKING_BACK` words with one of these takes back what came before."""
 
 _REPLACING = frozenset({"instead", "rather"})
