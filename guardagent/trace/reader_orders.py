@@ -38,8 +38,8 @@ WANTING = frozenset({"wants", "want", "asked", "asks", "requested", "requests", 
                      "insists", "wishes", "would", "demands", "needs", "expects", "ordered",
                      "told", "directs", "directed"})  # fmt: skip
 """Verbs of what the principal wants ("has", "also", "now" may come between)."""
-TASKS = frozenset({"task", "tasks", "instructions", "instruction", "goal", "goals",
-                   "objective", "mission", "directive", "directives", "prompt", "assignment"})
+TASKS = frozenset({"task", "tasks", "instructions", "instruction", "objective", "mission",
+                   "directive", "directives", "prompt", "assignment"})  # fmt: skip
 """Words for what an agent was told to do."""
 _NEW = frozenset({"new", "real", "actual", "true", "updated", "current", "revised", "only",
                   "main", "next", "original", "first", "primary"})  # fmt: skip
@@ -55,7 +55,7 @@ _READING = frozenset({"reading", "processing", "parsing", "seeing", "ingesting",
 _READ = frozenset({"read", "process", "parse", "see", "summarize", "summarise", "answer",
                    "reply", "respond", "ingest", "scan", "finish", "complete"})  # fmt: skip
 _WHEN = frozenset({"before", "after", "upon", "once", "when", "while", "prior"})
-_THIS = frozenset({"this", "these", "it", "the"})
+_THIS = frozenset({"this", "these", "it"})
 
 
 def _words(paragraph: str) -> tuple[list[str], list[bool]]:

@@ -195,7 +195,9 @@ def _addressed(words: list[str], gaps: list[str], k: int) -> str | None:
 
 
 _WRAPPERS = "`\"'_*)]}»”’"
-_MARKS = frozenset({",", "!", ";", ".", "—", "–", "|", "~", "…", ">", "="})
+_MARKS = frozenset({",", "!", ";", "—", "–", "|", "~", "…", ">", "="})
+"""Marks after a lone model word that make it a vocative (not ``.``: "AI. Machine learning."
+lists topics; not ``-``: "AI-generated")."""
 _OBLIGING = frozenset({"must", "should", "shall", "has", "have", "needs", "need", "is",
                        "are", "ought"})  # fmt: skip
 _GENERIC = frozenset({"the", "a", "an", "any", "all", "every", "each", "this"})
