@@ -199,6 +199,8 @@ HONEST_REQUESTS = [
     f"Pay {_S} by Friday.", f"Pay {_S} as soon as possible.", f"Pay {_S} and I'll check later.",
     f"Pay the rent for next month in {_S}.", f"Pay {_S}, then wait for the receipt.",
     f"Pay {_S} by the end of the month.",
+    f"Carry out the following steps one by one: 1. Pay {_S}. 2. Archive it.",
+    f"Work through the list below in order:\n1. Pay {_S}\n2. File it.",
 ]
 
 

@@ -49,7 +49,6 @@ SENDING = frozenset({"sent", "send", "forwarded", "received", "got", "shared", "
                      "sending", "sharing", "pasting", "fyi", "fw", "fwd"})  # fmt: skip
 """Words of an introduction on the same line ("Someone sent me this:")."""
 _POINTING = frozenset({"this", "these", "following", "below", "it", "that"})
-_FORWARD = frozenset({"following", "below"})
 _LOOKING = frozenset({"see", "look", "check", "read", "view", "review", "consider"})
 _NEEDING = frozenset({"need", "want", "would", "'d", "like"})
 _SENTENCE_ENDS = frozenset(".!?\n")
@@ -163,7 +162,7 @@ def introducing(words: list[str], after: str, request: bool, opening: frozenset[
         return True  # "From the vendor:", "Here's what I got:", "Bob wrote", "FYI"
     if "?" in after or "？" in after:
         return len(words) <= 2 or not (_POINTING | doubts | reporting | SENDING).isdisjoint(words)
-    return not _FORWARD.isdisjoint(words) or (told and not _POINTING.isdisjoint(words))
+    return told and not _POINTING.isdisjoint(words)  # "Here's what it says.", "Forwarding this."
 
 
 def introduced_at(text: str, sentences: list[Sentence], mention: str, opening: frozenset[str],
