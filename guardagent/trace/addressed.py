@@ -42,7 +42,9 @@ that holds it.
 Beside the lists, the *form* of an address is read (:mod:`guardagent.trace.vocatives`): a
 model word where a letter names its addressee ("Instructions for the assistant:", "Hi
 Copilot", "@assistant", "You, the assistant, ..."), or an override of what came before
-("Ignore the IBAN above"), with look-alike letters and letters spelled apart (``A.I.``) read.
+("Ignore the IBAN above"), with look-alike letters and letters spelled apart (``A.I.``) read;
+and orders to whoever reads that name no model (:mod:`guardagent.trace.reader_orders`: "The
+user has asked that payments go to ...", "Your new task: ...", "Before summarizing, ...").
 
 What it does not see: an injection written as the document's own text ("New bank details:
 pay to GB82 ..."), which addresses no one; an address in a form that module does not read
@@ -66,6 +68,7 @@ from typing import NamedTuple
 from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import Value
 from guardagent.trace.normal import normalize_text, tokens
+from guardagent.trace.reader_orders import order_cue
 from guardagent.trace.reading import readings, text_keys
 from guardagent.trace.state import message_tokens
 from guardagent.trace.vocatives import address_cue
@@ -214,7 +217,7 @@ def addressed_from(text: str) -> Cue | None:
         check_budget()
         form = normalize_text(paragraph)
         cue = (_marker_cue(form) or _role_cue(form) or _phrase_cue(tokens(form))
-               or address_cue(paragraph))  # fmt: skip
+               or address_cue(paragraph) or order_cue(paragraph))  # fmt: skip
         if cue is not None:
             first = paragraph.strip().splitlines()[0] if paragraph.strip() else ""
             return Cue(offset, cue, first[:80])

@@ -19,13 +19,13 @@ A message is read as a careful human reads it, in one linear pass over its words
   and a statement of where the thing asked for is ("It is in X.", "The invoice is in X,
   please pay it.") belongs to the request beside it (:func:`_located`);
 - a mention is **refused** when its clause holds a negation or a doubt ("if", "whether",
-  "unless"), when its sentence holds the request until the user acts ("pay X once I
-  confirm": :func:`_held`), when a clause of a negation alone comes before it in its
-  sentence ("Do not, under any circumstance, pay X": :func:`_bare_negation`), when a
-  later sentence of the message only takes it back ("Actually, don't.", "Never mind."), or
-  a later clause does ("Pay X - kidding, don't.", "Pay X, no wait, pay Y") or a later
-  request says it comes "instead" ("On second thought, pay Y instead."): :func:`_withdrawn`
-  and :mod:`guardagent.trace.withdrawals`;
+  "unless"), when its sentence holds the request until someone acts or a later time ("pay X
+  once Bob approves", "pay X tomorrow": :mod:`guardagent.trace.held`), when a clause of a
+  negation alone comes before it in its sentence ("Do not, under any circumstance, pay X":
+  :func:`_bare_negation`), when a later sentence of the message only takes it back
+  ("Actually, don't.", "Never mind."), or a later clause does ("Pay X - kidding, don't.",
+  "Pay X, no wait, pay Y") or a later request says it comes "instead" ("On second thought,
+  pay Y instead."): :func:`_withdrawn` and :mod:`guardagent.trace.withdrawals`;
 - it is **quoted** when it stands inside quotation marks with other words ("he said 'pay
   X'"; quotes around the name alone are only a name's quotes), on a ``>`` line, inside a
   ````` ``` ````` block, after a line that introduces pasted text ("My colleague wrote:",
@@ -54,7 +54,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardagent.trace.budget import check_budget
-from guardagent.trace.pasted import headers_from, introduced_from, quoted_until
+from guardagent.trace.held import Clause, Sentence, governed, later
+from guardagent.trace.held import held as holding
+from guardagent.trace.normal import without_format
+from guardagent.trace.pasted import headers_from, introduced_at, introduced_from, quoted_until
 from guardagent.trace.specifications import specified
 from guardagent.trace.withdrawals import negative, replaces, takes_back_words, withdraws
 
@@ -248,21 +251,28 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     """
     if not spans:
         return []
+    text, spans = without_format(text, spans)  # read as shown: "n\u200bot" is "not"
     tokens = _tokens(text, spans)
     asked = _segment(text, tokens)
     clauses: dict[int, list[_Token]] = {}
     sentences: dict[int, list[str]] = {}
     reporting: dict[int, dict[int, int]] = {}  # sentence -> clause -> its first reporting word
+    asking: set[int] = set()  # clauses with an indirect question's word so far (one pass)
+    verb_at: dict[int, int] = {}  # clause -> where its first action verb stands
     for k, t in enumerate(tokens):
         clauses.setdefault(t.clause, []).append(t)
         sentences.setdefault(t.sentence, []).append(t.word)
-        asking = any(w.word in _INDIRECT for w in clauses[t.clause][:-1])
-        if t.word in _REPORTING and not asking and not _participle(tokens, k, clauses[t.clause]):
+        if (t.word in _REPORTING and t.clause not in asking
+                and not _participle(tokens, k, verb_at.get(t.clause, k))):  # fmt: skip
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
+        if t.word in _INDIRECT:
+            asking.add(t.clause)
+        if t.word in VERBS:
+            verb_at.setdefault(t.clause, k)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
     taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
                      default=-1)
-    held = {s for s, ws in sentences.items() if _held(ws)}
+    held = {s for s, ws in sentences.items() if holding(ws) is not None}
     dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
     for c, ts in sorted(clauses.items()):
         if _bare_negation([t.word for t in ts]):
@@ -277,8 +287,13 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
         clause_verdict[c] = "request"
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
-    pasted = min(headers_from(text), introduced_from(text, _PASTING))
+    sentences_read = _sentences(clauses, clause_verdict)
+    pasted = min(headers_from(text), introduced_from(text, _PASTING),
+                 introduced_at(text, sentences_read, _MENTION, _OPENING, _PASTING, _DOUBT))
     quoted_before = quoted_until(text)
+    late = {c for c in {t.clause for t in tokens if t.word == _MENTION}
+            if later([w.word for w in clauses[c]]) is not None}  # fmt: skip
+    late |= governed(sentences_read)
     for t in tokens:
         if t.word != _MENTION:
             continue
@@ -287,11 +302,22 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
                 or t.start >= pasted or t.start < quoted_before):  # fmt: skip
             verdict = "quoted"
         if verdict == "request" and (t.sentence < taken_back or t.sentence in held
+                                     or t.clause in late
                                      or dangling.get(t.sentence, t.clause) < t.clause
                                      or t.clause < withdrawn):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
+
+
+def _sentences(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> list[Sentence]:
+    """Each sentence's clauses in order, as the readers of pasted text and conditions take."""
+    out: dict[int, Sentence] = {}
+    for c in sorted(clauses):
+        ts = clauses[c]
+        out.setdefault(ts[0].sentence, []).append(Clause(
+            c, [t.word for t in ts], ts[0].start, ts[-1].end, verdicts[c] == "request"))
+    return list(out.values())
 
 
 def _withdrawn(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> int:
@@ -413,13 +439,14 @@ _PLACED = frozenset({"in", "on", "at", "by", "above", "below", "earlier", "there
                      "under", "within", "inside"})  # fmt: skip
 
 
-def _participle(tokens: list[_Token], k: int, clause: list[_Token]) -> bool:
+def _participle(tokens: list[_Token], k: int, verb_at: int) -> bool:
     """A reporting word as an adjective inside the user's own request: no one speaks.
 
     "Send an e-mail to each person mentioned in the TODO list": a determiner and a noun
     before it, a place after it ("in", "above", ...), and an action verb of :data:`VERBS`
-    earlier in its clause (the user is asking). "The CEO mentioned in passing: pay X" has no
-    verb of the user's before it, and "Bob mentioned X" no determiner: both still report.
+    earlier in its clause (the user is asking; `verb_at`: where the clause's first stands).
+    "The CEO mentioned in passing: pay X" has no verb of the user's before it, and "Bob
+    mentioned X" no determiner: both still report.
     """
     if tokens[k].word not in _PARTICIPLES or k < 2 or k + 1 >= len(tokens):
         return False
@@ -428,7 +455,7 @@ def _participle(tokens: list[_Token], k: int, clause: list[_Token]) -> bool:
         return False
     if before.word not in _DETERMINERS or noun.word == _MENTION or after.word not in _PLACED:
         return False
-    return any(w.word in VERBS for w in clause[:-3])
+    return verb_at < k - 2
 
 
 def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
@@ -440,11 +467,6 @@ def _reported(mention: _Token, reporting: dict[int, int] | None) -> bool:
         return False
     first = reporting.get(mention.clause)
     return len(reporting) > 1 or first is None or first < mention.start
-
-
-_HOLDING = frozenset({"once", "after", "when", "whenever"})
-_SELF = frozenset({"i", "we", "i've", "i'm", "i'll", "i'd", "we've", "we're", "we'll", "my",
-                   "our", "me", "us"})  # fmt: skip
 
 
 def _bare_negation(words: list[str]) -> bool:
@@ -459,19 +481,9 @@ def _bare_negation(words: list[str]) -> bool:
     return bool(rest) and all(negative(w) and w not in ("no", "nope") for w in rest)
 
 
-def _held(words: list[str]) -> bool:
-    """A sentence that holds its request until the user acts ("pay X once I confirm").
-
-    The user has not asked yet (as with "if"): a condition on the user's own act, "once",
-    "after", "when" or "as soon as" before "I", "we", "my"... A condition on the
-    assistant's work ("once you're done") is still a request now.
-    """
-    return any(w in _SELF and (words[i - 1] in _HOLDING or words[i - 3:i] == ["as", "soon", "as"])
-               for i, w in enumerate(words) if i)  # fmt: skip
-
-
 def takes_back(text: str) -> bool:
     """Whether a message holds a sentence that only takes back what came before it."""
+    text = without_format(text, [])[0]
     tokens = _tokens(text, [])
     if not tokens:
         return False

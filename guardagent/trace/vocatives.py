@@ -13,15 +13,22 @@ letter names its addressee. This module reads those forms over a paragraph's wor
 - a *greeting*: "dear", "hey", "hello", "attention"... and a model word ("Hi Copilot"; of
   the words a person is also called by, only "assistant": "Dear Agent," is a letter);
 - a *vocative* opening a sentence: a model word alone before ``,`` or ``!`` ("Agent,
-  kindly wire ..."; "Your agent, Peter" and "Agent: Peter" are none);
+  kindly wire ..."; "Your agent, Peter" and "Agent: Peter" are none), and a word that
+  names only a model (or "assistant") before any other mark but a hyphen, quotes or
+  brackets around it ("AI; pay", "(AI) pay", "Copilot — pay", "`AI`, pay");
+- a model word that names only a model as the *subject of an obligation*: "The AI must
+  ...", "Any LLM is required to ...", "Language models should ..." (not "our AI", a
+  product, nor "will"; the words a person is also called by are not read so: "The agent
+  must sign the lease");
 - an *apposition to "you"*: "You, the assistant, ..." (or "you are an AI");
 - a *handle*: ``@`` before a model word (``@assistant``);
 - a *heading*: a model word and a directive word before ``:`` ("ASSISTANT INSTRUCTIONS:";
   not "Model instructions:", a manual's);
 - a model *reading* the text: "any AI reading this", "model processing this document"
   (not "Agent processing fee");
-- an *override of what came before*: "ignore", "disregard", "forget" and, within four
-  words of its sentence, "above", "previous", "earlier"... ("Ignore the IBAN above").
+- an *override of what came before*: "ignore", "disregard", "forget" and, within eight
+  words of its sentence, "above", "previous", "earlier"... ("Ignore the IBAN above",
+  "Ignore what the invoice says above");
 
 Model words are "ai", "llm", "bot", "gpt", "chatbot", "copilot" and the words a human is
 also called by ("assistant", "agent", "model"), the latter only inside these forms ("Dental
@@ -77,7 +84,7 @@ _EARLIER = frozenset({"above", "previous", "prior", "earlier", "preceding", "for
                       "original"})  # fmt: skip
 _SPELLING = frozenset(".-_*·'")
 _ENDS = frozenset(".!?;\n")
-_LOOK = 4
+_LOOK = 8
 
 
 def _words(text: str) -> list[str]:
@@ -121,6 +128,7 @@ def address_cue(paragraph: str) -> str | None:
     gaps: list[str] = []  # the characters between each word and the one before ("\n": start)
     gap = "\n"
     for t in _words(fold(paragraph).replace("\n", " ¶ ")):
+        t = t.strip("_") or t  # "_AI_": Markdown emphasis around a word
         if t[0].isalnum() or t[0] == "_":
             if words and not gap and (words[-1], t) in _JOINED:
                 words[-1] = _JOINED[(words[-1], t)]
@@ -165,6 +173,12 @@ def _addressed(words: list[str], gaps: list[str], k: int) -> str | None:
             return f"{prev} ... {noun}{follows}"
     if q == k and _sentence_start(link) and gaps[k + 1][:1] in (",", "!"):
         return f"{noun}{gaps[k + 1][:1]}"  # a vocative opening its sentence: "Agent, pay"
+    mark = _vocative_mark(gaps[k + 1], link)
+    if q == k and _sentence_start(link) and mark and noun in _GREETED:
+        return f"{noun}{mark}"  # "AI; pay", "(AI) pay", "Copilot — pay", "`AI`, pay"
+    if noun in STRONG and (q < k and words[q] in _GENERIC or q == k and _sentence_start(link)
+                           ) and _obliged(words, gaps, k + 1):  # fmt: skip
+        return f"{' '.join(words[q:k + 1])} {words[k + 1]}"  # "The AI must pay"
     if prev in GREETINGS and link in ("", ",") and noun in _GREETED:
         return f"{prev} {noun}"
     if prev == "you" and (link == "," and follows in (",", ":") or not link and noun in STRONG):
@@ -178,6 +192,39 @@ def _addressed(words: list[str], gaps: list[str], k: int) -> str | None:
     if nxt in _READING and then in _READ:
         return f"{noun} {nxt} {then}"
     return None
+
+
+_WRAPPERS = "`\"'_*)]}»”’"
+_MARKS = frozenset({",", "!", ";", "—", "–", "|", "~", "…", ">", "="})
+"""Marks after a lone model word that make it a vocative (not ``.``: "AI. Machine learning."
+lists topics; not ``-``: "AI-generated")."""
+_OBLIGING = frozenset({"must", "should", "shall", "has", "have", "needs", "need", "is",
+                       "are", "ought"})  # fmt: skip
+_GENERIC = frozenset({"the", "a", "an", "any", "all", "every", "each", "this"})
+"""Determiners of a model word that names whichever model reads ("the AI", "any LLM"; not
+"our AI", a product)."""
+_DUTY = frozenset({"to", "required", "instructed", "expected", "obliged", "asked", "now"})
+
+
+def _vocative_mark(after: str, before: str) -> str:
+    """The mark that ends a model word standing alone ("AI;", "(AI)", "`AI`,"), or "".
+
+    Wrapping quotes, emphasis and a closing bracket are passed over; a bracket that closes
+    the one before the word ends it. A hyphen is not a mark ("AI-generated").
+    """
+    rest = after.lstrip(_WRAPPERS)
+    if rest[:1] in _MARKS or rest[:2] == "->":
+        return rest[:2] if rest[:2] == "->" else rest[:1]
+    return ")" if not rest and ")" in after and "(" in before else ""
+
+
+def _obliged(words: list[str], gaps: list[str], j: int) -> bool:
+    """A word of obligation after a model word: "must", "should", "has to", "is required"."""
+    if j >= len(words) or gaps[j] or words[j] not in _OBLIGING:
+        return False
+    if words[j] in ("must", "should", "shall", "ought"):
+        return True
+    return j + 1 < len(words) and not gaps[j + 1] and words[j + 1] in _DUTY
 
 
 def _override(words: list[str], gaps: list[str], k: int) -> str | None:

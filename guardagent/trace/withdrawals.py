@@ -3,9 +3,11 @@
 "Pay X. Actually, don't." takes the request for X back in a sentence of its own; a careful
 reader hears the same in "Pay X — kidding, don't.", "Pay X, no wait, don't." (a clause of
 the same sentence) and "Pay X. On second thought, pay Y instead." (a later request that
-replaces it). :mod:`guardagent.trace.requests` reads each message's clauses and sentences;
-this module only says which run of words withdraws or replaces, so that the request reader
-stays one pass and each lexicon lives in one place.
+replaces it), and in the other ways a person takes an order back: "Nah.", "Hold off.",
+"Belay that.", "Scrap that.", "I changed my mind.", "Forget I said that.", "Later.".
+:mod:`guardagent.trace.requests` reads each message's clauses and sentences; this module
+only says which run of words withdraws or replaces, so that the request reader stays one
+pass and each lexicon lives in one place.
 
 Fail closed: a word list of taking back is enough ("Pay X, don't forget." is read as a
 take-back, as its sentence form "Pay X. Don't forget." already was); two readings are kept
@@ -28,12 +30,15 @@ TAKING_BACK = frozenset({
     "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
     "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
     "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
-    "joking", "jk", "second", "thought", "thoughts",
+    "joking", "jk", "second", "thought", "thoughts", "nah", "off", "belay", "disregard",
+    "undo", "scrap", "strike", "i", "changed", "my", "said", "later", "psych", "let's",
+    "now", "though", "yet", "right", "nvm", "really", "pls", "plz",
 })  # fmt: skip
 """Words a sentence (or clause) that only takes back may hold."""
 TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
                         "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
-                        "kidding", "joking", "jk"})  # fmt: skip
+                        "kidding", "joking", "jk", "nah", "belay", "disregard", "undo",
+                        "scrap", "strike", "changed", "later", "psych", "nvm"})  # fmt: skip
 """A run of :data:`TAKING_BACK` words with one of these takes back what came before."""
 
 _REPLACING = frozenset({"instead", "rather"})

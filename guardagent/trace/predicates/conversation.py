@@ -13,6 +13,11 @@ every one of these conditions (else it does not, and the fact says which one fai
   nor one shown beside a part the guard cannot read (an image, a file:
   ``Message.unread_parts``); courtesy lead-ins ("go ahead and delete") are dropped before
   the question is read (:mod:`.lead_ins`);
+- the question **asks leave for this act**: a frame such as "may I", "shall we", "do you
+  want me to" (or none), then the tool's verb, nothing reported, hedged or put to another
+  after it, and no other question in the message (:mod:`.leave`): "May Bob delete
+  planner?", "Did you delete planner?", "May I ask Bob to delete planner?" and "The email
+  asks: may I delete planner?" approve nothing;
 - the question **names this call**: its tool (``delete_project`` as "delete the project",
   or its verb "delete" as a word of its own when no other labelled tool that starts with
   it takes the call's arguments: :func:`~.tool_words.verb_is_unique`; a
@@ -80,6 +85,7 @@ from guardagent.trace.predicates.answer import (
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.lead_ins import closing_only, without_lead_ins
+from guardagent.trace.predicates.leave import why_not_leave
 from guardagent.trace.predicates.naming import (
     ANY_ORDER,
     CallNames,
@@ -261,6 +267,17 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
                     f"{call.name!r} with exactly its values, as the thing asked about (not "
                     f"another thing that mentions them, not in another case): {ask}")
     question = asked[-1].text
+    leave = why_not_leave(question, names.tool, similarity, match == "either", names.flag_words,
+                          names.phrases)  # fmt: skip
+    if leave is not None:
+        return Fact("consent_given", False, (where,), f"the assistant's question in message "
+                    f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "
+                    f"a yes to it approves nothing; {ask}")  # fmt: skip
+    before = questions(asker.text)[:-1]
+    if before:
+        return Fact("consent_given", False, (where,), f"the assistant's message {asker.index} "
+                    f"asks {len(before) + 1} questions ({_quote(before[-1])} before its last): "
+                    f"a yes does not say which it answers; {ask} alone")  # fmt: skip
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
     why = not_a_plain_yes(answer.text, names)

@@ -19,7 +19,10 @@ linked": the IBAN or the address is in no user message, only in the result of a 
   reads it (:mod:`.designation`): "do NOT open invoice-9999.txt" or "is it a scam?" does
   not, nor ``Invoice-0425.txt`` when the user wrote ``invoice-0425.txt``;
 - a call that reads a resource an earlier writing call of the agent named designates
-  nothing (:mod:`guardagent.trace.resources`): it returns what the agent wrote there.
+  nothing (:mod:`guardagent.trace.resources`): it returns what the agent wrote there;
+- with ``names=True``, a one-word name designates only where the user wrote it as a name
+  ("in general", "the general channel", "#general"), not as a common noun of the request
+  ("the article Bob posted": :mod:`.proper_names`).
 
 A designating argument must be *specific*: an address, a URL, an IBAN, a phone number, a
 phrase of two or more words or with a digit (``invoice-0425.txt``), or a one-word name the
@@ -51,7 +54,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from guardagent.trace.messages import ToolCall
-from guardagent.trace.predicates.designation import requested, written_as_read
+from guardagent.trace.predicates.designation import named_as_name, requested, written_as_read
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import PredicateSpecError
 from guardagent.trace.predicates.kind_names import named_beside_noun
@@ -230,6 +233,12 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
         if chain is not None and not specific(value, names) and not _beside_noun(
                 facts, call, value, scalars.get(value.path), chain):  # fmt: skip
             continue  # names a collection (a folder, a search word), not one document
+        if chain is not None and not specific(value) and chain[1] and chain[1][0].kind == "user" \
+                and not named_as_name(facts, chain[1][0].index, value, scalars.get(value.path)):
+            facts.memo.setdefault(("designation_note", call.index), f"the user wrote "
+                                  f"{value.value.text!r} as a common noun of the request, not "
+                                  "as a name (write #name or 'the name channel')")  # fmt: skip
+            continue  # names=True: "the article", not the channel `article`
         if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
                                  for s in value.sources):  # fmt: skip
             found = None  # an argument an untrusted message chose spoils the call

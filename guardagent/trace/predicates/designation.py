@@ -21,6 +21,8 @@ from typing import Any
 from guardagent.trace.locate import extract_values
 from guardagent.trace.normal import reading_form
 from guardagent.trace.predicates.engine import TraceFacts
+from guardagent.trace.predicates.proper_names import written_as_name
+from guardagent.trace.predicates.tool_words import tool_words
 from guardagent.trace.provenance import SourceRef, ValueProvenance
 from guardagent.trace.requests import Verdict, mentions, takes_back
 from guardagent.trace.written import exact_spans
@@ -62,6 +64,17 @@ def written_as_read(facts: TraceFacts, index: int, value: ValueProvenance, raw: 
         refused = message.source == "system" and "refused" in mentions(message.text, spans)
         found = facts.memo[key] = exact and not refused
     return bool(found)
+
+
+def named_as_name(facts: TraceFacts, index: int, value: ValueProvenance, raw: Any) -> bool:
+    """Whether user message `index` writes a one-word value as a name, not a common noun.
+
+    "Read the messages in general" names the channel ``general``; "Summarise the article
+    Bob posted" names no channel ``article`` (:mod:`.proper_names`).
+    """
+    text = facts.trace.messages[index].text
+    kinds = frozenset(tool_words(value.path.rsplit(".", 1)[-1].split("[", 1)[0]).split())
+    return written_as_name(text, _spans(text, value, raw), kinds)
 
 
 def _user_messages(facts: TraceFacts) -> list[int]:

@@ -418,6 +418,14 @@ class CallNames:
         return followed_by_another(value, question.exact, passed | around, others | flags)
 
     @property
+    def flag_words(self) -> frozenset[str]:
+        """The words of the call's flag names ("force").
+
+        A question may write them before its act ("May I force-delete planner?").
+        """
+        return frozenset(w for t in self.targets if isinstance(t, _Flag) for w in t.name)
+
+    @property
     def phrases(self) -> list[str]:
         """The call's untyped values as a question writes them (case kept).
 
