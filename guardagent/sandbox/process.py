@@ -37,6 +37,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from guardagent.environment import SANDBOX_WARM, SANDBOX_ZYGOTE, value
 from guardagent.policy.recorder import Assignments, PredicateError, PredicateRecorder
 from guardagent.readers.evidence import Unreadable
 from guardagent.readers.user_facts import normalize_facts
@@ -363,7 +364,7 @@ def without_zygote() -> Iterator[None]:
 def _zygote_enabled() -> bool:
     if _one_shot:
         return False
-    return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+    return value(SANDBOX_ZYGOTE)
 
 
 def prestart_worker(toolbox: Toolbox, limits: SandboxLimits, source: str | None = None) -> bool:
@@ -398,7 +399,7 @@ def prestart_runs() -> bool:
 
 
 def _warm_enabled() -> bool:
-    return os.environ.get("GUARDAGENT_SANDBOX_WARM", "1") != "0"
+    return value(SANDBOX_WARM)
 
 
 def _warm_run(

@@ -69,6 +69,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from guardagent.environment import SANDBOX_NICE, value
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox import child, worker
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
@@ -129,8 +130,6 @@ def toolbox_refs(toolbox: Toolbox) -> list[list[str]] | None:
     return refs
 
 
-NICE_ENV = "GUARDAGENT_SANDBOX_NICE"
-RUNS_NICE = 10
 """How much lower than the guard's own the CPU priority of one-run children is, by default."""
 
 
@@ -148,13 +147,7 @@ def runs_nice() -> int:
     Raises:
         ValueError: the variable is set to something that is not an integer.
     """
-    raw = os.environ.get(NICE_ENV, "").strip()
-    if not raw:
-        return RUNS_NICE
-    try:
-        return max(0, min(19, int(raw)))
-    except ValueError:
-        raise ValueError(f"{NICE_ENV}={raw!r}: expected an integer from 0 to 19") from None
+    return value(SANDBOX_NICE)
 
 
 class _Zygote:

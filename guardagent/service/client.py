@@ -22,16 +22,15 @@ fields that do not read as one raises :class:`ServiceError`; callers deny on it
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from guardagent.environment import SERVICE_TOKEN, value
 from guardagent.service.wire import exchange
 
 if TYPE_CHECKING:
     from guardagent.decision import GuardDecision
 
-TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
 DECISION_FIELDS = (
     "allowed", "label", "violations", "reason", "guardrailed_output", "program_source",
     "program", "attempts", "attempt_errors", "llm_calls", "tokens", "latency_ms", "error",
@@ -152,7 +151,7 @@ class GuardClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"service URL must look like http://host:port, got {url!r}")
         self.parts = parts
-        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+        self.token = token if token is not None else value(SERVICE_TOKEN)
         self.timeout = timeout
         self.retries = max(0, retries)
 
