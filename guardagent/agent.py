@@ -15,12 +15,12 @@ from langgraph.graph.state import CompiledStateGraph
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.guard.runs import ainvoke_guard, invoke_guard
 from guardagent.llm import is_offline, resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.runs import ainvoke_guard, invoke_guard
 
 if TYPE_CHECKING:
     from guardagent.policy.task import AttachedTask, TaskPolicy

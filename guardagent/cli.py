@@ -17,7 +17,7 @@ import click
 
 from guardagent.eval.definitions import help_epilog
 from guardagent.exit_status import INTERRUPTED, InputError, epilog
-from guardagent.memory_cli import memory
+from guardagent.memory_store.cli import memory
 
 
 def _text(value: str, what: str) -> str:
@@ -27,7 +27,7 @@ def _text(value: str, what: str) -> str:
     result is text the guard can read and the decision can be printed with; undecodable
     bytes become U+FFFD, and a note on stderr says how many.
     """
-    from guardagent.eval.textio import clean_text, decode_bytes
+    from guardagent.readers.textio import clean_text, decode_bytes
 
     if value == "@-":
         binary = getattr(sys.stdin, "buffer", None)  # a replaced stdin may be text only
@@ -250,7 +250,7 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
-    from guardagent.eval.textio import dumps_safe
+    from guardagent.readers.textio import dumps_safe
     from guardagent.sandbox.process import without_zygote
 
     wanted = _decision_fields(fields)
@@ -307,7 +307,7 @@ def _task(task_file: str | None) -> Any:
     """`--task FILE`'s document (None without one); a file that is not data exits 2."""
     if task_file is None:
         return None
-    from guardagent.task_file import TaskFileError, read_task_file
+    from guardagent.policy.task_file import TaskFileError, read_task_file
 
     try:
         return read_task_file(task_file)
@@ -563,7 +563,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
         tools = load_profile(profile).tools()
     except ProfileError as exc:
         raise InputError(str(exc)) from None
-    from guardagent.eval.textio import decode_bytes, dumps_safe
+    from guardagent.readers.textio import decode_bytes, dumps_safe
 
     source = decode_bytes(Path(program_file).read_bytes()).text
     with without_zygote():  # one run, then exit: a fork of this process, no zygote

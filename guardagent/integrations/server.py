@@ -36,8 +36,8 @@ from guardagent.context import RunContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.graph.runnables import paired
-from guardagent.graph.state import GuardInput, GuardOutput
 from guardagent.nodes.runtime import check_settings, deployment_settings
+from guardagent.nodes.state import GuardInput, GuardOutput
 from guardagent.profiles.loader import load_profile
 
 settings = deployment_settings()  # fail at start on a malformed GUARDAGENT_* variable

@@ -13,7 +13,7 @@ from guardagent.authoring.derive import Derivation, ensure_derived, needs_deriva
 from guardagent.context import GuardContext
 from guardagent.nodes.runtime import profile_of
 from guardagent.nodes.steps import Wait, in_thread
-from guardagent.verification import summarize
+from guardagent.profiles.verification import summarize
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

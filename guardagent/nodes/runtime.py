@@ -193,7 +193,7 @@ _RUN_PROFILES: ContextVar[dict[str, Profile] | None] = ContextVar(
 def one_run() -> Iterator[None]:
     """Within: the nodes of one guard run read each profile once (see :func:`profile_of`).
 
-    Set by :mod:`guardagent.runs` around a run of the graph (a context variable: concurrent
+    Set by :mod:`guardagent.guard.runs` around a run of the graph (a context variable: concurrent
     runs each have their own; LangGraph runs every node in a copy of the caller's context,
     which shares the run's dict).
     """

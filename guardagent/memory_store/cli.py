@@ -16,8 +16,8 @@ from typing import Any
 import click
 
 from guardagent.environment import MEMORY_KEY, value
-from guardagent.eval.textio import dumps_safe
 from guardagent.exit_status import InputError, epilog
+from guardagent.readers.textio import dumps_safe
 
 
 @dataclass(frozen=True)
