@@ -14,7 +14,7 @@ from guardagent.environment import LLM_TIMEOUT, OPENAI_API_KEY, value
 if TYPE_CHECKING:  # langchain_core's model classes load on first real use: offline needs none
     from langchain_core.language_models import BaseChatModel
 
-    from guardagent.nodes.steps import Wait
+    from guardagent.twins import Wait
 
 OFFLINE = "offline"
 
@@ -136,7 +136,7 @@ def ask(model: BaseChatModel, system: str, user: str, *, run_name: str) -> Wait:
     """
     from functools import partial
 
-    from guardagent.nodes.steps import Wait
+    from guardagent.twins import Wait
 
     return Wait(
         partial(call_model, model, system, user, run_name=run_name),

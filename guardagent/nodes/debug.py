@@ -12,9 +12,10 @@ from guardagent.llm import ModelCallError, ask
 from guardagent.nodes import prompts
 from guardagent.nodes.runtime import context_of, model_of, profile_of
 from guardagent.nodes.state import GuardState
-from guardagent.nodes.steps import Steps, Wait, async_node, sync_node
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictRecorder
+from guardagent.twins import Wait
 
 _LISTINGS: dict[tuple[Any, ...], str] = {}
 

@@ -10,9 +10,10 @@ from guardagent.context import GuardContext
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
 from guardagent.nodes.state import GuardState
-from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.policy.runs import decision_parts
 from guardagent.profiles.verification import known_problems, program_problems, summarize
+from guardagent.twins import in_thread
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,10 @@ from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
 from guardagent.nodes.state import GuardState
-from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.profiles.loader import Profile
 from guardagent.profiles.verification import known_problems, program_problems
+from guardagent.twins import in_thread
 
 
 def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
