@@ -39,6 +39,20 @@ def in_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Wait:
     return Wait(call, functools.partial(asyncio.to_thread, call))
 
 
+def sync_only(call: Callable[[], Any]) -> Wait:
+    """A wait that exists on the sync path only (a caller's sync callback)."""
+    return Wait(call, functools.partial(_wrong_path, "a sync-only wait awaited"))
+
+
+def async_only(acall: Callable[[], Awaitable[Any]]) -> Wait:
+    """A wait that exists on the async path only (a caller's async callback)."""
+    return Wait(functools.partial(_wrong_path, "an async-only wait called"), acall)
+
+
+def _wrong_path(what: str) -> Any:
+    raise RuntimeError(f"{what}: a twin body met a wait of the other path")
+
+
 def run(body: Twin[T]) -> T:
     """Drive `body`, performing each wait by calling it."""
     try:
