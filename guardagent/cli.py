@@ -363,15 +363,9 @@ def _json_file(path: Path) -> Any:
         OSError: the file cannot be read.
         ValueError: not JSON, not Unicode, or nested too deep to read (one line).
     """
-    data = path.read_bytes()
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg}, line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise ValueError("not text in a Unicode encoding") from None
-    except RecursionError:
-        raise ValueError("nested too deep to read") from None
+    from guardagent.readers.textio import load_json
+
+    return load_json(path.read_bytes())
 
 
 def _unreadable_state(guard: Any, detail: str) -> Any:

@@ -78,12 +78,13 @@ def parse_task_text(text: str, name: str = "<task>") -> Any:
     Raises:
         TaskFileError: neither JSON nor plain YAML (a tag, nesting over 64 deep, anchors).
     """
+    from guardagent.readers.textio import UnreadableJson, load_json
+
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise TaskFileError(f"--task {name}: nested too deep to read") from None
-    except ValueError:
-        pass
+        return load_json(text)
+    except UnreadableJson as exc:
+        if exc.kind == "depth":
+            raise TaskFileError(f"--task {name}: nested too deep to read") from None
     return _yaml(text, name)
 
 
