@@ -60,7 +60,7 @@ def run(body: Twin[T]) -> T:
         while True:
             try:
                 result = wait.call()
-            except Exception as exc:  # noqa: BLE001 - the body's own `except` decides
+            except BaseException as exc:  # the body's own `except` decides (cancellation too)
                 wait = body.throw(exc)
             else:
                 wait = body.send(result)
@@ -76,7 +76,7 @@ async def arun(body: Twin[T]) -> T:
         while True:
             try:
                 result = await wait.acall()
-            except Exception as exc:  # noqa: BLE001 - the body's own `except` decides
+            except BaseException as exc:  # the body's own `except` decides (cancellation too)
                 wait = body.throw(exc)
             else:
                 wait = body.send(result)

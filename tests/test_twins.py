@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from guardagent.twins import Twin, Wait, arun, async_only, run, sync_only
 
 PACKAGE = Path(__file__).resolve().parents[1] / "guardagent"
-TWIN_MODULES = ["agent.py", "guard/runs.py", "integrations/middleware.py"]
+TWIN_MODULES = ["agent.py", "guard/runs.py", "integrations/middleware.py",
+                "integrations/held_answers.py", "integrations/subgraph.py"]
 MAX_TWIN_STATEMENTS = 2  # a docstring and `return [await] driver(body(...))`
 
 
@@ -92,7 +93,8 @@ def test_a_wait_of_the_other_path_is_refused() -> None:
 def _thick_twins(source: str) -> list[str]:
     """Async functions whose sync twin exists and whose body is more than a driver call."""
     tree = ast.parse(source)
-    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]
+    scopes = [tree, *(n for n in ast.walk(tree)
+                      if isinstance(n, ast.ClassDef | ast.FunctionDef))]  # fmt: skip
     thick = []
     for scope in scopes:
         body = scope.body
