@@ -113,3 +113,14 @@ def _thick_twins(source: str) -> list[str]:
 def test_sync_async_pairs_are_one_body_driven_twice(module: str) -> None:
     source = (PACKAGE / module).read_text(encoding="utf-8")
     assert _thick_twins(source) == []
+
+
+def test_the_sandbox_client_drives_one_exchange_both_ways() -> None:
+    """The zygote's blocking client and its event-loop client run one protocol body."""
+    tree = ast.parse((PACKAGE / "sandbox" / "azygote.py").read_text(encoding="utf-8"))
+    bodies = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for name, driver in (("run_in_zygote", "run"), ("arun_in_zygote", "arun")):
+        assert name in bodies, f"{name} is not beside the exchange it drives"
+        calls = {c.func.id for c in ast.walk(bodies[name])
+                 if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}  # fmt: skip
+        assert {driver, "exchange"} <= calls, name

@@ -41,7 +41,7 @@ from guardagent.environment import SANDBOX_WARM, SANDBOX_ZYGOTE, value
 from guardagent.policy.recorder import Assignments, PredicateError, PredicateRecorder
 from guardagent.readers.evidence import Unreadable
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.sandbox.azygote import arun_in_zygote
+from guardagent.sandbox.azygote import arun_in_zygote, run_in_zygote
 from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
@@ -57,7 +57,7 @@ from guardagent.sandbox.child import (
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
 from guardagent.sandbox.warm import run_warm, start_idle
-from guardagent.sandbox.zygote import run_in_zygote, runs_nice, start_zygote, toolbox_refs
+from guardagent.sandbox.zygote import runs_nice, start_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
 

@@ -266,47 +266,12 @@ def _lines(sock: socket.socket, deadline: float, start: bytes = b"") -> Any:
         buf += chunk
 
 
-def run_in_zygote(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
-    facts: dict[str, Any] | None = None,
-) -> tuple[str, Any]:  # fmt: skip
-    """Run one program in a zygote child.
-
-    Returns:
-        ("line", bytes) with the child's result line, ("status", int) when the child died
-        without one, ("timeout", None) after killing it, or ("eof", None).
-    """
-    request = run_request(source, refs, inputs, limits, facts)
-    path = _zygote(runs_nice()).path  # may start the zygote: not part of the program's time
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(path)
-        deadline = time.monotonic() + limits.wall_seconds
-        sock.sendall(request)
-        reply = Reply()
-        try:
-            while reply.wanted == "announce":
-                if not _ready(sock.fileno(), deadline):
-                    return reply.timed_out()
-                data, fds, _, _ = socket.recv_fds(sock, 65536, 1)
-                reply.announced(data, fds)
-            while reply.wanted == "result" and reply.pipe is not None:
-                if not _ready(reply.pipe, deadline):
-                    return reply.timed_out()
-                reply.result(os.read(reply.pipe, 65536))
-            if reply.ended is not None:
-                return reply.ended
-            for line in _lines(sock, deadline, reply.rest):  # the zygote's word, after it
-                if line is None:
-                    return reply.timed_out()
-                reply.pid, ended = read_reply(line, reply.pid)
-                if ended is not None:
-                    return ended
-        finally:
-            reply.close()
-    return "eof", None
+def zygote_path(nice: int) -> str:
+    """The socket of this process's zygote of that niceness, started if there is none."""
+    return _zygote(nice).path
 
 
-def _ready(fd: int, deadline: float) -> bool:
+def ready(fd: int, deadline: float) -> bool:
     """Whether `fd` is readable (data, EOF or hang-up) before the deadline."""
     remaining = deadline - time.monotonic()
     poller = select.poll()  # not select(): it fails for descriptors above 1023
@@ -326,7 +291,7 @@ class Reply:
     ends without a line the child died without one, and the zygote's `{"x": status}`
     follows on the connection. A request refused before any fork is answered on the
     connection alone: `{"pid": 0}` and the error as a result line. Fed by the blocking
-    reader (:func:`run_in_zygote`) and the event loop's (`azygote`) alike; `wanted` says
+    reader and the event loop's alike (:mod:`guardagent.sandbox.azygote`); `wanted` says
     what to read next: "announce" (the connection), "result" (the pipe), or "status"
     (the connection again, from `rest`), unless `ended` is set.
     """
