@@ -55,8 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_decision import _as_sql, _gold_queries  # noqa: E402
 from benchmarks.bench_throughput import PROFILE_DIR, SlowScriptedModel  # noqa: E402
 from benchmarks.trace_floor import long_rows, print_long, print_traces  # noqa: E402
-from guardagent import GuardAgent, prompts  # noqa: E402
+from guardagent import GuardAgent
 from guardagent.eval.benchmarks import load_benchmark  # noqa: E402
+from guardagent.nodes import prompts  # noqa: E402
 from tests.traces.synthetic import proposed, thread  # noqa: E402
 
 
@@ -137,7 +138,7 @@ def throughput(
     guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False, memory_dir=mem)
     guard.warm_up()
     # Each row fences its events afresh: the same events went through the previous row, and
-    # the fence of a text is kept (guardagent.prompts.fenced), which would time a warm cache.
+    # the fence of a text is kept (guardagent.nodes.prompts.fenced), which would time a warm cache.
     prompts._fenced_kept.cache_clear()
 
     async def run() -> tuple[float, float, float]:
@@ -300,7 +301,7 @@ def graph_floor(concurrency: int = 32, n: int = 640) -> float:
     """
     from langgraph.types import Command
 
-    from guardagent.graph.state import GuardInput, GuardOutput, GuardState
+    from guardagent.nodes.state import GuardInput, GuardOutput, GuardState
 
     names = ["admit", "retrieve", "plan", "code", "execute", "remember", "decide"]
     builder = StateGraph(GuardState, input_schema=GuardInput, output_schema=GuardOutput)

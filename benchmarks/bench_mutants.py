@@ -256,7 +256,7 @@ def verification_seconds(profile_name: str = "eicu-ac", repeats: int = 5) -> lis
     A distinct trailing comment makes each a program this process has not verified yet, and
     not the package's own code (which runs in-process), as a model's answer would be.
     """
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     profile = load_profile(profile_name)
     code = profile.demonstrations[0].code

@@ -37,9 +37,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import guardagent.profiles as profiles_pkg
-from guardagent import GuardAgent, prompts
+from guardagent import GuardAgent
 from guardagent.eval.benchmarks import load_benchmark
 from guardagent.eval.cases import write_cases
+from guardagent.nodes import prompts
 from tests.derived_answers import answer_text
 from tests.openai_stub import OpenAIStub
 
@@ -100,7 +101,7 @@ def throughput(events: list[tuple[str, str]], concurrency: int, latency: float, 
     guard = GuardAgent(PROFILE, model=model, reuse_programs=False, memory_dir=mem)
     guard.warm_up()
     # Each row fences its events afresh: the same events went through the previous row, and
-    # the fence of a text is kept (guardagent.prompts.fenced), which would time a warm cache.
+    # the fence of a text is kept (guardagent.nodes.prompts.fenced), which would time a warm cache.
     prompts._fenced_kept.cache_clear()
 
     async def run() -> float:

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 from guardagent.counterfactuals import request_suite
 from guardagent.profiles import load_profile
+from guardagent.profiles.verification import program_problems, run_cases
 from guardagent.sandbox.process import run_program
-from guardagent.verification import program_problems, run_cases
 
 
 def median_seconds(work: Callable[[], object], runs: int) -> float:

@@ -4,16 +4,16 @@ Used two ways: as a MkDocs hook (`hooks:` in mkdocs.yml), which expands each
 ``<!-- generated: NAME -->`` marker of a page when the site is built, and by the tests, which
 expand the same markers to run the generated examples and to check the tables. Generated:
 
-- ``settings``: every `GUARDAGENT_*` variable `GuardContext.from_env` reads (`ENV_NAMES`),
-  described by the `GuardContext` docstring, with its default;
-- ``service-settings``: the service's own variables (`ServiceSettings`);
+- ``settings``: the guard's rows of the settings table (`guardagent.environment`), described
+  by the `GuardContext` docstring;
+- ``service-settings``: the service's own rows, described by `ServiceSettings`'s docstring;
+- ``other-settings``: the rows read where they are used, described by the table itself;
 - ``predicates``: every trace predicate (`PREDICATES`), its signature and docstring, and one
   runnable example from `docs/predicate_examples.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import re
 import sys
@@ -24,13 +24,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from predicate_examples import EXAMPLES, SETUP, example_source  # noqa: E402
 
+from guardagent.environment import Setting  # noqa: E402
+
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 
 DEFAULT_TEXT = {"max_trace_bytes": "8 MiB", "max_request_bytes": "trace limit + 1 MiB",
                 "memory_dir": "user data dir", "profile": "`eicu-ac`", "model": "`offline`",
                 "k": "the profile's", "today": "the host's clock",
                 "database_url": "none (one in-process replica)",
-                "service_token": "none (no check)"}
+                "service_token": "none (no check)", "GUARDAGENT_CHROMA_URL": "none (embedded)",
+                "GUARDAGENT_MEMORY_KEY": "the memory directory's key file",
+                "GUARDAGENT_CACHE_DIR": "the user's cache dir",
+                "GUARDAGENT_DATA": "`../shared/data`",
+                "GUARDAGENT_DEMO_USER_INFO": '`{"verified": false}`'}
 """Defaults whose value in code reads worse than their meaning."""
 
 
@@ -52,44 +58,47 @@ def attribute_docs(cls: type) -> dict[str, str]:
     return found
 
 
-def _default(field: dataclasses.Field[Any]) -> str:
-    if field.name in DEFAULT_TEXT:
-        return DEFAULT_TEXT[field.name]
-    if field.default is not dataclasses.MISSING:
-        return "none" if field.default is None else f"`{field.default}`"
-    return "none"
+def _default(row: Setting[Any]) -> str:
+    key = row.field or row.name
+    if key in DEFAULT_TEXT:
+        return DEFAULT_TEXT[key]
+    if isinstance(row.default, bool):
+        return "on" if row.default else "off"
+    return "none" if row.default is None else f"`{row.default}`"
 
 
-def _rows(cls: type, names: dict[str, str]) -> list[str]:
-    docs = attribute_docs(cls)
-    by_name = {f.name: f for f in dataclasses.fields(cls)}
-    rows = []
-    for field_name, env in names.items():
-        text = docs.get(field_name, "").replace("|", "\\|")
-        rows.append(f"| `{env}` | {text} | {_default(by_name[field_name])} |")
-    return rows
+def _table(rows: tuple[Setting[Any], ...], cls: type | None) -> str:
+    """One line per row: variable, meaning, how it is read, default, who may set it."""
+    docs = attribute_docs(cls) if cls is not None else {}
+    out = ["| variable | setting | value | default | set by |", "|---|---|---|---|---|"]
+    for row in rows:
+        text = (docs.get(row.field or "") or row.summary).replace("|", "\\|")
+        out.append(f"| `{row.name}` | {text} | {row.kind.replace('|', '/')} | "
+                   f"{_default(row)} | {', '.join(row.set_by)} |")  # fmt: skip
+    return "\n".join(out) + "\n"
 
 
 def settings_markdown() -> str:
-    """The table of the guard's settings, one row per variable of `ENV_NAMES`."""
-    from guardagent.context import ENV_NAMES, ENV_PREFIX, GuardContext
+    """The table of the guard's settings (`GuardContext.from_env`)."""
+    from guardagent.context import GuardContext
+    from guardagent.environment import GUARD_SETTINGS
 
-    names = {env[len(ENV_PREFIX):].lower(): env for env in ENV_NAMES}
-    head = ["| variable | setting | default |", "|---|---|---|"]
-    return "\n".join(head + _rows(GuardContext, names)) + "\n"
+    return _table(GUARD_SETTINGS, GuardContext)
 
 
 def service_settings_markdown() -> str:
     """The table of the service's own settings (`ServiceSettings`, beside the guard's)."""
-    from guardagent.context import ENV_PREFIX
+    from guardagent.environment import SERVICE_SETTINGS
     from guardagent.service.settings import ServiceSettings
 
-    names = {f.name: ENV_PREFIX + f.name.upper() for f in dataclasses.fields(ServiceSettings)
-             if f.name != "guard"}  # fmt: skip
-    head = ["| variable | setting | default |", "|---|---|---|"]
-    chroma = (f"| `{ENV_PREFIX}CHROMA_URL` | Chroma server for memory (the guard's "
-              "`GUARDAGENT_MEMORY_URL`) | none (embedded) |")  # fmt: skip
-    return "\n".join(head + _rows(ServiceSettings, names) + [chroma]) + "\n"
+    return _table(SERVICE_SETTINGS, ServiceSettings)
+
+
+def other_settings_markdown() -> str:
+    """The table of the settings read where they are used (sandbox, memory key, eval...)."""
+    from guardagent.environment import OTHER_SETTINGS
+
+    return _table(OTHER_SETTINGS, None)
 
 
 def predicates_markdown() -> str:
@@ -118,6 +127,7 @@ def predicates_markdown() -> str:
 
 
 GENERATORS = {"settings": settings_markdown, "service-settings": service_settings_markdown,
+              "other-settings": other_settings_markdown,
               "predicates": predicates_markdown}  # fmt: skip
 
 

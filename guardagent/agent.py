@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import lru_cache
@@ -15,16 +14,17 @@ from langgraph.graph.state import CompiledStateGraph
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.guard.runs import ainvoke_guard, invoke_guard
+from guardagent.guard.tool_calls import trace_decision, trace_policy
 from guardagent.llm import is_offline, resolve_model
 from guardagent.nodes.runtime import check_settings, limits_of, memory_of
 from guardagent.nodes.turns import taking_turns
 from guardagent.profiles.loader import load_profile
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.runs import ainvoke_guard, invoke_guard
+from guardagent.twins import Twin, arun, run
 
 if TYPE_CHECKING:
     from guardagent.policy.task import AttachedTask, TaskPolicy
-    from guardagent.trace import TraceEvent
 
 
 def settle_heap() -> None:
@@ -194,151 +194,7 @@ class GuardAgent:
         """
         from guardagent.policy.task import attach_task
 
-        return attach_task(self._trace_model(), task)
-
-    def _trace_model(self) -> Any:
-        return self._trace_policy()[0]
-
-    def _trace_policy(self) -> tuple[Any, float | None]:
-        """The profile's trace policy model and its safety threshold, from one profile load."""
-        from guardagent.policy.runs import profile_policy
-
-        profile = load_profile(self.context.profile)
-        model = profile_policy(profile)
-        if model is None or model.labels is None or not model.trace_bindings:
-            raise ValueError(f"profile {self.context.profile!r} has no policy model with tool "
-                             "labels and trace predicates (check_trace needs one)")  # fmt: skip
-        return model, getattr(profile, "safety_threshold", None)
-
-    def _no_trace_policy(self, exc: Exception) -> GuardDecision:
-        """The denial of a trace the profile cannot guard (a deployment error, said per call).
-
-        The middleware calls `check_trace` inside the agent's run, where an exception would
-        end the run in the host's code: the call is denied with the reason instead.
-        """
-        from guardagent.readers.evidence import UnreadableEvidence
-        from guardagent.trace import unreadable_fields
-
-        detail = (str(exc) or repr(exc)).splitlines()[0]
-        if not detail.startswith("profile "):  # the policy file's own error
-            detail = f"profile {self.context.profile!r}: its policy does not load ({detail})"
-        fields = unreadable_fields(UnreadableEvidence("no_trace_policy", detail))
-        return GuardDecision(**fields, profile=self.context.profile)
-
-    def _trace(
-        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
-        consent: Iterable[Any], thread_state: Mapping[str, Any] | None, max_bytes: int,
-        task: Any = None, thread_id: str | None = None,
-    ) -> tuple[TraceEvent | GuardDecision, Any, float | None]:  # fmt: skip
-        """The prepared trace (or the denial of an unreadable one), the model, the threshold.
-
-        The policy model and the profile's safety threshold come from one profile load.
-        """
-        from guardagent.policy.task import TaskPolicyError, attach_task
-        from guardagent.readers.evidence import UnreadableEvidence
-        from guardagent.trace import prepare_trace_event, unreadable_fields
-        from guardagent.trace.dates import today_is
-
-        try:
-            model, threshold = self._trace_policy()
-        except (ValueError, OSError) as exc:  # no trace policy, or its file does not load
-            return self._no_trace_policy(exc), None, None
-        if user_facts is not None:  # the user's records: read as `check` reads them, or deny
-            try:
-                user_facts = normalize_facts(user_facts)
-            except ValueError as exc:
-                return GuardDecision(
-                    allowed=False, label=1, profile=self.context.profile,
-                    reason=f"denied: the host's user_facts cannot be read ({exc})",
-                    error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
-                ), model, threshold  # fmt: skip
-        try:
-            attached = attach_task(model, task)
-            if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
-                raise TaskPolicyError(["task policies need a policy whose every predicate is "
-                                       "a trace predicate"])  # fmt: skip
-        except TaskPolicyError as exc:
-            return GuardDecision(allowed=False, label=1, profile=self.context.profile,
-                                 reason=f"denied: the task policy cannot be attached ({exc})",
-                                 error=f"task_policy: {exc}"), model, threshold  # fmt: skip
-        try:
-            with today_is(self.context.today_date):  # year-less dates in the users' year
-                event = prepare_trace_event(
-                    messages, proposed_call, labels=model.labels, bindings=attached.bindings,
-                    user_facts=user_facts, consent=consent, thread_state=thread_state,
-                    max_bytes=max_bytes, key=self.context.trace_key_bytes,
-                    values=attached.model.values, secrets=attached.model.secrets,
-                    thread_id=thread_id, budget_ms=self.context.trace_budget_ms,
-                )  # fmt: skip
-        except UnreadableEvidence as exc:
-            return (GuardDecision(**unreadable_fields(exc), profile=self.context.profile), model,
-                    threshold)
-        except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
-            deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
-            return (GuardDecision(**unreadable_fields(deep), profile=self.context.profile), model,
-                    threshold)
-        if attached.unset:
-            event = replace(event, facts={**event.facts, **attached.open_facts()})
-        return event, attached.model, threshold
-
-    def _trace_with_state(self, *args: Any) -> tuple[TraceEvent | GuardDecision, Any, float | None]:
-        """:meth:`_trace` with the thread's state built (in the caller's thread, not later).
-
-        An async caller reads `decision.trace_state` on its event loop: the thread's index,
-        deferred for a thread with no state (:mod:`guardagent.trace.lookup`), is built here,
-        in the worker thread, so reading it never blocks the loop.
-        """
-        event, model, threshold = self._trace(*args)
-        if not isinstance(event, GuardDecision):
-            event.state.get()
-        return event, model, threshold
-
-    def _verify_trace(self, event: TraceEvent, model: Any, threshold: float | None,
-                      started: float) -> GuardDecision | None:  # fmt: skip
-        """A policy whose every predicate is a trace predicate needs no program: verify here."""
-        from guardagent.policy.runs import decision_parts
-        from guardagent.policy.verify import verify_event
-
-        if set(model.trace_bindings) != {p.name for p in model.predicates}:
-            return None
-        parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
-                                         expected=model.trace_bindings), None)
-        return GuardDecision(
-            **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
-            profile=self.context.profile, latency_ms=(time.perf_counter() - started) * 1000,
-        )  # fmt: skip
-
-    @staticmethod
-    def _with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
-                    rules: str = "all") -> GuardDecision:  # fmt: skip
-        """The decision with the trace facts, the thread state, and why each condition held.
-
-        A denial always lists its violations (the violated rules' policies when the guard
-        gave none); ``rules="applied"`` keeps only the rules that applied to the call.
-        """
-        facts = event.details()
-        violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
-        named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
-                 if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
-        reason = decision.reason
-        if named:
-            reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-        consented = [f["detail"] for f in facts.values()
-                     if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
-        if decision.allowed and consented:  # name the approval the call used
-            reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
-        for note in event.notes:  # e.g. an unsigned thread state set aside
-            reason += " " + note
-        # an allowed call uses its approvals; built when the host reads it (GuardDecision)
-        state = event.deferred_state_after(decision.allowed)
-        update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
-                                  "reason": reason}  # fmt: skip
-        if not decision.allowed and not decision.violations:
-            update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
-                decision.reason]
-        if rules == "applied":
-            update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
-        return decision.model_copy(update=update)
+        return attach_task(trace_policy(self.context)[0], task)
 
     def check_trace(
         self,
@@ -394,22 +250,9 @@ class GuardAgent:
             cannot guard traces (``no_trace_policy``): nothing raises into the host, which
             may be an agent's run (the middleware).
         """
-        started = time.perf_counter()
-        max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
-        event, model, threshold = self._trace(messages, proposed_call, user_facts, consent,
-                                              thread_state, max_bytes, _task_spec(task),
-                                              thread_id)  # fmt: skip
-        if isinstance(event, GuardDecision):
-            return event
-        decision = self._verify_trace(event, model, threshold, started)
-        if decision is None:
-            overrides["trace_assignments"] = event.assignments
-            overrides.setdefault("max_event_chars", max_bytes + 65_536)
-            decision = invoke_guard(
-                self.graph, self._context(user_facts, overrides), event.agent_input,
-                event.agent_output, run_name="guardagent.trace",
-            )  # fmt: skip
-        return self._with_trace(decision, event, model, rules)
+        return run(self._trace_decision(messages, proposed_call, user_facts, consent,
+                                        thread_state, thread_id, rules, task,
+                                        overrides))  # fmt: skip
 
     async def acheck_trace(
         self,
@@ -425,24 +268,16 @@ class GuardAgent:
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
-        started = time.perf_counter()
-        max_bytes = overrides.get("max_trace_bytes", self.context.max_trace_bytes)
-        event, model, threshold = await asyncio.to_thread(
-            self._trace_with_state, messages, proposed_call, user_facts, consent, thread_state,
-            max_bytes, _task_spec(task), thread_id)
-        if isinstance(event, GuardDecision):
-            return event
-        decision = self._verify_trace(event, model, threshold, started)
-        if decision is None:
-            overrides["trace_assignments"] = event.assignments
-            overrides.setdefault("max_event_chars", max_bytes + 65_536)
-            decision = await ainvoke_guard(
-                self.graph, self._context(user_facts, overrides), event.agent_input,
-                event.agent_output, run_name="guardagent.trace",
-            )  # fmt: skip
-        return self._with_trace(decision, event, model, rules)
+        return await arun(self._trace_decision(messages, proposed_call, user_facts, consent,
+                                               thread_state, thread_id, rules, task,
+                                               overrides))  # fmt: skip
 
-
-def _task_spec(task: Any) -> Any:
-    """The task policy of an attached task (cached by its content, so attaching is free)."""
-    return getattr(task, "task", task)
+    def _trace_decision(
+        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
+        consent: Iterable[Any], thread_state: Mapping[str, Any] | None,
+        thread_id: str | None, rules: str, task: Any, overrides: dict[str, Any],
+    ) -> Twin[GuardDecision]:  # fmt: skip
+        return trace_decision(
+            self.graph, self.context, self._context, messages, proposed_call,
+            user_facts=user_facts, consent=consent, thread_state=thread_state,
+            thread_id=thread_id, rules=rules, task=task, overrides=overrides)  # fmt: skip

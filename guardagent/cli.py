@@ -17,7 +17,7 @@ import click
 
 from guardagent.eval.definitions import help_epilog
 from guardagent.exit_status import INTERRUPTED, InputError, epilog
-from guardagent.memory_cli import memory
+from guardagent.memory_store.cli import memory
 
 
 def _text(value: str, what: str) -> str:
@@ -27,7 +27,7 @@ def _text(value: str, what: str) -> str:
     result is text the guard can read and the decision can be printed with; undecodable
     bytes become U+FFFD, and a note on stderr says how many.
     """
-    from guardagent.eval.textio import clean_text, decode_bytes
+    from guardagent.readers.textio import clean_text, decode_bytes
 
     if value == "@-":
         binary = getattr(sys.stdin, "buffer", None)  # a replaced stdin may be text only
@@ -252,7 +252,7 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
-    from guardagent.eval.textio import dumps_safe
+    from guardagent.readers.textio import dumps_safe
     from guardagent.sandbox.process import without_zygote
 
     wanted = _decision_fields(fields)
@@ -309,7 +309,7 @@ def _task(task_file: str | None) -> Any:
     """`--task FILE`'s document (None without one); a file that is not data exits 2."""
     if task_file is None:
         return None
-    from guardagent.task_file import TaskFileError, read_task_file
+    from guardagent.policy.task_file import TaskFileError, read_task_file
 
     try:
         return read_task_file(task_file)
@@ -365,15 +365,9 @@ def _json_file(path: Path) -> Any:
         OSError: the file cannot be read.
         ValueError: not JSON, not Unicode, or nested too deep to read (one line).
     """
-    data = path.read_bytes()
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg}, line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise ValueError("not text in a Unicode encoding") from None
-    except RecursionError:
-        raise ValueError("nested too deep to read") from None
+    from guardagent.readers.textio import load_json
+
+    return load_json(path.read_bytes())
 
 
 def _unreadable_state(guard: Any, detail: str) -> Any:
@@ -565,7 +559,7 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
         tools = load_profile(profile).tools()
     except ProfileError as exc:
         raise InputError(str(exc)) from None
-    from guardagent.eval.textio import decode_bytes, dumps_safe
+    from guardagent.readers.textio import decode_bytes, dumps_safe
 
     source = decode_bytes(Path(program_file).read_bytes()).text
     with without_zygote():  # one run, then exit: a fork of this process, no zygote

@@ -18,15 +18,12 @@ anywhere; a profile *path* would read any file.
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any
 
-ENV_PREFIX = "GUARDAGENT_"
-"""Deployment settings of a served graph are read from `GUARDAGENT_<FIELD>` variables."""
+from guardagent.environment import GUARD_SETTINGS, field_values, iso_date
 
 
 @dataclass(kw_only=True)
@@ -125,12 +122,12 @@ class GuardContext:
         if isinstance(self.profile, str) and self.profiles and self.profile in self.profiles:
             self.profile = self.profiles[self.profile]
         if self.today is not None:
-            _iso_date(self.today)  # a bad date fails where it is set, not at the first trace
+            iso_date(self.today)  # a bad date fails where it is set, not at the first trace
 
     @property
     def today_date(self) -> date | None:
         """`today` as a date (None: the host's clock)."""
-        return None if self.today is None else _iso_date(self.today)
+        return None if self.today is None else iso_date(self.today)
 
     @property
     def trace_key_bytes(self) -> bytes | None:
@@ -151,84 +148,13 @@ class GuardContext:
         `_PROFILES` (``name=path`` pairs separated by commas). Unset or empty variables keep
         the defaults. API keys stay in the provider's own variables (`OPENAI_API_KEY`, ...).
 
+        The variables are the ``guard`` rows of :data:`guardagent.environment.SETTINGS`.
+
         Raises:
             ValueError: a variable that does not parse, naming it.
         """
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name, parse in _ENV_FIELDS.items():
-            raw = (env.get(ENV_PREFIX + name.upper()) or "").strip()
-            if not raw:
-                continue
-            try:
-                values[name] = parse(raw)
-            except ValueError as exc:
-                raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r}: {exc}") from None
-        return cls(**values)
+        return cls(**field_values("guard", environ))
 
 
-def _positive_int(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise ValueError("must be a positive integer")
-    return value
-
-
-def _positive_float(raw: str) -> float:
-    value = float(raw)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("must be a positive number of seconds")
-    return value
-
-
-def _flag(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("must be true or false")
-
-
-def _profiles(raw: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in raw.split(","):
-        name, sep, path = item.strip().partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise ValueError("must be name=path pairs separated by commas")
-        out[name.strip()] = path.strip()
-    return out
-
-
-def _iso_date(raw: str) -> date:
-    try:
-        return date.fromisoformat(raw)
-    except (TypeError, ValueError):
-        raise ValueError(f"today must be an ISO date (2025-01-09), not {raw!r}") from None
-
-
-def _today(raw: str) -> str:
-    _iso_date(raw)
-    return raw
-
-
-_ENV_FIELDS: dict[str, Any] = {  # the one table of settings read from the environment
-    "profile": str,
-    "model": str,
-    "base_url": str,
-    "k": _positive_int,
-    "max_attempts": _positive_int,
-    "memory_dir": str,
-    "memory_url": str,
-    "reuse_programs": _flag,
-    "timeout_seconds": _positive_float,
-    "profiles": _profiles,
-    "max_event_chars": _positive_int,
-    "max_trace_bytes": _positive_int,
-    "trace_key": str,
-    "trace_budget_ms": _positive_int,
-    "today": _today,
-}
-
-ENV_NAMES: tuple[str, ...] = tuple(ENV_PREFIX + name.upper() for name in _ENV_FIELDS)
+ENV_NAMES: tuple[str, ...] = tuple(s.name for s in GUARD_SETTINGS)
 """Every variable :meth:`GuardContext.from_env` reads, for readers that snapshot them."""

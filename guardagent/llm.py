@@ -6,14 +6,15 @@ guard (the default) starts without it.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from guardagent.environment import LLM_TIMEOUT, OPENAI_API_KEY, value
 
 if TYPE_CHECKING:  # langchain_core's model classes load on first real use: offline needs none
     from langchain_core.language_models import BaseChatModel
 
-    from guardagent.nodes.steps import Wait
+    from guardagent.twins import Wait
 
 OFFLINE = "offline"
 
@@ -27,6 +28,15 @@ def is_offline(model: Any) -> bool:
     return model is None or (isinstance(model, str) and model.strip().lower() in {"", OFFLINE})
 
 
+def model_timeout() -> float:
+    """Seconds one call to an endpoint model may take (`GUARDAGENT_LLM_TIMEOUT`).
+
+    Raises:
+        ValueError: the variable is not a positive number, naming it.
+    """
+    return value(LLM_TIMEOUT)
+
+
 @lru_cache(maxsize=16)
 def _from_spec(spec: str, base_url: str | None) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
@@ -36,9 +46,9 @@ def _from_spec(spec: str, base_url: str | None) -> BaseChatModel:
         if ":" not in spec:
             spec = f"openai:{spec}"
         # Local OpenAI-compatible servers rarely check the key, but the client insists on one.
-        kwargs.update(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "EMPTY"))
+        kwargs.update(base_url=base_url, api_key=value(OPENAI_API_KEY))
         kwargs.setdefault("max_retries", 2)
-        kwargs.setdefault("timeout", float(os.environ.get("GUARDAGENT_LLM_TIMEOUT", "60")))
+        kwargs.setdefault("timeout", model_timeout())
     try:
         model: BaseChatModel = init_chat_model(spec, **kwargs)
     except Exception as exc:  # init_chat_model raises ValueError/ImportError with its own text
@@ -126,7 +136,7 @@ def ask(model: BaseChatModel, system: str, user: str, *, run_name: str) -> Wait:
     """
     from functools import partial
 
-    from guardagent.nodes.steps import Wait
+    from guardagent.twins import Wait
 
     return Wait(
         partial(call_model, model, system, user, run_name=run_name),

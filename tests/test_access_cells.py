@@ -66,7 +66,7 @@ def test_coverage_names_every_cell_of_the_table_and_the_schema_and_misses_none()
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cell=st.sampled_from(CELLS))
 def test_a_program_whose_access_list_adds_or_drops_one_cell_does_not_verify(cell):
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     role, table, column = cell
     problems = program_problems(with_table(toggled(role, table, column)), EHR)
@@ -81,7 +81,7 @@ def test_a_program_whose_access_list_adds_or_drops_one_cell_does_not_verify(cell
      ("nursing", "patient", "age"), ("general administration", "cost", "eventid")],
 )  # fmt: skip
 def test_named_cells_added_or_dropped_do_not_verify(cell):
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     assert program_problems(with_table(toggled(*cell)), EHR)
 
@@ -104,7 +104,7 @@ def _copy_with_table(tmp_path: Path, table: dict[str, dict[str, list[str]]]) -> 
 def test_a_cell_the_readers_cannot_probe_refuses_every_program_naming_it(tmp_path):
     """A column the schema lacks can never be read by a probe: coverage is incomplete."""
     from guardagent.counterfactuals.cells import table_coverage
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     table = toggled("physician", "lab", "labcomment")  # not an eICU column
     profile = load_profile(str(_copy_with_table(tmp_path, table)))
@@ -130,8 +130,8 @@ def test_without_an_identity_line_no_cell_is_probed_and_nothing_is_trusted(tmp_p
 def test_the_shipped_program_still_verifies():
     """Its time is benchmarks/bench_verification.py's figure (~0.5 s idle), not a test's."""
     from guardagent.counterfactuals import request_suite
+    from guardagent.profiles.verification import run_cases
     from guardagent.sandbox.process import run_program
-    from guardagent.verification import run_cases
 
     suite = request_suite(EHR)
     assert suite.problems == ()
@@ -202,7 +202,7 @@ def test_in_process_verification_runs_its_cases_in_the_calling_thread(monkeypatc
     shipped program then failed to verify now and then. Threads buy nothing under the GIL."""
     import threading
 
-    import guardagent.verification as verification
+    import guardagent.profiles.verification as verification
     from guardagent.counterfactuals import request_suite
 
     seen: set[str] = set()

@@ -17,9 +17,9 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.graph.builder import build_graph
-from guardagent.graph.state import GuardInput, GuardState
 from guardagent.nodes.admit import admit
 from guardagent.nodes.retrieve import retrieve
+from guardagent.nodes.state import GuardInput, GuardState
 from tests.scripted import ScriptedChatModel
 from tests.test_graph_llm import GOOD_PROGRAM, HOTEL_INPUT, HOTEL_ONLY_PROGRAM, HOTEL_OUTPUT
 

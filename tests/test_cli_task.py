@@ -19,10 +19,10 @@ from starlette.testclient import TestClient
 
 from guardagent.cli import main
 from guardagent.context import GuardContext
+from guardagent.policy.task_file import TaskFileError, parse_task_text, read_task_file
 from guardagent.service.app import create_app
 from guardagent.service.client import GuardClient
 from guardagent.service.settings import ServiceSettings
-from guardagent.task_file import TaskFileError, parse_task_text, read_task_file
 from tests.service_thread import serving
 
 BROWSER = Path(__file__).resolve().parent.parent / "guardagent/policies/examples/browser/traces"

@@ -8,8 +8,8 @@ import pytest
 
 from guardagent import GuardAgent
 from guardagent.profiles import builtin_profiles, load_profile
+from guardagent.profiles.verification import program_problems, verify_program
 from guardagent.sandbox.dataflow import check_dataflow, dataflow_errors, reader_slots
-from guardagent.verification import program_problems, verify_program
 from tests.scripted import ScriptedChatModel
 
 WEB = load_profile("mind2web-sc")

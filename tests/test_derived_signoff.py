@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from guardagent.authoring.cli import policy
 from guardagent.authoring.derive import Derivation, save
-from guardagent.memory_store.integrity import KEY_ENV
+from guardagent.environment import MEMORY_KEY
 from guardagent.policy.model import load_policy, load_policy_text
 
 TEXT = """\
@@ -40,7 +40,7 @@ PROFILE = SimpleNamespace(name="shop", fingerprint="ab" * 32)
 @pytest.fixture
 def derived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A derived policy signed with the memory's key file, as the guard saves it."""
-    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.delenv(MEMORY_KEY.name, raising=False)
     mem = tmp_path / "mem"
     path = save(PROFILE, Derivation(load_policy_text(TEXT, "d.yaml"), TEXT), mem)  # type: ignore[arg-type]
     assert path is not None
@@ -197,7 +197,7 @@ def test_the_guard_uses_no_rolled_back_derivation(tmp_path: Path, caplog, monkey
         without_programs,
     )
 
-    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.delenv(MEMORY_KEY.name, raising=False)
     prose = without_programs(tmp_path, "mind2web-sc", "m2w-prose")
     mem = tmp_path / "mem"
     model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])

@@ -124,7 +124,7 @@ def test_a_run_is_named_and_tagged_only_for_what_records_it():
     none, LangGraph would merge them into every node's config for nothing."""
     from langchain_core.tracers.context import collect_runs
 
-    from guardagent.runs import _traced_config
+    from guardagent.guard.runs import _traced_config
 
     context = GuardAgent("mind2web-sc").context
     assert _traced_config(context, "guardagent", None) is None

@@ -37,13 +37,13 @@ def _imports(folder: Path) -> set[str]:
 def test_counterfactuals_do_not_import_the_verifier():
     """Regression (seen failing: suite.py imported same_details from verification inside a
     function, because verification imports the counterfactuals): no circle, even deferred."""
-    assert "guardagent.verification" not in _imports(PACKAGE / "counterfactuals")
-    assert "guardagent.verification" not in _imported_after("guardagent.counterfactuals")
+    assert "guardagent.profiles.verification" not in _imports(PACKAGE / "counterfactuals")
+    assert "guardagent.profiles.verification" not in _imported_after("guardagent.counterfactuals")
 
 
 def test_same_details_keeps_its_public_path():
     from guardagent.counterfactuals.details import same_details
-    from guardagent.verification import same_details as public
+    from guardagent.profiles.verification import same_details as public
 
     assert public is same_details
     assert same_details({"lab": ["a", "b"]}, {"lab": ["b", "a"], "cost": []})

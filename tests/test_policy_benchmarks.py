@@ -25,7 +25,7 @@ from guardagent import GuardAgent
 from guardagent.cli import main
 from guardagent.eval.benchmarks import load_benchmark
 from guardagent.eval.metrics import compute_metrics
-from guardagent.verification import same_details
+from guardagent.profiles.verification import same_details
 
 STEP = int(os.environ.get("GUARDAGENT_PARITY_STEP", "5"))
 DENYING = ("violated", "possibly_violated")

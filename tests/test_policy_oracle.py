@@ -24,7 +24,7 @@ from guardagent.counterfactuals.probes import category_table, comparisons, tool_
 from guardagent.policy.model import load_policy
 from guardagent.policy.programs import PROGRAMS, TOOLBOXES
 from guardagent.profiles import builtin_profiles, load_profile
-from guardagent.verification import program_problems, same_details, verify_program
+from guardagent.profiles.verification import program_problems, same_details, verify_program
 
 BUILTIN = Path(profiles_pkg.__file__).parent
 POLICY_PROFILES = ["eicu-ac-policy", "mind2web-sc-policy", "tool-calls-policy"]

@@ -137,7 +137,7 @@ else:
 def test_shipped_programs_verify_on_their_counterfactuals(name):
     """Their time is benchmarks/bench_verification.py's figure (~0.3-1 s idle), not a test's."""
     from guardagent.counterfactuals import request_suite
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     profile = load_profile(name)
     code = profile.demonstrations[0].code
@@ -159,7 +159,7 @@ def test_shipped_programs_verify_on_their_counterfactuals(name):
     ids=["magic-token-in-value", "two-of-six-rules", "off-by-one", "exact-string", "no-identity"],
 )
 def test_programs_right_on_the_demonstrations_fail_on_the_request(profile, code, probe):
-    from guardagent.verification import program_problems, verify_program
+    from guardagent.profiles.verification import program_problems, verify_program
 
     assert verify_program(code, profile.demos(verified=False), profile.tools()) == []
     problems = program_problems(code, profile)
@@ -188,7 +188,7 @@ def test_counterfactual_labels_follow_the_rules_not_the_demonstrations():
 
 
 def test_without_a_policy_table_each_rule_needs_a_labelled_denial(unverified_web, tmp_path):
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     placeholder = profile_copy(tmp_path, "mind2web-sc", "allow('placeholder')", "m2w-no-table")
     problems = program_problems(WEB_PROGRAM, load_profile(str(placeholder)))
@@ -201,7 +201,7 @@ def test_without_a_policy_table_each_rule_needs_a_labelled_denial(unverified_web
 
 
 def test_without_a_policy_table_a_request_whose_rules_all_have_denials_verifies(tmp_path):
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     rule = "User aged under 18 cannot book a hotel"
     program = (
@@ -230,7 +230,7 @@ def test_without_a_policy_table_a_request_whose_rules_all_have_denials_verifies(
 
 
 def test_a_policy_table_that_contradicts_the_demonstrations_verifies_nothing(tmp_path):
-    from guardagent.verification import program_problems
+    from guardagent.profiles.verification import program_problems
 
     wrong = RULES_LITERAL.replace('"category": "car"', '"category": "boat"')
     root = profile_copy(tmp_path, "mind2web-sc", wrong + "\nallow('placeholder')\n", "m2w-contra")
@@ -287,7 +287,7 @@ def test_a_correct_generated_program_is_verified_stored_and_reused(unverified_we
 
 
 def test_request_problems_are_what_verification_adds_to_the_demonstrations():
-    from guardagent.verification import request_problems
+    from guardagent.profiles.verification import request_problems
 
     assert request_problems(WEB_PROGRAM, WEB) == []
     beyond = request_problems(TWO_RULES, WEB)

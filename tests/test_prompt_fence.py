@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardagent.prompts import event_block, fenced
+from guardagent.nodes.prompts import event_block, fenced
 from tests.linear import assert_linear
 from tests.test_graph_llm import HOTEL_INPUT, HOTEL_OUTPUT
 
@@ -139,7 +139,7 @@ def test_text_without_brackets_is_never_changed(text: str) -> None:
 def test_an_ascii_span_is_read_as_the_general_reading_reads_it(inside: str) -> None:
     """The one-pass reading of ASCII spans (`str.translate`) agrees with the per-character one
     that every other span gets, on every ASCII span, fence names and near-misses included."""
-    from guardagent.prompts import _FENCE_NAMES, _letters, _names_fence
+    from guardagent.nodes.prompts import _FENCE_NAMES, _letters, _names_fence
 
     for span in (inside, "/agent_output" + inside, inside + "Agent-Input", " A g e n t_o" + inside):
         assert _names_fence(span) is _letters(span).startswith(_FENCE_NAMES), span

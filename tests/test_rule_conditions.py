@@ -16,7 +16,7 @@ import pytest
 
 from guardagent.counterfactuals.rule_conditions import rule_coverage
 from guardagent.profiles import load_profile
-from guardagent.verification import program_problems
+from guardagent.profiles.verification import program_problems
 
 WEB = load_profile("mind2web-sc")
 WEB_POLICY = load_profile("mind2web-sc-policy")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from guardagent.graph.state import GuardState
 from guardagent.nodes import execute as execute_node
+from guardagent.nodes.state import GuardState
 from guardagent.profiles import load_profile
 from guardagent.sandbox import warm
 from guardagent.sandbox.process import ExecutionResult, SandboxLimits, run_program

@@ -9,8 +9,8 @@ import pytest
 
 from guardagent.eval.benchmarks import load_eicu_ac, load_mind2web_sc
 from guardagent.profiles.loader import BUILTIN_DIR, load_profile
+from guardagent.profiles.verification import runner_for
 from guardagent.sandbox.process import run_program, run_shipped_program
-from guardagent.verification import runner_for
 
 EVIL = "allow('x') if 'token' in agent_output else deny(['r'], 'no')"
 

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messag
 from guardagent import GuardAgent
 from guardagent.integrations.events import answer_event, tool_call_event
 from guardagent.profiles.loader import load_profile
+from guardagent.profiles.verification import program_problems
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.toolcall import (
     MAX_CALLS,
@@ -27,7 +28,6 @@ from guardagent.readers.toolcall import (
     parse_tool_calls,
 )
 from guardagent.tools.rules import check_tool_rules
-from guardagent.verification import program_problems
 from tests.guards import MakeGuard
 from tests.linear import assert_linear
 

@@ -16,6 +16,7 @@ import pytest
 
 from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
+from guardagent.guard.tool_calls import with_trace
 from guardagent.policy.results import RuleResult
 from guardagent.profiles.loader import load_profile
 from guardagent.profiles.scaffold import check_trace_profile
@@ -85,7 +86,7 @@ def test_the_chain_is_named_in_the_allowed_decision_too(guard: GuardAgent) -> No
 
 
 def test_a_trace_denial_without_violations_gets_them_from_its_rules(guard: GuardAgent) -> None:
-    """The program path (or a guard that gave none): `_with_trace` fills them in."""
+    """The program path (or a guard that gave none): `with_trace` fills them in."""
     doc = json.loads((EXAMPLE / "traces" / "i01_injected_iban_in_inbox.json").read_text())
     checked = guard.check_trace(doc)
     bare = checked.model_copy(update={"violations": []})
@@ -96,10 +97,10 @@ def test_a_trace_denial_without_violations_gets_them_from_its_rules(guard: Guard
     assert model is not None and model.labels is not None
     event = prepare_trace_event(doc, labels=model.labels, bindings=model.trace_bindings,
                                 values=model.values, secrets=model.secrets)  # fmt: skip
-    filled = GuardAgent._with_trace(bare, event, model)
+    filled = with_trace(bare, event, model)
     assert filled.violations == [r.policy for r in checked.rules if r.status == "violated"]
     unreadable = guard.check_trace({"messages": "not a list"})
     assert not unreadable.allowed and unreadable.violations
-    applied = GuardAgent._with_trace(bare, event, model, "applied")
+    applied = with_trace(bare, event, model, "applied")
     assert applied.rules and all(isinstance(r, RuleResult) and r.status != "not_applicable"
                                  for r in applied.rules)  # fmt: skip

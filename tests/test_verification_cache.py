@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from guardagent import verification
-from guardagent.profiles import load_profile
-from guardagent.verification_cache import cache_dir, cached_problems
+from guardagent.profiles import load_profile, verification
+from guardagent.profiles.verification_cache import cache_dir, cached_problems
 
 
 @pytest.fixture

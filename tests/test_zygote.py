@@ -358,18 +358,18 @@ def test_a_caller_at_its_descriptor_limit_gets_an_error_not_a_crash() -> None:
     script = (
         "import os, resource\n"
         "from guardagent.profiles import load_profile\n"
-        "from guardagent.sandbox import zygote\n"
+        "from guardagent.sandbox import azygote, zygote\n"
         "from guardagent.sandbox.process import SandboxLimits, _ended, ended_parts\n"
         f"PROGRAM, EVENT = {PROGRAM!r}, {EVENT!r}\n"
         "refs = zygote.toolbox_refs(load_profile('mind2web-sc').tools())\n"
-        "assert zygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())[0] == 'line'\n"
+        "assert azygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())[0] == 'line'\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
         "held = []\n"
         "try:\n"
         "    while True: held.append(os.open('/dev/null', os.O_RDONLY))\n"
         "except OSError: pass\n"
         "os.close(held.pop())  # one free descriptor: the connection's socket\n"
-        "ended = zygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())\n"
+        "ended = azygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())\n"
         "print(_ended(*ended_parts(ended), SandboxLimits())[1])\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -26,7 +26,6 @@ FILE --approve ID`` (which checks the tag first, then signs the decisions at a n
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,7 +298,7 @@ def register_cached(profile: Profile) -> None:
     """
     from guardagent.memory_store.store import default_memory_dir
 
-    where = os.environ.get("GUARDAGENT_MEMORY_DIR") or str(default_memory_dir())
+    where = str(default_memory_dir())
     ensure_derived(profile, None, where)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from guardagent.eval.textio import read_text_file
+from guardagent.readers.textio import read_text_file
 
 
 class DocumentError(ValueError):

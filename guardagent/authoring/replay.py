@@ -23,9 +23,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from guardagent.eval.textio import read_text_file
 from guardagent.policy.formula import variables
 from guardagent.policy.grammar import LogicSyntaxError, parse_logic
+from guardagent.readers.textio import read_text_file
 
 
 def _field(text: str, label: str) -> str | None:

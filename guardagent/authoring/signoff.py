@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
 
-from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, MemoryKeyError, memory_key
+from guardagent.environment import MEMORY_KEY, value
+from guardagent.memory_store.integrity import KEY_FILE, MemoryKeyError, memory_key
 
 DERIVED_DIR = "derived"
 SIGNATURE = ".sig"
@@ -78,7 +79,7 @@ def memory_dir_key(path: Path, key: str | bytes | None = None, *,
     A key file is made only when writing (`create`), never to read.
     """
     memory_dir = path.parent.parent
-    configured = key or os.environ.get(KEY_ENV)
+    configured = key or value(MEMORY_KEY)
     if not create and not configured and not (memory_dir / KEY_FILE).is_file():
         return None
     try:
@@ -265,8 +266,8 @@ def review_signoff(path: Path, *, accept_unsigned: bool) -> ReviewSignoff:
     key = memory_dir_key(path)
     if key is None:
         raise SignoffError(f"{path}: the memory's key is not available here (set "
-                           f"{KEY_ENV}, or run as the memory's owner), so its tag cannot be "
-                           "checked")
+                           f"{MEMORY_KEY.name}, or run as the memory's owner), so its tag "
+                           "cannot be checked")
     try:
         signed = read_signed(path, key)
     except SignoffError as exc:

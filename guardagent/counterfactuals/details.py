@@ -1,6 +1,6 @@
 """Whether two decisions report the same violations (shared by verification and its oracles).
 
-Kept apart from :mod:`guardagent.verification` so that the oracles, which judge what a
+Kept apart from :mod:`guardagent.profiles.verification` so that the oracles, which judge what a
 decision should report, do not import the verifier that imports them.
 """
 

@@ -16,14 +16,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from guardagent import prompts
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
-from guardagent.eval.textio import json_error
 from guardagent.llm import ModelCallError, call_model, resolve_model
 from guardagent.memory_store.seed import open_memory
 from guardagent.memory_store.store import Demonstration
+from guardagent.nodes import prompts
 from guardagent.profiles.loader import Profile, load_profile
+from guardagent.readers.textio import json_error
 from guardagent.tools.verdict import Violations
 
 NEEDS_MODEL = (

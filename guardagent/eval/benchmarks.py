@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from guardagent.environment import DATA, value
 from guardagent.eval.cases import Case
 
 BENCHMARKS = {"eicu-ac": "eicu_ac", "mind2web-sc": "mind2web_sc"}
@@ -32,7 +32,7 @@ def data_root() -> Path:
     A `$GUARDAGENT_DATA` that holds no benchmark is an error, never a reason to look
     elsewhere: the user asked for that folder, and a silent fallback would evaluate other data.
     """
-    env = os.environ.get("GUARDAGENT_DATA")
+    env = value(DATA)
     if env:
         chosen = Path(env).expanduser()
         if not any((chosen / folder).is_dir() for folder in BENCHMARKS.values()):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from guardagent.eval.textio import REPLACEMENT, has_surrogates, json_error, sniff_encoding
+from guardagent.readers.textio import REPLACEMENT, has_surrogates, json_error, sniff_encoding
 
 
 class Case(BaseModel):

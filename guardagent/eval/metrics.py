@@ -15,8 +15,8 @@ from typing import Any
 from guardagent.decision import GuardDecision
 from guardagent.eval.cases import Case
 from guardagent.eval.definitions import METRICS
+from guardagent.profiles.verification import same_details
 from guardagent.tools.verdict import Violations
-from guardagent.verification import same_details
 
 BREAKDOWN_KEYS = ("role", "rule", "domain")
 HEADLINE = tuple(METRICS)  # ("LPA", "LPP", "LPR", "CCA", "FRA"), defined in words there

@@ -35,7 +35,7 @@ from guardagent.eval.predictions import (
     write_signature,
 )
 from guardagent.eval.report import render_report
-from guardagent.runs import model_name
+from guardagent.guard.runs import model_name
 
 __all__ = ["EvalInterruptedError", "Guard", "prediction_record", "run_eval", "run_signature"]
 

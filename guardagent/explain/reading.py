@@ -8,7 +8,6 @@ something it is not. Only `allowed` is required: a decision printed with ``--fie
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from guardagent.decision import GuardDecision
 from guardagent.policy.results import RuleResult
 from guardagent.readers.evidence import Unreadable
+from guardagent.readers.textio import UnreadableJson, load_json
 
 MAX_DECISION_BYTES = 16 * 1024 * 1024
 """A decision file over this is refused: a real one is kilobytes, and drawing is linear."""
@@ -97,13 +97,9 @@ def read_decision(data: bytes) -> DecisionView:
     if len(data) > MAX_DECISION_BYTES:
         raise UnreadableDecision(f"over {MAX_DECISION_BYTES} bytes: not a decision to draw")
     try:
-        doc: Any = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise UnreadableDecision(f"not JSON: {exc.msg}, line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise UnreadableDecision("not JSON: not text in a Unicode encoding") from None
-    except RecursionError:
-        raise UnreadableDecision("not JSON: nested too deep to read") from None
+        doc: Any = load_json(data)
+    except UnreadableJson as exc:
+        raise UnreadableDecision(str(exc)) from None
     if not isinstance(doc, dict):
         raise UnreadableDecision(f"not a decision: a JSON {type(doc).__name__}, not an object")
     try:

@@ -1,7 +1,7 @@
 """The guard graph: state schema, builder, and a compiled instance compiled on first use.
 
 Importing this package compiles nothing and imports no node: the nodes import
-:mod:`guardagent.graph.state` (this package's lowest module), so a package that built the graph
+:mod:`guardagent.nodes.state` (this package's lowest module), so a package that built the graph
 at import would close a circle (`guardagent.nodes.decide` -> `graph` -> `graph.builder` ->
 `nodes.decide`) that breaks whichever node a process imports first. `graph` (the compiled
 graph DESIGN.md exports) and `build_graph` are therefore loaded on first access (PEP 562), and
@@ -14,7 +14,7 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from guardagent.graph.state import GuardInput, GuardOutput, GuardState
+from guardagent.nodes.state import GuardInput, GuardOutput, GuardState
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

@@ -24,7 +24,6 @@ from langgraph.runtime import Runtime
 from guardagent.context import GuardContext, RunContext
 from guardagent.counterfactuals.derived import derived_policy
 from guardagent.graph.runnables import dual, inline, routed
-from guardagent.graph.state import GuardInput, GuardOutput, GuardState
 from guardagent.llm import is_offline
 from guardagent.nodes.admit import admit
 from guardagent.nodes.code import acode, code
@@ -35,6 +34,7 @@ from guardagent.nodes.plan import aplan, plan
 from guardagent.nodes.remember import aremember, remember
 from guardagent.nodes.retrieve import aretrieve, retrieve
 from guardagent.nodes.runtime import bind_settings, context_of, profile_of
+from guardagent.nodes.state import GuardInput, GuardOutput, GuardState
 from guardagent.nodes.verify import after_verify, verify
 from guardagent.policy.runs import needs_verify
 

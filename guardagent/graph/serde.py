@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
-from guardagent.graph.state import GuardState
+from guardagent.nodes.state import GuardState
 
 
 def _walk(hint: Any, found: set[tuple[str, str]], seen: set[Any]) -> None:

@@ -18,8 +18,6 @@ them from its authenticated session; a client's input or context cannot set them
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -31,10 +29,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
+from guardagent.environment import DEMO_USER_INFO, value
 from guardagent.integrations.middleware import GuardAgentMiddleware
 from guardagent.readers.user_facts import normalize_facts
-
-USER_INFO_ENV = "GUARDAGENT_DEMO_USER_INFO"
 
 _TRANSFER = re.compile(
     r"\b(?:send|transfer|pay|wire)\s+\$?(?P<amount>\d+(?:\.\d+)?)\s*(?:dollars|usd|eur)?\s+"
@@ -104,13 +101,13 @@ def deployment_user_info() -> dict[str, Any]:
     Raises:
         ValueError: the variable is not a JSON object of facts.
     """
-    raw = os.environ.get(USER_INFO_ENV, "").strip()
-    if not raw:
+    facts = value(DEMO_USER_INFO)
+    if facts is None:
         return {"verified": False}
     try:
-        return normalize_facts(json.loads(raw))
-    except ValueError as exc:  # JSONDecodeError included
-        raise ValueError(f"{USER_INFO_ENV}={raw!r}: {exc}") from None
+        return normalize_facts(facts)
+    except ValueError as exc:
+        raise ValueError(f"{DEMO_USER_INFO.name}: {exc}") from None
 
 
 def build_demo_agent(**middleware_settings: Any) -> Any:

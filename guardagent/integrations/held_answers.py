@@ -24,6 +24,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
@@ -34,6 +35,7 @@ from guardagent.decision import GuardDecision
 from guardagent.integrations.answers import labels_respond, thread_of_runtime
 from guardagent.integrations.held_callbacks import HeldCallbacks, held_callbacks, model_standing_in
 from guardagent.trace.messages import FINAL_ANSWER
+from guardagent.twins import Twin, Wait, arun, async_only, run, sync_only
 
 _KEPT = 1024
 """Entries a bounded table keeps (answers awaiting review, answers already guarded)."""
@@ -115,67 +117,53 @@ class HoldsAnswers:
     ``trace``) and its :class:`HeldResponses` (``_held``).
     """
 
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Hold the model's final answer until it is guarded (see the module)."""
+    def _held_call(self, request: Any, call_model: Callable[[Any], Wait]) -> Twin[Any]:
+        """Both hooks' body, written once (:mod:`guardagent.twins`); `call_model` calls it."""
         host: Any = self
         if not _guards_answers(host):
-            return handler(request)
+            return (yield call_model(request))
         where = request_key(request.state, thread_of_runtime(request.runtime))
         response = host._held.held(where)
         told = HeldCallbacks()
         if response is None:
             with held_callbacks() as told:
                 try:
-                    response = handler(request.override(
+                    response = yield call_model(request.override(
                         model=model_standing_in(request.model, told)))
                 except BaseException:
-                    told.replay()
+                    yield _replay(told)
                     raise
         found = _found(host, request, response)
         if found is None:
-            told.replay()
+            yield _replay(told)
             return response
         answer, asked, key, state = found
         decision = host._pending_or(key)
         if decision is None:
             task, kwargs = host._answer_args(state, asked)
-            decision = task if isinstance(task, GuardDecision) else host.guard.check_trace(
-                list(state["messages"]), **kwargs)
+            if isinstance(task, GuardDecision):
+                decision = task
+            else:
+                said = list(state["messages"])
+                decision = yield Wait(partial(host.guard.check_trace, said, **kwargs),
+                                      partial(host.guard.acheck_trace, said, **kwargs))  # fmt: skip
         output, withheld = _decided(host, where, response, answer, key, decision)
-        told.replay(withheld)
+        yield _replay(told, withheld)
         return output
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Hold the model's final answer until it is guarded (see the module)."""
+        return run(self._held_call(request, lambda r: sync_only(partial(handler, r))))
 
     async def awrap_model_call(self, request: Any,
                                handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
         """Async :meth:`wrap_model_call`."""
-        host: Any = self
-        if not _guards_answers(host):
-            return await handler(request)
-        where = request_key(request.state, thread_of_runtime(request.runtime))
-        response = host._held.held(where)
-        told = HeldCallbacks()
-        if response is None:
-            with held_callbacks() as told:
-                try:
-                    response = await handler(request.override(
-                        model=model_standing_in(request.model, told)))
-                except BaseException:
-                    await told.areplay()
-                    raise
-        found = _found(host, request, response)
-        if found is None:
-            await told.areplay()
-            return response
-        answer, asked, key, state = found
-        decision = host._pending_or(key)
-        if decision is None:
-            task, kwargs = host._answer_args(state, asked)
-            decision = task if isinstance(task, GuardDecision) else await (
-                host.guard.acheck_trace(list(state["messages"]), **kwargs))
-        output, withheld = _decided(host, where, response, answer, key, decision)
-        await told.areplay(withheld)
-        return output
+        return await arun(self._held_call(request, lambda r: async_only(partial(handler, r))))
 
+
+def _replay(told: HeldCallbacks, withheld: AIMessage | None = None) -> Wait:
+    """The callbacks held during the model call, replayed (awaited on the async path)."""
+    return Wait(partial(told.replay, withheld), partial(told.areplay, withheld))
 
 def _guards_answers(host: Any) -> bool:
     """Whether the middleware guards final answers (else the model streams as it likes)."""

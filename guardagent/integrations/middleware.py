@@ -57,6 +57,7 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from functools import partial
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -88,6 +89,7 @@ from guardagent.integrations.runner import (
 from guardagent.policy.task import AttachedTask
 from guardagent.trace.predicates import Consent
 from guardagent.trace.predicates.ledger import LEDGER_FIELD, spend_in_state, thread_of
+from guardagent.twins import Twin, Wait, arun, async_only, run, sync_only
 
 Review = Literal["never", "on_fail", "on_deny"]
 UserInfo = Mapping[str, Any] | Callable[[ToolCallRequest], Mapping[str, Any] | None] | None
@@ -349,29 +351,21 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
         return str(thread) if thread is not None else None
 
-    def _trace_check(self, request: ToolCallRequest, facts: Mapping[str, Any]) -> GuardDecision:
+    def _trace_check(self, request: ToolCallRequest,
+                     facts: Mapping[str, Any]) -> Twin[GuardDecision]:  # fmt: skip
         state = request.state if isinstance(request.state, Mapping) else {}
         task = task_for(self.task, request.runtime, self.guard.context.profile)
         if isinstance(task, GuardDecision):
             return task
-        return self.guard.check_trace(
-            list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
-            consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
-            thread_id=self._thread_id(request), task=task,
-        )  # fmt: skip
-
-    async def _atrace_check(
-        self, request: ToolCallRequest, facts: Mapping[str, Any]
-    ) -> GuardDecision:
-        state = request.state if isinstance(request.state, Mapping) else {}
-        task = task_for(self.task, request.runtime, self.guard.context.profile)
-        if isinstance(task, GuardDecision):
-            return task
-        return await self.guard.acheck_trace(
-            list(state.get("messages", [])), dict(request.tool_call), user_facts=facts,
-            consent=state.get(CONSENT_KEY) or [], thread_state=state.get(TRACE_KEY),
-            thread_id=self._thread_id(request), task=task,
-        )  # fmt: skip
+        args = (list(state.get("messages", [])), dict(request.tool_call))
+        kwargs: dict[str, Any] = {
+            "user_facts": facts, "consent": state.get(CONSENT_KEY) or [],
+            "thread_state": state.get(TRACE_KEY), "thread_id": self._thread_id(request),
+            "task": task}  # fmt: skip
+        decision: GuardDecision = yield Wait(
+            partial(self.guard.check_trace, *args, **kwargs),
+            partial(self.guard.acheck_trace, *args, **kwargs))  # fmt: skip
+        return decision
 
     @classmethod
     def _trace_key(cls, request: ToolCallRequest) -> str:
@@ -466,65 +460,71 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         body = json.dumps([thread_of_runtime(runtime), message.id, delivered(message)])
         return f"answer:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
+    def _guarded_answer(self, state: Any, runtime: Any) -> Twin[dict[str, Any] | None]:
+        """:meth:`after_model` and :meth:`aafter_model`, written once (:mod:`guardagent.twins`)."""
+        found = self._answer(state, runtime)
+        if found is None:
+            return None
+        message, request = found
+        key = self._answer_key(message, runtime)
+        if self._held.was_guarded(self._answer_key(message, None)):
+            return None
+        decision = self._pending_or(key)
+        if decision is None:
+            task, kwargs = self._answer_args(state, request)
+            if isinstance(task, GuardDecision):
+                decision = task
+            else:
+                said = list(state["messages"])
+                decision = yield Wait(partial(self.guard.check_trace, said, **kwargs),
+                                      partial(self.guard.acheck_trace, said, **kwargs))  # fmt: skip
+        return self._answer_outcome(message, key, decision)
+
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Guard the agent's final answer when the policy labels ``respond`` (trace=True).
 
         An answer the model call already guarded (:meth:`wrap_model_call`) is left as it is.
         """
-        found = self._answer(state, runtime)
-        if found is None:
-            return None
-        message, request = found
-        key = self._answer_key(message, runtime)
-        if self._held.was_guarded(self._answer_key(message, None)):
-            return None
-        decision = self._pending_or(key)
-        if decision is None:
-            task, kwargs = self._answer_args(state, request)
-            decision = task if isinstance(task, GuardDecision) else self.guard.check_trace(
-                list(state["messages"]), **kwargs)
-        return self._answer_outcome(message, key, decision)
+        return run(self._guarded_answer(state, runtime))
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
-        found = self._answer(state, runtime)
-        if found is None:
-            return None
-        message, request = found
-        key = self._answer_key(message, runtime)
-        if self._held.was_guarded(self._answer_key(message, None)):
-            return None
-        decision = self._pending_or(key)
-        if decision is None:
-            task, kwargs = self._answer_args(state, request)
-            decision = task if isinstance(task, GuardDecision) else await (
-                self.guard.acheck_trace(list(state["messages"]), **kwargs))
-        return self._answer_outcome(message, key, decision)
+        return await arun(self._guarded_answer(state, runtime))
 
     # -- hooks -----------------------------------------------------------------------------
+
+    def _tool_call(self, request: ToolCallRequest, tool: Wait) -> Twin[ToolResult]:
+        """Both hooks' body, written once: `tool` runs the tool (:mod:`guardagent.twins`)."""
+        if not self._guarded(request):
+            result: ToolResult = yield tool
+            return result
+        facts = self.facts(request)
+        if self.trace:
+            key = self._trace_key(request)
+            decision = self._pending_or(key) or (yield from self._trace_check(request, facts))
+            blocked = self._resolve(request, key, decision)
+            result = (yield tool) if blocked is None else blocked
+            reviewed = blocked is None and not decision.allowed
+            return self._with_state(request, result, decision, reviewed)
+        event = self._event(request, facts)
+        key = self._key(request, event)
+        found = self._pending_or(key)
+        if found is None:
+            settings: dict[str, Any] = {"run_name": self.run_name, "user_facts": facts,
+                                        "metadata": self._metadata(request)}  # fmt: skip
+            found = yield Wait(partial(run_guard, self.guard, *event, **settings),
+                               partial(arun_guard, self.guard, *event, **settings))  # fmt: skip
+        blocked = self._resolve(request, key, found)
+        if blocked is not None:
+            return blocked
+        result = yield tool
+        return result
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]
     ) -> ToolResult:
         """Run the tool only if GuardAgent allows the call (or a reviewer approves it)."""
-        if not self._guarded(request):
-            return handler(request)
-        facts = self.facts(request)
-        if self.trace:
-            key = self._trace_key(request)
-            decision = self._pending_or(key) or self._trace_check(request, facts)
-            blocked = self._resolve(request, key, decision)
-            result = handler(request) if blocked is None else blocked
-            reviewed = blocked is None and not decision.allowed
-            return self._with_state(request, result, decision, reviewed)
-        event = self._event(request, facts)
-        key = self._key(request, event)
-        decision = self._pending_or(key) or run_guard(
-            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request),
-            user_facts=facts,
-        )
-        blocked = self._resolve(request, key, decision)
-        return handler(request) if blocked is None else blocked
+        return run(self._tool_call(request, sync_only(partial(handler, request))))
 
     async def awrap_tool_call(
         self,
@@ -532,24 +532,7 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
         """Async :meth:`wrap_tool_call`; the guard's sandbox and store calls do not block."""
-        if not self._guarded(request):
-            return await handler(request)
-        facts = self.facts(request)
-        if self.trace:
-            key = self._trace_key(request)
-            decision = self._pending_or(key) or await self._atrace_check(request, facts)
-            blocked = self._resolve(request, key, decision)
-            result = await handler(request) if blocked is None else blocked
-            reviewed = blocked is None and not decision.allowed
-            return self._with_state(request, result, decision, reviewed)
-        event = self._event(request, facts)
-        key = self._key(request, event)
-        decision = self._pending_or(key) or await arun_guard(
-            self.guard, *event, run_name=self.run_name, metadata=self._metadata(request),
-            user_facts=facts,
-        )
-        blocked = self._resolve(request, key, decision)
-        return await handler(request) if blocked is None else blocked
+        return await arun(self._tool_call(request, async_only(partial(handler, request))))
 
 
 def parse_review(answer: Any) -> tuple[bool, str]:

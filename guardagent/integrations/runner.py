@@ -8,7 +8,7 @@ matter there that `GuardAgent.check` does not handle:
   an interrupt/resume) resume the *old* guard run instead of checking afresh, and would
   checkpoint the guard's internals for nothing.
 - Each run is named (``run_name``) and carries what is being guarded as metadata; naming and
-  the outcome run are :mod:`guardagent.runs`, shared with `GuardAgent.check`.
+  the outcome run are :mod:`guardagent.guard.runs`, shared with `GuardAgent.check`.
 - The host's user facts travel as data (`user_facts`) next to the event text, so guard
   programs get them exactly; the text block of the event is for display and memory.
 
@@ -30,8 +30,8 @@ from guardagent.agent import GuardAgent
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
+from guardagent.guard.runs import ainvoke_guard, invoke_guard
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.runs import ainvoke_guard, invoke_guard
 from guardagent.surrogates import text_without_surrogates
 
 

@@ -3,22 +3,9 @@
 Under `langgraph dev` / LangGraph Server anyone who can reach the server sends the run's
 input, context and config. So the served graph takes its deployment settings only from the
 server's environment (:meth:`~guardagent.context.GuardContext.from_env`, read when this module
-is imported and then on every run, so a bad value fails the server's start, not a run):
-
-======================  =============================================  ==================
-variable                setting                                        default
-======================  =============================================  ==================
-GUARDAGENT_PROFILE      default profile (name, registered name, path)  ``eicu-ac``
-GUARDAGENT_PROFILES     extra names runs may choose: ``name=path,...``  none
-GUARDAGENT_MODEL        ``offline`` or an ``init_chat_model`` spec     ``offline``
-GUARDAGENT_BASE_URL     OpenAI-compatible endpoint for the model       none
-GUARDAGENT_K            demonstrations per event                       profile's
-GUARDAGENT_MAX_ATTEMPTS program runs before failing closed             3
-GUARDAGENT_MEMORY_DIR   embedded Chroma directory                      user data dir
-GUARDAGENT_MEMORY_URL   Chroma server URL (shared memory)              none
-GUARDAGENT_REUSE_PROGRAMS  reuse verified programs (true/false)        true
-GUARDAGENT_TIMEOUT_SECONDS wall clock of one program run               5
-======================  =============================================  ==================
+is imported and then on every run, so a bad value fails the server's start, not a run): the
+``guard`` rows of the one settings table, :data:`guardagent.environment.GUARD_SETTINGS`
+(listed with their defaults on the docs' settings page), and nothing else.
 
 API keys stay in the provider's variables (``OPENAI_API_KEY``, ...). A run may choose only
 what :class:`~guardagent.context.RunContext` holds (a registered profile *name*, the user's
@@ -49,8 +36,8 @@ from guardagent.context import RunContext
 from guardagent.decision import GuardDecision
 from guardagent.graph.builder import build_graph
 from guardagent.graph.runnables import paired
-from guardagent.graph.state import GuardInput, GuardOutput
 from guardagent.nodes.runtime import check_settings, deployment_settings
+from guardagent.nodes.state import GuardInput, GuardOutput
 from guardagent.profiles.loader import load_profile
 
 settings = deployment_settings()  # fail at start on a malformed GUARDAGENT_* variable

@@ -30,6 +30,7 @@ returning `Command`, write state). They reach the guard program as data.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -40,6 +41,7 @@ from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.integrations.events import answer_event, tool_call_event
 from guardagent.integrations.runner import arun_guard, as_guard, facts_in, run_guard
+from guardagent.twins import Twin, Wait, arun, run
 
 Event = tuple[str, str]
 ToEvent = Callable[[Any], Event | Sequence[Event] | None]
@@ -156,22 +158,22 @@ def guard_node(
             return _events(messages_to_events(state, user_info=facts)), facts
         return _events(to_event(state)), facts
 
-    def node(state: Any) -> dict[str, Any]:
+    def decide(state: Any) -> Twin[dict[str, Any]]:
+        """Both forms of the node, written once (:mod:`guardagent.twins`)."""
         events, facts = prepare(state)
-        decisions = [
-            run_guard(guard, i, o, run_name=run_name, metadata=metadata(n, len(events)),
-                      user_facts=facts)
-            for n, (i, o) in enumerate(events)
-        ]  # fmt: skip
+        decisions = []
+        for n, (i, o) in enumerate(events):
+            settings: dict[str, Any] = {"run_name": run_name, "user_facts": facts,
+                                        "metadata": metadata(n, len(events))}  # fmt: skip
+            decision = yield Wait(partial(run_guard, guard, i, o, **settings),
+                                  partial(arun_guard, guard, i, o, **settings))  # fmt: skip
+            decisions.append(decision)
         return {key: combine(decisions) if decisions else None}
 
+    def node(state: Any) -> dict[str, Any]:
+        return run(decide(state))
+
     async def anode(state: Any) -> dict[str, Any]:
-        events, facts = prepare(state)
-        decisions = [
-            await arun_guard(guard, i, o, run_name=run_name, metadata=metadata(n, len(events)),
-                             user_facts=facts)
-            for n, (i, o) in enumerate(events)
-        ]  # fmt: skip
-        return {key: combine(decisions) if decisions else None}
+        return await arun(decide(state))
 
     return RunnableLambda(node, afunc=anode, name="guard_node")

@@ -28,7 +28,8 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-KEY_ENV = "GUARDAGENT_MEMORY_KEY"
+from guardagent.environment import MEMORY_KEY, value
+
 KEY_FILE = "memory.key"
 MIN_KEY_BYTES = 16
 RECORD_TAG = "hmac"
@@ -50,7 +51,7 @@ def memory_key(key: str | bytes | None, path: str | Path | None, url: str | None
     Raises:
         MemoryKeyError: A configured key shorter than 16 bytes, or an unsafe key file.
     """
-    configured = key if key else os.environ.get(KEY_ENV) or None
+    configured = key if key else value(MEMORY_KEY)
     if configured:
         raw = configured.encode("utf-8") if isinstance(configured, str) else bytes(configured)
         if len(raw) < MIN_KEY_BYTES:

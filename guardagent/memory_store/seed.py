@@ -14,7 +14,7 @@ from functools import lru_cache
 from guardagent.memory_store.store import MemoryStore
 from guardagent.profiles.check import unverified_note
 from guardagent.profiles.loader import Profile, load_profile
-from guardagent.verification import program_problems
+from guardagent.profiles.verification import program_problems
 
 log = logging.getLogger(__name__)
 _LOCK = threading.Lock()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 import time
@@ -39,6 +38,7 @@ if TYPE_CHECKING:  # numpy and the embedding: imported when a store opens, not w
 
     from guardagent.memory_store.sketch_index import Entry
 
+from guardagent.environment import MEMORY_DIR, value
 from guardagent.memory_store.freshness import ChangeToken, Token
 from guardagent.memory_store.integrity import (
     PROGRAM_TAG,
@@ -90,7 +90,7 @@ def event_text(agent_input: str, agent_output: str) -> str:
 
 def default_memory_dir() -> Path:
     """`$GUARDAGENT_MEMORY_DIR`, else the platform's user data directory."""
-    env = os.environ.get("GUARDAGENT_MEMORY_DIR")
+    env = value(MEMORY_DIR)
     return Path(env) if env else Path(user_data_dir("guardagent")) / "memory"
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState, fresh_state
 from guardagent.nodes.runtime import context_of
+from guardagent.nodes.state import GuardState, fresh_state
 from guardagent.readers.evidence import Unreadable
 
 

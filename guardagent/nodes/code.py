@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from guardagent import prompts
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, ask
+from guardagent.nodes import prompts
 from guardagent.nodes.debug import diagnose, toolbox_listing
 from guardagent.nodes.runtime import context_of, model_of, profile_of
+from guardagent.nodes.state import GuardState
 from guardagent.nodes.steps import Steps, async_node, sync_node
+from guardagent.profiles.verification import extract_code
 from guardagent.sandbox.dataflow import check_dataflow
-from guardagent.verification import extract_code
 
 __all__ = ["acode", "code", "toolbox_listing"]
 

@@ -7,14 +7,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from guardagent import prompts
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, ask
+from guardagent.nodes import prompts
 from guardagent.nodes.runtime import context_of, model_of, profile_of
-from guardagent.nodes.steps import Steps, Wait, async_node, sync_node
+from guardagent.nodes.state import GuardState
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import VerdictRecorder
+from guardagent.twins import Wait
 
 _LISTINGS: dict[tuple[Any, ...], str] = {}
 

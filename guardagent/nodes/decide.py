@@ -9,8 +9,8 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
-from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, profile_of
+from guardagent.nodes.state import GuardState
 from guardagent.policy.runs import decision_parts
 from guardagent.profiles.check import NO_PROGRAM, explain_no_program
 from guardagent.readers.evidence import describe

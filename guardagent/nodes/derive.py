@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from guardagent.authoring.derive import Derivation, ensure_derived, needs_derivation
 from guardagent.context import GuardContext
 from guardagent.nodes.runtime import profile_of
-from guardagent.nodes.steps import Wait, in_thread
-from guardagent.verification import summarize
+from guardagent.profiles.verification import summarize
+from guardagent.twins import Wait, in_thread
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -13,11 +13,12 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, limits_of, profile_of
-from guardagent.nodes.steps import Steps, Wait, async_node, sync_node
+from guardagent.nodes.state import GuardState
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.sandbox.dataflow import check_dataflow
 from guardagent.sandbox.process import ExecutionResult, arun_program, run_program
+from guardagent.twins import Wait
 
 
 def execute_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from guardagent import prompts
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.llm import ModelCallError, ask
+from guardagent.nodes import prompts
 from guardagent.nodes.derive import derivation_wait
 from guardagent.nodes.retrieve import demonstrations
 from guardagent.nodes.runtime import context_of, model_of, profile_of
+from guardagent.nodes.state import GuardState
 from guardagent.nodes.steps import Steps, async_node, sync_node
 
 

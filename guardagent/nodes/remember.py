@@ -7,12 +7,13 @@ import logging
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.memory_store.store import Demonstration, demonstration_id
 from guardagent.nodes.runtime import context_of, memory_of, profile_of
-from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
+from guardagent.nodes.state import GuardState
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.policy.runs import decision_parts
-from guardagent.verification import known_problems, program_problems, summarize
+from guardagent.profiles.verification import known_problems, program_problems, summarize
+from guardagent.twins import in_thread
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def remember_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     A model-written program is attacker-influenced (the event it was written for is in its
     prompt), so its verdict on this event counts only if the program reproduces every
     labelled demonstration of the guard request (and passes the rest of
-    :func:`~guardagent.verification.program_problems`). Otherwise the event is denied with
+    :func:`~guardagent.profiles.verification.program_problems`). Otherwise the event is denied with
     the reason, whether or not programs are reused. A verified program is stored with the
     event it decided (labelled by its verdict: its own, or the policy model's on the
     predicates it assigned) so later events run it with no LLM call.

@@ -7,14 +7,15 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
-from guardagent.graph.state import GuardState
 from guardagent.memory_store.seed import opened_memory
 from guardagent.memory_store.store import Demonstration
 from guardagent.nodes.derive import load_derived
 from guardagent.nodes.runtime import RunRefused, context_of, memory_of, profile_of
-from guardagent.nodes.steps import Steps, async_node, in_thread, sync_node
+from guardagent.nodes.state import GuardState
+from guardagent.nodes.steps import Steps, async_node, sync_node
 from guardagent.profiles.loader import Profile
-from guardagent.verification import known_problems, program_problems
+from guardagent.profiles.verification import known_problems, program_problems
+from guardagent.twins import in_thread
 
 
 def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:

@@ -19,7 +19,6 @@ reading any file the client named.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langgraph.runtime import Runtime
 
-from guardagent.context import ENV_NAMES, RUN_KEYS, GuardContext
+from guardagent.context import RUN_KEYS, GuardContext
+from guardagent.environment import GUARD_SETTINGS, snapshot
 from guardagent.llm import resolve_model
 from guardagent.profiles.loader import Profile, builtin_profiles, fingerprints_per_run, load_profile
 from guardagent.readers.user_facts import normalize_facts
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # the model stack and Chroma load when a run first needs them
     from guardagent.memory_store.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ENV_NAMES = ENV_NAMES  # the settings table of guardagent.context, never a copy of it
 _MAX_SHOWN = 80
 
 
@@ -118,14 +117,15 @@ def _refused(settings: GuardContext, reason: str) -> RefusedContext:
 
 
 @lru_cache(maxsize=8)
-def _from_env(snapshot: tuple[str | None, ...]) -> GuardContext:
-    env = {n: v for n, v in zip(_ENV_NAMES, snapshot, strict=True) if v is not None}
+def _from_env(raw: tuple[str | None, ...]) -> GuardContext:
+    names = (s.name for s in GUARD_SETTINGS)
+    env = {n: v for n, v in zip(names, raw, strict=True) if v is not None}
     return GuardContext.from_env(env)
 
 
 def deployment_settings() -> GuardContext:
     """The deployment's settings from the environment (`GUARDAGENT_*`), parsed once per value."""
-    return _from_env(tuple(os.environ.get(name) for name in _ENV_NAMES))
+    return _from_env(snapshot(GUARD_SETTINGS))
 
 
 def context_of(runtime: Runtime[Any]) -> GuardContext:
@@ -193,7 +193,7 @@ _RUN_PROFILES: ContextVar[dict[str, Profile] | None] = ContextVar(
 def one_run() -> Iterator[None]:
     """Within: the nodes of one guard run read each profile once (see :func:`profile_of`).
 
-    Set by :mod:`guardagent.runs` around a run of the graph (a context variable: concurrent
+    Set by :mod:`guardagent.guard.runs` around a run of the graph (a context variable: concurrent
     runs each have their own; LangGraph runs every node in a copy of the caller's context,
     which shares the run's dict).
     """

@@ -1,8 +1,9 @@
 """Nodes written once and run two ways: a node's body is a generator of the waits it needs.
 
-A node that waits (on the model, on a sandbox child, on a shared memory) yields a
-:class:`Wait` naming the blocking call and its awaitable twin, and receives the result (or
-has the call's exception thrown in at the `yield`). :func:`run_sync` performs each wait by
+The pattern of :mod:`guardagent.twins`, with the graph's turns. A node that waits (on the
+model, on a sandbox child, on a shared memory) yields a :class:`~guardagent.twins.Wait`
+naming the blocking call and its awaitable twin, and receives the result (or has the call's
+exception thrown in at the `yield`). :func:`run_sync` performs each wait by
 calling it, for `invoke` (and for an `ainvoke` that runs nodes on executor threads);
 :func:`run_async` awaits it, for the runs of `acheck_many` (:mod:`guardagent.graph.runnables`),
 so such a run holds no executor thread while a model answers and its CPU work runs on the
@@ -12,51 +13,21 @@ on both paths, so the two cannot decide differently.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
 
 from guardagent.nodes.turns import TURN
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """One blocking call of a node: `call()` on the sync path, `await acall()` on the async one."""
-
-    call: Callable[[], Any]
-    acall: Callable[[], Awaitable[Any]]
-
+from guardagent.twins import Wait, run
 
 Steps = Generator[Wait, Any, dict[str, Any]]
 """A node's body: yields waits, returns the state update."""
 
 
-def in_thread(func: Callable[..., T], *args: Any, **kwargs: Any) -> Wait:
-    """A blocking call with no async twin: in a worker thread on the async path."""
-    call = functools.partial(func, *args, **kwargs)
-    return Wait(call, functools.partial(asyncio.to_thread, call))
-
-
 def run_sync(steps: Steps) -> dict[str, Any]:
     """Drive a node's steps, performing each wait by calling it."""
-    try:
-        wait = next(steps)
-        while True:
-            try:
-                result = wait.call()
-            except Exception as exc:  # noqa: BLE001 - the node's own `except` decides
-                wait = steps.throw(exc)
-            else:
-                wait = steps.send(result)
-    except StopIteration as done:
-        update: dict[str, Any] = done.value
-        return update
+    return run(steps)
 
 
 async def run_async(steps: Steps) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from langgraph.runtime import Runtime
 
 from guardagent.context import GuardContext
 from guardagent.counterfactuals.derived import derived_policy
-from guardagent.graph.state import GuardState
 from guardagent.nodes.runtime import context_of, profile_of
+from guardagent.nodes.state import GuardState
 from guardagent.policy.model import PolicyError
 from guardagent.policy.runs import profile_policy, verify_execution
 

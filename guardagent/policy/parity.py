@@ -25,13 +25,13 @@ from guardagent.policy.shipped import (
     tool_calls_predicates,
 )
 from guardagent.policy.verify import verify_event
+from guardagent.profiles.verification import same_details
 from guardagent.readers.ehragent import ehr_accessed_columns, parse_identity
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.readers.seeact import parse_task, seeact_final_action, web_action_category
 from guardagent.readers.toolcall import parse_tool_calls
 from guardagent.readers.user_facts import parse_user_info
 from guardagent.tools.rules import check_access, check_rules, check_tool_rules
-from guardagent.verification import same_details
 
 Violations = list[str] | dict[str, list[str]]
 

@@ -502,7 +502,7 @@ def load_policy(path: str | Path, *, strict: bool = True) -> PolicyModel:
     Raises:
         PolicyError: unreadable file or invalid content, with positions.
     """
-    from guardagent.eval.textio import read_text_file
+    from guardagent.readers.textio import read_text_file
 
     file = policy_path(path)
     try:

@@ -1,7 +1,7 @@
 """Check a profile's programs on its demonstrations, and say in the user's terms what failed.
 
-A profile's program is reused with no model only once it reproduces every demonstration's
-label and details (:mod:`guardagent.verification`). When it does not, the user needs to know
+A profile's program is reused with no model only once it reproduces every demonstration's label
+and details (:mod:`guardagent.profiles.verification`). When it does not, the user needs to know
 which demonstration, by the id they wrote, and what the program did there ("gave label 0 on
 demonstration `nurse-cost`, expected 1"), not that a model should be configured. This module
 runs each distinct program on each demonstration and keeps the outcome per demonstration, for
@@ -18,10 +18,10 @@ from guardagent.counterfactuals.cells import coverage_note
 from guardagent.counterfactuals.rule_conditions import rule_coverage_note
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, DemoSpec, Profile
+from guardagent.profiles.verification import program_problems, request_problems, same_details
 from guardagent.readers.evidence import Unreadable, describe
 from guardagent.sandbox.process import SandboxLimits, run_program
 from guardagent.tools.verdict import Violations
-from guardagent.verification import program_problems, request_problems, same_details
 
 NO_PROGRAM = (
     "no verified program in memory covers this guard request and no model is configured; "
@@ -155,9 +155,9 @@ def _other_problems(code: str, profile: Profile, runs: list[DemoRun]) -> list[st
     """What the verifier refuses beyond the plain runs on the demonstrations.
 
     Data flow, counterfactual variants and coverage come from
-    :func:`guardagent.verification.request_problems`; a demonstration that failed plainly
+    :func:`guardagent.profiles.verification.request_problems`; a demonstration that failed plainly
     also fails its variants, and those repeats (messages that start with its id) are left
-    out. The verifier (:func:`guardagent.verification.program_problems`) stays the
+    out. The verifier (:func:`guardagent.profiles.verification.program_problems`) stays the
     authority: should it refuse a program this report found nothing against, its own
     reasons are shown.
     """
@@ -175,10 +175,11 @@ def _other_problems(code: str, profile: Profile, runs: list[DemoRun]) -> list[st
 def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> ProfileCheck:
     """Run each distinct program of `profile` on each of its demonstrations.
 
-    Each demonstration is run and compared as :func:`guardagent.verification.verify_program`
-    compares it (label, and the details of a denial as sets), and kept apart so the outcome
-    can be shown by the ids the user wrote; whatever else verification refuses (data flow,
-    counterfactual variants, coverage of the request) is reported beside them.
+    Each demonstration is run and compared as
+    :func:`guardagent.profiles.verification.verify_program` compares it (label, and the details
+    of a denial as sets), and kept apart so the outcome can be shown by the ids the user wrote;
+    whatever else verification refuses (data flow, counterfactual variants, coverage of the
+    request) is reported beside them.
     """
     register_cached(profile)  # rules derived from the request judge its programs too
     demos = profile.demonstrations

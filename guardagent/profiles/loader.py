@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
-from guardagent.eval.textio import json_error
+from guardagent.readers.textio import json_error
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox
 
 if TYPE_CHECKING:  # the memory store (and Chroma) load only when memory records are built

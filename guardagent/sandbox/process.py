@@ -37,10 +37,11 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from guardagent.environment import SANDBOX_WARM, SANDBOX_ZYGOTE, value
 from guardagent.policy.recorder import Assignments, PredicateError, PredicateRecorder
 from guardagent.readers.evidence import Unreadable
 from guardagent.readers.user_facts import normalize_facts
-from guardagent.sandbox.azygote import arun_in_zygote
+from guardagent.sandbox.azygote import arun_in_zygote, run_in_zygote
 from guardagent.sandbox.child import (
     _MAX_PAYLOAD,
     SandboxLimits,
@@ -56,7 +57,7 @@ from guardagent.sandbox.child import (
 )
 from guardagent.sandbox.policy import TRUNCATED_MARK, compile_program, prepare_program
 from guardagent.sandbox.warm import run_warm, start_idle
-from guardagent.sandbox.zygote import run_in_zygote, runs_nice, start_zygote, toolbox_refs
+from guardagent.sandbox.zygote import runs_nice, start_zygote, toolbox_refs
 from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
 
@@ -363,7 +364,7 @@ def without_zygote() -> Iterator[None]:
 def _zygote_enabled() -> bool:
     if _one_shot:
         return False
-    return os.environ.get("GUARDAGENT_SANDBOX_ZYGOTE", "1") != "0"
+    return value(SANDBOX_ZYGOTE)
 
 
 def prestart_worker(toolbox: Toolbox, limits: SandboxLimits, source: str | None = None) -> bool:
@@ -398,7 +399,7 @@ def prestart_runs() -> bool:
 
 
 def _warm_enabled() -> bool:
-    return os.environ.get("GUARDAGENT_SANDBOX_WARM", "1") != "0"
+    return value(SANDBOX_WARM)
 
 
 def _warm_run(

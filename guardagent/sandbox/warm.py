@@ -6,7 +6,7 @@ thread takes an idle one (or starts one), sends one request, and reads one line 
 wall-clock deadline. A worker is dropped, never reused, when it timed out (SIGKILLed here),
 died (the zygote reports its wait status), said it retires, or has something unread when
 taken (it died idle). Outcomes are those of
-:func:`~guardagent.sandbox.zygote.run_in_zygote`, so the sandbox reads both paths alike.
+:func:`~guardagent.sandbox.azygote.run_in_zygote`, so the sandbox reads both paths alike.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def run_warm(
     """Run one trusted program in a warm worker.
 
     Returns:
-        As :func:`~guardagent.sandbox.zygote.run_in_zygote`: ("line", bytes), ("status",
+        As :func:`~guardagent.sandbox.azygote.run_in_zygote`: ("line", bytes), ("status",
         int), ("timeout", None) or ("eof", None).
 
     Raises:

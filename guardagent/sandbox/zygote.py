@@ -69,6 +69,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from guardagent.environment import SANDBOX_NICE, value
 from guardagent.readers.user_facts import normalize_facts
 from guardagent.sandbox import child, worker
 from guardagent.tools.registry import DEFAULT_TOOLBOX, Toolbox, ToolSpec
@@ -129,8 +130,6 @@ def toolbox_refs(toolbox: Toolbox) -> list[list[str]] | None:
     return refs
 
 
-NICE_ENV = "GUARDAGENT_SANDBOX_NICE"
-RUNS_NICE = 10
 """How much lower than the guard's own the CPU priority of one-run children is, by default."""
 
 
@@ -148,13 +147,7 @@ def runs_nice() -> int:
     Raises:
         ValueError: the variable is set to something that is not an integer.
     """
-    raw = os.environ.get(NICE_ENV, "").strip()
-    if not raw:
-        return RUNS_NICE
-    try:
-        return max(0, min(19, int(raw)))
-    except ValueError:
-        raise ValueError(f"{NICE_ENV}={raw!r}: expected an integer from 0 to 19") from None
+    return value(SANDBOX_NICE)
 
 
 class _Zygote:
@@ -273,47 +266,12 @@ def _lines(sock: socket.socket, deadline: float, start: bytes = b"") -> Any:
         buf += chunk
 
 
-def run_in_zygote(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
-    facts: dict[str, Any] | None = None,
-) -> tuple[str, Any]:  # fmt: skip
-    """Run one program in a zygote child.
-
-    Returns:
-        ("line", bytes) with the child's result line, ("status", int) when the child died
-        without one, ("timeout", None) after killing it, or ("eof", None).
-    """
-    request = run_request(source, refs, inputs, limits, facts)
-    path = _zygote(runs_nice()).path  # may start the zygote: not part of the program's time
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(path)
-        deadline = time.monotonic() + limits.wall_seconds
-        sock.sendall(request)
-        reply = Reply()
-        try:
-            while reply.wanted == "announce":
-                if not _ready(sock.fileno(), deadline):
-                    return reply.timed_out()
-                data, fds, _, _ = socket.recv_fds(sock, 65536, 1)
-                reply.announced(data, fds)
-            while reply.wanted == "result" and reply.pipe is not None:
-                if not _ready(reply.pipe, deadline):
-                    return reply.timed_out()
-                reply.result(os.read(reply.pipe, 65536))
-            if reply.ended is not None:
-                return reply.ended
-            for line in _lines(sock, deadline, reply.rest):  # the zygote's word, after it
-                if line is None:
-                    return reply.timed_out()
-                reply.pid, ended = read_reply(line, reply.pid)
-                if ended is not None:
-                    return ended
-        finally:
-            reply.close()
-    return "eof", None
+def zygote_path(nice: int) -> str:
+    """The socket of this process's zygote of that niceness, started if there is none."""
+    return _zygote(nice).path
 
 
-def _ready(fd: int, deadline: float) -> bool:
+def ready(fd: int, deadline: float) -> bool:
     """Whether `fd` is readable (data, EOF or hang-up) before the deadline."""
     remaining = deadline - time.monotonic()
     poller = select.poll()  # not select(): it fails for descriptors above 1023
@@ -333,7 +291,7 @@ class Reply:
     ends without a line the child died without one, and the zygote's `{"x": status}`
     follows on the connection. A request refused before any fork is answered on the
     connection alone: `{"pid": 0}` and the error as a result line. Fed by the blocking
-    reader (:func:`run_in_zygote`) and the event loop's (`azygote`) alike; `wanted` says
+    reader and the event loop's alike (:mod:`guardagent.sandbox.azygote`); `wanted` says
     what to read next: "announce" (the connection), "result" (the pipe), or "status"
     (the connection again, from `rest`), unless `ended` is set.
     """

@@ -23,18 +23,17 @@ fields that do not read as one raises :class:`ServiceError`; callers deny on it
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from guardagent.environment import SERVICE_TOKEN, value
 from guardagent.service.wire import exchange
 
 if TYPE_CHECKING:
     from guardagent.decision import GuardDecision
 
-TOKEN_ENV = "GUARDAGENT_SERVICE_TOKEN"
 DECISION_FIELDS = (
     "allowed", "label", "violations", "reason", "guardrailed_output", "program_source",
     "program", "attempts", "attempt_errors", "llm_calls", "tokens", "latency_ms", "error",
@@ -199,7 +198,7 @@ class GuardClient:
                  timeout: float = 60.0, retries: int | None = None) -> None:  # fmt: skip
         self.bases = service_urls(url)
         self.parts = self.bases[0]
-        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+        self.token = token if token is not None else value(SERVICE_TOKEN)
         self.timeout = timeout
         self.retries = len(self.bases) - 1 if retries is None else max(0, retries)
         self._current = 0

@@ -10,7 +10,7 @@ Only the plain form is taken: every option known, given once, its value not look
 option, the combination valid and every file readable. Anything else (``--help``, a typo, a
 missing file, an option refused with ``--server``) returns None before any input is read,
 and click runs the command instead, so its messages stay the only ones. Imports: the
-standard library, and :mod:`guardagent.eval.textio` only for bytes that are not plain UTF-8.
+standard library, and :mod:`guardagent.readers.textio` only for bytes that are not plain UTF-8.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def decoded(data: bytes, what: str) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    from guardagent.eval.textio import decode_bytes
+    from guardagent.readers.textio import decode_bytes
 
     text = decode_bytes(data)
     note = text.note(what)
@@ -103,7 +103,7 @@ def argument_text(value: str, what: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        from guardagent.eval.textio import clean_text
+        from guardagent.readers.textio import clean_text
 
         text = clean_text(value)
         note = text.note(what)
@@ -126,7 +126,7 @@ def consent_records(path: str) -> list[Any]:
     Raises:
         ValueError: not a file holding a JSON list (or bytes that are not text).
     """
-    from guardagent.task_file import host_file_text
+    from guardagent.policy.task_file import host_file_text
 
     records = json.loads(host_file_text(_read(path)))
     if not isinstance(records, list):
@@ -159,7 +159,7 @@ def show(decision: dict[str, Any], quiet: bool, fields: str | None) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in the answer
-        from guardagent.eval.textio import dumps_safe
+        from guardagent.readers.textio import dumps_safe
 
         text = dumps_safe(shown)
     return text
@@ -213,7 +213,7 @@ def _files(options: dict[str, Any]) -> dict[str, Any]:
         if "consent_file" in options:
             inputs["consent"] = consent_records(options["consent_file"])
         if "task_file" in options:
-            from guardagent.task_file import read_task_file
+            from guardagent.policy.task_file import read_task_file
 
             inputs["task"] = read_task_file(options["task_file"])
     except (OSError, ValueError, RecursionError):  # TaskFileError is a ValueError

@@ -8,11 +8,11 @@ parse stops the start, naming it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from guardagent.context import ENV_PREFIX, GuardContext, _positive_float, _positive_int
+from guardagent.context import GuardContext
+from guardagent.environment import CHROMA_URL, field_values, value
 
 _MIB = 1024 * 1024
 
@@ -87,44 +87,15 @@ class ServiceSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceSettings:
         """The settings from `GUARDAGENT_*` variables; unset or empty ones keep defaults.
 
+        The variables are the ``service`` rows of :data:`guardagent.environment.SETTINGS`.
+
         Raises:
             ValueError: a variable that does not parse, naming it.
         """
-        env = os.environ if environ is None else environ
-        guard = GuardContext.from_env(env)
-        chroma = _get(env, "CHROMA_URL")
+        guard = GuardContext.from_env(environ)
+        chroma = value(CHROMA_URL, environ)
         if chroma:
             if guard.memory_url and guard.memory_url != chroma:
-                raise ValueError(f"{ENV_PREFIX}CHROMA_URL and {ENV_PREFIX}MEMORY_URL differ; "
-                                 "set one")  # fmt: skip
+                raise ValueError(f"{CHROMA_URL.name} and GUARDAGENT_MEMORY_URL differ; set one")
             guard = replace(guard, memory_url=chroma)
-        values: dict[str, object] = {}
-        for name, parse in (("pool_size", _positive_int),
-                            ("lock_wait_seconds", _positive_float),
-                            ("max_request_bytes", _positive_int),
-                            ("shutdown_seconds", _positive_float),
-                            ("drain_seconds", _seconds_or_zero),
-                            ("request_seconds", _positive_float),
-                            ("body_seconds", _positive_float),
-                            ("header_seconds", _positive_float),
-                            ("max_pending_connections", _positive_int)):  # fmt: skip
-            raw = _get(env, name.upper())
-            if raw:
-                try:
-                    values[name] = parse(raw)
-                except ValueError as exc:
-                    raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r}: {exc}") from None
-        database_url = _get(env, "DATABASE_URL") or None
-        if database_url and not database_url.startswith(("postgresql://", "postgres://")):
-            raise ValueError(f"{ENV_PREFIX}DATABASE_URL must be a postgresql:// URL")
-        return cls(guard=guard, database_url=database_url,
-                   service_token=_get(env, "SERVICE_TOKEN") or None, **values)  # type: ignore[arg-type]  # fmt: skip
-
-
-def _seconds_or_zero(raw: str) -> float:
-    """A number of seconds that may be 0 (none); not negative, not NaN or infinite."""
-    return 0.0 if float(raw) == 0 else _positive_float(raw)
-
-
-def _get(env: Mapping[str, str], name: str) -> str:
-    return (env.get(ENV_PREFIX + name) or "").strip()
+        return cls(guard=guard, **field_values("service", environ))

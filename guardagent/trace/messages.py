@@ -74,12 +74,12 @@ not make exactly one).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, TypeVar
 
 from guardagent.readers.evidence import UnreadableEvidence, unreadable
+from guardagent.readers.textio import UnreadableJson, load_json
 from guardagent.trace import content as _content
 from guardagent.trace.answer_parts import answer_content, delivered_parts
 from guardagent.trace.chain import calls_json
@@ -333,7 +333,7 @@ class _Reader:
         if isinstance(raw, str):
             self.count(raw)
             try:
-                raw = _loads(raw, keys_once)
+                raw = load_json(raw, keys_once)
             except UnreadableEvidence:
                 raise
             except ValueError:
@@ -628,15 +628,6 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return kind is dict or (kind not in _LEAVES and isinstance(value, Mapping))
 
 
-def _loads(text: str | bytes | bytearray,
-           pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
-    """`json.loads`, with nesting too deep for the parser's recursion a ValueError too."""
-    try:
-        return json.loads(text, object_pairs_hook=pairs_hook)
-    except RecursionError:
-        raise ValueError("JSON nested too deep to read") from None
-
-
 def _to_dict(message: Any) -> dict[str, Any]:
     from langchain_core.messages import messages_to_dict
 
@@ -651,9 +642,9 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         if isinstance(raw, str):
             raw = raw.removeprefix("\ufeff")
         try:
-            raw = _loads(raw)
-        except ValueError as exc:
-            unreadable("unparsable_trace", f"the trace is not JSON ({exc})")
+            raw = load_json(raw)
+        except UnreadableJson as exc:
+            unreadable("unparsable_trace", f"the trace is not JSON ({exc.detail})")
     if isinstance(raw, Mapping):
         if not isinstance(raw.get("messages"), list):
             unreadable("unparsable_trace", "a trace object needs a 'messages' list")

@@ -28,7 +28,7 @@ class TaskFileError(ValueError):
 def host_file_text(data: bytes) -> str:
     """A host's file (a task, consent records) as text, in any encoding other inputs may have.
 
-    As policy files are (:func:`guardagent.eval.textio.read_text_file`): UTF-8 with or
+    As policy files are (:func:`guardagent.readers.textio.read_text_file`): UTF-8 with or
     without BOM, UTF-16 or UTF-32; bytes that are not text are refused, not repaired (a task
     read with U+FFFD in it would say something its author did not). Plain UTF-8 is decoded
     here without importing the CLI's text module (the hook's fast path).
@@ -41,7 +41,7 @@ def host_file_text(data: bytes) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    from guardagent.eval.textio import strict_text
+    from guardagent.readers.textio import strict_text
 
     return strict_text(data)
 
@@ -78,12 +78,13 @@ def parse_task_text(text: str, name: str = "<task>") -> Any:
     Raises:
         TaskFileError: neither JSON nor plain YAML (a tag, nesting over 64 deep, anchors).
     """
+    from guardagent.readers.textio import UnreadableJson, load_json
+
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise TaskFileError(f"--task {name}: nested too deep to read") from None
-    except ValueError:
-        pass
+        return load_json(text)
+    except UnreadableJson as exc:
+        if exc.kind == "depth":
+            raise TaskFileError(f"--task {name}: nested too deep to read") from None
     return _yaml(text, name)
 
 

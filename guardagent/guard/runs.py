@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks.manager import CallbackManager
@@ -22,6 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 from guardagent.context import GuardContext
 from guardagent.decision import GuardDecision
 from guardagent.nodes.runtime import one_run
+from guardagent.twins import Twin, Wait, arun, run
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -107,7 +109,7 @@ def _finish(out: dict[str, Any], started: float) -> GuardDecision:
     return decision.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
 
 
-def invoke_guard(
+def guard_run(
     graph: Graph,
     context: GuardContext,
     agent_input: str,
@@ -115,41 +117,39 @@ def invoke_guard(
     *,
     run_name: str,
     metadata: Mapping[str, Any] | None = None,
-) -> GuardDecision:
-    """Guard one event: run the graph, time it end to end, record the outcome run."""
+) -> Twin[GuardDecision]:
+    """Guard one event: run the graph, time it end to end, record the outcome run.
+
+    Written once for both paths (:mod:`guardagent.twins`): :func:`invoke_guard` and
+    :func:`ainvoke_guard` drive it.
+    """
     started = time.perf_counter()
     config = _traced_config(context, run_name, metadata)
+    event = {"agent_input": agent_input, "agent_output": agent_output}
     with one_run():
-        out = graph.invoke(
-            {"agent_input": agent_input, "agent_output": agent_output},
-            context=context, config=config,
-        )  # fmt: skip
+        out = yield Wait(partial(graph.invoke, event, context=context, config=config),
+                         partial(graph.ainvoke, event, context=context, config=config))  # fmt: skip
     decision = _finish(out, started)
     if config is not None:
         summary, outcome = _outcome_run(decision, run_name)
-        summary.invoke(decision, config=outcome)
+        yield Wait(partial(summary.invoke, decision, config=outcome),
+                   partial(summary.ainvoke, decision, config=outcome))  # fmt: skip
     return decision
+
+
+def invoke_guard(
+    graph: Graph, context: GuardContext, agent_input: str, agent_output: str, *, run_name: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> GuardDecision:  # fmt: skip
+    """Guard one event (:func:`guard_run`, sync)."""
+    return run(guard_run(graph, context, agent_input, agent_output, run_name=run_name,
+                         metadata=metadata))  # fmt: skip
 
 
 async def ainvoke_guard(
-    graph: Graph,
-    context: GuardContext,
-    agent_input: str,
-    agent_output: str,
-    *,
-    run_name: str,
+    graph: Graph, context: GuardContext, agent_input: str, agent_output: str, *, run_name: str,
     metadata: Mapping[str, Any] | None = None,
-) -> GuardDecision:
-    """Async :func:`invoke_guard`."""
-    started = time.perf_counter()
-    config = _traced_config(context, run_name, metadata)
-    with one_run():
-        out = await graph.ainvoke(
-            {"agent_input": agent_input, "agent_output": agent_output},
-            context=context, config=config,
-        )  # fmt: skip
-    decision = _finish(out, started)
-    if config is not None:
-        summary, outcome = _outcome_run(decision, run_name)
-        await summary.ainvoke(decision, config=outcome)
-    return decision
+) -> GuardDecision:  # fmt: skip
+    """Guard one event (:func:`guard_run`, async)."""
+    return await arun(guard_run(graph, context, agent_input, agent_output, run_name=run_name,
+                                metadata=metadata))  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,39 @@ def json_error(exc: json.JSONDecodeError) -> str:
     """
     glue = " " if exc.msg.endswith(" at") else " at "
     return f"{exc.msg}{glue}column {exc.colno}"
+
+
+class UnreadableJson(ValueError):
+    """JSON that does not read, said in one line.
+
+    Attributes:
+        detail: What is wrong, without the leading "not JSON: ".
+        kind: ``syntax`` (not JSON), ``encoding`` (bytes that are no Unicode text) or
+            ``depth`` (nested deeper than the parser's recursion).
+    """
+
+    def __init__(self, detail: str, kind: str) -> None:
+        super().__init__(f"not JSON: {detail}")
+        self.detail = detail
+        self.kind = kind
+
+
+def load_json(data: str | bytes | bytearray,
+              pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:  # fmt: skip
+    """JSON text, or bytes in any Unicode encoding (UTF-8/16/32, json's own detection).
+
+    The one reading of a JSON document the host or a user hands in (a trace, a decision, a
+    state file, a task): every way it can fail is one `ValueError` line, so no caller meets
+    a traceback (a recursion error from deep nesting included) or words it differently.
+
+    Raises:
+        UnreadableJson: not JSON, not Unicode text, or nested too deep to read.
+    """
+    try:
+        return json.loads(data, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise UnreadableJson(f"{exc.msg}, line {exc.lineno}", "syntax") from None
+    except UnicodeDecodeError:
+        raise UnreadableJson("not text in a Unicode encoding", "encoding") from None
+    except RecursionError:
+        raise UnreadableJson("nested too deep to read", "depth") from None

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from guardagent.environment import CACHE_DIR, value
+
 _PACKAGE = Path(__file__).resolve().parent
 _SUFFIXES = (".py", ".yaml", ".yml", ".json", ".jsonl", ".md", ".txt")
 
@@ -42,7 +44,7 @@ def package_digest() -> str:
 
 def cache_dir() -> Path:
     """Where verification results are kept."""
-    configured = os.environ.get("GUARDAGENT_CACHE_DIR")
+    configured = value(CACHE_DIR)
     if configured:
         return Path(configured) / "verified"
     from platformdirs import user_cache_dir

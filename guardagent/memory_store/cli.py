@@ -9,15 +9,15 @@ Only click is imported at start-up; Chroma loads when a command runs.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from guardagent.eval.textio import dumps_safe
+from guardagent.environment import MEMORY_KEY, value
 from guardagent.exit_status import InputError, epilog
+from guardagent.readers.textio import dumps_safe
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,10 @@ def _client(memory_dir: str | None, memory_url: str | None) -> Any | None:
 
 def _key(memory_dir: str | None, memory_url: str | None) -> bytes | None:
     """The deployment's memory key: configured, else an existing local key file (none is made)."""
-    from guardagent.memory_store.integrity import KEY_ENV, KEY_FILE, memory_key
+    from guardagent.memory_store.integrity import KEY_FILE, memory_key
 
     _, path = _location(memory_dir, memory_url)
-    if os.environ.get(KEY_ENV) or (path is not None and (path / KEY_FILE).is_file()):
+    if value(MEMORY_KEY) or (path is not None and (path / KEY_FILE).is_file()):
         return memory_key(None, path, memory_url)
     return None
 

@@ -21,6 +21,7 @@ from guardagent.memory_store.store import Demonstration
 from guardagent.policy.model import PolicyModel
 from guardagent.policy.runs import execution_verdict, profile_policy
 from guardagent.profiles.loader import BUILTIN_DIR, Profile
+from guardagent.profiles.verification_cache import cached_problems
 from guardagent.sandbox.dataflow import check_dataflow
 from guardagent.sandbox.policy import AST_LOCK
 from guardagent.sandbox.process import (
@@ -30,7 +31,6 @@ from guardagent.sandbox.process import (
     run_shipped_program,
 )
 from guardagent.tools.registry import Toolbox
-from guardagent.verification_cache import cached_problems
 
 __all__ = [
     "MAX_PROBLEMS", "PARALLEL_RUNS", "Runner", "extract_code", "judging_policy",
