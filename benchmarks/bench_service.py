@@ -6,14 +6,20 @@ of client threads (`GuardClient`, one HTTP request per decision) for a fixed tim
 
 - stateless: no thread id (no lock, no checkpoint);
 - threads: every request on one of `--threads` threads (lock, read the thread's index,
-  decide, append a checkpoint), spread over the replicas round-robin.
+  decide, append a checkpoint), spread over the replicas round-robin;
+- hot, hot keyed: every request on ONE thread (`--hot-concurrency` clients at once, one
+  replica), without and with an idempotency key per request: the thread's own rate, one
+  decision at a time, and what a key adds to it (issue 35 item 9).
+
+Then the ratios: thread / stateless decisions per replica (issue 38 item 4: target >= 0.5) and
+the keyed / unkeyed single-thread rate.
 
 CPU is read from /proc: the replicas with their sandbox workers, PostgreSQL (postmaster and
 backends) and this process (the load generator), as cores used over the run's wall time. The
 host's load average is printed because the machine's other work slows every figure.
 
 Run: .venv/bin/python benchmarks/bench_service.py [--seconds 10] [--concurrency 8]
-     [--kind trace|event]
+     [--kind trace|event] [--hot-concurrency 32] [--no-cold-start]
 """
 
 from __future__ import annotations
@@ -108,7 +114,9 @@ def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dic
 
 
 def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
-        seconds: float, replica_pids: list[int], pg_pids: Any) -> dict[str, Any]:  # fmt: skip
+        seconds: float, replica_pids: list[int], pg_pids: Any, hot: str | None = None,
+        keyed: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Drive `clients` for `seconds`; `hot` names the one thread every request uses."""
     messages = json.loads(TRACE.read_text())["messages"][:2]
     latencies: list[float] = []
     errors = [0]
@@ -119,14 +127,17 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
         i = 0
         while time.monotonic() < stop_at:
             client = clients[(n + i) % len(clients)]
-            thread_id = f"bench-{n}-{i % threads}" if threads else None
+            thread_id = hot or (f"bench-{n}-{i % threads}" if threads else None)
+            key = f"{hot}-{n}-{i}" if keyed else None
             i += 1
             started = time.perf_counter()
             try:
                 if kind == "trace":
-                    decision = client.check_trace_raw(messages, thread_id=thread_id)
+                    decision = client.check_trace_raw(messages, thread_id=thread_id,
+                                                      idempotency_key=key)  # fmt: skip
                 else:
-                    decision = client.check_raw(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id)
+                    decision = client.check_raw(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id,
+                                                idempotency_key=key)  # fmt: skip
                 ok = decision.get("allowed") is True
             except ServiceError:
                 ok = False
@@ -167,6 +178,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=4, help="threads per client worker")
     parser.add_argument("--kind", choices=["trace", "event"], default="trace")
+    parser.add_argument("--hot-concurrency", type=int, default=32,
+                        help="clients at once on the one hot thread")
+    parser.add_argument("--no-cold-start", action="store_true",
+                        help="skip the cold-start timing of `check --server`")
     parser.add_argument("--no-fsync", action="store_true",
                         help="PostgreSQL with fsync and synchronous_commit off")
     args = parser.parse_args()
@@ -179,17 +194,17 @@ def main() -> None:
         ports = [free_port(), free_port()]
         env = {"GUARDAGENT_DATABASE_URL": url, "GUARDAGENT_PROFILE": profile,
                "GUARDAGENT_POOL_SIZE": str(args.concurrency + 2)}
+        db_port = url.rpartition(":")[2].partition("/")[0]
         procs = [start_replica(p, {**env, "GUARDAGENT_MEMORY_DIR": str(root / f"m{p}")},
                                root / f"r{p}.log") for p in ports]  # fmt: skip
         try:
             for proc, port in zip(procs, ports, strict=True):
                 wait_ready(proc, port, root / f"r{port}.log")
-            pid_file = next(Path(tempfile.gettempdir()).glob("guardagent-pg-*/pgdata/"
-                                                             "postmaster.pid"), None)
-            postmaster = int(pid_file.read_text().split()[0]) if pid_file else 0
-            clients = [GuardClient(f"http://127.0.0.1:{p}") for p in ports]
-            print("# cold start, median ms:", json.dumps(cold_start(
-                f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
+            postmaster = _postmaster(db_port)
+            clients = [GuardClient(f"http://127.0.0.1:{p}", retries=0) for p in ports]
+            if not args.no_cold_start:
+                print("# cold start, median ms:", json.dumps(cold_start(
+                    f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
             for client in clients:  # warm each replica: first decision, threads, the saver
                 run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [])
             rows = []
@@ -200,6 +215,12 @@ def main() -> None:
                                  lambda: tree([postmaster]) if postmaster else [])
                     rows.append({"replicas": replicas, "mode": mode, **result})
                     print(json.dumps(rows[-1]), flush=True)
+            for mode, keyed in (("hot", False), ("hot keyed", True)):
+                result = run(clients[:1], args.kind, None, args.hot_concurrency, args.seconds,
+                             [procs[0].pid], lambda: tree([postmaster]) if postmaster else [],
+                             hot=f"hot-{mode.replace(' ', '-')}", keyed=keyed)  # fmt: skip
+                rows.append({"replicas": 1, "mode": f"{mode} c={args.hot_concurrency}", **result})
+                print(json.dumps(rows[-1]), flush=True)
         finally:
             for proc in procs:
                 stop(proc)
@@ -211,6 +232,26 @@ def main() -> None:
         print(f"| {r['replicas']} | {r['mode']} | {r['decisions_per_s']} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {r['cpu_cores_replicas']} | {r['cpu_cores_postgres']} | "
               f"{r['cpu_cores_client']} |")
+    rate = {(r["replicas"], r["mode"].partition(" c=")[0]): r["decisions_per_s"] for r in rows}
+    print()
+    for replicas in (1, 2):
+        print(f"threads / stateless, {replicas} replica(s): "
+              f"{rate[replicas, 'threads'] / max(rate[replicas, 'stateless'], 1e-9):.2f}")
+    print(f"hot keyed / hot unkeyed (one thread, c={args.hot_concurrency}): "
+          f"{rate[1, 'hot keyed'] / max(rate[1, 'hot'], 1e-9):.2f} "
+          f"({rate[1, 'hot keyed']} / {rate[1, 'hot']} decisions/s)")
+
+
+def _postmaster(port: str) -> int:
+    """The PID of the benchmark's own PostgreSQL (other servers may run on the machine)."""
+    for pid_file in Path(tempfile.gettempdir()).glob("guardagent-pg-*/pgdata/postmaster.pid"):
+        try:
+            lines = pid_file.read_text().split("\n")
+        except OSError:
+            continue
+        if len(lines) > 3 and lines[3].strip() == port:
+            return int(lines[0])
+    return 0
 
 
 if __name__ == "__main__":
