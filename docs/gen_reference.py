@@ -84,8 +84,9 @@ def service_settings_markdown() -> str:
     from guardagent.context import ENV_PREFIX
     from guardagent.service.settings import ServiceSettings
 
+    # derived fields (init=False: read from another setting) have no variable of their own
     names = {f.name: ENV_PREFIX + f.name.upper() for f in dataclasses.fields(ServiceSettings)
-             if f.name != "guard"}  # fmt: skip
+             if f.name != "guard" and f.init}  # fmt: skip
     head = ["| variable | setting | default |", "|---|---|---|"]
     chroma = (f"| `{ENV_PREFIX}CHROMA_URL` | Chroma server for memory (the guard's "
               "`GUARDAGENT_MEMORY_URL`) | none (embedded) |")  # fmt: skip
