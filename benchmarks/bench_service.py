@@ -115,8 +115,11 @@ def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dic
 
 def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
         seconds: float, replica_pids: list[int], pg_pids: Any, hot: str | None = None,
-        keyed: bool = False) -> dict[str, Any]:  # fmt: skip
-    """Drive `clients` for `seconds`; `hot` names the one thread every request uses."""
+        keyed: bool = False, tag: str = "") -> dict[str, Any]:  # fmt: skip
+    """Drive `clients` for `seconds`; `hot` names the one thread every request uses.
+
+    Returns the raw run (latencies, failures, wall time, CPU seconds): see :func:`summary`.
+    """
     messages = json.loads(TRACE.read_text())["messages"][:2]
     latencies: list[float] = []
     errors = [0]
@@ -128,7 +131,7 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
         while time.monotonic() < stop_at:
             client = clients[(n + i) % len(clients)]
             thread_id = hot or (f"bench-{n}-{i % threads}" if threads else None)
-            key = f"{hot}-{n}-{i}" if keyed else None
+            key = f"{hot}-{tag}-{n}-{i}" if keyed else None
             i += 1
             started = time.perf_counter()
             try:
@@ -158,17 +161,30 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
     wall = time.monotonic() - wall
     pg, replicas = pg_pids(), tree(replica_pids)
     after = (cpu_seconds(replicas), cpu_seconds(pg), sum(os.times()[:2]))
-    cores = [(a - b) / wall for a, b in zip(after, before, strict=True)]
-    latencies.sort()
+    cpu = [a - b for a, b in zip(after, before, strict=True)]
+    return {"latencies": latencies, "failed": errors[0], "wall": wall, "cpu": cpu}
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs of one configuration taken as one: rate, latency, and CPU (cores, ms a decision).
+
+    CPU per decision (replicas and Postgres) is the figure the machine's other load moves
+    least: a replica's capacity is its cores over it.
+    """
+    latencies = sorted(x for r in runs for x in r["latencies"])
+    wall = sum(r["wall"] for r in runs)
+    cpu = [sum(r["cpu"][i] for r in runs) for i in range(3)]
+    served = max(len(latencies), 1)
     return {
         "decisions_per_s": round(len(latencies) / wall, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1) if latencies
         else None,
-        "failed": errors[0],
-        "cpu_cores_replicas": round(cores[0], 2),
-        "cpu_cores_postgres": round(cores[1], 2),
-        "cpu_cores_client": round(cores[2], 2),
+        "failed": sum(r["failed"] for r in runs),
+        "cpu_cores_replicas": round(cpu[0] / wall, 2),
+        "cpu_cores_postgres": round(cpu[1] / wall, 2),
+        "cpu_cores_client": round(cpu[2] / wall, 2),
+        "cpu_ms_per_decision": round((cpu[0] + cpu[1]) * 1000 / served, 2),
     }
 
 
@@ -178,6 +194,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=4, help="threads per client worker")
     parser.add_argument("--kind", choices=["trace", "event"], default="trace")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="turns each mode takes, interleaved (--seconds is split over them)")
     parser.add_argument("--hot-concurrency", type=int, default=32,
                         help="clients at once on the one hot thread")
     parser.add_argument("--no-cold-start", action="store_true",
@@ -206,37 +224,50 @@ def main() -> None:
                 print("# cold start, median ms:", json.dumps(cold_start(
                     f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
             for client in clients:  # warm each replica: first decision, threads, the saver
-                run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [])
+                run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [],
+                    tag="warm")
             rows = []
-            for replicas in (1, 2):
-                for mode, threads in (("stateless", None), ("threads", args.threads)):
-                    result = run(clients[:replicas], args.kind, threads, args.concurrency,
-                                 args.seconds, [p.pid for p in procs[:replicas]],
-                                 lambda: tree([postmaster]) if postmaster else [])
-                    rows.append({"replicas": replicas, "mode": mode, **result})
+            pg = (lambda: tree([postmaster])) if postmaster else (lambda: [])
+            share = args.seconds / args.rounds
+            for replicas in (1, 2):  # the modes take turns, so the machine's load hits both
+                runs: dict[str, list[dict[str, Any]]] = {"stateless": [], "threads": []}
+                for _ in range(args.rounds):
+                    for mode, threads in (("stateless", None), ("threads", args.threads)):
+                        runs[mode].append(run(clients[:replicas], args.kind, threads,
+                                              args.concurrency, share,
+                                              [p.pid for p in procs[:replicas]], pg))  # fmt: skip
+                for mode, taken in runs.items():
+                    rows.append({"replicas": replicas, "mode": mode, **summary(taken)})
                     print(json.dumps(rows[-1]), flush=True)
-            for mode, keyed in (("hot", False), ("hot keyed", True)):
-                result = run(clients[:1], args.kind, None, args.hot_concurrency, args.seconds,
-                             [procs[0].pid], lambda: tree([postmaster]) if postmaster else [],
-                             hot=f"hot-{mode.replace(' ', '-')}", keyed=keyed)  # fmt: skip
-                rows.append({"replicas": 1, "mode": f"{mode} c={args.hot_concurrency}", **result})
+            hot: dict[str, list[dict[str, Any]]] = {"hot": [], "hot keyed": []}
+            for r in range(args.rounds):
+                for mode in hot:
+                    hot[mode].append(run(clients[:1], args.kind, None, args.hot_concurrency,
+                                         share, [procs[0].pid], pg, hot=f"hot-{r}",
+                                         keyed=mode == "hot keyed", tag=f"r{r}"))  # fmt: skip
+            for mode, taken in hot.items():
+                rows.append({"replicas": 1, "mode": f"{mode} c={args.hot_concurrency}",
+                             **summary(taken)})  # fmt: skip
                 print(json.dumps(rows[-1]), flush=True)
         finally:
             for proc in procs:
                 stop(proc)
     print()
     print("| replicas | mode | decisions/s | p50 ms | p99 ms | CPU replicas | CPU Postgres "
-          "| CPU client |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| CPU client | CPU ms / decision |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['replicas']} | {r['mode']} | {r['decisions_per_s']} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {r['cpu_cores_replicas']} | {r['cpu_cores_postgres']} | "
-              f"{r['cpu_cores_client']} |")
+              f"{r['cpu_cores_client']} | {r['cpu_ms_per_decision']} |")
     rate = {(r["replicas"], r["mode"].partition(" c=")[0]): r["decisions_per_s"] for r in rows}
+    cost = {(r["replicas"], r["mode"]): r["cpu_ms_per_decision"] for r in rows}
     print()
     for replicas in (1, 2):
-        print(f"threads / stateless, {replicas} replica(s): "
-              f"{rate[replicas, 'threads'] / max(rate[replicas, 'stateless'], 1e-9):.2f}")
+        by_rate = rate[replicas, "threads"] / max(rate[replicas, "stateless"], 1e-9)
+        by_cpu = cost[replicas, "stateless"] / max(cost[replicas, "threads"], 1e-9)
+        print(f"threads / stateless, {replicas} replica(s): {by_rate:.2f} (decisions/s); "
+              f"{by_cpu:.2f} (CPU per decision, stateless / threads: the capacity ratio)")
     print(f"hot keyed / hot unkeyed (one thread, c={args.hot_concurrency}): "
           f"{rate[1, 'hot keyed'] / max(rate[1, 'hot'], 1e-9):.2f} "
           f"({rate[1, 'hot keyed']} / {rate[1, 'hot']} decisions/s)")
