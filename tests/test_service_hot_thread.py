@@ -176,3 +176,35 @@ def test_two_replicas_on_one_hot_thread_keep_one_line_and_decide_each_key_once(
         assert x.body == y.body, "a key has one decision, whichever replica answered"
         assert x.replayed != y.replayed, "decided once, replayed once"
     assert history["linear"] and history["seq"] == len(keys) == len(history["decisions"])
+
+
+@pytest.mark.parametrize("backend", ["postgres", "memory"])
+def test_one_key_sent_at_once_on_two_threads_is_decided_once(backend: str, tmp_path: Path,
+                                                             request: pytest.FixtureRequest,
+                                                             ) -> None:  # fmt: skip
+    """Without a lock of its own, a key still names one decision: the other thread gets 409
+    and nothing is appended to it (its key's row is refused in its transaction)."""
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+
+    async def run() -> tuple[list[Answer], list[dict[str, Any]]]:
+        settings = ServiceSettings(guard=GuardContext(profile="assistant-trace",
+                                                      memory_dir=str(tmp_path)),
+                                   database_url=url, pool_size=4)  # fmt: skip
+        async with open_stores(settings) as stores:
+            decider = Decider(settings, stores.locks, stores.decisions, stores.threads)
+            answers = []
+            for n in range(6):
+                threads = [f"t-{backend}-{n}-{side}" for side in "ab"]
+                answers += await asyncio.gather(*(_ask(decider, t, key=f"same-{backend}-{n}")
+                                                  for t in threads))  # fmt: skip
+            histories = [await decider.threads.history(f"t-{backend}-{n}-{side}")
+                         for n in range(6) for side in "ab"]  # fmt: skip
+            return list(answers), histories
+
+    answers, histories = asyncio.run(run())
+    for n in range(6):
+        pair, lines = answers[2 * n:2 * n + 2], histories[2 * n:2 * n + 2]
+        assert sorted(a.status for a in pair) == [200, 409], [a.body for a in pair]
+        decided = [a.status == 200 for a in pair]
+        assert [len(h["decisions"]) for h in lines] == [int(d) for d in decided]
+        assert all(h["linear"] for h in lines)
