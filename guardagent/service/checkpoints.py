@@ -4,8 +4,8 @@ The service's thread graph is one node whose state is four plain values (the dec
 kind, the thread's trace index, the request's idempotency mark). Writing a decision with
 ``graph.aupdate_state`` ran LangGraph's whole update step for it: it re-read the parent
 checkpoint twice inside the write transaction, wrote the update as four pending-write rows on
-the parent, compiled the graph for the transaction's saver, and took most of a thread
-decision's CPU (about 5 of 7 ms per decision, against about 1 ms for the decision itself). The
+the parent, compiled the graph for the transaction's saver, and cost more CPU than the
+decision itself (BENCHMARKS.md, "Guard service: one hot thread"). The
 head (:mod:`guardagent.service.heads`) already says which checkpoint is the parent, so the
 checkpoint is built here and written with the saver's ``aput`` (its blobs and its row), and
 read with ``aget_tuple``: the same tables, rows and values that LangGraph's own readers
