@@ -103,7 +103,7 @@ def _kinds(sent: list[str]) -> Counter[str]:
             kinds["key " + low.split()[0]] += 1
         elif low.startswith("insert into checkpoint_writes"):
             kinds["pending write"] += 1
-        elif low.startswith("select") and "from checkpoints" in low:
+        elif low.startswith("select thread_id, checkpoint,"):  # the saver's read of one
             kinds["checkpoint read"] += 1
     return kinds
 
@@ -129,8 +129,25 @@ def test_a_keyed_decision_takes_the_threads_lock_only_and_adds_its_row(pg_url: s
     assert keyed["lock wait"] == plain["lock wait"] == 0
     extra = keyed - plain
     assert extra == Counter({"key select": 1, "key insert": 1}), (plain, keyed)
-    assert plain["checkpoint read"] == 1, "the head's state, read once, before the guard runs"
+    assert plain["checkpoint read"] == 0, "the replica wrote the head: it knows its state"
     assert plain["pending write"] == 0, "no LangGraph task writes: the checkpoint only"
+
+
+def test_a_head_written_by_another_replica_is_read_once(pg_url: str, tmp_path: Path) -> None:
+    """A replica's remembered state serves only while the head is the one it wrote."""
+
+    async def run() -> tuple[list[Counter[str]], list[Answer]]:
+        async with replica(pg_url, tmp_path / "a") as a, replica(pg_url, tmp_path / "b") as b:
+            answers, reads = [], []
+            for who in (a, a, b, a, a, b, b):
+                with statements() as sent:
+                    answers.append(await _ask(who, "t-two-readers", upto=2 + len(answers)))
+                reads.append(_kinds(sent))
+            return reads, answers
+
+    reads, answers = asyncio.run(run())
+    assert [r["checkpoint read"] for r in reads] == [0, 0, 1, 1, 0, 1, 0]
+    assert [a.status for a in answers] == [200] * 7
 
 
 def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str,

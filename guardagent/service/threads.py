@@ -16,6 +16,7 @@ checkpoints are read and written straight through the saver
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -29,6 +30,9 @@ from guardagent.service.heads import NEW_THREAD, Head, HeadMoved, Heads, MemoryH
 from guardagent.service.idempotency import Confirm
 
 MAX_THREAD_ID_CHARS = 256
+
+RECENT_STATES = 256
+"""States a replica keeps of the heads it wrote last: a thread it decides again needs no read."""
 
 KeyWrite = Callable[[Any], Awaitable[Confirm]]
 """A write to send in a decision's transaction, given its connection (None in memory); what
@@ -82,6 +86,14 @@ class ThreadStore:
                        for c in checkpointers]  # fmt: skip
         self.graph = self.graphs[0]
         self.heads: Heads = heads if heads is not None else MemoryHeads()
+        # (thread, checkpoint id) -> its state, for heads this replica wrote: a checkpoint
+        # never changes, so while the thread's head is still it, the state is this
+        self._recent: OrderedDict[tuple[str, str], ThreadState] = OrderedDict()
+
+    def _remember(self, thread_id: str, checkpoint_id: str, state: ThreadState) -> None:
+        self._recent[thread_id, checkpoint_id] = state
+        while len(self._recent) > RECENT_STATES:
+            self._recent.popitem(last=False)
 
     def _share(self, thread_id: str) -> int:
         digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=4)
@@ -119,7 +131,11 @@ class ThreadStore:
         head = await self.heads.read(thread_id)
         if head.checkpoint_id is None:
             return head, ThreadState()
-        return head, await self._state(thread_id, head)
+        known = self._recent.pop((thread_id, head.checkpoint_id), None)
+        if known is None:  # written elsewhere (or long ago): read
+            known = await self._state(thread_id, head)
+        self._remember(thread_id, head.checkpoint_id, known)
+        return head, known
 
     async def trace_state(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's trace index after its last decision (None for a new thread)."""
@@ -183,7 +199,10 @@ class ThreadStore:
             await tx.sync()
             if confirm is not None:
                 confirm()
-            return None if advanced is None else advanced()
+            new = None if advanced is None else advanced()
+        if thread_id is not None and new is not None and new.checkpoint_id is not None:
+            self._remember(thread_id, new.checkpoint_id, cast(ThreadState, values))  # committed
+        return new
 
     async def history(self, thread_id: str, limit: int = 1000) -> dict[str, Any]:
         """The thread's decisions, oldest first, and whether its checkpoints form one line.
