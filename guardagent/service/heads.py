@@ -72,8 +72,12 @@ class Transaction:
     pipeline: Any = None
 
     async def sync(self) -> None:
-        """Have the results of every statement sent so far (one round trip in a pipeline)."""
-        if self.pipeline is not None:
+        """Have the results of every statement sent so far (one round trip in a pipeline).
+
+        None if they are all in already (the checkpoint's write syncs the pipeline it shares);
+        a pipeline that does not say so (another psycopg) is synced.
+        """
+        if self.pipeline is not None and getattr(self.pipeline, "result_queue", True):
             await self.pipeline.sync()
 
 
