@@ -103,6 +103,8 @@ def _kinds(sent: list[str]) -> Counter[str]:
             kinds["key " + low.split()[0]] += 1
         elif low.startswith("insert into checkpoint_writes"):
             kinds["pending write"] += 1
+        elif low.startswith("select seq, checkpoint_id from guardagent_thread_heads"):
+            kinds["head read"] += 1
         elif low.startswith("select thread_id, checkpoint,"):  # the saver's read of one
             kinds["checkpoint read"] += 1
     return kinds
@@ -170,6 +172,7 @@ def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str,
     assert history["linear"] and history["seq"] == n and len(history["decisions"]) == n
     assert kinds["lock wait"] == 0, kinds
     assert kinds["lock"] < n, f"each request took the database's lock itself: {kinds}"
+    assert kinds["head read"] == kinds["lock"], "a handed-on lock comes with the head it left"
     assert kinds["key insert"] == n
 
 
@@ -225,3 +228,48 @@ def test_one_key_sent_at_once_on_two_threads_is_decided_once(backend: str, tmp_p
         decided = [a.status == 200 for a in pair]
         assert [len(h["decisions"]) for h in lines] == [int(d) for d in decided]
         assert all(h["linear"] for h in lines)
+
+
+async def _end_lock_sessions(url: str, thread: str) -> int:
+    """Terminate the backends holding `thread`'s advisory lock (a lost lock); how many."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
+            "granted AND objid::text::bigint = (hashtext(%s)::bigint & 4294967295)",
+            (f"thread:{thread}",))  # fmt: skip
+        return len(await cur.fetchall())
+
+
+def test_a_lock_lost_while_handed_on_cannot_fork_the_thread(pg_url: str, tmp_path: Path) -> None:
+    """A hands its lock on with the head it wrote; the lock's session dies and B writes: A's
+    next run, started from the handed-on head, is refused and decided again on B's."""
+    thread = "t-baton"
+
+    async def run() -> tuple[list[Answer], Answer, dict[str, Any], int, int]:
+        async with replica(pg_url, tmp_path / "a") as a, replica(pg_url, tmp_path / "b") as b:
+            await _ask(a, thread)
+            second, go = asyncio.Event(), asyncio.Event()
+            real_run, runs = a._run, []
+
+            async def held_run(*args: Any) -> Any:
+                runs.append(1)
+                if len(runs) == 2:  # the handed-on run, its head already taken
+                    second.set()
+                    await go.wait()
+                return await real_run(*args)
+
+            a._run = held_run  # type: ignore[method-assign]
+            mine = [asyncio.create_task(_ask(a, thread, upto=3)),
+                    asyncio.create_task(_ask(a, thread, upto=4))]  # fmt: skip
+            await asyncio.wait_for(second.wait(), 30)
+            lost = await _end_lock_sessions(pg_url, thread)
+            other = await _ask(b, thread, upto=5)  # the thread is free: B writes it
+            go.set()
+            answers = [await asyncio.wait_for(t, 60) for t in mine]
+            return answers, other, await b.threads.history(thread), lost, len(runs)
+
+    answers, other, history, lost, runs = asyncio.run(run())
+    assert lost == 1 and other.status == 200
+    assert history["linear"] is True, "one line: the run on the handed-on head was refused"
+    assert [a.status for a in answers] == [200, 200] and runs == 3, "decided again, once"
+    assert history["seq"] == 4 and len(history["decisions"]) == 4

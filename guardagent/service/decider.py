@@ -196,10 +196,12 @@ class Decider:
         fp = fingerprint(request.kind, self._canonical(request))
         key, thread = request.idempotency_key, request.thread_id
         mark = None if key is None else {"key": key, "fingerprint": fp}
-        async with self.locks.hold(request.locks()) as session:
+        async with self.locks.hold(request.locks()) as turn:
+            session = turn.conn
             head, last = NEW_THREAD, ThreadState()
             if thread is not None:  # an event too: its checkpoint keeps the thread's index
-                head, last = await self.threads.last(thread)
+                # a lock handed on unbroken comes with the head its last run wrote: no read
+                head, last = await self.threads.last(thread, turn.baton.get(thread))
             if key is not None:
                 stored = await self.decisions.get(session, key)
                 if stored is None and last.get("request") == mark and "decision" in last:
@@ -214,6 +216,8 @@ class Decider:
             body = decision.model_dump(mode="json")
             also = None if key is None else self._key_writer(key, Stored(fp, body))
             if thread is not None or also is not None:
-                await self.threads.append(thread, head, request.kind, body, decision.trace_state,
-                                          mark, also, parent=last)  # fmt: skip
+                new = await self.threads.append(thread, head, request.kind, body,
+                                                decision.trace_state, mark, also, parent=last)
+                if thread is not None:  # committed: the next run of this hold starts there
+                    turn.baton[thread] = new
             return Answer(200, body)

@@ -13,8 +13,10 @@ it; past that wait it is denied with the reason (:class:`LockBusy`), never run u
   Requests for one key *inside a replica* first take turns on an asyncio lock (they hold no
   connection while they wait), and a run that ends while another of the replica waits for
   the same key hands the connection, lock still held, to it (at most :data:`HANDOVERS` in a
-  row, then the lock is let go so other replicas get their turn): a hot thread costs the
-  database one lock per burst, not a lock and a lock wait per request.
+  row, then the lock is let go so other replicas get their turn), with its :class:`Turn`'s
+  baton (the head the last run wrote): a hot thread costs the database one lock per burst,
+  not a lock and a lock wait per request. A session that dies while its lock is handed on
+  is noticed as any lost lock is: by the head's compare-and-set on the next write.
 - :class:`LocalLocks`: asyncio locks, for a single replica without a database.
 
 Keys are taken in sorted order, so two requests that share two keys cannot deadlock; a hash
@@ -27,7 +29,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 LOCK_NAMESPACE = "guardagent"
@@ -38,11 +40,25 @@ class LockBusy(Exception):
     """The wait for a thread's lock (or a connection to take it on) ran out."""
 
 
+@dataclass(frozen=True)
+class Turn:
+    """A held lock: the session it is held on (None in memory), and its baton.
+
+    The baton is what the runs of one unbroken hold of the lock tell each other (a handed-on
+    lock keeps it; a lock taken afresh starts with an empty one): while the lock was never
+    let go, what the previous run wrote is still what the database holds, unless the lock's
+    session died, which the writes' compare-and-set catches.
+    """
+
+    conn: Any = None
+    baton: dict[str, Any] = field(default_factory=dict)
+
+
 class Locks(Protocol):
-    """Hold the locks of `keys` for a block; the block gets the lock's session (or None)."""
+    """Hold the locks of `keys` for a block; the block gets its :class:`Turn`."""
 
     def hold(self, keys: Sequence[str]) -> Any:
-        """An async context manager yielding the session the locks are held on."""
+        """An async context manager yielding the :class:`Turn` of the held locks."""
 
 
 def _busy(key: str, wait: float) -> LockBusy:
@@ -74,10 +90,14 @@ class LocalLocks:
         return self._locks.get(key, (None, 0))[1]
 
     @asynccontextmanager
-    async def hold(self, keys: Sequence[str], deadline: float | None = None,
-                   ) -> AsyncIterator[None]:  # fmt: skip
+    async def hold(self, keys: Sequence[str]) -> AsyncIterator[Turn]:
         """Take every key's lock within the wait, in sorted order; release all on exit."""
-        deadline = time.monotonic() + self.wait if deadline is None else deadline
+        async with self.queue(keys, time.monotonic() + self.wait):
+            yield Turn()
+
+    @asynccontextmanager
+    async def queue(self, keys: Sequence[str], deadline: float) -> AsyncIterator[None]:
+        """Wait for every key's turn until `deadline`, in sorted order; release all on exit."""
         held: list[str] = []
         try:
             for key in sorted(set(keys)):
@@ -109,6 +129,7 @@ class _Held:
     entered: Any  # the pool's connection context, to give the connection back
     conn: Any
     runs: int = 1
+    baton: dict[str, Any] = field(default_factory=dict)
 
     async def release(self, exc: BaseException | None = None) -> None:
         """Back to the pool, whose reset lets the lock go (a broken one is closed instead)."""
@@ -125,7 +146,7 @@ class PostgresLocks:
         self._parked: dict[str, _Held] = {}
 
     @asynccontextmanager
-    async def hold(self, keys: Sequence[str]) -> AsyncIterator[Any]:
+    async def hold(self, keys: Sequence[str]) -> AsyncIterator[Turn]:
         """Take every key's lock within the wait; yields the connection that holds them.
 
         Inside the replica the keys' turn comes first (an asyncio lock, no connection held
@@ -136,7 +157,7 @@ class PostgresLocks:
         deadline = time.monotonic() + self.wait
         one = keys[0] if len(keys) == 1 else None
         try:
-            async with self._turns.hold(keys, deadline):
+            async with self._turns.queue(keys, deadline):
                 held = self._parked.pop(one, None) if one is not None else None
                 if held is not None and held.conn.closed:
                     await held.release()
@@ -144,7 +165,7 @@ class PostgresLocks:
                 if held is None:
                     held = await self._take(keys, deadline)
                 try:
-                    yield held.conn
+                    yield Turn(held.conn, held.baton)
                 except BaseException as exc:
                     await held.release(exc)
                     raise
