@@ -160,6 +160,15 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                     "expression": 'never_after("read_inbox")', "expect": False},
     "at_most": {"messages": f"[{PAY}]", "call": ("send_money", {"iban": "CH9300762011623852957", "amount": 1200}),
                 "expression": 'at_most("send_money", 1)', "expect": True},
+    "called_in_a_row": {"messages": '[user("Check my balance and my inbox, then pay the rent."), call("c1", "get_balance", {"account": "main"}), result("c1", "CHF 4,210.55"),\n'
+                                    '            call("c2", "read_inbox", {"n": 1}), result("c2", "Rent is due.")]',
+                        "call": ("send_money", {"iban": "CH9300762011623852957", "amount": 1200}),
+                        "expression": 'called_in_a_row("get_balance", "read_inbox")', "expect": True},
+    "asked_before": {"messages": f'[{PAY},\n            {{"role": "assistant", "content": "Shall I send the rent of CHF 1,200 to your landlord?"}}, user("Yes, go ahead.")]',
+                     "call": ("send_money", {"iban": "CH9300762011623852957", "amount": 1200}),
+                     "expression": 'asked_before("Shall I send the rent to your landlord?", threshold=80, scorer="token_set_ratio", words="send", yes=True)',
+                     "expect": True,
+                     "note": "Only the assistant's reply (or, with `via`, a delivered call of the message tool) counts; the same words in a tool result or a user message never do."},
 }  # fmt: skip
 """Predicate name -> example: `messages` (Python source over the SETUP helpers), `call`
 (tool, arguments), `expression`, `expect`, and optional `values`, `secrets`, `note`."""

@@ -187,9 +187,11 @@ _CHECK_EXITS = epilog(
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
 @click.option("--fields", default=None, metavar="A,B,...",
               help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-@click.option("--server", default=None, metavar="URL",
+@click.option("--server", default=None, metavar="URL[,URL...]",
               help="Send the event or trace to a guard service (`guardagent serve`) instead of "
-                   "deciding here; token from $GUARDAGENT_SERVICE_TOKEN.")
+                   "deciding here; token from $GUARDAGENT_SERVICE_TOKEN. Several replicas' "
+                   "URLs, comma-separated: one that gives no decision (down, 502/503/504) "
+                   "passes the request to the next, with the same idempotency key.")
 @click.option("--thread-id", default=None,
               help="The thread's id: with --server the thread the service keeps; with --trace "
                    "the thread consent records name (default: the state's, else a new one).")

@@ -28,6 +28,11 @@ __all__ = ["free_port"]  # re-exported: the service tests import it from here
 REPO = Path(__file__).resolve().parent.parent
 
 
+SERVERS: dict[str, dict[str, object]] = {}
+"""What :func:`running_postgres` started, by URL: how to stop and start it again
+(:mod:`tests.pg_faults`)."""
+
+
 class PostgresUnavailable(RuntimeError):
     """No PostgreSQL binaries here (or they would not start): the caller skips."""
 
@@ -99,9 +104,13 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
         tail = (server_log.read_text(errors="replace")[-800:] if server_log.exists()
                 else start.stderr)
         raise PostgresUnavailable(f"PostgreSQL did not start: {tail.strip()}")
+    url = f"postgresql://guard@127.0.0.1:{port}/postgres"
+    SERVERS[url] = {"pg_ctl": str(folder / "pg_ctl"), "data": data, "options": options,
+                    "log": server_log, "env": env, "kw": kw, "cwd": home}
     try:
-        yield f"postgresql://guard@127.0.0.1:{port}/postgres"
+        yield url
     finally:
+        SERVERS.pop(url, None)
         pid_file = data / "postmaster.pid"
         pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
         if pid is not None:
@@ -126,7 +135,9 @@ def _alive(pid: int) -> bool:
 
 def start_replica(port: int, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
     """One service replica on 127.0.0.1:`port` (not waited for: see :func:`wait_ready`)."""
-    full = {**os.environ, "ANONYMIZED_TELEMETRY": "False", **env}
+    # no drain unless the test asks for one: a stopped replica exits at once
+    full = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "GUARDAGENT_DRAIN_SECONDS": "0",
+            **env}
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "guardagent.service", "--host", "127.0.0.1", "--port",

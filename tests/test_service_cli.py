@@ -84,18 +84,22 @@ def test_an_unreachable_service_denies(tmp_path: Path) -> None:
         GuardClient(f"http://127.0.0.1:{free_port()}").check(ADULT, OUTPUT)
 
 
-def test_a_client_with_retries_sends_one_key_for_all_tries(url: str) -> None:
+def test_a_client_with_retries_sends_one_key_for_all_tries(url: str,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           ) -> None:  # fmt: skip
+    from guardagent.service import client as client_module
+
     client = GuardClient(url, retries=2)
     sent: list[Any] = []
-    original = client.request
+    original = client_module.exchange
 
-    def flaky(method: str, path: str, body: Any = None) -> Any:
-        sent.append(body)
+    def flaky(*args: Any) -> Any:
+        sent.append(json.loads(args[5]))
         if len(sent) == 1:
-            raise ServiceError("guard service unreachable: reset")
-        return original(method, path, body)
+            raise ConnectionResetError("reset")
+        return original(*args)
 
-    client.request = flaky  # type: ignore[method-assign]
+    monkeypatch.setattr(client_module, "exchange", flaky)
     decision = client.check(ADULT, OUTPUT, thread_id="retry-thread")
     assert decision["allowed"] is True
     assert len(sent) == 2 and sent[0]["idempotency_key"] == sent[1]["idempotency_key"]

@@ -11,8 +11,10 @@ POST /v1/decide/trace      ``{profile?, trace | messages + proposed_call?, conse
 GET /v1/threads/{id}       the thread's decisions, oldest first, and whether its history is one
                            line
 GET /healthz               200 while the process serves
-GET /readyz                200 once the guard is warm and the database answers; 503 while it
-                           starts, drains (SIGTERM) or cannot reach the database
+GET /readyz                what works now: ``{status, stateless, threads}``; 200 while
+                           stateless decisions work (``degraded``: threads do not), 503 while
+                           it starts or drains (SIGTERM); ``?require=threads``: 503 also
+                           while threads do not work (:mod:`guardagent.service.readiness`)
 =========================  ====================================================================
 
 Decision and thread routes need ``Authorization: Bearer <token>`` when the deployment set
@@ -24,7 +26,9 @@ wrong token, 403 a token without the route's scope or the thread's prefix (the s
 whether the thread exists or not), 408 a body slower than the body time (a head slower than
 the header time: :mod:`guardagent.service.connections`), 409 an
 idempotency key reused for another request, 413 a body over the limit, 503 a fail-closed
-denial (the service could not decide).
+denial with ``Retry-After`` (the service could not decide now: its database, or the request's
+deadline, `GUARDAGENT_REQUEST_SECONDS`; :mod:`guardagent.service.outages`). While the replica
+drains, every answer closes its connection (``Connection: close``).
 """
 
 from __future__ import annotations
@@ -38,12 +42,15 @@ from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from guardagent.service.access import Access, Grant
-from guardagent.service.decider import Answer, Decider
+from guardagent.service.decider import Answer, Decider, denial
+from guardagent.service.outages import RETRY_AFTER_SECONDS, ServiceUnavailable, within
+from guardagent.service.readiness import readiness
 from guardagent.service.requests import BadRequest, checked_id, parse_request
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.stores import open_stores
@@ -53,8 +60,14 @@ from guardagent.surrogates import without_surrogates
 log = logging.getLogger("guardagent.service")
 
 
+def _retry_after(status: int) -> dict[str, str]:
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
+
+
 def _json(answer: Answer) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    headers = _retry_after(answer.status)
+    if answer.replayed:
+        headers["Idempotent-Replayed"] = "true"
     # UTF-8 on the wire: an error quoting request text may hold a lone surrogate (U+FFFD)
     body = json.dumps(without_surrogates(answer.body), ensure_ascii=False, separators=(",", ":"))
     return Response(body, status_code=answer.status, headers=headers,
@@ -148,7 +161,13 @@ def _decide_route(kind: str) -> Any:
             return _forbidden("decide")
         decider: Decider = state.decider
         scoped = replace(parsed, idempotency_key=grant.key(parsed.idempotency_key))
-        return _json(await decider.decide(scoped))
+        try:
+            answer = await within(decider.decide(scoped), settings.request_seconds,
+                                  "the decision")  # fmt: skip
+        except ServiceUnavailable as exc:
+            answer = Answer(503, denial(f"the guard service could not decide now: {exc} "
+                                        "(GUARDAGENT_REQUEST_SECONDS)", parsed.profile or ""))
+        return _json(answer)
 
     return route
 
@@ -166,10 +185,12 @@ async def thread_history(request: HttpRequest) -> Response:
     if not grant.may("read", thread_id):
         return _forbidden("read")
     try:
-        history = await state.decider.threads.history(thread_id)
+        history = await within(state.decider.threads.history(thread_id),
+                               state.settings.request_seconds, "the thread's history")
     except Exception as exc:
         log.exception("thread history failed")
-        return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+        return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503,
+                            headers=_retry_after(503))  # fmt: skip
     return JSONResponse(history)
 
 
@@ -179,17 +200,45 @@ async def healthz(request: HttpRequest) -> Response:
 
 
 async def readyz(request: HttpRequest) -> Response:
-    """Readiness: warm, not draining, and the database (if any) answers."""
+    """Readiness: what works now (:func:`~guardagent.service.readiness.readiness`)."""
     state = request.app.state
-    if not getattr(state, "ready", False) or getattr(state, "draining", False):
-        return JSONResponse({"status": "draining" if getattr(state, "draining", False)
-                             else "starting"}, status_code=503)  # fmt: skip
-    try:
-        await state.ping()
-    except Exception as exc:
-        return JSONResponse({"status": "database unreachable",
-                             "error": f"{type(exc).__name__}: {exc}"}, status_code=503)  # fmt: skip
-    return JSONResponse({"status": "ready"})
+    require = request.query_params.get("require", "stateless")
+    if require not in ("stateless", "threads"):
+        return JSONResponse({"error": "require is stateless or threads"}, status_code=400)
+    probe = getattr(state, "probe", None)
+    status, body = readiness(warm=getattr(state, "ready", False),
+                             draining=getattr(state, "draining", False),
+                             threads=probe.threads() if probe is not None else "down",
+                             require_threads=require == "threads")  # fmt: skip
+    return JSONResponse(body, status_code=status)
+
+
+class _CloseWhileDraining:
+    """Every answer given while the replica drains closes its connection.
+
+    A load balancer (or a client) keeps its connections to a replica open and reuses them;
+    if the replica only stopped answering `/readyz` they would still carry requests until
+    the replica closes them, cutting whatever is sent then. Closed after each answer during
+    the drain, they are opened again elsewhere.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: Any) -> None:
+            if (message["type"] == "http.response.start"
+                    and getattr(scope["app"].state, "draining", False)):  # fmt: skip
+                headers = [(k, v) for k, v in message.get("headers", [])
+                           if k.lower() != b"connection"]  # fmt: skip
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
 
 
 def create_app(settings: ServiceSettings | None = None) -> Starlette:
@@ -204,7 +253,7 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
             stores = await stack.enter_async_context(open_stores(app.state.settings))
             decider = Decider(app.state.settings, stores.locks, stores.decisions, stores.threads)
             await decider.agent(decider.profile_ref(None))  # warm: the first request pays nothing
-            app.state.decider, app.state.ping = decider, stores.ping
+            app.state.decider, app.state.probe = decider, stores.probe
             app.state.ready = True
             log.info("guard service ready (database: %s)",
                      "postgres" if app.state.settings.database_url else "in-process")
@@ -220,4 +269,4 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(_CloseWhileDraining)])

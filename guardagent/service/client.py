@@ -5,6 +5,7 @@ A hook that runs once per agent step pays its interpreter's start-up and nothing
     from guardagent.service.client import GuardClient
 
     guard = GuardClient("http://10.0.0.5:8080")  # token: $GUARDAGENT_SERVICE_TOKEN
+    # or several replicas, tried in turn: GuardClient("http://10.0.0.5:8080,http://10.0.0.6:8080")
     decision = guard.check_trace(messages, profile="assistant-trace", thread_id="chat-42")
     if not decision.allowed:
         ...
@@ -23,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from guardagent.service.wire import exchange
@@ -88,6 +91,18 @@ def _encoded(body: Any) -> bytes:
         return json.dumps(body).encode("ascii")
 
 
+def _data(body: Any) -> bytes | None:
+    """The request body's bytes (None: no body).
+
+    Raises:
+        ServiceError: `body` is not JSON data (nothing is sent).
+    """
+    try:
+        return None if body is None else _encoded(body)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
+
+
 def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
     """A fail-closed denial in the decision's shape, for when no decision came back."""
     return {"allowed": False, "label": 1, "violations": [], "reason": f"denied: {reason}",
@@ -130,80 +145,140 @@ def typed(answer: dict[str, Any], status: int = 200) -> GuardDecision:
                            f"as a decision ({problems[:300]})", status, answer) from None
 
 
-class GuardClient:
-    """Send events and traces to a guard service.
+RETRYABLE_STATUS = (502, 503, 504)
+"""Answers that decided nothing and may go to another replica: the service's 503 (its
+database, its deadline), a proxy's 502 or 504. A connection that failed (no status) too."""
+MAX_RETRY_WAIT = 5.0
+"""The longest `Retry-After` the client waits before asking a replica it already asked."""
 
-    Args:
-        url: The service's base URL, e.g. ``http://127.0.0.1:8080``.
-        token: Bearer token; default ``$GUARDAGENT_SERVICE_TOKEN`` (none if unset).
-        timeout: Seconds to wait for a decision (connect and read).
-        retries: Times to resend after a connection error or a 503. A retried request
-            carries an idempotency key (made here when none is given), so the service
-            decides it once.
+
+def service_urls(url: str | Sequence[str]) -> list[urllib.parse.SplitResult]:
+    """The replicas' base URLs: one, several separated by commas, or a sequence of them.
+
+    Raises:
+        ValueError: an empty list or entry, or one that is not ``http(s)://host[:port]``.
     """
-
-    def __init__(self, url: str, *, token: str | None = None, timeout: float = 60.0,
-                 retries: int = 0) -> None:  # fmt: skip
+    given = url.split(",") if isinstance(url, str) else list(url)
+    if not given:
+        raise ValueError("no service URL given")
+    bases = []
+    for one in given:
+        text = one.strip() if isinstance(one, str) else ""
         try:
-            parts = urllib.parse.urlsplit(url)
+            parts = urllib.parse.urlsplit(text)
             parts.port  # noqa: B018 -- a port out of range or not a number raises here
         except ValueError:
             parts = urllib.parse.urlsplit("")
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"service URL must look like http://host:port, got {url!r}")
-        self.parts = parts
+            raise ValueError(f"service URL must look like http://host:port, got {one!r}")
+        bases.append(parts)
+    return bases
+
+
+class GuardClient:
+    """Send events and traces to a guard service (one replica, or several to fail over).
+
+    Args:
+        url: The service's base URL, e.g. ``http://127.0.0.1:8080``; or several replicas'
+            (a sequence, or one string separated by commas): a request that gets no
+            decision from one (no connection, or 502/503/504) goes to the next, with the
+            same idempotency key. The client keeps to the replica that last answered, so a
+            replica that is down costs one failed attempt, not one per call (the order is
+            shared by the threads using one client; each attempt reads it once).
+        token: Bearer token; default ``$GUARDAGENT_SERVICE_TOKEN`` (none if unset).
+        timeout: Seconds to wait for one attempt's answer (connect and read).
+        retries: Times to resend after a connection error or a 502/503/504, each to the
+            next replica; back on a replica already asked, the client first waits its
+            ``Retry-After`` (at most :data:`MAX_RETRY_WAIT` s). Default: each replica once
+            (0 for one URL). A request on a thread that is retried carries an idempotency
+            key (made here when none is given), so the service decides it once; a
+            stateless one (no thread) is stored nowhere and is simply decided again.
+    """
+
+    def __init__(self, url: str | Sequence[str], *, token: str | None = None,
+                 timeout: float = 60.0, retries: int | None = None) -> None:  # fmt: skip
+        self.bases = service_urls(url)
+        self.parts = self.bases[0]
         self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
         self.timeout = timeout
-        self.retries = max(0, retries)
+        self.retries = len(self.bases) - 1 if retries is None else max(0, retries)
+        self._current = 0
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any, bool]:
-        """One HTTP exchange: (status, decoded JSON, whether a stored decision was replayed).
+        """One HTTP exchange with the current replica, no retry.
+
+        Returns:
+            The status, the decoded JSON, and whether a stored decision was replayed.
 
         Raises:
             ServiceError: the request is not JSON data, or the service was not reached or
                 did not answer JSON.
         """
-        try:
-            data = None if body is None else _encoded(body)
-        except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: nothing sent
-            raise ServiceError(f"the request is not JSON data: {str(exc)[:200]}") from None
+        return self._send(self._current, method, path, _data(body))[:3]
+
+    def _send(self, index: int, method: str, path: str,
+              data: bytes | None) -> tuple[int, Any, bool, float]:  # fmt: skip
+        """:meth:`request` to replica `index`, with the answer's `Retry-After` (0 if none)."""
+        parts = self.bases[index]
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
             status, answer_headers, raw = exchange(
-                self.parts.scheme, self.parts.hostname or "", self.parts.port, method,
-                self.parts.path.rstrip("/") + path, data, headers, self.timeout)
+                parts.scheme, parts.hostname or "", parts.port, method,
+                parts.path.rstrip("/") + path, data, headers, self.timeout)
         except OSError as exc:  # WireError too: no answer this client can read
-            raise ServiceError(f"guard service {self.parts.netloc} unreachable: {exc}") from None
+            raise ServiceError(f"guard service {parts.netloc} unreachable: {exc}") from None
         try:
             answer = json.loads(raw)
         except (ValueError, RecursionError):
             raise ServiceError(f"guard service answered {status} without JSON",
                                status) from None  # fmt: skip
-        return status, answer, answer_headers.get("idempotent-replayed") == "true"
+        wait = answer_headers.get("retry-after", "")
+        return (status, answer, answer_headers.get("idempotent-replayed") == "true",
+                min(float(wait), MAX_RETRY_WAIT) if wait.isdigit() else 0.0)  # fmt: skip
+
+    def _failing_over(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """The first answer that is not retryable, trying replica after replica.
+
+        Returns the last answer when every attempt was retryable (a 503 denial is still a
+        denial); raises the last failure when it was one.
+
+        Raises:
+            ServiceError: the last attempt reached no replica, or got no JSON.
+        """
+        data = _data(body)  # once: a body that is not JSON data is sent to no replica
+        start, count = self._current, len(self.bases)
+        waits = [0.0] * count
+        for attempt in range(self.retries + 1):
+            index = (start + attempt) % count
+            if attempt >= count and waits[index]:
+                time.sleep(waits[index])  # back on a replica that asked for a pause
+            last = attempt == self.retries
+            try:
+                status, answer, _, waits[index] = self._send(index, method, path, data)
+            except ServiceError as exc:
+                if last or exc.status not in (0, *RETRYABLE_STATUS):
+                    raise
+                continue
+            if status in RETRYABLE_STATUS and not last:
+                continue
+            self._current = index  # it answered: the next call starts here
+            return status, answer
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _decide(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         body = {k: v for k, v in body.items() if v is not None}
-        if self.retries and "idempotency_key" not in body:
+        if self.retries and "thread_id" in body and "idempotency_key" not in body:
             import uuid
 
             body["idempotency_key"] = str(uuid.uuid4())
-        for attempt in range(self.retries + 1):
-            try:
-                status, answer, _ = self.request("POST", path, body)
-            except ServiceError:
-                if attempt == self.retries:
-                    raise
-                continue
-            if status == 503 and attempt < self.retries:
-                continue
-            if is_decision(status, answer):
-                return dict(answer)  # a decision (200), or a fail-closed denial (503)
-            message = answer.get("error") if isinstance(answer, dict) else None
-            raise ServiceError(f"guard service refused the request ({status}): "
-                               f"{message or answer}", status, answer)  # fmt: skip
-        raise AssertionError("unreachable")  # pragma: no cover
+        status, answer = self._failing_over("POST", path, body)
+        if is_decision(status, answer):
+            return dict(answer)  # a decision (200), or a fail-closed denial (503)
+        message = answer.get("error") if isinstance(answer, dict) else None
+        raise ServiceError(f"guard service refused the request ({status}): "
+                           f"{message or answer}", status, answer)  # fmt: skip
 
     def check(self, agent_input: str, agent_output: str, *, profile: str | None = None,
               user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
@@ -264,7 +339,7 @@ class GuardClient:
 
     def thread(self, thread_id: str) -> dict[str, Any]:
         """The thread's decisions, oldest first (``{"decisions": [...], "linear": ...}``)."""
-        status, answer, _ = self.request(
+        status, answer = self._failing_over(
             "GET", "/v1/threads/" + urllib.parse.quote(thread_id, safe=""))
         if status != 200 or not isinstance(answer, dict):
             raise ServiceError(f"guard service answered {status}: {answer}", status, answer)

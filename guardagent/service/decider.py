@@ -36,6 +36,7 @@ from guardagent.service.idempotency import (
     fingerprint,
 )
 from guardagent.service.locks import LockBusy, Locks
+from guardagent.service.outages import ServiceUnavailable
 from guardagent.service.requests import BadRequest, Request
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.threads import KeyWrite, ThreadState, ThreadStore
@@ -72,7 +73,7 @@ class Decider:
         self.threads = threads
         self.profiles = registered_profiles(settings.guard)
         self._agents: dict[str, GuardAgent] = {}
-        self._building = asyncio.Lock()
+        self._builds: dict[str, asyncio.Future[GuardAgent]] = {}
 
     def profile_ref(self, name: str | None) -> str:
         """What to load for a requested profile name (None: the deployment's default).
@@ -96,12 +97,24 @@ class Decider:
         return agent
 
     async def agent(self, ref: str) -> GuardAgent:
-        """The guard of profile `ref`, built (and its memory opened) on first use."""
-        if ref not in self._agents:
-            async with self._building:
-                if ref not in self._agents:
-                    self._agents[ref] = await asyncio.to_thread(self._build, ref)
-        return self._agents[ref]
+        """The guard of profile `ref`, built (and its memory opened) on first use.
+
+        One build per profile, whoever waits for it: a request that gives up (its deadline)
+        leaves the build to finish, and the next request finds the guard built. A build
+        that fails is tried again by the next request.
+        """
+        if ref in self._agents:
+            return self._agents[ref]
+        build = self._builds.get(ref)
+        if build is None:
+            build = self._builds[ref] = asyncio.ensure_future(asyncio.to_thread(self._build, ref))
+            build.add_done_callback(lambda done: self._built(ref, done))
+        return await asyncio.shield(build)
+
+    def _built(self, ref: str, build: asyncio.Future[GuardAgent]) -> None:
+        self._builds.pop(ref, None)
+        if not build.cancelled() and build.exception() is None:
+            self._agents[ref] = build.result()
 
     async def _run(self, request: Request, trace_state: dict[str, Any] | None,
                    ) -> GuardDecision:  # fmt: skip
@@ -145,6 +158,9 @@ class Decider:
             return Answer(409, {"error": str(exc)})
         except LockBusy as exc:
             return Answer(200, denial(str(exc), profile))
+        except ServiceUnavailable as exc:  # its database or the deadline: retry (same key)
+            return Answer(503, denial(f"the guard service could not decide now: {exc}",
+                                      profile))  # fmt: skip
         except WriteRefused as exc:  # not decided: the host may retry it (same key)
             return Answer(503, denial(f"{exc}; decided {ATTEMPTS} times, each write refused",
                                       profile))  # fmt: skip

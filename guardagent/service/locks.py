@@ -32,12 +32,18 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from guardagent.service.outages import ServiceUnavailable
+
 LOCK_NAMESPACE = "guardagent"
 """First key of every advisory lock (``hashtext``ed), apart from other users of the database."""
 
 
 class LockBusy(Exception):
-    """The wait for a thread's lock (or a connection to take it on) ran out."""
+    """The wait for a thread's lock ran out.
+
+    No connection to take it on is an outage instead
+    (:class:`~guardagent.service.outages.ServiceUnavailable`).
+    """
 
 
 @dataclass(frozen=True)
@@ -183,19 +189,21 @@ class PostgresLocks:
         """A pool connection holding every key's advisory lock, by `deadline`.
 
         Raises:
-            LockBusy: no connection, or a key held by another replica, within the wait.
+            ServiceUnavailable: no connection within the wait (the database, or the pool).
+            LockBusy: a key held by another replica past the wait.
         """
         from psycopg import errors
         from psycopg_pool import PoolTimeout
 
         # Locks are freed when the connection goes back: the pool's reset runs
         # pg_advisory_unlock_all (a broken connection is closed, which frees them too).
-        entered = self.pool.connection(timeout=max(0.001, deadline - time.monotonic()))
         try:
+            entered = self.pool.connection(timeout=max(0.001, deadline - time.monotonic()))
             conn = await entered.__aenter__()
-        except PoolTimeout:
-            raise LockBusy(f"no database connection free for a lock within {self.wait:g} s "
-                           "(GUARDAGENT_POOL_SIZE)") from None  # fmt: skip
+        except PoolTimeout:  # the database is down, or every connection busy: retry (503)
+            raise ServiceUnavailable(f"no database connection free for a lock within "
+                                     f"{self.wait:g} s (GUARDAGENT_POOL_SIZE)",
+                                     ) from None  # fmt: skip
         held = _Held(entered, conn)
         try:
             waited = False

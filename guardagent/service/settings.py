@@ -44,8 +44,21 @@ class ServiceSettings:
             not parse stops the start.
         max_request_bytes: Larger request bodies are refused (413) unread
             (`GUARDAGENT_MAX_REQUEST_BYTES`; default: the trace limit plus 1 MiB).
-        shutdown_seconds: On SIGTERM, how long in-flight requests may take to finish
-            (`GUARDAGENT_SHUTDOWN_SECONDS`).
+        shutdown_seconds: Once the drain is over, how long in-flight requests may take to
+            finish before they are cut (`GUARDAGENT_SHUTDOWN_SECONDS`).
+        drain_seconds: On SIGTERM (or Ctrl-C), how long the replica keeps serving while
+            `/readyz` answers 503 "draining", before it stops accepting connections
+            (`GUARDAGENT_DRAIN_SECONDS`); set it to what your load balancer needs to see the
+            replica not ready (its check interval times its failure count) plus its own
+            propagation delay. Answers given meanwhile close their connections, so keep-alive
+            clients reconnect (to another replica) rather than find theirs cut. 0: no drain.
+            A second signal ends the drain at once.
+        request_seconds: The server-side deadline of every request, counted once its body
+            is read (`GUARDAGENT_REQUEST_SECONDS`): past it a decision request is answered
+            503 (a denial, with ``Retry-After``), a thread's history 503, and what it waited
+            on (a stalled database, a guard run) is cancelled, its thread's lock freed (a
+            guard run in a worker thread, e.g. a model call, ends on its own time). Keep it
+            above the lock wait plus a decision's time, and under the clients' timeout.
         body_seconds: How long a request's body may take to arrive once its headers did
             (`GUARDAGENT_BODY_SECONDS`); a slower one is refused (408), so a client cannot
             hold a connection open by sending its body a byte at a time.
@@ -69,6 +82,8 @@ class ServiceSettings:
     service_tokens: tuple[Grant, ...] = field(init=False, default=(), repr=False)
     max_request_bytes: int = 0
     shutdown_seconds: float = 30.0
+    drain_seconds: float = 10.0
+    request_seconds: float = 60.0
     body_seconds: float = 30.0
     header_seconds: float = 10.0
     max_pending_connections: int = 256
@@ -99,6 +114,8 @@ class ServiceSettings:
                             ("lock_wait_seconds", _positive_float),
                             ("max_request_bytes", _positive_int),
                             ("shutdown_seconds", _positive_float),
+                            ("drain_seconds", _seconds_or_zero),
+                            ("request_seconds", _positive_float),
                             ("body_seconds", _positive_float),
                             ("header_seconds", _positive_float),
                             ("max_pending_connections", _positive_int)):  # fmt: skip
@@ -117,6 +134,11 @@ class ServiceSettings:
                        service_token=_get(env, "SERVICE_TOKEN") or None, **values)  # type: ignore[arg-type]  # fmt: skip
         except TokensFileError as exc:
             raise ValueError(f"{ENV_PREFIX}SERVICE_TOKENS_FILE: {exc}") from None
+
+
+def _seconds_or_zero(raw: str) -> float:
+    """A number of seconds that may be 0 (none); not negative, not NaN or infinite."""
+    return 0.0 if float(raw) == 0 else _positive_float(raw)
 
 
 def _get(env: Mapping[str, str], name: str) -> str:

@@ -4,18 +4,20 @@ With `GUARDAGENT_DATABASE_URL` a replica opens two fixed-size pools on it (no co
 while a request waits; 2 x `GUARDAGENT_POOL_SIZE` connections per replica): one for thread locks
 (held for a whole run, so it is kept apart: a lock holder never waits for a connection that
 lock waiters hold) and one for `AsyncPostgresSaver`, short queries and the transactions that
-record decisions. The schema (LangGraph's checkpoint tables, the threads' heads and the
-idempotency table) is created, or upgraded in place (:meth:`PostgresHeads.setup`), under an
-advisory lock, so replicas that start together do not race (polled: see
-:func:`_setup_lock`). Without a database everything lives in this process, which is right for
-one replica only.
+record decisions; each connection is checked before use and a lost one reconnected every
+second (:mod:`guardagent.service.pools`), and a probe on a connection of its own tells
+`/readyz` whether threads work (:mod:`guardagent.service.readiness`). The schema (LangGraph's
+checkpoint tables, the threads' heads and the idempotency table) is created, or upgraded in
+place (:meth:`PostgresHeads.setup`), under an advisory lock, so replicas that start together
+do not race (polled: see :func:`_setup_lock`). Without a database everything lives in this
+process, which is right for one replica only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from guardagent.service.locks import (
     PostgresLocks,
     release_all,
 )
+from guardagent.service.readiness import DatabaseProbe, InProcess, ThreadsProbe
 from guardagent.service.settings import ServiceSettings
 from guardagent.service.threads import ThreadStore, saver_serde
 
@@ -40,16 +43,12 @@ _OPEN_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Stores:
-    """A replica's locks, stored decisions, threads, and a readiness ping."""
+    """A replica's locks, stored decisions, threads, and whether threads work now."""
 
     locks: Locks
     decisions: Decisions
     threads: ThreadStore
-    ping: Callable[[], Awaitable[None]]
-
-
-async def _no_ping() -> None:
-    return None
+    probe: ThreadsProbe
 
 
 async def _setup_lock(conn: Any) -> None:
@@ -77,18 +76,19 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
     if not settings.database_url:
         yield Stores(LocalLocks(settings.lock_wait_seconds), MemoryDecisions(),
                      ThreadStore(InMemorySaver(serde=saver_serde()), heads=MemoryHeads()),
-                     _no_ping)  # fmt: skip
+                     InProcess())  # fmt: skip
         return
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool
+
+    from guardagent.service.pools import PromptPool
 
     url, size = settings.database_url, settings.pool_size
-    data_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    data_pool = PromptPool(
         url, min_size=size, max_size=size, open=False, name="guardagent-data",
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )  # fmt: skip
-    lock_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    lock_pool = PromptPool(
         url, min_size=size, max_size=size, open=False, name="guardagent-locks",
         kwargs={"autocommit": True}, reset=release_all,
     )  # fmt: skip
@@ -106,16 +106,13 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
                 finally:
                     await conn.execute("SELECT pg_advisory_unlock_all()")
 
-            async def ping() -> None:
-                async with data_pool.connection(timeout=2.0) as conn:
-                    await conn.execute("SELECT 1")
-
             savers = [saver, *(AsyncPostgresSaver(data_pool, serde=saver_serde())
                                for _ in range(max(0, size // 2 - 1)))]  # fmt: skip
-            yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
-                         PostgresDecisions(),
-                         ThreadStore(*savers, heads=PostgresHeads(data_pool, saver_serde())),
-                         ping)  # fmt: skip
+            async with DatabaseProbe(url).running() as probe:
+                yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
+                             PostgresDecisions(),
+                             ThreadStore(*savers, heads=PostgresHeads(data_pool, saver_serde())),
+                             probe)  # fmt: skip
         finally:
             await lock_pool.close()
     finally:

@@ -52,7 +52,13 @@ gives:
   (every ``then`` call, this one included, comes after a ``first`` call),
   ``nothing_after(pattern)`` / ``never_after(pattern)`` (no ``pattern`` call happened
   before this one), ``immediately_after(pattern)``, ``within_steps(pattern, n)``,
-  ``at_most(pattern, n)``;
+  ``at_most(pattern, n)``, ``called_in_a_row(*patterns)`` (earlier calls matching the
+  patterns as contiguous steps, in order);
+- the assistant's words (:mod:`.asked`): ``asked_before(text, threshold=90,
+  scorer="ratio", via=None, within=None, yes=False, words=())``: the assistant asked the
+  user a question like `text` earlier (a reply, or a delivered call of the `via` message
+  tool; never a tool result or user text), with the user's plain yes right after when
+  ``yes=True``;
 - navigation: ``navigation_in_scope(*scopes, arg="url")`` (every URL of the argument is in
   a scope; none, or one that does not read as a URL, is not),
   ``history_in_scope(*scopes, tool="*", arg="url")`` (every earlier such call was);
@@ -79,6 +85,7 @@ from collections.abc import Sequence
 # the predicate modules register themselves with the engine when imported
 from guardagent.trace.predicates import (  # noqa: F401
     arguments,
+    asked,
     call,
     consent,
     derived,

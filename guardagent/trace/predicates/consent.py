@@ -103,19 +103,21 @@ def consent_given(
     conversation: bool = False,
     similarity: float = 85,
     match: str = "both",
+    via: str | None = None,
 ) -> Fact:
     """The host's review approved this call (or, with `arg`, this argument's values), once.
 
     A matching rejection wins over an approval. With ``conversation=True``, the user's
     affirmative answer to the assistant's question naming this call also approves it (see
     :func:`~guardagent.trace.predicates.conversation.asked_in_conversation`; `similarity`
-    and `match` tune how the question must name it).
+    and `match` tune how the question must name it; `via`, a tool glob, names the tool the
+    agent asks the user with, such as a web agent's ``send_msg_to_user``: :mod:`.told`).
     """
     what = f"{facts.trace.call.name!r}" + (f" argument {arg!r}" if arg else "")
     fact = _from_records(facts, arg, what)
     if fact.value or not conversation or fact.detail.startswith("a reviewer rejected"):
         return fact
-    asked = asked_in_conversation(facts, arg=arg, similarity=similarity, match=match)
+    asked = asked_in_conversation(facts, arg=arg, similarity=similarity, match=match, via=via)
     if asked.value:
         return asked
     return Fact("consent_given", False, asked.sources, f"{fact.detail}; {asked.detail}")
@@ -132,5 +134,12 @@ def _check_options(options: dict[str, Any]) -> None:
         50 <= similarity <= 100
     ):
         raise PredicateSpecError("similarity must be a number from 50 to 100")
+    via = options["via"]
+    if via is not None and (not isinstance(via, str) or not via.strip()):
+        raise PredicateSpecError("via must be a tool name or glob (the tool the agent asks "
+                                 "the user with)")  # fmt: skip
+    if via is not None and not options["conversation"]:
+        raise PredicateSpecError("via reads questions in the conversation: give "
+                                 "conversation=True too")  # fmt: skip
     if options["match"] not in MATCHES:
         raise PredicateSpecError(f"match must be one of {', '.join(MATCHES)}")

@@ -93,6 +93,8 @@ from guardagent.trace.predicates.plain_question import (
     deferred,
     plain_question,
 )
+from guardagent.trace.predicates.told import asker as asked_by
+from guardagent.trace.predicates.told import user_view
 from guardagent.trace.predicates.tool_words import verb_is_unique
 from guardagent.trace.provenance import SourceRef
 from guardagent.trace.state import flatten
@@ -109,17 +111,20 @@ _CLOSING = " \t\r\n*_`\"')]}»”’"
 """What may follow the final question (markup and quotes closing around it)."""
 
 
-_SENTENCE_ENDS = frozenset("!?\n。！？")
+_SENTENCE_ENDS = frozenset("?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
+_SPACED_ENDS = frozenset(".!")
 def questions(text: str) -> list[str]:
     """The sentences of a text that end with a question mark (a linear scan).
 
-    A period ends a sentence only before a space or the end, so addresses and URLs stay whole.
+    A period or an exclamation mark ends a sentence only before a space or the end, so
+    addresses, URLs and a code host's merge request ("!87") stay whole.
     """
     found: list[str] = []
     start = 0
     for i, ch in enumerate(text):
-        ends = ch in _SENTENCE_ENDS or (ch == "." and (i + 1 == len(text) or text[i + 1].isspace()))
+        ends = ch in _SENTENCE_ENDS or (ch in _SPACED_ENDS and (
+            i + 1 == len(text) or text[i + 1].isspace()))  # fmt: skip
         if ends:
             if ch in _QUESTION_ENDS and text[start:i].strip():
                 found.append(text[start:i + 1].strip())
@@ -196,13 +201,17 @@ def _repeated(value: Any, path: str = "") -> str | None:
 
 
 def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
-                          similarity: float = 85, match: str = "both") -> Fact:  # fmt: skip
+                          similarity: float = 85, match: str = "both",
+                          via: str | None = None) -> Fact:  # fmt: skip
     """The user's last message says yes to the assistant's question naming this call.
 
+    With `via` (the glob of the tool the agent speaks to the user with), the conversation is
+    read as the user read it (:mod:`.told`): a delivered message is the assistant's reply.
     Every refusal after the user's answer says what to ask instead (:func:`_ask`): the
     guard never guesses a yes, it has the agent ask again.
     """
-    msgs, call = facts.trace.messages, facts.trace.call
+    call = facts.trace.call
+    msgs = facts.trace.messages if via is None else user_view(facts.trace, via)
     options: dict[str, Any] = {"arg": arg, "similarity": similarity, "match": match}
     answer = next((m for m in reversed(msgs) if m.role == "user"), None)
     if answer is None:
@@ -218,7 +227,7 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
         return Fact("consent_given", False, (where,), f"the call's argument {repeated!r} is a "
                     "list that repeats a value: a yes to a question naming it once approves "
                     f"one action, not one per copy; {ask}")  # fmt: skip
-    asker = msgs[answer.index - 1] if answer.index else None
+    asker = asked_by(facts.trace, msgs, answer, via)
     if asker is None or asker.role != "assistant" or asker.calls:
         return Fact("consent_given", False, (where,), f"the user's last message (message "
                     f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip

@@ -1,7 +1,8 @@
 """Sequence predicates: what came right before this call, how recently, and how often.
 
 "Confirm right after the preview", "a transfer only within two steps of looking the
-balance up", "never write after reading a secret", "at most three e-mails per thread".
+balance up", "never write after reading a secret", "at most three e-mails per thread",
+"the form was filled and saved as contiguous steps" (``called_in_a_row``).
 Steps are the thread's calls (every call of the assistant messages before the proposed
 one, in order; messages that are not calls do not count as steps). Patterns are
 :class:`~guardagent.trace.temporal.CallPattern` (a tool glob, ``effect:<effect>``, or a
@@ -94,6 +95,35 @@ def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
                 + (" (this one included)" if this else "") + f"; at most {n}")  # fmt: skip
 
 
+MAX_RUN = 20
+"""The most patterns ``called_in_a_row`` takes (a few steps, so matching stays linear)."""
+
+
+@predicate
+@summary_hides(True)
+@both_readings
+def called_in_a_row(facts: TraceFacts, *patterns: Any) -> Fact:
+    """Some run of consecutive earlier calls matches the patterns, in order, none in between.
+
+    Contiguous steps ("fill the name, then save, with nothing else done between"): each
+    earlier call is tested once against each pattern, so the work is the calls times the
+    patterns (at most :data:`MAX_RUN`). Messages that are not calls are no steps.
+    """
+    pats = [CallPattern.of(p) for p in patterns]
+    calls = facts.trace.calls
+    hit = [[matches(c, p, facts.trace, facts.labels) for p in pats] for c in calls]
+    k = len(pats)
+    start = next((i for i in range(len(calls) - k + 1)
+                  if all(hit[i + j][j] for j in range(k))), None)  # fmt: skip
+    shown = ", ".join(map(str, pats))
+    if start is None:
+        return Fact("called_in_a_row", False, (), f"no {k} consecutive earlier calls of the "
+                    f"{len(calls)} match {shown} in order")  # fmt: skip
+    run = list(calls[start:start + k])
+    return Fact("called_in_a_row", True, _refs(facts, run), f"the calls in messages "
+                f"{', '.join(str(c.index) for c in run)} match {shown}, in a row")  # fmt: skip
+
+
 def _check_pattern(given: dict[str, Any], counted: bool) -> None:
     CallPattern.of(given["pattern"], args=given.get("args"), status=given.get("status"))
     if counted:
@@ -117,6 +147,17 @@ def _check_within(given: dict[str, Any]) -> None:
     _check_pattern(given, True)
     if given["n"] < 1:
         raise PredicateSpecError("n must be at least 1")
+
+
+@checks("called_in_a_row")
+def _check_in_a_row(given: dict[str, Any]) -> None:
+    patterns = given["patterns"]
+    if len(patterns) < 2:
+        raise PredicateSpecError("give at least two call patterns (one is called_before)")
+    if len(patterns) > MAX_RUN:
+        raise PredicateSpecError(f"give at most {MAX_RUN} call patterns")
+    for spec in patterns:
+        CallPattern.of(spec)
 
 
 @checks("at_most")
