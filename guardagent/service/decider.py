@@ -217,7 +217,7 @@ class Decider:
             head, last = NEW_THREAD, ThreadState()
             if thread is not None:  # an event too: its checkpoint keeps the thread's index
                 # a lock handed on unbroken comes with the head its last run wrote: no read
-                head, last = await self.threads.last(thread, turn.baton.get(thread))
+                head, last = await self.threads.last(thread, turn.baton.get(thread), session)
             if key is not None:
                 stored = await self.decisions.get(session, key)
                 if stored is None and last.get("request") == mark and "decision" in last:

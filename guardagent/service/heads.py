@@ -89,8 +89,8 @@ Advanced = Callable[[], Head]
 class Heads(Protocol):
     """Where heads live, and the transaction a write and its head's advance share."""
 
-    async def read(self, thread_id: str) -> Head:
-        """The thread's head (:data:`NEW_THREAD` if it has none)."""
+    async def read(self, thread_id: str, session: Any = None) -> Head:
+        """The thread's head (:data:`NEW_THREAD` if it has none), on `session` if given."""
 
     def transaction(self) -> Any:
         """An async context manager of a :class:`Transaction`: all of it commits, or none."""
@@ -109,7 +109,7 @@ class MemoryHeads:
     def __init__(self) -> None:
         self._heads: dict[str, Head] = {}
 
-    async def read(self, thread_id: str) -> Head:
+    async def read(self, thread_id: str, session: Any = None) -> Head:
         """The thread's head (:data:`NEW_THREAD` if it has none)."""
         return self._heads.get(thread_id, NEW_THREAD)
 
@@ -152,20 +152,33 @@ class PostgresHeads:
         self.pool = pool
         self.serde = serde
 
-    async def read(self, thread_id: str) -> Head:
+    async def read(self, thread_id: str, session: Any = None) -> Head:
         """The thread's head (:data:`NEW_THREAD` if it has none and no checkpoint either).
+
+        Args:
+            thread_id: The thread.
+            session: A connection to read on (the thread lock's: no connection taken from
+                the pool, nor checked); None: one of the pool's.
 
         Raises:
             Headless: checkpoints without a head (see the module's note on upgrades).
         """
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s",
-                                     (thread_id,))  # fmt: skip
+        if session is None:
+            async with self.pool.connection() as conn:
+                return await self._read(conn, thread_id)
+        return await self._read(session, thread_id)
+
+    async def _read(self, conn: Any, thread_id: str) -> Head:
+        from psycopg.rows import tuple_row
+
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s",
+                              (thread_id,))  # fmt: skip
             row = await cur.fetchone()
             if row is not None:
-                return Head(int(row["seq"]), str(row["checkpoint_id"]))
-            cur = await conn.execute("SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
-                                     "checkpoint_ns = '' LIMIT 1", (thread_id,))  # fmt: skip
+                return Head(int(row[0]), str(row[1]))
+            await cur.execute("SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
+                              "checkpoint_ns = '' LIMIT 1", (thread_id,))  # fmt: skip
             if await cur.fetchone() is not None:
                 raise Headless(f"thread {thread_id[:80]!r} has checkpoints but no head: a replica "
                                "of an older guardagent wrote it after the database was "

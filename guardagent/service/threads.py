@@ -122,19 +122,21 @@ class ThreadStore:
             configurable["checkpoint_id"] = head.checkpoint_id
         return {"configurable": configurable}
 
-    async def last(self, thread_id: str, head: Head | None = None) -> tuple[Head, ThreadState]:
+    async def last(self, thread_id: str, head: Head | None = None, session: Any = None,
+                   ) -> tuple[Head, ThreadState]:  # fmt: skip
         """The thread's head and its state there (NEW_THREAD and empty for a new thread).
 
         Args:
             thread_id: The thread.
             head: The head as this replica left it, under a lock it never let go since (the
                 lock's baton); None: read the head.
+            session: The thread lock's connection, to read the head on (None: the pool's).
 
         Raises:
             LookupError: the head names a checkpoint that is not there (never read as new).
         """
         if head is None:
-            head = await self.heads.read(thread_id)
+            head = await self.heads.read(thread_id, session)
         if head.checkpoint_id is None:
             return head, ThreadState()
         known = self._recent.pop((thread_id, head.checkpoint_id), None)
