@@ -1,9 +1,10 @@
 """Database round trips and latency of one thread decision, in-process, on one replica.
 
 A throwaway PostgreSQL (the machine's binaries, fsync off), one replica's stores and decider
-in this process, and 40 trace decisions on four threads, unkeyed then keyed. A round trip is
-one `psycopg.AsyncConnection.wait` (a statement, a pipeline sync, BEGIN or COMMIT): the figure
-does not depend on the machine's load, the latency does.
+in this process, and 40 trace decisions on four threads, unkeyed then keyed. A "wait" is one
+`psycopg.AsyncConnection.wait` (a statement, BEGIN or COMMIT; in pipeline mode several per
+sync, so it over-counts pipelined round trips); a statement is one SQL statement sent (a row
+of an executemany counts one). Neither depends on the machine's load; the latency does.
 
 Run: .venv/bin/python benchmarks/bench_thread_round_trips.py [--decisions 40]
 """
@@ -34,17 +35,30 @@ from tests.pg_server import running_postgres
 
 TRACE = Path(__file__).resolve().parent.parent / "tests" / "traces" / "i02_exfil_langchain.json"
 WAITS = [0]
+STATEMENTS = [0]
 
 
 def count_round_trips() -> None:
-    """Count every wait of an async psycopg connection (this process only)."""
+    """Count every wait of an async psycopg connection, and every statement sent."""
     real = psycopg.AsyncConnection.wait
+    execute, many = psycopg.AsyncCursor.execute, psycopg.AsyncCursor.executemany
 
     async def counting(self: Any, *args: Any, **kw: Any) -> Any:
         WAITS[0] += 1
         return await real(self, *args, **kw)
 
+    async def one(self: Any, *args: Any, **kw: Any) -> Any:
+        STATEMENTS[0] += 1
+        return await execute(self, *args, **kw)
+
+    async def rows(self: Any, query: Any, params: Any, *args: Any, **kw: Any) -> Any:
+        params = list(params)
+        STATEMENTS[0] += len(params)
+        return await many(self, query, params, *args, **kw)
+
     psycopg.AsyncConnection.wait = counting  # type: ignore[method-assign]
+    psycopg.AsyncCursor.execute = one  # type: ignore[method-assign]
+    psycopg.AsyncCursor.executemany = rows  # type: ignore[method-assign]
 
 
 async def measure(url: str, decisions: int) -> None:
@@ -56,20 +70,22 @@ async def measure(url: str, decisions: int) -> None:
         decider = Decider(settings, stores.locks, stores.decisions, stores.threads)
         await decider.agent(decider.profile_ref(None))
         for keyed in (False, True):
-            trips, millis = [], []
+            trips, sent, millis = [], [], []
             for i in range(decisions):
                 body: dict[str, Any] = {"messages": messages, "thread_id": f"t-{keyed}-{i % 4}"}
                 if keyed:
                     body["idempotency_key"] = f"k-{i}"
                 request = parse_request("trace", body)
-                WAITS[0], started = 0, time.perf_counter()
+                WAITS[0], STATEMENTS[0], started = 0, 0, time.perf_counter()
                 answer = await decider.decide(request)
                 millis.append((time.perf_counter() - started) * 1000)
                 trips.append(WAITS[0])
+                sent.append(STATEMENTS[0])
                 assert answer.status == 200, answer.body
-            trips, millis = trips[4:], millis[4:]  # the threads' first decisions aside
-            print(json.dumps({"keyed": keyed, "round_trips_median": statistics.median(trips),
-                              "round_trips_min": min(trips), "round_trips_max": max(trips),
+            trips, sent, millis = trips[4:], sent[4:], millis[4:]  # first decisions aside
+            print(json.dumps({"keyed": keyed, "waits_median": statistics.median(trips),
+                              "waits_min": min(trips), "waits_max": max(trips),
+                              "statements_median": statistics.median(sent),
                               "p50_ms": round(statistics.median(millis), 1)}))  # fmt: skip
 
 

@@ -684,7 +684,8 @@ def serve(host: str, port: int, log_level: str) -> None:
     Every setting comes from the environment (docs/how-to/deploy.md):
     GUARDAGENT_DATABASE_URL (Postgres shared by replicas; unset: one in-process replica),
     GUARDAGENT_CHROMA_URL (the Chroma server) with GUARDAGENT_MEMORY_KEY,
-    GUARDAGENT_SERVICE_TOKEN, GUARDAGENT_POOL_SIZE, GUARDAGENT_LOCK_WAIT_SECONDS,
+    GUARDAGENT_SERVICE_TOKEN (or _TOKENS_FILE: scoped tokens), GUARDAGENT_POOL_SIZE,
+    GUARDAGENT_LOCK_WAIT_SECONDS,
     GUARDAGENT_PROFILE / _PROFILES and the guard's other GUARDAGENT_* settings.
     """
     from guardagent.service.settings import ServiceSettings
@@ -698,7 +699,7 @@ def serve(host: str, port: int, log_level: str) -> None:
     except ImportError as exc:
         raise InputError(f"{exc.name or exc}: the service needs its extra: "
                                    "pip install 'guardagent[service]'") from None
-    if settings.service_token is None and _beyond_loopback(host):
+    if settings.service_token is None and not settings.service_tokens and _beyond_loopback(host):
         click.echo(f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "
                    "reaches the port gets decisions and reads every thread's decisions (set "
                    "the token, or serve on 127.0.0.1 behind your own proxy)", err=True)

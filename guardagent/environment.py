@@ -249,6 +249,7 @@ SERVICE_SETTINGS: tuple[Setting[Any], ...] = (
     _service("pool_size", "integer >= 1", positive_int, 8),
     _service("lock_wait_seconds", "seconds > 0", positive_float, 10.0),
     SERVICE_TOKEN,
+    _service("service_tokens_file", "file path", text, None),
     _service("max_request_bytes", "integer >= 1", positive_int, 0),
     _service("shutdown_seconds", "seconds > 0", positive_float, 30.0),
     _service("drain_seconds", "seconds >= 0", seconds_or_zero, 10.0),

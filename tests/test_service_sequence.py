@@ -45,6 +45,8 @@ def _clock_source(monkeypatch: pytest.MonkeyPatch) -> None:
     import langgraph.checkpoint.base.id as ids
     import langgraph.pregel._checkpoint as made
 
+    import guardagent.service.checkpoints as written
+
     real = made.uuid6
 
     def uuid6(node: int | None = None, clock_seq: int | None = None) -> Any:
@@ -62,6 +64,7 @@ def _clock_source(monkeypatch: pytest.MonkeyPatch) -> None:
             ids._last_v6_timestamp = saved
 
     monkeypatch.setattr(made, "uuid6", uuid6)
+    monkeypatch.setattr(written, "uuid6", uuid6)  # where the service's checkpoints get ids
 
 
 @contextmanager

@@ -17,11 +17,14 @@ GET /readyz                what works now: ``{status, stateless, threads}``; 200
                            while threads do not work (:mod:`guardagent.service.readiness`)
 =========================  ====================================================================
 
-Decision routes need ``Authorization: Bearer $GUARDAGENT_SERVICE_TOKEN`` when the token is set.
+Decision and thread routes need ``Authorization: Bearer <token>`` when the deployment set
+tokens: `GUARDAGENT_SERVICE_TOKEN` (every thread) or one of `GUARDAGENT_SERVICE_TOKENS_FILE`
+(its threads and scopes: :mod:`guardagent.service.access`).
 Status: 200 a decision (a denial when the thread stayed busy past the lock wait), 400 a request
 the service cannot read (an id too: one rule, :func:`checked_id`, on every route), 401 no or
-wrong token, 408 a body slower than the body time (a head slower than the header time:
-:mod:`guardagent.service.connections`), 409 an
+wrong token, 403 a token without the route's scope or the thread's prefix (the same answer
+whether the thread exists or not), 408 a body slower than the body time (a head slower than
+the header time: :mod:`guardagent.service.connections`), 409 an
 idempotency key reused for another request, 413 a body over the limit, 503 a fail-closed
 denial with ``Retry-After`` (the service could not decide now: its database, or the request's
 deadline, `GUARDAGENT_REQUEST_SECONDS`; :mod:`guardagent.service.outages`). While the replica
@@ -31,11 +34,11 @@ drains, every answer closes its connection (``Connection: close``).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -44,6 +47,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from guardagent.service.access import Access, Grant
 from guardagent.service.decider import Answer, Decider, denial
 from guardagent.service.outages import RETRY_AFTER_SECONDS, ServiceUnavailable, within
 from guardagent.service.readiness import readiness
@@ -70,12 +74,22 @@ def _json(answer: Answer) -> Response:
                     media_type="application/json")  # fmt: skip
 
 
-def _authorized(request: HttpRequest, token: str | None) -> bool:
-    if token is None:
-        return True
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
-                                                              token.encode())  # fmt: skip
+_UNAUTHORIZED = {"error": "missing or wrong bearer token"}
+
+
+def _grant(request: HttpRequest) -> Grant | None:
+    gate: Access = request.app.state.access
+    return gate.grant(request.headers.get("authorization", ""))
+
+
+def _forbidden(scope: str) -> Response:
+    """The refusal of a thread or route outside the token's grant.
+
+    It names no thread and reads no store: the same answer whether the thread exists or not.
+    """
+    verb = "decide on" if scope == "decide" else "read"
+    return JSONResponse({"error": f"this token may not {verb} this thread (its thread prefix "
+                                  "or scopes do not cover it)"}, status_code=403)  # fmt: skip
 
 
 async def _body(request: HttpRequest, limit: int, seconds: float) -> Any:
@@ -125,8 +139,11 @@ def _decide_route(kind: str) -> Any:
     async def route(request: HttpRequest) -> Response:
         state = request.app.state
         settings: ServiceSettings = state.settings
-        if not _authorized(request, settings.service_token):
-            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        grant = _grant(request)
+        if grant is None:
+            return JSONResponse(_UNAUTHORIZED, status_code=401)
+        if "decide" not in grant.scopes:  # before the body is read
+            return _forbidden("decide")
         try:
             parsed = parse_request(kind, await _body(request, settings.max_request_bytes,
                                                      settings.body_seconds))  # fmt: skip
@@ -140,9 +157,12 @@ def _decide_route(kind: str) -> Any:
             return JSONResponse({"error": f"request body over {settings.max_request_bytes} "
                                           "bytes (GUARDAGENT_MAX_REQUEST_BYTES)"},
                                 status_code=413)  # fmt: skip
+        if not grant.may("decide", parsed.thread_id):
+            return _forbidden("decide")
         decider: Decider = state.decider
+        scoped = replace(parsed, idempotency_key=grant.key(parsed.idempotency_key))
         try:
-            answer = await within(decider.decide(parsed), settings.request_seconds,
+            answer = await within(decider.decide(scoped), settings.request_seconds,
                                   "the decision")  # fmt: skip
         except ServiceUnavailable as exc:
             answer = Answer(503, denial(f"the guard service could not decide now: {exc} "
@@ -155,12 +175,15 @@ def _decide_route(kind: str) -> Any:
 async def thread_history(request: HttpRequest) -> Response:
     """The decisions of one thread, oldest first."""
     state = request.app.state
-    if not _authorized(request, state.settings.service_token):
-        return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+    grant = _grant(request)
+    if grant is None:
+        return JSONResponse(_UNAUTHORIZED, status_code=401)
     try:
         thread_id = checked_id("thread_id", request.path_params["thread_id"], MAX_THREAD_ID_CHARS)
     except BadRequest as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
+    if not grant.may("read", thread_id):
+        return _forbidden("read")
     try:
         history = await within(state.decider.threads.history(thread_id),
                                state.settings.request_seconds, "the thread's history")
@@ -224,6 +247,8 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings or ServiceSettings.from_env()
+        app.state.access = Access(app.state.settings.service_token,
+                                  app.state.settings.service_tokens)  # fmt: skip
         async with AsyncExitStack() as stack:
             stores = await stack.enter_async_context(open_stores(app.state.settings))
             decider = Decider(app.state.settings, stores.locks, stores.decisions, stores.threads)

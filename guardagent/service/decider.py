@@ -27,7 +27,14 @@ from guardagent.nodes.runtime import registered_profiles
 from guardagent.service.client import trace_bytes
 from guardagent.service.consent import consent_problem
 from guardagent.service.heads import NEW_THREAD, WriteRefused
-from guardagent.service.idempotency import Decisions, KeyReused, Stored, check_reuse, fingerprint
+from guardagent.service.idempotency import (
+    Confirm,
+    Decisions,
+    KeyReused,
+    Stored,
+    check_reuse,
+    fingerprint,
+)
 from guardagent.service.locks import LockBusy, Locks
 from guardagent.service.outages import ServiceUnavailable
 from guardagent.service.requests import BadRequest, Request
@@ -196,8 +203,8 @@ class Decider:
     def _key_writer(self, key: str, stored: Stored) -> KeyWrite:
         """The key's write, for the transaction that records its decision."""
 
-        async def write(conn: Any) -> None:
-            await self.decisions.put(conn, key, stored)
+        async def write(conn: Any) -> Confirm:
+            return await self.decisions.put(conn, key, stored)
 
         return write
 
@@ -205,18 +212,18 @@ class Decider:
         fp = fingerprint(request.kind, self._canonical(request))
         key, thread = request.idempotency_key, request.thread_id
         mark = None if key is None else {"key": key, "fingerprint": fp}
-        async with self.locks.hold(request.locks()) as session:
+        async with self.locks.hold(request.locks()) as turn:
+            session = turn.conn
             head, last = NEW_THREAD, ThreadState()
-            if thread is not None and (request.kind == "trace" or key is not None):
-                head, last = await self.threads.last(thread)
-            elif thread is not None:  # events need no index, only where to append
-                head = await self.threads.heads.read(thread)
+            if thread is not None:  # an event too: its checkpoint keeps the thread's index
+                # a lock handed on unbroken comes with the head its last run wrote: no read
+                head, last = await self.threads.last(thread, turn.baton.get(thread), session)
             if key is not None:
                 stored = await self.decisions.get(session, key)
                 if stored is None and last.get("request") == mark and "decision" in last:
                     # decided and appended by an older replica that died before storing the key
                     stored = Stored(fp, last["decision"])
-                    await self.decisions.put(session, key, stored)
+                    (await self.decisions.put(session, key, stored))()
                 stored = check_reuse(key, stored, fp)
                 if stored is not None:
                     return Answer(200, stored.body, replayed=True)
@@ -225,6 +232,8 @@ class Decider:
             body = decision.model_dump(mode="json")
             also = None if key is None else self._key_writer(key, Stored(fp, body))
             if thread is not None or also is not None:
-                await self.threads.append(thread, head, request.kind, body, decision.trace_state,
-                                          mark, also)  # fmt: skip
+                new = await self.threads.append(thread, head, request.kind, body,
+                                                decision.trace_state, mark, also, parent=last)
+                if thread is not None:  # committed: the next run of this hold starts there
+                    turn.baton[thread] = new
             return Answer(200, body)

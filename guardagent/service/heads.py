@@ -12,7 +12,9 @@ checkpoint that *is* the thread's latest and how many writes led to it. A run re
 head's advance in one transaction, the advance a compare-and-set on the head it read
 (:meth:`PostgresHeads.advance`). If the head moved (another replica wrote, because this one
 lost its lock or raced it), the transaction rolls back: nothing is written and the run is
-refused (:class:`HeadMoved`), to be read and decided again.
+refused (:class:`HeadMoved`), to be read and decided again. The transaction is pipelined:
+BEGIN, the compare-and-set, the idempotency key's row and the checkpoint go in one round
+trip, the results are checked, then COMMIT (or ROLLBACK) in a second.
 
 Schema: ``guardagent_schema`` holds the version of these tables. A database set up by an older
 guardagent (no heads) is upgraded in place when the first new replica starts: every thread's
@@ -24,7 +26,7 @@ checkpoints and no head, and is refused (:class:`Headless`), never read from a g
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -63,17 +65,32 @@ class SchemaTooNew(RuntimeError):
 
 @dataclass(frozen=True)
 class Transaction:
-    """One write's transaction: its connection and the saver bound to it (None: in memory)."""
+    """One write's transaction: its connection, saver and pipeline (all None: in memory)."""
 
     conn: Any
     saver: Any
+    pipeline: Any = None
+
+    async def sync(self) -> None:
+        """Have the results of every statement sent so far (one round trip in a pipeline).
+
+        None if they are all in already (the checkpoint's write syncs the pipeline it shares);
+        a pipeline that does not say so (another psycopg) is synced.
+        """
+        if self.pipeline is not None and getattr(self.pipeline, "result_queue", True):
+            await self.pipeline.sync()
+
+
+Advanced = Callable[[], Head]
+"""The new head of an advance sent earlier, once its transaction synced; raises
+:class:`HeadMoved` if the compare-and-set found another head."""
 
 
 class Heads(Protocol):
     """Where heads live, and the transaction a write and its head's advance share."""
 
-    async def read(self, thread_id: str) -> Head:
-        """The thread's head (:data:`NEW_THREAD` if it has none)."""
+    async def read(self, thread_id: str, session: Any = None) -> Head:
+        """The thread's head (:data:`NEW_THREAD` if it has none), on `session` if given."""
 
     def transaction(self) -> Any:
         """An async context manager of a :class:`Transaction`: all of it commits, or none."""
@@ -81,8 +98,9 @@ class Heads(Protocol):
     async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
         """Refuse early (:class:`HeadMoved`) where a write cannot be rolled back."""
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
-        """Make `new_id` the head if `expected` still is; else :class:`HeadMoved`."""
+    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
+                      ) -> Advanced:  # fmt: skip
+        """Send: make `new_id` the head if `expected` still is (see :data:`Advanced`)."""
 
 
 class MemoryHeads:
@@ -91,7 +109,7 @@ class MemoryHeads:
     def __init__(self) -> None:
         self._heads: dict[str, Head] = {}
 
-    async def read(self, thread_id: str) -> Head:
+    async def read(self, thread_id: str, session: Any = None) -> Head:
         """The thread's head (:data:`NEW_THREAD` if it has none)."""
         return self._heads.get(thread_id, NEW_THREAD)
 
@@ -106,13 +124,14 @@ class MemoryHeads:
         if current != expected:
             raise _moved(thread_id, expected, current.seq)
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
-        """Make `new_id` the head if `expected` still is; else :class:`HeadMoved`."""
+    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
+                      ) -> Advanced:  # fmt: skip
+        """Make `new_id` the head if `expected` still is; else :class:`HeadMoved` at once."""
         current = self._heads.get(thread_id, NEW_THREAD)
         if current != expected:
             raise _moved(thread_id, expected, current.seq)
         self._heads[thread_id] = head = Head(expected.seq + 1, new_id)
-        return head
+        return lambda: head
 
 
 def _moved(thread_id: str, expected: Head, seq: int | None) -> HeadMoved:
@@ -133,20 +152,33 @@ class PostgresHeads:
         self.pool = pool
         self.serde = serde
 
-    async def read(self, thread_id: str) -> Head:
+    async def read(self, thread_id: str, session: Any = None) -> Head:
         """The thread's head (:data:`NEW_THREAD` if it has none and no checkpoint either).
+
+        Args:
+            thread_id: The thread.
+            session: A connection to read on (the thread lock's: no connection taken from
+                the pool, nor checked); None: one of the pool's.
 
         Raises:
             Headless: checkpoints without a head (see the module's note on upgrades).
         """
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s",
-                                     (thread_id,))  # fmt: skip
+        if session is None:
+            async with self.pool.connection() as conn:
+                return await self._read(conn, thread_id)
+        return await self._read(session, thread_id)
+
+    async def _read(self, conn: Any, thread_id: str) -> Head:
+        from psycopg.rows import tuple_row
+
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s",
+                              (thread_id,))  # fmt: skip
             row = await cur.fetchone()
             if row is not None:
-                return Head(int(row["seq"]), str(row["checkpoint_id"]))
-            cur = await conn.execute("SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
-                                     "checkpoint_ns = '' LIMIT 1", (thread_id,))  # fmt: skip
+                return Head(int(row[0]), str(row[1]))
+            await cur.execute("SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
+                              "checkpoint_ns = '' LIMIT 1", (thread_id,))  # fmt: skip
             if await cur.fetchone() is not None:
                 raise Headless(f"thread {thread_id[:80]!r} has checkpoints but no head: a replica "
                                "of an older guardagent wrote it after the database was "
@@ -155,20 +187,23 @@ class PostgresHeads:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
-        """A connection in a transaction and a checkpoint saver bound to it."""
+        """A pipelined connection in a transaction, and a checkpoint saver bound to it."""
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        async with self.pool.connection() as conn, conn.transaction():
-            yield Transaction(conn, AsyncPostgresSaver(conn, serde=self.serde))
+        async with (self.pool.connection() as conn, conn.pipeline() as pipeline,
+                    conn.transaction()):  # fmt: skip
+            yield Transaction(conn, AsyncPostgresSaver(conn, serde=self.serde), pipeline)
 
     async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
         """Nothing to do: :meth:`advance` decides, in the transaction that rolls back."""
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str) -> Head:
-        """Compare-and-set the head, in `tx`: a concurrent advance waits for the row, then fails.
+    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
+                      ) -> Advanced:  # fmt: skip
+        """Send the head's compare-and-set in `tx` (a concurrent advance waits for the row).
 
-        Raises:
-            HeadMoved: the head is no longer `expected` (the transaction must roll back).
+        The returned function, called after `tx` synced, gives the new head, or raises
+        :class:`HeadMoved` when the head was no longer `expected` (the transaction must then
+        roll back).
         """
         if expected.seq == 0:
             cur = await tx.conn.execute(
@@ -179,9 +214,13 @@ class PostgresHeads:
                 f"UPDATE {HEADS} SET seq = seq + 1, checkpoint_id = %s, updated_at = now() "
                 "WHERE thread_id = %s AND seq = %s AND checkpoint_id = %s",
                 (new_id, thread_id, expected.seq, expected.checkpoint_id))  # fmt: skip
-        if cur.rowcount != 1:
-            raise _moved(thread_id, expected, None)
-        return Head(expected.seq + 1, new_id)
+
+        def advanced() -> Head:
+            if cur.rowcount != 1:
+                raise _moved(thread_id, expected, None)
+            return Head(expected.seq + 1, new_id)
+
+        return advanced
 
     @staticmethod
     async def setup(conn: Any) -> None:

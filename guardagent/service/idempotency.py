@@ -1,16 +1,18 @@
 """Decide once: a request's idempotency key names its stored decision, on every replica.
 
 A host that times out and sends the same request again must get the decision already made,
-not a second run (which would also advance the thread twice). The key is held under its
-lock (:mod:`guardagent.service.locks`) from lookup to store, so two copies of one request
-on two replicas cannot both miss; and the key is stored in the transaction that records the
-decision on its thread (:meth:`ThreadStore.append`), so a replica that dies between the two
-leaves neither, and a replica that lost the key's lock cannot store a second decision
-(:class:`KeyTaken`: the run is refused and reads the stored one). The stored row keeps a
-fingerprint of the request: the same key on a *different* request is refused
-(:class:`KeyReused`), never answered with another request's decision. Only decisions are
-stored; a request denied because the service could not decide it (a busy thread, a database
-error) is not, so its retry is decided.
+not a second run (which would also advance the thread twice). Two copies of one request on
+two replicas cannot both store a decision: a request on a thread holds the thread's lock
+(:mod:`guardagent.service.locks`; the thread is part of the request, so both copies wait for
+the same lock), one without a thread holds its key's lock; and the key is stored in the
+transaction that records the decision on its thread (:meth:`ThreadStore.append`: one more
+row, sent with the head's compare-and-set), so a replica that dies between the two leaves
+neither, and a run whose key was stored meanwhile (a lost lock, or the same key on another
+request) stores nothing (:class:`KeyTaken`: the run is refused and reads the stored one). The
+stored row keeps a fingerprint of the request: the same key on a *different* request is
+refused (:class:`KeyReused`), never answered with another request's decision. Only decisions
+are stored; a request denied because the service could not decide it (a busy thread, a
+database error) is not, so its retry is decided.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from guardagent.service.heads import WriteRefused
@@ -73,8 +75,20 @@ class Decisions(Protocol):
     async def get(self, session: Any, key: str) -> Stored | None:
         """The stored decision of `key`, if any."""
 
-    async def put(self, session: Any, key: str, stored: Stored) -> None:
-        """Keep `stored` under `key`; :class:`KeyTaken` if it is already kept."""
+    async def put(self, session: Any, key: str, stored: Stored) -> Confirm:
+        """Send the write of `stored` under `key`.
+
+        The returned :data:`Confirm`, called once the statement's result is in (at once, or
+        after its pipeline's sync), raises :class:`KeyTaken` if the key was already kept.
+        """
+
+
+Confirm = Callable[[], None]
+"""Raises if a write sent earlier (perhaps in a pipeline, answered later) did not happen."""
+
+
+def _done() -> None:
+    return None
 
 
 class MemoryDecisions:
@@ -88,13 +102,18 @@ class MemoryDecisions:
         """The stored decision of `key`, if any."""
         return self._rows.get(key)
 
-    async def put(self, session: Any, key: str, stored: Stored) -> None:
-        """Keep `stored`; the oldest keys go past `limit`."""
+    async def put(self, session: Any, key: str, stored: Stored) -> Confirm:
+        """Keep `stored`; the oldest keys go past `limit`.
+
+        Raises:
+            KeyTaken: the key is kept already (at once: nothing to roll back here).
+        """
         if key in self._rows:
             raise _taken(key)
         self._rows[key] = stored
         while len(self._rows) > self.limit:
             self._rows.popitem(last=False)
+        return _done
 
 
 class PostgresDecisions:
@@ -121,16 +140,20 @@ class PostgresDecisions:
         row = await cur.fetchone()
         return None if row is None else Stored(row[0], json.loads(row[1]))
 
-    async def put(self, session: Any, key: str, stored: Stored) -> None:
-        """Insert the row; a row already there means the key's lock was lost: refused.
+    async def put(self, session: Any, key: str, stored: Stored) -> Confirm:
+        """Send the row's insert on `session` (in a pipeline: answered at its sync).
 
-        Raises:
-            KeyTaken: the key is stored (this run's transaction must roll back).
+        The returned confirmation raises :class:`KeyTaken` when a row was already there (its
+        lock was lost, or the key names another request): the transaction must roll back.
         """
         cur = await session.execute(
             f"INSERT INTO {TABLE} (key, fingerprint, decision) VALUES (%s, %s, %s) "
             "ON CONFLICT (key) DO NOTHING",
             (key, stored.fingerprint, json.dumps(stored.body, ensure_ascii=False)),
         )
-        if cur.rowcount != 1:
-            raise _taken(key)
+
+        def confirm() -> None:
+            if cur.rowcount != 1:
+                raise _taken(key)
+
+        return confirm

@@ -40,13 +40,18 @@ class Request:
     user_facts: dict[str, Any] | None
 
     def locks(self) -> list[str]:
-        """The lock keys of this request: its idempotency key and its thread."""
-        keys = []
-        if self.idempotency_key is not None:
-            keys.append(f"idempotency_key:{self.idempotency_key}")
+        """The lock key of this request: its thread, else its idempotency key, else none.
+
+        A keyed request on a thread needs no lock of its key: two copies of it name the same
+        thread (the thread is part of the request), so they take turns on the thread's lock;
+        and a run that lost that lock cannot store the key, which is written in the
+        transaction that advances the thread's head (and refused if stored meanwhile).
+        """
         if self.thread_id is not None:
-            keys.append(f"thread:{self.thread_id}")
-        return keys
+            return [f"thread:{self.thread_id}"]
+        if self.idempotency_key is not None:
+            return [f"idempotency_key:{self.idempotency_key}"]
+        return []
 
 
 NULL_MEANS_ABSENT = frozenset({"profile", "user_facts", "thread_id", "idempotency_key", "task",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from guardagent.context import GuardContext
 from guardagent.environment import CHROMA_URL, field_values, value
+from guardagent.service.access import Grant, TokensFileError, read_grants
 
 _MIB = 1024 * 1024
 
@@ -34,7 +35,13 @@ class ServiceSettings:
         lock_wait_seconds: How long a request waits for its thread (or idempotency key)
             before it is denied with the reason (`GUARDAGENT_LOCK_WAIT_SECONDS`).
         service_token: Bearer token every decision request must carry
-            (`GUARDAGENT_SERVICE_TOKEN`); None accepts any caller that can reach the port.
+            (`GUARDAGENT_SERVICE_TOKEN`): it reads and decides on every thread. None (and no
+            `service_tokens`) accepts any caller that can reach the port.
+        service_tokens_file: A JSON file of scoped tokens (`GUARDAGENT_SERVICE_TOKENS_FILE`):
+            each token's SHA-256, its thread-id prefix and its scopes, ``decide`` and/or
+            ``read`` (:mod:`guardagent.service.access`), so one tenant's token cannot read or
+            decide on another's threads. Read once, as the replica starts; a file that does
+            not parse stops the start.
         max_request_bytes: Larger request bodies are refused (413) unread
             (`GUARDAGENT_MAX_REQUEST_BYTES`; default: the trace limit plus 1 MiB).
         shutdown_seconds: Once the drain is over, how long in-flight requests may take to
@@ -71,6 +78,8 @@ class ServiceSettings:
     pool_size: int = 8
     lock_wait_seconds: float = 10.0
     service_token: str | None = field(default=None, repr=False)
+    service_tokens_file: str | None = None
+    service_tokens: tuple[Grant, ...] = field(init=False, default=(), repr=False)
     max_request_bytes: int = 0
     shutdown_seconds: float = 30.0
     drain_seconds: float = 10.0
@@ -82,6 +91,8 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         if self.max_request_bytes <= 0:
             object.__setattr__(self, "max_request_bytes", self.guard.max_trace_bytes + _MIB)
+        if self.service_tokens_file:  # the file's grants, read once (TokensFileError)
+            object.__setattr__(self, "service_tokens", read_grants(self.service_tokens_file))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceSettings:
@@ -98,4 +109,7 @@ class ServiceSettings:
             if guard.memory_url and guard.memory_url != chroma:
                 raise ValueError(f"{CHROMA_URL.name} and GUARDAGENT_MEMORY_URL differ; set one")
             guard = replace(guard, memory_url=chroma)
-        return cls(guard=guard, **field_values("service", environ))
+        try:
+            return cls(guard=guard, **field_values("service", environ))
+        except TokensFileError as exc:
+            raise ValueError(f"GUARDAGENT_SERVICE_TOKENS_FILE: {exc}") from None
