@@ -11,11 +11,12 @@ through :func:`guardagent.readers.evidence.unreadable`, which makes the run deny
 - :mod:`.call_values`: a call's category and amount arguments, as the shop and bank read them.
 - :mod:`.user_facts`: the host's `User information:` block.
 
-Importing this package registers nothing: :mod:`guardagent.tools.builtins` lists the readers
-the default toolbox holds.
+Importing this package registers nothing and loads no reader (a reader's parsers, such as
+`sqlglot`, load with it, so `guardagent --help` and the low-level helpers here, e.g.
+:mod:`.textio`, stay light): :mod:`guardagent.tools.builtins` lists the readers the default
+toolbox holds.
 """
 
-from guardagent.readers import call_values, ehragent, seeact, toolcall, user_facts  # noqa: F401
 from guardagent.readers.evidence import Unreadable, UnreadableEvidence, unreadable
 
 __all__ = ["Unreadable", "UnreadableEvidence", "unreadable"]
