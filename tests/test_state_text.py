@@ -99,3 +99,13 @@ def test_verification_is_unchanged_for_a_signed_state() -> None:
     index = {k: v for k, v in state.items() if k != "consent"}
     assert verify(json.loads(json.dumps(index)), KEY.encode())
     assert not verify(json.loads(json.dumps(index)), b"another key")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(alphabet="AZaz09-_", min_size=1, max_size=11),
+                       st.lists(st.integers(min_value=0, max_value=10**6), min_size=1,
+                                max_size=6), max_size=40))  # fmt: skip
+def test_the_lists_split_from_one_dump_are_each_lists_text(postings: dict) -> None:
+    split = state_text.postings_texts(postings, {}, {})  # nothing kept: one dump, split
+    assert split == {h: json.dumps({h: ids}, separators=(",", ":"))[1:-1]
+                     for h, ids in postings.items()}  # fmt: skip

@@ -51,25 +51,54 @@ def postings_texts(
 ) -> dict[str, str]:
     """Each key's ``"hash":[ids]`` text: kept for the verified state's own lists, else new.
 
-    Key hashes are URL-safe base64 (:func:`~guardagent.trace.reading.key_hash`) and ids
-    ints, so the text is what :func:`json.dumps` writes for them; a key that is not plain
-    such text is written by :func:`json.dumps` itself.
+    With nothing kept (a new thread, or a state this process did not sign) every list is
+    new: they are written in one :func:`json.dumps` and the text split at its lists' ends
+    (:func:`_split`), which costs what signing them always cost.
     """
     global rendered
+    if not kept and (texts := _split(postings)) is not None:
+        rendered += len(texts)
+        return texts
     out: dict[str, str] = {}
     fresh = 0
     for h, ids in postings.items():
         text = kept.get(h) if shared.get(h) is ids else None
         if text is None:
             fresh += 1
-            if h.isascii() and h.replace("-", "").replace("_", "").isalnum():
-                text = f'"{h}":[{",".join(map(str, ids))}]'
-            else:
-                text = json.dumps(h, ensure_ascii=False) + ":" + json.dumps(ids, separators=(
-                    ",", ":"))  # fmt: skip
+            text = _written(h, ids)
         out[h] = text
     rendered += fresh
     return out
+
+
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+"""The characters of a key hash (URL-safe base64: :func:`~guardagent.trace.reading.key_hash`)."""
+
+
+def _written(h: str, ids: list[int]) -> str:
+    """One list's text, as :func:`json.dumps` writes it inside the canonical JSON."""
+    if type(h) is str and _PLAIN.issuperset(h) and all(type(i) is int for i in ids):
+        return f'"{h}":[{",".join(map(str, ids))}]'
+    return canonical({h: ids})[1:-1]
+
+
+def _split(postings: Mapping[str, list[int]]) -> dict[str, str] | None:
+    """Every list's text from one :func:`json.dumps` of the postings (None: keys not plain).
+
+    With key hashes only (no ``]`` or ``,`` in a key) and lists of ints, the canonical text
+    is ``{t1,t2,...}`` with each ``t`` ending in ``]`` and none holding ``],``.
+    """
+    ordered = sorted(postings)
+    if not ordered:
+        return {}
+    if not (all(type(h) is str for h in ordered) and _PLAIN.issuperset("".join(ordered))):
+        return None
+    parts = canonical(postings)[1:-1].split("],")
+    if len(parts) != len(ordered):
+        return None
+    texts = {h: part + "]" for h, part in zip(ordered, parts[:-1], strict=False)}
+    texts[ordered[-1]] = parts[-1]
+    return texts
 
 
 def canonical_with(data: Mapping[str, Any], texts: Mapping[str, str]) -> str:
