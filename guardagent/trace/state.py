@@ -269,6 +269,7 @@ class TraceIndex:
         self.summaries = 0  # conversation summaries the thread went through (restore.py)
         self.carried: dict[str, list[int]] = {}  # key hash -> sources of summarised messages
         self.texts: dict[str, str] = {}  # the verified state's postings text (state_text)
+        self.copied: set[str] = set()  # keys whose shared list was copied to be changed
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -442,10 +443,11 @@ class TraceIndex:
         if ids is None:
             self.postings[h] = [index]
             return 16 + len(str(index))
-        if self.shared and ids is self.shared.get(h):  # the host's state's: copy, then change
-            ids = self.postings[h] = ids.copy()
         at = bisect_left(ids, index)
         if at == len(ids) or ids[at] != index:
+            if self.shared and ids is self.shared.get(h):  # the host's state's: copy, change
+                ids = self.postings[h] = ids.copy()
+                self.copied.add(h)  # its kept text is stale (state_text)
             ids.insert(at, index)
             return 1 + len(str(index))
         return 0
@@ -468,6 +470,7 @@ class TraceIndex:
         count = max(0, count)
         self.postings = {h: kept for h, ids in self.postings.items()
                          if (kept := [i for i in ids if i < count])}  # fmt: skip
+        self.texts = {}  # every list written again
         self.unindexed = [i for i in self.unindexed if i < count]
         self.tails = {s: t for s, t in self.tails.items() if t[0] < count}
         self.written = {h: i for h, i in self.written.items() if i < count}
@@ -532,8 +535,8 @@ class TraceIndex:
             data["summaries"] = self.summaries
             data["carried"] = self.carried
         if key is not None:  # only the lists this call changed are written again (state_text)
-            texts = state_text.postings_texts(self.postings, self.shared, self.texts)
-            data["mac"] = _mac(state_text.canonical_with(data, texts), key)
+            text, texts = state_text.body(data, self.shared, self.texts, self.copied)
+            data["mac"] = _mac(text, key)
             _remember_signed(data, key)  # its next verify needs no canonical JSON
             state_text.keep(key, data["mac"], texts)
         return data
@@ -610,7 +613,7 @@ class TraceIndex:
         index.summaries = summaries
         index.carried = carried
         if key is not None:  # verified: the text of its lists, if this process signed it
-            index.texts = state_text.kept(key, data.get("mac"))
+            index.texts = state_text.kept(key, data.get("mac"), postings)
         return index
 
     def summarised(self, at: int, replaced: int) -> TraceIndex:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 MAX_KEPT_CHARS = 32 * 1024 * 1024
@@ -33,7 +33,7 @@ MAX_KEPT_CHARS = 32 * 1024 * 1024
 MAX_KEPT_STATES = 1024
 """States whose postings text is kept at most (least recently signed first out)."""
 
-_kept: OrderedDict[tuple[bytes, str], tuple[dict[str, str], int]] = OrderedDict()
+_kept: OrderedDict[tuple[bytes, str], tuple[dict[str, str] | str, int]] = OrderedDict()
 _lock = threading.Lock()
 _held = 0
 rendered = 0
@@ -46,79 +46,85 @@ def canonical(data: Mapping[str, Any]) -> str:
                       separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
 
 
-def postings_texts(
-    postings: Mapping[str, list[int]], shared: Mapping[str, list[int]], kept: Mapping[str, str]
-) -> dict[str, str]:
-    """Each key's ``"hash":[ids]`` text: kept for the verified state's own lists, else new.
+def body(
+    data: Mapping[str, Any],
+    shared: Mapping[str, list[int]],
+    kept: Mapping[str, str],
+    copied: Set[str] = frozenset(),
+) -> tuple[str, dict[str, str] | str]:
+    """The canonical JSON of a state (``data["postings"]`` its postings), and what to keep.
 
-    With nothing kept (a new thread, or a state this process did not sign) every list is
-    new: they are written in one :func:`json.dumps` and the text split at its lists' ends
-    (:func:`_split`), which costs what signing them always cost.
+    Args:
+        data: The state's object (its ``mac`` left out).
+        shared: The verified state's postings (the index's lists are these, but the new
+            keys' and the `copied` ones).
+        kept: The texts of `shared` (:func:`kept`; empty: none kept).
+        copied: Keys whose shared list the index copied to change it.
+
+    Returns:
+        The text to sign, and for :func:`keep` the lists' texts or, with nothing kept, the
+        postings' whole text (split into lists only if the thread's next call comes here:
+        :func:`kept`), so a state signed cold costs what signing always cost.
     """
     global rendered
-    if not kept and (texts := _split(postings)) is not None:
-        rendered += len(texts)
-        return texts
-    out: dict[str, str] = {}
-    fresh = 0
-    for h, ids in postings.items():
-        text = kept.get(h) if shared.get(h) is ids else None
-        if text is None:
-            fresh += 1
-            text = _written(h, ids)
-        out[h] = text
-    rendered += fresh
-    return out
-
-
-_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-"""The characters of a key hash (URL-safe base64: :func:`~guardagent.trace.reading.key_hash`)."""
+    postings: Mapping[str, list[int]] = data["postings"]
+    if kept and len(kept) == len(shared):  # only the new and copied lists are written
+        texts = dict(kept)
+        changed = (postings.keys() - shared.keys()) | copied
+        for h in changed:
+            texts[h] = _written(h, postings[h])
+        rendered += len(changed)
+        return _spliced(data, "{" + ",".join([texts[h] for h in sorted(texts)]) + "}"), texts
+    whole = canonical(postings)
+    rendered += len(postings)
+    return _spliced(data, whole), whole
 
 
 def _written(h: str, ids: list[int]) -> str:
     """One list's text, as :func:`json.dumps` writes it inside the canonical JSON."""
-    if type(h) is str and _PLAIN.issuperset(h) and all(type(i) is int for i in ids):
+    if h.isascii() and h.replace("-", "").replace("_", "").isalnum() and all(
+            type(i) is int for i in ids):  # fmt: skip
         return f'"{h}":[{",".join(map(str, ids))}]'
     return canonical({h: ids})[1:-1]
 
 
-def _split(postings: Mapping[str, list[int]]) -> dict[str, str] | None:
-    """Every list's text from one :func:`json.dumps` of the postings (None: keys not plain).
+def _split(postings: Mapping[str, list[int]], whole: str) -> dict[str, str] | None:
+    """Every list's text from the postings' canonical text `whole` (None: not split).
 
-    With key hashes only (no ``]`` or ``,`` in a key) and lists of ints, the canonical text
-    is ``{t1,t2,...}`` with each ``t`` ending in ``]`` and none holding ``],``.
+    With str keys and list values the text is ``{t1,t2,...,tn}``, each ``t`` ending in
+    ``]``: it holds n - 1 ``],`` between them, and any ``],`` inside a key or a list adds a
+    part, so n parts are exactly the n lists' texts in sorted order.
     """
     ordered = sorted(postings)
     if not ordered:
-        return {}
-    if not (all(type(h) is str for h in ordered) and _PLAIN.issuperset("".join(ordered))):
+        return {} if whole == "{}" else None
+    if not (set(map(type, ordered)) == {str} and set(map(type, postings.values())) == {list}):
         return None
-    parts = canonical(postings)[1:-1].split("],")
-    if len(parts) != len(ordered):
+    parts = whole[1:-1].split("],")
+    if len(parts) != len(ordered) or not whole.endswith("]}"):
         return None
     texts = {h: part + "]" for h, part in zip(ordered, parts[:-1], strict=False)}
     texts[ordered[-1]] = parts[-1]
     return texts
 
 
-def canonical_with(data: Mapping[str, Any], texts: Mapping[str, str]) -> str:
-    """:func:`canonical` of a state whose ``postings`` are written from `texts`.
+def _spliced(data: Mapping[str, Any], postings: str) -> str:
+    """:func:`canonical` of `data` with its postings written as the text `postings`.
 
     The object's other fields are small and serialised as :func:`canonical` does; the
-    postings' text is spliced in at its sorted place, so the bytes are the same.
+    postings' text is put at its sorted place, so the bytes are the same.
     """
     before = {k: v for k, v in data.items() if k < "postings" and k != "mac"}
     after = {k: v for k, v in data.items() if k > "postings" and k != "mac"}
-    postings = "{" + ",".join([texts[h] for h in sorted(texts)]) + "}"
     head = canonical(before)[:-1] + ("," if before else "")
     tail = ("," + canonical(after)[1:]) if after else "}"
     return f'{head}"postings":{postings}{tail}'
 
 
-def keep(key: bytes, mac: str, texts: dict[str, str]) -> None:
+def keep(key: bytes, mac: str, texts: dict[str, str] | str) -> None:
     """Keep a signed state's postings texts for its thread's next call (bounded)."""
     global _held
-    size = sum(map(len, texts.values()))
+    size = len(texts) if isinstance(texts, str) else sum(map(len, texts.values()))
     if size > MAX_KEPT_CHARS:
         return
     with _lock:
@@ -130,16 +136,27 @@ def keep(key: bytes, mac: str, texts: dict[str, str]) -> None:
             _held -= _kept.popitem(last=False)[1][1]
 
 
-def kept(key: bytes, mac: Any) -> dict[str, str]:
-    """The postings texts of the state signed with `key` and `mac` (empty: none kept).
+def kept(key: bytes, mac: Any, postings: Mapping[str, list[int]]) -> dict[str, str]:
+    """The texts of the lists of `postings`, a verified state's signed with `key` and `mac`.
 
-    Call only for a state that verified with `key` (see the module docstring).
+    Empty when this process did not sign that state (or no longer keeps it). Call only for
+    a state that verified with `key` (see the module docstring).
     """
     if not isinstance(mac, str):
         return {}
     with _lock:
         entry = _kept.get((key, mac))
-    return entry[0] if entry is not None else {}
+    if entry is None:
+        return {}
+    if isinstance(entry[0], dict):
+        return entry[0]
+    texts = _split(postings, entry[0])
+    if texts is None:
+        return {}
+    with _lock:  # split once: the same state given again finds the lists' texts
+        if _kept.get((key, mac)) is entry:
+            _kept[(key, mac)] = (texts, entry[1])
+    return texts
 
 
 def forget() -> None:
