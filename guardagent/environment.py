@@ -28,20 +28,33 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import date
-from typing import Any, Generic, Literal, TypeVar
 
-T = TypeVar("T")
+# The hook (`check --server`) reads its token here: this module imports neither `typing` nor
+# `dataclasses` at run time (about 8 ms of a 35 ms hook); mypy reads the typed branch.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from datetime import date
+    from typing import Any, Generic, Literal, TypeVar
+
+    T = TypeVar("T")
+    SetBy = Literal["deployment", "host", "operator"]
+    Owner = Literal["guard", "service", "sandbox", "memory", "verification", "model", "eval",
+                    "demo"]
+else:
+
+    class Generic:
+        """Stands in for `typing.Generic` at run time: ``Generic[T]`` is the class itself."""
+
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
+    T = None
 ENV_PREFIX = "GUARDAGENT_"
 """Prefix of the package's own variables (providers' keys keep their providers' names)."""
-SetBy = Literal["deployment", "host", "operator"]
 SET_BY: tuple[SetBy, ...] = ("deployment", "host", "operator")
-Owner = Literal["guard", "service", "sandbox", "memory", "verification", "model", "eval", "demo"]
 
 
-@dataclass(frozen=True)
 class Setting(Generic[T]):
     """One environment variable.
 
@@ -60,15 +73,32 @@ class Setting(Generic[T]):
         secret: A key or token: never shown in an error message.
     """
 
+    __slots__ = ("name", "kind", "parse", "default", "set_by", "owner", "summary", "field",
+                 "secret")  # fmt: skip
+
     name: str
     kind: str
     parse: Callable[[str], T]
     default: T
     set_by: tuple[SetBy, ...]
     owner: Owner
-    summary: str = ""
-    field: str | None = None
-    secret: bool = False
+    summary: str
+    field: str | None
+    secret: bool
+
+    def __init__(self, name: str, kind: str, parse: Callable[[str], T], default: T,
+                 set_by: tuple[SetBy, ...], owner: Owner, summary: str = "",
+                 field: str | None = None, secret: bool = False) -> None:  # fmt: skip
+        for attr, given_value in (("name", name), ("kind", kind), ("parse", parse),
+                                  ("default", default), ("set_by", set_by), ("owner", owner),
+                                  ("summary", summary), ("field", field), ("secret", secret)):
+            object.__setattr__(self, attr, given_value)  # fmt: skip
+
+    def __setattr__(self, attr: str, given_value: object) -> None:
+        raise AttributeError(f"a setting is read-only ({attr})")
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r})"
 
 
 def value(setting: Setting[T], environ: Mapping[str, str] | None = None) -> T:
@@ -161,6 +191,7 @@ def profile_paths(raw: str) -> dict[str, str]:
 
 def iso_date(raw: str) -> date:
     """An ISO date (``2025-01-09``)."""
+    from datetime import date  # not on the hook's path
     try:
         return date.fromisoformat(raw)
     except (TypeError, ValueError):

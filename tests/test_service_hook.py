@@ -238,3 +238,22 @@ def test_evidence_the_guard_could_not_read_exits_two_here_and_through_the_servic
     served = run(FAST, [*args, "--server", url])
     assert local.exit_code == served.returncode == 2, (local.output, served.stderr)
     assert json.loads(served.stdout) == json.loads(local.stdout)
+
+
+def test_a_plain_utf8_call_imports_no_typing(url: str, files: dict[str, str]) -> None:
+    """The hook's usual call (UTF-8 files and arguments) skips `typing` (~2.5 ms of its start).
+
+    A call that must decode another encoding imports the shared reader
+    (:mod:`guardagent.readers.textio`), and one with a consent or task file the host-file
+    reader (:mod:`guardagent.policy.task_file`), and typing with them: not this test's calls.
+    """
+    probe = ("import sys\nfrom guardagent.entry import main\nsys.argv[0] = 'guardagent'\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "sys.stderr.write(repr((code, 'typing' in sys.modules)))")
+    plain = [c for c in corpus(url, files)[:10]
+             if not any(f in c[0] for f in (files["utf16"], "@" + files["latin1"]))
+             and "--task" not in c[0] and "--consent" not in c[0]]  # fmt: skip
+    assert len(plain) >= 6
+    for args, stdin, token in plain:
+        out = run(probe, args, stdin, token)
+        assert out.stderr.decode().endswith("False)"), (args[:4], out.stderr[-300:])

@@ -25,13 +25,15 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from guardagent.environment import SERVICE_TOKEN, value
 from guardagent.service.wire import exchange
 
+TYPE_CHECKING = False  # not typing's: the hook's path imports no typing (its ~2.5 ms)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from guardagent.decision import GuardDecision
 
 DECISION_FIELDS = (

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
 
 from guardagent.service.client import (
     DECISION_FIELDS,
@@ -27,6 +26,10 @@ from guardagent.service.client import (
     trace_text,
     unreachable_denial,
 )
+
+TYPE_CHECKING = False  # not typing's: the hook's path imports no typing (its ~2.5 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 VALUE_OPTIONS = {
     "--profile": "profile", "--input": "agent_input", "--output": "agent_output",

@@ -76,6 +76,7 @@ from urllib.parse import unquote
 
 from guardagent.readers.evidence import unreadable
 from guardagent.surrogates import without_surrogates
+from guardagent.trace import state_text
 from guardagent.trace.budget import check_budget
 from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
@@ -267,6 +268,8 @@ class TraceIndex:
         self.deferred: Trace | None = None  # a fresh index's trace, not read yet (defer)
         self.summaries = 0  # conversation summaries the thread went through (restore.py)
         self.carried: dict[str, list[int]] = {}  # key hash -> sources of summarised messages
+        self.texts: dict[str, str] = {}  # the verified state's postings text (state_text)
+        self.copied: set[str] = set()  # keys whose shared list was copied to be changed
 
     # -- reading a trace -------------------------------------------------------------------
 
@@ -440,10 +443,11 @@ class TraceIndex:
         if ids is None:
             self.postings[h] = [index]
             return 16 + len(str(index))
-        if self.shared and ids is self.shared.get(h):  # the host's state's: copy, then change
-            ids = self.postings[h] = ids.copy()
         at = bisect_left(ids, index)
         if at == len(ids) or ids[at] != index:
+            if self.shared and ids is self.shared.get(h):  # the host's state's: copy, change
+                ids = self.postings[h] = ids.copy()
+                self.copied.add(h)  # its kept text is stale (state_text)
             ids.insert(at, index)
             return 1 + len(str(index))
         return 0
@@ -466,6 +470,7 @@ class TraceIndex:
         count = max(0, count)
         self.postings = {h: kept for h, ids in self.postings.items()
                          if (kept := [i for i in ids if i < count])}  # fmt: skip
+        self.texts = {}  # every list written again
         self.unindexed = [i for i in self.unindexed if i < count]
         self.tails = {s: t for s, t in self.tails.items() if t[0] < count}
         self.written = {h: i for h, i in self.written.items() if i < count}
@@ -529,9 +534,11 @@ class TraceIndex:
         if self.summaries:  # a thread no summary rewrote keeps the state it always had
             data["summaries"] = self.summaries
             data["carried"] = self.carried
-        if key is not None:
-            data["mac"] = sign(data, key)
+        if key is not None:  # only the lists this call changed are written again (state_text)
+            text, texts = state_text.body(data, self.shared, self.texts, self.copied)
+            data["mac"] = _mac(text, key)
             _remember_signed(data, key)  # its next verify needs no canonical JSON
+            state_text.keep(key, data["mac"], texts)
         return data
 
     @classmethod
@@ -605,6 +612,8 @@ class TraceIndex:
         index._size = size
         index.summaries = summaries
         index.carried = carried
+        if key is not None:  # verified: the text of its lists, if this process signed it
+            index.texts = state_text.kept(key, data.get("mac"), postings)
         return index
 
     def summarised(self, at: int, replaced: int) -> TraceIndex:
@@ -654,8 +663,10 @@ class TraceIndex:
 
 def sign(data: Mapping[str, Any], key: bytes) -> str:
     """HMAC-SHA256 of a JSON object's canonical form (its ``mac`` left out)."""
-    body = json.dumps({k: v for k, v in data.items() if k != "mac"}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
+    return _mac(state_text.canonical(data), key)
+
+
+def _mac(body: str, key: bytes) -> str:
     return hmac.new(key, body.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
