@@ -198,7 +198,8 @@ def _always(code: str) -> Iterator[Mutant]:
 
 def mutants(code: str, per_role: int = 4, seed: int = 0,
             model: PolicyModel | None = None,
-            permissions: dict[str, dict[str, list[str]]] | None = None) -> list[Mutant]:  # fmt: skip
+            permissions: dict[str, dict[str, list[str]]] | None = None,
+            ) -> list[Mutant]:  # fmt: skip
     """Every mutant of `code`, distinct from it and from each other.
 
     `model`: the policy model a predicate program assigns (its single-cell and

@@ -28,9 +28,10 @@ TargetTable = dict[str, dict[str, list[str]]]
 def _bound(tree: ast.Module, reader: str) -> str | None:
     """The name a module-level `x = reader(...)` binds, if any."""
     for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign) else None
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name) and node.value.func.id == reader):  # fmt: skip
+                and isinstance(node.targets[0], ast.Name) and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name) and value.func.id == reader):  # fmt: skip
             return node.targets[0].id
     return None
 
@@ -112,7 +113,8 @@ def _cell_mutants(code: str, model: PolicyModel, permissions: TargetTable,
         denied = [c for c, ok in cells.items() if c.role == role and not ok
                   and (c.table, c.column) in targets]  # fmt: skip
         for cell in rng.sample(denied, min(per_role, len(denied))):
-            condition = f"{role_name} == {role!r} and {name} == {targets[(cell.table, cell.column)]!r}"
+            pred = targets[(cell.table, cell.column)]
+            condition = f"{role_name} == {role!r} and {name} == {pred!r}"
             yield Mutant("read skipped for one role", str(cell), skipped(code, condition))
         allowed = [c for c, ok in cells.items() if c.role == role and ok]
         if role not in roles:

@@ -40,7 +40,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from guardagent.counterfactuals.cells import coverage, coverage_problem
+from guardagent.counterfactuals.cells import coverage, coverage_problem, oracle_cells
 from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
@@ -53,7 +53,6 @@ from guardagent.counterfactuals.oracles import (
     POLICY_NAMES,
     Expected,
     Oracle,
-    PermissionsOracle,
     oracle_for,
 )
 from guardagent.counterfactuals.rule_conditions import (
@@ -195,10 +194,11 @@ def _oracle_cases(oracle: Oracle, profile: Profile
             + "; ".join(repr(r) for r in missing)
             + ": add a labelled denial for each"
         )
-    if isinstance(oracle, PermissionsOracle):  # every role x table x column cell (.cells)
+    cells = oracle_cells(oracle)  # every identity x table x column cell (.cells)
+    if cells is not None:
         probes = [(_event(d), d.label, d.details) for d in profile.demonstrations]
         probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
-        gap = coverage_problem(coverage(oracle.table, oracle.readers, probes))
+        gap = coverage_problem(coverage(cells, oracle.readers, probes))
         problems += [gap] if gap else []
     table = category_table_of(oracle)
     conditions = None if table is None else category_coverage(oracle, table, decided)
