@@ -124,15 +124,13 @@ def access_roles(oracle: Oracle) -> list[str] | None:
     return None
 
 
-_CELLS: dict[int, tuple[object, dict[Cell, bool]]] = {}
-
-
 def oracle_cells(oracle: Oracle) -> dict[Cell, bool] | None:
     """Every cell an access oracle decides, with whether it allows it (None: no access oracle).
 
     From the table of a `PERMISSIONS` oracle (:func:`access_cells`); else from the oracle's
     decisions: each identity (and an unlisted one) reading every column of the schema at
-    once, a cell allowed unless the decision's violations list it (computed once per oracle).
+    once, a cell allowed unless the decision's violations list it (computed once per oracle,
+    and kept on it).
     """
     from guardagent.counterfactuals.oracles import PermissionsOracle
 
@@ -141,11 +139,9 @@ def oracle_cells(oracle: Oracle) -> dict[Cell, bool] | None:
     roles = access_roles(oracle)
     if roles is None:
         return None
-    found = _CELLS.get(id(oracle))
-    if found is None or found[0] is not oracle:
-        found = (oracle, _decided_cells(oracle, roles))
-        _CELLS[id(oracle)] = found
-    return found[1]
+    if oracle.decided_cells is None:
+        oracle.decided_cells = _decided_cells(oracle, roles)
+    return oracle.decided_cells
 
 
 def _decided_cells(oracle: Oracle, roles: list[str]) -> dict[Cell, bool]:
