@@ -165,7 +165,10 @@ def test_rules_that_no_event_violates_leave_the_request_uncovered(tmp_path, monk
     import guardagent.counterfactuals.suite as suite
 
     monkeypatch.setattr(policy_oracle, "cell_edits", lambda *a: iter(()))  # identity flips only
+    import guardagent.verification as verification
+
     monkeypatch.setattr(suite, "_SUITES", {})  # not the suite built with the cell probes
+    monkeypatch.setattr(verification, "_PROBLEMS", {})  # nor what it verified
     three = load_profile(str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"),
                                          "eicu-three")))  # fmt: skip
     [gap] = [p for p in request_suite(three).problems if "no demonstration" in p]
