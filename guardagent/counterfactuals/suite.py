@@ -302,7 +302,29 @@ def _build_suite(profile: Profile) -> Suite:
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)
     kind = oracle.kind if oracle else "demonstrations"
-    return Suite(kind, tuple(cases), tuple(problems), conditions)
+    return Suite(kind, tuple(_distinct(readers, cases, profile)), tuple(problems), conditions)
+
+
+def _distinct(readers: Readers, cases: list[Case], profile: Profile) -> list[Case]:
+    """The cases less those that read, and are expected, as an earlier one or a demonstration.
+
+    Any program decides events with the same reading alike (:meth:`Readers.reading`), so a
+    repeat costs a sandbox run and probes nothing more; coverage, computed before, is the
+    same. A toolbox with readers of another shape keeps every case.
+    """
+    if not readers.complete:
+        return cases
+    seen: set[tuple[str, int, str]] = set()
+    for demo in profile.demonstrations:
+        seen.add((readers.reading(_event(demo)), demo.label, canonical(demo.details)))
+    kept: list[Case] = []
+    for case in cases:
+        key = (readers.reading(Event(case.agent_input, case.agent_output)), case.label,
+               canonical(case.details))  # fmt: skip
+        if key not in seen:
+            seen.add(key)
+            kept.append(case)
+    return kept
 
 
 def program_cases(profile: Profile, code: str) -> list[Case]:
