@@ -166,3 +166,49 @@ def test_under_derived_rules_a_program_wrong_in_one_cell_does_not_verify(derived
 
     assert program_problems(TABLE_PROGRAM, derived_eicu) == []  # the control
     assert program_problems(table_toggled(*cell), derived_eicu), f"trusted with {cell} flipped"
+
+
+# --------------------------------------------------------------------------- policy check
+
+
+@pytest.mark.parametrize(("policy", "profile", "line"), [
+    ("eicu-ac", "eicu-ac-policy", "access cells of the policy model 'eicu-ac': 284 of 284"),
+    ("eicu-ac", "eicu-ac", "access cells of the policy model derived from the guard request: "
+                           "284 of 284"),
+    ("mind2web-sc", "mind2web-sc-policy", "rule conditions: 42 of 42 probed alone"),
+])  # fmt: skip
+def test_policy_check_prints_the_models_coverage_as_a_profiles_oracle(policy, profile, line):
+    """Issue 34: `policy check` prints per-oracle coverage like `profile check` (seen failing:
+    no such option)."""
+    from click.testing import CliRunner
+
+    from guardagent.authoring.cli import policy as policy_cli
+
+    done = CliRunner().invoke(policy_cli, ["check", policy, "--profile", profile])
+    assert done.exit_code == 0, done.output
+    assert line in done.output
+
+
+def test_policy_check_exits_1_when_the_profile_would_leave_cells_unprobed(tmp_path):
+    """Demonstrations without an `Identity:` line let no cell be probed: no program would
+    verify, and `policy check --profile` says so."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from guardagent.authoring.cli import policy as policy_cli
+
+    root = tmp_path / "no-identity"
+    shutil.copytree(Path(POLICY_PROFILE.root), root)
+    demos = [json.loads(line) for line in (root / "demonstrations.jsonl").read_text().splitlines()]
+    for demo in demos:
+        demo["agent_input"] = "\n".join(line for line in demo["agent_input"].split("\n")
+                                        if not line.startswith("Identity:"))  # fmt: skip
+    (root / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
+    (root / "profile.yaml").write_text((root / "profile.yaml").read_text().replace(
+        "name: eicu-ac-policy", "name: no-identity"))  # fmt: skip
+    done = CliRunner().invoke(policy_cli, ["check", "eicu-ac", "--profile", str(root)])
+    assert done.exit_code == 1, done.output
+    assert "not covered (no program would verify)" in done.output
+    assert "access cells" in done.output

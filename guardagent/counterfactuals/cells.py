@@ -264,14 +264,19 @@ def table_coverage(profile: Profile) -> Coverage | None:
 
 def coverage_note(profile: Profile) -> str | None:
     """One line for `guardagent profile check`: how many cells the suite probes, and which not."""
-    from guardagent.counterfactuals.oracles import PermissionsOracle, oracle_for
+    from guardagent.counterfactuals.oracles import oracle_for
 
     found = table_coverage(profile)
-    if found is None:
-        return None
     oracle = oracle_for(profile)
-    source = "permission table" if isinstance(oracle, PermissionsOracle) else (
-        f"access cells of the {oracle.source if oracle else 'oracle'}")  # fmt: skip
+    return None if found is None or oracle is None else cells_note(found, oracle)
+
+
+def cells_note(found: Coverage, oracle: Oracle) -> str:
+    """One line: how many of the oracle's access cells the cases probe, and which they miss."""
+    from guardagent.counterfactuals.oracles import PermissionsOracle
+
+    source = ("permission table" if isinstance(oracle, PermissionsOracle)
+              else f"access cells of the {oracle.source}")  # fmt: skip
     note = (f"{source}: {len(found.probed)} of {len(found.cells)} role x table x column "
             "cells probed by counterfactuals (each in its own direction)")  # fmt: skip
     if found.missing:

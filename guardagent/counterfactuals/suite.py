@@ -150,7 +150,7 @@ def _irrelevant(
             yield Case(f"{demo.id}: {where} {short!r}", *new, demo.label, demo.details)
 
 
-def _oracle_cases(oracle: Oracle, profile: Profile
+def oracle_cases(oracle: Oracle, profile: Profile
                   ) -> tuple[list[Case], list[str], RuleCoverage | None]:  # fmt: skip
     """Cases from every demonstration's edits, the oracle's disagreements and gaps.
 
@@ -288,7 +288,7 @@ def _build_suite(profile: Profile) -> Suite:
     problems: list[str] = []
     conditions = None
     if oracle is not None:
-        cases, problems, conditions = _oracle_cases(oracle, profile)
+        cases, problems, conditions = oracle_cases(oracle, profile)
         rules = oracle.rules()
     else:
         rules, problems = quoted_problems(profile)
