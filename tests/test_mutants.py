@@ -35,6 +35,7 @@ def test_every_operator_makes_distinct_mutants_of_the_shipped_program():
     assert sum(m.operator.startswith("cell") for m in found) == 2 * 2 * 3  # per role, both ways
 
 
+@pytest.mark.timeout(1200)  # 12 programs through the model path: minutes on a loaded machine
 def test_no_mutant_that_changes_a_decision_is_trusted_and_the_control_is():
     outcomes = run("eicu-ac", per_role=1, seed=7, only=one_per_operator)
     control = [o for o in outcomes if o.mutant.operator == CONTROL]
