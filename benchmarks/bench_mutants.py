@@ -207,12 +207,36 @@ def trusted(code: str, root: Path, event: tuple[str, str], memory: Path,
 
 
 class Outcome(NamedTuple):
-    """What became of one mutant."""
+    """What became of one mutant.
+
+    Attributes:
+        equivalent: The same decision as the shipped program on every event judged
+            (generated and benchmark).
+        wrong_allows: Benchmark events it allows and the shipped program denies.
+        wrong_denials: Benchmark events it denies (or gives no verdict) and the shipped
+            program allows, or denies with other violations.
+    """
 
     mutant: Mutant
     trusted: bool
     equivalent: bool
     seconds: float
+    wrong_allows: int = 0
+    wrong_denials: int = 0
+
+    @property
+    def changes_benchmark(self) -> bool:
+        """Whether it decides some benchmark event otherwise than the shipped program."""
+        return bool(self.wrong_allows or self.wrong_denials)
+
+
+def _permissions(profile_name: str) -> dict[str, dict[str, list[str]]] | None:
+    """The request's access table (role -> table -> columns), for a profile with identities."""
+    try:
+        table = load_profile(profile_name).policy("PERMISSIONS")
+    except (KeyError, ValueError):
+        return None
+    return table if isinstance(table, dict) else None
 
 
 def situation(profile_name: str, oracle: str) -> tuple[str, bool, str | None]:
@@ -224,17 +248,32 @@ def situation(profile_name: str, oracle: str) -> tuple[str, bool, str | None]:
     return profile_name, True, None
 
 
+def _changes(expected: list[Any], got: list[Any]) -> tuple[int, int]:
+    """(wrong allows, wrong denials) of `got` against `expected`, event by event."""
+    allows = sum(1 for a, b in zip(expected, got, strict=True)
+                 if not _same(a, b) and b is not None and b[0] and not (a and a[0]))  # fmt: skip
+    changed = sum(1 for a, b in zip(expected, got, strict=True) if not _same(a, b))
+    return allows, changed - allows
+
+
 def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
         extra: list[tuple[str, str]] | None = None,
         only: Callable[[list[Mutant]], list[Mutant]] | None = None,
-        oracle: str = "table") -> list[Outcome]:  # fmt: skip
-    """Every mutant of the profile's shipped program through the model path, judged."""
+        oracle: str = "table",
+        benchmark: list[tuple[str, str]] | None = None) -> list[Outcome]:  # fmt: skip
+    """Every mutant of the profile's shipped program through the model path, judged.
+
+    `benchmark`: events judged too, and counted apart (wrong allows and denials); they only
+    count, nothing is built from them.
+    """
     name, keep_table, derive = situation(profile_name, oracle)
     shipped = load_profile(name)
     code = shipped.demonstrations[0].code
     events = probe_events(shipped) + list(extra or [])
+    bench = list(benchmark or [])
     expected = decisions(code, shipped, events)
-    chosen = mutants(code, per_role, seed)
+    bench_expected = decisions(code, shipped, bench)
+    chosen = mutants(code, per_role, seed, profile_policy(shipped), _permissions(profile_name))
     chosen = [Mutant(CONTROL, "the shipped program", code), *(only(chosen) if only else chosen)]
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,7 +284,9 @@ def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
                                Path(tmp) / f"mem{n}", derive)  # fmt: skip
             got = decisions(mutant.code, shipped, events)
             same = all(_same(a, b) for a, b in zip(expected, got, strict=True))
-            outcomes.append(Outcome(mutant, ok, same, took))
+            allows, denials = _changes(bench_expected, decisions(mutant.code, shipped, bench))
+            outcomes.append(Outcome(mutant, ok, same and not (allows or denials), took,
+                                    allows, denials))  # fmt: skip
         clear_derived()
     return outcomes
 
@@ -269,6 +310,22 @@ def verification_seconds(profile_name: str = "eicu-ac", repeats: int = 5) -> lis
     return out
 
 
+def summary_row(profile_name: str, oracle: str, outcomes: list[Outcome], *,
+                benchmark: bool) -> str:  # fmt: skip
+    """One row of BENCHMARKS.md's mutation table (the control left out).
+
+    profile | oracle | mutants | killed | equivalent | trusted | trusted and changing a
+    benchmark decision (with their wrong allows / denials; "not run" without `--benchmark`).
+    """
+    mutated = [o for o in outcomes if o.mutant.operator != CONTROL]
+    trusted = [o for o in mutated if o.trusted]
+    changing = [o for o in trusted if o.changes_benchmark]
+    shown = (f"{len(changing)} ({sum(o.wrong_allows for o in changing)} wrong allows, "
+             f"{sum(o.wrong_denials for o in changing)} wrong denials)") if benchmark else "not run"
+    return (f"| {profile_name} | {oracle} | {len(mutated)} | {len(mutated) - len(trusted)} | "
+            f"{sum(o.equivalent for o in trusted)} | {len(trusted)} | {shown} |")
+
+
 def _load_events(path: Path) -> list[tuple[str, str]]:
     text = path.read_text()
     rows = [json.loads(line) for line in text.splitlines() if line.strip()] if (
@@ -289,11 +346,13 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("guardagent").setLevel(logging.ERROR)  # the copy's placeholder program
     extra = _load_events(args.events) if args.events else []
+    bench: list[tuple[str, str]] = []
     if args.benchmark:
         from guardagent.eval.benchmarks import load_benchmark
 
-        extra += [(c.agent_input, c.agent_output) for c in load_benchmark(args.profile)]
-    outcomes = run(args.profile, args.per_role, args.seed, extra, oracle=args.oracle)
+        bench = [(c.agent_input, c.agent_output) for c in load_benchmark(args.profile)]
+    outcomes = run(args.profile, args.per_role, args.seed, extra, oracle=args.oracle,
+                   benchmark=bench)  # fmt: skip
     by_op: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_op.setdefault(outcome.mutant.operator, []).append(outcome)
@@ -306,11 +365,15 @@ def main() -> int:
         print(f"{op:<24} {len(items):>7} {killed:>6} {equivalent:>10} {len(survived):>8} "
               f"{refused:>18}")  # fmt: skip
         for o in survived:
-            print(f"  SURVIVED: {o.mutant.what}")
+            bench_note = (f" (benchmark: {o.wrong_allows} wrong allows, {o.wrong_denials} "
+                          "wrong denials)" if o.changes_benchmark else "")  # fmt: skip
+            print(f"  SURVIVED: {o.mutant.what}{bench_note}")
     if args.json:
         print(json.dumps([{**o.mutant._asdict(), "trusted": o.trusted,
-                           "equivalent": o.equivalent, "seconds": o.seconds}
+                           "equivalent": o.equivalent, "seconds": o.seconds,
+                           "wrong_allows": o.wrong_allows, "wrong_denials": o.wrong_denials}
                           for o in outcomes], indent=1))  # fmt: skip
+    print(summary_row(args.profile, args.oracle, outcomes, benchmark=bool(bench)))
     seconds = [o.seconds for o in outcomes]
     print(f"model path per request (plan, verification, decision): median "
           f"{statistics.median(seconds):.2f} s, max {max(seconds):.2f} s over {len(seconds)}")

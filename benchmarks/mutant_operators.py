@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from guardagent.counterfactuals.cells import access_cells
+from guardagent.policy.model import PolicyModel
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
@@ -195,11 +196,23 @@ def _always(code: str) -> Iterator[Mutant]:
     yield Mutant("always deny", "deny", f"{table}\n{read}deny({denied}, 'always')\n")
 
 
-def mutants(code: str, per_role: int = 4, seed: int = 0) -> list[Mutant]:
-    """Every mutant of `code`, distinct from it and from each other."""
+def mutants(code: str, per_role: int = 4, seed: int = 0,
+            model: PolicyModel | None = None,
+            permissions: dict[str, dict[str, list[str]]] | None = None,
+            ) -> list[Mutant]:  # fmt: skip
+    """Every mutant of `code`, distinct from it and from each other.
+
+    `model`: the policy model a predicate program assigns (its single-cell and
+    single-condition mutants, :mod:`predicate_mutants`); `permissions`: the request's access
+    table, which says which cells those probe.
+    """
+    from benchmarks.predicate_mutants import predicate_mutants  # imports this module
+
     found: dict[str, Mutant] = {}
     made = [*cell_mutants(code, per_role, random.Random(seed)), *rule_mutants(code),
             *program_mutants(code), *ignored_mutants(code)]  # fmt: skip
+    if model is not None:
+        made += predicate_mutants(code, model, permissions, per_role, random.Random(seed))
     for mutant in made:
         if mutant.code.strip() != code.strip() and mutant.code not in found:
             found[mutant.code] = mutant

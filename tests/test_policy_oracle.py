@@ -152,10 +152,27 @@ def test_a_program_right_on_the_demonstrations_fails_the_policy_request(tmp_path
     assert any("identity unlisted role" in p for p in problems), problems
 
 
-def test_rules_that_no_event_violates_leave_the_request_uncovered(tmp_path):
+def test_three_demonstrations_suffice_once_every_access_cell_is_probed(tmp_path):
+    """Each identity reading its denied columns violates every rule (issue 34's cell probes)."""
+    three = load_profile(str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"),
+                                         "eicu-three-cells")))  # fmt: skip
+    assert request_suite(three).problems == ()
+    assert program_problems(PROGRAMS["eicu-ac"], three) == []
+
+
+def test_rules_that_no_event_violates_leave_the_request_uncovered(tmp_path, monkeypatch):
+    import guardagent.counterfactuals.policy_oracle as policy_oracle
+    import guardagent.counterfactuals.suite as suite
+
+    monkeypatch.setattr(policy_oracle, "cell_edits", lambda *a: iter(()))  # identity flips only
+    import guardagent.profiles.verification as verification
+
+    monkeypatch.setattr(suite, "_SUITES", {})  # not the suite built with the cell probes
+    monkeypatch.setattr(verification, "_PROBLEMS", {})  # nor what it verified
     three = load_profile(str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"),
                                          "eicu-three")))  # fmt: skip
     [gap] = [p for p in request_suite(three).problems if "no demonstration" in p]
+    assert any("access cells" in p for p in request_suite(three).problems)
     assert "No role may read a table's internal row id." in gap
     assert "Only physicians and nurses may read lab.labname." in gap
     assert "Only physicians may read the diagnosis table." not in gap  # a demonstration's

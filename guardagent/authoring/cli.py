@@ -52,17 +52,23 @@ def policy() -> None:
 
 
 @policy.command(epilog=epilog(
-    "policy check: 1 when it finds errors, 2 when POLICY does not load."))
+    "policy check: 1 when it finds errors (or, with --profile, the profile's counterfactuals",
+    "would not cover it), 2 when POLICY or the profile does not load."))
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--verbose", is_flag=True, help="Also list info findings.")
-def check(policy_file: str, as_json: bool, verbose: bool) -> None:
+@click.option("--profile", "profile_ref", metavar="PROFILE",
+              help="Also print which cells and rule conditions the counterfactuals built "
+                   "from PROFILE's demonstrations would probe with POLICY as its oracle.")
+def check(policy_file: str, as_json: bool, verbose: bool, profile_ref: str | None) -> None:
     """Check POLICY (a file, or a shipped policy's name) with z3.
 
     Exits 1 when it finds errors (undefined predicates, hard rules that cannot all hold),
     2 when the file does not load (missing, not YAML, not a policy); warnings (forbidden
     actions, conflicts, redundant, unused or interchangeable predicates) are printed but
-    exit 0.
+    exit 0. With `--profile`, it also prints POLICY's coverage as that profile's oracle
+    (each identity x column cell, each rule condition probed) and exits 1 when some cell,
+    condition or rule would go unprobed: verification would then trust no program.
     """
     report = check_policy(policy_path(policy_file))
     if not any(f.code == "load_error" for f in report.findings):
@@ -73,12 +79,31 @@ def check(policy_file: str, as_json: bool, verbose: bool) -> None:
         if model is not None and any(r.review == "rejected" for r in model.rules):
             kept = tuple(r for r in model.rules if r.review != "rejected")
             report = check_model(dataclasses.replace(model, rules=kept))
+    unloadable = any(f.code == "load_error" for f in report.findings)
+    lines = [] if profile_ref is None or unloadable else _coverage(policy_file, profile_ref)
+    covered = not any(line.startswith("not covered") for line in lines)
     if as_json:
-        click.echo(json.dumps(check_json(report), indent=2))
+        click.echo(json.dumps({**check_json(report), **({"coverage": lines} if profile_ref
+                                                          else {})}, indent=2))  # fmt: skip
     else:
         click.echo(check_text(report, show_info=verbose))
-    unloadable = any(f.code == "load_error" for f in report.findings)
-    sys.exit(OK if report.ok else UNREADABLE if unloadable else DENIED)
+        if lines:
+            click.echo("\n".join(lines))
+    sys.exit(OK if report.ok and covered else UNREADABLE if unloadable else DENIED)
+
+
+def _coverage(policy_file: str, profile_ref: str) -> list[str]:
+    """POLICY's coverage as the profile's oracle (:mod:`guardagent.counterfactuals.coverage`)."""
+    from guardagent.counterfactuals.coverage import coverage_lines
+    from guardagent.profiles import load_profile
+
+    try:
+        profile = load_profile(profile_ref)
+        model = guarding_model(load_policy(policy_file))
+    except (OSError, ValueError, KeyError, PolicyError) as exc:
+        click.echo(f"cannot read {profile_ref!r} or the policy: {exc}", err=True)
+        sys.exit(UNREADABLE)
+    return coverage_lines(model, profile)
 
 
 def _assignment(text: str) -> tuple[str, Assignment]:

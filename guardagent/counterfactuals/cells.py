@@ -18,6 +18,13 @@ expected violations list it. Coverage is computed from the suite's actual cases,
 with the trusted readers (:func:`table_coverage`); a cell left unprobed (a name the readers
 cannot read, an input without an `Identity:` line to edit) makes the request uncovered, and
 verification then trusts no program, naming the cells.
+
+The same holds under a policy model or rules derived from the request (an access oracle
+that decides with z3 and has no table to read the cells from): there the cells come from
+the oracle's own decisions (:func:`oracle_cells`: each identity reading every column of the
+schema at once, the denied cells being the violations it lists), and the same probes and
+coverage follow. A cell the oracle cannot decide counts as denied, so its probe, which the
+oracle then cannot decide either, is dropped and coverage names the cell.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from guardagent.readers.eicu_schema import EICU_COLUMNS
 from guardagent.tools.verdict import Violations
 
 if TYPE_CHECKING:
-    from guardagent.counterfactuals.oracles import AccessOracle
+    from guardagent.counterfactuals.oracles import Oracle
     from guardagent.profiles.loader import Profile
 
 UNLISTED_ROLE = "unlisted role"
@@ -86,13 +93,13 @@ def access_cells(table: Table) -> dict[Cell, bool]:
     }
 
 
-def probe_reads(table: Table, role: str) -> Iterator[tuple[str, dict[str, list[str]]]]:
+def probe_reads(cells: Mapping[Cell, bool], role: str
+                ) -> Iterator[tuple[str, dict[str, list[str]]]]:  # fmt: skip
     """(what, reads) of the probes for `role`: its allowed columns, its denied ones, all.
 
     Only columns of the eICU schema are read (a probe the readers refuse probes nothing);
     a name outside it is left unprobed, and coverage names it.
     """
-    cells = access_cells(table)
     mine = [c for c in cells if c.role == role and c.column in EICU_COLUMNS.get(c.table, ())]
     for what, keep in (("may", True), ("may not", False), ("all", None)):
         reads: dict[str, list[str]] = {}
@@ -103,7 +110,61 @@ def probe_reads(table: Table, role: str) -> Iterator[tuple[str, dict[str, list[s
             yield f"reads every column {role!r} {what} read", reads
 
 
-def cell_edits(oracle: AccessOracle, event: Event, done: set[str]) -> Iterator[tuple[str, Event]]:
+def access_roles(oracle: Oracle) -> list[str] | None:
+    """The identities an access oracle decides for (None: not an access oracle).
+
+    Its own table's (a `PERMISSIONS` table), or those its prober's table lists (a policy
+    model's or derived rules' `parse_identity(...) == 'role'` comparisons).
+    """
+    from guardagent.counterfactuals.oracles import AccessOracle
+
+    for candidate in (oracle, getattr(oracle, "probe", None)):
+        if isinstance(candidate, AccessOracle):
+            return sorted(candidate.table)
+    return None
+
+
+def oracle_cells(oracle: Oracle) -> dict[Cell, bool] | None:
+    """Every cell an access oracle decides, with whether it allows it (None: no access oracle).
+
+    From the table of a `PERMISSIONS` oracle (:func:`access_cells`); else from the oracle's
+    decisions: each identity (and an unlisted one) reading every column of the schema at
+    once, a cell allowed unless the decision's violations list it (computed once per oracle,
+    and kept on it).
+    """
+    from guardagent.counterfactuals.oracles import PermissionsOracle
+
+    if isinstance(oracle, PermissionsOracle):
+        return access_cells(oracle.table)
+    roles = access_roles(oracle)
+    if roles is None:
+        return None
+    if oracle.decided_cells is None:
+        oracle.decided_cells = _decided_cells(oracle, roles)
+    return oracle.decided_cells
+
+
+def _decided_cells(oracle: Oracle, roles: list[str]) -> dict[Cell, bool]:
+    reads = {t: sorted(cols) for t, cols in sorted(EICU_COLUMNS.items())}
+    cells: dict[Cell, bool] = {}
+    for role in [*roles, UNLISTED_ROLE]:
+        event = Event(f"Identity: {role}\nQuestion: which rows are there?", ehr_reads_output(reads))
+        try:
+            got = oracle.decide(event)
+        except Exception:  # noqa: BLE001 - undecidable: every cell denied (and none probed)
+            got = None
+        for name, cols in reads.items():
+            for column in cols:
+                details = got.details if got is not None else None
+                if got is not None and got.label == 0:
+                    allowed = True
+                else:  # denied unless the violations say which cells are, and omit this one
+                    allowed = isinstance(details, dict) and column not in details.get(name, [])
+                cells[Cell(role, name, column)] = allowed
+    return cells
+
+
+def cell_edits(oracle: Oracle, event: Event, done: set[str]) -> Iterator[tuple[str, Event]]:
     """(what, event) probes of each identity not in `done` (which this adds to), on `event`.
 
     The event's `Identity:` line is set to the identity and its output replaced by one code
@@ -111,21 +172,25 @@ def cell_edits(oracle: AccessOracle, event: Event, done: set[str]) -> Iterator[t
     An identity is done once all its probes read exactly on one demonstration: the same
     probes built on the next one would only repeat them at the cost of sandbox runs.
     """
-    for role in [*sorted(oracle.table), UNLISTED_ROLE]:
+    cells = oracle_cells(oracle)
+    roles = access_roles(oracle)
+    if cells is None or roles is None:
+        return
+    for role in [*roles, UNLISTED_ROLE]:
         if role in done:
             continue
         agent_input = with_line(event.agent_input, "Identity", f"Identity: {role}", last=False)
         if agent_input is None:
             return  # no identity line to edit: coverage names every cell
         probes: list[tuple[str, Event]] = []
-        for what, reads in probe_reads(oracle.table, role):
+        for what, reads in probe_reads(cells, role):
             new = Event(agent_input, ehr_reads_output(reads))
             changed = {"parse_identity": role, "ehr_accessed_columns": reads}
             if "ehr_code" in oracle.readers:  # the code text itself: the probe's cell
                 changed["ehr_code"] = oracle.readers.read("ehr_code", new)
             if oracle.readers.exact(event, new, changed):
                 probes.append((what, new))
-        if len(probes) == len(list(probe_reads(oracle.table, role))):
+        if len(probes) == len(list(probe_reads(cells, role))):
             done.add(role)  # else another demonstration may read exactly; coverage tells
         yield from probes
 
@@ -141,15 +206,15 @@ def probed_cells(role: str, accessed: Mapping[str, list[str]], label: int,
             if c in accessed.get(t, [])}  # fmt: skip
 
 
-def coverage(table: Table, readers: Readers,
+def coverage(cells: Mapping[Cell, bool], readers: Readers,
              cases: Iterable[tuple[Event, int, Violations]]) -> Coverage:  # fmt: skip
-    """The coverage of `table` by `cases` (events with their expected label and details).
+    """The coverage of `cells` by `cases` (events with their expected label and details).
 
     Each case's identity and accessed columns are read back with the trusted readers (a
-    case they cannot read probes nothing); an identity the table does not list is probed as
+    case they cannot read probes nothing); an identity the cells do not list is probed as
     the unlisted role.
     """
-    cells = access_cells(table)
+    roles = {c.role for c in cells}
     probed: set[Cell] = set()
     for event, label, details in cases:
         try:
@@ -157,9 +222,9 @@ def coverage(table: Table, readers: Readers,
             accessed = readers.read("ehr_accessed_columns", event)
         except Exception:  # noqa: BLE001 - a case the readers refuse probes no cell
             continue
-        role = role if role in table else UNLISTED_ROLE
+        role = role if role in roles and role != UNLISTED_ROLE else UNLISTED_ROLE
         probed |= probed_cells(role, accessed, label, details) & cells.keys()
-    return Coverage(cells, probed, [c for c in cells if c not in probed])
+    return Coverage(dict(cells), probed, [c for c in cells if c not in probed])
 
 
 def coverage_problem(found: Coverage) -> str | None:
@@ -172,32 +237,47 @@ def coverage_problem(found: Coverage) -> str | None:
     )
     more = len(found.missing) - SHOWN_CELLS
     return (
-        f"{len(found.missing)} of the {len(found.cells)} cells of the permission table are "
-        f"probed by no counterfactual: {shown}{f' and {more} more' if more > 0 else ''}; "
+        f"{len(found.missing)} of the {len(found.cells)} access cells (identity x table x "
+        f"column) are probed by no counterfactual: {shown}"
+        f"{f' and {more} more' if more > 0 else ''}; "
         "give the demonstrations an `Identity:` line and name only columns of the schema"
     )
 
 
 def table_coverage(profile: Profile) -> Coverage | None:
-    """The coverage of a profile's permission table by its request's suite (None: no table)."""
-    from guardagent.counterfactuals.oracles import PermissionsOracle, oracle_for
+    """The coverage of a profile's access cells by its request's suite (None: no access oracle).
+
+    A permission table's, a policy model's or derived rules' (:func:`oracle_cells`).
+    """
+    from guardagent.counterfactuals.oracles import oracle_for
     from guardagent.counterfactuals.suite import demo_cases, request_suite
 
     oracle = oracle_for(profile)
-    if not isinstance(oracle, PermissionsOracle):
+    cells = None if oracle is None else oracle_cells(oracle)
+    if oracle is None or cells is None:
         return None
     cases = [*demo_cases(profile), *request_suite(profile).cases]
-    return coverage(oracle.table, oracle.readers,
+    return coverage(cells, oracle.readers,
                     [(Event(c.agent_input, c.agent_output), c.label, c.details)
                      for c in cases])  # fmt: skip
 
 
 def coverage_note(profile: Profile) -> str | None:
     """One line for `guardagent profile check`: how many cells the suite probes, and which not."""
+    from guardagent.counterfactuals.oracles import oracle_for
+
     found = table_coverage(profile)
-    if found is None:
-        return None
-    note = (f"permission table: {len(found.probed)} of {len(found.cells)} role x table x column "
+    oracle = oracle_for(profile)
+    return None if found is None or oracle is None else cells_note(found, oracle)
+
+
+def cells_note(found: Coverage, oracle: Oracle) -> str:
+    """One line: how many of the oracle's access cells the cases probe, and which they miss."""
+    from guardagent.counterfactuals.oracles import PermissionsOracle
+
+    source = ("permission table" if isinstance(oracle, PermissionsOracle)
+              else f"access cells of the {oracle.source}")  # fmt: skip
+    note = (f"{source}: {len(found.probed)} of {len(found.cells)} role x table x column "
             "cells probed by counterfactuals (each in its own direction)")  # fmt: skip
     if found.missing:
         more = len(found.missing) - SHOWN_CELLS

@@ -26,6 +26,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from guardagent.counterfactuals.cells import cell_edits
 from guardagent.counterfactuals.events import Event, with_column_read, with_line
 from guardagent.counterfactuals.expressions import Evaluator, parse_expression
 from guardagent.counterfactuals.oracles import (
@@ -168,6 +169,7 @@ class DerivedOracle(PolicyOracle):
         self._expressions: dict[str, ast.expr] = {}
         self._targets: dict[tuple[str, str, str], str] = {}  # (tool, group, item) -> name
         self._labels: dict[tuple[str, str], set[tuple[int, tuple[str, ...]]]] = {}
+        self._probed: set[str] = set()  # identities whose cells are probed (.cells)
         for pred in model.predicates:
             how = pred.assigned_by
             if how is None:
@@ -214,6 +216,8 @@ class DerivedOracle(PolicyOracle):
         if self.probe is not None:
             yield from self.probe.edits(event)
         yield from self._target_edits(event)
+        # access rules: each identity reads its allowed, denied and all columns (.cells)
+        yield from (Edit(what, new) for what, new in cell_edits(self, event, self._probed))
 
     def _target_edits(self, event: Event) -> Iterator[Edit]:
         """Each target read in addition (by each identity, for access rules).

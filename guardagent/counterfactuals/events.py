@@ -42,11 +42,15 @@ class Readers:
 
     def __init__(self, toolbox: Toolbox) -> None:
         functions = toolbox.functions()
+        slots = reader_slots(toolbox)
         self._readers: dict[str, tuple[Callable[..., Any], str]] = {
             name: (functions[name], reads[0])
-            for name, reads in reader_slots(toolbox).items()
+            for name, reads in slots.items()
             if set(reads) == {0}  # one event text, as the first argument
         }
+        self.complete = len(self._readers) == len(slots)
+        """Whether these are all the toolbox's readers (then :meth:`reading` is all a
+        program can learn of an event)."""
         self._snapshots: dict[Event, dict[str, str]] = {}
 
     def __contains__(self, name: object) -> bool:
@@ -66,6 +70,21 @@ class Readers:
             except Exception as exc:  # noqa: BLE001 - a reader that fails is a result too
                 out[name] = f"<{type(exc).__name__}>"
         return out
+
+    def reading(self, event: Event) -> str:
+        """Every reader's result on `event` as one text, a failure by its type and message.
+
+        Under the data-flow discipline a program learns of an event only what the readers
+        return (:mod:`guardagent.sandbox.dataflow`), so two events with the same reading are
+        decided alike by any program (when :attr:`complete`).
+        """
+        out = {}
+        for name in self._readers:
+            try:
+                out[name] = canonical(self.read(name, event))
+            except Exception as exc:  # noqa: BLE001 - a reader that fails is a result too
+                out[name] = f"<{type(exc).__name__}: {exc}>"
+        return canonical(out)
 
     def exact(self, old: Event, new: Event, changed: Mapping[str, Any] | None = None) -> bool:
         """Whether `new` reads as `old` but for the readers in `changed`, which read as given.

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, NamedTuple
 from typing_extensions import override
 
 from guardagent.counterfactuals.cells import UNLISTED_ROLE as UNLISTED_ROLE  # re-exported
-from guardagent.counterfactuals.cells import cell_edits
+from guardagent.counterfactuals.cells import Cell, cell_edits
 from guardagent.counterfactuals.events import (
     Event,
     Readers,
@@ -68,6 +68,7 @@ class Oracle(ABC):
         self.table = table
         self.readers = Readers(profile.tools())
         self.functions: dict[str, Callable[..., Any]] = profile.tools().functions()
+        self.decided_cells: dict[Cell, bool] | None = None  # an access oracle's (.cells)
 
     @classmethod
     def fits(cls, profile: Profile) -> bool:

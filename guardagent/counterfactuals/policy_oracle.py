@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from typing_extensions import override
 
+from guardagent.counterfactuals.cells import cell_edits
 from guardagent.counterfactuals.events import Event
 from guardagent.counterfactuals.oracles import (
     AccessOracle,
@@ -113,10 +114,20 @@ class AccessPolicyOracle(PolicyOracle):
     prober = AccessOracle
     needs = frozenset({"parse_identity", "ehr_accessed_columns", "eicu_ac_predicates"})
 
+    def __init__(self, model: PolicyModel, profile: Profile) -> None:  # noqa: D107
+        super().__init__(model, profile)
+        self._probed: set[str] = set()  # identities whose cells are probed (.cells)
+
     @classmethod
     @override
     def probe_table(cls, model: PolicyModel) -> Any:
         return access_table(model)
+
+    @override
+    def edits(self, event: Event) -> Iterator[Edit]:
+        """Identity flips, then each identity reading its allowed, denied and all columns."""
+        yield from self.probe.edits(event)
+        yield from (Edit(what, new) for what, new in cell_edits(self, event, self._probed))
 
     @override
     def predicates(self, event: Event) -> Predicates:

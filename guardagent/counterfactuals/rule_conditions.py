@@ -308,8 +308,11 @@ def rule_coverage(profile: Profile) -> RuleCoverage | None:
 def rule_coverage_note(profile: Profile) -> str | None:
     """One line for `guardagent profile check`: which rule conditions the suite probes."""
     found = rule_coverage(profile)
-    if found is None:
-        return None
+    return None if found is None else conditions_note(found)
+
+
+def conditions_note(found: RuleCoverage) -> str:
+    """One line: how many rule conditions the cases probe alone, and which they miss."""
     rules = list(dict.fromkeys(c.rule for c in found.conditions))
     note = (f"rule conditions: {len(found.probed)} of {len(found.conditions)} probed alone by "
             f"counterfactuals over {len(rules)} rules (category from the task, from the "

@@ -40,7 +40,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from guardagent.counterfactuals.cells import coverage, coverage_problem
+from guardagent.counterfactuals.cells import coverage, coverage_problem, oracle_cells
 from guardagent.counterfactuals.details import same_details
 from guardagent.counterfactuals.events import (
     Event,
@@ -53,7 +53,6 @@ from guardagent.counterfactuals.oracles import (
     POLICY_NAMES,
     Expected,
     Oracle,
-    PermissionsOracle,
     oracle_for,
 )
 from guardagent.counterfactuals.rule_conditions import (
@@ -151,7 +150,7 @@ def _irrelevant(
             yield Case(f"{demo.id}: {where} {short!r}", *new, demo.label, demo.details)
 
 
-def _oracle_cases(oracle: Oracle, profile: Profile
+def oracle_cases(oracle: Oracle, profile: Profile
                   ) -> tuple[list[Case], list[str], RuleCoverage | None]:  # fmt: skip
     """Cases from every demonstration's edits, the oracle's disagreements and gaps.
 
@@ -195,10 +194,11 @@ def _oracle_cases(oracle: Oracle, profile: Profile
             + "; ".join(repr(r) for r in missing)
             + ": add a labelled denial for each"
         )
-    if isinstance(oracle, PermissionsOracle):  # every role x table x column cell (.cells)
+    cells = oracle_cells(oracle)  # every identity x table x column cell (.cells)
+    if cells is not None:
         probes = [(_event(d), d.label, d.details) for d in profile.demonstrations]
         probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
-        gap = coverage_problem(coverage(oracle.table, oracle.readers, probes))
+        gap = coverage_problem(coverage(cells, oracle.readers, probes))
         problems += [gap] if gap else []
     table = category_table_of(oracle)
     conditions = None if table is None else category_coverage(oracle, table, decided)
@@ -288,7 +288,7 @@ def _build_suite(profile: Profile) -> Suite:
     problems: list[str] = []
     conditions = None
     if oracle is not None:
-        cases, problems, conditions = _oracle_cases(oracle, profile)
+        cases, problems, conditions = oracle_cases(oracle, profile)
         rules = oracle.rules()
     else:
         rules, problems = quoted_problems(profile)
@@ -302,7 +302,29 @@ def _build_suite(profile: Profile) -> Suite:
     for demo in profile.demonstrations:
         cases += _irrelevant(readers, demo, texts)
     kind = oracle.kind if oracle else "demonstrations"
-    return Suite(kind, tuple(cases), tuple(problems), conditions)
+    return Suite(kind, tuple(_distinct(readers, cases, profile)), tuple(problems), conditions)
+
+
+def _distinct(readers: Readers, cases: list[Case], profile: Profile) -> list[Case]:
+    """The cases less those that read, and are expected, as an earlier one or a demonstration.
+
+    Any program decides events with the same reading alike (:meth:`Readers.reading`), so a
+    repeat costs a sandbox run and probes nothing more; coverage, computed before, is the
+    same. A toolbox with readers of another shape keeps every case.
+    """
+    if not readers.complete:
+        return cases
+    seen: set[tuple[str, int, str]] = set()
+    for demo in profile.demonstrations:
+        seen.add((readers.reading(_event(demo)), demo.label, canonical(demo.details)))
+    kept: list[Case] = []
+    for case in cases:
+        key = (readers.reading(Event(case.agent_input, case.agent_output)), case.label,
+               canonical(case.details))  # fmt: skip
+        if key not in seen:
+            seen.add(key)
+            kept.append(case)
+    return kept
 
 
 def program_cases(profile: Profile, code: str) -> list[Case]:

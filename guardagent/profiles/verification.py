@@ -51,7 +51,7 @@ def extract_code(reply: str) -> str:
 
 
 MAX_PROBLEMS = 12
-"""Verification stops after this many mismatches: the program is refused either way."""
+"""Mismatches reported at most (verification stops after the first batch that holds one)."""
 PARALLEL_RUNS = 4
 """Sandbox runs at once while verifying (one forked child each)."""
 
@@ -107,8 +107,9 @@ def run_cases(
 ) -> list[str]:  # fmt: skip
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
-    Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches, so a
-    program that is wrong is refused after its first batches of mismatches. With
+    Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches; a
+    program is refused after the first batch that holds a mismatch (at most `MAX_PROBLEMS`
+    of them reported): the rest of the suite cannot make it verify. With
     `own_verdicts`, a run that assigned no predicate is judged by its own verdict rather
     than by `policy` (rules derived from the request judge both styles of program).
     """
@@ -132,9 +133,12 @@ def run_cases(
             else:
                 found = list(pool.map(run, chunk))
             problems += [p for p in found if p is not None]
-            if len(problems) >= MAX_PROBLEMS:
+            if len(problems) > MAX_PROBLEMS:
                 problems = problems[:MAX_PROBLEMS]
-                problems.append(f"(verification stopped after {MAX_PROBLEMS} problems)")
+            if problems:  # refused either way: the rest of the suite would only cost time
+                if start + batch < len(pending):
+                    problems.append(f"(verification stopped at the first batch of {batch} "
+                                    "cases with a mismatch)")  # fmt: skip
                 break
     return problems
 
