@@ -26,16 +26,22 @@ KEY = "sk-Live-7f3a9c2e4b1d"
 
 @pytest.fixture
 def decoded() -> Iterator[Counter[str]]:
-    """How many times each view was decoded (one layer, :func:`decoders.decodings`)."""
+    """How many times each view was decoded (one layer: :func:`decoders.decodings`, or
+    :func:`decoders.first_decodings` for a value as written)."""
     seen: Counter[str] = Counter()
-    real = secrets.decodings
+    real, real_first = secrets.decodings, secrets.first_decodings
 
     def counting(view: str) -> Any:
         seen[view] += 1
         return real(view)
 
+    def counting_first(view: str) -> Any:
+        seen[view] += 1
+        return real_first(view)
+
     clear_caches()
-    with mock.patch.object(secrets, "decodings", counting):
+    with mock.patch.object(secrets, "decodings", counting), \
+            mock.patch.object(secrets, "first_decodings", counting_first):
         yield seen
     clear_caches()
 
