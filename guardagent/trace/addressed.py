@@ -69,8 +69,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.kinds import Value
 from guardagent.trace.normal import normalize_text, tokens
 from guardagent.trace.reader_orders import order_cue
-from guardagent.trace.reading import readings, text_keys
-from guardagent.trace.state import message_tokens
+from guardagent.trace.reading import message_tokens, readings, text_keys
 from guardagent.trace.vocatives import address_cue
 
 

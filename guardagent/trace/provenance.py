@@ -38,13 +38,13 @@ from guardagent.trace.kinds import nobody
 from guardagent.trace.labels import Labels, SourceKind
 from guardagent.trace.messages import ToolCall, Trace
 from guardagent.trace.native import Automaton
+from guardagent.trace.reading import message_tokens
 from guardagent.trace.redirects import every_carried
 from guardagent.trace.state import (
     TraceIndex,
     echo_of,
     flatten,
     message_keys,
-    message_tokens,
     posted,
 )
 from guardagent.trace.summaries import SUMMARY_SOURCE

@@ -274,3 +274,13 @@ def boundary_keys(tail: str, head: str, region: str | None, year: int | None) ->
         entry = Reading.of(keys)
         BOUNDARIES.put(key, entry)
     return entry
+
+
+def message_tokens(text: str) -> list[str]:
+    """A message's word tokens, both readings joined by a token no phrase contains."""
+    out: list[str] = []
+    for reading in readings(text):
+        if out:
+            out.append("\x00")
+        out.extend(tokens(normalize_text(reading)))
+    return out

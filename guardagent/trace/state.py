@@ -81,7 +81,7 @@ from guardagent.trace.budget import check_budget
 from guardagent.trace.chain import GENESIS, chains
 from guardagent.trace.dates import host_year, trace_year
 from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.normal import normalize_text, reading_form, tokens
+from guardagent.trace.normal import reading_form
 from guardagent.trace.reading import (
     CALLS,
     MAX_CACHED_CALLS,
@@ -198,16 +198,6 @@ def written_keys(call: ToolCall, region: str | None, year: int | None = None) ->
     more can only deny.
     """
     return set(_cached_call("written", call, region, year, _written_keys))
-
-
-def message_tokens(text: str) -> list[str]:
-    """A message's word tokens, both readings joined by a token no phrase contains."""
-    out: list[str] = []
-    for reading in readings(text):
-        if out:
-            out.append("\x00")
-        out.extend(tokens(normalize_text(reading)))
-    return out
 
 
 _NO_ECHO: frozenset[str] = frozenset()
