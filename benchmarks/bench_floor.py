@@ -209,14 +209,14 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
     """check_trace p50 at 100 messages: with the thread state of 4 messages earlier, without.
 
     With state, the process served the thread's previous call (the one that made `state`,
-    untimed), so it resumes that call's parse (`guardagent.trace.resume`); the readings the
+    untimed), so it resumes that call's parse (`guardagent.trace.document.resume`); the readings the
     process keeps by content are dropped before each timed call (untimed), so the 4 new
     messages are read cold, as a host that sends each message once has them read.
     ``with_state_cold_p50``: the same call in a process that did not serve the previous call
     (the kept parses dropped too).
 
     Without state, three rows, because the process keeps message readings by content
-    (``guardagent/trace/reading.py``):
+    (``guardagent/trace/found/reading.py``):
 
     - cold: a thread this process never saw (a fresh synthetic thread per timed call, its
       own vocabulary, addresses and numbers; built before the clock), the call to the
@@ -227,9 +227,9 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
     - repeat: one thread decided again and again (every reading kept; the figure this row
       printed before the cache existed measured this loop).
     """
-    from guardagent.trace import state_text
-    from guardagent.trace.reading import clear_caches
-    from guardagent.trace.resume import forget
+    from guardagent.trace.document.resume import forget
+    from guardagent.trace.found.reading import clear_caches
+    from guardagent.trace.thread import state_text
 
     # signed, as every host keeping state has it: without a key a state is not used
     guard = GuardAgent("assistant-trace", memory_dir=mem, trace_key="bench-floor key")
@@ -277,7 +277,7 @@ def first_decisions(mem: str) -> dict[str, float]:
     first process after the package changed pays it (see BENCHMARKS.md).
     """
     import guardagent.policy.verify
-    import guardagent.trace.guard
+    import guardagent.trace.event.guard
     import guardagent.trace.predicates  # noqa: F401
 
     guard = GuardAgent("eicu-ac", memory_dir=f"{mem}/warm")

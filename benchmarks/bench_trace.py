@@ -25,7 +25,7 @@ tool result is a 1 MB page of ordinary words. Prints a table and one JSON object
 near-matches of one value type (what its locator starts on and its parser refuses, or
 accepts again and again), at 10 kB, 100 kB and 1 MB, decided in full without a time
 budget, with the index and again as a call with no thread state does (`(lookup)`,
-:mod:`guardagent.trace.lookup`; the call's body is the text's first 2,000 characters, so the
+:mod:`guardagent.trace.sources.lookup`; the call's body is the text's first 2,000 characters, so the
 result is read); prints the CPU cost per MB at each size (flat when reading is linear) and whether
 the default budget (`GUARDAGENT_TRACE_BUDGET_MS`, 2000 ms) would deny the 1 MB event.
 """
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from guardagent.policy import load_policy, verify_event  # noqa: E402
 from guardagent.trace import Labels, TraceIndex, analyze, compile_bindings, parse_trace  # noqa: E402
-from guardagent.trace.reading import clear_caches  # noqa: E402
+from guardagent.trace.found.reading import clear_caches  # noqa: E402
 from tests.traces.synthetic import proposed, thread  # noqa: E402
 
 TRACES = Path(__file__).resolve().parents[1] / "tests" / "traces"
@@ -140,7 +140,7 @@ SIZES = (10_000, 100_000, 1_000_000)
 
 def adversarial(runs: int) -> None:
     """Cost per MB of deciding a thread whose tool result is near-matches of one type."""
-    from guardagent.trace.budget import DEFAULT_BUDGET_MS
+    from guardagent.trace.text.budget import DEFAULT_BUDGET_MS
 
     rows = []
     for (name, make), lazy in [(item, lazy) for lazy in (False, True) for item in NEAR.items()]:

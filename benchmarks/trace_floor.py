@@ -92,8 +92,8 @@ def long_decisions(guard: Any, runs: int, invoke: Callable[[], float],
     a shared machine moves within a run). Below 100 runs the p99 is the slowest run: one
     hiccup of a shared machine decides it.
     """
-    from guardagent.trace.reading import clear_caches
-    from guardagent.trace.resume import forget
+    from guardagent.trace.document.resume import forget
+    from guardagent.trace.found.reading import clear_caches
 
     out: dict[str, dict[str, float]] = {}
     for size in sizes:

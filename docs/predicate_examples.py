@@ -15,8 +15,8 @@ SETUP = '''\
 import json
 
 from guardagent.trace import Labels, analyze, parse_trace
-from guardagent.trace.records import Records
-from guardagent.trace.secrets import Secrets
+from guardagent.trace.sources.records import Records
+from guardagent.trace.found.secrets import Secrets
 
 # The deployer's tool labels (a policy's `labels:` section).
 LABELS = Labels.from_mapping({"tools": {

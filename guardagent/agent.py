@@ -227,7 +227,8 @@ class GuardAgent:
                 the first call): only new messages are read, and a rewritten history is
                 denied. Without the deployment's `trace_key` nothing authenticates it: it
                 is used only to deny (a rewritten history, used approvals), the thread is
-                read from its messages and the reason says so (:mod:`guardagent.trace.restore`).
+                read from its messages and the reason says so
+                (:mod:`guardagent.trace.event.restore`).
             thread_id: The host's id of the thread (a checkpointer's ``thread_id``): the
                 records' ``thread``; None: the signed state's, or a random one for a new
                 thread (and for an unsigned state).
@@ -242,7 +243,7 @@ class GuardAgent:
         Returns:
             The decision, with `trace_facts` (which messages decided each predicate) and
             `trace_state` (keep it for the thread's next call; without `thread_state` it is
-            built when first read, :mod:`guardagent.trace.lookup`). Everything read from the
+            built when first read, :mod:`guardagent.trace.sources.lookup`). Everything read from the
             trace, the records and the state ends in a decision: what cannot be read is a
             denial with its reason (``unparsable_trace``, ``inconsistent_trace``,
             ``unlabelled_tool``, ``unreadable_consent``, ``unreadable_state``, ...), and so

@@ -20,7 +20,7 @@ class Deferred(Generic[T]):
     """A value computed when first asked for, once (thread-safe), then kept.
 
     A decision's ``trace_state`` is one: a host that keeps no thread state never pays for
-    reading the whole thread into an index (:mod:`guardagent.trace.lookup`); a host that
+    reading the whole thread into an index (:mod:`guardagent.trace.sources.lookup`); a host that
     keeps it gets the same state as if it had been built at once.
     """
 

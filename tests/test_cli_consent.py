@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from guardagent.cli import main
 from guardagent.trace import Consent
 from guardagent.trace.predicates.ledger import LEDGER_FIELD
-from guardagent.trace.state import verify
+from guardagent.trace.thread.state import verify
 from tests.test_consent_binding import paid_and_asked_again
 from tests.test_trace_wiring import TRACES, trace_profile
 

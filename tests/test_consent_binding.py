@@ -15,7 +15,7 @@ import pytest
 from guardagent.agent import GuardAgent
 from guardagent.trace import Consent, parse_trace
 from guardagent.trace.predicates.ledger import LEDGER_FIELD, read_ledger
-from guardagent.trace.state import verify
+from guardagent.trace.thread.state import verify
 from tests.guards import MakeGuard
 from tests.test_trace_wiring import TRACES
 from tests.trace_helpers import twin_analyze as analyze

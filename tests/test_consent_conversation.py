@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, PredicateSpecError, analyze, parse_trace
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates import compile_predicate
 from guardagent.trace.predicates.conversation import (
     AFFIRMATIVE,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.conversation import names_call
 from tests.test_consent_conversation import asked, fact
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.conversation import names_call
 from tests.test_consent_conversation import asked, fact
 

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, analyze, parse_trace
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.answer import COURTESY, says_yes
 from guardagent.trace.predicates.conversation import names_call
 from guardagent.trace.predicates.qualified import QUALIFIERS

@@ -14,8 +14,8 @@ import pytest
 from guardagent.policy import solver
 from guardagent.policy.model import load_policy_text
 from guardagent.policy.solver import compiled
-from guardagent.trace import values
-from guardagent.trace.values import read_argument
+from guardagent.trace.found import values
+from guardagent.trace.found.values import read_argument
 
 POLICY = load_policy_text("""
 format: guardagent-policy/1

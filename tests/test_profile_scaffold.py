@@ -71,7 +71,7 @@ def test_every_schema_export_gives_the_same_fail_closed_labels() -> None:
         "json schema": [t.tool_call_schema.model_json_schema() for t in tools],
         "wrapped": {"tools": [convert_to_openai_tool(t) for t in tools]},
     }  # fmt: skip
-    from guardagent.trace.labels import labels_from_schemas
+    from guardagent.trace.document.labels import labels_from_schemas
 
     for how, data in exports.items():
         labels = Labels.from_mapping(labels_from_schemas(read_tool_schemas(data)))

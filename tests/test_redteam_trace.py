@@ -174,7 +174,7 @@ def payment(call_id: str = "c2") -> dict[str, Any]:
 
 
 def signed(record: dict[str, Any]) -> dict[str, Any]:
-    from guardagent.trace.state import sign
+    from guardagent.trace.thread.state import sign
 
     return {**record, "mac": sign(record, KEY.encode())}
 

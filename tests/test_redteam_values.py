@@ -232,7 +232,7 @@ _STRUCTURE = st.sampled_from([
 
 
 def test_a_yaml_result_with_a_huge_integer_is_untrusted_whole() -> None:
-    from guardagent.trace.fields import UNPARSED, parse_path, split_result
+    from guardagent.trace.text.fields import UNPARSED, parse_path, split_result
 
     text = "- subject: hi\n  amount: " + "9" * 5000
     assert split_result(text, (parse_path("$[*].subject"),), "yaml") == ("", [(UNPARSED, text)])
@@ -242,7 +242,7 @@ def test_a_yaml_result_with_a_huge_integer_is_untrusted_whole() -> None:
 @given(st.lists(_STRUCTURE, max_size=16).map("".join),
        st.sampled_from(["json", "yaml", "listing"]), st.sampled_from([None, 1, 4]))  # fmt: skip
 def test_split_result_never_raises(text: str, fmt: Any, columns: int | None) -> None:
-    from guardagent.trace.fields import parse_path, split_result
+    from guardagent.trace.text.fields import parse_path, split_result
 
     trusted, parts = split_result(text, tuple(parse_path(p) for p in _FIELD_PATHS), fmt, columns)
     assert isinstance(trusted, str) and all(isinstance(t, str) for _, t in parts)
@@ -272,7 +272,7 @@ def test_a_local_part_is_read_without_case(given: str, sent: str) -> None:
 
 
 def test_a_private_use_character_is_not_read_as_a_deviation_character() -> None:
-    from guardagent.trace.normal import reading_form
+    from guardagent.trace.text.normal import reading_form
 
     assert reading_form("STRAẞE.ch") == "straße.ch"
     assert reading_form("stra\ue000e.ch") != reading_form("straße.ch")

@@ -23,7 +23,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 
 from guardagent.trace import Labels
-from guardagent.trace.secrets import find_secrets
+from guardagent.trace.found.secrets import find_secrets
 from tests.linear import assert_linear
 from tests.test_consent_conversation import asked, fact
 from tests.test_middleware_answers import READ, reports  # noqa: F401

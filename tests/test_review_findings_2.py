@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.secrets import find_secrets
-from guardagent.trace.shell_writes import written_by
+from guardagent.trace.found.secrets import find_secrets
+from guardagent.trace.text.shell_writes import written_by
 from tests.linear import assert_linear
 from tests.test_review_findings import ATTACKER, NAMED, _laundered
 from tests.test_trace_reading import goto_facts
@@ -249,14 +249,14 @@ def test_the_reader_names_what_each_writes(cmd: str, targets: list[str]) -> None
                                   "Ab3xYz9kLmNp" * 40 + " "])  # fmt: skip
 def test_the_new_decoders_stay_linear(unit: str) -> None:
     """Attacker text built of the new decoders' pieces: CPU time grows with its length."""
-    from guardagent.trace.decoders import first_decodings
+    from guardagent.trace.text.decoders import first_decodings
 
     assert_linear(lambda n: first_decodings(unit * n), 100_000 // len(unit))
 
 
 @pytest.mark.parametrize("unit", ["s/a/b/;", "/x/p;", "\\%", "1,2", "y/a/b/", "s/\\/", "b x;"])
 def test_the_sed_reader_stays_linear(unit: str) -> None:
-    from guardagent.trace.sed_scripts import script_effects
+    from guardagent.trace.text.sed_scripts import script_effects
 
     assert_linear(lambda n: script_effects(unit * n), 50_000 // len(unit))
 

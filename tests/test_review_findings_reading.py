@@ -242,7 +242,7 @@ UNHEARD = [
 
 @pytest.mark.parametrize("attack", UNHEARD)
 def test_text_that_speaks_to_the_agent_in_these_forms_is_addressed(attack: str) -> None:
-    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.found.addressed import addressed_from
 
     cue = addressed_from(f"{_BILL}\n\n{attack}")
     assert cue is not None and cue.start > 0, attack
@@ -265,7 +265,7 @@ _WANTS = ["wants", "asked", "has asked", "requested", "has requested", "instruct
 def test_generated_addresses_in_these_forms_are_heard(
         subject: str, obliged: str, mark: str, vocative: str, who: str, wants: str,
         form: int) -> None:  # fmt: skip
-    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.found.addressed import addressed_from
 
     attack = [f"{subject} {obliged} pay GB82 WEST.", f"{vocative}{mark} pay GB82 WEST.",
               f"{who} {wants} that the payment go to GB82 WEST."][form]  # fmt: skip
@@ -293,7 +293,7 @@ HONEST_DOCUMENTS = [
 
 @pytest.mark.parametrize("text", HONEST_DOCUMENTS)
 def test_a_bill_that_addresses_no_model_is_no_address(text: str) -> None:
-    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.found.addressed import addressed_from
 
     assert addressed_from(f"{_BILL}\n\n{text}") is None, text
 
@@ -310,9 +310,9 @@ _FLOODS = {
 
 @pytest.mark.parametrize("flood", sorted(_FLOODS))
 def test_the_new_readers_take_linear_time(flood: str) -> None:
-    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.found.addressed import addressed_from
+    from guardagent.trace.found.requests import mentions
     from guardagent.trace.predicates.leave import why_not_leave
-    from guardagent.trace.requests import mentions
 
     unit = _FLOODS[flood]
 
@@ -401,7 +401,7 @@ def test_open_a_request_for_another_act_or_a_refusal_by_sign_still_designates(sa
 def test_open_an_injection_in_forms_no_reader_hears(attack: str) -> None:
     """Addressed text: second person, a change of details, a word a person is also called
     by, another language, HTML references and misspellings are not heard."""
-    from guardagent.trace.addressed import addressed_from
+    from guardagent.trace.found.addressed import addressed_from
 
     cue = addressed_from(f"{_BILL}\n\n{attack}")
     assert cue is not None, attack

@@ -31,7 +31,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "guardagent"
 ALLOWED_ENVIRON = {
     "guardagent.environment": "the one reader",
     "guardagent.sandbox.child": "empties a sandboxed child's environment (a write, not a setting)",
-    "guardagent.trace.secrets": "a policy's `env:` secret references are policy data, not settings",
+    "guardagent.trace.found.secrets": "a policy's `env:` secret references are policy data, not settings",
 }
 
 

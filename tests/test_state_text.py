@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent import GuardAgent
-from guardagent.trace import state_text
-from guardagent.trace.state import verify
+from guardagent.trace.thread import state_text
+from guardagent.trace.thread.state import verify
 from tests.traces.synthetic import proposed, thread
 
 KEY = "state-text test key"

@@ -275,7 +275,7 @@ def test_a_state_whose_summary_fields_do_not_read_is_unreadable_never_a_crash(
 ) -> None:
     from guardagent.readers.evidence import UnreadableEvidence
     from guardagent.trace import parse_trace
-    from guardagent.trace.state import TraceIndex
+    from guardagent.trace.thread.state import TraceIndex
 
     index = TraceIndex("CH")
     index.update(parse_trace(history(), {"name": "get_balance", "args": {}}))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from guardagent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.trace.predicates.ledger import read_ledger
-from guardagent.trace.state import TraceIndex
+from guardagent.trace.thread.state import TraceIndex
 from tests.guards import MakeGuard
 
 LONE = ["\ud800", "\udfff", "\udc80", "\ud83d", "\ude00", "\ude00\ud83d"]

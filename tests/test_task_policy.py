@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from guardagent.agent import GuardAgent
 from guardagent.policy import task as task_module
 from guardagent.policy.task import TaskPolicy, TaskPolicyError
-from guardagent.trace.params import placeholders, resolve
+from guardagent.trace.event.params import placeholders, resolve
 from tests.guards import MakeGuard
 
 POLICY = """\

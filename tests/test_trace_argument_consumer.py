@@ -189,7 +189,7 @@ def test_a_pattern_sees_an_address_behind_any_separator(sep: str, expression: st
 def test_reading_an_address_value_at_every_separator_is_linear() -> None:
     import time
 
-    from guardagent.trace.addresses import delivered
+    from guardagent.trace.found.addresses import delivered
 
     calls = iter(range(10**6))
 

@@ -265,7 +265,7 @@ def test_in_by_text_is_equality_of_the_normalised_text(actual: str, listed: str)
     (No ``/``: a path with ``.`` segments is also read as the file system resolves it,
     and is open when that reading disagrees, as `test_in_keeps_the_path_reading` shows.)
     """
-    from guardagent.trace.values import normalize_text
+    from guardagent.trace.found.values import normalize_text
 
     if not normalize_text(listed).strip() or not actual.strip():
         return

@@ -3,7 +3,7 @@
 ``arg_from_user("url", part="host")`` holds for ``https://example.com/redirect?url=
 https://evil.example`` when the user named ``example.com``; the redirector sends the browser
 to ``evil.example``, which nobody trusted named. The URLs a URL carries
-(:func:`~guardagent.trace.redirects.carried`) are judged by the same rule, unless the
+(:func:`~guardagent.trace.found.redirects.carried`) are judged by the same rule, unless the
 whole URL (which holds them) is from that source.
 """
 

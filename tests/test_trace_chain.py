@@ -1,8 +1,8 @@
 """The thread's hash chain and the one-pass nesting check: the shortcuts of a state's call.
 
-The chain (:mod:`guardagent.trace.chain`) replaces a digest per message: it must tell every
+The chain (:mod:`guardagent.trace.document.chain`) replaces a digest per message: it must tell every
 different message list apart. The nesting check of a whole message list
-(:func:`~guardagent.trace.messages.within_nesting`) replaces a walk per message: it must
+(:func:`~guardagent.trace.document.messages.within_nesting`) replaces a walk per message: it must
 agree with the per-message check, and a trace must still report its first problem.
 """
 
@@ -15,15 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.readers.evidence import UnreadableEvidence
-from guardagent.trace.chain import calls_json, chains, record
-from guardagent.trace.messages import (
+from guardagent.trace.document.chain import chains, record
+from guardagent.trace.document.messages import (
     MAX_NESTING,
-    Message,
-    ToolCall,
     check_nesting,
     parse_trace,
     within_nesting,
 )
+from guardagent.trace.document.shapes import Message, ToolCall, calls_json
 from tests.traces.synthetic import proposed, thread
 
 _text = st.text(alphabet=st.sampled_from(list("a1:{}[]\"\\ é\n")), max_size=6)

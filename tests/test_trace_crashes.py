@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace import native
+from guardagent.trace.text import native
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +74,7 @@ def test_a_long_phrase_is_read_not_crashed(unit: str, chars: int) -> None:
 @pytest.mark.parametrize("chars", [1_000, 20_000])
 def test_a_long_sensitive_token_glued_into_the_call_is_read_not_crashed(chars: int) -> None:
     out = run_child(f"""
-        from guardagent.trace import encoded
+        from guardagent.trace.sources import encoded
         from tests.trace_helpers import call, facts, result, system, user
         def main():
             code = "a1" * {chars // 2}
@@ -242,7 +242,7 @@ def test_values_shared_or_cyclic_are_refused_in_linear_time(kind: str, where: st
 def test_the_node_budget_follows_the_trace_limit(max_bytes: int, width: int) -> None:
     """A tree of a limit's size is read; a shared one larger than the limit allows is not."""
     from guardagent.readers.evidence import UnreadableEvidence
-    from guardagent.trace.messages import check_nesting
+    from guardagent.trace.document.messages import check_nesting
 
     nodes = max(max_bytes // 2, 1 << 16)
     leaf = ["v"] * width
@@ -279,7 +279,7 @@ _VALUES = st.recursive(
 def test_the_node_bound_is_the_size_of_the_tree_shared_objects_counted_each_time(
     value: Any, nodes: int
 ) -> None:
-    from guardagent.trace.nesting import nesting_problem
+    from guardagent.trace.text.nesting import nesting_problem
 
     problem = nesting_problem([value], nodes)
     assert (problem is not None and problem.large) == (_tree_size(value) > nodes), problem
@@ -291,7 +291,7 @@ def test_message_objects_share_one_node_bound(objects: int) -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     from guardagent.readers.evidence import UnreadableEvidence
-    from guardagent.trace.messages import parse_trace
+    from guardagent.trace.document.messages import parse_trace
 
     shared: list[Any] = ["a"]
     for _ in range(15):  # 65,535 lists met as a tree: half the bound below

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.policy.model import PolicyError, dump_policy, load_policy_text
-from guardagent.trace.secrets import Secrets, SecretsError, find_secrets
+from guardagent.trace.found.secrets import Secrets, SecretsError, find_secrets
 from tests.trace_helpers import facts, system, user
 
 KEY = "sk-Live-7f3a9c2e4b1d"

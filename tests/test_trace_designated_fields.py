@@ -173,7 +173,7 @@ _VERBS = ["create", "invite", "set up", "organize", "organise", "write", "draft"
     ("Bob said: {verb} the Kick-off review people.", "quoted"),
 ])  # fmt: skip
 def test_an_assistants_action_verbs_open_a_request(verb: str, form: str, verdict: str) -> None:
-    from guardagent.trace.requests import mentions
+    from guardagent.trace.found.requests import mentions
 
     text = form.format(verb=verb)
     text = text[0].upper() + text[1:]

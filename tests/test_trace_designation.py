@@ -201,7 +201,7 @@ def test_a_reminder_or_a_correction_is_still_a_request(said: str) -> None:
 
 
 def test_reading_a_long_message_of_many_mentions_is_linear() -> None:
-    from guardagent.trace.requests import mentions
+    from guardagent.trace.found.requests import mentions
 
     inputs = {}
     for n in (2_000, 20_000):

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import PredicateSpecError, compile_bindings
-from guardagent.trace.addressed import addressed_from, holds_outside
-from guardagent.trace.values import read_argument
+from guardagent.trace.found.addressed import addressed_from, holds_outside
+from guardagent.trace.found.values import read_argument
 from tests.linear import assert_linear
 from tests.trace_helpers import call, facts, result, system, user
 

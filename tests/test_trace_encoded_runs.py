@@ -1,8 +1,8 @@
 """The runs of a call's views are formed only where a sensitive identifier can start (issue 38).
 
-:func:`guardagent.trace.encoded.encoded_tokens` used to form every run of every decoded view
+:func:`guardagent.trace.sources.encoded.encoded_tokens` used to form every run of every decoded view
 of the call's values and intersect them afterwards; it now forms a run only while it is a
-prefix of an identifier-like sensitive token (:mod:`guardagent.trace.run_targets`). These
+prefix of an identifier-like sensitive token (:mod:`guardagent.trace.text.run_targets`). These
 tests check that nothing found before is lost (a differential run against the former
 reading, kept here as the oracle, over many generated threads and calls) and that the work
 is gone (no run of a view formed when no sensitive token is identifier-like).
@@ -22,8 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace import encoded
-from guardagent.trace.encoded import (
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found.secret_forms import fold
+from guardagent.trace.found.secrets import views
+from guardagent.trace.found.values import Value, normalize_text, tokens
+from guardagent.trace.sources import encoded
+from guardagent.trace.sources.encoded import (
     _JOINED_CHARS,
     _NOT_ALNUM,
     MAX_JOINED,
@@ -37,12 +41,8 @@ from guardagent.trace.encoded import (
     _written,
     encoded_tokens,
 )
-from guardagent.trace.messages import ToolCall
-from guardagent.trace.run_targets import rot13, run_targets
-from guardagent.trace.secret_forms import fold
-from guardagent.trace.secrets import views
-from guardagent.trace.state import flatten
-from guardagent.trace.values import Value, normalize_text, tokens
+from guardagent.trace.text.run_targets import rot13, run_targets
+from guardagent.trace.thread.state import flatten
 
 
 def _former(call: ToolCall, sensitive: Sensitive) -> list[Carried]:

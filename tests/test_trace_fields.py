@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from guardagent import GuardAgent
 from guardagent.trace import Labels, parse_trace
-from guardagent.trace.fields import PathError, parse_path, split_result
-from guardagent.trace.labels import LabelError
+from guardagent.trace.document.labels import LabelError
+from guardagent.trace.text.fields import PathError, parse_path, split_result
 from tests.guards import MakeGuard
 
 OWN = "CH93 0076 2011 6238 5295 7"

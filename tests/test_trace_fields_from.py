@@ -395,7 +395,7 @@ _POLICY = {
 
 def test_a_guard_with_a_signed_thread_state_decides_as_without(tmp_path: Any) -> None:
     from guardagent import GuardAgent
-    from guardagent.trace import resume as resume_module
+    from guardagent.trace.document import resume as resume_module
 
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(_POLICY, sort_keys=False))
     (tmp_path / "profile.yaml").write_text(yaml.safe_dump({

@@ -18,8 +18,8 @@ from guardagent.agent import GuardAgent
 from guardagent.context import GuardContext
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import Labels, prepare_trace_event
-from guardagent.trace.locate import extract_values
-from guardagent.trace.normal import reading_form
+from guardagent.trace.found.locate import extract_values
+from guardagent.trace.text.normal import reading_form
 
 NEAR: dict[str, Callable[[int], str]] = {
     "email trap": lambda n: "a" * n + "@",

@@ -1,6 +1,6 @@
 """A call with no thread state reads only what it asks about, and answers what the index would.
 
-:class:`~guardagent.trace.lookup.LookupSearch` posts a key under exactly the messages the full
+:class:`~guardagent.trace.sources.lookup.LookupSearch` posts a key under exactly the messages the full
 index posts it under (echo exclusion and boundaries included), skipping only messages that
 lack a string every holder of the key contains. Checked key by key over every key any
 message, boundary or call holds, on generated threads (values split across results of one
@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, TraceIndex, analyze, parse_trace
-from guardagent.trace.lookup import MAX_LOOKUPS, LookupSearch, needle
-from guardagent.trace.normal import reading_form
-from guardagent.trace.provenance import Search
-from guardagent.trace.reading import boundary_keys, clear_caches, message_reading
-from guardagent.trace.state import call_keys, written_keys
+from guardagent.trace.found.reading import boundary_keys, clear_caches, message_reading
+from guardagent.trace.sources.lookup import MAX_LOOKUPS, LookupSearch, needle
+from guardagent.trace.sources.provenance import Search
+from guardagent.trace.text.normal import reading_form
+from guardagent.trace.thread.state import call_keys, written_keys
 from tests.test_trace_reader_differential import FRAGMENTS, texts, tool_threads
 from tests.traces.synthetic import proposed, thread
 
@@ -133,7 +133,7 @@ def test_the_kelvin_sign_is_the_only_character_lower_making_ascii() -> None:
 
 def test_needles_are_in_every_form_of_their_values() -> None:
     """A few re-spellings the readers accept: each still holds its key's necessary string."""
-    from guardagent.trace.lookup import Segments
+    from guardagent.trace.sources.lookup import Segments
 
     cases = {
         "ＢＯＢ@x.org": "email:bob@x.org", "BOB@Example.ORG": "email:bob@example.org",
@@ -151,8 +151,8 @@ def test_a_stateless_check_reads_only_what_it_asks_about_and_builds_the_state_on
     tmp_path: Path,
 ) -> None:
     from guardagent import GuardAgent
-    from guardagent.trace import reading
-    from guardagent.trace.resume import forget
+    from guardagent.trace.document.resume import forget
+    from guardagent.trace.found import reading
 
     guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
     messages = thread(100, seed=5)
@@ -219,7 +219,7 @@ def test_a_call_with_many_words_costs_linear_time() -> None:
 
 
 def test_an_empty_needle_or_trace_is_answered() -> None:
-    from guardagent.trace.lookup import Segments
+    from guardagent.trace.sources.lookup import Segments
 
     assert Segments([], [], []).holders(("words", "")) == set()
     assert Segments([3], ["ab"], ["ab"]).holders(("forms", "")) == {3}
@@ -544,7 +544,7 @@ def test_hosts_save_the_state_an_eager_index_saves(
 
 def _bounds_hold(messages: list[dict[str, Any]], call: dict[str, Any] | None) -> None:
     """Every tier of the state's size bound is at least the size the index reaches."""
-    from guardagent.trace.sizebound import state_bound, written_bound
+    from guardagent.trace.thread.sizebound import state_bound, written_bound
 
     trace, full, lookup = _both(messages, call)
     segments = lookup.messages()

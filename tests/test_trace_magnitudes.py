@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.locate import extract_values
-from guardagent.trace.numbers import MAGNITUDES, canon
-from guardagent.trace.values import read_scalar
+from guardagent.trace.found.locate import extract_values
+from guardagent.trace.found.values import read_scalar
+from guardagent.trace.text.numbers import MAGNITUDES, canon
 from tests.test_consent_conversation import assistant, call, fact, tool, user
 from tests.trace_helpers import facts, system
 

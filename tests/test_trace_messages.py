@@ -16,7 +16,7 @@ from langchain_core.messages import (
 
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import parse_trace, render_event
-from guardagent.trace.messages import load_trace
+from guardagent.trace.document.messages import load_trace
 
 TRACES = Path(__file__).parent / "traces"
 

@@ -176,7 +176,7 @@ _FOLDS = [str.upper, str.lower, str.title, lambda p: p + " ", lambda p: p + ".",
                           fullmatch=True),
        folds=st.lists(st.sampled_from(range(len(_FOLDS))), min_size=1, max_size=3))  # fmt: skip
 def test_every_folding_of_a_path_names_the_same_resource(path: str, folds: list[int]) -> None:
-    from guardagent.trace.resources import names
+    from guardagent.trace.sources.resources import names
 
     folded = path
     for n in folds:

@@ -15,8 +15,8 @@ from guardagent.trace import (
     parse_trace,
     unknown_arguments,
 )
-from guardagent.trace.labels import LabelError, labels_from_schemas
-from guardagent.trace.temporal import CallPattern, Scope
+from guardagent.trace.document.labels import LabelError, labels_from_schemas
+from guardagent.trace.sources.temporal import CallPattern, Scope
 from tests.trace_helpers import twin_analyze as analyze
 
 TRACES = Path(__file__).parent / "traces"

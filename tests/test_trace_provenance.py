@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from guardagent.trace import Labels, parse_trace
-from guardagent.trace.labels import ToolLabel
-from guardagent.trace.messages import Trace
-from guardagent.trace.values import extract_values, normalize_text
+from guardagent.trace.document.labels import ToolLabel
+from guardagent.trace.document.shapes import Trace
+from guardagent.trace.found.values import extract_values, normalize_text
 from tests.trace_helpers import twin_analyze as analyze
 
 TRACES = Path(__file__).parent / "traces"
@@ -220,7 +220,7 @@ def respell_args(args: Any, rnd: random.Random) -> Any:
     if isinstance(args, list):
         return [respell_args(v, rnd) for v in args]
     if isinstance(args, str):
-        from guardagent.trace.values import read_scalar
+        from guardagent.trace.found.values import read_scalar
 
         whole, _ = read_scalar(args, region=LABELS.phone_region)
         if whole is not None and whole.kind in RESPELLED:

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, TraceIndex, parse_trace
-from guardagent.trace.locate import extract_values
-from guardagent.trace.normal import reading_form
-from guardagent.trace.state import text_keys
+from guardagent.trace.found.locate import extract_values
+from guardagent.trace.text.normal import reading_form
+from guardagent.trace.thread.state import text_keys
 from tests.reference import old_locate
 from tests.reference.old_index import OldIndex, old_text_keys
 from tests.traces.synthetic import proposed, thread
@@ -171,7 +171,7 @@ def bare_candidates(draw: Any) -> str:
 @given(bare_candidates())
 def test_unplaceable_candidates_are_not_placed(candidate: str) -> None:
     """The URL shortcut answers only where parsing finds no URL (and link_like still runs)."""
-    from guardagent.trace.urls import parse_url, unplaceable
+    from guardagent.trace.found.urls import parse_url, unplaceable
 
     if unplaceable(candidate):
         assert parse_url(candidate, True) is None, candidate
@@ -192,7 +192,7 @@ def plain_addresses(draw: Any) -> str:
 @given(plain_addresses())
 def test_plain_addresses_read_as_the_parser_reads_them(text: str) -> None:
     """The plain-address shortcut gives what the RFC 5322 parser gives."""
-    from guardagent.trace.addresses import parse_address_list, read_address_list
+    from guardagent.trace.found.addresses import parse_address_list, read_address_list
 
     assert read_address_list(text) == parse_address_list(text.strip().removeprefix("mailto:"))
 

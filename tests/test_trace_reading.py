@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.trace import Labels, parse_trace
-from guardagent.trace.locate import extract_values
-from guardagent.trace.messages import Trace
-from guardagent.trace.normal import reading_form
-from guardagent.trace.values import read_argument, read_scalar
+from guardagent.trace.document.shapes import Trace
+from guardagent.trace.found.locate import extract_values
+from guardagent.trace.found.values import read_argument, read_scalar
+from guardagent.trace.text.normal import reading_form
 from tests.trace_helpers import twin_analyze as analyze
 
 LABELS = Labels.load(Path(__file__).parent / "traces" / "assistant_labels.yaml")
@@ -425,7 +425,7 @@ def test_re_encoding_a_trusted_result_changes_no_decision(case: tuple[str, str, 
 
 
 def test_the_value_reading_keeps_idna_deviations_and_the_word_reading_folds_them() -> None:
-    from guardagent.trace.normal import normalize_text
+    from guardagent.trace.text.normal import normalize_text
 
     assert reading_form("STRAẞE.ch Straße ΣΊΣΥΦΟΣ σίσυφος") == "straße.ch straße σίσυφοσ σίσυφος"
     assert normalize_text("Straße") == "strasse"
@@ -439,13 +439,13 @@ def test_the_value_reading_keeps_idna_deviations_and_the_word_reading_folds_them
     ("\\q \\u12 \\", "\\q \\u12 \\"),
 ])  # fmt: skip
 def test_string_literal_escapes_are_read(written: str, read: str) -> None:
-    from guardagent.trace.normal import unescape
+    from guardagent.trace.text.normal import unescape
 
     assert unescape(written) == read
 
 
 def test_an_older_index_state_is_read_again_and_the_year_is_kept() -> None:
-    from guardagent.trace.state import TraceIndex
+    from guardagent.trace.thread.state import TraceIndex
 
     messages = openai("Book LX318 on June 13.", None, {"name": "book_flight", "args": {"date": "2031-06-13"}},
                       system="Today is 2031-01-02.")  # fmt: skip
@@ -598,8 +598,8 @@ def test_a_target_after_many_plain_parameters_is_still_judged() -> None:
 def test_reading_carried_urls_is_linear() -> None:
     import time
 
-    from guardagent.trace.redirects import carried
-    from guardagent.trace.urls import parse_url
+    from guardagent.trace.found.redirects import carried
+    from guardagent.trace.found.urls import parse_url
 
     def cost(n: int, piece: str) -> float:
         text = "".join(piece.format(i) for i in range(n))

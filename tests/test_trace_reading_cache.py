@@ -11,10 +11,10 @@ import pytest
 
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import TraceIndex, parse_trace
-from guardagent.trace import reading as R
-from guardagent.trace.budget import reading_budget
-from guardagent.trace.messages import ToolCall
-from guardagent.trace.state import call_keys, text_keys, written_keys
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found import reading as R
+from guardagent.trace.text.budget import reading_budget
+from guardagent.trace.thread.state import call_keys, text_keys, written_keys
 from tests.reference.old_index import old_text_keys
 from tests.traces.synthetic import proposed, thread
 

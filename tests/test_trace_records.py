@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardagent.policy.model import PolicyError, dump_policy, load_policy_text
-from guardagent.trace.records import Records, RecordsError
+from guardagent.trace.sources.records import Records, RecordsError
 from tests.trace_helpers import call, facts, result, system, user
 
 VALUES = {

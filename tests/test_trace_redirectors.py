@@ -192,8 +192,8 @@ def test_a_query_redirector_is_judged_both_ways(template: str, scopes: str, time
 def test_reading_well_known_redirectors_is_linear() -> None:
     import time
 
-    from guardagent.trace.redirectors import known_targets
-    from guardagent.trace.urls import parse_url
+    from guardagent.trace.found.redirectors import known_targets
+    from guardagent.trace.found.urls import parse_url
 
     def cost(n: int, template: str) -> float:
         where = parse_url(template.replace("{x}", "a__;/" * n), False).where
@@ -260,8 +260,8 @@ def test_a_same_site_redirect_elsewhere_stays_outside_a_forbidden_path(url: str)
 def test_reading_same_site_pages_is_linear() -> None:
     import time
 
-    from guardagent.trace.redirects import same_site
-    from guardagent.trace.urls import parse_url
+    from guardagent.trace.found.redirects import same_site
+    from guardagent.trace.found.urls import parse_url
 
     calls = iter(range(10**6))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardagent.trace.requests import mentions
+from guardagent.trace.found.requests import mentions
 
 NAME = "meeting-minutes-2030.docx"
 REQUESTS = [

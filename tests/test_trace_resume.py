@@ -18,8 +18,8 @@ import pytest
 from guardagent import GuardAgent
 from guardagent.readers.evidence import UnreadableEvidence
 from guardagent.trace import Labels, parse_trace
-from guardagent.trace import resume as resume_module
-from guardagent.trace.messages import Trace
+from guardagent.trace.document import resume as resume_module
+from guardagent.trace.document.shapes import Trace
 from tests.traces.synthetic import proposed, thread
 
 TRACES = Path(__file__).parent / "traces"
@@ -230,7 +230,7 @@ def test_the_hosts_state_is_not_changed_by_a_call() -> None:
 
 
 def test_a_state_with_an_empty_posting_is_unreadable_not_a_crash() -> None:
-    from guardagent.trace.state import key_hash
+    from guardagent.trace.thread.state import key_hash
 
     guard = GuardAgent("assistant-trace", memory_dir=tempfile.mkdtemp())
     items = thread(40, seed=1)
@@ -242,7 +242,7 @@ def test_a_state_with_an_empty_posting_is_unreadable_not_a_crash() -> None:
 
 
 def test_a_state_this_process_signed_is_recognised_only_as_it_was_signed() -> None:
-    from guardagent.trace.state import TraceIndex, verify
+    from guardagent.trace.thread.state import TraceIndex, verify
 
     key = b"k" * 32
     items = thread(24, seed=12)

@@ -1,6 +1,6 @@
 """Where a call carries a sensitive code: found by a differential run against 129a022.
 
-``secret_flow`` reads the call's runs once (:func:`guardagent.trace.encoded.encoded_tokens`);
+``secret_flow`` reads the call's runs once (:func:`guardagent.trace.sources.encoded.encoded_tokens`);
 these traces are those where the reading of 129a022 (runs of every value, located in every
 message) said the call leaks and the new reading did not, or the other way round wrongly.
 """
@@ -89,7 +89,7 @@ def test_a_code_split_over_values_under_any_keys_flows(code: str, cuts: list[int
 
     A key may give a value another's path: ``body`` holds a list (``body[0]``), ``a`` an
     object (``a.b``). The result writes the code as one token (a run the result and the
-    call both cut, differently, is not read: :mod:`guardagent.trace.encoded`).
+    call both cut, differently, is not read: :mod:`guardagent.trace.sources.encoded`).
     """
     bounds = [0, *sorted(c for c in cuts if c < len(code)), len(code)]
     pieces = [code[i:j] for i, j in zip(bounds, bounds[1:], strict=False)]

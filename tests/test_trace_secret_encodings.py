@@ -20,8 +20,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.secret_split import piece_size
-from guardagent.trace.secrets import find_secrets, search_secrets
+from guardagent.trace.found.secret_split import piece_size
+from guardagent.trace.found.secrets import find_secrets, search_secrets
 from tests.trace_helpers import call, facts, result, system, user
 
 KEY = "sk-Live-7f3a9c2e4b1d"
@@ -283,7 +283,7 @@ def test_a_value_encoded_deeper_than_the_search_reads_is_open() -> None:
 
 def _answer_facts(parts: list[dict[str, object]]) -> object:
     from guardagent.trace import analyze, parse_trace
-    from guardagent.trace.secrets import Secrets
+    from guardagent.trace.found.secrets import Secrets
     from tests.trace_helpers import LABELS
 
     messages = [system(), user("Draw me a chart of last month's sales."),
@@ -315,7 +315,7 @@ def test_a_final_answer_with_an_honest_image_is_clean() -> None:
 
 def test_a_value_that_decodes_to_more_than_the_work_budget_is_open(
         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from guardagent.trace import secrets
+    from guardagent.trace.found import secrets
 
     text = base64.b64encode(b"an ordinary note, nothing secret in it at all").decode()
     assert search_secrets(text, SECRETS).open is None

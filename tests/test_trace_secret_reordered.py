@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.secrets import find_secrets, search_secrets
+from guardagent.trace.found.secrets import find_secrets, search_secrets
 from tests.trace_helpers import facts, system, user
 
 KEY = "sk-Live-7f3a9c2e4b1d"

@@ -84,8 +84,8 @@ def test_reading_encoded_values_is_linear() -> None:
     """Base64-, base32-, hex- and percent-looking runs everywhere: 4x the body costs about 4x."""
     import time
 
-    from guardagent.trace.encoded import encoded_tokens
-    from guardagent.trace.messages import ToolCall
+    from guardagent.trace.document.shapes import ToolCall
+    from guardagent.trace.sources.encoded import encoded_tokens
 
     unit = "aGVsbG8gd29ybGQ= deadbeef00 %41%42%43 GEZDGNBVGY3TQOJQ " + "A" * 40 + " "
     wanted = {"739214xq", "ch9300762011623852957"}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.shell_writes import MAX_COMMAND_CHARS, shell_args, written_by
+from guardagent.trace.text.shell_writes import MAX_COMMAND_CHARS, shell_args, written_by
 from tests.test_review_findings import _LABELS, ATTACKER, NAMED, PAY_ATTACKER, _laundered
 from tests.trace_helpers import call, facts, result, system, user
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from guardagent.trace.requests import mentions
-from guardagent.trace.written import exact_spans
+from guardagent.trace.found.requests import mentions
+from guardagent.trace.found.written import exact_spans
 
 NAME = "Kick-off review"
 

@@ -371,7 +371,7 @@ def test_keys_of_one_object_that_read_alike_are_denied(guard: GuardAgent, value:
 
 def test_other_args_allow_is_the_deployers_explicit_opt_out() -> None:
     from guardagent.trace import LabelError, Labels
-    from guardagent.trace.guard import prepare_trace_event
+    from guardagent.trace.event.guard import prepare_trace_event
 
     raw = {"tools": {"search": {"results": "untrusted", "effect": "read", "args": ["q"],
                                 "other_args": "allow"},

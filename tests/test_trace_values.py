@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace import values
-from guardagent.trace.values import (
+from guardagent.trace.found import values
+from guardagent.trace.found.values import (
     amount_readings,
     extract_values,
     normalize_text,

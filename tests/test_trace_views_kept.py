@@ -1,9 +1,9 @@
 """A value's decoded views are kept by its text: each text is decoded once (issue 38).
 
 A policy that declares secrets reads every earlier call's values again at each call (a
-secret split between this call and earlier ones, :mod:`guardagent.trace.secret_split`): a
+secret split between this call and earlier ones, :mod:`guardagent.trace.found.secret_split`): a
 thread of n calls decoded O(n^2) values over its life. The views are now kept by content
-(:func:`guardagent.trace.secrets.read_views`); these tests count the decoding work.
+(:func:`guardagent.trace.found.secrets.read_views`); these tests count the decoding work.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace import secrets
-from guardagent.trace.reading import clear_caches
+from guardagent.trace.found import secrets
+from guardagent.trace.found.reading import clear_caches
 from tests.trace_helpers import call, facts, result, system, user
 
 KEY = "sk-Live-7f3a9c2e4b1d"

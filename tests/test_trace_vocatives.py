@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from guardagent.trace.addressed import addressed_from
-from guardagent.trace.vocatives import address_cue
+from guardagent.trace.found.addressed import addressed_from
+from guardagent.trace.found.vocatives import address_cue
 
 BILL = "Invoice 0425 - Amount due: CHF 1,250.00 - Pay to IBAN CH93 0076 2011 6238 5295 7."
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from guardagent.agent import GuardAgent
-from guardagent.trace.state import STATE_FORMAT
+from guardagent.trace.thread.state import STATE_FORMAT
 from tests.test_trace_wiring import TRACES, trace_profile
 
 KEY = "deployment secret"

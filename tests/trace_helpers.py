@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from guardagent.trace import Labels, analyze, parse_trace
+from guardagent.trace.found.secrets import Secrets
 from guardagent.trace.predicates import Fact, TraceFacts
-from guardagent.trace.provenance import CallProvenance
-from guardagent.trace.records import Records
-from guardagent.trace.secrets import Secrets
+from guardagent.trace.sources.provenance import CallProvenance
+from guardagent.trace.sources.records import Records
 
 TRACES = Path(__file__).parent / "traces"
 LABELS = Labels.load(TRACES / "assistant_labels.yaml")
@@ -62,7 +62,7 @@ class TwinFacts(TraceFacts):
     """A trace analysed on its full index, each predicate checked against the deferred one.
 
     Every predicate a test evaluates through :func:`facts` is also evaluated on an analysis
-    that read only what it asked about (`lazy=True`, :mod:`guardagent.trace.lookup`, what
+    that read only what it asked about (`lazy=True`, :mod:`guardagent.trace.sources.lookup`, what
     a call with no thread state does): both must give the same fact (value, deciding
     messages, detail), so every hand-written trace of the tests is a differential test of
     the lookup.

@@ -81,7 +81,7 @@ def prepare(
     from guardagent.policy.task import TaskPolicyError, attach_task
     from guardagent.readers.evidence import UnreadableEvidence
     from guardagent.trace import prepare_trace_event, unreadable_fields
-    from guardagent.trace.dates import today_is
+    from guardagent.trace.found.dates import today_is
 
     try:
         model, threshold = trace_policy(context)
@@ -130,7 +130,7 @@ def prepare_with_state(context: GuardContext, *args: Any) -> Prepared:
     """:func:`prepare` with the thread's state built (in the caller's thread, not later).
 
     An async caller reads `decision.trace_state` on its event loop: the thread's index,
-    deferred for a thread with no state (:mod:`guardagent.trace.lookup`), is built here,
+    deferred for a thread with no state (:mod:`guardagent.trace.sources.lookup`), is built here,
     in the worker thread, so reading it never blocks the loop.
     """
     event, model, threshold = prepare(context, *args)

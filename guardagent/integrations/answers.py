@@ -22,8 +22,8 @@ from guardagent.agent import GuardAgent
 from guardagent.decision import GuardDecision
 from guardagent.integrations.runner import describe_denial
 from guardagent.policy.task import AttachedTask, TaskPolicy
-from guardagent.trace.answer_parts import answer_content, delivered_parts
-from guardagent.trace.messages import FINAL_ANSWER
+from guardagent.trace.document.messages import FINAL_ANSWER
+from guardagent.trace.text.answer_parts import answer_content, delivered_parts
 
 TaskSpec = TaskPolicy | AttachedTask | Mapping[str, Any]
 TaskSource = TaskSpec | Callable[[Any], TaskSpec | None] | None
@@ -58,7 +58,7 @@ def final_answer(state: Any) -> AIMessage | None:
 def delivered(message: AIMessage) -> str:
     """An answer as the guard reads it: its text, then the other parts the client receives.
 
-    An image's URL or a file reaches the client too (:mod:`guardagent.trace.answer_parts`):
+    An image's URL or a file reaches the client too (:mod:`guardagent.trace.text.answer_parts`):
     the guard and a reviewer read them with the text.
     """
     return answer_content(str(message.text), delivered_parts(message.content))

@@ -34,7 +34,7 @@ from langgraph.types import Command
 from guardagent.decision import GuardDecision
 from guardagent.integrations.answers import labels_respond, thread_of_runtime
 from guardagent.integrations.held_callbacks import HeldCallbacks, held_callbacks, model_standing_in
-from guardagent.trace.messages import FINAL_ANSWER
+from guardagent.trace.document.messages import FINAL_ANSWER
 from guardagent.twins import Twin, Wait, arun, async_only, run, sync_only
 
 _KEPT = 1024

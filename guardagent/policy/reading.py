@@ -33,11 +33,11 @@ from guardagent.policy.schema import (
     logic_position,
 )
 from guardagent.policy.screen import screen_yaml
-from guardagent.trace.labels import Labels
+from guardagent.trace.document.labels import Labels
 
 if TYPE_CHECKING:
-    from guardagent.trace.records import Records
-    from guardagent.trace.secrets import Secrets
+    from guardagent.trace.found.secrets import Secrets
+    from guardagent.trace.sources.records import Records
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -189,7 +189,7 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
             key, _ = next(iter(how.items()))
             text = reader.string(how, key, f"{what}: assign")
             if text is not None and key == "trace":
-                from guardagent.trace.params import check_template
+                from guardagent.trace.event.params import check_template
                 from guardagent.trace.predicates import PredicateSpecError
 
                 try:  # with task parameters ("$name"), values are checked when a task sets them
@@ -402,7 +402,7 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
     _structure(reader, predicates, rules)
     labels = None
     if "labels" in top:
-        from guardagent.trace.labels import LabelError
+        from guardagent.trace.document.labels import LabelError
 
         raw = reader.value(top["labels"])
         try:
@@ -439,8 +439,8 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
 def _records(reader: _Reader, top: dict[str, yaml.Node], predicates: list[Predicate]
              ) -> tuple[Records | None, Secrets | None]:  # fmt: skip
     """The ``values:`` and ``secrets:`` sections (parsed by their own modules)."""
-    from guardagent.trace.records import Records, RecordsError
-    from guardagent.trace.secrets import Secrets, SecretsError
+    from guardagent.trace.found.secrets import Secrets, SecretsError
+    from guardagent.trace.sources.records import Records, RecordsError
 
     found: list[Any] = [None, None]
     for i, (key, parse) in enumerate((("values", Records.from_mapping),

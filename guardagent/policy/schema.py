@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from guardagent.policy.formula import Formula, occurrences, variables
-from guardagent.trace.labels import Labels
+from guardagent.trace.document.labels import Labels
 
 if TYPE_CHECKING:
-    from guardagent.trace.records import Records
-    from guardagent.trace.secrets import Secrets
+    from guardagent.trace.found.secrets import Secrets
+    from guardagent.trace.sources.records import Records
 
 FORMAT = "guardagent-policy/1"
 """The file layout this module reads and writes."""
@@ -248,11 +248,11 @@ class PolicyModel:
         rules: Rules, in file order.
         path: The file it was loaded from.
         labels: The deployer's tool labels (``labels:`` section, the format of
-            :mod:`guardagent.trace.labels`), for trace predicates; None without one.
+            :mod:`guardagent.trace.document.labels`), for trace predicates; None without one.
         approved_only: Guard only with rules a human signed off (review ``approved`` or
             ``edited``); see :func:`guarding_model`.
-        values: The user's records (``values:``, :mod:`guardagent.trace.records`).
-        secrets: Declared secrets (``secrets:``, :mod:`guardagent.trace.secrets`).
+        values: The user's records (``values:``, :mod:`guardagent.trace.sources.records`).
+        secrets: Declared secrets (``secrets:``, :mod:`guardagent.trace.found.secrets`).
     """
 
     name: str

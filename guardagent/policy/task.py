@@ -6,7 +6,7 @@ take. Rather than one profile per task, the host attaches a :class:`TaskPolicy` 
 thread's calls (``GuardAgent.check_trace(..., task=...)``):
 
 - ``params``: values for the ``"$name"`` placeholders of the policy's trace expressions
-  (:mod:`guardagent.trace.params`), e.g. ``{"sites": ["shop.example/orders/*"]}``;
+  (:mod:`guardagent.trace.event.params`), e.g. ``{"sites": ["shop.example/orders/*"]}``;
 - ``predicates`` and ``rules``: entries in the policy file's format, added to the base
   policy's;
 - ``secrets`` and ``values``: the task's own declared secrets (literals only: an ``env:``
@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from guardagent.policy.model import FORMAT, PolicyError, PolicyModel, load_policy_text
-from guardagent.trace.params import placeholders, resolve
+from guardagent.trace.event.params import placeholders, resolve
 from guardagent.trace.predicates.fact import Fact
 
 if TYPE_CHECKING:
-    from guardagent.trace.records import Records
-    from guardagent.trace.secrets import Secrets
+    from guardagent.trace.found.secrets import Secrets
+    from guardagent.trace.sources.records import Records
 
 MAX_CACHED = 256
 """Attached tasks kept per process (least recently used dropped first)."""
@@ -247,8 +247,8 @@ def _section_names(values: Records | None) -> set[str]:
 
 def _merged(base: PolicyModel, read: PolicyModel) -> PolicyModel:
     """The base with the task's predicates, rules, secrets and records sections added."""
-    from guardagent.trace.records import Records
-    from guardagent.trace.secrets import Secrets
+    from guardagent.trace.found.secrets import Secrets
+    from guardagent.trace.sources.records import Records
 
     secrets, values = base.secrets, base.values
     if read.secrets is not None:

@@ -5,7 +5,7 @@ already guards (fail closed) and says what is left to decide. :func:`scaffold_pr
 writes, in a new directory:
 
 - ``policy.yaml``: a policy model whose ``labels`` come from the schemas
-  (:func:`guardagent.trace.labels.labels_from_schemas`: every tool ``untrusted`` and
+  (:func:`guardagent.trace.document.labels.labels_from_schemas`: every tool ``untrusted`` and
   ``irreversible``, its argument names filled in), one action predicate per tool, and one
   **deny-by-default** rule per tool (``calls_<tool> IMPLIES FALSE``) marked as a
   placeholder, plus a rule denying tools the labels do not list. Condition predicates for
@@ -162,7 +162,7 @@ _CONDITIONS = [
 
 def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
     """The deny-by-default policy model of a scaffold, with its comments (see the module)."""
-    from guardagent.trace.labels import labels_from_schemas
+    from guardagent.trace.document.labels import labels_from_schemas
 
     labels = labels_from_schemas(tools)["tools"]
     taken: set[str] = set()
@@ -177,7 +177,8 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "#  2. rules: replace each `IMPLIES FALSE` with the condition under which the tool may",
         "#     run (uncomment the conditions you use); for a read-only tool, `TRUE`.",
         "#  3. run `guardagent profile check <profile dir>`; add example traces to its traces/.",
-        "# Trace predicates: guardagent/trace/predicates/; labels: guardagent/trace/labels.py.",
+        "# Trace predicates: guardagent/trace/predicates/; labels: "
+        "guardagent/trace/document/labels.py.",
         "format: guardagent-policy/1",
         f"name: {_q(name)}",
         'version: "1"',

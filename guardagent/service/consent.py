@@ -25,7 +25,7 @@ def consent_problem(records: Any, key: bytes | None) -> str | None:
         key: The deployment's trace key (None: no key is set).
     """
     from guardagent.trace.predicates import Consent, PredicateSpecError
-    from guardagent.trace.state import verify
+    from guardagent.trace.thread.state import verify
 
     if not isinstance(records, list):
         return f"a JSON list of consent records, not {type(records).__name__}"

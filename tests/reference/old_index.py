@@ -9,9 +9,9 @@ from __future__ import annotations
 import html
 from urllib.parse import unquote
 
-from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.normal import normalize_text, reading_form, tokens
-from guardagent.trace.state import (
+from guardagent.trace.document.shapes import Message, ToolCall, Trace
+from guardagent.trace.text.normal import normalize_text, reading_form, tokens
+from guardagent.trace.thread.state import (
     WINDOW,
     TraceIndex,
     _short,

@@ -1,6 +1,6 @@
 """The trace reader as it was before its speed-up (frozen, for differential tests only).
 
-`extract_values` is the per-kind locator of ``guardagent/trace/locate.py`` at commit 4c11cb9
+`extract_values` is the per-kind locator of ``guardagent/trace/found/locate.py`` at commit 4c11cb9
 (one RE2 pass per kind, candidates confirmed by each kind's parser); :class:`OldIndex` reads
 messages as ``TraceIndex._read`` did then. The speed-up must find the same values and keys:
 ``tests/test_trace_reader_differential.py`` compares both over generated and real layouts.
@@ -16,19 +16,19 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
-from guardagent.trace.addresses import read_located
-from guardagent.trace.budget import check_budget
-from guardagent.trace.dates import MONTH, MONTHS, full_year, host_year, iso
-from guardagent.trace.kinds import Found, Value, unplaced
-from guardagent.trace.normal import tokens
-from guardagent.trace.numbers import (
+from guardagent.trace.found.addresses import read_located
+from guardagent.trace.found.dates import MONTH, MONTHS, full_year, host_year, iso
+from guardagent.trace.found.urls import read_link
+from guardagent.trace.text.budget import check_budget
+from guardagent.trace.text.kinds import Found, Value, unplaced
+from guardagent.trace.text.normal import tokens
+from guardagent.trace.text.numbers import (
     amount_value,
     iban_key,
     iban_length,
     magnitude_end,
     phone_key,
 )
-from guardagent.trace.urls import read_link
 
 _W = r"\pL\pN_"
 _URL_CHARS = r"[^\s\pZ\pC<>\"'`{}|^]"
@@ -299,7 +299,7 @@ def extract_values(
     """Every typed value in text (reading form), in order of position.
 
     Args:
-        text: Text from :func:`~guardagent.trace.normal.reading_form`.
+        text: Text from :func:`~guardagent.trace.text.normal.reading_form`.
         region: Default phone region (``"US"``, ``"CH"``); None reads only ``+`` numbers.
         across: ``(a, b)``: only values that start before `a` and end after `b` (the values
             that span a boundary; the others are not parsed at all).

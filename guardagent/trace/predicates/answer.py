@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.naming import CallNames, phrase_words
 
 __all__ = ["AFFIRMATIVE", "COURTESY", "COURTESY_SYMBOLS", "NEGATIVE", "REFERENCES",

@@ -13,10 +13,10 @@ tests each value:
 A value a test cannot read (a number that is not one, ``1,500`` read both as 1500 and 1.5
 when the readings disagree) gives None for that value, and the three-valued result is None
 unless another value settles it. Text is compared after normalisation
-(:func:`guardagent.trace.values.normalize_text`: NFKC, case folding, format characters
+(:func:`guardagent.trace.found.values.normalize_text`: NFKC, case folding, format characters
 removed), so ``PAYPAL`` and ``ｐａｙｐａｌ`` are one word; patterns are written lower-case. A
 list of expected values may be a section of the user's records (``"@contacts"``:
-:mod:`guardagent.trace.records`).
+:mod:`guardagent.trace.sources.records`).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from urllib.parse import unquote
 import re2
 from rapidfuzz import fuzz
 
-from guardagent.trace.addresses import delivered
+from guardagent.trace.found.addresses import delivered
+from guardagent.trace.found.values import normalize_text, read_scalar
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
-from guardagent.trace.records import section_ref
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import sent_pieces
-from guardagent.trace.values import normalize_text, read_scalar
+from guardagent.trace.sources.records import section_ref
+from guardagent.trace.sources.temporal import sent_pieces
+from guardagent.trace.thread.state import flatten
 
 Test = Callable[[Any], bool | None]
 OPERATORS: dict[str, Callable[[Decimal, Decimal], bool]] = {
@@ -108,8 +108,8 @@ def _as_sent(value: Any, test: Test, mode: str, header: bool) -> bool | None:
     ``Bob <bob@evil.io>`` is no ``*@evil.io`` as text, yet is sent there. A string holding
     ``@`` is also read as its addresses, each tested as ``local@domain`` and combined as
     `mode` combines values, in every reading a mail stack may take
-    (:func:`~guardagent.trace.temporal.sent_pieces`: an RFC 5322 list, or the addresses
-    inside the text; :func:`~guardagent.trace.addresses.delivered`: the text split at any
+    (:func:`~guardagent.trace.sources.temporal.sent_pieces`: an RFC 5322 list, or the addresses
+    inside the text; :func:`~guardagent.trace.found.addresses.delivered`: the text split at any
     whitespace, control or special character, and, for an argument that names recipients
     (`header`), Python's ``email.utils.getaddresses``). An address that does not validate
     cannot be read (None), and so is a value with a line break (a header injection), or a

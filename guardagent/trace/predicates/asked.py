@@ -44,7 +44,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from guardagent.trace.normal import normalize_text
 from guardagent.trace.predicates.answer import (
     AFFIRMATIVE,
     REFERENCES,
@@ -58,6 +57,7 @@ from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.plain_question import plain_question
 from guardagent.trace.predicates.told import user_view
+from guardagent.trace.text.normal import normalize_text
 
 MAX_TEMPLATE_CHARS = 500
 """The longest template a policy may give (a question, not a page): bounds each comparison."""

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.document.shapes import Message, ToolCall
 from guardagent.trace.predicates.conversation import MATCHES, asked_in_conversation
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.ledger import use_of
 from guardagent.trace.predicates.options import under
 from guardagent.trace.predicates.record import Consent, canon
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import same_value, strict_values
+from guardagent.trace.sources.temporal import same_value, strict_values
+from guardagent.trace.thread.state import flatten
 
 
 def _about(record: Consent, call: ToolCall, facts: TraceFacts, arg: str | None) -> bool:

@@ -75,7 +75,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.document.shapes import Message, ToolCall
+from guardagent.trace.found.written import MAX_TARGET_CHARS
 from guardagent.trace.predicates.answer import (
     AFFIRMATIVE,
     NEGATIVE,
@@ -102,9 +103,8 @@ from guardagent.trace.predicates.plain_question import (
 from guardagent.trace.predicates.told import asker as asked_by
 from guardagent.trace.predicates.told import user_view
 from guardagent.trace.predicates.tool_words import verb_is_unique
-from guardagent.trace.provenance import SourceRef
-from guardagent.trace.state import flatten
-from guardagent.trace.written import MAX_TARGET_CHARS
+from guardagent.trace.sources.provenance import SourceRef
+from guardagent.trace.thread.state import flatten
 
 __all__ = ["AFFIRMATIVE", "DEFERRALS", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE",
            "QUESTION_STOPS", "asked_in_conversation", "final_question", "names_call", "questions",

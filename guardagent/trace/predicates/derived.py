@@ -6,7 +6,7 @@ linked": the IBAN or the address is in no user message, only in the result of a 
 *derived from a designated source*, within `hops` calls:
 
 - hop 0: the value itself is from the user, the system prompt, a trusted tool or the
-  user's records (:mod:`guardagent.trace.records`);
+  user's records (:mod:`guardagent.trace.sources.records`);
 - hop k: the value is in the result of an earlier call C (the result of C, echoes of C's
   own arguments left out; with ``via=``, only calls matching that call pattern, or one of
   that list of patterns) whose
@@ -19,7 +19,7 @@ linked": the IBAN or the address is in no user message, only in the result of a 
   reads it (:mod:`.designation`): "do NOT open invoice-9999.txt" or "is it a scam?" does
   not, nor ``Invoice-0425.txt`` when the user wrote ``invoice-0425.txt``;
 - a call that reads a resource an earlier writing call of the agent named designates
-  nothing (:mod:`guardagent.trace.resources`): it returns what the agent wrote there;
+  nothing (:mod:`guardagent.trace.sources.resources`): it returns what the agent wrote there;
 - with ``names=True``, a one-word name designates only where the user wrote it as a name
   ("in general", "the general channel", "#general"), not as a common noun of the request
   ("the article Bob posted": :mod:`.proper_names`).
@@ -53,16 +53,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.designation import named_as_name, requested, written_as_read
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import PredicateSpecError
 from guardagent.trace.predicates.kind_names import named_beside_noun
 from guardagent.trace.predicates.provenance import INNER_KINDS, in_records
-from guardagent.trace.provenance import CallProvenance, SourceRef, ValueProvenance, call_provenance
-from guardagent.trace.resources import Writes
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import CallPattern, matches
+from guardagent.trace.sources.provenance import (
+    CallProvenance,
+    SourceRef,
+    ValueProvenance,
+    call_provenance,
+)
+from guardagent.trace.sources.resources import Writes
+from guardagent.trace.sources.temporal import CallPattern, matches
+from guardagent.trace.thread.state import flatten
 
 MAX_HOPS = 5
 """The most hops a policy may allow (each hop is one more document chosen by a document)."""

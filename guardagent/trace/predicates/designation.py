@@ -2,10 +2,10 @@
 
 A user message that holds an argument of an earlier call (``read_file("invoice-9999.txt")``)
 points the assistant at that document only when it *asks* for it
-(:mod:`guardagent.trace.requests`): "Do NOT open invoice-9999.txt", "is invoice-9999.txt a
+(:mod:`guardagent.trace.found.requests`): "Do NOT open invoice-9999.txt", "is invoice-9999.txt a
 scam?" and "he said 'pay invoice-9999.txt'" name it without designating it. And a name is
 designated as the tool reads it: a text argument (a path, an id) only where the user wrote
-it with every character (:func:`~guardagent.trace.written.exact_spans`: a case-sensitive
+it with every character (:func:`~guardagent.trace.found.written.exact_spans`: a case-sensitive
 store reads ``Invoice-0425.txt`` or ``invoice-0425.txt `` as another file); a typed value
 (a URL, an address) where the user wrote the same value.
 
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.locate import extract_values
-from guardagent.trace.normal import reading_form
+from guardagent.trace.found.locate import extract_values
+from guardagent.trace.found.requests import Verdict, mentions, takes_back
+from guardagent.trace.found.written import exact_spans
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.proper_names import written_as_name
 from guardagent.trace.predicates.tool_words import tool_words
-from guardagent.trace.provenance import SourceRef, ValueProvenance
-from guardagent.trace.requests import Verdict, mentions, takes_back
-from guardagent.trace.written import exact_spans
+from guardagent.trace.sources.provenance import SourceRef, ValueProvenance
+from guardagent.trace.text.normal import reading_form
 
 _DECISIVE = frozenset({"request", "refused", "asked"})
 _SAID = {"refused": "negated, doubted or taken back", "asked": "asked about, not asked for",

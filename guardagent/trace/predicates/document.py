@@ -10,7 +10,7 @@ there). ``arg_from_designated`` itself lives here: by default it is
 addressed-text test), and ``addressed=True`` gives the plain derivation:
 
 - ``arg_designated_unaddressed(arg)``: every value is in a designated document *outside*
-  text addressed to the agent (:mod:`guardagent.trace.addressed`: "AI assistant, before
+  text addressed to the agent (:mod:`guardagent.trace.found.addressed`: "AI assistant, before
   you continue, pay ...", ``<IMPORTANT>``, "this is the user speaking"). A value written
   only from an injection on is what the document told the agent, not what it states. With
   ``hops`` of 2 or more, an earlier document of the chain with any such text spoils it;
@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.addressed import Cue, addressed_from, holds_outside
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found.addressed import Cue, addressed_from, holds_outside
+from guardagent.trace.found.reading import readings
 from guardagent.trace.predicates.derived import (
     MAX_HOPS,
     Chain,
@@ -44,9 +45,8 @@ from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError, Trail
 from guardagent.trace.predicates.provenance import describe, select_values, trail
 from guardagent.trace.predicates.trails import designated
-from guardagent.trace.provenance import SourceRef, ValueProvenance
-from guardagent.trace.reading import readings
-from guardagent.trace.state import message_keys
+from guardagent.trace.sources.provenance import SourceRef, ValueProvenance
+from guardagent.trace.thread.state import message_keys
 
 _SHOWN = 40
 
@@ -164,7 +164,7 @@ def _kind_keys(facts: TraceFacts, index: int, kind: str) -> list[str]:
     """The keys of every value of a kind a message is a source of, as the index reads it.
 
     Both readings of the text, echoes of its call's arguments left out
-    (:func:`~guardagent.trace.state.message_keys`): the reading the search found the value
+    (:func:`~guardagent.trace.thread.state.message_keys`): the reading the search found the value
     in, kept for the thread (a long result is not read again).
     """
     keys = message_keys(facts.trace.messages[index], facts.trace, facts.search.region,

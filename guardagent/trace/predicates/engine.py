@@ -9,19 +9,19 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from guardagent.readers.evidence import UnreadableEvidence
-from guardagent.trace.labels import EFFECTS, Labels
-from guardagent.trace.lookup import LookupSearch
-from guardagent.trace.messages import Trace
+from guardagent.trace.document.labels import EFFECTS, Labels
+from guardagent.trace.document.shapes import Trace
+from guardagent.trace.found.secrets import Secrets
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.ledger import ConsentLedger
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg
 from guardagent.trace.predicates.record import Consent
-from guardagent.trace.provenance import CallProvenance, Search, call_provenance
-from guardagent.trace.records import Records
-from guardagent.trace.secrets import Secrets
-from guardagent.trace.state import TraceIndex, verify
-from guardagent.trace.temporal import CallPattern, Flow, PatternError, Scope
-from guardagent.trace.temporal import secret_flow as flow_of
+from guardagent.trace.sources.lookup import LookupSearch
+from guardagent.trace.sources.provenance import CallProvenance, Search, call_provenance
+from guardagent.trace.sources.records import Records
+from guardagent.trace.sources.temporal import CallPattern, Flow, PatternError, Scope
+from guardagent.trace.sources.temporal import secret_flow as flow_of
+from guardagent.trace.thread.state import TraceIndex, verify
 
 
 class TraceFacts:
@@ -37,13 +37,13 @@ class TraceFacts:
             consent record (:meth:`Consent.signed`); an unsigned or altered record is
             ignored, as if the reviewer never approved.
         records: The user's records (the policy's ``values:`` and the host's user facts,
-            :mod:`guardagent.trace.records`): a trusted source for provenance.
-        secrets: The policy's declared secrets (:mod:`guardagent.trace.secrets`).
+            :mod:`guardagent.trace.sources.records`): a trusted source for provenance.
+        secrets: The policy's declared secrets (:mod:`guardagent.trace.found.secrets`).
         thread: The thread's id (approvals count only in their thread); ignored when a
             `ledger` is given (its thread).
         ledger: The thread's consent ledger (which approvals are used up); None starts one.
         lazy: With a fresh index (no thread state), read only the messages that may hold
-            what the predicates ask about (:mod:`~guardagent.trace.lookup`); the index
+            what the predicates ask about (:mod:`~guardagent.trace.sources.lookup`); the index
             reads the rest if its state is asked for (:meth:`TraceIndex.complete`).
 
     Attributes:

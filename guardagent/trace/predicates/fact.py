@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guardagent.trace.provenance import SourceRef
+from guardagent.trace.sources.provenance import SourceRef
 
 
 class PredicateSpecError(ValueError):

@@ -9,11 +9,11 @@ workspace lists. Both are one question, which provenance by text cannot answer:
     ``arg_from_field(arg, tool, path)`` holds when every value of the argument is, as a
     whole scalar, a value that `path` reaches in the result of an earlier call of `tool`.
 
-- `tool` is a call pattern (:class:`~guardagent.trace.temporal.CallPattern`: a glob,
+- `tool` is a call pattern (:class:`~guardagent.trace.sources.temporal.CallPattern`: a glob,
   ``effect:read`` or a mapping with ``args``); only calls answered without error count,
   and only of a tool labelled ``results: trusted`` (an untrusted tool's listing is the
   attacker's whole: that something is in it says nothing).
-- `path` is a field path of :mod:`guardagent.trace.fields` (``$[*].id_``), read in the
+- `path` is a field path of :mod:`guardagent.trace.text.fields` (``$[*].id_``), read in the
   tool's whole result as its label's ``result_format`` says (JSON by default, YAML, or a
   listing up to its first untrusted cell), untrusted fields included: a serializer escapes
   what others write, so which record and which field is the tool's even where a field's
@@ -35,8 +35,8 @@ in no listing of a trace holding a conversation summary (:mod:`.hidden`): the li
 be among the calls it replaced. Never True without the value found. The detail names the
 tool, the path and the messages read.
 
-The results are the trace's own messages (:attr:`~guardagent.trace.messages.Message.
-result_text`): a thread resumed from its state (:mod:`guardagent.trace.resume`) keeps the
+The results are the trace's own messages (:attr:`~guardagent.trace.document.shapes.Message.
+result_text`): a thread resumed from its state (:mod:`guardagent.trace.document.resume`) keeps the
 messages it read, whole texts included, so it answers as a fresh read of the same trace.
 """
 
@@ -45,15 +45,15 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-from guardagent.trace.fields import FieldPath, NotStructured, PathError, parse_path, values_at
-from guardagent.trace.messages import Message, ToolCall
+from guardagent.trace.document.shapes import Message, ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.options import under
-from guardagent.trace.provenance import SourceRef
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import CallPattern, matches
+from guardagent.trace.sources.provenance import SourceRef
+from guardagent.trace.sources.temporal import CallPattern, matches
+from guardagent.trace.text.fields import FieldPath, NotStructured, PathError, parse_path, values_at
+from guardagent.trace.thread.state import flatten
 
 NAME = "arg_from_field"
 

@@ -1,6 +1,6 @@
 """History a conversation summary hides: a history predicate answers only what it can see.
 
-A summary (:mod:`~guardagent.trace.summaries`) stands where earlier messages were, and
+A summary (:mod:`~guardagent.trace.text.summaries`) stands where earlier messages were, and
 their calls went with them: two payments made before it are not in the trace. A predicate
 over the thread's calls (``at_most``, ``never_after``, ``called_before``, ...) that counted
 only the visible ones would hold for a third payment. So, in a trace holding a summary, a
@@ -15,10 +15,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from guardagent.trace.messages import Trace
+from guardagent.trace.document.shapes import Trace
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.summaries import SUMMARY_SOURCE
+from guardagent.trace.text.summaries import SUMMARY_SOURCE
 
 HistoryPredicate = Callable[..., Fact]
 Window = Callable[[tuple[Any, ...], dict[str, Any]], int]

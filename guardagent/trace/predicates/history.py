@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from guardagent.trace.kinds import Value
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found.redirects import every_carried
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact
 from guardagent.trace.predicates.hidden import summary_hides
 from guardagent.trace.predicates.lookalikes import WrittenIdnScope, idn_wildcard_hosts
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.readings import both_readings
-from guardagent.trace.provenance import SourceRef
-from guardagent.trace.redirects import every_carried
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import (
+from guardagent.trace.sources.provenance import SourceRef
+from guardagent.trace.sources.temporal import (
     CallPattern,
     Scope,
     earlier_calls,
@@ -26,6 +24,8 @@ from guardagent.trace.temporal import (
     url_location,
     urls_at,
 )
+from guardagent.trace.text.kinds import Value
+from guardagent.trace.thread.state import flatten
 
 
 def _refs(facts: TraceFacts, indices: Iterable[int]) -> tuple[SourceRef, ...]:

@@ -32,11 +32,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from guardagent.trace.messages import ToolCall
-from guardagent.trace.normal import normalize_text
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found.written import exact_spans
 from guardagent.trace.predicates.engine import TraceFacts
-from guardagent.trace.provenance import ValueProvenance
-from guardagent.trace.written import exact_spans
+from guardagent.trace.sources.provenance import ValueProvenance
+from guardagent.trace.text.normal import normalize_text
 
 NOT_NOUNS = frozenset({
     "get", "read", "list", "search", "find", "fetch", "open", "send", "post", "add", "remove",

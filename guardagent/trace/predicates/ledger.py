@@ -6,7 +6,7 @@ the same id), so the thread's state counts, per approval, the calls it let throu
 record with ``uses: 1`` (the default) approves one call of its thread, once.
 
 The ledger travels in the thread's state (``decision.trace_state["consent"]``) next to the
-trace index (:class:`~guardagent.trace.state.TraceIndex`), signed on its own with the
+trace index (:class:`~guardagent.trace.thread.state.TraceIndex`), signed on its own with the
 deployment's key and bound to the index it was written with (its message count and hash
 chain), so a ledger cannot be swapped for an older one of the same thread, dropped (with a
 key, a state without one is unreadable) or moved to another thread. It holds:
@@ -29,8 +29,8 @@ from typing import Any
 
 from guardagent.readers.evidence import unreadable
 from guardagent.surrogates import without_surrogates
-from guardagent.trace.messages import ToolCall
-from guardagent.trace.state import sign, verify
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.thread.state import sign, verify
 
 LEDGER_FIELD = "consent"
 """Key of the ledger in a thread's state."""

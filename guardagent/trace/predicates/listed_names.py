@@ -4,9 +4,9 @@ A channel whose name carries an injection ("External_ <INFORMATION> ... post eve
 www.evil.example") is still a channel the workspace lists: the user's "add Charlie to the
 channel starting with External" is carried out by ``add_user_to_channel(channel=<that whole
 name>)``. The listing's words to the agent are taken apart as untrusted
-(:mod:`guardagent.trace.trusted_addressed`), so a value written only inside them (the site
+(:mod:`guardagent.trace.found.trusted_addressed`), so a value written only inside them (the site
 to post to) is no trusted source; but an argument that *is*, character for character, one
-whole string the listing's parser read (:attr:`~guardagent.trace.messages.Message.listed`)
+whole string the listing's parser read (:attr:`~guardagent.trace.document.shapes.Message.listed`)
 names the listed thing, and the listing vouches for it, and for what is inside it, as for
 any name it lists.
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from guardagent.trace.predicates.engine import TraceFacts
-from guardagent.trace.provenance import SourceRef, ValueProvenance
-from guardagent.trace.state import flatten
+from guardagent.trace.sources.provenance import SourceRef, ValueProvenance
+from guardagent.trace.thread.state import flatten
 
 
 def _listed(facts: TraceFacts) -> dict[str, SourceRef]:

@@ -8,22 +8,22 @@ no table of look-alikes is trusted here: an ``xn--`` label is inside a scope onl
 scope writes that label itself (in Unicode or in IDNA form). A host a scope admits only
 through a wildcard over such a label is open (None): a rule that needs the scope either way
 (stay inside it, or stay out of it) denies. Redirect targets are judged the same way, since
-:func:`~guardagent.trace.temporal.scope_verdict` asks each scope's :meth:`Scope.verdict`.
+:func:`~guardagent.trace.sources.temporal.scope_verdict` asks each scope's :meth:`Scope.verdict`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guardagent.trace.kinds import Value
-from guardagent.trace.temporal import Scope, url_location
+from guardagent.trace.sources.temporal import Scope, url_location
+from guardagent.trace.text.kinds import Value
 
 IDNA_PREFIX = "xn--"
 
 
 @dataclass(frozen=True)
 class WrittenIdnScope(Scope):
-    """A :class:`~guardagent.trace.temporal.Scope` whose wildcards match no ``xn--`` label."""
+    """A :class:`~guardagent.trace.sources.temporal.Scope` whose wildcards match no ``xn--`` label."""  # noqa: E501
 
     @classmethod
     def of(cls, spec: str | Scope) -> WrittenIdnScope:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from guardagent.trace.kinds import Value
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
+from guardagent.trace.found.values import extract_values, normalize_text, read_scalar
+from guardagent.trace.found.written import MAX_TARGET_CHARS
 from guardagent.trace.predicates.followed import followed_by_another
 from guardagent.trace.predicates.options import top_arg, under
 from guardagent.trace.predicates.qualified import about_another, words_of
@@ -33,9 +34,8 @@ from guardagent.trace.predicates.tool_words import (
     tool_named,
     tool_words,
 )
-from guardagent.trace.state import flatten
-from guardagent.trace.values import extract_values, normalize_text, read_scalar
-from guardagent.trace.written import MAX_TARGET_CHARS
+from guardagent.trace.text.kinds import Value
+from guardagent.trace.thread.state import flatten
 
 
 def _phrase(text: str, *, question: bool = False) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardagent.trace.found.values import TYPED_KINDS, ValueKind
 from guardagent.trace.predicates.fact import PredicateSpecError
-from guardagent.trace.values import TYPED_KINDS, ValueKind
 
 
 def under(path: str, arg: str) -> bool:

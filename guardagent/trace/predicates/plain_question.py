@@ -16,7 +16,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from guardagent.trace.messages import Message
+from guardagent.trace.document.shapes import Message
 from guardagent.trace.predicates.answer import NEGATIVE, tokens
 from guardagent.trace.predicates.naming import phrase_words
 

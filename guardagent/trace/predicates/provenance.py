@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from guardagent.trace.found.values import ValueKind
+from guardagent.trace.found.written import MAX_TARGET_CHARS, target_shaped
 from guardagent.trace.predicates.engine import TraceFacts, predicate
 from guardagent.trace.predicates.fact import Fact, Trail
 from guardagent.trace.predicates.listed_names import with_listed_names
 from guardagent.trace.predicates.options import parse_kinds, parse_part, top_arg, under
 from guardagent.trace.predicates.trails import plain
-from guardagent.trace.provenance import (
+from guardagent.trace.sources.provenance import (
     ValueProvenance,
     address_list,
     invented_pieces,
     recipients_read,
 )
-from guardagent.trace.records import RecordSet
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import RECIPIENT_KINDS
-from guardagent.trace.values import ValueKind
-from guardagent.trace.written import MAX_TARGET_CHARS, target_shaped
+from guardagent.trace.sources.records import RecordSet
+from guardagent.trace.sources.temporal import RECIPIENT_KINDS
+from guardagent.trace.thread.state import flatten
 
 INNER_KINDS: tuple[ValueKind, ...] = ("email", "url", "iban", "phone")
 """Typed values inside free text that provenance predicates look at by default."""

@@ -4,14 +4,14 @@ A pattern such as ``never_after("send_email", args={"to": "*@evil.example"})`` c
 earlier call's argument with a glob. ``eve@evil.example, bob@x.example`` does not end in
 ``@evil.example`` as text, yet the server sent the mail to eve too. :func:`both_readings`
 runs a history or sequence predicate a second time, reading every argument that holds
-addresses as its addresses (:func:`~guardagent.trace.temporal.sent_pieces`; one address
+addresses as its addresses (:func:`~guardagent.trace.sources.temporal.sent_pieces`; one address
 matching is enough, as for a list), but only when the first run compared such a value.
 When the two answers differ, or an address cannot be read, the predicate is open (None):
 a rule that needs it either way denies, however it is written.
 
 Values are compared loosely (by words, any reading of a number) and, when that answered
 otherwise for some value than a strict comparison would
-(:func:`~guardagent.trace.temporal.strict_values`: ``./secrets.txt`` is not
+(:func:`~guardagent.trace.sources.temporal.strict_values`: ``./secrets.txt`` is not
 ``secrets.txt``, the text ``1,500`` is not the amount 1500), the predicate is run again
 strictly: answers that differ leave it open too.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Fact
-from guardagent.trace.temporal import UnsureReading, pattern_reading, strict_values
+from guardagent.trace.sources.temporal import UnsureReading, pattern_reading, strict_values
 
 PatternPredicate = Callable[..., Fact]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from guardagent.trace.predicates.fact import PredicateSpecError
-from guardagent.trace.state import sign
+from guardagent.trace.thread.state import sign
 
 Decision = Literal["approve", "edit", "reject"]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardagent.trace.found.secret_forms import Matcher, fold
+from guardagent.trace.found.secret_split import Pieces
+from guardagent.trace.found.secrets import find_secrets, read_views, search_secrets
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.options import under
 from guardagent.trace.predicates.provenance import describe, trusted
-from guardagent.trace.provenance import ValueProvenance
-from guardagent.trace.secret_forms import Matcher, fold
-from guardagent.trace.secret_split import Pieces
-from guardagent.trace.secrets import find_secrets, read_views, search_secrets
-from guardagent.trace.state import flatten
-from guardagent.trace.temporal import secret_flow as flow_of
+from guardagent.trace.sources.provenance import ValueProvenance
+from guardagent.trace.sources.temporal import secret_flow as flow_of
+from guardagent.trace.thread.state import flatten
 
 
 @predicate
@@ -65,8 +65,8 @@ def value_from_sensitive(facts: TraceFacts, arg: str = "*") -> Fact:
 def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact:
     """An argument (or its name) carries a declared secret, in clear, encoded or in pieces.
 
-    See :mod:`guardagent.trace.secrets` (the views read, up to four layers deep) and
-    :mod:`guardagent.trace.secret_split` (pieces in any order, with earlier calls). With
+    See :mod:`guardagent.trace.found.secrets` (the views read, up to four layers deep) and
+    :mod:`guardagent.trace.found.secret_split` (pieces in any order, with earlier calls). With
     `names`, only those secrets. Open (None), unless a secret is found: a secret whose
     environment variable is not set, and a value the search could not read to the end
     (encoded more deeply than it reads, or decoding to too much text).

@@ -5,7 +5,7 @@ balance up", "never write after reading a secret", "at most three e-mails per th
 "the form was filled and saved as contiguous steps" (``called_in_a_row``).
 Steps are the thread's calls (every call of the assistant messages before the proposed
 one, in order; messages that are not calls do not count as steps). Patterns are
-:class:`~guardagent.trace.temporal.CallPattern` (a tool glob, ``effect:<effect>``, or a
+:class:`~guardagent.trace.sources.temporal.CallPattern` (a tool glob, ``effect:<effect>``, or a
 mapping with ``tool``, ``effect``, ``args`` and ``status``), with the same ``args=`` and
 ``status=`` keywords as ``called_before``.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardagent.trace.messages import ToolCall
+from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.engine import TraceFacts, checks, predicate
 from guardagent.trace.predicates.fact import Fact, PredicateSpecError
 from guardagent.trace.predicates.hidden import steps, summary_hides
 from guardagent.trace.predicates.readings import both_readings
-from guardagent.trace.provenance import SourceRef
-from guardagent.trace.temporal import CallPattern, matches
+from guardagent.trace.sources.provenance import SourceRef
+from guardagent.trace.sources.temporal import CallPattern, matches
 
 
 def _refs(facts: TraceFacts, calls: list[ToolCall]) -> tuple[SourceRef, ...]:

@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 
-from guardagent.trace.messages import Message, ToolCall, Trace
-from guardagent.trace.state import flatten
+from guardagent.trace.document.shapes import Message, ToolCall, Trace
+from guardagent.trace.thread.state import flatten
 
 
 def sent_text(trace: Trace, call: ToolCall) -> str | None:

@@ -15,7 +15,7 @@ import unicodedata
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
-from guardagent.trace.labels import Labels
+from guardagent.trace.document.labels import Labels
 
 __all__ = ["DIGIT_GROUPS", "clean", "tool_named", "tool_words", "verb_is_unique"]
 

@@ -4,7 +4,7 @@ A provenance predicate's `detail` says it in a sentence; a picture of the decisi
 (:mod:`guardagent.explain`) needs the steps: which message holds the value, which call's
 result that is, and which words of the user asked for that call. Built only from what the
 predicate already decided (its deciding values and their sources), so it adds no reading of
-the trace beyond locating the user's words (:func:`~guardagent.trace.written.exact_spans`,
+the trace beyond locating the user's words (:func:`~guardagent.trace.found.written.exact_spans`,
 linear in the message).
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from guardagent.trace.found.written import exact_spans
 from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.predicates.fact import Step, Trail
-from guardagent.trace.provenance import SourceRef, ValueProvenance
-from guardagent.trace.state import flatten
-from guardagent.trace.written import exact_spans
+from guardagent.trace.sources.provenance import SourceRef, ValueProvenance
+from guardagent.trace.thread.state import flatten
 
 SHOWN_CHARS = 60
 """A value or argument is cut here in a trail (the decision's detail cuts the same)."""
