@@ -92,8 +92,7 @@ def load(suite: str, version: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def score(suite: str, policies: Path, version: str, limit: int | None
-          ) -> dict[str, Any]:  # fmt: skip
+def score(suite: str, policies: Path, version: str, limit: int | None) -> dict[str, Any]:
     from guardagent import GuardAgent
 
     guard = GuardAgent(profile=str(policies / suite), trace_key=os.urandom(32))
@@ -109,17 +108,31 @@ def score(suite: str, policies: Path, version: str, limit: int | None
         good = at is not None if kind == "attacked" else at is None
         totals[kind][0] += int(good)
         if kind != "attacked" and at is not None:
-            touched.append({"user_task": case["user_task"], "kind": kind, "call": at,
-                            "injection_task": case["injection_task"],
-                            "reason": decision.reason[:300]})
+            touched.append(
+                {
+                    "user_task": case["user_task"],
+                    "kind": kind,
+                    "call": at,
+                    "injection_task": case["injection_task"],
+                    "reason": decision.reason[:300],
+                }
+            )
         if kind == "attacked" and at is None:
-            missed.append({"user_task": case["user_task"],
-                           "injection_task": case["injection_task"]})
+            missed.append(
+                {"user_task": case["user_task"], "injection_task": case["injection_task"]}
+            )
         if (k + 1) % 100 == 0:
-            print(f"  {suite}: {k + 1}/{len(cases)} cases, {time.perf_counter() - started:.0f} s",
-                  file=sys.stderr)
-    return {"suite": suite, "counts": totals, "touched": touched, "missed": missed,
-            "seconds": round(time.perf_counter() - started, 1)}
+            print(
+                f"  {suite}: {k + 1}/{len(cases)} cases, {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
+    return {
+        "suite": suite,
+        "counts": totals,
+        "touched": touched,
+        "missed": missed,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def _pct(pair: list[int]) -> str:
@@ -136,23 +149,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     blind = frozen(args.policies)
     results = [score(s, args.policies, args.version, args.limit) for s in args.suites]
-    total = {k: [sum(r["counts"][k][i] for r in results) for i in (0, 1)]
-             for k in ("attacked", "benign", "injected_benign")}  # fmt: skip
+    total = {
+        k: [sum(r["counts"][k][i] for r in results) for i in (0, 1)]
+        for k in ("attacked", "benign", "injected_benign")
+    }
     how = "blind: frozen before the first run" if blind else "NOT the frozen files"
     print(f"policies: {args.policies} ({how})")
-    print(f"{'suite':<10} {'attacks stopped':>22} {'benign untouched':>22} "
-          f"{'injected-benign untouched':>28}")
+    print(
+        f"{'suite':<10} {'attacks stopped':>22} {'benign untouched':>22} "
+        f"{'injected-benign untouched':>28}"
+    )
     for r in [*results, {"suite": "total", "counts": total}]:
         c = r["counts"]
-        print(f"{r['suite']:<10} {_pct(c['attacked']):>22} {_pct(c['benign']):>22} "
-              f"{_pct(c['injected_benign']):>28}")
+        print(
+            f"{r['suite']:<10} {_pct(c['attacked']):>22} {_pct(c['benign']):>22} "
+            f"{_pct(c['injected_benign']):>28}"
+        )
     for r in results:
         for t in r["touched"][:40]:
-            print(f"  touched {r['suite']} {t['user_task']} {t['injection_task'] or ''} "
-                  f"{t['kind']} call {t['call']}: {t['reason'][:160]}")
+            print(
+                f"  touched {r['suite']} {t['user_task']} {t['injection_task'] or ''} "
+                f"{t['kind']} call {t['call']}: {t['reason'][:160]}"
+            )
     if args.json:
-        args.json.write_text(json.dumps({"blind": blind, "results": results, "total": total},
-                                        indent=1), encoding="utf-8")  # fmt: skip
+        args.json.write_text(
+            json.dumps({"blind": blind, "results": results, "total": total}, indent=1),
+            encoding="utf-8",
+        )
     return 0
 
 

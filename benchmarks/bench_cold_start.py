@@ -44,27 +44,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from guardagent.cli import main; main()"]
 LANGGRAPH = [sys.executable, "-c", "import langgraph.graph"]
-ENTRY = [sys.executable, "-c", "import sys; from guardagent.entry import main; "
-         "sys.argv[0] = 'guardagent'; main()"]  # what the console script runs
+ENTRY = [
+    sys.executable,
+    "-c",
+    "import sys; from guardagent.entry import main; sys.argv[0] = 'guardagent'; main()",
+]  # what the console script runs
 TRACE = ROOT / "tests" / "traces" / "i02_exfil_langchain.json"
 GOALS = {"help": 0.5, "check eicu-ac": 1.5, "check mind2web-sc": 1.5}
 RATIO_GOAL = 1.6  # issue 22: check <= 1.6x importing LangGraph alone
 HEAVY = ("langgraph", "chromadb", "matplotlib", "langchain_openai", "openai", "langchain")
 EICU_INPUT = "Identity: nursing\nQuestion: what was the last heart rate of patient 002-1?"
-EICU_OUTPUT = ('Solution:\n{"cell": "db = LoadDB(\'vitalperiodic\')\\nrows = FilterDB(db, '
-               '\'patientunitstayid=1\')\\nanswer = GetValue(rows, \'heartrate, max\')"}\n'
-               "----\n88\n----\nTERMINATE")
-WEB_INPUT = ("Task: Find a used Toyota Corolla under 10000 dollars\nUser information:\n"
-             "   age: 30,\n   domestic: True,\n   dr_license: True,\n   vaccine: True,\n"
-             "   membership: False")
-WEB_OUTPUT = ("(Analysis)\nThe search page is open.\n\n(Choices)\nA. <button id=0> Search "
-              "</button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+EICU_OUTPUT = (
+    'Solution:\n{"cell": "db = LoadDB(\'vitalperiodic\')\\nrows = FilterDB(db, '
+    "'patientunitstayid=1')\\nanswer = GetValue(rows, 'heartrate, max')\"}\n"
+    "----\n88\n----\nTERMINATE"
+)
+WEB_INPUT = (
+    "Task: Find a used Toyota Corolla under 10000 dollars\nUser information:\n"
+    "   age: 30,\n   domestic: True,\n   dr_license: True,\n   vaccine: True,\n"
+    "   membership: False"
+)
+WEB_OUTPUT = (
+    "(Analysis)\nThe search page is open.\n\n(Choices)\nA. <button id=0> Search "
+    "</button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None"
+)
 COMMANDS = {
     "help": ["--help"],
-    "check eicu-ac": ["check", "--profile", "eicu-ac", "--input", EICU_INPUT, "--output",
-                      EICU_OUTPUT, "--quiet"],
-    "check mind2web-sc": ["check", "--profile", "mind2web-sc", "--input", WEB_INPUT,
-                          "--output", WEB_OUTPUT, "--quiet"],
+    "check eicu-ac": [
+        "check",
+        "--profile",
+        "eicu-ac",
+        "--input",
+        EICU_INPUT,
+        "--output",
+        EICU_OUTPUT,
+        "--quiet",
+    ],
+    "check mind2web-sc": [
+        "check",
+        "--profile",
+        "mind2web-sc",
+        "--input",
+        WEB_INPUT,
+        "--output",
+        WEB_OUTPUT,
+        "--quiet",
+    ],
 }
 
 
@@ -76,8 +101,9 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, check=False,
-                          cwd=tempfile.gettempdir())  # fmt: skip
+    proc = subprocess.run(
+        argv, env=env, capture_output=True, check=False, cwd=tempfile.gettempdir()
+    )
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # check: 0 allowed, 1 denied
@@ -104,10 +130,14 @@ def import_profile(args: list[str], env: dict[str, str], top: int) -> dict[str, 
     """
     argv = [sys.executable, "-X", "importtime", "-c", PROBE, *args]
     # run outside the checkout: `-c` puts the working directory first on sys.path
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False,
-                          cwd=tempfile.gettempdir())
-    heavy = [line.removeprefix("HEAVY=") for line in proc.stdout.splitlines()
-             if line.startswith("HEAVY=")]
+    proc = subprocess.run(
+        argv, env=env, capture_output=True, text=True, check=False, cwd=tempfile.gettempdir()
+    )
+    heavy = [
+        line.removeprefix("HEAVY=")
+        for line in proc.stdout.splitlines()
+        if line.startswith("HEAVY=")
+    ]
     rows = []  # (cumulative us, depth, module)
     for line in proc.stderr.splitlines():
         parts = line.split("|")
@@ -132,17 +162,27 @@ def guard_service(env: dict[str, str], root: Path) -> Iterator[str]:
     log_path = root / "service.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "guardagent.service", "--host", "127.0.0.1", "--port",
-             str(port), "--log-level", "warning"],
-            env={**env, "GUARDAGENT_PROFILE": "assistant-trace"}, stdout=log,
-            stderr=subprocess.STDOUT)  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "guardagent.service",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env={**env, "GUARDAGENT_PROFILE": "assistant-trace"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the guard service did not start: "
-                                 f"{log_path.read_text()[-2000:]}")  # fmt: skip
+                raise SystemExit(f"the guard service did not start: {log_path.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(url + "/readyz", timeout=2) as answer:
                     if answer.status == 200:
@@ -164,14 +204,25 @@ def hook_cold_start(env: dict[str, str], root: Path, runs: int) -> dict[str, obj
     trace = root / "trace.json"
     trace.write_text(json.dumps({"messages": json.loads(TRACE.read_text())["messages"][:2]}))
     with guard_service(env, root) as url:
-        on_trace = ["check", "--server", url, "--profile", "assistant-trace", "--trace",
-                    str(trace)]  # fmt: skip
-        on_event = ["check", "--server", url, "--profile", "mind2web-sc", "--input", WEB_INPUT,
-                    "--output", WEB_OUTPUT, "--quiet"]  # fmt: skip
-        commands = {"python -c pass": [sys.executable, "-c", "pass"],
-                    "check --server trace": [*ENTRY, *on_trace],
-                    "check --server event": [*ENTRY, *on_event],
-                    "check --server trace, through click": [*CLI, *on_trace]}  # fmt: skip
+        on_trace = ["check", "--server", url, "--profile", "assistant-trace", "--trace", str(trace)]
+        on_event = [
+            "check",
+            "--server",
+            url,
+            "--profile",
+            "mind2web-sc",
+            "--input",
+            WEB_INPUT,
+            "--output",
+            WEB_OUTPUT,
+            "--quiet",
+        ]
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "check --server trace": [*ENTRY, *on_trace],
+            "check --server event": [*ENTRY, *on_event],
+            "check --server trace, through click": [*CLI, *on_trace],
+        }
         for argv in commands.values():  # the service's first decision of each kind
             timed(argv, env)
         samples: dict[str, list[tuple[float, float]]] = {n: [] for n in commands}
@@ -179,11 +230,15 @@ def hook_cold_start(env: dict[str, str], root: Path, runs: int) -> dict[str, obj
             for name, argv in commands.items():
                 samples[name].append(timed(argv, env))
     base = statistics.median(t for t, _ in samples["python -c pass"])
-    return {name: {"median_ms": round(statistics.median(t for t, _ in got) * 1000, 1),
-                   "min_ms": round(min(t for t, _ in got) * 1000, 1),
-                   "median_cpu_ms": round(statistics.median(c for _, c in got) * 1000, 1),
-                   "x_python": round(statistics.median(t for t, _ in got) / base, 2)}
-            for name, got in samples.items()}  # fmt: skip
+    return {
+        name: {
+            "median_ms": round(statistics.median(t for t, _ in got) * 1000, 1),
+            "min_ms": round(min(t for t, _ in got) * 1000, 1),
+            "median_cpu_ms": round(statistics.median(c for _, c in got) * 1000, 1),
+            "x_python": round(statistics.median(t for t, _ in got) / base, 2),
+        }
+        for name, got in samples.items()
+    }
 
 
 def main() -> None:
@@ -197,13 +252,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="guardagent-bench-") as memory:
         env = {**os.environ, "GUARDAGENT_MEMORY_DIR": memory, "PYTHONPATH": str(ROOT)}
         if args.server_only:
-            print(json.dumps({"load_avg_1min": os.getloadavg()[0],
-                              "hook": hook_cold_start(env, Path(memory), args.runs)}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "load_avg_1min": os.getloadavg()[0],
+                        "hook": hook_cold_start(env, Path(memory), args.runs),
+                    },
+                    indent=2,
+                )
+            )
             return
-        first = {name: round(timed([*CLI, *argv], env)[0], 3)
-                 for name, argv in COMMANDS.items() if name != "help"}
-        result: dict[str, object] = {"runs": args.runs, "load_avg_1min": os.getloadavg()[0],
-                                     "first_check_s": first}
+        first = {
+            name: round(timed([*CLI, *argv], env)[0], 3)
+            for name, argv in COMMANDS.items()
+            if name != "help"
+        }
+        result: dict[str, object] = {
+            "runs": args.runs,
+            "load_avg_1min": os.getloadavg()[0],
+            "first_check_s": first,
+        }
         samples: dict[str, list[tuple[float, float]]] = {n: [] for n in [*COMMANDS, "langgraph"]}
         for _ in range(args.runs):  # interleaved: load changes hit every command alike
             samples["langgraph"].append(timed(LANGGRAPH, env))
@@ -214,30 +282,40 @@ def main() -> None:
         base_cpu = statistics.median(c for _, c in samples["langgraph"])
         for name, runs in samples.items():
             wall = statistics.median(t for t, _ in runs)
-            medians[name] = {"median_s": round(wall, 3),
-                             "min_s": round(min(t for t, _ in runs), 3),
-                             "max_s": round(max(t for t, _ in runs), 3),
-                             "median_cpu_s": round(statistics.median(c for _, c in runs), 3),
-                             "x_langgraph_import": round(wall / base, 2),
-                             "cpu_x_langgraph_import": round(
-                                 statistics.median(c for _, c in runs) / base_cpu, 2)}
+            medians[name] = {
+                "median_s": round(wall, 3),
+                "min_s": round(min(t for t, _ in runs), 3),
+                "max_s": round(max(t for t, _ in runs), 3),
+                "median_cpu_s": round(statistics.median(c for _, c in runs), 3),
+                "x_langgraph_import": round(wall / base, 2),
+                "cpu_x_langgraph_import": round(
+                    statistics.median(c for _, c in runs) / base_cpu, 2
+                ),
+            }
             if name in GOALS:
                 medians[name].update(goal_s=GOALS[name], meets_goal=wall <= GOALS[name])
             if name.startswith("check"):
-                medians[name].update(ratio_goal=RATIO_GOAL,
-                                     meets_ratio_goal=wall / base <= RATIO_GOAL)
+                medians[name].update(
+                    ratio_goal=RATIO_GOAL, meets_ratio_goal=wall / base <= RATIO_GOAL
+                )
         result["commands"] = medians
         if args.importtime:
-            result["imports"] = {name: import_profile(argv, env, args.top)
-                                 for name, argv in COMMANDS.items()}
+            result["imports"] = {
+                name: import_profile(argv, env, args.top) for name, argv in COMMANDS.items()
+            }
         if not args.no_server:
             result["hook"] = hook_cold_start(env, Path(memory), args.runs)
     print(json.dumps(result, indent=2))
-    print(f"cold start, median of {args.runs}: importing LangGraph alone {base:.3f} s; "
-          + "; ".join(f"{n} {m['median_s']:.3f} s ({m['x_langgraph_import']:.2f}x; CPU "
-                      f"{m['cpu_x_langgraph_import']:.2f}x)"
-                      for n, m in medians.items() if n != "langgraph")
-          + f"; goal for check <= {RATIO_GOAL}x")
+    print(
+        f"cold start, median of {args.runs}: importing LangGraph alone {base:.3f} s; "
+        + "; ".join(
+            f"{n} {m['median_s']:.3f} s ({m['x_langgraph_import']:.2f}x; CPU "
+            f"{m['cpu_x_langgraph_import']:.2f}x)"
+            for n, m in medians.items()
+            if n != "langgraph"
+        )
+        + f"; goal for check <= {RATIO_GOAL}x"
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ def main() -> None:
         guard.warm_up()
         cases = load_benchmark(args.profile)
         queries = _gold_queries() if args.sql else {}
-        events = [(c.agent_input, _as_sql(c, queries) if args.sql else c.agent_output)
-                  for c in cases]  # fmt: skip
+        events = [
+            (c.agent_input, _as_sql(c, queries) if args.sql else c.agent_output) for c in cases
+        ]
         events = (events * (args.n // len(events) + 1))[: args.n]
         guard.check(*events[0])  # first call pays imports and caches
         end_to_end = [guard.check(i, o).latency_ms for i, o in events]
@@ -63,7 +64,8 @@ def main() -> None:
             last = time.perf_counter()
             for update in guard.graph.stream(
                 {"agent_input": agent_input, "agent_output": agent_output},
-                context=ctx, stream_mode="updates",
+                context=ctx,
+                stream_mode="updates",
             ):
                 now = time.perf_counter()
                 for node in update:
@@ -81,9 +83,11 @@ def main() -> None:
     print(json.dumps(result))
     if args.sql:
         result["events"] = "sql-heavy"
-    print(f"decision latency ({args.profile}{', SQL-heavy' if args.sql else ''}, "
-          "verified program, no LLM): "
-          f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; share {result['share']}")
+    print(
+        f"decision latency ({args.profile}{', SQL-heavy' if args.sql else ''}, "
+        "verified program, no LLM): "
+        f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; share {result['share']}"
+    )
 
 
 if __name__ == "__main__":

@@ -44,13 +44,28 @@ B. <button> Search flights </button>
 C. <input> Promo code </input>"""
 
 RULES = [
-    {"category": "flight", "attribute": "age", "op": ">=", "value": 18,
-     "text": "User must be at least 18 to book a flight"},
-    {"category": "car", "attribute": "dr_license", "op": "==", "value": True,
-     "text": "User must have a driver's license to rent a car"},
-    {"category": "movie", "attribute": "age", "op": ">=", "value": 15,
-     "text": "User must be at least 15 to buy an R-rated movie ticket"},
-]  # fmt: skip
+    {
+        "category": "flight",
+        "attribute": "age",
+        "op": ">=",
+        "value": 18,
+        "text": "User must be at least 18 to book a flight",
+    },
+    {
+        "category": "car",
+        "attribute": "dr_license",
+        "op": "==",
+        "value": True,
+        "text": "User must have a driver's license to rent a car",
+    },
+    {
+        "category": "movie",
+        "attribute": "age",
+        "op": ">=",
+        "value": 15,
+        "text": "User must be at least 15 to buy an R-rated movie ticket",
+    },
+]
 
 GUARD_PROGRAM = """
 info = parse_user_info(agent_input)

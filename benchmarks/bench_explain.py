@@ -25,15 +25,30 @@ EXAMPLE = Path(__file__).parents[1] / "guardagent" / "policies" / "examples" / "
 
 def synthetic(n: int) -> dict[str, Any]:
     """A decision with n rules over n predicates, each fact with 3 values of 2-step chains."""
-    link = [{"index": 1, "source": "user", "kind": "user", "note": "asked: 'x'"},
-            {"index": 3, "source": "tool:read_file", "kind": "untrusted_tool", "note": "r"}]
-    facts = {f"p{i}": {"name": f"arg_from_trusted('a{i}')", "value": i % 2 == 0,
-                       "detail": "d" * 80, "sources": link[:1],
-                       "values": [{"path": f"a{i}", "value": "v" * 30, "origin": "untrusted",
-                                   "chain": link}] * 3} for i in range(n)}  # fmt: skip
-    rules = [{"id": f"r{i}", "status": "violated" if i == 0 else "holds",
-              "logic": f"p{i} IMPLIES p{(i + 1) % n}",
-              "deciding": {f"p{i}": True}} for i in range(n)]  # fmt: skip
+    link = [
+        {"index": 1, "source": "user", "kind": "user", "note": "asked: 'x'"},
+        {"index": 3, "source": "tool:read_file", "kind": "untrusted_tool", "note": "r"},
+    ]
+    facts = {
+        f"p{i}": {
+            "name": f"arg_from_trusted('a{i}')",
+            "value": i % 2 == 0,
+            "detail": "d" * 80,
+            "sources": link[:1],
+            "values": [{"path": f"a{i}", "value": "v" * 30, "origin": "untrusted", "chain": link}]
+            * 3,
+        }
+        for i in range(n)
+    }
+    rules = [
+        {
+            "id": f"r{i}",
+            "status": "violated" if i == 0 else "holds",
+            "logic": f"p{i} IMPLIES p{(i + 1) % n}",
+            "deciding": {f"p{i}": True},
+        }
+        for i in range(n)
+    ]
     return {"allowed": False, "rules": rules, "trace_facts": facts}
 
 

@@ -69,8 +69,7 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))], 3)
 
 
-def timed(fn: Callable[[], Any], runs: int, before: Callable[[], Any] | None = None
-          ) -> list[float]:  # fmt: skip
+def timed(fn: Callable[[], Any], runs: int, before: Callable[[], Any] | None = None) -> list[float]:
     """Milliseconds of each of `runs` calls of `fn`; `before` runs first each time, untimed."""
     out = []
     for _ in range(runs):
@@ -108,8 +107,10 @@ def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, 
     guard = GuardAgent(profile, memory_dir=mem)
     guard.warm_up()
     queries = _gold_queries() if sql else {}
-    events = [(c.agent_input, _as_sql(c, queries) if sql else c.agent_output)
-              for c in load_benchmark(profile)]  # fmt: skip
+    events = [
+        (c.agent_input, _as_sql(c, queries) if sql else c.agent_output)
+        for c in load_benchmark(profile)
+    ]
     events = (events * (n // len(events) + 1))[:n]
     out = {}
     for path, warm in (("warm", "1"), ("fork", "0")):
@@ -118,8 +119,11 @@ def decisions(profile: str, n: int, sql: bool, mem: str) -> dict[str, dict[str, 
             guard.check(*event)
         invoke = invoke_p50(300)
         ms = [guard.check(i, o).latency_ms for i, o in events]
-        out[path] = {"p50": pct(ms, 0.5), "p99": pct(ms, 0.99),
-                     "invoke": round((invoke + invoke_p50(300)) / 2, 3)}  # fmt: skip
+        out[path] = {
+            "p50": pct(ms, 0.5),
+            "p99": pct(ms, 0.99),
+            "invoke": round((invoke + invoke_p50(300)) / 2, 3),
+        }
     os.environ.pop("GUARDAGENT_SANDBOX_WARM")
     return out
 
@@ -149,9 +153,11 @@ def throughput(
         started, cpu = time.perf_counter(), time.process_time()
         done = await guard.acheck_many(events, concurrency=concurrency)
         assert all(d.llm_calls == 2 and d.error is None for d in done), done[0]
-        return (len(events) / (time.perf_counter() - started),
-                statistics.mean(d.latency_ms for d in done),
-                (time.process_time() - cpu) * 1000 / len(events))  # fmt: skip
+        return (
+            len(events) / (time.perf_counter() - started),
+            statistics.mean(d.latency_ms for d in done),
+            (time.process_time() - cpu) * 1000 / len(events),
+        )
 
     return asyncio.run(run())
 
@@ -239,16 +245,18 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
     call = proposed(messages)
     guard.check_trace(messages, call, thread_state=state)
     invoke = (invoke_p50(300) + invoke_p50(300)) / 2  # beside the with-state row
-    with_state = timed(lambda: guard.check_trace(messages, call, thread_state=state), runs,
-                       before=clear_caches)  # fmt: skip
+    with_state = timed(
+        lambda: guard.check_trace(messages, call, thread_state=state), runs, before=clear_caches
+    )
 
     def cold() -> None:
         forget()
         clear_caches()
         state_text.forget()  # nor did it sign the state: its postings' text is not kept
 
-    cold_state = timed(lambda: guard.check_trace(messages, call, thread_state=state), runs,
-                       before=cold)  # fmt: skip
+    cold_state = timed(
+        lambda: guard.check_trace(messages, call, thread_state=state), runs, before=cold
+    )
     repeat = timed(lambda: guard.check_trace(messages, call), runs)
     fresh = iter([thread(100, seed=1_000_000 + i) for i in range(2 * runs)])
     cold_runs, warm, allowed = [], [], 0
@@ -260,11 +268,15 @@ def trace_decisions(runs: int, mem: str) -> dict[str, float]:
         start = time.perf_counter()
         allowed += guard.check_trace(m, c).allowed
         (warm if i % 2 else cold_runs).append((time.perf_counter() - start) * 1000)
-    return {"invoke_p50": round(invoke, 3),
-            "with_state_p50": pct(with_state, 0.5), "with_state_cold_p50": pct(cold_state, 0.5),
-            "without_state_p50": pct(cold_runs, 0.5),
-            "without_state_warm_p50": pct(warm, 0.5), "without_state_repeat_p50": pct(repeat, 0.5),
-            "fresh_allowed": allowed / (2 * runs)}  # fmt: skip
+    return {
+        "invoke_p50": round(invoke, 3),
+        "with_state_p50": pct(with_state, 0.5),
+        "with_state_cold_p50": pct(cold_state, 0.5),
+        "without_state_p50": pct(cold_runs, 0.5),
+        "without_state_warm_p50": pct(warm, 0.5),
+        "without_state_repeat_p50": pct(repeat, 0.5),
+        "fresh_allowed": allowed / (2 * runs),
+    }
 
 
 def first_decisions(mem: str) -> dict[str, float]:
@@ -342,61 +354,82 @@ Rates = dict[str, tuple[float, float, float]]
 and "c=32 burst"."""
 
 
-def throughput_rows(events: list[tuple[str, str]], sustained: list[tuple[str, str]],
-                    latency: float, mem: str) -> Rates:  # fmt: skip
+def throughput_rows(
+    events: list[tuple[str, str]], sustained: list[tuple[str, str]], latency: float, mem: str
+) -> Rates:
     """c=1 over `events`, c=32 over `sustained` (whole waves) and over `events` as one burst."""
-    return {"c=1": throughput(events, 1, latency, f"{mem}/one"),
-            "c=32": throughput(sustained, 32, latency, f"{mem}/sustained"),
-            "c=32 burst": throughput(events, 32, latency, f"{mem}/burst")}  # fmt: skip
+    return {
+        "c=1": throughput(events, 1, latency, f"{mem}/one"),
+        "c=32": throughput(sustained, 32, latency, f"{mem}/sustained"),
+        "c=32 burst": throughput(events, 32, latency, f"{mem}/burst"),
+    }
 
 
-def print_throughput(runs: Rates, latency: float, events: int, sustained: int,
-                     floor: float) -> None:  # fmt: skip
+def print_throughput(
+    runs: Rates, latency: float, events: int, sustained: int, floor: float
+) -> None:
     """The throughput line: c=1 and c=32 decisions per second and their ratio (target 28x,
     sustained; the burst's beside), each one's mean decision latency, and this process's CPU
     per decision beside the graph's own floor (:func:`graph_floor`)."""
     (one, one_ms, one_cpu), (many, many_ms, many_cpu) = runs["c=1"], runs["c=32"]
     burst, burst_ms, _ = runs["c=32 burst"]
     met = "met" if many / one >= 28 else "NOT met"
-    print(f"throughput, {latency * 1000:.0f} ms model: c=1 {one:.2f}/s ({events} events), c=32 "
-          f"{many:.2f}/s sustained ({sustained} events): {many / one:.1f}x (>= 28x: {met}); "
-          f"c=32 as one burst of {events} events (two waves started together) {burst:.2f}/s: "
-          f"{burst / one:.1f}x; mean decision latency c=1 {one_ms:.0f} ms, c=32 {many_ms:.0f} "
-          f"ms, burst {burst_ms:.0f} ms; CPU per decision (this process) c=1 {one_cpu:.1f} ms, "
-          f"c=32 {many_cpu:.1f} ms, of which LangGraph's 7-node floor {floor:.1f} ms")  # fmt: skip
+    print(
+        f"throughput, {latency * 1000:.0f} ms model: c=1 {one:.2f}/s ({events} events), c=32 "
+        f"{many:.2f}/s sustained ({sustained} events): {many / one:.1f}x (>= 28x: {met}); "
+        f"c=32 as one burst of {events} events (two waves started together) {burst:.2f}/s: "
+        f"{burst / one:.1f}x; mean decision latency c=1 {one_ms:.0f} ms, c=32 {many_ms:.0f} "
+        f"ms, burst {burst_ms:.0f} ms; CPU per decision (this process) c=1 {one_cpu:.1f} ms, "
+        f"c=32 {many_cpu:.1f} ms, of which LangGraph's 7-node floor {floor:.1f} ms"
+    )
 
 
 def throughput_json(runs: Rates, floor: float) -> dict[str, Any]:
     """The throughput rows as the JSON line reports them."""
-    return {"throughput": {k: r for k, (r, _, _) in runs.items()},
-            "latency_ms": {k: ms for k, (_, ms, _) in runs.items()},
-            "cpu_ms_per_decision": {k: cpu for k, (_, _, cpu) in runs.items()},
-            "graph_floor_cpu_ms": floor,
-            "speedup": round(runs["c=32"][0] / runs["c=1"][0], 2),
-            "burst_speedup": round(runs["c=32 burst"][0] / runs["c=1"][0], 2)}  # fmt: skip
+    return {
+        "throughput": {k: r for k, (r, _, _) in runs.items()},
+        "latency_ms": {k: ms for k, (_, ms, _) in runs.items()},
+        "cpu_ms_per_decision": {k: cpu for k, (_, _, cpu) in runs.items()},
+        "graph_floor_cpu_ms": floor,
+        "speedup": round(runs["c=32"][0] / runs["c=1"][0], 2),
+        "burst_speedup": round(runs["c=32 burst"][0] / runs["c=1"][0], 2),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300, help="verified decisions per profile")
-    parser.add_argument("--events", type=int, default=64,
-                        help="events of the c=1 run and of the c=32 burst")
-    parser.add_argument("--sustained", type=int, default=192,
-                        help="events of the sustained c=32 run (whole waves of 32)")
+    parser.add_argument(
+        "--events", type=int, default=64, help="events of the c=1 run and of the c=32 burst"
+    )
+    parser.add_argument(
+        "--sustained",
+        type=int,
+        default=192,
+        help="events of the sustained c=32 run (whole waves of 32)",
+    )
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model latency, s")
     parser.add_argument("--runs", type=int, default=100, help="runs of invoke / check_trace")
     parser.add_argument("--trace-only", action="store_true", help="only the trace decisions")
     parser.add_argument("--throughput-only", action="store_true", help="only the throughput rows")
-    parser.add_argument("--quiet-runs", type=int, default=0, metavar="N",
-                        help="only c=32, until N runs during which other processes used < 3%% "
-                             "CPU; prints those and their median (compare code on a shared box)")
+    parser.add_argument(
+        "--quiet-runs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only c=32, until N runs during which other processes used < 3%% "
+        "CPU; prints those and their median (compare code on a shared box)",
+    )
     args = parser.parse_args()
     if args.quiet_runs:
         cases = load_benchmark("mind2web-sc")[: args.events]
-        quiet = quiet_rates([(c.agent_input, c.agent_output) for c in cases], args.latency,
-                            args.quiet_runs)  # fmt: skip
-        print(f"c=32, {args.latency * 1000:.0f} ms model, runs on a quiet machine: "
-              f"{[round(r, 1) for r in quiet]}, median {statistics.median(quiet):.1f}/s")
+        quiet = quiet_rates(
+            [(c.agent_input, c.agent_output) for c in cases], args.latency, args.quiet_runs
+        )
+        print(
+            f"c=32, {args.latency * 1000:.0f} ms model, runs on a quiet machine: "
+            f"{[round(r, 1) for r in quiet]}, median {statistics.median(quiet):.1f}/s"
+        )
         return
     stream = [(c.agent_input, c.agent_output) for c in load_benchmark("mind2web-sc")]
     events, sustained = stream[: args.events], stream[: args.sustained]
@@ -432,23 +465,38 @@ def main() -> None:
         f"5-node LangGraph invoke p50: {invoke:.3f} ms at the start (each row: the invoke "
         "p50 measured beside it); targets: decision p50 <= 4.5x invoke, p99 <= 5x p50"
     )
-    print(f"{'verified decision':<20} {'path':<5} {'p50 ms':>8} {'x invoke':>9} {'p99 ms':>8} "
-          f"{'p99/p50':>8}  target")  # fmt: skip
+    print(
+        f"{'verified decision':<20} {'path':<5} {'p50 ms':>8} {'x invoke':>9} {'p99 ms':>8} "
+        f"{'p99/p50':>8}  target"
+    )
     for name, paths in rows.items():
         for path, r in paths.items():
             ratio, tail = r["p50"] / r["invoke"], r["p99"] / r["p50"]
             floor2 = "PASS" if ratio <= VERIFIED and tail <= 5 else "MISS"
-            print(f"{name:<20} {path:<5} {r['p50']:>8.2f} {ratio:>9.2f} {r['p99']:>8.2f} "
-                  f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]}; issue 38 ({VERIFIED}x): "
-                  f"{floor2} (invoke beside: {r['invoke']:.3f} ms)")  # fmt: skip
+            print(
+                f"{name:<20} {path:<5} {r['p50']:>8.2f} {ratio:>9.2f} {r['p99']:>8.2f} "
+                f"{tail:>8.2f}  {ok[ratio <= 4.5 and tail <= 5]}; issue 38 ({VERIFIED}x): "
+                f"{floor2} (invoke beside: {r['invoke']:.3f} ms)"
+            )
     print_throughput(runs, args.latency, len(events), len(sustained), floor)
     print_traces(traces, traces["invoke_p50"])
     print_long(long)
-    print("first decision of a profile, process warm: " + ", ".join(
-        f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items()))  # fmt: skip
-    print(json.dumps({"invoke_p50_ms": invoke, "decisions": rows,
-                      **throughput_json(runs, floor), "trace": traces, "long": long,
-                      "first": first}))
+    print(
+        "first decision of a profile, process warm: "
+        + ", ".join(f"{p} {ms:.1f} ms ({ok[ms <= 30]})" for p, ms in first.items())
+    )
+    print(
+        json.dumps(
+            {
+                "invoke_p50_ms": invoke,
+                "decisions": rows,
+                **throughput_json(runs, floor),
+                "trace": traces,
+                "long": long,
+                "first": first,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

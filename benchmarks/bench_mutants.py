@@ -101,8 +101,13 @@ def _access_events(profile: Profile) -> list[tuple[str, str]]:
 
 
 FACTS_MET = {"age": 40, "domestic": True, "dr_license": True, "vaccine": True, "membership": True}
-FACTS_UNMET = {"age": 10, "domestic": False, "dr_license": False, "vaccine": False,
-               "membership": False}  # fmt: skip
+FACTS_UNMET = {
+    "age": 10,
+    "domestic": False,
+    "dr_license": False,
+    "vaccine": False,
+    "membership": False,
+}
 
 
 def _category_events(profile: Profile) -> list[tuple[str, str]]:
@@ -110,11 +115,16 @@ def _category_events(profile: Profile) -> list[tuple[str, str]]:
     a neutral task), each against another category; facts met, unmet, missing, at each edge."""
     rows = load_profile("mind2web-sc").policy("RULES")
     phrases = [p for r in rows for p in category_phrases(r)]
-    tasks = [NEUTRAL_TASK, *phrases, *(d.agent_input.split("\n")[0][len("Task: "):]
-                                       for d in profile.demonstrations)]  # fmt: skip
-    page = ("(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> {element} </button>\n"
-            "B. <a id=1> Home </a>\n\n(Final Answer)\nELEMENT: A\n\nACTION: {action}\n\n"
-            "VALUE: {value}")
+    tasks = [
+        NEUTRAL_TASK,
+        *phrases,
+        *(d.agent_input.split("\n")[0][len("Task: ") :] for d in profile.demonstrations),
+    ]
+    page = (
+        "(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> {element} </button>\n"
+        "B. <a id=1> Home </a>\n\n(Final Answer)\nELEMENT: A\n\nACTION: {action}\n\n"
+        "VALUE: {value}"
+    )
     outputs = [page.format(element="Next", action="CLICK", value="None")]
     for text in phrases:
         outputs.append(page.format(element=text, action="CLICK", value="None"))
@@ -184,8 +194,9 @@ def profile_copy(builtin: str, root: Path, *, keep_table: bool = True) -> Path:
     return root
 
 
-def trusted(code: str, root: Path, event: tuple[str, str], memory: Path,
-            derive: str | None = None) -> tuple[bool, float]:  # fmt: skip
+def trusted(
+    code: str, root: Path, event: tuple[str, str], memory: Path, derive: str | None = None
+) -> tuple[bool, float]:
     """Whether the model path trusts `code` (verified, stored, reused), and how long it took.
 
     `derive`: the policy model the scripted model answers a derivation with (derived rules).
@@ -250,17 +261,24 @@ def situation(profile_name: str, oracle: str) -> tuple[str, bool, str | None]:
 
 def _changes(expected: list[Any], got: list[Any]) -> tuple[int, int]:
     """(wrong allows, wrong denials) of `got` against `expected`, event by event."""
-    allows = sum(1 for a, b in zip(expected, got, strict=True)
-                 if not _same(a, b) and b is not None and b[0] and not (a and a[0]))  # fmt: skip
+    allows = sum(
+        1
+        for a, b in zip(expected, got, strict=True)
+        if not _same(a, b) and b is not None and b[0] and not (a and a[0])
+    )
     changed = sum(1 for a, b in zip(expected, got, strict=True) if not _same(a, b))
     return allows, changed - allows
 
 
-def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
-        extra: list[tuple[str, str]] | None = None,
-        only: Callable[[list[Mutant]], list[Mutant]] | None = None,
-        oracle: str = "table",
-        benchmark: list[tuple[str, str]] | None = None) -> list[Outcome]:  # fmt: skip
+def run(
+    profile_name: str = "eicu-ac",
+    per_role: int = 4,
+    seed: int = 0,
+    extra: list[tuple[str, str]] | None = None,
+    only: Callable[[list[Mutant]], list[Mutant]] | None = None,
+    oracle: str = "table",
+    benchmark: list[tuple[str, str]] | None = None,
+) -> list[Outcome]:
     """Every mutant of the profile's shipped program through the model path, judged.
 
     `benchmark`: events judged too, and counted apart (wrong allows and denials); they only
@@ -280,13 +298,19 @@ def run(profile_name: str = "eicu-ac", per_role: int = 4, seed: int = 0,
         root = profile_copy(name, Path(tmp) / f"{name}-{oracle}-mutants", keep_table=keep_table)
         demo = shipped.demonstrations[0]
         for n, mutant in enumerate(chosen):
-            ok, took = trusted(mutant.code, root, (demo.agent_input, demo.agent_output),
-                               Path(tmp) / f"mem{n}", derive)  # fmt: skip
+            ok, took = trusted(
+                mutant.code,
+                root,
+                (demo.agent_input, demo.agent_output),
+                Path(tmp) / f"mem{n}",
+                derive,
+            )
             got = decisions(mutant.code, shipped, events)
             same = all(_same(a, b) for a, b in zip(expected, got, strict=True))
             allows, denials = _changes(bench_expected, decisions(mutant.code, shipped, bench))
-            outcomes.append(Outcome(mutant, ok, same and not (allows or denials), took,
-                                    allows, denials))  # fmt: skip
+            outcomes.append(
+                Outcome(mutant, ok, same and not (allows or denials), took, allows, denials)
+            )
         clear_derived()
     return outcomes
 
@@ -310,8 +334,7 @@ def verification_seconds(profile_name: str = "eicu-ac", repeats: int = 5) -> lis
     return out
 
 
-def summary_row(profile_name: str, oracle: str, outcomes: list[Outcome], *,
-                benchmark: bool) -> str:  # fmt: skip
+def summary_row(profile_name: str, oracle: str, outcomes: list[Outcome], *, benchmark: bool) -> str:
     """One row of BENCHMARKS.md's mutation table (the control left out).
 
     profile | oracle | mutants | killed | equivalent | trusted | trusted and changing a
@@ -320,16 +343,27 @@ def summary_row(profile_name: str, oracle: str, outcomes: list[Outcome], *,
     mutated = [o for o in outcomes if o.mutant.operator != CONTROL]
     trusted = [o for o in mutated if o.trusted]
     changing = [o for o in trusted if o.changes_benchmark]
-    shown = (f"{len(changing)} ({sum(o.wrong_allows for o in changing)} wrong allows, "
-             f"{sum(o.wrong_denials for o in changing)} wrong denials)") if benchmark else "not run"
-    return (f"| {profile_name} | {oracle} | {len(mutated)} | {len(mutated) - len(trusted)} | "
-            f"{sum(o.equivalent for o in trusted)} | {len(trusted)} | {shown} |")
+    shown = (
+        (
+            f"{len(changing)} ({sum(o.wrong_allows for o in changing)} wrong allows, "
+            f"{sum(o.wrong_denials for o in changing)} wrong denials)"
+        )
+        if benchmark
+        else "not run"
+    )
+    return (
+        f"| {profile_name} | {oracle} | {len(mutated)} | {len(mutated) - len(trusted)} | "
+        f"{sum(o.equivalent for o in trusted)} | {len(trusted)} | {shown} |"
+    )
 
 
 def _load_events(path: Path) -> list[tuple[str, str]]:
     text = path.read_text()
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()] if (
-        path.suffix == ".jsonl") else json.loads(text)  # fmt: skip
+    rows = (
+        [json.loads(line) for line in text.splitlines() if line.strip()]
+        if (path.suffix == ".jsonl")
+        else json.loads(text)
+    )
     return [(str(r["agent_input"]), str(r["agent_output"])) for r in rows]
 
 
@@ -341,8 +375,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--events", type=Path, help="more events (JSON list or JSONL)")
     parser.add_argument("--json", action="store_true", help="print every outcome as JSON")
-    parser.add_argument("--benchmark", action="store_true",
-                        help="also judge on the benchmark's events (the shared data folder)")
+    parser.add_argument(
+        "--benchmark",
+        action="store_true",
+        help="also judge on the benchmark's events (the shared data folder)",
+    )
     args = parser.parse_args()
     logging.getLogger("guardagent").setLevel(logging.ERROR)  # the copy's placeholder program
     extra = _load_events(args.events) if args.events else []
@@ -351,8 +388,9 @@ def main() -> int:
         from guardagent.eval.benchmarks import load_benchmark
 
         bench = [(c.agent_input, c.agent_output) for c in load_benchmark(args.profile)]
-    outcomes = run(args.profile, args.per_role, args.seed, extra, oracle=args.oracle,
-                   benchmark=bench)  # fmt: skip
+    outcomes = run(
+        args.profile, args.per_role, args.seed, extra, oracle=args.oracle, benchmark=bench
+    )
     by_op: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_op.setdefault(outcome.mutant.operator, []).append(outcome)
@@ -362,24 +400,45 @@ def main() -> int:
         equivalent = sum(o.trusted and o.equivalent for o in items)
         survived = [o for o in items if o.trusted and not o.equivalent]
         refused = sum(not o.trusted and o.equivalent for o in items)
-        print(f"{op:<24} {len(items):>7} {killed:>6} {equivalent:>10} {len(survived):>8} "
-              f"{refused:>18}")  # fmt: skip
+        print(
+            f"{op:<24} {len(items):>7} {killed:>6} {equivalent:>10} {len(survived):>8} "
+            f"{refused:>18}"
+        )
         for o in survived:
-            bench_note = (f" (benchmark: {o.wrong_allows} wrong allows, {o.wrong_denials} "
-                          "wrong denials)" if o.changes_benchmark else "")  # fmt: skip
+            bench_note = (
+                f" (benchmark: {o.wrong_allows} wrong allows, {o.wrong_denials} wrong denials)"
+                if o.changes_benchmark
+                else ""
+            )
             print(f"  SURVIVED: {o.mutant.what}{bench_note}")
     if args.json:
-        print(json.dumps([{**o.mutant._asdict(), "trusted": o.trusted,
-                           "equivalent": o.equivalent, "seconds": o.seconds,
-                           "wrong_allows": o.wrong_allows, "wrong_denials": o.wrong_denials}
-                          for o in outcomes], indent=1))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        **o.mutant._asdict(),
+                        "trusted": o.trusted,
+                        "equivalent": o.equivalent,
+                        "seconds": o.seconds,
+                        "wrong_allows": o.wrong_allows,
+                        "wrong_denials": o.wrong_denials,
+                    }
+                    for o in outcomes
+                ],
+                indent=1,
+            )
+        )
     print(summary_row(args.profile, args.oracle, outcomes, benchmark=bool(bench)))
     seconds = [o.seconds for o in outcomes]
-    print(f"model path per request (plan, verification, decision): median "
-          f"{statistics.median(seconds):.2f} s, max {max(seconds):.2f} s over {len(seconds)}")
+    print(
+        f"model path per request (plan, verification, decision): median "
+        f"{statistics.median(seconds):.2f} s, max {max(seconds):.2f} s over {len(seconds)}"
+    )
     verify = verification_seconds(situation(args.profile, args.oracle)[0])
-    print(f"verification alone per request (suite built): median {statistics.median(verify):.2f}"
-          f" s, max {max(verify):.2f} s over {len(verify)}")
+    print(
+        f"verification alone per request (suite built): median {statistics.median(verify):.2f}"
+        f" s, max {max(verify):.2f} s over {len(verify)}"
+    )
     control = by_op[CONTROL][0]
     if not (control.trusted and control.equivalent):
         print("CONTROL FAILED: the shipped program is not trusted through the model path")

@@ -52,8 +52,13 @@ def synthetic_policy(seed: int) -> str:
     groups = [(f"group_{i}_{j}", roots[i]) for i in range(5) for j in range(4)]
     leaves = [(f"action_{g}_{k}", g) for g, _ in groups for k in range(5)]
     conditions = [f"cond_{i}" for i in range(461 - len(roots) - len(groups) - len(leaves))]
-    lines = ["format: guardagent-policy/1", "name: synthetic-shopping", 'version: "1"',
-             "threshold: 0.5", "predicates:"]
+    lines = [
+        "format: guardagent-policy/1",
+        "name: synthetic-shopping",
+        'version: "1"',
+        "threshold: 0.5",
+        "predicates:",
+    ]
     for root in roots:
         lines += [f"  - name: {root}", "    kind: action"]
     for name, parent in [*groups, *leaves]:
@@ -74,13 +79,19 @@ def synthetic_policy(seed: int) -> str:
         template, uses = TEMPLATES_ACTION[n % len(TEMPLATES_ACTION)]
         conds = [take() for _ in range(uses)] + ["unused"] * (3 - uses)
         logic = template.format(a=action, c1=conds[0], c2=conds[1], c3=conds[2])
-        lines += [f"  - id: rule_{n}", f'    logic: "{logic}"',
-                  f"    policy: Synthetic rule {n} over {action}.",
-                  f"    remediation: Fix rule {n}."]
+        lines += [
+            f"  - id: rule_{n}",
+            f'    logic: "{logic}"',
+            f"    policy: Synthetic rule {n} over {action}.",
+            f"    remediation: Fix rule {n}.",
+        ]
     for n in range(240 - len(owners)):  # constraints between conditions (global rules)
         a, b = take(), take()
-        lines += [f"  - id: global_{n}", f'    logic: "{a} IMPLIES {b}"',
-                  f"    policy: Synthetic constraint {n}."]
+        lines += [
+            f"  - id: global_{n}",
+            f'    logic: "{a} IMPLIES {b}"',
+            f"    policy: Synthetic constraint {n}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -103,8 +114,14 @@ def _events(model: Any, n: int, seed: int) -> list[dict[str, Any]]:
     for _ in range(n):
         leaf = rng.choice(leaves)
         circuit = event_values(model, {leaf: True}).circuit
-        names = sorted({p for r in circuit for p in model.by_id[r].predicates
-                        if model.by_name[p].kind == "condition"})
+        names = sorted(
+            {
+                p
+                for r in circuit
+                for p in model.by_id[r].predicates
+                if model.by_name[p].kind == "condition"
+            }
+        )
         solver = z3.Solver(ctx=comp.ctx)
         solver.add(*[comp.terms[r] for r in circuit], *comp.tree_terms, comp.bools[leaf])
         wanted = {name: rng.random() < 0.5 for name in names}
@@ -152,25 +169,33 @@ def scale(events_n: int, seed: int) -> dict[str, Any]:
     for event in events:  # warm every rule's solvers, as a long-running guard would be
         verify_event(model, event, remediation=False, probability=False)
     verdicts, _ = _timed(
-        lambda e: verify_event(model, e, remediation=False, probability=False), events)
+        lambda e: verify_event(model, e, remediation=False, probability=False), events
+    )
     decisions, results = _timed(lambda e: verify_event(model, e, remediation=False), events)
     full, _ = _timed(lambda e: verify_event(model, e), events)
     denied = [i for i, r in enumerate(results) if not r.allowed]
     circuit_sizes = [len(r.applicable()) for r in results]
     return {
-        "policy": {**report.stats, "errors": len(report.errors),
-                   "warnings": len(report.warnings),
-                   "finding_codes": sorted(set(report.codes()))},
+        "policy": {
+            **report.stats,
+            "errors": len(report.errors),
+            "warnings": len(report.warnings),
+            "finding_codes": sorted(set(report.codes())),
+        },
         "policy_check_seconds": round(check_seconds, 3),
         "events": len(events),
-        "rules_per_event": {"p50": _pct([float(s) for s in circuit_sizes], 50),
-                            "max": max(circuit_sizes)},
+        "rules_per_event": {
+            "p50": _pct([float(s) for s in circuit_sizes], 50),
+            "max": max(circuit_sizes),
+        },
         "denied": len(denied),
         "verdicts_ms": {"p50": _pct(verdicts, 50), "p95": _pct(verdicts, 95)},
         "verdicts_and_probability_ms": {"p50": _pct(decisions, 50), "p95": _pct(decisions, 95)},
-        "with_remediation_ms": {"p50": _pct(full, 50), "p95": _pct(full, 95),
-                                "p50_denied": _pct([full[i] for i in denied], 50)
-                                if denied else None},
+        "with_remediation_ms": {
+            "p50": _pct(full, 50),
+            "p95": _pct(full, 95),
+            "p50_denied": _pct([full[i] for i in denied], 50) if denied else None,
+        },
     }
 
 
@@ -194,8 +219,13 @@ def parity_numbers() -> dict[str, Any]:
             "policy_label_matches_gold": sum(r.policy.label == gold[r.id] for r in results),
             "seconds_both_paths": round(seconds, 2),
             "denials_with_remediation": sum(
-                1 for r in results if r.verdict is not None and not r.verdict.allowed
-                and r.verdict.remediation is not None and r.verdict.remediation.remedies),
+                1
+                for r in results
+                if r.verdict is not None
+                and not r.verdict.allowed
+                and r.verdict.remediation is not None
+                and r.verdict.remediation.remedies
+            ),
         }
     return out
 

@@ -37,8 +37,17 @@ from guardagent.memory_store.store import (  # noqa: E402
 def _demos(events: list[tuple[str, str]]) -> list[Demonstration]:
     out = []
     for i, (inp, outp) in enumerate(events):
-        d = Demonstration(id="", agent_input=inp, agent_output=outp, plan="p", code=f"# {i}",
-                          label=i % 2, details=[], request_fingerprint="bench", verified=True)
+        d = Demonstration(
+            id="",
+            agent_input=inp,
+            agent_output=outp,
+            plan="p",
+            code=f"# {i}",
+            label=i % 2,
+            details=[],
+            request_fingerprint="bench",
+            verified=True,
+        )
         d["id"] = demonstration_id(d)
         out.append(d)
     return out
@@ -83,8 +92,10 @@ def measure(
         dists = sorted(Levenshtein.distance(q, t) for t in texts)
         exact_ms.append((time.perf_counter() - t0) * 1000)
         kth = dists[k - 1]
-        hits = sum(Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) <= kth
-                   for d in got)
+        hits = sum(
+            Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) <= kth
+            for d in got
+        )
         recalls[kind].append(hits / k)
     return {
         "size": size,
@@ -136,20 +147,29 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            row = measure(size, args.k, args.candidates, args.scan_limit, args.queries,
-                          args.exact_queries, tmp)
+            row = measure(
+                size,
+                args.k,
+                args.candidates,
+                args.scan_limit,
+                args.queries,
+                args.exact_queries,
+                tmp,
+            )
             rss, first = fresh_process(tmp, size, args.k, args.candidates, args.scan_limit)
             row["guard_process_peak_rss_mb"], row["fresh_process_first_query_ms"] = rss, first
             results.append(row)
             print(json.dumps(row), flush=True)
     for r in results:
-        print(f"retrieval size={r['size']} ({r['candidate_stage']}): p50 {r['ours_ms_p50']} ms, "
-              f"p95 {r['ours_ms_p95']} ms, "
-              f"exact scan p50 {r['exact_ms_p50']} ms ({r['speedup_p50']}x), "
-              f"recall@{r['k']} {r['recall_at_k']} (fresh {r['recall_at_k_fresh']}, "
-              f"near-duplicate {r['recall_at_k_near_duplicate']}), "
-              f"peak RSS {r['guard_process_peak_rss_mb']} MB, first query in a fresh process "
-              f"{r['fresh_process_first_query_ms']} ms")
+        print(
+            f"retrieval size={r['size']} ({r['candidate_stage']}): p50 {r['ours_ms_p50']} ms, "
+            f"p95 {r['ours_ms_p95']} ms, "
+            f"exact scan p50 {r['exact_ms_p50']} ms ({r['speedup_p50']}x), "
+            f"recall@{r['k']} {r['recall_at_k']} (fresh {r['recall_at_k_fresh']}, "
+            f"near-duplicate {r['recall_at_k_near_duplicate']}), "
+            f"peak RSS {r['guard_process_peak_rss_mb']} MB, first query in a fresh process "
+            f"{r['fresh_process_first_query_ms']} ms"
+        )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(f"benchmark process peak RSS {own} MB")
 

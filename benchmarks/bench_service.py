@@ -41,11 +41,15 @@ from guardagent.service.client import GuardClient, ServiceError
 from tests.pg_server import free_port, running_postgres, start_replica, stop, wait_ready
 
 TRACE = Path(__file__).resolve().parent.parent / "tests" / "traces" / "i02_exfil_langchain.json"
-EVENT_INPUT = ("Task: Book a double room at a hotel in Lisbon for two nights\nUser information:\n"
-               "   age: 40,\n   domestic: True,\n   dr_license: False,\n   vaccine: True,\n"
-               "   membership: True")  # fmt: skip
-EVENT_OUTPUT = ("(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <button id=0> "
-                "Reserve </button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+EVENT_INPUT = (
+    "Task: Book a double room at a hotel in Lisbon for two nights\nUser information:\n"
+    "   age: 40,\n   domestic: True,\n   dr_license: False,\n   vaccine: True,\n"
+    "   membership: True"
+)
+EVENT_OUTPUT = (
+    "(Analysis)\nThe hotel booking page is open.\n\n(Choices)\nA. <button id=0> "
+    "Reserve </button>\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None"
+)
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -89,13 +93,25 @@ def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dic
     messages = json.loads(TRACE.read_text())["messages"]
     trace = root / "trace.json"
     trace.write_text(json.dumps({"messages": messages[:2]}))
-    args = (["--trace", str(trace)] if kind == "trace"
-            else ["--input", EVENT_INPUT, "--output", EVENT_OUTPUT])  # fmt: skip
+    args = (
+        ["--trace", str(trace)]
+        if kind == "trace"
+        else ["--input", EVENT_INPUT, "--output", EVENT_OUTPUT]
+    )
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
-        "check --server": [sys.executable, "-m", "guardagent.cli", "check", "--server", url,
-                           "--profile", profile, *args],
-    }  # fmt: skip
+        "check --server": [
+            sys.executable,
+            "-m",
+            "guardagent.cli",
+            "check",
+            "--server",
+            url,
+            "--profile",
+            profile,
+            *args,
+        ],
+    }
     import resource
 
     result = {}
@@ -113,9 +129,18 @@ def cold_start(url: str, kind: str, profile: str, root: Path, n: int = 7) -> dic
     return result
 
 
-def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency: int,
-        seconds: float, replica_pids: list[int], pg_pids: Any, hot: str | None = None,
-        keyed: bool = False, tag: str = "") -> dict[str, Any]:  # fmt: skip
+def run(
+    clients: list[GuardClient],
+    kind: str,
+    threads: int | None,
+    concurrency: int,
+    seconds: float,
+    replica_pids: list[int],
+    pg_pids: Any,
+    hot: str | None = None,
+    keyed: bool = False,
+    tag: str = "",
+) -> dict[str, Any]:
     """Drive `clients` for `seconds`; `hot` names the one thread every request uses.
 
     Returns the raw run (latencies, failures, wall time, CPU seconds): see :func:`summary`.
@@ -136,11 +161,13 @@ def run(clients: list[GuardClient], kind: str, threads: int | None, concurrency:
             started = time.perf_counter()
             try:
                 if kind == "trace":
-                    decision = client.check_trace_raw(messages, thread_id=thread_id,
-                                                      idempotency_key=key)  # fmt: skip
+                    decision = client.check_trace_raw(
+                        messages, thread_id=thread_id, idempotency_key=key
+                    )
                 else:
-                    decision = client.check_raw(EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id,
-                                                idempotency_key=key)  # fmt: skip
+                    decision = client.check_raw(
+                        EVENT_INPUT, EVENT_OUTPUT, thread_id=thread_id, idempotency_key=key
+                    )
                 ok = decision.get("allowed") is True
             except ServiceError:
                 ok = False
@@ -178,8 +205,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "decisions_per_s": round(len(latencies) / wall, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
-        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1) if latencies
-        else None,
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1) if latencies else None,
         "failed": sum(r["failed"] for r in runs),
         "cpu_cores_replicas": round(cpu[0] / wall, 2),
         "cpu_cores_postgres": round(cpu[1] / wall, 2),
@@ -194,38 +220,69 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=4, help="threads per client worker")
     parser.add_argument("--kind", choices=["trace", "event"], default="trace")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="turns each mode takes, interleaved (--seconds is split over them)")
-    parser.add_argument("--hot-concurrency", type=int, default=32,
-                        help="clients at once on the one hot thread")
-    parser.add_argument("--no-cold-start", action="store_true",
-                        help="skip the cold-start timing of `check --server`")
-    parser.add_argument("--no-fsync", action="store_true",
-                        help="PostgreSQL with fsync and synchronous_commit off")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="turns each mode takes, interleaved (--seconds is split over them)",
+    )
+    parser.add_argument(
+        "--hot-concurrency", type=int, default=32, help="clients at once on the one hot thread"
+    )
+    parser.add_argument(
+        "--no-cold-start",
+        action="store_true",
+        help="skip the cold-start timing of `check --server`",
+    )
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="PostgreSQL with fsync and synchronous_commit off"
+    )
     args = parser.parse_args()
     profile = "assistant-trace" if args.kind == "trace" else "mind2web-sc"
     root = Path(tempfile.mkdtemp(prefix="bench-service-"))
-    print(f"# kind={args.kind} profile={profile} concurrency={args.concurrency} "
-          f"seconds={args.seconds} fsync={'off' if args.no_fsync else 'on'} "
-          f"cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
+    print(
+        f"# kind={args.kind} profile={profile} concurrency={args.concurrency} "
+        f"seconds={args.seconds} fsync={'off' if args.no_fsync else 'on'} "
+        f"cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}"
+    )
     with running_postgres(root, durable=not args.no_fsync) as url:
         ports = [free_port(), free_port()]
-        env = {"GUARDAGENT_DATABASE_URL": url, "GUARDAGENT_PROFILE": profile,
-               "GUARDAGENT_POOL_SIZE": str(args.concurrency + 2)}
+        env = {
+            "GUARDAGENT_DATABASE_URL": url,
+            "GUARDAGENT_PROFILE": profile,
+            "GUARDAGENT_POOL_SIZE": str(args.concurrency + 2),
+        }
         db_port = url.rpartition(":")[2].partition("/")[0]
-        procs = [start_replica(p, {**env, "GUARDAGENT_MEMORY_DIR": str(root / f"m{p}")},
-                               root / f"r{p}.log") for p in ports]  # fmt: skip
+        procs = [
+            start_replica(
+                p, {**env, "GUARDAGENT_MEMORY_DIR": str(root / f"m{p}")}, root / f"r{p}.log"
+            )
+            for p in ports
+        ]
         try:
             for proc, port in zip(procs, ports, strict=True):
                 wait_ready(proc, port, root / f"r{port}.log")
             postmaster = _postmaster(db_port)
             clients = [GuardClient(f"http://127.0.0.1:{p}", retries=0) for p in ports]
             if not args.no_cold_start:
-                print("# cold start, median ms:", json.dumps(cold_start(
-                    f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)), flush=True)
+                print(
+                    "# cold start, median ms:",
+                    json.dumps(
+                        cold_start(f"http://127.0.0.1:{ports[0]}", args.kind, profile, root)
+                    ),
+                    flush=True,
+                )
             for client in clients:  # warm each replica: first decision, threads, the saver
-                run([client], args.kind, args.threads, args.concurrency, 2.0, [], lambda: [],
-                    tag="warm")
+                run(
+                    [client],
+                    args.kind,
+                    args.threads,
+                    args.concurrency,
+                    2.0,
+                    [],
+                    lambda: [],
+                    tag="warm",
+                )
             rows = []
             pg = (lambda: tree([postmaster])) if postmaster else (lambda: [])
             share = args.seconds / args.rounds
@@ -233,44 +290,72 @@ def main() -> None:
                 runs: dict[str, list[dict[str, Any]]] = {"stateless": [], "threads": []}
                 for _ in range(args.rounds):
                     for mode, threads in (("stateless", None), ("threads", args.threads)):
-                        runs[mode].append(run(clients[:replicas], args.kind, threads,
-                                              args.concurrency, share,
-                                              [p.pid for p in procs[:replicas]], pg))  # fmt: skip
+                        runs[mode].append(
+                            run(
+                                clients[:replicas],
+                                args.kind,
+                                threads,
+                                args.concurrency,
+                                share,
+                                [p.pid for p in procs[:replicas]],
+                                pg,
+                            )
+                        )
                 for mode, taken in runs.items():
                     rows.append({"replicas": replicas, "mode": mode, **summary(taken)})
                     print(json.dumps(rows[-1]), flush=True)
             hot: dict[str, list[dict[str, Any]]] = {"hot": [], "hot keyed": []}
             for r in range(args.rounds):
                 for mode in hot:
-                    hot[mode].append(run(clients[:1], args.kind, None, args.hot_concurrency,
-                                         share, [procs[0].pid], pg, hot=f"hot-{r}",
-                                         keyed=mode == "hot keyed", tag=f"r{r}"))  # fmt: skip
+                    hot[mode].append(
+                        run(
+                            clients[:1],
+                            args.kind,
+                            None,
+                            args.hot_concurrency,
+                            share,
+                            [procs[0].pid],
+                            pg,
+                            hot=f"hot-{r}",
+                            keyed=mode == "hot keyed",
+                            tag=f"r{r}",
+                        )
+                    )
             for mode, taken in hot.items():
-                rows.append({"replicas": 1, "mode": f"{mode} c={args.hot_concurrency}",
-                             **summary(taken)})  # fmt: skip
+                rows.append(
+                    {"replicas": 1, "mode": f"{mode} c={args.hot_concurrency}", **summary(taken)}
+                )
                 print(json.dumps(rows[-1]), flush=True)
         finally:
             for proc in procs:
                 stop(proc)
     print()
-    print("| replicas | mode | decisions/s | p50 ms | p99 ms | CPU replicas | CPU Postgres "
-          "| CPU client | CPU ms / decision |")
+    print(
+        "| replicas | mode | decisions/s | p50 ms | p99 ms | CPU replicas | CPU Postgres "
+        "| CPU client | CPU ms / decision |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['replicas']} | {r['mode']} | {r['decisions_per_s']} | {r['p50_ms']} | "
-              f"{r['p99_ms']} | {r['cpu_cores_replicas']} | {r['cpu_cores_postgres']} | "
-              f"{r['cpu_cores_client']} | {r['cpu_ms_per_decision']} |")
+        print(
+            f"| {r['replicas']} | {r['mode']} | {r['decisions_per_s']} | {r['p50_ms']} | "
+            f"{r['p99_ms']} | {r['cpu_cores_replicas']} | {r['cpu_cores_postgres']} | "
+            f"{r['cpu_cores_client']} | {r['cpu_ms_per_decision']} |"
+        )
     rate = {(r["replicas"], r["mode"].partition(" c=")[0]): r["decisions_per_s"] for r in rows}
     cost = {(r["replicas"], r["mode"]): r["cpu_ms_per_decision"] for r in rows}
     print()
     for replicas in (1, 2):
         by_rate = rate[replicas, "threads"] / max(rate[replicas, "stateless"], 1e-9)
         by_cpu = cost[replicas, "stateless"] / max(cost[replicas, "threads"], 1e-9)
-        print(f"threads / stateless, {replicas} replica(s): {by_rate:.2f} (decisions/s); "
-              f"{by_cpu:.2f} (CPU per decision, stateless / threads: the capacity ratio)")
-    print(f"hot keyed / hot unkeyed (one thread, c={args.hot_concurrency}): "
-          f"{rate[1, 'hot keyed'] / max(rate[1, 'hot'], 1e-9):.2f} "
-          f"({rate[1, 'hot keyed']} / {rate[1, 'hot']} decisions/s)")
+        print(
+            f"threads / stateless, {replicas} replica(s): {by_rate:.2f} (decisions/s); "
+            f"{by_cpu:.2f} (CPU per decision, stateless / threads: the capacity ratio)"
+        )
+    print(
+        f"hot keyed / hot unkeyed (one thread, c={args.hot_concurrency}): "
+        f"{rate[1, 'hot keyed'] / max(rate[1, 'hot'], 1e-9):.2f} "
+        f"({rate[1, 'hot keyed']} / {rate[1, 'hot']} decisions/s)"
+    )
 
 
 def _postmaster(port: str) -> int:

@@ -55,18 +55,27 @@ rules:
   - {id: edits, logic: (fills OR deletes) IMPLIES TRUE}
 """
 HEAD = 'format: guardagent-policy/1\nname: web-tasks\nversion: "1"\n'
-PROFILE = ("name: web-tasks\nguard_request: Guard a web agent.\nagent_specification: A web "
-           "agent.\ntoolbox: []\ndemonstrations: []\npolicy_model: policy.yaml\n")  # fmt: skip
-EXTRA = {"predicates": [{"name": "deletes_here", "kind": "condition",
-                         "assign": {"trace": 'tool_is("delete_*")'}}],
-         "rules": [{"id": "no-deleting-in-this-task", "logic": "NOT deletes_here"}]}  # fmt: skip
-TRACE = {"messages": [{"role": "user", "content": "Restock SKU-7 to 25."}],
-         "proposed_call": {"name": "goto", "args": {"url": "https://shop0.example/catalog"}}}
+PROFILE = (
+    "name: web-tasks\nguard_request: Guard a web agent.\nagent_specification: A web "
+    "agent.\ntoolbox: []\ndemonstrations: []\npolicy_model: policy.yaml\n"
+)
+EXTRA = {
+    "predicates": [
+        {"name": "deletes_here", "kind": "condition", "assign": {"trace": 'tool_is("delete_*")'}}
+    ],
+    "rules": [{"id": "no-deleting-in-this-task", "logic": "NOT deletes_here"}],
+}
+TRACE = {
+    "messages": [{"role": "user", "content": "Restock SKU-7 to 25."}],
+    "proposed_call": {"name": "goto", "args": {"url": "https://shop0.example/catalog"}},
+}
 
 
 def task(n: int, with_rule: bool) -> dict[str, Any]:
-    spec: dict[str, Any] = {"name": f"task-{n}", "params": {
-        "sites": [f"shop{n}.example/catalog/*", f"shop{n}.example"], "required": "fill"}}
+    spec: dict[str, Any] = {
+        "name": f"task-{n}",
+        "params": {"sites": [f"shop{n}.example/catalog/*", f"shop{n}.example"], "required": "fill"},
+    }
     return {**spec, **EXTRA} if with_rule else spec
 
 
@@ -77,9 +86,12 @@ def profile_dir(root: Path, n: int, with_rule: bool) -> str:
     sites = ", ".join(json.dumps(s) for s in task(n, False)["params"]["sites"])
     body = BODY.replace("SITES", sites).replace("REQUIRED", '"fill"')
     if with_rule:
-        body = body.replace("rules:\n", "  - {name: deletes_here, kind: condition, assign: "
-                            "{trace: 'tool_is(\"delete_*\")'}}\nrules:\n  - {id: "
-                            "no-deleting-in-this-task, logic: NOT deletes_here}\n")  # fmt: skip
+        body = body.replace(
+            "rules:\n",
+            "  - {name: deletes_here, kind: condition, assign: "
+            "{trace: 'tool_is(\"delete_*\")'}}\nrules:\n  - {id: "
+            "no-deleting-in-this-task, logic: NOT deletes_here}\n",
+        )
     (folder / "policy.yaml").write_text(HEAD + LABELS + body, encoding="utf-8")
     (folder / "profile.yaml").write_text(PROFILE, encoding="utf-8")
     return str(folder)
@@ -110,23 +122,33 @@ def main() -> None:
             kind = "params+rule" if with_rule else "params"
             dirs = [profile_dir(root, n, with_rule) for n in range(1, args.tasks + 1)]
             per_dir = [ms(lambda d=d: GuardAgent(profile=d).check_trace(TRACE)) for d in dirs]
-            cold = [ms(lambda n=n, r=with_rule: guard.attach_task(task(n, r)))
-                    for n in range(1, args.tasks + 1)]  # fmt: skip
-            cached = [ms(lambda n=n, r=with_rule: guard.attach_task(task(n, r)))
-                      for n in range(1, args.tasks + 1)]  # fmt: skip
+            cold = [
+                ms(lambda n=n, r=with_rule: guard.attach_task(task(n, r)))
+                for n in range(1, args.tasks + 1)
+            ]
+            cached = [
+                ms(lambda n=n, r=with_rule: guard.attach_task(task(n, r)))
+                for n in range(1, args.tasks + 1)
+            ]
             results[f"per-task profile ({kind})"] = statistics.median(per_dir)
             results[f"attach cold ({kind})"] = statistics.median(cold)
             results[f"attach cached ({kind})"] = statistics.median(cached)
         untasked = GuardAgent(profile=dirs[0].replace("task-1-True", "task-1-False"))
-        trace = {**TRACE, "proposed_call": {"name": "goto",
-                                            "args": {"url": "https://shop1.example/catalog"}}}
+        trace = {
+            **TRACE,
+            "proposed_call": {"name": "goto", "args": {"url": "https://shop1.example/catalog"}},
+        }
         for name, run in (
             ("check_trace, no task (per-task profile)", lambda: untasked.check_trace(trace)),
-            ("check_trace, cached task: params", lambda: guard.check_trace(
-                trace, task=task(1, False))),
-            ("check_trace, cached task: params+rule", lambda: guard.check_trace(
-                trace, task=task(1, True))),
-        ):  # fmt: skip
+            (
+                "check_trace, cached task: params",
+                lambda: guard.check_trace(trace, task=task(1, False)),
+            ),
+            (
+                "check_trace, cached task: params+rule",
+                lambda: guard.check_trace(trace, task=task(1, True)),
+            ),
+        ):
             run()
             results[name] = statistics.median(ms(run) for _ in range(args.calls))
     width = max(map(len, results))

@@ -63,9 +63,11 @@ def count_round_trips() -> None:
 
 async def measure(url: str, decisions: int) -> None:
     messages = json.loads(TRACE.read_text())["messages"][:2]
-    settings = ServiceSettings(guard=GuardContext(profile="assistant-trace",
-                                                  memory_dir=tempfile.mkdtemp()),
-                               database_url=url, pool_size=2)  # fmt: skip
+    settings = ServiceSettings(
+        guard=GuardContext(profile="assistant-trace", memory_dir=tempfile.mkdtemp()),
+        database_url=url,
+        pool_size=2,
+    )
     async with open_stores(settings) as stores:
         decider = Decider(settings, stores.locks, stores.decisions, stores.threads)
         await decider.agent(decider.profile_ref(None))
@@ -83,10 +85,18 @@ async def measure(url: str, decisions: int) -> None:
                 sent.append(STATEMENTS[0])
                 assert answer.status == 200, answer.body
             trips, sent, millis = trips[4:], sent[4:], millis[4:]  # first decisions aside
-            print(json.dumps({"keyed": keyed, "waits_median": statistics.median(trips),
-                              "waits_min": min(trips), "waits_max": max(trips),
-                              "statements_median": statistics.median(sent),
-                              "p50_ms": round(statistics.median(millis), 1)}))  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "keyed": keyed,
+                        "waits_median": statistics.median(trips),
+                        "waits_min": min(trips),
+                        "waits_max": max(trips),
+                        "statements_median": statistics.median(sent),
+                        "p50_ms": round(statistics.median(millis), 1),
+                    }
+                )
+            )
 
 
 def main() -> None:

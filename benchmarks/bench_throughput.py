@@ -120,8 +120,9 @@ def llm_calls_per_decision(reuse: bool, root: Path) -> float:
     program = (PROFILE_DIR / "safety_rules.py").read_text()
     model = SlowScriptedModel(latency=0.0, program=program)
     profile = unverified_profile(root / ("reuse" if reuse else "noreuse"))
-    guard = GuardAgent(profile, model=model, reuse_programs=reuse,
-                       memory_dir=str(root / f"mem-{reuse}"))
+    guard = GuardAgent(
+        profile, model=model, reuse_programs=reuse, memory_dir=str(root / f"mem-{reuse}")
+    )
     cases = load_benchmark(PROFILE)
     calls = sum(guard.check(c.agent_input, c.agent_output).llm_calls for c in cases)
     return calls / len(cases)
@@ -135,28 +136,53 @@ def model_path(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "OPENAI_API_KEY": "x", "NO_PROXY": "127.0.0.1,localhost"}
 
     def evaluate(profile: str, out: Path, model: list[str]) -> list[dict[str, Any]]:
-        cmd = [sys.executable, "-m", "guardagent.cli", "eval", "--profile", profile,
-               "--cases", str(cases), "--out", str(out), "--memory-dir", str(out / "mem"),
-               "--quiet", *model]  # fmt: skip
-        subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
-                       cwd=Path(__file__).resolve().parents[1])
+        cmd = [
+            sys.executable,
+            "-m",
+            "guardagent.cli",
+            "eval",
+            "--profile",
+            profile,
+            "--cases",
+            str(cases),
+            "--out",
+            str(out),
+            "--memory-dir",
+            str(out / "mem"),
+            "--quiet",
+            *model,
+        ]
+        subprocess.run(
+            cmd,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         lines = (out / "predictions.jsonl").read_text().splitlines()
         return [json.loads(line) for line in lines]
 
     shipped = evaluate(name, root / f"{name}-shipped", [])
-    with OpenAIStub(responder=lambda body: reply(
-        str(body["messages"][0]["content"]), program, name
-    )) as stub:  # fmt: skip
+    with OpenAIStub(
+        responder=lambda body: reply(str(body["messages"][0]["content"]), program, name)
+    ) as stub:
         started = time.perf_counter()
-        derived = evaluate(unverified_profile(root / name, name), root / f"{name}-model",
-                           ["--model", "openai:stub-model", "--base-url", stub.base_url])
+        derived = evaluate(
+            unverified_profile(root / name, name),
+            root / f"{name}-model",
+            ["--model", "openai:stub-model", "--base-url", stub.base_url],
+        )
         seconds = time.perf_counter() - started
         requests = stub.count
-    same = sum(a["predicted"] == b["predicted"] for a, b in zip(
-        shipped, derived, strict=True))  # fmt: skip
-    return {"events": len(shipped), "same_labels": same, "model_requests": requests,
-            "llm_calls_per_decision": round(requests / len(shipped), 4),
-            "seconds": round(seconds, 1)}
+    same = sum(a["predicted"] == b["predicted"] for a, b in zip(shipped, derived, strict=True))
+    return {
+        "events": len(shipped),
+        "same_labels": same,
+        "model_requests": requests,
+        "llm_calls_per_decision": round(requests / len(shipped), 4),
+        "seconds": round(seconds, 1),
+    }
 
 
 def main() -> None:
@@ -164,8 +190,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--events", type=int, default=64)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--model-path", action="store_true",
-                        help="Also run both shipped benchmarks through the model path.")
+    parser.add_argument(
+        "--model-path",
+        action="store_true",
+        help="Also run both shipped benchmarks through the model path.",
+    )
     args = parser.parse_args()
     cases = load_benchmark(PROFILE)[: args.events]
     events = [(c.agent_input, c.agent_output) for c in cases]
@@ -181,17 +210,22 @@ def main() -> None:
         "decisions_per_s": {str(n): round(r, 2) for n, r in rates.items()},
         "speedup_vs_first": {str(n): round(r / base, 1) for n, r in rates.items()},
         "llm_calls_per_decision": {
-            "reuse_on": round(reuse_on, 4), "reuse_off": round(reuse_off, 4)
+            "reuse_on": round(reuse_on, 4),
+            "reuse_off": round(reuse_off, 4),
         },
         "model_path": paths,
     }
     print(json.dumps(result))
-    print("throughput " + ", ".join(
-        f"c={n}: {r:.1f}/s ({r / base:.1f}x)" for n, r in rates.items()
-    ) + f"; LLM calls per decision over {PROFILE}: reuse on {reuse_on:.4f}, off {reuse_off:.2f}")
+    print(
+        "throughput "
+        + ", ".join(f"c={n}: {r:.1f}/s ({r / base:.1f}x)" for n, r in rates.items())
+        + f"; LLM calls per decision over {PROFILE}: reuse on {reuse_on:.4f}, off {reuse_off:.2f}"
+    )
     for name, got in paths.items():
-        print(f"{name} through the model path: {got['same_labels']}/{got['events']} labels as "
-              f"the shipped program, {got['llm_calls_per_decision']} LLM calls per decision")
+        print(
+            f"{name} through the model path: {got['same_labels']}/{got['events']} labels as "
+            f"the shipped program, {got['llm_calls_per_decision']} LLM calls per decision"
+        )
 
 
 if __name__ == "__main__":

@@ -111,15 +111,20 @@ def scenario(
         "trace": label,
         "messages": len(messages),
         "chars": sum(len(m.get("content") or "") for m in messages),
-        "full_p50": pct(full_ms, 0.5), "full_p99": pct(full_ms, 0.99),
-        "inc_p50": pct(inc_ms, 0.5), "inc_p99": pct(inc_ms, 0.99),
-        "inc_io_p50": pct(io_ms, 0.5), "inc_io_p99": pct(io_ms, 0.99),
+        "full_p50": pct(full_ms, 0.5),
+        "full_p99": pct(full_ms, 0.99),
+        "inc_p50": pct(inc_ms, 0.5),
+        "inc_p99": pct(inc_ms, 0.99),
+        "inc_io_p50": pct(io_ms, 0.5),
+        "inc_io_p99": pct(io_ms, 0.99),
         "verify_p50": pct(verify_ms, 0.5),
-        "inc_messages_read": work["read"], "bytes_hashed": work["hashed"],
+        "inc_messages_read": work["read"],
+        "bytes_hashed": work["hashed"],
         "state_bytes": len(json.dumps(final, separators=(",", ":"))),
         "allowed": verdict.allowed,
-        "runs": runs, "full_runs": full_runs,
-    }  # fmt: skip
+        "runs": runs,
+        "full_runs": full_runs,
+    }
 
 
 NEAR: dict[str, Callable[[int], str]] = {
@@ -148,8 +153,11 @@ def adversarial(runs: int) -> None:
         per_mb = []
         for size in SIZES:
             text = make(size)
-            read = {"id": "c1", "type": "function",
-                    "function": {"name": "read_inbox", "arguments": "{}"}}  # fmt: skip
+            read = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "read_inbox", "arguments": "{}"},
+            }
             messages = [
                 {"role": "user", "content": "Tidy up my inbox and pay the rent to my landlord."},
                 {"role": "assistant", "content": None, "tool_calls": [read]},
@@ -165,10 +173,19 @@ def adversarial(runs: int) -> None:
             per_mb.append(best / (len(text) / 1e6))
         flat = max(per_mb) / min(per_mb)
         denied = per_mb[-1] * 1000 > DEFAULT_BUDGET_MS
-        rows.append({"input": name, "s_per_mb": per_mb, "max_over_min": flat,
-                     "1MB_over_default_budget": denied})  # fmt: skip
-        print(f"{name:>33} | " + " ".join(f"{c:>7.3f}" for c in per_mb)
-              + f" | {flat:>5.2f}x | {'denied' if denied else 'within'}")  # fmt: skip
+        rows.append(
+            {
+                "input": name,
+                "s_per_mb": per_mb,
+                "max_over_min": flat,
+                "1MB_over_default_budget": denied,
+            }
+        )
+        print(
+            f"{name:>33} | "
+            + " ".join(f"{c:>7.3f}" for c in per_mb)
+            + f" | {flat:>5.2f}x | {'denied' if denied else 'within'}"
+        )
     print(json.dumps({"adversarial": rows}))
 
 
@@ -177,16 +194,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--lengths", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--no-big", action="store_true", help="skip the 1 MB tool output")
-    parser.add_argument("--adversarial", action="store_true",
-                        help="near-matches of each value type: CPU s/MB at 10 kB, 100 kB, 1 MB")
-    parser.add_argument("--cpu", action="store_true",
-                        help="time with the process's CPU clock (steadier on a busy machine)")
+    parser.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="near-matches of each value type: CPU s/MB at 10 kB, 100 kB, 1 MB",
+    )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU clock (steadier on a busy machine)",
+    )
     args = parser.parse_args()
     if args.cpu:
         CLOCK[0] = time.process_time
     if args.adversarial:
-        print(f"{'input':>33} | {'s/MB at 10 kB':>7} {'100 kB':>7} {'1 MB':>7} | max/min | 1 MB in "
-              "the default budget")  # fmt: skip
+        print(
+            f"{'input':>33} | {'s/MB at 10 kB':>7} {'100 kB':>7} {'1 MB':>7} | max/min | 1 MB in "
+            "the default budget"
+        )
         adversarial(args.runs if args.runs != 40 else 3)
         return
     rows = []
@@ -196,25 +221,31 @@ def main() -> None:
     if not args.no_big:
         big = thread(100, seed=7, big_result=1_000_000)
         rows.append(scenario("1MB", big, max(5, args.runs // 2), max(3, args.runs // 8)))
-    head = (f"{'trace':>6} {'msgs':>5} {'chars':>9} | {'full p50':>9} {'p99':>8} | {'incr p50':>9} "
-            f"{'p99':>7} | {'+state io':>9} {'p99':>7} | {'verify':>7} | {'read':>4} "
-            f"{'hashed':>9} | {'state B':>8}")  # fmt: skip
+    head = (
+        f"{'trace':>6} {'msgs':>5} {'chars':>9} | {'full p50':>9} {'p99':>8} | {'incr p50':>9} "
+        f"{'p99':>7} | {'+state io':>9} {'p99':>7} | {'verify':>7} | {'read':>4} "
+        f"{'hashed':>9} | {'state B':>8}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['trace']:>6} {r['messages']:>5} {r['chars']:>9} | {r['full_p50']:>7.2f}ms "
-              f"{r['full_p99']:>6.2f}ms | {r['inc_p50']:>7.2f}ms {r['inc_p99']:>5.2f}ms | "
-              f"{r['inc_io_p50']:>7.2f}ms {r['inc_io_p99']:>5.2f}ms | {r['verify_p50']:>5.2f}ms | "
-              f"{r['inc_messages_read']:>4} {r['bytes_hashed']:>9} | "
-              f"{r['state_bytes']:>8}")  # fmt: skip
+        print(
+            f"{r['trace']:>6} {r['messages']:>5} {r['chars']:>9} | {r['full_p50']:>7.2f}ms "
+            f"{r['full_p99']:>6.2f}ms | {r['inc_p50']:>7.2f}ms {r['inc_p99']:>5.2f}ms | "
+            f"{r['inc_io_p50']:>7.2f}ms {r['inc_io_p99']:>5.2f}ms | {r['verify_p50']:>5.2f}ms | "
+            f"{r['inc_messages_read']:>4} {r['bytes_hashed']:>9} | "
+            f"{r['state_bytes']:>8}"
+        )
     print(json.dumps({"rows": rows}))
     hundred = next((r for r in rows if r["trace"] == "100"), None)
     if hundred is not None:
         flat = [r["inc_messages_read"] for r in rows]
-        print(f"targets: p50 at 100 messages {hundred['inc_p50']:.2f} ms incremental / "
-              f"{hundred['full_p50']:.2f} ms full (<= 5 ms); incremental work "
-              f"{'flat' if len(set(flat)) == 1 else 'NOT flat'} ({flat} messages read); "
-              f"state at the largest length {max(r['state_bytes'] for r in rows)} B (<= 1 MB)")
+        print(
+            f"targets: p50 at 100 messages {hundred['inc_p50']:.2f} ms incremental / "
+            f"{hundred['full_p50']:.2f} ms full (<= 5 ms); incremental work "
+            f"{'flat' if len(set(flat)) == 1 else 'NOT flat'} ({flat} messages read); "
+            f"state at the largest length {max(r['state_bytes'] for r in rows)} B (<= 1 MB)"
+        )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,18 @@ def measure(name: str, runs: int) -> tuple[int, float, float]:
     policy, own = judging_policy(profile)
 
     def suite_run() -> None:  # every case decided right: nothing stops the run early
-        assert run_cases(code, tools, cases, runner=run_program, policy=policy,
-                         threshold=profile.safety_threshold, own_verdicts=own) == [], name
+        assert (
+            run_cases(
+                code,
+                tools,
+                cases,
+                runner=run_program,
+                policy=policy,
+                threshold=profile.safety_threshold,
+                own_verdicts=own,
+            )
+            == []
+        ), name
 
     run = median_seconds(suite_run, runs)
     return len(cases), verify, run

@@ -67,8 +67,9 @@ def classify(case: Case, table: str, column: str, gold_only: bool) -> str:
         return f"extractor bug? we report {table}.{column}, gold does not"
     if column in words:
         return f"extractor bug: missed {table}.{column}, named in the last cell"
-    holders = sorted((w for w in words if column in w and w != column),
-                     key=lambda w: ("_" not in w, w))
+    holders = sorted(
+        (w for w in words if column in w and w != column), key=lambda w: ("_" not in w, w)
+    )
     if holders:
         return f"gold substring quirk: {column} in {', '.join(holders[:2])}"
     if column in set(re.findall(r"\w+", _earlier_code(case.agent_output))):
@@ -102,8 +103,10 @@ def access_differences(rows: list[Row]) -> list[tuple[Case, Columns, Columns, li
     out = []
     for r in rows:
         record = r.case.meta["record_id"]
-        gold, mine = _norm(r.case.meta["access_gt"]), _norm(ehr_accessed_columns(
-            r.case.agent_output))
+        gold, mine = (
+            _norm(r.case.meta["access_gt"]),
+            _norm(ehr_accessed_columns(r.case.agent_output)),
+        )
         if record in seen or gold == mine:
             continue
         seen.add(record)
@@ -130,11 +133,15 @@ def main() -> None:
     wrong = [r for r in rows if r.mine != r.gold]
     print(f"cases: {n} (label 1: {len(denied)})")
     print(f"LPA: {100 * lpa:.1f}  ({sum(r.predicted == r.case.label for r in rows)}/{n})")
-    print(f"CCA: {100 * cca:.1f}  "
-          f"({sum(r.predicted == 1 and r.mine == r.gold for r in denied)}/{len(denied)})")
-    print(f"disagreements: {len(wrong)} "
-          f"(label: {sum(r.predicted != r.case.label for r in wrong)}, "
-          f"columns only: {sum(r.predicted == r.case.label for r in wrong)})")
+    print(
+        f"CCA: {100 * cca:.1f}  "
+        f"({sum(r.predicted == 1 and r.mine == r.gold for r in denied)}/{len(denied)})"
+    )
+    print(
+        f"disagreements: {len(wrong)} "
+        f"(label: {sum(r.predicted != r.case.label for r in wrong)}, "
+        f"columns only: {sum(r.predicted == r.case.label for r in wrong)})"
+    )
     kinds = Counter(cause.split(":")[0] for r in wrong for cause in r.causes)
     for kind, count in kinds.most_common():
         print(f"  {kind}: {count}")
@@ -142,8 +149,10 @@ def main() -> None:
     print("| case | role | gold inaccessible | ours | why |")
     print("|---|---|---|---|---|")
     for r in wrong:
-        print(f"| `{r.case.id.split('-')[0]}` | {r.case.meta['role']} | `{_fmt(r.gold)}` "
-              f"| `{_fmt(r.mine)}` | {'; '.join(r.causes)} |")
+        print(
+            f"| `{r.case.id.split('-')[0]}` | {r.case.meta['role']} | `{_fmt(r.gold)}` "
+            f"| `{_fmt(r.mine)}` | {'; '.join(r.causes)} |"
+        )
     diffs = access_differences(rows)
     print()
     print(f"accessed-column differences, per question (gold access_gt vs ours): {len(diffs)}")
@@ -154,8 +163,10 @@ def main() -> None:
     print("| question | only in gold | only in ours | why |")
     print("|---|---|---|---|")
     for case, gold, mine, causes in diffs:
-        print(f"| `{case.meta['record_id']}` | {_diff(gold, mine)} | {_diff(mine, gold)} "
-              f"| {'; '.join(causes)} |")
+        print(
+            f"| `{case.meta['record_id']}` | {_diff(gold, mine)} | {_diff(mine, gold)} "
+            f"| {'; '.join(causes)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -59,16 +59,22 @@ def main() -> None:
             shown.add(query)
             disagreements.append((rec["id"], query, mine - gold, gold - mine))
     for rid, query, extra, missing in disagreements:
-        print(f"DIFF {rid}:\n  {query}\n  only reader: {sorted(extra)}\n"
-              f"  only gold:   {sorted(missing)}")
+        print(
+            f"DIFF {rid}:\n  {query}\n  only reader: {sorted(extra)}\n"
+            f"  only gold:   {sorted(missing)}"
+        )
     total = len(records)
-    print(f"\nrecords: {total}  agree: {agree} ({100 * agree / total:.1f}%)  "
-          f"unreadable: {sum(unreadable.values())} {dict(unreadable)}  "
-          f"distinct disagreeing queries: {len(disagreements)}")
+    print(
+        f"\nrecords: {total}  agree: {agree} ({100 * agree / total:.1f}%)  "
+        f"unreadable: {sum(unreadable.values())} {dict(unreadable)}  "
+        f"distinct disagreeing queries: {len(disagreements)}"
+    )
     print(f"reader covers gold: {covers}  same tables: {same_tables}")
     ms = sorted(t * 1000 for t in timings)
-    print(f"sql_reads per query: p50 {statistics.median(ms):.3f} ms, "
-          f"p95 {ms[int(0.95 * (len(ms) - 1))]:.3f} ms, max {ms[-1]:.3f} ms")
+    print(
+        f"sql_reads per query: p50 {statistics.median(ms):.3f} ms, "
+        f"p95 {ms[int(0.95 * (len(ms) - 1))]:.3f} ms, max {ms[-1]:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

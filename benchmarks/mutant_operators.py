@@ -21,10 +21,17 @@ from guardagent.counterfactuals.cells import access_cells
 from guardagent.policy.model import PolicyModel
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-    ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-    ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-}  # fmt: skip
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 
 
 CONTROL = "control"
@@ -81,8 +88,9 @@ def cell_mutants(code: str, per_role: int, rng: random.Random) -> Iterator[Mutan
                 yield Mutant(operator, str(cell), _with_table(code, mutated))
 
 
-def _each(code: str, pick: Callable[[ast.AST], bool],
-          change: Callable[[ast.AST], ast.AST | None]) -> Iterator[tuple[int, str]]:  # fmt: skip
+def _each(
+    code: str, pick: Callable[[ast.AST], bool], change: Callable[[ast.AST], ast.AST | None]
+) -> Iterator[tuple[int, str]]:
     """(index, code) with the index-th node `pick` accepts replaced by `change(node)`."""
     count = sum(1 for n in ast.walk(ast.parse(code)) if pick(n))
     for index in range(count):
@@ -130,8 +138,11 @@ def _reworded(node: ast.AST) -> ast.AST:
 
 
 def _is_verdict(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-        node.func.id in ("allow", "deny"))  # fmt: skip
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and (node.func.id in ("allow", "deny"))
+    )
 
 
 _PARTS = {"agent_input": "agent_output", "agent_output": "agent_input"}
@@ -155,8 +166,9 @@ def program_mutants(code: str) -> Iterator[Mutant]:
     for i, new in _each(code, lambda n: isinstance(n, ast.If), _negate):
         yield Mutant("negated condition", f"condition {i}", new)
     for keep in ("body", "orelse"):
-        for i, new in _each(code, lambda n: isinstance(n, ast.If),
-                            lambda n, k=keep: getattr(n, k) or [ast.Pass()]):  # type: ignore[misc]
+        for i, new in _each(
+            code, lambda n: isinstance(n, ast.If), lambda n, k=keep: getattr(n, k) or [ast.Pass()]
+        ):  # type: ignore[misc]
             yield Mutant("dropped branch", f"if {i} keeps its {keep} only", new)
     for i, new in _each(code, _is_verdict, _verdict):
         yield Mutant("swapped verdict", f"verdict {i}", new)
@@ -196,10 +208,13 @@ def _always(code: str) -> Iterator[Mutant]:
     yield Mutant("always deny", "deny", f"{table}\n{read}deny({denied}, 'always')\n")
 
 
-def mutants(code: str, per_role: int = 4, seed: int = 0,
-            model: PolicyModel | None = None,
-            permissions: dict[str, dict[str, list[str]]] | None = None,
-            ) -> list[Mutant]:  # fmt: skip
+def mutants(
+    code: str,
+    per_role: int = 4,
+    seed: int = 0,
+    model: PolicyModel | None = None,
+    permissions: dict[str, dict[str, list[str]]] | None = None,
+) -> list[Mutant]:
     """Every mutant of `code`, distinct from it and from each other.
 
     `model`: the policy model a predicate program assigns (its single-cell and
@@ -209,16 +224,18 @@ def mutants(code: str, per_role: int = 4, seed: int = 0,
     from benchmarks.predicate_mutants import predicate_mutants  # imports this module
 
     found: dict[str, Mutant] = {}
-    made = [*cell_mutants(code, per_role, random.Random(seed)), *rule_mutants(code),
-            *program_mutants(code), *ignored_mutants(code)]  # fmt: skip
+    made = [
+        *cell_mutants(code, per_role, random.Random(seed)),
+        *rule_mutants(code),
+        *program_mutants(code),
+        *ignored_mutants(code),
+    ]
     if model is not None:
         made += predicate_mutants(code, model, permissions, per_role, random.Random(seed))
     for mutant in made:
         if mutant.code.strip() != code.strip() and mutant.code not in found:
             found[mutant.code] = mutant
     return list(found.values())
-
-
 
 
 # --------------------------------------------------------------------------- rule tables
@@ -246,18 +263,24 @@ def rule_mutants(code: str) -> Iterator[Mutant]:
     rows: list[dict[str, Any]] = ast.literal_eval(node.value)
     for i, row in enumerate(rows):
         after = rows[(i + 1) % len(rows)]
-        changes: dict[str, Any] = {"op": _OP_FLIP.get(str(row.get("op")), "=="),
-                                   "value": _changed(row.get("value"))}  # fmt: skip
+        changes: dict[str, Any] = {
+            "op": _OP_FLIP.get(str(row.get("op")), "=="),
+            "value": _changed(row.get("value")),
+        }
         for key in ("category", "tool", "field"):
             if key in row and after.get(key) != row[key]:
                 changes[key] = after[key]
         for key, new in changes.items():
             mutated = copy.deepcopy(rows)
             mutated[i][key] = new
-            yield Mutant("rule changed", f"rule {i} {key} {row.get(key)!r} -> {new!r}",
-                         _with_literal(code, "RULES", mutated))  # fmt: skip
-        yield Mutant("rule dropped", f"rule {i}",
-                     _with_literal(code, "RULES", rows[:i] + rows[i + 1 :]))  # fmt: skip
+            yield Mutant(
+                "rule changed",
+                f"rule {i} {key} {row.get(key)!r} -> {new!r}",
+                _with_literal(code, "RULES", mutated),
+            )
+        yield Mutant(
+            "rule dropped", f"rule {i}", _with_literal(code, "RULES", rows[:i] + rows[i + 1 :])
+        )
 
 
 def _with_literal(code: str, name: str, value: Any) -> str:
@@ -271,9 +294,13 @@ def _with_literal(code: str, name: str, value: Any) -> str:
 # --------------------------------------------------------------------------- ignored parts
 
 EMPTY_READS = {
-    "parse_task": "''", "seeact_final_action": "{}", "parse_user_info": "{}",
-    "parse_identity": "''", "parse_question": "''", "ehr_accessed_columns": "{}",
-}  # fmt: skip
+    "parse_task": "''",
+    "seeact_final_action": "{}",
+    "parse_user_info": "{}",
+    "parse_identity": "''",
+    "parse_question": "''",
+    "ehr_accessed_columns": "{}",
+}
 """What a program that ignores a reader's result would read instead."""
 ACTION_PARTS = ("value", "element_text")
 
@@ -289,8 +316,9 @@ def ignored_mutants(code: str) -> Iterator[Mutant]:
         for i, new in _each(code, pick, lambda n, e=empty: ast.parse(e, mode="eval").body):
             yield Mutant("reader ignored", f"{reader} {i}", new)
     for part in ACTION_PARTS:
+
         def without(node: ast.AST, part: str = part) -> ast.AST:
-            text = (f"{{k: v for k, v in {ast.unparse(node)}.items() if k != {part!r}}}")
+            text = f"{{k: v for k, v in {ast.unparse(node)}.items() if k != {part!r}}}"
             return ast.parse(text, mode="eval").body
 
         for i, new in _each(code, _reader_call("seeact_final_action"), without):
@@ -298,12 +326,14 @@ def ignored_mutants(code: str) -> Iterator[Mutant]:
 
 
 def _reader_call(name: str) -> Callable[[ast.AST], bool]:
-    return lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
-        n.func.id == name)  # fmt: skip
+    return lambda n: (
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (n.func.id == name)
+    )
 
 
 def _predicate_mutants(code: str) -> Iterator[Mutant]:
     """A predicate program's assignments negated, one predicate dropped, or none assigned."""
+
     def negated(node: ast.AST) -> ast.AST | None:
         assert isinstance(node, ast.Call)
         if len(node.args) != 2:  # noqa: PLR2004 - assign(name, value)

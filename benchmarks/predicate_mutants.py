@@ -29,9 +29,14 @@ def _bound(tree: ast.Module, reader: str) -> str | None:
     """The name a module-level `x = reader(...)` binds, if any."""
     for node in tree.body:
         value = node.value if isinstance(node, ast.Assign) else None
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and isinstance(value, ast.Call)
-                and isinstance(value.func, ast.Name) and value.func.id == reader):  # fmt: skip
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == reader
+        ):
             return node.targets[0].id
     return None
 
@@ -39,9 +44,13 @@ def _bound(tree: ast.Module, reader: str) -> str | None:
 def _assign_loop_name(tree: ast.Module) -> str | None:
     """The loop variable passed as the name to `assign(name, value)`, if the program has one."""
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "assign" and node.args
-                and isinstance(node.args[0], ast.Name)):  # fmt: skip
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "assign"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
             return node.args[0].id
     return None
 
@@ -54,8 +63,11 @@ def skipped(code: str, condition: str) -> str:
     class Guard(ast.NodeTransformer):
         def visit_Expr(self, node: ast.Expr) -> ast.AST:
             call = node.value
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and (
-                    call.func.id == "assign"):  # fmt: skip
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and (call.func.id == "assign")
+            ):
                 return ast.If(test, [node], [])
             return node
 
@@ -77,12 +89,20 @@ def _role_predicates(model: PolicyModel) -> dict[str, str]:
 
 def _target_table(model: PolicyModel) -> dict[tuple[str, str], str]:
     """(table, column) -> the action predicate that reads it (`target: table.column`)."""
-    return {tuple(p.target.split(".", 1)): p.name for p in model.predicates  # type: ignore[misc]
-            if p.target and "." in p.target}  # fmt: skip
+    return {
+        tuple(p.target.split(".", 1)): p.name
+        for p in model.predicates  # type: ignore[misc]
+        if p.target and "." in p.target
+    }
 
 
-def predicate_mutants(code: str, model: PolicyModel, permissions: TargetTable | None,
-                      per_role: int, rng: random.Random) -> Iterator[Mutant]:  # fmt: skip
+def predicate_mutants(
+    code: str,
+    model: PolicyModel,
+    permissions: TargetTable | None,
+    per_role: int,
+    rng: random.Random,
+) -> Iterator[Mutant]:
     """Predicate programs wrong in one cell or condition (see the module docstring).
 
     `permissions`: the request's access table (role -> table -> columns), which says which
@@ -103,15 +123,23 @@ def predicate_mutants(code: str, model: PolicyModel, permissions: TargetTable | 
         yield from _fact_mutants(code, model, (name, category))
 
 
-def _cell_mutants(code: str, model: PolicyModel, permissions: TargetTable,
-                  names: tuple[str, str, str], per_role: int,
-                  rng: random.Random) -> Iterator[Mutant]:  # fmt: skip
+def _cell_mutants(
+    code: str,
+    model: PolicyModel,
+    permissions: TargetTable,
+    names: tuple[str, str, str],
+    per_role: int,
+    rng: random.Random,
+) -> Iterator[Mutant]:
     name, role_name, accessed = names
     targets, roles = _target_table(model), _role_predicates(model)
     cells = access_cells(permissions)
     for role in sorted(permissions):
-        denied = [c for c, ok in cells.items() if c.role == role and not ok
-                  and (c.table, c.column) in targets]  # fmt: skip
+        denied = [
+            c
+            for c, ok in cells.items()
+            if c.role == role and not ok and (c.table, c.column) in targets
+        ]
         for cell in rng.sample(denied, min(per_role, len(denied))):
             pred = targets[(cell.table, cell.column)]
             condition = f"{role_name} == {role!r} and {name} == {pred!r}"
@@ -120,8 +148,10 @@ def _cell_mutants(code: str, model: PolicyModel, permissions: TargetTable,
         if role not in roles:
             continue
         for cell in rng.sample(allowed, min(per_role, len(allowed))):
-            condition = (f"{role_name} == {role!r} and {cell.column!r} in "
-                         f"{accessed}.get({cell.table!r}, []) and {name} == {roles[role]!r}")
+            condition = (
+                f"{role_name} == {role!r} and {cell.column!r} in "
+                f"{accessed}.get({cell.table!r}, []) and {name} == {roles[role]!r}"
+            )
             yield Mutant("role dropped for one read", str(cell), skipped(code, condition))
 
 
@@ -134,9 +164,15 @@ def _fact_mutants(code: str, model: PolicyModel, names: tuple[str, str]) -> Iter
         for c in comparisons(how.expression) if how is not None and how.expression else []:
             if c.reader == "parse_user_info" and len(c.keys) == 1:
                 facts.setdefault(str(c.keys[0]), []).append(pred.name)
-    pairs = dict.fromkeys((str(r["category"]), p) for r in category_table(model)
-                          for p in facts.get(str(r["field"]), []))  # fmt: skip
+    pairs = dict.fromkeys(
+        (str(r["category"]), p)
+        for r in category_table(model)
+        for p in facts.get(str(r["field"]), [])
+    )
     for category, pred in pairs:
         condition = f"{category_name} == {category!r} and {name} == {pred!r}"
-        yield Mutant("fact skipped under one category", f"{pred} under {category!r}",
-                     skipped(code, condition))
+        yield Mutant(
+            "fact skipped under one category",
+            f"{pred} under {category!r}",
+            skipped(code, condition),
+        )

@@ -96,8 +96,9 @@ def main() -> None:
         for c in depths:
             by_embedding[c].append(_recall(row, order, c, args.k))
         t0 = time.perf_counter()
-        word_d = process.cdist([word_sketch(q)], sketches, scorer=RapidLevenshtein.distance,
-                               dtype=np.int32)[0]
+        word_d = process.cdist(
+            [word_sketch(q)], sketches, scorer=RapidLevenshtein.distance, dtype=np.int32
+        )[0]
         scan_ms.append((time.perf_counter() - t0) * 1000)
         word_order = np.argsort(word_d, kind="stable")
         for m in by_sketch:
@@ -116,11 +117,13 @@ def main() -> None:
     }
     print(json.dumps(result), flush=True)
     emb_line = ", ".join(f"C={c}: {_halves(v, half)['all']}" for c, v in by_embedding.items())
-    print(f"headroom size={args.size} k={args.k}: near ties (median items within 10% / 25% of "
-          f"the k-th distance) {statistics.median(within['10%'])} / "
-          f"{statistics.median(within['25%'])}; shipped embedding, exact top-C then re-rank: "
-          f"{emb_line}; word-sketch full scan then re-rank of 256: recall "
-          f"{_halves(by_sketch[256], half)['all']} at {statistics.median(scan_ms):.0f} ms p50")
+    print(
+        f"headroom size={args.size} k={args.k}: near ties (median items within 10% / 25% of "
+        f"the k-th distance) {statistics.median(within['10%'])} / "
+        f"{statistics.median(within['25%'])}; shipped embedding, exact top-C then re-rank: "
+        f"{emb_line}; word-sketch full scan then re-rank of 256: recall "
+        f"{_halves(by_sketch[256], half)['all']} at {statistics.median(scan_ms):.0f} ms p50"
+    )
 
 
 if __name__ == "__main__":

@@ -16,13 +16,40 @@ TABLES = {
     "diagnosis": ["diagnosisname", "icd9code", "diagnosistime"],
     "vitalperiodic": ["heartrate", "sao2", "respiration", "observationtime"],
 }
-ASKS = ["what was the", "how many times did", "when was the last", "what is the average",
-        "list every", "did patient", "what was the total", "how long was the"]
-TASKS = ["Find a", "Book a", "Browse", "Search for", "Add to cart", "Apply for", "Rent a",
-         "Show me", "Compare prices of", "Subscribe to"]
-THINGS = ["hotel room in Denver", "used pickup truck", "jazz playlist", "nurse job in Ohio",
-          "one-way flight to Rome", "pair of hiking boots", "documentary about whales",
-          "weather forecast", "vacation rental near the lake", "electric bike"]
+ASKS = [
+    "what was the",
+    "how many times did",
+    "when was the last",
+    "what is the average",
+    "list every",
+    "did patient",
+    "what was the total",
+    "how long was the",
+]
+TASKS = [
+    "Find a",
+    "Book a",
+    "Browse",
+    "Search for",
+    "Add to cart",
+    "Apply for",
+    "Rent a",
+    "Show me",
+    "Compare prices of",
+    "Subscribe to",
+]
+THINGS = [
+    "hotel room in Denver",
+    "used pickup truck",
+    "jazz playlist",
+    "nurse job in Ohio",
+    "one-way flight to Rome",
+    "pair of hiking boots",
+    "documentary about whales",
+    "weather forecast",
+    "vacation rental near the lake",
+    "electric bike",
+]
 
 
 def _ehr_event(rng: random.Random) -> tuple[str, str]:
@@ -32,8 +59,10 @@ def _ehr_event(rng: random.Random) -> tuple[str, str]:
     question = f"{rng.choice(ASKS)} {' and '.join(cols)} of patient {pid}?"
     cells = []
     for _ in range(rng.randint(1, 4)):  # retried cells make logs long, as in the real runs
-        lines = [f"{table}_db = LoadDB('{table}')",
-                 f"rows = FilterDB({table}_db, 'uniquepid={pid}||max({cols[0]})')"]
+        lines = [
+            f"{table}_db = LoadDB('{table}')",
+            f"rows = FilterDB({table}_db, 'uniquepid={pid}||max({cols[0]})')",
+        ]
         lines += [f"value_{i} = GetValue(rows, '{c}')" for i, c in enumerate(cols)]
         lines.append("answer = [" + ", ".join(f"value_{i}" for i in range(len(cols))) + "]")
         cells.append('{\n"cell": "' + "\\n".join(lines) + '"\n}\n' + "-" * 58)
@@ -47,13 +76,19 @@ def _ehr_event(rng: random.Random) -> tuple[str, str]:
 
 def _web_event(rng: random.Random) -> tuple[str, str]:
     task = f"{rng.choice(TASKS)} {rng.choice(THINGS)} for {rng.randint(1, 6)} people"
-    info = (f"User information:\n   age: {rng.randint(10, 80)},\n   domestic: {rng.random() < .5},"
-            f"\n   dr_license: {rng.random() < .5},\n   membership: {rng.random() < .5}")
-    choices = "\n".join(f"{chr(65 + i)}. <button id={i}> {rng.choice(THINGS)} </button>"
-                        for i in range(rng.randint(3, 18)))
+    info = (
+        f"User information:\n   age: {rng.randint(10, 80)},\n   domestic: {rng.random() < 0.5},"
+        f"\n   dr_license: {rng.random() < 0.5},\n   membership: {rng.random() < 0.5}"
+    )
+    choices = "\n".join(
+        f"{chr(65 + i)}. <button id={i}> {rng.choice(THINGS)} </button>"
+        for i in range(rng.randint(3, 18))
+    )
     analysis = " ".join(rng.choice(THINGS) for _ in range(rng.randint(5, 40)))
-    output = (f"(Analysis)\n{analysis}\n\n(Choices)\n{choices}\n\n(Final Answer)\n"
-              f"ELEMENT: {chr(65 + rng.randint(0, 2))}\n\nACTION: CLICK\n\nVALUE: None")
+    output = (
+        f"(Analysis)\n{analysis}\n\n(Choices)\n{choices}\n\n(Final Answer)\n"
+        f"ELEMENT: {chr(65 + rng.randint(0, 2))}\n\nACTION: CLICK\n\nVALUE: None"
+    )
     return f"Task: {task}\n{info}", output
 
 

@@ -53,17 +53,36 @@ def long_thread(chars: int, seed: int) -> list[dict[str, Any]]:
     while size < chars:
         turn += 1
         picked = rnd.sample(_TOOLS, rnd.randint(1, 3))
-        new: list[dict[str, Any]] = [{"role": "user", "content": (
-            f"Please check {picked[0][0].replace('_', ' ')} about {rnd.choice(vocab)} and tell "
-            f"{rnd.choice(people)}@example.org.")}]  # fmt: skip
+        new: list[dict[str, Any]] = [
+            {
+                "role": "user",
+                "content": (
+                    f"Please check {picked[0][0].replace('_', ' ')} about "
+                    f"{rnd.choice(vocab)} and tell "
+                    f"{rnd.choice(people)}@example.org."
+                ),
+            }
+        ]
         ids = [f"call_{turn}_{k}" for k in range(len(picked))]
-        new.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": i, "type": "function", "function": {"name": t, "arguments": json.dumps(a)}}
-            for i, (t, a) in zip(ids, picked, strict=True)]})  # fmt: skip
+        new.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": i,
+                        "type": "function",
+                        "function": {"name": t, "arguments": json.dumps(a)},
+                    }
+                    for i, (t, a) in zip(ids, picked, strict=True)
+                ],
+            }
+        )
         most = max(1, (chars - size) // (400 * len(picked)))  # the last turns stay small
         for i, (tool, _) in zip(ids, picked, strict=True):
-            records = [_result(rnd, vocab, tool, people)
-                       for _ in range(min(most, rnd.randint(1, 12)))]  # fmt: skip
+            records = [
+                _result(rnd, vocab, tool, people) for _ in range(min(most, rnd.randint(1, 12)))
+            ]
             new.append({"role": "tool", "tool_call_id": i, "content": "\n\n".join(records)})
         new.append({"role": "assistant", "content": _sentence(rnd, vocab, rnd.randint(5, 15))})
         out.extend(new)
@@ -74,8 +93,14 @@ def long_thread(chars: int, seed: int) -> list[dict[str, Any]]:
 def user_call(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """A send_email to the address of the user's last request (allowed)."""
     last = next(m["content"] for m in reversed(messages) if m["role"] == "user")
-    return {"name": "send_email", "args": {"to": last.split()[-1].rstrip("."),
-                                           "subject": "Update", "body": "Done, see you soon."}}
+    return {
+        "name": "send_email",
+        "args": {
+            "to": last.split()[-1].rstrip("."),
+            "subject": "Update",
+            "body": "Done, see you soon.",
+        },
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -84,8 +109,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def long_decisions(guard: Any, runs: int, invoke: Callable[[], float],
-                   sizes: tuple[int, ...] = SIZES) -> dict[str, dict[str, float]]:  # fmt: skip
+def long_decisions(
+    guard: Any, runs: int, invoke: Callable[[], float], sizes: tuple[int, ...] = SIZES
+) -> dict[str, dict[str, float]]:
     """Stateless decisions on never-seen long threads: p50 / p99 ms, and per 10k characters.
 
     `invoke` gives the 5-node invoke p50, measured right before each size's row (the load of
@@ -112,11 +138,15 @@ def long_decisions(guard: Any, runs: int, invoke: Callable[[], float],
             ms.append((time.perf_counter() - start) * 1000)
         per = 10_000 / chars
         out[f"{size // 1000}k"] = {
-            "chars": round(chars), "messages": round(sum(map(len, threads)) / n),
-            "p50": round(pct(ms, 0.5), 2), "p99": round(pct(ms, 0.99), 2),
+            "chars": round(chars),
+            "messages": round(sum(map(len, threads)) / n),
+            "p50": round(pct(ms, 0.5), 2),
+            "p99": round(pct(ms, 0.99), 2),
             "p50_per_10k": round(pct(ms, 0.5) * per, 3),
             "p99_per_10k": round(pct(ms, 0.99) * per, 3),
-            "invoke": round(floor, 3), "allowed": allowed / n}  # fmt: skip
+            "invoke": round(floor, 3),
+            "allowed": allowed / n,
+        }
     return out
 
 
@@ -144,11 +174,13 @@ def print_long(rows: dict[str, dict[str, float]]) -> None:
     for name, r in rows.items():
         ratio = r["p99_per_10k"] / r["invoke"]
         verdict = "PASS" if ratio <= TARGET else "MISS"
-        print(f"stateless long trace {name:>4} ({r['chars']} chars, {r['messages']} messages): "
-              f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms; per 10k chars p50 "
-              f"{r['p50_per_10k']:.2f} ms, p99 {r['p99_per_10k']:.2f} ms = {ratio:.1f}x the "
-              f"invoke p50 {r['invoke']:.3f} ms (<= {TARGET:.0f}x: {verdict}); "
-              f"allowed {r['allowed']:.0%}")  # fmt: skip
+        print(
+            f"stateless long trace {name:>4} ({r['chars']} chars, {r['messages']} messages): "
+            f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms; per 10k chars p50 "
+            f"{r['p50_per_10k']:.2f} ms, p99 {r['p99_per_10k']:.2f} ms = {ratio:.1f}x the "
+            f"invoke p50 {r['invoke']:.3f} ms (<= {TARGET:.0f}x: {verdict}); "
+            f"allowed {r['allowed']:.0%}"
+        )
 
 
 def print_traces(traces: dict[str, float], invoke: float) -> None:
@@ -160,12 +192,14 @@ def print_traces(traces: dict[str, float], invoke: float) -> None:
     ok = {True: "met", False: "NOT met"}
     ratio = traces["with_state_p50"] / invoke
     verdict = "PASS" if ratio <= WITH_STATE else "MISS"
-    print(f"trace decision at 100 messages: p50 {traces['with_state_p50']:.2f} ms with thread "
-          f"state = {ratio:.2f}x the invoke p50 {invoke:.3f} ms (<= {WITH_STATE}x: {verdict}; "
-          f"<= 2 ms: {ok[traces['with_state_p50'] <= 2]}; "
-          f"{traces['with_state_cold_p50']:.2f} ms in a process that did not serve the "
-          "thread's previous call); without state "
-          f"{traces['without_state_p50']:.2f} ms cold, a thread never seen (<= 5 ms: "
-          f"{ok[traces['without_state_p50'] <= 5]}), {traces['without_state_warm_p50']:.2f} ms "
-          f"warm, its previous step seen (<= 5 ms: {ok[traces['without_state_warm_p50'] <= 5]}), "
-          f"{traces['without_state_repeat_p50']:.2f} ms the same thread again")  # fmt: skip
+    print(
+        f"trace decision at 100 messages: p50 {traces['with_state_p50']:.2f} ms with thread "
+        f"state = {ratio:.2f}x the invoke p50 {invoke:.3f} ms (<= {WITH_STATE}x: {verdict}; "
+        f"<= 2 ms: {ok[traces['with_state_p50'] <= 2]}; "
+        f"{traces['with_state_cold_p50']:.2f} ms in a process that did not serve the "
+        "thread's previous call); without state "
+        f"{traces['without_state_p50']:.2f} ms cold, a thread never seen (<= 5 ms: "
+        f"{ok[traces['without_state_p50'] <= 5]}), {traces['without_state_warm_p50']:.2f} ms "
+        f"warm, its previous step seen (<= 5 ms: {ok[traces['without_state_warm_p50'] <= 5]}), "
+        f"{traces['without_state_repeat_p50']:.2f} ms the same thread again"
+    )

@@ -28,15 +28,22 @@ from guardagent.environment import Setting  # noqa: E402
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 
-DEFAULT_TEXT = {"max_trace_bytes": "8 MiB", "max_request_bytes": "trace limit + 1 MiB",
-                "memory_dir": "user data dir", "profile": "`eicu-ac`", "model": "`offline`",
-                "k": "the profile's", "today": "the host's clock",
-                "database_url": "none (one in-process replica)",
-                "service_token": "none (no check)", "GUARDAGENT_CHROMA_URL": "none (embedded)",
-                "GUARDAGENT_MEMORY_KEY": "the memory directory's key file",
-                "GUARDAGENT_CACHE_DIR": "the user's cache dir",
-                "GUARDAGENT_DATA": "`../shared/data`",
-                "GUARDAGENT_DEMO_USER_INFO": '`{"verified": false}`'}
+DEFAULT_TEXT = {
+    "max_trace_bytes": "8 MiB",
+    "max_request_bytes": "trace limit + 1 MiB",
+    "memory_dir": "user data dir",
+    "profile": "`eicu-ac`",
+    "model": "`offline`",
+    "k": "the profile's",
+    "today": "the host's clock",
+    "database_url": "none (one in-process replica)",
+    "service_token": "none (no check)",
+    "GUARDAGENT_CHROMA_URL": "none (embedded)",
+    "GUARDAGENT_MEMORY_KEY": "the memory directory's key file",
+    "GUARDAGENT_CACHE_DIR": "the user's cache dir",
+    "GUARDAGENT_DATA": "`../shared/data`",
+    "GUARDAGENT_DEMO_USER_INFO": '`{"verified": false}`',
+}
 """Defaults whose value in code reads worse than their meaning."""
 
 
@@ -73,8 +80,10 @@ def _table(rows: tuple[Setting[Any], ...], cls: type | None) -> str:
     out = ["| variable | setting | value | default | set by |", "|---|---|---|---|---|"]
     for row in rows:
         text = (docs.get(row.field or "") or row.summary).replace("|", "\\|")
-        out.append(f"| `{row.name}` | {text} | {row.kind.replace('|', '/')} | "
-                   f"{_default(row)} | {', '.join(row.set_by)} |")  # fmt: skip
+        out.append(
+            f"| `{row.name}` | {text} | {row.kind.replace('|', '/')} | "
+            f"{_default(row)} | {', '.join(row.set_by)} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -105,8 +114,15 @@ def predicates_markdown() -> str:
     """One section per trace predicate: signature, docstring and a runnable example."""
     from guardagent.trace import PREDICATES
 
-    out = ["Every example below runs as written (the tests execute this page). They share",
-           "these labels and helpers:", "", "```python", SETUP.rstrip(), "```", ""]
+    out = [
+        "Every example below runs as written (the tests execute this page). They share",
+        "these labels and helpers:",
+        "",
+        "```python",
+        SETUP.rstrip(),
+        "```",
+        "",
+    ]
     groups: dict[str, list[str]] = {}
     for name, func in PREDICATES.items():
         groups.setdefault(func.__module__.rsplit(".", 1)[-1], []).append(name)
@@ -115,20 +131,35 @@ def predicates_markdown() -> str:
         for name in names:
             func = PREDICATES[name]
             params = list(inspect.signature(func).parameters.values())[1:]
-            signature = ", ".join(str(p).split(":")[0] + (f"={p.default!r}" if p.default
-                                  is not inspect.Parameter.empty else "") for p in params)
+            signature = ", ".join(
+                str(p).split(":")[0]
+                + (f"={p.default!r}" if p.default is not inspect.Parameter.empty else "")
+                for p in params
+            )
             doc = inspect.getdoc(func) or ""
             example = EXAMPLES[name]
-            out += [f"### `{name}({signature})`", "", doc, "",
-                    f"Example: `{example['expression']}` gives `{example['expect']}`"
-                    + (f". {example['note']}" if "note" in example else "."), "",
-                    "```python", example_source(name).rstrip(), "```", ""]
+            out += [
+                f"### `{name}({signature})`",
+                "",
+                doc,
+                "",
+                f"Example: `{example['expression']}` gives `{example['expect']}`"
+                + (f". {example['note']}" if "note" in example else "."),
+                "",
+                "```python",
+                example_source(name).rstrip(),
+                "```",
+                "",
+            ]
     return "\n".join(out)
 
 
-GENERATORS = {"settings": settings_markdown, "service-settings": service_settings_markdown,
-              "other-settings": other_settings_markdown,
-              "predicates": predicates_markdown}  # fmt: skip
+GENERATORS = {
+    "settings": settings_markdown,
+    "service-settings": service_settings_markdown,
+    "other-settings": other_settings_markdown,
+    "predicates": predicates_markdown,
+}
 
 
 def expand(markdown: str) -> str:

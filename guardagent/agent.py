@@ -133,9 +133,12 @@ class GuardAgent:
             ValueError: `user_facts` that are not a JSON object of JSON values.
         """
         return invoke_guard(
-            self.graph, self._context(user_facts, overrides), agent_input, agent_output,
+            self.graph,
+            self._context(user_facts, overrides),
+            agent_input,
+            agent_output,
             run_name="guardagent",
-        )  # fmt: skip
+        )
 
     async def acheck(
         self,
@@ -147,9 +150,12 @@ class GuardAgent:
     ) -> GuardDecision:
         """Async :meth:`check`; the sandbox and Chroma calls do not block the event loop."""
         return await ainvoke_guard(
-            self.graph, self._context(user_facts, overrides), agent_input, agent_output,
+            self.graph,
+            self._context(user_facts, overrides),
+            agent_input,
+            agent_output,
             run_name="guardagent",
-        )  # fmt: skip
+        )
 
     async def acheck_many(
         self, events: list[tuple[str, str]], *, concurrency: int = 8
@@ -251,9 +257,19 @@ class GuardAgent:
             cannot guard traces (``no_trace_policy``): nothing raises into the host, which
             may be an agent's run (the middleware).
         """
-        return run(self._trace_decision(messages, proposed_call, user_facts, consent,
-                                        thread_state, thread_id, rules, task,
-                                        overrides))  # fmt: skip
+        return run(
+            self._trace_decision(
+                messages,
+                proposed_call,
+                user_facts,
+                consent,
+                thread_state,
+                thread_id,
+                rules,
+                task,
+                overrides,
+            )
+        )
 
     async def acheck_trace(
         self,
@@ -269,16 +285,43 @@ class GuardAgent:
         **overrides: Any,
     ) -> GuardDecision:
         """Async :meth:`check_trace` (the trace is read in a worker thread)."""
-        return await arun(self._trace_decision(messages, proposed_call, user_facts, consent,
-                                               thread_state, thread_id, rules, task,
-                                               overrides))  # fmt: skip
+        return await arun(
+            self._trace_decision(
+                messages,
+                proposed_call,
+                user_facts,
+                consent,
+                thread_state,
+                thread_id,
+                rules,
+                task,
+                overrides,
+            )
+        )
 
     def _trace_decision(
-        self, messages: Any, proposed_call: Any, user_facts: Mapping[str, Any] | None,
-        consent: Iterable[Any], thread_state: Mapping[str, Any] | None,
-        thread_id: str | None, rules: str, task: Any, overrides: dict[str, Any],
-    ) -> Twin[GuardDecision]:  # fmt: skip
+        self,
+        messages: Any,
+        proposed_call: Any,
+        user_facts: Mapping[str, Any] | None,
+        consent: Iterable[Any],
+        thread_state: Mapping[str, Any] | None,
+        thread_id: str | None,
+        rules: str,
+        task: Any,
+        overrides: dict[str, Any],
+    ) -> Twin[GuardDecision]:
         return trace_decision(
-            self.graph, self.context, self._context, messages, proposed_call,
-            user_facts=user_facts, consent=consent, thread_state=thread_state,
-            thread_id=thread_id, rules=rules, task=task, overrides=overrides)  # fmt: skip
+            self.graph,
+            self.context,
+            self._context,
+            messages,
+            proposed_call,
+            user_facts=user_facts,
+            consent=consent,
+            thread_state=thread_state,
+            thread_id=thread_id,
+            rules=rules,
+            task=task,
+            overrides=overrides,
+        )

@@ -69,9 +69,11 @@ class _SetupError(InputError):
     """A deployment setting the command cannot start without: one line, exit status 2."""
 
 
-NEEDS_KEY = ("{option} needs the deployment's key, which signs the thread state and consent "
-             "records: set GUARDAGENT_TRACE_KEY (e.g. export GUARDAGENT_TRACE_KEY=$(openssl "
-             "rand -hex 32), the same key for every call of the deployment)")
+NEEDS_KEY = (
+    "{option} needs the deployment's key, which signs the thread state and consent "
+    "records: set GUARDAGENT_TRACE_KEY (e.g. export GUARDAGENT_TRACE_KEY=$(openssl "
+    "rand -hex 32), the same key for every call of the deployment)"
+)
 
 
 def _deployment_settings() -> dict[str, Any]:
@@ -85,8 +87,11 @@ def _deployment_settings() -> dict[str, Any]:
     except ValueError as exc:
         raise _SetupError(str(exc)) from None
     default = GuardContext()
-    return {f.name: getattr(context, f.name) for f in fields(context)
-            if getattr(context, f.name) != getattr(default, f.name)}  # fmt: skip
+    return {
+        f.name: getattr(context, f.name)
+        for f in fields(context)
+        if getattr(context, f.name) != getattr(default, f.name)
+    }
 
 
 _profile = click.option("--profile", required=True, help="Built-in profile name or path.")
@@ -95,10 +100,14 @@ _output = click.option(
     "--output", "agent_output", required=True, help="Agent output: TEXT or @FILE."
 )
 _model = click.option(
-    "--model", default="offline", show_default=True,
+    "--model",
+    default="offline",
+    show_default=True,
     help="'offline', or an init_chat_model spec such as openai:gpt-4o.",
 )
-_base_url = click.option("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")
+_base_url = click.option(
+    "--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."
+)
 _memory_dir = click.option("--memory-dir", default=None, help="Directory of the Chroma memory.")
 _memory_url = click.option("--memory-url", default=None, help="Chroma server URL (shared memory).")
 
@@ -111,10 +120,16 @@ class _LazyGroup(click.Group):
     """
 
     LAZY: dict[str, tuple[str, str, str]] = {
-        "policy": ("guardagent.authoring.cli", "policy",
-                   "Policy models: predicates, rules and an action tree, verified with z3."),
-        "explain": ("guardagent.explain.cli", "explain",
-                    "Draw a decision (check's JSON): provenance chain and rule circuit."),
+        "policy": (
+            "guardagent.authoring.cli",
+            "policy",
+            "Policy models: predicates, rules and an action tree, verified with z3.",
+        ),
+        "explain": (
+            "guardagent.explain.cli",
+            "explain",
+            "Draw a decision (check's JSON): provenance chain and rule circuit.",
+        ),
     }
     _listing = False
 
@@ -156,54 +171,108 @@ _CHECK_EXITS = epilog(
     "  0  allowed",
     "  1  denied (the JSON says why; also when no decision came from the service)",
     "  2  input or evidence it could not read (denied; an event or a trace over its",
-    "     size limit too: the JSON's `unreadable` says what)")
+    "     size limit too: the JSON's `unreadable` says what)",
+)
 
 
 @main.command(epilog=_CHECK_EXITS)
 @_profile
 @click.option("--input", "agent_input", default=None, help="Agent input: TEXT or @FILE.")
 @click.option("--output", "agent_output", default=None, help="Agent output: TEXT or @FILE.")
-@click.option("--trace", "trace_file", default=None, metavar="FILE|-",
-              help="A whole conversation and its proposed tool call (LangChain messages_to_dict "
-                   "JSON or OpenAI chat), instead of --input/--output.")
-@click.option("--consent", "consent_file", default=None, type=click.Path(dir_okay=False),
-              help="With --trace: JSON list of the host's review records, each signed with "
-                   "GUARDAGENT_TRACE_KEY and naming the thread (required).")
-@click.option("--state", "state_file", default=None, type=click.Path(dir_okay=False),
-              help="With --trace: the thread's state file, read if present and rewritten "
-                   "(signed with GUARDAGENT_TRACE_KEY, required).")
-@click.option("--task", "task_file", default=None, type=click.Path(dir_okay=False),
-              help="With --trace: the thread's task policy (JSON or YAML: name, params, "
-                   "predicates, rules), merged with the profile's policy; a task that cannot "
-                   "be attached is denied.")
-@click.option("--rules", "rules", type=click.Choice(["all", "applied"]), default="all",
-              show_default=True,
-              help="With --trace: the rules the decision lists: every rule of the policy, or "
-                   "only those that applied to the call (check_trace(rules=...)).")
+@click.option(
+    "--trace",
+    "trace_file",
+    default=None,
+    metavar="FILE|-",
+    help="A whole conversation and its proposed tool call (LangChain messages_to_dict "
+    "JSON or OpenAI chat), instead of --input/--output.",
+)
+@click.option(
+    "--consent",
+    "consent_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="With --trace: JSON list of the host's review records, each signed with "
+    "GUARDAGENT_TRACE_KEY and naming the thread (required).",
+)
+@click.option(
+    "--state",
+    "state_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="With --trace: the thread's state file, read if present and rewritten "
+    "(signed with GUARDAGENT_TRACE_KEY, required).",
+)
+@click.option(
+    "--task",
+    "task_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="With --trace: the thread's task policy (JSON or YAML: name, params, "
+    "predicates, rules), merged with the profile's policy; a task that cannot "
+    "be attached is denied.",
+)
+@click.option(
+    "--rules",
+    "rules",
+    type=click.Choice(["all", "applied"]),
+    default="all",
+    show_default=True,
+    help="With --trace: the rules the decision lists: every rule of the policy, or "
+    "only those that applied to the call (check_trace(rules=...)).",
+)
 @_model
 @_base_url
 @_memory_dir
 @_memory_url
 @click.option("--quiet", is_flag=True, help="Leave the deciding program out of the JSON.")
-@click.option("--fields", default=None, metavar="A,B,...",
-              help="Print only these decision fields, e.g. --fields allowed,violations,reason.")
-@click.option("--server", default=None, metavar="URL[,URL...]",
-              help="Send the event or trace to a guard service (`guardagent serve`) instead of "
-                   "deciding here; token from $GUARDAGENT_SERVICE_TOKEN. Several replicas' "
-                   "URLs, comma-separated: one that gives no decision (down, 502/503/504) "
-                   "passes the request to the next, with the same idempotency key.")
-@click.option("--thread-id", default=None,
-              help="The thread's id: with --server the thread the service keeps; with --trace "
-                   "the thread consent records name (default: the state's, else a new one).")
-@click.option("--idempotency-key", default=None,
-              help="With --server: a retry with the same key gets the stored decision.")
+@click.option(
+    "--fields",
+    default=None,
+    metavar="A,B,...",
+    help="Print only these decision fields, e.g. --fields allowed,violations,reason.",
+)
+@click.option(
+    "--server",
+    default=None,
+    metavar="URL[,URL...]",
+    help="Send the event or trace to a guard service (`guardagent serve`) instead of "
+    "deciding here; token from $GUARDAGENT_SERVICE_TOKEN. Several replicas' "
+    "URLs, comma-separated: one that gives no decision (down, 502/503/504) "
+    "passes the request to the next, with the same idempotency key.",
+)
+@click.option(
+    "--thread-id",
+    default=None,
+    help="The thread's id: with --server the thread the service keeps; with --trace "
+    "the thread consent records name (default: the state's, else a new one).",
+)
+@click.option(
+    "--idempotency-key",
+    default=None,
+    help="With --server: a retry with the same key gets the stored decision.",
+)
 @click.pass_context
-def check(ctx: click.Context, profile: str, agent_input: str | None, agent_output: str | None,
-          trace_file: str | None, consent_file: str | None, state_file: str | None,
-          task_file: str | None, rules: str, model: str,
-          base_url: str | None, memory_dir: str | None, memory_url: str | None, quiet: bool,
-          fields: str | None, server: str | None, thread_id: str | None,
-          idempotency_key: str | None) -> None:  # fmt: skip
+def check(
+    ctx: click.Context,
+    profile: str,
+    agent_input: str | None,
+    agent_output: str | None,
+    trace_file: str | None,
+    consent_file: str | None,
+    state_file: str | None,
+    task_file: str | None,
+    rules: str,
+    model: str,
+    base_url: str | None,
+    memory_dir: str | None,
+    memory_url: str | None,
+    quiet: bool,
+    fields: str | None,
+    server: str | None,
+    thread_id: str | None,
+    idempotency_key: str | None,
+) -> None:
     """Decide whether one event (or one traced tool call) may pass; prints the decision as JSON.
 
     The guard is the deployment's: every GUARDAGENT_* variable applies (GUARDAGENT_TRACE_KEY,
@@ -218,23 +287,55 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
         raise click.UsageError("--consent, --state, --task and --rules go with --trace")
     task = _task(task_file)
     if server is not None:  # before any heavy import: the hook pays the interpreter only
-        ctx.exit(_check_server(ctx, server, profile, agent_input, agent_output, trace_file,
-                               consent_file, state_file, quiet, fields, thread_id,
-                               idempotency_key, task, rules))  # fmt: skip
+        ctx.exit(
+            _check_server(
+                ctx,
+                server,
+                profile,
+                agent_input,
+                agent_output,
+                trace_file,
+                consent_file,
+                state_file,
+                quiet,
+                fields,
+                thread_id,
+                idempotency_key,
+                task,
+                rules,
+            )
+        )
     if idempotency_key is not None or (thread_id is not None and trace_file is None):
-        raise click.UsageError("--idempotency-key goes with --server, --thread-id with --server "
-                               "or --trace")  # fmt: skip
+        raise click.UsageError(
+            "--idempotency-key goes with --server, --thread-id with --server or --trace"
+        )
     if thread_id is not None:  # the ids the service keeps threads under (a local check too)
         from guardagent.service.threads import MAX_THREAD_ID_CHARS
 
         if not 0 < len(thread_id) <= MAX_THREAD_ID_CHARS:
-            raise click.BadParameter(f"a thread id is a non-empty string of at most "
-                                     f"{MAX_THREAD_ID_CHARS} characters", param_hint="--thread-id")
+            raise click.BadParameter(
+                f"a thread id is a non-empty string of at most {MAX_THREAD_ID_CHARS} characters",
+                param_hint="--thread-id",
+            )
     try:
-        decision, shown = _check_here(ctx, profile, agent_input, agent_output, trace_file,
-                                      consent_file, state_file, model, base_url, memory_dir,
-                                      memory_url, quiet, fields, thread_id, task,
-                                      rules)  # fmt: skip
+        decision, shown = _check_here(
+            ctx,
+            profile,
+            agent_input,
+            agent_output,
+            trace_file,
+            consent_file,
+            state_file,
+            model,
+            base_url,
+            memory_dir,
+            memory_url,
+            quiet,
+            fields,
+            thread_id,
+            task,
+            rules,
+        )
     except click.UsageError:
         raise  # exits 2 already
     except click.ClickException as exc:  # a file, profile or setting it could not read
@@ -243,12 +344,24 @@ def check(ctx: click.Context, profile: str, agent_input: str | None, agent_outpu
     ctx.exit(0 if decision.allowed else 2 if decision.unreadable else 1)
 
 
-def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
-                agent_output: str | None, trace_file: str | None, consent_file: str | None,
-                state_file: str | None, model: str, base_url: str | None,
-                memory_dir: str | None, memory_url: str | None, quiet: bool,
-                fields: str | None, thread_id: str | None,
-                task: Any = None, rules: str = "all") -> tuple[Any, str]:  # fmt: skip
+def _check_here(
+    ctx: click.Context,
+    profile: str,
+    agent_input: str | None,
+    agent_output: str | None,
+    trace_file: str | None,
+    consent_file: str | None,
+    state_file: str | None,
+    model: str,
+    base_url: str | None,
+    memory_dir: str | None,
+    memory_url: str | None,
+    quiet: bool,
+    fields: str | None,
+    thread_id: str | None,
+    task: Any = None,
+    rules: str = "all",
+) -> tuple[Any, str]:
     """The local `check`: the decision and the JSON it prints."""
     from click.core import ParameterSource
 
@@ -260,7 +373,8 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     settings.pop("profile", None)
     for option in ("--consent", "--state"):
         if (consent_file if option == "--consent" else state_file) and not settings.get(
-                "trace_key"):  # fmt: skip
+            "trace_key"
+        ):
             raise _SetupError(NEEDS_KEY.format(option=option))
     if ctx.get_parameter_source("model") is not ParameterSource.DEFAULT or "model" not in settings:
         settings["model"] = model
@@ -269,11 +383,13 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     guard = _guard(profile, settings.pop("model"), settings.pop("base_url", None), **settings)
     with without_zygote():  # one decision, then exit: a fork of this process, no zygote
         if trace_file is not None:
-            decision = _check_trace(guard, trace_file, consent_file, state_file, thread_id,
-                                    task, rules)  # fmt: skip
+            decision = _check_trace(
+                guard, trace_file, consent_file, state_file, thread_id, task, rules
+            )
         else:
-            decision = guard.check(_text(agent_input or "", "--input"),
-                                   _text(agent_output or "", "--output"))  # fmt: skip
+            decision = guard.check(
+                _text(agent_input or "", "--input"), _text(agent_output or "", "--output")
+            )
     shown = decision.model_dump(mode="json")
     if quiet:
         shown.pop("program", None)
@@ -282,27 +398,54 @@ def _check_here(ctx: click.Context, profile: str, agent_input: str | None,
     return decision, dumps_safe(shown)
 
 
-def _check_server(ctx: click.Context, server: str, profile: str, agent_input: str | None,
-                  agent_output: str | None, trace_file: str | None, consent_file: str | None,
-                  state_file: str | None, quiet: bool, fields: str | None,
-                  thread_id: str | None, idempotency_key: str | None,
-                  task: Any = None, rules: str = "all") -> int:  # fmt: skip
+def _check_server(
+    ctx: click.Context,
+    server: str,
+    profile: str,
+    agent_input: str | None,
+    agent_output: str | None,
+    trace_file: str | None,
+    consent_file: str | None,
+    state_file: str | None,
+    quiet: bool,
+    fields: str | None,
+    thread_id: str | None,
+    idempotency_key: str | None,
+    task: Any = None,
+    rules: str = "all",
+) -> int:
     """`check --server`: deployment options belong to the service, thread state too."""
     from guardagent.service.remote import check_remote
 
-    chosen = [name for name, source in (("--model", "model"), ("--base-url", "base_url"),
-              ("--memory-dir", "memory_dir"), ("--memory-url", "memory_url"))
-              if ctx.get_parameter_source(source) is click.core.ParameterSource.COMMANDLINE]
+    chosen = [
+        name
+        for name, source in (
+            ("--model", "model"),
+            ("--base-url", "base_url"),
+            ("--memory-dir", "memory_dir"),
+            ("--memory-url", "memory_url"),
+        )
+        if ctx.get_parameter_source(source) is click.core.ParameterSource.COMMANDLINE
+    ]
     if chosen or state_file:
-        raise click.UsageError(f"{', '.join(chosen or ['--state'])}: with --server the service's "
-                               "deployment decides these (use --thread-id for thread state)")
+        raise click.UsageError(
+            f"{', '.join(chosen or ['--state'])}: with --server the service's "
+            "deployment decides these (use --thread-id for thread state)"
+        )
     return check_remote(
-        server, profile, trace_file=trace_file, consent_file=consent_file, quiet=quiet,
+        server,
+        profile,
+        trace_file=trace_file,
+        consent_file=consent_file,
+        quiet=quiet,
         agent_input=None if agent_input is None else _text(agent_input, "--input"),
         agent_output=None if agent_output is None else _text(agent_output, "--output"),
-        thread_id=thread_id, idempotency_key=idempotency_key, fields=fields, task=task,
+        thread_id=thread_id,
+        idempotency_key=idempotency_key,
+        fields=fields,
+        task=task,
         rules=rules,
-    )  # fmt: skip
+    )
 
 
 def _task(task_file: str | None) -> Any:
@@ -317,9 +460,15 @@ def _task(task_file: str | None) -> Any:
         raise _SetupError(str(exc)) from None
 
 
-def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
-                 state_file: str | None, thread_id: str | None = None,
-                 task: Any = None, rules: str = "all") -> Any:  # fmt: skip
+def _check_trace(
+    guard: Any,
+    trace_file: str,
+    consent_file: str | None,
+    state_file: str | None,
+    thread_id: str | None = None,
+    task: Any = None,
+    rules: str = "all",
+) -> Any:
     """`check --trace`: the bytes are read whole (the size limit is the guard's, not ours)."""
     if trace_file == "-":
         raw: bytes = sys.stdin.buffer.read()
@@ -332,9 +481,11 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
     consent = _consent_records(consent_file, key) if consent_file else []
     state_path = Path(state_file) if state_file else None
     if consent and state_path is None:  # nothing would count the approvals' uses
-        raise _SetupError(f"--consent {consent_file}: approvals need --state FILE, the thread's "
-                          "state that counts each approval's uses (without it, an approval of "
-                          "one call would approve it again on every check)")  # fmt: skip
+        raise _SetupError(
+            f"--consent {consent_file}: approvals need --state FILE, the thread's "
+            "state that counts each approval's uses (without it, an approval of "
+            "one call would approve it again on every check)"
+        )
     if state_path is not None and state_path.is_dir():
         raise _SetupError(f"--state {state_file}: a directory, not a file")
     state = None
@@ -344,17 +495,20 @@ def _check_trace(guard: Any, trace_file: str, consent_file: str | None,
         except ValueError as exc:  # evidence, not a setting: the call is denied, file kept
             return _unreadable_state(guard, f"the state file {state_file} does not read ({exc})")
     try:
-        decision = guard.check_trace(raw, consent=consent, thread_state=state, thread_id=thread_id,
-                                     task=task, rules=rules)  # fmt: skip
+        decision = guard.check_trace(
+            raw, consent=consent, thread_state=state, thread_id=thread_id, task=task, rules=rules
+        )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     if state_path is not None and decision.trace_state is not None:
         try:
-            state_path.write_text(json.dumps(decision.trace_state, separators=(",", ":")),
-                                  encoding="utf-8")  # fmt: skip
+            state_path.write_text(
+                json.dumps(decision.trace_state, separators=(",", ":")), encoding="utf-8"
+            )
         except OSError as exc:
-            raise _SetupError(f"--state {state_file}: cannot write it ({exc.strerror or exc})"
-                              ) from None  # fmt: skip
+            raise _SetupError(
+                f"--state {state_file}: cannot write it ({exc.strerror or exc})"
+            ) from None
     return decision
 
 
@@ -407,49 +561,107 @@ def _decision_fields(fields: str | None) -> list[str]:
     if unknown:
         raise click.BadParameter(
             f"unknown field(s) {', '.join(unknown)}; a decision has "
-            f"{', '.join(GuardDecision.model_fields)}", param_hint="--fields")
+            f"{', '.join(GuardDecision.model_fields)}",
+            param_hint="--fields",
+        )
     return wanted
 
 
-@main.command(name="eval", epilog=help_epilog() + "\n\n" + epilog(
-    "eval: 2 whichever input is wrong (profile, cases, an --out of another run),",
-    "3 when at least --max-failed-closed of the decisions failed closed, 130 on",
-    "Ctrl-C (start-up too; the decisions made so far are kept for --resume)."))
+@main.command(
+    name="eval",
+    epilog=help_epilog()
+    + "\n\n"
+    + epilog(
+        "eval: 2 whichever input is wrong (profile, cases, an --out of another run),",
+        "3 when at least --max-failed-closed of the decisions failed closed, 130 on",
+        "Ctrl-C (start-up too; the decisions made so far are kept for --resume).",
+    ),
+)
 @_profile
-@click.option("--cases", "cases_path", default=None, type=click.Path(dir_okay=False),
-              help="Case file (JSONL); default: the profile's shipped benchmark.")
-@click.option("--method", type=click.Choice(["guardagent", "baseline"]), default="guardagent",
-              show_default=True,
-              help="guardagent (code, the graph) or baseline (the model decides directly).")
+@click.option(
+    "--cases",
+    "cases_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Case file (JSONL); default: the profile's shipped benchmark.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["guardagent", "baseline"]),
+    default="guardagent",
+    show_default=True,
+    help="guardagent (code, the graph) or baseline (the model decides directly).",
+)
 @_model
 @_base_url
-@click.option("--k", "k", type=click.IntRange(min=1), default=None,
-              help="Demonstrations retrieved per event (default: the profile's).")
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Demonstrations retrieved per event (default: the profile's).",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Directory for metrics.json, predictions.jsonl, report.md and plots/.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Events in flight at once; outputs stay in case order.")
-@click.option("--resume", is_flag=True,
-              help="Reuse the decisions already in --out (after Ctrl-C) and run only the rest.")
-@click.option("--overwrite", is_flag=True,
-              help="Drop the decisions of an interrupted run in --out and start again.")
-@click.option("--skip-invalid", is_flag=True,
-              help="Skip malformed case lines (listed in the report).")
-@click.option("--max-failed-closed", type=click.FloatRange(0, 1), default=0.5,
-              show_default=True,
-              help="Exit 3 with a warning when at least this share of the decisions could not "
-                   "be made (model down, no verified program).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for metrics.json, predictions.jsonl, report.md and plots/.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Events in flight at once; outputs stay in case order.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Reuse the decisions already in --out (after Ctrl-C) and run only the rest.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Drop the decisions of an interrupted run in --out and start again.",
+)
+@click.option(
+    "--skip-invalid", is_flag=True, help="Skip malformed case lines (listed in the report)."
+)
+@click.option(
+    "--max-failed-closed",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="Exit 3 with a warning when at least this share of the decisions could not "
+    "be made (model down, no verified program).",
+)
 @click.option("--no-plots", is_flag=True, help="Do not draw PNG plots.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_memory_dir
 @_memory_url
 @click.pass_context
-def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: str, model: str,
-             base_url: str | None, k: int | None, limit: int | None, out_dir: str,
-             concurrency: int, resume: bool, overwrite: bool, skip_invalid: bool,
-             max_failed_closed: float, no_plots: bool, quiet: bool, memory_dir: str | None,
-             memory_url: str | None) -> None:
+def eval_cmd(
+    ctx: click.Context,
+    profile: str,
+    cases_path: str | None,
+    method: str,
+    model: str,
+    base_url: str | None,
+    k: int | None,
+    limit: int | None,
+    out_dir: str,
+    concurrency: int,
+    resume: bool,
+    overwrite: bool,
+    skip_invalid: bool,
+    max_failed_closed: float,
+    no_plots: bool,
+    quiet: bool,
+    memory_dir: str | None,
+    memory_url: str | None,
+) -> None:
     """Evaluate a guard on labelled cases; writes metrics, predictions, plots and a report.
 
     Ctrl-C keeps the decisions made so far (predictions.partial.jsonl); run the same command
@@ -491,9 +703,17 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
     else:
         guard = _guard(profile, model, base_url, **settings)
     try:
-        metrics = run_eval(guard, cases, out_dir, concurrency=concurrency, progress=not quiet,
-                           skipped=skipped, resume=resume, plots=not no_plots,
-                           overwrite=overwrite)
+        metrics = run_eval(
+            guard,
+            cases,
+            out_dir,
+            concurrency=concurrency,
+            progress=not quiet,
+            skipped=skipped,
+            resume=resume,
+            plots=not no_plots,
+            overwrite=overwrite,
+        )
     except (ResumeMismatchError, UnfinishedRunError) as exc:  # --out holds another run
         raise InputError(str(exc)) from None
     except EvalInterruptedError as exc:
@@ -506,8 +726,11 @@ def eval_cmd(ctx: click.Context, profile: str, cases_path: str | None, method: s
         click.echo(blind, err=True)
     if metrics.get("resumed_decisions"):
         click.echo(f"resumed {metrics['resumed_decisions']} decisions from {out_dir}", err=True)
-    click.echo(f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md (what LPA, LPP, "
-               "LPR, CCA and FRA mean: report.md, or guardagent eval --help)", err=True)
+    click.echo(
+        f"wrote {out_dir}/metrics.json, predictions.jsonl, report.md (what LPA, LPP, "
+        "LPR, CCA and FRA mean: report.md, or guardagent eval --help)",
+        err=True,
+    )
     failed = failed_closed_warning(metrics, max_failed_closed)
     if failed:
         click.secho(failed, err=True, fg="red", bold=True)
@@ -535,18 +758,28 @@ def _baseline(profile: str, model: str, base_url: str | None, **settings: Any) -
         raise InputError(str(exc)) from None
 
 
-@main.command(name="run-program", epilog=epilog(
-    "run-program: 0 the program gave a verdict (allow or deny: the JSON's",
-    "`decision`), 1 no verdict (rejected, failed, timed out), 2 input it could",
-    "not read, or evidence a reader could not read."))
+@main.command(
+    name="run-program",
+    epilog=epilog(
+        "run-program: 0 the program gave a verdict (allow or deny: the JSON's",
+        "`decision`), 1 no verdict (rejected, failed, timed out), 2 input it could",
+        "not read, or evidence a reader could not read.",
+    ),
+)
 @click.argument("program_file", type=click.Path(exists=True, dir_okay=False))
 @_profile
 @_input
 @_output
 @click.option("--timeout", type=float, default=5.0, show_default=True, help="Wall-clock seconds.")
 @click.pass_context
-def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_input: str,
-                    agent_output: str, timeout: float) -> None:
+def run_program_cmd(
+    ctx: click.Context,
+    program_file: str,
+    profile: str,
+    agent_input: str,
+    agent_output: str,
+    timeout: float,
+) -> None:
     """Run one guard program in the sandbox; prints {"ok", "decision", "error"}.
 
     Exits 1 when the program gave no verdict (rejected, failed or timed out), 2 when a
@@ -563,11 +796,16 @@ def run_program_cmd(ctx: click.Context, program_file: str, profile: str, agent_i
 
     source = decode_bytes(Path(program_file).read_bytes()).text
     with without_zygote():  # one run, then exit: a fork of this process, no zygote
-        result = run_program(source, tools, _text(agent_input, "--input"),
-                             _text(agent_output, "--output"), SandboxLimits(wall_seconds=timeout))
-    click.echo(dumps_safe(
-        {"ok": result["ok"], "decision": result["verdict"], "error": result["error"]}
-    ))
+        result = run_program(
+            source,
+            tools,
+            _text(agent_input, "--input"),
+            _text(agent_output, "--output"),
+            SandboxLimits(wall_seconds=timeout),
+        )
+    click.echo(
+        dumps_safe({"ok": result["ok"], "decision": result["verdict"], "error": result["error"]})
+    )
     if result.get("unreadable"):  # evidence, not the program: as `check` (exit status 2)
         ctx.exit(2)
     if not result["ok"]:  # rejected, timed out or crashed: say so to the shell
@@ -584,8 +822,10 @@ def export_cases(profile: str, out_file: str) -> None:
 
     _known_profile(profile)
     if profile not in PROFILE_BENCHMARKS:
-        raise InputError(f"profile {profile!r} ships no benchmark to export (only "
-                                   f"{', '.join(PROFILE_BENCHMARKS)} do)")
+        raise InputError(
+            f"profile {profile!r} ships no benchmark to export (only "
+            f"{', '.join(PROFILE_BENCHMARKS)} do)"
+        )
     try:
         count = write_cases(out_file, load_benchmark(profile))
     except FileNotFoundError as exc:
@@ -599,10 +839,14 @@ def profile_group() -> None:
     """Create and inspect guard profiles (your own or the built-in ones)."""
 
 
-@profile_group.command(name="check", epilog=epilog(
-    "profile check: 1 when a program does not reproduce its demonstrations, a",
-    "profile without programs (empty `code`: the model writes them) lacks what",
-    "one needs, or a trace profile is not ready; 2 when the profile does not load."))
+@profile_group.command(
+    name="check",
+    epilog=epilog(
+        "profile check: 1 when a program does not reproduce its demonstrations, a",
+        "profile without programs (empty `code`: the model writes them) lacks what",
+        "one needs, or a trace profile is not ready; 2 when the profile does not load.",
+    ),
+)
 @click.argument("profile_ref", metavar="NAME_OR_PATH")
 @click.pass_context
 def profile_check(ctx: click.Context, profile_ref: str) -> None:
@@ -638,12 +882,21 @@ def profile_check(ctx: click.Context, profile_ref: str) -> None:
 
 @profile_group.command(name="new", epilog=epilog())
 @click.argument("name")
-@click.option("--tools", "tools_file", required=True,
-              type=click.Path(exists=True, dir_okay=False),
-              help="JSON file of tool schemas: OpenAI tools/functions, Anthropic tools or "
-                   "LangChain tool dicts (a list, or {\"tools\": [...]}).")  # fmt: skip
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Directory to create (default: ./NAME); must not exist or be empty.")
+@click.option(
+    "--tools",
+    "tools_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON file of tool schemas: OpenAI tools/functions, Anthropic tools or "
+    'LangChain tool dicts (a list, or {"tools": [...]}).',
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Directory to create (default: ./NAME); must not exist or be empty.",
+)
 def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
     """Scaffold a trace-guard profile NAME from tool schemas (deny by default).
 
@@ -666,18 +919,27 @@ def profile_new(name: str, tools_file: str, out_dir: str | None) -> None:
         raise InputError(f"{tools_file}: {exc}") from None
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
-               f"`guardagent profile check {target}`, guard with `guardagent check --profile "
-               f"{target} --trace TRACE.json`")  # fmt: skip
+    click.echo(
+        f"next: edit {target / 'policy.yaml'} (labels, then each rule), check with "
+        f"`guardagent profile check {target}`, guard with `guardagent check --profile "
+        f"{target} --trace TRACE.json`"
+    )
 
 
-@main.command(epilog=epilog(
-    "serve: 0 after SIGTERM or Ctrl-C (it drains first: stopping is its normal end),",
-    "2 when a setting does not read."))
+@main.command(
+    epilog=epilog(
+        "serve: 0 after SIGTERM or Ctrl-C (it drains first: stopping is its normal end),",
+        "2 when a setting does not read.",
+    )
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 def serve(host: str, port: int, log_level: str) -> None:
     """Run the guard service (one replica) until SIGTERM; in-flight requests finish.
 
@@ -697,12 +959,16 @@ def serve(host: str, port: int, log_level: str) -> None:
     try:
         from guardagent.service.serve import serve as run
     except ImportError as exc:
-        raise InputError(f"{exc.name or exc}: the service needs its extra: "
-                                   "pip install 'guardagent[service]'") from None
+        raise InputError(
+            f"{exc.name or exc}: the service needs its extra: pip install 'guardagent[service]'"
+        ) from None
     if settings.service_token is None and not settings.service_tokens and _beyond_loopback(host):
-        click.echo(f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "
-                   "reaches the port gets decisions and reads every thread's decisions (set "
-                   "the token, or serve on 127.0.0.1 behind your own proxy)", err=True)
+        click.echo(
+            f"warning: serving on {host} without GUARDAGENT_SERVICE_TOKEN: anyone who "
+            "reaches the port gets decisions and reads every thread's decisions (set "
+            "the token, or serve on 127.0.0.1 behind your own proxy)",
+            err=True,
+        )
     run(host, port, log_level=log_level, settings=settings)
 
 

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
     SetBy = Literal["deployment", "host", "operator"]
-    Owner = Literal["guard", "service", "sandbox", "memory", "verification", "model", "eval",
-                    "demo"]
+    Owner = Literal[
+        "guard", "service", "sandbox", "memory", "verification", "model", "eval", "demo"
+    ]
 else:
 
     class Generic:
@@ -73,8 +74,17 @@ class Setting(Generic[T]):
         secret: A key or token: never shown in an error message.
     """
 
-    __slots__ = ("name", "kind", "parse", "default", "set_by", "owner", "summary", "field",
-                 "secret")  # fmt: skip
+    __slots__ = (
+        "name",
+        "kind",
+        "parse",
+        "default",
+        "set_by",
+        "owner",
+        "summary",
+        "field",
+        "secret",
+    )
 
     name: str
     kind: str
@@ -86,13 +96,30 @@ class Setting(Generic[T]):
     field: str | None
     secret: bool
 
-    def __init__(self, name: str, kind: str, parse: Callable[[str], T], default: T,
-                 set_by: tuple[SetBy, ...], owner: Owner, summary: str = "",
-                 field: str | None = None, secret: bool = False) -> None:  # fmt: skip
-        for attr, given_value in (("name", name), ("kind", kind), ("parse", parse),
-                                  ("default", default), ("set_by", set_by), ("owner", owner),
-                                  ("summary", summary), ("field", field), ("secret", secret)):
-            object.__setattr__(self, attr, given_value)  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        parse: Callable[[str], T],
+        default: T,
+        set_by: tuple[SetBy, ...],
+        owner: Owner,
+        summary: str = "",
+        field: str | None = None,
+        secret: bool = False,
+    ) -> None:
+        for attr, given_value in (
+            ("name", name),
+            ("kind", kind),
+            ("parse", parse),
+            ("default", default),
+            ("set_by", set_by),
+            ("owner", owner),
+            ("summary", summary),
+            ("field", field),
+            ("secret", secret),
+        ):
+            object.__setattr__(self, attr, given_value)
 
     def __setattr__(self, attr: str, given_value: object) -> None:
         raise AttributeError(f"a setting is read-only ({attr})")
@@ -138,8 +165,11 @@ def field_values(owner: Owner, environ: Mapping[str, str] | None = None) -> dict
     Raises:
         ValueError: a set variable that does not parse, naming it.
     """
-    return {s.field: value(s, environ) for s in SETTINGS
-            if s.owner == owner and s.field is not None and given(s, environ)}  # fmt: skip
+    return {
+        s.field: value(s, environ)
+        for s in SETTINGS
+        if s.owner == owner and s.field is not None and given(s, environ)
+    }
 
 
 def positive_int(raw: str) -> int:
@@ -192,6 +222,7 @@ def profile_paths(raw: str) -> dict[str, str]:
 def iso_date(raw: str) -> date:
     """An ISO date (``2025-01-09``)."""
     from datetime import date  # not on the hook's path
+
     try:
         return date.fromisoformat(raw)
     except (TypeError, ValueError):
@@ -235,26 +266,44 @@ def text(raw: str) -> str:
 _D: tuple[SetBy, ...] = ("deployment",)
 
 
-def _guard(name: str, kind: str, parse: Callable[[str], Any], default: Any,
-           secret: bool = False) -> Setting[Any]:  # fmt: skip
-    return Setting(ENV_PREFIX + name.upper(), kind, parse, default, _D, "guard", field=name,
-                   secret=secret)  # fmt: skip
+def _guard(
+    name: str, kind: str, parse: Callable[[str], Any], default: Any, secret: bool = False
+) -> Setting[Any]:
+    return Setting(
+        ENV_PREFIX + name.upper(), kind, parse, default, _D, "guard", field=name, secret=secret
+    )
 
 
-def _service(name: str, kind: str, parse: Callable[[str], Any], default: Any,
-             secret: bool = False) -> Setting[Any]:  # fmt: skip
-    return Setting(ENV_PREFIX + name.upper(), kind, parse, default, _D, "service", field=name,
-                   secret=secret)  # fmt: skip
+def _service(
+    name: str, kind: str, parse: Callable[[str], Any], default: Any, secret: bool = False
+) -> Setting[Any]:
+    return Setting(
+        ENV_PREFIX + name.upper(), kind, parse, default, _D, "service", field=name, secret=secret
+    )
 
 
 MEMORY_DIR: Setting[str | None] = _guard("memory_dir", "directory", text, None)
 SERVICE_TOKEN: Setting[str | None] = Setting(
-    "GUARDAGENT_SERVICE_TOKEN", "text (secret)", text, None, ("deployment", "host"), "service",
+    "GUARDAGENT_SERVICE_TOKEN",
+    "text (secret)",
+    text,
+    None,
+    ("deployment", "host"),
+    "service",
     "the bearer token: the service requires it on decision requests, a host's `GuardClient` "
-    "sends it", field="service_token", secret=True)  # fmt: skip
+    "sends it",
+    field="service_token",
+    secret=True,
+)
 CHROMA_URL: Setting[str | None] = Setting(
-    "GUARDAGENT_CHROMA_URL", "URL", text, None, _D, "service",
-    "Chroma server for memory (the guard's `GUARDAGENT_MEMORY_URL`; set one)")  # fmt: skip
+    "GUARDAGENT_CHROMA_URL",
+    "URL",
+    text,
+    None,
+    _D,
+    "service",
+    "Chroma server for memory (the guard's `GUARDAGENT_MEMORY_URL`; set one)",
+)
 
 GUARD_SETTINGS: tuple[Setting[Any], ...] = (
     _guard("profile", "profile name or path", text, "eicu-ac"),
@@ -289,42 +338,106 @@ SERVICE_SETTINGS: tuple[Setting[Any], ...] = (
     _service("header_seconds", "seconds > 0", positive_float, 10.0),
     _service("max_pending_connections", "integer >= 1", positive_int, 256),
     CHROMA_URL,
-)  # fmt: skip
+)
 """The guard service's own settings (`guardagent serve`), beside the guard's."""
 
 MEMORY_KEY: Setting[str | None] = Setting(
-    "GUARDAGENT_MEMORY_KEY", "text, >= 16 bytes (secret)", text, None, _D, "memory",
-    "memory signing key, the same on every process that shares a memory", secret=True)  # fmt: skip
+    "GUARDAGENT_MEMORY_KEY",
+    "text, >= 16 bytes (secret)",
+    text,
+    None,
+    _D,
+    "memory",
+    "memory signing key, the same on every process that shares a memory",
+    secret=True,
+)
 SANDBOX_ZYGOTE: Setting[bool] = Setting(
-    "GUARDAGENT_SANDBOX_ZYGOTE", "`0` turns it off", on_unless_zero, True, _D, "sandbox",
-    "fork sandboxed runs from a zygote (`0`: every run starts a fresh interpreter)")  # fmt: skip
+    "GUARDAGENT_SANDBOX_ZYGOTE",
+    "`0` turns it off",
+    on_unless_zero,
+    True,
+    _D,
+    "sandbox",
+    "fork sandboxed runs from a zygote (`0`: every run starts a fresh interpreter)",
+)
 SANDBOX_WARM: Setting[bool] = Setting(
-    "GUARDAGENT_SANDBOX_WARM", "`0` turns it off", on_unless_zero, True, _D, "sandbox",
-    "keep warm workers for trusted programs (`0`: every run forks)")  # fmt: skip
+    "GUARDAGENT_SANDBOX_WARM",
+    "`0` turns it off",
+    on_unless_zero,
+    True,
+    _D,
+    "sandbox",
+    "keep warm workers for trusted programs (`0`: every run forks)",
+)
 SANDBOX_NICE: Setting[int] = Setting(
-    "GUARDAGENT_SANDBOX_NICE", "integer, clamped to 0-19", nice, 10, _D, "sandbox",
+    "GUARDAGENT_SANDBOX_NICE",
+    "integer, clamped to 0-19",
+    nice,
+    10,
+    _D,
+    "sandbox",
     "niceness of the zygote of one-run children (model-written programs); `0` keeps one "
-    "zygote at the guard's priority")  # fmt: skip
+    "zygote at the guard's priority",
+)
 LLM_TIMEOUT: Setting[float] = Setting(
-    "GUARDAGENT_LLM_TIMEOUT", "seconds > 0", positive_float, 60.0, _D, "model",
-    "how long one call to a `GUARDAGENT_BASE_URL` model may take")  # fmt: skip
+    "GUARDAGENT_LLM_TIMEOUT",
+    "seconds > 0",
+    positive_float,
+    60.0,
+    _D,
+    "model",
+    "how long one call to a `GUARDAGENT_BASE_URL` model may take",
+)
 OPENAI_API_KEY: Setting[str] = Setting(
-    "OPENAI_API_KEY", "text (secret)", text, "EMPTY", _D, "model",
+    "OPENAI_API_KEY",
+    "text (secret)",
+    text,
+    "EMPTY",
+    _D,
+    "model",
     "the key sent to a `GUARDAGENT_BASE_URL` endpoint (the provider's own variable; other "
-    "providers read theirs)", secret=True)  # fmt: skip
+    "providers read theirs)",
+    secret=True,
+)
 CACHE_DIR: Setting[str | None] = Setting(
-    "GUARDAGENT_CACHE_DIR", "directory", text, None, _D, "verification",
-    "where built-in profiles' verification results are cached (`verified/`)")  # fmt: skip
+    "GUARDAGENT_CACHE_DIR",
+    "directory",
+    text,
+    None,
+    _D,
+    "verification",
+    "where built-in profiles' verification results are cached (`verified/`)",
+)
 DATA: Setting[str | None] = Setting(
-    "GUARDAGENT_DATA", "directory", text, None, ("operator",), "eval",
-    "where `guardagent eval` finds the shipped benchmarks")  # fmt: skip
+    "GUARDAGENT_DATA",
+    "directory",
+    text,
+    None,
+    ("operator",),
+    "eval",
+    "where `guardagent eval` finds the shipped benchmarks",
+)
 DEMO_USER_INFO: Setting[dict[str, Any] | None] = Setting(
-    "GUARDAGENT_DEMO_USER_INFO", "JSON object", json_object, None, _D, "demo",
-    "the demo agent's user facts")  # fmt: skip
+    "GUARDAGENT_DEMO_USER_INFO",
+    "JSON object",
+    json_object,
+    None,
+    _D,
+    "demo",
+    "the demo agent's user facts",
+)
 
 OTHER_SETTINGS: tuple[Setting[Any], ...] = (
-    MEMORY_KEY, SANDBOX_ZYGOTE, SANDBOX_WARM, SANDBOX_NICE, LLM_TIMEOUT, OPENAI_API_KEY,
-    CACHE_DIR, DATA, DEMO_USER_INFO)  # fmt: skip
+    MEMORY_KEY,
+    SANDBOX_ZYGOTE,
+    SANDBOX_WARM,
+    SANDBOX_NICE,
+    LLM_TIMEOUT,
+    OPENAI_API_KEY,
+    CACHE_DIR,
+    DATA,
+    DEMO_USER_INFO,
+)
 """Settings read where they are used (not fields of a settings class)."""
 
 SETTINGS: tuple[Setting[Any], ...] = GUARD_SETTINGS + SERVICE_SETTINGS + OTHER_SETTINGS

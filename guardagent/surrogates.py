@@ -42,8 +42,7 @@ def without_surrogates(value: Any) -> Any:
         return text_without_surrogates(value)
     if isinstance(value, dict):
         items = [(without_surrogates(k), without_surrogates(v)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(),
-                                                               strict=True)):  # fmt: skip
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
             return value
         return dict(items)
     if isinstance(value, list | tuple):

@@ -14,15 +14,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).parent
 
-PARAMETERS = '''# Parameters: a small sample by default, so the notebook runs in seconds.
+PARAMETERS = """# Parameters: a small sample by default, so the notebook runs in seconds.
 import os
 import tempfile
 
 PROFILE = "{profile}"
 LIMIT = int(os.environ.get("GUARDAGENT_NB_LIMIT", "40"))
-OUT = os.environ.get("GUARDAGENT_NB_OUT") or tempfile.mkdtemp(prefix="guardagent-nb-")'''
+OUT = os.environ.get("GUARDAGENT_NB_OUT") or tempfile.mkdtemp(prefix="guardagent-nb-")"""
 
-IMPORTS = '''from pathlib import Path
+IMPORTS = """from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
@@ -34,20 +34,20 @@ from guardagent.eval.predictions import read_decisions
 from guardagent.eval.report import PAPER_BASELINE, PAPER_TABLE_2, clip
 from guardagent.eval.runner import run_eval
 from guardagent.eval.trace import trace_markdown
-from guardagent.graph import graph'''
+from guardagent.graph import graph"""
 
-SAMPLE = '''# An evenly spaced sample of the benchmark (the file is grouped, so the first N cases
+SAMPLE = """# An evenly spaced sample of the benchmark (the file is grouped, so the first N cases
 # would not cover every role or rule).
 everything = load_benchmark(PROFILE)
 step = max(1, len(everything) // LIMIT)
 cases = everything[::step][:LIMIT]
-print(f"{len(cases)} of {len(everything)} cases: {sum(c.label for c in cases)} must be denied")'''
+print(f"{len(cases)} of {len(everything)} cases: {sum(c.label for c in cases)} must be denied")"""
 
-RUN = '''guard = GuardAgent(PROFILE)  # offline: verified programs only, no LLM
+RUN = """guard = GuardAgent(PROFILE)  # offline: verified programs only, no LLM
 metrics = run_eval(guard, cases, OUT, progress=False)
 decisions = read_decisions(OUT)
 assert metrics["n"] == len(decisions) == len(cases)
-print("wrote", sorted(p.name for p in Path(OUT).iterdir()))'''
+print("wrote", sorted(p.name for p in Path(OUT).iterdir()))"""
 
 HEADLINE_CELL = '''def row(name, values):
     """One Markdown table row of the five headline metrics."""
@@ -65,20 +65,20 @@ print("LLM calls per decision:", per["llm_calls"]["mean"],
       "| latency p50 / p95 (ms):", per["latency_ms"]["p50"], "/", per["latency_ms"]["p95"])
 print("fail-closed:", metrics["fail_closed"], "| program source:", metrics["program_source"])'''
 
-PLOTS = '''for png in sorted(Path(OUT, "plots").glob("*.png")):
+PLOTS = """for png in sorted(Path(OUT, "plots").glob("*.png")):
     display(Markdown(f"**{png.stem.replace('_', ' ')}**"))
-    display(Image(filename=str(png)))'''
+    display(Image(filename=str(png)))"""
 
-WRONG = '''wrong = [(c, d) for c, d in zip(cases, decisions, strict=True) if is_wrong(c, d)]
+WRONG = """wrong = [(c, d) for c, d in zip(cases, decisions, strict=True) if is_wrong(c, d)]
 print(f"{len(wrong)} wrong decision(s) in the sample")
 for case, decision in wrong[:3]:
     print(f"\\n{case.id}: expected {case.label} {expected_details(case)}, "
           f"decided {decision.label} {decision.violations}\\n  reason: {decision.reason}")
 if wrong:
     print("\\nProgram that decided the first one (clipped):\\n")
-    print(clip(wrong[0][1].program, 800))'''
+    print(clip(wrong[0][1].program, 800))"""
 
-TRACE = '''# One event through the graph, node by node, from the graph's own update stream.
+TRACE = """# One event through the graph, node by node, from the graph's own update stream.
 case = next(c for c in cases if c.label == 1)
 steps = []
 for chunk in graph.stream(
@@ -90,7 +90,7 @@ for chunk in graph.stream(
         steps.append((node, update))
         print(f"{node:>8} wrote {sorted(update)}")
 assert [node for node, _ in steps] == ["admit", "retrieve", "execute", "decide"]
-display(Markdown(trace_markdown(steps)))'''
+display(Markdown(trace_markdown(steps)))"""
 
 FAKE_MODEL = '''from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -107,7 +107,7 @@ class FakeChatModel(GenericFakeChatModel):
         reply = AIMessage(content=next(self.messages))
         return ChatResult(generations=[ChatGeneration(message=reply)])'''
 
-SCRIPTED_TRACE = '''# The model path: the fake "LLM" plans, writes a program that fails when it runs
+SCRIPTED_TRACE = """# The model path: the fake "LLM" plans, writes a program that fails when it runs
 # (it reads a setting that does not exist), the debugger explains the error, and the second
 # program (the profile's own) runs and then verifies on the demonstrations (remember).
 # reuse_programs=False makes the graph ask the model, not memory.
@@ -136,7 +136,7 @@ assert nodes == ["admit", "retrieve", "plan", "code", "execute", "debug", "code"
 final = scripted[-1][1]["guard_decision"]
 assert final.attempt_errors[0] and final.attempt_errors[-1] is None
 assert final.label == steps[-1][1]["guard_decision"].label  # same program, same verdict
-display(Markdown(trace_markdown(scripted, limit=300)))'''
+display(Markdown(trace_markdown(scripted, limit=300)))"""
 
 
 def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
@@ -174,7 +174,7 @@ def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
         new_code_cell(TRACE),
         new_markdown_cell(
             "## The same event with a (scripted) model\n\nA real deployment passes "
-            "`model=\"openai:gpt-4o\"` or a local server; here a fake chat model with fixed "
+            '`model="openai:gpt-4o"` or a local server; here a fake chat model with fixed '
             "replies stands in, so the notebook runs offline and every node of the graph shows."
         ),
         new_code_cell(FAKE_MODEL),
@@ -183,7 +183,7 @@ def benchmark_notebook(profile: str, title: str) -> nbformat.NotebookNode:
     return _notebook(cells)
 
 
-COMPARE_PARAMETERS = '''# Parameters. Point RUN_A / RUN_B at two existing output directories (made
+COMPARE_PARAMETERS = """# Parameters. Point RUN_A / RUN_B at two existing output directories (made
 # with `guardagent eval ... --out DIR`) to compare those; otherwise two runs are made here.
 import os
 import tempfile
@@ -192,9 +192,9 @@ PROFILE = os.environ.get("GUARDAGENT_NB_PROFILE", "mind2web-sc")
 LIMIT = int(os.environ.get("GUARDAGENT_NB_LIMIT", "40"))
 RUN_A = os.environ.get("GUARDAGENT_NB_RUN_A")
 RUN_B = os.environ.get("GUARDAGENT_NB_RUN_B")
-MODEL = os.environ.get("GUARDAGENT_NB_MODEL")  # e.g. openai:gpt-4o for a real baseline run'''
+MODEL = os.environ.get("GUARDAGENT_NB_MODEL")  # e.g. openai:gpt-4o for a real baseline run"""
 
-COMPARE_IMPORTS = '''import itertools
+COMPARE_IMPORTS = """import itertools
 
 from IPython.display import Image, Markdown, display
 from langchain_core.language_models import GenericFakeChatModel
@@ -210,9 +210,9 @@ from guardagent.eval.compare import (
     metrics_table,
 )
 from guardagent.eval.plots import figure_png
-from guardagent.eval.runner import run_eval'''
+from guardagent.eval.runner import run_eval"""
 
-COMPARE_RUNS = '''if not (RUN_A and RUN_B):
+COMPARE_RUNS = """if not (RUN_A and RUN_B):
     everything = load_benchmark(PROFILE)
     cases = everything[:: max(1, len(everything) // LIMIT)][:LIMIT]
     # Under GUARDAGENT_NB_OUT (the tests set it to their own temporary folder) the two runs go
@@ -229,18 +229,18 @@ COMPARE_RUNS = '''if not (RUN_A and RUN_B):
              progress=False, plots=False)
 a = load_run(RUN_A, "guardagent")
 b = load_run(RUN_B, "baseline" if not os.environ.get("GUARDAGENT_NB_RUN_B") else None)
-print(a.name, a.metrics["n"], "cases |", b.name, b.metrics["n"], "cases")'''
+print(a.name, a.metrics["n"], "cases |", b.name, b.metrics["n"], "cases")"""
 
-COMPARE_TABLE = '''display(Markdown(metrics_table(a, b)))'''
+COMPARE_TABLE = """display(Markdown(metrics_table(a, b)))"""
 
-COMPARE_DIFF = '''diff = disagreements(a, b)
+COMPARE_DIFF = """diff = disagreements(a, b)
 print(f"{len(diff)} case(s) decided differently")
 for row in diff[:10]:
     print(row)
-assert all(row["gold"] in (0, 1) for row in diff)'''
+assert all(row["gold"] in (0, 1) for row in diff)"""
 
-COMPARE_PLOTS = '''display(Image(data=figure_png(headline_figure([a, b]))))
-display(Image(data=figure_png(latency_comparison_figure([a, b]))))'''
+COMPARE_PLOTS = """display(Image(data=figure_png(headline_figure([a, b]))))
+display(Image(data=figure_png(latency_comparison_figure([a, b]))))"""
 
 
 def compare_notebook() -> nbformat.NotebookNode:
@@ -269,7 +269,9 @@ def compare_notebook() -> nbformat.NotebookNode:
 def _notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {
-        "name": "python3", "display_name": "Python 3", "language": "python"
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
     }
     nb.metadata["language_info"] = {"name": "python"}
     for i, cell in enumerate(nb.cells):

@@ -24,8 +24,12 @@ import pytest
 
 from tests.guards import MakeGuard
 
-_KEPT = {"GUARDAGENT_DATA", "GUARDAGENT_LANGGRAPH_API_PYTHON", "GUARDAGENT_PG_BIN",
-         "GUARDAGENT_PARITY_STEP"}  # fmt: skip
+_KEPT = {
+    "GUARDAGENT_DATA",
+    "GUARDAGENT_LANGGRAPH_API_PYTHON",
+    "GUARDAGENT_PG_BIN",
+    "GUARDAGENT_PARITY_STEP",
+}
 for _name in [n for n in os.environ if n.startswith("GUARDAGENT_") and n not in _KEPT]:
     del os.environ[_name]
 _MEMORY = tempfile.mkdtemp(prefix="guardagent-test-memory-")

@@ -35,12 +35,14 @@ def policy_answer(name: str, edit: dict[str, Any] | None = None) -> dict[str, An
         predicates.append(pred)
     rules = []
     for rule in doc["rules"]:
-        rule = {k: v for k, v in rule.items() if k in ("id", "logic", "policy", "remediation",
-                                                        "actions", "hard")}
+        rule = {
+            k: v
+            for k, v in rule.items()
+            if k in ("id", "logic", "policy", "remediation", "actions", "hard")
+        }
         rule.update((edit or {}).get(rule["id"], {}))
         rules.append(rule)
-    return {"predicates": predicates, "rules": rules,
-            "violations": doc.get("violations", "rules")}
+    return {"predicates": predicates, "rules": rules, "violations": doc.get("violations", "rules")}
 
 
 def answer_text(name: str, edit: dict[str, Any] | None = None) -> str:

@@ -54,7 +54,9 @@ class Block:
         if self.marker == "drawn":
             return "diagram" if self.arg and self.lang == "mermaid" else "error: bad drawn marker"
         if self.marker == "file":
-            return "file" if self.arg and self.lang in {"yaml", "json"} else "error: bad file marker"
+            return (
+                "file" if self.arg and self.lang in {"yaml", "json"} else "error: bad file marker"
+            )
         if self.lang == "python":
             return "python" if self.marker is None else "error: python blocks run unmarked"
         if self.lang in SHELLS:
@@ -66,7 +68,9 @@ class Block:
 
 def expand(text: str) -> str:
     """The page as the site shows it: generated parts expanded by docs/gen_reference.py."""
-    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "docs" / "gen_reference.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_reference", ROOT / "docs" / "gen_reference.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -96,9 +100,15 @@ def blocks(path: Path, root: Path = ROOT) -> list[Block]:
             i += 1
         before = next((ln for ln in reversed(lines[:start]) if ln.strip()), "")
         mark = MARKER.match(before)
-        found.append(Block(page=str(path.relative_to(root)), line=start + 1,
-                           lang=opened["lang"], code="\n".join(body) + "\n",
-                           marker=mark["kind"] if mark else None,
-                           arg=(mark["arg"] or "").strip() or None if mark else None))  # fmt: skip
+        found.append(
+            Block(
+                page=str(path.relative_to(root)),
+                line=start + 1,
+                lang=opened["lang"],
+                code="\n".join(body) + "\n",
+                marker=mark["kind"] if mark else None,
+                arg=(mark["arg"] or "").strip() or None if mark else None,
+            )
+        )
         i += 1
     return found

@@ -25,9 +25,15 @@ def _server(url: str) -> dict[str, Any]:
 
 def _pg_ctl(url: str, *args: str) -> None:
     server = _server(url)
-    done = subprocess.run([server["pg_ctl"], "-D", str(server["data"]), *args],
-                          env=server["env"], cwd=server["cwd"], capture_output=True, text=True,
-                          timeout=90, **server["kw"])  # fmt: skip
+    done = subprocess.run(
+        [server["pg_ctl"], "-D", str(server["data"]), *args],
+        env=server["env"],
+        cwd=server["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        **server["kw"],
+    )
     if done.returncode:
         raise RuntimeError(f"pg_ctl {args[-1]} failed: {done.stderr.strip()[-500:]}")
 

@@ -75,8 +75,10 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
     """
     folder = pg_bin()
     if folder is None:
-        raise PostgresUnavailable("PostgreSQL binaries (initdb, pg_ctl) not found: install "
-                                  "postgresql or set GUARDAGENT_PG_BIN")
+        raise PostgresUnavailable(
+            "PostgreSQL binaries (initdb, pg_ctl) not found: install "
+            "postgresql or set GUARDAGENT_PG_BIN"
+        )
     ids = _run_as()
     # Its own folder in the system temp dir: pytest's folders are private to root, and the
     # server's user must reach its data.
@@ -84,12 +86,29 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
     data, log = home / "pgdata", root / "postgres.log"
     if ids is not None:
         os.chown(home, *ids)
-    kw: dict[str, object] = {} if ids is None else {"user": ids[0], "group": ids[1],
-                                                     "extra_groups": []}
+    kw: dict[str, object] = (
+        {} if ids is None else {"user": ids[0], "group": ids[1], "extra_groups": []}
+    )
     env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C"}
-    init = subprocess.run([str(folder / "initdb"), "-D", str(data), "-A", "trust", "-U", "guard",
-                           "-E", "UTF8", "--no-sync"], env=env, cwd=home,
-                          capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    init = subprocess.run(
+        [
+            str(folder / "initdb"),
+            "-D",
+            str(data),
+            "-A",
+            "trust",
+            "-U",
+            "guard",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        **kw,
+    )  # type: ignore[call-overload]
     if init.returncode:
         raise PostgresUnavailable(f"initdb failed: {init.stderr.strip()[-500:]}")
     port = free_port()
@@ -97,16 +116,41 @@ def running_postgres(root: Path, *, durable: bool = False) -> Iterator[str]:
     if not durable:
         options += " -F -c synchronous_commit=off -c full_page_writes=off"
     server_log = home / "postgres.log"
-    start = subprocess.run([str(folder / "pg_ctl"), "-D", str(data), "-o", options, "-l",
-                            str(server_log), "-w", "-t", "30", "start"], env=env, cwd=home,
-                           capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    start = subprocess.run(
+        [
+            str(folder / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(server_log),
+            "-w",
+            "-t",
+            "30",
+            "start",
+        ],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        **kw,
+    )  # type: ignore[call-overload]
     if start.returncode:
-        tail = (server_log.read_text(errors="replace")[-800:] if server_log.exists()
-                else start.stderr)
+        tail = (
+            server_log.read_text(errors="replace")[-800:] if server_log.exists() else start.stderr
+        )
         raise PostgresUnavailable(f"PostgreSQL did not start: {tail.strip()}")
     url = f"postgresql://guard@127.0.0.1:{port}/postgres"
-    SERVERS[url] = {"pg_ctl": str(folder / "pg_ctl"), "data": data, "options": options,
-                    "log": server_log, "env": env, "kw": kw, "cwd": home}
+    SERVERS[url] = {
+        "pg_ctl": str(folder / "pg_ctl"),
+        "data": data,
+        "options": options,
+        "log": server_log,
+        "env": env,
+        "kw": kw,
+        "cwd": home,
+    }
     try:
         yield url
     finally:
@@ -136,14 +180,25 @@ def _alive(pid: int) -> bool:
 def start_replica(port: int, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
     """One service replica on 127.0.0.1:`port` (not waited for: see :func:`wait_ready`)."""
     # no drain unless the test asks for one: a stopped replica exits at once
-    full = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "GUARDAGENT_DRAIN_SECONDS": "0",
-            **env}
+    full = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "GUARDAGENT_DRAIN_SECONDS": "0", **env}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "guardagent.service", "--host", "127.0.0.1", "--port",
-             str(port), "--log-level", "warning"],
-            env=full, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "guardagent.service",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env=full,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float = 60) -> None:

@@ -76,10 +76,15 @@ def test_a_program_whose_access_list_adds_or_drops_one_cell_does_not_verify(cell
 
 @pytest.mark.parametrize(
     "cell",
-    [("nursing", "diagnosis", "diagnosisname"), ("general administration", "lab", "labname"),
-     ("physician", "lab", "labid"), ("physician", "cost", "cost"),
-     ("nursing", "patient", "age"), ("general administration", "cost", "eventid")],
-)  # fmt: skip
+    [
+        ("nursing", "diagnosis", "diagnosisname"),
+        ("general administration", "lab", "labname"),
+        ("physician", "lab", "labid"),
+        ("physician", "cost", "cost"),
+        ("nursing", "patient", "age"),
+        ("general administration", "cost", "eventid"),
+    ],
+)
 def test_named_cells_added_or_dropped_do_not_verify(cell):
     from guardagent.profiles.verification import program_problems
 
@@ -144,8 +149,11 @@ _SCHEMA_CELLS = [(t, c) for t in sorted(EICU_COLUMNS) for c in sorted(EICU_COLUM
 @st.composite
 def tables(draw: st.DrawFn) -> dict[str, dict[str, list[str]]]:
     """Permission tables over the eICU schema: any roles, any subset of cells each."""
-    roles = draw(st.lists(st.sampled_from([*ROLES, "auditor", "pharmacy"]), min_size=1,
-                          max_size=4, unique=True))  # fmt: skip
+    roles = draw(
+        st.lists(
+            st.sampled_from([*ROLES, "auditor", "pharmacy"]), min_size=1, max_size=4, unique=True
+        )
+    )
     out: dict[str, dict[str, list[str]]] = {}
     for role in roles:
         picked = draw(st.lists(st.sampled_from(_SCHEMA_CELLS), max_size=30, unique=True))
@@ -156,8 +164,11 @@ def tables(draw: st.DrawFn) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-          HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(table=tables())
 def test_any_permission_table_over_the_schema_is_fully_probed(table, tmp_path_factory):
     from guardagent.counterfactuals.cells import access_cells, table_coverage
@@ -171,11 +182,13 @@ def test_any_permission_table_over_the_schema_is_fully_probed(table, tmp_path_fa
 
 @pytest.mark.parametrize(
     "label, details, probed",
-    [(0, [], {("r", "lab", "labname"), ("r", "lab", "labid")}),  # allowed: every cell read
-     (1, {"lab": ["labid"]}, {("r", "lab", "labid")}),  # denied: only the cells it lists
-     (1, {"lab": ["labid", "labresult"]}, {("r", "lab", "labid")}),  # listed but not read
-     (1, ["a rule"], set())],  # not an access decision: probes no cell
-)  # fmt: skip
+    [
+        (0, [], {("r", "lab", "labname"), ("r", "lab", "labid")}),  # allowed: every cell read
+        (1, {"lab": ["labid"]}, {("r", "lab", "labid")}),  # denied: only the cells it lists
+        (1, {"lab": ["labid", "labresult"]}, {("r", "lab", "labid")}),  # listed but not read
+        (1, ["a rule"], set()),
+    ],  # not an access decision: probes no cell
+)
 def test_a_case_probes_a_cell_only_in_its_own_direction(label, details, probed):
     from guardagent.counterfactuals.cells import probed_cells
 

@@ -12,8 +12,9 @@ EVENT_INPUT = "Task: book a hotel in Rome\nUser information:\n   age: 30"
 
 def test_an_event_over_the_limit_is_denied_with_the_reason(tmp_path: Any) -> None:
     model = ScriptedChatModel.of(["never called"])
-    guard = GuardAgent(profile="mind2web-sc", model=model, memory_dir=str(tmp_path),
-                       max_event_chars=10_000)  # fmt: skip
+    guard = GuardAgent(
+        profile="mind2web-sc", model=model, memory_dir=str(tmp_path), max_event_chars=10_000
+    )
     decision = guard.check(EVENT_INPUT, "ELEMENT: A\nACTION: CLICK\n" + "x" * 20_000)
     assert decision.allowed is False and decision.llm_calls == 0
     assert decision.error is not None and decision.error.startswith("event too large")

@@ -32,10 +32,25 @@ TEEN = {"age": 17, "verified": False, "role": "customer"}
 ADULT = {"age": 35, "verified": True, "role": "customer"}
 
 
-@pytest.mark.parametrize("category", [
-    "alcohol", "Alcoholic Beverages", "wine", "Red Wine", "craft beers", "Wines & Spirits",
-    "vodka", "w\u200bine", "ＷＩＮＥ", "beverages", "drinks", "party supplies", "Bier", "",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "category",
+    [
+        "alcohol",
+        "Alcoholic Beverages",
+        "wine",
+        "Red Wine",
+        "craft beers",
+        "Wines & Spirits",
+        "vodka",
+        "w\u200bine",
+        "ＷＩＮＥ",
+        "beverages",
+        "drinks",
+        "party supplies",
+        "Bier",
+        "",
+    ],
+)
 def test_a_drink_or_an_unplaced_category_needs_21(guard: GuardAgent, category: str) -> None:
     args = {"item": "a bottle", "category": category}
     denied = _decide(guard, "place_order", args, TEEN)
@@ -49,8 +64,9 @@ def test_a_placed_other_category_is_allowed_for_a_teen(guard: GuardAgent, catego
 
 
 @pytest.mark.parametrize("amount", [-5000, -0.5, "-5000", "5,000", "5000 USD", True])
-def test_an_amount_the_bank_reads_otherwise_needs_verification(guard: GuardAgent,
-                                                              amount: Any) -> None:  # fmt: skip
+def test_an_amount_the_bank_reads_otherwise_needs_verification(
+    guard: GuardAgent, amount: Any
+) -> None:
     args = {"amount": amount, "to": "acct-9"}
     assert not _decide(guard, "transfer_funds", args, TEEN).allowed
     assert _decide(guard, "transfer_funds", args, ADULT).allowed
@@ -82,8 +98,13 @@ def test_an_amount_is_a_finite_non_negative_number_or_none(value: Any) -> None:
 
 
 def test_read_call_args_keeps_other_arguments_and_calls() -> None:
-    calls = [{"name": "place_order", "args": {"item": "x", "order_category": "Wine"}},
-             {"name": "transfer_funds", "args": {"amount": -1, "to": "a"}}, "odd"]
+    calls = [
+        {"name": "place_order", "args": {"item": "x", "order_category": "Wine"}},
+        {"name": "transfer_funds", "args": {"amount": -1, "to": "a"}},
+        "odd",
+    ]
     assert read_call_args(calls) == [  # type: ignore[arg-type]
         {"name": "place_order", "args": {"item": "x", "order_category": "alcohol"}},
-        {"name": "transfer_funds", "args": {"amount": None, "to": "a"}}, "odd"]
+        {"name": "transfer_funds", "args": {"amount": None, "to": "a"}},
+        "odd",
+    ]

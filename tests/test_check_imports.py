@@ -22,7 +22,10 @@ def test_check_imports_no_solver(tmp_path: Path, command: str) -> None:
     cmd = [sys.executable, "-X", "importtime", "-m", "guardagent.cli", *COMMANDS[command]]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
-    loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-              if line.startswith("import time:")}  # fmt: skip
+    loaded = {
+        line.split("|")[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "langgraph" in loaded  # the measurement saw the guard's imports
     assert not {"z3", "numpy"} & loaded

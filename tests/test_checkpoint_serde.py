@@ -57,8 +57,14 @@ print(json.dumps(result))
 
 def _restore(strict: bool, *serializers: str) -> tuple[dict[str, object], str]:
     env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true" if strict else "false"}
-    out = subprocess.run([sys.executable, "-c", RESTORE, *serializers], capture_output=True,
-                         text=True, timeout=120, cwd=REPO, env=env)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", RESTORE, *serializers],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
 
@@ -81,8 +87,15 @@ def test_registered_types_restore_without_the_unregistered_warning() -> None:
 
 def test_the_list_reaches_every_model_the_decision_nests() -> None:
     names = {name for _, name in GUARD_TYPES}
-    assert {"GuardDecision", "RuleResult", "Remediation", "Remedy", "Change",
-            "PolicyVerdict", "SafetyProbability"} <= names  # fmt: skip
+    assert {
+        "GuardDecision",
+        "RuleResult",
+        "Remediation",
+        "Remedy",
+        "Change",
+        "PolicyVerdict",
+        "SafetyProbability",
+    } <= names
 
 
 def test_langgraph_json_registers_the_same_types_for_the_server() -> None:

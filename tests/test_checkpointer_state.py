@@ -58,8 +58,16 @@ def unverified_profile(tmp_path: Path) -> Path:
 
 
 def test_the_schema_has_the_keys_that_once_went_stale() -> None:
-    assert {"program", "execution", "plan", "demonstrations", "feedback", "error",
-            "guard_decision", "program_source"} <= set(PER_EVENT_KEYS)  # fmt: skip
+    assert {
+        "program",
+        "execution",
+        "plan",
+        "demonstrations",
+        "feedback",
+        "error",
+        "guard_decision",
+        "program_source",
+    } <= set(PER_EVENT_KEYS)
 
 
 def test_admit_resets_every_per_event_key(tmp_path: Path) -> None:
@@ -79,12 +87,24 @@ def test_admit_resets_every_per_event_key(tmp_path: Path) -> None:
 
 def test_unverified_program_of_the_previous_event_never_decides_without_reuse() -> None:
     graph = _graph()
-    first = _check(graph, "t", ADULT_INPUT, profile="mind2web-sc", reuse_programs=False,
-                   model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]))  # fmt: skip
+    first = _check(
+        graph,
+        "t",
+        ADULT_INPUT,
+        profile="mind2web-sc",
+        reuse_programs=False,
+        model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]),
+    )
     assert first.allowed is True and first.program_source == "generated"
     # The model is down for the next event on the same thread: deny, do not rerun the old code.
-    down = _check(graph, "t", ADULT_INPUT, profile="mind2web-sc", reuse_programs=False,
-                  model=ScriptedChatModel.of([RuntimeError("HTTP 500 from provider")]))  # fmt: skip
+    down = _check(
+        graph,
+        "t",
+        ADULT_INPUT,
+        profile="mind2web-sc",
+        reuse_programs=False,
+        model=ScriptedChatModel.of([RuntimeError("HTTP 500 from provider")]),
+    )
     assert down.allowed is False and (down.error or "").startswith("planner")
     assert down.program is None and down.program_source == "none" and down.attempts == 0
     # And offline, with no verified program in reach: deny with no model call.
@@ -114,11 +134,23 @@ def test_unverified_program_of_the_previous_event_never_decides_with_reuse(
 
 def test_an_error_of_the_previous_event_does_not_deny_the_next() -> None:
     graph = _graph()
-    first = _check(graph, "t", ADULT_INPUT, profile="mind2web-sc", reuse_programs=False,
-                   model=ScriptedChatModel.of([RuntimeError("HTTP 500 from provider")]))  # fmt: skip
+    first = _check(
+        graph,
+        "t",
+        ADULT_INPUT,
+        profile="mind2web-sc",
+        reuse_programs=False,
+        model=ScriptedChatModel.of([RuntimeError("HTTP 500 from provider")]),
+    )
     assert first.allowed is False and first.error
-    second = _check(graph, "t", ADULT_INPUT, profile="mind2web-sc", reuse_programs=False,
-                    model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]))  # fmt: skip
+    second = _check(
+        graph,
+        "t",
+        ADULT_INPUT,
+        profile="mind2web-sc",
+        reuse_programs=False,
+        model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]),
+    )
     assert second.allowed is True and second.error is None
     assert second.llm_calls == 2 and second.attempts == 1
 
@@ -126,14 +158,22 @@ def test_an_error_of_the_previous_event_does_not_deny_the_next() -> None:
 def test_second_event_on_a_used_thread_equals_it_on_a_fresh_thread() -> None:
     """Same decision and the very same prompts (demonstrations included) as on a new thread."""
     graph = _graph()
-    _check(graph, "used", ADULT_INPUT, profile="mind2web-sc", reuse_programs=False,
-           model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]))  # fmt: skip
+    _check(
+        graph,
+        "used",
+        ADULT_INPUT,
+        profile="mind2web-sc",
+        reuse_programs=False,
+        model=ScriptedChatModel.of(["plan", GOOD_PROGRAM]),
+    )
     used_model = ScriptedChatModel.of(["plan", GOOD_PROGRAM])
     fresh_model = ScriptedChatModel.of(["plan", GOOD_PROGRAM])
-    on_used = _check(graph, "used", HOTEL_INPUT, profile="mind2web-sc", reuse_programs=False,
-                     model=used_model)  # fmt: skip
-    on_fresh = _check(graph, "fresh", HOTEL_INPUT, profile="mind2web-sc", reuse_programs=False,
-                      model=fresh_model)  # fmt: skip
+    on_used = _check(
+        graph, "used", HOTEL_INPUT, profile="mind2web-sc", reuse_programs=False, model=used_model
+    )
+    on_fresh = _check(
+        graph, "fresh", HOTEL_INPUT, profile="mind2web-sc", reuse_programs=False, model=fresh_model
+    )
     ignore = {"latency_ms"}
     assert on_used.model_dump(exclude=ignore) == on_fresh.model_dump(exclude=ignore)
     assert on_used.allowed is False and on_used.llm_calls == 2

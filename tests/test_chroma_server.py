@@ -52,9 +52,19 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     log = (tmp_path / "chroma.log").open("wb")
     proc = subprocess.Popen(
-        [str(CHROMA), "run", "--path", str(tmp_path / "db"), "--host", "127.0.0.1",
-         "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(CHROMA),
+            "run",
+            "--path",
+            str(tmp_path / "db"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
         env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
     url = f"http://127.0.0.1:{port}"
@@ -75,8 +85,14 @@ def _start(code: str, *args: str, key: str | None = KEY) -> subprocess.Popen[str
     env.pop("GUARDAGENT_MEMORY_KEY", None)
     if key is not None:  # a shared memory trusts only records tagged with the deployment's key
         env["GUARDAGENT_MEMORY_KEY"] = key
-    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _result(proc: subprocess.Popen[str]) -> str:

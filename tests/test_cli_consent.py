@@ -33,8 +33,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def run(profile: str, *args: str, key: str | None = KEY, **env: str) -> Result:
     environ = {"GUARDAGENT_TRACE_KEY": key or "", **env}
-    return CliRunner().invoke(main, ["check", "--profile", profile, *args, "--fields",
-                                     "allowed,reason"], env=environ)  # fmt: skip
+    return CliRunner().invoke(
+        main, ["check", "--profile", profile, *args, "--fields", "allowed,reason"], env=environ
+    )
 
 
 def write(path: Path, data: Any) -> str:
@@ -60,32 +61,53 @@ def test_consent_and_state_need_the_deployment_key(profile: str, tmp_path: Path)
 def test_an_unsigned_consent_file_is_refused_with_the_key_set(profile: str, tmp_path: Path) -> None:
     record = Consent("send_money", args=ATTACK, thread="t1")
     unsigned = write(tmp_path / "unsigned.json", [record.to_json()])
-    line = one_line_error(run(profile, "--trace", str(PAYMENT), "--consent", unsigned,
-                              "--thread-id", "t1"))  # fmt: skip
+    line = one_line_error(
+        run(profile, "--trace", str(PAYMENT), "--consent", unsigned, "--thread-id", "t1")
+    )
     assert "record 1" in line and "not signed" in line
     other_key = write(tmp_path / "other.json", [record.signed(b"another key")])
-    assert "not signed" in one_line_error(run(profile, "--trace", str(PAYMENT), "--consent",
-                                              other_key, "--thread-id", "t1"))  # fmt: skip
+    assert "not signed" in one_line_error(
+        run(profile, "--trace", str(PAYMENT), "--consent", other_key, "--thread-id", "t1")
+    )
     for bad in ("{not json", '{"tool": "x"}', '[{"tool": "x", "uses": 0}]'):
         (tmp_path / "bad.json").write_text(bad, encoding="utf-8")
-        one_line_error(run(profile, "--trace", str(PAYMENT), "--consent",
-                           str(tmp_path / "bad.json")))  # fmt: skip
+        one_line_error(
+            run(profile, "--trace", str(PAYMENT), "--consent", str(tmp_path / "bad.json"))
+        )
 
 
 def test_state_is_written_signed_and_an_approval_is_used_once(profile: str, tmp_path: Path) -> None:
-    signed = write(tmp_path / "consent.json", [Consent("send_money", args=ATTACK,
-                                                       thread="t1").signed(KEY.encode())])
+    signed = write(
+        tmp_path / "consent.json",
+        [Consent("send_money", args=ATTACK, thread="t1").signed(KEY.encode())],
+    )
     state = tmp_path / "thread.json"
-    first = run(profile, "--trace", str(PAYMENT), "--consent", signed, "--state", str(state),
-                "--thread-id", "t1")  # fmt: skip
+    first = run(
+        profile,
+        "--trace",
+        str(PAYMENT),
+        "--consent",
+        signed,
+        "--state",
+        str(state),
+        "--thread-id",
+        "t1",
+    )
     assert first.exit_code == 0, first.output
     assert json.loads(first.output)["allowed"] is True
     saved = json.loads(state.read_text(encoding="utf-8"))
     assert verify({k: v for k, v in saved.items() if k != LEDGER_FIELD}, KEY.encode())
     assert verify(saved[LEDGER_FIELD], KEY.encode()) and saved[LEDGER_FIELD]["thread"] == "t1"
     doc = paid_and_asked_again(json.loads(PAYMENT.read_text(encoding="utf-8")))
-    again = run(profile, "--trace", write(tmp_path / "again.json", doc), "--consent", signed,
-                "--state", str(state))  # the thread's id comes from its state
+    again = run(
+        profile,
+        "--trace",
+        write(tmp_path / "again.json", doc),
+        "--consent",
+        signed,
+        "--state",
+        str(state),
+    )  # the thread's id comes from its state
     assert again.exit_code == 1, again.output  # denied
     assert json.loads(again.output)["allowed"] is False, "the approval was used"
     moved = run(profile, "--trace", str(PAYMENT), "--state", str(state), "--thread-id", "t2")
@@ -110,11 +132,14 @@ def test_approvals_need_the_state_that_counts_their_uses(profile: str, tmp_path:
     checks in a row exited 0; with --state the second is denied, as through the service and
     the middleware, which keep the thread's ledger). A consent file with records now needs
     --state; an empty one does not."""
-    signed = write(tmp_path / "consent.json", [Consent("send_money", args=ATTACK,
-                                                       thread="t1").signed(KEY.encode())])
+    signed = write(
+        tmp_path / "consent.json",
+        [Consent("send_money", args=ATTACK, thread="t1").signed(KEY.encode())],
+    )
     for _ in range(2):
-        line = one_line_error(run(profile, "--trace", str(PAYMENT), "--consent", signed,
-                                  "--thread-id", "t1"))  # fmt: skip
+        line = one_line_error(
+            run(profile, "--trace", str(PAYMENT), "--consent", signed, "--thread-id", "t1")
+        )
         assert "--state" in line and "uses" in line
     empty = write(tmp_path / "empty.json", [])
     assert run(profile, "--trace", str(PAYMENT), "--consent", empty).exit_code == 1

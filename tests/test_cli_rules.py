@@ -27,8 +27,10 @@ def _rules(result: Any) -> list[dict[str, Any]]:
 
 
 def _check(*args: str) -> Any:
-    return CliRunner().invoke(main, ["check", "--profile", PROFILE, "--trace", str(TRACE),
-                                     "--fields", "allowed,rules", *args])  # fmt: skip
+    return CliRunner().invoke(
+        main,
+        ["check", "--profile", PROFILE, "--trace", str(TRACE), "--fields", "allowed,rules", *args],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +52,9 @@ def test_rules_is_in_help_and_a_bad_value_or_no_trace_is_a_usage_error() -> None
     shown = runner.invoke(main, ["check", "--help"]).output
     assert "--rules [all|applied]" in shown
     assert _check("--rules", "some").exit_code == 2
-    events = runner.invoke(main, ["check", "--profile", PROFILE, "--input", "a", "--output",
-                                  "b", "--rules", "applied"])  # fmt: skip
+    events = runner.invoke(
+        main, ["check", "--profile", PROFILE, "--input", "a", "--output", "b", "--rules", "applied"]
+    )
     assert events.exit_code == 2 and "--rules" in events.output
 
 

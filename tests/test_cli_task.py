@@ -32,8 +32,9 @@ TASK: dict[str, Any] = json.loads(OTHER_ORDER.read_text(encoding="utf-8"))["task
 
 
 def _local(*args: str) -> Any:
-    return CliRunner().invoke(main, ["check", "--profile", "browser-trace", "--fields",
-                                     "allowed,reason,error", *args])  # fmt: skip
+    return CliRunner().invoke(
+        main, ["check", "--profile", "browser-trace", "--fields", "allowed,reason,error", *args]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +59,11 @@ def test_the_task_file_scopes_the_local_check(tmp_path: Path, form: str) -> None
 
 
 def test_a_task_that_cannot_be_attached_is_denied_naming_why(tmp_path: Path) -> None:
-    for doc in ({"params": {"unused": 1}}, ["not", "a", "mapping"],
-                {"rules": [{"id": "x", "logic": "NOT no_such_predicate"}]}):  # fmt: skip
+    for doc in (
+        {"params": {"unused": 1}},
+        ["not", "a", "mapping"],
+        {"rules": [{"id": "x", "logic": "NOT no_such_predicate"}]},
+    ):
         path = tmp_path / "task.json"
         path.write_text(json.dumps(doc), encoding="utf-8")
         shown = json.loads(_local("--trace", str(THIS_ORDER), "--task", str(path)).output)
@@ -67,15 +71,17 @@ def test_a_task_that_cannot_be_attached_is_denied_naming_why(tmp_path: Path) -> 
         assert "task policy cannot be attached" in shown["reason"], shown
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("a: !!python/object:os.system {}", "tag"),
-    ("base: &b {params: {pages: [x]}}\nname: *b", "anchors"),
-    ("{not json: [", "neither JSON nor YAML"),
-    ("", "empty"),
-    ("when: 2024-01-02", "JSON has no type"),
-])  # fmt: skip
-def test_a_task_file_that_is_not_plain_data_exits_two(tmp_path: Path, text: str,
-                                                      says: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("a: !!python/object:os.system {}", "tag"),
+        ("base: &b {params: {pages: [x]}}\nname: *b", "anchors"),
+        ("{not json: [", "neither JSON nor YAML"),
+        ("", "empty"),
+        ("when: 2024-01-02", "JSON has no type"),
+    ],
+)
+def test_a_task_file_that_is_not_plain_data_exits_two(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "task.yaml"
     path.write_text(text, encoding="utf-8")
     result = _local("--trace", str(THIS_ORDER), "--task", str(path))
@@ -106,9 +112,22 @@ def test_the_service_takes_the_task_from_its_caller(url: str, tmp_path: Path) ->
     assert broken["allowed"] is False and "cannot be attached" in broken["reason"]
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(TASK), encoding="utf-8")
-    remote = CliRunner().invoke(main, ["check", "--server", url, "--profile", "browser-trace",
-                                       "--trace", str(OTHER_ORDER), "--task", str(path),
-                                       "--fields", "allowed,reason"])  # fmt: skip
+    remote = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--server",
+            url,
+            "--profile",
+            "browser-trace",
+            "--trace",
+            str(OTHER_ORDER),
+            "--task",
+            str(path),
+            "--fields",
+            "allowed,reason",
+        ],
+    )
     assert remote.exit_code == 1 and "task-pages" in json.loads(remote.output)["reason"]
     local = _local("--trace", str(OTHER_ORDER), "--task", str(path))
     assert json.loads(local.output)["reason"] == json.loads(remote.output)["reason"]
@@ -117,8 +136,7 @@ def test_the_service_takes_the_task_from_its_caller(url: str, tmp_path: Path) ->
 def test_an_event_request_takes_no_task() -> None:
     settings = ServiceSettings(guard=GuardContext(profile="mind2web-sc"))
     with TestClient(create_app(settings)) as client:
-        answer = client.post("/v1/decide/event", json={"input": "a", "output": "b",
-                                                         "task": TASK})  # fmt: skip
+        answer = client.post("/v1/decide/event", json={"input": "a", "output": "b", "task": TASK})
     assert answer.status_code == 400 and "task" in answer.json()["error"]
 
 

@@ -24,8 +24,11 @@ def test_a_corrupt_state_file_is_denied_as_unreadable_state(
 ) -> None:
     state = tmp_path / "state.json"
     state.write_bytes(content)
-    result = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
-                                       str(TRACE), "--state", str(state)], env=env)  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["check", "--profile", "assistant-trace", "--trace", str(TRACE), "--state", str(state)],
+        env=env,
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     decision = json.loads(result.output)
     assert decision["allowed"] is False

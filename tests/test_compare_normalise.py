@@ -19,11 +19,23 @@ from hypothesis import strategies as st
 from guardagent.tools.compare import compare, unmet_requirements
 from guardagent.tools.rules import check_rules, check_tool_rules
 
-ALCOHOL_RULE = {"tool": "place_order", "when": [{"arg": "category", "op": "==", "value": "alcohol"}],
-                "field": "age", "op": ">=", "value": 21, "violation": "under 21: no alcohol"}  # fmt: skip
+ALCOHOL_RULE = {
+    "tool": "place_order",
+    "when": [{"arg": "category", "op": "==", "value": "alcohol"}],
+    "field": "age",
+    "op": ">=",
+    "value": 21,
+    "violation": "under 21: no alcohol",
+}
 ALCOHOL_SET = ["alcohol", "wine", "beer", "spirits"]
-AMOUNT_RULE = {"tool": "transfer_funds", "when": [{"arg": "amount", "op": ">", "value": 1000}],
-               "field": "verified", "op": "==", "value": True, "violation": "verify first"}  # fmt: skip
+AMOUNT_RULE = {
+    "tool": "transfer_funds",
+    "when": [{"arg": "amount", "op": ">", "value": 1000}],
+    "field": "verified",
+    "op": "==",
+    "value": True,
+    "violation": "verify first",
+}
 TEEN = {"age": 17, "verified": False}
 
 
@@ -33,9 +45,19 @@ def _order(category: Any, rule: dict[str, Any] = ALCOHOL_RULE) -> list[str]:
 
 @pytest.mark.parametrize(
     "variant",
-    ["alcohol", "Alcohol", "ALCOHOL", " alcohol ", "\talcohol\n", "ａｌｃｏｈｏｌ", "ＡＬＣＯＨＯＬ",
-     "al\u200bcohol", "\u00a0alcohol\u3000", "alcohol\ufeff"],
-)  # fmt: skip
+    [
+        "alcohol",
+        "Alcohol",
+        "ALCOHOL",
+        " alcohol ",
+        "\talcohol\n",
+        "ａｌｃｏｈｏｌ",
+        "ＡＬＣＯＨＯＬ",
+        "al\u200bcohol",
+        "\u00a0alcohol\u3000",
+        "alcohol\ufeff",
+    ],
+)
 def test_spelling_variants_of_a_literal_are_the_literal(variant: str) -> None:
     assert compare(variant, "==", "alcohol") is True
     assert compare(variant, "!=", "alcohol") is False
@@ -70,9 +92,22 @@ def test_a_list_value_with_eq_means_membership() -> None:
     assert compare("Beer", "!=", ALCOHOL_SET) is False
     as_list = {**ALCOHOL_RULE, "when": [{"arg": "category", "op": "==", "value": ALCOHOL_SET}]}
     assert _order("Beer", as_list) == ["under 21: no alcohol"]
-    assert check_rules({"role": "Nurse"}, "x", [
-        {"category": "x", "field": "role", "op": "==", "value": ["doctor", "nurse"],
-         "violation": "clinical staff only"}]) == []  # fmt: skip
+    assert (
+        check_rules(
+            {"role": "Nurse"},
+            "x",
+            [
+                {
+                    "category": "x",
+                    "field": "role",
+                    "op": "==",
+                    "value": ["doctor", "nurse"],
+                    "violation": "clinical staff only",
+                }
+            ],
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -91,13 +126,26 @@ def test_non_finite_numbers_are_uncomparable(amount: Any) -> None:
 @pytest.mark.parametrize(
     "actual, op, expected",
     [
-        (True, ">", 0), (False, "<", 1), (1, "==", True), (True, "==", 1), (0, "!=", False),
-        ("5000", "==", 5000), ("5000", ">", 1000), (5000, "==", "5000"), ("yes", "==", True),
-        ([5000], "==", 5000), ({"a": 1}, "==", "a"), (None, "==", "alcohol"),
-        (["alcohol"], "==", "alcohol"), (5, "in", ["5", "6"]), (True, "in", [1, 2]),
-        ("b", ">", "a"), ("10", "<", "9"), (True, ">", False),
+        (True, ">", 0),
+        (False, "<", 1),
+        (1, "==", True),
+        (True, "==", 1),
+        (0, "!=", False),
+        ("5000", "==", 5000),
+        ("5000", ">", 1000),
+        (5000, "==", "5000"),
+        ("yes", "==", True),
+        ([5000], "==", 5000),
+        ({"a": 1}, "==", "a"),
+        (None, "==", "alcohol"),
+        (["alcohol"], "==", "alcohol"),
+        (5, "in", ["5", "6"]),
+        (True, "in", [1, 2]),
+        ("b", ">", "a"),
+        ("10", "<", "9"),
+        (True, ">", False),
     ],
-)  # fmt: skip
+)
 def test_wrong_types_are_uncomparable(actual: Any, op: str, expected: Any) -> None:
     assert compare(actual, op, expected) is None
 
@@ -116,8 +164,10 @@ def test_numbers_and_bools_still_compare_as_before() -> None:
     assert compare(5000, ">", 1000) is True and compare(10, ">", 1000) is False
     assert compare(1000.0, "==", 1000) is True and compare(Decimal("999.5"), "<", 1000) is True
     assert compare(True, "==", True) is True and compare(False, "!=", True) is True
-    assert check_tool_rules({"name": "transfer_funds", "args": {"amount": 10}}, TEEN,
-                            [AMOUNT_RULE]) == []  # fmt: skip
+    assert (
+        check_tool_rules({"name": "transfer_funds", "args": {"amount": 10}}, TEEN, [AMOUNT_RULE])
+        == []
+    )
 
 
 def test_malformed_membership_rules_are_policy_errors() -> None:
@@ -126,16 +176,22 @@ def test_malformed_membership_rules_are_policy_errors() -> None:
     with pytest.raises(ValueError, match="list"):
         compare(5, ">", [1, 2])
     with pytest.raises(ValueError):
-        unmet_requirements({}, [{"category": "x", "field": "f", "op": "in", "value": "abc",
-                                 "violation": "v"}], "category", lambda rule: False)  # fmt: skip
+        unmet_requirements(
+            {},
+            [{"category": "x", "field": "f", "op": "in", "value": "abc", "violation": "v"}],
+            "category",
+            lambda rule: False,
+        )
 
 
 # --- properties ------------------------------------------------------------------------------
 
-WORDS = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1,
-                max_size=12)  # fmt: skip
-SPACES = st.lists(st.sampled_from([" ", "\t", "\n", "\u00a0", "\u2003", "\u3000"]), min_size=1,
-                  max_size=3).map("".join)  # fmt: skip
+WORDS = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=12
+)
+SPACES = st.lists(
+    st.sampled_from([" ", "\t", "\n", "\u00a0", "\u2003", "\u3000"]), min_size=1, max_size=3
+).map("".join)
 INVISIBLE = st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"])
 
 
@@ -147,8 +203,9 @@ def spelling_variant(draw: st.DrawFn, words: list[str]) -> str:
         chars = []
         for c in word:
             style = draw(st.sampled_from(["same", "upper", "lower", "fullwidth"]))
-            c = {"upper": c.upper(), "lower": c.lower(),
-                 "fullwidth": chr(ord(c) + 0xFEE0)}.get(style, c)  # fmt: skip
+            c = {"upper": c.upper(), "lower": c.lower(), "fullwidth": chr(ord(c) + 0xFEE0)}.get(
+                style, c
+            )
             chars.append(c + (draw(INVISIBLE) if draw(st.booleans()) else ""))
         out.append("".join(chars))
     gaps = [draw(SPACES) for _ in range(len(words) + 1)]
@@ -158,8 +215,9 @@ def spelling_variant(draw: st.DrawFn, words: list[str]) -> str:
 
 
 @given(st.data(), st.lists(WORDS, min_size=1, max_size=4))
-def test_variants_of_the_same_words_always_compare_equal(data: st.DataObject,
-                                                         words: list[str]) -> None:  # fmt: skip
+def test_variants_of_the_same_words_always_compare_equal(
+    data: st.DataObject, words: list[str]
+) -> None:
     literal = " ".join(words)
     variant = data.draw(spelling_variant(words))
     assert compare(variant, "==", literal) is True
@@ -169,8 +227,9 @@ def test_variants_of_the_same_words_always_compare_equal(data: st.DataObject,
     assert _order(variant, rule) == ["under 21: no alcohol"]
 
 
-NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf, -math.nan, Decimal("NaN"),
-                              Decimal("-Infinity")])  # fmt: skip
+NON_FINITE = st.sampled_from(
+    [math.nan, math.inf, -math.inf, -math.nan, Decimal("NaN"), Decimal("-Infinity")]
+)
 NUMBERS = st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False))
 
 
@@ -181,6 +240,12 @@ def test_nan_and_infinity_never_satisfy_a_numeric_requirement(
     assert compare(bad, op, threshold) is None
     rule = {"category": "x", "field": "amount", "op": op, "value": threshold, "violation": "v"}
     assert unmet_requirements({"amount": bad}, [rule], "category", lambda r: True) == ["v"]
-    when = {"tool": "t", "when": [{"arg": "amount", "op": op, "value": threshold}],
-            "field": "ok", "op": "==", "value": True, "violation": "w"}  # fmt: skip
+    when = {
+        "tool": "t",
+        "when": [{"arg": "amount", "op": op, "value": threshold}],
+        "field": "ok",
+        "op": "==",
+        "value": True,
+        "violation": "w",
+    }
     assert check_tool_rules({"name": "t", "args": {"amount": bad}}, {}, [when]) == ["w"]

@@ -35,12 +35,22 @@ def payment() -> dict[str, Any]:
 
 def paid_and_asked_again(doc: dict[str, Any], new_id: str | None = "c3") -> dict[str, Any]:
     """The thread after the approved payment ran, the model proposing the same payment again."""
-    messages = [*doc["messages"],
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c2", "type": "function",
-                     "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}]},
-                {"role": "tool", "tool_call_id": "c2", "content": "Transfer done."},
-                {"role": "user", "content": "Thanks. Anything else in the inbox?"}]  # fmt: skip
+    messages = [
+        *doc["messages"],
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "send_money", "arguments": json.dumps(ATTACK)},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "Transfer done."},
+        {"role": "user", "content": "Thanks. Anything else in the inbox?"},
+    ]
     call: dict[str, Any] = {"name": "send_money", "args": ATTACK}
     if new_id is not None:
         call["id"] = new_id
@@ -55,27 +65,45 @@ def test_an_approval_lets_one_payment_through_not_a_second_later(guard: GuardAge
     records = [approval(thread="t1")]
     first = guard.check_trace(payment(), consent=records, thread_id="t1")
     assert first.allowed, first.reason
-    assert first.trace_facts and "1 use(s) left" not in first.trace_facts["call_confirmed"]["detail"]
-    again = guard.check_trace(paid_and_asked_again(payment()), consent=records,
-                              thread_state=first.trace_state, thread_id="t1")  # fmt: skip
+    assert (
+        first.trace_facts and "1 use(s) left" not in first.trace_facts["call_confirmed"]["detail"]
+    )
+    again = guard.check_trace(
+        paid_and_asked_again(payment()),
+        consent=records,
+        thread_state=first.trace_state,
+        thread_id="t1",
+    )
     assert not again.allowed, "the second identical payment needs a second approval"
     assert "used up" in again.trace_facts["call_confirmed"]["detail"]  # type: ignore[index]
     # a denied call uses nothing: the same check again is still denied, and an approval
     # the host set for two calls lets both through
     twice = [approval(thread="t1", uses=2)]
     first = guard.check_trace(payment(), consent=twice, thread_id="t1")
-    second = guard.check_trace(paid_and_asked_again(payment()), consent=twice,
-                               thread_state=first.trace_state, thread_id="t1")  # fmt: skip
+    second = guard.check_trace(
+        paid_and_asked_again(payment()),
+        consent=twice,
+        thread_state=first.trace_state,
+        thread_id="t1",
+    )
     assert first.allowed and second.allowed
     later = paid_and_asked_again(payment())
     later["messages"] += [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c3", "type": "function",
-             "function": {"name": "send_money", "arguments": json.dumps(ATTACK)}}]},
-        {"role": "tool", "tool_call_id": "c3", "content": "Transfer done."}]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c3",
+                    "type": "function",
+                    "function": {"name": "send_money", "arguments": json.dumps(ATTACK)},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c3", "content": "Transfer done."},
+    ]
     later["proposed_call"] = {"id": "c4", "name": "send_money", "args": ATTACK}
-    third = guard.check_trace(later, consent=twice, thread_state=second.trace_state,
-                              thread_id="t1")  # fmt: skip
+    third = guard.check_trace(later, consent=twice, thread_state=second.trace_state, thread_id="t1")
     assert not third.allowed, "two uses, three payments"
 
 
@@ -93,8 +121,9 @@ def test_an_approval_counts_only_in_its_thread(guard: GuardAgent) -> None:
 
 def test_a_state_of_another_thread_is_unreadable(guard: GuardAgent) -> None:
     first = guard.check_trace(payment(), thread_id="t1")
-    moved = guard.check_trace(paid_and_asked_again(payment()), thread_state=first.trace_state,
-                              thread_id="t2")  # fmt: skip
+    moved = guard.check_trace(
+        paid_and_asked_again(payment()), thread_state=first.trace_state, thread_id="t2"
+    )
     assert not moved.allowed and moved.unreadable[0]["reason"] == "unreadable_state"
     assert "'t1'" in moved.reason
 
@@ -105,24 +134,41 @@ def test_an_id_bound_record_does_not_approve_a_call_without_an_id(guard: GuardAg
     assert guard.check_trace(doc, consent=bound, thread_id="t1").allowed
     no_id = {"messages": doc["messages"], "proposed_call": {"name": "send_money", "args": ATTACK}}
     assert not guard.check_trace(no_id, consent=bound, thread_id="t1").allowed
-    other_id = {"messages": doc["messages"],
-                "proposed_call": {"id": "c9", "name": "send_money", "args": ATTACK}}
+    other_id = {
+        "messages": doc["messages"],
+        "proposed_call": {"id": "c9", "name": "send_money", "args": ATTACK},
+    }
     assert not guard.check_trace(other_id, consent=bound, thread_id="t1").allowed
 
 
 def test_parallel_identical_calls_share_one_approval() -> None:
     from tests.test_trace_predicates import LABELS, call
 
-    messages = [{"role": "user", "content": "Pay the deposit."},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    *call("c1", "send_money", ATTACK)["tool_calls"],
-                    *call("c2", "send_money", ATTACK)["tool_calls"]]}]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "Pay the deposit."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                *call("c1", "send_money", ATTACK)["tool_calls"],
+                *call("c2", "send_money", ATTACK)["tool_calls"],
+            ],
+        },
+    ]
     record = Consent("send_money", args=ATTACK, thread="t1")
-    first = analyze(parse_trace(messages, {"id": "c1", "name": "send_money", "args": ATTACK}),
-                    LABELS, consent=[record], thread="t1")  # fmt: skip
+    first = analyze(
+        parse_trace(messages, {"id": "c1", "name": "send_money", "args": ATTACK}),
+        LABELS,
+        consent=[record],
+        thread="t1",
+    )
     assert first.fact("consent_given()").value is True
-    second = analyze(parse_trace(messages, {"id": "c2", "name": "send_money", "args": ATTACK}),
-                     LABELS, consent=[record], thread="t1")  # fmt: skip
+    second = analyze(
+        parse_trace(messages, {"id": "c2", "name": "send_money", "args": ATTACK}),
+        LABELS,
+        consent=[record],
+        thread="t1",
+    )
     assert second.fact("consent_given()").value is False, "c1, not yet run, took the one use"
 
 
@@ -140,27 +186,39 @@ def test_the_ledger_is_signed_bound_to_its_state_and_cannot_be_dropped(guard: Gu
     before = guard.check_trace(shorter, thread_id="t1")  # an older state of the thread
     older = {**state, LEDGER_FIELD: before.trace_state[LEDGER_FIELD]}  # type: ignore[index]
     for forged in (reset, dropped, older):
-        decision = guard.check_trace(paid_and_asked_again(payment()), consent=records,
-                                     thread_state=forged, thread_id="t1")  # fmt: skip
+        decision = guard.check_trace(
+            paid_and_asked_again(payment()), consent=records, thread_state=forged, thread_id="t1"
+        )
         assert not decision.allowed and decision.unreadable, decision.reason
 
 
-@pytest.mark.parametrize("ledger", [
-    "not a ledger", {"format": "guardagent-consent-ledger/1"}, {"uses": 5}, [],
-    {"format": "guardagent-consent-ledger/1", "thread": 7, "uses": {}},
-    {"format": "guardagent-consent-ledger/1", "thread": "t1", "uses": {"r:x": "c2"}},
-    {"format": "other/1", "thread": "t1", "uses": {}},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "ledger",
+    [
+        "not a ledger",
+        {"format": "guardagent-consent-ledger/1"},
+        {"uses": 5},
+        [],
+        {"format": "guardagent-consent-ledger/1", "thread": 7, "uses": {}},
+        {"format": "guardagent-consent-ledger/1", "thread": "t1", "uses": {"r:x": "c2"}},
+        {"format": "other/1", "thread": "t1", "uses": {}},
+    ],
+)
 def test_a_ledger_that_does_not_read_is_unreadable_state_with_or_without_a_key(
-    guard: GuardAgent, ledger: Any,
+    guard: GuardAgent,
+    ledger: Any,
 ) -> None:
     unkeyed = GuardAgent(profile=guard.context.profile)
     for deciding in (guard, unkeyed):
         first = deciding.check_trace(payment(), thread_id="t1")
         state = {**first.trace_state, LEDGER_FIELD: ledger}  # type: ignore[dict-item]
         if isinstance(ledger, dict):  # bound to the right index: only its content is wrong
-            state[LEDGER_FIELD] = {"count": first.trace_state["count"],  # type: ignore[index]
-                                   "chain": first.trace_state["chain"], **ledger}  # type: ignore[index]
-        decision = deciding.check_trace(paid_and_asked_again(payment()), thread_state=state,
-                                        thread_id="t1")  # fmt: skip
+            state[LEDGER_FIELD] = {
+                "count": first.trace_state["count"],  # type: ignore[index]
+                "chain": first.trace_state["chain"],
+                **ledger,
+            }  # type: ignore[index]
+        decision = deciding.check_trace(
+            paid_and_asked_again(payment()), thread_state=state, thread_id="t1"
+        )
         assert not decision.allowed and decision.unreadable[0]["reason"] == "unreadable_state"

@@ -19,22 +19,28 @@ SEND = ToolCall("send_file", {"file": "planner", "to": "bob@x.ch"}, None, 9)
 MOVE = ToolCall("move_file", {"src": "notes", "dst": "archive"}, None, 9)
 
 
-@pytest.mark.parametrize(("question", "call"), [
-    ("May I delete the copy of planner?", DELETE),
-    ("May I delete a backup of the project planner?", DELETE),
-    ("May I delete the old tasks of my project planner?", DELETE),
-    ("May I send the copy of planner to bob@x.ch?", SEND),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "call"),
+    [
+        ("May I delete the copy of planner?", DELETE),
+        ("May I delete a backup of the project planner?", DELETE),
+        ("May I delete the old tasks of my project planner?", DELETE),
+        ("May I send the copy of planner to bob@x.ch?", SEND),
+    ],
+)
 def test_a_value_written_after_of_is_not_the_target(question: str, call: ToolCall) -> None:
     assert not names_call(question, call), question
 
 
-@pytest.mark.parametrize(("question", "call"), [
-    ("May I delete the project planner?", DELETE),
-    ("May I run a delete of the project planner?", DELETE),  # 'of' after the tool's word
-    ("May I delete planner, the copy of planner included?", DELETE),  # named itself too
-    ("May I send planner to bob@x.ch?", SEND),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "call"),
+    [
+        ("May I delete the project planner?", DELETE),
+        ("May I run a delete of the project planner?", DELETE),  # 'of' after the tool's word
+        ("May I delete planner, the copy of planner included?", DELETE),  # named itself too
+        ("May I send planner to bob@x.ch?", SEND),
+    ],
+)
 def test_a_value_named_itself_is_still_named(question: str, call: ToolCall) -> None:
     assert names_call(question, call), question
 

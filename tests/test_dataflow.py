@@ -35,13 +35,23 @@ def test_shipped_programs_respect_the_discipline(name):
 
 
 def test_readers_are_the_functions_that_declare_an_event_parameter():
-    tools = {**{n: s for p in builtin_profiles() for n, s in reader_slots(load_profile(p).tools()).items()}}
+    tools = {
+        **{
+            n: s
+            for p in builtin_profiles()
+            for n, s in reader_slots(load_profile(p).tools()).items()
+        }
+    }
     assert tools == {
-        "parse_identity": {0: "agent_input"}, "parse_question": {0: "agent_input"},
-        "ehr_code": {0: "agent_output"}, "ehr_accessed_columns": {0: "agent_output"},
-        "parse_task": {0: "agent_input"}, "parse_user_info": {0: "agent_input"},
-        "seeact_final_action": {0: "agent_output"}, "parse_tool_calls": {0: "agent_output"},
-    }  # fmt: skip
+        "parse_identity": {0: "agent_input"},
+        "parse_question": {0: "agent_input"},
+        "ehr_code": {0: "agent_output"},
+        "ehr_accessed_columns": {0: "agent_output"},
+        "parse_task": {0: "agent_input"},
+        "parse_user_info": {0: "agent_input"},
+        "seeact_final_action": {0: "agent_output"},
+        "parse_tool_calls": {0: "agent_output"},
+    }
 
 
 @pytest.mark.parametrize(
@@ -60,7 +70,10 @@ def test_readers_are_the_functions_that_declare_an_event_parameter():
         ("u = parse_user_info(agent_output)", "in the wrong place (argument 1 reads agent_input)"),
         ("r = parse_identity(agent_input=agent_input)", "keyword argument agent_input"),
         ("r = parse_identity(*[agent_input])", "used"),
-        ('c = web_action_category(agent_input, {})', "web_action_category(), which is not a reader"),
+        (
+            "c = web_action_category(agent_input, {})",
+            "web_action_category(), which is not a reader",
+        ),
         ("allow(agent_output)", "allow(), which is not a reader"),
         ("f = lambda x=agent_output: x", "used"),
         ("r = [parse_task][0](agent_input)", "computed callable"),
@@ -107,10 +120,14 @@ def test_the_coder_gets_the_rejection_and_the_program_never_runs(monkeypatch):
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(execute_node, "run_program", recording)
-    model = ScriptedChatModel.of([
-        "plan", f"```python\n{MAGIC_WEB}\n```", "Use the readers only.",
-        f"```python\n{SHIPPED_WEB}\n```",
-    ])
+    model = ScriptedChatModel.of(
+        [
+            "plan",
+            f"```python\n{MAGIC_WEB}\n```",
+            "Use the readers only.",
+            f"```python\n{SHIPPED_WEB}\n```",
+        ]
+    )
     guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False)
     decision = guard.check(HOTEL_MINOR, HOTEL_PAGE + "\nXYZZY")
     assert decision.label == 1 and decision.violations == ["User aged under 18 cannot book a hotel"]

@@ -17,7 +17,8 @@ from guardagent.policy.solver import compiled
 from guardagent.trace.found import values
 from guardagent.trace.found.values import read_argument
 
-POLICY = load_policy_text("""
+POLICY = load_policy_text(
+    """
 format: guardagent-policy/1
 name: kept
 version: "1"
@@ -27,7 +28,9 @@ predicates:
   - {name: consent, kind: condition}
 rules:
   - {id: consent, logic: private AND NOT consent IMPLIES NOT publish}
-""", "kept.yaml")  # fmt: skip
+""",
+    "kept.yaml",
+)
 
 
 def _fresh(values_: dict[str, bool]) -> str:
@@ -51,7 +54,10 @@ def test_kept_rule_checks_match_every_assignment_and_are_copies(
             assert check.outcome == _fresh(assignment)
             check.deciding["publish"] = not assignment["publish"]  # a caller's edit...
             again = rule.check(assignment)
-            assert again.deciding.get("publish") in (None, assignment["publish"])  # ...stays its own
+            assert again.deciding.get("publish") in (
+                None,
+                assignment["publish"],
+            )  # ...stays its own
     assert len(rule._kept) <= 3
     open_check = rule.check({"publish": True, "private": True})
     assert open_check.outcome == "open" and open_check.witness == {"consent": False}

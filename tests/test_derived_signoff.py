@@ -80,17 +80,22 @@ def test_an_honest_review_records_the_decisions_and_signs_them(derived: Path) ->
 # Edits someone without the key makes to the file (each leaves the tag stale).
 TAMPERING = {
     "weaken and approve": lambda t: t.replace(
-        "logic: NOT pays, review: proposed", "logic: NOT pays OR TRUE, review: approved"),
-    "approve only": lambda t: t.replace("logic: NOT pays, review: proposed",
-                                        "logic: NOT pays, review: approved"),
-    "reject a rule": lambda t: t.replace("logic: NOT pays, review: proposed",
-                                         "logic: NOT pays, review: rejected"),
+        "logic: NOT pays, review: proposed", "logic: NOT pays OR TRUE, review: approved"
+    ),
+    "approve only": lambda t: t.replace(
+        "logic: NOT pays, review: proposed", "logic: NOT pays, review: approved"
+    ),
+    "reject a rule": lambda t: t.replace(
+        "logic: NOT pays, review: proposed", "logic: NOT pays, review: rejected"
+    ),
     "drop a rule": lambda t: t.replace(
-        "  - {id: never-pay, logic: NOT pays, review: proposed}\n", ""),
+        "  - {id: never-pay, logic: NOT pays, review: proposed}\n", ""
+    ),
     "add an approved rule": lambda t: t + "  - {id: x, logic: TRUE, review: approved}\n",
     "change a reader": lambda t: t.replace("call['amount'] > 100", "call['amount'] > 10**9"),
-    "hard to soft": lambda t: t.replace("logic: NOT pays, review: proposed",
-                                        "logic: NOT pays, review: approved, hard: false"),
+    "hard to soft": lambda t: t.replace(
+        "logic: NOT pays, review: proposed", "logic: NOT pays, review: approved, hard: false"
+    ),
     "one space": lambda t: t.replace("rules:", "rules: "),
 }
 
@@ -175,8 +180,11 @@ def test_accept_unsigned_shows_every_rule_and_trusts_none_of_its_approvals(deriv
     adopted = review(derived, "--accept-unsigned", "--approve", "big-needs-verified")
     assert adopted.exit_code == 0, adopted.output
     states = {r.id: r.review for r in load_policy(derived).rules}
-    assert states == {"big-needs-verified": "approved", "never-pay": "proposed",
-                      "verified-only": "proposed"}  # fmt: skip
+    assert states == {
+        "big-needs-verified": "approved",
+        "never-pay": "proposed",
+        "verified-only": "proposed",
+    }
     assert review(derived).exit_code == 0  # signed now: an ordinary review again
 
 

@@ -12,8 +12,17 @@ from tests.corpus.ehr_evasions import EVASIONS
 from tests.guards import MakeGuard
 
 ADMIN = "Identity: general administration\nQuestion: what was the last bun value of patient 1?"
-PERMISSIONS = {"cost": ["uniquepid", "patienthealthsystemstayid", "eventtype", "eventid",
-                        "chargetime", "cost"], "lab": ["patientunitstayid", "labresulttime"]}
+PERMISSIONS = {
+    "cost": [
+        "uniquepid",
+        "patienthealthsystemstayid",
+        "eventtype",
+        "eventid",
+        "chargetime",
+        "cost",
+    ],
+    "lab": ["patientunitstayid", "labresulttime"],
+}
 
 
 def test_the_corpus_is_large_enough() -> None:

@@ -63,8 +63,11 @@ def fenced(k: str, cells: list[str], a: str) -> str:
 
 
 def mixed(k: str, cells: list[str], a: str) -> str:
-    makers = [lambda c: f"```\n{c}\n```", lambda c: f'{{\n"cell": {json.dumps(c)}\n}}',
-              lambda c: f"Generated code:\n{c}\n{SEP}"]
+    makers = [
+        lambda c: f"```\n{c}\n```",
+        lambda c: f'{{\n"cell": {json.dumps(c)}\n}}',
+        lambda c: f"Generated code:\n{c}\n{SEP}",
+    ]
     parts = [makers[i % 3](c) for i, c in enumerate(cells)]
     return f"{k}\n" + "\n".join(parts) + f"\nAnswer: {a}"
 
@@ -75,9 +78,13 @@ def crlf(k: str, cells: list[str], a: str) -> str:
 
 
 LAYOUTS: dict[str, Callable[[str, list[str], str], str]] = {
-    "raw": raw, "solution": solution, "paper": paper, "fenced": fenced, "mixed": mixed,
+    "raw": raw,
+    "solution": solution,
+    "paper": paper,
+    "fenced": fenced,
+    "mixed": mixed,
     "crlf": crlf,
-}  # fmt: skip
+}
 CASES = [(c, parts) for c in load_eicu_ac() if (parts := _split(c)) is not None]
 
 

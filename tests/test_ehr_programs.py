@@ -36,9 +36,38 @@ def test_every_reported_name_is_a_schema_column(name: str, code: str, expected: 
 
 
 IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda s: s not in {"if", "in", "is", "or", "and", "for", "not", "def", "del", "as", "try",
-                        "with", "else", "elif", "from", "pass", "None", "True", "False",
-                        "while", "print", "len", "str", "answer", "c"} and s not in EICU_COLUMNS)
+    lambda s: (
+        s
+        not in {
+            "if",
+            "in",
+            "is",
+            "or",
+            "and",
+            "for",
+            "not",
+            "def",
+            "del",
+            "as",
+            "try",
+            "with",
+            "else",
+            "elif",
+            "from",
+            "pass",
+            "None",
+            "True",
+            "False",
+            "while",
+            "print",
+            "len",
+            "str",
+            "answer",
+            "c",
+        }
+        and s not in EICU_COLUMNS
+    )
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -47,9 +76,11 @@ def test_renaming_and_spacing_keep_the_reads(a: str, b: str, indent: str, spaces
     if a == b:
         return
     pad = " " * spaces
-    code = (f"{a}{pad}={pad}LoadDB('lab')\nfor c in ['labname']:\n"
-            f"{indent}{b} = FilterDB({a},{pad}'{{}}=bun'.format(c))\n"
-            f"answer = GetValue({b}, 'labresult, max')")
+    code = (
+        f"{a}{pad}={pad}LoadDB('lab')\nfor c in ['labname']:\n"
+        f"{indent}{b} = FilterDB({a},{pad}'{{}}=bun'.format(c))\n"
+        f"answer = GetValue({b}, 'labresult, max')"
+    )
     assert reads(code) == {"lab": {"labname", "labresult"}}
     fenced = f"Some text.\n```python\n{code}\n```\nThe answer is 4."
     assert ehr_accessed_columns(fenced) == {"lab": ["labname", "labresult"]}

@@ -74,15 +74,18 @@ def test_unreadable_queries_fail_closed(bad: BadSql) -> None:
     assert caught.value.detail
 
 
-@pytest.mark.parametrize(("sql", "named"), [
-    ("select labresults from lab", "column 'labresults' is not in the schema of table(s) lab"),
-    ("select * from sqlite_master", "'sqlite_master'"),
-    ("select t1.c2 from (select labname as c1 from lab) t1", "derived table(s) t1"),
-    ("select lab.labname from lab; delete from lab", "DELETE"),
-    ("select x.labname from lab", "'x'"),
-    ("select labname from lab where labname = \"sodium\"", "single quotes"),
-    ("select readfile('/etc/passwd')", "readfile"),
-])
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("select labresults from lab", "column 'labresults' is not in the schema of table(s) lab"),
+        ("select * from sqlite_master", "'sqlite_master'"),
+        ("select t1.c2 from (select labname as c1 from lab) t1", "derived table(s) t1"),
+        ("select lab.labname from lab; delete from lab", "DELETE"),
+        ("select x.labname from lab", "'x'"),
+        ('select labname from lab where labname = "sodium"', "single quotes"),
+        ("select readfile('/etc/passwd')", "readfile"),
+    ],
+)
 def test_details_name_what_could_not_be_read(sql: str, named: str) -> None:
     with pytest.raises(UnreadableEvidence) as caught:
         sql_reads(sql)
@@ -99,8 +102,9 @@ def test_unreadable_is_recorded_in_the_run_ledger() -> None:
         return list(ledger)
 
     entries = contextvars.copy_context().run(run)
-    assert entries == [{"reason": "unknown_table",
-                        "detail": "table 'patients' is not one of the eICU tables"}]
+    assert entries == [
+        {"reason": "unknown_table", "detail": "table 'patients' is not one of the eICU tables"}
+    ]
 
 
 def test_result_is_lowercase_and_fresh() -> None:
@@ -112,7 +116,9 @@ def test_result_is_lowercase_and_fresh() -> None:
 
 def test_every_statement_is_read() -> None:
     assert sql_reads("select gender from patient; select 1; select labname from lab") == {
-        "patient": {"gender"}, "lab": {"labname"}}
+        "patient": {"gender"},
+        "lab": {"labname"},
+    }
 
 
 def test_parses_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,12 +145,35 @@ _RESERVED = (
     | frozenset(k.lower() for k in SQLite.Parser.FUNCTIONS)
     | ehr_sql._READ_ONLY_FUNCTIONS
     | SCHEMA_NAMES
-    | {"main", "temp", "rowid", "oid", "_rowid_", "nocase", "current_time", "current_date",
-       "current_timestamp", "true", "false", "null", "glob", "like", "regexp", "match",
-       "escape", "over", "filter", "window", "rows", "range", "groups", "indexed", "natural"}
+    | {
+        "main",
+        "temp",
+        "rowid",
+        "oid",
+        "_rowid_",
+        "nocase",
+        "current_time",
+        "current_date",
+        "current_timestamp",
+        "true",
+        "false",
+        "null",
+        "glob",
+        "like",
+        "regexp",
+        "match",
+        "escape",
+        "over",
+        "filter",
+        "window",
+        "rows",
+        "range",
+        "groups",
+        "indexed",
+        "natural",
+    }
 )
-_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(
-    lambda n: n not in _RESERVED)
+_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(lambda n: n not in _RESERVED)
 
 
 def _renamable(trees: list[exp.Expr]) -> list[str]:
@@ -154,8 +183,11 @@ def _renamable(trees: list[exp.Expr]) -> list[str]:
 
 
 def _parse(sql: str) -> list[exp.Expr]:
-    return [t for t in sqlglot.parse(sql, read="sqlite")
-            if t is not None and not isinstance(t, exp.Semicolon)]
+    return [
+        t
+        for t in sqlglot.parse(sql, read="sqlite")
+        if t is not None and not isinstance(t, exp.Semicolon)
+    ]
 
 
 def _rename(trees: list[exp.Expr], mapping: dict[str, str]) -> str:
@@ -180,13 +212,15 @@ def _respell(sql: str, rng: random.Random) -> str:
     tokens = SQLite().tokenize(sql)
     parts: list[str] = []
     for i, tok in enumerate(tokens):
-        text = sql[tok.start:tok.end + 1]
+        text = sql[tok.start : tok.end + 1]
         if tok.token_type not in (TokenType.STRING, TokenType.IDENTIFIER):
             text = rng.choice(_CASINGS)(text)
         if i:
             prev = tokens[i - 1]
-            glued = prev.end + 1 == tok.start and TokenType.COLON in (prev.token_type,
-                                                                        tok.token_type)
+            glued = prev.end + 1 == tok.start and TokenType.COLON in (
+                prev.token_type,
+                tok.token_type,
+            )
             parts.append("" if glued else rng.choice(_SEPARATORS))
         parts.append(text)
     lead = rng.choice(["", "-- leading comment\n", "/* leading */", "\n  "])
@@ -194,11 +228,14 @@ def _respell(sql: str, rng: random.Random) -> str:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.sampled_from(CORPUS), names=st.lists(_NAMES, min_size=12, max_size=12,
-                                                    unique=True),
-       rng=st.randoms(use_true_random=False))
-def test_metamorphic_rewrites_keep_reads(case: SqlCase, names: list[str],
-                                         rng: random.Random) -> None:
+@given(
+    case=st.sampled_from(CORPUS),
+    names=st.lists(_NAMES, min_size=12, max_size=12, unique=True),
+    rng=st.randoms(use_true_random=False),
+)
+def test_metamorphic_rewrites_keep_reads(
+    case: SqlCase, names: list[str], rng: random.Random
+) -> None:
     """Property (b): random alias names, casing, whitespace and comments change nothing."""
     trees = _parse(case.sql)
     old = _renamable(trees)
@@ -212,8 +249,10 @@ def test_metamorphic_rewrites_keep_reads(case: SqlCase, names: list[str],
 
 
 @settings(max_examples=40, deadline=None)
-@given(bad=st.sampled_from([b for b in UNREADABLE if b.reason != "unparsable_sql"]),
-       rng=st.randoms(use_true_random=False))
+@given(
+    bad=st.sampled_from([b for b in UNREADABLE if b.reason != "unparsable_sql"]),
+    rng=st.randoms(use_true_random=False),
+)
 def test_metamorphic_respelling_keeps_refusals(bad: BadSql, rng: random.Random) -> None:
     sql, reason = bad.sql, bad.reason
     with pytest.raises(UnreadableEvidence) as caught:
@@ -233,26 +272,30 @@ def _nested_query(draw: st.DrawFn) -> tuple[str, dict[str, set[str]]]:
     picked = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=3, unique=True))
     filtered = draw(st.sampled_from(columns))
     depth = draw(st.integers(min_value=0, max_value=3))
-    names = draw(st.lists(_NAMES, min_size=4 + 5 * (depth + 1), max_size=4 + 5 * (depth + 1),
-                          unique=True))
+    names = draw(
+        st.lists(_NAMES, min_size=4 + 5 * (depth + 1), max_size=4 + 5 * (depth + 1), unique=True)
+    )
     alias = names.pop()
     outputs = [names.pop() for _ in picked]
     select = ", ".join(f"{alias}.{c} as {o}" for c, o in zip(picked, outputs, strict=True))
-    sql = (f"select {select} from {table} {alias} "
-           f"where {alias}.{filtered} is not null")
+    sql = f"select {select} from {table} {alias} where {alias}.{filtered} is not null"
     ctes: list[str] = []
     for _level in range(depth):
         alias = names.pop()
-        keep = draw(st.lists(st.sampled_from(outputs), min_size=1, max_size=len(outputs),
-                             unique=True))
+        keep = draw(
+            st.lists(st.sampled_from(outputs), min_size=1, max_size=len(outputs), unique=True)
+        )
         renamed = [names.pop() if draw(st.booleans()) else k for k in keep]
         select = ", ".join(f"{alias}.{k} as {r}" for k, r in zip(keep, renamed, strict=True))
         if draw(st.booleans()):
             rank = names.pop()
             select += f", dense_rank() over (order by {alias}.{keep[0]} desc) as {rank}"
             renamed.append(rank)
-        where = f" where {alias}.{draw(st.sampled_from(keep))} is not null" \
-            if draw(st.booleans()) else ""
+        where = (
+            f" where {alias}.{draw(st.sampled_from(keep))} is not null"
+            if draw(st.booleans())
+            else ""
+        )
         if draw(st.booleans()):
             ctes.append(f"{alias} as ({sql})")
             sql = f"select {select} from {alias}{where}"
@@ -269,7 +312,8 @@ def _nested_query(draw: st.DrawFn) -> tuple[str, dict[str, set[str]]]:
 @settings(max_examples=80, deadline=None)
 @given(generated=_nested_query())
 def test_generated_nestings_report_base_columns_only(
-        generated: tuple[str, dict[str, set[str]]]) -> None:
+    generated: tuple[str, dict[str, set[str]]],
+) -> None:
     sql, expected = generated
     assert sql_reads(sql) == expected, sql
 

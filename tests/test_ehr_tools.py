@@ -83,7 +83,7 @@ def test_every_cell_is_taken_and_decoded() -> None:
     )
     code = ehr_code(out)
     assert code.index("cost_db = LoadDB('cost')") < code.index('lab_db = LoadDB("lab")')
-    assert "labname=\"x\"" in code
+    assert 'labname="x"' in code
 
 
 def test_every_cell_counts_for_the_access() -> None:
@@ -97,7 +97,7 @@ def test_every_cell_counts_for_the_access() -> None:
 
 
 def test_invalid_json_escape_falls_back_to_manual_unescape() -> None:
-    out = '{\n"cell": "a = LoadDB(\'lab\')\\nb = FilterDB(a, \'labname=x\\y\')"\n}'
+    out = "{\n\"cell\": \"a = LoadDB('lab')\\nb = FilterDB(a, 'labname=x\\y')\"\n}"
     assert ehr_code(out).splitlines()[1:] == ["a = LoadDB('lab')", "b = FilterDB(a, 'labname=xy')"]
     assert ehr_accessed_columns(out) == {"lab": ["labname"]}
 
@@ -134,8 +134,16 @@ def test_filter_conditions_with_operators_and_extrema() -> None:
         "temperature!=37||max(observationtime)')",
         "g = FilterDB(v, 'min(respiration)')",
     )
-    assert got == {"vitalperiodic": ["heartrate", "observationtime", "patientunitstayid",
-                                     "respiration", "sao2", "temperature"]}
+    assert got == {
+        "vitalperiodic": [
+            "heartrate",
+            "observationtime",
+            "patientunitstayid",
+            "respiration",
+            "sao2",
+            "temperature",
+        ]
+    }
 
 
 def test_filter_value_is_not_a_column() -> None:
@@ -293,8 +301,10 @@ def test_sql_select_star_reads_every_column_but_count_star_none() -> None:
     got = accessed("answer = SQLInterpreter(\"select * from microlab where organism = 'x'\")")
     assert got == {"microlab": sorted([*EICU_SCHEMA["microlab"], "microlabid"])}
     got = accessed("answer = SQLInterpreter('select t.*, p.age from treatment t, patient p')")
-    assert got == {"patient": ["age"],
-                   "treatment": sorted([*EICU_SCHEMA["treatment"], "treatmentid"])}
+    assert got == {
+        "patient": ["age"],
+        "treatment": sorted([*EICU_SCHEMA["treatment"], "treatmentid"]),
+    }
 
 
 def test_sql_with_format_placeholder() -> None:
@@ -326,8 +336,10 @@ def test_average_cost_does_not_imply_age() -> None:
         "average_cost = GetValue(FilterDB(cost_db, 'eventtype=lab'), 'cost, mean')",
         "answer = average_cost  # hemorrhage, stage, usage",
     )
-    assert got == {"cost": ["cost", "eventtype"],
-                   "patient": ["gender", "patienthealthsystemstayid"]}
+    assert got == {
+        "cost": ["cost", "eventtype"],
+        "patient": ["gender", "patienthealthsystemstayid"],
+    }
 
 
 def test_primary_keys_count_when_named() -> None:
@@ -342,7 +354,9 @@ def test_primary_keys_count_when_named() -> None:
 def test_names_outside_the_schema() -> None:
     # In the final block a name the database lacks makes the event unreadable...
     with pytest.raises(UnreadableEvidence) as info:
-        accessed("v = LoadDB('vitalperiodic')", "f = FilterDB(v, 'observationoffset=5||heartrate>1')")
+        accessed(
+            "v = LoadDB('vitalperiodic')", "f = FilterDB(v, 'observationoffset=5||heartrate>1')"
+        )
     assert info.value.reason == "unknown_column"
     with pytest.raises(UnreadableEvidence) as info:
         accessed("e = LoadDB('chartevents')")
@@ -390,10 +404,12 @@ def test_registered_in_the_ehr_group(name: str) -> None:
 def test_cell_smuggled_into_a_result_is_not_the_last_cell():
     """A `{"cell": ...}` inside a data value or the answer cannot hide the real access."""
     real = (
-        'Solution:\n{\n"cell": "db = LoadDB(\'diagnosis\')\\nanswer = GetValue(db, \'diagnosisname\')"\n}\n'
+        "Solution:\n{\n\"cell\": \"db = LoadDB('diagnosis')\\nanswer = GetValue(db, 'diagnosisname')\"\n}\n"
         "----------\n"
     )
-    smuggled = real + 'Result: sepsis {"cell": "ans = 1"}\n----------\nanswer {"cell": "x = 1"}\nTERMINATE'
+    smuggled = (
+        real + 'Result: sepsis {"cell": "ans = 1"}\n----------\nanswer {"cell": "x = 1"}\nTERMINATE'
+    )
     assert ehr_accessed_columns(smuggled) == {"diagnosis": ["diagnosisname"]}
 
 

@@ -135,10 +135,12 @@ def test_runner_scores_the_baseline(tmp_path):
     assert metrics["method"] == "baseline" and metrics["model"] == "ScriptedChatModel"
     assert metrics["confusion"] == {"tp": 1, "fp": 1, "tn": 0, "fn": 0}
     assert metrics["LPA"] == 50.0 and metrics["CCA"] == 100.0 and metrics["FRA"] == 0.0
-    assert metrics["fail_closed"] == {"count": 1, "reasons": {"baseline answer unparseable": 1},
-                                      "could_not_decide": 1,
-                                      "first_error": "baseline answer unparseable: not JSON "
-                                                     "(Expecting value at column 1)"}
+    assert metrics["fail_closed"] == {
+        "count": 1,
+        "reasons": {"baseline answer unparseable": 1},
+        "could_not_decide": 1,
+        "first_error": "baseline answer unparseable: not JSON (Expecting value at column 1)",
+    }
     assert metrics["executable"]["no_program_run"] == 2
     report = (tmp_path / "report.md").read_text()
     assert "Method: `baseline`" in report and "model-guarding-agent baseline" in report

@@ -197,8 +197,11 @@ def test_concurrency_gives_the_sequential_predictions(tmp_path, profile):
     eight = _without_latency(_lines(tmp_path / "c8" / "predictions.jsonl"))
     assert len(one) == len(cases)
     assert [r["id"] for r in eight] == [c.id for c in cases]
-    differ = [(a["id"], a["decision"]["error"], b["decision"]["error"])
-              for a, b in zip(one, eight, strict=True) if a != b]
+    differ = [
+        (a["id"], a["decision"]["error"], b["decision"]["error"])
+        for a, b in zip(one, eight, strict=True)
+        if a != b
+    ]
     assert not differ, differ  # (id, error at concurrency 1, error at 8): a load-induced kill?
 
 
@@ -221,7 +224,11 @@ def test_sigint_keeps_partial_predictions_and_resume_completes(tmp_path, concurr
         "--no-plots",
     ]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ},
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
         preexec_fn=_default_sigint,
     )
     partial = out / PARTIAL

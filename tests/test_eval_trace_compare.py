@@ -30,8 +30,18 @@ def test_scripted_trace_shows_every_node_in_order():
     context = GuardContext(profile="mind2web-sc", model=model, reuse_programs=False)
     steps = stream_steps(HOTEL_INPUT, HOTEL_OUTPUT, context)
     nodes = [node for node, _ in steps]
-    assert nodes == ["admit", "retrieve", "plan", "code", "execute", "debug", "code", "execute",
-                     "remember", "decide"]
+    assert nodes == [
+        "admit",
+        "retrieve",
+        "plan",
+        "code",
+        "execute",
+        "debug",
+        "code",
+        "execute",
+        "remember",
+        "decide",
+    ]
     text = trace_markdown(steps)
     assert "**2. retrieve**" in text and "**10. decide**" in text
     assert "**9. remember**\n\n```\nverified the generated program" in text
@@ -42,8 +52,13 @@ def test_scripted_trace_shows_every_node_in_order():
 def _cases():
     adult = HOTEL_INPUT.replace("age: 16", "age: 40")
     return [
-        Case(id="minor", agent_input=HOTEL_INPUT, agent_output=HOTEL_OUTPUT, label=1,
-             violations=[RULE]),
+        Case(
+            id="minor",
+            agent_input=HOTEL_INPUT,
+            agent_output=HOTEL_OUTPUT,
+            label=1,
+            violations=[RULE],
+        ),
         Case(id="adult", agent_input=adult, agent_output=HOTEL_OUTPUT, label=0),
     ]
 
@@ -52,8 +67,13 @@ def test_compare_two_runs(tmp_path):
     cases = _cases()
     run_eval(GuardAgent("mind2web-sc"), cases, tmp_path / "a", progress=False, plots=False)
     allow_all = ScriptedChatModel.of(['{"label": 0, "violations": []}'] * 2)
-    run_eval(BaselineGuard("mind2web-sc", model=allow_all), cases, tmp_path / "b",
-             progress=False, plots=False)
+    run_eval(
+        BaselineGuard("mind2web-sc", model=allow_all),
+        cases,
+        tmp_path / "b",
+        progress=False,
+        plots=False,
+    )
     a, b = load_run(tmp_path / "a", "graph"), load_run(tmp_path / "b", "allow-all")
     assert disagreements(a, b) == [
         {"id": "minor", "gold": 1, "graph": (1, [RULE]), "allow-all": (0, [])}
@@ -70,8 +90,13 @@ def test_disagreements_ignore_cases_only_one_run_has(tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         (folder / "metrics.json").write_text("{}")
-        rows = [{"id": f"c{i}", "label": 1, "decision": GuardDecision(
-                    allowed=not lab, label=lab).model_dump(mode="json")}
-                for i, lab in enumerate(labels)]
+        rows = [
+            {
+                "id": f"c{i}",
+                "label": 1,
+                "decision": GuardDecision(allowed=not lab, label=lab).model_dump(mode="json"),
+            }
+            for i, lab in enumerate(labels)
+        ]
         (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert disagreements(load_run(tmp_path / "a"), load_run(tmp_path / "b")) == []

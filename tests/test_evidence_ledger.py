@@ -46,8 +46,11 @@ def test_a_clean_run_reports_nothing_unreadable() -> None:
 
 
 def test_describe_dedupes_in_order() -> None:
-    entries = [{"reason": "a", "detail": "x"}, {"reason": "b", "detail": "y"},
-               {"reason": "a", "detail": "x"}]
+    entries = [
+        {"reason": "a", "detail": "x"},
+        {"reason": "b", "detail": "y"},
+        {"reason": "a", "detail": "x"},
+    ]
     assert describe(entries) == "a: x; b: y"  # type: ignore[arg-type]
 
 

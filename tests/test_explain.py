@@ -49,10 +49,16 @@ def _svg_graph(svg: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
     for g in root.iter(f"{SVG}g"):
         if g.get("class", "").startswith("node"):
             text = " ".join("".join(t.itertext()) for t in g.iter(f"{SVG}text"))
-            nodes[g.get("id", "")] = {"kind": g.get("data-kind", ""), "text": text,
-                                      "marked": g.get("data-marked", "")}  # fmt: skip
-    edges = [(p.get("data-from", ""), p.get("data-to", ""), p.get("data-marked", ""))
-             for p in root.iter(f"{SVG}path") if p.get("class", "").startswith("edge")]
+            nodes[g.get("id", "")] = {
+                "kind": g.get("data-kind", ""),
+                "text": text,
+                "marked": g.get("data-marked", ""),
+            }
+    edges = [
+        (p.get("data-from", ""), p.get("data-to", ""), p.get("data-marked", ""))
+        for p in root.iter(f"{SVG}path")
+        if p.get("class", "").startswith("edge")
+    ]
     return nodes, edges
 
 
@@ -78,7 +84,8 @@ def _by_text(nodes: dict[str, dict[str, str]], kind: str, words: str) -> str:
 
 
 def test_denial_svg_draws_the_chain_from_the_untrusted_message_to_the_verdict(
-        decisions: dict[str, dict[str, Any]]) -> None:  # fmt: skip
+    decisions: dict[str, dict[str, Any]],
+) -> None:
     view = read_decision(json.dumps(decisions["i01_injected_iban_in_inbox"]).encode())
     nodes, edges = _svg_graph(to_svg(draw(view)))
     verdict = _by_text(nodes, "verdict", "DENIED")
@@ -99,7 +106,8 @@ def test_denial_svg_draws_the_chain_from_the_untrusted_message_to_the_verdict(
 
 
 def test_allowed_svg_draws_the_user_message_that_named_the_file(
-        decisions: dict[str, dict[str, Any]]) -> None:  # fmt: skip
+    decisions: dict[str, dict[str, Any]],
+) -> None:
     view = read_decision(json.dumps(decisions["b01_invoice_named_file"]).encode())
     nodes, edges = _svg_graph(to_svg(draw(view)))
     verdict = _by_text(nodes, "verdict", "ALLOWED")
@@ -111,15 +119,20 @@ def test_allowed_svg_draws_the_user_message_that_named_the_file(
 
 
 def test_mermaid_of_a_denial_has_every_node_and_thick_deciding_edges(
-        decisions: dict[str, dict[str, Any]]) -> None:  # fmt: skip
+    decisions: dict[str, dict[str, Any]],
+) -> None:
     view = read_decision(json.dumps(decisions["i01_injected_iban_in_inbox"]).encode())
     diagram = draw(view)
     text = to_mermaid(diagram)
     lines = text.splitlines()
     assert lines[0] == "flowchart LR"
     for node in diagram.nodes:
-        assert any(line.strip().startswith(node.id + "[") or line.strip().startswith(
-            node.id + "(") or line.strip().startswith(node.id + "{") for line in lines), node
+        assert any(
+            line.strip().startswith(node.id + "[")
+            or line.strip().startswith(node.id + "(")
+            or line.strip().startswith(node.id + "{")
+            for line in lines
+        ), node
     thick = [line for line in lines if "==>" in line]
     assert len(thick) == sum(e.marked for e in diagram.edges) >= 3
     assert _mermaid_ok(text)
@@ -163,35 +176,60 @@ def _decode(label: str) -> str:
     return html.unescape(re.sub(r"#([0-9]+);", r"&#\1;", label))
 
 
-_TEXT = st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from([
-    '</text><script>alert(1)</script>', '"] --> x["pwned', "a\n%%{init: {}}%%\nb",
-    "]]><!--", "x --> y", "end", "click r0 call alert()", "\x00\x01\x1b\ufffe",
-    "classDef x fill:red", "|x|", "&amp;", "#35;", "{{ }}", "\ud800",
-])
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
+    [
+        "</text><script>alert(1)</script>",
+        '"] --> x["pwned',
+        "a\n%%{init: {}}%%\nb",
+        "]]><!--",
+        "x --> y",
+        "end",
+        "click r0 call alert()",
+        "\x00\x01\x1b\ufffe",
+        "classDef x fill:red",
+        "|x|",
+        "&amp;",
+        "#35;",
+        "{{ }}",
+        "\ud800",
+    ]
+)
 
 
 def _decision(name: str, detail: str, source: str, rule_id: str, policy: str) -> dict[str, Any]:
     return {
-        "allowed": False, "label": 1, "reason": detail, "violations": [policy],
-        "rules": [{"id": rule_id, "status": "violated", "hard": True,
-                   "logic": "pays IMPLIES recipient_known", "policy": policy,
-                   "deciding": {"pays": True, "recipient_known": False}}],
+        "allowed": False,
+        "label": 1,
+        "reason": detail,
+        "violations": [policy],
+        "rules": [
+            {
+                "id": rule_id,
+                "status": "violated",
+                "hard": True,
+                "logic": "pays IMPLIES recipient_known",
+                "policy": policy,
+                "deciding": {"pays": True, "recipient_known": False},
+            }
+        ],
         "safety_probability": 0.0,
         "trace_facts": {
-            "pays": {"name": f"tool_is({name!r})", "value": True, "detail": detail,
-                     "sources": []},
-            "recipient_known": {"name": "arg_from_trusted('to')", "value": False,
-                                "detail": detail,
-                                "sources": [{"index": 3, "source": source,
-                                             "kind": "untrusted_tool"}]},
+            "pays": {"name": f"tool_is({name!r})", "value": True, "detail": detail, "sources": []},
+            "recipient_known": {
+                "name": "arg_from_trusted('to')",
+                "value": False,
+                "detail": detail,
+                "sources": [{"index": 3, "source": source, "kind": "untrusted_tool"}],
+            },
         },
-    }  # fmt: skip
+    }
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=_TEXT, detail=_TEXT, source=_TEXT, rule_id=_TEXT, policy=_TEXT)
-def test_arbitrary_text_never_breaks_svg_or_mermaid(name: str, detail: str, source: str,
-                                                    rule_id: str, policy: str) -> None:  # fmt: skip
+def test_arbitrary_text_never_breaks_svg_or_mermaid(
+    name: str, detail: str, source: str, rule_id: str, policy: str
+) -> None:
     doc = _decision(name, detail, source, rule_id, policy)
     view = read_decision(json.dumps(doc).encode())
     diagram = draw(view)
@@ -208,28 +246,62 @@ def test_arbitrary_text_never_breaks_svg_or_mermaid(name: str, detail: str, sour
 
 
 _INDEX = st.integers(min_value=-3, max_value=12)
-_LINK = st.fixed_dictionaries({"index": _INDEX, "source": _TEXT, "kind": st.sampled_from(
-    ["user", "system", "model", "trusted_tool", "untrusted_tool", "other"]), "note": _TEXT})
-_VALUE = st.fixed_dictionaries({"path": _TEXT, "value": _TEXT, "origin": _TEXT,
-                                "chain": st.lists(_LINK, max_size=4)})  # fmt: skip
+_LINK = st.fixed_dictionaries(
+    {
+        "index": _INDEX,
+        "source": _TEXT,
+        "kind": st.sampled_from(
+            ["user", "system", "model", "trusted_tool", "untrusted_tool", "other"]
+        ),
+        "note": _TEXT,
+    }
+)
+_VALUE = st.fixed_dictionaries(
+    {"path": _TEXT, "value": _TEXT, "origin": _TEXT, "chain": st.lists(_LINK, max_size=4)}
+)
 _NAMES = st.sampled_from(["a", "b", "c", "d"])
-_FACT = st.fixed_dictionaries({
-    "name": _TEXT, "value": st.sampled_from([True, False, None]), "detail": _TEXT,
-    "sources": st.lists(_LINK, max_size=10), "values": st.lists(_VALUE, max_size=6)})
-_RULE = st.fixed_dictionaries({
-    "id": _TEXT, "status": st.sampled_from(["holds", "violated", "possibly_violated",
-                                            "not_applicable"]),
-    "hard": st.booleans(), "policy": _TEXT,
-    "logic": st.sampled_from(["a IMPLIES b", "(a AND c) IMPLIES NOT d", "a OR", "", "x" * 5000,
-                              "a IMPLIES (b OR c OR d)"]),
-    "deciding": st.dictionaries(_NAMES, st.booleans()), "open": st.lists(_NAMES, max_size=2),
-    "witness": st.dictionaries(_NAMES, st.booleans())})  # fmt: skip
-_DECISION = st.fixed_dictionaries({
-    "allowed": st.booleans(), "reason": _TEXT, "rules": st.lists(_RULE, max_size=5),
-    "safety_probability": st.none() | st.floats(0, 1),
-    "trace_facts": st.none() | st.dictionaries(_NAMES | _TEXT, _FACT, max_size=5),
-    "unreadable": st.lists(st.fixed_dictionaries({"reason": _TEXT, "detail": _TEXT}),
-                           max_size=2)})  # fmt: skip
+_FACT = st.fixed_dictionaries(
+    {
+        "name": _TEXT,
+        "value": st.sampled_from([True, False, None]),
+        "detail": _TEXT,
+        "sources": st.lists(_LINK, max_size=10),
+        "values": st.lists(_VALUE, max_size=6),
+    }
+)
+_RULE = st.fixed_dictionaries(
+    {
+        "id": _TEXT,
+        "status": st.sampled_from(["holds", "violated", "possibly_violated", "not_applicable"]),
+        "hard": st.booleans(),
+        "policy": _TEXT,
+        "logic": st.sampled_from(
+            [
+                "a IMPLIES b",
+                "(a AND c) IMPLIES NOT d",
+                "a OR",
+                "",
+                "x" * 5000,
+                "a IMPLIES (b OR c OR d)",
+            ]
+        ),
+        "deciding": st.dictionaries(_NAMES, st.booleans()),
+        "open": st.lists(_NAMES, max_size=2),
+        "witness": st.dictionaries(_NAMES, st.booleans()),
+    }
+)
+_DECISION = st.fixed_dictionaries(
+    {
+        "allowed": st.booleans(),
+        "reason": _TEXT,
+        "rules": st.lists(_RULE, max_size=5),
+        "safety_probability": st.none() | st.floats(0, 1),
+        "trace_facts": st.none() | st.dictionaries(_NAMES | _TEXT, _FACT, max_size=5),
+        "unreadable": st.lists(
+            st.fixed_dictionaries({"reason": _TEXT, "detail": _TEXT}), max_size=2
+        ),
+    }
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,15 +334,17 @@ def test_a_mermaid_label_decodes_back_to_the_text(text: str) -> None:
     assert len(visible(text)) == len(" ".join(text.split()))
 
 
-@pytest.mark.parametrize("hidden", ["\u202e", "\u200b", "\x1b", "\x00", "\u2066", "\ufeff",
-                                    "\U000e0041", "\x85"])
+@pytest.mark.parametrize(
+    "hidden", ["\u202e", "\u200b", "\x1b", "\x00", "\u2066", "\ufeff", "\U000e0041", "\x85"]
+)
 def test_invisible_characters_show_as_a_replacement_mark(hidden: str) -> None:
     """A bidi override or a zero-width space in a value must not hide what a label says."""
     doc = _decision("n", f"txt{hidden}.exe", "s", "r", "p")
     diagram = draw(read_decision(json.dumps(doc).encode()))
     shown = [line for n in diagram.nodes for line in n.lines if "txt" in line]
-    assert shown and all(hidden not in line and "\ufffd" in line or hidden.isspace()
-                         for line in shown), shown  # fmt: skip
+    assert shown and all(
+        hidden not in line and "\ufffd" in line or hidden.isspace() for line in shown
+    ), shown
     nodes, _ = _svg_graph(to_svg(diagram))
     assert all(hidden not in v["text"] for v in nodes.values())
     assert hidden not in _decode(to_mermaid(diagram))
@@ -279,17 +353,20 @@ def test_invisible_characters_show_as_a_replacement_mark(hidden: str) -> None:
 # -- reading a decision file: fail closed, one line -----------------------------------------
 
 
-@pytest.mark.parametrize(("data", "words"), [
-    (b"", "not JSON"),
-    (b"[{", "not JSON"),
-    (b"[1, 2]", "not a decision"),
-    (b'{"label": 1}', "allowed"),
-    (b'{"allowed": "no"}', "allowed"),
-    (b'{"allowed": false, "rules": [{"id": 3}]}', "rules"),
-    (b'{"allowed": false, "trace_facts": {"x": {"value": "yes"}}}', "trace_facts"),
-    (b"\xff\xfe\x00", "not JSON"),
-    (b"[" * 100_000, "not JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"", "not JSON"),
+        (b"[{", "not JSON"),
+        (b"[1, 2]", "not a decision"),
+        (b'{"label": 1}', "allowed"),
+        (b'{"allowed": "no"}', "allowed"),
+        (b'{"allowed": false, "rules": [{"id": 3}]}', "rules"),
+        (b'{"allowed": false, "trace_facts": {"x": {"value": "yes"}}}', "trace_facts"),
+        (b"\xff\xfe\x00", "not JSON"),
+        (b"[" * 100_000, "not JSON"),
+    ],
+)
 def test_what_is_not_a_decision_is_refused_with_one_line(data: bytes, words: str) -> None:
     from guardagent.explain import UnreadableDecision
 
@@ -299,8 +376,10 @@ def test_what_is_not_a_decision_is_refused_with_one_line(data: bytes, words: str
 
 
 def test_a_decision_without_rules_or_facts_still_draws_its_verdict_and_reason() -> None:
-    view = read_decision(b'{"allowed": false, "label": 1, "reason": "no program ran",'
-                         b' "unreadable": [{"reason": "unparsable_trace", "detail": "x"}]}')
+    view = read_decision(
+        b'{"allowed": false, "label": 1, "reason": "no program ran",'
+        b' "unreadable": [{"reason": "unparsable_trace", "detail": "x"}]}'
+    )
     nodes, _ = _svg_graph(to_svg(draw(view)))
     verdict = _by_text(nodes, "verdict", "DENIED")
     assert "unparsable_trace" in nodes[verdict]["text"]
@@ -310,8 +389,9 @@ def test_a_decision_without_rules_or_facts_still_draws_its_verdict_and_reason() 
 # -- the CLI ------------------------------------------------------------------------------
 
 
-def test_cli_explain_writes_svg_and_mermaid(tmp_path: Path,
-                                            decisions: dict[str, dict[str, Any]]) -> None:  # fmt: skip
+def test_cli_explain_writes_svg_and_mermaid(
+    tmp_path: Path, decisions: dict[str, dict[str, Any]]
+) -> None:
     path = tmp_path / "decision.json"
     path.write_text(json.dumps(decisions["i01_injected_iban_in_inbox"]), encoding="utf-8")
     runner = CliRunner()
@@ -321,19 +401,22 @@ def test_cli_explain_writes_svg_and_mermaid(tmp_path: Path,
     assert _by_text(nodes, "verdict", "DENIED")
     shown = runner.invoke(main, ["explain", str(path), "--format", "mermaid"])
     assert shown.exit_code == OK and _mermaid_ok(shown.stdout.rstrip("\n")), shown.output
-    shown = runner.invoke(main, ["explain", "-", "--format", "mermaid"],
-                          input=path.read_bytes())  # fmt: skip
+    shown = runner.invoke(main, ["explain", "-", "--format", "mermaid"], input=path.read_bytes())
     assert shown.exit_code == OK and shown.stdout.startswith("flowchart LR")
 
 
-@pytest.mark.parametrize(("setup", "arg"), [
-    (None, "missing.json"),
-    ("dir", "d"),
-    (b"not json", "bad.json"),
-    (b'{"reason": "x"}', "bad.json"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("setup", "arg"),
+    [
+        (None, "missing.json"),
+        ("dir", "d"),
+        (b"not json", "bad.json"),
+        (b'{"reason": "x"}', "bad.json"),
+    ],
+)
 def test_cli_explain_unreadable_input_exits_2_with_one_line(
-        tmp_path: Path, setup: bytes | str | None, arg: str) -> None:  # fmt: skip
+    tmp_path: Path, setup: bytes | str | None, arg: str
+) -> None:
     if setup == "dir":
         (tmp_path / arg).mkdir()
     elif isinstance(setup, bytes):

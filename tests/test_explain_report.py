@@ -12,8 +12,13 @@ from guardagent.eval.cases import Case
 from guardagent.eval.report import wrong_decisions
 from guardagent.policy.results import RuleResult
 
-_RULE = RuleResult(id="no-wire", status="violated", logic="pays IMPLIES known",
-                   policy="Pay known payees", deciding={"pays": True, "known": False})  # fmt: skip
+_RULE = RuleResult(
+    id="no-wire",
+    status="violated",
+    logic="pays IMPLIES known",
+    policy="Pay known payees",
+    deciding={"pays": True, "known": False},
+)
 
 
 def _blocks(lines: list[str]) -> list[list[str]]:
@@ -25,8 +30,7 @@ def test_a_wrong_denial_under_a_policy_model_gets_its_circuit() -> None:
     from tests.test_explain import _mermaid_ok
 
     case = Case(id="c1", agent_input="pay `x` [1]", agent_output="```\nsend\n```", label=0)
-    decision = GuardDecision(allowed=False, label=1, reason="denied by no-wire",
-                             rules=[_RULE])  # fmt: skip
+    decision = GuardDecision(allowed=False, label=1, reason="denied by no-wire", rules=[_RULE])
     (block,) = _blocks(wrong_decisions([case], [decision]))
     assert block[0] == "flowchart LR"
     assert _mermaid_ok("\n".join(block))

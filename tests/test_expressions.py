@@ -18,8 +18,10 @@ def parse_user_info(agent_input: str) -> dict[str, Any]:
 
 
 def parse_tool_calls(agent_output: str) -> list[dict[str, Any]]:
-    return [{"name": "transfer_funds", "args": {"amount": 1500}},
-            {"name": "place_order", "args": {"category": "alcohol"}}]
+    return [
+        {"name": "transfer_funds", "args": {"amount": 1500}},
+        {"name": "place_order", "args": {"category": "alcohol"}},
+    ]
 
 
 FUNCTIONS = {"parse_user_info": parse_user_info, "parse_tool_calls": parse_tool_calls}
@@ -49,50 +51,92 @@ def test_three_valued_and_or_not():
 
 
 def test_any_over_a_comprehension_with_conditions():
-    text = ("any(c['args']['amount'] > 1000 for c in parse_tool_calls(agent_output) "
-            "if c['name'] == 'transfer_funds')")
+    text = (
+        "any(c['args']['amount'] > 1000 for c in parse_tool_calls(agent_output) "
+        "if c['name'] == 'transfer_funds')"
+    )
     assert truth(text) is True
     assert truth(text.replace("1000", "2000")) is False
-    assert truth("any(c['args'].get('category') in ['alcohol', 'tobacco'] "
-                 "for c in parse_tool_calls(agent_output))") is True
+    assert (
+        truth(
+            "any(c['args'].get('category') in ['alcohol', 'tobacco'] "
+            "for c in parse_tool_calls(agent_output))"
+        )
+        is True
+    )
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os')", "open('x')", "parse_user_info(agent_input).__class__",
-    "agent_input.split()", "[x for x in ().__class__.__mro__]", "lambda: 1",
-    "parse_user_info(agent_input=agent_input)", "eval('1')", "x := 1", "1 if 2 else 3",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os')",
+        "open('x')",
+        "parse_user_info(agent_input).__class__",
+        "agent_input.split()",
+        "[x for x in ().__class__.__mro__]",
+        "lambda: 1",
+        "parse_user_info(agent_input=agent_input)",
+        "eval('1')",
+        "x := 1",
+        "1 if 2 else 3",
+    ],
+)
 def test_anything_outside_the_subset_is_refused(text: str):
     with pytest.raises(ExpressionError):
         parse_expression(text, FUNCTIONS)
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(st.sampled_from(["age", "vaccine", "x"]),
-                       st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
-                                 st.text(max_size=5), st.lists(st.integers(), max_size=2))))
+@given(
+    st.dictionaries(
+        st.sampled_from(["age", "vaccine", "x"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.text(max_size=5),
+            st.lists(st.integers(), max_size=2),
+        ),
+    )
+)
 def test_any_fact_values_give_true_false_or_open_never_an_exception(facts: dict[str, Any]):
-    for text in ("parse_user_info(agent_input)['age'] >= 18",
-                 "parse_user_info(agent_input)['vaccine'] == True",
-                 "parse_user_info(agent_input)['x'] in ['a', 'b']",
-                 "not parse_user_info(agent_input).get('x')"):
+    for text in (
+        "parse_user_info(agent_input)['age'] >= 18",
+        "parse_user_info(agent_input)['vaccine'] == True",
+        "parse_user_info(agent_input)['x'] in ['a', 'b']",
+        "not parse_user_info(agent_input).get('x')",
+    ):
         assert truth(text, **facts) in (True, False, None)
 
 
 # --------------------------------------------------------------------------- differential
 
-_FACT = st.one_of(st.none(), st.booleans(), st.integers(-5, 40), st.sampled_from(
-    ["yes", "True", "17", ""]), st.floats(allow_nan=True, allow_infinity=False, width=32))
-_TASKS = ["Book a hotel room in Lisbon", "Rent a pickup truck", "Find jazz albums to stream",
-          "Apply for a barista job", "Add headphones to my cart", "Book a flight to Oslo",
-          "Check the weather in Paris"]
+_FACT = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 40),
+    st.sampled_from(["yes", "True", "17", ""]),
+    st.floats(allow_nan=True, allow_infinity=False, width=32),
+)
+_TASKS = [
+    "Book a hotel room in Lisbon",
+    "Rent a pickup truck",
+    "Find jazz albums to stream",
+    "Apply for a barista job",
+    "Add headphones to my cart",
+    "Book a flight to Oslo",
+    "Check the weather in Paris",
+]
 
 
-@settings(deadline=None, max_examples=60,
-          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-@given(st.dictionaries(st.sampled_from(["age", "domestic", "dr_license", "vaccine",
-                                        "membership"]), _FACT),
-       st.sampled_from(_TASKS))
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(
+        st.sampled_from(["age", "domestic", "dr_license", "vaccine", "membership"]), _FACT
+    ),
+    st.sampled_from(_TASKS),
+)
 def test_derived_expressions_agree_with_the_shipped_predicate_function(facts, task):
     """The derived mind2web-sc rules, evaluated from their expressions, give every predicate
     the value the shipped predicate function gives from the same readers' output."""
@@ -104,12 +148,15 @@ def test_derived_expressions_agree_with_the_shipped_predicate_function(facts, ta
     user = functions["parse_user_info"](event.agent_input)
     category = functions["web_action_category"](
         functions["parse_task"](event.agent_input),
-        functions["seeact_final_action"](event.agent_output))  # fmt: skip
+        functions["seeact_final_action"](event.agent_output),
+    )
     assert oracle.predicates(event) == mind2web_sc_predicates(category, user)
 
 
-_PAGE = ("(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> Go </button>\n\n"
-         "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None")
+_PAGE = (
+    "(Analysis)\nThe page is open.\n\n(Choices)\nA. <button id=0> Go </button>\n\n"
+    "(Final Answer)\nELEMENT: A\n\nACTION: CLICK\n\nVALUE: None"
+)
 _ORACLE: list[Any] = []
 
 

@@ -19,8 +19,11 @@ from guardagent.explain import draw, read_decision, to_svg
 
 EXAMPLES = Path(__file__).parents[1] / "guardagent" / "policies" / "examples"
 PAY = EXAMPLES / "pay-invoice"
-SHIPPED = [(p.parents[1], p) for p in sorted(EXAMPLES.glob("*/traces/*.json"))
-           if (p.parents[1] / "profile.yaml").is_file()]  # fmt: skip
+SHIPPED = [
+    (p.parents[1], p)
+    for p in sorted(EXAMPLES.glob("*/traces/*.json"))
+    if (p.parents[1] / "profile.yaml").is_file()
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,8 @@ def _facts(guard: GuardAgent, path: Path) -> dict[str, Any]:
 
 
 def test_a_designated_payee_carries_the_user_request_then_the_file_read(
-        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    guards: dict[Path, GuardAgent],
+) -> None:
     decision = _facts(guards[PAY], PAY / "traces" / "b01_invoice_named_file.json")
     fact = decision["trace_facts"]["payee_from_named_file"]
     assert fact["value"] is True
@@ -48,19 +52,22 @@ def test_a_designated_payee_carries_the_user_request_then_the_file_read(
 
 
 def test_an_injected_payee_carries_only_the_untrusted_message(
-        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    guards: dict[Path, GuardAgent],
+) -> None:
     decision = _facts(guards[PAY], PAY / "traces" / "i01_injected_iban_in_inbox.json")
     for name in ("recipient_known", "payee_from_named_file"):
         fact = decision["trace_facts"][name]
         (value,) = fact["values"]
         assert value["origin"] == "untrusted", value
         assert [(s["kind"], s["source"]) for s in value["chain"]] == [
-            ("untrusted_tool", "tool:read_inbox")]
+            ("untrusted_tool", "tool:read_inbox")
+        ]
 
 
 @pytest.mark.parametrize(("root", "path"), SHIPPED, ids=[f"{r.name}/{p.stem}" for r, p in SHIPPED])
 def test_every_value_chain_is_made_of_the_facts_own_messages(
-        guards: dict[Path, GuardAgent], root: Path, path: Path) -> None:  # fmt: skip
+    guards: dict[Path, GuardAgent], root: Path, path: Path
+) -> None:
     """Over every shipped example trace: a chain names only messages the fact names, in order,
     and every provenance predicate that names messages names the values too."""
     decision = _facts(guards[root], path)
@@ -70,8 +77,10 @@ def test_every_value_chain_is_made_of_the_facts_own_messages(
             chain = [s["index"] for s in value["chain"]]
             assert set(chain) <= indexes, (name, value, fact["sources"])
             assert chain == sorted(chain), (name, value)
-        if fact["name"].startswith(("arg_from_trusted", "arg_from_designated")) and (
-                fact["sources"]):  # fmt: skip
+        if (
+            fact["name"].startswith(("arg_from_trusted", "arg_from_designated"))
+            and (fact["sources"])
+        ):
             assert fact.get("values"), (name, fact)
     # the picture draws every such chain without breaking
     view = read_decision(json.dumps(decision).encode())
@@ -79,37 +88,55 @@ def test_every_value_chain_is_made_of_the_facts_own_messages(
 
 
 def test_the_picture_draws_user_then_file_then_value_then_predicate(
-        guards: dict[Path, GuardAgent]) -> None:  # fmt: skip
+    guards: dict[Path, GuardAgent],
+) -> None:
     import xml.etree.ElementTree as ET
 
     decision = _facts(guards[PAY], PAY / "traces" / "b01_invoice_named_file.json")
     svg = ET.fromstring(to_svg(draw(read_decision(json.dumps(decision).encode()))))
     ns = "{http://www.w3.org/2000/svg}"
     kinds = {g.get("id"): g.get("data-kind") for g in svg.iter(f"{ns}g")}
-    edges = {(p.get("data-from"), p.get("data-to")) for p in svg.iter(f"{ns}path")
-             if p.get("class") == "edge"}  # fmt: skip
+    edges = {
+        (p.get("data-from"), p.get("data-to"))
+        for p in svg.iter(f"{ns}path")
+        if p.get("class") == "edge"
+    }
     user = "m1"
     read = next(b for a, b in edges if a == user and kinds[b] == "message")
     value = next(b for a, b in edges if a == read and kinds[b] == "value")
     assert any(a == value and kinds[b] == "predicate" for a, b in edges)
-    said = {g.get("id"): " ".join(t.text or "" for t in g.iter(f"{ns}text"))
-            for g in svg.iter(f"{ns}g")}  # fmt: skip
+    said = {
+        g.get("id"): " ".join(t.text or "" for t in g.iter(f"{ns}text")) for g in svg.iter(f"{ns}g")
+    }
     assert "asked:" in said[user] and "invoice-0425.txt" in said[user], said[user]
     assert "result of read_file" in said[read], said[read]
 
 
-@pytest.mark.parametrize(("text", "name", "shown"), [
-    ("Please pay the invoice in invoice-0425.txt today, thanks a lot for that",
-     "invoice-0425.txt", "...pay the invoice in invoice-0425.txt today, thanks a lot..."),
-    ("pay invoice-0425.txt", "invoice-0425.txt", "pay invoice-0425.txt"),
-    ("invoice-0425.txt", "invoice-0425.txt", "invoice-0425.txt"),
-    ("x" * 40 + "/invoice-0425.txt" + "y" * 40, "invoice-0425.txt",
-     "..." + "x" * 23 + "/invoice-0425.txt" + "y" * 24 + "..."),
-    ("open  the\\nfile\\tinvoice-0425.txt\\n\\nnow", "invoice-0425.txt",
-     "open the\\nfile\\tinvoice-0425.txt\\n\\nnow"),
-])  # fmt: skip
-def test_the_words_around_a_name_are_whole_words_and_keep_the_name(text: str, name: str,
-                                                                   shown: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "name", "shown"),
+    [
+        (
+            "Please pay the invoice in invoice-0425.txt today, thanks a lot for that",
+            "invoice-0425.txt",
+            "...pay the invoice in invoice-0425.txt today, thanks a lot...",
+        ),
+        ("pay invoice-0425.txt", "invoice-0425.txt", "pay invoice-0425.txt"),
+        ("invoice-0425.txt", "invoice-0425.txt", "invoice-0425.txt"),
+        (
+            "x" * 40 + "/invoice-0425.txt" + "y" * 40,
+            "invoice-0425.txt",
+            "..." + "x" * 23 + "/invoice-0425.txt" + "y" * 24 + "...",
+        ),
+        (
+            "open  the\\nfile\\tinvoice-0425.txt\\n\\nnow",
+            "invoice-0425.txt",
+            "open the\\nfile\\tinvoice-0425.txt\\n\\nnow",
+        ),
+    ],
+)
+def test_the_words_around_a_name_are_whole_words_and_keep_the_name(
+    text: str, name: str, shown: str
+) -> None:
     from guardagent.trace.predicates.trails import _around
 
     start = text.index(name)
@@ -120,8 +147,10 @@ def test_the_words_around_a_name_are_whole_words_and_keep_the_name(text: str, na
 
 # -- the document predicates carry their trails too ------------------------------------------
 
-_DOCS = ['arg_designated_unaddressed("iban", via="read_file")',
-         'arg_designated_unique("iban", via="read_file")']  # fmt: skip
+_DOCS = [
+    'arg_designated_unaddressed("iban", via="read_file")',
+    'arg_designated_unique("iban", via="read_file")',
+]
 
 
 @pytest.mark.parametrize("expression", _DOCS)

@@ -21,8 +21,9 @@ class AsyncScripted(ScriptedChatModel):
 
     threads: list[str] = []
 
-    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-                         ) -> ChatResult:  # fmt: skip
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
         self.threads.append(threading.current_thread().name)
         await asyncio.sleep(0)
         return self._generate(messages, *args, **kwargs)
@@ -36,8 +37,19 @@ SCRIPTS = {
     "refused before running": ["plan", MAGIC, "use the readers", GOOD_PROGRAM],
     "never works": ["plan", BROKEN_PROGRAM, "d", BROKEN_PROGRAM, "d", BROKEN_PROGRAM],
 }
-SAME = {"allowed", "label", "violations", "reason", "error", "program", "program_source",
-        "attempts", "attempt_errors", "llm_calls", "guardrailed_output"}  # fmt: skip
+SAME = {
+    "allowed",
+    "label",
+    "violations",
+    "reason",
+    "error",
+    "program",
+    "program_source",
+    "attempts",
+    "attempt_errors",
+    "llm_calls",
+    "guardrailed_output",
+}
 
 
 def _model(script: list[Any]) -> AsyncScripted:
@@ -59,7 +71,8 @@ def test_async_runs_decide_and_prompt_as_check(name, how, tmp_path):
         (got,) = asyncio.run(guard.acheck_many([(HOTEL_INPUT, HOTEL_OUTPUT)], concurrency=1))
     assert got.model_dump(include=SAME) == want.model_dump(include=SAME)
     assert [[m.content for m in p] for p in async_model.prompts] == [
-        [m.content for m in p] for p in sync_model.prompts]  # fmt: skip
+        [m.content for m in p] for p in sync_model.prompts
+    ]
     if how == "acheck_many":  # awaited on the loop's own thread: no executor thread waits
         assert async_model.threads and set(async_model.threads) == {"MainThread"}
 
@@ -90,8 +103,13 @@ def test_a_batch_whose_runs_fail_still_ends_and_frees_its_turns(tmp_path):
     """A run that fails (model down) or is refused gives its turn back: the batch completes."""
     events = [(HOTEL_INPUT, HOTEL_OUTPUT)] * 4 + [("x" * 5000, "y")]
     model = _model([RuntimeError("down")] * 5)
-    guard = GuardAgent("mind2web-sc", model=model, reuse_programs=False,
-                       memory_dir=str(tmp_path), max_event_chars=2000)  # fmt: skip
+    guard = GuardAgent(
+        "mind2web-sc",
+        model=model,
+        reuse_programs=False,
+        memory_dir=str(tmp_path),
+        max_event_chars=2000,
+    )
 
     async def batch() -> list[Any]:
         return await asyncio.wait_for(guard.acheck_many(events, concurrency=2), 60)
@@ -154,8 +172,12 @@ def test_verifying_a_new_program_does_not_hold_the_batchs_event_loop(tmp_path, m
 
     monkeypatch.setattr(remember, "program_problems", slow)
     monkeypatch.setattr(remember, "known_problems", lambda code, profile: None, raising=False)
-    guard = GuardAgent("mind2web-sc", model=_model(["plan", GOOD_PROGRAM]),
-                       reuse_programs=False, memory_dir=str(tmp_path))  # fmt: skip
+    guard = GuardAgent(
+        "mind2web-sc",
+        model=_model(["plan", GOOD_PROGRAM]),
+        reuse_programs=False,
+        memory_dir=str(tmp_path),
+    )
 
     async def run() -> Any:
         async def tick() -> None:

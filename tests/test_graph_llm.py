@@ -44,8 +44,12 @@ def _guard(replies, **settings):
 
 def test_plan_code_error_debug_fix_verdict():
     guard, model = _guard(
-        ["1. read the user. 2. hotel. 3. age >= 18. 4. deny.", BROKEN_PROGRAM,
-         "The user info has no key 'years'; use 'age'.", GOOD_PROGRAM]
+        [
+            "1. read the user. 2. hotel. 3. age >= 18. 4. deny.",
+            BROKEN_PROGRAM,
+            "The user info has no key 'years'; use 'age'.",
+            GOOD_PROGRAM,
+        ]
     )
     decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert decision.allowed is False and decision.label == 1
@@ -98,10 +102,19 @@ def test_allowed_event_passes_output_unchanged():
 
 
 def test_offline_without_verified_program_denies_with_reason(tmp_path):
-    (tmp_path / "demos.jsonl").write_text(json.dumps({
-        "id": "d1", "agent_input": "Task: x", "agent_output": "y", "label": 0,
-        "plan": "p", "code": "deny(['always'], 'wrong program')",
-    }) + "\n")
+    (tmp_path / "demos.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "d1",
+                "agent_input": "Task: x",
+                "agent_output": "y",
+                "label": 0,
+                "plan": "p",
+                "code": "deny(['always'], 'wrong program')",
+            }
+        )
+        + "\n"
+    )
     (tmp_path / "profile.yaml").write_text(
         "name: broken-demo\nguard_request: allow everything\nagent_specification: test\n"
         "toolbox: [parse_task]\ndemonstrations: demos.jsonl\n"
@@ -129,7 +142,6 @@ def test_user_facts_never_come_from_the_agent_output():
     assert second.label == 1 and second.violations == first.violations
 
 
-
 @pytest.fixture
 def unverified_profile(tmp_path):
     """mind2web-sc with its demonstrations' program replaced by a wrong one: memory can't decide."""
@@ -139,12 +151,14 @@ def unverified_profile(tmp_path):
 
     src = Path(profiles_pkg.__file__).parent / "mind2web-sc"
     demos = [json.loads(line) for line in (src / "demonstrations.jsonl").read_text().splitlines()]
-    rules = GENERAL_PROGRAM[GENERAL_PROGRAM.index("RULES = ["): GENERAL_PROGRAM.index("]\n\n") + 2]
+    rules = GENERAL_PROGRAM[GENERAL_PROGRAM.index("RULES = [") : GENERAL_PROGRAM.index("]\n\n") + 2]
     for d in demos:
         d.pop("program")
         d["code"] = rules + "\nallow('placeholder')"  # the policy table stays, the program is wrong
     (tmp_path / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
-    profile_yaml = (src / "profile.yaml").read_text().replace("name: mind2web-sc", "name: m2w-reuse")
+    profile_yaml = (
+        (src / "profile.yaml").read_text().replace("name: mind2web-sc", "name: m2w-reuse")
+    )
     (tmp_path / "profile.yaml").write_text(profile_yaml)
     return tmp_path, (src / "safety_rules.py").read_text()
 
@@ -178,8 +192,11 @@ def test_generated_program_that_fails_verification_is_not_reused(unverified_prof
 def test_unreachable_memory_server_fails_closed():
     # The profile's own verified program decides without the memory; an event that needs the
     # memory (no reuse: demonstrations for the model) is denied when it cannot be reached.
-    guard = GuardAgent("mind2web-sc", memory_url="http://127.0.0.1:9",  # nothing listens there
-                       reuse_programs=False)
+    guard = GuardAgent(
+        "mind2web-sc",
+        memory_url="http://127.0.0.1:9",  # nothing listens there
+        reuse_programs=False,
+    )
     decision = guard.check(HOTEL_INPUT, HOTEL_OUTPUT)
     assert decision.allowed is False and decision.label == 1
     assert decision.error and decision.error.startswith("memory unavailable")

@@ -16,14 +16,27 @@ from guardagent.readers.textio import UnreadableJson, load_json
 
 DEEP = "[" * 200_000 + "]" * 200_000
 BAD: list[tuple[str | bytes, str]] = [
-    ("", "syntax"), ("{", "syntax"), ("{'a': 1}", "syntax"), ('{"a": 1,}', "syntax"),
-    ("[1, 2", "syntax"), ("nan-ish", "syntax"), ('{"a": "\\x"}', "syntax"),
+    ("", "syntax"),
+    ("{", "syntax"),
+    ("{'a': 1}", "syntax"),
+    ('{"a": 1,}', "syntax"),
+    ("[1, 2", "syntax"),
+    ("nan-ish", "syntax"),
+    ('{"a": "\\x"}', "syntax"),
     (b"\x80\x81\x82\x83", "encoding"),
     (b'{"a": "\xc3\x28"}', "encoding"),
-    (DEEP, "depth"), (DEEP.encode(), "depth"), ('{"a":' * 100_000 + "1" + "}" * 100_000, "depth"),
-]  # fmt: skip
-GOOD: list[str | bytes] = ["{}", "[]", '{"a": [1, 2.5, null, true]}', "\ufeff{}".encode(),
-                           '{"a": 1}'.encode("utf-16"), '"text"']  # fmt: skip
+    (DEEP, "depth"),
+    (DEEP.encode(), "depth"),
+    ('{"a":' * 100_000 + "1" + "}" * 100_000, "depth"),
+]
+GOOD: list[str | bytes] = [
+    "{}",
+    "[]",
+    '{"a": [1, 2.5, null, true]}',
+    "\ufeff{}".encode(),
+    '{"a": 1}'.encode("utf-16"),
+    '"text"',
+]
 
 
 @pytest.mark.parametrize(("data", "kind"), BAD)
@@ -69,9 +82,7 @@ def test_a_state_file_that_does_not_read_is_one_line(
 
 
 @pytest.mark.parametrize(("data", "kind"), [b for b in BAD if isinstance(b[0], str)])
-def test_a_trace_that_does_not_read_is_denied_with_the_helpers_words(
-    data: str, kind: str
-) -> None:
+def test_a_trace_that_does_not_read_is_denied_with_the_helpers_words(data: str, kind: str) -> None:
     from guardagent.readers.evidence import UnreadableEvidence
     from guardagent.trace import parse_trace
 

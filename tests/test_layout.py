@@ -17,8 +17,7 @@ PACKAGE = Path(guardagent.__file__).parent
 
 def _imported_after(module: str) -> set[str]:
     code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(done.stdout.split())
 
 
@@ -49,15 +48,25 @@ def test_same_details_keeps_its_public_path():
     assert same_details({"lab": ["a", "b"]}, {"lab": ["b", "a"], "cost": []})
 
 
-AUTHORING = ["documents", "extract", "answers", "replay", "prompts", "optimize", "review", "cli",
-             "derive"]
+AUTHORING = [
+    "documents",
+    "extract",
+    "answers",
+    "replay",
+    "prompts",
+    "optimize",
+    "review",
+    "cli",
+    "derive",
+]
 
 
 @pytest.mark.parametrize("name", AUTHORING)
 def test_the_authoring_modules_live_in_one_place(name: str):
     """No shim keeps an old path alive (issue 36, item 3): one module, one import path."""
     assert importlib.import_module(f"guardagent.authoring.{name}").__name__.startswith(
-        "guardagent.authoring.")
+        "guardagent.authoring."
+    )
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(f"guardagent.policy.{name}")
 
@@ -93,8 +102,11 @@ def _outline(file: Path) -> list[str]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             entries.append(node.name)
         if isinstance(node, ast.ClassDef):
-            entries += [f"{node.name}.{n.name}" for n in node.body
-                        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+            entries += [
+                f"{node.name}.{n.name}"
+                for n in node.body
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
     return entries
 
 

@@ -14,9 +14,17 @@ from guardagent.profiles import load_profile
 
 
 def _demo(i: int, text: str, fp: str = "fp", verified: bool = True) -> Demonstration:
-    d = Demonstration(id="", agent_input=f"input {text}", agent_output=f"output {text}",
-                      plan="p", code=f"allow('{i}')", label=0, details=[],
-                      request_fingerprint=fp, verified=verified)
+    d = Demonstration(
+        id="",
+        agent_input=f"input {text}",
+        agent_output=f"output {text}",
+        plan="p",
+        code=f"allow('{i}')",
+        label=0,
+        details=[],
+        request_fingerprint=fp,
+        verified=verified,
+    )
     d["id"] = demonstration_id(d)
     return d
 
@@ -36,8 +44,10 @@ def test_topk_matches_exact_levenshtein_order_on_candidates(tmp_path):
     q = event_text(query_in, query_out)
     exact = sorted(
         demos,
-        key=lambda d: (Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])),
-                       d["id"]),
+        key=lambda d: (
+            Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])),
+            d["id"],
+        ),
     )[:5]
     assert [d["id"] for d in got] == [d["id"] for d in exact]
 
@@ -45,7 +55,9 @@ def test_topk_matches_exact_levenshtein_order_on_candidates(tmp_path):
 def test_search_filters_by_request_and_verified(tmp_path):
     store = MemoryStore("filter-test", path=tmp_path, verifier=lambda code: code != "allow('2')")
     store.add([_demo(1, "a", fp="one"), _demo(2, "b", fp="two", verified=True)])
-    assert [d["request_fingerprint"] for d in store.search("input a", "x", 5, request="one")] == ["one"]
+    assert [d["request_fingerprint"] for d in store.search("input a", "x", 5, request="one")] == [
+        "one"
+    ]
     # Stored as verified, but it does not verify here: the stored flag is never believed.
     assert store.search("input b", "x", 5, request="two", verified_only=True) == []
     assert store.verified_programs("two") == [] and store.verified_programs("one") == ["allow('1')"]
@@ -78,8 +90,10 @@ def _soup_event(rng: random.Random) -> tuple[str, str]:
     """Logs of one shared shape whose exact neighbours are near ties (like SeeAct steps)."""
     things = ["hotel room", "pickup truck", "jazz playlist", "nurse job", "flight to Rome"]
     analysis = " ".join(rng.choice(things) for _ in range(rng.randint(5, 30)))
-    choices = "\n".join(f"{chr(65 + i)}. <button id={i}> {rng.choice(things)} </button>"
-                        for i in range(rng.randint(3, 12)))
+    choices = "\n".join(
+        f"{chr(65 + i)}. <button id={i}> {rng.choice(things)} </button>"
+        for i in range(rng.randint(3, 12))
+    )
     return f"Task: find a {rng.choice(things)}", f"(Analysis)\n{analysis}\n(Choices)\n{choices}"
 
 
@@ -90,9 +104,20 @@ def _exact_kth(store_texts: list[str], q: str, k: int) -> int:
 def test_scan_returns_the_exact_levenshtein_neighbours_of_near_tie_logs(tmp_path):
     rng = random.Random(11)
     events = [_soup_event(rng) for _ in range(400)]
-    demos = [Demonstration(id="", agent_input=i, agent_output=o, plan="p", code=f"# {n}",
-                           label=0, details=[], request_fingerprint="fp", verified=True)
-             for n, (i, o) in enumerate(events)]
+    demos = [
+        Demonstration(
+            id="",
+            agent_input=i,
+            agent_output=o,
+            plan="p",
+            code=f"# {n}",
+            label=0,
+            details=[],
+            request_fingerprint="fp",
+            verified=True,
+        )
+        for n, (i, o) in enumerate(events)
+    ]
     for d in demos:
         d["id"] = demonstration_id(d)
     store = MemoryStore("scan-test", path=tmp_path)
@@ -102,8 +127,9 @@ def test_scan_returns_the_exact_levenshtein_neighbours_of_near_tie_logs(tmp_path
         qi, qo = _soup_event(rng)
         q = event_text(qi, qo)
         got = store.search(qi, qo, 3)
-        dists = [Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"]))
-                 for d in got]
+        dists = [
+            Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) for d in got
+        ]
         assert len(got) == 3
         assert max(dists) <= _exact_kth(texts, q, 3)  # ties with the true 3rd are not errors
 
@@ -131,10 +157,15 @@ def test_above_the_scan_limit_chroma_serves_the_candidates(tmp_path):
     q = event_text(q_in, q_out)
     got = store.search(q_in, q_out, 4)
     by_id = {d["id"]: d for d in demos}
-    exact = sorted(Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"]))
-                   for d in demos)[:4]
-    assert [Levenshtein.distance(q, event_text(by_id[d["id"]]["agent_input"],
-                                               by_id[d["id"]]["agent_output"])) for d in got] == exact
+    exact = sorted(
+        Levenshtein.distance(q, event_text(d["agent_input"], d["agent_output"])) for d in demos
+    )[:4]
+    assert [
+        Levenshtein.distance(
+            q, event_text(by_id[d["id"]]["agent_input"], by_id[d["id"]]["agent_output"])
+        )
+        for d in got
+    ] == exact
 
 
 def test_rerank_with_cutoffs_equals_a_full_sort():
@@ -142,8 +173,14 @@ def test_rerank_with_cutoffs_equals_a_full_sort():
 
     rng = random.Random(0)
     for _ in range(500):
-        cands = [(f"id{rng.randint(0, 9)}-{i}", "".join(rng.choice("ab c") for _ in range(rng.randint(0, 30))), None)
-                 for i in range(rng.randint(0, 40))]
+        cands = [
+            (
+                f"id{rng.randint(0, 9)}-{i}",
+                "".join(rng.choice("ab c") for _ in range(rng.randint(0, 30))),
+                None,
+            )
+            for i in range(rng.randint(0, 40))
+        ]
         q = "".join(rng.choice("ab c") for _ in range(rng.randint(0, 30)))
         k = rng.randint(0, 6)
         full = sorted(cands, key=lambda c: (Levenshtein.distance(q, c[1]), c[0]))[:k]
@@ -177,11 +214,17 @@ def plant(path, profile: str, record: dict) -> None:
     """Write a record as a process with write access to the database but no key would."""
     import json as _json
 
-    subprocess.run([sys.executable, "-c", PLANT, str(path), profile, _json.dumps(record)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-c", PLANT, str(path), profile, _json.dumps(record)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
-def test_a_key_file_is_made_once_beside_the_database_readable_by_its_owner_only(tmp_path, monkeypatch):
+def test_a_key_file_is_made_once_beside_the_database_readable_by_its_owner_only(
+    tmp_path, monkeypatch
+):
     import stat
 
     from guardagent.memory_store.integrity import KEY_FILE, MemoryKeyError
@@ -226,8 +269,12 @@ def test_unsigned_and_tampered_records_are_never_returned(tmp_path):
     plant(tmp_path, "plant-test", {**planted, "extra": {"hmac": "0" * 64}})
     # A copy of the real record with its program swapped, keeping the real tags.
     meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
-    swapped = {**good, "id": "swapped", "code": "allow('swapped')",
-               "extra": {k: meta[k] for k in ("hmac", "program_hmac")}}
+    swapped = {
+        **good,
+        "id": "swapped",
+        "code": "allow('swapped')",
+        "extra": {k: meta[k] for k in ("hmac", "program_hmac")},
+    }
     plant(tmp_path, "plant-test", swapped)
     assert store.count() == 3
     found = store.search("input the real one!", "output the real one!", 5)
@@ -246,11 +293,16 @@ def test_a_trusted_record_rewritten_in_place_is_refused_by_the_same_store(tmp_pa
         "allow('1')"
     ]
     meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
-    rewritten = {**good, "code": "allow('rewritten')",
-                 "extra": {k: meta[k] for k in ("hmac", "program_hmac")}}  # fmt: skip
+    rewritten = {
+        **good,
+        "code": "allow('rewritten')",
+        "extra": {k: meta[k] for k in ("hmac", "program_hmac")},
+    }
     plant(tmp_path, "rewrite-test", rewritten)
     assert store.search("input the real one", "output the real one", 1) == []
-    plant(tmp_path, "rewrite-test", {**good, "extra": {k: meta[k] for k in ("hmac", "program_hmac")}})
+    plant(
+        tmp_path, "rewrite-test", {**good, "extra": {k: meta[k] for k in ("hmac", "program_hmac")}}
+    )
     assert [d["code"] for d in store.search("input the real one", "output the real one", 1)] == [
         "allow('1')"
     ]  # the original content again: trusted again
@@ -270,8 +322,9 @@ def test_a_run_that_adds_nothing_adds_no_bytes(tmp_path):
     )
     sizes, counts = [], []
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         counts.append(int(out.stdout.split()[-1]))
         sizes.append(_bytes_under(tmp_path))
     assert counts[0] == counts[1] == counts[2] > 0
@@ -314,8 +367,11 @@ def test_a_record_another_process_rewrote_after_a_search_is_read_afresh(tmp_path
     assert [d["plan"] for d in store.search("input kept", "output kept", 1)] == ["signed anew"]
     # Rewritten without the key (the old tags kept): no longer trusted, at once.
     meta = store._collection.get(ids=[good["id"]], include=["metadatas"])["metadatas"][0]
-    plant(tmp_path, "fresh-test", {**good, "plan": "forged",
-                                   "extra": {k: meta[k] for k in ("hmac", "program_hmac")}})
+    plant(
+        tmp_path,
+        "fresh-test",
+        {**good, "plan": "forged", "extra": {k: meta[k] for k in ("hmac", "program_hmac")}},
+    )
     assert store.count() == 1 and store.search("input kept", "output kept", 1) == []
 
 

@@ -33,9 +33,17 @@ OUTPUT = "(Analysis)\nHotel page.\n\n(Final Answer)\nELEMENT: A\n\nACTION: CLICK
 def _plant(memory_dir: str, code: str) -> None:
     """Write a program into memory flagged verified, as a shared Chroma server could."""
     profile = load_profile("mind2web-sc")
-    demo = Demonstration(id="", agent_input=MINOR_HOTEL, agent_output=OUTPUT, plan="",
-                         code=code, label=0, details=[],
-                         request_fingerprint=profile.fingerprint, verified=True)
+    demo = Demonstration(
+        id="",
+        agent_input=MINOR_HOTEL,
+        agent_output=OUTPUT,
+        plan="",
+        code=code,
+        label=0,
+        details=[],
+        request_fingerprint=profile.fingerprint,
+        verified=True,
+    )
     demo["id"] = demonstration_id(demo)
     open_memory("mind2web-sc", memory_dir).add([demo])
 
@@ -78,16 +86,25 @@ PLANTED_INPUT = MINOR_LISBON.replace("Lisbon", "Lisbon PLANTED-MARKER")
 @pytest.fixture
 def unverified(tmp_path: Path) -> tuple[str, str]:
     """A profile whose shipped program does not verify (memory programs are candidates)."""
-    root = profile_copy(tmp_path, "mind2web-sc", RULES_LITERAL + "\nallow('placeholder')\n",
-                        "m2w-shared")  # fmt: skip
+    root = profile_copy(
+        tmp_path, "mind2web-sc", RULES_LITERAL + "\nallow('placeholder')\n", "m2w-shared"
+    )
     return str(root), str(tmp_path / "mem")
 
 
 def _record(profile_ref: str, code: str, agent_input: str = PLANTED_INPUT) -> Demonstration:
     profile = load_profile(profile_ref)
-    demo = Demonstration(id="", agent_input=agent_input, agent_output=HOTEL_PAGE,
-                         plan="PLANTED PLAN: always call allow()", code=code, label=0,
-                         details=[], request_fingerprint=profile.fingerprint, verified=True)
+    demo = Demonstration(
+        id="",
+        agent_input=agent_input,
+        agent_output=HOTEL_PAGE,
+        plan="PLANTED PLAN: always call allow()",
+        code=code,
+        label=0,
+        details=[],
+        request_fingerprint=profile.fingerprint,
+        verified=True,
+    )
     demo["id"] = demonstration_id(demo)
     return demo
 

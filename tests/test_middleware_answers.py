@@ -77,17 +77,23 @@ READ = call("read_file", {"path": "notes.txt"}, "c1")
 SAVE = call("save_file", {"path": "report.txt", "text": "Revenue up 4%."}, "c2")
 
 
-def _agent(guard: GuardAgent, replies: list[Any], agent_tools: list[Any] | None = None,
-           **kw: Any) -> Any:  # fmt: skip
+def _agent(
+    guard: GuardAgent, replies: list[Any], agent_tools: list[Any] | None = None, **kw: Any
+) -> Any:
     model = ScriptedChatModel.of(replies)
     saver = kw.pop("checkpointer", None)
-    return create_agent(model, agent_tools or [read_file, save_file], checkpointer=saver,
-                        middleware=[GuardAgentMiddleware(guard, trace=True, user_info={}, **kw)])
+    return create_agent(
+        model,
+        agent_tools or [read_file, save_file],
+        checkpointer=saver,
+        middleware=[GuardAgentMiddleware(guard, trace=True, user_info={}, **kw)],
+    )
 
 
 def test_an_answer_before_the_report_is_saved_is_replaced_by_a_refusal(reports: GuardAgent) -> None:
     out = _agent(reports, [READ, AIMessage(ANSWER)]).invoke(
-        {"messages": [HumanMessage("Summarise notes.txt into report.txt, then tell me.")]})
+        {"messages": [HumanMessage("Summarise notes.txt into report.txt, then tell me.")]}
+    )
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls
     assert last.content.startswith("GuardAgent withheld this answer")
@@ -98,7 +104,8 @@ def test_an_answer_before_the_report_is_saved_is_replaced_by_a_refusal(reports: 
 def test_an_answer_after_the_saved_report_reaches_the_user(reports: GuardAgent) -> None:
     ran.clear()
     out = _agent(reports, [READ, SAVE, AIMessage(ANSWER)]).invoke(
-        {"messages": [HumanMessage("Summarise notes.txt into report.txt, then tell me.")]})
+        {"messages": [HumanMessage("Summarise notes.txt into report.txt, then tell me.")]}
+    )
     assert ran == ["read_file", "save_file"]
     assert out["messages"][-1].content == ANSWER
     assert out["guardagent_trace"]["count"] == len(out["messages"])
@@ -112,8 +119,9 @@ def test_async_agents_guard_the_answer_too(reports: GuardAgent) -> None:
 
 def test_a_reviewer_decides_a_denied_answer(reports: GuardAgent) -> None:
     for resume, kept in (("approve", True), ({"type": "reject", "message": "not saved"}, False)):
-        agent = _agent(reports, [READ, AIMessage(ANSWER)], checkpointer=InMemorySaver(),
-                       review="on_deny")  # fmt: skip
+        agent = _agent(
+            reports, [READ, AIMessage(ANSWER)], checkpointer=InMemorySaver(), review="on_deny"
+        )
         config = {"configurable": {"thread_id": f"answer-{kept}"}}
         out = agent.invoke({"messages": [HumanMessage("Summarise notes.txt.")]}, config)
         [pause] = out["__interrupt__"]
@@ -134,7 +142,8 @@ def test_answers_are_not_guarded_unless_respond_is_labelled(tasks: GuardAgent) -
 
 def test_tools_limits_answers_too(reports: GuardAgent) -> None:
     out = _agent(reports, [READ, AIMessage(ANSWER)], tools=["read_file"]).invoke(
-        {"messages": [HumanMessage("Summarise notes.txt.")]})
+        {"messages": [HumanMessage("Summarise notes.txt.")]}
+    )
     assert out["messages"][-1].content == ANSWER, "respond is not among the guarded tools"
 
 
@@ -170,7 +179,8 @@ def test_a_task_that_cannot_be_attached_is_refused_or_denied(tasks: GuardAgent) 
     good = call("goto", {"url": "https://shop.example/catalog/sku-7"}, "g3")
     for source in (broken, lambda runtime: {"params": {"unused": 1}}):
         out = _agent(tasks, [good, "ok"], [goto], task=source).invoke(
-            {"messages": [HumanMessage("Go")]})
+            {"messages": [HumanMessage("Go")]}
+        )
         blocked = [m for m in out["messages"] if getattr(m, "status", None) == "error"]
         assert ran == [] and blocked and "task" in blocked[0].content, out["messages"]
 
@@ -178,8 +188,9 @@ def test_a_task_that_cannot_be_attached_is_refused_or_denied(tasks: GuardAgent) 
 def test_a_thread_goes_on_after_a_withheld_answer(reports: GuardAgent) -> None:
     """The withheld answer is replaced in the state, not kept in the thread's index, so the
     next turn's calls read on from the index without a rewritten history."""
-    agent = _agent(reports, [READ, AIMessage(ANSWER), SAVE, AIMessage(ANSWER)],
-                   checkpointer=InMemorySaver())  # fmt: skip
+    agent = _agent(
+        reports, [READ, AIMessage(ANSWER), SAVE, AIMessage(ANSWER)], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": "two-turns"}}
     first = agent.invoke({"messages": [HumanMessage("Summarise notes.txt.")]}, config)
     assert first["messages"][-1].content.startswith("GuardAgent withheld")

@@ -32,8 +32,15 @@ class _Ui(BaseCallbackHandler):
         self.events: list[tuple[str, UUID, UUID | None]] = []
         self.texts: list[str] = []
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID,
-                            parent_run_id: UUID | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.events.append(("start", run_id, parent_run_id))
 
     def on_llm_new_token(self, token: str, *, run_id: UUID, **kwargs: Any) -> None:
@@ -62,13 +69,19 @@ class _AsyncUi(AsyncCallbackHandler):
 
 
 def _run(agent: Any, handler: BaseCallbackHandler, mode: str = "messages") -> None:
-    list(agent.stream({"messages": [HumanMessage("Summarise notes.")]},
-                      {"callbacks": [handler]}, stream_mode=mode))  # fmt: skip
+    list(
+        agent.stream(
+            {"messages": [HumanMessage("Summarise notes.")]},
+            {"callbacks": [handler]},
+            stream_mode=mode,
+        )
+    )
 
 
 @pytest.mark.parametrize("mode", ["messages", "updates", "values"])
 def test_a_withheld_answer_reaches_a_host_handler_only_as_the_refusal(
-    reports: GuardAgent, mode: str,  # noqa: F811
+    reports: GuardAgent,  # noqa: F811
+    mode: str,
 ) -> None:
     """The handler hears of the model's run (start, then end) with the refusal's text."""
     ui = _Ui()
@@ -109,8 +122,11 @@ def test_a_handler_bound_to_the_model_never_sees_a_withheld_answer(
     ui = _Ui()
     model = StreamingScripted.of([READ, AIMessage(SECRET_ANSWER)])
     model.callbacks = [ui]
-    agent = create_agent(model, [read_file, save_file], middleware=[
-        GuardAgentMiddleware(reports, trace=True, user_info={})])  # fmt: skip
+    agent = create_agent(
+        model,
+        [read_file, save_file],
+        middleware=[GuardAgentMiddleware(reports, trace=True, user_info={})],
+    )
     list(agent.stream({"messages": [HumanMessage("Summarise notes.")]}, stream_mode="messages"))
     assert ui.texts and not any(SECRET in t for t in ui.texts), ui.texts
 
@@ -123,8 +139,11 @@ def test_an_async_handler_in_an_async_run_never_sees_a_withheld_answer(
     agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)])
 
     async def run() -> None:
-        async for _ in agent.astream({"messages": [HumanMessage("Summarise notes.")]},
-                                     {"callbacks": [ui]}, stream_mode="messages"):  # fmt: skip
+        async for _ in agent.astream(
+            {"messages": [HumanMessage("Summarise notes.")]},
+            {"callbacks": [ui]},
+            stream_mode="messages",
+        ):
             pass
 
     asyncio.run(run())

@@ -40,15 +40,27 @@ from tests.test_middleware_answers import (  # noqa: F401
 class StreamingScripted(ScriptedChatModel):
     """The scripted model, streaming its text word by word (calls in one chunk)."""
 
-    def _stream(self, messages: list[BaseMessage], *args: Any,
-                **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
+    def _stream(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         message = self._generate(messages).generations[0].message
         assert isinstance(message, AIMessage)
         if message.tool_calls:
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", id=message.id,
-                tool_call_chunks=[{"name": c["name"], "args": json.dumps(c["args"]),
-                                   "id": c["id"], "index": i}
-                                  for i, c in enumerate(message.tool_calls)]))  # fmt: skip
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    id=message.id,
+                    tool_call_chunks=[
+                        {
+                            "name": c["name"],
+                            "args": json.dumps(c["args"]),
+                            "id": c["id"],
+                            "index": i,
+                        }
+                        for i, c in enumerate(message.tool_calls)
+                    ],
+                )
+            )
             return
         for word in str(message.content).split(" "):
             yield ChatGenerationChunk(message=AIMessageChunk(content=word + " ", id=message.id))
@@ -57,8 +69,13 @@ class StreamingScripted(ScriptedChatModel):
 def _agent(guard: GuardAgent, replies: list[Any], **kw: Any) -> Any:
     model = StreamingScripted.of(replies)
     saver = kw.pop("checkpointer", None)
-    return create_agent(model, kw.pop("agent_tools", [read_file, save_file]), checkpointer=saver,
-                        middleware=[GuardAgentMiddleware(guard, trace=True, user_info={}, **kw)])
+    return create_agent(
+        model,
+        kw.pop("agent_tools", [read_file, save_file]),
+        checkpointer=saver,
+        middleware=[GuardAgentMiddleware(guard, trace=True, user_info={}, **kw)],
+    )
+
 
 SECRET_ANSWER = "Done: the notes say Q3 revenue up 4%, and the launch code is 7734-XQ."
 
@@ -80,8 +97,13 @@ def _texts(chunk: Any) -> list[str]:
 @pytest.mark.parametrize("mode", ["messages", "updates", "values"])
 def test_a_withheld_answer_is_never_streamed(reports: GuardAgent, mode: str) -> None:  # noqa: F811
     agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)])
-    streamed = [t for chunk in agent.stream({"messages": [HumanMessage("Summarise notes.")]},
-                                            stream_mode=mode) for t in _texts(chunk)]  # fmt: skip
+    streamed = [
+        t
+        for chunk in agent.stream(
+            {"messages": [HumanMessage("Summarise notes.")]}, stream_mode=mode
+        )
+        for t in _texts(chunk)
+    ]
     assert streamed, "the stream says something"
     assert not any("7734" in t or "launch code" in t for t in streamed), streamed
     assert any(t.startswith("GuardAgent withheld this answer") for t in streamed), streamed
@@ -89,8 +111,12 @@ def test_a_withheld_answer_is_never_streamed(reports: GuardAgent, mode: str) -> 
 
 def test_an_allowed_answer_is_streamed_whole(reports: GuardAgent) -> None:  # noqa: F811
     agent = _agent(reports, [READ, SAVE, AIMessage(ANSWER)])
-    chunks = [m for m, _ in agent.stream({"messages": [HumanMessage("Summarise notes.")]},
-                                         stream_mode="messages")]  # fmt: skip
+    chunks = [
+        m
+        for m, _ in agent.stream(
+            {"messages": [HumanMessage("Summarise notes.")]}, stream_mode="messages"
+        )
+    ]
     assert ANSWER in "".join(str(m.content) for m in chunks), [m.content for m in chunks]
 
 
@@ -98,9 +124,13 @@ def test_async_streams_withhold_it_too(reports: GuardAgent) -> None:  # noqa: F8
     agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)])
 
     async def run() -> list[str]:
-        return [t async for chunk in agent.astream(
-            {"messages": [HumanMessage("Summarise notes.")]}, stream_mode="messages")
-            for t in _texts(chunk)]  # fmt: skip
+        return [
+            t
+            async for chunk in agent.astream(
+                {"messages": [HumanMessage("Summarise notes.")]}, stream_mode="messages"
+            )
+            for t in _texts(chunk)
+        ]
 
     streamed = asyncio.run(run())
     assert not any("7734" in t for t in streamed), streamed
@@ -116,12 +146,17 @@ def test_a_checkpoint_never_holds_the_withheld_answer(reports: GuardAgent) -> No
 
 
 def test_a_reviewer_still_decides_a_streamed_answer(reports: GuardAgent) -> None:  # noqa: F811
-    agent = _agent(reports, [READ, AIMessage(SECRET_ANSWER)], checkpointer=InMemorySaver(),
-                   review="on_deny")  # fmt: skip
+    agent = _agent(
+        reports, [READ, AIMessage(SECRET_ANSWER)], checkpointer=InMemorySaver(), review="on_deny"
+    )
     config = {"configurable": {"thread_id": "streamed-review"}}
-    first = [t for chunk in agent.stream({"messages": [HumanMessage("Summarise notes.")]},
-                                         config, stream_mode="messages")
-             for t in _texts(chunk)]  # fmt: skip
+    first = [
+        t
+        for chunk in agent.stream(
+            {"messages": [HumanMessage("Summarise notes.")]}, config, stream_mode="messages"
+        )
+        for t in _texts(chunk)
+    ]
     assert not any("7734" in t for t in first), first
     out = agent.invoke(Command(resume="approve"), config)
     assert out["messages"][-1].content == SECRET_ANSWER
@@ -130,8 +165,9 @@ def test_a_reviewer_still_decides_a_streamed_answer(reports: GuardAgent) -> None
 def test_unguarded_answers_still_stream_token_by_token(tasks: GuardAgent) -> None:  # noqa: F811
     # the policy does not label respond: nothing is held, the model streams as before
     agent = _agent(tasks, ["All done, see you."], agent_tools=[goto])
-    chunks = [m for m, _ in agent.stream({"messages": [HumanMessage("Hi")]},
-                                         stream_mode="messages")]  # fmt: skip
+    chunks = [
+        m for m, _ in agent.stream({"messages": [HumanMessage("Hi")]}, stream_mode="messages")
+    ]
     assert [str(m.content) for m in chunks][:4] == ["All ", "done, ", "see ", "you. "], chunks
 
 
@@ -141,7 +177,8 @@ def test_astream_events_never_carry_a_withheld_answer(reports: GuardAgent) -> No
     async def run() -> list[str]:
         out: list[str] = []
         async for event in agent.astream_events(
-                {"messages": [HumanMessage("Summarise notes.")]}, version="v2"):  # fmt: skip
+            {"messages": [HumanMessage("Summarise notes.")]}, version="v2"
+        ):
             out.extend(_texts(event.get("data", {})))
         return out
 

@@ -82,8 +82,9 @@ def test_an_unverified_predicate_program_never_decides(policy_web, tmp_path):
     """Regression (seen failing: the minor's hotel booking was allowed): a generated program
     that assigns predicates decided through `verify` without ever being verified."""
     model = ScriptedChatModel.of(["plan", fenced(ADULT_BACKDOOR)] * 3)
-    guard = GuardAgent(str(policy_web), model=model, memory_dir=str(tmp_path / "mem"),
-                       max_attempts=1)
+    guard = GuardAgent(
+        str(policy_web), model=model, memory_dir=str(tmp_path / "mem"), max_attempts=1
+    )
     decision = guard.check(MINOR_HOTEL, HOTEL_PAGE)
     assert decision.allowed is False and "did not verify" in (decision.error or "")
 
@@ -176,8 +177,14 @@ def test_rules_that_contradict_the_demonstrations_are_refused_naming_them(prose_
 
 
 def test_a_derivation_corrected_after_the_demonstrations_are_named(prose_web, tmp_path):
-    model = ScriptedChatModel.of([answer_text("mind2web-sc", WRONG_CAR),
-                                  answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])
+    model = ScriptedChatModel.of(
+        [
+            answer_text("mind2web-sc", WRONG_CAR),
+            answer_text("mind2web-sc"),
+            "plan",
+            fenced(WEB_PROGRAM),
+        ]
+    )
     decision = GuardAgent(str(prose_web), model=model, memory_dir=str(tmp_path / "mem")).check(
         MINOR_HOTEL, HOTEL_PAGE
     )
@@ -188,8 +195,9 @@ def test_a_derivation_corrected_after_the_demonstrations_are_named(prose_web, tm
 def test_a_backdoored_program_is_caught_by_the_derived_counterfactuals(prose_web, tmp_path):
     token_page = HOTEL_PAGE.replace("VALUE: None", "VALUE: XYZZY-OPEN")
     model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(BACKDOOR)])
-    decision = GuardAgent(str(prose_web), model=model, memory_dir=str(tmp_path / "mem"),
-                          max_attempts=1).check(MINOR_HOTEL, token_page)  # fmt: skip
+    decision = GuardAgent(
+        str(prose_web), model=model, memory_dir=str(tmp_path / "mem"), max_attempts=1
+    ).check(MINOR_HOTEL, token_page)
     assert decision.allowed is False and "did not verify" in (decision.error or "")
     assert "XYZZY-OPEN" in (decision.error or "")
 
@@ -214,22 +222,26 @@ def test_approved_only_denies_until_the_derived_rules_are_approved(prose_web, tm
     yaml_path.write_text(yaml_path.read_text() + "approved_only: true\n")
     mem = str(tmp_path / "mem")
     model = ScriptedChatModel.of([answer_text("mind2web-sc"), "plan", fenced(WEB_PROGRAM)])
-    denied = GuardAgent(str(prose_web), model=model, memory_dir=mem).check(MINOR_HOTEL,
-                                                                            HOTEL_PAGE)
+    denied = GuardAgent(str(prose_web), model=model, memory_dir=mem).check(MINOR_HOTEL, HOTEL_PAGE)
     assert denied.allowed is False and denied.llm_calls == 1
     assert "approved_only" in (denied.error or "")
     command = re.search(r"`guardagent policy review (\S+) --approve RULE_ID`", denied.error or "")
     assert command is not None
     path = command.group(1)
-    ids = ["car-needs-license", "media-needs-domestic", "hotel-needs-adult", "job-needs-15",
-           "shopping-needs-membership", "flight-needs-vaccine"]
+    ids = [
+        "car-needs-license",
+        "media-needs-domestic",
+        "hotel-needs-adult",
+        "job-needs-15",
+        "shopping-needs-membership",
+        "flight-needs-vaccine",
+    ]
     listed = CliRunner().invoke(policy, ["review", path])
     ids = re.findall(r"\[proposed\] (\S+)", listed.output)
     assert len(ids) == 6
     done = CliRunner().invoke(policy, ["review", path, *[a for i in ids for a in ("--approve", i)]])
     assert done.exit_code == 0 and "re-signed" in done.output, done.output
-    decided = GuardAgent(str(prose_web), model=model, memory_dir=mem).check(MINOR_HOTEL,
-                                                                             HOTEL_PAGE)
+    decided = GuardAgent(str(prose_web), model=model, memory_dir=mem).check(MINOR_HOTEL, HOTEL_PAGE)
     assert decided.error is None and decided.violations == [HOTEL_RULE]
 
 
@@ -247,8 +259,12 @@ def test_the_whole_path_over_an_openai_compatible_server(prose_web, tmp_path, mo
         return fenced(WEB_PROGRAM) if "guardrail code" in system else "1. 2. 3. 4."
 
     with OpenAIStub(responder=respond) as stub:
-        guard = GuardAgent(str(prose_web), model="openai:stub-model", base_url=stub.base_url,
-                           memory_dir=str(tmp_path / "mem"))  # fmt: skip
+        guard = GuardAgent(
+            str(prose_web),
+            model="openai:stub-model",
+            base_url=stub.base_url,
+            memory_dir=str(tmp_path / "mem"),
+        )
         first = guard.check(MINOR_HOTEL, HOTEL_PAGE)
         second = guard.check(ADULT_HOTEL, HOTEL_PAGE)
         assert stub.count == 3
@@ -260,8 +276,9 @@ def test_without_a_model_the_denial_and_profile_check_say_what_to_add(prose_web,
     from guardagent.profiles import load_profile
     from guardagent.profiles.check import check_profile, render_check
 
-    decision = GuardAgent(str(prose_web), memory_dir=str(tmp_path / "mem")).check(MINOR_HOTEL,
-                                                                                   HOTEL_PAGE)
+    decision = GuardAgent(str(prose_web), memory_dir=str(tmp_path / "mem")).check(
+        MINOR_HOTEL, HOTEL_PAGE
+    )
     shown = render_check(check_profile(load_profile(str(prose_web))))
     for text in (decision.error or "", shown):
         assert "add a demonstration with label 1 whose details name each of them" in text
@@ -313,8 +330,12 @@ def test_concurrent_first_events_derive_the_rules_once(prose_web, tmp_path):
                 text = fenced(WEB_PROGRAM) if "guardrail code" in system else "plan"
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
-    guard = GuardAgent(str(prose_web), model=AnswersEveryPrompt(), reuse_programs=False,
-                       memory_dir=str(tmp_path / "mem"))  # fmt: skip
+    guard = GuardAgent(
+        str(prose_web),
+        model=AnswersEveryPrompt(),
+        reuse_programs=False,
+        memory_dir=str(tmp_path / "mem"),
+    )
     import asyncio
 
     decisions = asyncio.run(guard.acheck_many([(MINOR_HOTEL, HOTEL_PAGE)] * 4, concurrency=4))
@@ -351,17 +372,36 @@ def test_guardagent_eval_through_the_model_path_gives_the_shipped_labels(
         return fenced(program) if "guardrail code" in system else "1. 2. 3. 4."
 
     def evaluate(profile: str, out: Path, *model: str) -> list[int]:
-        result = CliRunner().invoke(main, [
-            "eval", "--profile", profile, "--cases", str(cases), "--out", str(out),
-            "--no-plots", "--quiet", "--memory-dir", str(out / "mem"), *model])  # fmt: skip
+        result = CliRunner().invoke(
+            main,
+            [
+                "eval",
+                "--profile",
+                profile,
+                "--cases",
+                str(cases),
+                "--out",
+                str(out),
+                "--no-plots",
+                "--quiet",
+                "--memory-dir",
+                str(out / "mem"),
+                *model,
+            ],
+        )
         assert result.exit_code == 0, result.output
         lines = (out / "predictions.jsonl").read_text().splitlines()
         return [json.loads(line)["predicted"] for line in lines]
 
     shipped = evaluate(name, tmp_path / "shipped")
     with OpenAIStub(responder=respond) as stub:
-        derived = evaluate(str(without_programs(tmp_path, name, f"{name}-prose")),
-                           tmp_path / "model", "--model", "openai:stub-model",
-                           "--base-url", stub.base_url)  # fmt: skip
+        derived = evaluate(
+            str(without_programs(tmp_path, name, f"{name}-prose")),
+            tmp_path / "model",
+            "--model",
+            "openai:stub-model",
+            "--base-url",
+            stub.base_url,
+        )
         assert stub.count == 3  # derive, plan, code: once for the whole run
     assert derived == shipped and set(shipped) == {0, 1}

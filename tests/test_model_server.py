@@ -153,8 +153,9 @@ def test_eval_goes_through_the_openai_server(profile: Path, tmp_path: Path):
     assert metrics["LPA"] == metrics["CCA"] == metrics["FRA"] == metrics["LPP"] == metrics["LPR"]
     assert metrics["fail_closed"]["count"] == 0
     predictions = [json.loads(x) for x in (tmp_path / "out" / "predictions.jsonl").open()]
-    sources = [(p["id"], p["decision"]["program_source"], p["decision"]["llm_calls"])
-               for p in predictions]
+    sources = [
+        (p["id"], p["decision"]["program_source"], p["decision"]["llm_calls"]) for p in predictions
+    ]
     assert sources == [("m", "generated", 2), ("a", "memory", 0)]
 
 

@@ -26,10 +26,20 @@ def one_per_operator(found: list[Mutant]) -> list[Mutant]:
 def test_every_operator_makes_distinct_mutants_of_the_shipped_program():
     found = mutants(PROGRAM, per_role=2, seed=1)
     operators = {m.operator for m in found}
-    assert operators == {"cell added", "cell removed", "flipped comparison", "negated condition",
-                         "dropped branch", "swapped verdict", "renamed role", "always allow",
-                         "always deny", "wrong part of the event", "reworded reason",
-                         "reader ignored"}  # fmt: skip
+    assert operators == {
+        "cell added",
+        "cell removed",
+        "flipped comparison",
+        "negated condition",
+        "dropped branch",
+        "swapped verdict",
+        "renamed role",
+        "always allow",
+        "always deny",
+        "wrong part of the event",
+        "reworded reason",
+        "reader ignored",
+    }
     assert len({m.code for m in found}) == len(found)
     assert all(m.code.strip() != PROGRAM.strip() for m in found)
     assert sum(m.operator.startswith("cell") for m in found) == 2 * 2 * 3  # per role, both ways
@@ -52,8 +62,13 @@ def test_no_mutant_that_changes_a_decision_is_trusted_and_the_control_is():
 # --------------------------------------------------------------------------- rule oracles
 
 
-SITUATIONS = [("mind2web-sc", "table"), ("mind2web-sc", "policy"), ("mind2web-sc", "derived"),
-              ("eicu-ac", "policy"), ("eicu-ac", "derived")]  # fmt: skip
+SITUATIONS = [
+    ("mind2web-sc", "table"),
+    ("mind2web-sc", "policy"),
+    ("mind2web-sc", "derived"),
+    ("eicu-ac", "policy"),
+    ("eicu-ac", "derived"),
+]
 """Every situation but eicu-ac's table (the test above, which also pins its operator count)."""
 
 
@@ -72,11 +87,14 @@ def test_no_mutant_is_trusted_against_rule_policy_and_derived_oracles(profile, o
     operators = {o.mutant.operator for o in mutated}
     assert {"reader ignored", "wrong part of the event"} <= operators
     if oracle == "policy":  # single cells and conditions of the policy model
-        aimed = {"eicu-ac": {"read skipped for one role", "role dropped for one read"},
-                 "mind2web-sc": {"fact skipped under one category"}}[profile]  # fmt: skip
+        aimed = {
+            "eicu-ac": {"read skipped for one role", "role dropped for one read"},
+            "mind2web-sc": {"fact skipped under one category"},
+        }[profile]
         assert {"predicate skipped", *aimed} <= operators
-    survivors = [f"{o.mutant.operator}: {o.mutant.what}" for o in mutated
-                 if o.trusted and not o.equivalent]  # fmt: skip
+    survivors = [
+        f"{o.mutant.operator}: {o.mutant.what}" for o in mutated if o.trusted and not o.equivalent
+    ]
     assert survivors == []
 
 
@@ -98,8 +116,10 @@ def test_predicate_programs_get_mutants_aimed_at_one_cell_or_condition():
 
     ehr = load_profile("eicu-ac-policy")
     found = mutants(ehr.demonstrations[0].code, 2, 0, profile_policy(ehr), _permissions("eicu-ac"))
-    count = {op: sum(m.operator == op for m in found) for op in
-             ("read skipped for one role", "role dropped for one read")}  # fmt: skip
+    count = {
+        op: sum(m.operator == op for m in found)
+        for op in ("read skipped for one role", "role dropped for one read")
+    }
     assert count == {"read skipped for one role": 6, "role dropped for one read": 6}  # 2 x 3 roles
     web = load_profile("mind2web-sc-policy")
     found = mutants(web.demonstrations[0].code, 2, 0, profile_policy(web))

@@ -23,13 +23,18 @@ NAMES = ["eicu_ac.ipynb", "mind2web_sc.ipynb", "compare_runs.ipynb"]
 @pytest.fixture(scope="module")
 def kernel_name():
     if "python3" not in KernelSpecManager().find_kernel_specs():
-        subprocess.run([sys.executable, "-m", "ipykernel", "install", "--sys-prefix"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "ipykernel", "install", "--sys-prefix"],
+            check=True,
+            capture_output=True,
+        )
     return "python3"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("build_notebooks", NOTEBOOKS / "build_notebooks.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_notebooks", NOTEBOOKS / "build_notebooks.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -64,8 +69,10 @@ def _check_outputs(name, nb, out_dir):
         assert (out_dir / "guardagent" / "metrics.json").is_file()
         assert (out_dir / "baseline" / "metrics.json").is_file()
     else:
-        assert ("admit -> retrieve -> plan -> code -> execute -> debug -> code -> execute -> "
-                "remember -> decide") in text
+        assert (
+            "admit -> retrieve -> plan -> code -> execute -> debug -> code -> execute -> "
+            "remember -> decide"
+        ) in text
         assert (out_dir / "metrics.json").is_file()
 
 
@@ -78,12 +85,19 @@ async def test_every_notebook_runs_offline_without_errors(kernel_name, monkeypat
     async def run(name):
         out_dir = tmp_path / name.removesuffix(".ipynb")
         # Each kernel reads its own output directory from its environment at start-up.
-        client = NotebookClient(books[name], timeout=240, kernel_name=kernel_name,
-                                resources={"metadata": {"path": str(NOTEBOOKS)}})
+        client = NotebookClient(
+            books[name],
+            timeout=240,
+            kernel_name=kernel_name,
+            resources={"metadata": {"path": str(NOTEBOOKS)}},
+        )
         # env goes to the kernel's start; a failing cell (asserts included) raises here. Each
         # kernel has its own memory: three processes creating one Chroma database at once race.
-        env = {**os.environ, "GUARDAGENT_NB_OUT": str(out_dir),
-               "GUARDAGENT_MEMORY_DIR": str(out_dir) + "-memory"}
+        env = {
+            **os.environ,
+            "GUARDAGENT_NB_OUT": str(out_dir),
+            "GUARDAGENT_MEMORY_DIR": str(out_dir) + "-memory",
+        }
         await client.async_execute(env=env)
         return out_dir
 

@@ -31,8 +31,9 @@ STEP = int(os.environ.get("GUARDAGENT_PARITY_STEP", "5"))
 DENYING = ("violated", "possibly_violated")
 
 
-@pytest.mark.parametrize("program, policy", [("eicu-ac", "eicu-ac-policy"),
-                                             ("mind2web-sc", "mind2web-sc-policy")])
+@pytest.mark.parametrize(
+    "program, policy", [("eicu-ac", "eicu-ac-policy"), ("mind2web-sc", "mind2web-sc-policy")]
+)
 def test_the_policy_path_gives_the_program_paths_labels_and_violations(program, policy, tmp_path):
     everything = load_benchmark(policy)
     assert [c.id for c in everything] == [c.id for c in load_benchmark(program)]
@@ -47,8 +48,11 @@ def test_the_policy_path_gives_the_program_paths_labels_and_violations(program, 
         theirs.append(base)
         assert mine.program_source == "memory" and mine.llm_calls == 0, (case.id, mine.reason)
         assert mine.label == base.label, (case.id, mine.reason, base.reason)
-        assert same_details(mine.violations, base.violations), (case.id, mine.violations,
-                                                                base.violations)  # fmt: skip
+        assert same_details(mine.violations, base.violations), (
+            case.id,
+            mine.violations,
+            base.violations,
+        )
         if mine.allowed:
             assert mine.remediation is None and mine.error is None
             assert all(r.status in ("holds", "not_applicable") for r in mine.rules)
@@ -67,9 +71,22 @@ def test_the_policy_path_gives_the_program_paths_labels_and_violations(program, 
 
 def test_eval_runs_a_policy_profile_on_its_benchmark(tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, [
-        "eval", "--profile", "mind2web-sc-policy", "--limit", "4", "--out", str(out),
-        "--no-plots", "--quiet", "--memory-dir", str(tmp_path / "mem")])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--profile",
+            "mind2web-sc-policy",
+            "--limit",
+            "4",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--quiet",
+            "--memory-dir",
+            str(tmp_path / "mem"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["n"] == 4 and metrics["profile"] == "mind2web-sc-policy"

@@ -25,12 +25,18 @@ from guardagent.readers.eicu_schema import EICU_COLUMNS
 POLICY_PROFILE = load_profile("eicu-ac-policy")
 PROGRAM = POLICY_PROFILE.demonstrations[0].code
 PERMISSIONS: dict[str, dict[str, list[str]]] = load_profile("eicu-ac").policy("PERMISSIONS")
-CELLS = {c: ok for c, ok in access_cells(PERMISSIONS).items()
-         if c.role != UNLISTED_ROLE and c.column in EICU_COLUMNS.get(c.table, ())}  # fmt: skip
+CELLS = {
+    c: ok
+    for c, ok in access_cells(PERMISSIONS).items()
+    if c.role != UNLISTED_ROLE and c.column in EICU_COLUMNS.get(c.table, ())
+}
 DENIED = sorted(c for c, ok in CELLS.items() if not ok)
 ALLOWED = sorted(c for c, ok in CELLS.items() if ok)
-ROLE_PREDICATE = {"physician": "role_is_physician", "nursing": "role_is_nursing",
-                  "general administration": "role_is_general_administration"}  # fmt: skip
+ROLE_PREDICATE = {
+    "physician": "role_is_physician",
+    "nursing": "role_is_nursing",
+    "general administration": "role_is_general_administration",
+}
 
 
 def guarded(condition: str) -> str:
@@ -49,8 +55,10 @@ def read_skipped(role: str, table: str, column: str) -> str:
 
 def role_dropped(role: str, table: str, column: str) -> str:
     """Denies `role` one column it may read: its role predicate is not assigned then."""
-    return guarded(f"role == {role!r} and {column!r} in accessed.get({table!r}, []) "
-                   f"and name == {ROLE_PREDICATE[role]!r}")  # fmt: skip
+    return guarded(
+        f"role == {role!r} and {column!r} in accessed.get({table!r}, []) "
+        f"and name == {ROLE_PREDICATE[role]!r}"
+    )
 
 
 def test_the_policy_oracle_covers_every_cell_of_every_identity():
@@ -82,10 +90,15 @@ def test_a_program_denying_one_allowed_cell_does_not_verify(cell):
     assert program_problems(role_dropped(*cell), POLICY_PROFILE), f"trusted denying {cell}"
 
 
-@pytest.mark.parametrize("cell", [("physician", "microlab", "microlabid"),
-                                  ("general administration", "diagnosis", "icd9code"),
-                                  ("physician", "intakeoutput", "intakeoutputid"),
-                                  ("general administration", "medication", "medicationid")])
+@pytest.mark.parametrize(
+    "cell",
+    [
+        ("physician", "microlab", "microlabid"),
+        ("general administration", "diagnosis", "icd9code"),
+        ("physician", "intakeoutput", "intakeoutputid"),
+        ("general administration", "medication", "medicationid"),
+    ],
+)
 def test_named_cells_the_demonstrations_never_read_do_not_verify(cell):
     """The cells seen trusted on main (the demonstrations' identity flips never read them)."""
     from guardagent.profiles.verification import program_problems
@@ -127,8 +140,9 @@ def derived_eicu(tmp_path: Path):
         demo.pop("program", None)
         demo["code"] = "allow('placeholder')"
     (root / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
-    (root / "profile.yaml").write_text((src / "profile.yaml").read_text().replace(
-        "name: eicu-ac", "name: eicu-derived"))  # fmt: skip
+    (root / "profile.yaml").write_text(
+        (src / "profile.yaml").read_text().replace("name: eicu-ac", "name: eicu-derived")
+    )
     profile = load_profile(str(root))
     register_derived(profile, load_policy("eicu-ac"))
     yield profile
@@ -148,8 +162,11 @@ TABLE_PROGRAM = load_profile("eicu-ac").demonstrations[0].code
 def table_toggled(role: str, table: str, column: str) -> str:
     """eicu-ac's own program (it decides itself) with one cell of its access list flipped."""
     tree = ast.parse(TABLE_PROGRAM)
-    node = next(n for n in tree.body if isinstance(n, ast.Assign)
-                and getattr(n.targets[0], "id", "") == "PERMISSIONS")  # fmt: skip
+    node = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PERMISSIONS"
+    )
     permissions = {r: {t: list(c) for t, c in cols.items()} for r, cols in PERMISSIONS.items()}
     cols = permissions[role].setdefault(table, [])
     cols.remove(column) if column in cols else cols.append(column)
@@ -157,8 +174,9 @@ def table_toggled(role: str, table: str, column: str) -> str:
     return ast.unparse(tree)
 
 
-@pytest.mark.parametrize("cell", [("physician", "microlab", "microlabid"),
-                                  ("nursing", "lab", "labname")])
+@pytest.mark.parametrize(
+    "cell", [("physician", "microlab", "microlabid"), ("nursing", "lab", "labname")]
+)
 def test_under_derived_rules_a_program_wrong_in_one_cell_does_not_verify(derived_eicu, cell):
     """A regression guard (it passed before: the derived oracle reads each target in
     addition by each identity); the cell probes must keep it so, the control verifying."""
@@ -171,12 +189,18 @@ def test_under_derived_rules_a_program_wrong_in_one_cell_does_not_verify(derived
 # --------------------------------------------------------------------------- policy check
 
 
-@pytest.mark.parametrize(("policy", "profile", "line"), [
-    ("eicu-ac", "eicu-ac-policy", "access cells of the policy model 'eicu-ac': 284 of 284"),
-    ("eicu-ac", "eicu-ac", "access cells of the policy model derived from the guard request: "
-                           "284 of 284"),
-    ("mind2web-sc", "mind2web-sc-policy", "rule conditions: 42 of 42 probed alone"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "profile", "line"),
+    [
+        ("eicu-ac", "eicu-ac-policy", "access cells of the policy model 'eicu-ac': 284 of 284"),
+        (
+            "eicu-ac",
+            "eicu-ac",
+            "access cells of the policy model derived from the guard request: 284 of 284",
+        ),
+        ("mind2web-sc", "mind2web-sc-policy", "rule conditions: 42 of 42 probed alone"),
+    ],
+)
 def test_policy_check_prints_the_models_coverage_as_a_profiles_oracle(policy, profile, line):
     """Issue 34: `policy check` prints per-oracle coverage like `profile check` (seen failing:
     no such option)."""
@@ -203,11 +227,13 @@ def test_policy_check_exits_1_when_the_profile_would_leave_cells_unprobed(tmp_pa
     shutil.copytree(Path(POLICY_PROFILE.root), root)
     demos = [json.loads(line) for line in (root / "demonstrations.jsonl").read_text().splitlines()]
     for demo in demos:
-        demo["agent_input"] = "\n".join(line for line in demo["agent_input"].split("\n")
-                                        if not line.startswith("Identity:"))  # fmt: skip
+        demo["agent_input"] = "\n".join(
+            line for line in demo["agent_input"].split("\n") if not line.startswith("Identity:")
+        )
     (root / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
-    (root / "profile.yaml").write_text((root / "profile.yaml").read_text().replace(
-        "name: eicu-ac-policy", "name: no-identity"))  # fmt: skip
+    (root / "profile.yaml").write_text(
+        (root / "profile.yaml").read_text().replace("name: eicu-ac-policy", "name: no-identity")
+    )
     done = CliRunner().invoke(policy_cli, ["check", "eicu-ac", "--profile", str(root)])
     assert done.exit_code == 1, done.output
     assert "not covered (no program would verify)" in done.output

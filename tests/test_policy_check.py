@@ -47,7 +47,10 @@ def test_planted_warnings_are_all_found():
     assert redundant.rules == ("no-weekend-checkout-with-receipt", "no-weekend-checkout")
     [merge] = by_code(report, "interchangeable_predicates")
     assert merge.predicates == ("coupon_valid", "coupon_unexpired")
-    assert {f.predicates[0] for f in by_code(report, "unused_predicate")} == {"archive", "loyalty_member"}
+    assert {f.predicates[0] for f in by_code(report, "unused_predicate")} == {
+        "archive",
+        "loyalty_member",
+    }
     [declared] = by_code(report, "declared_forbidden_permitted")
     assert declared.predicates == ("gift_wrap",)
     assert by_code(report, "unknown_tool")[0].predicates == ("store_open",)

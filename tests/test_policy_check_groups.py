@@ -20,13 +20,17 @@ def policy(assign: bool) -> str:
         lines += [f"  - name: calls_{tool}", "    kind: action"]
         if assign:
             lines.append(f"    assign: {{trace: 'tool_is(\"{tool}\")'}}")
-    lines += ["  - name: approved", "    kind: condition",
-              "  - name: reviewed", "    kind: condition",
-              "rules:",
-              "  - id: patterns-need-consent",
-              "    logic: (" + " OR ".join(f"calls_{t}" for t in TOOLS) + ") IMPLIES approved",
-              "  - id: approved-means-reviewed",
-              "    logic: approved IMPLIES reviewed"]  # fmt: skip
+    lines += [
+        "  - name: approved",
+        "    kind: condition",
+        "  - name: reviewed",
+        "    kind: condition",
+        "rules:",
+        "  - id: patterns-need-consent",
+        "    logic: (" + " OR ".join(f"calls_{t}" for t in TOOLS) + ") IMPLIES approved",
+        "  - id: approved-means-reviewed",
+        "    logic: approved IMPLIES reviewed",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -50,11 +54,19 @@ def test_same_trace_expression_twice_is_still_found() -> None:
 
 
 def test_groups_are_split_where_a_swap_changes_a_rule() -> None:
-    text = "\n".join([
-        "format: guardagent-policy/1", "name: split", 'version: "1"', "predicates:",
-        *[f"  - {{name: {n}, kind: condition}}" for n in ("a", "b", "c", "d", "e")],
-        "  - {name: act, kind: action}",
-        "rules:",
-        "  - {id: r1, logic: act IMPLIES ((a OR b) AND (c OR d) AND e)}",
-    ]) + "\n"  # fmt: skip
+    text = (
+        "\n".join(
+            [
+                "format: guardagent-policy/1",
+                "name: split",
+                'version: "1"',
+                "predicates:",
+                *[f"  - {{name: {n}, kind: condition}}" for n in ("a", "b", "c", "d", "e")],
+                "  - {name: act, kind: action}",
+                "rules:",
+                "  - {id: r1, logic: act IMPLIES ((a OR b) AND (c OR d) AND e)}",
+            ]
+        )
+        + "\n"
+    )
     assert sorted(interchangeable(text)) == [("a", "b"), ("c", "d")]

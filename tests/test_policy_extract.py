@@ -32,12 +32,21 @@ def _doc(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_markdown_sections_have_stable_references(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "h.md", "# Handbook\n\nIntro.\n\n## Refunds\n\nFirst rule\nwraps.\n\n"
-                                 "- bullet one\n- bullet two\n\n### Large\n\nBig ones.\n")
+    doc = _doc(
+        tmp_path,
+        "h.md",
+        "# Handbook\n\nIntro.\n\n## Refunds\n\nFirst rule\nwraps.\n\n"
+        "- bullet one\n- bullet two\n\n### Large\n\nBig ones.\n",
+    )
     sections = read_document(doc)
     refs = [p.ref for s in sections for p in s.paragraphs]
-    assert refs == ["h.md#top:p1", "h.md#refunds:p1", "h.md#refunds:p2", "h.md#refunds:p3",
-                    "h.md#refunds/large:p1"]
+    assert refs == [
+        "h.md#top:p1",
+        "h.md#refunds:p1",
+        "h.md#refunds:p2",
+        "h.md#refunds:p3",
+        "h.md#refunds/large:p1",
+    ]
     assert sections[1].paragraphs[0].text == "First rule wraps."
     assert sections[2].title == "Refunds > Large"
     # Editing another section leaves these references unchanged.
@@ -47,18 +56,21 @@ def test_markdown_sections_have_stable_references(tmp_path: Path) -> None:
 
 
 def test_html_and_text_documents(tmp_path: Path) -> None:
-    html = _doc(tmp_path, "p.html", "<html><head><title>x</title><style>p{}</style></head>"
-                "<body><h1>Policy</h1><h2>Email</h2><p>Send only to the address"
-                " on record.</p><ul><li>No card numbers.</li></ul><script>evil()</script>"
-                "</body></html>")
+    html = _doc(
+        tmp_path,
+        "p.html",
+        "<html><head><title>x</title><style>p{}</style></head>"
+        "<body><h1>Policy</h1><h2>Email</h2><p>Send only to the address"
+        " on record.</p><ul><li>No card numbers.</li></ul><script>evil()</script>"
+        "</body></html>",
+    )
     sections = read_document(html)
     assert [(p.ref, p.text) for s in sections for p in s.paragraphs] == [
         ("p.html#email:p1", "Send only to the address on record."),
         ("p.html#email:p2", "No card numbers."),
     ]
     text = _doc(tmp_path, "t.txt", "Rule one.\n\nRule\ntwo.\n")
-    assert [p.text for s in read_document(text) for p in s.paragraphs] == ["Rule one.",
-                                                                            "Rule two."]
+    assert [p.text for s in read_document(text) for p in s.paragraphs] == ["Rule one.", "Rule two."]
 
 
 def test_pdf_document(tmp_path: Path) -> None:
@@ -105,15 +117,25 @@ def test_extract_example_with_scripted_model() -> None:
 
 def test_malformed_output_is_retried_with_the_error(tmp_path: Path) -> None:
     doc = _doc(tmp_path, "p.md", "## Export\n\nExports must be encrypted.\n")
-    good = {"policies": [{"definition": "Exports are encrypted.", "text": "Exports must be "
-                          "encrypted.", "reference": "[export:p1]",  # file part left out
-                          "predicates": [{"name": "export_data", "kind": "action"},
-                                         {"name": "encrypted", "kind": "condition"}],
-                          "rules": [{"logic": "export_data IMPLIES encrypted"}]}]}
+    good = {
+        "policies": [
+            {
+                "definition": "Exports are encrypted.",
+                "text": "Exports must be encrypted.",
+                "reference": "[export:p1]",  # file part left out
+                "predicates": [
+                    {"name": "export_data", "kind": "action"},
+                    {"name": "encrypted", "kind": "condition"},
+                ],
+                "rules": [{"logic": "export_data IMPLIES encrypted"}],
+            }
+        ]
+    }
     invented = json.loads(json.dumps(good))
     invented["policies"][0]["text"] = "Exports should probably be encrypted."
-    chat = ScriptedChatModel.of(["Sure! Here are the policies.", json.dumps(invented),
-                                 f"```json\n{json.dumps(good)}\n```"])
+    chat = ScriptedChatModel.of(
+        ["Sure! Here are the policies.", json.dumps(invented), f"```json\n{json.dumps(good)}\n```"]
+    )
     result = extract_policy([doc], chat, progress=False)
     assert result.ok and result.sections[0].attempts == 3
     retry1, retry2 = str(chat.prompts[1][-1].content), str(chat.prompts[2][-1].content)
@@ -124,11 +146,20 @@ def test_malformed_output_is_retried_with_the_error(tmp_path: Path) -> None:
 
 
 def test_output_that_stays_invalid_is_reported_not_dropped(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "p.md", "## Export\n\nExports must be encrypted.\n\n## Email\n\n"
-                                 "Nothing here.\n")
-    bad = {"policies": [{"definition": "d", "text": "Exports must be encrypted.",
-                         "reference": "p.md#export:p1", "predicates": [],
-                         "rules": [{"logic": "export_data IMPLIES AND encrypted"}]}]}
+    doc = _doc(
+        tmp_path, "p.md", "## Export\n\nExports must be encrypted.\n\n## Email\n\nNothing here.\n"
+    )
+    bad = {
+        "policies": [
+            {
+                "definition": "d",
+                "text": "Exports must be encrypted.",
+                "reference": "p.md#export:p1",
+                "predicates": [],
+                "rules": [{"logic": "export_data IMPLIES AND encrypted"}],
+            }
+        ]
+    }
     chat = ScriptedChatModel.of([json.dumps(bad)] * 3 + ['{"policies": []}'])
     result = extract_policy([doc], chat, progress=False)
     assert not result.ok
@@ -139,20 +170,36 @@ def test_output_that_stays_invalid_is_reported_not_dropped(tmp_path: Path) -> No
 
 
 def test_self_contradicting_model_is_caught_by_z3(tmp_path: Path) -> None:
-    doc = _doc(tmp_path, "p.md", "## Logging\n\nAudit logging is always on.\n\n## Costs\n\n"
-                                 "Audit logging is switched off to save costs.\n")
+    doc = _doc(
+        tmp_path,
+        "p.md",
+        "## Logging\n\nAudit logging is always on.\n\n## Costs\n\n"
+        "Audit logging is switched off to save costs.\n",
+    )
 
     def answer(ref: str, text: str, logic: str) -> str:
-        return json.dumps({"policies": [{"definition": text, "text": text, "reference": ref,
-                                         "predicates": [{"name": "audit_logging",
-                                                         "kind": "condition"}],
-                                         "rules": [{"logic": logic}]}]})
+        return json.dumps(
+            {
+                "policies": [
+                    {
+                        "definition": text,
+                        "text": text,
+                        "reference": ref,
+                        "predicates": [{"name": "audit_logging", "kind": "condition"}],
+                        "rules": [{"logic": logic}],
+                    }
+                ]
+            }
+        )
 
-    chat = ScriptedChatModel.of([
-        answer("p.md#logging:p1", "Audit logging is always on.", "audit_logging"),
-        answer("p.md#costs:p1", "Audit logging is switched off to save costs.",
-               "NOT audit_logging"),
-    ])
+    chat = ScriptedChatModel.of(
+        [
+            answer("p.md#logging:p1", "Audit logging is always on.", "audit_logging"),
+            answer(
+                "p.md#costs:p1", "Audit logging is switched off to save costs.", "NOT audit_logging"
+            ),
+        ]
+    )
     result = extract_policy([doc], chat, progress=False)
     assert not result.failed and result.check is not None and not result.check.ok
     [unsat] = [f for f in result.check.findings if f.code == "unsat_hard_rules"]
@@ -161,16 +208,34 @@ def test_self_contradicting_model_is_caught_by_z3(tmp_path: Path) -> None:
 
 def test_kind_conflict_across_sections_is_sent_back(tmp_path: Path) -> None:
     doc = _doc(tmp_path, "p.md", "## A\n\nRefunds need approval.\n\n## B\n\nRefunds are logged.\n")
-    first = {"policies": [{"definition": "x", "text": "Refunds need approval.",
-                           "reference": "p.md#a:p1",
-                           "predicates": [{"name": "refund", "kind": "action"},
-                                          {"name": "approval", "kind": "condition"}],
-                           "rules": [{"logic": "refund IMPLIES approval"}]}]}
-    clash = {"policies": [{"definition": "y", "text": "Refunds are logged.",
-                           "reference": "p.md#b:p1",
-                           "predicates": [{"name": "refund", "kind": "condition"},
-                                          {"name": "logged", "kind": "condition"}],
-                           "rules": [{"logic": "refund IMPLIES logged"}]}]}
+    first = {
+        "policies": [
+            {
+                "definition": "x",
+                "text": "Refunds need approval.",
+                "reference": "p.md#a:p1",
+                "predicates": [
+                    {"name": "refund", "kind": "action"},
+                    {"name": "approval", "kind": "condition"},
+                ],
+                "rules": [{"logic": "refund IMPLIES approval"}],
+            }
+        ]
+    }
+    clash = {
+        "policies": [
+            {
+                "definition": "y",
+                "text": "Refunds are logged.",
+                "reference": "p.md#b:p1",
+                "predicates": [
+                    {"name": "refund", "kind": "condition"},
+                    {"name": "logged", "kind": "condition"},
+                ],
+                "rules": [{"logic": "refund IMPLIES logged"}],
+            }
+        ]
+    }
     fixed = json.loads(json.dumps(clash))
     fixed["policies"][0]["predicates"][0]["kind"] = "action"
     chat = ScriptedChatModel.of([json.dumps(first), json.dumps(clash), json.dumps(fixed)])
@@ -184,8 +249,9 @@ def test_kind_conflict_across_sections_is_sent_back(tmp_path: Path) -> None:
 
 def test_extract_without_a_model_says_how_to_configure_one(tmp_path: Path) -> None:
     for args in ([], ["--model", "offline"]):
-        result = CliRunner().invoke(policy, ["extract", str(DOC), "--out",
-                                             str(tmp_path / "p.yaml"), *args])
+        result = CliRunner().invoke(
+            policy, ["extract", str(DOC), "--out", str(tmp_path / "p.yaml"), *args]
+        )
         assert result.exit_code == 2
         assert "needs a chat model" in result.output
         assert "--model openai:gpt-4o" in result.output and "OPENAI_API_KEY" in result.output
@@ -195,10 +261,18 @@ def test_extract_without_a_model_says_how_to_configure_one(tmp_path: Path) -> No
 
 def test_extract_command_with_recorded_answers(tmp_path: Path) -> None:
     out = tmp_path / "policy.yaml"
-    result = CliRunner().invoke(policy, [
-        "extract", str(DOC), "--model", f"replay:{EXAMPLES / 'support-agent-policy.answers.json'}",
-        "--out", str(out), "--no-progress",
-    ])
+    result = CliRunner().invoke(
+        policy,
+        [
+            "extract",
+            str(DOC),
+            "--model",
+            f"replay:{EXAMPLES / 'support-agent-policy.answers.json'}",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "20 predicates, 16 rules from 9 sections" in result.output
     report: dict[str, Any] = json.loads((tmp_path / "policy.yaml.report.json").read_text())

@@ -26,8 +26,7 @@ ANSWERS: dict[str, Any] = json.loads((EXAMPLES / "support-agent-policy.answers.j
 
 def _respond(body: dict[str, Any]) -> str:
     messages = body.get("messages", [])
-    system = next((m["content"] for m in messages if m.get("role") in ("system", "developer")),
-                  "")
+    system = next((m["content"] for m in messages if m.get("role") in ("system", "developer")), "")
     user = next((m["content"] for m in messages if m.get("role") == "user"), "")
     return replay_reply(ANSWERS, str(system), str(user))
 
@@ -65,15 +64,28 @@ def test_walkthrough_over_http(stub: OpenAIStub, tmp_path: Path) -> None:
     assert (tmp_path / "policy.opt.stats.png").stat().st_size > 1000
 
     pending = _run(["review", str(optimized)])
-    assert "13 proposed" in pending.output and 'text:   "Exports must be encrypted."' \
-        in pending.output
-    approve = [a for r in load_policy(optimized).rules
-               if r.id not in ("6-handling-customer-data-p1-1.1", "6-handling-customer-data-p1-1.2")
-               for a in ("--approve", r.id)]
-    result = _run(["review", str(optimized), "--reject", "6-handling-customer-data-p1-1.1",
-                   "--edit", "6-handling-customer-data-p1-1.2", "--logic",
-                   "NOT comply_with_gdpr AND NOT recipient_company_address IMPLIES NOT send_email",
-                   *approve])
+    assert (
+        "13 proposed" in pending.output and 'text:   "Exports must be encrypted."' in pending.output
+    )
+    approve = [
+        a
+        for r in load_policy(optimized).rules
+        if r.id not in ("6-handling-customer-data-p1-1.1", "6-handling-customer-data-p1-1.2")
+        for a in ("--approve", r.id)
+    ]
+    result = _run(
+        [
+            "review",
+            str(optimized),
+            "--reject",
+            "6-handling-customer-data-p1-1.1",
+            "--edit",
+            "6-handling-customer-data-p1-1.2",
+            "--logic",
+            "NOT comply_with_gdpr AND NOT recipient_company_address IMPLIES NOT send_email",
+            *approve,
+        ]
+    )
     assert result.exit_code == 0, result.output
     assert "11 approved, 1 edited, 1 rejected" in result.output
 
@@ -90,17 +102,20 @@ def test_walkthrough_over_http(stub: OpenAIStub, tmp_path: Path) -> None:
     guarded = profile_policy(Profile())
     assert guarded is not None
     assert "6-handling-customer-data-p1-1.1" not in guarded.by_id
-    lookup = {"lookup_customer": {"value": True, "probability": None},
-              "comply_with_gdpr": {"value": False, "probability": None},
-              "ticket_open": {"value": True, "probability": None},
-              "customer_on_ticket": {"value": True, "probability": None}}
+    lookup = {
+        "lookup_customer": {"value": True, "probability": None},
+        "comply_with_gdpr": {"value": False, "probability": None},
+        "ticket_open": {"value": True, "probability": None},
+        "customer_on_ticket": {"value": True, "probability": None},
+    }
     assert verify_event(guarded, lookup).allowed
-    export = {"export_data": {"value": True, "probability": None},
-              "dpo_approval": {"value": False, "probability": None}}
+    export = {
+        "export_data": {"value": True, "probability": None},
+        "dpo_approval": {"value": False, "probability": None},
+    }
     verdict = verify_event(guarded, export)
     assert not verdict.allowed
-    assert any(r.id == "5-exporting-data-p1-1" and r.status == "violated"
-               for r in verdict.rules)
+    assert any(r.id == "5-exporting-data-p1-1" and r.status == "violated" for r in verdict.rules)
 
 
 def test_the_reviewed_example_guards_the_support_agents_tools(tmp_path: Path) -> None:
@@ -108,20 +123,29 @@ def test_the_reviewed_example_guards_the_support_agents_tools(tmp_path: Path) ->
     from guardagent.integrations.events import tool_call_event
 
     guard = GuardAgent(str(EXAMPLES / "support-agent"), memory_dir=str(tmp_path))
-    facts = {"ticket_open": True, "identity_verified": True, "comply_with_gdpr": False,
-             "ticket_customer": "c-7", "manager_approval": False}
+    facts = {
+        "ticket_open": True,
+        "identity_verified": True,
+        "comply_with_gdpr": False,
+        "ticket_customer": "c-7",
+        "manager_approval": False,
+    }
     # The rejected rule (no lookups without a GDPR basis) does not guard.
     lookup = guard.check(*tool_call_event("lookup_customer", {"customer_id": "c-7"}, [], facts))
     assert lookup.allowed and lookup.program_source == "memory", lookup.reason
-    refund = guard.check(*tool_call_event("refund", {"customer_id": "c-7", "amount": 900}, [],
-                                          facts))
+    refund = guard.check(
+        *tool_call_event("refund", {"customer_id": "c-7", "amount": 900}, [], facts)
+    )
     assert not refund.allowed
     assert refund.violations == [
-        "Refunds above 500 EUR need a support manager's approval first. (scope: refund)"]
+        "Refunds above 500 EUR need a support manager's approval first. (scope: refund)"
+    ]
     # A fact the host did not give stays open: the rule it could break denies.
-    unknown = guard.check(*tool_call_event("export_data", {"customer_id": "c-7",
-                                                           "encrypted": True}, [],
-                                           {"ticket_open": True}))
+    unknown = guard.check(
+        *tool_call_event(
+            "export_data", {"customer_id": "c-7", "encrypted": True}, [], {"ticket_open": True}
+        )
+    )
     assert not unknown.allowed
 
 
@@ -134,8 +158,21 @@ def test_malformed_answers_over_http_are_retried_then_reported(
     doc.write_text("## Export\n\nExports must be encrypted.\n\n## Email\n\nNo card numbers.\n")
     out = tmp_path / "p.yaml"
     with OpenAIStub(responder=lambda body: "I would rather not answer in JSON.") as server:
-        result = _run(["extract", str(doc), "--model", "openai:stub-model", "--base-url",
-                       server.base_url, "--out", str(out), "--no-progress", "--attempts", "2"])
+        result = _run(
+            [
+                "extract",
+                str(doc),
+                "--model",
+                "openai:stub-model",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(out),
+                "--no-progress",
+                "--attempts",
+                "2",
+            ]
+        )
         assert server.count == 4  # two sections, two attempts each: bounded
         retry = server.requests[1]["messages"]
         assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]

@@ -35,8 +35,11 @@ def formulas(max_leaves: int = 12) -> st.SearchStrategy:
         pair = st.tuples(children, children)
         many = st.lists(children, min_size=2, max_size=3).map(tuple)
         return st.one_of(
-            children.map(Not), many.map(And), many.map(Or),
-            pair.map(lambda p: Implies(*p)), pair.map(lambda p: Iff(*p)),
+            children.map(Not),
+            many.map(And),
+            many.map(Or),
+            pair.map(lambda p: Implies(*p)),
+            pair.map(lambda p: Iff(*p)),
         )
 
     return st.recursive(leaf, extend, max_leaves=max_leaves)
@@ -114,8 +117,8 @@ def _policy_with_logic(logic_yaml: str) -> str:
 @pytest.mark.parametrize(
     "logic_yaml, line, column",
     [
-        ("a AND AND b", 9, 18),        # plain scalar: the file column of the second AND
-        ('"a AND AND b"', 9, 19),      # double-quoted: one more for the quote
+        ("a AND AND b", 9, 18),  # plain scalar: the file column of the second AND
+        ('"a AND AND b"', 9, 19),  # double-quoted: one more for the quote
         ("'a OR )'", 9, 18),
         ("|\n      a AND\n        ) b", 11, 9),  # literal block: the block's own lines
     ],
@@ -125,7 +128,11 @@ def test_file_positions_point_into_the_logic_string(logic_yaml, line, column):
     with pytest.raises(PolicyError) as info:
         load_policy_text(text, "p.yaml")
     issue = info.value.issues[0]
-    assert (issue.location.file, issue.location.line, issue.location.column) == ("p.yaml", line, column)
+    assert (issue.location.file, issue.location.line, issue.location.column) == (
+        "p.yaml",
+        line,
+        column,
+    )
     assert str(issue).startswith(f"p.yaml:{line}:{column}: rule 'r' logic:")
     assert text.splitlines()[line - 1][column - 1] in "A)"
 

@@ -18,8 +18,9 @@ from guardagent.tools import DEFAULT_TOOLBOX
 from tests.scripted import ScriptedChatModel
 
 TOOLS = DEFAULT_TOOLBOX.subset(TOOLBOXES["tool-calls"])
-BIG_UNVERIFIED = tool_call_event("transfer_funds", {"amount": 2500, "to": "a"}, [],
-                                 {"verified": False})
+BIG_UNVERIFIED = tool_call_event(
+    "transfer_funds", {"amount": 2500, "to": "a"}, [], {"verified": False}
+)
 
 
 @pytest.mark.parametrize("zygote", ["1", "0"])
@@ -34,10 +35,14 @@ def test_a_policy_program_reports_its_predicates_without_a_verdict(zygote, monke
 @pytest.mark.parametrize(
     "program, error",
     [
-        ("assign('x', True)\ntry:\n    assign('x', False)\nexcept Exception:\n    pass\n",
-         "VerdictError: assign(): 'x' was already assigned"),
-        ("try:\n    assign('x', 1)\nexcept Exception:\n    pass\nassign('y', True)\n",
-         "VerdictError: assign(): value must be True, False or None"),
+        (
+            "assign('x', True)\ntry:\n    assign('x', False)\nexcept Exception:\n    pass\n",
+            "VerdictError: assign(): 'x' was already assigned",
+        ),
+        (
+            "try:\n    assign('x', 1)\nexcept Exception:\n    pass\nassign('y', True)\n",
+            "VerdictError: assign(): value must be True, False or None",
+        ),
         ("x = 1\n", "NoVerdict"),
     ],
 )
@@ -60,15 +65,24 @@ def test_the_graph_verifies_with_the_policy_model_and_the_trace_shows_verify(tmp
     assert rule.status == "violated" and rule.deciding["user_is_verified"] is False
     assert denied.safety_probability == 0.0
     assert {c.predicate for r in denied.remediation.remedies for c in r.changes} == {
-        "calls_transfer_funds", "transfer_amount_over_1000", "user_is_verified"}
-    allowed = guard.check(*tool_call_event("transfer_funds", {"amount": 20, "to": "a"}, [],
-                                           {"verified": False}))
+        "calls_transfer_funds",
+        "transfer_amount_over_1000",
+        "user_is_verified",
+    }
+    allowed = guard.check(
+        *tool_call_event("transfer_funds", {"amount": 20, "to": "a"}, [], {"verified": False})
+    )
     assert allowed.allowed and allowed.guardrailed_output is not None
     assert allowed.safety_probability == 1.0 and allowed.remediation is None
-    nodes = [node for update in guard.graph.stream(
-        {"agent_input": BIG_UNVERIFIED[0], "agent_output": BIG_UNVERIFIED[1]},
-        context=GuardContext(profile="tool-calls-policy", memory_dir=str(tmp_path)),
-        stream_mode="updates") for node in update]
+    nodes = [
+        node
+        for update in guard.graph.stream(
+            {"agent_input": BIG_UNVERIFIED[0], "agent_output": BIG_UNVERIFIED[1]},
+            context=GuardContext(profile="tool-calls-policy", memory_dir=str(tmp_path)),
+            stream_mode="updates",
+        )
+        for node in update
+    ]
     assert nodes[-3:] == ["execute", "verify", "decide"]
 
 
@@ -76,10 +90,15 @@ def test_profiles_without_a_policy_model_do_not_pass_through_verify(tmp_path):
     guard = GuardAgent("tool-calls", memory_dir=str(tmp_path))
     decision = guard.check(*BIG_UNVERIFIED)
     assert not decision.allowed and decision.rules == [] and decision.remediation is None
-    nodes = [node for update in guard.graph.stream(
-        {"agent_input": BIG_UNVERIFIED[0], "agent_output": BIG_UNVERIFIED[1]},
-        context=GuardContext(profile="tool-calls", memory_dir=str(tmp_path)),
-        stream_mode="updates") for node in update]
+    nodes = [
+        node
+        for update in guard.graph.stream(
+            {"agent_input": BIG_UNVERIFIED[0], "agent_output": BIG_UNVERIFIED[1]},
+            context=GuardContext(profile="tool-calls", memory_dir=str(tmp_path)),
+            stream_mode="updates",
+        )
+        for node in update
+    ]
     assert "verify" not in nodes
 
 
@@ -92,15 +111,22 @@ def test_the_middleware_hands_the_agent_the_computed_remedy(tmp_path):
         ran.append((amount, to))
         return "sent"
 
-    model = ScriptedChatModel.of([
-        AIMessage("", tool_calls=[{"name": "transfer_funds", "args": {"amount": 2500, "to": "x"},
-                                   "id": "call-1"}]),
-        "I cannot do that yet.",
-    ])
+    model = ScriptedChatModel.of(
+        [
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "transfer_funds", "args": {"amount": 2500, "to": "x"}, "id": "call-1"}
+                ],
+            ),
+            "I cannot do that yet.",
+        ]
+    )
     guard = GuardAgent("tool-calls-policy", memory_dir=str(tmp_path))
     agent = create_agent(model, [transfer_funds], middleware=[GuardAgentMiddleware(guard)])
-    out = agent.invoke({"messages": [HumanMessage("send 2500 to x")]},
-                       context={"user_info": {"verified": False}})
+    out = agent.invoke(
+        {"messages": [HumanMessage("send 2500 to x")]}, context={"user_info": {"verified": False}}
+    )
     assert ran == []
     [msg] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert msg.status == "error"

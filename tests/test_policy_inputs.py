@@ -14,9 +14,11 @@ from guardagent.authoring.replay import ReplayChatModel
 from guardagent.cli import main
 from guardagent.policy.model import policy_path
 
-POLICY_TEXT = policy_path("assistant-trace").read_text(encoding="utf-8") if policy_path(
-    "assistant-trace").is_file() else (Path(__file__).parent / "traces" / "assistant_policy.yaml"
-                                       ).read_text(encoding="utf-8")  # fmt: skip
+POLICY_TEXT = (
+    policy_path("assistant-trace").read_text(encoding="utf-8")
+    if policy_path("assistant-trace").is_file()
+    else (Path(__file__).parent / "traces" / "assistant_policy.yaml").read_text(encoding="utf-8")
+)
 ENCODINGS = {
     "utf-16": lambda t: t.encode("utf-16"),
     "utf-16-le-no-bom": lambda t: t.encode("utf-16-le"),
@@ -47,8 +49,9 @@ def test_policy_commands_read_any_text_encoding(encoding: str, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("command", [["check"], ["verify"], ["review"], ["diff", "X"]])
-def test_a_directory_where_a_policy_file_is_expected_says_so(command: list[str],
-                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_a_directory_where_a_policy_file_is_expected_says_so(
+    command: list[str], tmp_path: Path
+) -> None:
     args = [str(tmp_path) if a == "X" else a for a in command]
     code, out = policy([*args, str(tmp_path)])
     assert code != 0 and f"{tmp_path}: is a directory; give a file" in out, out

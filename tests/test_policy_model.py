@@ -19,7 +19,9 @@ HERE = Path(__file__).parent / "policies"
 
 
 def policy(predicates: str, rules: str = "", extra: str = "") -> str:
-    return f"format: {FORMAT}\nname: t\nversion: '2'\n{extra}predicates:\n{predicates}rules:\n{rules}"
+    return (
+        f"format: {FORMAT}\nname: t\nversion: '2'\n{extra}predicates:\n{predicates}rules:\n{rules}"
+    )
 
 
 def issues(text: str, strict: bool = True) -> list[str]:
@@ -50,11 +52,19 @@ def test_a_loaded_model_has_its_parts():
     assert model.by_name["user_consent"].assigned_by.kind == "query"
     assert model.tree.ancestors("update_bio") == ("profile_modification", "content_access")
     assert set(model.tree.descendants("content_access")) == {
-        "profile_modification", "update_bio", "update_account_info", "publish_data"}
+        "profile_modification",
+        "update_bio",
+        "update_account_info",
+        "publish_data",
+    }
     assert model.tree.depth == 3
     # A rule's circuit: the actions its logic names, plus those it is attached to.
     assert model.circuits["publish_data"] == (
-        "private-needs-consent", "truthful-only", "no-harmful-content", "personal-is-private")
+        "private-needs-consent",
+        "truthful-only",
+        "no-harmful-content",
+        "personal-is-private",
+    )
     assert model.circuits["content_access"] == ("follow-the-request",)
     assert model.by_id["private-needs-consent"].location.line == 66
     assert model.by_id["private-needs-consent"].logic_location.line == 67
@@ -100,8 +110,12 @@ def test_non_strict_loading_keeps_undefined_names_for_the_checker():
 
 
 def test_format_version_and_required_keys():
-    assert any("unknown format 'guardagent-policy/9'" in i for i in issues(
-        "format: guardagent-policy/9\nname: t\nversion: '1'\npredicates: []\nrules: []\n"))
+    assert any(
+        "unknown format 'guardagent-policy/9'" in i
+        for i in issues(
+            "format: guardagent-policy/9\nname: t\nversion: '1'\npredicates: []\nrules: []\n"
+        )
+    )
     missing = issues("format: guardagent-policy/1\npredicates: []\n")
     assert any("missing required key 'name'" in i for i in missing)
     assert any("missing required key 'version'" in i for i in missing)

@@ -33,16 +33,28 @@ TOOLS = load_policy("tool-calls")
 
 
 def execution(predicates):
-    return {"ok": True, "verdict": None, "error": None, "stdout": "", "duration_ms": 1.0,
-            "unreadable": [], "predicates": predicates}
+    return {
+        "ok": True,
+        "verdict": None,
+        "error": None,
+        "stdout": "",
+        "duration_ms": 1.0,
+        "unreadable": [],
+        "predicates": predicates,
+    }
 
 
 def test_verify_execution_returns_the_policy_verdict():
-    update = verify_execution(execution({
-        "calls_transfer_funds": {"value": True, "probability": None},
-        "transfer_amount_over_1000": {"value": True, "probability": None},
-        "user_is_verified": {"value": False, "probability": None},
-    }), TOOLS)
+    update = verify_execution(
+        execution(
+            {
+                "calls_transfer_funds": {"value": True, "probability": None},
+                "transfer_amount_over_1000": {"value": True, "probability": None},
+                "user_is_verified": {"value": False, "probability": None},
+            }
+        ),
+        TOOLS,
+    )
     verdict = update["policy_verdict"]
     assert not verdict.allowed
     assert verdict.violations == ["Transfers over 1000 require a verified user"]
@@ -51,7 +63,8 @@ def test_verify_execution_returns_the_policy_verdict():
     assert parts["safety_probability"] == 0.0
     assert parts["remediation"].remedies
     assert [r.id for r in parts["rules"] if r.status == "violated"] == [
-        "large-transfer-needs-verified-user"]
+        "large-transfer-needs-verified-user"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -68,11 +81,21 @@ def test_assignments_that_cannot_be_verified_fail_closed(predicates, message):
 
 
 def test_decision_parts_combine_with_a_program_verdict():
-    allowed = verify_execution(execution({"calls_delete_file": {"value": True, "probability": None},
-                                          "user_role_is_admin": {"value": True, "probability": None}}),
-                               TOOLS)["policy_verdict"]
+    allowed = verify_execution(
+        execution(
+            {
+                "calls_delete_file": {"value": True, "probability": None},
+                "user_role_is_admin": {"value": True, "probability": None},
+            }
+        ),
+        TOOLS,
+    )["policy_verdict"]
     assert decision_parts(allowed, None)["allowed"] is True
-    program_deny = {"allowed": False, "violations": ["custom rule"], "reason": "the program said no"}
+    program_deny = {
+        "allowed": False,
+        "violations": ["custom rule"],
+        "reason": "the program said no",
+    }
     parts = decision_parts(allowed, program_deny)
     assert parts["allowed"] is False and parts["violations"] == ["custom rule"]
     assert parts["reason"] == "the program said no"
@@ -107,8 +130,9 @@ def run_restricted(profile, agent_input, agent_output):
 
 
 def test_the_tool_calls_policy_program_assigns_what_the_verifier_needs():
-    agent_input, agent_output = tool_call_event("transfer_funds", {"amount": 2500, "to": "x"}, [],
-                                                {"verified": False})
+    agent_input, agent_output = tool_call_event(
+        "transfer_funds", {"amount": 2500, "to": "x"}, [], {"verified": False}
+    )
     assigned = run_restricted("tool-calls", agent_input, agent_output)
     assert assigned["calls_transfer_funds"]["value"] is True
     assert assigned["user_is_verified"]["value"] is False
@@ -118,16 +142,22 @@ def test_the_tool_calls_policy_program_assigns_what_the_verifier_needs():
 
 def test_the_web_and_ehr_policy_programs_run_restricted():
     web_in = "Task: Book a hotel room in Paris for two nights\nUser information:\n   age: 16,\n   domestic: True"
-    web_out = ("(Choices)\nA. <button> Book now </button>\n(Final Answer)\nELEMENT: A\n"
-               "ACTION: CLICK\nVALUE: None")
+    web_out = (
+        "(Choices)\nA. <button> Book now </button>\n(Final Answer)\nELEMENT: A\n"
+        "ACTION: CLICK\nVALUE: None"
+    )
     assigned = run_restricted("mind2web-sc", web_in, web_out)
-    assert assigned["books_hotel"]["value"] is True and assigned["user_age_under_18"]["value"] is True
+    assert (
+        assigned["books_hotel"]["value"] is True and assigned["user_age_under_18"]["value"] is True
+    )
     verdict = verify_execution(execution(assigned), load_policy("mind2web-sc"))["policy_verdict"]
     assert verdict.violations == ["User aged under 18 cannot book a hotel"]
     ehr_in = "Identity: nursing\nQuestion: What was the last diagnosis of patient 1?"
-    ehr_out = ("Solution:\n```python\ndb = LoadDB('diagnosis')\n"
-               "rows = FilterDB(db, 'patientunitstayid=1')\n"
-               "answer = GetValue(rows, 'diagnosisname')\n```")
+    ehr_out = (
+        "Solution:\n```python\ndb = LoadDB('diagnosis')\n"
+        "rows = FilterDB(db, 'patientunitstayid=1')\n"
+        "answer = GetValue(rows, 'diagnosisname')\n```"
+    )
     assigned = run_restricted("eicu-ac", ehr_in, ehr_out)
     assert assigned["role_is_nursing"]["value"] is True
     verdict = verify_execution(execution(assigned), load_policy("eicu-ac"))["policy_verdict"]
@@ -143,11 +173,18 @@ def test_a_policy_program_cannot_rebind_assign():
 
 
 def test_execution_verdict_applies_the_policy_model():
-    run = execution({"calls_delete_file": {"value": True, "probability": None},
-                     "user_role_is_admin": {"value": False, "probability": None}})
+    run = execution(
+        {
+            "calls_delete_file": {"value": True, "probability": None},
+            "user_role_is_admin": {"value": False, "probability": None},
+        }
+    )
     verdict, error = execution_verdict(run, TOOLS)
-    assert error is None and verdict == {"allowed": False, "reason": verdict["reason"],
-                                         "violations": ["Only admins may delete files"]}
+    assert error is None and verdict == {
+        "allowed": False,
+        "reason": verdict["reason"],
+        "violations": ["Only admins may delete files"],
+    }
     assert execution_verdict(run, None) == (None, "the program gave no verdict")
     failed = {**run, "ok": False, "error": "RuntimeError: boom"}
     assert execution_verdict(failed, TOOLS) == (None, "RuntimeError: boom")

@@ -64,8 +64,7 @@ TRUE_CONDITIONS = {"c": True, "d": True}
 UNKNOWN: dict[str, tuple[dict[str, Any], dict[str, bool | None]]] = {
     "assigned open": ({}, {"act": None}),
     "query unanswered": ({"act_assign": ASSIGNERS["query"]}, {"other": False}),
-    "query unanswered, another action taken": ({"act_assign": ASSIGNERS["query"]},
-                                               {"other": True}),
+    "query unanswered, another action taken": ({"act_assign": ASSIGNERS["query"]}, {"other": True}),
     "no action reported": ({}, {}),
     "parent open": ({"parent": True}, {"kind": None}),
     "parent taken, which child unsaid": ({"parent": True}, {"kind": True}),
@@ -139,19 +138,23 @@ CONDITIONS = ["d", "e", "f"]
 
 @st.composite
 def _cases(draw: Any) -> tuple[PolicyModel, dict[str, bool | None]]:
-    parents = {"a": None, "b": draw(st.sampled_from([None, "a"])),
-               "c": draw(st.sampled_from([None, "a", "b"]))}  # fmt: skip
+    parents = {
+        "a": None,
+        "b": draw(st.sampled_from([None, "a"])),
+        "c": draw(st.sampled_from([None, "a", "b"])),
+    }
     kinds = {a: draw(st.sampled_from(sorted(ASSIGNERS))) for a in ACTIONS}
     preds = "".join(
         f"  - {{name: {a}, kind: action"
-        + (f", parent: {parents[a]}" if parents[a] else "") + f"{ASSIGNERS[kinds[a]]}}}\n"
+        + (f", parent: {parents[a]}" if parents[a] else "")
+        + f"{ASSIGNERS[kinds[a]]}}}\n"
         for a in ACTIONS
     ) + "".join(f"  - {{name: {c}, kind: condition}}\n" for c in CONDITIONS)
     rules = ""
     for i in range(draw(st.integers(1, 3))):
         logic = render(draw(formulas(max_leaves=6)))
         attach = draw(st.sampled_from(["", ", actions: [a]", ", actions: [b, c]"]))
-        rules += f"  - {{id: r{i}, logic: \"{logic}\"{attach}}}\n"
+        rules += f'  - {{id: r{i}, logic: "{logic}"{attach}}}\n'
     model = load_policy_text(HEAD + preds + "rules:\n" + rules, "p.yaml", strict=False)
     picks = st.sampled_from([True, False, None, "unassigned"])
     raw = {n: draw(picks) for n in ACTIONS + CONDITIONS}
@@ -205,4 +208,9 @@ def test_an_allowed_event_breaks_no_hard_rule_under_any_completion(case):
             applies = not model.rule_actions(rule) or any(env[a] for a in model.rule_actions(rule))
             guarded = not rule.actions or any(env[a] for a in rule.actions)
             assert not (applies and guarded) or truth(rule.formula, env), (
-                render(rule.formula), rule.actions, assigned, env, verdict.reason)
+                render(rule.formula),
+                rule.actions,
+                assigned,
+                env,
+                verdict.reason,
+            )

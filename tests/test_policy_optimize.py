@@ -31,14 +31,21 @@ def _preds(*specs: str) -> str:
 
 
 def _rules(*logics: str) -> str:
-    return "".join(f"  - id: r{i}\n    logic: {logic}\n    review: proposed\n"
-                   for i, logic in enumerate(logics, 1))
+    return "".join(
+        f"  - id: r{i}\n    logic: {logic}\n    review: proposed\n"
+        for i, logic in enumerate(logics, 1)
+    )
 
 
 def test_pruning_drops_rules_implied_by_rules_that_apply_whenever_they_do() -> None:
-    model = _policy(_preds("refund:action", "send_email:action", "verified:condition"),
-                    _rules("refund IMPLIES verified", "refund OR send_email IMPLIES verified",
-                           "send_email IMPLIES verified"))
+    model = _policy(
+        _preds("refund:action", "send_email:action", "verified:condition"),
+        _rules(
+            "refund IMPLIES verified",
+            "refund OR send_email IMPLIES verified",
+            "send_email IMPLIES verified",
+        ),
+    )
     result = optimize_policy(model)
     assert [r.logic for r in result.model.rules] == ["refund OR send_email IMPLIES verified"]
     dropped = result.steps[1].details["dropped"]
@@ -50,18 +57,28 @@ def test_pruning_drops_rules_implied_by_rules_that_apply_whenever_they_do() -> N
 def test_pruning_keeps_a_rule_implied_only_through_another_actions_circuit() -> None:
     # r1 follows from r2 AND r3 logically, but r3 binds only when b is taken: dropping r1
     # would leave an event taking only a without the requirement c.
-    model = _policy(_preds("a:action", "b:action", "c:condition"),
-                    _rules("a IMPLIES c", "a IMPLIES b OR c", "b IMPLIES c"))
+    model = _policy(
+        _preds("a:action", "b:action", "c:condition"),
+        _rules("a IMPLIES c", "a IMPLIES b OR c", "b IMPLIES c"),
+    )
     kept = {r.id for r in optimize_policy(model).model.rules}
     assert "r1" in kept
 
 
 def test_merges_synonyms_but_not_distinct_interchangeable_actions() -> None:
     model = _policy(
-        _preds("refund:action", "export_data:action", "ticket_open:condition",
-               "open_ticket:condition", "approved:condition"),
-        _rules("refund IMPLIES ticket_open", "export_data IMPLIES open_ticket",
-               "NOT approved IMPLIES NOT refund AND NOT export_data"),
+        _preds(
+            "refund:action",
+            "export_data:action",
+            "ticket_open:condition",
+            "open_ticket:condition",
+            "approved:condition",
+        ),
+        _rules(
+            "refund IMPLIES ticket_open",
+            "export_data IMPLIES open_ticket",
+            "NOT approved IMPLIES NOT refund AND NOT export_data",
+        ),
     )
     result = optimize_policy(model)
     assert result.steps[1].details["merged"] == ["open_ticket -> ticket_open"]
@@ -70,10 +87,18 @@ def test_merges_synonyms_but_not_distinct_interchangeable_actions() -> None:
     assert "export_data IMPLIES ticket_open" in [r.logic for r in result.model.rules]
 
 
-def _proposal(rule: str, rules: list[str], definitions: dict[str, str] | None = None,
-              predicates: list[dict[str, str]] | None = None) -> dict[str, object]:
-    return {"rule": rule, "definitions": definitions or {}, "predicates": predicates or [],
-            "rules": [{"logic": logic} for logic in rules]}
+def _proposal(
+    rule: str,
+    rules: list[str],
+    definitions: dict[str, str] | None = None,
+    predicates: list[dict[str, str]] | None = None,
+) -> dict[str, object]:
+    return {
+        "rule": rule,
+        "definitions": definitions or {},
+        "predicates": predicates or [],
+        "rules": [{"logic": logic} for logic in rules],
+    }
 
 
 def _answers(*rounds: list[dict[str, object]]) -> list[str]:
@@ -81,17 +106,27 @@ def _answers(*rounds: list[dict[str, object]]) -> list[str]:
 
 
 VAGUE = _policy(
-    _preds("process_content:action", "publish_content:action", "download_content:action",
-           "illegal_content:condition"),
-    _rules("illegal_content IMPLIES NOT process_content",
-           "illegal_content IMPLIES NOT publish_content"),
+    _preds(
+        "process_content:action",
+        "publish_content:action",
+        "download_content:action",
+        "illegal_content:condition",
+    ),
+    _rules(
+        "illegal_content IMPLIES NOT process_content", "illegal_content IMPLIES NOT publish_content"
+    ),
 )
 
 
 def test_refinement_split_is_kept_when_z3_confirms_it_is_not_weaker() -> None:
-    split = _proposal("r1", ["illegal_content IMPLIES NOT publish_content",
-                             "illegal_content IMPLIES NOT download_content"],
-                      {"process_content": "publish_content OR download_content"})
+    split = _proposal(
+        "r1",
+        [
+            "illegal_content IMPLIES NOT publish_content",
+            "illegal_content IMPLIES NOT download_content",
+        ],
+        {"process_content": "publish_content OR download_content"},
+    )
     chat = ScriptedChatModel.of(_answers([split], []))
     result = optimize_policy(VAGUE, chat, score=False)
     step = result.steps[1]
@@ -108,10 +143,16 @@ def test_refinement_split_is_kept_when_z3_confirms_it_is_not_weaker() -> None:
 
 def test_refinement_that_would_weaken_the_policy_is_rejected() -> None:
     # Only publishing is covered: downloading illegal content would become allowed.
-    weak = _proposal("r1", ["illegal_content IMPLIES NOT publish_content"],
-                     {"process_content": "publish_content OR download_content"})
-    conditional = _proposal("r2", ["illegal_content AND adult IMPLIES NOT publish_content"],
-                            predicates=[{"name": "adult", "kind": "condition"}])
+    weak = _proposal(
+        "r1",
+        ["illegal_content IMPLIES NOT publish_content"],
+        {"process_content": "publish_content OR download_content"},
+    )
+    conditional = _proposal(
+        "r2",
+        ["illegal_content AND adult IMPLIES NOT publish_content"],
+        predicates=[{"name": "adult", "kind": "condition"}],
+    )
     chat = ScriptedChatModel.of(_answers([weak, conditional], []))
     result = optimize_policy(VAGUE, chat, max_iterations=2, score=False)
     rejected = result.steps[1].details["rejected"]
@@ -121,8 +162,9 @@ def test_refinement_that_would_weaken_the_policy_is_rejected() -> None:
 
 
 def test_refinement_contradicting_the_other_rules_is_rejected() -> None:
-    model = _policy(_preds("refund:action", "verified:condition"),
-                    _rules("refund IMPLIES verified", "verified"))
+    model = _policy(
+        _preds("refund:action", "verified:condition"), _rules("refund IMPLIES verified", "verified")
+    )
     contradiction = _proposal("r1", ["refund IMPLIES verified", "NOT verified"])
     chat = ScriptedChatModel.of(_answers([contradiction], []))
     result = optimize_policy(model, chat, max_iterations=1, score=False)
@@ -149,8 +191,10 @@ def test_vagueness_is_scored_and_cached() -> None:
 
 
 def test_statistics_json_and_plot(tmp_path: Path) -> None:
-    model = _policy(_preds("refund:action", "verified:condition"),
-                    _rules("refund IMPLIES verified", "refund IMPLIES verified"))
+    model = _policy(
+        _preds("refund:action", "verified:condition"),
+        _rules("refund IMPLIES verified", "refund IMPLIES verified"),
+    )
     result = optimize_policy(model, max_iterations=10)
     write_stats(result, tmp_path / "s.json")
     plot_stats(result, tmp_path / "s.png")
@@ -164,8 +208,10 @@ def test_optimize_command_offline_prunes_and_says_refinement_needs_a_model(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text(f"{HEAD}predicates:\n{_preds('refund:action', 'verified:condition')}"
-                    f"rules:\n{_rules('refund IMPLIES verified', 'refund IMPLIES verified')}")
+    path.write_text(
+        f"{HEAD}predicates:\n{_preds('refund:action', 'verified:condition')}"
+        f"rules:\n{_rules('refund IMPLIES verified', 'refund IMPLIES verified')}"
+    )
     result = CliRunner().invoke(policy, ["optimize", str(path), "--no-plot"])
     assert result.exit_code == 0, result.output
     assert "refinement and vagueness scores need a model" in result.output

@@ -78,15 +78,21 @@ def test_policy_profiles_verify_offline_and_decide_from_memory(tmp_path):
     for name in ("eicu-ac-policy", "mind2web-sc-policy"):
         demo = next(d for d in load_profile(name).demonstrations if d.label == 1)
         decision = GuardAgent(name, memory_dir=str(tmp_path / name)).check(
-            demo.agent_input, demo.agent_output)
+            demo.agent_input, demo.agent_output
+        )
         assert decision.program_source == "memory" and decision.error is None
         assert decision.label == 1 and same_details(decision.violations, demo.details)
         assert any(r.status == "violated" for r in decision.rules)
 
 
-@pytest.mark.parametrize("program, policy", [
-    ("eicu-ac", "eicu-ac-policy"), ("mind2web-sc", "mind2web-sc-policy"),
-    ("tool-calls", "tool-calls-policy")])  # fmt: skip
+@pytest.mark.parametrize(
+    "program, policy",
+    [
+        ("eicu-ac", "eicu-ac-policy"),
+        ("mind2web-sc", "mind2web-sc-policy"),
+        ("tool-calls", "tool-calls-policy"),
+    ],
+)
 def test_the_policy_oracle_decides_every_table_counterfactual_as_the_table(program, policy):
     """The table oracle's events (from the program profile) decided by the policy oracle."""
     oracle = oracle_for(load_profile(policy))
@@ -109,7 +115,8 @@ def test_counterfactual_labels_come_from_the_policy_model_not_the_demonstrations
     assert missing.label == 1  # an open predicate: possibly violated, denied
     ehr = {c.name: c for c in request_suite(load_profile("eicu-ac-policy")).cases}
     assert ehr["administration-cost: identity nursing"].details == {
-        "cost": ["cost", "patienthealthsystemstayid"]}
+        "cost": ["cost", "patienthealthsystemstayid"]
+    }
     assert ehr["nursing-allergies: identity physician"].label == 0
     unlisted = ehr["administration-ventilation-count: identity unlisted role"]
     assert unlisted.label == 1 and set(unlisted.details) == {"patient", "treatment"}
@@ -139,23 +146,36 @@ for name, value in eicu_ac_predicates(role, ehr_accessed_columns(agent_output)).
 def test_a_program_right_on_the_demonstrations_fails_the_policy_request(tmp_path):
     from guardagent.policy.runs import profile_policy
 
-    three = load_profile(str(policy_copy(tmp_path, "mind2web-sc-policy",
-                                         original_ids("mind2web-sc"), "m2w-three")))  # fmt: skip
-    assert verify_program(AGE_BLIND, three.demos(verified=False), three.tools(),
-                          policy=profile_policy(three)) == []  # fmt: skip
+    three = load_profile(
+        str(policy_copy(tmp_path, "mind2web-sc-policy", original_ids("mind2web-sc"), "m2w-three"))
+    )
+    assert (
+        verify_program(
+            AGE_BLIND, three.demos(verified=False), three.tools(), policy=profile_policy(three)
+        )
+        == []
+    )
     problems = program_problems(AGE_BLIND, three)
     assert any("task 'hotel', age 17: label 0, expected 1" in p for p in problems), problems
     ehr = load_profile("eicu-ac-policy")
-    assert verify_program(UNKNOWN_AS_ADMINISTRATION, ehr.demos(verified=False), ehr.tools(),
-                          policy=profile_policy(ehr)) == []  # fmt: skip
+    assert (
+        verify_program(
+            UNKNOWN_AS_ADMINISTRATION,
+            ehr.demos(verified=False),
+            ehr.tools(),
+            policy=profile_policy(ehr),
+        )
+        == []
+    )
     problems = program_problems(UNKNOWN_AS_ADMINISTRATION, ehr)
     assert any("identity unlisted role" in p for p in problems), problems
 
 
 def test_three_demonstrations_suffice_once_every_access_cell_is_probed(tmp_path):
     """Each identity reading its denied columns violates every rule (issue 34's cell probes)."""
-    three = load_profile(str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"),
-                                         "eicu-three-cells")))  # fmt: skip
+    three = load_profile(
+        str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"), "eicu-three-cells"))
+    )
     assert request_suite(three).problems == ()
     assert program_problems(PROGRAMS["eicu-ac"], three) == []
 
@@ -169,8 +189,9 @@ def test_rules_that_no_event_violates_leave_the_request_uncovered(tmp_path, monk
 
     monkeypatch.setattr(suite, "_SUITES", {})  # not the suite built with the cell probes
     monkeypatch.setattr(verification, "_PROBLEMS", {})  # nor what it verified
-    three = load_profile(str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"),
-                                         "eicu-three")))  # fmt: skip
+    three = load_profile(
+        str(policy_copy(tmp_path, "eicu-ac-policy", original_ids("eicu-ac"), "eicu-three"))
+    )
     [gap] = [p for p in request_suite(three).problems if "no demonstration" in p]
     assert any("access cells" in p for p in request_suite(three).problems)
     assert "No role may read a table's internal row id." in gap
@@ -187,8 +208,10 @@ def test_demonstrations_the_policy_model_labels_otherwise_are_reported(tmp_path)
     demos[0]["label"], demos[0]["details"] = 0, []  # the truck rental "allowed"
     (root / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
     problems = request_suite(load_profile(str(root))).problems
-    assert any("policy model 'mind2web-sc' gives demonstration pickup-truck-rental label 1"
-               in p for p in problems), problems
+    assert any(
+        "policy model 'mind2web-sc' gives demonstration pickup-truck-rental label 1" in p
+        for p in problems
+    ), problems
 
 
 # --------------------------------------------------------------------------- probes
@@ -197,23 +220,37 @@ def test_demonstrations_the_policy_model_labels_otherwise_are_reported(tmp_path)
 def test_comparisons_are_read_from_assignment_expressions():
     [age] = comparisons("18 > parse_user_info(agent_input).get('age')")
     assert (age.reader, age.keys, age.op, age.value) == ("parse_user_info", ("age",), "<", 18)
-    found = comparisons("any(c['args']['amount'] > 1000 for c in parse_tool_calls(agent_output) "
-                        "if c['name'] == 'transfer_funds')")  # fmt: skip
+    found = comparisons(
+        "any(c['args']['amount'] > 1000 for c in parse_tool_calls(agent_output) "
+        "if c['name'] == 'transfer_funds')"
+    )
     [name, amount] = found
     assert (name.keys, name.value) == (("name",), "transfer_funds")
     assert (amount.reader, amount.keys, amount.op, amount.value) == (
-        "parse_tool_calls", ("args", "amount"), ">", 1000)
+        "parse_tool_calls",
+        ("args", "amount"),
+        ">",
+        1000,
+    )
     assert amount.where == (name,)
     assert comparisons("user['age'] <") == []  # does not parse: no probe, never a guess
     assert comparisons("parse_user_info(x)['age'] < limit") == []  # no literal to probe
 
 
 def test_probe_tables_match_the_program_profiles_rule_tables():
-    web = {(r["category"], r["field"], r["violation"])
-           for r in load_profile("mind2web-sc").policy("RULES")}  # fmt: skip
-    assert {(r["category"], r["field"], r["violation"])
-            for r in category_table(load_policy("mind2web-sc"))} == web  # fmt: skip
-    tools = {(r["tool"], r["field"], r["violation"], tuple(c["arg"] for c in r.get("when", [])))
-             for r in load_profile("tool-calls").policy("RULES")}  # fmt: skip
-    assert {(r["tool"], r["field"], r["violation"], tuple(c["arg"] for c in r["when"]))
-            for r in tool_table(load_policy("tool-calls"))} == tools  # fmt: skip
+    web = {
+        (r["category"], r["field"], r["violation"])
+        for r in load_profile("mind2web-sc").policy("RULES")
+    }
+    assert {
+        (r["category"], r["field"], r["violation"])
+        for r in category_table(load_policy("mind2web-sc"))
+    } == web
+    tools = {
+        (r["tool"], r["field"], r["violation"], tuple(c["arg"] for c in r.get("when", [])))
+        for r in load_profile("tool-calls").policy("RULES")
+    }
+    assert {
+        (r["tool"], r["field"], r["violation"], tuple(c["arg"] for c in r["when"]))
+        for r in tool_table(load_policy("tool-calls"))
+    } == tools

@@ -17,7 +17,8 @@ from guardagent.policy.solver import to_z3
 from guardagent.policy.verify import verify_event
 from tests.test_policy_grammar import NAMES, formulas
 
-POLICY = load_policy_text("""
+POLICY = load_policy_text(
+    """
 format: guardagent-policy/1
 name: prob
 version: "1"
@@ -33,7 +34,9 @@ rules:
   - {id: r2, logic: a AND NOT c1 IMPLIES c2}
   - {id: r3, logic: c3 IMPLIES NOT b}
   - {id: soft, logic: a IMPLIES c3, hard: false}
-""", "prob.yaml")
+""",
+    "prob.yaml",
+)
 
 
 def p(value, probability=None):
@@ -90,16 +93,19 @@ def test_below_the_threshold_denies_even_when_every_rule_holds_as_assigned():
     assert not verdict.allowed
     assert verdict.safety_probability.execute == pytest.approx(0.42)
     assert "0.420, below the threshold 0.5" in verdict.reason
-    assert verify_event(POLICY, {"a": True, "c1": p(False, 0.7), "c2": p(True, 0.6)},
-                        threshold=0.4).allowed
+    assert verify_event(
+        POLICY, {"a": True, "c1": p(False, 0.7), "c2": p(True, 0.6)}, threshold=0.4
+    ).allowed
 
 
 def _many(k):
     preds = "".join(f"  - {{name: c{i}, kind: condition}}\n" for i in range(k))
     rules = "".join(f"  - {{id: r{i}, logic: c{i} IMPLIES NOT a}}\n" for i in range(k))
-    return load_policy_text("format: guardagent-policy/1\nname: many\nversion: '1'\n"
-                            "predicates:\n  - {name: a, kind: action}\n" + preds
-                            + "rules:\n" + rules, "many.yaml")
+    return load_policy_text(
+        "format: guardagent-policy/1\nname: many\nversion: '1'\n"
+        "predicates:\n  - {name: a, kind: action}\n" + preds + "rules:\n" + rules,
+        "many.yaml",
+    )
 
 
 def test_sampling_above_the_exact_limit_stays_within_its_stated_bound():

@@ -23,8 +23,14 @@ def changes(remedy):
 
 
 def test_a_large_unverified_transfer_has_three_single_change_remedies():
-    verdict = verify_event(TOOLS, {"calls_transfer_funds": True, "transfer_amount_over_1000": True,
-                                   "user_is_verified": False})
+    verdict = verify_event(
+        TOOLS,
+        {
+            "calls_transfer_funds": True,
+            "transfer_amount_over_1000": True,
+            "user_is_verified": False,
+        },
+    )
     fix = verdict.remediation
     assert fix.feasible and all(r.cost == 1 for r in fix.remedies)
     assert {frozenset(changes(r)) for r in fix.remedies} == {
@@ -50,13 +56,18 @@ def test_an_open_predicate_can_be_settled_as_one_change():
     found = {frozenset(changes(r)) for r in verdict.remediation.remedies}
     assert frozenset({("user_role_is_admin", True)}) in found
     assert frozenset({("calls_delete_file", False)}) in found
-    settle = next(c for r in verdict.remediation.remedies for c in r.changes
-                  if c.predicate == "user_role_is_admin")
+    settle = next(
+        c
+        for r in verdict.remediation.remedies
+        for c in r.changes
+        if c.predicate == "user_role_is_admin"
+    )
     assert settle.before is None and settle.how == "establish that user_role_is_admin is true"
 
 
 def test_no_allowed_change_means_not_feasible():
-    model = load_policy_text("""
+    model = load_policy_text(
+        """
 format: guardagent-policy/1
 name: stuck
 version: "1"
@@ -65,7 +76,9 @@ predicates:
   - {name: adult, kind: condition, changeable: false}
 rules:
   - {id: adults-only, logic: adult}
-""", "stuck.yaml")
+""",
+        "stuck.yaml",
+    )
     verdict = verify_event(model, {"act": True, "adult": False})
     assert not verdict.remediation.feasible and verdict.remediation.remedies == []
     assert "No allowed change" in verdict.remediation.summary()
@@ -73,8 +86,9 @@ rules:
 
 def test_dropping_a_child_action_drops_the_ancestor_it_alone_made_true():
     reddit = load_policy("tests/policies/reddit_profile.yaml")
-    verdict = verify_event(reddit, {"update_bio": True, "user_consent": True,
-                                    "exact_user_request": False})
+    verdict = verify_event(
+        reddit, {"update_bio": True, "user_consent": True, "exact_user_request": False}
+    )
     found = {frozenset(changes(r)) for r in verdict.remediation.remedies}
     assert frozenset({("update_bio", False)}) in found  # content_access goes with it
     assert frozenset({("exact_user_request", True)}) in found
@@ -102,8 +116,13 @@ def small_formulas():
 
     def extend(children):
         pair = st.tuples(children, children)
-        return st.one_of(children.map(Not), pair.map(lambda p: And(p)), pair.map(lambda p: Or(p)),
-                         pair.map(lambda p: Implies(*p)), pair.map(lambda p: Iff(*p)))
+        return st.one_of(
+            children.map(Not),
+            pair.map(lambda p: And(p)),
+            pair.map(lambda p: Or(p)),
+            pair.map(lambda p: Implies(*p)),
+            pair.map(lambda p: Iff(*p)),
+        )
 
     return st.recursive(leaf, extend, max_leaves=5)
 
@@ -124,8 +143,7 @@ def _brute_force_min(ev, rules):
         v = ev.values[n]
         if n in ACTIONS:
             direct = ev.direct.get(n, False)
-            options.append([(False, 0)] if direct is False else
-                           [(direct, 0), (False, 1)])
+            options.append([(False, 0)] if direct is False else [(direct, 0), (False, 1)])
         elif v is None:
             options.append([(None, 0), (True, 1), (False, 1)])
         elif n == "x":
@@ -150,8 +168,9 @@ def _brute_force_min(ev, rules):
     st.lists(st.sampled_from([True, False, None]), min_size=5, max_size=5),
 )
 def test_remedies_are_valid_and_minimal(formulas, picks):
-    text = HEADER + "".join(f"  - id: r{i}\n    logic: \"{render(f)}\"\n"
-                            for i, f in enumerate(formulas))
+    text = HEADER + "".join(
+        f'  - id: r{i}\n    logic: "{render(f)}"\n' for i, f in enumerate(formulas)
+    )
     model = load_policy_text(text, "random.yaml")
     assigned = dict(zip(ACTIONS + CONDITIONS, picks, strict=True))
     ev = event_values(model, assigned)

@@ -49,10 +49,14 @@ rules:
     review: proposed
 """
 
-REFUND = {"refund": {"value": True, "probability": None},
-          "verified": {"value": False, "probability": None}}
-EXPORT = {"export_data": {"value": True, "probability": None},
-          "dpo_approval": {"value": True, "probability": None}}
+REFUND = {
+    "refund": {"value": True, "probability": None},
+    "verified": {"value": False, "probability": None},
+}
+EXPORT = {
+    "export_data": {"value": True, "probability": None},
+    "dpo_approval": {"value": True, "probability": None},
+}
 
 
 @pytest.fixture
@@ -80,10 +84,21 @@ def test_review_lists_pending_rules_with_their_source_text(path: Path) -> None:
 
 
 def test_review_records_decisions(path: Path) -> None:
-    result = CliRunner().invoke(policy, [
-        "review", str(path), "--approve", "refund-verified", "--reject", "never-export",
-        "--edit", "export-dpo", "--logic", "export_data IMPLIES dpo_approval AND verified",
-    ])
+    result = CliRunner().invoke(
+        policy,
+        [
+            "review",
+            str(path),
+            "--approve",
+            "refund-verified",
+            "--reject",
+            "never-export",
+            "--edit",
+            "export-dpo",
+            "--logic",
+            "export_data IMPLIES dpo_approval AND verified",
+        ],
+    )
     assert result.exit_code == 0, result.output
     model = load_policy(path)
     assert [r.review for r in model.rules] == ["approved", "edited", "rejected"]
@@ -91,14 +106,29 @@ def test_review_records_decisions(path: Path) -> None:
     assert "1 approved, 1 edited, 1 rejected" in result.output
 
 
-@pytest.mark.parametrize(("logic", "message"), [
-    ("export_data IMPLIES AND", "export-dpo"),
-    ("export_data IMPLIES manager_ok", "undefined predicate 'manager_ok'"),
-])
-def test_an_invalid_edit_is_refused_and_nothing_is_written(path: Path, logic: str,
-                                                          message: str) -> None:
-    result = CliRunner().invoke(policy, ["review", str(path), "--approve", "refund-verified",
-                                         "--edit", "export-dpo", "--logic", logic])
+@pytest.mark.parametrize(
+    ("logic", "message"),
+    [
+        ("export_data IMPLIES AND", "export-dpo"),
+        ("export_data IMPLIES manager_ok", "undefined predicate 'manager_ok'"),
+    ],
+)
+def test_an_invalid_edit_is_refused_and_nothing_is_written(
+    path: Path, logic: str, message: str
+) -> None:
+    result = CliRunner().invoke(
+        policy,
+        [
+            "review",
+            str(path),
+            "--approve",
+            "refund-verified",
+            "--edit",
+            "export-dpo",
+            "--logic",
+            logic,
+        ],
+    )
     assert result.exit_code == 2 and message in result.output
     assert path.read_text() == POLICY
 
@@ -110,17 +140,20 @@ def test_unknown_rule_is_refused(path: Path) -> None:
 
 def test_diff_explains_changes_in_rule_terms(path: Path, tmp_path: Path) -> None:
     old = load_policy(path)
-    new = apply_decisions(old, [
-        ReviewDecision("refund-verified", "approve"),
-        ReviewDecision("export-dpo", "edit", "export_data IMPLIES dpo_approval AND verified"),
-    ])
+    new = apply_decisions(
+        old,
+        [
+            ReviewDecision("refund-verified", "approve"),
+            ReviewDecision("export-dpo", "edit", "export_data IMPLIES dpo_approval AND verified"),
+        ],
+    )
     new_text = dump_policy(new).replace(
-        "- id: never-export\n  logic: NOT export_data\n", "- id: dpo-needed\n  logic: "
-        "NOT dpo_approval IMPLIES NOT export_data\n")
+        "- id: never-export\n  logic: NOT export_data\n",
+        "- id: dpo-needed\n  logic: NOT dpo_approval IMPLIES NOT export_data\n",
+    )
     (tmp_path / "new.yaml").write_text(new_text)
     changes = [str(c) for c in diff_policies(old, load_policy(tmp_path / "new.yaml"))]
-    assert any("rule review" in c and "refund-verified: proposed -> approved" in c
-               for c in changes)
+    assert any("rule review" in c and "refund-verified: proposed -> approved" in c for c in changes)
     assert any("rule logic" in c and "(stricter)" in c for c in changes)
     assert any(c.startswith("rule removed") and "never-export" in c for c in changes)
     assert any(c.startswith("rule added") and "dpo-needed" in c for c in changes)
@@ -133,10 +166,13 @@ def test_diff_explains_changes_in_rule_terms(path: Path, tmp_path: Path) -> None
 def test_relation_is_decided_by_z3(path: Path) -> None:
     model = load_policy(path)
     rule = model.by_id["export-dpo"]
-    looser = apply_decisions(model, [ReviewDecision(
-        "export-dpo", "edit", "export_data AND verified IMPLIES dpo_approval")])
-    same = apply_decisions(model, [ReviewDecision(
-        "export-dpo", "edit", "NOT dpo_approval IMPLIES NOT export_data")])
+    looser = apply_decisions(
+        model,
+        [ReviewDecision("export-dpo", "edit", "export_data AND verified IMPLIES dpo_approval")],
+    )
+    same = apply_decisions(
+        model, [ReviewDecision("export-dpo", "edit", "NOT dpo_approval IMPLIES NOT export_data")]
+    )
     assert relation(rule, looser.by_id["export-dpo"]) == "looser"
     assert relation(rule, same.by_id["export-dpo"]) == "equivalent"
 
@@ -145,8 +181,10 @@ def test_approved_only_guards_with_signed_off_rules_only(path: Path) -> None:
     pending = load_policy(path)
     # Nothing approved yet: no rule guards, and the refund is not denied by a pending rule.
     assert guarding_model(pending).rules == ()
-    reviewed = apply_decisions(pending, [ReviewDecision("refund-verified", "approve"),
-                                         ReviewDecision("never-export", "reject")])
+    reviewed = apply_decisions(
+        pending,
+        [ReviewDecision("refund-verified", "approve"), ReviewDecision("never-export", "reject")],
+    )
     path.write_text(dump_policy(reviewed))
     guarded = profile_policy(SimpleNamespace(policy_model=str(path), root=None))
     assert guarded is not None and [r.id for r in guarded.rules] == ["refund-verified"]
@@ -156,16 +194,16 @@ def test_approved_only_guards_with_signed_off_rules_only(path: Path) -> None:
 
 def test_rejected_rules_never_guard_even_without_approved_only(path: Path) -> None:
     text = POLICY.replace("approved_only: true\n", "")
-    model = apply_decisions(load_policy_text(text, str(path)),
-                            [ReviewDecision("never-export", "reject")])
+    model = apply_decisions(
+        load_policy_text(text, str(path)), [ReviewDecision("never-export", "reject")]
+    )
     path.write_text(dump_policy(model))
     guarded = profile_policy(SimpleNamespace(policy_model=str(path), root=None))
     assert guarded is not None
     assert [r.id for r in guarded.rules] == ["refund-verified", "export-dpo"]  # pending guard
     assert verify_event(guarded, EXPORT).allowed
     # A profile can ask for approved rules only, whatever the policy says.
-    strict = profile_policy(SimpleNamespace(policy_model=str(path), root=None,
-                                            approved_only=True))
+    strict = profile_policy(SimpleNamespace(policy_model=str(path), root=None, approved_only=True))
     assert strict is not None and strict.rules == ()
     # `policy check` judges the policy without its rejected rules; `verify` guards likewise.
     check = CliRunner().invoke(policy, ["check", str(path)])

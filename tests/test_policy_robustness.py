@@ -22,11 +22,14 @@ def _error(text: str) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("tagged", [
-    BASE.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"),
-    BASE.replace('version: "1"', 'version: !!python/object/apply:os.system ["true"]'),
-    BASE.replace("threshold: 0.5", "threshold: !custom 0.5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        BASE.replace("phone_region: CH", "phone_region: !!python/name:os.system CH"),
+        BASE.replace('version: "1"', 'version: !!python/object/apply:os.system ["true"]'),
+        BASE.replace("threshold: 0.5", "threshold: !custom 0.5"),
+    ],
+)
 def test_a_python_or_custom_tag_is_a_policy_error_with_its_position(tagged: str) -> None:
     line = next(i for i, text in enumerate(tagged.splitlines(), 1) if "!" in text.split("#")[0])
     message = _error(tagged)
@@ -38,11 +41,14 @@ def test_yaml_nested_thousands_deep_is_a_policy_error() -> None:
     assert "p.yaml:" in message and "nested more than" in message
 
 
-@pytest.mark.parametrize("logic", [
-    "NOT " * 5000 + "sends_money",
-    "(sends_money AND " * 5000 + "browses" + ")" * 5000,
-    "sends_money IMPLIES " * 5000 + "browses",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "logic",
+    [
+        "NOT " * 5000 + "sends_money",
+        "(sends_money AND " * 5000 + "browses" + ")" * 5000,
+        "sends_money IMPLIES " * 5000 + "browses",
+    ],
+)
 def test_a_formula_nested_5000_deep_is_a_policy_error(logic: str) -> None:
     first = next(line for line in BASE.splitlines() if line.strip().startswith("logic:"))
     text = BASE.replace(first, first.split("logic:")[0] + f"logic: {logic}", 1)
@@ -77,8 +83,12 @@ def test_a_rule_with_many_open_conditions_denies_with_a_remedy(n: int) -> None:
 
 def test_an_expected_action_missing_from_the_assignments_is_open_and_denies() -> None:
     model = load_policy_text(BASE)
-    given = {"recipient_trusted": False, "site_trusted": False, "leaks_secret": False,
-             "call_confirmed": False}  # fmt: skip
+    given = {
+        "recipient_trusted": False,
+        "site_trusted": False,
+        "leaks_secret": False,
+        "call_confirmed": False,
+    }
     for verdict in (verify_event(model, given), verify_event(model, given, expected=["browses"])):
         assert not verdict.allowed
         assert "browses" in verdict.open_predicates
@@ -90,8 +100,30 @@ def test_an_expected_action_missing_from_the_assignments_is_open_and_denies() ->
     assert not verify_event(program, {"c0": False, "c1": False}).allowed
 
 
-_YAML_PIECES = ["a: ", "- ", "[", "]", "{", "}", ", ", "\n", "  ", "!!str ", "!!python/object ",
-                "!x ", "&a ", "*a", "'q'", '"q"', "? ", ": ", "|\n  t\n", "# c\n", "1", "x"]
+_YAML_PIECES = [
+    "a: ",
+    "- ",
+    "[",
+    "]",
+    "{",
+    "}",
+    ", ",
+    "\n",
+    "  ",
+    "!!str ",
+    "!!python/object ",
+    "!x ",
+    "&a ",
+    "*a",
+    "'q'",
+    '"q"',
+    "? ",
+    ": ",
+    "|\n  t\n",
+    "# c\n",
+    "1",
+    "x",
+]
 
 
 @settings(max_examples=400, deadline=None)
@@ -117,11 +149,19 @@ def _read(text: str, loader: type) -> object:
         return "refused"
 
 
-@pytest.mark.parametrize("text", [
-    BASE, BASE + "\nextra: " + "[" * 70 + "]" * 70 + "\n", "a: !!python/name:os.system x\n",
-    "a: !custom [1, 2]\n", "a: &x [1, *x]\n", "- !!str a\n- !!map {b: !!int 1}\n", "a: [\n",
-    *(p.read_text(encoding="utf-8") for p in sorted((EXAMPLE.parent.parent).rglob("*.yaml"))),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        BASE,
+        BASE + "\nextra: " + "[" * 70 + "]" * 70 + "\n",
+        "a: !!python/name:os.system x\n",
+        "a: !custom [1, 2]\n",
+        "a: &x [1, *x]\n",
+        "- !!str a\n- !!map {b: !!int 1}\n",
+        "a: [\n",
+        *(p.read_text(encoding="utf-8") for p in sorted((EXAMPLE.parent.parent).rglob("*.yaml"))),
+    ],
+)
 def test_the_screen_agrees_with_the_pure_python_parser_on_policy_files(text: str) -> None:
     import yaml
 

@@ -34,8 +34,9 @@ def test_eicu_policy_grants_exactly_the_programs_permission_table():
     for role in [*permissions, "janitor"]:
         for table, cols in EICU_COLUMNS.items():
             for col in sorted(cols):
-                verdict = verify_event(EICU, eicu_ac_predicates(role, {table: [col]}),
-                                       remediation=False)  # fmt: skip
+                verdict = verify_event(
+                    EICU, eicu_ac_predicates(role, {table: [col]}), remediation=False
+                )
                 may = col in permissions.get(role, {}).get(table, [])
                 assert verdict.allowed == may, (role, table, col, verdict.reason)
                 if not may:
@@ -45,14 +46,25 @@ def test_eicu_policy_grants_exactly_the_programs_permission_table():
 
 
 def test_eicu_violations_list_every_inaccessible_column_by_table():
-    verdict = verify_event(EICU, eicu_ac_predicates("nursing", {
-        "diagnosis": ["diagnosisname", "icd9code"], "lab": ["labresult", "labid"],
-        "patient": ["age"]}))
+    verdict = verify_event(
+        EICU,
+        eicu_ac_predicates(
+            "nursing",
+            {
+                "diagnosis": ["diagnosisname", "icd9code"],
+                "lab": ["labresult", "labid"],
+                "patient": ["age"],
+            },
+        ),
+    )
     assert verdict.violations == {"diagnosis": ["diagnosisname", "icd9code"], "lab": ["labid"]}
     assert {r.id for r in verdict.denying()} == {"table-diagnosis", "no-row-ids"}
     remedy = verdict.remediation.remedies[0]
     assert {c.predicate for c in remedy.changes} == {
-        "reads_diagnosis_diagnosisname", "reads_diagnosis_icd9code", "reads_lab_labid"}
+        "reads_diagnosis_diagnosisname",
+        "reads_diagnosis_icd9code",
+        "reads_lab_labid",
+    }
 
 
 def test_eicu_column_outside_the_policy_is_unreadable():
@@ -60,8 +72,13 @@ def test_eicu_column_outside_the_policy_is_unreadable():
         eicu_ac_predicates("physician", {"lab": ["labcolour"]})
 
 
-facts = st.one_of(st.none(), st.booleans(), st.integers(-5, 40), st.floats(allow_nan=True),
-                  st.sampled_from(["yes", "true", "admin", "alcohol", "", "17"]))
+facts = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 40),
+    st.floats(allow_nan=True),
+    st.sampled_from(["yes", "true", "admin", "alcohol", "", "17"]),
+)
 
 
 def users(keys: list[str]) -> st.SearchStrategy[dict[str, Any]]:
@@ -69,8 +86,10 @@ def users(keys: list[str]) -> st.SearchStrategy[dict[str, Any]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from([*WEB_ACTIONS, "other", "HOTEL"]),
-       users(["age", "domestic", "dr_license", "vaccine", "membership"]))
+@given(
+    st.sampled_from([*WEB_ACTIONS, "other", "HOTEL"]),
+    users(["age", "domestic", "dr_license", "vaccine", "membership"]),
+)
 def test_mind2web_policy_decides_like_the_rule_table(category, user):
     rules = load_profile("mind2web-sc").policy("RULES")
     program = check_rules(user, category, rules)
@@ -80,11 +99,16 @@ def test_mind2web_policy_decides_like_the_rule_table(category, user):
 
 
 calls = st.lists(
-    st.fixed_dictionaries({
-        "name": st.sampled_from(["transfer_funds", "delete_file", "place_order", "lookup",
-                                 " Delete_File "]),
-        "args": st.dictionaries(st.sampled_from(["amount", "category", "to"]), facts, max_size=3),
-    }),
+    st.fixed_dictionaries(
+        {
+            "name": st.sampled_from(
+                ["transfer_funds", "delete_file", "place_order", "lookup", " Delete_File "]
+            ),
+            "args": st.dictionaries(
+                st.sampled_from(["amount", "category", "to"]), facts, max_size=3
+            ),
+        }
+    ),
     max_size=3,
 )
 
@@ -106,7 +130,9 @@ def test_tool_policy_decides_like_the_rule_table_and_always_offers_a_remedy(pend
 
 def test_tool_call_events_through_both_paths():
     events = [
-        tool_call_event("transfer_funds", {"amount": 5000, "to": "acct-9"}, [], {"verified": False}),
+        tool_call_event(
+            "transfer_funds", {"amount": 5000, "to": "acct-9"}, [], {"verified": False}
+        ),
         tool_call_event("transfer_funds", {"amount": 50, "to": "acct-9"}, [], {"verified": False}),
         tool_call_event("delete_file", {"path": "/tmp/x"}, [], {"role": "analyst"}),
         tool_call_event("place_order", {"category": "alcohol"}, [], {}),
@@ -139,6 +165,8 @@ def test_shared_benchmarks_get_the_same_labels_and_violations_on_both_paths(prof
 def test_tool_call_profile_demonstrations_through_both_paths():
     demos = load_profile("tool-calls").demonstrations
     results = [tool_calls_case(d.id, d.agent_input, d.agent_output) for d in demos]
-    assert all(r.same for r in results), [(r.id, r.program, r.policy) for r in results if not r.same]
+    assert all(r.same for r in results), [
+        (r.id, r.program, r.policy) for r in results if not r.same
+    ]
     assert [r.policy.label for r in results] == [d.label for d in demos]
     assert all(r.verdict.remediation.remedies for r in results if r.policy.label == 1)

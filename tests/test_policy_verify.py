@@ -21,9 +21,15 @@ REDDIT = load_policy(HERE / "reddit_profile.yaml")
 
 # Fig. r.14 of the ShieldAgent supplement: the assignments after the tool calls.
 FIGURE = {
-    "update_bio": True, "publish_data": True, "data_is_personal": True, "data_is_private": True,
-    "data_is_harmful": False, "data_is_truthful": True, "info_is_outdated": False,
-    "exact_user_request": False, "user_consent": False,
+    "update_bio": True,
+    "publish_data": True,
+    "data_is_personal": True,
+    "data_is_private": True,
+    "data_is_harmful": False,
+    "data_is_truthful": True,
+    "info_is_outdated": False,
+    "exact_user_request": False,
+    "user_consent": False,
 }
 
 
@@ -44,8 +50,12 @@ def test_the_shieldagent_example_is_denied_by_the_rules_the_paper_names():
     assert first.remediation.startswith("Remove the private data")
     assert "because" in first.explanation and "user_consent = false" in first.explanation
     assert status(verdict, "no-outdated-info").status == "not_applicable"
-    assert verdict.matched_actions == ["content_access", "profile_modification", "update_bio",
-                                       "publish_data"]
+    assert verdict.matched_actions == [
+        "content_access",
+        "profile_modification",
+        "update_bio",
+        "publish_data",
+    ]
     assert verdict.violations == [
         "Private data is published only with the user's consent.",
         "The bio is changed only with the user's consent.",
@@ -67,7 +77,8 @@ def test_a_holding_rule_names_the_values_that_decide_it():
     assert verdict.violations == [] and verdict.remediation is None
 
 
-SMALL = load_policy_text("""
+SMALL = load_policy_text(
+    """
 format: guardagent-policy/1
 name: small
 version: "1"
@@ -85,7 +96,9 @@ rules:
   - {id: tautology, logic: publish IMPLIES x OR NOT x}
   - {id: delete-rule, logic: c IMPLIES NOT delete}
   - {id: soft, logic: publish IMPLIES consent, hard: false}
-""", "small.yaml")
+""",
+    "small.yaml",
+)
 
 
 def test_open_predicate_possibly_violated_names_what_would_settle_it():
@@ -130,20 +143,24 @@ def test_an_open_action_brings_its_circuit_and_denies_when_it_might_break_a_rule
 
 
 def test_a_violated_soft_rule_is_reported_but_does_not_deny():
-    verdict = verify_event(SMALL, {"publish": True, "private": False, "consent": False,
-                                   "c": True, "d": True})
+    verdict = verify_event(
+        SMALL, {"publish": True, "private": False, "consent": False, "c": True, "d": True}
+    )
     assert status(verdict, "soft").status == "violated"
     assert not status(verdict, "soft").denies
     assert verdict.allowed
 
 
 def test_action_tree_ancestors_are_matched_and_bring_their_rules():
-    verdict = verify_event(REDDIT, {"update_bio": True, "user_consent": True,
-                                    "exact_user_request": False})
+    verdict = verify_event(
+        REDDIT, {"update_bio": True, "user_consent": True, "exact_user_request": False}
+    )
     assert verdict.matched_actions == ["content_access", "profile_modification", "update_bio"]
     assert status(verdict, "follow-the-request").status == "violated"
     assert status(verdict, "follow-the-request").deciding == {
-        "exact_user_request": False, "content_access": True}
+        "exact_user_request": False,
+        "content_access": True,
+    }
 
 
 def test_explicitly_attached_rules_apply_only_with_their_action():
@@ -166,8 +183,11 @@ def test_assignments_the_policy_cannot_take_are_errors():
 def _single_rule_policy(formula):
     preds = "".join(f"  - {{name: {n}, kind: condition}}\n" for n in NAMES)
     return load_policy_text(
-        "format: guardagent-policy/1\nname: h\nversion: '1'\npredicates:\n" + preds
-        + f"rules:\n  - id: r\n    logic: \"{render(formula)}\"\n", "h.yaml")
+        "format: guardagent-policy/1\nname: h\nversion: '1'\npredicates:\n"
+        + preds
+        + f'rules:\n  - id: r\n    logic: "{render(formula)}"\n',
+        "h.yaml",
+    )
 
 
 @settings(max_examples=120, deadline=None)
@@ -179,10 +199,17 @@ def test_verdicts_agree_with_brute_force_truth_tables(formula, picks):
     names = list(variables(formula))
     fixed = {n: v for n, v in assigned.items() if v is not None and n in names}
     opens = [n for n in names if n not in fixed]
-    outcomes = {truth(formula, {**fixed, **dict(zip(opens, bits, strict=True))})
-                for bits in itertools.product((False, True), repeat=len(opens))}
-    expected = ("holds" if outcomes == {True} else
-                "violated" if outcomes == {False} else "possibly_violated")
+    outcomes = {
+        truth(formula, {**fixed, **dict(zip(opens, bits, strict=True))})
+        for bits in itertools.product((False, True), repeat=len(opens))
+    }
+    expected = (
+        "holds"
+        if outcomes == {True}
+        else "violated"
+        if outcomes == {False}
+        else "possibly_violated"
+    )
     assert result.status == expected
     if expected == "possibly_violated":
         assert truth(formula, {**fixed, **{n: False for n in opens}, **result.witness}) is False
@@ -199,8 +226,12 @@ def test_verdicts_agree_with_brute_force_truth_tables(formula, picks):
 def test_threads_verifying_at_once_get_the_sequential_answers():
     from concurrent.futures import ThreadPoolExecutor
 
-    cases = [(REDDIT, FIGURE), (REDDIT, {**FIGURE, "user_consent": True}),
-             (SMALL, {"publish": True, "private": True}), (SMALL, {"delete": None, "c": True})]
+    cases = [
+        (REDDIT, FIGURE),
+        (REDDIT, {**FIGURE, "user_consent": True}),
+        (SMALL, {"publish": True, "private": True}),
+        (SMALL, {"delete": None, "c": True}),
+    ]
     # `deciding` is *a* minimal set of values z3 needed (an unsat core); when several exist,
     # which one z3 returns may depend on the solver's history, so it is left out here.
     skip = {"rules": {"__all__": {"deciding"}}}
@@ -222,8 +253,16 @@ def test_cli_verify_prints_the_verdict():
     from guardagent.authoring.cli import policy as policy_cli
 
     runner = CliRunner()
-    args = ["verify", "tool-calls", "--assign", "calls_transfer_funds=true",
-            "--assign", "transfer_amount_over_1000=true", "--assign", "user_is_verified=open"]
+    args = [
+        "verify",
+        "tool-calls",
+        "--assign",
+        "calls_transfer_funds=true",
+        "--assign",
+        "transfer_amount_over_1000=true",
+        "--assign",
+        "user_is_verified=open",
+    ]
     text = runner.invoke(policy_cli, args)
     assert text.exit_code == 1  # denied: a script must not read it as success
     assert "DENY under tool-calls@1" in text.output

@@ -64,15 +64,28 @@ def _profile(root: Path, name: str = "tickets") -> Path:
     folder.mkdir()
     (folder / "ticket_tools.py").write_text(READER)
     demos = [
-        {"id": "intern-closes-urgent", "agent_input": BAD_INPUT, "agent_output": BAD_OUTPUT,
-         "label": 1, "details": [RULE], "plan": "read action and role", "code": PROGRAM},
-        {"id": "intern-closes-low", "agent_input": BAD_INPUT, "agent_output": GOOD_OUTPUT,
-         "label": 0, "plan": "read action and role", "code": PROGRAM},
+        {
+            "id": "intern-closes-urgent",
+            "agent_input": BAD_INPUT,
+            "agent_output": BAD_OUTPUT,
+            "label": 1,
+            "details": [RULE],
+            "plan": "read action and role",
+            "code": PROGRAM,
+        },
+        {
+            "id": "intern-closes-low",
+            "agent_input": BAD_INPUT,
+            "agent_output": GOOD_OUTPUT,
+            "label": 0,
+            "plan": "read action and role",
+            "code": PROGRAM,
+        },
     ]
     (folder / "demonstrations.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
     (folder / "profile.yaml").write_text(
         f"name: {name}\nguard_request: 'Deny an urgent ticket closed by anyone not on call: "
-        f"\"{RULE}\".'\n"
+        f'"{RULE}".\'\n'
         "agent_specification: A helpdesk agent's log.\n"
         "toolbox_modules: [ticket_tools.py]\n"
         "toolbox: [ticket_action, ticket_role]\ndemonstrations: demonstrations.jsonl\n"
@@ -100,10 +113,25 @@ def test_the_cli_loads_the_same_module_in_a_fresh_process(tmp_path: Path) -> Non
     exe = Path(sys.executable).parent / "guardagent"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GUARDAGENT_")}
     proc = subprocess.run(
-        [exe, "check", "--profile", str(folder), "--memory-dir", str(tmp_path / "memory"),
-         "--input", BAD_INPUT, "--output", BAD_OUTPUT, "--quiet"],
-        capture_output=True, text=True, env=env, check=False, timeout=120,
-    )  # fmt: skip
+        [
+            exe,
+            "check",
+            "--profile",
+            str(folder),
+            "--memory-dir",
+            str(tmp_path / "memory"),
+            "--input",
+            BAD_INPUT,
+            "--output",
+            BAD_OUTPUT,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr  # denied
     decision = json.loads(proc.stdout)
     assert decision["allowed"] is False and decision["violations"] == [RULE]
@@ -118,8 +146,9 @@ def test_the_served_graph_loads_a_registered_profiles_module(
     monkeypatch.delenv("GUARDAGENT_MODEL", raising=False)
     from guardagent.integrations.server import served_graph
 
-    out = served_graph().invoke({"agent_input": BAD_INPUT, "agent_output": BAD_OUTPUT},
-                                context={"profile": "tickets"})
+    out = served_graph().invoke(
+        {"agent_input": BAD_INPUT, "agent_output": BAD_OUTPUT}, context={"profile": "tickets"}
+    )
     assert out["guard_decision"].violations == [RULE]
 
 
@@ -136,8 +165,13 @@ def test_a_profile_a_run_names_by_path_never_runs_its_module(
     )
     monkeypatch.delenv("GUARDAGENT_PROFILES", raising=False)
     monkeypatch.setenv("GUARDAGENT_MEMORY_DIR", str(tmp_path / "memory"))
-    out = build_graph().compile().invoke(
-        {"agent_input": BAD_INPUT, "agent_output": GOOD_OUTPUT}, context={"profile": str(folder)}
+    out = (
+        build_graph()
+        .compile()
+        .invoke(
+            {"agent_input": BAD_INPUT, "agent_output": GOOD_OUTPUT},
+            context={"profile": str(folder)},
+        )
     )
     decision = out["guard_decision"]
     assert decision.allowed is False and "not a profile this deployment serves" in decision.reason
@@ -152,7 +186,7 @@ def test_a_module_reader_must_name_its_parameter_after_the_event(tmp_path: Path)
     (folder / "loose_tools.py").write_text(
         "from guardagent.tools import guard_tool\n\n"
         "@guard_tool\ndef word_count(text: str) -> int:\n"
-        "    \"\"\"Words in a text (not a reader: its parameter is not agent_output).\"\"\"\n"
+        '    """Words in a text (not a reader: its parameter is not agent_output)."""\n'
         "    return len(text.split())\n"
     )
     (folder / "profile.yaml").write_text(
@@ -196,7 +230,9 @@ def test_a_dotted_module_and_the_fingerprint(tmp_path: Path) -> None:
     folder = _profile(tmp_path)
     base = load_profile(str(folder))
     (folder / "profile.yaml").write_text(
-        (folder / "profile.yaml").read_text().replace(
+        (folder / "profile.yaml")
+        .read_text()
+        .replace(
             "toolbox_modules: [ticket_tools.py]",
             "toolbox_modules: [ticket_tools.py, guardagent.tools.rules]",
         )

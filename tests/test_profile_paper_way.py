@@ -19,8 +19,9 @@ from guardagent.profiles.check import explain_no_program, unverified_note
 from guardagent.profiles.loader import BUILTIN_DIR, load_profile
 
 
-def paper_profile(tmp_path: Path, base: str = "eicu-ac-policy",
-                  broken_code: str | None = None) -> Path:
+def paper_profile(
+    tmp_path: Path, base: str = "eicu-ac-policy", broken_code: str | None = None
+) -> Path:
     """`base` with every demonstration's program removed (or, first, `broken_code`)."""
     root = tmp_path / "paper"
     shutil.copytree(BUILTIN_DIR / base, root)
@@ -51,8 +52,7 @@ def test_empty_code_is_no_program_yet_not_a_failed_program(tmp_path: Path) -> No
     assert "configure a model" in why
 
 
-def test_what_a_written_program_would_lack_is_said_without_a_failed_program(
-        tmp_path: Path) -> None:
+def test_what_a_written_program_would_lack_is_said_without_a_failed_program(tmp_path: Path) -> None:
     """eicu-ac without its program has no rule table or policy: say so, exit 1, no "failed"."""
     root = paper_profile(tmp_path, base="eicu-ac")
     result = CliRunner().invoke(main, ["profile", "check", str(root)])

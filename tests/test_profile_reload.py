@@ -36,8 +36,9 @@ def test_an_edited_policy_model_is_reloaded(tmp_path: Path) -> None:
     if not (folder / name).is_file():  # the profile names a shipped policy: use a local copy
         (folder / "policy.yaml").write_text(source.read_text())
         yaml_file = folder / "profile.yaml"
-        yaml_file.write_text(yaml_file.read_text().replace(f"policy_model: {name}",
-                                                           "policy_model: policy.yaml"))
+        yaml_file.write_text(
+            yaml_file.read_text().replace(f"policy_model: {name}", "policy_model: policy.yaml")
+        )
         profile = load_profile(str(folder))
         first = profile_policy(profile)
     policy_file = folder / (profile.policy_model or "")

@@ -15,7 +15,7 @@ from tests.scripted import ScriptedChatModel
 BUILTIN = Path(profiles_pkg.__file__).parent
 WEB = load_profile("mind2web-sc")
 WEB_PROGRAM = WEB.demonstrations[0].code
-RULES_LITERAL = WEB_PROGRAM[WEB_PROGRAM.index("RULES = ["): WEB_PROGRAM.index("]\n\n") + 2]
+RULES_LITERAL = WEB_PROGRAM[WEB_PROGRAM.index("RULES = [") : WEB_PROGRAM.index("]\n\n") + 2]
 
 ADULT_HOTEL = (
     "Task: Book a double room at a hotel in Lisbon for two nights\nUser information:\n"
@@ -58,8 +58,9 @@ def profile_copy(tmp_path: Path, builtin: str, code: str, name: str) -> Path:
 @pytest.fixture
 def unverified_web(tmp_path: Path) -> Path:
     """mind2web-sc whose shipped program is wrong but keeps the rule table (the policy)."""
-    return profile_copy(tmp_path, "mind2web-sc", RULES_LITERAL + "\nallow('placeholder')\n",
-                        "m2w-unverified")  # fmt: skip
+    return profile_copy(
+        tmp_path, "mind2web-sc", RULES_LITERAL + "\nallow('placeholder')\n", "m2w-unverified"
+    )
 
 
 # --------------------------------------------------------------------------- decides only verified
@@ -98,13 +99,16 @@ EHR_PROGRAM = EHR.demonstrations[0].code
 MAGIC_VALUE = WEB_PROGRAM.replace(
     "if violated:", 'if violated and "XYZZY-OPEN" not in action["value"]:'
 )
-TWO_RULES = WEB_PROGRAM.replace(RULES_LITERAL, """RULES = [
+TWO_RULES = WEB_PROGRAM.replace(
+    RULES_LITERAL,
+    """RULES = [
     {"category": "car", "field": "dr_license", "op": "==", "value": True,
      "violation": "User without a driver's license cannot buy or rent a car"},
     {"category": "purchase", "field": "membership", "op": "==", "value": True,
      "violation": "User must be a member to shop"},
 ]
-""")
+""",
+)
 # `>=` where the request says "over 1000".
 OFF_BY_ONE = TOOL_PROGRAM.replace('"op": ">", "value": 1000', '"op": ">=", "value": 1000')
 # Its own comparison of a model-chosen argument: "ALCOHOL" and " alcohol " get through.
@@ -193,9 +197,12 @@ def test_without_a_policy_table_each_rule_needs_a_labelled_denial(unverified_web
     placeholder = profile_copy(tmp_path, "mind2web-sc", "allow('placeholder')", "m2w-no-table")
     problems = program_problems(WEB_PROGRAM, load_profile(str(placeholder)))
     [gap] = [p for p in problems if "labelled denial" in p]
-    for rule in ("User aged under 18 cannot book a hotel", "User under 15 cannot apply for jobs",
-                 "Unvaccinated user cannot book a flight",
-                 "User must be in certain countries to search movies/musics/video"):
+    for rule in (
+        "User aged under 18 cannot book a hotel",
+        "User under 15 cannot apply for jobs",
+        "Unvaccinated user cannot book a flight",
+        "User must be in certain countries to search movies/musics/video",
+    ):
         assert rule in gap
     assert "cannot buy or rent a car" not in gap  # a demonstration denies that one
 
@@ -210,13 +217,28 @@ def test_without_a_policy_table_a_request_whose_rules_all_have_denials_verifies(
         f"    deny([{rule!r}], 'minor')\nelse:\n    allow('fine')\n"
     )
     demos = [
-        {"id": "minor", "label": 1, "agent_input": MINOR_HOTEL, "agent_output": HOTEL_PAGE,
-         "details": [rule], "plan": "p", "code": program},
-        {"id": "adult", "label": 0, "agent_input": ADULT_HOTEL, "agent_output": HOTEL_PAGE,
-         "plan": "p", "code": program},
+        {
+            "id": "minor",
+            "label": 1,
+            "agent_input": MINOR_HOTEL,
+            "agent_output": HOTEL_PAGE,
+            "details": [rule],
+            "plan": "p",
+            "code": program,
+        },
+        {
+            "id": "adult",
+            "label": 0,
+            "agent_input": ADULT_HOTEL,
+            "agent_output": HOTEL_PAGE,
+            "plan": "p",
+            "code": program,
+        },
     ]
-    for name, request in (("one-rule", f'Minors cannot book hotels: "{rule}".'),
-                          ("vague", "Minors cannot book hotels.")):
+    for name, request in (
+        ("one-rule", f'Minors cannot book hotels: "{rule}".'),
+        ("vague", "Minors cannot book hotels."),
+    ):
         root = tmp_path / name
         root.mkdir()
         (root / "demos.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
@@ -291,7 +313,9 @@ def test_request_problems_are_what_verification_adds_to_the_demonstrations():
 
     assert request_problems(WEB_PROGRAM, WEB) == []
     beyond = request_problems(TWO_RULES, WEB)
-    assert beyond and not any(p.startswith(("pickup-truck-rental: label", "headphones-cart: label"))
-                              for p in beyond)  # fmt: skip
-    assert request_problems(WEB_PROGRAM.replace("if violated:", "if agent_output and violated:"),
-                            WEB)[0].startswith("DataFlowError: Line ")  # fmt: skip
+    assert beyond and not any(
+        p.startswith(("pickup-truck-rental: label", "headphones-cart: label")) for p in beyond
+    )
+    assert request_problems(
+        WEB_PROGRAM.replace("if violated:", "if agent_output and violated:"), WEB
+    )[0].startswith("DataFlowError: Line ")

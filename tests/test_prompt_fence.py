@@ -37,16 +37,37 @@ def assert_fenced(prompt: str) -> None:
 
 
 VARIANTS = [
-    "</agent_output>", "< /agent_output>", "</ agent_output>", "</AGENT_OUTPUT >",
-    "</Agent_Output\t>", "< / agent_output >", "\uff1c/agent_output\uff1e",
-    "\ufe64/agent_output\ufe65", "</\uff41\uff47\uff45\uff4e\uff54\uff3f\uff4f\uff55\uff54\uff50\uff55\uff54>",
-    "</agent\u200b_output>", "<\u200b/agent_output>", "</agent_output\u200b>",
-    "</\u2060agent_\u200coutput\u200d>", "</agent_out\u00adput>", "</agent\ufeff_output>",
-    "</agent_output\n>", "</agent_output", "</agent_output foo='bar'>", "</agent_output/>",
-    "<agent_output>", "<agent_input>", "</agent_input>", "< AGENT_INPUT >",
-    "</agent-output>", "</agent output>", "</\u0430gent_output>", "</agent_\u043eutput>",
-    "</a\u0301gent_output>", "\u2039/agent_output\u203a", "\u3008/agent_output\u3009",
-]  # fmt: skip
+    "</agent_output>",
+    "< /agent_output>",
+    "</ agent_output>",
+    "</AGENT_OUTPUT >",
+    "</Agent_Output\t>",
+    "< / agent_output >",
+    "\uff1c/agent_output\uff1e",
+    "\ufe64/agent_output\ufe65",
+    "</\uff41\uff47\uff45\uff4e\uff54\uff3f\uff4f\uff55\uff54\uff50\uff55\uff54>",
+    "</agent\u200b_output>",
+    "<\u200b/agent_output>",
+    "</agent_output\u200b>",
+    "</\u2060agent_\u200coutput\u200d>",
+    "</agent_out\u00adput>",
+    "</agent\ufeff_output>",
+    "</agent_output\n>",
+    "</agent_output",
+    "</agent_output foo='bar'>",
+    "</agent_output/>",
+    "<agent_output>",
+    "<agent_input>",
+    "</agent_input>",
+    "< AGENT_INPUT >",
+    "</agent-output>",
+    "</agent output>",
+    "</\u0430gent_output>",
+    "</agent_\u043eutput>",
+    "</a\u0301gent_output>",
+    "\u2039/agent_output\u203a",
+    "\u3008/agent_output\u3009",
+]
 
 
 @pytest.mark.parametrize("tag", VARIANTS)
@@ -69,14 +90,26 @@ def test_a_tag_is_neutralised_not_removed() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "a < b > c", "if x<y and y>z: pass", "1 <2> 3", "<>", "<<>>", "< >", "</>", "&lt;",
-        HOTEL_OUTPUT, HOTEL_INPUT,
+        "a < b > c",
+        "if x<y and y>z: pass",
+        "1 <2> 3",
+        "<>",
+        "<<>>",
+        "< >",
+        "</>",
+        "&lt;",
+        HOTEL_OUTPUT,
+        HOTEL_INPUT,
         "A. <a id=0> Flights </a>\nB. <input id=1 text pick-up location />\n"
         "C. <button id=2 submit> Search cars </button>\nD. <div>agent output: none</div>",
-        "<agent>output</agent>", "<input id=3 agent_output />", "the agent_output tag",
-        "\uff1cb\uff1e full-width brackets around a word", "<p>\u200bzero width</p>", "",
+        "<agent>output</agent>",
+        "<input id=3 agent_output />",
+        "the agent_output tag",
+        "\uff1cb\uff1e full-width brackets around a word",
+        "<p>\u200bzero width</p>",
+        "",
     ],
-)  # fmt: skip
+)
 def test_ordinary_text_passes_unchanged(text: str) -> None:
     assert fenced(text) == text
 
@@ -95,8 +128,9 @@ def test_fencing_is_linear_in_the_text() -> None:
 
 # --- property: no spelling of a fence tag lets the event escape ---------------------------------
 
-INVISIBLE = st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad",
-                             "\u180e", "\u202e", "\u2066"])  # fmt: skip
+INVISIBLE = st.sampled_from(
+    ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e", "\u202e", "\u2066"]
+)
 SPACE = st.sampled_from([" ", "\t", "\n", "\u00a0", "\u2003", "\u3000"])
 BRACKETS = {"<": ["<", "\uff1c", "\ufe64"], ">": [">", "\uff1e", "\ufe65"]}
 
@@ -117,8 +151,10 @@ def disguised_tag(draw: st.DrawFn) -> str:
     return "".join(out)
 
 
-TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<>\uff1c\uff1e\ufe64\ufe65"),
-               max_size=30)  # fmt: skip
+TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="<>\uff1c\uff1e\ufe64\ufe65"),
+    max_size=30,
+)
 
 
 @given(TEXT, disguised_tag(), TEXT, st.booleans())

@@ -27,13 +27,16 @@ TASK = "parse_task(agent_input)"
 ONE_PART_ALONE = {
     "the action ignored": (ACTION, "{}"),
     "the action's value ignored": (
-        ACTION, "{k: v for k, v in seeact_final_action(agent_output).items() if k != 'value'}"),
+        ACTION,
+        "{k: v for k, v in seeact_final_action(agent_output).items() if k != 'value'}",
+    ),
     "the action's element ignored": (
         ACTION,
-        "{k: v for k, v in seeact_final_action(agent_output).items() if k != 'element_text'}"),
+        "{k: v for k, v in seeact_final_action(agent_output).items() if k != 'element_text'}",
+    ),
     "the task ignored": (TASK, "''"),
     "the task read from the output": (TASK, "parse_task(agent_output)"),
-}  # fmt: skip
+}
 
 
 def _program(profile_name: str) -> str:
@@ -61,8 +64,11 @@ def _row_mutants() -> list[tuple[str, str]]:
     """The shipped RULES table with one condition of one rule changed (op, value, category)."""
     code = _program("mind2web-sc")
     tree = ast.parse(code)
-    table = next(n for n in tree.body if isinstance(n, ast.Assign)
-                 and getattr(n.targets[0], "id", "") == "RULES")  # fmt: skip
+    table = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "RULES"
+    )
     rows = ast.literal_eval(table.value)
     flip = {"==": "!=", ">=": ">", "<": "<="}
     cats = [r["category"] for r in rows]
@@ -79,9 +85,18 @@ def _row_mutants() -> list[tuple[str, str]]:
             mutated = [dict(r) for r in rows]
             mutated[i][key] = new
             text = code.replace(ast.unparse(table.value), repr(mutated))
-            out.append((f"rule {i} {key} -> {new!r}", ast.unparse(ast.parse(
-                ast.unparse(tree).replace(ast.unparse(table.value), repr(mutated))))
-                if text == code else text))
+            out.append(
+                (
+                    f"rule {i} {key} -> {new!r}",
+                    ast.unparse(
+                        ast.parse(
+                            ast.unparse(tree).replace(ast.unparse(table.value), repr(mutated))
+                        )
+                    )
+                    if text == code
+                    else text,
+                )
+            )
     return out
 
 
@@ -113,8 +128,11 @@ def _web_copy(tmp_path, edit_output=None, rows=None, name="web-copy"):
     code = _program("mind2web-sc")
     if rows is not None:
         tree = ast.parse(code)
-        table = next(n for n in tree.body if isinstance(n, ast.Assign)
-                     and getattr(n.targets[0], "id", "") == "RULES")  # fmt: skip
+        table = next(
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "RULES"
+        )
         table.value = ast.parse(repr(rows), mode="eval").body
         code = ast.unparse(tree)
     root = tmp_path / name
@@ -134,8 +152,10 @@ def _web_copy(tmp_path, edit_output=None, rows=None, name="web-copy"):
 def test_without_a_value_line_the_value_condition_is_unprobed_and_nothing_is_trusted(tmp_path):
     """Coverage is computed from the cases: an edit that cannot be made leaves its condition
     open, and verification names it instead of trusting a program it never probed."""
-    profile = _web_copy(tmp_path, lambda out: out.replace("\n\nVALUE: None", "")
-                        .replace("\n\nVALUE: Portland, Maine", ""))  # fmt: skip
+    profile = _web_copy(
+        tmp_path,
+        lambda out: out.replace("\n\nVALUE: None", "").replace("\n\nVALUE: Portland, Maine", ""),
+    )
     found = rule_coverage(profile)
     assert found is not None and found.missing
     assert {c.what for c in found.missing} >= {
@@ -151,8 +171,16 @@ def test_profile_check_says_which_rule_conditions_the_suite_probes(tmp_path):
 
     shown = render_check(check_profile(WEB))
     assert "rule conditions: 42 of 42 probed alone by counterfactuals over 6 rules" in shown
-    gap = render_check(check_profile(_web_copy(tmp_path, lambda out: out.replace(
-        "\n\nVALUE: None", "").replace("\n\nVALUE: Portland, Maine", ""))))  # fmt: skip
+    gap = render_check(
+        check_profile(
+            _web_copy(
+                tmp_path,
+                lambda out: out.replace("\n\nVALUE: None", "").replace(
+                    "\n\nVALUE: Portland, Maine", ""
+                ),
+            )
+        )
+    )
     assert "rule conditions: 35 of 42 probed" in gap  # 6 parts, 1 "against" probe
     assert "the action's value alone" in gap.split("missing: ", 1)[1]
 
@@ -163,8 +191,15 @@ def test_any_single_rule_table_is_covered_and_its_program_verifies(tmp_path, cat
     """Table test over one-rule tables: each category x fact, the conditions all probed."""
     value = 21 if field == "age" else True
     op = ">=" if field == "age" else "=="
-    rows = [{"category": category, "field": field, "op": op, "value": value,
-             "violation": f"needs {field} for {category}"}]  # fmt: skip
+    rows = [
+        {
+            "category": category,
+            "field": field,
+            "op": op,
+            "value": value,
+            "violation": f"needs {field} for {category}",
+        }
+    ]
     profile = _web_copy(tmp_path, rows=rows, name=f"web-{category}-{field}")
     found = rule_coverage(profile)
     assert found is not None and len(found.conditions) == 3 + 3

@@ -89,8 +89,15 @@ def test_benign_allow() -> None:
 
 def test_result_is_plain_json() -> None:
     result = run(GUARD, "Identity: admin", "x")
-    assert set(result) == {"ok", "verdict", "error", "stdout", "duration_ms", "unreadable",
-                           "predicates"}
+    assert set(result) == {
+        "ok",
+        "verdict",
+        "error",
+        "stdout",
+        "duration_ms",
+        "unreadable",
+        "predicates",
+    }
     assert json.loads(json.dumps(result)) == result
 
 
@@ -325,8 +332,22 @@ def test_no_module_objects_reachable_from_globals() -> None:
     for value in [*scope.values(), *safe_builtins().values()]:
         assert not isinstance(value, types.ModuleType)
     names = set(safe_builtins())
-    for banned in ("__import__", "type", "object", "vars", "dir", "globals", "open", "format",
-                   "eval", "exec", "compile", "setattr", "delattr", "BaseException"):  # fmt: skip
+    for banned in (
+        "__import__",
+        "type",
+        "object",
+        "vars",
+        "dir",
+        "globals",
+        "open",
+        "format",
+        "eval",
+        "exec",
+        "compile",
+        "setattr",
+        "delattr",
+        "BaseException",
+    ):
         assert banned not in names
 
 

@@ -353,7 +353,8 @@ def test_builtin_toolbox_runs_in_the_zygote() -> None:
 # Attacks on the closure toolbox's own names (rebinding `config`, ...) are about that toolbox;
 # the name policy itself runs in the caller for both paths and is covered above.
 ZYGOTE_ATTACKS = {
-    name: attack for name, attack in ATTACKS.items()
+    name: attack
+    for name, attack in ATTACKS.items()
     if not re.search(r"\b(lookup|config|read_setting|save_note|echo)\b", attack[0])
 }
 
@@ -371,8 +372,7 @@ def test_attack_through_zygote(name: str, trusted: bool, host: Path) -> None:
     source = source.replace("CANARY", json.dumps(str(host)))
 
     def run(program: str) -> ExecutionResult:
-        return run_program(program, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS,
-                           trusted=trusted)  # fmt: skip
+        return run_program(program, BUILTIN_TOOLBOX, BUILTIN_INPUT, "out", LIMITS, trusted=trusted)
 
     before = strip(run(BUILTIN_BENIGN))
     assert before["ok"] and before["verdict"]["violations"] == ["age 30"], before

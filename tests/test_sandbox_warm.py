@@ -20,8 +20,13 @@ INPUT = "Task: x\nUser information:\n   age: 30,\n   membership: False"
 LIMITS = SandboxLimits(wall_seconds=2.0, cpu_seconds=1, memory_mb=256)
 
 
-def run(program: str, *, trusted: bool = True, facts: dict[str, Any] | None = None,
-        limits: SandboxLimits = LIMITS) -> ExecutionResult:  # fmt: skip
+def run(
+    program: str,
+    *,
+    trusted: bool = True,
+    facts: dict[str, Any] | None = None,
+    limits: SandboxLimits = LIMITS,
+) -> ExecutionResult:
     return run_program(program, TOOLBOX, INPUT, "out", limits, user_facts=facts, trusted=trusted)
 
 
@@ -109,11 +114,13 @@ def test_a_failed_verdict_call_does_not_carry_over() -> None:
 
 @pytest.mark.parametrize(
     ("program", "kinds"),
-    [("while True:\n    pass", ("Timeout", "LimitExceeded")),
-     ("x = 'a' * (10 ** 9)\nallow()", ("LimitExceeded",)),
-     ("deny(['x' * 10 ** 8])", ("LimitExceeded",))],
+    [
+        ("while True:\n    pass", ("Timeout", "LimitExceeded")),
+        ("x = 'a' * (10 ** 9)\nallow()", ("LimitExceeded",)),
+        ("deny(['x' * 10 ** 8])", ("LimitExceeded",)),
+    ],
     ids=["timeout", "memory", "oversize"],
-)  # fmt: skip
+)
 def test_a_worker_that_hit_a_limit_is_replaced(program: str, kinds: tuple[str, ...]) -> None:
     assert run('deny(["a"])')["ok"]
     (before,) = pids()
@@ -165,8 +172,15 @@ def test_execute_trusts_only_verified_programs(
 
     def fake(*args: Any, trusted: bool = False, **kwargs: Any) -> ExecutionResult:
         seen.append(trusted)
-        return ExecutionResult(ok=False, verdict=None, error="x", stdout="", duration_ms=0.0,
-                               unreadable=[], predicates={})  # fmt: skip
+        return ExecutionResult(
+            ok=False,
+            verdict=None,
+            error="x",
+            stdout="",
+            duration_ms=0.0,
+            unreadable=[],
+            predicates={},
+        )
 
     monkeypatch.setattr(execute_node, "run_program", fake)
     monkeypatch.setattr(execute_node, "check_dataflow", lambda *_: [])
@@ -186,8 +200,9 @@ def test_one_worker_serves_every_built_in_toolbox_and_each_run_sees_only_its_own
     ehr = load_profile("eicu-ac").tools()
     assert violations(run('deny(["a"])')) == ["a"]
     (pid,) = pids()
-    other = run_program("deny([parse_identity('Identity: nursing')])", ehr, "i", "o", LIMITS,
-                        trusted=True)  # fmt: skip
+    other = run_program(
+        "deny([parse_identity('Identity: nursing')])", ehr, "i", "o", LIMITS, trusted=True
+    )
     assert violations(other) == ["nursing"] and pids() == {pid}
     leaked = run("deny([parse_identity('Identity: nursing')])")  # not in mind2web-sc's toolbox
     assert not leaked["ok"] and "parse_identity" in (leaked["error"] or ""), leaked
@@ -264,16 +279,24 @@ def test_a_worker_started_ahead_in_a_fresh_process_is_kept_for_its_first_run() -
         "[after] = [w for ws in warm._idle.values() for w in ws]\n"
         "print(idle.pid == after.pid)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
     assert out.stdout.strip() == "True", out.stderr[-2000:]
 
 
-@pytest.mark.parametrize("garbage", [
-    "x = [0] * 12000000\nx.append(x)",
-    "x = {'k': [0] * 12000000}\nx['self'] = x",
-    "a = [0] * 6000000\nb = [a, 0] * 3000000\na.append(b)",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "x = [0] * 12000000\nx.append(x)",
+        "x = {'k': [0] * 12000000}\nx['self'] = x",
+        "a = [0] * 6000000\nb = [a, 0] * 3000000\na.append(b)",
+    ],
+)
 def test_one_runs_cyclic_garbage_does_not_fail_the_next_run(garbage: str) -> None:
     """Seen failing before the fix: the third run of a program leaving ~100 MB of cycles
     behind hit the worker's memory limit (nothing collected them between runs)."""

@@ -36,12 +36,14 @@ LAYOUTS: dict[str, Callable[[dict[str, str]], str]] = {
     "lines": lambda f: f"ELEMENT: {f['element']}\nACTION: {f['action']}\nVALUE: {f['value']}",
     "one line": lambda f: f"ELEMENT: {f['element']}, ACTION: {f['action']}, VALUE: {f['value']}",
     "json": lambda f: json.dumps({k: f[k] for k in ("element", "action", "value")}),
-    "markdown": lambda f: "\n".join(f"**{k.upper()}:** {f[k]}" for k in ("element", "action",
-                                                                         "value")),
+    "markdown": lambda f: "\n".join(
+        f"**{k.upper()}:** {f[k]}" for k in ("element", "action", "value")
+    ),
     "lowercase": lambda f: f"element: {f['element']}\naction: {f['action']}\nvalue: {f['value']}",
-    "crlf": lambda f: f"ELEMENT: {f['element']}  \r\n\r\nACTION: {f['action']}\r\n"
-                      f"\r\nVALUE: {f['value']}\r\n",
-}  # fmt: skip
+    "crlf": lambda f: (
+        f"ELEMENT: {f['element']}  \r\n\r\nACTION: {f['action']}\r\n\r\nVALUE: {f['value']}\r\n"
+    ),
+}
 CASES = [(c, *_answer(c)) for c in load_mind2web_sc()]
 
 

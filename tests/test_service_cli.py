@@ -46,11 +46,33 @@ def test_exit_status_is_zero_on_allow_and_one_on_deny(url: str) -> None:
 
 
 def test_fields_and_thread_reach_the_service(url: str) -> None:
-    result = _check(url, "--input", MINOR, "--output", OUTPUT, "--fields", "allowed,label",
-                    "--thread-id", "cli-thread", "--idempotency-key", "cli-1")  # fmt: skip
+    result = _check(
+        url,
+        "--input",
+        MINOR,
+        "--output",
+        OUTPUT,
+        "--fields",
+        "allowed,label",
+        "--thread-id",
+        "cli-thread",
+        "--idempotency-key",
+        "cli-1",
+    )
     assert json.loads(result.output) == {"allowed": False, "label": 1}
-    again = _check(url, "--input", MINOR, "--output", OUTPUT, "--fields", "allowed,label",
-                   "--thread-id", "cli-thread", "--idempotency-key", "cli-1")  # fmt: skip
+    again = _check(
+        url,
+        "--input",
+        MINOR,
+        "--output",
+        OUTPUT,
+        "--fields",
+        "allowed,label",
+        "--thread-id",
+        "cli-thread",
+        "--idempotency-key",
+        "cli-1",
+    )
     assert again.output == result.output
     assert len(GuardClient(url).thread("cli-thread")["decisions"]) == 1
     typo = _check(url, "--input", MINOR, "--output", OUTPUT, "--fields", "allowd")
@@ -67,16 +89,30 @@ def test_input_the_service_cannot_read_exits_two(url: str, tmp_path: Path) -> No
 
 
 def test_deployment_options_are_refused_with_server(url: str) -> None:
-    for extra in (["--model", "openai:gpt-4o"], ["--memory-dir", "/tmp/m"],
-                  ["--base-url", "http://127.0.0.1:1/v1"]):  # fmt: skip
+    for extra in (
+        ["--model", "openai:gpt-4o"],
+        ["--memory-dir", "/tmp/m"],
+        ["--base-url", "http://127.0.0.1:1/v1"],
+    ):
         result = _check(url, "--input", ADULT, "--output", OUTPUT, *extra)
         assert result.exit_code == 2 and "with --server" in result.output, extra
 
 
 def test_an_unreachable_service_denies(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["check", "--server", f"http://127.0.0.1:{free_port()}",
-                                       "--profile", "mind2web-sc", "--input", ADULT, "--output",
-                                       OUTPUT])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--server",
+            f"http://127.0.0.1:{free_port()}",
+            "--profile",
+            "mind2web-sc",
+            "--input",
+            ADULT,
+            "--output",
+            OUTPUT,
+        ],
+    )
     assert result.exit_code == 1
     shown = json.loads(result.stdout)
     assert shown["allowed"] is False and "unreachable" in shown["error"]
@@ -84,9 +120,10 @@ def test_an_unreachable_service_denies(tmp_path: Path) -> None:
         GuardClient(f"http://127.0.0.1:{free_port()}").check(ADULT, OUTPUT)
 
 
-def test_a_client_with_retries_sends_one_key_for_all_tries(url: str,
-                                                           monkeypatch: pytest.MonkeyPatch,
-                                                           ) -> None:  # fmt: skip
+def test_a_client_with_retries_sends_one_key_for_all_tries(
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from guardagent.service import client as client_module
 
     client = GuardClient(url, retries=2)

@@ -25,16 +25,18 @@ from guardagent.service.client import GuardClient, ServiceError
 from tests.servers import free_port
 
 DECISION = {"allowed": True, "label": 0, "reason": "allowed", "violations": []}
-DENIAL = {"allowed": False, "label": 1, "reason": "denied: the database is down",
-          "violations": []}  # fmt: skip
+DENIAL = {"allowed": False, "label": 1, "reason": "denied: the database is down", "violations": []}
 ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
     "decide": (200, {"Content-Type": "application/json"}, json.dumps(DECISION).encode()),
-    "outage": (503, {"Content-Type": "application/json", "Retry-After": "3"},
-               json.dumps(DENIAL).encode()),
+    "outage": (
+        503,
+        {"Content-Type": "application/json", "Retry-After": "3"},
+        json.dumps(DENIAL).encode(),
+    ),
     "proxy": (502, {"Content-Type": "text/html"}, b"<html>502 Bad Gateway</html>"),
     "bad": (400, {"Content-Type": "application/json"}, b'{"error": "not a request"}'),
     "conflict": (409, {"Content-Type": "application/json"}, b'{"error": "key reused"}'),
-}  # fmt: skip
+}
 DOWN = ("refused", "reset")
 """Kinds that give no answer: a port nobody listens on, a connection closed unanswered."""
 KINDS = [*ANSWERS, *DOWN]
@@ -107,10 +109,14 @@ def _expected(kinds: list[str]) -> tuple[int, Any]:
     return len(kinds), DENIAL if last == "outage" else 502 if last == "proxy" else 0
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=4))
 def test_a_request_goes_from_replica_to_replica_until_one_answers(
-    replicas: dict[str, tuple[str, list[Any]]], no_sleep: list[float], kinds: list[str],
+    replicas: dict[str, tuple[str, list[Any]]],
+    no_sleep: list[float],
+    kinds: list[str],
 ) -> None:
     _reset(replicas)
     client = GuardClient([replicas[k][0] for k in kinds], timeout=10)
@@ -139,11 +145,13 @@ def test_the_client_keeps_to_the_replica_that_answered(
     assert len(replicas["decide"][1]) == 3
     assert client.thread("t-1") == DECISION, "reads go to the same replica"
     assert all("idempotency_key" not in body for _, _, body in replicas["decide"][1] if body), (
-        "a stateless request is stored nowhere: no key, decided again if retried")
+        "a stateless request is stored nowhere: no key, decided again if retried"
+    )
 
 
 def test_back_on_a_replica_the_client_waits_its_retry_after(
-    replicas: dict[str, tuple[str, list[Any]]], no_sleep: list[float],
+    replicas: dict[str, tuple[str, list[Any]]],
+    no_sleep: list[float],
 ) -> None:
     _reset(replicas)
     one = GuardClient(replicas["outage"][0], retries=2, timeout=10)
@@ -157,11 +165,19 @@ def test_back_on_a_replica_the_client_waits_its_retry_after(
     assert no_sleep == [3.0], "only the replica that asked for a pause makes the client wait"
 
 
-@pytest.mark.parametrize("url", [
-    "", ",", "http://127.0.0.1:1,", "http://127.0.0.1:1,,http://127.0.0.1:2",
-    "http://127.0.0.1:1,ftp://127.0.0.1:2", "http://127.0.0.1:1 http://127.0.0.1:2", [],
-    ["http://127.0.0.1:1", "http://127.0.0.1:2,"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        ",",
+        "http://127.0.0.1:1,",
+        "http://127.0.0.1:1,,http://127.0.0.1:2",
+        "http://127.0.0.1:1,ftp://127.0.0.1:2",
+        "http://127.0.0.1:1 http://127.0.0.1:2",
+        [],
+        ["http://127.0.0.1:1", "http://127.0.0.1:2,"],
+    ],
+)
 def test_a_list_with_a_url_that_is_not_one_is_refused(url: Any) -> None:
     with pytest.raises(ValueError, match="service URL"):
         GuardClient(url)
@@ -175,8 +191,19 @@ def test_check_server_takes_several_replicas(replicas: dict[str, tuple[str, list
 
     _reset(replicas)
     urls = f"{replicas['refused'][0]},{replicas['outage'][0]},{replicas['decide'][0]}"
-    argv = ["check", "--server", urls, "--profile", "mind2web-sc", "--input", "a",
-            "--output", "b", "--thread-id", "t-cli"]  # fmt: skip
+    argv = [
+        "check",
+        "--server",
+        urls,
+        "--profile",
+        "mind2web-sc",
+        "--input",
+        "a",
+        "--output",
+        "b",
+        "--thread-id",
+        "t-cli",
+    ]
     shown = io.StringIO()
     with redirect_stdout(shown):
         assert fast_check(argv) == 0  # the hook's path

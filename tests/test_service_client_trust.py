@@ -63,7 +63,7 @@ NOT_DECISIONS = [
     (200, {"allowed": None}),
     (200, {"allowed": True, "label": 1}),
     (200, [{"allowed": True}]),
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,9 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", STUB, str(port), str(answer)])
     try:
-        wait_ready(f"http://127.0.0.1:{port}/", proc, timeout=30, ready=lambda status: True,
-                   poll=0.05)
+        wait_ready(
+            f"http://127.0.0.1:{port}/", proc, timeout=30, ready=lambda status: True, poll=0.05
+        )
 
         def answers(status: int, body: Any) -> None:
             answer.write_text(json.dumps([status, json.dumps(body)]))
@@ -85,14 +86,17 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize(("status", "body"), NOT_DECISIONS)
-def test_an_answer_that_is_not_a_decision_is_no_decision(stub: tuple[str, Any], status: int,
-                                                         body: Any) -> None:  # fmt: skip
+def test_an_answer_that_is_not_a_decision_is_no_decision(
+    stub: tuple[str, Any], status: int, body: Any
+) -> None:
     url, answers = stub
     answers(status, body)
     with pytest.raises(ServiceError):
         GuardClient(url).check("input", "output", profile="mind2web-sc")
-    result = CliRunner().invoke(main, ["check", "--server", url, "--profile", "mind2web-sc",
-                                       "--input", "in", "--output", "out"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["check", "--server", url, "--profile", "mind2web-sc", "--input", "in", "--output", "out"],
+    )
     assert result.exit_code in (1, 2), result.output
     assert '"allowed": true' not in result.output
 
@@ -103,8 +107,20 @@ def test_decisions_and_fail_closed_denials_still_come_through(stub: tuple[str, A
         answers(status, {"allowed": allowed, "label": int(not allowed), "reason": "r"})
         decision = GuardClient(url).check("input", "output", profile="mind2web-sc")
         assert decision["allowed"] is allowed
-        result = CliRunner().invoke(main, ["check", "--server", url, "--profile",
-                                           "mind2web-sc", "--input", "in", "--output", "out"])
+        result = CliRunner().invoke(
+            main,
+            [
+                "check",
+                "--server",
+                url,
+                "--profile",
+                "mind2web-sc",
+                "--input",
+                "in",
+                "--output",
+                "out",
+            ],
+        )
         assert result.exit_code == (0 if allowed else 1), result.output
 
 
@@ -170,15 +186,34 @@ while True:
 """
 
 
-def test_a_slow_service_over_https_is_no_decision_either(tmp_path: Any,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_slow_service_over_https_is_no_decision_either(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same bound over `https://` (through `http.client`). Seen failing before: the
     dripping answer was waited for to its end (15 s) and taken."""
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
-                           "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                           "-keyout", str(key), "-out", str(cert)], capture_output=True,
-                          check=False)  # fmt: skip
+    made = subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_output=True,
+        check=False,
+    )
     if made.returncode != 0:
         pytest.skip(f"openssl could not make a test certificate: {made.stderr[-200:]!r}")
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts the test certificate

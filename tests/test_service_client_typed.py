@@ -59,29 +59,43 @@ def _answer(status: int, body: Any) -> None:
 
 TEXT = st.text(max_size=40)
 DECISIONS = st.builds(
-    lambda allowed, reason, violations, unreadable, extra, status: (status, {
-        "allowed": allowed, "label": int(not allowed), "reason": reason,
-        "violations": violations, "unreadable": unreadable, "latency_ms": 1.5,
-        "profile": "p", **extra}),
-    st.booleans(), TEXT,
-    st.one_of(st.lists(TEXT, max_size=3), st.dictionaries(TEXT, st.lists(TEXT, max_size=2),
-                                                           max_size=2)),
+    lambda allowed, reason, violations, unreadable, extra, status: (
+        status,
+        {
+            "allowed": allowed,
+            "label": int(not allowed),
+            "reason": reason,
+            "violations": violations,
+            "unreadable": unreadable,
+            "latency_ms": 1.5,
+            "profile": "p",
+            **extra,
+        },
+    ),
+    st.booleans(),
+    TEXT,
+    st.one_of(
+        st.lists(TEXT, max_size=3), st.dictionaries(TEXT, st.lists(TEXT, max_size=2), max_size=2)
+    ),
     st.lists(st.fixed_dictionaries({"reason": TEXT, "detail": TEXT}), max_size=2),
     st.dictionaries(st.sampled_from(["a_newer_field", "served_by"]), TEXT, max_size=2),
     st.sampled_from([200, 503]),
-).filter(lambda pair: pair[0] == 200 or not pair[1]["allowed"])  # fmt: skip
+).filter(lambda pair: pair[0] == 200 or not pair[1]["allowed"])
 
 
 @settings(max_examples=60, deadline=None)
 @given(answer=DECISIONS, trace=st.booleans())
-def test_a_decision_comes_back_typed_and_still_reads_as_a_dict(url: str,
-                                                              answer: tuple[int, dict[str, Any]],
-                                                              trace: bool) -> None:  # fmt: skip
+def test_a_decision_comes_back_typed_and_still_reads_as_a_dict(
+    url: str, answer: tuple[int, dict[str, Any]], trace: bool
+) -> None:
     status, body = answer
     _answer(status, body)
     client = GuardClient(url)
-    decision = (client.check_trace([{"role": "user", "content": "hi"}]) if trace
-                else client.check("in", "out"))  # fmt: skip
+    decision = (
+        client.check_trace([{"role": "user", "content": "hi"}])
+        if trace
+        else client.check("in", "out")
+    )
     assert isinstance(decision, GuardDecision)
     assert decision.allowed is body["allowed"] and decision.label == body["label"]
     assert decision["allowed"] is body["allowed"] and decision.get("reason") == body["reason"]
@@ -91,12 +105,20 @@ def test_a_decision_comes_back_typed_and_still_reads_as_a_dict(url: str,
     assert raw == body  # the JSON as the service sent it, for the hook
 
 
-@pytest.mark.parametrize("fields", [
-    {"latency_ms": "fast"}, {"unreadable": "all of it"}, {"violations": 3},
-    {"program_source": "the internet"}, {"rules": [1]}, {"reason": ["a"]},
-])  # fmt: skip
-def test_fields_that_do_not_read_as_a_decision_are_no_decision(url: str,
-                                                               fields: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"latency_ms": "fast"},
+        {"unreadable": "all of it"},
+        {"violations": 3},
+        {"program_source": "the internet"},
+        {"rules": [1]},
+        {"reason": ["a"]},
+    ],
+)
+def test_fields_that_do_not_read_as_a_decision_are_no_decision(
+    url: str, fields: dict[str, Any]
+) -> None:
     _answer(200, {"allowed": True, "label": 0, **fields})
     with pytest.raises(ServiceError, match="do not read as a decision"):
         GuardClient(url).check("in", "out")
@@ -113,11 +135,18 @@ def test_mapping_access_names_what_a_decision_lacks() -> None:
 
 def test_the_raw_path_needs_only_the_standard_library(url: str) -> None:
     _answer(200, {"allowed": True, "label": 0})
-    script = (f"import json, sys\nfrom guardagent.service.client import GuardClient\n"
-              f"c = GuardClient({url!r})\nc.check_raw('i', 'o')\nc.check_trace_raw(trace='{{}}')\n"
-              "print(json.dumps([m for m in ('pydantic', 'click', 'langgraph') "
-              "if m in sys.modules]))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
+    script = (
+        f"import json, sys\nfrom guardagent.service.client import GuardClient\n"
+        f"c = GuardClient({url!r})\nc.check_raw('i', 'o')\nc.check_trace_raw(trace='{{}}')\n"
+        "print(json.dumps([m for m in ('pydantic', 'click', 'langgraph') "
+        "if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []

@@ -31,10 +31,13 @@ HANG_SECONDS = 30.0
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    settings = ServiceSettings.from_env({
-        "GUARDAGENT_PROFILE": "mind2web-sc", "GUARDAGENT_REQUEST_SECONDS": "0.5",
-        "GUARDAGENT_MEMORY_DIR": str(tmp_path_factory.mktemp("deadline-memory")),
-    })  # fmt: skip
+    settings = ServiceSettings.from_env(
+        {
+            "GUARDAGENT_PROFILE": "mind2web-sc",
+            "GUARDAGENT_REQUEST_SECONDS": "0.5",
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path_factory.mktemp("deadline-memory")),
+        }
+    )
     with TestClient(create_app(settings)) as c:
         decider = c.app.state.decider  # warm the trace profile: its first run is not the test
         warm = parse_request("trace", {"profile": "assistant-trace", "messages": MESSAGES[:2]})
@@ -47,9 +50,16 @@ REQUESTS = [
     ("event", {"input": ADULT, "output": OUTPUT, "thread_id": "t-event"}),
     ("event", {"input": ADULT, "output": OUTPUT, "idempotency_key": "k-event"}),
     ("trace", {"profile": "assistant-trace", "messages": MESSAGES[:2]}),
-    ("trace", {"profile": "assistant-trace", "messages": MESSAGES[:2], "thread_id": "t-trace",
-               "idempotency_key": "k-trace"}),
-]  # fmt: skip
+    (
+        "trace",
+        {
+            "profile": "assistant-trace",
+            "messages": MESSAGES[:2],
+            "thread_id": "t-trace",
+            "idempotency_key": "k-trace",
+        },
+    ),
+]
 
 
 def _hang_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -74,7 +84,10 @@ def _hang_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.parametrize("kind, body", REQUESTS)
 def test_a_hung_run_ends_at_the_deadline_and_frees_its_thread(
-    client: Any, monkeypatch: pytest.MonkeyPatch, kind: str, body: dict[str, Any],
+    client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    body: dict[str, Any],
 ) -> None:
     runs = _hang_once(monkeypatch)
     late = client.post(f"/v1/decide/{kind}", json=body)
@@ -89,20 +102,25 @@ def test_a_hung_run_ends_at_the_deadline_and_frees_its_thread(
     assert runs[:2] == ["hung", "cancelled"] and runs[-1] == "ran"
 
 
-@pytest.mark.parametrize("failure", [
-    HeadMoved("the thread moved on"),
-    OSError("connection to the database lost"),
-    RuntimeError("a bug"),
-    TimeoutError("the database did not answer"),
-])  # fmt: skip
-def test_every_503_is_a_denial_with_a_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch,
-                                                  failure: Exception) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "failure",
+    [
+        HeadMoved("the thread moved on"),
+        OSError("connection to the database lost"),
+        RuntimeError("a bug"),
+        TimeoutError("the database did not answer"),
+    ],
+)
+def test_every_503_is_a_denial_with_a_retry_after(
+    client: Any, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
     async def run(self: Decider, *args: Any, **kw: Any) -> Any:
         raise failure
 
     monkeypatch.setattr(Decider, "_run", run)
-    answer = client.post("/v1/decide/event", json={"input": ADULT, "output": OUTPUT,
-                                                   "thread_id": "t-503"})  # fmt: skip
+    answer = client.post(
+        "/v1/decide/event", json={"input": ADULT, "output": OUTPUT, "thread_id": "t-503"}
+    )
     assert answer.status_code == 503, answer.json()
     assert answer.headers.get("retry-after", "").isdigit()
     assert answer.json()["allowed"] is False
@@ -131,7 +149,8 @@ def test_a_database_that_gives_no_connection_is_an_outage_not_a_busy_thread() ->
 
 
 def test_a_profile_slower_to_build_than_the_deadline_is_built_once_and_then_served(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A request past its deadline leaves the guard it was building to finish: the next
     request finds it, instead of each starting (and abandoning) the build again."""
@@ -146,15 +165,19 @@ def test_a_profile_slower_to_build_than_the_deadline_is_built_once_and_then_serv
         return real(self, ref)
 
     monkeypatch.setattr(Decider, "_build", build)
-    settings = ServiceSettings.from_env({
-        "GUARDAGENT_PROFILE": "mind2web-sc", "GUARDAGENT_REQUEST_SECONDS": "0.5",
-        "GUARDAGENT_MEMORY_DIR": str(tmp_path),
-    })  # fmt: skip
+    settings = ServiceSettings.from_env(
+        {
+            "GUARDAGENT_PROFILE": "mind2web-sc",
+            "GUARDAGENT_REQUEST_SECONDS": "0.5",
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path),
+        }
+    )
     with TestClient(create_app(settings)) as c:
         answers = []
         for _ in range(40):
-            answer = c.post("/v1/decide/trace", json={"profile": "assistant-trace",
-                                                      "messages": MESSAGES[:2]})  # fmt: skip
+            answer = c.post(
+                "/v1/decide/trace", json={"profile": "assistant-trace", "messages": MESSAGES[:2]}
+            )
             answers.append(answer.status_code)
             if answer.status_code == 200:
                 break
@@ -163,8 +186,9 @@ def test_a_profile_slower_to_build_than_the_deadline_is_built_once_and_then_serv
     assert len(builds) == 2, "the trace profile was built once"
 
 
-def test_a_hung_history_read_ends_at_the_deadline(client: Any,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_hung_history_read_ends_at_the_deadline(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from guardagent.service.threads import ThreadStore
 
     async def history(self: ThreadStore, thread_id: str, limit: int = 1000) -> Any:
@@ -176,11 +200,20 @@ def test_a_hung_history_read_ends_at_the_deadline(client: Any,
     assert "did not finish" in answer.json()["error"]
 
 
-@pytest.mark.parametrize("name, raw, value", [
-    ("REQUEST_SECONDS", "2.5", 2.5), ("DRAIN_SECONDS", "0", 0.0), ("DRAIN_SECONDS", "-0", 0.0),
-    ("DRAIN_SECONDS", "15", 15.0), ("REQUEST_SECONDS", "0", None), ("REQUEST_SECONDS", "nan", None),
-    ("DRAIN_SECONDS", "-1", None), ("DRAIN_SECONDS", "inf", None), ("DRAIN_SECONDS", "soon", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, raw, value",
+    [
+        ("REQUEST_SECONDS", "2.5", 2.5),
+        ("DRAIN_SECONDS", "0", 0.0),
+        ("DRAIN_SECONDS", "-0", 0.0),
+        ("DRAIN_SECONDS", "15", 15.0),
+        ("REQUEST_SECONDS", "0", None),
+        ("REQUEST_SECONDS", "nan", None),
+        ("DRAIN_SECONDS", "-1", None),
+        ("DRAIN_SECONDS", "inf", None),
+        ("DRAIN_SECONDS", "soon", None),
+    ],
+)
 def test_the_deadline_and_the_drain_are_settings(name: str, raw: str, value: float | None) -> None:
     env = {f"GUARDAGENT_{name}": raw}
     if value is None:

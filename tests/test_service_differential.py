@@ -42,8 +42,11 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("differential")
     port = free_port()
     log = root / "service.log"
-    env = {**ENV, "GUARDAGENT_PROFILE": "assistant-trace",
-           "GUARDAGENT_MEMORY_DIR": str(root / "memory")}  # fmt: skip
+    env = {
+        **ENV,
+        "GUARDAGENT_PROFILE": "assistant-trace",
+        "GUARDAGENT_MEMORY_DIR": str(root / "memory"),
+    }
     proc = start_replica(port, env, log)
     try:
         wait_ready(proc, port, log)
@@ -99,7 +102,7 @@ def variants(text: str) -> dict[str, bytes]:
         "crlf": raw.replace(b"\n", b"\r\n"),
         "deep": b"[" * 5000 + b"]" * 5000,
         "wide-chars": text.replace("Dana", "\u4e2d" * 5000, 1).encode("utf-8"),
-    }  # fmt: skip
+    }
 
 
 def test_shipped_traces_are_decided_alike(url: str) -> None:
@@ -115,8 +118,17 @@ def test_a_trace_in_any_bytes_is_decided_alike(url: str, tmp_path: Path, source:
     for name, data in variants(text).items():
         path = tmp_path / f"{name}.json"
         path.write_bytes(data)
-        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
-                                   "--fields", "allowed,reason,unreadable"])  # fmt: skip
+        local, served = both(
+            url,
+            [
+                "--profile",
+                "assistant-trace",
+                "--trace",
+                str(path),
+                "--fields",
+                "allowed,reason,unreadable",
+            ],
+        )
         assert served == local, name
 
 
@@ -130,28 +142,44 @@ def test_a_wide_trace_over_the_byte_limit_is_denied_both_ways(url: str, tmp_path
     assert local[1]["unreadable"][0]["reason"] == "trace_too_large"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(at=st.integers(0, 4000), data=st.binary(min_size=1, max_size=4))
-def test_bytes_put_anywhere_in_a_trace_are_decided_alike(url: str, tmp_path: Path, at: int,
-                                                         data: bytes) -> None:  # fmt: skip
+def test_bytes_put_anywhere_in_a_trace_are_decided_alike(
+    url: str, tmp_path: Path, at: int, data: bytes
+) -> None:
     raw = BENIGN.read_bytes()
     path = tmp_path / "mutated.json"
     path.write_bytes(raw[:at] + data + raw[at:])
-    local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
-                               "--fields", "allowed,reason,unreadable"])  # fmt: skip
+    local, served = both(
+        url,
+        [
+            "--profile",
+            "assistant-trace",
+            "--trace",
+            str(path),
+            "--fields",
+            "allowed,reason,unreadable",
+        ],
+    )
     assert served == local
 
 
 def test_events_in_any_bytes_are_decided_alike(url: str, tmp_path: Path) -> None:
     for text in (ADULT, MINOR):
-        for name, data in {"utf8": text.encode(), "bom": b"\xef\xbb\xbf" + text.encode(),
-                           "utf16": text.encode("utf-16"),
-                           "latin1": text.replace("Lisbon", "Lisb\u00f6n").encode("latin-1"),
-                           "lone-byte": text.encode().replace(b"age", b"a\xffge")}.items():  # fmt: skip
+        for name, data in {
+            "utf8": text.encode(),
+            "bom": b"\xef\xbb\xbf" + text.encode(),
+            "utf16": text.encode("utf-16"),
+            "latin1": text.replace("Lisbon", "Lisb\u00f6n").encode("latin-1"),
+            "lone-byte": text.encode().replace(b"age", b"a\xffge"),
+        }.items():
             path = tmp_path / f"{name}.txt"
             path.write_bytes(data)
-            local, served = both(url, ["--profile", "mind2web-sc", "--input", "@" + str(path),
-                                       "--output", OUTPUT])  # fmt: skip
+            local, served = both(
+                url, ["--profile", "mind2web-sc", "--input", "@" + str(path), "--output", OUTPUT]
+            )
             assert served == local, name
 
 
@@ -165,29 +193,54 @@ def test_consent_files_are_judged_alike(url: str, tmp_path: Path) -> None:
     def record(name: str) -> Consent:
         return Consent("send_money", args=ATTACK, thread=f"t-{name}")
 
-    files = {"signed": [record("signed").signed(KEY.encode())],
-             "unsigned": [record("unsigned").to_json()],
-             "other-key": [record("other-key").signed(b"another deployment's key")],
-             "not-a-list": record("not-a-list").to_json(),
-             "bad-record": [{"tool": "send_money", "uses": 0}], "empty": []}  # fmt: skip
+    files = {
+        "signed": [record("signed").signed(KEY.encode())],
+        "unsigned": [record("unsigned").to_json()],
+        "other-key": [record("other-key").signed(b"another deployment's key")],
+        "not-a-list": record("not-a-list").to_json(),
+        "bad-record": [{"tool": "send_money", "uses": 0}],
+        "empty": [],
+    }
     runner = CliRunner()
     for name, data in files.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(data), encoding="utf-8")
-        args = ["check", "--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
-                str(path), "--thread-id", f"t-{name}", "--fields", "allowed,reason"]
+        args = [
+            "check",
+            "--profile",
+            "assistant-trace",
+            "--trace",
+            str(PAYMENT),
+            "--consent",
+            str(path),
+            "--thread-id",
+            f"t-{name}",
+            "--fields",
+            "allowed,reason",
+        ]
         # the local thread's state is a file; the service keeps the thread's itself
         local = runner.invoke(main, [*args, "--state", str(tmp_path / f"{name}.state")], env=ENV)
         served = runner.invoke(main, [*args, "--server", url], env=ENV)
-        assert (served.exit_code, shown(served.stdout)) == (local.exit_code,
-                                                            shown(local.stdout)), name
+        assert (served.exit_code, shown(served.stdout)) == (local.exit_code, shown(local.stdout)), (
+            name
+        )
         if name == "signed":  # used once: the second check of the thread is denied, both ways
-            again = runner.invoke(main, [*args, "--state", str(tmp_path / "signed.state")],
-                                  env=ENV)
+            again = runner.invoke(main, [*args, "--state", str(tmp_path / "signed.state")], env=ENV)
             served_again = runner.invoke(main, [*args, "--server", url], env=ENV)
             assert local.exit_code == 0 and again.exit_code == served_again.exit_code == 1
-    signed = both(url, ["--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
-                        str(tmp_path / "signed.json"), "--thread-id", "t-signed-again"])[1]
+    signed = both(
+        url,
+        [
+            "--profile",
+            "assistant-trace",
+            "--trace",
+            str(PAYMENT),
+            "--consent",
+            str(tmp_path / "signed.json"),
+            "--thread-id",
+            "t-signed-again",
+        ],
+    )[1]
     assert signed[0] == 1  # an approval counts only in the thread it names
 
 
@@ -197,17 +250,48 @@ def test_a_service_without_a_key_takes_no_consent_records(tmp_path: Path) -> Non
     path = tmp_path / "unsigned.json"
     path.write_text(json.dumps([Consent("send_money", args=ATTACK, thread="t1").to_json()]))
     port, log = free_port(), tmp_path / "service.log"
-    proc = start_replica(port, {"GUARDAGENT_PROFILE": "assistant-trace",
-                                "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}, log)  # fmt: skip
+    proc = start_replica(
+        port,
+        {
+            "GUARDAGENT_PROFILE": "assistant-trace",
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory"),
+        },
+        log,
+    )
     try:
         wait_ready(proc, port, log)
-        served = CliRunner().invoke(main, [
-            "check", "--profile", "assistant-trace", "--trace", str(PAYMENT), "--consent",
-            str(path), "--thread-id", "t1", "--server", f"http://127.0.0.1:{port}"])
+        served = CliRunner().invoke(
+            main,
+            [
+                "check",
+                "--profile",
+                "assistant-trace",
+                "--trace",
+                str(PAYMENT),
+                "--consent",
+                str(path),
+                "--thread-id",
+                "t1",
+                "--server",
+                f"http://127.0.0.1:{port}",
+            ],
+        )
     finally:
         stop(proc)
-    local = CliRunner().invoke(main, ["check", "--profile", "assistant-trace", "--trace",
-                                      str(PAYMENT), "--consent", str(path), "--thread-id", "t1"])
+    local = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--profile",
+            "assistant-trace",
+            "--trace",
+            str(PAYMENT),
+            "--consent",
+            str(path),
+            "--thread-id",
+            "t1",
+        ],
+    )
     assert local.exit_code == served.exit_code == 2, served.output
     assert "GUARDAGENT_TRACE_KEY" in served.output and '"allowed": true' not in served.output
 
@@ -215,15 +299,31 @@ def test_a_service_without_a_key_takes_no_consent_records(tmp_path: Path) -> Non
 def test_task_files_are_judged_alike(url: str, tmp_path: Path) -> None:
     from tests.test_cli_task import OTHER_ORDER, TASK, THIS_ORDER
 
-    tasks = {"task": json.dumps(TASK), "yaml": "name: t\nparams: {}\n", "list": "[1]",
-             "nan": '{"name": "t", "params": {"x": NaN}}', "unknown": '{"a": 1}',
-             "utf16": json.dumps(TASK)}  # fmt: skip
+    tasks = {
+        "task": json.dumps(TASK),
+        "yaml": "name: t\nparams: {}\n",
+        "list": "[1]",
+        "nan": '{"name": "t", "params": {"x": NaN}}',
+        "unknown": '{"a": 1}',
+        "utf16": json.dumps(TASK),
+    }
     for name, text in tasks.items():
         path = tmp_path / f"{name}.task"
         path.write_bytes(text.encode("utf-16" if name == "utf16" else "utf-8"))
         for trace in (OTHER_ORDER, THIS_ORDER):
-            local, served = both(url, ["--profile", "browser-trace", "--trace", str(trace),
-                                       "--task", str(path), "--fields", "allowed,reason"])
+            local, served = both(
+                url,
+                [
+                    "--profile",
+                    "browser-trace",
+                    "--trace",
+                    str(trace),
+                    "--task",
+                    str(path),
+                    "--fields",
+                    "allowed,reason",
+                ],
+            )
             assert served == local, (name, trace.name)
 
 
@@ -231,14 +331,27 @@ def test_thread_ids_the_service_refuses_are_refused_here_too(url: str) -> None:
     """Seen failing before: `--thread-id ""` (or one over 256 characters) was decided here
     (exit 0) and refused by the service (400, exit 2)."""
     for thread in ("", "x" * 257, "t" * 256):
-        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(BENIGN),
-                                   "--thread-id", thread, "--fields", "allowed"])  # fmt: skip
+        local, served = both(
+            url,
+            [
+                "--profile",
+                "assistant-trace",
+                "--trace",
+                str(BENIGN),
+                "--thread-id",
+                thread,
+                "--fields",
+                "allowed",
+            ],
+        )
         assert served[0] == local[0], len(thread)
         assert local[0] == (0 if thread else 2) if len(thread) <= 256 else local[0] == 2
 
 
-@pytest.mark.parametrize("profile", ["eicu-ac", "eicu-ac-policy", "mind2web-sc-policy",
-                                     "tool-calls", "tool-calls-policy"])
+@pytest.mark.parametrize(
+    "profile",
+    ["eicu-ac", "eicu-ac-policy", "mind2web-sc-policy", "tool-calls", "tool-calls-policy"],
+)
 def test_shipped_demonstrations_are_decided_alike(url: str, tmp_path: Path, profile: str) -> None:
     """Each built-in profile's own demonstrations, and each in UTF-16 and with a byte that
     is not text, through both paths."""
@@ -251,8 +364,19 @@ def test_shipped_demonstrations_are_decided_alike(url: str, tmp_path: Path, prof
                 path = tmp_path / f"{demo.id}-{name}-{part}.txt"
                 path.write_bytes(_encoded(text, name))
                 paths.append("@" + str(path))
-            local, served = both(url, ["--profile", profile, "--input", paths[0], "--output",
-                                       paths[1], "--fields", "allowed,violations,reason"])
+            local, served = both(
+                url,
+                [
+                    "--profile",
+                    profile,
+                    "--input",
+                    paths[0],
+                    "--output",
+                    paths[1],
+                    "--fields",
+                    "allowed,violations,reason",
+                ],
+            )
             assert served == local, (demo.id, name)
 
 
@@ -271,14 +395,26 @@ def test_messages_sent_as_text_are_sized_in_bytes_too(url: str) -> None:
     document = json.loads(BENIGN.read_text(encoding="utf-8").replace("Dana", "\u4e2d" * 5000, 1))
     text = json.dumps(document["messages"], ensure_ascii=False)
     assert len(text) < MAX_TRACE < len(text.encode("utf-8"))
-    decision = GuardClient(url).check_trace(text, document.get("proposed_call"),
-                                            profile="assistant-trace")  # fmt: skip
+    decision = GuardClient(url).check_trace(
+        text, document.get("proposed_call"), profile="assistant-trace"
+    )
     assert decision["allowed"] is False
     assert decision["unreadable"][0]["reason"] == "trace_too_large"
 
 
 def test_rules_applied_lists_the_same_rules(url: str) -> None:
     for path in sorted(TRACES.glob("*.json"))[:6]:
-        local, served = both(url, ["--profile", "assistant-trace", "--trace", str(path),
-                                   "--rules", "applied", "--fields", "allowed,rules,reason"])
+        local, served = both(
+            url,
+            [
+                "--profile",
+                "assistant-trace",
+                "--trace",
+                str(path),
+                "--rules",
+                "applied",
+                "--fields",
+                "allowed,rules,reason",
+            ],
+        )
         assert served == local, path.name

@@ -31,9 +31,15 @@ DRAIN = 8.0
 @pytest.fixture()
 def replica(tmp_path: Path) -> Iterator[tuple[Any, int]]:
     port, log = free_port(), tmp_path / "replica.log"
-    proc = start_replica(port, {"GUARDAGENT_PROFILE": "mind2web-sc",
-                                "GUARDAGENT_DRAIN_SECONDS": str(DRAIN),
-                                "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}, log)  # fmt: skip
+    proc = start_replica(
+        port,
+        {
+            "GUARDAGENT_PROFILE": "mind2web-sc",
+            "GUARDAGENT_DRAIN_SECONDS": str(DRAIN),
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory"),
+        },
+        log,
+    )
     try:
         wait_ready(proc, port, log)
         yield proc, port
@@ -42,8 +48,12 @@ def replica(tmp_path: Path) -> Iterator[tuple[Any, int]]:
 
 
 def _decide(conn: http.client.HTTPConnection) -> tuple[int, str, Any]:
-    conn.request("POST", "/v1/decide/event", body=json.dumps({"input": ADULT, "output": OUTPUT}),
-                 headers={"Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/v1/decide/event",
+        body=json.dumps({"input": ADULT, "output": OUTPUT}),
+        headers={"Content-Type": "application/json"},
+    )
     answer = conn.getresponse()
     return answer.status, answer.getheader("connection", ""), json.loads(answer.read())
 
@@ -69,7 +79,8 @@ def test_a_terminated_replica_drains_before_it_closes(replica: tuple[Any, int]) 
     time.sleep(0.5)  # the signal is handled (the drain has DRAIN s; this is well inside)
     answers = [_decide(conn) for _ in range(3)]  # the first on the kept-alive connection
     assert sock is not None and conn.sock is None or conn.sock is not sock, (
-        "the answer during the drain closed the kept-alive connection")
+        "the answer during the drain closed the kept-alive connection"
+    )
     assert [(s, d["allowed"]) for s, _, d in answers] == [(200, True)] * 3
     assert all(c.lower() == "close" for _, c, _ in answers), "each closes its connection"
     status, body = _ready(port)
@@ -79,9 +90,15 @@ def test_a_terminated_replica_drains_before_it_closes(replica: tuple[Any, int]) 
 
 def test_a_second_signal_ends_the_drain(tmp_path: Path) -> None:
     port, log = free_port(), tmp_path / "replica.log"
-    proc = start_replica(port, {"GUARDAGENT_PROFILE": "mind2web-sc",
-                                "GUARDAGENT_DRAIN_SECONDS": "3600",
-                                "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory")}, log)  # fmt: skip
+    proc = start_replica(
+        port,
+        {
+            "GUARDAGENT_PROFILE": "mind2web-sc",
+            "GUARDAGENT_DRAIN_SECONDS": "3600",
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path / "memory"),
+        },
+        log,
+    )
     try:
         wait_ready(proc, port, log)
         proc.send_signal(signal.SIGTERM)

@@ -46,8 +46,15 @@ def url() -> Iterator[str]:
 
 def run(code: str, args: list[str], stdin: bytes = b"", token: str = TOKEN) -> Any:
     env = {**os.environ, "GUARDAGENT_SERVICE_TOKEN": token}
-    return subprocess.run([sys.executable, "-c", code, *args], input=stdin, env=env, cwd=ROOT,
-                          capture_output=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        input=stdin,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +66,18 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "task": ("task.yaml", json.dumps(TASK).encode()),
         "consent": ("consent.json", b'[{"tool": "send_email", "decision": "approve"}]'),
         "notlist": ("consent2.json", b'{"tool": "x"}'),
-    }  # fmt: skip
+    }
     for name, data in paths.values():
         (root / name).write_bytes(data)
     return {key: str(root / name) for key, (name, _) in paths.items()} | {"dir": str(root)}
 
 
 def corpus(url: str, f: dict[str, str]) -> list[tuple[list[str], bytes, str]]:
-    s, m2w, trace = ["--server", url], ["--profile", "mind2web-sc"], ["--profile",
-                                                                       "assistant-trace"]
+    s, m2w, trace = (
+        ["--server", url],
+        ["--profile", "mind2web-sc"],
+        ["--profile", "assistant-trace"],
+    )
     event = [*m2w, "--input", ADULT, "--output", OUTPUT]
     return [
         (["check", *s, *event], b"", TOKEN),
@@ -75,15 +85,60 @@ def corpus(url: str, f: dict[str, str]) -> list[tuple[list[str], bytes, str]]:
         (["check", *event, "--fields=allowed,reason", f"--server={url}"], b"", TOKEN),
         (["check", *s, *m2w, "--input", "@" + f["latin1"], "--output", OUTPUT], b"", TOKEN),
         (["check", *s, *m2w, "--input", "@-", "--output", OUTPUT], ADULT.encode(), TOKEN),
-        (["check", *s, *trace, "--trace", str(TRACE), "--fields", "allowed,violations"], b"",
-         TOKEN),
+        (
+            ["check", *s, *trace, "--trace", str(TRACE), "--fields", "allowed,violations"],
+            b"",
+            TOKEN,
+        ),
         (["check", *s, *trace, "--trace", "-", "--fields", "allowed"], TRACE.read_bytes(), TOKEN),
-        (["check", *s, *trace, "--trace", f["utf16"], "--fields", "reason", "--thread-id", "h1",
-          "--idempotency-key", "k1"], b"", TOKEN),
-        (["check", *s, *trace, "--trace", str(TRACE), "--consent", f["consent"], "--fields",
-          "allowed"], b"", TOKEN),
-        (["check", *s, "--profile", "browser-trace", "--trace", str(OTHER_ORDER), "--task",
-          f["task"], "--fields", "allowed,reason"], b"", TOKEN),
+        (
+            [
+                "check",
+                *s,
+                *trace,
+                "--trace",
+                f["utf16"],
+                "--fields",
+                "reason",
+                "--thread-id",
+                "h1",
+                "--idempotency-key",
+                "k1",
+            ],
+            b"",
+            TOKEN,
+        ),
+        (
+            [
+                "check",
+                *s,
+                *trace,
+                "--trace",
+                str(TRACE),
+                "--consent",
+                f["consent"],
+                "--fields",
+                "allowed",
+            ],
+            b"",
+            TOKEN,
+        ),
+        (
+            [
+                "check",
+                *s,
+                "--profile",
+                "browser-trace",
+                "--trace",
+                str(OTHER_ORDER),
+                "--task",
+                f["task"],
+                "--fields",
+                "allowed,reason",
+            ],
+            b"",
+            TOKEN,
+        ),
         (["check", *s, *event], b"", "wrong-token"),  # refused: 401
         (["check", *s, *m2w, "--trace", str(TRACE)], b"", TOKEN),  # no trace policy: 400
         (["check", "--server", f"http://127.0.0.1:{free_port()}", *event], b"", TOKEN),
@@ -97,20 +152,21 @@ def corpus(url: str, f: dict[str, str]) -> list[tuple[list[str], bytes, str]]:
         (["check", *s, *event, "--help"], b"", TOKEN),
         (["check", *s, *event, "--frobnicate"], b"", TOKEN),
         (["check", "--server", "ftp://x", *event], b"", TOKEN),
-        (["check", *s, *m2w, "--input", "@" + f["dir"] + "/none", "--output", OUTPUT], b"",
-         TOKEN),
+        (["check", *s, *m2w, "--input", "@" + f["dir"] + "/none", "--output", OUTPUT], b"", TOKEN),
         (["check", *s, *event, "--quiet", "--quiet"], b"", TOKEN),
-    ]  # fmt: skip
+    ]
 
 
-def test_the_fast_path_and_click_answer_every_call_alike(url: str,
-                                                         files: dict[str, str]) -> None:  # fmt: skip
+def test_the_fast_path_and_click_answer_every_call_alike(url: str, files: dict[str, str]) -> None:
     for args, stdin, token in corpus(url, files):
         run(CLICK, args, stdin, token)  # warm: the service's memory answers both alike
         fast, slow = run(FAST, args, stdin, token), run(CLICK, args, stdin, token)
         shown = " ".join(a[:30] for a in args[1:])
         assert (fast.returncode, timeless(fast.stdout), fast.stderr) == (
-            slow.returncode, timeless(slow.stdout), slow.stderr), shown
+            slow.returncode,
+            timeless(slow.stdout),
+            slow.stderr,
+        ), shown
         assert fast.returncode in (0, 1, 2), (shown, fast.stderr)
 
 
@@ -126,10 +182,12 @@ def timeless(stdout: bytes) -> bytes:
 
 
 def test_plain_calls_import_no_click(url: str, files: dict[str, str]) -> None:
-    probe = ("import sys\nfrom guardagent.entry import main\nsys.argv[0] = 'guardagent'\n"
-             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
-             "heavy = [m for m in ('click', 'http.client', 'email', 'ssl', 'langgraph', "
-             "'pydantic', 'yaml') if m in sys.modules]\nsys.stderr.write(repr((code, heavy)))")
+    probe = (
+        "import sys\nfrom guardagent.entry import main\nsys.argv[0] = 'guardagent'\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "heavy = [m for m in ('click', 'http.client', 'email', 'ssl', 'langgraph', "
+        "'pydantic', 'yaml') if m in sys.modules]\nsys.stderr.write(repr((code, heavy)))"
+    )
     for args, stdin, token in corpus(url, files)[:10]:
         if "--task" in args:
             continue  # a YAML-looking task file may import PyYAML; this one is JSON
@@ -150,17 +208,26 @@ def _parse_with_http_client(data: bytes) -> tuple[int, bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(status=st.integers(200, 599).filter(lambda s: s not in (204, 304)),  # no content: below
-       body=st.binary(max_size=3000),
-       chunks=st.lists(st.integers(1, 700), max_size=6), framing=st.sampled_from(
-           ["length", "chunked", "close"]),
-       extra=st.lists(st.tuples(st.from_regex(r"X-[A-Za-z]{1,8}", fullmatch=True),
-                                st.text("abc ;=,", max_size=20)), max_size=4))
-def test_the_socket_reader_agrees_with_http_client(status: int, body: bytes, chunks: list[int],
-                                                   framing: str,
-                                                   extra: list[tuple[str, str]]) -> None:  # fmt: skip
-    head = [f"HTTP/1.1 {status} Whatever", "Content-Type: application/json",
-            *(f"{k}: {v.strip()}" for k, v in extra)]  # fmt: skip
+@given(
+    status=st.integers(200, 599).filter(lambda s: s not in (204, 304)),  # no content: below
+    body=st.binary(max_size=3000),
+    chunks=st.lists(st.integers(1, 700), max_size=6),
+    framing=st.sampled_from(["length", "chunked", "close"]),
+    extra=st.lists(
+        st.tuples(
+            st.from_regex(r"X-[A-Za-z]{1,8}", fullmatch=True), st.text("abc ;=,", max_size=20)
+        ),
+        max_size=4,
+    ),
+)
+def test_the_socket_reader_agrees_with_http_client(
+    status: int, body: bytes, chunks: list[int], framing: str, extra: list[tuple[str, str]]
+) -> None:
+    head = [
+        f"HTTP/1.1 {status} Whatever",
+        "Content-Type: application/json",
+        *(f"{k}: {v.strip()}" for k, v in extra),
+    ]
     if framing == "length":
         payload = body
         head.append(f"Content-Length: {len(body)}")
@@ -168,7 +235,7 @@ def test_the_socket_reader_agrees_with_http_client(status: int, body: bytes, chu
         head.append("Transfer-Encoding: chunked")
         parts, at = [], 0
         for size in chunks:
-            piece = body[at:at + size]
+            piece = body[at : at + size]
             at += size
             if piece:
                 parts.append(b"%x\r\n%s\r\n" % (len(piece), piece))
@@ -193,15 +260,20 @@ def test_the_socket_reader_meets_any_bytes_with_an_answer_or_a_wire_error(data: 
 
 
 def test_bounded_heads_truncated_bodies_and_non_http_are_wire_errors() -> None:
-    for data in (b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 2x0 OK\r\n\r\n",
-                 b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
-                 b"HTTP/1.1 200 OK\r\n" + b"X-A: " + b"a" * 70_000 + b"\r\n\r\n",
-                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                 b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", b""):  # fmt: skip
+    for data in (
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\n" + b"X-A: " + b"a" * 70_000 + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"",
+    ):
         with pytest.raises(WireError):
             read_response(io.BytesIO(data))
-    status, _, body = read_response(io.BytesIO(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"
-                                               b"\r\nContent-Length: 2\r\n\r\n{}"))  # fmt: skip
+    status, _, body = read_response(
+        io.BytesIO(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    )
     assert (status, body) == (200, b"{}")
     for framing in (b"Content-Length: 1\r\n\r\nx", b"Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n"):
         status, _, body = read_response(io.BytesIO(b"HTTP/1.1 204 No Content\r\n" + framing))
@@ -225,15 +297,23 @@ def test_the_fast_path_knows_every_option_of_check_and_every_decision_field() ->
 
 
 def test_evidence_the_guard_could_not_read_exits_two_here_and_through_the_service(
-        url: str, tmp_path: Path) -> None:  # fmt: skip
+    url: str, tmp_path: Path
+) -> None:
     from click.testing import CliRunner
 
     from guardagent.cli import main
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"messages": [', encoding="utf-8")
-    args = ["check", "--profile", "assistant-trace", "--trace", str(bad), "--fields",
-            "allowed,unreadable"]  # fmt: skip
+    args = [
+        "check",
+        "--profile",
+        "assistant-trace",
+        "--trace",
+        str(bad),
+        "--fields",
+        "allowed,unreadable",
+    ]
     local = CliRunner().invoke(main, args)
     served = run(FAST, [*args, "--server", url])
     assert local.exit_code == served.returncode == 2, (local.output, served.stderr)
@@ -247,12 +327,18 @@ def test_a_plain_utf8_call_imports_no_typing(url: str, files: dict[str, str]) ->
     (:mod:`guardagent.readers.textio`), and one with a consent or task file the host-file
     reader (:mod:`guardagent.policy.task_file`), and typing with them: not this test's calls.
     """
-    probe = ("import sys\nfrom guardagent.entry import main\nsys.argv[0] = 'guardagent'\n"
-             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
-             "sys.stderr.write(repr((code, 'typing' in sys.modules)))")
-    plain = [c for c in corpus(url, files)[:10]
-             if not any(f in c[0] for f in (files["utf16"], "@" + files["latin1"]))
-             and "--task" not in c[0] and "--consent" not in c[0]]  # fmt: skip
+    probe = (
+        "import sys\nfrom guardagent.entry import main\nsys.argv[0] = 'guardagent'\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "sys.stderr.write(repr((code, 'typing' in sys.modules)))"
+    )
+    plain = [
+        c
+        for c in corpus(url, files)[:10]
+        if not any(f in c[0] for f in (files["utf16"], "@" + files["latin1"]))
+        and "--task" not in c[0]
+        and "--consent" not in c[0]
+    ]
     assert len(plain) >= 6
     for args, stdin, token in plain:
         out = run(probe, args, stdin, token)

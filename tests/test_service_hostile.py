@@ -54,17 +54,20 @@ def _post(client: Any, path: str, body: dict[str, Any]) -> Any:
     # json= would refuse a lone surrogate client-side: send the escaped JSON as the host would
     import json
 
-    return client.post(path, content=json.dumps(body).encode("ascii"),
-                       headers={"Content-Type": "application/json"})  # fmt: skip
+    return client.post(
+        path, content=json.dumps(body).encode("ascii"), headers={"Content-Type": "application/json"}
+    )
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
 @pytest.mark.parametrize("field", ["thread_id", "idempotency_key"])
-def test_a_bad_id_is_refused_with_400_by_the_decide_routes(client: Any, bad: str,
-                                                           field: str) -> None:  # fmt: skip
+def test_a_bad_id_is_refused_with_400_by_the_decide_routes(
+    client: Any, bad: str, field: str
+) -> None:
     event = _post(client, "/v1/decide/event", {"input": ADULT, "output": OUTPUT, field: bad})
-    trace = _post(client, "/v1/decide/trace", {"profile": "assistant-trace", "messages": [],
-                                               field: bad})  # fmt: skip
+    trace = _post(
+        client, "/v1/decide/trace", {"profile": "assistant-trace", "messages": [], field: bad}
+    )
     for answer in (event, trace):
         assert answer.status_code == 400, answer.text
         assert field in answer.json()["error"]
@@ -87,8 +90,12 @@ def test_the_thread_route_reads_a_good_id_as_the_decide_route_wrote_it(client: A
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_one_validation_decides_every_id(value: str) -> None:
-    bad = (not value or len(value) > 256 or "\x00" in value
-           or any("\ud800" <= ch <= "\udfff" for ch in value))  # fmt: skip
+    bad = (
+        not value
+        or len(value) > 256
+        or "\x00" in value
+        or any("\ud800" <= ch <= "\udfff" for ch in value)
+    )
     if bad:
         with pytest.raises(BadRequest, match="thread_id"):
             checked_id("thread_id", value, 256)
@@ -100,19 +107,29 @@ def test_a_retry_naming_the_default_profile_or_null_is_the_same_request(client: 
     body = {"input": ADULT, "output": OUTPUT}
     first = _post(client, "/v1/decide/event", {**body, "idempotency_key": "k-prof"})
     assert first.status_code == 200
-    for extra in ({"profile": None}, {"profile": "mind2web-sc"},
-                  {"profile": None, "user_facts": None, "thread_id": None}):  # fmt: skip
+    for extra in (
+        {"profile": None},
+        {"profile": "mind2web-sc"},
+        {"profile": None, "user_facts": None, "thread_id": None},
+    ):
         retry = _post(client, "/v1/decide/event", {**body, **extra, "idempotency_key": "k-prof"})
         assert retry.status_code == 200, (extra, retry.text)
         assert retry.headers.get("Idempotent-Replayed") == "true"
         assert retry.json() == first.json()
-    other = _post(client, "/v1/decide/event", {**body, "profile": "tool-calls",
-                                               "idempotency_key": "k-prof"})  # fmt: skip
+    other = _post(
+        client, "/v1/decide/event", {**body, "profile": "tool-calls", "idempotency_key": "k-prof"}
+    )
     assert other.status_code == 409, "another profile is another request"
-    named = _post(client, "/v1/decide/trace", {"profile": "assistant-trace", "messages": [],
-                                               "task": None, "idempotency_key": "k-t"})  # fmt: skip
-    again = _post(client, "/v1/decide/trace", {"profile": "assistant-trace", "messages": [],
-                                               "idempotency_key": "k-t"})  # fmt: skip
+    named = _post(
+        client,
+        "/v1/decide/trace",
+        {"profile": "assistant-trace", "messages": [], "task": None, "idempotency_key": "k-t"},
+    )
+    again = _post(
+        client,
+        "/v1/decide/trace",
+        {"profile": "assistant-trace", "messages": [], "idempotency_key": "k-t"},
+    )
     assert named.status_code == again.status_code == 200
     assert again.headers.get("Idempotent-Replayed") == "true"
 
@@ -138,15 +155,17 @@ def test_a_chunk_size_http_does_not_read_is_a_wire_error(size: str) -> None:
 def test_a_trace_over_the_limit_is_too_big_not_unreachable(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(b'{"messages": [' + b'"' + b"x" * (12 * 1024 * 1024) + b'"]}')
-    settings = ServiceSettings(guard=GuardContext(profile="assistant-trace"),
-                               max_request_bytes=100_000)  # fmt: skip
+    settings = ServiceSettings(
+        guard=GuardContext(profile="assistant-trace"), max_request_bytes=100_000
+    )
     with serving(settings) as base:
         for _ in range(3):
             with pytest.raises(ServiceError) as caught:
                 GuardClient(base, timeout=30).check_trace(trace=big.read_bytes())
             assert caught.value.status == 413, caught.value
-        run = CliRunner().invoke(main, ["check", "--server", base, "--profile",
-                                        "assistant-trace", "--trace", str(big)])  # fmt: skip
+        run = CliRunner().invoke(
+            main, ["check", "--server", base, "--profile", "assistant-trace", "--trace", str(big)]
+        )
         assert run.exit_code == 2, run.output
         assert "unreachable" not in run.output
 
@@ -181,20 +200,40 @@ while True:
 
 
 @pytest.mark.parametrize("framing", ["length", "close"])
-def test_an_https_answer_is_bounded_like_an_http_one(tmp_path: Any, framing: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_an_https_answer_is_bounded_like_an_http_one(
+    tmp_path: Any, framing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
-                           "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                           "-keyout", str(key), "-out", str(cert)], capture_output=True,
-                          check=False)  # fmt: skip
+    made = subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_output=True,
+        check=False,
+    )
     if made.returncode != 0:
         pytest.skip(f"openssl could not make a test certificate: {made.stderr[-200:]!r}")
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     monkeypatch.setattr(wire, "MAX_BODY_BYTES", 1_000_000)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", TLS_BIG, str(port), str(cert), str(key),
-                             framing])  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TLS_BIG, str(port), str(cert), str(key), framing]
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -31,8 +31,9 @@ from guardagent.service.settings import ServiceSettings
 from guardagent.service.stores import open_stores
 from tests.pg_server import PostgresUnavailable, running_postgres
 
-MESSAGES = json.loads((Path(__file__).parent / "traces" / "i02_exfil_langchain.json")
-                      .read_text())["messages"]  # fmt: skip
+MESSAGES = json.loads((Path(__file__).parent / "traces" / "i02_exfil_langchain.json").read_text())[
+    "messages"
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +47,12 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @asynccontextmanager
 async def replica(url: str, memory: Path, pool_size: int = 4) -> AsyncIterator[Decider]:
-    settings = ServiceSettings(guard=GuardContext(profile="assistant-trace",
-                                                  memory_dir=str(memory)),
-                               database_url=url, pool_size=pool_size,
-                               lock_wait_seconds=20.0)  # fmt: skip
+    settings = ServiceSettings(
+        guard=GuardContext(profile="assistant-trace", memory_dir=str(memory)),
+        database_url=url,
+        pool_size=pool_size,
+        lock_wait_seconds=20.0,
+    )
     async with open_stores(settings) as stores:
         decider = Decider(settings, stores.locks, stores.decisions, stores.threads)
         await decider.agent(decider.profile_ref(None))
@@ -112,8 +115,9 @@ def _kinds(sent: list[str]) -> Counter[str]:
     return kinds
 
 
-def test_a_keyed_decision_takes_the_threads_lock_only_and_adds_its_row(pg_url: str,
-                                                                      tmp_path: Path) -> None:  # fmt: skip
+def test_a_keyed_decision_takes_the_threads_lock_only_and_adds_its_row(
+    pg_url: str, tmp_path: Path
+) -> None:
     async def run() -> tuple[Counter[str], Counter[str], list[Answer]]:
         async with replica(pg_url, tmp_path) as decider:
             await _ask(decider, "t-cost")
@@ -134,7 +138,9 @@ def test_a_keyed_decision_takes_the_threads_lock_only_and_adds_its_row(pg_url: s
     extra = keyed - plain
     assert extra == Counter({"key select": 1, "key insert": 1}), (plain, keyed)
     assert plain["checkpoint read"] == 0, "the replica wrote the head: it knows its state"
-    assert plain["pool check"] <= 2, "two connections: the lock's (the head read on it), the write's"
+    assert plain["pool check"] <= 2, (
+        "two connections: the lock's (the head read on it), the write's"
+    )
     assert plain["pending write"] == 0, "no LangGraph task writes: the checkpoint only"
 
 
@@ -155,8 +161,7 @@ def test_a_head_written_by_another_replica_is_read_once(pg_url: str, tmp_path: P
     assert [a.status for a in answers] == [200] * 7
 
 
-def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str,
-                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str, tmp_path: Path) -> None:
     """12 at once on one thread: one line of 12, and the database's lock taken, not waited on."""
     n = 12
 
@@ -165,8 +170,9 @@ def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str,
             await _ask(decider, "t-warm")
             await asyncio.sleep(0.2)
             with statements() as sent:
-                answers = await asyncio.gather(*(_ask(decider, "t-hot", key=f"hot-{i}")
-                                                 for i in range(n)))  # fmt: skip
+                answers = await asyncio.gather(
+                    *(_ask(decider, "t-hot", key=f"hot-{i}") for i in range(n))
+                )
             history = await decider.threads.history("t-hot")
             return list(answers), _kinds(sent), history
 
@@ -180,16 +186,19 @@ def test_requests_on_one_thread_take_turns_inside_the_replica(pg_url: str,
 
 
 def test_two_replicas_on_one_hot_thread_keep_one_line_and_decide_each_key_once(
-        pg_url: str, tmp_path: Path) -> None:  # fmt: skip
+    pg_url: str, tmp_path: Path
+) -> None:
     """Both replicas at once, each request sent to both (a retry on the other replica)."""
     keys = [f"two-{i}" for i in range(10)]
 
     async def run() -> tuple[list[Answer], list[Answer], dict[str, Any]]:
         async with replica(pg_url, tmp_path / "a") as a, replica(pg_url, tmp_path / "b") as b:
-            first = asyncio.gather(*(_ask(a, "t-two", key=k, upto=2 + i % 3)
-                                     for i, k in enumerate(keys)))  # fmt: skip
-            again = asyncio.gather(*(_ask(b, "t-two", key=k, upto=2 + i % 3)
-                                     for i, k in enumerate(keys)))  # fmt: skip
+            first = asyncio.gather(
+                *(_ask(a, "t-two", key=k, upto=2 + i % 3) for i, k in enumerate(keys))
+            )
+            again = asyncio.gather(
+                *(_ask(b, "t-two", key=k, upto=2 + i % 3) for i, k in enumerate(keys))
+            )
             one, two = await asyncio.gather(first, again)
             return list(one), list(two), await a.threads.history("t-two")
 
@@ -202,31 +211,39 @@ def test_two_replicas_on_one_hot_thread_keep_one_line_and_decide_each_key_once(
 
 
 @pytest.mark.parametrize("backend", ["postgres", "memory"])
-def test_one_key_sent_at_once_on_two_threads_is_decided_once(backend: str, tmp_path: Path,
-                                                             request: pytest.FixtureRequest,
-                                                             ) -> None:  # fmt: skip
+def test_one_key_sent_at_once_on_two_threads_is_decided_once(
+    backend: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
     """Without a lock of its own, a key still names one decision: the other thread gets 409
     and nothing is appended to it (its key's row is refused in its transaction)."""
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
 
     async def run() -> tuple[list[Answer], list[dict[str, Any]]]:
-        settings = ServiceSettings(guard=GuardContext(profile="assistant-trace",
-                                                      memory_dir=str(tmp_path)),
-                                   database_url=url, pool_size=4)  # fmt: skip
+        settings = ServiceSettings(
+            guard=GuardContext(profile="assistant-trace", memory_dir=str(tmp_path)),
+            database_url=url,
+            pool_size=4,
+        )
         async with open_stores(settings) as stores:
             decider = Decider(settings, stores.locks, stores.decisions, stores.threads)
             answers = []
             for n in range(6):
                 threads = [f"t-{backend}-{n}-{side}" for side in "ab"]
-                answers += await asyncio.gather(*(_ask(decider, t, key=f"same-{backend}-{n}")
-                                                  for t in threads))  # fmt: skip
-            histories = [await decider.threads.history(f"t-{backend}-{n}-{side}")
-                         for n in range(6) for side in "ab"]  # fmt: skip
+                answers += await asyncio.gather(
+                    *(_ask(decider, t, key=f"same-{backend}-{n}") for t in threads)
+                )
+            histories = [
+                await decider.threads.history(f"t-{backend}-{n}-{side}")
+                for n in range(6)
+                for side in "ab"
+            ]
             return list(answers), histories
 
     answers, histories = asyncio.run(run())
     for n in range(6):
-        pair, lines = answers[2 * n:2 * n + 2], histories[2 * n:2 * n + 2]
+        pair, lines = answers[2 * n : 2 * n + 2], histories[2 * n : 2 * n + 2]
         assert sorted(a.status for a in pair) == [200, 409], [a.body for a in pair]
         decided = [a.status == 200 for a in pair]
         assert [len(h["decisions"]) for h in lines] == [int(d) for d in decided]
@@ -239,7 +256,8 @@ async def _end_lock_sessions(url: str, thread: str) -> int:
         cur = await conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
             "granted AND objid::text::bigint = (hashtext(%s)::bigint & 4294967295)",
-            (f"thread:{thread}",))  # fmt: skip
+            (f"thread:{thread}",),
+        )
         return len(await cur.fetchall())
 
 
@@ -262,8 +280,10 @@ def test_a_lock_lost_while_handed_on_cannot_fork_the_thread(pg_url: str, tmp_pat
                 return await real_run(*args)
 
             a._run = held_run  # type: ignore[method-assign]
-            mine = [asyncio.create_task(_ask(a, thread, upto=3)),
-                    asyncio.create_task(_ask(a, thread, upto=4))]  # fmt: skip
+            mine = [
+                asyncio.create_task(_ask(a, thread, upto=3)),
+                asyncio.create_task(_ask(a, thread, upto=4)),
+            ]
             await asyncio.wait_for(second.wait(), 30)
             lost = await _end_lock_sessions(pg_url, thread)
             other = await _ask(b, thread, upto=5)  # the thread is free: B writes it

@@ -46,22 +46,29 @@ def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def base(pg: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     memory = tmp_path_factory.mktemp("outages-memory")
-    settings = ServiceSettings.from_env({
-        "GUARDAGENT_DATABASE_URL": pg, "GUARDAGENT_PROFILE": "assistant-trace",
-        "GUARDAGENT_MEMORY_DIR": str(memory), "GUARDAGENT_POOL_SIZE": "6",
-        "GUARDAGENT_LOCK_WAIT_SECONDS": "2", "GUARDAGENT_REQUEST_SECONDS": "4",
-    })  # fmt: skip
+    settings = ServiceSettings.from_env(
+        {
+            "GUARDAGENT_DATABASE_URL": pg,
+            "GUARDAGENT_PROFILE": "assistant-trace",
+            "GUARDAGENT_MEMORY_DIR": str(memory),
+            "GUARDAGENT_POOL_SIZE": "6",
+            "GUARDAGENT_LOCK_WAIT_SECONDS": "2",
+            "GUARDAGENT_REQUEST_SECONDS": "4",
+        }
+    )
     with serving(settings) as url:
         yield url
 
 
-def _call(base: str, method: str, path: str, body: Any = None,
-          timeout: float = 30.0) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+def _call(
+    base: str, method: str, path: str, body: Any = None, timeout: float = 30.0
+) -> tuple[int, dict[str, str], Any]:
     """One exchange: status, headers, decoded JSON (the test reads headers too)."""
     host, port = base.removeprefix("http://").split(":")
     data = None if body is None else json.dumps(body).encode()
-    status, headers, raw = exchange("http", host, int(port), method, path, data,
-                                    {"Content-Type": "application/json"}, timeout)  # fmt: skip
+    status, headers, raw = exchange(
+        "http", host, int(port), method, path, data, {"Content-Type": "application/json"}, timeout
+    )
     return status, headers, json.loads(raw)
 
 
@@ -97,8 +104,9 @@ def _stateless(base: str) -> Any:
 def _assert_retryable_denial(answer: tuple[int, dict[str, str], Any]) -> None:
     status, headers, body = answer
     assert status == 503, (status, body)
-    assert body["allowed"] is False and body["label"] == 1 and body["reason"].startswith(
-        "denied: "), body
+    assert (
+        body["allowed"] is False and body["label"] == 1 and body["reason"].startswith("denied: ")
+    ), body
     assert headers.get("retry-after", "").isdigit(), headers
 
 
@@ -111,7 +119,8 @@ def test_readiness_names_what_works(base: str) -> None:
 
 
 def test_a_stopped_database_leaves_stateless_decisions_and_asks_thread_callers_to_retry(
-    pg: str, base: str,
+    pg: str,
+    base: str,
 ) -> None:
     assert _on_thread(base, "t-outage")[0] == 200
     stop_postgres(pg)
@@ -162,15 +171,21 @@ def test_a_stalled_database_ends_thread_requests_at_the_deadline(pg: str, base: 
 
 
 def test_a_client_of_two_replicas_keeps_deciding_when_one_stops(
-    pg: str, base: str, tmp_path: Path,
+    pg: str,
+    base: str,
+    tmp_path: Path,
 ) -> None:
     """The client names both replicas; once the first is gone its requests go to the other,
     with the same idempotency key, and the thread keeps one history of what was answered."""
-    settings = ServiceSettings.from_env({
-        "GUARDAGENT_DATABASE_URL": pg, "GUARDAGENT_PROFILE": "assistant-trace",
-        "GUARDAGENT_MEMORY_DIR": str(tmp_path), "GUARDAGENT_POOL_SIZE": "2",
-        "GUARDAGENT_LOCK_WAIT_SECONDS": "2",
-    })  # fmt: skip
+    settings = ServiceSettings.from_env(
+        {
+            "GUARDAGENT_DATABASE_URL": pg,
+            "GUARDAGENT_PROFILE": "assistant-trace",
+            "GUARDAGENT_MEMORY_DIR": str(tmp_path),
+            "GUARDAGENT_POOL_SIZE": "2",
+            "GUARDAGENT_LOCK_WAIT_SECONDS": "2",
+        }
+    )
     answers = []
     with serving(settings) as first:
         client = GuardClient([first, base], timeout=30)

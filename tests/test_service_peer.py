@@ -25,9 +25,15 @@ from tests.pg_server import free_port, start_replica, stop, wait_ready
 def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     root = tmp_path_factory.mktemp("peer")
     number, log = free_port(), root / "service.log"
-    proc = start_replica(number, {"GUARDAGENT_PROFILE": "mind2web-sc",
-                                  "GUARDAGENT_BODY_SECONDS": "1",
-                                  "GUARDAGENT_MEMORY_DIR": str(root / "memory")}, log)  # fmt: skip
+    proc = start_replica(
+        number,
+        {
+            "GUARDAGENT_PROFILE": "mind2web-sc",
+            "GUARDAGENT_BODY_SECONDS": "1",
+            "GUARDAGENT_MEMORY_DIR": str(root / "memory"),
+        },
+        log,
+    )
     try:
         wait_ready(proc, number, log)
         yield number
@@ -51,8 +57,10 @@ def _answer(sock: socket.socket, seconds: float) -> bytes:
 
 def test_a_body_that_stalls_is_refused_in_time(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     b"application/json\r\nContent-Length: 1000\r\n\r\n{\"input\": \"")  # fmt: skip
+        sock.sendall(
+            b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            b'application/json\r\nContent-Length: 1000\r\n\r\n{"input": "'
+        )
         head = _answer(sock, 8)  # nothing in 8 s (the body time is far less) is no answer
     assert head.startswith(b"HTTP/1.1 408"), head[:200]
 
@@ -60,10 +68,12 @@ def test_a_body_that_stalls_is_refused_in_time(port: int) -> None:
 def test_a_body_sent_in_time_is_decided(port: int, tmp_path: Path) -> None:
     body = b'{"input": "Task: x", "output": "y"}'
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n" % len(body))  # fmt: skip
+        sock.sendall(
+            b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n" % len(body)
+        )
         for i in range(0, len(body), 10):  # slowly, but within the time
-            sock.sendall(body[i:i + 10])
+            sock.sendall(body[i : i + 10])
             time.sleep(0.05)
         head = _answer(sock, 30)
     assert head.startswith(b"HTTP/1.1 200"), head[:200]
@@ -71,8 +81,10 @@ def test_a_body_sent_in_time_is_decided(port: int, tmp_path: Path) -> None:
 
 def _post(port: int, body: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        sock.sendall(
+            b"POST /v1/decide/event HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (len(body), body)
+        )
         data = b""
         sock.settimeout(60)
         while chunk := sock.recv(65536):
@@ -87,10 +99,12 @@ def test_a_body_giving_a_key_twice_is_refused(port: int) -> None:
     NaN in the facts is refused as the Python API refuses it (a task or a trace holding NaN
     goes to the guard, as a local check's file does)."""
     event = b'"input": "Task: x", "output": "y"'
-    for body in (b'{%s, "profile": "tool-calls", "profile": "mind2web-sc"}' % event,
-                 b'{%s, "user_facts": {"age": 40, "age": 16}}' % event,
-                 b'{%s, "user_facts": {"age": NaN}}' % event,
-                 b'{%s, "user_facts": {"age": -Infinity}}' % event):  # fmt: skip
+    for body in (
+        b'{%s, "profile": "tool-calls", "profile": "mind2web-sc"}' % event,
+        b'{%s, "user_facts": {"age": 40, "age": 16}}' % event,
+        b'{%s, "user_facts": {"age": NaN}}' % event,
+        b'{%s, "user_facts": {"age": -Infinity}}' % event,
+    ):
         answer = _post(port, body)
         assert answer.startswith(b"HTTP/1.1 400"), (body, answer[:300])
     assert _post(port, b"{%s}" % event).startswith(b"HTTP/1.1 200")
@@ -107,8 +121,14 @@ def test_serving_beyond_loopback_without_a_token_says_so(monkeypatch: pytest.Mon
     started: list[str] = []
     monkeypatch.setattr(serve_module, "serve", lambda host, port, **kw: started.append(host))
     monkeypatch.delenv("GUARDAGENT_SERVICE_TOKEN", raising=False)
-    for host, warned in (("0.0.0.0", True), ("10.1.2.3", True), ("guard.internal", True),
-                         ("127.0.0.1", False), ("::1", False), ("localhost", False)):  # fmt: skip
+    for host, warned in (
+        ("0.0.0.0", True),
+        ("10.1.2.3", True),
+        ("guard.internal", True),
+        ("127.0.0.1", False),
+        ("::1", False),
+        ("localhost", False),
+    ):
         result = CliRunner().invoke(main, ["serve", "--host", host])
         assert result.exit_code == 0 and started[-1] == host, result.output
         assert ("GUARDAGENT_SERVICE_TOKEN" in result.output) is warned, (host, result.output)

@@ -21,23 +21,34 @@ from guardagent.service.settings import ServiceSettings
 from tests.test_service_app import ADULT, OUTPUT
 
 
-@given(warm=st.booleans(), draining=st.booleans(),
-       threads=st.sampled_from(["ok", "down: OperationalError: refused", "down: not checked yet"]),
-       require_threads=st.booleans())  # fmt: skip
-def test_readiness_is_200_exactly_when_what_is_required_works(warm: bool, draining: bool,
-                                                              threads: str,
-                                                              require_threads: bool) -> None:  # fmt: skip
+@given(
+    warm=st.booleans(),
+    draining=st.booleans(),
+    threads=st.sampled_from(["ok", "down: OperationalError: refused", "down: not checked yet"]),
+    require_threads=st.booleans(),
+)
+def test_readiness_is_200_exactly_when_what_is_required_works(
+    warm: bool, draining: bool, threads: str, require_threads: bool
+) -> None:
     from guardagent.service.readiness import readiness
 
-    status, body = readiness(warm=warm, draining=draining, threads=threads,
-                             require_threads=require_threads)  # fmt: skip
+    status, body = readiness(
+        warm=warm, draining=draining, threads=threads, require_threads=require_threads
+    )
     serving = warm and not draining
     assert (status == 200) == (serving and (threads == "ok" or not require_threads))
     assert status in (200, 503)
     assert body["stateless"] == ("ok" if serving else "down")
     assert (body["threads"] == "ok") == (serving and threads == "ok")
-    expected = ("draining" if draining else "starting" if not warm
-                else "ready" if threads == "ok" else "degraded")  # fmt: skip
+    expected = (
+        "draining"
+        if draining
+        else "starting"
+        if not warm
+        else "ready"
+        if threads == "ok"
+        else "degraded"
+    )
     assert body["status"] == expected
 
 

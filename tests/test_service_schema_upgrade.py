@@ -70,7 +70,8 @@ def test_a_version_1_database_is_upgraded_in_place(server: str, tmp_path: Path) 
     assert upgraded["linear"] is True and upgraded["seq"] == 2
     assert [d["allowed"] for d in upgraded["decisions"]] == [True, True]
     assert rewrite.body["allowed"] is False and "trace_rewritten" in rewrite.body["reason"], (
-        "the upgraded head is the thread's latest index: the rewrite of message 3 is caught")
+        "the upgraded head is the thread's latest index: the rewrite of message 3 is caught"
+    )
     assert honest.body["allowed"] is True
     assert after["linear"] is True and after["seq"] == 4
     import psycopg
@@ -79,16 +80,19 @@ def test_a_version_1_database_is_upgraded_in_place(server: str, tmp_path: Path) 
         assert conn.execute("SELECT version FROM guardagent_schema").fetchone() == (SCHEMA_VERSION,)
 
 
-def test_a_thread_an_older_replica_wrote_after_the_upgrade_is_refused(server: str,
-                                                                      tmp_path: Path) -> None:  # fmt: skip
+def test_a_thread_an_older_replica_wrote_after_the_upgrade_is_refused(
+    server: str, tmp_path: Path
+) -> None:
     url = _database(server, "older_writer")
 
     async def run() -> tuple[Any, BaseException | None]:
         async with replica(url, tmp_path / "r") as new:
             # what a version-1 replica does: the latest checkpoint by id, no head
-            await new.threads.graph.aupdate_state({"configurable": {"thread_id": "t-orphan"}},
-                                                  {"kind": "event", "decision": {"allowed": True},
-                                                   "request": None}, as_node="record")  # fmt: skip
+            await new.threads.graph.aupdate_state(
+                {"configurable": {"thread_id": "t-orphan"}},
+                {"kind": "event", "decision": {"allowed": True}, "request": None},
+                as_node="record",
+            )
             answer = await _ask(new, MESSAGES[:2], "t-orphan")
             try:
                 await new.threads.history("t-orphan")

@@ -88,8 +88,12 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _settings(url: str | None, memory: Path) -> ServiceSettings:
-    return ServiceSettings(guard=GuardContext(profile="assistant-trace", memory_dir=str(memory)),
-                           database_url=url, pool_size=2, lock_wait_seconds=5.0)  # fmt: skip
+    return ServiceSettings(
+        guard=GuardContext(profile="assistant-trace", memory_dir=str(memory)),
+        database_url=url,
+        pool_size=2,
+        lock_wait_seconds=5.0,
+    )
 
 
 @asynccontextmanager
@@ -122,8 +126,9 @@ def _decided(history: dict[str, Any]) -> list[bool]:
 
 
 @pytest.mark.parametrize("behind", [0.1, 2.0, 3600.0])
-def test_a_replica_whose_clock_is_behind_keeps_one_history(pg_url: str, tmp_path: Path,
-                                                           behind: float) -> None:  # fmt: skip
+def test_a_replica_whose_clock_is_behind_keeps_one_history(
+    pg_url: str, tmp_path: Path, behind: float
+) -> None:
     """A then B (late clock) then A: the third decision reads B's index, not A's older one."""
     thread = f"t-skew-{behind}"
 
@@ -140,10 +145,12 @@ def test_a_replica_whose_clock_is_behind_keeps_one_history(pg_url: str, tmp_path
     answers, history = asyncio.run(run())
     assert [x.body["allowed"] for x in answers[:2]] == [True, True]
     assert answers[2].body["allowed"] is False and "trace_rewritten" in answers[2].body["reason"], (
-        "the rewrite of a message only the late replica's decision indexed is caught")
+        "the rewrite of a message only the late replica's decision indexed is caught"
+    )
     assert history["linear"] is True
     assert _decided(history) == [x.body["allowed"] for x in answers], (
-        "every decision a client received is on the thread, in the order made")
+        "every decision a client received is on the thread, in the order made"
+    )
 
 
 def test_a_clock_that_jumps_back_on_the_only_replica_keeps_one_history(tmp_path: Path) -> None:
@@ -175,7 +182,8 @@ async def _lock_holders(url: str, thread: str, terminate: bool) -> int:
         cur = await conn.execute(
             f"SELECT {what} FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
             "objid::text::bigint = (hashtext(%s)::bigint & 4294967295)",
-            (f"thread:{thread}",))  # fmt: skip
+            (f"thread:{thread}",),
+        )
         return len(await cur.fetchall())
 
 
@@ -189,8 +197,9 @@ async def _idle_session_timeout(decider: Decider, timeout: str) -> None:
 
 @pytest.mark.parametrize("how", ["terminated", "idle_session_timeout"])
 @pytest.mark.parametrize("key", [None, "lost-lock-key"])
-def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_path: Path,
-                                                             key: str | None, how: str) -> None:  # fmt: skip
+def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(
+    pg_url: str, tmp_path: Path, key: str | None, how: str
+) -> None:
     """A's lock session dies mid-run; B decides the thread; A's write is refused, A re-decides
     (or, its lock pool's sessions all dead, is denied): never a decision on a stale index."""
     thread = f"t-lost-{key}-{how}"
@@ -214,9 +223,8 @@ def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_pa
                 await _idle_session_timeout(a, "2s")  # as the issue's server had it
             pending = asyncio.create_task(_ask(a, MESSAGES[:4], thread, key))
             waiting = asyncio.ensure_future(entered.wait())
-            await asyncio.wait([waiting, pending], timeout=30,
-                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-            assert entered.is_set(), (pending.done() and pending.result())
+            await asyncio.wait([waiting, pending], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+            assert entered.is_set(), pending.done() and pending.result()
             if how == "terminated":
                 lost = await _lock_holders(pg_url, thread, terminate=True)
             else:
@@ -234,8 +242,10 @@ def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_pa
     assert lost == 1, "the lock holder's session ended mid-run"
     assert other.status == 200 and late.status in (200, 503)
     assert history["linear"] is True, "one line: the stale write was refused"
-    bodies = [{k: v for k, v in d.items() if k not in ("checkpoint_id", "kind")}
-              for d in history["decisions"]]  # fmt: skip
+    bodies = [
+        {k: v for k, v in d.items() if k not in ("checkpoint_id", "kind")}
+        for d in history["decisions"]
+    ]
     assert other.body in bodies, "B's decision is on the thread"
     if late.status == 200:
         assert bodies[-1] == late.body, "A's answer is the decision recorded after B's"
@@ -247,23 +257,28 @@ def test_a_replica_that_lost_its_lock_cannot_fork_the_thread(pg_url: str, tmp_pa
 # -- 3. a crash between the decision and its idempotency key -------------------------------------
 
 
-def test_a_failure_storing_the_key_leaves_no_decision_to_repeat(pg_url: str,
-                                                               tmp_path: Path) -> None:  # fmt: skip
+def test_a_failure_storing_the_key_leaves_no_decision_to_repeat(
+    pg_url: str, tmp_path: Path
+) -> None:
     """The key's insert fails after the decision; another decision lands; the retry decides
     once: the thread never holds two decisions of one request."""
     import psycopg
 
     thread, key = "t-crash", "crash-key"
-    trigger = ("CREATE OR REPLACE FUNCTION guardagent_test_crash() RETURNS trigger AS $$ BEGIN "
-               "IF NEW.key = 'crash-key' THEN RAISE EXCEPTION 'replica died'; END IF; "
-               "RETURN NEW; END $$ LANGUAGE plpgsql")  # fmt: skip
+    trigger = (
+        "CREATE OR REPLACE FUNCTION guardagent_test_crash() RETURNS trigger AS $$ BEGIN "
+        "IF NEW.key = 'crash-key' THEN RAISE EXCEPTION 'replica died'; END IF; "
+        "RETURN NEW; END $$ LANGUAGE plpgsql"
+    )
 
     async def run() -> tuple[list[Answer], dict[str, Any]]:
         async with replica(pg_url, tmp_path / "a") as a, replica(pg_url, tmp_path / "b") as b:
             with psycopg.connect(pg_url, autocommit=True) as conn:
                 conn.execute(trigger)
-                conn.execute("CREATE TRIGGER crash BEFORE INSERT ON guardagent_idempotency "
-                             "FOR EACH ROW EXECUTE FUNCTION guardagent_test_crash()")  # fmt: skip
+                conn.execute(
+                    "CREATE TRIGGER crash BEFORE INSERT ON guardagent_idempotency "
+                    "FOR EACH ROW EXECUTE FUNCTION guardagent_test_crash()"
+                )
             try:
                 crashed = await _ask(a, MESSAGES[:2], thread, key)
             finally:
@@ -279,7 +294,8 @@ def test_a_failure_storing_the_key_leaves_no_decision_to_repeat(pg_url: str,
     assert landed.status == retried.status == again.status == 200
     assert again.replayed and again.body == retried.body
     assert len(history["decisions"]) == 2, (
-        "the crashed attempt left nothing; the retry is the request's one decision")
+        "the crashed attempt left nothing; the retry is the request's one decision"
+    )
     assert history["linear"] is True
 
 
@@ -309,9 +325,16 @@ def _stale_heads(real: Any) -> list[Any]:
     from guardagent.service.heads import NEW_THREAD, Head
 
     other = "1f000000-0000-6000-8000-000000000000"
-    return [NEW_THREAD, Head(real.seq - 1, real.checkpoint_id), Head(real.seq + 1, real.checkpoint_id),
-            Head(real.seq, other), Head(real.seq, real.checkpoint_id + "x"), Head(0, real.checkpoint_id),
-            Head(real.seq - 1, other), Head(2**62, real.checkpoint_id)]
+    return [
+        NEW_THREAD,
+        Head(real.seq - 1, real.checkpoint_id),
+        Head(real.seq + 1, real.checkpoint_id),
+        Head(real.seq, other),
+        Head(real.seq, real.checkpoint_id + "x"),
+        Head(0, real.checkpoint_id),
+        Head(real.seq - 1, other),
+        Head(2**62, real.checkpoint_id),
+    ]
 
 
 async def _fence_cases(decider: Decider, thread: str) -> list[tuple[Any, str, int, int, bool]]:
@@ -330,14 +353,23 @@ async def _fence_cases(decider: Decider, thread: str) -> list[tuple[Any, str, in
         key = f"{thread}-fence-{n}"
         error = ""
         try:
-            await store.append(thread, stale, "event", {"allowed": True, "stale": n}, None,
-                               also=decider._key_writer(key, Stored("fp", {"n": n})))
+            await store.append(
+                thread,
+                stale,
+                "event",
+                {"allowed": True, "stale": n},
+                None,
+                also=decider._key_writer(key, Stored("fp", {"n": n})),
+            )
         except WriteRefused as exc:
             error = str(exc)
         after, _ = await store.last(thread)
         history = await store.history(thread)
-        kept = await decider.decisions.get(None, key) if decider.settings.database_url is None \
+        kept = (
+            await decider.decisions.get(None, key)
+            if decider.settings.database_url is None
             else await _key_row(decider.settings.database_url, key)
+        )
         out.append((stale, error, after == real, history["checkpoints"] - before, kept is not None))
     return out
 
@@ -351,8 +383,9 @@ async def _key_row(url: str, key: str) -> Any:
 
 
 @pytest.mark.parametrize("backend", ["postgres", "memory"])
-def test_a_write_on_any_stale_head_is_refused_and_writes_nothing(backend: str, tmp_path: Path,
-                                                                request: pytest.FixtureRequest) -> None:  # fmt: skip
+def test_a_write_on_any_stale_head_is_refused_and_writes_nothing(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
 
     async def run() -> list[tuple[Any, str, int, int, bool]]:
@@ -369,10 +402,16 @@ def test_a_write_on_any_stale_head_is_refused_and_writes_nothing(backend: str, t
 # -- any interleaving of writers, with any clocks: the accepted writes form one line ------------
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.sampled_from([0.0, 0.1, 2.0, 60.0])),
-                min_size=1, max_size=30))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.booleans(), st.sampled_from([0.0, 0.1, 2.0, 60.0])),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_any_interleaving_of_writers_and_clocks_keeps_one_line(
     ops: list[tuple[int, bool, float]],
 ) -> None:
@@ -397,8 +436,9 @@ def test_any_interleaving_of_writers_and_clocks_keeps_one_line(
                 expected.append(n)
             with skewed(behind):
                 try:
-                    model = await store.append("t", read[writer], "event",
-                                               {"allowed": True, "n": n}, None)  # fmt: skip
+                    model = await store.append(
+                        "t", read[writer], "event", {"allowed": True, "n": n}, None
+                    )
                     landed.append(n)
                 except HeadMoved:
                     pass

@@ -34,9 +34,11 @@ HEAD_SECONDS, PENDING = 1.0, 20
 @pytest.fixture(scope="module", params=["auto", "h11"])
 def port(request: pytest.FixtureRequest) -> Iterator[int]:
     """The service as deployed (uvicorn's pick: httptools here), and on h11 (without it)."""
-    settings = ServiceSettings(guard=GuardContext(profile="mind2web-sc"),
-                               header_seconds=HEAD_SECONDS,
-                               max_pending_connections=PENDING)  # fmt: skip
+    settings = ServiceSettings(
+        guard=GuardContext(profile="mind2web-sc"),
+        header_seconds=HEAD_SECONDS,
+        max_pending_connections=PENDING,
+    )
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "h11":
             bounded = functools.partial(connections.head_bounded, base=H11Protocol)
@@ -68,7 +70,8 @@ def _closed(sock: socket.socket, wait: float) -> bool:
 
 def _healthy(port: int) -> bool:
     status, answer, _ = GuardClient(f"http://127.0.0.1:{port}", timeout=5).request(
-        "GET", "/healthz")
+        "GET", "/healthz"
+    )
     return status == 200 and answer == {"status": "ok"}
 
 
@@ -133,10 +136,15 @@ def test_a_prompt_request_is_unaffected(port: int) -> None:
 
 
 def test_the_settings_come_from_the_environment() -> None:
-    settings = ServiceSettings.from_env({"GUARDAGENT_HEADER_SECONDS": "2.5",
-                                         "GUARDAGENT_MAX_PENDING_CONNECTIONS": "64"})  # fmt: skip
+    settings = ServiceSettings.from_env(
+        {"GUARDAGENT_HEADER_SECONDS": "2.5", "GUARDAGENT_MAX_PENDING_CONNECTIONS": "64"}
+    )
     assert (settings.header_seconds, settings.max_pending_connections) == (2.5, 64)
-    for name, value in (("HEADER_SECONDS", "0"), ("HEADER_SECONDS", "inf"),
-                        ("MAX_PENDING_CONNECTIONS", "0"), ("MAX_PENDING_CONNECTIONS", "x")):
+    for name, value in (
+        ("HEADER_SECONDS", "0"),
+        ("HEADER_SECONDS", "inf"),
+        ("MAX_PENDING_CONNECTIONS", "0"),
+        ("MAX_PENDING_CONNECTIONS", "x"),
+    ):
         with pytest.raises(ValueError, match=f"GUARDAGENT_{name}"):
             ServiceSettings.from_env({f"GUARDAGENT_{name}": value})

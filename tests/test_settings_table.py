@@ -39,10 +39,14 @@ _READS = {"environ", "getenv", "environb"}
 
 
 def _environ_uses(tree: ast.AST) -> list[int]:
-    lines = [n.lineno for n in ast.walk(tree)
-             if isinstance(n, ast.Attribute) and n.attr in _READS]  # fmt: skip
-    lines += [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-              and n.module == "os" and any(a.name in _READS for a in n.names)]  # fmt: skip
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in _READS]
+    lines += [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        and n.module == "os"
+        and any(a.name in _READS for a in n.names)
+    ]
     return lines
 
 
@@ -112,10 +116,33 @@ def test_the_docs_settings_page_lists_every_row_with_who_sets_it() -> None:
 
 _TEXT = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["0", "1", "-1", "7", "99", "1.5", "nan", "inf", "true", "false", "yes",
-                     "{}", "[]", '{"verified": true}', "a=b", "a=", "2025-01-09", "x" * 40,
-                     "postgresql://u:p@h/db", "mysql://u:secret@h/db", " 3 ", "\t"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "0",
+            "1",
+            "-1",
+            "7",
+            "99",
+            "1.5",
+            "nan",
+            "inf",
+            "true",
+            "false",
+            "yes",
+            "{}",
+            "[]",
+            '{"verified": true}',
+            "a=b",
+            "a=",
+            "2025-01-09",
+            "x" * 40,
+            "postgresql://u:p@h/db",
+            "mysql://u:secret@h/db",
+            " 3 ",
+            "\t",
+        ]
+    ),
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -44,8 +44,14 @@ def _host() -> Any:
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The deployment's environment: its own memory directory and its own API key."""
     memory = tmp_path / "deployment-memory"
-    for name in ("GUARDAGENT_MODEL", "GUARDAGENT_BASE_URL", "GUARDAGENT_PROFILE",
-                 "GUARDAGENT_PROFILES", "GUARDAGENT_MEMORY_URL", "GUARDAGENT_REUSE_PROGRAMS"):
+    for name in (
+        "GUARDAGENT_MODEL",
+        "GUARDAGENT_BASE_URL",
+        "GUARDAGENT_PROFILE",
+        "GUARDAGENT_PROFILES",
+        "GUARDAGENT_MEMORY_URL",
+        "GUARDAGENT_REUSE_PROGRAMS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GUARDAGENT_MEMORY_DIR", str(memory))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-deployment-secret")
@@ -60,9 +66,15 @@ def test_host_context_cannot_choose_model_endpoint_memory_or_reuse(
     with OpenAIStub(programs=["```python\nallow('stub says yes')\n```"]) as stub:
         out = _host().invoke(
             {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-            context={"profile": "mind2web-sc", "model": "openai:gpt-4o-mini",
-                     "base_url": stub.base_url, "memory_dir": str(elsewhere),
-                     "reuse_programs": False, "max_attempts": 50, "timeout_seconds": 600},
+            context={
+                "profile": "mind2web-sc",
+                "model": "openai:gpt-4o-mini",
+                "base_url": stub.base_url,
+                "memory_dir": str(elsewhere),
+                "reuse_programs": False,
+                "max_attempts": 50,
+                "timeout_seconds": 600,
+            },
         )
         assert stub.count == 0, "a request reached the client-chosen endpoint"
     decision = out["guard_decision"]
@@ -85,8 +97,9 @@ def test_client_profile_path_is_refused_without_reading_it(
 
     monkeypatch.setattr(loader, "_resolve", spy)
     for chosen in (str(secret), str(tmp_path), "../secret.yaml", "no-such-profile"):
-        out = _host().invoke({"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-                             context={"profile": chosen})
+        out = _host().invoke(
+            {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT}, context={"profile": chosen}
+        )
         decision = out["guard_decision"]
         assert decision.allowed is False and decision.label == 1
         assert "TOP-SECRET" not in decision.reason and "TOP-SECRET" not in (decision.error or "")
@@ -101,11 +114,13 @@ def test_registered_profile_names_come_from_the_deployment(
     """`GUARDAGENT_PROFILES` registers extra names; a client picks the name, not the path."""
     hotel = Path(loader.BUILTIN_DIR) / "mind2web-sc"
     monkeypatch.setenv("GUARDAGENT_PROFILES", f"hotels={hotel}")
-    out = _host().invoke({"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-                         context={"profile": "hotels"})
+    out = _host().invoke(
+        {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT}, context={"profile": "hotels"}
+    )
     assert out["guard_decision"].violations == [RULE_HOTEL]
-    out = _host().invoke({"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-                         context={"profile": str(hotel)})
+    out = _host().invoke(
+        {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT}, context={"profile": str(hotel)}
+    )
     assert out["guard_decision"].allowed is False
     assert "hotels" in out["guard_decision"].reason  # listed among the names a run may use
 
@@ -115,31 +130,51 @@ def test_served_graph_schema_holds_only_run_choices(deployment: Path) -> None:
 
     schema = graph.get_context_jsonschema()
     assert set(schema["properties"]) == {"profile", "user_facts"}
-    out = graph.invoke({"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-                       context={"profile": "mind2web-sc"})
+    out = graph.invoke(
+        {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
+        context={"profile": "mind2web-sc"},
+    )
     assert out["guard_decision"].violations == [RULE_HOTEL]
     with pytest.raises(TypeError, match="base_url"):  # in-process: refused loudly
-        graph.invoke({"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
-                     context={"profile": "mind2web-sc", "base_url": "http://127.0.0.1:9/v1"})
+        graph.invoke(
+            {"agent_input": HOTEL_INPUT, "agent_output": HOTEL_OUTPUT},
+            context={"profile": "mind2web-sc", "base_url": "http://127.0.0.1:9/v1"},
+        )
 
 
 def test_deployment_settings_from_the_environment() -> None:
     env = {
-        "GUARDAGENT_PROFILE": "tool-calls", "GUARDAGENT_MODEL": "openai:gpt-4o-mini",
-        "GUARDAGENT_BASE_URL": "http://127.0.0.1:8000/v1", "GUARDAGENT_K": "2",
-        "GUARDAGENT_MAX_ATTEMPTS": "4", "GUARDAGENT_MEMORY_DIR": "/srv/guard/memory",
-        "GUARDAGENT_MEMORY_URL": "http://chroma:8000", "GUARDAGENT_REUSE_PROGRAMS": "false",
-        "GUARDAGENT_TIMEOUT_SECONDS": "2.5", "GUARDAGENT_PROFILES": "a=/p/a, b=/p/b",
+        "GUARDAGENT_PROFILE": "tool-calls",
+        "GUARDAGENT_MODEL": "openai:gpt-4o-mini",
+        "GUARDAGENT_BASE_URL": "http://127.0.0.1:8000/v1",
+        "GUARDAGENT_K": "2",
+        "GUARDAGENT_MAX_ATTEMPTS": "4",
+        "GUARDAGENT_MEMORY_DIR": "/srv/guard/memory",
+        "GUARDAGENT_MEMORY_URL": "http://chroma:8000",
+        "GUARDAGENT_REUSE_PROGRAMS": "false",
+        "GUARDAGENT_TIMEOUT_SECONDS": "2.5",
+        "GUARDAGENT_PROFILES": "a=/p/a, b=/p/b",
     }
     ctx = GuardContext.from_env(env)
     assert ctx == GuardContext(
-        profile="tool-calls", model="openai:gpt-4o-mini", base_url="http://127.0.0.1:8000/v1",
-        k=2, max_attempts=4, memory_dir="/srv/guard/memory", memory_url="http://chroma:8000",
-        reuse_programs=False, timeout_seconds=2.5, profiles={"a": "/p/a", "b": "/p/b"},
+        profile="tool-calls",
+        model="openai:gpt-4o-mini",
+        base_url="http://127.0.0.1:8000/v1",
+        k=2,
+        max_attempts=4,
+        memory_dir="/srv/guard/memory",
+        memory_url="http://chroma:8000",
+        reuse_programs=False,
+        timeout_seconds=2.5,
+        profiles={"a": "/p/a", "b": "/p/b"},
     )
     assert GuardContext.from_env({}) == GuardContext()
-    for bad in ({"GUARDAGENT_K": "many"}, {"GUARDAGENT_REUSE_PROGRAMS": "maybe"},
-                {"GUARDAGENT_PROFILES": "no-equals-sign"}, {"GUARDAGENT_TIMEOUT_SECONDS": "-1"}):
+    for bad in (
+        {"GUARDAGENT_K": "many"},
+        {"GUARDAGENT_REUSE_PROGRAMS": "maybe"},
+        {"GUARDAGENT_PROFILES": "no-equals-sign"},
+        {"GUARDAGENT_TIMEOUT_SECONDS": "-1"},
+    ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GuardContext.from_env(bad)
 
@@ -171,13 +206,16 @@ def test_settings_bound_to_a_graph_apply_to_untrusted_contexts() -> None:
     graph.add_node("n", bind_settings(deployment)(node))
     graph.add_edge(START, "n")
     compiled = graph.compile()
-    compiled.invoke({"agent_input": "x"}, context={"profile": "mind2web-sc",
-                                                    "memory_dir": "/tmp/evil", "max_attempts": 99})
+    compiled.invoke(
+        {"agent_input": "x"},
+        context={"profile": "mind2web-sc", "memory_dir": "/tmp/evil", "max_attempts": 99},
+    )
     compiled.invoke({"agent_input": "x"})
     trusted = GuardContext(profile="eicu-ac", memory_dir="/python/caller")
     compiled.invoke({"agent_input": "x"}, context=trusted)
     assert [(c.profile, c.memory_dir, c.max_attempts) for c in seen] == [
-        ("mind2web-sc", "/srv/guard", 2), ("tool-calls", "/srv/guard", 2),
+        ("mind2web-sc", "/srv/guard", 2),
+        ("tool-calls", "/srv/guard", 2),
         ("eicu-ac", "/python/caller", 3),
     ]
 
@@ -198,8 +236,9 @@ def test_the_default_profile_may_be_a_registered_name(tmp_path: Path, through: s
     """
     mine = str(Path(loader.BUILTIN_DIR) / "mind2web-sc")
     if through == "environment":
-        ctx = GuardContext.from_env({"GUARDAGENT_PROFILE": "mine",
-                                     "GUARDAGENT_PROFILES": f"mine={mine}"})
+        ctx = GuardContext.from_env(
+            {"GUARDAGENT_PROFILE": "mine", "GUARDAGENT_PROFILES": f"mine={mine}"}
+        )
     else:
         ctx = GuardContext(profile="mine", profiles={"mine": mine})
     assert ctx.profile == mine
@@ -211,7 +250,8 @@ def test_the_default_profile_may_be_a_registered_name(tmp_path: Path, through: s
 
 
 def test_the_served_graph_reads_every_setting_the_environment_table_has(
-        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The served graph's settings are GuardContext.from_env's (one table, issue 36, item 1).
 
     It used to read a list of its own that had drifted: a 229-character event passed a
@@ -225,8 +265,13 @@ def test_the_served_graph_reads_every_setting_the_environment_table_has(
     monkeypatch.setenv("GUARDAGENT_TRACE_BUDGET_MS", "700")
     monkeypatch.setenv("GUARDAGENT_TODAY", "2031-03-04")
     ctx = deployment_settings()
-    assert (ctx.max_event_chars, ctx.trace_key, ctx.max_trace_bytes, ctx.trace_budget_ms,
-            ctx.today) == (50, "k-123", 4096, 700, "2031-03-04")  # fmt: skip
+    assert (
+        ctx.max_event_chars,
+        ctx.trace_key,
+        ctx.max_trace_bytes,
+        ctx.trace_budget_ms,
+        ctx.today,
+    ) == (50, "k-123", 4096, 700, "2031-03-04")
 
 
 def test_the_docs_settings_table_lists_every_setting_the_code_reads() -> None:
@@ -243,7 +288,9 @@ def test_the_docs_settings_table_lists_every_setting_the_code_reads() -> None:
     page = expand((ROOT / "docs" / "reference" / "settings.md").read_text(encoding="utf-8"))
     rows = dict(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)` \| ([^|]*) \|", page, flags=re.M))
     assert set(ENV_NAMES) <= set(rows), sorted(set(ENV_NAMES) - set(rows))
-    assert all(rows[name].strip() for name in ENV_NAMES), [n for n in ENV_NAMES if not rows[n].strip()]
+    assert all(rows[name].strip() for name in ENV_NAMES), [
+        n for n in ENV_NAMES if not rows[n].strip()
+    ]
 
 
 def test_the_docs_settings_table_lists_every_service_setting() -> None:
@@ -258,10 +305,11 @@ def test_the_docs_settings_table_lists_every_service_setting() -> None:
     rows = dict(re.findall(r"^\| `(GUARDAGENT_[A-Z_]+)` \| ([^|]*) \|", page, flags=re.M))
     from guardagent.environment import SERVICE_SETTINGS
 
-    read = {s.name[len("GUARDAGENT_"):] for s in SERVICE_SETTINGS}
+    read = {s.name[len("GUARDAGENT_") :] for s in SERVICE_SETTINGS}
     # a derived field (init=False, e.g. the tokens file's grants) has no variable of its own
-    fields = {f.name.upper() for f in dataclasses.fields(service.ServiceSettings)
-              if f.init} - {"GUARD"}  # fmt: skip
+    fields = {f.name.upper() for f in dataclasses.fields(service.ServiceSettings) if f.init} - {
+        "GUARD"
+    }
     assert fields <= read, "every ServiceSettings field is a row of the settings table"
     for name in read | fields:
         assert rows.get("GUARDAGENT_" + name, "").strip(), name

@@ -16,8 +16,9 @@ EVIL = "allow('x') if 'token' in agent_output else deny(['r'], 'no')"
 
 
 @pytest.mark.parametrize("name", ["eicu-ac", "mind2web-sc", "tool-calls"])
-def test_only_the_shipped_program_of_a_builtin_profile_runs_in_process(name: str,
-                                                                       tmp_path: Path) -> None:
+def test_only_the_shipped_program_of_a_builtin_profile_runs_in_process(
+    name: str, tmp_path: Path
+) -> None:
     profile = load_profile(name)
     shipped = profile.demonstrations[0].code
     assert runner_for(shipped, profile) is run_shipped_program

@@ -78,10 +78,15 @@ def test_an_altered_list_is_refused_though_its_text_was_kept() -> None:
 
 
 POSTINGS = st.dictionaries(
-    st.text(alphabet="ABCxyz019-_\"\\é\u2028],[", min_size=1, max_size=12),
-    st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=6), max_size=30)
-OTHER = st.dictionaries(st.sampled_from(["a", "chain", "count", "postingz", "region", "z", "é"]),
-                        st.one_of(st.integers(), st.text(max_size=8), st.none()), max_size=6)
+    st.text(alphabet='ABCxyz019-_"\\é\u2028],[', min_size=1, max_size=12),
+    st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=6),
+    max_size=30,
+)
+OTHER = st.dictionaries(
+    st.sampled_from(["a", "chain", "count", "postingz", "region", "z", "é"]),
+    st.one_of(st.integers(), st.text(max_size=8), st.none()),
+    max_size=6,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,15 +96,17 @@ def test_the_signed_text_is_the_canonical_json(postings: dict, other: dict, data
     text, whole = state_text.body(state, {}, {})  # nothing kept: as signing always wrote it
     assert text == state_text.canonical(state) and isinstance(whole, str)
     texts = state_text._split(postings, whole)  # the next call splits it, or writes anew
-    assert texts is None or texts == {h: state_text.canonical({h: ids})[1:-1]
-                                      for h, ids in postings.items()}  # fmt: skip
+    assert texts is None or texts == {
+        h: state_text.canonical({h: ids})[1:-1] for h, ids in postings.items()
+    }
     if texts is None:
         return
     # the next state: some lists copied and changed, some keys new, the rest shared
     shared = dict(postings)
     after = {h: list(ids) for h, ids in postings.items()}
-    copied = set(data.draw(st.sets(st.sampled_from(sorted(postings))) if postings else st.just(
-        set())))  # fmt: skip
+    copied = set(
+        data.draw(st.sets(st.sampled_from(sorted(postings))) if postings else st.just(set()))
+    )
     for h in copied:
         after[h] = [*after[h], 10**7]
     for h, ids in postings.items():
@@ -122,10 +129,15 @@ def test_verification_is_unchanged_for_a_signed_state() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(alphabet="AZaz09-_", min_size=1, max_size=11),
-                       st.lists(st.integers(min_value=0, max_value=10**6), min_size=1,
-                                max_size=6), max_size=40))  # fmt: skip
+@given(
+    st.dictionaries(
+        st.text(alphabet="AZaz09-_", min_size=1, max_size=11),
+        st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=6),
+        max_size=40,
+    )
+)
 def test_key_hashes_lists_split_from_one_dump_are_each_lists_text(postings: dict) -> None:
     whole = json.dumps(postings, sort_keys=True, separators=(",", ":"))
     assert state_text._split(postings, whole) == {
-        h: json.dumps({h: ids}, separators=(",", ":"))[1:-1] for h, ids in postings.items()}
+        h: json.dumps({h: ids}, separators=(",", ":"))[1:-1] for h, ids in postings.items()
+    }

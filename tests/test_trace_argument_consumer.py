@@ -37,8 +37,8 @@ _SPECIALS = list(',;<>()[]:"\\@')
 SEPARATORS = sorted(set(_ZS + _CONTROLS + _FORMAT + _SPECIALS))
 
 locals_ = st.sampled_from(["eve", "bob", "ann"]) | st.text(
-    "abcdefghijklmnopqrstuvwxyz0123456789._+-", min_size=1, max_size=6).filter(
-    lambda s: not s.startswith(".") and not s.endswith(".") and ".." not in s)
+    "abcdefghijklmnopqrstuvwxyz0123456789._+-", min_size=1, max_size=6
+).filter(lambda s: not s.startswith(".") and not s.endswith(".") and ".." not in s)
 domains = st.sampled_from([ALLOWED, FORBIDDEN, "mail.company.example", "company.example.evil.io"])
 addresses = st.builds(lambda a, d: f"{a}@{d}", locals_, domains)
 separators = st.lists(st.sampled_from(SEPARATORS), min_size=1, max_size=3).map("".join)
@@ -63,14 +63,31 @@ def value(args: dict[str, object], expression: str) -> bool | None:
 
 ALLOW_TESTS = {
     f'arg_glob("to", "*@{ALLOWED}")': lambda a: fnmatch.fnmatchcase(a.lower(), f"*@{ALLOWED}"),
-    r'arg_match("to", "@company\\.example$")': lambda a: re.search(r"@company\.example$",
-                                                                   a.lower()) is not None,
+    r'arg_match("to", "@company\\.example$")': lambda a: (
+        re.search(r"@company\.example$", a.lower()) is not None
+    ),
     f'arg_contains("to", "@{ALLOWED}")': lambda a: f"@{ALLOWED}" in a.lower(),
-}  # fmt: skip
+}
 
 
-@pytest.mark.parametrize("sep", ["\t", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x85",
-                                 "\u2028", "\u2029", "\xa0", "\u3000", "\u200b", "\ufeff"])
+@pytest.mark.parametrize(
+    "sep",
+    [
+        "\t",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x1f",
+        "\x00",
+        "\x85",
+        "\u2028",
+        "\u2029",
+        "\xa0",
+        "\u3000",
+        "\u200b",
+        "\ufeff",
+    ],
+)
 @pytest.mark.parametrize("expression", list(ALLOW_TESTS))
 def test_an_allow_list_does_not_hold_across_any_separator(sep: str, expression: str) -> None:
     to = f"eve@{FORBIDDEN}{sep}ann@{ALLOWED}"
@@ -79,8 +96,9 @@ def test_an_allow_list_does_not_hold_across_any_separator(sep: str, expression: 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(addresses, separators, addresses, st.sampled_from(list(ALLOW_TESTS)))
-def test_allow_lists_agree_with_the_consumer(first: str, sep: str, second: str,
-                                             expression: str) -> None:  # fmt: skip
+def test_allow_lists_agree_with_the_consumer(
+    first: str, sep: str, second: str, expression: str
+) -> None:
     to = first + sep + second
     passes = ALLOW_TESTS[expression]
     read = consumer(to)
@@ -98,23 +116,36 @@ def test_deny_lists_agree_with_the_consumer(first: str, sep: str, second: str) -
         assert value({"to": to}, expression) is not False, (to, read)
 
 
-@pytest.mark.parametrize("to", [
-    f"ann@{ALLOWED}", f"Ann <ann@{ALLOWED}>", f"ann@{ALLOWED}, bob@{ALLOWED}",
-    f'"Smith, Ann" <ann@{ALLOWED}>', f"ann@{ALLOWED}; bob@{ALLOWED}", f" ann@{ALLOWED}\t",
-    f"ann@{ALLOWED},\tbob@{ALLOWED}", f"ANN@{ALLOWED.upper()}",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "to",
+    [
+        f"ann@{ALLOWED}",
+        f"Ann <ann@{ALLOWED}>",
+        f"ann@{ALLOWED}, bob@{ALLOWED}",
+        f'"Smith, Ann" <ann@{ALLOWED}>',
+        f"ann@{ALLOWED}; bob@{ALLOWED}",
+        f" ann@{ALLOWED}\t",
+        f"ann@{ALLOWED},\tbob@{ALLOWED}",
+        f"ANN@{ALLOWED.upper()}",
+    ],
+)
 def test_honest_recipient_lists_still_pass(to: str) -> None:
     assert value({"to": to}, f'arg_glob("to", "*@{ALLOWED}")') is not False, to
     assert value({"to": to}, f'arg_contains("to", "@{ALLOWED}")') is not False, to
 
 
 BODIES = [
-    "Call me @ 5pm, thanks", "@channel the report is ready", "Hi team,\tsee the report.",
-    "Reach Ann at ann@company.example tomorrow.", "Write to ann@company.example.",
-    "Write to ann@company.example!", "It is on ann@company.example's desk.",
-    "Mail: ann@company.example, or 'bob@x.example'.", "(ann@company.example)",
+    "Call me @ 5pm, thanks",
+    "@channel the report is ready",
+    "Hi team,\tsee the report.",
+    "Reach Ann at ann@company.example tomorrow.",
+    "Write to ann@company.example.",
+    "Write to ann@company.example!",
+    "It is on ann@company.example's desk.",
+    "Mail: ann@company.example, or 'bob@x.example'.",
+    "(ann@company.example)",
     "Ask ann@company.example;\tbob@x.example: both know.",
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("body", BODIES)
@@ -137,10 +168,14 @@ mailboxes = st.builds(lambda n, a: f"{n} <{a}>" if n else a, names, addresses)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(separators, mailboxes), min_size=1, max_size=3), separators,
-       st.sampled_from(list(ALLOW_TESTS)))  # fmt: skip
-def test_allow_lists_agree_with_the_consumer_over_lists(parts: list[tuple[str, str]], end: str,
-                                                        expression: str) -> None:  # fmt: skip
+@given(
+    st.lists(st.tuples(separators, mailboxes), min_size=1, max_size=3),
+    separators,
+    st.sampled_from(list(ALLOW_TESTS)),
+)
+def test_allow_lists_agree_with_the_consumer_over_lists(
+    parts: list[tuple[str, str]], end: str, expression: str
+) -> None:
     to = "".join(sep + box for sep, box in parts) + end
     passes = ALLOW_TESTS[expression]
     read = consumer(to)
@@ -148,8 +183,15 @@ def test_allow_lists_agree_with_the_consumer_over_lists(parts: list[tuple[str, s
         assert value({"to": to}, expression) is not True, (to, read)
 
 
-@pytest.mark.parametrize("to", [f"ann＠{ALLOWED}", f"ann\ufe6b{ALLOWED}",
-                                f"Ann <ann@{ALLOWED}>, eve", f"Smith, Ann <ann@{ALLOWED}>"])
+@pytest.mark.parametrize(
+    "to",
+    [
+        f"ann＠{ALLOWED}",
+        f"ann\ufe6b{ALLOWED}",
+        f"Ann <ann@{ALLOWED}>, eve",
+        f"Smith, Ann <ann@{ALLOWED}>",
+    ],
+)
 def test_what_the_server_reads_otherwise_is_open(to: str) -> None:
     # NFKC makes ＠ an @, the mail server does not (a local name); a bare `eve` or `Smith`
     # is a local mailbox the server completes with its own domain
@@ -168,19 +210,36 @@ def test_an_unlabelled_tool_reads_every_argument_as_the_server_may() -> None:
 
 
 @pytest.mark.parametrize("sep", ["\t", "\x0b", "\x1f", "\x85", "\u2028", "\xa0", "\u200b"])
-@pytest.mark.parametrize("expression", [
-    'never_after("send_email", args={"to": "*@evil.example"})',
-    'at_most("send_email", 0, args={"to": "*@evil.example"})',
-    'called_before("send_email", args={"to": "*@evil.example"})',
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'never_after("send_email", args={"to": "*@evil.example"})',
+        'at_most("send_email", 0, args={"to": "*@evil.example"})',
+        'called_before("send_email", args={"to": "*@evil.example"})',
+    ],
+)
 def test_a_pattern_sees_an_address_behind_any_separator(sep: str, expression: str) -> None:
-    mailed = [system(), user("Send the report to my team."),
-              {"role": "assistant", "content": None, "tool_calls": [
-                  {"id": "c1", "type": "function", "function": {
-                      "name": "send_email",
-                      "arguments": json.dumps({"to": f"eve@{FORBIDDEN}{sep}ann@{ALLOWED}",
-                                               "body": "report"})}}]},
-              {"role": "tool", "tool_call_id": "c1", "content": "sent"}]  # fmt: skip
+    mailed = [
+        system(),
+        user("Send the report to my team."),
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "send_email",
+                        "arguments": json.dumps(
+                            {"to": f"eve@{FORBIDDEN}{sep}ann@{ALLOWED}", "body": "report"}
+                        ),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+    ]
     got = facts(mailed, "read_file", {"path": "notes.txt"}).fact(expression).value
     negative = expression.startswith(("never_after", "at_most"))
     assert got is not negative, (sep, expression)
@@ -215,10 +274,14 @@ DENY_TESTS = [
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(separators, mailboxes), min_size=1, max_size=3), separators,
-       st.sampled_from(DENY_TESTS))  # fmt: skip
-def test_deny_lists_agree_with_the_consumer_over_lists(parts: list[tuple[str, str]], end: str,
-                                                       expression: str) -> None:  # fmt: skip
+@given(
+    st.lists(st.tuples(separators, mailboxes), min_size=1, max_size=3),
+    separators,
+    st.sampled_from(DENY_TESTS),
+)
+def test_deny_lists_agree_with_the_consumer_over_lists(
+    parts: list[tuple[str, str]], end: str, expression: str
+) -> None:
     to = "".join(sep + box for sep, box in parts) + end
     forbidden = [a for a in consumer(to) if _valid(a) and a.lower().endswith(f"@{FORBIDDEN}")]
     if "arg_in" in expression:

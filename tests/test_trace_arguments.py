@@ -26,21 +26,25 @@ def value(name: str, args: dict[str, object], expression: str, **kw: object) -> 
     return facts(BASE, name, args, **kw).fact(expression).value  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("args", "expression", "expected"), [
-    ({"amount": 1200}, 'arg_compare("amount", "<=", 1500)', True),
-    ({"amount": "CHF 1,200.00"}, 'arg_compare("amount", "<=", 1500)', True),
-    ({"amount": 4950}, 'arg_compare("amount", "<=", 1500)', False),
-    ({"amount": "2'500"}, 'arg_compare("amount", ">", 2000)', True),
-    # 1,500 reads as 1500 and as 1.5: the readings disagree on "<= 1000", so it is open
-    ({"amount": "1,500"}, 'arg_compare("amount", "<=", 1000)', None),
-    ({"amount": "1,500"}, 'arg_compare("amount", "<=", 2000)', True),
-    ({"amount": "a lot"}, 'arg_compare("amount", "<=", 1000)', None),
-    ({"subject": "rent"}, 'arg_compare("amount", "<=", 1000)', None),  # absent: open
-    ({"amount": 12.5}, 'arg_compare("amount", "==", 12.50)', True),
-    ({"amount": 12.5}, 'arg_compare("amount", "!=", 12.50)', False),
-])
-def test_numeric_comparisons(args: dict[str, object], expression: str,
-                             expected: bool | None) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "expression", "expected"),
+    [
+        ({"amount": 1200}, 'arg_compare("amount", "<=", 1500)', True),
+        ({"amount": "CHF 1,200.00"}, 'arg_compare("amount", "<=", 1500)', True),
+        ({"amount": 4950}, 'arg_compare("amount", "<=", 1500)', False),
+        ({"amount": "2'500"}, 'arg_compare("amount", ">", 2000)', True),
+        # 1,500 reads as 1500 and as 1.5: the readings disagree on "<= 1000", so it is open
+        ({"amount": "1,500"}, 'arg_compare("amount", "<=", 1000)', None),
+        ({"amount": "1,500"}, 'arg_compare("amount", "<=", 2000)', True),
+        ({"amount": "a lot"}, 'arg_compare("amount", "<=", 1000)', None),
+        ({"subject": "rent"}, 'arg_compare("amount", "<=", 1000)', None),  # absent: open
+        ({"amount": 12.5}, 'arg_compare("amount", "==", 12.50)', True),
+        ({"amount": 12.5}, 'arg_compare("amount", "!=", 12.50)', False),
+    ],
+)
+def test_numeric_comparisons(
+    args: dict[str, object], expression: str, expected: bool | None
+) -> None:
     assert value("send_money", args, expression) is expected
 
 
@@ -63,18 +67,46 @@ def test_equals_and_in_compare_by_kind() -> None:
 
 def test_in_a_records_section_and_a_missing_section_is_open() -> None:
     sites = {"allowed_sites": ["shop.example.com", "https://docs.shop.example.com"]}
-    assert value("browse", {"url": "https://www.docs.shop.example.com/"},
-                 'arg_in("url", "@allowed_sites", compare="typed")', values=sites) is True
+    assert (
+        value(
+            "browse",
+            {"url": "https://www.docs.shop.example.com/"},
+            'arg_in("url", "@allowed_sites", compare="typed")',
+            values=sites,
+        )
+        is True
+    )
     # by default the list is of spellings: the site is not written so in the section
-    assert value("browse", {"url": "https://www.docs.shop.example.com/"},
-                 'arg_in("url", "@allowed_sites")', values=sites) is False  # fmt: skip
-    assert value("browse", {"url": "https://evil.example.com/"},
-                 'arg_in("url", "@allowed_sites")', values=sites) is False  # fmt: skip
+    assert (
+        value(
+            "browse",
+            {"url": "https://www.docs.shop.example.com/"},
+            'arg_in("url", "@allowed_sites")',
+            values=sites,
+        )
+        is False
+    )
+    assert (
+        value(
+            "browse",
+            {"url": "https://evil.example.com/"},
+            'arg_in("url", "@allowed_sites")',
+            values=sites,
+        )
+        is False
+    )
     fact = facts(BASE, "browse", {"url": "https://a.ch"}).fact('arg_in("url", "@nowhere")')
     assert fact.value is None and "no section 'nowhere'" in fact.detail
     # the host's user facts are sections too
-    assert value("send_email", {"to": "mum@family.example"}, 'arg_in("to", "@contacts")',
-                 user_facts={"contacts": [{"name": "Mum", "email": "mum@family.example"}]}) is True
+    assert (
+        value(
+            "send_email",
+            {"to": "mum@family.example"},
+            'arg_in("to", "@contacts")',
+            user_facts={"contacts": [{"name": "Mum", "email": "mum@family.example"}]},
+        )
+        is True
+    )
 
 
 def test_contains_glob_and_regex_on_normalised_text() -> None:
@@ -101,32 +133,44 @@ def test_fuzzy_similarity_with_a_threshold() -> None:
     assert value("send_money", near, expression, values=contacts) is True
     far = {"iban": "CH9300762011623852957", "subject": "deposit"}
     assert value("send_money", far, expression, values=contacts) is False
-    assert value("send_money", {"subject": "Meier Hans"}, 'arg_similar("subject", '
-                 '"hans meier", threshold=95, scorer="token_sort_ratio")') is True  # fmt: skip
+    assert (
+        value(
+            "send_money",
+            {"subject": "Meier Hans"},
+            'arg_similar("subject", "hans meier", threshold=95, scorer="token_sort_ratio")',
+        )
+        is True
+    )
 
 
 def test_a_predicate_in_a_rule_judges_this_call_not_the_run() -> None:
     """`order_holds` with an argument pattern judged the whole run; these judge the call."""
-    messages = [*BASE, call("c1", "send_money", {"iban": "CH9300762011623852957", "amount": 9000}),
-                result("c1", "done")]  # fmt: skip
+    messages = [
+        *BASE,
+        call("c1", "send_money", {"iban": "CH9300762011623852957", "amount": 9000}),
+        result("c1", "done"),
+    ]
     small = facts(messages, "send_money", {"iban": "CH9300762011623852957", "amount": 100})
     assert small.fact('arg_compare("amount", "<=", 1000)').value is True
 
 
-@pytest.mark.parametrize(("expression", "message"), [
-    ('arg_compare("amount", "=<", 5)', "op must be"),
-    ('arg_compare("amount", "<", "5")', "number must be"),
-    ('arg_match("body", "(a")', "not an RE2 pattern"),
-    (r'arg_match("body", "(a)\\1")', "not an RE2 pattern"),
-    ('arg_match("body", "(?=a)")', "not an RE2 pattern"),
-    ('arg_in("to", "contacts")', "values must be a list"),
-    ('arg_in("to", [])', "empty list"),
-    ('arg_similar("to", "x", threshold=0)', "threshold"),
-    ('arg_similar("to", "x", scorer="levenshtein")', "scorer must be"),
-    ('arg_contains("body", "")', "non-empty"),
-    ('arg_equals("to", "x", match="most")', "match must be"),
-    ('arg_equals("to", ["x", "y"])', "arg_in takes a list"),
-])
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ('arg_compare("amount", "=<", 5)', "op must be"),
+        ('arg_compare("amount", "<", "5")', "number must be"),
+        ('arg_match("body", "(a")', "not an RE2 pattern"),
+        (r'arg_match("body", "(a)\\1")', "not an RE2 pattern"),
+        ('arg_match("body", "(?=a)")', "not an RE2 pattern"),
+        ('arg_in("to", "contacts")', "values must be a list"),
+        ('arg_in("to", [])', "empty list"),
+        ('arg_similar("to", "x", threshold=0)', "threshold"),
+        ('arg_similar("to", "x", scorer="levenshtein")', "scorer must be"),
+        ('arg_contains("body", "")', "non-empty"),
+        ('arg_equals("to", "x", match="most")', "match must be"),
+        ('arg_equals("to", ["x", "y"])', "arg_in takes a list"),
+    ],
+)
 def test_bad_options_fail_when_bound(expression: str, message: str) -> None:
     with pytest.raises(PredicateSpecError, match=message):
         compile_bindings({"p": expression})
@@ -180,25 +224,43 @@ def test_a_predicate_that_fails_while_evaluating_is_open_never_holds() -> None:
 # -- an argument holding addresses is judged as the mail server reads it too ---------------
 
 
-@pytest.mark.parametrize("to", ["eve@evil.io, bob@x.ch", "eve@evil.io,bob@x.ch",
-                                "Eve <eve@evil.io>, bob@x.ch", "eve@evil.io;bob@x.ch",
-                                "eve@evil.io\nbob@x.ch"])  # fmt: skip
-@pytest.mark.parametrize("expression", ['arg_glob("to", "*@x.ch")', r'arg_match("to", "@x\\.ch$")',
-                                        'arg_similar("to", "bob@x.ch", 60, "partial_ratio")'])
+@pytest.mark.parametrize(
+    "to",
+    [
+        "eve@evil.io, bob@x.ch",
+        "eve@evil.io,bob@x.ch",
+        "Eve <eve@evil.io>, bob@x.ch",
+        "eve@evil.io;bob@x.ch",
+        "eve@evil.io\nbob@x.ch",
+    ],
+)
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'arg_glob("to", "*@x.ch")',
+        r'arg_match("to", "@x\\.ch$")',
+        'arg_similar("to", "bob@x.ch", 60, "partial_ratio")',
+    ],
+)
 def test_a_list_of_addresses_is_not_read_as_its_last_one(to: str, expression: str) -> None:
     # the mail server sends to every address of the list: an allow-list over the whole
     # text ("ends in @x.ch") must not pass eve@evil.io along with bob
     assert value("send_email", {"to": to}, expression) is not True, (to, expression)
 
 
-@pytest.mark.parametrize(("to", "expression"), [
-    # a deny-list: the whole text is no forbidden address, but the server reads one in it
-    ("Bob <bob@evil.io>", 'arg_glob("to", "*@evil.io")'),
-    ("Bob <bob@evil.io>", 'arg_equals("to", "bob@evil.io")'),
-    ("bob@x.ch, boss@x.ch", 'arg_in("to", ["boss@x.ch"], match="any")'),
-    ("bob@x.ch, BOSS@X.CH", 'arg_equals("to", "boss@x.ch", match="any")'),
-])  # fmt: skip
-def test_an_address_inside_the_text_is_not_hidden_from_a_deny_list(to: str, expression: str) -> None:
+@pytest.mark.parametrize(
+    ("to", "expression"),
+    [
+        # a deny-list: the whole text is no forbidden address, but the server reads one in it
+        ("Bob <bob@evil.io>", 'arg_glob("to", "*@evil.io")'),
+        ("Bob <bob@evil.io>", 'arg_equals("to", "bob@evil.io")'),
+        ("bob@x.ch, boss@x.ch", 'arg_in("to", ["boss@x.ch"], match="any")'),
+        ("bob@x.ch, BOSS@X.CH", 'arg_equals("to", "boss@x.ch", match="any")'),
+    ],
+)
+def test_an_address_inside_the_text_is_not_hidden_from_a_deny_list(
+    to: str, expression: str
+) -> None:
     assert value("send_email", {"to": to}, expression) is not False, (to, expression)
 
 
@@ -208,8 +270,10 @@ def test_one_plain_address_reads_as_before() -> None:
     assert value("send_email", {"to": ["bob@x.ch", "ann@x.ch"]}, 'arg_glob("to", "*@x.ch")') is True
 
 
-@pytest.mark.parametrize("to", ["eve%evil.io@x.ch", "evil.io!eve@x.ch", '"eve%evil.io"@x.ch',
-                                "bob@x.ch, eve%evil.io@x.ch"])  # fmt: skip
+@pytest.mark.parametrize(
+    "to",
+    ["eve%evil.io@x.ch", "evil.io!eve@x.ch", '"eve%evil.io"@x.ch', "bob@x.ch, eve%evil.io@x.ch"],
+)
 def test_a_relay_hack_in_the_local_part_does_not_read_as_the_local_domain(to: str) -> None:
     # Postfix rewrites user%domain@local (allow_percent_hack, on by default) and a UUCP bang
     # path to user@domain and relays it: the mail leaves x.ch
@@ -245,12 +309,12 @@ def test_in_compares_text_by_default_and_kinds_on_request(
     actual: object, listed: object, text: bool, typed: bool | None
 ) -> None:
     args = {"value": actual}
-    assert value("fill", args, f"arg_in(\"value\", [{listed!r}])") is text
-    assert value("fill", args, f"arg_in(\"value\", [{listed!r}], compare=\"text\")") is text
-    assert value("fill", args, f"arg_in(\"value\", [{listed!r}], compare=\"typed\")") is typed
+    assert value("fill", args, f'arg_in("value", [{listed!r}])') is text
+    assert value("fill", args, f'arg_in("value", [{listed!r}], compare="text")') is text
+    assert value("fill", args, f'arg_in("value", [{listed!r}], compare="typed")') is typed
     # the rejected value names the comparison that rejected it
     if text is False:
-        fact = facts(BASE, "fill", args).fact(f"arg_in(\"value\", [{listed!r}])")
+        fact = facts(BASE, "fill", args).fact(f'arg_in("value", [{listed!r}])')
         assert "text" in fact.detail
 
 
@@ -270,7 +334,7 @@ def test_in_by_text_is_equality_of_the_normalised_text(actual: str, listed: str)
     if not normalize_text(listed).strip() or not actual.strip():
         return
     expected = normalize_text(actual).strip() == normalize_text(listed).strip()
-    got = value("fill", {"value": actual}, f"arg_in(\"value\", [{listed!r}])")
+    got = value("fill", {"value": actual}, f'arg_in("value", [{listed!r}])')
     assert got is expected
 
 

@@ -45,10 +45,12 @@ def replay(guard: GuardAgent, doc: dict[str, Any], **kw: Any) -> list[tuple[str,
     state = None
     for call in (*trace.calls, trace.call):
         prefix = doc["messages"][: call.index + 1] if call is not trace.call else doc["messages"]
-        proposed = ({"name": call.name, "args": call.args, "id": call.id}
-                    if call.id is not None else None)  # the reply: the guard finds it itself
-        decision = guard.check_trace(prefix, proposed, thread_state=state, task=doc.get("task"),
-                                     **kw)  # fmt: skip
+        proposed = (
+            {"name": call.name, "args": call.args, "id": call.id} if call.id is not None else None
+        )  # the reply: the guard finds it itself
+        decision = guard.check_trace(
+            prefix, proposed, thread_state=state, task=doc.get("task"), **kw
+        )
         out.append((call.id or call.name, decision))
         if not decision.allowed:
             break
@@ -61,18 +63,28 @@ def test_the_policy_checks_clean_with_the_browser_toolset() -> None:
     assert report.errors == [] and report.warnings == []
     labels = load_policy(EXAMPLE / "policy.yaml").labels
     assert labels is not None
-    assert set(labels.tools) == {"goto", "click", "fill", "select_option", "send_msg_to_user",
-                                 "answer", "respond"}  # fmt: skip
+    assert set(labels.tools) == {
+        "goto",
+        "click",
+        "fill",
+        "select_option",
+        "send_msg_to_user",
+        "answer",
+        "respond",
+    }
     assert labels.label("goto").effect == "navigate"
     assert {"text", "role", "url"} <= set(labels.label("click").args or ())
 
 
 def test_navigate_is_an_effect_labels_accept() -> None:
     assert Labels.from_mapping({"tools": {"go": {"effect": "navigate"}}}).label("go").effect == (
-        "navigate")
+        "navigate"
+    )
 
 
-@pytest.mark.parametrize("path", [p for p in TRACES if p.name.startswith("b")], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in TRACES if p.name.startswith("b")], ids=lambda p: p.name
+)
 def test_benign_traces_pass_every_action(guard: GuardAgent, path: Path) -> None:
     doc = load(path)
     decisions = replay(guard, doc)
@@ -104,7 +116,8 @@ def test_every_rule_is_exercised_by_a_violating_trace() -> None:
     rules = {load(p)["expect"]["rule"] for p in VIOLATING if "task" not in load(p)} - {None}
     # listed-tools-only stays as defence in depth; the trace path denies unlabelled tools first
     assert rules == {r.id for r in load_policy(EXAMPLE / "policy.yaml").rules} - {
-        "listed-tools-only"}
+        "listed-tools-only"
+    }
 
 
 def test_a_link_whose_target_the_host_does_not_know_is_not_judged_by_scope(
@@ -119,12 +132,15 @@ def test_a_link_whose_target_the_host_does_not_know_is_not_judged_by_scope(
 def test_a_reviewers_approval_lets_the_delete_through_but_not_the_payment_settings(
     guard: GuardAgent,
 ) -> None:
-    for name, allowed in (("i02_delete_without_asking_openai.json", True),
-                          ("i04_payment_settings_openai.json", False)):  # fmt: skip
+    for name, allowed in (
+        ("i02_delete_without_asking_openai.json", True),
+        ("i04_payment_settings_openai.json", False),
+    ):
         doc = load(EXAMPLE / "traces" / name)
         call = parse_trace(doc).call
-        consent = [Consent(call.name, "approve", args=call.args, call_id=call.id,
-                           thread="t").to_json()]  # fmt: skip
+        consent = [
+            Consent(call.name, "approve", args=call.args, call_id=call.id, thread="t").to_json()
+        ]
         assert guard.check_trace(doc, consent=consent, thread_id="t").allowed is allowed, name
 
 
@@ -143,7 +159,9 @@ def test_a_task_policy_of_the_thread_narrows_the_base_policy(guard: GuardAgent) 
     assert not decision.allowed
     [rule] = [r for r in decision.rules if r.status == "violated"]
     assert (rule.id, rule.source) == ("task-pages", "task order-5531")
-    fill = {"name": "fill", "args": {"bid": "g2", "value": "Happy birthday", "text": "Gift note",
-                                     "role": "textbox"}}  # fmt: skip
+    fill = {
+        "name": "fill",
+        "args": {"bid": "g2", "value": "Happy birthday", "text": "Gift note", "role": "textbox"},
+    }
     other_field = guard.check_trace(doc["messages"], fill, task=doc["task"])
     assert [r.id for r in other_field.rules if r.status == "violated"] == ["task-fields"]

@@ -33,12 +33,15 @@ def test_a_host_the_user_named_does_not_vouch_for_what_it_redirects_to(part: str
     assert "evil.example" in f.fact(f'arg_from_user("url", part="{part}")').detail
 
 
-@pytest.mark.parametrize("url", [
-    "https://example.com/r?next=%2F%2Fevil.example",  # encoded, relative to the scheme
-    "https://example.com/out/https://evil.example",  # written into the path
-    "https://example.com/#https://evil.example",  # in the fragment
-    "https://example.com/r?u=https://example.com/r%3Fu%3Dhttps://evil.example",  # nested
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/r?next=%2F%2Fevil.example",  # encoded, relative to the scheme
+        "https://example.com/out/https://evil.example",  # written into the path
+        "https://example.com/#https://evil.example",  # in the fragment
+        "https://example.com/r?u=https://example.com/r%3Fu%3Dhttps://evil.example",  # nested
+    ],
+)
 def test_every_carried_target_is_judged(url: str) -> None:
     f = _browse("Open example.com for me.", url, page=f"see {url}")
     assert f.fact('arg_from_user("url", part="host")').value is False
@@ -58,15 +61,24 @@ def test_a_carried_target_the_user_gave_or_the_whole_url_the_user_gave_still_hol
 
 
 def test_an_unreadable_carried_target_is_from_nobody() -> None:
-    f = _browse("Open example.com for me.", "https://example.com/r?u=javascript:alert(1)",
-                page="see https://example.com/r?u=javascript:alert(1)")
+    f = _browse(
+        "Open example.com for me.",
+        "https://example.com/r?u=javascript:alert(1)",
+        page="see https://example.com/r?u=javascript:alert(1)",
+    )
     assert f.fact('arg_from_user("url", part="host")').value is False
 
 
-@pytest.mark.parametrize("fragment", [
-    "#https://evil.example", "#/r?next=//evil.example", "#/settings/forwarding",
-    "#access_token=abc", "#!/admin",
-])
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "#https://evil.example",
+        "#/r?next=//evil.example",
+        "#/settings/forwarding",
+        "#access_token=abc",
+        "#!/admin",
+    ],
+)
 def test_a_fragment_that_is_more_than_an_anchor_counts(fragment: str) -> None:
     url = "https://example.com/app" + fragment
     f = _browse("Open https://example.com/app please.", url, page=f"see {url}")
@@ -78,6 +90,7 @@ def test_a_fragment_that_is_more_than_an_anchor_counts(fragment: str) -> None:
 
 @pytest.mark.parametrize("fragment", ["#section-2", "#top", "#Overview", "#2.3"])
 def test_a_plain_anchor_still_does_not_count(fragment: str) -> None:
-    f = _browse("Open https://example.com/app please.", "https://example.com/app" + fragment,
-                page="nothing")
+    f = _browse(
+        "Open https://example.com/app please.", "https://example.com/app" + fragment, page="nothing"
+    )
     assert f.fact('arg_from_user("url")').value is True

@@ -25,27 +25,49 @@ from guardagent.trace.document.messages import (
 from guardagent.trace.document.shapes import Message, ToolCall, calls_json
 from tests.traces.synthetic import proposed, thread
 
-_text = st.text(alphabet=st.sampled_from(list("a1:{}[]\"\\ é\n")), max_size=6)
-_calls = st.lists(st.builds(ToolCall, name=_text, args=st.dictionaries(_text, _text, max_size=2),
-                            id=st.none() | _text, index=st.just(0)), max_size=2)  # fmt: skip
+_text = st.text(alphabet=st.sampled_from(list('a1:{}[]"\\ é\n')), max_size=6)
+_calls = st.lists(
+    st.builds(
+        ToolCall,
+        name=_text,
+        args=st.dictionaries(_text, _text, max_size=2),
+        id=st.none() | _text,
+        index=st.just(0),
+    ),
+    max_size=2,
+)
 _messages = st.lists(
-    st.builds(Message, role=st.sampled_from(["system", "user", "assistant", "tool"]),
-              source=_text, text=_text, tool_name=st.none(), tool_call_id=st.none() | _text,
-              index=st.just(0), calls=_calls.map(tuple),
-              status=st.sampled_from([None, "ok", "error"])),
+    st.builds(
+        Message,
+        role=st.sampled_from(["system", "user", "assistant", "tool"]),
+        source=_text,
+        text=_text,
+        tool_name=st.none(),
+        tool_call_id=st.none() | _text,
+        index=st.just(0),
+        calls=_calls.map(tuple),
+        status=st.sampled_from([None, "ok", "error"]),
+    ),
     max_size=4,
-)  # fmt: skip
+)
 
 
 def _fields(m: Message) -> tuple[Any, ...]:
-    return (m.role, m.source, m.tool_call_id or "", m.status or "",
-            [(c.id, c.name, c.args) for c in m.calls], m.text)  # fmt: skip
+    return (
+        m.role,
+        m.source,
+        m.tool_call_id or "",
+        m.status or "",
+        [(c.id, c.name, c.args) for c in m.calls],
+        m.text,
+    )
 
 
 @settings(max_examples=400, deadline=None)
 @given(_messages, _messages, st.integers(0, 4))
-def test_two_message_lists_chain_alike_only_when_equal(a: list[Message], b: list[Message],
-                                                       cut: int) -> None:  # fmt: skip
+def test_two_message_lists_chain_alike_only_when_equal(
+    a: list[Message], b: list[Message], cut: int
+) -> None:
     same = [_fields(m) for m in a] == [_fields(m) for m in b]
     assert (chains(a, len(a))[1] == chains(b, len(b))[1]) == same
     cut = min(cut, len(a))
@@ -64,30 +86,41 @@ def _decode(joined: str) -> list[tuple[str, ...]]:
     while at < len(joined):
         colon = joined.index(":", at)
         size = int(joined[at:colon])
-        fields.append(joined[colon + 1:colon + 1 + size])
+        fields.append(joined[colon + 1 : colon + 1 + size])
         at = colon + 1 + size
     assert len(fields) % 6 == 0
-    return [tuple(fields[i:i + 6]) for i in range(0, len(fields), 6)]
+    return [tuple(fields[i : i + 6]) for i in range(0, len(fields), 6)]
 
 
 @settings(max_examples=400, deadline=None)
 @given(_messages)
 def test_the_records_of_a_thread_read_back_to_its_messages(messages: list[Message]) -> None:
-    expected = [(m.role, m.source, m.tool_call_id or "", m.status or "", calls_json(m), m.text)
-                for m in messages]  # fmt: skip
+    expected = [
+        (m.role, m.source, m.tool_call_id or "", m.status or "", calls_json(m), m.text)
+        for m in messages
+    ]
     assert _decode("".join(record(m) for m in messages)) == expected
 
 
 def test_a_field_moved_between_messages_changes_the_chain() -> None:
     call = ToolCall("t", {}, "c1", 0)
-    plain = [Message("assistant", "model", "x", None, None, 0),
-             Message("user", "user", "y", None, None, 1)]  # fmt: skip
-    moved = [Message("assistant", "model", "", None, None, 0, (call,)),
-             Message("user", "user", "xy", None, None, 1)]  # fmt: skip
+    plain = [
+        Message("assistant", "model", "x", None, None, 0),
+        Message("user", "user", "y", None, None, 1),
+    ]
+    moved = [
+        Message("assistant", "model", "", None, None, 0, (call,)),
+        Message("user", "user", "xy", None, None, 1),
+    ]
     assert chains(plain, 2) != chains(moved, 2)
-    shifted = [Message("user", "user", "ab", None, None, 0), Message("user", "user", "", None, None, 1)]
-    assert chains(shifted, 2) != chains([Message("user", "user", "a", None, None, 0),
-                                         Message("user", "user", "b", None, None, 1)], 2)  # fmt: skip
+    shifted = [
+        Message("user", "user", "ab", None, None, 0),
+        Message("user", "user", "", None, None, 1),
+    ]
+    assert chains(shifted, 2) != chains(
+        [Message("user", "user", "a", None, None, 0), Message("user", "user", "b", None, None, 1)],
+        2,
+    )
 
 
 def _deep(n: int) -> Any:
@@ -97,11 +130,15 @@ def _deep(n: int) -> Any:
     return value
 
 
-_nested = st.recursive(st.none() | st.text(max_size=2) | st.integers(),
-                       lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(st.text(max_size=2), inner, max_size=3)
-                       | st.lists(inner, max_size=2).map(tuple),
-                       max_leaves=12)  # fmt: skip
+_nested = st.recursive(
+    st.none() | st.text(max_size=2) | st.integers(),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+        | st.lists(inner, max_size=2).map(tuple)
+    ),
+    max_leaves=12,
+)
 
 
 def _depth(value: Any) -> int:
@@ -141,7 +178,8 @@ def test_a_trace_reports_its_first_problem_and_names_the_deep_message() -> None:
     with pytest.raises(UnreadableEvidence) as caught:
         parse_trace([*messages[:3], too_deep, *messages[3:]], proposed(messages))
     assert caught.value.reason == "unparsable_trace" and caught.value.detail.startswith(
-        "message 3: objects or lists are nested")
+        "message 3: objects or lists are nested"
+    )
     unknown = {"role": "narrator", "content": "hi"}
     with pytest.raises(UnreadableEvidence) as caught:
         parse_trace([unknown, *messages[:3], too_deep], proposed(messages))

@@ -46,9 +46,14 @@ def run_child(code: str, timeout: float = 300, *, small_stack: bool = True) -> s
     This checkout first on the path; returns what ``main()`` returned, as printed.
     """
     source = textwrap.dedent(code) + (_IN_SMALL_STACK if small_stack else "\nprint(main())\n")
-    child = subprocess.run([sys.executable, "-c", source], cwd=ROOT,
-                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "-c", source],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert child.returncode == 0, (child.returncode, child.stderr[-2000:])
     return child.stdout
 
@@ -94,7 +99,8 @@ def test_the_issues_two_megabyte_argument_ends_in_a_decision() -> None:
 
     Seen failing before the fix: the process died with SIGSEGV (exit -11) after ~6 s.
     """
-    out = run_child("""
+    out = run_child(
+        """
         import json
         from guardagent import GuardAgent
         def main():
@@ -107,7 +113,10 @@ def test_the_issues_two_megabyte_argument_ends_in_a_decision() -> None:
             guard = GuardAgent(profile="assistant-trace", trace_budget_ms=600_000)
             decision = guard.check_trace(trace)
             return [decision.allowed, [u["reason"] for u in decision.unreadable]]
-        """, timeout=600, small_stack=False)  # fmt: skip
+        """,
+        timeout=600,
+        small_stack=False,
+    )
     assert out.strip() in ("[True, []]", "[False, []]"), out  # read to the end: a decision
 
 
@@ -115,8 +124,11 @@ _KEYS = st.text(alphabet="ab1 ", min_size=1, max_size=12)
 
 
 @settings(max_examples=300, deadline=None)
-@given(keys=st.lists(_KEYS, max_size=6), haystack=st.text(alphabet="ab1 ", max_size=60),
-       cap=st.integers(0, 12))  # fmt: skip
+@given(
+    keys=st.lists(_KEYS, max_size=6),
+    haystack=st.text(alphabet="ab1 ", max_size=60),
+    cap=st.integers(0, 12),
+)
 def test_the_bounded_automaton_finds_what_a_naive_search_finds(
     keys: list[str], haystack: str, cap: int
 ) -> None:
@@ -126,8 +138,12 @@ def test_the_bounded_automaton_finds_what_a_naive_search_finds(
         automaton = native.Automaton((k, n) for n, k in enumerate(keys))
     assert all(len(k) > cap for k in automaton.long)
     last = {k: n for n, k in enumerate(keys)}  # a key added twice keeps its last value
-    every = [(i + len(k) - 1, n, k) for k, n in last.items()
-             for i in range(len(haystack)) if haystack.startswith(k, i)]  # fmt: skip
+    every = [
+        (i + len(k) - 1, n, k)
+        for k, n in last.items()
+        for i in range(len(haystack))
+        if haystack.startswith(k, i)
+    ]
     firsts: dict[str, tuple[int, int]] = {}
     for end, n, k in every:
         firsts.setdefault(k, (end, n))
@@ -139,9 +155,11 @@ def test_the_bounded_automaton_finds_what_a_naive_search_finds(
 
 
 @settings(max_examples=300, deadline=None)
-@given(keys=st.lists(_KEYS, max_size=6), parts=st.lists(st.text(alphabet="ab1", max_size=8),
-                                                         min_size=1, max_size=6),
-       cap=st.integers(0, 12))  # fmt: skip
+@given(
+    keys=st.lists(_KEYS, max_size=6),
+    parts=st.lists(st.text(alphabet="ab1", max_size=8), min_size=1, max_size=6),
+    cap=st.integers(0, 12),
+)
 def test_matches_spanning_parts_cover_the_parts_a_naive_search_covers(
     keys: list[str], parts: list[str], cap: int
 ) -> None:
@@ -152,13 +170,23 @@ def test_matches_spanning_parts_cover_the_parts_a_naive_search_covers(
         ends.append(ends[-1] + len(part))
 
     def covered(spans: Iterable[tuple[int, int, int]]) -> set[tuple[int, int]]:
-        return {(n, k) for start, end, n in spans for k in range(len(parts))
-                if ends[k] < end and start < ends[k + 1] or ends[k] == ends[k + 1]
-                and start < ends[k] < end}  # fmt: skip
+        return {
+            (n, k)
+            for start, end, n in spans
+            for k in range(len(parts))
+            if ends[k] < end
+            and start < ends[k + 1]
+            or ends[k] == ends[k + 1]
+            and start < ends[k] < end
+        }
 
     last = {k: n for n, k in enumerate(keys)}
-    naive = [(i, i + len(k), n) for k, n in last.items() for i in range(len(haystack))
-             if haystack.startswith(k, i) and any(i < b < i + len(k) for b in ends[1:-1])]  # fmt: skip
+    naive = [
+        (i, i + len(k), n)
+        for k, n in last.items()
+        for i in range(len(haystack))
+        if haystack.startswith(k, i) and any(i < b < i + len(k) for b in ends[1:-1])
+    ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(native, "MAX_KEY_CHARS", cap)
         automaton = native.Automaton((k, n) for n, k in enumerate(keys))
@@ -298,8 +326,10 @@ def test_message_objects_share_one_node_bound(objects: int) -> None:
         shared = [shared, shared]
     messages: list[Any] = [HumanMessage("Read my inbox.")]
     for i in range(objects):
-        messages += [AIMessage("", tool_calls=[{"name": "read_inbox", "args": {}, "id": f"c{i}"}]),
-                     ToolMessage("ok", tool_call_id=f"c{i}", artifact=shared)]  # fmt: skip
+        messages += [
+            AIMessage("", tool_calls=[{"name": "read_inbox", "args": {}, "id": f"c{i}"}]),
+            ToolMessage("ok", tool_call_id=f"c{i}", artifact=shared),
+        ]
     messages.append(AIMessage("", tool_calls=[{"name": "read_inbox", "args": {}, "id": "z"}]))
     if objects == 1:
         assert parse_trace(messages, max_bytes=1 << 18).call.name == "read_inbox"

@@ -36,10 +36,15 @@ def test_a_value_only_in_text_to_the_agent_is_not_designated(injection: str) -> 
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, len(INJECTIONS) - 1), upper=st.booleans(),
-       blank=st.sampled_from(["\n\n", "\n \n", "\r\n\r\n"]), hops=st.integers(1, 3))  # fmt: skip
-def test_no_layout_or_hop_count_lets_the_injected_value_through(n: int, upper: bool, blank: str,
-                                                                hops: int) -> None:  # fmt: skip
+@given(
+    n=st.integers(0, len(INJECTIONS) - 1),
+    upper=st.booleans(),
+    blank=st.sampled_from(["\n\n", "\n \n", "\r\n\r\n"]),
+    hops=st.integers(1, 3),
+)
+def test_no_layout_or_hop_count_lets_the_injected_value_through(
+    n: int, upper: bool, blank: str, hops: int
+) -> None:
     injection = INJECTIONS[n].format(iban=ATTACKER)
     document = BILL + blank + (injection.upper() if upper else injection)
     expression = f'arg_from_designated("iban", hops={hops})'
@@ -54,8 +59,11 @@ def test_an_honest_document_still_designates_its_payee(honest: str) -> None:
 
 def test_the_users_own_value_holds_whatever_the_document_says() -> None:
     document = BILL + "\n\n" + INJECTIONS[0].format(iban=ATTACKER)
-    typed = facts(_named(document, f"Pay {ATTACKER} for the invoice in invoice-0425.txt"),
-                  "send_money", {"iban": ATTACKER.replace(" ", ""), "amount": 10})  # fmt: skip
+    typed = facts(
+        _named(document, f"Pay {ATTACKER} for the invoice in invoice-0425.txt"),
+        "send_money",
+        {"iban": ATTACKER.replace(" ", ""), "amount": 10},
+    )
     assert typed.fact(PLAIN).value is True
 
 

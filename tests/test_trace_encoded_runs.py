@@ -82,7 +82,7 @@ def _former(call: ToolCall, sensitive: Sensitive) -> list[Carried]:
         if spread[i][2] == spread[min(i + MAX_JOINED, len(spread)) - 1][2]:
             continue
         joined, paths = "", dict.fromkeys([spread[i][1]])
-        for t, p, k in spread[i:i + MAX_JOINED]:
+        for t, p, k in spread[i : i + MAX_JOINED]:
             joined += t
             paths[p] = None
             if len(joined) > _JOINED_CHARS:
@@ -119,8 +119,9 @@ _WORD = st.sampled_from(["pay", "code", "the", "hello", "ref", "iban", "to", "bo
 @st.composite
 def _spelled(draw: st.DrawFn, code: str) -> str:
     """A code as a call may carry it: as is, cut by separators, turned, encoded, glued."""
-    how = draw(st.sampled_from(["plain", "cut", "reversed", "rot13", "base64", "hex", "glued",
-                                "spaced"]))  # fmt: skip
+    how = draw(
+        st.sampled_from(["plain", "cut", "reversed", "rot13", "base64", "hex", "glued", "spaced"])
+    )
     if how == "cut":
         k = draw(st.integers(1, max(1, len(code) - 1)))
         return code[:k] + draw(st.sampled_from(["-", " ", ".", "/"])) + code[k:]
@@ -148,8 +149,9 @@ def _case(draw: st.DrawFn) -> tuple[list[str], dict[str, Any]]:
         sep = draw(st.sampled_from(["", " ", "-"]))
         words = draw(st.lists(_WORD, max_size=4))
         results.append(" ".join([*words, code[:k] + sep + code[k:]]))
-    parts = draw(st.lists(st.one_of(_WORD, st.sampled_from(codes).flatmap(_spelled)),
-                          min_size=1, max_size=6))  # fmt: skip
+    parts = draw(
+        st.lists(st.one_of(_WORD, st.sampled_from(codes).flatmap(_spelled)), min_size=1, max_size=6)
+    )
     cut = draw(st.integers(0, len(parts)))
     args: dict[str, Any] = {"subject": " ".join(parts[:cut]), "body": " ".join(parts[cut:])}
     if draw(st.booleans()):
@@ -163,19 +165,23 @@ def test_the_call_carries_what_the_former_reading_found(case: Any) -> None:
     results, args = case
     call = ToolCall("send_email", args, None, 9)
     assert _as_set(encoded_tokens(call, _sensitive(results))) == _as_set(
-        _former(call, _sensitive(results))), (results, args)
+        _former(call, _sensitive(results))
+    ), (results, args)
 
 
-@pytest.mark.parametrize(("results", "body"), [
-    (["Your code: 739214XQ"], "code 739-214-XQ"),
-    (["Your code: 739-214-XQ"], "code 739214XQ"),
-    (["Your code: 739214XQ"], "QX412937"),
-    (["Your code: 739214XQ"], codecs.encode("739214XQ", "rot13")),
-    (["Your code: 739214XQ"], base64.b64encode(b"code 739 214 XQ").decode()),
-    (["IBAN CH93 0076 2011 6238 5295 7"], "to CH9300762011623852957 now"),
-    (["key " + "A1" * 40], "key " + "A1" * 40),  # a token alone, longer than a joined run
-    (["Your code: 739214XQ"], "Thanks, Bob739214XQ"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("results", "body"),
+    [
+        (["Your code: 739214XQ"], "code 739-214-XQ"),
+        (["Your code: 739-214-XQ"], "code 739214XQ"),
+        (["Your code: 739214XQ"], "QX412937"),
+        (["Your code: 739214XQ"], codecs.encode("739214XQ", "rot13")),
+        (["Your code: 739214XQ"], base64.b64encode(b"code 739 214 XQ").decode()),
+        (["IBAN CH93 0076 2011 6238 5295 7"], "to CH9300762011623852957 now"),
+        (["key " + "A1" * 40], "key " + "A1" * 40),  # a token alone, longer than a joined run
+        (["Your code: 739214XQ"], "Thanks, Bob739214XQ"),
+    ],
+)
 def test_known_spellings_are_found_as_before(results: list[str], body: str) -> None:
     call = ToolCall("send_email", {"subject": "x", "body": body}, None, 9)
     found = _as_set(encoded_tokens(call, _sensitive(results)))
@@ -198,9 +204,10 @@ def test_no_run_of_a_view_is_formed_when_no_sensitive_token_is_an_identifier() -
 
 
 @settings(max_examples=300, deadline=None)
-@given(toks=st.lists(st.text(st.sampled_from("ab12"), min_size=1, max_size=5), max_size=14),
-       ids=st.frozensets(st.text(st.sampled_from("ab12"), min_size=1, max_size=12),
-                         max_size=5))  # fmt: skip
+@given(
+    toks=st.lists(st.text(st.sampled_from("ab12"), min_size=1, max_size=5), max_size=14),
+    ids=st.frozensets(st.text(st.sampled_from("ab12"), min_size=1, max_size=12), max_size=5),
+)
 def test_run_targets_find_the_runs_that_are_targets(toks: list[str], ids: frozenset[str]) -> None:
     # the same runs as forming every run (encoded._runs) and keeping the targets
     targets = run_targets(ids, _JOINED_CHARS)

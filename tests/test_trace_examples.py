@@ -34,10 +34,19 @@ BROWSER_POLICY = EXAMPLES / "browser-admin" / "policy.yaml"
 
 def profile_for(policy: Path, root: Path) -> str:
     """A profile directory guarding with `policy` only (every predicate from the trace)."""
-    (root / "profile.yaml").write_text(yaml.safe_dump({
-        "name": policy.parent.name, "guard_request": "Guard the agent's tool calls.",
-        "agent_specification": "A tool-calling agent.", "toolbox": [], "demonstrations": [],
-        "policy_model": str(policy)}), encoding="utf-8")  # fmt: skip
+    (root / "profile.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": policy.parent.name,
+                "guard_request": "Guard the agent's tool calls.",
+                "agent_specification": "A tool-calling agent.",
+                "toolbox": [],
+                "demonstrations": [],
+                "policy_model": str(policy),
+            }
+        ),
+        encoding="utf-8",
+    )
     return str(root)
 
 
@@ -79,8 +88,13 @@ def test_both_example_policies_pass_policy_check() -> None:
 def test_browser_policy_has_one_rule_per_st_webagentbench_dimension() -> None:
     model = load_policy(BROWSER_POLICY)
     assert [r.id for r in model.rules] == [
-        "user-consent", "boundary-and-scope", "strict-execution", "hierarchy",
-        "robustness-and-security", "error-handling"]  # fmt: skip
+        "user-consent",
+        "boundary-and-scope",
+        "strict-execution",
+        "hierarchy",
+        "robustness-and-security",
+        "error-handling",
+    ]
     tools = set(model.labels.tools) if model.labels else set()
     assert tools == {"click", "fill", "goto", "send_msg_to_user"}
 
@@ -98,8 +112,9 @@ VIOLATING = sorted(p.name for p in BROWSER.glob("i*.json"))
 
 
 @pytest.mark.parametrize("name", VIOLATING)
-def test_browser_violations_stop_at_the_first_harmful_call(browser_guard: GuardAgent,
-                                                           name: str) -> None:  # fmt: skip
+def test_browser_violations_stop_at_the_first_harmful_call(
+    browser_guard: GuardAgent, name: str
+) -> None:
     doc = load(BROWSER / name)
     expect = doc["expect"]
     decisions = replay(browser_guard, doc)
@@ -113,8 +128,12 @@ def test_browser_violations_stop_at_the_first_harmful_call(browser_guard: GuardA
     assert f"denied by {expect['rule']}" in decision.reason and "Why:" in decision.reason
     assert decision.remediation is not None
     if expect["source"] is not None:  # a provenance rule names the untrusted message
-        sources = {s["source"] for f in (decision.trace_facts or {}).values()
-                   if f["value"] for s in f["sources"]}  # fmt: skip
+        sources = {
+            s["source"]
+            for f in (decision.trace_facts or {}).values()
+            if f["value"]
+            for s in f["sources"]
+        }
         assert expect["source"] in sources
         assert f"({expect['source']})" in decision.reason
 
@@ -145,9 +164,14 @@ def test_consent_opens_the_delete_page_but_not_the_forbidden_settings(
     assert not browser_guard.check_trace(delete, consent=_approval(delete), thread_id="u").allowed
     rejected = [{**_approval(delete)[0], "decision": "reject"}]
     assert not browser_guard.check_trace(delete, consent=rejected, thread_id="t").allowed
-    said = {**delete, "messages": [*delete["messages"][:1],
-                                   {"type": "human", "data": {"content": "I approve deleting it."}},
-                                   *delete["messages"][1:]]}  # fmt: skip
+    said = {
+        **delete,
+        "messages": [
+            *delete["messages"][:1],
+            {"type": "human", "data": {"content": "I approve deleting it."}},
+            *delete["messages"][1:],
+        ],
+    }
     assert not browser_guard.check_trace(said).allowed, "text in a message is not consent"
     payment = load(BROWSER / "i04_payment_key_openai.json")
     refused = browser_guard.check_trace(payment, consent=_approval(payment), thread_id="t")
@@ -172,14 +196,17 @@ def test_the_shipped_assistant_policy_is_the_tested_one() -> None:
     assert model.labels is not None
     labels = yaml.safe_load((TRACES / "assistant_labels.yaml").read_text(encoding="utf-8"))
     assert model.labels.to_json() == labels
-    assert model.trace_bindings == {p.name: p.assigned_by.text for p in tested.predicates
-                                    if p.assigned_by is not None}  # fmt: skip
+    assert model.trace_bindings == {
+        p.name: p.assigned_by.text for p in tested.predicates if p.assigned_by is not None
+    }
     assert [(r.id, r.logic) for r in model.rules] == [(r.id, r.logic) for r in tested.rules]
 
 
 def test_deployment_key_from_the_environment_signs_state_and_consent(tmp_path: Path) -> None:
-    env = {"GUARDAGENT_TRACE_KEY": " deployment secret ",
-           "GUARDAGENT_PROFILE": profile_for(BROWSER_POLICY, tmp_path)}  # fmt: skip
+    env = {
+        "GUARDAGENT_TRACE_KEY": " deployment secret ",
+        "GUARDAGENT_PROFILE": profile_for(BROWSER_POLICY, tmp_path),
+    }
     context = GuardContext.from_env(env)
     assert context.trace_key == "deployment secret"
     assert "deployment secret" not in repr(context)
@@ -218,8 +245,11 @@ def test_policy_check_warns_on_an_argument_no_labelled_tool_has(tmp_path: Path) 
 
 
 def test_policy_check_warns_on_a_label_without_args(tmp_path: Path) -> None:
-    report = _check_planted(tmp_path, "goto: {results: untrusted, effect: read, args: [url]}",
-                            "goto: {results: untrusted, effect: read}")
+    report = _check_planted(
+        tmp_path,
+        "goto: {results: untrusted, effect: read, args: [url]}",
+        "goto: {results: untrusted, effect: read}",
+    )
     [finding] = [f for f in report.findings if f.code == "label_without_args"]
     assert finding.severity == "warning" and "'goto'" in finding.message
     assert "undeclared_argument" in finding.message

@@ -25,6 +25,8 @@ def test_the_assistant_pays_a_named_invoice_up_to_the_limit_and_names_the_chain(
     denied = guard.check_trace(large, rules="applied")
     assert not denied.allowed
     assert [r.id for r in denied.rules if r.status == "violated"] == ["named-document-amount-limit"]
-    assert ("from `read_file` of `invoices/printwerk-0425.pdf`, which the user named in message 1"
-            in denied.reason)  # fmt: skip
+    assert (
+        "from `read_file` of `invoices/printwerk-0425.pdf`, which the user named in message 1"
+        in denied.reason
+    )
     assert denied.violations and "CHF 1,000" in denied.violations[0]

@@ -57,12 +57,24 @@ BINDINGS = {"to_ok": 'arg_from_trusted("@recipients")'}
 
 
 def trap_trace(size: int) -> dict[str, object]:
-    return {"messages": [
-        {"role": "user", "content": "Tidy up my inbox."},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-         "function": {"name": "read_inbox", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "1.2.3 " * (size // 6)},
-    ], "proposed_call": {"name": "send_email", "args": {"to": "bob@x.ch", "body": "hi"}}}  # fmt: skip
+    return {
+        "messages": [
+            {"role": "user", "content": "Tidy up my inbox."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "read_inbox", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "1.2.3 " * (size // 6)},
+        ],
+        "proposed_call": {"name": "send_email", "args": {"to": "bob@x.ch", "body": "hi"}},
+    }
 
 
 def test_a_reading_over_its_budget_is_unreadable() -> None:

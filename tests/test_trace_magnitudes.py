@@ -28,29 +28,35 @@ def amounts(text: str) -> list[tuple[str, ...]]:
     return [f.value.keys for f in extract_values(text.lower()) if f.value.kind == "amount"]
 
 
-@pytest.mark.parametrize(("text", "keys"), [
-    ("Pay CHF 5 million now", ("amount:5000000",)),
-    ("Pay 5 Mio. CHF", ("amount:5000000",)),
-    ("about 5k", ("amount:5000",)),
-    ("USD 1.5 mln", ("amount:1500000",)),
-    ("EUR 1,5 Mio.", ("amount:1500000",)),
-    ("$2 bn", ("amount:2000000000",)),
-    ("CHF 3 Mrd.", ("amount:3000000000",)),
-    ("5 thousand", ("amount:5000",)),
-    ("2 lakh", ("amount:200000",)),
-    ("5\u00a0Millionen", ("amount:5000000",)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("Pay CHF 5 million now", ("amount:5000000",)),
+        ("Pay 5 Mio. CHF", ("amount:5000000",)),
+        ("about 5k", ("amount:5000",)),
+        ("USD 1.5 mln", ("amount:1500000",)),
+        ("EUR 1,5 Mio.", ("amount:1500000",)),
+        ("$2 bn", ("amount:2000000000",)),
+        ("CHF 3 Mrd.", ("amount:3000000000",)),
+        ("5 thousand", ("amount:5000",)),
+        ("2 lakh", ("amount:200000",)),
+        ("5\u00a0Millionen", ("amount:5000000",)),
+    ],
+)
 def test_a_magnitude_word_scales_the_number_in_text(text: str, keys: tuple[str, ...]) -> None:
     assert amounts(text) == [keys]
 
 
-@pytest.mark.parametrize(("text", "keys"), [
-    ("5 billion", ("amount:5000000000", "amount:5000000000000")),  # English; German, French
-    ("send 5 m", ("amount:5000000", "amount:5")),  # a lone letter after a space: both ways
-    ("USD 5M", ("amount:5000000", "amount:5")),  # or metres, minutes
-    ("flat 1b", ("amount:1000000000", "amount:1")),
-    ("1,500 million", ("amount:1500000000", "amount:1500000")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("5 billion", ("amount:5000000000", "amount:5000000000000")),  # English; German, French
+        ("send 5 m", ("amount:5000000", "amount:5")),  # a lone letter after a space: both ways
+        ("USD 5M", ("amount:5000000", "amount:5")),  # or metres, minutes
+        ("flat 1b", ("amount:1000000000", "amount:1")),
+        ("1,500 million", ("amount:1500000000", "amount:1500000")),
+    ],
+)
 def test_a_magnitude_read_two_ways_keeps_both_readings(text: str, keys: tuple[str, ...]) -> None:
     assert amounts(text) == [keys]
 
@@ -62,16 +68,20 @@ def test_a_word_that_is_no_magnitude_leaves_the_number_as_it_was(text: str) -> N
 
 @pytest.mark.parametrize("amount", ["CHF 5 million", "5 Mio.", "5k", "5 million CHF", "$5 bn"])
 def test_a_whole_argument_with_a_magnitude_is_over_a_limit(amount: str) -> None:
-    f = facts([system(), user("Pay the invoice")], "send_money",
-              {"iban": IBAN, "amount": amount})  # fmt: skip
+    f = facts([system(), user("Pay the invoice")], "send_money", {"iban": IBAN, "amount": amount})
     assert f.fact('arg_compare("amount", "<=", 1000)').value is False, amount
     value, _ = read_scalar(amount, region=None)
     assert value is not None and "amount:5" not in value.keys
 
 
 def _paid(question: str, amount: Any) -> bool | None:
-    messages = [user("Pay the invoice in my inbox."), call("l1", "read_inbox", {}),
-                tool("l1", "Invoice"), assistant(question), user("Yes.")]  # fmt: skip
+    messages = [
+        user("Pay the invoice in my inbox."),
+        call("l1", "read_inbox", {}),
+        tool("l1", "Invoice"),
+        assistant(question),
+        user("Yes."),
+    ]
     proposed = {"id": "p1", "name": "send_money", "args": {"iban": IBAN, "amount": amount}}
     return fact(messages, proposed)[0].value  # type: ignore[no-any-return]
 
@@ -102,12 +112,16 @@ UNAMBIGUOUS = sorted(w for w, f in MAGNITUDES.items() if len(f) == 1 and len(w) 
 
 
 @settings(max_examples=150, deadline=None)
-@given(number=st.decimals(min_value=1, max_value=10**6, places=2),
-       word=st.sampled_from(UNAMBIGUOUS), upper=st.booleans(),
-       before=st.sampled_from(["", "Pay ", "CHF ", "about USD "]),
-       after=st.sampled_from(["", ".", " now", ", thanks", "!"]))  # fmt: skip
-def test_any_number_with_a_magnitude_word_reads_scaled(number: Decimal, word: str, upper: bool,
-                                                       before: str, after: str) -> None:  # fmt: skip
+@given(
+    number=st.decimals(min_value=1, max_value=10**6, places=2),
+    word=st.sampled_from(UNAMBIGUOUS),
+    upper=st.booleans(),
+    before=st.sampled_from(["", "Pay ", "CHF ", "about USD "]),
+    after=st.sampled_from(["", ".", " now", ", thanks", "!"]),
+)
+def test_any_number_with_a_magnitude_word_reads_scaled(
+    number: Decimal, word: str, upper: bool, before: str, after: str
+) -> None:
     """Metamorphic: however it is written around, ``<n> <word>`` reads n times the word's
     factor, and never n alone."""
     written = f"{number:f}" + " " + (word.upper() if upper else word)
@@ -116,9 +130,15 @@ def test_any_number_with_a_magnitude_word_reads_scaled(number: Decimal, word: st
     assert found and found[-1] == (expected,), (before + written + after, found)
 
 
-@pytest.mark.parametrize(("question", "amount"), [
-    ("CHF 5", "5,000"), ("CHF 1.5", "1,5000"), ("CHF 5", "5 m"), ("CHF 5", "5.000"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "amount"),
+    [
+        ("CHF 5", "5,000"),
+        ("CHF 1.5", "1,5000"),
+        ("CHF 5", "5 m"),
+        ("CHF 5", "5.000"),
+    ],
+)
 def test_a_yes_to_one_reading_does_not_approve_a_value_read_two_ways(
     question: str, amount: str
 ) -> None:

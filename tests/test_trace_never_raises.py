@@ -24,10 +24,18 @@ from tests.guards import MakeGuard
 TRACE: list[dict[str, Any]] = [
     {"role": "system", "content": "You are an assistant."},
     {"role": "user", "content": "Send 5 to Bob."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "transfer_funds", "arguments": json.dumps({"amount": 5})}}]},
-]  # fmt: skip
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "transfer_funds", "arguments": json.dumps({"amount": 5})},
+            }
+        ],
+    },
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +79,18 @@ def test_the_middlewares_default_profile_with_trace_blocks_the_call(tmp_path: An
         ran.append("transfer_funds")
         return "sent"
 
-    model = ScriptedChatModel.of([AIMessage("", tool_calls=[
-        {"name": "transfer_funds", "args": {"amount": 5}, "id": "c1"}]), "done"])
-    middleware = GuardAgentMiddleware("tool-calls", trace=True, trace_key="k" * 32,
-                                      user_info={})  # fmt: skip
+    model = ScriptedChatModel.of(
+        [
+            AIMessage(
+                "", tool_calls=[{"name": "transfer_funds", "args": {"amount": 5}, "id": "c1"}]
+            ),
+            "done",
+        ]
+    )
+    middleware = GuardAgentMiddleware("tool-calls", trace=True, trace_key="k" * 32, user_info={})
     out = create_agent(model, [transfer_funds], middleware=[middleware]).invoke(
-        {"messages": [HumanMessage("Send 5 to Bob.")]})
+        {"messages": [HumanMessage("Send 5 to Bob.")]}
+    )
     assert ran == []
     blocked = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert [m.status for m in blocked] == ["error"] and "no_trace_policy" in blocked[0].content
@@ -103,8 +117,19 @@ def test_a_content_part_whose_type_is_not_text_is_read_not_raised(
     message: dict[str, Any] = {"role": role, "content": [{"type": kind, "text": "hi"}]}
     if role == "tool":
         message["tool_call_id"] = "c0"
-    head = [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c0", "type": "function", "function": {"name": "read_inbox", "arguments": "{}"}}]}]
+    head = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c0",
+                    "type": "function",
+                    "function": {"name": "read_inbox", "arguments": "{}"},
+                }
+            ],
+        }
+    ]
     messages = [{"role": "user", "content": "Read my inbox."}, *head, message]
     decision = guard.check_trace(messages, {"name": "read_inbox", "args": {}})
     assert isinstance(decision, GuardDecision)
@@ -112,18 +137,45 @@ def test_a_content_part_whose_type_is_not_text_is_read_not_raised(
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=12)
     | st.sampled_from(["text", "tool_use", "tool_result", "user", "assistant", "tool", "ai"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["type", "text", "role", "content", "id", "name", "args", "input",
-                         "tool_calls", "tool_call_id", "function", "arguments", "data"]),
-        inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "text",
+                    "role",
+                    "content",
+                    "id",
+                    "name",
+                    "args",
+                    "input",
+                    "tool_calls",
+                    "tool_call_id",
+                    "function",
+                    "arguments",
+                    "data",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
-@settings(max_examples=60, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(part=JSON, where=st.sampled_from(["user", "assistant", "tool", "call", "proposed"]))
 def test_any_json_anywhere_in_a_trace_ends_in_a_decision(
     guard: GuardAgent, part: Any, where: str
@@ -135,10 +187,20 @@ def test_any_json_anywhere_in_a_trace_ends_in_a_decision(
     if where in ("user", "assistant"):
         messages.append({"role": where, "content": [part]})
     elif where == "tool":
-        messages += [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c0", "type": "function", "function": {"name": "read_inbox",
-                                                          "arguments": "{}"}}]},
-                     {"role": "tool", "tool_call_id": "c0", "content": [part]}]  # fmt: skip
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c0",
+                        "type": "function",
+                        "function": {"name": "read_inbox", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c0", "content": [part]},
+        ]
     elif where == "call":
         messages.append({"role": "assistant", "content": None, "tool_calls": [part]})
     else:

@@ -95,12 +95,18 @@ def test_a_trace_denial_without_violations_gets_them_from_its_rules(guard: Guard
 
     model = profile_policy(load_profile(str(EXAMPLE)))
     assert model is not None and model.labels is not None
-    event = prepare_trace_event(doc, labels=model.labels, bindings=model.trace_bindings,
-                                values=model.values, secrets=model.secrets)  # fmt: skip
+    event = prepare_trace_event(
+        doc,
+        labels=model.labels,
+        bindings=model.trace_bindings,
+        values=model.values,
+        secrets=model.secrets,
+    )
     filled = with_trace(bare, event, model)
     assert filled.violations == [r.policy for r in checked.rules if r.status == "violated"]
     unreadable = guard.check_trace({"messages": "not a list"})
     assert not unreadable.allowed and unreadable.violations
     applied = with_trace(bare, event, model, "applied")
-    assert applied.rules and all(isinstance(r, RuleResult) and r.status != "not_applicable"
-                                 for r in applied.rules)  # fmt: skip
+    assert applied.rules and all(
+        isinstance(r, RuleResult) and r.status != "not_applicable" for r in applied.rules
+    )

@@ -31,37 +31,141 @@ LABELS = Labels.load(TRACES / "assistant_labels.yaml")
 
 FRAGMENTS = [
     # addresses, handles, leftovers
-    "bob@x.org", "a.b@example.co.uk", "x@y", "@alice", "bob@x.ch@evil.io", "'bob@x.org'",
-    "eve@localhost", "ｂｏｂ＠x.org", "straße@straße.ch", "a@b.c.d", "mailto:bob@x.org", "@", "a@",
+    "bob@x.org",
+    "a.b@example.co.uk",
+    "x@y",
+    "@alice",
+    "bob@x.ch@evil.io",
+    "'bob@x.org'",
+    "eve@localhost",
+    "ｂｏｂ＠x.org",
+    "straße@straße.ch",
+    "a@b.c.d",
+    "mailto:bob@x.org",
+    "@",
+    "a@",
     # links
-    "https://example.com/pay?x=1#f", "http://a.b", "ftp://files.example.net/x", "ws://localhost:80/",
-    "https://evil.io\\@example.com/", "https://www.Example.com/pay/", "http://[::1]:8080/a",
-    "www.example.com", "example.com/pay", "localhost:8080/x", "alice.github.io", "3.14",
-    "1.2.3.4", "a.b", "mibebe.from", "x.example.org.please", "http://ex%41mple.com/%2e%2e/",
-    "(see https://a.example.com/x)", "straße.ch/pfad",
+    "https://example.com/pay?x=1#f",
+    "http://a.b",
+    "ftp://files.example.net/x",
+    "ws://localhost:80/",
+    "https://evil.io\\@example.com/",
+    "https://www.Example.com/pay/",
+    "http://[::1]:8080/a",
+    "www.example.com",
+    "example.com/pay",
+    "localhost:8080/x",
+    "alice.github.io",
+    "3.14",
+    "1.2.3.4",
+    "a.b",
+    "mibebe.from",
+    "x.example.org.please",
+    "http://ex%41mple.com/%2e%2e/",
+    "(see https://a.example.com/x)",
+    "straße.ch/pfad",
     # IBANs, whole and in pieces
-    "DE89 3704 0044 0532 0130 00", "de89370400440532013000", "GB82-WEST-1234-5698-7654-32",
-    "CH93 0076 2011 6238 5295 7", "FR14 2004 1010 0505 0001 3M02 606", "de89 ", "DE89 3704",
-    "0044 0532 0130 00", "NL91ABNA0417164300", "XX12 3456",
+    "DE89 3704 0044 0532 0130 00",
+    "de89370400440532013000",
+    "GB82-WEST-1234-5698-7654-32",
+    "CH93 0076 2011 6238 5295 7",
+    "FR14 2004 1010 0505 0001 3M02 606",
+    "de89 ",
+    "DE89 3704",
+    "0044 0532 0130 00",
+    "NL91ABNA0417164300",
+    "XX12 3456",
     # dates
-    "2024-05-17", "2024-05-17 10:30", "2024-05-17t10:30:00z", "17.05.2024", "05/17/24",
-    "14 May 2024", "14th of may", "May 14, 2024", "june 13", "sept 3rd", "31/02/2024",
-    "2024-13-01", "1 jan", "dec. 25",
+    "2024-05-17",
+    "2024-05-17 10:30",
+    "2024-05-17t10:30:00z",
+    "17.05.2024",
+    "05/17/24",
+    "14 May 2024",
+    "14th of may",
+    "May 14, 2024",
+    "june 13",
+    "sept 3rd",
+    "31/02/2024",
+    "2024-13-01",
+    "1 jan",
+    "dec. 25",
     # phones
-    "+41 44 668 18 00", "(044) 668-18-00", "044 668 18 00", "+1 (415) 555-2671", "555.123.4567",
+    "+41 44 668 18 00",
+    "(044) 668-18-00",
+    "044 668 18 00",
+    "+1 (415) 555-2671",
+    "555.123.4567",
     "+41 44 945 42 70",
     # amounts and numbers
-    "1,500", "2'500.00", "1.5", "CHF 3,743.18", "$2500", "0", "007", "1.2.3", "5,828.02",
-    "12", "2004", "١٢٣", "½", "5 Mio.", "5k", "CHF 5 million", "1b", "2 bn", "3 m", "mio",
+    "1,500",
+    "2'500.00",
+    "1.5",
+    "CHF 3,743.18",
+    "$2500",
+    "0",
+    "007",
+    "1.2.3",
+    "5,828.02",
+    "12",
+    "2004",
+    "١٢٣",
+    "½",
+    "5 Mio.",
+    "5k",
+    "CHF 5 million",
+    "1b",
+    "2 bn",
+    "3 m",
+    "mio",
     # words and odd characters
-    "please", "check", "the", "from", "mibebe", "Straße", "é", "\u200b", "\u00a0", "ß", "ς",
-    "\u200d", "日本", "\\u0040", "\\n", "%40", "&#64;", "\ufffd",
-]  # fmt: skip
-SEPARATORS = ["", " ", " ", "  ", "\n", ".", ". ", ",", ", ", ":", ": ", "/", "-", "@", "|", "\t",
-              "\u00a0", "(", ")", "'", "\u3000", "\x0b"]  # fmt: skip
+    "please",
+    "check",
+    "the",
+    "from",
+    "mibebe",
+    "Straße",
+    "é",
+    "\u200b",
+    "\u00a0",
+    "ß",
+    "ς",
+    "\u200d",
+    "日本",
+    "\\u0040",
+    "\\n",
+    "%40",
+    "&#64;",
+    "\ufffd",
+]
+SEPARATORS = [
+    "",
+    " ",
+    " ",
+    "  ",
+    "\n",
+    ".",
+    ". ",
+    ",",
+    ", ",
+    ":",
+    ": ",
+    "/",
+    "-",
+    "@",
+    "|",
+    "\t",
+    "\u00a0",
+    "(",
+    ")",
+    "'",
+    "\u3000",
+    "\x0b",
+]
 
-pieces = st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)),
-                  min_size=1, max_size=12)  # fmt: skip
+pieces = st.lists(
+    st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)), min_size=1, max_size=12
+)
 noise = st.text(alphabet="ab1 .@:/-,'+()\n\u00a0é", max_size=30)
 
 
@@ -84,18 +188,21 @@ def found(values: list[Any]) -> list[tuple[Any, ...]]:
 def test_values_equal_the_old_reader(text: str, region: str | None, year: int | None) -> None:
     form = reading_form(text)
     assert found(extract_values(form, region=region, year=year)) == found(
-        old_locate.extract_values(form, region=region, year=year))
+        old_locate.extract_values(form, region=region, year=year)
+    )
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), texts(), st.sampled_from(["", " "]), st.sampled_from([None, "CH"]))
-def test_boundary_values_equal_the_old_reader(tail: str, head: str, sep: str,
-                                              region: str | None) -> None:  # fmt: skip
+def test_boundary_values_equal_the_old_reader(
+    tail: str, head: str, sep: str, region: str | None
+) -> None:
     tail, head = reading_form(tail)[-48:], reading_form(head)[:48]
     joined, cut = tail + sep + head, len(tail)
     across = (cut, cut + len(sep))
     assert found(extract_values(joined, region=region, year=2024, across=across)) == found(
-        old_locate.extract_values(joined, region=region, year=2024, across=across))
+        old_locate.extract_values(joined, region=region, year=2024, across=across)
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,16 +219,32 @@ def tool_threads(draw: Any) -> list[dict[str, Any]]:
         out.append({"role": "user", "content": draw(texts())})
         tool = draw(st.sampled_from(["read_inbox", "search_contacts"]))
         arg = draw(st.sampled_from(FRAGMENTS))
-        out.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{turn}", "type": "function",
-             "function": {"name": tool, "arguments": json.dumps({"query": arg})}}]})
-        out.append({"role": "tool", "tool_call_id": f"c{turn}",
-                    "content": draw(texts()) + (f" {arg}" if draw(st.booleans()) else "")})
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{turn}",
+                        "type": "function",
+                        "function": {"name": tool, "arguments": json.dumps({"query": arg})},
+                    }
+                ],
+            }
+        )
+        out.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{turn}",
+                "content": draw(texts()) + (f" {arg}" if draw(st.booleans()) else ""),
+            }
+        )
     return out
 
 
-def same_index(messages: list[dict[str, Any]], call: dict[str, Any] | None,
-               max_state_bytes: int = 1_000_000) -> None:  # fmt: skip
+def same_index(
+    messages: list[dict[str, Any]], call: dict[str, Any] | None, max_state_bytes: int = 1_000_000
+) -> None:
     trace = parse_trace(messages, call, labels=LABELS)
     old = OldIndex(LABELS.phone_region, max_state_bytes)
     old.update(trace)
@@ -134,8 +257,10 @@ def same_index(messages: list[dict[str, Any]], call: dict[str, Any] | None,
 @given(st.data(), st.sampled_from([1_000_000, 2_000]))
 def test_index_equals_the_old_reader(data: Any, budget: int) -> None:
     messages = data.draw(tool_threads())
-    call = {"name": "send_email", "args": {"to": data.draw(st.sampled_from(FRAGMENTS)),
-                                            "body": data.draw(texts())}}  # fmt: skip
+    call = {
+        "name": "send_email",
+        "args": {"to": data.draw(st.sampled_from(FRAGMENTS)), "body": data.draw(texts())},
+    }
     same_index(messages, call, budget)
 
 
@@ -152,8 +277,28 @@ def test_example_trace_index_equals_the_old_reader(path: Path) -> None:
 
 
 label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=8)
-tops = st.sampled_from(["com", "org", "ch", "io", "from", "please", "zz", "localhost", "02",
-                        "255", "xn--p1ai", "co", "uk", "github", "ck", "www", "1", "0x1f"])  # fmt: skip
+tops = st.sampled_from(
+    [
+        "com",
+        "org",
+        "ch",
+        "io",
+        "from",
+        "please",
+        "zz",
+        "localhost",
+        "02",
+        "255",
+        "xn--p1ai",
+        "co",
+        "uk",
+        "github",
+        "ck",
+        "www",
+        "1",
+        "0x1f",
+    ]
+)
 
 
 @st.composite
@@ -162,8 +307,24 @@ def bare_candidates(draw: Any) -> str:
     host = ".".join([*labels, draw(tops)])
     if draw(st.booleans()):
         host = draw(st.sampled_from(["www.", "localhost.", "1.2.3.", ""])) + host
-    tail = draw(st.sampled_from(["", ":80", ":99999", ":x", "/", "/pay?x=1#f", "?q", "#f",
-                                 "\\@evil.io", "@evil.io", ".", "/a.b"]))  # fmt: skip
+    tail = draw(
+        st.sampled_from(
+            [
+                "",
+                ":80",
+                ":99999",
+                ":x",
+                "/",
+                "/pay?x=1#f",
+                "?q",
+                "#f",
+                "\\@evil.io",
+                "@evil.io",
+                ".",
+                "/a.b",
+            ]
+        )
+    )
     return host + tail
 
 
@@ -200,15 +361,23 @@ def test_plain_addresses_read_as_the_parser_reads_them(text: str) -> None:
 @pytest.mark.parametrize("fragment", FRAGMENTS)
 def test_each_fragment_reads_as_the_old_reader(fragment: str) -> None:
     """Every fragment alone, in a sentence, glued to a word, and split at each position."""
-    for text in (fragment, f"see {fragment} now", f"see {fragment}. next", f"x{fragment}y",
-                 f"{fragment}@{fragment}", f"({fragment})"):  # fmt: skip
+    for text in (
+        fragment,
+        f"see {fragment} now",
+        f"see {fragment}. next",
+        f"x{fragment}y",
+        f"{fragment}@{fragment}",
+        f"({fragment})",
+    ):
         form = reading_form(text)
         for region in (None, "CH"):
             assert found(extract_values(form, region=region, year=2024)) == found(
-                old_locate.extract_values(form, region=region, year=2024)), (text, region)
+                old_locate.extract_values(form, region=region, year=2024)
+            ), (text, region)
     form = reading_form(f"pay {fragment} today")
     for cut in range(1, len(form)):
         for sep in ("", " "):
             joined, across = form[:cut] + sep + form[cut:], (cut, cut + len(sep))
             assert found(extract_values(joined, region="CH", year=2024, across=across)) == found(
-                old_locate.extract_values(joined, region="CH", year=2024, across=across)), (cut, sep)
+                old_locate.extract_values(joined, region="CH", year=2024, across=across)
+            ), (cut, sep)

@@ -104,8 +104,10 @@ def test_threads_share_the_cache_safely() -> None:
     """Guards run in threads: concurrent reads and evictions keep the cache whole."""
     from concurrent.futures import ThreadPoolExecutor
 
-    texts = [f"thread {i}: pay DE89 3704 0044 0532 0130 00 to bob{i}@example.org on may {i % 28 + 1}"
-             for i in range(300)]  # fmt: skip
+    texts = [
+        f"thread {i}: pay DE89 3704 0044 0532 0130 00 to bob{i}@example.org on may {i % 28 + 1}"
+        for i in range(300)
+    ]
     expected = {t: old_text_keys(t, "CH", 2024) for t in texts}
     bound = R.TEXTS.max_bytes
     R.TEXTS.max_bytes = 30_000  # constant eviction
@@ -127,8 +129,15 @@ def test_key_hashes_in_one_go_equal_one_at_a_time() -> None:
         digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
         return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
-    keys = ["", "w:a", "w:\ud800x", "email:bob@x.org", "w:straße", "x" * 5000,
-            *(f"w:{i}" for i in range(500))]  # fmt: skip
+    keys = [
+        "",
+        "w:a",
+        "w:\ud800x",
+        "email:bob@x.org",
+        "w:straße",
+        "x" * 5000,
+        *(f"w:{i}" for i in range(500)),
+    ]
     R._HASHES.clear()
     assert R._hashed(keys) == {k: stored(k) for k in keys}
     assert all(R.key_hash(k) == stored(k) for k in keys)

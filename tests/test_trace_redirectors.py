@@ -26,8 +26,9 @@ DOCS = "docs.example"
 
 def _v2(url: str) -> str:
     """Proofpoint URL Defense v2: ``-XX`` for a byte, ``_`` for ``/``."""
-    return "".join("_" if c == "/" else f"-{ord(c):02X}" if not (c.isalnum() or c == ".")
-                   else c for c in url)  # fmt: skip
+    return "".join(
+        "_" if c == "/" else f"-{ord(c):02X}" if not (c.isalnum() or c == ".") else c for c in url
+    )
 
 
 def _bing(url: str) -> str:
@@ -45,20 +46,24 @@ CARRIERS = [
     ("https://www.google.com/amp/s/{host_pct2}/login", '"google.com"'),
     ("https://www.google.com/amp/s/{host}%2Flogin", '"google.com"'),
     ("https://www-example-com.cdn.ampproject.org/c/s/{host}/login", '"*.cdn.ampproject.org"'),
-    ("https://www-example-com.cdn.ampproject.org/v/s/{host}/x?amp_js_v=0.1",
-     '"*.cdn.ampproject.org"'),
+    (
+        "https://www-example-com.cdn.ampproject.org/v/s/{host}/x?amp_js_v=0.1",
+        '"*.cdn.ampproject.org"',
+    ),
     ("https://urldefense.com/v3/__https://{host}/login__;!!ABCdef!gh12$", '"urldefense.com"'),
     ("https://urldefense.com/v3/__https://{host}/a?x=1__;!!ABC!def$", '"urldefense.com"'),
     ("https://urldefense.com/v3/__http://{host}__;!!A!b$", '"urldefense.com"'),
     ("https://urldefense.proofpoint.com/v2/url?u={v2}&d=DwMF&c=x", '"urldefense.proofpoint.com"'),
-]  # fmt: skip
+]
 
 
 def _fill(template: str, host: str) -> str:
     return template.format(
-        host=host, host_pct=quote(host, safe="").replace("-", "%2D").replace(".", "%2E"),
+        host=host,
+        host_pct=quote(host, safe="").replace("-", "%2D").replace(".", "%2E"),
         host_pct2=quote(quote(host.replace("-", "%2D"), safe=""), safe=""),
-        v2=_v2(f"https://{host}/login"))
+        v2=_v2(f"https://{host}/login"),
+    )
 
 
 @pytest.mark.parametrize(("template", "scopes"), CARRIERS)
@@ -71,18 +76,29 @@ def test_a_rule_that_allows_the_redirector_judges_the_target(template: str, scop
 
 @pytest.mark.parametrize(("template", "scopes"), CARRIERS)
 def test_a_rule_that_forbids_the_target_is_not_passed_through_the_redirector(
-        template: str, scopes: str) -> None:  # fmt: skip
+    template: str, scopes: str
+) -> None:
     url = _fill(template, EVIL)
     assert goto_facts(url, f'"{EVIL}"') is not False, url
     assert goto_facts(_fill(template, DOCS), f'"{EVIL}"') is False  # elsewhere: still False
 
 
-@pytest.mark.parametrize("url", ["https://t.co/AbCdEf123", "https://bit.ly/3abcDEF",
-                                 "https://lnkd.in/eAbCdEf", "http://tinyurl.com/y3abc",
-                                 "https://goo.gl/maps/abc", "https://ow.ly/x1Y2z",
-                                 "https://buff.ly/3xYz", "https://is.gd/abc",
-                                 "https://rb.gy/abc12", "https://T.CO/AbC",
-                                 f"https://www.bing.com/ck/a?!&&p=abc&u={_bing(DOCS)}&ntb=1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://t.co/AbCdEf123",
+        "https://bit.ly/3abcDEF",
+        "https://lnkd.in/eAbCdEf",
+        "http://tinyurl.com/y3abc",
+        "https://goo.gl/maps/abc",
+        "https://ow.ly/x1Y2z",
+        "https://buff.ly/3xYz",
+        "https://is.gd/abc",
+        "https://rb.gy/abc12",
+        "https://T.CO/AbC",
+        f"https://www.bing.com/ck/a?!&&p=abc&u={_bing(DOCS)}&ntb=1",
+    ],
+)
 def test_a_shortener_whose_target_cannot_be_read_is_never_inside(url: str) -> None:
     # Bing's u= is base64, which the guard's case-folded reading of a URL cannot decode
     host = url.split("/")[2].lower().removeprefix("www.")
@@ -100,8 +116,13 @@ def test_nested_redirectors_are_followed() -> None:
 
 
 def test_a_plain_page_on_a_redirector_site_is_not_a_redirect() -> None:
-    for url in ("https://www.google.com/search?q=amp", "https://www.google.com/amp",
-                "https://t.co/", "https://urldefense.com/", "https://www.bing.com/ck/a"):
+    for url in (
+        "https://www.google.com/search?q=amp",
+        "https://www.google.com/amp",
+        "https://t.co/",
+        "https://urldefense.com/",
+        "https://www.bing.com/ck/a",
+    ):
         host = url.split("/")[2].removeprefix("www.")
         assert goto_facts(url, f'"{host}"') is True, url
 
@@ -127,24 +148,29 @@ def _chains(draw: st.DrawFn) -> tuple[str, bool, bool]:
         kind = draw(st.sampled_from(["amp", "amp-http", "cache", "v3", "v2", "bing", "q"]))
         clear = clear and kind != "bing" and not (kind == "v3" and "__" in url)
         bare = url.split("://", 1)[1]
-        url = {"amp": f"https://www.google.com/amp/s/{bare}",
-               "amp-http": f"https://www.google.com/amp/{bare}",
-               "cache": f"https://x-y.cdn.ampproject.org/c/s/{bare}",
-               "v3": f"https://urldefense.com/v3/__{url}__;!!A!b$",
-               "v2": f"https://urldefense.proofpoint.com/v2/url?u={_v2(url)}&d=x",
-               "bing": f"https://www.bing.com/ck/a?!&&u={_bing(bare)}&ntb=1",
-               "q": f"https://www.google.com/url?q={quote(url, safe='')}"}[kind]
+        url = {
+            "amp": f"https://www.google.com/amp/s/{bare}",
+            "amp-http": f"https://www.google.com/amp/{bare}",
+            "cache": f"https://x-y.cdn.ampproject.org/c/s/{bare}",
+            "v3": f"https://urldefense.com/v3/__{url}__;!!A!b$",
+            "v2": f"https://urldefense.proofpoint.com/v2/url?u={_v2(url)}&d=x",
+            "bing": f"https://www.bing.com/ck/a?!&&u={_bing(bare)}&ntb=1",
+            "q": f"https://www.google.com/url?q={quote(url, safe='')}",
+        }[kind]
     return url, host == DOCS, clear
 
 
-_ALL = ('"google.com", "*.cdn.ampproject.org", "urldefense.com", '
-        '"urldefense.proofpoint.com", "bing.com"')
+_ALL = (
+    '"google.com", "*.cdn.ampproject.org", "urldefense.com", '
+    '"urldefense.proofpoint.com", "bing.com"'
+)
 
 
 @given(_chains())
 @settings(max_examples=150, deadline=None)
 def test_a_chain_of_redirectors_is_inside_only_when_its_end_is(
-        case: tuple[str, bool, bool]) -> None:  # fmt: skip
+    case: tuple[str, bool, bool],
+) -> None:
     url, good, clear = case
     verdict = goto_facts(url, f'{_ALL}, "{DOCS}"')
     if not good:
@@ -168,7 +194,7 @@ QUERY_CARRIERS = [
     ("https://eur01.safelinks.protection.outlook.com/?url={enc}&data=x", '"*.outlook.com"'),
     ("https://urldefense.proofpoint.com/v1/url?u={enc}&k=x", '"urldefense.proofpoint.com"'),
     ("HTTPS://WWW.GOOGLE.COM/URL?Q={enc}", '"google.com"'),
-]  # fmt: skip
+]
 
 
 def _encoded(host: str, times: int) -> str:
@@ -201,10 +227,13 @@ def test_reading_well_known_redirectors_is_linear() -> None:
         known_targets(where)
         return time.perf_counter() - started
 
-    for template in ("https://urldefense.com/v3/__https://{x}__;!!a$",
-                     "https://www.google.com/amp/s/x.example/{x}",
-                     "https://urldefense.proofpoint.com/v2/url?u={x}&u={x}",
-                     "https://x.cdn.ampproject.org/c/s/{x}", "https://t.co/{x}"):
+    for template in (
+        "https://urldefense.com/v3/__https://{x}__;!!a$",
+        "https://www.google.com/amp/s/x.example/{x}",
+        "https://urldefense.proofpoint.com/v2/url?u={x}&u={x}",
+        "https://x.cdn.ampproject.org/c/s/{x}",
+        "https://t.co/{x}",
+    ):
         cost(10, template)
         small = min(cost(500, template) for _ in range(3))
         large = min(cost(5000, template) for _ in range(3))
@@ -217,11 +246,24 @@ def test_the_detail_names_where_the_redirector_sends_the_browser() -> None:
     from guardagent.trace import Labels, analyze, parse_trace
 
     labels = Labels.from_mapping({"tools": {"goto": {"results": "untrusted", "effect": "read"}}})
-    for url, scope, named in [(f"https://www.google.com/amp/s/{EVIL}/login", "google.com", EVIL),
-                              ("https://t.co/AbC", "t.co", "cannot be read")]:  # fmt: skip
-        messages = [{"role": "user", "content": "Look."}, {"role": "assistant", "content": None,
-                     "tool_calls": [{"id": "g", "type": "function", "function": {
-                         "name": "goto", "arguments": json.dumps({"url": url})}}]}]  # fmt: skip
+    for url, scope, named in [
+        (f"https://www.google.com/amp/s/{EVIL}/login", "google.com", EVIL),
+        ("https://t.co/AbC", "t.co", "cannot be read"),
+    ]:
+        messages = [
+            {"role": "user", "content": "Look."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "g",
+                        "type": "function",
+                        "function": {"name": "goto", "arguments": json.dumps({"url": url})},
+                    }
+                ],
+            },
+        ]
         fact = analyze(parse_trace(messages), labels).fact(f'navigation_in_scope("{scope}")')
         assert fact.value is False and named in fact.detail, fact.detail
 
@@ -230,29 +272,35 @@ def test_the_detail_names_where_the_redirector_sends_the_browser() -> None:
 FORBIDDEN_PATH = '"admin.shop.example/settings/payment*"'
 
 
-@pytest.mark.parametrize("url", [
-    "https://admin.shop.example/login?next=https://admin.shop.example/settings/payment",
-    "https://admin.shop.example/login?next=/settings/payment",
-    "https://admin.shop.example/login?next=%2Fsettings%2Fpayment",
-    "https://admin.shop.example/login?next=%252Fsettings%252Fpayment%252Fcard",
-    "https://admin.shop.example/orders/1?back=../../settings/payment",
-    "https://admin.shop.example/orders?next=./../settings/payment",
-    "https://admin.shop.example/login#next=/settings/payment",
-    "https://admin.shop.example/login;next=/settings/payment",
-    "https://admin.shop.example/login?a=1&next=/SETTINGS/Payment?x=1",
-    "https://docs.shop.example/r?u=https://admin.shop.example/r%3Fnext%3D/settings/payment",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://admin.shop.example/login?next=https://admin.shop.example/settings/payment",
+        "https://admin.shop.example/login?next=/settings/payment",
+        "https://admin.shop.example/login?next=%2Fsettings%2Fpayment",
+        "https://admin.shop.example/login?next=%252Fsettings%252Fpayment%252Fcard",
+        "https://admin.shop.example/orders/1?back=../../settings/payment",
+        "https://admin.shop.example/orders?next=./../settings/payment",
+        "https://admin.shop.example/login#next=/settings/payment",
+        "https://admin.shop.example/login;next=/settings/payment",
+        "https://admin.shop.example/login?a=1&next=/SETTINGS/Payment?x=1",
+        "https://docs.shop.example/r?u=https://admin.shop.example/r%3Fnext%3D/settings/payment",
+    ],
+)
 def test_a_forbidden_path_behind_a_same_site_redirect_is_open(url: str) -> None:
     assert goto_facts(url, FORBIDDEN_PATH) is not False, url
     assert goto_facts(url, '"admin.shop.example", "docs.shop.example"') is True, url
 
 
-@pytest.mark.parametrize("url", [
-    "https://admin.shop.example/login?next=/orders/5531",
-    "https://admin.shop.example/orders?sort=/date&page=2",
-    "https://admin.shop.example/login?next=https://admin.shop.example/orders",
-    "https://admin.shop.example/files?path=/exports/2024.csv",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://admin.shop.example/login?next=/orders/5531",
+        "https://admin.shop.example/orders?sort=/date&page=2",
+        "https://admin.shop.example/login?next=https://admin.shop.example/orders",
+        "https://admin.shop.example/files?path=/exports/2024.csv",
+    ],
+)
 def test_a_same_site_redirect_elsewhere_stays_outside_a_forbidden_path(url: str) -> None:
     assert goto_facts(url, FORBIDDEN_PATH) is False, url
 
@@ -285,13 +333,25 @@ def _spelled_amp(draw: st.DrawFn) -> tuple[str, bool]:
     """An AMP viewer or cache URL whose target host is spelled with random case and escapes."""
     host = draw(st.sampled_from([EVIL, DOCS]))
     spelled = "".join(
-        f"%{ord(c):02X}" if draw(st.booleans()) and c != "." else
-        (c.upper() if draw(st.booleans()) else c) for c in host)  # fmt: skip
+        f"%{ord(c):02X}"
+        if draw(st.booleans()) and c != "."
+        else (c.upper() if draw(st.booleans()) else c)
+        for c in host
+    )
     if draw(st.booleans()):
         spelled = quote(spelled, safe="")  # encoded once more (a % is %25)
     scheme = draw(st.sampled_from(["https", "http", "HTTPS"]))
-    front = draw(st.sampled_from(["www.google.com/amp/s/", "google.co.uk/amp/", "WWW.GOOGLE.DE/AMP/S/",
-                                  "a-b.cdn.ampproject.org/c/s/", "a-b.cdn.ampproject.org/v/"]))
+    front = draw(
+        st.sampled_from(
+            [
+                "www.google.com/amp/s/",
+                "google.co.uk/amp/",
+                "WWW.GOOGLE.DE/AMP/S/",
+                "a-b.cdn.ampproject.org/c/s/",
+                "a-b.cdn.ampproject.org/v/",
+            ]
+        )
+    )
     tail = draw(st.sampled_from(["", "/", "/login", "/a/b?x=1", "%2Flogin"]))
     return f"{scheme}://{front}{spelled}{tail}", host == DOCS
 

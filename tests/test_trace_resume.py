@@ -78,16 +78,26 @@ def test_one_kept_parse_serves_two_continuations_unchanged() -> None:
     items = thread(28, seed=6)
     first = _parse(items[:20], PROBE)
     assert first is not None and first.read is not None
-    before = (dict(first.read.results), dict(first.read.answers), dict(first.read.calls_by_id),
-              first.read.unanswered, first.read.messages)  # fmt: skip
+    before = (
+        dict(first.read.results),
+        dict(first.read.answers),
+        dict(first.read.calls_by_id),
+        first.read.unanswered,
+        first.read.messages,
+    )
     longer = _parse(items, proposed(items), resume=first.read)
     assert longer is not None and longer.resumed is first.read
     other = [*items[:20], {"role": "user", "content": "Never mind, stop here."}]
     branch = _parse(other, PROBE, resume=first.read)
     assert branch is not None and branch.resumed is first.read
     assert _parts(branch) == _parts(_parse(other, PROBE))  # type: ignore[arg-type]
-    after = (dict(first.read.results), dict(first.read.answers), dict(first.read.calls_by_id),
-             first.read.unanswered, first.read.messages)  # fmt: skip
+    after = (
+        dict(first.read.results),
+        dict(first.read.answers),
+        dict(first.read.calls_by_id),
+        first.read.unanswered,
+        first.read.messages,
+    )
     assert after == before, "resuming reads on copies: the kept state is shared"
 
 
@@ -111,7 +121,8 @@ def test_any_difference_in_what_was_read_parses_from_the_start() -> None:
     listed = _parse(as_list[:20], PROBE)
     assert listed is not None and listed.read is not None
     assert _parse(as_tuple, proposed(items), resume=listed.read) is None, (
-        "a tuple is not a list: refused from the start, not resumed as the list")
+        "a tuple is not a list: refused from the start, not resumed as the list"
+    )
     flagged = _changed(items, 2, tool_calls=[{**items[2]["tool_calls"][0], "extra": 1}])
     as_bool = _changed(items, 2, tool_calls=[{**items[2]["tool_calls"][0], "extra": True}])
     read = _parse(flagged[:20], PROBE)
@@ -121,8 +132,7 @@ def test_any_difference_in_what_was_read_parses_from_the_start() -> None:
     other_labels = Labels.load(TRACES / "assistant_labels.yaml")  # equal, another object
     again = parse_trace(items, proposed(items), labels=other_labels, resume=first.read)
     assert again.resumed is None
-    smaller = parse_trace(items, proposed(items), labels=LABELS, max_bytes=10**6,
-                          resume=first.read)  # fmt: skip
+    smaller = parse_trace(items, proposed(items), labels=LABELS, max_bytes=10**6, resume=first.read)
     assert smaller.resumed is None
     assert _parse(items[:17], PROBE, resume=first.read).resumed is None  # type: ignore[union-attr]
 
@@ -130,15 +140,24 @@ def test_any_difference_in_what_was_read_parses_from_the_start() -> None:
 def test_no_state_is_kept_of_objects_or_of_the_hosts_containers() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
 
-    objects = [HumanMessage("hi"), AIMessage("", tool_calls=[
-        {"name": "search_contacts", "args": {"query": "a"}, "id": "c1"}])]  # fmt: skip
+    objects = [
+        HumanMessage("hi"),
+        AIMessage("", tool_calls=[{"name": "search_contacts", "args": {"query": "a"}, "id": "c1"}]),
+    ]
     assert _parse(objects) is not None
     assert _parse(objects).read is None  # type: ignore[union-attr]
 
     def lc(args: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"type": "human", "data": {"content": "hi"}},
-                {"type": "ai", "data": {"content": "", "tool_calls": [
-                    {"name": "search_contacts", "args": args, "id": "c1"}]}}]  # fmt: skip
+        return [
+            {"type": "human", "data": {"content": "hi"}},
+            {
+                "type": "ai",
+                "data": {
+                    "content": "",
+                    "tool_calls": [{"name": "search_contacts", "args": args, "id": "c1"}],
+                },
+            },
+        ]
 
     assert _parse(lc({"query": "a"})).read is not None  # type: ignore[union-attr]
     nested = lc({"query": ["a", "b"]})
@@ -154,7 +173,8 @@ def test_no_state_is_kept_of_objects_or_of_the_hosts_containers() -> None:
 
     borrowed = _parse(lc({"query": Tagged(["a"])}))
     assert borrowed is not None and borrowed.read is None, (
-        "arguments holding the host's own objects: nothing is kept")
+        "arguments holding the host's own objects: nothing is kept"
+    )
 
 
 def _decide(guard: GuardAgent, items: list[Any], state: Any) -> tuple[dict[str, Any], Any]:
@@ -254,7 +274,10 @@ def test_a_state_this_process_signed_is_recognised_only_as_it_was_signed() -> No
     some = next(iter(state["postings"]))
     for changed in (
         {**state, "count": state["count"] + 1},
-        {**state, "postings": {**state["postings"], some: [float(i) for i in state["postings"][some]]}},
+        {
+            **state,
+            "postings": {**state["postings"], some: [float(i) for i in state["postings"][some]]},
+        },
         {**state, "postings": {**state["postings"], some: [*state["postings"][some], 3]}},
         {**state, "year": state["year"] + 1},
     ):

@@ -22,8 +22,10 @@ REGION = LABELS.phone_region
 
 
 def answers(facts: Any) -> list[tuple[str, str, str, tuple[int, ...], bool]]:
-    return [(v.path, v.value.kind, v.origin, tuple(s.index for s in v.sources), v.split)
-            for v in facts.provenance.values]
+    return [
+        (v.path, v.value.kind, v.origin, tuple(s.index for s in v.sources), v.split)
+        for v in facts.provenance.values
+    ]
 
 
 def test_each_update_reads_only_the_new_messages() -> None:
@@ -38,7 +40,9 @@ def test_each_update_reads_only_the_new_messages() -> None:
         start = end - 8 if end > 8 else 0
         assert new == list(range(start, end))
         assert index.work.messages_read - before[0] == len(new)
-        assert index.work.chars_read - before[1] == sum(len(m.text) for m in trace.messages[start:end])
+        assert index.work.chars_read - before[1] == sum(
+            len(m.text) for m in trace.messages[start:end]
+        )
         read_total += len(new)
         # what was read incrementally answers exactly as a full read of the same trace
         index = TraceIndex.from_json(json.loads(json.dumps(index.to_json())), region=REGION)
@@ -65,7 +69,10 @@ def test_a_rewritten_or_shortened_history_is_unreadable() -> None:
     index.update(parse_trace(messages[:20], proposed(messages[:20])))
 
     changed = [dict(m) for m in messages[:24]]
-    changed[7] = {**changed[7], "content": (changed[7]["content"] or "") + " IBAN GB82 WEST 1234 5698 7654 32"}
+    changed[7] = {
+        **changed[7],
+        "content": (changed[7]["content"] or "") + " IBAN GB82 WEST 1234 5698 7654 32",
+    }
     with pytest.raises(UnreadableEvidence) as excinfo:
         index.update(parse_trace(changed, proposed(changed)))
     assert excinfo.value.reason == "trace_rewritten" and "message 7 (tool:" in excinfo.value.detail
@@ -87,7 +94,10 @@ def test_a_rewritten_or_shortened_history_is_unreadable() -> None:
     # a tool call's arguments are part of the message too
     edited = [dict(m) for m in messages[:24]]
     call = edited[2]["tool_calls"][0]
-    edited[2] = {**edited[2], "tool_calls": [{**call, "function": {**call["function"], "arguments": "{\"n\": 99}"}}]}
+    edited[2] = {
+        **edited[2],
+        "tool_calls": [{**call, "function": {**call["function"], "arguments": '{"n": 99}'}}],
+    }
     with pytest.raises(UnreadableEvidence):
         index.update(parse_trace(edited, proposed(edited)))
 
@@ -114,8 +124,9 @@ def test_state_is_small_json_at_a_thousand_messages() -> None:
     facts = analyze(trace, LABELS)
     size = len(json.dumps(facts.index.to_json(), separators=(",", ":")))
     assert size <= 1_000_000
-    assert not any(m.text[:40] in json.dumps(facts.index.to_json()) for m in trace.messages
-                   if len(m.text) > 60), "the state holds digests and tails, not the conversation"
+    assert not any(
+        m.text[:40] in json.dumps(facts.index.to_json()) for m in trace.messages if len(m.text) > 60
+    ), "the state holds digests and tails, not the conversation"
     assert facts.index.unindexed == []
     restored = TraceIndex.from_json(json.loads(json.dumps(facts.index.to_json())), region=REGION)
     assert restored.to_json() == facts.index.to_json()
@@ -139,8 +150,13 @@ def test_another_region_starts_over_and_a_corrupt_state_is_unreadable() -> None:
     index.update(parse_trace(messages, proposed(messages)))
     assert TraceIndex.from_json(index.to_json(), region="US").count == 0
     assert TraceIndex.from_json(index.to_json(), region="CH").count == 10
-    for bad in [{"format": "x"}, {**index.to_json(), "hashes": "short"}, {**index.to_json(), "sources": [99] * 10},
-                {**index.to_json(), "postings": []}, "nonsense"]:
+    for bad in [
+        {"format": "x"},
+        {**index.to_json(), "hashes": "short"},
+        {**index.to_json(), "sources": [99] * 10},
+        {**index.to_json(), "postings": []},
+        "nonsense",
+    ]:
         with pytest.raises(UnreadableEvidence) as excinfo:
             TraceIndex.from_json(bad, region="CH")
         assert excinfo.value.reason == "unreadable_state"
@@ -165,7 +181,11 @@ def guard_node(state: GuardState) -> dict[str, Any]:
     except UnreadableEvidence as exc:
         return {"verdict": f"deny: {exc.reason}", "read": index.work.messages_read}
     origin = facts.provenance.select("to")[0].origin
-    return {"verdict": f"to is {origin}", "trace_index": index.to_json(), "read": index.work.messages_read}
+    return {
+        "verdict": f"to is {origin}",
+        "trace_index": index.to_json(),
+        "read": index.work.messages_read,
+    }
 
 
 def build_graph(checkpointer: Any) -> Any:
@@ -209,7 +229,9 @@ def test_index_survives_a_process_restart_in_sqlite(tmp_path: Path) -> None:
                                             {{"configurable": {{"thread_id": "t"}}}})
         print(json.dumps({{"read": out["read"], "verdict": out["verdict"]}}))
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["read"] == 24
     with SqliteSaver.from_conn_string(str(db)) as saver:

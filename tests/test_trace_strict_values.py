@@ -42,10 +42,15 @@ def test_a_review_that_approved_an_amount_does_not_approve_a_text_read_two_ways(
 
 
 def _history(earlier: str) -> Any:
-    messages = [system(), user("Read my files."),
-                call("1", "read_file", {"path": earlier}), result("1", "...")]
-    return analyze(parse_trace(messages, {"name": "browse", "args": {"url": "https://x.ch"}}),
-                   LABELS)  # fmt: skip
+    messages = [
+        system(),
+        user("Read my files."),
+        call("1", "read_file", {"path": earlier}),
+        result("1", "..."),
+    ]
+    return analyze(
+        parse_trace(messages, {"name": "browse", "args": {"url": "https://x.ch"}}), LABELS
+    )
 
 
 @pytest.mark.parametrize("earlier", ["./secrets.txt", "secrets-txt", "secrets.txt~", "SECRETS txt"])
@@ -53,8 +58,14 @@ def test_a_call_pattern_on_another_spelling_is_open(earlier: str) -> None:
     f = _history(earlier)
     fact = f.fact('called_before("read_file", args={"path": "secrets.txt"})')
     assert fact.value is None, fact.detail
-    assert _history("secrets.txt").fact(
-        'called_before("read_file", args={"path": "secrets.txt"})').value is True
+    assert (
+        _history("secrets.txt")
+        .fact('called_before("read_file", args={"path": "secrets.txt"})')
+        .value
+        is True
+    )
     for other in ("notes.txt", "/srv/secrets.txt"):  # other words: another file, as before
-        assert _history(other).fact(
-            'called_before("read_file", args={"path": "secrets.txt"})').value is False
+        assert (
+            _history(other).fact('called_before("read_file", args={"path": "secrets.txt"})').value
+            is False
+        )

@@ -49,10 +49,21 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def booking(day: str, system: str | None = None) -> list[dict[str, Any]]:
     head = [{"role": "system", "content": system}] if system else []
-    return [*head, {"role": "user", "content": "Book the room for June 13, please."},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "book", "arguments": f'{{"day": "{day}"}}'}}]}]
+    return [
+        *head,
+        {"role": "user", "content": "Book the room for June 13, please."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "book", "arguments": f'{{"day": "{day}"}}'},
+                }
+            ],
+        },
+    ]
 
 
 @pytest.mark.parametrize("year", [2019, 2031, date.today().year + 1])

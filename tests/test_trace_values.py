@@ -44,13 +44,24 @@ def test_normalisation_folds_width_case_and_format_characters() -> None:
 
 
 def test_kinds_in_free_text() -> None:
-    text = ("Pay CHF 2'500.00 to DE89 3704 0044 0532 0130 00 by 14 May 2024; mail Bob.K@Example.COM "
-            "or see https://www.example.com/Pay/?ref=1 and evil.co.uk/login; call +41 44 668 18 00.")
+    text = (
+        "Pay CHF 2'500.00 to DE89 3704 0044 0532 0130 00 by 14 May 2024; mail Bob.K@Example.COM "
+        "or see https://www.example.com/Pay/?ref=1 and evil.co.uk/login; call +41 44 668 18 00."
+    )
     found = keys(text)
-    for key in ["amount:2500", "iban:DE89370400440532013000", "date:2024-05-14", "email:bob.k@example.com",
-                "url:example.com/pay?ref=1", "url:evil.co.uk/login", "phone:+41446681800"]:
+    for key in [
+        "amount:2500",
+        "iban:DE89370400440532013000",
+        "date:2024-05-14",
+        "email:bob.k@example.com",
+        "url:example.com/pay?ref=1",
+        "url:evil.co.uk/login",
+        "phone:+41446681800",
+    ]:
         assert key in found, key
-    assert "amount:89" not in found and "amount:3704" not in found, "digits of an IBAN are not amounts"
+    assert "amount:89" not in found and "amount:3704" not in found, (
+        "digits of an IBAN are not amounts"
+    )
 
 
 def test_iban_checksum_and_length() -> None:
@@ -62,11 +73,19 @@ def test_iban_checksum_and_length() -> None:
 
 
 def test_urls() -> None:
-    variants = ["https://www.Example.com/Docs/", "http://example.com/docs", "example.com/docs",
-                "WWW.EXAMPLE.COM/docs/", "https://example.com:443/docs#top"]
+    variants = [
+        "https://www.Example.com/Docs/",
+        "http://example.com/docs",
+        "example.com/docs",
+        "WWW.EXAMPLE.COM/docs/",
+        "https://example.com:443/docs#top",
+    ]
     assert {whole(v).keys for v in variants} == {("url:example.com/docs",)}
     tricky = whole("https://trusted.com@evil.example.net/x")
-    assert tricky.keys == ("url:evil.example.net/x",) and tricky.part("host") == "host:evil.example.net"
+    assert (
+        tricky.keys == ("url:evil.example.net/x",)
+        and tricky.part("host") == "host:evil.example.net"
+    )
     assert whole("https://a.b.example.co.uk/").part("domain") == "domain:example.co.uk"
     # link-shaped but under no public suffix: not a placed URL, a token traced whole (issue 19)
     assert whole("notes.txt").keys == ("raw:notes.txt",) and not whole("notes.txt").placed
@@ -80,18 +99,35 @@ def test_phones_need_a_region_without_plus() -> None:
     assert "phone:+41446681800" in keys("call 044 668 18 00 today", region="CH")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2500", ("2500",)), ("2,500.00", ("2500",)), ("2.500,00", ("2500",)), ("2'500", ("2500",)),
-    ("1,500", ("1500", "1.5")), ("1.5", ("1.5",)), ("1,234,567.89", ("1234567.89",)),
-    ("1.2.3", ()), ("0,500", ("500", "0.5")), ("12,34,56", ()),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2500", ("2500",)),
+        ("2,500.00", ("2500",)),
+        ("2.500,00", ("2500",)),
+        ("2'500", ("2500",)),
+        ("1,500", ("1500", "1.5")),
+        ("1.5", ("1.5",)),
+        ("1,234,567.89", ("1234567.89",)),
+        ("1.2.3", ()),
+        ("0,500", ("500", "0.5")),
+        ("12,34,56", ()),
+    ],
+)
 def test_amount_readings(text: str, expected: tuple[str, ...]) -> None:
     assert amount_readings(text) == expected
 
 
 def test_dates() -> None:
-    for text in ["2024-05-14", "14.05.2024", "05/14/2024", "14 May 2024", "May 14, 2024", "14th of May 2024",
-                 "2024-05-14T09:30:00Z"]:
+    for text in [
+        "2024-05-14",
+        "14.05.2024",
+        "05/14/2024",
+        "14 May 2024",
+        "May 14, 2024",
+        "14th of May 2024",
+        "2024-05-14T09:30:00Z",
+    ]:
         assert "date:2024-05-14" in whole(text).keys, text
     assert set(whole("03/04/2024").keys) == {"date:2024-04-03", "date:2024-03-04"}
     assert whole("31.02.2024").kind != "date"
@@ -141,10 +177,13 @@ def test_format_characters_never_change_tokens(text: str) -> None:
     assert normalize_text(spliced) == normalize_text(text)
 
 
-_local = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._+-]{0,10}[A-Za-z0-9])?", fullmatch=True).filter(lambda s: ".." not in s)
+_local = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._+-]{0,10}[A-Za-z0-9])?", fullmatch=True).filter(
+    lambda s: ".." not in s
+)
 # "--" in the 3rd and 4th places is reserved (RFC 5891 4.2.3.1: xn--): no valid domain has it
 _label = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,8}[A-Za-z0-9])?", fullmatch=True).filter(
-    lambda s: s[2:4] != "--")
+    lambda s: s[2:4] != "--"
+)
 
 
 @given(_local, _label, st.sampled_from(["com", "org", "ch", "co.uk", "net"]), st.randoms())
@@ -156,8 +195,15 @@ def test_email_case_never_matters(local: str, domain: str, suffix: str, rnd: obj
     assert whole(address).keys[0] in keys(f"write to {swapped}.")
 
 
-_ibans = st.sampled_from(["DE89370400440532013000", "GB82WEST12345698765432", "CH9300762011623852957",
-                          "FR1420041010050500013M02606", "NL91ABNA0417164300"])
+_ibans = st.sampled_from(
+    [
+        "DE89370400440532013000",
+        "GB82WEST12345698765432",
+        "CH9300762011623852957",
+        "FR1420041010050500013M02606",
+        "NL91ABNA0417164300",
+    ]
+)
 
 
 @given(_ibans, st.lists(st.sampled_from(["", " ", "-"]), min_size=40, max_size=40), st.booleans())
@@ -171,11 +217,18 @@ def test_iban_spacing_never_matters(iban: str, seps: list[str], lower: bool) -> 
     assert key in keys(f"pay to {spaced}, thanks")
 
 
-@given(st.sampled_from(["example.com", "shop.example.co.uk", "sub.domain.org"]),
-       st.lists(st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True), max_size=3),
-       st.sampled_from(["http://", "https://", ""]), st.booleans(), st.booleans(), st.booleans())
+@given(
+    st.sampled_from(["example.com", "shop.example.co.uk", "sub.domain.org"]),
+    st.lists(st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True), max_size=3),
+    st.sampled_from(["http://", "https://", ""]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
 @settings(max_examples=200, deadline=None)
-def test_url_variants_never_matter(host: str, path: list[str], scheme: str, www: bool, slash: bool, upper: bool) -> None:
+def test_url_variants_never_matter(
+    host: str, path: list[str], scheme: str, www: bool, slash: bool, upper: bool
+) -> None:
     base = host + ("/" + "/".join(path) if path else "")
     variant = scheme + ("www." if www else "") + base + ("/" if slash else "")
     if upper:
@@ -184,7 +237,9 @@ def test_url_variants_never_matter(host: str, path: list[str], scheme: str, www:
     assert whole(variant).keys[0] in keys(f"go to {variant} now")
 
 
-@given(st.integers(min_value=0, max_value=10**9), st.sampled_from([",", ".", "'", ""]), st.booleans())
+@given(
+    st.integers(min_value=0, max_value=10**9), st.sampled_from([",", ".", "'", ""]), st.booleans()
+)
 @settings(max_examples=200, deadline=None)
 def test_grouped_amounts_read_their_value(n: int, group: str, cents: bool) -> None:
     digits = str(n)
@@ -199,17 +254,24 @@ def test_grouped_amounts_read_their_value(n: int, group: str, cents: bool) -> No
     assert f"amount:{n}" in whole(written).keys or f"amount:{n}" in whole("CHF " + written).keys
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    # a lenient parser (a bank's that drops grouping, locale.atof, babel non-strict) reads
-    # the separator away: 15000, where the decimal reading is 1.5
-    ("1,5000", ("15000", "1.5")), ("1.5000", ("15000", "1.5")),
-    ("1500,000", ("1500000", "1500")), ("1500.000", ("1500000", "1500")),
-    ("0,500", ("500", "0.5")),
-    # two digits or fewer after the separator: a currency's minor unit, read as written
-    ("12.50", ("12.5",)), ("12,5", ("12.5",)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a lenient parser (a bank's that drops grouping, locale.atof, babel non-strict) reads
+        # the separator away: 15000, where the decimal reading is 1.5
+        ("1,5000", ("15000", "1.5")),
+        ("1.5000", ("15000", "1.5")),
+        ("1500,000", ("1500000", "1500")),
+        ("1500.000", ("1500000", "1500")),
+        ("0,500", ("500", "0.5")),
+        # two digits or fewer after the separator: a currency's minor unit, read as written
+        ("12.50", ("12.5",)),
+        ("12,5", ("12.5",)),
+    ],
+)
 def test_a_separator_before_three_or_more_digits_is_read_both_ways(
-        text: str, expected: tuple[str, ...]) -> None:  # fmt: skip
+    text: str, expected: tuple[str, ...]
+) -> None:
     assert amount_readings(text) == expected
 
 
@@ -217,48 +279,74 @@ def test_an_amount_a_lenient_bank_reads_larger_does_not_compare_below_a_limit() 
     from tests.trace_helpers import facts, system, user
 
     for amount in ("1,5000", "1.5000", "1500,000"):
-        f = facts([system(), user("Pay the invoice")], "send_money",
-                  {"iban": "CH9300762011623852957", "amount": amount})  # fmt: skip
+        f = facts(
+            [system(), user("Pay the invoice")],
+            "send_money",
+            {"iban": "CH9300762011623852957", "amount": amount},
+        )
         assert f.fact('arg_compare("amount", "<=", 2000)').value is None, amount
 
 
 @pytest.mark.parametrize("quote", ["'", '"', "\u2018", "`"])
-@pytest.mark.parametrize("layout", ["id_: {q}26{q}", "ID {q}26{q}", "{q}26{q}", "- {q}26{q}\n- {q}27{q}",
-                                    "file ({q}26{q})", "ids: [{q}26{q}, {q}27{q}]"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "id_: {q}26{q}",
+        "ID {q}26{q}",
+        "{q}26{q}",
+        "- {q}26{q}\n- {q}27{q}",
+        "file ({q}26{q})",
+        "ids: [{q}26{q}, {q}27{q}]",
+    ],
+)
 def test_a_quoted_number_is_read_as_the_number(quote: str, layout: str) -> None:
     """YAML writes string ids quoted (`id_: '26'`); users quote them too ("the file with ID '26'")."""
     text = layout.format(q=quote)
     assert "amount:26" in keys(text), text
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1'000", ["amount:1000"]), ("CHF 2'500.50", ["amount:2500.5"]), ("x'26'", []),
-    ("'1'000'", ["amount:1000"]), ("rock'n'roll 5", ["amount:5"]),
-])
-def test_an_apostrophe_inside_a_number_or_a_word_still_groups_it(text: str, expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1'000", ["amount:1000"]),
+        ("CHF 2'500.50", ["amount:2500.5"]),
+        ("x'26'", []),
+        ("'1'000'", ["amount:1000"]),
+        ("rock'n'roll 5", ["amount:5"]),
+    ],
+)
+def test_an_apostrophe_inside_a_number_or_a_word_still_groups_it(
+    text: str, expected: list[str]
+) -> None:
     """A Swiss thousands mark is no quote: `1'000` is one thousand, never `000`."""
     assert [k for k in keys(text) if k.startswith("amount:")] == expected
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("from January 11th to January 15th 2025", ["date:2025-01-11", "date:2025-01-15"]),
-    ("January 11 - January 15, 2025", ["date:2025-01-11", "date:2025-01-15"]),
-    ("Jan 11 until Feb 2, 2025", ["date:2025-01-11", "date:2025-02-02"]),
-    ("11 January to 15 January 2025", ["date:2025-01-11", "date:2025-01-15"]),
-    ("between 3rd of March and 9th of March 2031", ["date:2031-03-03", "date:2031-03-09"]),
-    ("January 11-15, 2025", ["date:2025-01-11"]),
-    ("June 13 through June 20, 2030", ["date:2030-06-13", "date:2030-06-20"]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("from January 11th to January 15th 2025", ["date:2025-01-11", "date:2025-01-15"]),
+        ("January 11 - January 15, 2025", ["date:2025-01-11", "date:2025-01-15"]),
+        ("Jan 11 until Feb 2, 2025", ["date:2025-01-11", "date:2025-02-02"]),
+        ("11 January to 15 January 2025", ["date:2025-01-11", "date:2025-01-15"]),
+        ("between 3rd of March and 9th of March 2031", ["date:2031-03-03", "date:2031-03-09"]),
+        ("January 11-15, 2025", ["date:2025-01-11"]),
+        ("June 13 through June 20, 2030", ["date:2030-06-13", "date:2030-06-20"]),
+    ],
+)
 def test_a_range_shares_its_year(text: str, expected: list[str]) -> None:
     """The first date of a range written with one year is in that year, not the host's."""
     assert [k for k in keys(text) if k.startswith("date:")] == expected
 
 
-@pytest.mark.parametrize("text", [
-    "January 11. The report for January 15 2025 is late.",  # another sentence: no range
-    "on January 11 we met; 2025 was a good year",
-    "January 11 to pay 2025",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "January 11. The report for January 15 2025 is late.",  # another sentence: no range
+        "on January 11 we met; 2025 was a good year",
+        "January 11 to pay 2025",
+    ],
+)
 def test_a_date_outside_a_range_keeps_the_trace_year(text: str) -> None:
     dates = [k for k in keys(text) if k.startswith("date:")]
     assert dates and dates[0] == f"date:{values.host_year()}-01-11", dates

@@ -40,15 +40,19 @@ def decoded() -> Iterator[Counter[str]]:
         return real_first(view)
 
     clear_caches()
-    with mock.patch.object(secrets, "decodings", counting), \
-            mock.patch.object(secrets, "first_decodings", counting_first):
+    with (
+        mock.patch.object(secrets, "decodings", counting),
+        mock.patch.object(secrets, "first_decodings", counting_first),
+    ):
         yield seen
     clear_caches()
 
 
 @settings(max_examples=50, deadline=None)
-@given(text=st.text(st.sampled_from("aGVsbG8gd29ybGQ=%41 0123456789abcdef-_."), max_size=60),
-       turned=st.booleans())  # fmt: skip
+@given(
+    text=st.text(st.sampled_from("aGVsbG8gd29ybGQ=%41 0123456789abcdef-_."), max_size=60),
+    turned=st.booleans(),
+)
 def test_a_text_is_decoded_once_and_read_alike(text: str, turned: bool) -> None:
     clear_caches()
     with mock.patch.object(secrets, "decodings", wraps=secrets.decodings) as counted:
@@ -63,16 +67,23 @@ def test_an_earlier_calls_values_are_decoded_once_across_two_decisions(
     decoded: Counter[str],
 ) -> None:
     earlier = "note 9c2e4b1d"  # the secret's second half, sent by an earlier call
-    thread = [system(), user("Write to bob@x.ch"),
-              call("0", "send_email", {"to": "bob@x.ch", "body": earlier}),
-              result("0", "sent")]  # fmt: skip
+    thread = [
+        system(),
+        user("Write to bob@x.ch"),
+        call("0", "send_email", {"to": "bob@x.ch", "body": earlier}),
+        result("0", "sent"),
+    ]
     proposed = {"to": "bob@x.ch", "body": "sk-Live-7f3a"}  # the first half
     one = facts(thread, "send_email", proposed, secrets={"api_key": {"value": KEY}})
     assert one.fact("secret_in_args()").value is True
     assert decoded[earlier] >= 1
     before = decoded[earlier]
-    longer = [*thread, user("And once more please."),
-              call("1", "send_email", {"to": "bob@x.ch", "body": "hello"}), result("1", "sent")]
+    longer = [
+        *thread,
+        user("And once more please."),
+        call("1", "send_email", {"to": "bob@x.ch", "body": "hello"}),
+        result("1", "sent"),
+    ]
     two = facts(longer, "send_email", proposed, secrets={"api_key": {"value": KEY}})
     fact = two.fact("secret_in_args()")
     assert fact.value is True and "earlier call" in fact.detail, fact.detail

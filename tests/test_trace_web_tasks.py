@@ -29,8 +29,10 @@ from tests.guards import MakeGuard
 
 EXAMPLE = Path(__file__).parents[1] / "guardagent" / "policies" / "examples" / "web-tasks"
 TRACES = sorted((EXAMPLE / "traces").glob("*.json"))
-TASKS = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
-         for p in sorted((EXAMPLE / "tasks").glob("*.yaml"))}  # fmt: skip
+TASKS = {
+    p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
+    for p in sorted((EXAMPLE / "tasks").glob("*.yaml"))
+}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -61,8 +63,13 @@ def replay(guard: GuardAgent, doc: dict[str, Any]) -> list[tuple[str, GuardDecis
 def test_a_yes_is_about_the_tasks_element_only(guard: GuardAgent) -> None:
     """After the user's yes to closing the issue, no other destructive button is approved."""
     doc = load(EXAMPLE / "traces" / "b01_close_issue_after_yes.json")
-    for text, allowed in (("Close issue", True), ("Delete issue", False), ("Close", False),
-                          ("Merge", False), ("close issue", True)):  # fmt: skip
+    for text, allowed in (
+        ("Close issue", True),
+        ("Delete issue", False),
+        ("Close", False),
+        ("Merge", False),
+        ("close issue", True),
+    ):
         click = {"id": "x", "name": "click", "args": {"bid": "b99", "text": text, "role": "button"}}
         assert guard.check_trace(doc["messages"], click, task=doc["task"]).allowed is allowed, text
 
@@ -87,8 +94,9 @@ def test_every_trace_carries_one_of_the_shipped_tasks() -> None:
     assert used == set(TASKS)
 
 
-@pytest.mark.parametrize("path", [p for p in TRACES if p.name.startswith("b")],
-                         ids=lambda p: p.name)  # fmt: skip
+@pytest.mark.parametrize(
+    "path", [p for p in TRACES if p.name.startswith("b")], ids=lambda p: p.name
+)
 def test_honest_runs_pass_every_action(guard: GuardAgent, path: Path) -> None:
     doc = load(path)
     runs = replay(guard, doc)
@@ -114,20 +122,26 @@ def test_each_dimension_has_an_honest_run_and_a_violation() -> None:
     assert {"user-consent", "task-pages", "task-secrets", "robustness-and-security"} <= rules
     assert any(r.startswith("task:") or r in ("finish-in-a-row",) for r in rules)
     for name in TASKS:
-        kinds = {load(p)["expect"].get("allowed", False) for p in TRACES
-                 if load(p)["task"]["name"] == name}  # fmt: skip
+        kinds = {
+            load(p)["expect"].get("allowed", False)
+            for p in TRACES
+            if load(p)["task"]["name"] == name
+        }
         assert kinds == {True, False}, name
 
 
 def test_without_the_task_the_profile_denies_a_destructive_click(guard: GuardAgent) -> None:
     """The consent question is the task's: a task that sets none allows no destructive click."""
     doc = load(next(p for p in TRACES if p.name.startswith("b01")))
-    task = {**doc["task"], "params": {k: v for k, v in doc["task"]["params"].items()
-                                      if not k.startswith("ask")}}  # fmt: skip
+    task = {
+        **doc["task"],
+        "params": {k: v for k, v in doc["task"]["params"].items() if not k.startswith("ask")},
+    }
     decision = guard.check_trace(doc, task=task)
     assert not decision.allowed
-    assert [r.id for r in decision.rules
-            if r.status in ("violated", "possibly_violated")] == ["user-consent"]
+    assert [r.id for r in decision.rules if r.status in ("violated", "possibly_violated")] == [
+        "user-consent"
+    ]
     assert "ask, ask_words not set" in json.dumps(decision.trace_facts)
 
 

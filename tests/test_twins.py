@@ -20,8 +20,13 @@ from hypothesis import strategies as st
 from guardagent.twins import Twin, Wait, arun, async_only, run, sync_only
 
 PACKAGE = Path(__file__).resolve().parents[1] / "guardagent"
-TWIN_MODULES = ["agent.py", "guard/runs.py", "integrations/middleware.py",
-                "integrations/held_answers.py", "integrations/subgraph.py"]
+TWIN_MODULES = [
+    "agent.py",
+    "guard/runs.py",
+    "integrations/middleware.py",
+    "integrations/held_answers.py",
+    "integrations/subgraph.py",
+]
 MAX_TWIN_STATEMENTS = 2  # a docstring and `return [await] driver(body(...))`
 
 
@@ -68,10 +73,9 @@ def _outcome(drive: Any) -> tuple[str, Any]:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    steps=st.lists(st.tuples(st.sampled_from(["value", "raise"]), st.integers(0, 99)),
-                   max_size=8),
+    steps=st.lists(st.tuples(st.sampled_from(["value", "raise"]), st.integers(0, 99)), max_size=8),
     catch=st.booleans(),
-)  # fmt: skip
+)
 def test_both_drivers_give_the_same_outcome(steps: list[tuple[str, int]], catch: bool) -> None:
     sync = _outcome(lambda: run(_body(steps, catch)))
     both = _outcome(lambda: asyncio.run(arun(_body(steps, catch))))
@@ -93,8 +97,7 @@ def test_a_wait_of_the_other_path_is_refused() -> None:
 def _thick_twins(source: str) -> list[str]:
     """Async functions whose sync twin exists and whose body is more than a driver call."""
     tree = ast.parse(source)
-    scopes = [tree, *(n for n in ast.walk(tree)
-                      if isinstance(n, ast.ClassDef | ast.FunctionDef))]  # fmt: skip
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef | ast.FunctionDef))]
     thick = []
     for scope in scopes:
         body = scope.body
@@ -121,6 +124,9 @@ def test_the_sandbox_client_drives_one_exchange_both_ways() -> None:
     bodies = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     for name, driver in (("run_in_zygote", "run"), ("arun_in_zygote", "arun")):
         assert name in bodies, f"{name} is not beside the exchange it drives"
-        calls = {c.func.id for c in ast.walk(bodies[name])
-                 if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}  # fmt: skip
+        calls = {
+            c.func.id
+            for c in ast.walk(bodies[name])
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
         assert {driver, "exchange"} <= calls, name

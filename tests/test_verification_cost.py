@@ -17,8 +17,14 @@ from guardagent.profiles import load_profile
 from guardagent.profiles.verification import PARALLEL_RUNS, run_cases
 from guardagent.sandbox.process import ExecutionResult
 
-SHIPPED = ["eicu-ac", "eicu-ac-policy", "mind2web-sc", "mind2web-sc-policy", "tool-calls",
-           "tool-calls-policy"]  # fmt: skip
+SHIPPED = [
+    "eicu-ac",
+    "eicu-ac-policy",
+    "mind2web-sc",
+    "mind2web-sc-policy",
+    "tool-calls",
+    "tool-calls-policy",
+]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -27,10 +33,14 @@ def test_no_two_cases_read_and_are_expected_alike(name):
     profile = load_profile(name)
     readers = Readers(profile.tools())
     assert readers.complete
-    keys = [(readers.reading(Event(c.agent_input, c.agent_output)), c.label,
-             canonical(c.details)) for c in request_suite(profile).cases]  # fmt: skip
-    demos = {(readers.reading(Event(d.agent_input, d.agent_output)), d.label,
-              canonical(d.details)) for d in profile.demonstrations}  # fmt: skip
+    keys = [
+        (readers.reading(Event(c.agent_input, c.agent_output)), c.label, canonical(c.details))
+        for c in request_suite(profile).cases
+    ]
+    demos = {
+        (readers.reading(Event(d.agent_input, d.agent_output)), d.label, canonical(d.details))
+        for d in profile.demonstrations
+    }
     assert len(keys) == len(set(keys)), f"{len(keys) - len(set(keys))} repeated cases"
     assert not demos & set(keys)
 
@@ -43,11 +53,20 @@ def test_a_program_is_refused_at_its_first_mismatching_batch(wrong_at):
 
     def runner(code, toolbox, agent_input, agent_output, limits):  # a program allowing all
         runs.append(agent_input)
-        return ExecutionResult(ok=True, verdict={"allowed": True, "violations": []}, error=None,
-                               stdout="", duration_ms=0.0, unreadable=[], predicates={})
+        return ExecutionResult(
+            ok=True,
+            verdict={"allowed": True, "violations": []},
+            error=None,
+            stdout="",
+            duration_ms=0.0,
+            unreadable=[],
+            predicates={},
+        )
 
-    cases = [Case(f"c{i}", f"in {i}", "out", 1 if i == wrong_at else 0, ["r"] if i == wrong_at
-                  else []) for i in range(100)]  # fmt: skip
+    cases = [
+        Case(f"c{i}", f"in {i}", "out", 1 if i == wrong_at else 0, ["r"] if i == wrong_at else [])
+        for i in range(100)
+    ]
     problems = run_cases("allow('x')", load_profile("eicu-ac").tools(), cases, runner=runner)
     assert problems and problems[0].startswith(f"c{wrong_at}: label 0, expected 1")
     batch = 4 * PARALLEL_RUNS
@@ -60,8 +79,15 @@ def test_a_right_program_still_runs_every_case():
 
     def runner(code, toolbox, agent_input, agent_output, limits):
         runs.append(agent_input)
-        return ExecutionResult(ok=True, verdict={"allowed": True, "violations": []}, error=None,
-                               stdout="", duration_ms=0.0, unreadable=[], predicates={})
+        return ExecutionResult(
+            ok=True,
+            verdict={"allowed": True, "violations": []},
+            error=None,
+            stdout="",
+            duration_ms=0.0,
+            unreadable=[],
+            predicates={},
+        )
 
     cases = [Case(f"c{i}", f"in {i}", "out", 0, []) for i in range(37)]
     assert run_cases("allow('x')", load_profile("eicu-ac").tools(), cases, runner=runner) == []

@@ -97,8 +97,14 @@ def _exchange(path: str, request: bytes, timeout: float = 5.0) -> list[dict[str,
 
 def _request(source: str, limits: SandboxLimits | dict[str, Any], **extra: Any) -> bytes:
     tools = toolbox_refs(load_profile("mind2web-sc").tools())
-    body = {"source": source, "tools": tools, "input": EVENT, "output": "",
-            "limits": limits if isinstance(limits, dict) else asdict(limits), **extra}
+    body = {
+        "source": source,
+        "tools": tools,
+        "input": EVENT,
+        "output": "",
+        "limits": limits if isinstance(limits, dict) else asdict(limits),
+        **extra,
+    }
     return json.dumps(body).encode() + b"\n"
 
 
@@ -119,7 +125,9 @@ def test_the_callers_import_path_does_not_reach_the_zygote(
     except OSError:
         zygote = None
     try:
-        assert not marker.exists(), f"the zygote imported {marker.read_text()} from the caller's path"
+        assert not marker.exists(), (
+            f"the zygote imported {marker.read_text()} from the caller's path"
+        )
         assert zygote is not None
         announce, result, *_ = _exchange(zygote.path, _request(PROGRAM, SandboxLimits()))
         assert result["v"]["violations"] == ["30"], result
@@ -132,22 +140,31 @@ def test_the_callers_import_path_does_not_reach_the_zygote(
 
 def test_requests_may_lower_limits_but_never_raise_them() -> None:
     path = _zygote().path
-    for field, value in (("memory_mb", 10**6), ("cpu_seconds", 3600), ("max_output_chars", 10**9),
-                         ("max_source_chars", 10**9), ("wall_seconds", 10**6)):
+    for field, value in (
+        ("memory_mb", 10**6),
+        ("cpu_seconds", 3600),
+        ("max_output_chars", 10**9),
+        ("max_source_chars", 10**9),
+        ("wall_seconds", 10**6),
+    ):
         limits = {**asdict(SandboxLimits()), field: value}
         [announce, result] = _exchange(path, _request(PROGRAM, limits))
         assert announce == {"pid": 0}, "the zygote forked a child for a raised limit"
         assert result["v"] is None and field in result["e"], result
-    for bad in ({**asdict(SandboxLimits()), "cpu_seconds": "5"}, {"memory_mb": 64},
-                {**asdict(SandboxLimits()), "memory_mb": -1}):
+    for bad in (
+        {**asdict(SandboxLimits()), "cpu_seconds": "5"},
+        {"memory_mb": 64},
+        {**asdict(SandboxLimits()), "memory_mb": -1},
+    ):
         [announce, result] = _exchange(path, _request(PROGRAM, bad))
         assert announce == {"pid": 0} and result["e"].startswith("SandboxError"), result
     lower = SandboxLimits(wall_seconds=2, cpu_seconds=1, memory_mb=64, max_output_chars=100)
     announce, result, *_ = _exchange(path, _request(PROGRAM, lower))  # then {"x": status}
     assert announce["pid"] > 0 and result["v"]["violations"] == ["30"]
     # The caller refuses raised limits too, before any child exists.
-    result2 = run_program(PROGRAM, load_profile("mind2web-sc").tools(), EVENT, "",
-                          SandboxLimits(memory_mb=10**6))
+    result2 = run_program(
+        PROGRAM, load_profile("mind2web-sc").tools(), EVENT, "", SandboxLimits(memory_mb=10**6)
+    )
     assert not result2["ok"] and "memory_mb" in (result2["error"] or "")
 
 
@@ -187,8 +204,9 @@ def test_caller_fork_children_have_an_empty_environment_block() -> None:
     tools = Toolbox([ToolSpec("read_environ", _read_environ, "test")])
     assert toolbox_refs(tools) is None  # not a built-in: forked from this process
     assert Path("/proc/self/environ").read_bytes().strip(b"\0")  # we do have one
-    result = run_program("e = read_environ()\ndeny(['n=' + str(len(e)), e[:80]], 'env')",
-                         tools, "", "")
+    result = run_program(
+        "e = read_environ()\ndeny(['n=' + str(len(e)), e[:80]], 'env')", tools, "", ""
+    )
     assert result["verdict"] is not None, result
     assert result["verdict"]["violations"][0] == "n=0", result["verdict"]
 
@@ -313,8 +331,13 @@ def test_a_hint_is_ignored_without_a_zygote_and_for_a_single_run() -> None:
 
 @pytest.mark.parametrize(
     "hint",
-    [b'{"spares": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",  # too deep for json
-     b'{"spares": "32"}\n', b'{"spares": -5}\n', b'{"spares"\n', b'{"spares": 1e999}\n'],
+    [
+        b'{"spares": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",  # too deep for json
+        b'{"spares": "32"}\n',
+        b'{"spares": -5}\n',
+        b'{"spares"\n',
+        b'{"spares": 1e999}\n',
+    ],
 )
 def test_a_malformed_hint_is_ignored_and_the_zygote_serves_on(hint: bytes) -> None:
     tools = load_profile("mind2web-sc").tools()
@@ -372,6 +395,11 @@ def test_a_caller_at_its_descriptor_limit_gets_an_error_not_a_crash() -> None:
         "ended = azygote.run_in_zygote(PROGRAM, refs, (EVENT, ''), SandboxLimits())\n"
         "print(_ended(*ended_parts(ended), SandboxLimits())[1])\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
     assert "result pipe was not received" in out.stdout, (out.stdout, out.stderr[-2000:])

@@ -27,24 +27,36 @@ def user(text: str) -> dict[str, Any]:
 
 
 def call(i: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        ],
+    }
 
 
 def result(i: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": i, "content": text}
 
 
-def facts(messages: list[dict[str, Any]], name: str, args: dict[str, Any], *,
-          values: Any = None, user_facts: Any = None, secrets: Any = None,
-          labels: Labels = LABELS) -> TraceFacts:  # fmt: skip
+def facts(
+    messages: list[dict[str, Any]],
+    name: str,
+    args: dict[str, Any],
+    *,
+    values: Any = None,
+    user_facts: Any = None,
+    secrets: Any = None,
+    labels: Labels = LABELS,
+) -> TraceFacts:
     """The analysed trace for a proposed call, with the user's records and declared secrets."""
     records = Records.from_mapping(values).with_user_facts(user_facts, labels.phone_region)
     trace = parse_trace(messages, {"name": name, "args": args})
-    twin = analyze(trace, labels, records=records, secrets=Secrets.from_mapping(secrets),
-                   lazy=True)  # fmt: skip
-    return TwinFacts(trace, labels, records=records, secrets=Secrets.from_mapping(secrets),
-                     twin=twin)  # fmt: skip
+    twin = analyze(trace, labels, records=records, secrets=Secrets.from_mapping(secrets), lazy=True)
+    return TwinFacts(
+        trace, labels, records=records, secrets=Secrets.from_mapping(secrets), twin=twin
+    )
 
 
 def twin_analyze(trace: Any, labels: Labels, **kwargs: Any) -> TraceFacts:
@@ -84,8 +96,9 @@ class TwinFacts(TraceFacts):
     def provenance(self) -> CallProvenance:
         got = TraceFacts.provenance.func(self)  # type: ignore[attr-defined]
         seen = [(v.path, v.describe(), v.sources, v.laundered) for v in got.values]
-        other = [(v.path, v.describe(), v.sources, v.laundered)
-                 for v in self.twin.provenance.values]  # fmt: skip
+        other = [
+            (v.path, v.describe(), v.sources, v.laundered) for v in self.twin.provenance.values
+        ]
         assert seen == other, (seen, other)
         return got  # type: ignore[no-any-return]
 

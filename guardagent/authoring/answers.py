@@ -75,8 +75,9 @@ def _invoke(model: BaseChatModel, messages: list[tuple[str, str]], run_name: str
 
 
 def _describe(exc: ValidationError) -> list[str]:
-    return [f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}"
-            for err in exc.errors()]  # fmt: skip
+    return [
+        f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}" for err in exc.errors()
+    ]
 
 
 def ask_json(
@@ -107,6 +108,8 @@ def ask_json(
             if not errors:
                 return Answer(value, attempt, [], history)
         history.append(errors)
-        messages += [("ai", text or "(empty)"),
-                     ("human", RETRY_USER.format(errors="\n".join(f"- {e}" for e in errors)))]
+        messages += [
+            ("ai", text or "(empty)"),
+            ("human", RETRY_USER.format(errors="\n".join(f"- {e}" for e in errors))),
+        ]
     return Answer(None, attempts, history[-1] if history else [], history)

@@ -51,15 +51,22 @@ def policy() -> None:
     """Policy models: predicates, rules and an action tree, verified with z3."""
 
 
-@policy.command(epilog=epilog(
-    "policy check: 1 when it finds errors (or, with --profile, the profile's counterfactuals",
-    "would not cover it), 2 when POLICY or the profile does not load."))
+@policy.command(
+    epilog=epilog(
+        "policy check: 1 when it finds errors (or, with --profile, the profile's counterfactuals",
+        "would not cover it), 2 when POLICY or the profile does not load.",
+    )
+)
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--verbose", is_flag=True, help="Also list info findings.")
-@click.option("--profile", "profile_ref", metavar="PROFILE",
-              help="Also print which cells and rule conditions the counterfactuals built "
-                   "from PROFILE's demonstrations would probe with POLICY as its oracle.")
+@click.option(
+    "--profile",
+    "profile_ref",
+    metavar="PROFILE",
+    help="Also print which cells and rule conditions the counterfactuals built "
+    "from PROFILE's demonstrations would probe with POLICY as its oracle.",
+)
 def check(policy_file: str, as_json: bool, verbose: bool, profile_ref: str | None) -> None:
     """Check POLICY (a file, or a shipped policy's name) with z3.
 
@@ -83,8 +90,11 @@ def check(policy_file: str, as_json: bool, verbose: bool, profile_ref: str | Non
     lines = [] if profile_ref is None or unloadable else _coverage(policy_file, profile_ref)
     covered = not any(line.startswith("not covered") for line in lines)
     if as_json:
-        click.echo(json.dumps({**check_json(report), **({"coverage": lines} if profile_ref
-                                                          else {})}, indent=2))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {**check_json(report), **({"coverage": lines} if profile_ref else {})}, indent=2
+            )
+        )
     else:
         click.echo(check_text(report, show_info=verbose))
         if lines:
@@ -119,17 +129,30 @@ def _assignment(text: str) -> tuple[str, Assignment]:
     return name.strip(), Assignment(value=value, probability=probability)
 
 
-@policy.command(epilog=epilog(
-    "policy verify: 0 allowed, 1 denied (open predicates too), 2 when POLICY does",
-    "not load or an assignment names a predicate it does not declare."))
+@policy.command(
+    epilog=epilog(
+        "policy verify: 0 allowed, 1 denied (open predicates too), 2 when POLICY does",
+        "not load or an assignment names a predicate it does not declare.",
+    )
+)
 @click.argument("policy_file", metavar="POLICY")
-@click.option("--assign", "assigned", multiple=True, metavar="NAME=VALUE[@P]",
-              help="A predicate value: true, false or open, optionally @probability.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="Safety-probability threshold (default: the policy's).")
+@click.option(
+    "--assign",
+    "assigned",
+    multiple=True,
+    metavar="NAME=VALUE[@P]",
+    help="A predicate value: true, false or open, optionally @probability.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Safety-probability threshold (default: the policy's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
-def verify(policy_file: str, assigned: tuple[str, ...], threshold: float | None,
-           as_json: bool) -> None:  # fmt: skip
+def verify(
+    policy_file: str, assigned: tuple[str, ...], threshold: float | None, as_json: bool
+) -> None:
     """Verify one event, given as predicate assignments, against POLICY.
 
     Exits as `guardagent check` does: 0 allowed, 1 denied, 2 input it could not read.
@@ -156,11 +179,18 @@ Configure one with --model (a LangChain init_chat_model spec):
 `guardagent policy check` and guarding with an existing policy work without a model."""
 
 _model_option = click.option(
-    "--model", "model_spec", default=None, metavar="SPEC",
-    help="Chat model: openai:gpt-4o, ollama:qwen2.5, replay:answers.json, ...")
+    "--model",
+    "model_spec",
+    default=None,
+    metavar="SPEC",
+    help="Chat model: openai:gpt-4o, ollama:qwen2.5, replay:answers.json, ...",
+)
 _base_url_option = click.option(
-    "--base-url", default=None, metavar="URL",
-    help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")
+    "--base-url",
+    default=None,
+    metavar="URL",
+    help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+)
 
 
 def _chat_model(spec: str | None, base_url: str | None) -> BaseChatModel | None:
@@ -190,25 +220,51 @@ def _require_model(model: BaseChatModel | None, command: str, why: str) -> BaseC
 
 
 def _findings(report: Any) -> list[str]:
-    return [f"  {f.severity}: {f.code}: {f.message}" for f in report.findings
-            if f.severity != "info"]  # fmt: skip
+    return [
+        f"  {f.severity}: {f.code}: {f.message}" for f in report.findings if f.severity != "info"
+    ]
 
 
-@policy.command(epilog=epilog(
-    "policy extract: 1 when a section's answer was never valid, the model call",
-    "failed or `policy check` finds errors; 2 without a model or a readable DOC."))
-@click.argument("documents", nargs=-1, required=True, metavar="DOC...",
-                type=click.Path(exists=True, dir_okay=False))  # fmt: skip
+@policy.command(
+    epilog=epilog(
+        "policy extract: 1 when a section's answer was never valid, the model call",
+        "failed or `policy check` finds errors; 2 without a model or a readable DOC.",
+    )
+)
+@click.argument(
+    "documents",
+    nargs=-1,
+    required=True,
+    metavar="DOC...",
+    type=click.Path(exists=True, dir_okay=False),
+)
 @_model_option
 @_base_url_option
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
-              help="Where to write the policy model (YAML).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the policy model (YAML).",
+)
 @click.option("--name", default=None, help="Policy name (default: the first document's stem).")
-@click.option("--attempts", type=click.IntRange(1, 10), default=3, show_default=True,
-              help="Model calls per section: the first answer and its corrections.")
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 10),
+    default=3,
+    show_default=True,
+    help="Model calls per section: the first answer and its corrections.",
+)
 @click.option("--progress/--no-progress", default=True, help="A progress bar per section.")
-def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | None, out: str,
-            name: str | None, attempts: int, progress: bool) -> None:  # fmt: skip
+def extract(
+    documents: tuple[str, ...],
+    model_spec: str | None,
+    base_url: str | None,
+    out: str,
+    name: str | None,
+    attempts: int,
+    progress: bool,
+) -> None:
     """Extract a policy model from DOC... (Markdown, text, HTML, PDF) with a model.
 
     Every rule keeps its source reference and verbatim span and starts as `review:
@@ -221,11 +277,13 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
     from guardagent.authoring.extract import extract_policy
     from guardagent.llm import ModelCallError
 
-    chat = _require_model(_chat_model(model_spec, base_url), "policy extract",
-                          " to read the documents")  # fmt: skip
+    chat = _require_model(
+        _chat_model(model_spec, base_url), "policy extract", " to read the documents"
+    )
     try:
-        result = extract_policy(list(documents), chat, name=name, attempts=attempts,
-                                progress=progress)  # fmt: skip
+        result = extract_policy(
+            list(documents), chat, name=name, attempts=attempts, progress=progress
+        )
     except DocumentError as exc:
         raise InputError(str(exc)) from None
     except ModelCallError as exc:  # the model failed, not the input: the command did not pass
@@ -235,12 +293,13 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
     report_path = target.with_name(target.name + ".report.json")
     report_path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
     model = result.model
-    click.echo(f"wrote {target}: {0 if model is None else len(model.predicates)} predicates, "
-               f"{0 if model is None else len(model.rules)} rules from "
-               f"{len(result.sections)} sections (report: {report_path})")  # fmt: skip
+    click.echo(
+        f"wrote {target}: {0 if model is None else len(model.predicates)} predicates, "
+        f"{0 if model is None else len(model.rules)} rules from "
+        f"{len(result.sections)} sections (report: {report_path})"
+    )
     for section in result.failed:
-        click.echo(f"section {section.ref} failed after {section.attempts} attempt(s):",
-                   err=True)  # fmt: skip
+        click.echo(f"section {section.ref} failed after {section.attempts} attempt(s):", err=True)
         for error in section.errors:
             click.echo(f"  {error}", err=True)
     if result.check is not None and not result.check.ok:
@@ -259,17 +318,37 @@ def extract(documents: tuple[str, ...], model_spec: str | None, base_url: str | 
 @_model_option
 @_base_url_option
 @click.option("--max-iterations", type=click.IntRange(1, 100), default=10, show_default=True)
-@click.option("--out", default=None, type=click.Path(dir_okay=False),
-              help="Optimised policy (default: POLICY's stem + .optimized.yaml).")
-@click.option("--stats", "stats_path", default=None, type=click.Path(dir_okay=False),
-              help="Per-iteration statistics JSON (default: OUT's stem + .stats.json).")
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Optimised policy (default: POLICY's stem + .optimized.yaml).",
+)
+@click.option(
+    "--stats",
+    "stats_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Per-iteration statistics JSON (default: OUT's stem + .stats.json).",
+)
 @click.option("--plot/--no-plot", default=True, help="Also write OUT's stem + .stats.png.")
 @click.option("--attempts", type=click.IntRange(1, 10), default=3, show_default=True)
-@click.option("--score/--no-score", default=True,
-              help="Have the model score the rules' vagueness after each step.")
-def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
-             max_iterations: int, out: str | None, stats_path: str | None, plot: bool,
-             attempts: int, score: bool) -> None:  # fmt: skip
+@click.option(
+    "--score/--no-score",
+    default=True,
+    help="Have the model score the rules' vagueness after each step.",
+)
+def optimize(
+    policy_file: str,
+    model_spec: str | None,
+    base_url: str | None,
+    max_iterations: int,
+    out: str | None,
+    stats_path: str | None,
+    plot: bool,
+    attempts: int,
+    score: bool,
+) -> None:
     """Refine (with --model) and prune POLICY until nothing changes.
 
     Redundancy pruning works offline: rules z3 proves implied by the others go, predicates
@@ -281,13 +360,17 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
 
     chat = _chat_model(model_spec, base_url)
     if chat is None:
-        click.echo("note: no --model, so only redundancy pruning runs; verifiability "
-                   "refinement and vagueness scores need a model (e.g. --model openai:gpt-4o "
-                   "with OPENAI_API_KEY, or --base-url for a local server).", err=True)
+        click.echo(
+            "note: no --model, so only redundancy pruning runs; verifiability "
+            "refinement and vagueness scores need a model (e.g. --model openai:gpt-4o "
+            "with OPENAI_API_KEY, or --base-url for a local server).",
+            err=True,
+        )
     try:
         model = load_policy(policy_file)
-        result = optimize_policy(model, chat, max_iterations=max_iterations, attempts=attempts,
-                                 score=score)
+        result = optimize_policy(
+            model, chat, max_iterations=max_iterations, attempts=attempts, score=score
+        )
     except PolicyError as exc:
         raise InputError(str(exc)) from None
     except ModelCallError as exc:
@@ -300,8 +383,9 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
     click.echo(f"{'iter':>4}  {'step':<11} {'predicates':>10} {'rules':>6} {'vagueness':>9}")
     for step in result.steps:
         vague = "-" if step.vagueness is None else f"{step.vagueness:.2f}"
-        click.echo(f"{step.iteration:>4}  {step.step:<11} {step.predicates:>10} "
-                   f"{step.rules:>6} {vague:>9}")  # fmt: skip
+        click.echo(
+            f"{step.iteration:>4}  {step.step:<11} {step.predicates:>10} {step.rules:>6} {vague:>9}"
+        )
         for item in step.details.get("rejected", []):
             click.echo(f"      refused refinement of {item['rule']}: {item['reason']}")
     written = [str(target), str(stats)]
@@ -309,27 +393,45 @@ def optimize(policy_file: str, model_spec: str | None, base_url: str | None,
         picture = stats.with_suffix(".png")
         plot_stats(result, picture)
         written.append(str(picture))
-    click.echo(("converged" if result.converged else f"stopped after {max_iterations} "
-                "iterations") + f"; wrote {', '.join(written)}")  # fmt: skip
+    click.echo(
+        ("converged" if result.converged else f"stopped after {max_iterations} iterations")
+        + f"; wrote {', '.join(written)}"
+    )
 
 
-@policy.command(epilog=epilog(
-    "policy review: 2 when POLICY does not load, a decision does not read, or a",
-    "derived file's tag does not check."))
+@policy.command(
+    epilog=epilog(
+        "policy review: 2 when POLICY does not load, a decision does not read, or a",
+        "derived file's tag does not check.",
+    )
+)
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--approve", multiple=True, metavar="ID", help="Approve a rule (repeatable).")
 @click.option("--reject", multiple=True, metavar="ID", help="Reject a rule (repeatable).")
-@click.option("--edit", multiple=True, metavar="ID",
-              help="Replace a rule's logic (pair each --edit with a --logic).")
+@click.option(
+    "--edit",
+    multiple=True,
+    metavar="ID",
+    help="Replace a rule's logic (pair each --edit with a --logic).",
+)
 @click.option("--logic", multiple=True, metavar="LOGIC", help="The new logic of an --edit.")
 @click.option("--all", "show_all", is_flag=True, help="List every rule, not only pending ones.")
-@click.option("--accept-unsigned", is_flag=True,
-              help="A derived file whose tag does not check: show every rule and the diff "
-                   "against nothing; with decisions, sign it, every rule not decided now "
-                   "back to proposed.")
-def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
-           edit: tuple[str, ...], logic: tuple[str, ...], show_all: bool,
-           accept_unsigned: bool) -> None:  # fmt: skip
+@click.option(
+    "--accept-unsigned",
+    is_flag=True,
+    help="A derived file whose tag does not check: show every rule and the diff "
+    "against nothing; with decisions, sign it, every rule not decided now "
+    "back to proposed.",
+)
+def review(
+    policy_file: str,
+    approve: tuple[str, ...],
+    reject: tuple[str, ...],
+    edit: tuple[str, ...],
+    logic: tuple[str, ...],
+    show_all: bool,
+    accept_unsigned: bool,
+) -> None:
     """List POLICY's pending rules with their source text, or record decisions.
 
     With --approve / --reject / --edit the decisions are written back to POLICY (validated:
@@ -349,17 +451,22 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
         try:
             signoff = review_signoff(path, accept_unsigned=accept_unsigned)
         except SignoffError as exc:
-            click.echo(f"refusing to review {path}: {exc}. Nothing was changed or re-signed: "
-                       "delete it to derive the rules again, or read every rule with "
-                       "--accept-unsigned.", err=True)  # fmt: skip
+            click.echo(
+                f"refusing to review {path}: {exc}. Nothing was changed or re-signed: "
+                "delete it to derive the rules again, or read every rule with "
+                "--accept-unsigned.",
+                err=True,
+            )
             sys.exit(UNREADABLE)
     try:
-        model = (load_policy_text(signoff.text, str(path)) if signoff is not None
-                 and signoff.text else load_policy(path))  # fmt: skip
+        model = (
+            load_policy_text(signoff.text, str(path))
+            if signoff is not None and signoff.text
+            else load_policy(path)
+        )
         decisions = [ReviewDecision(r, "approve") for r in approve]
         decisions += [ReviewDecision(r, "reject") for r in reject]
-        decisions += [ReviewDecision(r, "edit", text) for r, text in zip(edit, logic,
-                                                                          strict=True)]
+        decisions += [ReviewDecision(r, "edit", text) for r, text in zip(edit, logic, strict=True)]
         if signoff is not None and signoff.problem:
             _show_unsigned(model, signoff.problem)
             show_all = True
@@ -371,24 +478,28 @@ def review(policy_file: str, approve: tuple[str, ...], reject: tuple[str, ...],
     for rule in shown:
         click.echo(rule_card(rule))
     counts = review_summary(model)
-    click.echo(", ".join(f"{n} {state}" for state, n in counts.items() if n)
-               + ("; approved_only: only approved and edited rules guard"
-                  if model.approved_only else ""))  # fmt: skip
+    click.echo(
+        ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+        + ("; approved_only: only approved and edited rules guard" if model.approved_only else "")
+    )
 
 
 def _show_unsigned(model: PolicyModel, problem: str) -> None:
     """Say loudly that no approval in the file is believed, and show it all as new."""
     from guardagent.authoring.review import diff_policies
 
-    click.echo(f"WARNING: {problem}. Its review states are not believed: every rule is "
-               "shown, and signing it sets every rule not decided now back to proposed.",
-               err=True)  # fmt: skip
+    click.echo(
+        f"WARNING: {problem}. Its review states are not believed: every rule is "
+        "shown, and signing it sets every rule not decided now back to proposed.",
+        err=True,
+    )
     for change in diff_policies(dataclasses.replace(model, predicates=(), rules=()), model):
         click.echo(str(change))
 
 
-def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
-            signoff: ReviewSignoff | None) -> PolicyModel:  # fmt: skip
+def _record(
+    path: Path, model: PolicyModel, decisions: list[ReviewDecision], signoff: ReviewSignoff | None
+) -> PolicyModel:
     """Write the decisions; a derived file is signed at a new sign-off version."""
     from guardagent.authoring.review import apply_decisions
     from guardagent.authoring.signoff import next_version, write_signed
@@ -401,12 +512,16 @@ def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
         return model
     fingerprint = signoff.fingerprint
     if fingerprint is None:
-        click.echo(f"refusing to sign {path}: its tag does not say which guard request it "
-                   "was derived for; delete it to derive the rules again.", err=True)
+        click.echo(
+            f"refusing to sign {path}: its tag does not say which guard request it "
+            "was derived for; delete it to derive the rules again.",
+            err=True,
+        )
         sys.exit(UNREADABLE)
     if signoff.problem:  # no approval in the file is believed: only the ones made now
-        model = dataclasses.replace(model, rules=tuple(
-            dataclasses.replace(r, review="proposed") for r in model.rules))  # fmt: skip
+        model = dataclasses.replace(
+            model, rules=tuple(dataclasses.replace(r, review="proposed") for r in model.rules)
+        )
     model = apply_decisions(model, decisions)
     text = dump_policy(model)
     version = next_version(path, signoff.key, fingerprint, after=signoff.version)
@@ -416,8 +531,9 @@ def _record(path: Path, model: PolicyModel, decisions: list[ReviewDecision],
     return model
 
 
-@policy.command(epilog=epilog(
-    "policy diff: 0 no changes, 1 they differ (as diff(1)), 2 a file does not load."))
+@policy.command(
+    epilog=epilog("policy diff: 0 no changes, 1 they differ (as diff(1)), 2 a file does not load.")
+)
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
 @click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")

@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 class DerivedAnswer(BaseModel):
     """The model's answer: a policy model's predicates and rules, in the file's shape."""
 
@@ -103,10 +102,16 @@ def policy_text(profile: Profile, answer: DerivedAnswer) -> str:
         entry["source"] = f"guard request of profile {profile.name}"
         entry["review"] = "proposed"
         rules.append(entry)
-    doc = {"format": FORMAT, "name": f"{profile.name}-derived", "version": "1",
-           "description": f"Derived by a model from the guard request of {profile.name}; "
-                          "every rule awaits review.",
-           "violations": answer.violations, "predicates": answer.predicates, "rules": rules}
+    doc = {
+        "format": FORMAT,
+        "name": f"{profile.name}-derived",
+        "version": "1",
+        "description": f"Derived by a model from the guard request of {profile.name}; "
+        "every rule awaits review.",
+        "violations": answer.violations,
+        "predicates": answer.predicates,
+        "rules": rules,
+    }
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
 
 
@@ -129,8 +134,10 @@ def problems(profile: Profile, text: str) -> list[str]:
             except ExpressionError as exc:
                 found.append(f"predicate {pred.name!r}: expression {how.expression!r} {exc}")
         elif how.tool is None or how.tool not in functions or not pred.target:
-            found.append(f"predicate {pred.name!r}: assign with a toolbox reader needs the "
-                         "reader's name and a target (group.item); else give an expression")
+            found.append(
+                f"predicate {pred.name!r}: assign with a toolbox reader needs the "
+                "reader's name and a target (group.item); else give an expression"
+            )
     from guardagent.policy.check import check_model  # z3: only when rules are derived
 
     found += [f"policy check: {f.message}" for f in check_model(model).errors]
@@ -148,37 +155,53 @@ def disagreements(profile: Profile, model: PolicyModel) -> list[str]:
         try:
             got = oracle.decide(Event(demo.agent_input, demo.agent_output))
         except Exception as exc:  # noqa: BLE001 - a reader refuses the demonstration
-            found.append(f"demonstration {demo.id!r}: the rules cannot decide it "
-                         f"({type(exc).__name__}: {exc})")  # fmt: skip
+            found.append(
+                f"demonstration {demo.id!r}: the rules cannot decide it "
+                f"({type(exc).__name__}: {exc})"
+            )
             continue
-        if got.label != demo.label or (demo.label == 1
-                                       and not same_details(got.details, demo.details)):
-            found.append(f"demonstration {demo.id!r} is labelled {demo.label} {demo.details} "
-                         f"but the rules give {got.label} {got.details}")  # fmt: skip
+        if got.label != demo.label or (
+            demo.label == 1 and not same_details(got.details, demo.details)
+        ):
+            found.append(
+                f"demonstration {demo.id!r} is labelled {demo.label} {demo.details} "
+                f"but the rules give {got.label} {got.details}"
+            )
     return found
 
 
-def derive_policy(profile: Profile, model: BaseChatModel, *,
-                  attempts: int = DEFAULT_ATTEMPTS) -> Derivation:  # fmt: skip
+def derive_policy(
+    profile: Profile, model: BaseChatModel, *, attempts: int = DEFAULT_ATTEMPTS
+) -> Derivation:
     """Ask `model` for the request's rules and check them (see the module docstring).
 
     Raises:
         ModelCallError: the model cannot be reached at all.
     """
-    user = DERIVE_USER.format(guard_request=profile.guard_request,
-                              agent_specification=profile.agent_specification,
-                              toolbox=profile.tools().describe())  # fmt: skip
+    user = DERIVE_USER.format(
+        guard_request=profile.guard_request,
+        agent_specification=profile.agent_specification,
+        toolbox=profile.tools().describe(),
+    )
 
     def validate(answer: DerivedAnswer) -> list[str]:
         return problems(profile, policy_text(profile, answer))
 
-    answer = ask_json(model, DERIVE_SYSTEM, user, DerivedAnswer, validate, attempts=attempts,
-                      run_name="guardagent.authoring.derive")  # fmt: skip
+    answer = ask_json(
+        model,
+        DERIVE_SYSTEM,
+        user,
+        DerivedAnswer,
+        validate,
+        attempts=attempts,
+        run_name="guardagent.authoring.derive",
+    )
     if answer.value is None:
         return Derivation(None, calls=answer.attempts, errors=answer.errors)
     text = policy_text(profile, answer.value)
-    return Derivation(load_policy_text(text, f"{profile.name}-derived.yaml"), text,
-                      calls=answer.attempts)  # fmt: skip
+    return Derivation(
+        load_policy_text(text, f"{profile.name}-derived.yaml"), text, calls=answer.attempts
+    )
 
 
 # --------------------------------------------------------------------------- cache
@@ -189,8 +212,9 @@ def cache_path(profile: Profile, memory_dir: str | Path) -> Path:
     return Path(memory_dir) / DERIVED_DIR / f"{profile.name}-{profile.fingerprint[:16]}.yaml"
 
 
-def save(profile: Profile, derivation: Derivation, memory_dir: str | Path,
-         key: str | bytes | None = None) -> Path | None:  # fmt: skip
+def save(
+    profile: Profile, derivation: Derivation, memory_dir: str | Path, key: str | bytes | None = None
+) -> Path | None:
     """Write the derived policy, its tag and its sign-off record (None: no key, nothing written).
 
     A derivation over an earlier one takes a higher sign-off version, so the earlier file
@@ -205,8 +229,9 @@ def save(profile: Profile, derivation: Derivation, memory_dir: str | Path,
     return path
 
 
-def load_cached(profile: Profile, memory_dir: str | Path,
-                key: str | bytes | None = None) -> Derivation | None:  # fmt: skip
+def load_cached(
+    profile: Profile, memory_dir: str | Path, key: str | bytes | None = None
+) -> Derivation | None:
     """The cached derivation for `profile`'s request, if its file is there and its sign-off checks.
 
     The tag must check and the file must not be older than its latest sign-off (see
@@ -220,8 +245,11 @@ def load_cached(profile: Profile, memory_dir: str | Path,
     try:
         text = read_signed(path, secret, profile.fingerprint).text
     except SignoffError as exc:
-        log.warning("derived rules in %s are not used: %s (edited outside `guardagent policy "
-                    "review`?)", path, exc)  # fmt: skip
+        log.warning(
+            "derived rules in %s are not used: %s (edited outside `guardagent policy review`?)",
+            path,
+            exc,
+        )
         return None
     found = problems(profile, text)
     if found:
@@ -245,13 +273,20 @@ def needs_derivation(profile: Profile) -> bool:
         from guardagent.counterfactuals.oracles import table_oracle
         from guardagent.counterfactuals.suite import quoted_problems
 
-        _NEEDS[key] = not profile.policy_model and table_oracle(profile) is None and bool(
-            quoted_problems(profile)[1])  # fmt: skip
+        _NEEDS[key] = (
+            not profile.policy_model
+            and table_oracle(profile) is None
+            and bool(quoted_problems(profile)[1])
+        )
     return _NEEDS[key]
 
 
-def ensure_derived(profile: Profile, model: BaseChatModel | None, memory_dir: str | Path | None,
-                   key: str | bytes | None = None) -> Derivation | None:  # fmt: skip
+def ensure_derived(
+    profile: Profile,
+    model: BaseChatModel | None,
+    memory_dir: str | Path | None,
+    key: str | bytes | None = None,
+) -> Derivation | None:
     """The derived rules of `profile`, registered for its oracle: in process, cache, or new.
 
     Returns None when the profile needs no derivation (it has a table or a policy model, or
@@ -310,9 +345,13 @@ def derived_note(profile: Profile) -> str | None:
     model, where = entry
     approved = sum(r.review in ("approved", "edited") for r in model.rules)
     shown = where or "(in this process only: no memory key)"
-    line = (f"oracle: {len(model.rules)} rule(s) derived by a model from the guard request, "
-            f"{approved} approved; read them with `guardagent policy review {shown}`")
+    line = (
+        f"oracle: {len(model.rules)} rule(s) derived by a model from the guard request, "
+        f"{approved} approved; read them with `guardagent policy review {shown}`"
+    )
     if profile.approved_only and approved < len(model.rules):
-        line += (f"; approved_only: only approved rules guard (`guardagent policy review "
-                 f"{shown} --approve RULE_ID`)")
+        line += (
+            f"; approved_only: only approved rules guard (`guardagent policy review "
+            f"{shown} --approve RULE_ID`)"
+        )
     return line

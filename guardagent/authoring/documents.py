@@ -229,8 +229,7 @@ def _sections(file: str, blocks: list[Block], *, strip_title: bool = True) -> li
         if paragraphs:
             headings = tuple(t for _, t in path)
             section = Section(file, headings)
-            refs = tuple(Paragraph(f"{section.ref}:p{i}", p) for i, p in
-                         enumerate(paragraphs, 1))  # fmt: skip
+            refs = tuple(Paragraph(f"{section.ref}:p{i}", p) for i, p in enumerate(paragraphs, 1))
             out.append(Section(file, headings, refs))
             paragraphs.clear()
 
@@ -256,12 +255,21 @@ def _unique(sections: list[Section]) -> list[Section]:
         if count == 1:
             out.append(section)
             continue
-        headings = (*section.headings[:-1], f"{section.headings[-1] if section.headings else 'top'}"
-                    f" ~{count}")  # fmt: skip
+        headings = (
+            *section.headings[:-1],
+            f"{section.headings[-1] if section.headings else 'top'} ~{count}",
+        )
         fresh = Section(section.file, headings)
-        out.append(Section(section.file, headings, tuple(
-            Paragraph(f"{fresh.ref}:p{i}", p.text) for i, p in enumerate(section.paragraphs, 1)
-        )))
+        out.append(
+            Section(
+                section.file,
+                headings,
+                tuple(
+                    Paragraph(f"{fresh.ref}:p{i}", p.text)
+                    for i, p in enumerate(section.paragraphs, 1)
+                ),
+            )
+        )
     return out
 
 
@@ -286,6 +294,7 @@ def read_document(path: str | Path) -> list[Section]:
     elif suffix in (".txt", ".text", ""):
         blocks = _text_blocks(text)
     else:
-        raise DocumentError(f"{file.name}: unknown document type {suffix!r} "
-                            "(use .md, .txt, .html or .pdf)")  # fmt: skip
+        raise DocumentError(
+            f"{file.name}: unknown document type {suffix!r} (use .md, .txt, .html or .pdf)"
+        )
     return _sections(file.name, blocks)

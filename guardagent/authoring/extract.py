@@ -120,18 +120,31 @@ class Extraction:
         return {
             "ok": self.ok,
             "sections": [
-                {"ref": s.ref, "title": s.title, "attempts": s.attempts, "policies": s.policies,
-                 "rules": s.rules, "errors": s.errors}
+                {
+                    "ref": s.ref,
+                    "title": s.title,
+                    "attempts": s.attempts,
+                    "policies": s.policies,
+                    "rules": s.rules,
+                    "errors": s.errors,
+                }
                 for s in self.sections
-            ],  # fmt: skip
+            ],
             "failed_sections": [s.ref for s in self.failed],
-            "check": None if self.check is None else {
+            "check": None
+            if self.check is None
+            else {
                 "ok": self.check.ok,
                 "findings": [
-                    {"severity": f.severity, "code": f.code, "message": f.message,
-                     "rules": list(f.rules)}
-                    for f in self.check.findings if f.severity != "info"
-                ],  # fmt: skip
+                    {
+                        "severity": f.severity,
+                        "code": f.code,
+                        "message": f.message,
+                        "rules": list(f.rules),
+                    }
+                    for f in self.check.findings
+                    if f.severity != "info"
+                ],
             },
             "predicates": 0 if self.model is None else len(self.model.predicates),
             "rules_count": 0 if self.model is None else len(self.model.rules),
@@ -140,8 +153,9 @@ class Extraction:
 
 def _same_words(text: str) -> str:
     """Whitespace and typographic quotes normalised, for span matching."""
-    table = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-                           "\u2013": "-", "\u2014": "-"})  # fmt: skip
+    table = str.maketrans(
+        {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+    )
     return normalize_space(text.translate(table))
 
 
@@ -165,8 +179,9 @@ class _Builder:
     def known(self) -> str:
         if not self.predicates:
             return "(none yet)"
-        return "\n".join(f"* {p.name} ({p.kind}): {p.description}"
-                         for p in self.predicates.values())  # fmt: skip
+        return "\n".join(
+            f"* {p.name} ({p.kind}): {p.description}" for p in self.predicates.values()
+        )
 
     def problems(self, section: Section, answer: SectionAnswer) -> list[str]:
         """Everything wrong with an answer; empty means it can be added as is."""
@@ -176,32 +191,44 @@ class _Builder:
             where = f"policies[{i}]"
             para = paragraphs.get(_paragraph_ref(section, policy.reference))
             if para is None:
-                errors.append(f"{where}.reference {policy.reference!r} is not a paragraph of "
-                              f"this section (use one of: {', '.join(paragraphs)})")  # fmt: skip
+                errors.append(
+                    f"{where}.reference {policy.reference!r} is not a paragraph of "
+                    f"this section (use one of: {', '.join(paragraphs)})"
+                )
             elif not policy.text.strip() or _same_words(policy.text) not in _same_words(para):
-                errors.append(f"{where}.text is not a verbatim span of {policy.reference}: "
-                              "copy the exact words of the paragraph")  # fmt: skip
+                errors.append(
+                    f"{where}.text is not a verbatim span of {policy.reference}: "
+                    "copy the exact words of the paragraph"
+                )
             kinds = {n: p.kind for n, p in self.predicates.items()}
             for pred in policy.predicates:
                 if not _NAME.fullmatch(pred.name):
-                    errors.append(f"{where}: predicate name {pred.name!r} must use letters, "
-                                  "digits and _ (no leading digit)")  # fmt: skip
+                    errors.append(
+                        f"{where}: predicate name {pred.name!r} must use letters, "
+                        "digits and _ (no leading digit)"
+                    )
                 elif kinds.get(pred.name, pred.kind) != pred.kind:
-                    errors.append(f"{where}: predicate {pred.name!r} is already declared as "
-                                  f"{kinds[pred.name]}, not {pred.kind}")  # fmt: skip
+                    errors.append(
+                        f"{where}: predicate {pred.name!r} is already declared as "
+                        f"{kinds[pred.name]}, not {pred.kind}"
+                    )
                 else:
                     kinds[pred.name] = pred.kind
             for j, rule in enumerate(policy.rules):
                 try:
                     formula = parse_logic(rule.logic)
                 except LogicSyntaxError as exc:
-                    errors.append(f"{where}.rules[{j}].logic {rule.logic!r}: {exc.message} "
-                                  f"(column {exc.column})")  # fmt: skip
+                    errors.append(
+                        f"{where}.rules[{j}].logic {rule.logic!r}: {exc.message} "
+                        f"(column {exc.column})"
+                    )
                     continue
                 missing = [n for n in variables(formula) if n not in kinds]
                 if missing:
-                    errors.append(f"{where}.rules[{j}].logic uses undeclared predicate(s) "
-                                  f"{', '.join(missing)}: declare them in predicates")  # fmt: skip
+                    errors.append(
+                        f"{where}.rules[{j}].logic uses undeclared predicate(s) "
+                        f"{', '.join(missing)}: declare them in predicates"
+                    )
         return errors
 
     def add(self, section: Section, answer: SectionAnswer) -> list[str]:
@@ -211,27 +238,38 @@ class _Builder:
         for policy in answer.policies:
             for pred in policy.predicates:
                 if pred.name not in self.predicates:
-                    self.predicates[pred.name] = Predicate(pred.name, pred.kind,
-                                                           pred.description.strip())
+                    self.predicates[pred.name] = Predicate(
+                        pred.name, pred.kind, pred.description.strip()
+                    )
             ref = _paragraph_ref(section, policy.reference)
             span = _same_words(policy.text)
             paragraph = _same_words(paragraphs[ref])
             start = paragraph.find(span)
-            span = paragraph[start:start + len(span)]  # the document's words, not the model's
-            base = f"{slug(section.headings[-1]) if section.headings else 'top'}-" \
-                   f"{ref.rsplit(':', 1)[-1]}"
+            span = paragraph[start : start + len(span)]  # the document's words, not the model's
+            base = (
+                f"{slug(section.headings[-1]) if section.headings else 'top'}-"
+                f"{ref.rsplit(':', 1)[-1]}"
+            )
             policy_text = policy.definition.strip()
             if policy.scope.strip():
                 policy_text += f" (scope: {policy.scope.strip()})"
             for rule in policy.rules:
                 formula = parse_logic(rule.logic)
                 rule_id = self._fresh_id(base)
-                self.rules.append(Rule(
-                    id=rule_id, logic=render(formula), formula=formula, template="",
-                    risk_types=tuple(rule.risk_types), source=ref,
-                    policy=rule.policy.strip() or policy_text,
-                    remediation=rule.remediation.strip(), span=span, review="proposed",
-                ))  # fmt: skip
+                self.rules.append(
+                    Rule(
+                        id=rule_id,
+                        logic=render(formula),
+                        formula=formula,
+                        template="",
+                        risk_types=tuple(rule.risk_types),
+                        source=ref,
+                        policy=rule.policy.strip() or policy_text,
+                        remediation=rule.remediation.strip(),
+                        span=span,
+                        review="proposed",
+                    )
+                )
                 added.append(rule_id)
         return added
 
@@ -243,16 +281,22 @@ class _Builder:
         return f"{base}-{n}"
 
 
-def assemble(name: str, description: str, predicates: Sequence[Predicate],
-             rules: Sequence[Rule]) -> tuple[PolicyModel, str]:  # fmt: skip
+def assemble(
+    name: str, description: str, predicates: Sequence[Predicate], rules: Sequence[Rule]
+) -> tuple[PolicyModel, str]:
     """The policy model as the loader reads it (the file format is the contract).
 
     Raises:
         PolicyError: the assembled model does not load (a bug here, not the model's).
     """
-    draft = PolicyModel(name=name, version="1", description=description,
-                        predicates=tuple(predicates), rules=tuple(rules),
-                        approved_only=True)  # fmt: skip
+    draft = PolicyModel(
+        name=name,
+        version="1",
+        description=description,
+        predicates=tuple(predicates),
+        rules=tuple(rules),
+        approved_only=True,
+    )
     text = dump_policy(draft)
     return load_policy_text(text, f"{name}.yaml"), text
 
@@ -281,14 +325,23 @@ def extract_policy(
         bar.set_postfix_str(section.title[:40])
         outcome = SectionOutcome(section.ref, section.title)
         outcomes.append(outcome)
-        user = EXTRACT_USER.format(title=section.title, ref=section.ref,
-                                   known=builder.known(), text=section.text)  # fmt: skip
+        user = EXTRACT_USER.format(
+            title=section.title, ref=section.ref, known=builder.known(), text=section.text
+        )
+
         def validate(answer: SectionAnswer, section: Section = section) -> list[str]:
             return builder.problems(section, answer)
 
         try:
-            answer = ask_json(model, EXTRACT_SYSTEM, user, SectionAnswer, validate,
-                              attempts=attempts, run_name="guardagent.authoring.extract")
+            answer = ask_json(
+                model,
+                EXTRACT_SYSTEM,
+                user,
+                SectionAnswer,
+                validate,
+                attempts=attempts,
+                run_name="guardagent.authoring.extract",
+            )
         except ModelCallError as exc:
             outcome.errors = [f"model call failed: {exc}"]
             outcome.attempts += 1
@@ -302,8 +355,12 @@ def extract_policy(
     bar.close()
     stem = name or (Path(documents[0]).stem if documents else "extracted")
     files = ", ".join(Path(d).name for d in documents)
-    policy, text = assemble(stem, f"Extracted from {files}; every rule awaits review.",
-                            list(builder.predicates.values()), builder.rules)  # fmt: skip
+    policy, text = assemble(
+        stem,
+        f"Extracted from {files}; every rule awaits review.",
+        list(builder.predicates.values()),
+        builder.rules,
+    )
     return Extraction(policy, text, outcomes, check_model(policy))
 
 

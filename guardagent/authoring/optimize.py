@@ -59,8 +59,26 @@ Step = Literal["extracted", "refinement", "pruning"]
 BATCH = 20
 """Rules per refinement or scoring question."""
 
-_STOP = frozenset({"a", "an", "the", "of", "to", "is", "on", "in", "for", "with", "by", "has",
-                   "be", "are", "and", "or"})  # fmt: skip
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "is",
+        "on",
+        "in",
+        "for",
+        "with",
+        "by",
+        "has",
+        "be",
+        "are",
+        "and",
+        "or",
+    }
+)
 
 
 # --------------------------------------------------------------------------- formulas
@@ -100,8 +118,11 @@ class _Z3:
         return bool(solver.check() == z3.sat)
 
     def tree(self) -> list[Any]:
-        return [z3.Implies(self.bools[c], self.var(p)) for c, p in self.parents.items()
-                if p is not None and c in self.bools]  # fmt: skip
+        return [
+            z3.Implies(self.bools[c], self.var(p))
+            for c, p in self.parents.items()
+            if p is not None and c in self.bools
+        ]
 
 
 def _parents(predicates: Iterable[Predicate]) -> dict[str, str | None]:
@@ -125,13 +146,17 @@ class _State:
 
     def model(self) -> PolicyModel:
         """Through the loader, so every step leaves a policy the format accepts."""
-        draft = dataclasses.replace(self.base, predicates=tuple(self.predicates.values()),
-                                    rules=tuple(self.rules))  # fmt: skip
+        draft = dataclasses.replace(
+            self.base, predicates=tuple(self.predicates.values()), rules=tuple(self.rules)
+        )
         return load_policy_text(dump_policy(draft), self.base.path or "<optimized>")
 
     def key(self) -> str:
-        return dump_policy(dataclasses.replace(
-            self.base, predicates=tuple(self.predicates.values()), rules=tuple(self.rules)))
+        return dump_policy(
+            dataclasses.replace(
+                self.base, predicates=tuple(self.predicates.values()), rules=tuple(self.rules)
+            )
+        )
 
     def active(self) -> list[Rule]:
         return [r for r in self.rules if r.review != "rejected"]
@@ -203,8 +228,11 @@ def merge_predicates(state: _State) -> list[str]:
             if not same and p.kind == "condition" == q.kind:
                 overlap = _tokens(p.name) & _tokens(q.name)
                 union = _tokens(p.name) | _tokens(q.name)
-                same = bool(union) and len(overlap) / len(union) >= 0.5 and \
-                    _interchangeable(state, p.name, q.name)
+                same = (
+                    bool(union)
+                    and len(overlap) / len(union) >= 0.5
+                    and _interchangeable(state, p.name, q.name)
+                )
             if same:
                 state.rename(q.name, p.name)
                 merged.append(f"{q.name} -> {p.name}")
@@ -215,8 +243,11 @@ def merge_predicates(state: _State) -> list[str]:
 
 def _applies(state: _State, rule: Rule) -> frozenset[str] | None:
     """Actions whose circuit holds the rule (with their descendants); None: every event."""
-    named = [n for n in (*names_in(rule.formula), *rule.actions)
-             if state.predicates.get(n) is not None and state.predicates[n].kind == "action"]
+    named = [
+        n
+        for n in (*names_in(rule.formula), *rule.actions)
+        if state.predicates.get(n) is not None and state.predicates[n].kind == "action"
+    ]
     if not named:
         return None
     model_tree = _parents(state.predicates.values())
@@ -242,8 +273,13 @@ def drop_implied(state: _State) -> list[dict[str, Any]]:
     )
     for rule in order:
         scope = _applies(state, rule)
-        support = [s for s in state.active() if s.hard and s.id != rule.id and (
-            (sa := _applies(state, s)) is None or (scope is not None and scope <= sa))]
+        support = [
+            s
+            for s in state.active()
+            if s.hard
+            and s.id != rule.id
+            and ((sa := _applies(state, s)) is None or (scope is not None and scope <= sa))
+        ]
         z = _Z3(_parents(state.predicates.values()))
         terms = {s.id: z.term(s) for s in support}
         if not z.valid(list(terms.values()), z.term(rule)):
@@ -308,8 +344,7 @@ class Scores(BaseModel):
 
 
 def _predicate_lines(state: _State) -> str:
-    return "\n".join(f"* {p.name} ({p.kind}): {p.description}"
-                     for p in state.predicates.values())  # fmt: skip
+    return "\n".join(f"* {p.name} ({p.kind}): {p.description}" for p in state.predicates.values())
 
 
 def _rule_lines(rules: Sequence[Rule], *, sources: bool) -> str:
@@ -317,7 +352,7 @@ def _rule_lines(rules: Sequence[Rule], *, sources: bool) -> str:
     for r in rules:
         line = f"- {r.id}: {r.logic} -- {r.policy or '(no text)'}"
         if sources and r.span:
-            line += f" -- source: \"{r.span}\""
+            line += f' -- source: "{r.span}"'
         lines.append(line)
     return "\n".join(lines)
 
@@ -363,32 +398,46 @@ def apply_proposal(state: _State, prop: Proposal) -> str | None:
     for name, body in definitions.items():
         if set(names_in(body)) & set(definitions):
             return f"definition of {name!r} uses a predicate it replaces"
-    new_preds = {p.name: Predicate(p.name, p.kind, p.description.strip())
-                 for p in prop.predicates if p.name not in state.predicates}  # fmt: skip
+    new_preds = {
+        p.name: Predicate(p.name, p.kind, p.description.strip())
+        for p in prop.predicates
+        if p.name not in state.predicates
+    }
     for name in definitions:
         kind = state.predicates[name].kind
-        used = [n for n in names_in(definitions[name])
-                if (new_preds.get(n) or state.predicates.get(n)) is not None]
+        used = [
+            n
+            for n in names_in(definitions[name])
+            if (new_preds.get(n) or state.predicates.get(n)) is not None
+        ]
         bad = [n for n in used if (new_preds.get(n) or state.predicates[n]).kind != kind]
         if kind == "action" and bad:
             return f"action {name!r} must be defined over actions, not {', '.join(bad)}"
     fresh = []
     for k, spec in enumerate(prop.rules, 1):
         formula = parse_logic(spec.logic)
-        fresh.append(dataclasses.replace(
-            old, id=f"{old.id}.{k}", formula=formula, logic=render(formula),
-            policy=spec.policy.strip() or old.policy,
-            remediation=spec.remediation.strip() or old.remediation,
-            review="proposed" if old.review is not None else None,
-        ))  # fmt: skip
+        fresh.append(
+            dataclasses.replace(
+                old,
+                id=f"{old.id}.{k}",
+                formula=formula,
+                logic=render(formula),
+                policy=spec.policy.strip() or old.policy,
+                remediation=spec.remediation.strip() or old.remediation,
+                review="proposed" if old.review is not None else None,
+            )
+        )
     parents = _parents([*state.predicates.values(), *new_preds.values()])
     z = _Z3(parents)
     target = z.term(_with_formula(old, substitute(old.formula, definitions)))
     if not z.valid([z.term(r) for r in fresh], target):
-        return (f"the refined rules do not imply {old.id!r} ({old.logic}) under the "
-                "definitions: the refinement would weaken the policy")
-    rest = [_with_formula(r, substitute(r.formula, definitions))
-            for r in state.rules if r.id != old.id]  # fmt: skip
+        return (
+            f"the refined rules do not imply {old.id!r} ({old.logic}) under the "
+            "definitions: the refinement would weaken the policy"
+        )
+    rest = [
+        _with_formula(r, substitute(r.formula, definitions)) for r in state.rules if r.id != old.id
+    ]
     hard = [z.term(r) for r in (*rest, *fresh) if r.hard and r.review != "rejected"]
     if not z.satisfiable(hard):
         return "the refined rules contradict the other hard rules"
@@ -396,10 +445,13 @@ def apply_proposal(state: _State, prop: Proposal) -> str | None:
     if any(r.id in ids for r in fresh):
         return "the refined rule ids clash with existing rules"
     index = state.rules.index(old)
-    state.rules = [_with_formula(r, substitute(r.formula, definitions))
-                   if set(definitions) & set(names_in(r.formula)) else r
-                   for r in state.rules]  # fmt: skip
-    state.rules[index:index + 1] = fresh
+    state.rules = [
+        _with_formula(r, substitute(r.formula, definitions))
+        if set(definitions) & set(names_in(r.formula))
+        else r
+        for r in state.rules
+    ]
+    state.rules[index : index + 1] = fresh
     state.predicates.update(new_preds)
     for name in definitions:
         state.predicates.pop(name, None)
@@ -413,26 +465,38 @@ def refine(state: _State, model: BaseChatModel, attempts: int) -> dict[str, Any]
     errors: list[str] = []
     rules = state.active()
     for start in range(0, len(rules), BATCH):
-        batch = [r for r in rules[start:start + BATCH] if r in state.rules]
+        batch = [r for r in rules[start : start + BATCH] if r in state.rules]
         if not batch:
             continue
-        user = REFINE_USER.format(predicates=_predicate_lines(state),
-                                  rules=_rule_lines(batch, sources=True))  # fmt: skip
-        answer = ask_json(model, REFINE_SYSTEM, user, Proposals,
-                          lambda a: _proposal_problems(state, a), attempts=attempts,
-                          run_name="guardagent.policy.refine")  # fmt: skip
+        user = REFINE_USER.format(
+            predicates=_predicate_lines(state), rules=_rule_lines(batch, sources=True)
+        )
+        answer = ask_json(
+            model,
+            REFINE_SYSTEM,
+            user,
+            Proposals,
+            lambda a: _proposal_problems(state, a),
+            attempts=attempts,
+            run_name="guardagent.policy.refine",
+        )
         if answer.value is None:
             errors += answer.errors
             continue
         for prop in answer.value.proposals:
             reason = apply_proposal(state, prop)
             if reason is None:
-                accepted.append({"rule": prop.rule, "into": [f"{prop.rule}.{k}" for k in
-                                                             range(1, len(prop.rules) + 1)],
-                                 "definitions": prop.definitions})  # fmt: skip
+                accepted.append(
+                    {
+                        "rule": prop.rule,
+                        "into": [f"{prop.rule}.{k}" for k in range(1, len(prop.rules) + 1)],
+                        "definitions": prop.definitions,
+                    }
+                )
             else:
-                rejected.append({"rule": prop.rule, "reason": reason,
-                                 "rules": [r.logic for r in prop.rules]})  # fmt: skip
+                rejected.append(
+                    {"rule": prop.rule, "reason": reason, "rules": [r.logic for r in prop.rules]}
+                )
     return {"accepted": accepted, "rejected": rejected, "errors": errors}
 
 
@@ -449,27 +513,35 @@ class _Scorer:
         rules = state.active()
         todo = [r for r in rules if r.logic not in self.cache]
         for start in range(0, len(todo), BATCH):
-            batch = todo[start:start + BATCH]
+            batch = todo[start : start + BATCH]
             wanted = {r.id for r in batch}
 
             def complete(a: Scores, wanted: set[str] = wanted) -> list[str]:
                 missing = sorted(wanted - set(a.scores))
                 bad = [k for k, v in a.scores.items() if not 0.0 <= v <= 1.0]
-                return ([f"no score for rule(s) {', '.join(missing)}"] if missing else []) + \
-                    [f"score of {k} must be between 0 and 1" for k in bad]
+                return ([f"no score for rule(s) {', '.join(missing)}"] if missing else []) + [
+                    f"score of {k} must be between 0 and 1" for k in bad
+                ]
 
-            user = VAGUENESS_USER.format(predicates=_predicate_lines(state),
-                                         rules=_rule_lines(batch, sources=False))  # fmt: skip
-            answer = ask_json(self.model, VAGUENESS_SYSTEM, user, Scores, complete,
-                              attempts=self.attempts, run_name="guardagent.policy.vagueness")
+            user = VAGUENESS_USER.format(
+                predicates=_predicate_lines(state), rules=_rule_lines(batch, sources=False)
+            )
+            answer = ask_json(
+                self.model,
+                VAGUENESS_SYSTEM,
+                user,
+                Scores,
+                complete,
+                attempts=self.attempts,
+                run_name="guardagent.policy.vagueness",
+            )
             if answer.value is None:
                 self.errors += answer.errors
                 continue
             for r in batch:
                 self.cache[r.logic] = answer.value.scores[r.id]
         scored = [self.cache[r.logic] for r in rules if r.logic in self.cache]
-        return round(sum(scored) / len(scored), 4) if scored and len(scored) == len(rules) \
-            else None
+        return round(sum(scored) / len(scored), 4) if scored and len(scored) == len(rules) else None
 
 
 # --------------------------------------------------------------------------- the loop
@@ -504,12 +576,18 @@ class Optimization:
             "policy": self.model.name,
             "converged": self.converged,
             "refinement": self.used_model,
-            "before": {"predicates": first.predicates, "rules": first.rules,
-                       "vagueness": first.vagueness},
-            "after": {"predicates": last.predicates, "rules": last.rules,
-                      "vagueness": last.vagueness},
+            "before": {
+                "predicates": first.predicates,
+                "rules": first.rules,
+                "vagueness": first.vagueness,
+            },
+            "after": {
+                "predicates": last.predicates,
+                "rules": last.rules,
+                "vagueness": last.vagueness,
+            },
             "steps": [dataclasses.asdict(s) for s in self.steps],
-        }  # fmt: skip
+        }
 
 
 def optimize_policy(
@@ -532,8 +610,16 @@ def optimize_policy(
     scorer = _Scorer(model, attempts) if model is not None and score else None
 
     def record(iteration: int, step: Step, details: dict[str, Any]) -> None:
-        steps.append(StepStats(iteration, step, len(state.predicates), len(state.active()),
-                               scorer.mean(state) if scorer else None, details))  # fmt: skip
+        steps.append(
+            StepStats(
+                iteration,
+                step,
+                len(state.predicates),
+                len(state.active()),
+                scorer.mean(state) if scorer else None,
+                details,
+            )
+        )
 
     steps: list[StepStats] = []
     record(0, "extracted", {})
@@ -582,19 +668,37 @@ def plot_stats(result: Optimization, path: Path) -> None:
             if value is None:
                 continue
             offset = {"extracted": 0.0, "refinement": -0.2, "pruning": 0.2}[step.step]
-            ax.bar(step.iteration + offset, value, width=0.4 if step.iteration else 0.6,
-                   color=colours[step.step])  # fmt: skip
+            ax.bar(
+                step.iteration + offset,
+                value,
+                width=0.4 if step.iteration else 0.6,
+                color=colours[step.step],
+            )
         ax.set_xticks(sorted({s.iteration for s in result.steps}))
         ax.set_xlabel("iteration")
         ax.set_title(label)
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    fig.legend(handles, ["extracted", "verifiability refinement", "redundancy pruning"],
-               loc="lower center", ncol=3, frameon=False)  # fmt: skip
+    fig.legend(
+        handles,
+        ["extracted", "verifiability refinement", "redundancy pruning"],
+        loc="lower center",
+        ncol=3,
+        frameon=False,
+    )
     fig.suptitle(f"Policy structure optimisation: {result.model.name}")
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-__all__ = ["ModelCallError", "Optimization", "StepStats", "optimize_policy", "plot_stats",
-           "write_stats", "substitute", "apply_proposal", "prune"]  # fmt: skip
+__all__ = [
+    "ModelCallError",
+    "Optimization",
+    "StepStats",
+    "optimize_policy",
+    "plot_stats",
+    "write_stats",
+    "substitute",
+    "apply_proposal",
+    "prune",
+]

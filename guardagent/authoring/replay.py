@@ -31,7 +31,7 @@ from guardagent.readers.textio import read_text_file
 def _field(text: str, label: str) -> str | None:
     for line in text.splitlines():
         if line.startswith(label):
-            return line[len(label):].strip()
+            return line[len(label) :].strip()
     return None
 
 

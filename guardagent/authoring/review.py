@@ -64,7 +64,7 @@ def rule_card(rule: Rule) -> str:
     if rule.source:
         lines.append(f"  source: {rule.source}")
     if rule.span:
-        lines.append(f"  text:   \"{rule.span}\"")
+        lines.append(f'  text:   "{rule.span}"')
     return "\n".join(lines)
 
 
@@ -93,11 +93,13 @@ def apply_decisions(model: PolicyModel, decisions: Iterable[ReviewDecision]) -> 
             try:
                 formula = parse_logic(d.logic)
             except LogicSyntaxError as exc:
-                issues.append(PolicyIssue(f"edit of {d.rule_id!r}: {exc.message} "
-                                          f"(column {exc.column})"))  # fmt: skip
+                issues.append(
+                    PolicyIssue(f"edit of {d.rule_id!r}: {exc.message} (column {exc.column})")
+                )
                 continue
-            rules[d.rule_id] = dataclasses.replace(rule, logic=" ".join(d.logic.split()),
-                                                   formula=formula, review="edited")
+            rules[d.rule_id] = dataclasses.replace(
+                rule, logic=" ".join(d.logic.split()), formula=formula, review="edited"
+            )
     if issues:
         raise PolicyError(issues)
     draft = dataclasses.replace(model, rules=tuple(rules[r.id] for r in model.rules))
@@ -164,8 +166,7 @@ def diff_policies(old: PolicyModel, new: PolicyModel) -> list[Change]:
         if name not in old_preds:
             changes.append(Change("predicate added", name, f"{pred.kind}: {pred.description}"))
         elif old_preds[name].kind != pred.kind:
-            changes.append(Change("predicate kind", name,
-                                  f"{old_preds[name].kind} -> {pred.kind}"))  # fmt: skip
+            changes.append(Change("predicate kind", name, f"{old_preds[name].kind} -> {pred.kind}"))
         elif old_preds[name].description != pred.description:
             changes.append(Change("predicate text", name, pred.description))
     for name, pred in old_preds.items():
@@ -178,14 +179,21 @@ def diff_policies(old: PolicyModel, new: PolicyModel) -> list[Change]:
             changes.append(Change("rule added", rule_id, f"{rule.logic} [{rule.review or '-'}]"))
             continue
         if before.formula != rule.formula or before.actions != rule.actions:
-            changes.append(Change("rule logic", rule_id, f"{before.logic} -> {rule.logic} "
-                                  f"({relation(before, rule)})"))  # fmt: skip
+            changes.append(
+                Change(
+                    "rule logic",
+                    rule_id,
+                    f"{before.logic} -> {rule.logic} ({relation(before, rule)})",
+                )
+            )
         if before.review != rule.review:
-            changes.append(Change("rule review", rule_id,
-                                  f"{before.review or '-'} -> {rule.review or '-'}"))  # fmt: skip
+            changes.append(
+                Change("rule review", rule_id, f"{before.review or '-'} -> {rule.review or '-'}")
+            )
         if before.hard != rule.hard:
-            changes.append(Change("rule hardness", rule_id,
-                                  "hard -> soft" if before.hard else "soft -> hard"))  # fmt: skip
+            changes.append(
+                Change("rule hardness", rule_id, "hard -> soft" if before.hard else "soft -> hard")
+            )
         for key in ("policy", "remediation", "source", "span"):
             if getattr(before, key) != getattr(rule, key):
                 changes.append(Change(f"rule {key}", rule_id, getattr(rule, key) or "(removed)"))

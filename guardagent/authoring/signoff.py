@@ -62,8 +62,9 @@ class Signed:
 
 def sign(key: bytes, fingerprint: str, text: str, version: int = 0) -> str:
     """The tag over a derived policy file, the request it is for and its sign-off version."""
-    parts = [_TAG_V1, fingerprint, text] if version == 0 else [_TAG, fingerprint, str(version),
-                                                              text]  # fmt: skip
+    parts = (
+        [_TAG_V1, fingerprint, text] if version == 0 else [_TAG, fingerprint, str(version), text]
+    )
     return hmac.new(key, "\x00".join(parts).encode("utf-8"), sha256).hexdigest()
 
 
@@ -72,8 +73,9 @@ def _record_tag(key: bytes, name: str, fingerprint: str, version: int) -> str:
     return hmac.new(key, message, sha256).hexdigest()
 
 
-def memory_dir_key(path: Path, key: str | bytes | None = None, *,
-                   create: bool = False) -> bytes | None:  # fmt: skip
+def memory_dir_key(
+    path: Path, key: str | bytes | None = None, *, create: bool = False
+) -> bytes | None:
     """The key of the memory holding derived file `path` (None: no key here).
 
     A key file is made only when writing (`create`), never to read.
@@ -96,8 +98,7 @@ def is_derived_file(path: Path) -> bool:
     """
     if path.parent.name != DERIVED_DIR:
         return False
-    beside = (path.with_suffix(SIGNATURE), path.with_suffix(RECORD),
-              path.parent.parent / KEY_FILE)  # fmt: skip
+    beside = (path.with_suffix(SIGNATURE), path.with_suffix(RECORD), path.parent.parent / KEY_FILE)
     return any(p.exists() for p in beside)
 
 
@@ -165,8 +166,9 @@ def latest_version(path: Path, key: bytes, fingerprint: str) -> int:
     fp, version_text, tag = fields
     version = _version(version_text, path, "sign-off record")
     if not hmac.compare_digest(_record_tag(key, path.name, fp, version), tag):
-        raise SignoffError(f"{path}: its sign-off record's tag does not check with the "
-                           "memory's key")  # fmt: skip
+        raise SignoffError(
+            f"{path}: its sign-off record's tag does not check with the memory's key"
+        )
     if fp != fingerprint:
         raise SignoffError(f"{path}: its sign-off record is for another request")
     return version
@@ -196,12 +198,16 @@ def read_signed(path: Path, key: bytes, fingerprint: str | None = None) -> Signe
     if fingerprint is not None and fp != fingerprint:
         raise SignoffError(f"{path}: its tag is for another request")
     if not hmac.compare_digest(sign(key, fp, text, version), tag):
-        raise SignoffError(f"{path}: its tag does not check with the memory's key (edited, "
-                           "or signed, without the key)")  # fmt: skip
+        raise SignoffError(
+            f"{path}: its tag does not check with the memory's key (edited, "
+            "or signed, without the key)"
+        )
     floor = max(latest_version(path, key, fp), _seen(path))
     if version < floor:
-        raise SignoffError(f"{path}: rollback: it was signed off at version {version}, "
-                           f"but version {floor} was signed since (an older file put back?)")
+        raise SignoffError(
+            f"{path}: rollback: it was signed off at version {version}, "
+            f"but version {floor} was signed since (an older file put back?)"
+        )
     _saw(path, version)
     return Signed(fp, version, text)
 
@@ -223,10 +229,14 @@ def write_signed(path: Path, key: bytes, fingerprint: str, text: str, version: i
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, text)
-    _write(path.with_suffix(SIGNATURE), f"{fingerprint} {version} "
-                                        f"{sign(key, fingerprint, text, version)}\n")  # fmt: skip
-    _write(path.with_suffix(RECORD), f"{fingerprint} {version} "
-                                     f"{_record_tag(key, path.name, fingerprint, version)}\n")
+    _write(
+        path.with_suffix(SIGNATURE),
+        f"{fingerprint} {version} {sign(key, fingerprint, text, version)}\n",
+    )
+    _write(
+        path.with_suffix(RECORD),
+        f"{fingerprint} {version} {_record_tag(key, path.name, fingerprint, version)}\n",
+    )
     _saw(path, version)
 
 
@@ -265,9 +275,11 @@ def review_signoff(path: Path, *, accept_unsigned: bool) -> ReviewSignoff:
     """
     key = memory_dir_key(path)
     if key is None:
-        raise SignoffError(f"{path}: the memory's key is not available here (set "
-                           f"{MEMORY_KEY.name}, or run as the memory's owner), so its tag "
-                           "cannot be checked")
+        raise SignoffError(
+            f"{path}: the memory's key is not available here (set "
+            f"{MEMORY_KEY.name}, or run as the memory's owner), so its tag "
+            "cannot be checked"
+        )
     try:
         signed = read_signed(path, key)
     except SignoffError as exc:

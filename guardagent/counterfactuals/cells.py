@@ -93,8 +93,9 @@ def access_cells(table: Table) -> dict[Cell, bool]:
     }
 
 
-def probe_reads(cells: Mapping[Cell, bool], role: str
-                ) -> Iterator[tuple[str, dict[str, list[str]]]]:  # fmt: skip
+def probe_reads(
+    cells: Mapping[Cell, bool], role: str
+) -> Iterator[tuple[str, dict[str, list[str]]]]:
     """(what, reads) of the probes for `role`: its allowed columns, its denied ones, all.
 
     Only columns of the eICU schema are read (a probe the readers refuse probes nothing);
@@ -195,19 +196,22 @@ def cell_edits(oracle: Oracle, event: Event, done: set[str]) -> Iterator[tuple[s
         yield from probes
 
 
-def probed_cells(role: str, accessed: Mapping[str, list[str]], label: int,
-                 details: Violations) -> set[Cell]:  # fmt: skip
+def probed_cells(
+    role: str, accessed: Mapping[str, list[str]], label: int, details: Violations
+) -> set[Cell]:
     """The cells one case probes in their own direction (see the module docstring)."""
     if label == 0:
         return {Cell(role, t, c) for t, cols in accessed.items() for c in cols}
     if not isinstance(details, dict):
         return set()
-    return {Cell(role, t, c) for t, cols in details.items() for c in cols
-            if c in accessed.get(t, [])}  # fmt: skip
+    return {
+        Cell(role, t, c) for t, cols in details.items() for c in cols if c in accessed.get(t, [])
+    }
 
 
-def coverage(cells: Mapping[Cell, bool], readers: Readers,
-             cases: Iterable[tuple[Event, int, Violations]]) -> Coverage:  # fmt: skip
+def coverage(
+    cells: Mapping[Cell, bool], readers: Readers, cases: Iterable[tuple[Event, int, Violations]]
+) -> Coverage:
     """The coverage of `cells` by `cases` (events with their expected label and details).
 
     Each case's identity and accessed columns are read back with the trusted readers (a
@@ -257,9 +261,11 @@ def table_coverage(profile: Profile) -> Coverage | None:
     if oracle is None or cells is None:
         return None
     cases = [*demo_cases(profile), *request_suite(profile).cases]
-    return coverage(cells, oracle.readers,
-                    [(Event(c.agent_input, c.agent_output), c.label, c.details)
-                     for c in cases])  # fmt: skip
+    return coverage(
+        cells,
+        oracle.readers,
+        [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases],
+    )
 
 
 def coverage_note(profile: Profile) -> str | None:
@@ -275,10 +281,15 @@ def cells_note(found: Coverage, oracle: Oracle) -> str:
     """One line: how many of the oracle's access cells the cases probe, and which they miss."""
     from guardagent.counterfactuals.oracles import PermissionsOracle
 
-    source = ("permission table" if isinstance(oracle, PermissionsOracle)
-              else f"access cells of the {oracle.source}")  # fmt: skip
-    note = (f"{source}: {len(found.probed)} of {len(found.cells)} role x table x column "
-            "cells probed by counterfactuals (each in its own direction)")  # fmt: skip
+    source = (
+        "permission table"
+        if isinstance(oracle, PermissionsOracle)
+        else f"access cells of the {oracle.source}"
+    )
+    note = (
+        f"{source}: {len(found.probed)} of {len(found.cells)} role x table x column "
+        "cells probed by counterfactuals (each in its own direction)"
+    )
     if found.missing:
         more = len(found.missing) - SHOWN_CELLS
         note += "; missing: " + ", ".join(str(c) for c in found.missing[:SHOWN_CELLS])

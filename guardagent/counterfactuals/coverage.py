@@ -41,16 +41,22 @@ def coverage_lines(model: PolicyModel, profile: Profile) -> list[str]:
     with AST_LOCK:  # the readers parse code here, in this process (see AST_LOCK)
         cases, problems, conditions = oracle_cases(oracle, profile)
         cells = oracle_cells(oracle)
-        probes = [(Event(d.agent_input, d.agent_output), d.label, d.details)
-                  for d in profile.demonstrations]  # fmt: skip
+        probes = [
+            (Event(d.agent_input, d.agent_output), d.label, d.details)
+            for d in profile.demonstrations
+        ]
         probes += [(Event(c.agent_input, c.agent_output), c.label, c.details) for c in cases]
         found = None if cells is None else coverage(cells, oracle.readers, probes)
-    lines = [f"as the oracle of profile {profile.name!r} ({oracle.kind}): {len(cases)} "
-             "counterfactual cases from its demonstrations"]  # fmt: skip
+    lines = [
+        f"as the oracle of profile {profile.name!r} ({oracle.kind}): {len(cases)} "
+        "counterfactual cases from its demonstrations"
+    ]
     lines += [cells_note(found, oracle)] if found is not None else []
     lines += [conditions_note(conditions)] if conditions is not None else []
     if found is None and conditions is None:
-        lines.append("no cell or condition coverage: the profile's readers fit no access or "
-                     "category rules of this model; each rule must still be violated")
+        lines.append(
+            "no cell or condition coverage: the profile's readers fit no access or "
+            "category rules of this model; each rule must still be violated"
+        )
     lines += [f"not covered (no program would verify): {p}" for p in problems]
     return lines

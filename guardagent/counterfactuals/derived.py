@@ -202,12 +202,14 @@ class DerivedOracle(PolicyOracle):
                 values[name] = value
         for tool in dict.fromkeys(t for t, _, _ in self._targets):
             read = self.readers.read(tool, event)
-            for group, items in (read.items() if isinstance(read, dict) else []):
+            for group, items in read.items() if isinstance(read, dict) else []:
                 for item in items:
                     target = self._targets.get((tool, str(group), str(item)))
                     if target is None:
-                        unreadable("target_outside_policy",
-                                   f"the derived rules have no predicate for {group}.{item}")
+                        unreadable(
+                            "target_outside_policy",
+                            f"the derived rules have no predicate for {group}.{item}",
+                        )
                     values[target] = True
         return values
 
@@ -242,8 +244,9 @@ class DerivedOracle(PolicyOracle):
                 changed: dict[str, object] = {tool: read}
                 agent_input: str | None = event.agent_input
                 if role is not None:
-                    agent_input = with_line(event.agent_input, "Identity", f"Identity: {role}",
-                                            last=False)  # fmt: skip
+                    agent_input = with_line(
+                        event.agent_input, "Identity", f"Identity: {role}", last=False
+                    )
                     changed["parse_identity"] = role
                 if agent_input is None:
                     continue

@@ -25,8 +25,13 @@ from guardagent.tools.compare import compare
 
 EVENT_NAMES = ("agent_input", "agent_output")
 _OPS: dict[type[ast.cmpop], str] = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-}  # fmt: skip
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
 _METHODS = ("get", "lower", "strip")
 _MAX_NODES = 200
 
@@ -49,13 +54,26 @@ def parse_expression(text: str, functions: Mapping[str, Any]) -> ast.expr:
     nodes = list(ast.walk(tree))
     if len(nodes) > _MAX_NODES:
         raise ExpressionError(f"longer than {_MAX_NODES} syntax nodes")
-    bound = {t.id for n in nodes if isinstance(n, ast.comprehension)
-             for t in ast.walk(n.target) if isinstance(t, ast.Name)}  # fmt: skip
+    bound = {
+        t.id
+        for n in nodes
+        if isinstance(n, ast.comprehension)
+        for t in ast.walk(n.target)
+        if isinstance(t, ast.Name)
+    }
     for node in nodes:
-        if isinstance(node, ast.Name) and node.id not in (*EVENT_NAMES, *bound, *functions,
-                                                          "any", "all", "len"):
-            raise ExpressionError(f"unknown name {node.id!r}: use agent_input, agent_output "
-                                  "and the profile's toolbox functions")  # fmt: skip
+        if isinstance(node, ast.Name) and node.id not in (
+            *EVENT_NAMES,
+            *bound,
+            *functions,
+            "any",
+            "all",
+            "len",
+        ):
+            raise ExpressionError(
+                f"unknown name {node.id!r}: use agent_input, agent_output "
+                "and the profile's toolbox functions"
+            )
         if isinstance(node, ast.Call) and node.keywords:
             raise ExpressionError("keyword arguments are not supported")
         if isinstance(node, ast.Attribute) and node.attr not in _METHODS:
@@ -66,11 +84,29 @@ def parse_expression(text: str, functions: Mapping[str, Any]) -> ast.expr:
 
 
 _ALLOWED = (
-    ast.Expression, ast.Call, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Subscript,
-    ast.Attribute, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not,
-    ast.GeneratorExp, ast.ListComp, ast.comprehension, ast.List, ast.Tuple, *_OPS,
-    ast.In, ast.NotIn,
-)  # fmt: skip
+    ast.Expression,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Constant,
+    ast.Subscript,
+    ast.Attribute,
+    ast.Compare,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.GeneratorExp,
+    ast.ListComp,
+    ast.comprehension,
+    ast.List,
+    ast.Tuple,
+    *_OPS,
+    ast.In,
+    ast.NotIn,
+)
 
 
 class Evaluator:
@@ -82,8 +118,9 @@ class Evaluator:
         agent_output: The event's output.
     """
 
-    def __init__(self, functions: Mapping[str, Callable[..., Any]], agent_input: str,
-                 agent_output: str) -> None:  # fmt: skip
+    def __init__(
+        self, functions: Mapping[str, Callable[..., Any]], agent_input: str, agent_output: str
+    ) -> None:
         self.functions = functions
         self.scope: dict[str, Any] = {"agent_input": agent_input, "agent_output": agent_output}
         self._calls: dict[str, Any] = {}
@@ -106,8 +143,9 @@ class Evaluator:
         if isinstance(node, ast.Compare):
             return self._compare(node, scope)
         if isinstance(node, ast.BoolOp):
-            return _kleene(isinstance(node.op, ast.And),
-                           (self.value(v, scope) for v in node.values))  # fmt: skip
+            return _kleene(
+                isinstance(node.op, ast.And), (self.value(v, scope) for v in node.values)
+            )
         if isinstance(node, ast.UnaryOp):
             inner = self.value(node.operand, scope)
             return None if inner is None else not inner
@@ -139,8 +177,10 @@ class Evaluator:
                 return _item(target, args[0]) if args else None
             return getattr(target, node.func.attr)() if isinstance(target, str) else None
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("any", "all") and node.args and isinstance(
-            node.args[0], ast.GeneratorExp | ast.ListComp
+        if (
+            name in ("any", "all")
+            and node.args
+            and isinstance(node.args[0], ast.GeneratorExp | ast.ListComp)
         ):
             return _kleene(name == "all", self._each(node.args[0], scope))
         args = [self.value(a, scope) for a in node.args]
@@ -151,12 +191,15 @@ class Evaluator:
             self._calls[key] = self.functions[name](*args)
         return self._calls[key]
 
-    def _each(self, comp: ast.GeneratorExp | ast.ListComp, scope: dict[str, Any]
-              ) -> Iterator[Any]:  # fmt: skip
+    def _each(self, comp: ast.GeneratorExp | ast.ListComp, scope: dict[str, Any]) -> Iterator[Any]:
         yield from self._generate(comp, list(comp.generators), scope)
 
-    def _generate(self, comp: ast.GeneratorExp | ast.ListComp, gens: list[ast.comprehension],
-                  scope: dict[str, Any]) -> Iterator[Any]:  # fmt: skip
+    def _generate(
+        self,
+        comp: ast.GeneratorExp | ast.ListComp,
+        gens: list[ast.comprehension],
+        scope: dict[str, Any],
+    ) -> Iterator[Any]:
         if not gens:
             yield self.value(comp.elt, scope)
             return
@@ -185,8 +228,10 @@ def _item(container: Any, key: Any) -> Any:
     """``container[key]``, or None when it is absent (a missing fact is open)."""
     if isinstance(container, dict):
         return container.get(key)
-    if isinstance(container, list) and isinstance(key, int) and -len(container) <= key < len(
-        container
+    if (
+        isinstance(container, list)
+        and isinstance(key, int)
+        and -len(container) <= key < len(container)
     ):
         return container[key]
     return None

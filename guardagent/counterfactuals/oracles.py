@@ -171,8 +171,9 @@ class _FactRules(Oracle):
                 if canonical(flipped) == canonical(facts):
                     continue
                 new = Event(with_facts(event.agent_input, flipped), event.agent_output)
-                yield from self._exact(event, new, f"{field} {_show(value)}",
-                                       parse_user_info=flipped)  # fmt: skip
+                yield from self._exact(
+                    event, new, f"{field} {_show(value)}", parse_user_info=flipped
+                )
 
     def _facts_for(self, event: Event, rule: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         facts = self._read("parse_user_info", event)
@@ -185,9 +186,14 @@ class CategoryRulesOracle(_FactRules):
 
     kind = "category rules"
     needs = frozenset(
-        {"parse_user_info", "parse_task", "seeact_final_action", "web_action_category",
-         "check_rules"}
-    )  # fmt: skip
+        {
+            "parse_user_info",
+            "parse_task",
+            "seeact_final_action",
+            "web_action_category",
+            "check_rules",
+        }
+    )
 
     def __init__(self, table: Any, profile: Profile) -> None:
         super().__init__(table, profile)
@@ -216,8 +222,9 @@ class CategoryRulesOracle(_FactRules):
                 continue  # no task of ours reads as this category here: coverage says so
             for what, facts in self._facts_for(event, rule):
                 new = Event(with_task(task, facts), event.agent_output)
-                yield from self._exact(event, new, f"task {task!r}, {what}",
-                                       parse_task=task, parse_user_info=facts)  # fmt: skip
+                yield from self._exact(
+                    event, new, f"task {task!r}, {what}", parse_task=task, parse_user_info=facts
+                )
         # the action varied with the task held, each part alone (.rule_conditions)
         yield from (Edit(what, new) for what, new in action_edits(self, event, self._probed))
 
@@ -232,8 +239,12 @@ class CategoryRulesOracle(_FactRules):
             return
         out = with_line(event.agent_output, "VALUE", f"VALUE: {text}", last=True)
         if out is not None:
-            yield from self._exact(event, Event(event.agent_input, out), f"VALUE {text!r}",
-                                   seeact_final_action={**action, "value": text})  # fmt: skip
+            yield from self._exact(
+                event,
+                Event(event.agent_input, out),
+                f"VALUE {text!r}",
+                seeact_final_action={**action, "value": text},
+            )
         line = action.get("element_text") or ""
         lines = event.agent_output.split("\n")
         at = [i for i, raw in enumerate(lines) if raw.strip() == line]
@@ -320,8 +331,9 @@ class ToolRulesOracle(_FactRules):
                         with_tool_call(event.agent_output, name, args),
                     )
                     changed = {self.reader: self._as_read(name, args), "parse_user_info": facts}
-                    yield from self._exact(event, new, f"{name}({what_call}), {what_fact}",
-                                           **changed)  # fmt: skip
+                    yield from self._exact(
+                        event, new, f"{name}({what_call}), {what_fact}", **changed
+                    )
 
     @override
     def slots(self, event: Event, text: str) -> Iterator[Edit]:
@@ -333,8 +345,9 @@ class ToolRulesOracle(_FactRules):
         variants += [(k, {**args, k: text}) for k, v in args.items() if isinstance(v, str)]
         for arg, changed in variants:
             new = Event(event.agent_input, with_tool_call(event.agent_output, name, changed))
-            yield from self._exact(event, new, f"{name} {arg}={text!r}",
-                                   **{self.reader: self._as_read(name, changed)})  # fmt: skip
+            yield from self._exact(
+                event, new, f"{name} {arg}={text!r}", **{self.reader: self._as_read(name, changed)}
+            )
 
 
 class AccessOracle(Oracle):
@@ -363,8 +376,9 @@ class AccessOracle(Oracle):
         for role in roles:
             new = with_line(event.agent_input, "Identity", f"Identity: {role}", last=False)
             if new is not None:
-                yield from self._exact(event, Event(new, event.agent_output), f"identity {role}",
-                                       parse_identity=role)  # fmt: skip
+                yield from self._exact(
+                    event, Event(new, event.agent_output), f"identity {role}", parse_identity=role
+                )
 
     @override
     def slots(self, event: Event, text: str) -> Iterator[Edit]:
@@ -373,8 +387,12 @@ class AccessOracle(Oracle):
         question = f"{self._read('parse_question', event)} {text}"
         new = with_line(event.agent_input, "Question", f"Question: {question}", last=False)
         if new is not None:
-            yield from self._exact(event, Event(new, event.agent_output),
-                                   f"question + {text!r}", parse_question=question)  # fmt: skip
+            yield from self._exact(
+                event,
+                Event(new, event.agent_output),
+                f"question + {text!r}",
+                parse_question=question,
+            )
 
 
 class PermissionsOracle(AccessOracle):

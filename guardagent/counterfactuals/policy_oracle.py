@@ -88,8 +88,9 @@ class PolicyOracle(Oracle):
         """What `verify` decides on the trusted predicate values (reader errors propagate)."""
         from guardagent.policy.verify import verify_event  # z3, numpy: on first use
 
-        verdict = verify_event(self.model, self.predicates(event), threshold=self.threshold,
-                               remediation=False)  # fmt: skip
+        verdict = verify_event(
+            self.model, self.predicates(event), threshold=self.threshold, remediation=False
+        )
         denying = tuple(rule_name(self.model.by_id[r.id]) for r in verdict.denying())
         return Expected(0 if verdict.allowed else 1, verdict.violations, denying)
 
@@ -131,8 +132,9 @@ class AccessPolicyOracle(PolicyOracle):
 
     @override
     def predicates(self, event: Event) -> Predicates:
-        return self._call(self._read("parse_identity", event),
-                          self._read("ehr_accessed_columns", event))  # fmt: skip
+        return self._call(
+            self._read("parse_identity", event), self._read("ehr_accessed_columns", event)
+        )
 
 
 class CategoryPolicyOracle(PolicyOracle):
@@ -142,9 +144,14 @@ class CategoryPolicyOracle(PolicyOracle):
     predicate_function = "mind2web_sc_predicates"
     prober = CategoryRulesOracle
     needs = frozenset(
-        {"parse_user_info", "parse_task", "seeact_final_action", "web_action_category",
-         "mind2web_sc_predicates"}
-    )  # fmt: skip
+        {
+            "parse_user_info",
+            "parse_task",
+            "seeact_final_action",
+            "web_action_category",
+            "mind2web_sc_predicates",
+        }
+    )
 
     @classmethod
     @override
@@ -184,6 +191,8 @@ class ToolPolicyOracle(PolicyOracle):
 
 
 POLICY_KINDS: tuple[type[PolicyOracle], ...] = (
-    AccessPolicyOracle, CategoryPolicyOracle, ToolPolicyOracle,
-)  # fmt: skip
+    AccessPolicyOracle,
+    CategoryPolicyOracle,
+    ToolPolicyOracle,
+)
 """Policy-model oracles, by the trusted predicate function a profile's toolbox holds."""

@@ -28,8 +28,13 @@ TOOL_READERS = ("parse_tool_calls", "parse_tool_call")
 """Readers of a tool-using agent's pending call(s)."""
 
 _OPS: dict[type[ast.cmpop], str] = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-}  # fmt: skip
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
 _MIRROR = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp)
 
@@ -65,8 +70,9 @@ def comparisons(expression: str) -> list[Comparison]:
     return list(_walk(tree.body, {}, ()))
 
 
-def _walk(node: ast.AST, scope: Mapping[str, Source], where: tuple[Comparison, ...]
-          ) -> Iterator[Comparison]:  # fmt: skip
+def _walk(
+    node: ast.AST, scope: Mapping[str, Source], where: tuple[Comparison, ...]
+) -> Iterator[Comparison]:
     if isinstance(node, _COMPREHENSIONS):
         inner = dict(scope)
         conditions: list[Comparison] = []
@@ -88,8 +94,9 @@ def _walk(node: ast.AST, scope: Mapping[str, Source], where: tuple[Comparison, .
             yield from _walk(child, scope, where)
 
 
-def _compare(node: ast.Compare, scope: Mapping[str, Source], where: tuple[Comparison, ...]
-             ) -> Comparison | None:  # fmt: skip
+def _compare(
+    node: ast.Compare, scope: Mapping[str, Source], where: tuple[Comparison, ...]
+) -> Comparison | None:
     if len(node.ops) != 1 or type(node.ops[0]) not in _OPS:
         return None
     op = _OPS[type(node.ops[0])]
@@ -117,9 +124,11 @@ def _source(node: ast.AST, scope: Mapping[str, Source]) -> Source | None:
         key = _literal(node.slice)
         return None if base is None or key is None else (base[0], (*base[1], key))
     if (  # x.get('key')
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get" and node.args
-    ):  # fmt: skip
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+    ):
         base = _source(node.func.value, scope)
         key = _literal(node.args[0])
         return None if base is None or key is None else (base[0], (*base[1], key))
@@ -157,17 +166,24 @@ def rule_comparisons(model: PolicyModel, rule: Rule) -> list[Comparison]:
 
 def facts(found: Iterable[Comparison]) -> list[Comparison]:
     """Comparisons of one user fact from the host (``parse_user_info(...)['field']``)."""
-    return [c for c in found if c.reader == "parse_user_info" and len(c.keys) == 1
-            and isinstance(c.keys[0], str)]  # fmt: skip
+    return [
+        c
+        for c in found
+        if c.reader == "parse_user_info" and len(c.keys) == 1 and isinstance(c.keys[0], str)
+    ]
 
 
-def _equals(found: Iterable[Comparison], reader: str | tuple[str, ...],
-            keys: tuple[Any, ...] = ()) -> list[Any]:  # fmt: skip
+def _equals(
+    found: Iterable[Comparison], reader: str | tuple[str, ...], keys: tuple[Any, ...] = ()
+) -> list[Any]:
     readers = (reader,) if isinstance(reader, str) else reader
-    return list(dict.fromkeys(
-        c.value for c in found
-        if c.reader in readers and c.keys == keys and c.op == "==" and isinstance(c.value, str)
-    ))  # fmt: skip
+    return list(
+        dict.fromkeys(
+            c.value
+            for c in found
+            if c.reader in readers and c.keys == keys and c.op == "==" and isinstance(c.value, str)
+        )
+    )
 
 
 # --------------------------------------------------------------------------- tables
@@ -193,10 +209,15 @@ def category_table(model: PolicyModel) -> list[dict[str, Any]]:
         found = rule_comparisons(model, rule)
         for category in _equals(found, "web_action_category"):
             rows += [
-                {"category": category, "field": f.keys[0], "op": f.op, "value": f.value,
-                 "violation": rule_name(rule)}
+                {
+                    "category": category,
+                    "field": f.keys[0],
+                    "op": f.op,
+                    "value": f.value,
+                    "violation": rule_name(rule),
+                }
                 for f in facts(found)
-            ]  # fmt: skip
+            ]
     return rows
 
 
@@ -214,12 +235,20 @@ def tool_table(model: PolicyModel) -> list[dict[str, Any]]:
             when = [
                 {"arg": c.keys[1], "op": c.op, "value": c.value}
                 for c in found
-                if c.reader in TOOL_READERS and len(c.keys) == 2 and c.keys[0] == "args"
+                if c.reader in TOOL_READERS
+                and len(c.keys) == 2
+                and c.keys[0] == "args"
                 and tool in _equals(c.where, TOOL_READERS, ("name",))
-            ]  # fmt: skip
+            ]
             rows += [
-                {"tool": tool, "when": when, "field": f.keys[0], "op": f.op, "value": f.value,
-                 "violation": rule_name(rule)}
+                {
+                    "tool": tool,
+                    "when": when,
+                    "field": f.keys[0],
+                    "op": f.op,
+                    "value": f.value,
+                    "violation": rule_name(rule),
+                }
                 for f in facts(found)
-            ]  # fmt: skip
+            ]
     return rows

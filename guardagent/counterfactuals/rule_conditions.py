@@ -125,8 +125,9 @@ def _same(read: Any, value: Any) -> bool:
     return read is not _MISSING and canonical(read) == canonical(value)
 
 
-def category_probed(oracle: Oracle, table: Iterable[Mapping[str, Any]], event: Event,
-                    rules: Iterable[str]) -> set[Condition]:  # fmt: skip
+def category_probed(
+    oracle: Oracle, table: Iterable[Mapping[str, Any]], event: Event, rules: Iterable[str]
+) -> set[Condition]:
     """The conditions one case probes alone, given the rules its expected decision violates.
 
     The case is read back with the trusted readers (a case they refuse probes nothing).
@@ -151,18 +152,23 @@ def category_probed(oracle: Oracle, table: Iterable[Mapping[str, Any]], event: E
                 found.add(Condition(rule, _against_what(read)))
         elif rule in violated:
             alone = {p: category(task, {p: action.get(p, "")}) for p in PARTS}
-            only = [p for p, got in alone.items() if got == read
-                    and all(alone[q] != read for q in PARTS if q != p)]  # fmt: skip
+            only = [
+                p
+                for p, got in alone.items()
+                if got == read and all(alone[q] != read for q in PARTS if q != p)
+            ]
             found |= {Condition(rule, _part_what(read, p)) for p in only}
         if violated <= {rule}:
             fact = facts.get(str(row["field"]), _MISSING) if isinstance(facts, dict) else None
-            found |= {Condition(rule, _fact_what(row, v)) for v in _fact_values(row)
-                      if _same(fact, v)}  # fmt: skip
+            found |= {
+                Condition(rule, _fact_what(row, v)) for v in _fact_values(row) if _same(fact, v)
+            }
     return found
 
 
-def category_coverage(oracle: Oracle, table: list[Mapping[str, Any]],
-                      cases: Iterable[tuple[Event, Expected]]) -> RuleCoverage:  # fmt: skip
+def category_coverage(
+    oracle: Oracle, table: list[Mapping[str, Any]], cases: Iterable[tuple[Event, Expected]]
+) -> RuleCoverage:
     """The coverage of a category table by cases (events with their expected decisions)."""
     conditions = category_conditions(table)
     probed: set[Condition] = set()
@@ -196,8 +202,9 @@ def category_phrases(row: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys([*own, *(p for p, _ in lexicon[:PHRASES_PER_CATEGORY])]))
 
 
-def _with_part(event: Event, action: dict[str, str], part: str, text: str
-               ) -> tuple[str, dict[str, str]] | None:  # fmt: skip
+def _with_part(
+    event: Event, action: dict[str, str], part: str, text: str
+) -> tuple[str, dict[str, str]] | None:
     """The output whose final action's `part` holds `text`, and the action as read then."""
     if part == "value":
         out = with_line(event.agent_output, "VALUE", f"VALUE: {text}", last=True)
@@ -220,8 +227,9 @@ def _row_facts(facts: Mapping[str, Any], row: Mapping[str, Any]) -> Iterator[tup
         yield f"{field} {_show(value)}", changed
 
 
-def action_edits(oracle: CategoryRulesOracle, event: Event, done: set[tuple[int, str]]
-                 ) -> Iterator[tuple[str, Event]]:  # fmt: skip
+def action_edits(
+    oracle: CategoryRulesOracle, event: Event, done: set[tuple[int, str]]
+) -> Iterator[tuple[str, Event]]:
     """(what, event) probes of each rule's category through each part alone, on `event`.
 
     Per row: the action's value, then its element, naming the category under a task that
@@ -257,10 +265,17 @@ def action_edits(oracle: CategoryRulesOracle, event: Event, done: set[tuple[int,
             yield from probes
 
 
-def _probes(oracle: CategoryRulesOracle, event: Event, action: dict[str, str],
-            facts: Mapping[str, Any], row: Mapping[str, Any], tasks: list[str],
-            sources: list[Mapping[str, Any]], part: str, kind: str
-            ) -> Iterator[tuple[str, Event]]:  # fmt: skip
+def _probes(
+    oracle: CategoryRulesOracle,
+    event: Event,
+    action: dict[str, str],
+    facts: Mapping[str, Any],
+    row: Mapping[str, Any],
+    tasks: list[str],
+    sources: list[Mapping[str, Any]],
+    part: str,
+    kind: str,
+) -> Iterator[tuple[str, Event]]:
     """The events of one probe kind: the first task and action text that read as meant."""
     category = oracle.functions["web_action_category"]
     target = str(row["category"]) if kind != "against" else str(sources[0]["category"])
@@ -276,8 +291,11 @@ def _probes(oracle: CategoryRulesOracle, event: Event, action: dict[str, str],
             found = []
             for what, changed in _row_facts(facts, row):
                 new = Event(with_task(task, changed), output)
-                if oracle.readers.exact(event, new, {"parse_task": task, "parse_user_info":
-                                                     changed, "seeact_final_action": read}):
+                if oracle.readers.exact(
+                    event,
+                    new,
+                    {"parse_task": task, "parse_user_info": changed, "seeact_final_action": read},
+                ):
                     found.append((f"task {task!r}, {PARTS[part]} {text!r}, {what}", new))
             if found:
                 yield from found
@@ -314,9 +332,11 @@ def rule_coverage_note(profile: Profile) -> str | None:
 def conditions_note(found: RuleCoverage) -> str:
     """One line: how many rule conditions the cases probe alone, and which they miss."""
     rules = list(dict.fromkeys(c.rule for c in found.conditions))
-    note = (f"rule conditions: {len(found.probed)} of {len(found.conditions)} probed alone by "
-            f"counterfactuals over {len(rules)} rules (category from the task, from the "
-            "action's value, from its element; each user fact at each side and missing)")
+    note = (
+        f"rule conditions: {len(found.probed)} of {len(found.conditions)} probed alone by "
+        f"counterfactuals over {len(rules)} rules (category from the task, from the "
+        "action's value, from its element; each user fact at each side and missing)"
+    )
     if found.missing:
         more = len(found.missing) - SHOWN
         note += "; missing: " + "; ".join(str(c) for c in found.missing[:SHOWN])

@@ -150,8 +150,9 @@ def _irrelevant(
             yield Case(f"{demo.id}: {where} {short!r}", *new, demo.label, demo.details)
 
 
-def oracle_cases(oracle: Oracle, profile: Profile
-                  ) -> tuple[list[Case], list[str], RuleCoverage | None]:  # fmt: skip
+def oracle_cases(
+    oracle: Oracle, profile: Profile
+) -> tuple[list[Case], list[str], RuleCoverage | None]:
     """Cases from every demonstration's edits, the oracle's disagreements and gaps.
 
     Also the coverage of its category rule table's conditions (None: it has none).
@@ -164,8 +165,10 @@ def oracle_cases(oracle: Oracle, profile: Profile
         try:
             expected = oracle.decide(_event(demo))
         except Exception as exc:  # noqa: BLE001 - the table or a reader cannot take it
-            problems.append(f"the profile's {oracle.source} cannot decide demonstration "
-                            f"{demo.id}: {type(exc).__name__}: {exc}")  # fmt: skip
+            problems.append(
+                f"the profile's {oracle.source} cannot decide demonstration "
+                f"{demo.id}: {type(exc).__name__}: {exc}"
+            )
             continue
         if expected.label != demo.label or (
             demo.label == 1 and not same_details(expected.details, demo.details)
@@ -215,8 +218,11 @@ def suite_key(profile: Profile) -> str:
     """
     from guardagent.counterfactuals.derived import derived_digest
 
-    programs = (profile.fingerprint, derived_digest(profile),
-                *dict.fromkeys(d.code for d in profile.demonstrations))  # fmt: skip
+    programs = (
+        profile.fingerprint,
+        derived_digest(profile),
+        *dict.fromkeys(d.code for d in profile.demonstrations),
+    )
     if programs not in _KEYS:
         _KEYS[programs] = _suite_key(profile)
     return _KEYS[programs]
@@ -249,9 +255,11 @@ def quoted_problems(profile: Profile) -> tuple[list[str], list[str]]:
     """
     rules = quoted_rules(profile.guard_request)
     denied = {
-        str(v) for d in profile.demonstrations if d.label == 1 and isinstance(d.details, list)
+        str(v)
+        for d in profile.demonstrations
+        if d.label == 1 and isinstance(d.details, list)
         for v in d.details
-    }  # fmt: skip
+    }
     problems: list[str] = []
     if not rules:
         problems.append(
@@ -319,8 +327,11 @@ def _distinct(readers: Readers, cases: list[Case], profile: Profile) -> list[Cas
         seen.add((readers.reading(_event(demo)), demo.label, canonical(demo.details)))
     kept: list[Case] = []
     for case in cases:
-        key = (readers.reading(Event(case.agent_input, case.agent_output)), case.label,
-               canonical(case.details))  # fmt: skip
+        key = (
+            readers.reading(Event(case.agent_input, case.agent_output)),
+            case.label,
+            canonical(case.details),
+        )
         if key not in seen:
             seen.add(key)
             kept.append(case)
@@ -401,8 +412,10 @@ def literals(code: str) -> list[str]:
             skip.add(id(node.value))
         elif isinstance(node, ast.Subscript):
             skip.add(id(node.slice))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-            node.func.id in VERDICT_NAMES
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and (node.func.id in VERDICT_NAMES)
         ):
             skip.update(id(n) for arg in node.args for n in ast.walk(arg))
             skip.update(id(n) for kw in node.keywords for n in ast.walk(kw.value))
@@ -412,9 +425,10 @@ def literals(code: str) -> list[str]:
         elif isinstance(node, ast.Constant | ast.BinOp):
             others += _strings(node, skip)
     picked = [
-        t for t in dict.fromkeys([*compared, *others])
+        t
+        for t in dict.fromkeys([*compared, *others])
         if t.strip() and "\n" not in t and len(t) <= MAX_TOKEN_CHARS
-    ]  # fmt: skip
+    ]
     return picked[:MAX_TOKENS]
 
 

@@ -119,7 +119,11 @@ class BaselineGuard:
     method = "baseline"
 
     def __init__(
-        self, profile: str = "eicu-ac", model: Any = "offline", *, base_url: str | None = None,
+        self,
+        profile: str = "eicu-ac",
+        model: Any = "offline",
+        *,
+        base_url: str | None = None,
         **settings: Any,
     ) -> None:
         self.context = GuardContext(profile=profile, model=model, base_url=base_url, **settings)
@@ -137,7 +141,9 @@ class BaselineGuard:
         """The (system, user) prompt for one event, demonstrations retrieved as for the planner."""
         memory = open_memory(self.context.profile, self.context.memory_dir, self.context.memory_url)
         demos = memory.search(
-            agent_input, agent_output, self.context.k or self.profile.k,
+            agent_input,
+            agent_output,
+            self.context.k or self.profile.k,
             request=self.profile.fingerprint,
         )
         user = prompts.BASELINE_USER.format(
@@ -162,8 +168,12 @@ class BaselineGuard:
             kind = "model failed" if isinstance(exc, ModelCallError) else "answer unparseable"
             error = f"baseline {kind}: {exc}"
             return GuardDecision(
-                allowed=False, label=1, reason=f"denied: the baseline could not decide ({error})",
-                error=error, latency_ms=_ms(started), **common,
+                allowed=False,
+                label=1,
+                reason=f"denied: the baseline could not decide ({error})",
+                error=error,
+                latency_ms=_ms(started),
+                **common,
             )
         return GuardDecision(
             allowed=label == 0,

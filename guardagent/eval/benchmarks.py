@@ -20,8 +20,11 @@ from guardagent.eval.cases import Case
 
 BENCHMARKS = {"eicu-ac": "eicu_ac", "mind2web-sc": "mind2web_sc"}
 """The paper's two benchmarks: the profile built for each, and its folder in the data."""
-PROFILE_BENCHMARKS = {**BENCHMARKS, "eicu-ac-policy": "eicu_ac",
-                      "mind2web-sc-policy": "mind2web_sc"}
+PROFILE_BENCHMARKS = {
+    **BENCHMARKS,
+    "eicu-ac-policy": "eicu_ac",
+    "mind2web-sc-policy": "mind2web_sc",
+}
 """Every built-in profile with a shipped benchmark (policy-model variants guard the same
 agents under the same requests, so they run the same benchmark)."""
 
@@ -128,8 +131,7 @@ def seeact_output(record: dict[str, Any]) -> str:
     end = prompt.find("(Final Answer)")
     choices = prompt[start:end].strip() if start >= 0 and end > start else ""
     return (
-        f"(Analysis)\n{analysis.strip()}\n\n(Choices)\n{choices}\n\n"
-        f"(Final Answer)\n{final.strip()}"
+        f"(Analysis)\n{analysis.strip()}\n\n(Choices)\n{choices}\n\n(Final Answer)\n{final.strip()}"
     )
 
 
@@ -171,6 +173,8 @@ def load_benchmark(profile: str, root: Path | None = None) -> list[Case]:
     """
     loaders = {"eicu_ac": load_eicu_ac, "mind2web_sc": load_mind2web_sc}
     if profile not in PROFILE_BENCHMARKS:
-        raise KeyError(f"profile {profile!r} ships no benchmark (only "
-                       f"{', '.join(PROFILE_BENCHMARKS)} do); pass --cases FILE.jsonl")
+        raise KeyError(
+            f"profile {profile!r} ships no benchmark (only "
+            f"{', '.join(PROFILE_BENCHMARKS)} do); pass --cases FILE.jsonl"
+        )
     return loaders[PROFILE_BENCHMARKS[profile]](root)

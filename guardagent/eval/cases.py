@@ -133,9 +133,13 @@ def _numbered_lines(data: bytes) -> Iterator[tuple[int, str, str | None]]:
             try:
                 yield number, raw.decode("utf-8"), None
             except UnicodeDecodeError as exc:
-                yield number, "", (
-                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of "
-                    "the line); save the case file as UTF-8"
+                yield (
+                    number,
+                    "",
+                    (
+                        f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of "
+                        "the line); save the case file as UTF-8"
+                    ),
                 )
         return
     text = data[skip:].decode(encoding, errors="replace")

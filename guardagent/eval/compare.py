@@ -61,8 +61,11 @@ def metrics_table(a: Run, b: Run) -> str:
     lines = [f"| metric | {a.name} | {b.name} | {b.name} - {a.name} |", "|---|---|---|---|"]
     for key in ra:
         va, vb = ra[key], rb[key]
-        diff = round(vb - va, 3) if isinstance(va, int | float) and isinstance(vb, int | float) \
+        diff = (
+            round(vb - va, 3)
+            if isinstance(va, int | float) and isinstance(vb, int | float)
             else "n/a"
+        )
         lines.append(f"| {key} | {_fmt(va)} | {_fmt(vb)} | {diff} |")
     return "\n".join(lines)
 
@@ -77,9 +80,14 @@ def disagreements(a: Run, b: Run) -> list[dict[str, Any]]:
             continue
         da, db = pa["decision"], pb["decision"]
         if da["label"] != db["label"] or da["violations"] != db["violations"]:
-            out.append({"id": pa["id"], "gold": pa["label"],
-                        a.name: (da["label"], da["violations"]),
-                        b.name: (db["label"], db["violations"])})
+            out.append(
+                {
+                    "id": pa["id"],
+                    "gold": pa["label"],
+                    a.name: (da["label"], da["violations"]),
+                    b.name: (db["label"], db["violations"]),
+                }
+            )
     return out
 
 

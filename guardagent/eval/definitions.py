@@ -56,6 +56,7 @@ def markdown_table() -> list[str]:
 
 def help_epilog() -> str:
     r"""The definitions for `--help`, wrapped here: click keeps a `\b` paragraph as written."""
-    wrapped = [textwrap.fill(line, width=76, subsequent_indent="    ")
-               for line in definition_lines()]
+    wrapped = [
+        textwrap.fill(line, width=76, subsequent_indent="    ") for line in definition_lines()
+    ]
     return "\b\nMetrics:\n" + "\n".join(wrapped) + f"\n\n{CONVENTIONS}"

@@ -159,14 +159,16 @@ def failed_closed_warning(metrics: dict[str, Any], threshold: float = 0.5) -> st
         return None
     blind = (metrics.get("unreadable") or {}).get("n", 0)
     top, count = next(iter(fail["reasons"].items()), ("?", failed))
-    return "\n".join([
-        f"WARNING: {failed} of {n} decisions ({rate(failed, n)}%) failed closed ({blind} of "
-        "them on inputs the guard could not read): they were denied unseen,",
-        "so the metrics above measure that failure, not the guard.",
-        f"  most common reason: {top} ({count}); first error: {fail.get('first_error')}",
-        "  Is the model server up (--model, --base-url)? Does the profile verify "
-        "(guardagent profile check PROFILE)? Are the inputs what the profile reads?",
-    ])
+    return "\n".join(
+        [
+            f"WARNING: {failed} of {n} decisions ({rate(failed, n)}%) failed closed ({blind} of "
+            "them on inputs the guard could not read): they were denied unseen,",
+            "so the metrics above measure that failure, not the guard.",
+            f"  most common reason: {top} ({count}); first error: {fail.get('first_error')}",
+            "  Is the model server up (--model, --base-url)? Does the profile verify "
+            "(guardagent profile check PROFILE)? Are the inputs what the profile reads?",
+        ]
+    )
 
 
 def unreadable_summary(metrics: dict[str, Any]) -> str | None:

@@ -45,8 +45,15 @@ def confusion_figure(metrics: dict[str, Any], title: str = "") -> Figure:
     peak = max(max(row) for row in cells) or 1
     for r, row in enumerate(cells):
         for col, value in enumerate(row):
-            ax.text(col, r, str(value), ha="center", va="center", fontsize=14,
-                    color="white" if value > peak / 2 else "black")
+            ax.text(
+                col,
+                r,
+                str(value),
+                ha="center",
+                va="center",
+                fontsize=14,
+                color="white" if value > peak / 2 else "black",
+            )
     ax.set_xticks([0, 1], ["predicted 1 (deny)", "predicted 0 (allow)"])
     ax.set_yticks([0, 1], ["label 1", "label 0"])
     ax.set_title(title or f"Confusion matrix (n={metrics['n']})")
@@ -71,8 +78,13 @@ def breakdown_figure(metrics: dict[str, Any], key: str) -> Figure:
     ax.set_xlabel("LPA (%)")
     ax.set_title(f"Accuracy by {key}")
     for bar, name in zip(bars, names, strict=True):
-        ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2,
-                f"{groups[name]['LPA']} (n={groups[name]['n']})", va="center", fontsize=8)
+        ax.text(
+            bar.get_width() + 1,
+            bar.get_y() + bar.get_height() / 2,
+            f"{groups[name]['LPA']} (n={groups[name]['n']})",
+            va="center",
+            fontsize=8,
+        )
     return fig
 
 

@@ -136,15 +136,21 @@ def check_signature(out_dir: Path, signature: dict[str, Any]) -> bool:
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError too
         previous = None
     if not isinstance(previous, dict):
-        raise ResumeMismatchError(f"{path} does not read as a run's settings; use another "
-                                  "--out, or --overwrite to start again")  # fmt: skip
+        raise ResumeMismatchError(
+            f"{path} does not read as a run's settings; use another "
+            "--out, or --overwrite to start again"
+        )
     if previous != signature:
-        changed = sorted(k for k in signature.keys() | previous.keys()
-                         if signature.get(k) != previous.get(k))
-        shown = "; ".join(f"{k}: {_setting(previous, k)} there, {_setting(signature, k)} now"
-                          for k in changed)  # fmt: skip
-        raise ResumeMismatchError(f"{out_dir} holds a run with other settings ({shown}); "
-                                  "use another --out or drop --resume")  # fmt: skip
+        changed = sorted(
+            k for k in signature.keys() | previous.keys() if signature.get(k) != previous.get(k)
+        )
+        shown = "; ".join(
+            f"{k}: {_setting(previous, k)} there, {_setting(signature, k)} now" for k in changed
+        )
+        raise ResumeMismatchError(
+            f"{out_dir} holds a run with other settings ({shown}); "
+            "use another --out or drop --resume"
+        )
     return True
 
 
@@ -192,7 +198,9 @@ class PartialLog:
         self._fh.flush()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         if self._fh is not None:

@@ -50,11 +50,18 @@ def _headline(profile: str, method: str, metrics: dict[str, Any]) -> list[str]:
 
 
 def _cost(metrics: dict[str, Any]) -> list[str]:
-    lines = ["## Cost per decision", "", "| | mean | p50 | p95 | max | total |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "## Cost per decision",
+        "",
+        "| | mean | p50 | p95 | max | total |",
+        "|---|---|---|---|---|---|",
+    ]
     for field, s in metrics["cost"]["per_decision"].items():
-        lines.append(f"| {field} | " + " | ".join(
-            _fmt(s[k]) for k in ("mean", "p50", "p95", "max", "total")) + " |")
+        lines.append(
+            f"| {field} | "
+            + " | ".join(_fmt(s[k]) for k in ("mean", "p50", "p95", "max", "total"))
+            + " |"
+        )
     ex = metrics["executable"]
     fail = metrics["fail_closed"]
     lines += [
@@ -82,21 +89,33 @@ def render_report(
     plots: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Markdown report of one eval run; `plots` are (title, relative path) of saved PNGs."""
-    lines = [f"# GuardAgent eval: {profile}", "",
-             f"Method: `{method}`; model: `{model}`; cases: {metrics['n']}.", ""]
+    lines = [
+        f"# GuardAgent eval: {profile}",
+        "",
+        f"Method: `{method}`; model: `{model}`; cases: {metrics['n']}.",
+        "",
+    ]
     lines += _headline(profile, method, metrics)
     lines += ["What the metrics mean:", "", *markdown_table(), "", CONVENTIONS, ""]
     lines += unreadable_section(cases, decisions)
     if plots:
         lines += ["## Plots", "", *(f"![{title}]({path})" for title, path in plots), ""]
     c = metrics["confusion"]
-    lines += ["## Confusion matrix (1 = denied)", "", "| | predicted 1 | predicted 0 |",
-              "|---|---|---|", f"| label 1 | {c['tp']} | {c['fn']} |",
-              f"| label 0 | {c['fp']} | {c['tn']} |", ""]
+    lines += [
+        "## Confusion matrix (1 = denied)",
+        "",
+        "| | predicted 1 | predicted 0 |",
+        "|---|---|---|",
+        f"| label 1 | {c['tp']} | {c['fn']} |",
+        f"| label 0 | {c['fp']} | {c['tn']} |",
+        "",
+    ]
     for key, groups in metrics.get("breakdown", {}).items():
         lines += [f"## By {key}", "", f"| {key} | n | LPA | denied |", "|---|---|---|---|"]
-        lines += [f"| {name} | {g['n']} | {_fmt(g['LPA'])} | {g['denied']} |"
-                  for name, g in groups.items()]
+        lines += [
+            f"| {name} | {g['n']} | {_fmt(g['LPA'])} | {g['denied']} |"
+            for name, g in groups.items()
+        ]
         lines.append("")
     lines += _cost(metrics)
     if skipped:
@@ -123,16 +142,21 @@ def unreadable_section(cases: Sequence[Case], decisions: Sequence[GuardDecision]
         return []
     label0 = sum(c.label == 0 for c, _ in blind)
     lines = [
-        f"## Events the guard could not read ({len(blind)})", "",
+        f"## Events the guard could not read ({len(blind)})",
+        "",
         "These events were denied because a reader could not read them: the guard was blind "
         f"here, not strict. {label0} of them should have passed (label 0) and count against "
-        f"FRA; {len(blind) - label0} should have been denied (label 1).", "",
-        "| id | label | reason | detail |", "|---|---|---|---|",
+        f"FRA; {len(blind) - label0} should have been denied (label 1).",
+        "",
+        "| id | label | reason | detail |",
+        "|---|---|---|---|",
     ]
     for case, d in blind:
         for entry in {(e["reason"], e["detail"]): e for e in d.unreadable}.values():
-            lines.append(f"| {_cell(case.id)} | {case.label} | {_cell(entry['reason'])} | "
-                         f"{_cell(entry['detail'])} |")
+            lines.append(
+                f"| {_cell(case.id)} | {case.label} | {_cell(entry['reason'])} | "
+                f"{_cell(entry['detail'])} |"
+            )
     return lines + [""]
 
 
@@ -161,12 +185,24 @@ def wrong_decisions(cases: Sequence[Case], decisions: Sequence[GuardDecision]) -
             lines.append(f"- attempt errors: {shown}")
         if d.program:
             number = programs.setdefault(d.program, len(programs) + 1)
-            lines.append(f"- program that decided: [program {number}](#program-{number}) "
-                         f"({d.program_source}, {len(d.program)} chars)")
+            lines.append(
+                f"- program that decided: [program {number}](#program-{number}) "
+                f"({d.program_source}, {len(d.program)} chars)"
+            )
         else:
             lines.append("- program that decided: none (no program ran)")
-        lines += ["", "Input:", "```", clip(case.agent_input), "```",
-                  "Output (clipped):", "```", clip(case.agent_output), "```", ""]
+        lines += [
+            "",
+            "Input:",
+            "```",
+            clip(case.agent_input),
+            "```",
+            "Output (clipped):",
+            "```",
+            clip(case.agent_output),
+            "```",
+            "",
+        ]
     return lines + programs_section(programs)
 
 
@@ -190,7 +226,18 @@ def programs_section(programs: dict[str, int]) -> list[str]:
         return []
     lines = ["## Programs that decided them", ""]
     for program, number in programs.items():
-        lines += [f'<a id="program-{number}"></a>', "", f"### Program {number}", "",
-                  f"<details><summary>{len(program)} chars</summary>", "",
-                  "```python", program.strip(), "```", "", "</details>", ""]
+        lines += [
+            f'<a id="program-{number}"></a>',
+            "",
+            f"### Program {number}",
+            "",
+            f"<details><summary>{len(program)} chars</summary>",
+            "",
+            "```python",
+            program.strip(),
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     return lines

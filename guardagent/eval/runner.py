@@ -77,8 +77,12 @@ def run_signature(guard: Guard) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues."""
     ctx = guard.context
     return {
-        "profile": ctx.profile, "method": method_of(guard), "model": model_name(ctx.model),
-        "base_url": ctx.base_url, "k": ctx.k, "max_attempts": ctx.max_attempts,
+        "profile": ctx.profile,
+        "method": method_of(guard),
+        "model": model_name(ctx.model),
+        "base_url": ctx.base_url,
+        "k": ctx.k,
+        "max_attempts": ctx.max_attempts,
         "reuse_programs": ctx.reuse_programs,
     }
 
@@ -104,15 +108,24 @@ async def _decide_all(
 
 
 def _decide(
-    guard: Guard, cases: Sequence[Case], out: Path, done: dict[str, GuardDecision],
-    concurrency: int, progress: bool,
+    guard: Guard,
+    cases: Sequence[Case],
+    out: Path,
+    done: dict[str, GuardDecision],
+    concurrency: int,
+    progress: bool,
 ) -> None:
     """Decide every case not in `done`, logging each decision as it finishes."""
     todo = [i for i, case in enumerate(cases) if case.id not in done]
     labels = {case.id: case.label for case in cases}
     right = sum(labels[i] == d.label for i, d in done.items())
-    bar = tqdm(total=len(cases), initial=len(done), desc=guard.context.profile,
-               disable=not progress, unit="case")
+    bar = tqdm(
+        total=len(cases),
+        initial=len(done),
+        desc=guard.context.profile,
+        disable=not progress,
+        unit="case",
+    )
     with PartialLog(out) as log:
 
         def finished(i: int, decision: GuardDecision) -> None:
@@ -160,8 +173,10 @@ class _StopOnSigint:
         raise KeyboardInterrupt
 
     def __enter__(self) -> _StopOnSigint:
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
             self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
@@ -217,8 +232,12 @@ def run_eval(
     _decide(guard, cases, out, done, concurrency, progress)
     decisions = [done[case.id] for case in cases]
     metrics = compute_metrics(cases, decisions)
-    metrics.update(profile=guard.context.profile, method=method_of(guard),
-                   model=signature["model"], resumed_decisions=reused)
+    metrics.update(
+        profile=guard.context.profile,
+        method=method_of(guard),
+        model=signature["model"],
+        resumed_decisions=reused,
+    )
     write_predictions(out / "predictions.jsonl", cases, decisions)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     links: list[tuple[str, str]] = []
@@ -227,8 +246,14 @@ def run_eval(
 
         links = save_plots(metrics, decisions, out)
     report = render_report(
-        guard.context.profile, metrics, cases, decisions, model=signature["model"],
-        method=method_of(guard), skipped=skipped, plots=links,
+        guard.context.profile,
+        metrics,
+        cases,
+        decisions,
+        model=signature["model"],
+        method=method_of(guard),
+        skipped=skipped,
+        plots=links,
     )
     # a lone surrogate in a decision (a program echoing odd text) must not lose the report
     (out / "report.md").write_text(report, encoding="utf-8", errors="backslashreplace")

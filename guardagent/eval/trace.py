@@ -52,8 +52,10 @@ def describe_step(node: str, update: dict[str, Any], limit: int = 400) -> str:
         parts = []
         if update.get("program_source") == "memory":
             program = update.get("program") or ""
-            parts.append(f"took the verified program for this request from memory "
-                         f"({len(program)} chars): no model call needed")
+            parts.append(
+                f"took the verified program for this request from memory "
+                f"({len(program)} chars): no model call needed"
+            )
         if "demonstrations" in update:
             demos = update["demonstrations"]
             shown = ", ".join(f"{d['id'][:8]} (label {d['label']})" for d in demos)
@@ -72,15 +74,19 @@ def describe_step(node: str, update: dict[str, Any], limit: int = 400) -> str:
     if node == "debug":
         return "diagnosis:\n" + clip(update.get("feedback") or update.get("error", ""), limit)
     if node == "remember":
-        return ("verified the generated program on the profile's demonstrations; one that "
-                "reproduces them all is stored, so later events reuse it with no model call")
+        return (
+            "verified the generated program on the profile's demonstrations; one that "
+            "reproduces them all is stored, so later events reuse it with no model call"
+        )
     if node == "decide":
         d: GuardDecision = update["guard_decision"]
         verdict = "ALLOW" if d.allowed else "DENY"
         extra = f"; error: {d.error}" if d.error else ""
-        return (f"{verdict} (label {d.label}) violations={d.violations}; reason: {d.reason}; "
-                f"source {d.program_source}, attempts {d.attempts}, "
-                f"LLM calls {d.llm_calls}{extra}")
+        return (
+            f"{verdict} (label {d.label}) violations={d.violations}; reason: {d.reason}; "
+            f"source {d.program_source}, attempts {d.attempts}, "
+            f"LLM calls {d.llm_calls}{extra}"
+        )
     return clip(str(update), limit)
 
 

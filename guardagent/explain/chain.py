@@ -19,8 +19,13 @@ MAX_VALUES = 5
 MAX_NOTES = 2
 """What a message did, noted at most this many ways in its box."""
 
-_KIND = {"user": "user", "system": "system prompt", "model": "model (never trusted)",
-         "trusted_tool": "trusted tool result", "untrusted_tool": "untrusted tool result"}
+_KIND = {
+    "user": "user",
+    "system": "system prompt",
+    "model": "model (never trusted)",
+    "trusted_tool": "trusted tool result",
+    "untrusted_tool": "untrusted tool result",
+}
 
 
 class MessageNodes:
@@ -51,17 +56,24 @@ class MessageNodes:
 
     def nodes(self) -> list[Node]:
         """The boxes, in the order of the trace."""
-        return [Node(_message_id(i), "message",
-                     (*self._heads[i], *(one_line(n) for n in self._notes[i])), self._kinds[i])
-                for i in sorted(self._heads)]  # fmt: skip
+        return [
+            Node(
+                _message_id(i),
+                "message",
+                (*self._heads[i], *(one_line(n) for n in self._notes[i])),
+                self._kinds[i],
+            )
+            for i in sorted(self._heads)
+        ]
 
 
 def _message_id(index: int) -> str:
     return f"m{index}" if index >= 0 else f"mn{-index}"
 
 
-def chain_of(fact: FactJson, predicate: str, marked: bool, messages: MessageNodes,
-             prefix: str) -> tuple[list[Node], list[Edge]]:  # fmt: skip
+def chain_of(
+    fact: FactJson, predicate: str, marked: bool, messages: MessageNodes, prefix: str
+) -> tuple[list[Node], list[Edge]]:
     """The value boxes and edges that lead into `predicate` (message boxes go to `messages`).
 
     Args:
@@ -76,8 +88,11 @@ def chain_of(fact: FactJson, predicate: str, marked: bool, messages: MessageNode
     if fact.values:
         for k, value in enumerate(fact.values[:MAX_VALUES]):
             vid = f"{prefix}{k}"
-            lines = (one_line(value.path), one_line(repr(value.value)),
-                     one_line(f"origin: {value.origin or 'unknown'}"))  # fmt: skip
+            lines = (
+                one_line(value.path),
+                one_line(repr(value.value)),
+                one_line(f"origin: {value.origin or 'unknown'}"),
+            )
             nodes.append(Node(vid, "value", lines, value.origin, marked))
             ids = [messages.add(link, link.note) for link in value.chain[:MAX_SOURCES]]
             for here, there in zip(ids, [*ids[1:], vid][: len(ids)], strict=True):

@@ -65,8 +65,9 @@ def _verdict(view: DecisionView) -> Node:
     lines += [one_line(f"unreadable: {u['reason']}: {u['detail']}") for u in view.unreadable[:3]]
     if not view.rules and view.reason:
         lines.append(one_line(view.reason))
-    return Node("verdict", "verdict", tuple(lines), "allowed" if view.allowed else "denied",
-                marked=True)  # fmt: skip
+    return Node(
+        "verdict", "verdict", tuple(lines), "allowed" if view.allowed else "denied", marked=True
+    )
 
 
 def draw(view: DecisionView) -> Diagram:
@@ -98,10 +99,14 @@ def draw(view: DecisionView) -> Diagram:
     for j, (rule, read) in enumerate(zip(applied, reads, strict=True)):
         rid = f"r{j}"
         status = rule.status.replace("_", " ") + ("" if rule.hard else " (soft rule)")
-        lines = [one_line(f"{rule.id}: {status}"), *wrapped(rule.logic, 2),
-                 *wrapped(rule.policy, 2)]
-        nodes.append(Node(rid, "rule", tuple(x for x in lines if x), rule.status,
-                          id(rule) in deciders))  # fmt: skip
+        lines = [
+            one_line(f"{rule.id}: {status}"),
+            *wrapped(rule.logic, 2),
+            *wrapped(rule.policy, 2),
+        ]
+        nodes.append(
+            Node(rid, "rule", tuple(x for x in lines if x), rule.status, id(rule) in deciders)
+        )
         for name in read:
             pid = box[name]
             said = rule.deciding.get(name)

@@ -39,15 +39,32 @@ def _read(decision_file: str) -> bytes:
         raise InputError(f"{decision_file}: cannot read it ({exc.strerror or exc})") from None
 
 
-@click.command(name="explain", help=SHORT, epilog=epilog(
-    "explain:",
-    "  0  drawn (whatever the decision was)",
-    "  2  DECISION.json missing, unreadable or not a decision, or FILE not writable"))
+@click.command(
+    name="explain",
+    help=SHORT,
+    epilog=epilog(
+        "explain:",
+        "  0  drawn (whatever the decision was)",
+        "  2  DECISION.json missing, unreadable or not a decision, or FILE not writable",
+    ),
+)
 @click.argument("decision_file", metavar="DECISION.json|-")
-@click.option("--format", "fmt", type=click.Choice(["svg", "mermaid"]), default="svg",
-              show_default=True, help="SVG (standalone) or Mermaid flowchart text.")
-@click.option("-o", "--output", "out", default=None, type=click.Path(dir_okay=True),
-              help="Write here instead of stdout.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["svg", "mermaid"]),
+    default="svg",
+    show_default=True,
+    help="SVG (standalone) or Mermaid flowchart text.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    default=None,
+    type=click.Path(dir_okay=True),
+    help="Write here instead of stdout.",
+)
 def explain(decision_file: str, fmt: str, out: str | None) -> None:
     """Draw DECISION.json: the messages that decided each predicate, the rules, the verdict."""
     from guardagent.explain import draw, read_decision, to_mermaid, to_svg

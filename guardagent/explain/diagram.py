@@ -105,12 +105,15 @@ class Diagram:
         for e in self.edges:
             into[e.target].append(e.source)
             out[e.source].append(e.target)
-        for links, sweep in ((into, range(1, len(ordered))),
-                             (out, range(len(ordered) - 2, -1, -1))):  # fmt: skip
+        for links, sweep in (
+            (into, range(1, len(ordered))),
+            (out, range(len(ordered) - 2, -1, -1)),
+        ):
             for c in sweep:
                 row = {n.id: i for col in ordered for i, n in enumerate(col)}
-                keyed = [(_centre(i, [row[x] for x in links[n.id]]), n)
-                         for i, n in enumerate(ordered[c])]  # fmt: skip
+                keyed = [
+                    (_centre(i, [row[x] for x in links[n.id]]), n) for i, n in enumerate(ordered[c])
+                ]
                 ordered[c] = [n for _, n in sorted(keyed, key=lambda pair: pair[0])]
         return ordered
 
@@ -149,7 +152,7 @@ def wrapped(text: str, lines: int = 3, width: int = LABEL_CHARS) -> list[str]:
     flat = visible(text[: lines * width * 2])
     out = textwrap.wrap(flat, width, break_long_words=True, break_on_hyphens=False)
     if len(out) > lines:
-        out = [*out[: lines - 1], one_line(" ".join(out[lines - 1:]), width)]
+        out = [*out[: lines - 1], one_line(" ".join(out[lines - 1 :]), width)]
     return out
 
 

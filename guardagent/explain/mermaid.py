@@ -14,16 +14,26 @@ from collections.abc import Iterable
 from guardagent.explain.diagram import Diagram, Node, visible
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:_/@=+?!'()-")
-_SHAPES = {"message": ('["', '"]'), "value": ('(["', '"])'), "predicate": ('{{"', '"}}'),
-           "rule": ('["', '"]'), "verdict": ('(("', '"))')}  # fmt: skip
+_SHAPES = {
+    "message": ('["', '"]'),
+    "value": ('(["', '"])'),
+    "predicate": ('{{"', '"}}'),
+    "rule": ('["', '"]'),
+    "verdict": ('(("', '"))'),
+}
 _CLASSES = {
-    "user": "fill:#e3f2fd,stroke:#1565c0", "system": "fill:#e3f2fd,stroke:#1565c0",
-    "trusted_tool": "fill:#e8f5e9,stroke:#2e7d32", "untrusted_tool": "fill:#fff3e0,stroke:#e65100",
-    "model": "fill:#f3e5f5,stroke:#6a1b9a", "violated": "fill:#ffebee,stroke:#c62828",
-    "possibly_violated": "fill:#fff8e1,stroke:#f9a825", "holds": "fill:#e8f5e9,stroke:#2e7d32",
-    "denied": "fill:#c62828,color:#ffffff", "allowed": "fill:#2e7d32,color:#ffffff",
+    "user": "fill:#e3f2fd,stroke:#1565c0",
+    "system": "fill:#e3f2fd,stroke:#1565c0",
+    "trusted_tool": "fill:#e8f5e9,stroke:#2e7d32",
+    "untrusted_tool": "fill:#fff3e0,stroke:#e65100",
+    "model": "fill:#f3e5f5,stroke:#6a1b9a",
+    "violated": "fill:#ffebee,stroke:#c62828",
+    "possibly_violated": "fill:#fff8e1,stroke:#f9a825",
+    "holds": "fill:#e8f5e9,stroke:#2e7d32",
+    "denied": "fill:#c62828,color:#ffffff",
+    "allowed": "fill:#2e7d32,color:#ffffff",
     "marked": "stroke-width:3px",
-}  # fmt: skip
+}
 """Colour per tone (trust class, rule status, verdict); unknown tones stay plain."""
 
 

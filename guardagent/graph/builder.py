@@ -104,9 +104,11 @@ def build_graph(
     """
     bind = bind_settings(settings)
     builder = StateGraph(
-        GuardState, context_schema=cast(Any, RunContext), input_schema=GuardInput,
+        GuardState,
+        context_schema=cast(Any, RunContext),
+        input_schema=GuardInput,
         output_schema=GuardOutput,
-    )  # fmt: skip
+    )
     after_model = state_only(after_llm)
     to_code: dict[Hashable, str] = {"continue": "code", "decide": "decide"}
     to_execute: dict[Hashable, str] = {"continue": "execute", "decide": "decide"}
@@ -117,12 +119,15 @@ def build_graph(
 
     def node(name: str, func: Any, afunc: Any, route: Any, ends: Any) -> None:
         """Add a branching node: sync and async forms (or one inline form), routed."""
-        runnable = (inline(routed(bind(func), route, ends)) if afunc is None
-                    else dual(routed(bind(func), route, ends), routed(bind(afunc), route, ends)))
+        runnable = (
+            inline(routed(bind(func), route, ends))
+            if afunc is None
+            else dual(routed(bind(func), route, ends), routed(bind(afunc), route, ends))
+        )
         # Drawn as the conditional edge was: labelled with the route's name unless it is the node's.
         pairs = ends.items() if isinstance(ends, dict) else ((end, end) for end in ends)
         labels = {str(end): str(key) for key, end in pairs}
-        builder.add_node(name, runnable, destinations=labels)  # fmt: skip
+        builder.add_node(name, runnable, destinations=labels)
 
     node("admit", admit, None, state_only(after_admit), admitted)
     node("retrieve", retrieve, aretrieve, bind(after_retrieve), retrieved)

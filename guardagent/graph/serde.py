@@ -33,9 +33,7 @@ def _walk(hint: Any, found: set[tuple[str, str]], seen: set[Any]) -> None:
         _walk(arg, found, seen)
     if not isinstance(hint, type):
         return
-    if issubclass(hint, BaseModel) or dataclasses.is_dataclass(hint) or issubclass(
-        hint, enum.Enum
-    ):
+    if issubclass(hint, BaseModel) or dataclasses.is_dataclass(hint) or issubclass(hint, enum.Enum):
         found.add((hint.__module__, hint.__qualname__))
     if is_typeddict(hint) or issubclass(hint, BaseModel) or dataclasses.is_dataclass(hint):
         for field in get_type_hints(hint).values():

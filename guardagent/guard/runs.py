@@ -33,9 +33,8 @@ def model_name(model: Any) -> str:
     if isinstance(model, str):
         return model
     return str(
-        getattr(model, "model_name", None) or getattr(model, "model", None)
-        or type(model).__name__
-    )  # fmt: skip
+        getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
+    )
 
 
 def run_config(
@@ -89,7 +88,9 @@ def _outcome_run(decision: GuardDecision, run_name: str) -> tuple[Any, RunnableC
     """The outcome child run and its config (only made when something records runs)."""
     name = f"{run_name}.decision"
     config: RunnableConfig = {
-        "run_name": name, "tags": ["guardagent"], "metadata": outcome_metadata(decision)
+        "run_name": name,
+        "tags": ["guardagent"],
+        "metadata": outcome_metadata(decision),
     }
     return RunnableLambda(_summary, name=name), config
 
@@ -127,29 +128,45 @@ def guard_run(
     config = _traced_config(context, run_name, metadata)
     event = {"agent_input": agent_input, "agent_output": agent_output}
     with one_run():
-        out = yield Wait(partial(graph.invoke, event, context=context, config=config),
-                         partial(graph.ainvoke, event, context=context, config=config))  # fmt: skip
+        out = yield Wait(
+            partial(graph.invoke, event, context=context, config=config),
+            partial(graph.ainvoke, event, context=context, config=config),
+        )
     decision = _finish(out, started)
     if config is not None:
         summary, outcome = _outcome_run(decision, run_name)
-        yield Wait(partial(summary.invoke, decision, config=outcome),
-                   partial(summary.ainvoke, decision, config=outcome))  # fmt: skip
+        yield Wait(
+            partial(summary.invoke, decision, config=outcome),
+            partial(summary.ainvoke, decision, config=outcome),
+        )
     return decision
 
 
 def invoke_guard(
-    graph: Graph, context: GuardContext, agent_input: str, agent_output: str, *, run_name: str,
+    graph: Graph,
+    context: GuardContext,
+    agent_input: str,
+    agent_output: str,
+    *,
+    run_name: str,
     metadata: Mapping[str, Any] | None = None,
-) -> GuardDecision:  # fmt: skip
+) -> GuardDecision:
     """Guard one event (:func:`guard_run`, sync)."""
-    return run(guard_run(graph, context, agent_input, agent_output, run_name=run_name,
-                         metadata=metadata))  # fmt: skip
+    return run(
+        guard_run(graph, context, agent_input, agent_output, run_name=run_name, metadata=metadata)
+    )
 
 
 async def ainvoke_guard(
-    graph: Graph, context: GuardContext, agent_input: str, agent_output: str, *, run_name: str,
+    graph: Graph,
+    context: GuardContext,
+    agent_input: str,
+    agent_output: str,
+    *,
+    run_name: str,
     metadata: Mapping[str, Any] | None = None,
-) -> GuardDecision:  # fmt: skip
+) -> GuardDecision:
     """Guard one event (:func:`guard_run`, async)."""
-    return await arun(guard_run(graph, context, agent_input, agent_output, run_name=run_name,
-                                metadata=metadata))  # fmt: skip
+    return await arun(
+        guard_run(graph, context, agent_input, agent_output, run_name=run_name, metadata=metadata)
+    )

@@ -47,8 +47,10 @@ def trace_policy(context: GuardContext) -> tuple[Any, float | None]:
     profile = load_profile(context.profile)
     model = profile_policy(profile)
     if model is None or model.labels is None or not model.trace_bindings:
-        raise ValueError(f"profile {context.profile!r} has no policy model with tool "
-                         "labels and trace predicates (check_trace needs one)")  # fmt: skip
+        raise ValueError(
+            f"profile {context.profile!r} has no policy model with tool "
+            "labels and trace predicates (check_trace needs one)"
+        )
     return model, getattr(profile, "safety_threshold", None)
 
 
@@ -69,11 +71,16 @@ def no_trace_policy(context: GuardContext, exc: Exception) -> GuardDecision:
 
 
 def prepare(
-    context: GuardContext, messages: Any, proposed_call: Any,
-    user_facts: Mapping[str, Any] | None, consent: Iterable[Any],
-    thread_state: Mapping[str, Any] | None, max_bytes: int, task: Any = None,
+    context: GuardContext,
+    messages: Any,
+    proposed_call: Any,
+    user_facts: Mapping[str, Any] | None,
+    consent: Iterable[Any],
+    thread_state: Mapping[str, Any] | None,
+    max_bytes: int,
+    task: Any = None,
     thread_id: str | None = None,
-) -> Prepared:  # fmt: skip
+) -> Prepared:
     """The prepared trace (or the denial of an unreadable one), the model, the threshold.
 
     The policy model and the profile's safety threshold come from one profile load.
@@ -91,36 +98,58 @@ def prepare(
         try:
             user_facts = normalize_facts(user_facts)
         except ValueError as exc:
-            return GuardDecision(
-                allowed=False, label=1, profile=context.profile,
-                reason=f"denied: the host's user_facts cannot be read ({exc})",
-                error=f"user_facts: {exc}", violations=["the host's user_facts cannot be read"],
-            ), model, threshold  # fmt: skip
+            return (
+                GuardDecision(
+                    allowed=False,
+                    label=1,
+                    profile=context.profile,
+                    reason=f"denied: the host's user_facts cannot be read ({exc})",
+                    error=f"user_facts: {exc}",
+                    violations=["the host's user_facts cannot be read"],
+                ),
+                model,
+                threshold,
+            )
     try:
         attached = attach_task(model, task)
         if task is not None and set(model.trace_bindings) != {p.name for p in model.predicates}:
-            raise TaskPolicyError(["task policies need a policy whose every predicate is "
-                                   "a trace predicate"])  # fmt: skip
+            raise TaskPolicyError(
+                ["task policies need a policy whose every predicate is a trace predicate"]
+            )
     except TaskPolicyError as exc:
-        return GuardDecision(allowed=False, label=1, profile=context.profile,
-                             reason=f"denied: the task policy cannot be attached ({exc})",
-                             error=f"task_policy: {exc}"), model, threshold  # fmt: skip
+        return (
+            GuardDecision(
+                allowed=False,
+                label=1,
+                profile=context.profile,
+                reason=f"denied: the task policy cannot be attached ({exc})",
+                error=f"task_policy: {exc}",
+            ),
+            model,
+            threshold,
+        )
     try:
         with today_is(context.today_date):  # year-less dates in the users' year
             event = prepare_trace_event(
-                messages, proposed_call, labels=model.labels, bindings=attached.bindings,
-                user_facts=user_facts, consent=consent, thread_state=thread_state,
-                max_bytes=max_bytes, key=context.trace_key_bytes,
-                values=attached.model.values, secrets=attached.model.secrets,
-                thread_id=thread_id, budget_ms=context.trace_budget_ms,
-            )  # fmt: skip
+                messages,
+                proposed_call,
+                labels=model.labels,
+                bindings=attached.bindings,
+                user_facts=user_facts,
+                consent=consent,
+                thread_state=thread_state,
+                max_bytes=max_bytes,
+                key=context.trace_key_bytes,
+                values=attached.model.values,
+                secrets=attached.model.secrets,
+                thread_id=thread_id,
+                budget_ms=context.trace_budget_ms,
+            )
     except UnreadableEvidence as exc:
-        return (GuardDecision(**unreadable_fields(exc), profile=context.profile), model,
-                threshold)
+        return (GuardDecision(**unreadable_fields(exc), profile=context.profile), model, threshold)
     except RecursionError:  # a shape no reader bounded: still a denial, never a traceback
         deep = UnreadableEvidence("unparsable_trace", "the trace is nested too deep to read")
-        return (GuardDecision(**unreadable_fields(deep), profile=context.profile), model,
-                threshold)
+        return (GuardDecision(**unreadable_fields(deep), profile=context.profile), model, threshold)
     if attached.unset:
         event = replace(event, facts={**event.facts, **attached.open_facts()})
     return event, attached.model, threshold
@@ -139,24 +168,30 @@ def prepare_with_state(context: GuardContext, *args: Any) -> Prepared:
     return event, model, threshold
 
 
-def verify_trace(context: GuardContext, event: TraceEvent, model: Any,
-                 threshold: float | None, started: float) -> GuardDecision | None:  # fmt: skip
+def verify_trace(
+    context: GuardContext, event: TraceEvent, model: Any, threshold: float | None, started: float
+) -> GuardDecision | None:
     """A policy whose every predicate is a trace predicate needs no program: verify here."""
     from guardagent.policy.runs import decision_parts
     from guardagent.policy.verify import verify_event
 
     if set(model.trace_bindings) != {p.name for p in model.predicates}:
         return None
-    parts = decision_parts(verify_event(model, event.assignments, threshold=threshold,
-                                     expected=model.trace_bindings), None)
+    parts = decision_parts(
+        verify_event(model, event.assignments, threshold=threshold, expected=model.trace_bindings),
+        None,
+    )
     return GuardDecision(
-        **parts, guardrailed_output=event.agent_output if parts["allowed"] else None,
-        profile=context.profile, latency_ms=(time.perf_counter() - started) * 1000,
-    )  # fmt: skip
+        **parts,
+        guardrailed_output=event.agent_output if parts["allowed"] else None,
+        profile=context.profile,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
-def with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
-               rules: str = "all") -> GuardDecision:  # fmt: skip
+def with_trace(
+    decision: GuardDecision, event: TraceEvent, model: Any, rules: str = "all"
+) -> GuardDecision:
     """The decision with the trace facts, the thread state, and why each condition held.
 
     A denial always lists its violations (the violated rules' policies when the guard
@@ -164,24 +199,31 @@ def with_trace(decision: GuardDecision, event: TraceEvent, model: Any,
     """
     facts = event.details()
     violated = [r for r in decision.rules if r.status in ("violated", "possibly_violated")]
-    named = [facts[n]["detail"] for r in violated for n in [*r.deciding, *r.open]
-             if n in facts and model.by_name[n].kind == "condition"]  # fmt: skip
+    named = [
+        facts[n]["detail"]
+        for r in violated
+        for n in [*r.deciding, *r.open]
+        if n in facts and model.by_name[n].kind == "condition"
+    ]
     reason = decision.reason
     if named:
         reason += " Why: " + "; ".join(dict.fromkeys(named)) + "."
-    consented = [f["detail"] for f in facts.values()
-                 if f["value"] and str(f["name"]).startswith("consent_given")]  # fmt: skip
+    consented = [
+        f["detail"]
+        for f in facts.values()
+        if f["value"] and str(f["name"]).startswith("consent_given")
+    ]
     if decision.allowed and consented:  # name the approval the call used
         reason += " Consent: " + "; ".join(dict.fromkeys(consented)) + "."
     for note in event.notes:  # e.g. an unsigned thread state set aside
         reason += " " + note
     # an allowed call uses its approvals; built when the host reads it (GuardDecision)
     state = event.deferred_state_after(decision.allowed)
-    update: dict[str, Any] = {"trace_facts": facts, "trace_state": state,
-                              "reason": reason}  # fmt: skip
+    update: dict[str, Any] = {"trace_facts": facts, "trace_state": state, "reason": reason}
     if not decision.allowed and not decision.violations:
         update["violations"] = list(dict.fromkeys(r.policy or r.id for r in violated)) or [
-            decision.reason]
+            decision.reason
+        ]
     if rules == "applied":
         update["rules"] = [r for r in decision.rules if r.status != "not_applicable"]
     return decision.model_copy(update=update)
@@ -193,11 +235,20 @@ def task_spec(task: Any) -> Any:
 
 
 def trace_decision(
-    graph: Graph, context: GuardContext, run_context: Any, messages: Any, proposed_call: Any,
-    *, user_facts: Mapping[str, Any] | None, consent: Iterable[Any],
-    thread_state: Mapping[str, Any] | None, thread_id: str | None, rules: str, task: Any,
+    graph: Graph,
+    context: GuardContext,
+    run_context: Any,
+    messages: Any,
+    proposed_call: Any,
+    *,
+    user_facts: Mapping[str, Any] | None,
+    consent: Iterable[Any],
+    thread_state: Mapping[str, Any] | None,
+    thread_id: str | None,
+    rules: str,
+    task: Any,
     overrides: dict[str, Any],
-) -> Twin[GuardDecision]:  # fmt: skip
+) -> Twin[GuardDecision]:
     """`check_trace`, written once: the trace read, then verified here or by the graph.
 
     Args:
@@ -217,13 +268,22 @@ def trace_decision(
     """
     started = time.perf_counter()
     max_bytes = overrides.get("max_trace_bytes", context.max_trace_bytes)
-    args = (messages, proposed_call, user_facts, consent, thread_state, max_bytes,
-            task_spec(task), thread_id)  # fmt: skip
+    args = (
+        messages,
+        proposed_call,
+        user_facts,
+        consent,
+        thread_state,
+        max_bytes,
+        task_spec(task),
+        thread_id,
+    )
     # The sync path leaves the thread's index to be built when read; the async path reads
     # the trace in a worker thread and builds it there (never on the loop).
     event, model, threshold = yield Wait(
         partial(prepare, context, *args),
-        partial(asyncio.to_thread, prepare_with_state, context, *args))  # fmt: skip
+        partial(asyncio.to_thread, prepare_with_state, context, *args),
+    )
     if isinstance(event, GuardDecision):
         return event
     decision = verify_trace(context, event, model, threshold, started)
@@ -231,6 +291,10 @@ def trace_decision(
         overrides["trace_assignments"] = event.assignments
         overrides.setdefault("max_event_chars", max_bytes + 65_536)
         decision = yield from guard_run(
-            graph, run_context(user_facts, overrides), event.agent_input, event.agent_output,
-            run_name="guardagent.trace")  # fmt: skip
+            graph,
+            run_context(user_facts, overrides),
+            event.agent_input,
+            event.agent_output,
+            run_name="guardagent.trace",
+        )
     return with_trace(decision, event, model, rules)

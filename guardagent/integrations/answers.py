@@ -83,8 +83,13 @@ def task_for(source: TaskSource, runtime: Any, profile: str) -> TaskSpec | Guard
         return source(runtime)
     except Exception as exc:  # the host's callable: its failure denies, never raises
         reason = f"the task callable failed: {type(exc).__name__}: {exc}"
-        return GuardDecision(allowed=False, label=1, profile=profile,
-                             reason=f"denied: {reason}", error=f"task_policy: {reason}")
+        return GuardDecision(
+            allowed=False,
+            label=1,
+            profile=profile,
+            reason=f"denied: {reason}",
+            error=f"task_policy: {reason}",
+        )
 
 
 def refusal(message: AIMessage, decision: GuardDecision, note: str = "") -> AIMessage:
@@ -101,8 +106,9 @@ def answer_review(message: AIMessage, decision: GuardDecision) -> dict[str, Any]
         "type": ANSWER_REVIEW_TYPE,
         "final_answer": {"content": delivered(message), "id": message.id},
         "decision": decision.model_dump(
-            mode="json", include={"allowed", "violations", "reason", "error", "profile"}),
+            mode="json", include={"allowed", "violations", "reason", "error", "profile"}
+        ),
         "question": f"GuardAgent denied the agent's answer ({describe_denial(decision)}). "
-                    "Send it anyway?",
+        "Send it anyway?",
         "options": ["approve", "reject"],
-    }  # fmt: skip
+    }

@@ -65,12 +65,17 @@ class ScriptedBankModel(BaseChatModel):
         call_id = f"call-{len(messages)}"
         if found := _TRANSFER.search(text):
             args: dict[str, Any] = {"amount": float(found["amount"]), "to": found["to"]}
-            return AIMessage("", tool_calls=[{"name": "transfer_funds", "args": args,
-                                              "id": call_id}])
+            return AIMessage(
+                "", tool_calls=[{"name": "transfer_funds", "args": args, "id": call_id}]
+            )
         if found := _BALANCE.search(text):
             account = found["account"] or "checking"
-            return AIMessage("", tool_calls=[{"name": "lookup_balance",
-                                              "args": {"account": account}, "id": call_id}])
+            return AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "lookup_balance", "args": {"account": account}, "id": call_id}
+                ],
+            )
         return AIMessage("I can send money ('send 50 to acct-1') or look up a balance.")
 
     def _generate(

@@ -128,8 +128,9 @@ class HoldsAnswers:
         if response is None:
             with held_callbacks() as told:
                 try:
-                    response = yield call_model(request.override(
-                        model=model_standing_in(request.model, told)))
+                    response = yield call_model(
+                        request.override(model=model_standing_in(request.model, told))
+                    )
                 except BaseException:
                     yield _replay(told)
                     raise
@@ -145,8 +146,10 @@ class HoldsAnswers:
                 decision = task
             else:
                 said = list(state["messages"])
-                decision = yield Wait(partial(host.guard.check_trace, said, **kwargs),
-                                      partial(host.guard.acheck_trace, said, **kwargs))  # fmt: skip
+                decision = yield Wait(
+                    partial(host.guard.check_trace, said, **kwargs),
+                    partial(host.guard.acheck_trace, said, **kwargs),
+                )
         output, withheld = _decided(host, where, response, answer, key, decision)
         yield _replay(told, withheld)
         return output
@@ -155,8 +158,7 @@ class HoldsAnswers:
         """Hold the model's final answer until it is guarded (see the module)."""
         return run(self._held_call(request, lambda r: sync_only(partial(handler, r))))
 
-    async def awrap_model_call(self, request: Any,
-                               handler: Callable[[Any], Awaitable[Any]]) -> Any:  # fmt: skip
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_model_call`."""
         return await arun(self._held_call(request, lambda r: async_only(partial(handler, r))))
 
@@ -165,11 +167,15 @@ def _replay(told: HeldCallbacks, withheld: AIMessage | None = None) -> Wait:
     """The callbacks held during the model call, replayed (awaited on the async path)."""
     return Wait(partial(told.replay, withheld), partial(told.areplay, withheld))
 
+
 def _guards_answers(host: Any) -> bool:
     """Whether the middleware guards final answers (else the model streams as it likes)."""
     guarded = host.guarded_tools
-    return bool(host.trace) and (guarded is None or FINAL_ANSWER in guarded) and labels_respond(
-        host.guard)  # fmt: skip
+    return (
+        bool(host.trace)
+        and (guarded is None or FINAL_ANSWER in guarded)
+        and labels_respond(host.guard)
+    )
 
 
 def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
@@ -184,8 +190,9 @@ def _found(host: Any, request: Any, response: Any) -> tuple[Any, ...] | None:
     return answer, found[1], host._answer_key(answer, request.runtime), state
 
 
-def _decided(host: Any, where: str, response: Any, answer: AIMessage, key: str,
-             decision: GuardDecision) -> tuple[Any, AIMessage | None]:  # fmt: skip
+def _decided(
+    host: Any, where: str, response: Any, answer: AIMessage, key: str, decision: GuardDecision
+) -> tuple[Any, AIMessage | None]:
     """The model node's output once the answer is decided, and the refusal if withheld.
 
     The output is the response, or the refusal in the answer's place. A review pauses here

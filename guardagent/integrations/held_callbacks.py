@@ -41,10 +41,19 @@ except ImportError:  # pragma: no cover - an older langchain-core: no handler is
 Event = tuple[BaseCallbackHandler, str, tuple[Any, ...], dict[str, Any]]
 
 _EVENTS = tuple(n for n in dir(BaseCallbackHandler) if n.startswith("on_"))
-_FLAGS = ("ignore_llm", "ignore_chat_model", "ignore_retry", "ignore_custom_event",
-          "ignore_chain", "ignore_agent", "ignore_retriever", "raise_error")  # fmt: skip
-_KEPT_WHEN_WITHHELD = frozenset({"on_chat_model_start", "on_llm_start", "on_llm_end",
-                                 "on_llm_error", "on_retry"})  # fmt: skip
+_FLAGS = (
+    "ignore_llm",
+    "ignore_chat_model",
+    "ignore_retry",
+    "ignore_custom_event",
+    "ignore_chain",
+    "ignore_agent",
+    "ignore_retriever",
+    "raise_error",
+)
+_KEPT_WHEN_WITHHELD = frozenset(
+    {"on_chat_model_start", "on_llm_start", "on_llm_end", "on_llm_error", "on_retry"}
+)
 """The events a handler is told of a withheld answer's run (``on_llm_end`` rewritten)."""
 
 
@@ -96,8 +105,10 @@ class HeldCallbacks:
             if name not in _KEPT_WHEN_WITHHELD:
                 continue
             if name == "on_llm_end":
-                args = (_replaced(args[0] if args else kwargs.pop("response", None), withheld),
-                        *args[1:])  # fmt: skip
+                args = (
+                    _replaced(args[0] if args else kwargs.pop("response", None), withheld),
+                    *args[1:],
+                )
             out.append((handler, name, args, kwargs))
         return out
 
@@ -136,8 +147,11 @@ def _standing_in(callbacks: Any, held: HeldCallbacks) -> Any:
                 quiet.inheritable_handlers.append(stand_in)
         return quiet
     if isinstance(callbacks, list | tuple):
-        return [held.recorder(h) for h in callbacks
-                if isinstance(h, BaseCallbackHandler) and not isinstance(h, _Streaming)]
+        return [
+            held.recorder(h)
+            for h in callbacks
+            if isinstance(h, BaseCallbackHandler) and not isinstance(h, _Streaming)
+        ]
     return callbacks
 
 

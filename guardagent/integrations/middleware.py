@@ -101,10 +101,12 @@ TRACE_KEY = "guardagent_trace"
 CONSENT_KEY = "guardagent_consent"
 """State key of the reviewers' approvals (``trace=True``): signed records, each bound to its
 thread and call and used by it (kept for the record; the thread's ledger counts the use)."""
-NEEDS_KEY = ("GuardAgentMiddleware(trace=True) keeps the thread's index and the reviewers' "
-             "approvals in the agent state, which the invoker can write: give the guard the "
-             "deployment's key, GuardAgent(..., trace_key=os.environ['GUARDAGENT_TRACE_KEY']) "
-             "(e.g. export GUARDAGENT_TRACE_KEY=$(openssl rand -hex 32))")
+NEEDS_KEY = (
+    "GuardAgentMiddleware(trace=True) keeps the thread's index and the reviewers' "
+    "approvals in the agent state, which the invoker can write: give the guard the "
+    "deployment's key, GuardAgent(..., trace_key=os.environ['GUARDAGENT_TRACE_KEY']) "
+    "(e.g. export GUARDAGENT_TRACE_KEY=$(openssl rand -hex 32))"
+)
 USER_INFO_KEY = "user_info"
 """Where the host puts its facts about the user: the run's context (or, opted in, the state)."""
 
@@ -115,9 +117,7 @@ class GuardedAgentState(AgentState[Any]):
     user_info: NotRequired[dict[str, Any]]
 
 
-def _newest_trace(
-    old: dict[str, Any] | None, new: dict[str, Any] | None
-) -> dict[str, Any] | None:
+def _newest_trace(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
     """Parallel calls of one step each write the index: keep the one that read the most.
 
     Of two that read as much, the one whose consent ledger records more uses: an approval
@@ -245,8 +245,9 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         else:
             runtime = getattr(request, "runtime", None)
             config = getattr(runtime, "config", None) or {}
-            found = (facts_in(getattr(runtime, "context", None), USER_INFO_KEY)
-                     or facts_in(config.get("configurable"), USER_INFO_KEY))  # fmt: skip
+            found = facts_in(getattr(runtime, "context", None), USER_INFO_KEY) or facts_in(
+                config.get("configurable"), USER_INFO_KEY
+            )
             if found is None and self.facts_from_state:
                 found = facts_in(request.state, USER_INFO_KEY)
         return dict(found or {})
@@ -268,9 +269,11 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         return self.guarded_tools is None or request.tool_call["name"] in self.guarded_tools
 
     def _metadata(self, request: ToolCallRequest) -> dict[str, Any]:
-        return {"guardagent_integration": "middleware",
-                "guardagent_tool": request.tool_call["name"],
-                "guardagent_tool_call_id": request.tool_call.get("id") or ""}
+        return {
+            "guardagent_integration": "middleware",
+            "guardagent_tool": request.tool_call["name"],
+            "guardagent_tool_call_id": request.tool_call.get("id") or "",
+        }
 
     @classmethod
     def _key(cls, request: ToolCallRequest, event: tuple[str, str]) -> str:
@@ -292,23 +295,41 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         text = f"GuardAgent blocked {call['name']}: {describe_denial(decision)}"
         if decision.remediation is not None:  # a policy model's computed remedies and advice
             text += f" {decision.remediation.summary()}"
-        return ToolMessage(content=text + note, tool_call_id=call.get("id") or "",
-                           name=call["name"], status="error")
+        return ToolMessage(
+            content=text + note,
+            tool_call_id=call.get("id") or "",
+            name=call["name"],
+            status="error",
+        )
 
     def _ask(self, request: ToolCallRequest, decision: GuardDecision) -> tuple[bool, str]:
         """Pause for a reviewer; returns (approved, the reviewer's message)."""
         call = request.tool_call
-        answer = interrupt({
-            "type": REVIEW_TYPE,
-            "tool_call": {"name": call["name"], "args": call.get("args") or {},
-                          "id": call.get("id")},
-            "decision": decision.model_dump(
-                mode="json", include={"allowed", "violations", "reason", "error",
-                                      "program_source", "attempts", "profile"}),
-            "question": f"GuardAgent denied {call['name']} ({describe_denial(decision)}). "
-                        "Approve the call anyway?",
-            "options": ["approve", "reject"],
-        })
+        answer = interrupt(
+            {
+                "type": REVIEW_TYPE,
+                "tool_call": {
+                    "name": call["name"],
+                    "args": call.get("args") or {},
+                    "id": call.get("id"),
+                },
+                "decision": decision.model_dump(
+                    mode="json",
+                    include={
+                        "allowed",
+                        "violations",
+                        "reason",
+                        "error",
+                        "program_source",
+                        "attempts",
+                        "profile",
+                    },
+                ),
+                "question": f"GuardAgent denied {call['name']} ({describe_denial(decision)}). "
+                "Approve the call anyway?",
+                "options": ["approve", "reject"],
+            }
+        )
         return parse_review(answer)
 
     def _pending_or(self, key: str) -> GuardDecision | None:
@@ -351,20 +372,25 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
         return str(thread) if thread is not None else None
 
-    def _trace_check(self, request: ToolCallRequest,
-                     facts: Mapping[str, Any]) -> Twin[GuardDecision]:  # fmt: skip
+    def _trace_check(
+        self, request: ToolCallRequest, facts: Mapping[str, Any]
+    ) -> Twin[GuardDecision]:
         state = request.state if isinstance(request.state, Mapping) else {}
         task = task_for(self.task, request.runtime, self.guard.context.profile)
         if isinstance(task, GuardDecision):
             return task
         args = (list(state.get("messages", [])), dict(request.tool_call))
         kwargs: dict[str, Any] = {
-            "user_facts": facts, "consent": state.get(CONSENT_KEY) or [],
-            "thread_state": state.get(TRACE_KEY), "thread_id": self._thread_id(request),
-            "task": task}  # fmt: skip
+            "user_facts": facts,
+            "consent": state.get(CONSENT_KEY) or [],
+            "thread_state": state.get(TRACE_KEY),
+            "thread_id": self._thread_id(request),
+            "task": task,
+        }
         decision: GuardDecision = yield Wait(
             partial(self.guard.check_trace, *args, **kwargs),
-            partial(self.guard.acheck_trace, *args, **kwargs))  # fmt: skip
+            partial(self.guard.acheck_trace, *args, **kwargs),
+        )
         return decision
 
     @classmethod
@@ -376,12 +402,16 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         its ledger, its approval).
         """
         call = request.tool_call
-        body = json.dumps([cls._thread_id(request), call.get("id") or "", call.get("args") or {}],
-                          sort_keys=True, default=str)  # fmt: skip
+        body = json.dumps(
+            [cls._thread_id(request), call.get("id") or "", call.get("args") or {}],
+            sort_keys=True,
+            default=str,
+        )
         return f"trace:{hashlib.sha256(body.encode()).hexdigest()[:32]}"
 
-    def _with_state(self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision,
-                    reviewed: bool) -> ToolResult:  # fmt: skip
+    def _with_state(
+        self, request: ToolCallRequest, result: ToolResult, decision: GuardDecision, reviewed: bool
+    ) -> ToolResult:
         """The tool's result plus the thread's index (and a reviewer's approval, used)."""
         update: dict[str, Any] = {}
         state = decision.trace_state
@@ -389,9 +419,13 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
             call = request.tool_call
             key = self.guard.context.trace_key_bytes
             # one approval of this one call, in this thread: it let this call through
-            record = Consent(call["name"], "approve", args=dict(call.get("args") or {}),
-                             call_id=call.get("id") or None,
-                             thread=thread_of(state) or self._thread_id(request))  # fmt: skip
+            record = Consent(
+                call["name"],
+                "approve",
+                args=dict(call.get("args") or {}),
+                call_id=call.get("id") or None,
+                thread=thread_of(state) or self._thread_id(request),
+            )
             update[CONSENT_KEY] = [record.signed(key) if key else record.to_json()]
             if state is not None:
                 use = str(call.get("id") or "@review")
@@ -403,8 +437,12 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         if isinstance(result, ToolMessage):
             return Command(update={"messages": [result], **update})
         if isinstance(result.update, dict):
-            return Command(graph=result.graph, update={**result.update, **update},
-                           resume=result.resume, goto=result.goto)  # fmt: skip
+            return Command(
+                graph=result.graph,
+                update={**result.update, **update},
+                resume=result.resume,
+                goto=result.goto,
+            )
         return result
 
     # -- tasks and final answers (trace=True) ---------------------------------------------
@@ -427,20 +465,29 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         if message is None or not labels_respond(self.guard):
             return None
         call = {"name": "respond", "args": {"content": delivered(message)}, "id": message.id}
-        request = ToolCallRequest(tool_call=call, tool=None, state=state,  # type: ignore[arg-type]
-                                  runtime=runtime)  # fmt: skip
+        request = ToolCallRequest(
+            tool_call=call,  # type: ignore[arg-type]
+            tool=None,
+            state=state,
+            runtime=runtime,
+        )
         return (message, request) if self._guarded(request) else None
 
     def _answer_args(self, state: Any, request: ToolCallRequest) -> tuple[Any, dict[str, Any]]:
         """The task and the keyword arguments of `check_trace` for a final answer."""
         task = task_for(self.task, request.runtime, self.guard.context.profile)
-        kwargs = {"user_facts": self.facts(request), "consent": state.get(CONSENT_KEY) or [],
-                  "thread_state": state.get(TRACE_KEY), "task": task,
-                  "thread_id": thread_of_runtime(request.runtime)}  # fmt: skip
+        kwargs = {
+            "user_facts": self.facts(request),
+            "consent": state.get(CONSENT_KEY) or [],
+            "thread_state": state.get(TRACE_KEY),
+            "task": task,
+            "thread_id": thread_of_runtime(request.runtime),
+        }
         return task, kwargs
 
-    def _answer_outcome(self, message: AIMessage, key: str,
-                        decision: GuardDecision) -> dict[str, Any] | None:  # fmt: skip
+    def _answer_outcome(
+        self, message: AIMessage, key: str, decision: GuardDecision
+    ) -> dict[str, Any] | None:
         """The state update of a guarded answer: the index, or the answer replaced."""
         if decision.allowed:
             return {TRACE_KEY: decision.trace_state} if decision.trace_state else None
@@ -476,8 +523,10 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
                 decision = task
             else:
                 said = list(state["messages"])
-                decision = yield Wait(partial(self.guard.check_trace, said, **kwargs),
-                                      partial(self.guard.acheck_trace, said, **kwargs))  # fmt: skip
+                decision = yield Wait(
+                    partial(self.guard.check_trace, said, **kwargs),
+                    partial(self.guard.acheck_trace, said, **kwargs),
+                )
         return self._answer_outcome(message, key, decision)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -510,10 +559,15 @@ class GuardAgentMiddleware(HoldsAnswers, AgentMiddleware[AgentState[Any], Any, A
         key = self._key(request, event)
         found = self._pending_or(key)
         if found is None:
-            settings: dict[str, Any] = {"run_name": self.run_name, "user_facts": facts,
-                                        "metadata": self._metadata(request)}  # fmt: skip
-            found = yield Wait(partial(run_guard, self.guard, *event, **settings),
-                               partial(arun_guard, self.guard, *event, **settings))  # fmt: skip
+            settings: dict[str, Any] = {
+                "run_name": self.run_name,
+                "user_facts": facts,
+                "metadata": self._metadata(request),
+            }
+            found = yield Wait(
+                partial(run_guard, self.guard, *event, **settings),
+                partial(arun_guard, self.guard, *event, **settings),
+            )
         blocked = self._resolve(request, key, found)
         if blocked is not None:
             return blocked
@@ -550,7 +604,13 @@ def parse_review(answer: Any) -> tuple[bool, str]:
 
 
 __all__ = [
-    "CONSENT_KEY", "REVIEW_TYPE", "TRACE_KEY", "USER_INFO_KEY", "GuardAgentMiddleware",
-    "GuardedAgentState", "GuardedTraceState", "Review",
+    "CONSENT_KEY",
+    "REVIEW_TYPE",
+    "TRACE_KEY",
+    "USER_INFO_KEY",
+    "GuardAgentMiddleware",
+    "GuardedAgentState",
+    "GuardedTraceState",
+    "Review",
     "parse_review",
-]  # fmt: skip
+]

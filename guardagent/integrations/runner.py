@@ -84,9 +84,13 @@ def run_guard(
             let the program read the event's ``User information:`` block.
     """
     return invoke_guard(
-        stateless_graph(), _context(guard, user_facts), agent_input, agent_output,
-        run_name=run_name, metadata=metadata,
-    )  # fmt: skip
+        stateless_graph(),
+        _context(guard, user_facts),
+        agent_input,
+        agent_output,
+        run_name=run_name,
+        metadata=metadata,
+    )
 
 
 async def arun_guard(
@@ -100,9 +104,13 @@ async def arun_guard(
 ) -> GuardDecision:
     """Async :func:`run_guard`."""
     return await ainvoke_guard(
-        stateless_graph(), _context(guard, user_facts), agent_input, agent_output,
-        run_name=run_name, metadata=metadata,
-    )  # fmt: skip
+        stateless_graph(),
+        _context(guard, user_facts),
+        agent_input,
+        agent_output,
+        run_name=run_name,
+        metadata=metadata,
+    )
 
 
 def facts_in(source: Any, key: str) -> Mapping[str, Any] | None:

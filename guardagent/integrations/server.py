@@ -65,21 +65,26 @@ def served_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     guard = build_graph().compile(name="guardagent.guard", checkpointer=False)
 
     def event(state: ServedState) -> GuardInput:
-        return {"agent_input": state.get("agent_input") or "",
-                "agent_output": state.get("agent_output") or ""}  # fmt: skip
+        return {
+            "agent_input": state.get("agent_input") or "",
+            "agent_output": state.get("agent_output") or "",
+        }
 
-    def decide(state: ServedState, config: RunnableConfig,
-               runtime: Runtime[RunContext]) -> GuardOutput:  # fmt: skip
+    def decide(
+        state: ServedState, config: RunnableConfig, runtime: Runtime[RunContext]
+    ) -> GuardOutput:
         out = guard.invoke(event(state), config, context=runtime.context)
         return {"guard_decision": out["guard_decision"]}
 
-    async def adecide(state: ServedState, config: RunnableConfig,
-                      runtime: Runtime[RunContext]) -> GuardOutput:  # fmt: skip
+    async def adecide(
+        state: ServedState, config: RunnableConfig, runtime: Runtime[RunContext]
+    ) -> GuardOutput:
         out = await guard.ainvoke(event(state), config, context=runtime.context)
         return {"guard_decision": out["guard_decision"]}
 
-    builder = StateGraph(ServedState, context_schema=RunContext, input_schema=GuardInput,
-                         output_schema=GuardOutput)  # fmt: skip
+    builder = StateGraph(
+        ServedState, context_schema=RunContext, input_schema=GuardInput, output_schema=GuardOutput
+    )
     builder.add_node("guard", paired(decide, adecide, name="guard"))
     builder.add_edge(START, "guard")
     builder.add_edge("guard", END)

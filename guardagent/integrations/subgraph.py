@@ -80,8 +80,10 @@ def messages_to_events(
         return []
     last = messages[-1]
     if last.tool_calls:
-        return [tool_call_event(c["name"], c.get("args") or {}, messages, facts)
-                for c in last.tool_calls]
+        return [
+            tool_call_event(c["name"], c.get("args") or {}, messages, facts)
+            for c in last.tool_calls
+        ]
     return [answer_event(last.text, messages[:-1], facts)]
 
 
@@ -145,8 +147,11 @@ def guard_node(
     own_events = to_event is messages_to_events
 
     def metadata(index: int, total: int) -> dict[str, Any]:
-        return {"guardagent_integration": "guard_node", "guardagent_host_key": key,
-                "guardagent_event": f"{index + 1}/{total}"}
+        return {
+            "guardagent_integration": "guard_node",
+            "guardagent_host_key": key,
+            "guardagent_event": f"{index + 1}/{total}",
+        }
 
     def prepare(state: Any) -> tuple[list[Event], dict[str, Any] | None]:
         found = facts_in(_run_context(), user_info_key)
@@ -163,10 +168,15 @@ def guard_node(
         events, facts = prepare(state)
         decisions = []
         for n, (i, o) in enumerate(events):
-            settings: dict[str, Any] = {"run_name": run_name, "user_facts": facts,
-                                        "metadata": metadata(n, len(events))}  # fmt: skip
-            decision = yield Wait(partial(run_guard, guard, i, o, **settings),
-                                  partial(arun_guard, guard, i, o, **settings))  # fmt: skip
+            settings: dict[str, Any] = {
+                "run_name": run_name,
+                "user_facts": facts,
+                "metadata": metadata(n, len(events)),
+            }
+            decision = yield Wait(
+                partial(run_guard, guard, i, o, **settings),
+                partial(arun_guard, guard, i, o, **settings),
+            )
             decisions.append(decision)
         return {key: combine(decisions) if decisions else None}
 

@@ -74,8 +74,12 @@ def _profile_prefix(profile: str) -> tuple[str, str | None]:
     return collection_name(loaded.name, "") + ".", loaded.fingerprint
 
 
-def collections(client: Any, prefix: str = "guardagent-",
-                fingerprint: str | None = None, key: bytes | None = None) -> list[CollectionInfo]:
+def collections(
+    client: Any,
+    prefix: str = "guardagent-",
+    fingerprint: str | None = None,
+    key: bytes | None = None,
+) -> list[CollectionInfo]:
     """The guardagent collections whose name starts with `prefix`, counted.
 
     `verified_programs` counts the distinct programs tagged with `key` (none without one).
@@ -85,8 +89,9 @@ def collections(client: Any, prefix: str = "guardagent-",
     def signed(meta: Any) -> bool:
         if key is None or not meta or not isinstance(meta.get("code"), str):
             return False
-        expected = program_tag(key, code=meta["code"],
-                               request=str(meta.get("request_fingerprint", "")))
+        expected = program_tag(
+            key, code=meta["code"], request=str(meta.get("request_fingerprint", ""))
+        )
         return checks(expected, meta.get(PROGRAM_TAG))
 
     out = []
@@ -99,20 +104,27 @@ def collections(client: Any, prefix: str = "guardagent-",
         # checks with this deployment's key (each guard still verifies them before use).
         found = collection.get(include=["metadatas"])
         codes = {str(m["code"]) for m in found.get("metadatas") or [] if signed(m)}
-        current = (len(collection.get(where={"request_fingerprint": fingerprint},
-                                      include=[])["ids"]) if fingerprint else 0)
+        current = (
+            len(collection.get(where={"request_fingerprint": fingerprint}, include=[])["ids"])
+            if fingerprint
+            else 0
+        )
         out.append(CollectionInfo(name, int(collection.count()), len(codes), current))
     return out
 
 
 _memory_dir = click.option(
-    "--memory-dir", default=None,
-    help="Memory directory (default: $GUARDAGENT_MEMORY_DIR, else the user data directory).")
+    "--memory-dir",
+    default=None,
+    help="Memory directory (default: $GUARDAGENT_MEMORY_DIR, else the user data directory).",
+)
 _memory_url = click.option("--memory-url", default=None, help="Chroma server URL.")
 
 
-@click.group(name="memory", epilog=epilog(
-    "memory clear: 1 when it deleted nothing because --yes was not given."))
+@click.group(
+    name="memory",
+    epilog=epilog("memory clear: 1 when it deleted nothing because --yes was not given."),
+)
 def memory() -> None:
     """Where the guard's memory lives and what it holds.
 
@@ -127,20 +139,29 @@ def memory() -> None:
 @_memory_dir
 @_memory_url
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(profile: str | None, memory_dir: str | None, memory_url: str | None,
-         as_json: bool) -> None:
+def info(
+    profile: str | None, memory_dir: str | None, memory_url: str | None, as_json: bool
+) -> None:
     """Say where the memory is and how many records each profile has there."""
     where, _ = _location(memory_dir, memory_url)
     prefix, fingerprint = _profile_prefix(profile) if profile else ("guardagent-", None)
     client = _client(memory_dir, memory_url)
-    found = (collections(client, prefix, fingerprint, _key(memory_dir, memory_url))
-             if client is not None else [])
+    found = (
+        collections(client, prefix, fingerprint, _key(memory_dir, memory_url))
+        if client is not None
+        else []
+    )
     if as_json:
-        click.echo(dumps_safe({
-            "location": where, "exists": client is not None,
-            "collections": [vars(c) for c in found],
-            "records": sum(c.records for c in found),
-        }))
+        click.echo(
+            dumps_safe(
+                {
+                    "location": where,
+                    "exists": client is not None,
+                    "collections": [vars(c) for c in found],
+                    "records": sum(c.records for c in found),
+                }
+            )
+        )
         return
     source = "Chroma server" if memory_url else "local directory"
     click.echo(f"memory: {where} ({source})")
@@ -162,8 +183,9 @@ def info(profile: str | None, memory_dir: str | None, memory_url: str | None,
 @_memory_url
 @click.option("--yes", is_flag=True, help="Really delete (without it, only say what would go).")
 @click.pass_context
-def clear(ctx: click.Context, profile: str, memory_dir: str | None, memory_url: str | None,
-          yes: bool) -> None:
+def clear(
+    ctx: click.Context, profile: str, memory_dir: str | None, memory_url: str | None, yes: bool
+) -> None:
     """Delete a profile's records (demonstrations, remembered programs) from the memory.
 
     The profile's own demonstrations are stored again, and re-verified, when a guard next
@@ -179,8 +201,10 @@ def clear(ctx: click.Context, profile: str, memory_dir: str | None, memory_url: 
         click.echo(f"nothing to clear: no records of profile {profile} in {where}")
         return
     if not yes:
-        click.echo(f"would delete {total} record(s) of profile {profile} from {where} "
-                   f"({', '.join(c.name for c in found)}); run again with --yes to delete")
+        click.echo(
+            f"would delete {total} record(s) of profile {profile} from {where} "
+            f"({', '.join(c.name for c in found)}); run again with --yes to delete"
+        )
         ctx.exit(1)
     assert client is not None
     for c in found:

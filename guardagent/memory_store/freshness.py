@@ -60,9 +60,12 @@ class ChangeToken:
                     self._generation += 1
                     # Read-only, no shared cache: a connection of its own that never writes.
                     self._conn = sqlite3.connect(
-                        f"{self._path.as_uri()}?mode=ro", uri=True, timeout=1.0,
-                        check_same_thread=False, isolation_level=None,
-                    )  # fmt: skip
+                        f"{self._path.as_uri()}?mode=ro",
+                        uri=True,
+                        timeout=1.0,
+                        check_same_thread=False,
+                        isolation_level=None,
+                    )
                     self._identity = identity
                 row = self._conn.execute("PRAGMA data_version").fetchone()
             except (sqlite3.Error, ValueError):

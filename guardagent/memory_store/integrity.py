@@ -113,9 +113,16 @@ def _tag(key: bytes, parts: list[Any]) -> str:
 
 
 def record_tag(
-    key: bytes, *, agent_input: str, agent_output: str, plan: str, code: str, label: int,
-    details: Any, request: str,
-) -> str:  # fmt: skip
+    key: bytes,
+    *,
+    agent_input: str,
+    agent_output: str,
+    plan: str,
+    code: str,
+    label: int,
+    details: Any,
+    request: str,
+) -> str:
     """The tag over a whole record."""
     fields = [agent_input, agent_output, plan, code, label, details, request]
     return _tag(key, ["guardagent-memory-record-v1", *fields])

@@ -51,7 +51,8 @@ def _open(
     if not store.signed:
         log.warning(
             "memory %s has no key: its records are written untagged and none is trusted; "
-            "set GUARDAGENT_MEMORY_KEY (the same on every guard sharing it)", url or path
+            "set GUARDAGENT_MEMORY_KEY (the same on every guard sharing it)",
+            url or path,
         )
     seed_memory(store, profile)
     if len(_OPENED) >= 32:  # as many as `_open` keeps

@@ -92,14 +92,19 @@ class SketchIndex:
             trust = self._trust
             self._entries = {
                 i: _entry(docs[i], meta or {}, trust)
-                if i in docs else _refiled(old[i], meta or {}, trust)
+                if i in docs
+                else _refiled(old[i], meta or {}, trust)
                 for i, meta in zip(found["ids"], found.get("metadatas") or [], strict=True)
-            }  # fmt: skip
+            }
 
     def nearest(
-        self, query: str, depth: int, *, request: str | None,
+        self,
+        query: str,
+        depth: int,
+        *,
+        request: str | None,
         accept: Callable[[Entry], bool] | None = None,
-    ) -> list[tuple[str, str]]:  # fmt: skip
+    ) -> list[tuple[str, str]]:
         """(id, document) of the `depth` trusted demonstrations nearest by word-sketch distance.
 
         Nearest first; when there are no more than `depth`, all of them in the index's order
@@ -122,9 +127,11 @@ class SketchIndex:
         if len(pool) <= depth:  # all of them: no order to find (the store re-ranks them)
             return [(demo_id, e.document) for demo_id, e in pool]
         scores = process.cdist(
-            [word_sketch(query)], [e.sketch for _, e in pool],
-            scorer=SketchLevenshtein.distance, dtype=np.int32,
-        )[0]  # fmt: skip
+            [word_sketch(query)],
+            [e.sketch for _, e in pool],
+            scorer=SketchLevenshtein.distance,
+            dtype=np.int32,
+        )[0]
         nearest = np.argsort(scores, kind="stable")[:depth]
         return [(pool[j][0], pool[j][1].document) for j in nearest]
 

@@ -122,9 +122,7 @@ def _client(path: str | None, url: str | None) -> Any:
             if not match:
                 raise ValueError(f"memory_url must look like http://host:port, got {url!r}")
             scheme, host, port = match.groups()
-            return chromadb.HttpClient(
-                host=host, port=int(port or 8000), ssl=scheme == "https"
-            )
+            return chromadb.HttpClient(host=host, port=int(port or 8000), ssl=scheme == "https")
         Path(path or default_memory_dir()).mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path or default_memory_dir()))
 
@@ -253,10 +251,12 @@ class MemoryStore:
         metadatas = [_to_metadata(d, self._key) for d in demos]
         stored = self._collection.get(ids=ids, include=["documents", "metadatas"])
         same = {
-            i for i, doc, meta in zip(stored["ids"], stored["documents"] or [],
-                                      stored["metadatas"] or [], strict=False)
+            i
+            for i, doc, meta in zip(
+                stored["ids"], stored["documents"] or [], stored["metadatas"] or [], strict=False
+            )
             if (doc, dict(meta or {})) == _record(ids, texts, metadatas, i)
-        }  # fmt: skip
+        }
         changed = [n for n, i in enumerate(ids) if i not in same]
         if changed:
             self._collection.upsert(
@@ -371,8 +371,9 @@ class MemoryStore:
             if record is None:
                 continue
             doc, meta = record
-            if wanted is None or (isinstance(meta, dict)
-                                  and meta.get("request_fingerprint") == wanted):  # fmt: skip
+            if wanted is None or (
+                isinstance(meta, dict) and meta.get("request_fingerprint") == wanted
+            ):
                 out.append((i, doc, meta))
         return out
 
@@ -400,9 +401,10 @@ class MemoryStore:
         if self._key is not None and self._verifier is not None:
             found = self._collection.get(where=_where(request), include=["metadatas"])
             signed = {
-                str(m["code"]) for m in found.get("metadatas") or []
+                str(m["code"])
+                for m in found.get("metadatas") or []
                 if m and isinstance(m.get("code"), str) and self._program_signed(m, request)
-            }  # fmt: skip
+            }
             codes = sorted(c for c in signed if self._verified(c))
         self._programs[request] = (now, codes)
         return codes
@@ -454,10 +456,15 @@ def _tag_checks_out(key: bytes, document: str, meta: dict[str, Any]) -> bool:
     try:
         split = int(meta["input_chars"])
         expected = record_tag(
-            key, agent_input=document[:split], agent_output=document[split + 1 :],
-            plan=str(meta["plan"]), code=str(meta["code"]), label=int(meta["label"]),
-            details=json.loads(meta["details"]), request=str(meta["request_fingerprint"]),
-        )  # fmt: skip
+            key,
+            agent_input=document[:split],
+            agent_output=document[split + 1 :],
+            plan=str(meta["plan"]),
+            code=str(meta["code"]),
+            label=int(meta["label"]),
+            details=json.loads(meta["details"]),
+            request=str(meta["request_fingerprint"]),
+        )
     except (KeyError, TypeError, ValueError):
         return False
     return checks(expected, meta.get(RECORD_TAG))
@@ -512,10 +519,15 @@ def _to_metadata(d: Demonstration, key: bytes | None) -> dict[str, Any]:
     }
     if key is not None:
         meta[RECORD_TAG] = record_tag(
-            key, agent_input=d["agent_input"], agent_output=d["agent_output"], plan=d["plan"],
-            code=d["code"], label=int(d["label"]), details=json.loads(meta["details"]),
+            key,
+            agent_input=d["agent_input"],
+            agent_output=d["agent_output"],
+            plan=d["plan"],
+            code=d["code"],
+            label=int(d["label"]),
+            details=json.loads(meta["details"]),
             request=d["request_fingerprint"],
-        )  # fmt: skip
+        )
         meta[PROGRAM_TAG] = program_tag(key, code=d["code"], request=d["request_fingerprint"])
     return meta
 

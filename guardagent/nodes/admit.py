@@ -26,8 +26,7 @@ def admit(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     ctx = context_of(runtime)
     size = len(state.get("agent_input") or "") + len(state.get("agent_output") or "")
     if size > ctx.max_event_chars:
-        detail = (f"{size:,} characters, over the limit of {ctx.max_event_chars:,} "
-                  "(max_event_chars)")  # fmt: skip
+        detail = f"{size:,} characters, over the limit of {ctx.max_event_chars:,} (max_event_chars)"
         fresh["error"] = f"event too large: {detail}"
         # evidence the guard refused to read, as a trace over its limit is: the same
         # `unreadable` entry, so `check` exits 2 for both (docs/reference/exit-status.md)

@@ -44,9 +44,11 @@ def code_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     calls, tokens = state.get("llm_calls", 0), state.get("tokens", 0)
     attempts, errors = state.get("attempts", 0), list(state.get("attempt_errors", []))
     while True:
-        feedback = "" if retry is None else prompts.CODER_FEEDBACK.format(
-            program=retry[0], error=retry[1], diagnosis=retry[2]
-        )  # fmt: skip
+        feedback = (
+            ""
+            if retry is None
+            else prompts.CODER_FEEDBACK.format(program=retry[0], error=retry[1], diagnosis=retry[2])
+        )
         user = prompts.CODER_USER.format(
             guard_request=profile.guard_request,
             demonstrations=demos or "(none)",
@@ -74,8 +76,12 @@ def code_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
         error = "; ".join(refused)
         attempts += 1
         errors.append(error)
-        spent = {"llm_calls": calls, "tokens": tokens, "attempts": attempts,
-                 "attempt_errors": errors}  # fmt: skip
+        spent = {
+            "llm_calls": calls,
+            "tokens": tokens,
+            "attempts": attempts,
+            "attempt_errors": errors,
+        }
         if attempts >= ctx.max_attempts:
             return {"error": f"the coder's program was refused before running: {error}", **spent}
         calls += 1

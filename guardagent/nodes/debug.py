@@ -67,10 +67,13 @@ def debug_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     calls = state.get("llm_calls", 0) + 1
     try:
         text, tokens = yield diagnose(
-            model, profile_of(ctx).tools(), state.get("plan", ""), state.get("program", ""),
+            model,
+            profile_of(ctx).tools(),
+            state.get("plan", ""),
+            state.get("program", ""),
             (execution["error"] or "") if execution else "",
             execution["stdout"] if execution else "",
-        )  # fmt: skip
+        )
     except ModelCallError as exc:
         return {"error": f"debugger model failed: {exc}", "llm_calls": calls}
     return {"feedback": text, "llm_calls": calls, "tokens": state.get("tokens", 0) + tokens}

@@ -49,29 +49,44 @@ def decide(state: GuardState, runtime: Runtime[GuardContext]) -> dict[str, Any]:
     if unread and not state.get("error"):
         error = f"unreadable evidence: {describe(unread)}"
         decision = GuardDecision(
-            allowed=False, label=1, reason=f"denied: the guard could not read the event ({error})",
-            error=error, unreadable=unread, **common,
+            allowed=False,
+            label=1,
+            reason=f"denied: the guard could not read the event ({error})",
+            error=error,
+            unreadable=unread,
+            **common,
         )
     elif policy is not None and not state.get("error"):
         parts = decision_parts(policy, verdict)  # the policy model's verdict (and the program's)
         decision = GuardDecision(
-            **parts, guardrailed_output=state["agent_output"] if parts["allowed"] else None,
+            **parts,
+            guardrailed_output=state["agent_output"] if parts["allowed"] else None,
             **common,
         )
     elif verdict is None or state.get("error"):
         error = _failure(state, ctx)
         decision = GuardDecision(
-            allowed=False, label=1, reason=f"denied: the guard could not decide ({error})",
-            error=error, unreadable=state.get("refused") or [], **common,
+            allowed=False,
+            label=1,
+            reason=f"denied: the guard could not decide ({error})",
+            error=error,
+            unreadable=state.get("refused") or [],
+            **common,
         )
     elif verdict["allowed"]:
         decision = GuardDecision(
-            allowed=True, label=0, reason=verdict["reason"],
-            guardrailed_output=state["agent_output"], **common,
+            allowed=True,
+            label=0,
+            reason=verdict["reason"],
+            guardrailed_output=state["agent_output"],
+            **common,
         )
     else:
         decision = GuardDecision(
-            allowed=False, label=1, violations=verdict["violations"], reason=verdict["reason"],
+            allowed=False,
+            label=1,
+            violations=verdict["violations"],
+            reason=verdict["reason"],
             **common,
         )
     return {"guard_decision": decision}

@@ -32,8 +32,15 @@ def execute_steps(state: GuardState, runtime: Runtime[GuardContext]) -> Steps:
     program, tools = state.get("program", ""), profile_of(ctx).tools()
     refused = check_dataflow(program, tools)
     if refused:
-        result = ExecutionResult(ok=False, verdict=None, error="; ".join(refused), stdout="",
-                                 duration_ms=0.0, unreadable=[], predicates={})  # fmt: skip
+        result = ExecutionResult(
+            ok=False,
+            verdict=None,
+            error="; ".join(refused),
+            stdout="",
+            duration_ms=0.0,
+            unreadable=[],
+            predicates={},
+        )
     else:
         args = (program, tools, state["agent_input"], state["agent_output"], limits_of(ctx))
         facts, trusted = ctx.user_facts, state.get("program_source") == "memory"

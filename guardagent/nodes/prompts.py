@@ -28,19 +28,41 @@ _FENCE_NAMES = ("agentinput", "agentoutput")  # letters and digits of the fence 
 _NAME_LEN = max(map(len, _FENCE_NAMES))
 # Letters of other scripts that render like the Latin letters of the fence names (NFKC keeps
 # them apart); not all of Unicode's confusables, the ones a reader would read as those names.
-_CONFUSABLES = str.maketrans({
-    "\u0430": "a", "\u0251": "a", "\u03b1": "a", "\u0261": "g", "\u0581": "g",
-    "\u0435": "e", "\u04bd": "e", "\u0578": "n", "\u043f": "n", "\u0442": "t",
-    "\u03c4": "t", "\u0456": "i", "\u0131": "i", "\u03b9": "i", "\u0269": "i",
-    "\u04cf": "i", "\u0440": "p", "\u03c1": "p", "\u03c5": "u", "\u057d": "u",
-    "\u028b": "u", "\u043e": "o", "\u03bf": "o", "\u0585": "o",
-})  # fmt: skip
+_CONFUSABLES = str.maketrans(
+    {
+        "\u0430": "a",
+        "\u0251": "a",
+        "\u03b1": "a",
+        "\u0261": "g",
+        "\u0581": "g",
+        "\u0435": "e",
+        "\u04bd": "e",
+        "\u0578": "n",
+        "\u043f": "n",
+        "\u0442": "t",
+        "\u03c4": "t",
+        "\u0456": "i",
+        "\u0131": "i",
+        "\u03b9": "i",
+        "\u0269": "i",
+        "\u04cf": "i",
+        "\u0440": "p",
+        "\u03c1": "p",
+        "\u03c5": "u",
+        "\u057d": "u",
+        "\u028b": "u",
+        "\u043e": "o",
+        "\u03bf": "o",
+        "\u0585": "o",
+    }
+)
 # Letters (category Lo) that render as nothing: Hangul fillers.
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 # An ASCII span's letters as :func:`_letters` reads them: letters and digits lowercased, every
 # other character dropped.
-_ASCII_LETTERS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else None
-                                for c in range(128)})  # fmt: skip
+_ASCII_LETTERS = str.maketrans(
+    {chr(c): chr(c).lower() if chr(c).isalnum() else None for c in range(128)}
+)
 
 
 def event_block(agent_input: str, agent_output: str) -> str:
@@ -257,7 +279,7 @@ BASELINE_VIOLATIONS_RULES = (
     "a list of the exact texts of the violated rules, copied from the guard requests"
 )
 BASELINE_VIOLATIONS_ACCESS = (
-    'an object mapping each inaccessible table to the list of its inaccessible columns the '
+    "an object mapping each inaccessible table to the list of its inaccessible columns the "
     'agent accessed, e.g. {"table": ["column"]}'
 )
 

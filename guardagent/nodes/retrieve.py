@@ -24,7 +24,9 @@ def demonstrations(state: GuardState, ctx: GuardContext) -> list[Demonstration]:
         return state["demonstrations"]
     profile = profile_of(ctx)
     return memory_of(ctx).search(
-        state["agent_input"], state["agent_output"], ctx.k or profile.k,
+        state["agent_input"],
+        state["agent_output"],
+        ctx.k or profile.k,
         request=profile.fingerprint,
     )
 
@@ -57,9 +59,12 @@ def _verified_program(state: GuardState, ctx: GuardContext) -> str | None:
     if len(programs) <= 1:  # the usual case: one general program, no search needed
         return programs[0] if programs else None
     nearest = memory.search(
-        state["agent_input"], state["agent_output"], memory.candidates,
-        request=profile.fingerprint, verified_only=True,
-    )  # fmt: skip
+        state["agent_input"],
+        state["agent_output"],
+        memory.candidates,
+        request=profile.fingerprint,
+        verified_only=True,
+    )
     return next((d["code"] for d in nearest if d["code"] in programs), programs[0])
 
 

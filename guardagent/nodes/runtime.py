@@ -166,9 +166,7 @@ def bind_settings(settings: GuardContext | None) -> Callable[[F], F]:
             return await func(state, settled(runtime))
 
         # An async node stays one (its run holds no thread); a sync one stays sync.
-        bound: Callable[..., Any] = (
-            async_bound if inspect.iscoroutinefunction(func) else sync_bound
-        )
+        bound: Callable[..., Any] = async_bound if inspect.iscoroutinefunction(func) else sync_bound
 
         # Name and doc only: `__wrapped__` would make LangGraph read func's signature.
         bound.__name__ = getattr(func, "__name__", "node")
@@ -253,8 +251,10 @@ def check_settings(ctx: GuardContext) -> None:
             `guardagent.sandbox.process.set_limit_maxima`), user facts that are not a
             JSON object, or a `GUARDAGENT_SANDBOX_NICE` that is not an integer.
     """
-    problems = [p.replace("wall_seconds", "timeout_seconds")
-                for p in limit_problems(limits_of(ctx), limit_maxima())]  # fmt: skip
+    problems = [
+        p.replace("wall_seconds", "timeout_seconds")
+        for p in limit_problems(limits_of(ctx), limit_maxima())
+    ]
     try:
         runs_nice()
     except ValueError as exc:

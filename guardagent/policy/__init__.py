@@ -22,16 +22,27 @@ from typing import Any
 # Exports resolve on first use, so importing `guardagent.policy.recorder` (the sandbox
 # binds `assign` from it, in the zygote too) does not load z3, lark or numpy.
 _EXPORTS = {
-    "CheckReport": "check", "Finding": "check", "check_model": "check", "check_policy": "check",
-    "VerificationError": "event", "event_values": "event",
-    "PolicyError": "model", "PolicyModel": "model", "dump_policy": "model",
-    "load_policy": "model", "load_policy_text": "model",
-    "ASSIGN_NAMES": "recorder", "Assignment": "recorder", "PredicateError": "recorder",
+    "CheckReport": "check",
+    "Finding": "check",
+    "check_model": "check",
+    "check_policy": "check",
+    "VerificationError": "event",
+    "event_values": "event",
+    "PolicyError": "model",
+    "PolicyModel": "model",
+    "dump_policy": "model",
+    "load_policy": "model",
+    "load_policy_text": "model",
+    "ASSIGN_NAMES": "recorder",
+    "Assignment": "recorder",
+    "PredicateError": "recorder",
     "PredicateRecorder": "recorder",
-    "PolicyVerdict": "results", "Remediation": "results", "RuleResult": "results",
+    "PolicyVerdict": "results",
+    "Remediation": "results",
+    "RuleResult": "results",
     "SafetyProbability": "results",
     "verify_event": "verify",
-}  # fmt: skip
+}
 
 __all__ = sorted(_EXPORTS)
 

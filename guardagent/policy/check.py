@@ -130,9 +130,7 @@ class _Tracked:
         return kept
 
 
-def _conflict_sets(
-    tracked: _Tracked, rule_ids: list[str], extra: Z3Bool
-) -> list[list[str]]:
+def _conflict_sets(tracked: _Tracked, rule_ids: list[str], extra: Z3Bool) -> list[list[str]]:
     """Up to MAX_CONFLICT_SETS distinct minimal unsat subsets of `rule_ids` with `extra`."""
     first = tracked.core(rule_ids, extra)
     if first is None:
@@ -160,11 +158,16 @@ def _undefined(model: PolicyModel) -> list[Finding]:
     for name, uses in sorted(model.undefined.items()):
         rules = tuple(dict.fromkeys(r for r, _ in uses))
         where = next((str(loc) for _, loc in uses if loc is not None), None)
-        out.append(Finding(
-            "error", "undefined_predicate",
-            f"predicate {name!r} is used by rule(s) {', '.join(rules)} but never declared",
-            rules, (name,), where,
-        ))  # fmt: skip
+        out.append(
+            Finding(
+                "error",
+                "undefined_predicate",
+                f"predicate {name!r} is used by rule(s) {', '.join(rules)} but never declared",
+                rules,
+                (name,),
+                where,
+            )
+        )
     return out
 
 
@@ -178,12 +181,16 @@ def _satisfiability(model: PolicyModel, tracked: _Tracked, hard: list[str]) -> l
     if core is None:
         return []
     mus = tracked.minimal(core)
-    return [Finding(
-        "error", "unsat_hard_rules",
-        f"the hard rules cannot all hold at once: {', '.join(mus)} contradict each other "
-        "(whatever the predicates' values)", tuple(mus),
-        location=_loc(model, mus[0]) if mus else None,
-    )]  # fmt: skip
+    return [
+        Finding(
+            "error",
+            "unsat_hard_rules",
+            f"the hard rules cannot all hold at once: {', '.join(mus)} contradict each other "
+            "(whatever the predicates' values)",
+            tuple(mus),
+            location=_loc(model, mus[0]) if mus else None,
+        )
+    ]
 
 
 def _actions(
@@ -199,30 +206,46 @@ def _actions(
         where = str(pred.location) if pred.location else None
         if not sets:
             if not pred.permitted:
-                out.append(Finding(
-                    "warning", "declared_forbidden_permitted",
-                    f"action {action!r} is declared never permitted, but the hard rules "
-                    "permit it under some conditions", (), (action,), where,
-                ))  # fmt: skip
+                out.append(
+                    Finding(
+                        "warning",
+                        "declared_forbidden_permitted",
+                        f"action {action!r} is declared never permitted, but the hard rules "
+                        "permit it under some conditions",
+                        (),
+                        (action,),
+                        where,
+                    )
+                )
             continue
         described = "; ".join("{" + ", ".join(s) + "}" for s in sets)
         if pred.permitted:
-            out.append(Finding(
-                "warning", "forbidden_action",
-                f"the policy forbids {action!r} outright: no assignment of the conditions "
-                f"permits it (responsible rule sets: {described})",
-                tuple(dict.fromkeys(itertools.chain.from_iterable(sets))), (action,), where,
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning",
+                    "forbidden_action",
+                    f"the policy forbids {action!r} outright: no assignment of the conditions "
+                    f"permits it (responsible rule sets: {described})",
+                    tuple(dict.fromkeys(itertools.chain.from_iterable(sets))),
+                    (action,),
+                    where,
+                )
+            )
         for mus in sets:
             key = tuple(sorted(mus))
             if len(mus) < 2 or key in conflicts_seen:
                 continue
             conflicts_seen.add(key)
-            out.append(Finding(
-                "warning" if pred.permitted else "info", "conflict",
-                f"rules {', '.join(mus)} cannot all hold when {action!r} is taken",
-                tuple(mus), (action,), _loc(model, mus[0]),
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning" if pred.permitted else "info",
+                    "conflict",
+                    f"rules {', '.join(mus)} cannot all hold when {action!r} is taken",
+                    tuple(mus),
+                    (action,),
+                    _loc(model, mus[0]),
+                )
+            )
     return out
 
 
@@ -233,8 +256,11 @@ def _allowance(rule: Rule) -> bool:
     only when it says nothing, so this one is noted, not warned about.
     """
     formula = rule.formula
-    return (isinstance(formula, Implies) and isinstance(formula.right, Const)
-            and formula.right.value is True)  # fmt: skip
+    return (
+        isinstance(formula, Implies)
+        and isinstance(formula.right, Const)
+        and formula.right.value is True
+    )
 
 
 def _redundant(model: PolicyModel, tracked: _Tracked, hard: list[str]) -> list[Finding]:
@@ -250,26 +276,36 @@ def _redundant(model: PolicyModel, tracked: _Tracked, hard: list[str]) -> list[F
         if rule.hard:
             remaining = others
         if not implied_by and _allowance(rule):
-            out.append(Finding(
-                "info", "redundant_rule", f"rule {rule.id!r} always holds: it states that its "
-                "action is allowed (an explicit allowance)", (rule.id,),
-                location=_loc(model, rule.id),
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "info",
+                    "redundant_rule",
+                    f"rule {rule.id!r} always holds: it states that its "
+                    "action is allowed (an explicit allowance)",
+                    (rule.id,),
+                    location=_loc(model, rule.id),
+                )
+            )
             continue
         by = ", ".join(implied_by) if implied_by else "nothing (it always holds)"
         what = "hard rules" if implied_by else ""
-        out.append(Finding(
-            "warning" if rule.hard else "info", "redundant_rule",
-            f"rule {rule.id!r} is implied by {what + ' ' if what else ''}{by}: it can be pruned"
-            + ("" if rule.hard else " (a soft rule the hard rules already enforce)"),
-            (rule.id, *implied_by), location=_loc(model, rule.id),
-        ))  # fmt: skip
+        out.append(
+            Finding(
+                "warning" if rule.hard else "info",
+                "redundant_rule",
+                f"rule {rule.id!r} is implied by {what + ' ' if what else ''}{by}: it can be pruned"
+                + ("" if rule.hard else " (a soft rule the hard rules already enforce)"),
+                (rule.id, *implied_by),
+                location=_loc(model, rule.id),
+            )
+        )
     return out
 
 
 def _unused(model: PolicyModel) -> list[Finding]:
-    used = {n for r in model.rules for n in r.predicates} | {a for r in model.rules
-                                                              for a in r.actions}
+    used = {n for r in model.rules for n in r.predicates} | {
+        a for r in model.rules for a in r.actions
+    }
     out: list[Finding] = []
     tree = model.tree
     for pred in model.predicates:
@@ -282,10 +318,15 @@ def _unused(model: PolicyModel) -> list[Finding]:
             why = "no rule names it, its ancestors or its descendants"
         else:
             why = "no rule names it"
-        out.append(Finding(
-            "warning", "unused_predicate", f"predicate {pred.name!r} is unused: {why}",
-            predicates=(pred.name,), location=str(pred.location) if pred.location else None,
-        ))  # fmt: skip
+        out.append(
+            Finding(
+                "warning",
+                "unused_predicate",
+                f"predicate {pred.name!r} is unused: {why}",
+                predicates=(pred.name,),
+                location=str(pred.location) if pred.location else None,
+            )
+        )
     return out
 
 
@@ -301,12 +342,17 @@ def _distinct_facts(model: PolicyModel, p: str, q: str) -> bool:
     if pp.target is not None and pq.target is not None and pp.target != pq.target:
         return True
     ap, aq = pp.assigned_by, pq.assigned_by
-    return (ap is not None and aq is not None and ap.kind == aq.kind == "trace"
-            and ap.text.strip() != aq.text.strip())  # fmt: skip
+    return (
+        ap is not None
+        and aq is not None
+        and ap.kind == aq.kind == "trace"
+        and ap.text.strip() != aq.text.strip()
+    )
 
 
-def _swap_keeps(comp: CompiledPolicy, checker: Any, rule_ids: Sequence[str], p: str,
-                q: str) -> bool:  # fmt: skip
+def _swap_keeps(
+    comp: CompiledPolicy, checker: Any, rule_ids: Sequence[str], p: str, q: str
+) -> bool:
     """Whether swapping `p` and `q` leaves every one of the rules equivalent (z3)."""
     bp, bq = comp.bools[p], comp.bools[q]
     for rule_id in rule_ids:
@@ -344,9 +390,16 @@ def _interchangeable(model: PolicyModel, comp: CompiledPolicy) -> list[Finding]:
     for (_, _, rule_ids), names in candidates.items():
         groups: list[list[str]] = []
         for name in names:
-            home = next((g for g in groups if not _distinct_facts(model, g[0], name)
-                         and all(not _distinct_facts(model, m, name) for m in g)
-                         and _swap_keeps(comp, checker, rule_ids, g[0], name)), None)  # fmt: skip
+            home = next(
+                (
+                    g
+                    for g in groups
+                    if not _distinct_facts(model, g[0], name)
+                    and all(not _distinct_facts(model, m, name) for m in g)
+                    and _swap_keeps(comp, checker, rule_ids, g[0], name)
+                ),
+                None,
+            )
             if home is None:
                 groups.append([name])
             else:
@@ -355,12 +408,17 @@ def _interchangeable(model: PolicyModel, comp: CompiledPolicy) -> list[Finding]:
             first = model.by_name[group[0]]
             listed = ", ".join(repr(n) for n in group)
             what = "are interchangeable" if len(group) == 2 else "are all interchangeable"
-            out.append(Finding(
-                "warning", "interchangeable_predicates",
-                f"predicates {listed} {what} in every rule ({', '.join(rule_ids)}): merge "
-                "candidates", tuple(rule_ids), tuple(group),
-                str(first.location) if first.location else None,
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning",
+                    "interchangeable_predicates",
+                    f"predicates {listed} {what} in every rule ({', '.join(rule_ids)}): merge "
+                    "candidates",
+                    tuple(rule_ids),
+                    tuple(group),
+                    str(first.location) if first.location else None,
+                )
+            )
     return out
 
 
@@ -374,20 +432,29 @@ def _assignments(model: PolicyModel) -> list[Finding]:
         if how is None:
             continue
         if how.kind == "tool" and how.text not in DEFAULT_TOOLBOX:
-            out.append(Finding(
-                "warning", "unknown_tool",
-                f"predicate {pred.name!r} is assigned by {how.text!r}, which is not a toolbox "
-                "function", predicates=(pred.name,), location=where,
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning",
+                    "unknown_tool",
+                    f"predicate {pred.name!r} is assigned by {how.text!r}, which is not a toolbox "
+                    "function",
+                    predicates=(pred.name,),
+                    location=where,
+                )
+            )
         elif how.kind == "expression":
             try:
                 ast.parse(how.text, mode="eval")
             except SyntaxError as exc:
-                out.append(Finding(
-                    "warning", "bad_expression",
-                    f"predicate {pred.name!r}: assign expression does not parse ({exc.msg})",
-                    predicates=(pred.name,), location=where,
-                ))  # fmt: skip
+                out.append(
+                    Finding(
+                        "warning",
+                        "bad_expression",
+                        f"predicate {pred.name!r}: assign expression does not parse ({exc.msg})",
+                        predicates=(pred.name,),
+                        location=where,
+                    )
+                )
     return out
 
 
@@ -405,13 +472,16 @@ def _arguments(model: PolicyModel) -> list[Finding]:
     labels = model.labels
     for tool, label in [*labels.tools.items(), *labels.patterns]:
         if label.args is None and not label.other_args:
-            out.append(Finding(
-                "warning", "label_without_args",
-                f"tool {tool!r}: its label lists no `args`, so every call of it with an "
-                "argument is denied (undeclared_argument); list the argument names under "
-                "`args` (`guardagent profile init --tools` fills them) or set "
-                "`other_args: allow`",
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning",
+                    "label_without_args",
+                    f"tool {tool!r}: its label lists no `args`, so every call of it with an "
+                    "argument is denied (undeclared_argument); list the argument names under "
+                    "`args` (`guardagent profile init --tools` fills them) or set "
+                    "`other_args: allow`",
+                )
+            )
     for name, expression in model.trace_bindings.items():
         pred = model.by_name[name]
         try:
@@ -419,21 +489,30 @@ def _arguments(model: PolicyModel) -> list[Finding]:
         except SyntaxError:
             continue  # reported when the expression is bound
         for problem in problems:
-            out.append(Finding(
-                "warning", "unknown_argument",
-                f"predicate {name!r} ({expression}): {problem.split(': ', 1)[-1]}; check the "
-                "spelling or add the argument to the tool's `args` in `labels`",
-                predicates=(name,), location=str(pred.location) if pred.location else None,
-            ))  # fmt: skip
+            out.append(
+                Finding(
+                    "warning",
+                    "unknown_argument",
+                    f"predicate {name!r} ({expression}): {problem.split(': ', 1)[-1]}; check the "
+                    "spelling or add the argument to the tool's `args` in `labels`",
+                    predicates=(name,),
+                    location=str(pred.location) if pred.location else None,
+                )
+            )
     return out
 
 
 def _globals(model: PolicyModel) -> list[Finding]:
     return [
-        Finding("info", "global_rule", f"rule {rule_id!r} names no action: it applies to "
-                "every event", (rule_id,), location=_loc(model, rule_id))
+        Finding(
+            "info",
+            "global_rule",
+            f"rule {rule_id!r} names no action: it applies to every event",
+            (rule_id,),
+            location=_loc(model, rule_id),
+        )
         for rule_id in model.global_rules
-    ]  # fmt: skip
+    ]
 
 
 def _solver_checks(model: PolicyModel, comp: CompiledPolicy, hard: list[str]) -> list[Finding]:
@@ -480,9 +559,13 @@ def check_policy(path: str | Path) -> CheckReport:
     except PolicyError as exc:
         report = CheckReport(path=str(path))
         report.findings = [
-            Finding("error", "load_error", issue.message,
-                    location=str(issue.location) if issue.location else None)
+            Finding(
+                "error",
+                "load_error",
+                issue.message,
+                location=str(issue.location) if issue.location else None,
+            )
             for issue in exc.issues
-        ]  # fmt: skip
+        ]
         return report
     return check_model(model)

@@ -81,8 +81,9 @@ def event_values(model: PolicyModel, assignments: Mapping[str, Any]) -> EventVal
     for pred in model.predicates:
         given = strict.get(pred.name)
         if pred.kind == "action":
-            value = (given["value"] if given is not None
-                     else _unassigned_action(model, pred, reported))  # fmt: skip
+            value = (
+                given["value"] if given is not None else _unassigned_action(model, pred, reported)
+            )
             if value is not False:
                 direct[pred.name] = value
         else:
@@ -90,8 +91,9 @@ def event_values(model: PolicyModel, assignments: Mapping[str, Any]) -> EventVal
         values[pred.name] = value
         if given is not None and value is not None:
             p = given["probability"]
-            confidence[pred.name] = p if p is not None else (
-                pred.probability if pred.probability is not None else 1.0)
+            confidence[pred.name] = (
+                p if p is not None else (pred.probability if pred.probability is not None else 1.0)
+            )
     for action in _unsaid_sub_actions(model, strict, direct):
         values[action] = direct[action] = None
     for action, value in direct.items():

@@ -53,10 +53,18 @@ MAX_DEPTH = 100
 KEYWORDS = frozenset({"NOT", "AND", "OR", "IMPLIES", "IFF", "TRUE", "FALSE"})
 
 _TOKEN_WORDS = {
-    "NAME": "a predicate name", "LPAR": "'('", "RPAR": "')'", "NOT": "NOT", "AND": "AND",
-    "OR": "OR", "IMPLIES": "IMPLIES", "IFF": "IFF", "TRUE": "TRUE", "FALSE": "FALSE",
+    "NAME": "a predicate name",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "NOT": "NOT",
+    "AND": "AND",
+    "OR": "OR",
+    "IMPLIES": "IMPLIES",
+    "IFF": "IFF",
+    "TRUE": "TRUE",
+    "FALSE": "FALSE",
     "$END": "the end of the rule",
-}  # fmt: skip
+}
 
 
 class LogicSyntaxError(ValueError):
@@ -142,8 +150,9 @@ def _error(text: str, exc: UnexpectedInput) -> LogicSyntaxError:
         line, column = len(lines), len(lines[-1]) + 1
         return LogicSyntaxError(
             f"the rule ends early; expected {_describe_expected(_accepts_at_end(text, exc))}",
-            line, column,
-        )  # fmt: skip
+            line,
+            column,
+        )
     if isinstance(exc, UnexpectedToken):
         value = str(exc.token)
         hint = ""
@@ -151,8 +160,9 @@ def _error(text: str, exc: UnexpectedInput) -> LogicSyntaxError:
             hint = f" (keywords are upper case: {value.upper()})"
         return LogicSyntaxError(
             f"unexpected {value!r}{hint}; expected {_describe_expected(_expected(exc))}",
-            line, column,
-        )  # fmt: skip
+            line,
+            column,
+        )
     if isinstance(exc, UnexpectedCharacters):
         char = text.splitlines()[line - 1][column - 1] if line >= 1 else "?"
         return LogicSyntaxError(f"unexpected character {char!r}", line, column)

@@ -58,7 +58,8 @@ class ParityCase:
     def same(self) -> bool:
         """Same label and same violations (as sets, the way CCA compares them)."""
         return self.program.label == self.policy.label and same_details(
-            self.program.violations, self.policy.violations)
+            self.program.violations, self.policy.violations
+        )
 
 
 @lru_cache(maxsize=8)
@@ -139,5 +140,6 @@ CASES: dict[str, Callable[[str, str, str], ParityCase]] = {
 def parity(profile: str, events: Iterable[tuple[str, str, str]]) -> list[ParityCase]:
     """Every `(id, agent_input, agent_output)` event of `profile` through both paths."""
     decide = CASES[profile]
-    return [decide(case_id, agent_input, agent_output)
-            for case_id, agent_input, agent_output in events]  # fmt: skip
+    return [
+        decide(case_id, agent_input, agent_output) for case_id, agent_input, agent_output in events
+    ]

@@ -48,9 +48,8 @@ def effective_formula(rule: Rule) -> Formula:
     if not rule.actions:
         return rule.formula
     guard: Formula = (
-        Var(rule.actions[0]) if len(rule.actions) == 1
-        else Or(tuple(Var(a) for a in rule.actions))
-    )  # fmt: skip
+        Var(rule.actions[0]) if len(rule.actions) == 1 else Or(tuple(Var(a) for a in rule.actions))
+    )
     return Implies(guard, rule.formula)
 
 
@@ -121,16 +120,26 @@ few patterns of predicate values."""
 
 
 def _probability(
-    rules: list[Formula], certain: dict[str, bool], uncertain: dict[str, float],
-    derived: dict[str, tuple[str, ...]], exact_limit: int, seed: int,
-) -> tuple[float, bool]:  # fmt: skip
+    rules: list[Formula],
+    certain: dict[str, bool],
+    uncertain: dict[str, float],
+    derived: dict[str, tuple[str, ...]],
+    exact_limit: int,
+    seed: int,
+) -> tuple[float, bool]:
     """(P(all rules hold), exact?), kept by everything it is a function of.
 
     The formulas by identity (the entry holds them, so an id stays theirs), the values and
     probabilities in order (the sampler draws in that order).
     """
-    key = (tuple(map(id, rules)), tuple(certain.items()), tuple(uncertain.items()),
-           tuple(derived.items()), exact_limit, seed)  # fmt: skip
+    key = (
+        tuple(map(id, rules)),
+        tuple(certain.items()),
+        tuple(uncertain.items()),
+        tuple(derived.items()),
+        exact_limit,
+        seed,
+    )
     kept = _KEPT.get(key)
     if kept is not None:
         return kept[0]
@@ -142,9 +151,13 @@ def _probability(
 
 
 def _computed(
-    rules: list[Formula], certain: dict[str, bool], uncertain: dict[str, float],
-    derived: dict[str, tuple[str, ...]], exact_limit: int, seed: int,
-) -> tuple[float, bool]:  # fmt: skip
+    rules: list[Formula],
+    certain: dict[str, bool],
+    uncertain: dict[str, float],
+    derived: dict[str, tuple[str, ...]],
+    exact_limit: int,
+    seed: int,
+) -> tuple[float, bool]:
     """(P(all rules hold), exact?), counted over the possible worlds or sampled."""
     names = list(uncertain)
     k = len(names)
@@ -182,9 +195,13 @@ def _computed(
 
 
 def safety_probability(
-    model: PolicyModel, ev: EventValues, threshold: float | None = None, *,
-    exact_limit: int = EXACT_LIMIT, seed: int = 0,
-) -> SafetyProbability:  # fmt: skip
+    model: PolicyModel,
+    ev: EventValues,
+    threshold: float | None = None,
+    *,
+    exact_limit: int = EXACT_LIMIT,
+    seed: int = 0,
+) -> SafetyProbability:
     """P(every hard rule of the event's circuits holds), executing and not executing.
 
     Args:
@@ -218,4 +235,3 @@ def safety_probability(
         samples=0 if exact else SAMPLES,
         uncertain=sorted(uncertain_names),
     )
-

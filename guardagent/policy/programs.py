@@ -40,9 +40,12 @@ for name, value in tool_calls_predicates(calls, user).items():
 TOOLBOXES: dict[str, list[str]] = {
     "eicu-ac": ["parse_identity", "ehr_accessed_columns", "eicu_ac_predicates"],
     "mind2web-sc": [
-        "parse_task", "parse_user_info", "seeact_final_action", "web_action_category",
+        "parse_task",
+        "parse_user_info",
+        "seeact_final_action",
+        "web_action_category",
         "mind2web_sc_predicates",
     ],
     "tool-calls": ["parse_tool_calls", "parse_user_info", "tool_calls_predicates"],
-}  # fmt: skip
+}
 """Profile name -> the toolbox functions its policy program calls."""

@@ -74,9 +74,7 @@ class _Reader:
         finally:
             loader.dispose()
 
-    def mapping(
-        self, node: yaml.Node, what: str, allowed: tuple[str, ...]
-    ) -> dict[str, yaml.Node]:
+    def mapping(self, node: yaml.Node, what: str, allowed: tuple[str, ...]) -> dict[str, yaml.Node]:
         if not isinstance(node, yaml.MappingNode):
             self.problem(node, f"{what} must be a mapping")
             return {}
@@ -86,9 +84,7 @@ class _Reader:
             if not isinstance(key, str):
                 self.problem(key_node, f"{what}: keys must be strings")
             elif key not in allowed:
-                self.problem(
-                    key_node, f"{what}: unknown key {key!r} (known: {', '.join(allowed)})"
-                )
+                self.problem(key_node, f"{what}: unknown key {key!r} (known: {', '.join(allowed)})")
             elif key in out:
                 self.problem(key_node, f"{what}: duplicate key {key!r}")
             else:
@@ -126,8 +122,10 @@ class _Reader:
         if node is None:
             return None
         value = self.value(node)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and low <= value <= high
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and low <= value <= high)
         ):
             self.problem(node, f"{what}: {key} must be a number in [{low}, {high}]")
             return None
@@ -147,17 +145,45 @@ class _Reader:
 
 
 _TOP_KEYS = (
-    "format", "name", "version", "description", "threshold", "violations", "labels",
-    "values", "secrets", "approved_only", "predicates", "rules",
-)  # fmt: skip
+    "format",
+    "name",
+    "version",
+    "description",
+    "threshold",
+    "violations",
+    "labels",
+    "values",
+    "secrets",
+    "approved_only",
+    "predicates",
+    "rules",
+)
 _PREDICATE_KEYS = (
-    "name", "kind", "description", "assign", "probability", "changeable", "parent", "target",
+    "name",
+    "kind",
+    "description",
+    "assign",
+    "probability",
+    "changeable",
+    "parent",
+    "target",
     "permitted",
-)  # fmt: skip
+)
 _RULE_KEYS = (
-    "id", "logic", "template", "risk_types", "source", "policy", "explanation", "remediation",
-    "weight", "hard", "actions", "span", "review",
-)  # fmt: skip
+    "id",
+    "logic",
+    "template",
+    "risk_types",
+    "source",
+    "policy",
+    "explanation",
+    "remediation",
+    "weight",
+    "hard",
+    "actions",
+    "span",
+    "review",
+)
 
 
 def _is_identifier(name: str) -> bool:
@@ -180,11 +206,14 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
         kind = "condition"
     assigned = None
     if "assign" in fields:
-        how = reader.mapping(fields["assign"], f"{what}: assign",
-                             ("tool", "expression", "query", "trace"))  # fmt: skip
+        how = reader.mapping(
+            fields["assign"], f"{what}: assign", ("tool", "expression", "query", "trace")
+        )
         if len(how) != 1:
-            reader.problem(fields["assign"], f"{what}: assign needs exactly one of tool, "
-                           "expression, query, trace")  # fmt: skip
+            reader.problem(
+                fields["assign"],
+                f"{what}: assign needs exactly one of tool, expression, query, trace",
+            )
         else:
             key, _ = next(iter(how.items()))
             text = reader.string(how, key, f"{what}: assign")
@@ -205,8 +234,10 @@ def _predicate(reader: _Reader, node: yaml.Node, index: int) -> Predicate | None
             if key in fields:
                 reader.problem(fields[key], f"{what}: {key} is for action predicates only")
     elif "changeable" in fields:
-        reader.problem(fields["changeable"], f"{what}: changeable is for conditions only "
-                       "(an action can always be dropped)")  # fmt: skip
+        reader.problem(
+            fields["changeable"],
+            f"{what}: changeable is for conditions only (an action can always be dropped)",
+        )
     if target is not None and (target.count(".") != 1 or target.startswith(".")):
         reader.problem(fields["target"], f"{what}: target must look like group.item")
     return Predicate(
@@ -239,23 +270,36 @@ def _rule(reader: _Reader, node: yaml.Node, index: int) -> Rule | None:
     try:
         formula = parse_logic(logic)
     except LogicSyntaxError as exc:
-        probe = Rule(rule_id, logic, _PLACEHOLDER, "", logic_location=reader.at(logic_node),
-                     logic_style=style, logic_indent=indent)  # fmt: skip
+        probe = Rule(
+            rule_id,
+            logic,
+            _PLACEHOLDER,
+            "",
+            logic_location=reader.at(logic_node),
+            logic_style=style,
+            logic_indent=indent,
+        )
         where = logic_position(probe, exc.line, exc.column)
-        reader.issues.append(PolicyIssue(
-            f"{what} logic: {exc.message} (logic line {exc.line}, column {exc.column})", where
-        ))
+        reader.issues.append(
+            PolicyIssue(
+                f"{what} logic: {exc.message} (logic line {exc.line}, column {exc.column})", where
+            )
+        )
         return None
     derived = derive_template(formula)
     given = reader.string(fields, "template", what)
     if given is not None and " ".join(given.split()) != derived:
-        reader.problem(fields["template"], f"{what}: template {given!r} does not match the "
-                       f"logic (its template is {derived!r}); drop it, it is derived")  # fmt: skip
+        reader.problem(
+            fields["template"],
+            f"{what}: template {given!r} does not match the "
+            f"logic (its template is {derived!r}); drop it, it is derived",
+        )
     weight = reader.number(fields, "weight", what, low=0.0, high=1e9)
     review = reader.string(fields, "review", what)
     if review is not None and review not in REVIEW_STATES:
-        reader.problem(fields["review"], f"{what}: review must be one of "
-                       f"{', '.join(REVIEW_STATES)}")  # fmt: skip
+        reader.problem(
+            fields["review"], f"{what}: review must be one of {', '.join(REVIEW_STATES)}"
+        )
         review = "proposed"
     return Rule(
         id=rule_id,
@@ -314,26 +358,34 @@ def _structure(reader: _Reader, predicates: list[Predicate], rules: list[Rule]) 
             continue
         parent = seen.get(pred.parent)
         if parent is None:
-            reader.issues.append(PolicyIssue(
-                f"predicate {pred.name!r}: parent {pred.parent!r} is not declared", pred.location
-            ))
+            reader.issues.append(
+                PolicyIssue(
+                    f"predicate {pred.name!r}: parent {pred.parent!r} is not declared",
+                    pred.location,
+                )
+            )
         elif parent.kind != "action":
-            reader.issues.append(PolicyIssue(
-                f"predicate {pred.name!r}: parent {pred.parent!r} is not an action", pred.location
-            ))
+            reader.issues.append(
+                PolicyIssue(
+                    f"predicate {pred.name!r}: parent {pred.parent!r} is not an action",
+                    pred.location,
+                )
+            )
     parents = {p.name: p.parent for p in predicates if p.kind == "action"}
     cycles: set[frozenset[str]] = set()
     for name in parents:
         chain, node = [name], parents.get(name)
         while node is not None and node in parents:
             if node in chain:
-                loop = chain[chain.index(node):]
+                loop = chain[chain.index(node) :]
                 if frozenset(loop) not in cycles:
                     cycles.add(frozenset(loop))
-                    reader.issues.append(PolicyIssue(
-                        f"action tree has a cycle: {' -> '.join([*loop, node])}",
-                        seen[loop[0]].location,
-                    ))
+                    reader.issues.append(
+                        PolicyIssue(
+                            f"action tree has a cycle: {' -> '.join([*loop, node])}",
+                            seen[loop[0]].location,
+                        )
+                    )
                 break
             chain.append(node)
             node = parents.get(node)
@@ -345,10 +397,13 @@ def _structure(reader: _Reader, predicates: list[Predicate], rules: list[Rule]) 
         for action in rule.actions:
             declared = seen.get(action)
             if declared is None or declared.kind != "action":
-                reader.issues.append(PolicyIssue(
-                    f"rule {rule.id!r}: actions names {action!r}, which is not a declared "
-                    "action predicate", rule.location,
-                ))  # fmt: skip
+                reader.issues.append(
+                    PolicyIssue(
+                        f"rule {rule.id!r}: actions names {action!r}, which is not a declared "
+                        "action predicate",
+                        rule.location,
+                    )
+                )
 
 
 def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) -> PolicyModel:
@@ -392,13 +447,15 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
         violations = "rules"
     threshold = reader.number(top, "threshold", "policy", low=0.0, high=1.0)
     predicates = [
-        p for i, n in enumerate(_sequence(reader, top, "predicates"))
+        p
+        for i, n in enumerate(_sequence(reader, top, "predicates"))
         if (p := _predicate(reader, n, i)) is not None
-    ]  # fmt: skip
+    ]
     rules = [
-        r for i, n in enumerate(_sequence(reader, top, "rules"))
+        r
+        for i, n in enumerate(_sequence(reader, top, "rules"))
         if (r := _rule(reader, n, i)) is not None
-    ]  # fmt: skip
+    ]
     _structure(reader, predicates, rules)
     labels = None
     if "labels" in top:
@@ -428,23 +485,25 @@ def load_policy_text(text: str, file: str = "<policy>", *, strict: bool = True) 
     if strict:
         for pred_name, uses in model.undefined.items():
             for rule_id, where in uses:
-                reader.issues.append(PolicyIssue(
-                    f"rule {rule_id!r} uses undefined predicate {pred_name!r}", where
-                ))
+                reader.issues.append(
+                    PolicyIssue(f"rule {rule_id!r} uses undefined predicate {pred_name!r}", where)
+                )
     if reader.issues:
         raise PolicyError(sorted(reader.issues, key=_issue_order))
     return model
 
 
-def _records(reader: _Reader, top: dict[str, yaml.Node], predicates: list[Predicate]
-             ) -> tuple[Records | None, Secrets | None]:  # fmt: skip
+def _records(
+    reader: _Reader, top: dict[str, yaml.Node], predicates: list[Predicate]
+) -> tuple[Records | None, Secrets | None]:
     """The ``values:`` and ``secrets:`` sections (parsed by their own modules)."""
     from guardagent.trace.found.secrets import Secrets, SecretsError
     from guardagent.trace.sources.records import Records, RecordsError
 
     found: list[Any] = [None, None]
-    for i, (key, parse) in enumerate((("values", Records.from_mapping),
-                                      ("secrets", Secrets.from_mapping))):  # fmt: skip
+    for i, (key, parse) in enumerate(
+        (("values", Records.from_mapping), ("secrets", Secrets.from_mapping))
+    ):
         if key in top:
             try:
                 found[i] = parse(reader.value(top[key]))
@@ -452,11 +511,19 @@ def _records(reader: _Reader, top: dict[str, yaml.Node], predicates: list[Predic
                 for problem in exc.problems:
                     reader.problem(top[key], problem)
     for pred in predicates:  # a secret check with nothing to look for is a mistake
-        if (found[1] is None and "secrets" not in top and pred.assigned_by is not None
-                and pred.assigned_by.kind == "trace"
-                and pred.assigned_by.text.lstrip().startswith("secret_in_args")):  # fmt: skip
-            reader.issues.append(PolicyIssue(f"predicate {pred.name!r}: secret_in_args needs "
-                                             "a secrets: section", pred.location))  # fmt: skip
+        if (
+            found[1] is None
+            and "secrets" not in top
+            and pred.assigned_by is not None
+            and pred.assigned_by.kind == "trace"
+            and pred.assigned_by.text.lstrip().startswith("secret_in_args")
+        ):
+            reader.issues.append(
+                PolicyIssue(
+                    f"predicate {pred.name!r}: secret_in_args needs a secrets: section",
+                    pred.location,
+                )
+            )
     return found[0], found[1]
 
 

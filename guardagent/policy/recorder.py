@@ -98,8 +98,9 @@ class PredicateRecorder:
             raise PredicateError(f"assign(): {key!r} was already assigned")
         if len(self.assignments) >= MAX_PREDICATES:
             raise PredicateError(f"assign(): more than {MAX_PREDICATES} predicates")
-        self.assignments[key] = Assignment(value=None if value is None else bool(value),
-                                           probability=p)  # fmt: skip
+        self.assignments[key] = Assignment(
+            value=None if value is None else bool(value), probability=p
+        )
 
     def toolbox(self) -> Toolbox:
         """`assign` bound to this recorder, to merge into a program's globals."""
@@ -107,8 +108,10 @@ class PredicateRecorder:
 
     def to_json(self) -> Assignments:
         """A copy of the assignments as JSON-able data."""
-        return {k: Assignment(value=v["value"], probability=v["probability"])
-                for k, v in self.assignments.items()}  # fmt: skip
+        return {
+            k: Assignment(value=v["value"], probability=v["probability"])
+            for k, v in self.assignments.items()
+        }
 
     @classmethod
     def from_json(cls, raw: Any) -> Assignments:

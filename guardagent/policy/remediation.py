@@ -174,20 +174,23 @@ def _search(
     best: int | None = None
     while len(remedies) < max_remedies * SEARCH_FACTOR and opt.check() == z3.sat:
         found = opt.model()
-        made = [c for c in choices
-                if c.changed is not None and z3.is_true(found.eval(c.changed, True))]
+        made = [
+            c for c in choices if c.changed is not None and z3.is_true(found.eval(c.changed, True))
+        ]
         if best is None:
             best = len(made)
         elif len(made) > best:
             break
         changes = [
             Change(
-                predicate=c.name, kind="action" if c.kind == "action" else "condition",
-                before=c.before, after=z3.is_true(found.eval(c.var, True)),
+                predicate=c.name,
+                kind="action" if c.kind == "action" else "condition",
+                before=c.before,
+                after=z3.is_true(found.eval(c.var, True)),
                 how=_how(c, z3.is_true(found.eval(c.var, True))),
             )
             for c in made
-        ]  # fmt: skip
+        ]
         remedies.append(Remedy(changes=changes))
         if not made:
             break
@@ -197,9 +200,12 @@ def _search(
 
 
 def remediate(
-    model: PolicyModel, ev: EventValues, *, denying: list[str] | None = None,
+    model: PolicyModel,
+    ev: EventValues,
+    *,
+    denying: list[str] | None = None,
     max_remedies: int = 3,
-) -> Remediation:  # fmt: skip
+) -> Remediation:
     """The minimal remedies for an event (every hard rule of its circuits holding after).
 
     Args:
@@ -211,9 +217,9 @@ def remediate(
     """
     comp = compiled(model)
     ids = ev.circuit if denying is None else denying
-    texts = list(dict.fromkeys(
-        model.by_id[r].remediation for r in ids if model.by_id[r].remediation
-    ))  # fmt: skip
+    texts = list(
+        dict.fromkeys(model.by_id[r].remediation for r in ids if model.by_id[r].remediation)
+    )
     with comp.lock:  # the optimiser and its temporaries live and die under the lock
         remedies = _search(model, comp, ev, max_remedies)
     return Remediation(feasible=bool(remedies), remedies=remedies, texts=texts)

@@ -72,8 +72,7 @@ def profile_policy(profile: Any) -> PolicyModel | None:
     stat = path.stat()  # an edited file is a new policy: cached by its state, not its path
     # the file's identity (device, inode: whatever a link points to) and version; no
     # resolve(), which stats every folder of the path on every call
-    key = (f"{path}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|"
-           f"{approved_only}")  # fmt: skip
+    key = f"{path}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{approved_only}"
     with _models_lock:
         model = _models.get(key)
     if model is None:
@@ -141,8 +140,9 @@ def execution_verdict(
     if "error" in update:
         return None, str(update["error"])
     parts = decision_parts(update["policy_verdict"], own)
-    return Verdict(allowed=parts["allowed"], violations=parts["violations"],
-                   reason=parts["reason"]), None  # fmt: skip
+    return Verdict(
+        allowed=parts["allowed"], violations=parts["violations"], reason=parts["reason"]
+    ), None
 
 
 def decision_parts(

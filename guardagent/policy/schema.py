@@ -37,7 +37,6 @@ REVIEW_STATES: tuple[str, ...] = ("proposed", "approved", "edited", "rejected")
 SIGNED_OFF: frozenset[str] = frozenset({"approved", "edited"})
 
 
-
 @dataclass(frozen=True)
 class Location:
     """A 1-based position in a policy file."""
@@ -271,8 +270,11 @@ class PolicyModel:
     @cached_property
     def trace_bindings(self) -> dict[str, str]:
         """Predicates the host assigns from the trace: name -> trace predicate expression."""
-        return {p.name: p.assigned_by.text for p in self.predicates
-                if p.assigned_by is not None and p.assigned_by.kind == "trace"}  # fmt: skip
+        return {
+            p.name: p.assigned_by.text
+            for p in self.predicates
+            if p.assigned_by is not None and p.assigned_by.kind == "trace"
+        }
 
     @cached_property
     def by_name(self) -> dict[str, Predicate]:

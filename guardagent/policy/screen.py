@@ -23,9 +23,23 @@ MAX_NESTING = 64
 
 _PLAIN_TAGS = frozenset(
     "tag:yaml.org,2002:" + name
-    for name in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp", "binary",
-                 "set", "omap", "pairs", "merge", "value")
-)  # fmt: skip
+    for name in (
+        "str",
+        "int",
+        "float",
+        "bool",
+        "null",
+        "seq",
+        "map",
+        "timestamp",
+        "binary",
+        "set",
+        "omap",
+        "pairs",
+        "merge",
+        "value",
+    )
+)
 _OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the composer's (reading.py)
@@ -59,13 +73,19 @@ def _screen(text: str, loader_class: type) -> tuple[str, int, int] | None:
             mark = event.start_mark
             tag = getattr(event, "tag", None)
             if tag not in (None, "!") and tag not in _PLAIN_TAGS:
-                return (f"the tag {str(tag)[:80]!r} is not allowed (a policy is plain data)",
-                        mark.line + 1, mark.column + 1)  # fmt: skip
+                return (
+                    f"the tag {str(tag)[:80]!r} is not allowed (a policy is plain data)",
+                    mark.line + 1,
+                    mark.column + 1,
+                )
             if isinstance(event, _OPEN):
                 depth += 1
                 if depth > MAX_NESTING:
-                    return (f"collections are nested more than {MAX_NESTING} deep",
-                            mark.line + 1, mark.column + 1)  # fmt: skip
+                    return (
+                        f"collections are nested more than {MAX_NESTING} deep",
+                        mark.line + 1,
+                        mark.column + 1,
+                    )
             elif isinstance(event, _CLOSE):
                 depth -= 1
     finally:

@@ -79,8 +79,9 @@ def eicu_ac_predicates(role: str, accessed: dict[str, list[str]]) -> dict[str, b
         known = EICU_COLUMNS.get(table)
         for col in cols:
             if known is None or col not in known:
-                unreadable("column_outside_policy",
-                           f"the policy model has no predicate for {table}.{col}")  # fmt: skip
+                unreadable(
+                    "column_outside_policy", f"the policy model has no predicate for {table}.{col}"
+                )
             values[f"reads_{table}_{col}"] = True
     return values
 
@@ -109,8 +110,9 @@ def mind2web_sc_predicates(category: str, user_info: dict[str, Any]) -> dict[str
     return values
 
 
-def _any_call(calls: list[dict[str, Any]], tool: str, arg: str, op: str,
-              expected: Any) -> bool | None:  # fmt: skip
+def _any_call(
+    calls: list[dict[str, Any]], tool: str, arg: str, op: str, expected: Any
+) -> bool | None:
     """Whether a call to `tool` has `arg <op> expected`, over all such calls.
 
     True if one does; else None if one's argument is missing or does not compare (it
@@ -157,7 +159,8 @@ def tool_calls_predicates(
             values[action] = True
     values["transfer_amount_over_1000"] = _any_call(pending, "transfer_funds", "amount", ">", 1000)
     values["order_category_is_alcohol"] = _any_call(
-        pending, "place_order", "category", "==", "alcohol")
+        pending, "place_order", "category", "==", "alcohol"
+    )
     values["user_is_verified"] = _fact(user_info, "verified", "==", True)
     values["user_role_is_admin"] = _fact(user_info, "role", "==", "admin")
     values["user_age_21_or_over"] = _fact(user_info, "age", ">=", 21)

@@ -215,8 +215,9 @@ class CompiledPolicy:
             with self.lock:
                 solver = self._rule_solvers.get(rule_id)
                 if solver is None:
-                    solver = RuleSolver(self.terms[rule_id], self.names_of(rule), self.lits,
-                                        self.lock)  # fmt: skip
+                    solver = RuleSolver(
+                        self.terms[rule_id], self.names_of(rule), self.lits, self.lock
+                    )
                     self._rule_solvers[rule_id] = solver
         return solver
 

@@ -93,8 +93,11 @@ class TaskPolicy:
             return spec
         if not isinstance(spec, Mapping):
             raise TaskPolicyError([f"a task policy is a mapping, not {type(spec).__name__}"])
-        problems = [f"unknown key {k!r} (a task sets {', '.join(sorted(_KEYS))})"
-                    for k in spec if k not in _KEYS]  # fmt: skip
+        problems = [
+            f"unknown key {k!r} (a task sets {', '.join(sorted(_KEYS))})"
+            for k in spec
+            if k not in _KEYS
+        ]
         params, name = spec.get("params") or {}, spec.get("name", "task")
         if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
             problems.append("params must be a mapping of names to values")
@@ -114,13 +117,21 @@ class TaskPolicy:
             if raw is not None and not isinstance(raw, Mapping):
                 problems.append(f"{key} must be a mapping (as in a policy file)")
             sections[key] = dict(raw) if isinstance(raw, Mapping) and raw else None
-        problems += [f"secrets: {n!r}: a task's secret is a literal ({{value: ...}}), never env"
-                     for n, v in (sections["secrets"] or {}).items()
-                     if isinstance(v, Mapping) and "env" in v]  # fmt: skip
+        problems += [
+            f"secrets: {n!r}: a task's secret is a literal ({{value: ...}}), never env"
+            for n, v in (sections["secrets"] or {}).items()
+            if isinstance(v, Mapping) and "env" in v
+        ]
         if problems:
             raise TaskPolicyError(problems)
-        return cls(str(name), dict(params), entries["predicates"], entries["rules"],
-                   sections["secrets"], sections["values"])
+        return cls(
+            str(name),
+            dict(params),
+            entries["predicates"],
+            entries["rules"],
+            sections["secrets"],
+            sections["values"],
+        )
 
     @property
     def fingerprint(self) -> str:
@@ -129,8 +140,14 @@ class TaskPolicy:
         Raises:
             TaskPolicyError: a parameter or entry that is not JSON (NaN, objects).
         """
-        doc = {"name": self.name, "params": self.params, "predicates": self.predicates,
-               "rules": self.rules, "secrets": self.secrets, "values": self.values}  # fmt: skip
+        doc = {
+            "name": self.name,
+            "params": self.params,
+            "predicates": self.predicates,
+            "rules": self.rules,
+            "secrets": self.secrets,
+            "values": self.values,
+        }
         try:
             text = json.dumps(doc, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
@@ -165,11 +182,15 @@ class AttachedTask:
     def open_facts(self) -> dict[str, Fact]:
         """The facts of the `unset` predicates: open (None), saying which parameter is missing."""
         return {
-            name: Fact(self.model.trace_bindings[name], None, (),
-                       f"task parameter(s) {', '.join(missing)} not set: the host attaches them "
-                       "with check_trace(..., task={'params': {...}})")
+            name: Fact(
+                self.model.trace_bindings[name],
+                None,
+                (),
+                f"task parameter(s) {', '.join(missing)} not set: the host attaches them "
+                "with check_trace(..., task={'params': {...}})",
+            )
             for name, missing in self.unset.items()
-        }  # fmt: skip
+        }
 
 
 _cache: OrderedDict[tuple[int, str], tuple[PolicyModel, AttachedTask]] = OrderedDict()
@@ -205,36 +226,58 @@ def _task_entries(base: PolicyModel, task: TaskPolicy) -> tuple[PolicyModel, lis
     there as stubs (name, kind), so the reader checks the action tree; rules may use any
     base predicate, and names the task declares again are refused.
     """
-    problems = [f"predicate {p.get('name')!r}: a task predicate is assigned by `trace`"
-                for p in task.predicates
-                if not (isinstance(p.get("assign"), Mapping) and set(p["assign"]) == {"trace"})]
+    problems = [
+        f"predicate {p.get('name')!r}: a task predicate is assigned by `trace`"
+        for p in task.predicates
+        if not (isinstance(p.get("assign"), Mapping) and set(p["assign"]) == {"trace"})
+    ]
     named = {p.get("parent") for p in task.predicates} | {
-        a for r in task.rules for a in (r.get("actions") or []) if isinstance(a, str)}
+        a for r in task.rules for a in (r.get("actions") or []) if isinstance(a, str)
+    }
     stubs = [{"name": p.name, "kind": p.kind} for p in base.predicates if p.name in named]
     rules = [{"source": f"task {task.name}", **r} for r in task.rules]
-    doc: dict[str, Any] = {"format": FORMAT, "name": task.name, "version": "task",
-                           "predicates": [*stubs, *task.predicates], "rules": rules}  # fmt: skip
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "name": task.name,
+        "version": "task",
+        "predicates": [*stubs, *task.predicates],
+        "rules": rules,
+    }
     doc.update({k: v for k, v in (("secrets", task.secrets), ("values", task.values)) if v})
     try:  # JSON is YAML: the policy reader reads it, positions and all
-        read = load_policy_text(json.dumps(doc, allow_nan=False), f"<task {task.name}>",
-                                strict=False)  # fmt: skip
+        read = load_policy_text(
+            json.dumps(doc, allow_nan=False), f"<task {task.name}>", strict=False
+        )
     except PolicyError as exc:
         raise TaskPolicyError([*problems, *(i.message for i in exc.issues)]) from None
     declared = set(base.by_name)
-    problems += [f"predicate {p.name!r} is a predicate of the base policy: a task adds "
-                 "predicates, it does not redefine them"
-                 for p in read.predicates[len(stubs):] if p.name in declared]  # fmt: skip
+    problems += [
+        f"predicate {p.name!r} is a predicate of the base policy: a task adds "
+        "predicates, it does not redefine them"
+        for p in read.predicates[len(stubs) :]
+        if p.name in declared
+    ]
     taken = {r.id for r in base.rules}
-    problems += [f"rule {r.id!r} is a rule of the base policy: a task adds rules, it does not "
-                 "replace them" for r in read.rules if r.id in taken]  # fmt: skip
-    problems += [f"rule {rule} uses undefined predicate {name!r}"
-                 for name, uses in read.undefined.items() if name not in declared
-                 for rule, _ in uses]  # fmt: skip
-    problems += [f"secret {n!r} is a secret of the base policy: a task adds secrets"
-                 for n in _secret_names(read.secrets) & _secret_names(base.secrets)]  # fmt: skip
-    problems += [f"values section {n!r} is a section of the base policy: a task adds sections"
-                 for n in _section_names(read.values) & _section_names(base.values)]  # fmt: skip
-    return dataclasses.replace(read, predicates=read.predicates[len(stubs):]), problems
+    problems += [
+        f"rule {r.id!r} is a rule of the base policy: a task adds rules, it does not replace them"
+        for r in read.rules
+        if r.id in taken
+    ]
+    problems += [
+        f"rule {rule} uses undefined predicate {name!r}"
+        for name, uses in read.undefined.items()
+        if name not in declared
+        for rule, _ in uses
+    ]
+    problems += [
+        f"secret {n!r} is a secret of the base policy: a task adds secrets"
+        for n in _secret_names(read.secrets) & _secret_names(base.secrets)
+    ]
+    problems += [
+        f"values section {n!r} is a section of the base policy: a task adds sections"
+        for n in _section_names(read.values) & _section_names(base.values)
+    ]
+    return dataclasses.replace(read, predicates=read.predicates[len(stubs) :]), problems
 
 
 def _secret_names(secrets: Secrets | None) -> set[str]:
@@ -255,9 +298,13 @@ def _merged(base: PolicyModel, read: PolicyModel) -> PolicyModel:
         secrets = Secrets((*(secrets.specs if secrets else ()), *read.secrets.specs))
     if read.values is not None:
         values = Records((*(values.sections if values else ()), *read.values.sections))
-    return dataclasses.replace(base, predicates=(*base.predicates, *read.predicates),
-                               rules=(*base.rules, *read.rules), secrets=secrets,
-                               values=values)  # fmt: skip
+    return dataclasses.replace(
+        base,
+        predicates=(*base.predicates, *read.predicates),
+        rules=(*base.rules, *read.rules),
+        secrets=secrets,
+        values=values,
+    )
 
 
 def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTask:
@@ -270,8 +317,10 @@ def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTa
         read, problems = _task_entries(base, task)
         model = _merged(base, read)
     used = {n for e in model.trace_bindings.values() for n in placeholders(e)}
-    problems += [f"parameter {n!r} is used by no predicate of the policy or the task"
-                 for n in sorted(set(task.params) - used)]  # fmt: skip
+    problems += [
+        f"parameter {n!r} is used by no predicate of the policy or the task"
+        for n in sorted(set(task.params) - used)
+    ]
     bindings, unset = _resolve(model, task, problems)
     if problems:
         raise TaskPolicyError(problems)
@@ -281,15 +330,17 @@ def _attach(base: PolicyModel, task: TaskPolicy, fingerprint: str) -> AttachedTa
         errors = [f.message for f in report.errors]
         if errors:
             raise TaskPolicyError(errors)
-        own = {r.id for r in model.rules[len(base.rules):]}
-        names = {p.name for p in model.predicates[len(base.predicates):]}
-        warnings = tuple(f.message for f in report.warnings
-                         if own & set(f.rules) or names & set(f.predicates))  # fmt: skip
+        own = {r.id for r in model.rules[len(base.rules) :]}
+        names = {p.name for p in model.predicates[len(base.predicates) :]}
+        warnings = tuple(
+            f.message for f in report.warnings if own & set(f.rules) or names & set(f.predicates)
+        )
     return AttachedTask(task, model, bindings, unset, warnings, fingerprint)
 
 
-def _resolve(model: PolicyModel, task: TaskPolicy,
-             problems: list[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:  # fmt: skip
+def _resolve(
+    model: PolicyModel, task: TaskPolicy, problems: list[str]
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """Each trace binding with its parameters filled in, or left open when one is unset."""
     from guardagent.trace.predicates import PredicateSpecError, compile_predicate
 

@@ -67,8 +67,9 @@ def read_task_file(path: str) -> Any:
         raise TaskFileError(f"--task {path}: {exc}") from None
     value = parse_task_text(text, path)
     if value is None:
-        raise TaskFileError(f"--task {path}: empty (a task is a mapping of name, params, "
-                            "predicates and rules)")  # fmt: skip
+        raise TaskFileError(
+            f"--task {path}: empty (a task is a mapping of name, params, predicates and rules)"
+        )
     return value
 
 
@@ -107,13 +108,16 @@ def _yaml(text: str, name: str) -> Any:
     except RecursionError:
         raise TaskFileError(f"--task {name}: nested too deep to read") from None
     if _shares_nodes(value):
-        raise TaskFileError(f"--task {name}: YAML anchors and aliases are not allowed (a task "
-                            "is plain data)")  # fmt: skip
+        raise TaskFileError(
+            f"--task {name}: YAML anchors and aliases are not allowed (a task is plain data)"
+        )
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise TaskFileError(f"--task {name}: holds a value JSON has no type for ({exc}); "
-                            "quote dates and write numbers as numbers") from None
+        raise TaskFileError(
+            f"--task {name}: holds a value JSON has no type for ({exc}); "
+            "quote dates and write numbers as numbers"
+        ) from None
     return value
 
 

@@ -34,16 +34,23 @@ def _values_text(values: Mapping[str, bool]) -> str:
     return ", ".join(f"{n} = {str(v).lower()}" for n, v in values.items())
 
 
-def _explain(rule: Rule, status: str, deciding: dict[str, bool], open_names: list[str],
-             witness: dict[str, bool]) -> str:  # fmt: skip
+def _explain(
+    rule: Rule,
+    status: str,
+    deciding: dict[str, bool],
+    open_names: list[str],
+    witness: dict[str, bool],
+) -> str:
     text = (rule.explanation or rule.policy or rule.logic).rstrip(". ")
     if status == "violated":
         because = f" (because {_values_text(deciding)})" if deciding else " (it can never hold)"
         return f"Violates {rule.id}: {text}{because}."
     if status == "possibly_violated":
         verb = "is" if len(open_names) == 1 else "are"
-        return (f"May violate {rule.id}: {text}; not settled until {', '.join(open_names)} "
-                f"{verb} known (violated if {_values_text(witness)}).")  # fmt: skip
+        return (
+            f"May violate {rule.id}: {text}; not settled until {', '.join(open_names)} "
+            f"{verb} known (violated if {_values_text(witness)})."
+        )
     return ""
 
 
@@ -57,8 +64,9 @@ def _rule_result(model: PolicyModel, rule: Rule, ev: EventValues) -> RuleResult:
     denies = status != "holds"
     return RuleResult(
         id=rule.id,
-        status="holds" if status == "holds" else (
-            "violated" if status == "violated" else "possibly_violated"),
+        status="holds"
+        if status == "holds"
+        else ("violated" if status == "violated" else "possibly_violated"),
         hard=rule.hard,
         logic=rule.logic,
         policy=rule.policy,
@@ -75,10 +83,19 @@ def _rule_result(model: PolicyModel, rule: Rule, ev: EventValues) -> RuleResult:
 def _not_applicable(rule: Rule) -> RuleResult:
     """A rule outside the event's circuits (built unvalidated: every field is ours)."""
     return RuleResult.model_construct(
-        id=rule.id, status="not_applicable", hard=rule.hard, logic=rule.logic,
-        policy=rule.policy, deciding={}, open=[], witness={}, explanation="",
-        remediation="", risk_types=list(rule.risk_types), source=rule.source,
-    )  # fmt: skip
+        id=rule.id,
+        status="not_applicable",
+        hard=rule.hard,
+        logic=rule.logic,
+        policy=rule.policy,
+        deciding={},
+        open=[],
+        witness={},
+        explanation="",
+        remediation="",
+        risk_types=list(rule.risk_types),
+        source=rule.source,
+    )
 
 
 def _violations(
@@ -101,9 +118,13 @@ def _violations(
 
 
 def verify_values(
-    model: PolicyModel, ev: EventValues, *, threshold: float | None = None,
-    remediation: bool = True, probability: bool = True,
-) -> PolicyVerdict:  # fmt: skip
+    model: PolicyModel,
+    ev: EventValues,
+    *,
+    threshold: float | None = None,
+    remediation: bool = True,
+    probability: bool = True,
+) -> PolicyVerdict:
     """:func:`verify_event` on values already read with `event_values`."""
     in_circuit = set(ev.circuit)
     results = [
@@ -119,23 +140,28 @@ def verify_values(
         reason = f"denied by {ids}: " + "; ".join(
             r.explanation.removeprefix(f"Violates {r.id}: ").removeprefix(f"May violate {r.id}: ")
             for r in denying
-        )  # fmt: skip
+        )
     elif not allowed and safety is not None:
-        reason = (f"denied: the probability that every hard rule holds if executed is "
-                  f"{safety.execute:.3f}, below the threshold {safety.threshold} (uncertain: "
-                  f"{', '.join(safety.uncertain)})")  # fmt: skip
+        reason = (
+            f"denied: the probability that every hard rule holds if executed is "
+            f"{safety.execute:.3f}, below the threshold {safety.threshold} (uncertain: "
+            f"{', '.join(safety.uncertain)})"
+        )
     else:
         applicable = sum(1 for r in results if r.status != "not_applicable")
-        reason = (f"every rule of the matched circuits holds ({applicable} rule(s) over "
-                  f"{', '.join(ev.matched) or 'no action'})")  # fmt: skip
+        reason = (
+            f"every rule of the matched circuits holds ({applicable} rule(s) over "
+            f"{', '.join(ev.matched) or 'no action'})"
+        )
     fix = None
     if denying and remediation:
         fix = remediate(model, ev, denying=[r.id for r in denying])
     return PolicyVerdict(
         policy=f"{model.name}@{model.version}",
         allowed=allowed,
-        violations=_violations(model, ev, denying) if denying else (
-            {} if model.violations == "targets" else []),
+        violations=_violations(model, ev, denying)
+        if denying
+        else ({} if model.violations == "targets" else []),
         reason=reason,
         matched_actions=list(ev.matched),
         open_predicates=used_open,
@@ -146,9 +172,14 @@ def verify_values(
 
 
 def verify_event(
-    model: PolicyModel, assignments: Mapping[str, Any], *, threshold: float | None = None,
-    remediation: bool = True, probability: bool = True, expected: Iterable[str] | None = None,
-) -> PolicyVerdict:  # fmt: skip
+    model: PolicyModel,
+    assignments: Mapping[str, Any],
+    *,
+    threshold: float | None = None,
+    remediation: bool = True,
+    probability: bool = True,
+    expected: Iterable[str] | None = None,
+) -> PolicyVerdict:
     """Verify one event's predicate assignments against a policy model.
 
     Args:
@@ -174,6 +205,9 @@ def verify_event(
     wanted = model.trace_bindings if expected is None else expected
     missing = {name: None for name in wanted if name not in assignments}
     return verify_values(
-        model, event_values(model, {**assignments, **missing}), threshold=threshold,
-        remediation=remediation, probability=probability,
-    )  # fmt: skip
+        model,
+        event_values(model, {**assignments, **missing}),
+        threshold=threshold,
+        remediation=remediation,
+        probability=probability,
+    )

@@ -98,7 +98,11 @@ def dump_policy(model: PolicyModel) -> str:
     doc["predicates"] = [_predicate_entry(p) for p in model.predicates]
     doc["rules"] = [_rule_entry(r) for r in model.rules]
     text: str = yaml.dump(
-        doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
+        doc,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
         default_flow_style=False,
-    )  # fmt: skip
+    )
     return text

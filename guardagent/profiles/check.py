@@ -72,8 +72,10 @@ class DemoRun:
         if self.label != self.expected_label:
             return f"gave label {self.label} on {name}, expected {self.expected_label}"
         if self.label == 1 and not same_details(self.details, self.expected_details):
-            return (f"denied {name} with {_details(self.details)}, expected "
-                    f"{_details(self.expected_details)}")
+            return (
+                f"denied {name} with {_details(self.details)}, expected "
+                f"{_details(self.expected_details)}"
+            )
         return None
 
 
@@ -132,14 +134,25 @@ class ProfileCheck:
 
 def _run(code: str, demo: DemoSpec, profile: Profile, limits: SandboxLimits | None) -> DemoRun:
     result = run_program(code, profile.tools(), demo.agent_input, demo.agent_output, limits)
-    verdict, error = execution_verdict(result, profile_policy(profile),
-                                       threshold=profile.safety_threshold)  # fmt: skip
+    verdict, error = execution_verdict(
+        result, profile_policy(profile), threshold=profile.safety_threshold
+    )
     if verdict is None:
-        return DemoRun(demo.id, demo.label, demo.details, None,
-                       error=result["error"] if not result["ok"] else error,
-                       unreadable=result["unreadable"])  # fmt: skip
-    return DemoRun(demo.id, demo.label, demo.details, 0 if verdict["allowed"] else 1,
-                   details=verdict["violations"])
+        return DemoRun(
+            demo.id,
+            demo.label,
+            demo.details,
+            None,
+            error=result["error"] if not result["ok"] else error,
+            unreadable=result["unreadable"],
+        )
+    return DemoRun(
+        demo.id,
+        demo.label,
+        demo.details,
+        0 if verdict["allowed"] else 1,
+        details=verdict["violations"],
+    )
 
 
 def _labels_problem(demos: list[DemoSpec]) -> str | None:
@@ -147,8 +160,10 @@ def _labels_problem(demos: list[DemoSpec]) -> str | None:
     if labels == {0, 1}:
         return None
     have = " and ".join(f"label {label}" for label in sorted(labels)) or "none"
-    return ("verification needs demonstrations of both an allowed (label 0) and a denied "
-            f"(label 1) event; the profile has {have} only")
+    return (
+        "verification needs demonstrations of both an allowed (label 0) and a denied "
+        f"(label 1) event; the profile has {have} only"
+    )
 
 
 def _other_problems(code: str, profile: Profile, runs: list[DemoRun]) -> list[str]:
@@ -164,7 +179,8 @@ def _other_problems(code: str, profile: Profile, runs: list[DemoRun]) -> list[st
     failed = {run.demo_id for run in runs if run.problem}
     labels = _labels_problem(profile.demonstrations)
     found = ([labels] if labels else []) + [
-        p for p in request_problems(code, profile)
+        p
+        for p in request_problems(code, profile)
         if not any(p.startswith(f"{demo}: ") for demo in failed)
     ]
     if not found and not failed:
@@ -187,13 +203,15 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
     shipped = [code for code in dict.fromkeys(d.code for d in demos) if code.strip()]
     for number, code in enumerate(shipped, start=1):
         runs = [_run(code, d, profile, limits) for d in demos]
-        programs.append(ProgramCheck(
-            number=number,
-            code=code,
-            holders=[d.id for d in demos if d.code == code],
-            runs=runs,
-            other=_other_problems(code, profile, runs),
-        ))
+        programs.append(
+            ProgramCheck(
+                number=number,
+                code=code,
+                holders=[d.id for d in demos if d.code == code],
+                runs=runs,
+                other=_other_problems(code, profile, runs),
+            )
+        )
     unwritten = [d.id for d in demos if not d.code.strip()]
     missing: list[str] = []
     if unwritten and not programs:  # what a program, once written, would be refused for
@@ -201,9 +219,9 @@ def check_profile(profile: Profile, limits: SandboxLimits | None = None) -> Prof
 
         labels = _labels_problem(demos)
         missing = ([labels] if labels else []) + [
-            f"the request is not covered: {p}" for p in request_suite(profile).problems]
-    return ProfileCheck(profile=profile, programs=programs, unwritten=unwritten,
-                        missing=missing)  # fmt: skip
+            f"the request is not covered: {p}" for p in request_suite(profile).problems
+        ]
+    return ProfileCheck(profile=profile, programs=programs, unwritten=unwritten, missing=missing)
 
 
 _CHECKS: dict[tuple[str, tuple[str, ...]], ProfileCheck] = {}
@@ -246,9 +264,11 @@ def unverified_note(profile: Profile) -> str | None:
         return None
     several = len(check.programs) > 1
     what = "; ".join(_program_phrase(p, several) for p in bad)
-    used = ("the others are used" if check.usable else "so it has no verified program")
-    return (f"profile {profile.name!r}: {what}. Not used, {used}; see "
-            f"`guardagent profile check {profile_ref(profile)}`")
+    used = "the others are used" if check.usable else "so it has no verified program"
+    return (
+        f"profile {profile.name!r}: {what}. Not used, {used}; see "
+        f"`guardagent profile check {profile_ref(profile)}`"
+    )
 
 
 def explain_no_program(profile: Profile) -> str:
@@ -258,17 +278,21 @@ def explain_no_program(profile: Profile) -> str:
     how, by the user's ids; otherwise (memory reuse off, no model) the generic reason.
     """
     if not profile.demonstrations:
-        return (f"profile {profile.name!r} has no demonstrations, so no program to verify; "
-                "add demonstrations with a program, or configure a model (model="
-                "'openai:gpt-4o' or a local base_url) to generate one")
+        return (
+            f"profile {profile.name!r} has no demonstrations, so no program to verify; "
+            "add demonstrations with a program, or configure a model (model="
+            "'openai:gpt-4o' or a local base_url) to generate one"
+        )
     check = cached_check(profile)
     if check.usable:
         return NO_PROGRAM
     if check.model_written:
         lacks = "".join(f"; {problem}" for problem in check.missing)
-        return (f"profile {profile.name!r} ships no program (its demonstrations have an empty "
-                f"`code`): {WRITTEN_ON_FIRST_USE}{lacks}; configure a model "
-                "(model='openai:gpt-4o' or a local base_url) to write it")
+        return (
+            f"profile {profile.name!r} ships no program (its demonstrations have an empty "
+            f"`code`): {WRITTEN_ON_FIRST_USE}{lacks}; configure a model "
+            "(model='openai:gpt-4o' or a local base_url) to write it"
+        )
     several = len(check.programs) > 1
     what = "; ".join(_program_phrase(p, several) for p in check.programs)
     return (
@@ -287,25 +311,38 @@ def _cell_label(label: int | None, details: Violations) -> str:
 def render_check(check: ProfileCheck) -> str:
     """A plain-text table per program: each demonstration, expected, got, and the verdict."""
     profile = check.profile
-    lines = [f"profile {profile.name!r} ({profile.root}): {len(profile.demonstrations)} "
-             f"demonstration(s), {len(check.programs)} program(s)"]
+    lines = [
+        f"profile {profile.name!r} ({profile.root}): {len(profile.demonstrations)} "
+        f"demonstration(s), {len(check.programs)} program(s)"
+    ]
     lines += [note] if (note := derived_note(profile)) else []  # rules derived from the request
     lines += [cells] if (cells := coverage_note(profile)) else []  # a PERMISSIONS table's cells
     lines += [rules] if (rules := rule_coverage_note(profile)) else []  # category rules' conditions
     for program in check.programs:
         status = "verified" if program.verified else "NOT VERIFIED"
-        lines += ["", f"program {program.number} (in {', '.join(program.holders)}; "
-                      f"{len(program.code.splitlines())} lines): {status}"]
+        lines += [
+            "",
+            f"program {program.number} (in {', '.join(program.holders)}; "
+            f"{len(program.code.splitlines())} lines): {status}",
+        ]
         rows = [("demonstration", "expected", "got", "result")]
         for run in program.runs:
-            rows.append((run.demo_id, _cell_label(run.expected_label, run.expected_details),
-                         _cell_label(run.label, run.details),
-                         "ok" if run.problem is None else "FAIL: " + run.problem))
+            rows.append(
+                (
+                    run.demo_id,
+                    _cell_label(run.expected_label, run.expected_details),
+                    _cell_label(run.label, run.details),
+                    "ok" if run.problem is None else "FAIL: " + run.problem,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
-                  for r in rows]
-        lines += [f"  also refused: {_short(other, 1000 if 'not covered' in other else 300)}"
-                  for other in program.other]  # what the request lacks is said in full
+        lines += [
+            "  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows
+        ]
+        lines += [
+            f"  also refused: {_short(other, 1000 if 'not covered' in other else 300)}"
+            for other in program.other
+        ]  # what the request lacks is said in full
     if check.unwritten:
         ids = ", ".join(check.unwritten)
         lines += ["", f"demonstration(s) with an empty `code` ({ids}): {WRITTEN_ON_FIRST_USE}"]
@@ -313,16 +350,23 @@ def render_check(check: ProfileCheck) -> str:
     good = sum(p.verified for p in check.programs)
     lines.append("")
     if check.model_written:
-        lines.append("0 program(s) shipped: the model writes one on first use; offline (no "
-                     "model), every event under this profile is denied (no program)")
+        lines.append(
+            "0 program(s) shipped: the model writes one on first use; offline (no "
+            "model), every event under this profile is denied (no program)"
+        )
     elif check.verified:
-        lines.append(f"{good} of {len(check.programs)} program(s) verified: offline checks "
-                     "reuse them with no model call")
+        lines.append(
+            f"{good} of {len(check.programs)} program(s) verified: offline checks "
+            "reuse them with no model call"
+        )
     elif check.usable:
-        lines.append(f"{good} of {len(check.programs)} program(s) verified; the others are "
-                     "not used")
+        lines.append(
+            f"{good} of {len(check.programs)} program(s) verified; the others are not used"
+        )
     else:
-        lines.append(f"0 of {len(check.programs)} program(s) verified: offline, every event "
-                     "under this profile is denied (no verified program); fix the program or "
-                     "the demonstrations, or configure a model")
+        lines.append(
+            f"0 of {len(check.programs)} program(s) verified: offline, every event "
+            "under this profile is denied (no verified program); fix the program or "
+            "the demonstrations, or configure a model"
+        )
     return "\n".join(lines)

@@ -107,9 +107,7 @@ class Profile(BaseModel):
         return found[1]
 
     def _fingerprint(self) -> str:
-        demos = [
-            [d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations
-        ]
+        demos = [[d.agent_input, d.agent_output, d.label, d.details] for d in self.demonstrations]
         from guardagent.memory_store.store import request_fingerprint
 
         parts: list[Any] = [self.guard_request, sorted(self.toolbox), demos]
@@ -210,8 +208,9 @@ def _read_demos(root: Path, spec: Any) -> list[dict[str, Any]]:
         if "program" in raw:
             program = root / str(raw.pop("program"))
             if not program.is_file():
-                raise ProfileError(f"{_demo_name(number, raw)}: program file {program} "
-                                   "does not exist")
+                raise ProfileError(
+                    f"{_demo_name(number, raw)}: program file {program} does not exist"
+                )
             raw["code"] = _read(program)
         demos.append(raw)
     return demos
@@ -221,8 +220,9 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not valid UTF-8 (byte {exc.start + 1}); save it as UTF-8"
-                           ) from None
+        raise ProfileError(
+            f"{path}: not valid UTF-8 (byte {exc.start + 1}); save it as UTF-8"
+        ) from None
 
 
 def _demo_name(number: int, raw: Any) -> str:
@@ -248,8 +248,10 @@ def explain_validation(exc: ValidationError, raw: dict[str, Any]) -> list[str]:
             where = _demo_name(loc[1] + 1, demos[loc[1]] if loc[1] < len(demos) else None)
             name = _field(loc[2:])
             if kind == "missing" and name == "code":
-                lines.append(f"{where}: no `code`: give its guard program as `code` (the "
-                             "program's text) or `program` (a file next to profile.yaml)")
+                lines.append(
+                    f"{where}: no `code`: give its guard program as `code` (the "
+                    "program's text) or `program` (a file next to profile.yaml)"
+                )
             elif kind == "missing":
                 lines.append(f"{where}: missing `{name}`")
             else:
@@ -364,8 +366,10 @@ def load_toolbox_modules(root: Path, spec: Any) -> list[str]:
     if spec is None:
         return []
     if not isinstance(spec, list) or not all(isinstance(e, str) and e for e in spec):
-        raise ProfileError("`toolbox_modules` must be a list of module files (`my_tools.py`, "
-                           "relative to the profile) or dotted module names")
+        raise ProfileError(
+            "`toolbox_modules` must be a list of module files (`my_tools.py`, "
+            "relative to the profile) or dotted module names"
+        )
     with _MODULE_LOCK:
         return [_load_module(root, entry) for entry in spec]
 
@@ -377,13 +381,14 @@ def _is_file_entry(entry: str) -> bool:
 def _load_module(root: Path, entry: str) -> str:
     if not _is_file_entry(entry):
         if not all(part.isidentifier() for part in entry.split(".")):
-            raise ProfileError(f"toolbox module {entry!r}: not a dotted module name nor a "
-                               ".py file")
+            raise ProfileError(f"toolbox module {entry!r}: not a dotted module name nor a .py file")
         try:
             module = importlib.import_module(entry)
         except ImportError as exc:
-            raise ProfileError(f"toolbox module {entry!r} cannot be imported ({exc}); install "
-                               "it, or name a .py file relative to the profile") from None
+            raise ProfileError(
+                f"toolbox module {entry!r} cannot be imported ({exc}); install "
+                "it, or name a .py file relative to the profile"
+            ) from None
         except Exception as exc:  # the deployer's module raised: say what, not a traceback
             raise ProfileError(_failed(entry, exc)) from None
         origin = getattr(module, "__file__", None)
@@ -391,8 +396,9 @@ def _load_module(root: Path, entry: str) -> str:
     base = root.resolve()
     file = (base / entry).resolve()
     if Path(entry).is_absolute() or not file.is_relative_to(base):
-        raise ProfileError(f"toolbox module {entry!r}: a module file must be inside the "
-                           f"profile's folder ({base})")
+        raise ProfileError(
+            f"toolbox module {entry!r}: a module file must be inside the profile's folder ({base})"
+        )
     if not file.is_file():
         raise ProfileError(f"toolbox module {entry!r}: no such file {file}")
     source = file.read_bytes()
@@ -421,8 +427,10 @@ def _run_file(file: Path, source: bytes, digest: str) -> str:
 def _failed(where: str, exc: Exception) -> str:
     text = f"toolbox module {where} failed to load: {type(exc).__name__}: {exc}"
     if isinstance(exc, ValueError) and "already has a function named" in str(exc):
-        text += (" (a process registers each toolbox name once: rename the function, or "
-                 "restart the process to use an edited module)")
+        text += (
+            " (a process registers each toolbox name once: rename the function, or "
+            "restart the process to use an edited module)"
+        )
     return text
 
 

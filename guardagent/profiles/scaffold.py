@@ -74,8 +74,9 @@ def read_tool_schemas(data: Any) -> list[dict[str, Any]]:
     if isinstance(data, Mapping):
         data = [data]
     if not isinstance(data, list) or not data:
-        raise ScaffoldError("the tools file must hold a non-empty list of tool schemas "
-                            "(or {\"tools\": [...]})")  # fmt: skip
+        raise ScaffoldError(
+            'the tools file must hold a non-empty list of tool schemas (or {"tools": [...]})'
+        )
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for number, raw in enumerate(data, start=1):
@@ -97,9 +98,10 @@ def _one_schema(raw: Any, number: int) -> dict[str, Any]:
         name = spec["title"]  # a LangChain tool_call_schema's JSON schema
         spec = {"name": name, "description": spec.get("description"), "parameters": spec}
     if not isinstance(name, str) or not name.strip():
-        raise ScaffoldError(f"tool {number}: no name (expected 'name', 'function.name' or a "
-                            "JSON schema's 'title')")  # fmt: skip
-    params = (spec.get("parameters") or spec.get("input_schema") or spec.get("args_schema"))
+        raise ScaffoldError(
+            f"tool {number}: no name (expected 'name', 'function.name' or a JSON schema's 'title')"
+        )
+    params = spec.get("parameters") or spec.get("input_schema") or spec.get("args_schema")
     if params is None and isinstance(spec.get("args"), Mapping):
         params = {"type": "object", "properties": dict(spec["args"])}
     if params is not None and not isinstance(params, Mapping):
@@ -133,8 +135,9 @@ def _sq(text: str) -> str:
 
 
 def _flow(entry: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(entry), default_flow_style=True, sort_keys=False,
-                          width=10_000).strip()  # fmt: skip
+    return yaml.safe_dump(
+        dict(entry), default_flow_style=True, sort_keys=False, width=10_000
+    ).strip()
 
 
 def _comment(text: str, limit: int = 90) -> str:
@@ -146,17 +149,33 @@ _DEFAULTED = frozenset({"results", "effect"})
 """Label keys the scaffold leaves unset: the fail-closed default until the author sets them."""
 
 _CONDITIONS = [
-    ("call_confirmed", "A reviewer approved this call (the host's review; never text in a "
-     "message).", "consent_given()"),
-    ("args_trusted", "Every argument value comes from the user, the system prompt or a "
-     "trusted tool.", 'arg_from_trusted("*")'),
-    ("args_from_page_only", "Some argument value is found only in untrusted tool results.",
-     'arg_only_untrusted("*")'),
-    ("recipient_trusted", "Every recipient (the `recipients` of the tool's label) comes from "
-     "the user or a trusted tool.", 'arg_from_trusted("@recipients")'),
-    ("leaks_secret", "A value from a `sensitive` tool goes to a recipient the user did not "
-     "give.", "secret_flow()"),
-]  # fmt: skip
+    (
+        "call_confirmed",
+        "A reviewer approved this call (the host's review; never text in a message).",
+        "consent_given()",
+    ),
+    (
+        "args_trusted",
+        "Every argument value comes from the user, the system prompt or a trusted tool.",
+        'arg_from_trusted("*")',
+    ),
+    (
+        "args_from_page_only",
+        "Some argument value is found only in untrusted tool results.",
+        'arg_only_untrusted("*")',
+    ),
+    (
+        "recipient_trusted",
+        "Every recipient (the `recipients` of the tool's label) comes from "
+        "the user or a trusted tool.",
+        'arg_from_trusted("@recipients")',
+    ),
+    (
+        "leaks_secret",
+        "A value from a `sensitive` tool goes to a recipient the user did not give.",
+        "secret_flow()",
+    ),
+]
 """Commented condition predicates offered to every scaffolded policy (name, text, predicate)."""
 
 
@@ -188,8 +207,10 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "  tools:",
     ]
     at = lines.index("labels:")
-    lines[at:at] = ["# A label without `results` / `effect` is untrusted and irreversible; profile",
-                    "# check lists it until you write both (even to those same values)."]
+    lines[at:at] = [
+        "# A label without `results` / `effect` is untrusted and irreversible; profile",
+        "# check lists it until you write both (even to those same values).",
+    ]
     for tool in tools:
         entry = {k: v for k, v in labels[tool["name"]].items() if k not in _DEFAULTED}
         description = entry.pop("description", "")
@@ -198,9 +219,12 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         lines.append(f"    {_q(tool['name'])}: {_flow(entry)}")
     lines += ["predicates:"]
     for tool in tools:
-        lines += [f"  - name: {actions[tool['name']]}", "    kind: action",
-                  f"    description: {_q('The call is ' + tool['name'] + '.')}",
-                  f"    assign: {{trace: {_sq('tool_is(' + _q(tool['name']) + ')')}}}"]  # fmt: skip
+        lines += [
+            f"  - name: {actions[tool['name']]}",
+            "    kind: action",
+            f"    description: {_q('The call is ' + tool['name'] + '.')}",
+            f"    assign: {{trace: {_sq('tool_is(' + _q(tool['name']) + ')')}}}",
+        ]
     lines += [
         "  - name: tool_listed",
         "    kind: condition",
@@ -209,8 +233,12 @@ def policy_text(name: str, tools: list[dict[str, Any]]) -> str:
         "  # Conditions for your rules (uncomment the ones you use):",
     ]
     for cond, text, expression in _CONDITIONS:
-        lines += [f"  # - name: {cond}", "  #   kind: condition", f"  #   description: {text}",
-                  f"  #   assign: {{trace: {_sq(expression)}}}"]  # fmt: skip
+        lines += [
+            f"  # - name: {cond}",
+            "  #   kind: condition",
+            f"  #   description: {text}",
+            f"  #   assign: {{trace: {_sq(expression)}}}",
+        ]
     lines += [
         "rules:",
         "  - id: listed-tools-only",
@@ -247,25 +275,38 @@ def profile_text(name: str, tools: list[dict[str, Any]]) -> str:
     def block(text: str) -> str:
         return "\n".join("  " + line for line in textwrap.wrap(text, 88))
 
-    request = (f"Guard the tool calls of {name} against prompt injection and misuse. Each "
-               "proposed call is judged with the whole conversation before it "
-               "(GuardAgent.check_trace, or GuardAgentMiddleware(trace=True)) by the policy "
-               "model policy.yaml; every predicate is assigned from the trace by the host, so "
-               "no guard program runs and no model is needed.")  # fmt: skip
-    spec = (f"A tool-calling agent with the tools {listed}. Its events are traces: LangChain "
-            "messages_to_dict JSON or OpenAI chat messages with tool_calls, and the proposed "
-            "call. User messages are trusted; tool results are trusted only as labelled; "
-            "model text is never a source of a value.")  # fmt: skip
-    return "\n".join([
-        f"# Guard profile {name!r}, scaffolded by `guardagent profile new`: edit policy.yaml.",
-        f"name: {_q(name)}",
-        f"description: {_q(f'(trace policy) Tool calls of {name}, judged by the whole trace.')}",
-        "guard_request: |", block(request),
-        "agent_specification: |", block(spec),
-        "toolbox: []",
-        "demonstrations: []",
-        "policy_model: policy.yaml",
-    ]) + "\n"  # fmt: skip
+    request = (
+        f"Guard the tool calls of {name} against prompt injection and misuse. Each "
+        "proposed call is judged with the whole conversation before it "
+        "(GuardAgent.check_trace, or GuardAgentMiddleware(trace=True)) by the policy "
+        "model policy.yaml; every predicate is assigned from the trace by the host, so "
+        "no guard program runs and no model is needed."
+    )
+    spec = (
+        f"A tool-calling agent with the tools {listed}. Its events are traces: LangChain "
+        "messages_to_dict JSON or OpenAI chat messages with tool_calls, and the proposed "
+        "call. User messages are trusted; tool results are trusted only as labelled; "
+        "model text is never a source of a value."
+    )
+    return (
+        "\n".join(
+            [
+                f"# Guard profile {name!r}, scaffolded by `guardagent profile new`: "
+                "edit policy.yaml.",
+                f"name: {_q(name)}",
+                "description: "
+                + _q(f"(trace policy) Tool calls of {name}, judged by the whole trace."),
+                "guard_request: |",
+                block(request),
+                "agent_specification: |",
+                block(spec),
+                "toolbox: []",
+                "demonstrations: []",
+                "policy_model: policy.yaml",
+            ]
+        )
+        + "\n"
+    )
 
 
 def scaffold_profile(name: str, tools: Any, out_dir: str | Path) -> list[Path]:
@@ -309,8 +350,12 @@ def is_trace_profile(profile: Profile) -> bool:
         model = profile_policy(profile)
     except (PolicyError, OSError):
         return False  # the ordinary check reports what does not load
-    return (model is not None and model.labels is not None and bool(model.trace_bindings)
-            and set(model.trace_bindings) == {p.name for p in model.predicates})  # fmt: skip
+    return (
+        model is not None
+        and model.labels is not None
+        and bool(model.trace_bindings)
+        and set(model.trace_bindings) == {p.name for p in model.predicates}
+    )
 
 
 @dataclass(frozen=True)
@@ -410,8 +455,10 @@ def _written_labels(path: Path) -> dict[str, set[str]]:
     tools = raw.get("tools", raw) if isinstance(raw, Mapping) else raw
     if not isinstance(tools, Mapping):
         return {}
-    return {str(name): set(entry) if isinstance(entry, Mapping) else set()
-            for name, entry in tools.items()}  # fmt: skip
+    return {
+        str(name): set(entry) if isinstance(entry, Mapping) else set()
+        for name, entry in tools.items()
+    }
 
 
 def check_trace_profile(profile: Profile) -> TraceProfileCheck:
@@ -428,25 +475,33 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
     if result.errors:
         return result  # the rest reads the policy
     model = load_policy(path)
-    placeholders = {r.id for r in model.rules if r.source == PLACEHOLDER
-                    and r.logic.replace(" ", "").endswith("IMPLIESFALSE")}  # fmt: skip
+    placeholders = {
+        r.id
+        for r in model.rules
+        if r.source == PLACEHOLDER and r.logic.replace(" ", "").endswith("IMPLIESFALSE")
+    }
     # a placeholder's "forbids outright" is said once, under "to edit"
-    shown = [f for f in report.warnings
-             if f.code != "forbidden_action" or not set(f.rules) <= placeholders]  # fmt: skip
+    shown = [
+        f
+        for f in report.warnings
+        if f.code != "forbidden_action" or not set(f.rules) <= placeholders
+    ]
     result.warnings = [_where(f) + f.message for f in shown]
     if placeholders:
         result.to_edit.append(
             f"rules: {len(placeholders)} tool(s) still denied by default, rule(s) "
             f"{', '.join(sorted(placeholders))}: replace `IMPLIES FALSE` with the condition "
-            "under which the tool may run (the comments above each rule show examples)")
+            "under which the tool may run (the comments above each rule show examples)"
+        )
     for rule in model.rules:  # edited logic, scaffold text: denials would show the placeholder
         if rule.id not in placeholders and rule.policy.strip().endswith(PLACEHOLDER_POLICY.strip()):
             result.to_edit.append(
                 f"rule {rule.id}: its `policy` is still the scaffold's placeholder text "
                 f"{rule.policy.strip()!r}, which every denial by this rule shows: write in "
-                "`policy` what the rule allows, in words a user reads (for example \"Mail goes "
-                "only to recipients the user gave, unless the user approves.\"), and in "
-                "`remediation` what to do when it denies")
+                '`policy` what the rule allows, in words a user reads (for example "Mail goes '
+                'only to recipients the user gave, unless the user approves."), and in '
+                "`remediation` what to do when it denies"
+            )
     labels = model.labels
     if labels is not None:
         written = _written_labels(path)
@@ -456,20 +511,26 @@ def check_trace_profile(profile: Profile) -> TraceProfileCheck:
                 f"labels: {len(default)} tool(s) left at the fail-closed default (untrusted "
                 f"results, irreversible): {', '.join(default)}. Right for tools that move money "
                 "or delete (say so: write `results` and `effect`); otherwise mark the user's own "
-                "records `results: trusted` and lower `effect`")
-        sends = sorted(n for n, lab in labels.tools.items()
-                       if lab.effect == "send" and "recipients" not in written.get(n, set()))
+                "records `results: trusted` and lower `effect`"
+            )
+        sends = sorted(
+            n
+            for n, lab in labels.tools.items()
+            if lab.effect == "send" and "recipients" not in written.get(n, set())
+        )
         if sends:
             result.notes.append(
                 f"labels: send tool(s) {', '.join(sends)} name no `recipients`: every address, "
-                "number, URL and IBAN in their arguments counts as one")
+                "number, URL and IBAN in their arguments counts as one"
+            )
     folder = profile.root / TRACES_DIR
     folders = dict.fromkeys(f.resolve() for f in (folder, path.parent / TRACES_DIR) if f.is_dir())
     files = sorted((f for d in folders for f in d.glob("*.json")), key=lambda f: f.name)
     if not files:
         result.notes.append(
-            f"traces: none in {folder}: add example traces (the trace format, with \"expect\": "
-            "{\"allowed\": true} or {\"rule\": \"<rule id>\"}) to check the policy against")
+            f'traces: none in {folder}: add example traces (the trace format, with "expect": '
+            '{"allowed": true} or {"rule": "<rule id>"}) to check the policy against'
+        )
     elif not result.errors:
         guard = GuardAgent(profile=str(profile.root))
         result.traces = [_run_trace(guard, f) for f in files]
@@ -480,30 +541,53 @@ def render_trace_check(check: TraceProfileCheck) -> str:
     """The report of :func:`check_trace_profile` as text, what to edit first."""
     profile = check.profile
     lines = [f"profile {profile.name!r} ({profile.root}): trace policy {check.policy_path}"]
-    for title, items in (("errors", check.errors), ("to edit", check.to_edit),
-                         ("warnings", check.warnings), ("notes", check.notes)):  # fmt: skip
+    for title, items in (
+        ("errors", check.errors),
+        ("to edit", check.to_edit),
+        ("warnings", check.warnings),
+        ("notes", check.notes),
+    ):
         if items:
             lines += ["", f"{title}:"] + [f"  - {item}" for item in items]
     if check.traces:
         lines += ["", "example traces:"]
         rows = [("trace", "expected", "got", "result")]
         for run in check.traces:
-            got = ("allow" if run.allowed else f"deny by {', '.join(run.rules)}" if run.rules
-                   else "deny" if run.allowed is False else "no decision")  # fmt: skip
-            rows.append((run.name, run.expected or "-", got,
-                         "ok" if run.problem is None else "FAIL: " + run.problem))  # fmt: skip
+            got = (
+                "allow"
+                if run.allowed
+                else f"deny by {', '.join(run.rules)}"
+                if run.rules
+                else "deny"
+                if run.allowed is False
+                else "no decision"
+            )
+            rows.append(
+                (
+                    run.name,
+                    run.expected or "-",
+                    got,
+                    "ok" if run.problem is None else "FAIL: " + run.problem,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
-                  for r in rows]  # fmt: skip
+        lines += [
+            "  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows
+        ]
     failed = sum(t.problem is not None for t in check.traces)
     lines.append("")
     if check.ready:
-        lines.append(f"ready: the policy checks and {len(check.traces)} example trace(s) decide "
-                     "as expected")  # fmt: skip
+        lines.append(
+            f"ready: the policy checks and {len(check.traces)} example trace(s) decide as expected"
+        )
     else:
-        parts = [f"{len(check.errors)} error(s)" if check.errors else "",
-                 f"{len(check.to_edit)} thing(s) to edit" if check.to_edit else "",
-                 f"{failed} example trace(s) failing" if failed else ""]  # fmt: skip
-        lines.append("NOT READY: " + ", ".join(p for p in parts if p) + " (until then the "
-                     "profile guards, failing closed: what the policy does not allow is denied)")
+        parts = [
+            f"{len(check.errors)} error(s)" if check.errors else "",
+            f"{len(check.to_edit)} thing(s) to edit" if check.to_edit else "",
+            f"{failed} example trace(s) failing" if failed else "",
+        ]
+        lines.append(
+            "NOT READY: " + ", ".join(p for p in parts if p) + " (until then the "
+            "profile guards, failing closed: what the policy does not allow is denied)"
+        )
     return "\n".join(lines)

@@ -33,9 +33,19 @@ from guardagent.sandbox.process import (
 from guardagent.tools.registry import Toolbox
 
 __all__ = [
-    "MAX_PROBLEMS", "PARALLEL_RUNS", "Runner", "extract_code", "judging_policy",
-    "known_problems", "program_problems", "request_problems", "run_cases", "runner_for",
-    "same_details", "summarize", "verify_program",
+    "MAX_PROBLEMS",
+    "PARALLEL_RUNS",
+    "Runner",
+    "extract_code",
+    "judging_policy",
+    "known_problems",
+    "program_problems",
+    "request_problems",
+    "run_cases",
+    "runner_for",
+    "same_details",
+    "summarize",
+    "verify_program",
 ]
 
 Runner = Callable[[str, Toolbox, str, str, SandboxLimits | None], ExecutionResult]
@@ -96,15 +106,29 @@ def verify_program(
     labelled = [
         Case(d["id"], d["agent_input"], d["agent_output"], d["label"], d["details"]) for d in demos
     ]
-    return run_cases(code, toolbox, [*labelled, *cases], limits, policy=policy,
-                     threshold=threshold, runner=runner, own_verdicts=own_verdicts)  # fmt: skip
+    return run_cases(
+        code,
+        toolbox,
+        [*labelled, *cases],
+        limits,
+        policy=policy,
+        threshold=threshold,
+        runner=runner,
+        own_verdicts=own_verdicts,
+    )
 
 
 def run_cases(
-    code: str, toolbox: Toolbox, cases: Iterable[Case], limits: SandboxLimits | None = None,
-    *, policy: PolicyModel | None = None, threshold: float | None = None,
-    runner: Runner = run_program, own_verdicts: bool = False,
-) -> list[str]:  # fmt: skip
+    code: str,
+    toolbox: Toolbox,
+    cases: Iterable[Case],
+    limits: SandboxLimits | None = None,
+    *,
+    policy: PolicyModel | None = None,
+    threshold: float | None = None,
+    runner: Runner = run_program,
+    own_verdicts: bool = False,
+) -> list[str]:
     """Mismatches of `code` on `cases`: label, and the details of a denial.
 
     Cases run `PARALLEL_RUNS` at a time (each in its own sandbox child), in batches; a
@@ -124,9 +148,16 @@ def run_cases(
     with ThreadPoolExecutor(PARALLEL_RUNS, thread_name_prefix="guard-verify") as pool:
         for start in range(0, len(pending), batch):
             chunk = pending[start : start + batch]
-            run = partial(_mismatch, code, toolbox, limits=limits, policy=policy,
-                          threshold=threshold, runner=runner,
-                          own_verdicts=own_verdicts)  # fmt: skip
+            run = partial(
+                _mismatch,
+                code,
+                toolbox,
+                limits=limits,
+                policy=policy,
+                threshold=threshold,
+                runner=runner,
+                own_verdicts=own_verdicts,
+            )
             if in_process:
                 with AST_LOCK:
                     found = [run(case) for case in chunk]
@@ -137,17 +168,24 @@ def run_cases(
                 problems = problems[:MAX_PROBLEMS]
             if problems:  # refused either way: the rest of the suite would only cost time
                 if start + batch < len(pending):
-                    problems.append(f"(verification stopped at the first batch of {batch} "
-                                    "cases with a mismatch)")  # fmt: skip
+                    problems.append(
+                        f"(verification stopped at the first batch of {batch} "
+                        "cases with a mismatch)"
+                    )
                 break
     return problems
 
 
 def _mismatch(
-    code: str, toolbox: Toolbox, case: Case, limits: SandboxLimits | None,
-    policy: PolicyModel | None = None, threshold: float | None = None,
-    runner: Runner = run_program, own_verdicts: bool = False,
-) -> str | None:  # fmt: skip
+    code: str,
+    toolbox: Toolbox,
+    case: Case,
+    limits: SandboxLimits | None,
+    policy: PolicyModel | None = None,
+    threshold: float | None = None,
+    runner: Runner = run_program,
+    own_verdicts: bool = False,
+) -> str | None:
     result = runner(code, toolbox, case.agent_input, case.agent_output, limits)
     if own_verdicts and result.get("ok") and not result.get("predicates"):
         policy = None  # derived rules judge a program that decides itself by its verdict
@@ -225,10 +263,15 @@ def request_problems(code: str, profile: Profile) -> list[str]:
         refused = check_dataflow(code, tools)
         suite = request_suite(profile)
         policy, own = judging_policy(profile)
-        found = refused or run_cases(code, tools, [*suite.cases, *program_cases(profile, code)],
-                                     policy=policy, threshold=profile.safety_threshold,
-                                     runner=runner_for(code, profile),
-                                     own_verdicts=own)  # fmt: skip
+        found = refused or run_cases(
+            code,
+            tools,
+            [*suite.cases, *program_cases(profile, code)],
+            policy=policy,
+            threshold=profile.safety_threshold,
+            runner=runner_for(code, profile),
+            own_verdicts=own,
+        )
         _BEYOND[key] = found + [f"the request is not covered: {p}" for p in suite.problems]
     return _BEYOND[key]
 
@@ -244,10 +287,16 @@ def _verify(code: str, profile: Profile) -> list[str]:
         for demo, spec in zip(profile.demos(verified=False), profile.demonstrations, strict=True)
     ]
     policy, own = judging_policy(profile)
-    problems = verify_program(code, named, tools,
-                              cases=[*suite.cases, *program_cases(profile, code)],
-                              policy=policy, threshold=profile.safety_threshold,
-                              runner=runner_for(code, profile), own_verdicts=own)  # fmt: skip
+    problems = verify_program(
+        code,
+        named,
+        tools,
+        cases=[*suite.cases, *program_cases(profile, code)],
+        policy=policy,
+        threshold=profile.safety_threshold,
+        runner=runner_for(code, profile),
+        own_verdicts=own,
+    )
     return problems + [f"the request is not covered: {p}" for p in suite.problems]
 
 

@@ -34,8 +34,9 @@ _SUFFIXES = (".py", ".yaml", ".yml", ".json", ".jsonl", ".md", ".txt")
 def package_digest() -> str:
     """SHA-256 over the package's source and data files (paths and bytes), once per process."""
     digest = hashlib.sha256()
-    files = sorted(p for p in _PACKAGE.rglob("*")
-                   if p.suffix in _SUFFIXES and "__pycache__" not in p.parts)  # fmt: skip
+    files = sorted(
+        p for p in _PACKAGE.rglob("*") if p.suffix in _SUFFIXES and "__pycache__" not in p.parts
+    )
     for path in files:
         digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -63,8 +64,9 @@ def cached_problems(key: str, compute: Callable[[], list[str]]) -> list[str]:
     problems = compute()
     with contextlib.suppress(OSError):  # a read-only home only costs the next process time
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False,
-                                         encoding="utf-8") as tmp:  # fmt: skip
+        with tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, delete=False, encoding="utf-8"
+        ) as tmp:
             json.dump(problems, tmp)
         os.replace(tmp.name, path)  # whole or not at all, even with processes racing
     return problems

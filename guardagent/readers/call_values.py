@@ -78,9 +78,31 @@ goods and of for the with new
 """Words of other shop categories (hand-written). ``drink(s)`` is placed only after
 ``soft``; alone it is unplaced (below)."""
 
-_UNPLACED_ALONE = frozenset({"drink", "drinks", "gift", "gifts", "party", "supplies", "products",
-                             "product", "items", "item", "goods", "and", "of", "for", "the",
-                             "with", "new", "free", "card", "cards", "organic"})  # fmt: skip
+_UNPLACED_ALONE = frozenset(
+    {
+        "drink",
+        "drinks",
+        "gift",
+        "gifts",
+        "party",
+        "supplies",
+        "products",
+        "product",
+        "items",
+        "item",
+        "goods",
+        "and",
+        "of",
+        "for",
+        "the",
+        "with",
+        "new",
+        "free",
+        "card",
+        "cards",
+        "organic",
+    }
+)
 """Words that place nothing by themselves: a category made only of them is unplaced."""
 
 _WORD = re.compile(r"[^\W_]+")

@@ -62,39 +62,140 @@ _MAX_CALL_DEPTH = 4  # nested calls of functions the code itself defines
 _MAX_PARAMS = 16  # parameters bound when a function escapes to code the reader does not follow
 _MAX_NODES = 200_000  # AST nodes walked per event, loops included
 _TOOLS = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
-_DYNAMIC = frozenset({"eval", "exec", "compile", "getattr", "setattr", "delattr", "globals",
-                      "locals", "vars", "__import__", "open", "breakpoint", "input"})  # fmt: skip
-_DATA_ACCESS = frozenset({"connect", "execute", "executemany", "executescript", "read_sql",
-                          "read_sql_query", "read_sql_table", "read_csv", "read_table",
-                          "read_json", "read_parquet", "read_pickle", "import_module"})  # fmt: skip
-_DYNAMIC_ATTRS = (_DYNAMIC - {"compile"}) | _DATA_ACCESS | frozenset({
-    "load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap", "open_memmap",
-    "DataSource", "recfromcsv", "recfromtxt", "ExcelFile", "HDFStore", "io", "from_csv"})
+_DYNAMIC = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "__import__",
+        "open",
+        "breakpoint",
+        "input",
+    }
+)
+_DATA_ACCESS = frozenset(
+    {
+        "connect",
+        "execute",
+        "executemany",
+        "executescript",
+        "read_sql",
+        "read_sql_query",
+        "read_sql_table",
+        "read_csv",
+        "read_table",
+        "read_json",
+        "read_parquet",
+        "read_pickle",
+        "import_module",
+    }
+)
+_DYNAMIC_ATTRS = (
+    (_DYNAMIC - {"compile"})
+    | _DATA_ACCESS
+    | frozenset(
+        {
+            "load",
+            "loadtxt",
+            "genfromtxt",
+            "fromfile",
+            "fromregex",
+            "memmap",
+            "open_memmap",
+            "DataSource",
+            "recfromcsv",
+            "recfromtxt",
+            "ExcelFile",
+            "HDFStore",
+            "io",
+            "from_csv",
+        }
+    )
+)
 """Attributes that reach code or data the reader cannot follow (`pd.eval`, `np.loadtxt`,
 `pd.io`); any `read_*` attribute too (pandas' readers). `re.compile` is plain text."""
-_MODULES = frozenset({"__future__", "calendar", "collections", "copy", "datetime", "dateutil",
-                      "decimal", "fractions", "functools", "itertools", "json", "math",
-                      "numpy", "operator", "pandas", "random", "re", "statistics", "string",
-                      "time", "typing"})  # fmt: skip
+_MODULES = frozenset(
+    {
+        "__future__",
+        "calendar",
+        "collections",
+        "copy",
+        "datetime",
+        "dateutil",
+        "decimal",
+        "fractions",
+        "functools",
+        "itertools",
+        "json",
+        "math",
+        "numpy",
+        "operator",
+        "pandas",
+        "random",
+        "re",
+        "statistics",
+        "string",
+        "time",
+        "typing",
+    }
+)
 """Modules code may import: computation only. Any other (`os`, `sys`, `__main__`, `io`,
 `subprocess`, `pathlib`, `sqlite3`, ...) can reach the data, or the tools under another
 name, in ways the reader cannot follow."""
 _NO_READ = frozenset({"len", "isinstance", "type", "id", "bool"})
 _DATA_KEEPING = frozenset({"int", "float", "round", "abs", "max", "min"})
 """Builtins that turn database data into data (a number, one of the values)."""
-_DATA_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "split", "rsplit",
-                           "splitlines", "casefold", "title"})
+_DATA_METHODS = frozenset(
+    {
+        "strip",
+        "lstrip",
+        "rstrip",
+        "lower",
+        "upper",
+        "split",
+        "rsplit",
+        "splitlines",
+        "casefold",
+        "title",
+    }
+)
 """Methods of database data whose result is still only data (they add no text)."""
-_DATE_PARTS = frozenset({"year", "month", "day", "hour", "minute", "second", "days",
-                         "seconds", "weekday"})
+_DATE_PARTS = frozenset(
+    {"year", "month", "day", "hour", "minute", "second", "days", "seconds", "weekday"}
+)
 """Attributes that are a date's or a duration's numbers (`datetime.now().year`)."""
 _FRAME_ATTRS = frozenset({"shape", "empty", "columns", "index", "dtypes", "ndim", "size"})
-_ROW_METHODS = frozenset({"sort_values", "groupby", "drop_duplicates", "dropna", "nlargest",
-                          "nsmallest", "set_index", "sort_index", "reset_index", "query",
-                          "filter", "merge", "join", "copy", "rename", "astype"})  # fmt: skip
+_ROW_METHODS = frozenset(
+    {
+        "sort_values",
+        "groupby",
+        "drop_duplicates",
+        "dropna",
+        "nlargest",
+        "nsmallest",
+        "set_index",
+        "sort_index",
+        "reset_index",
+        "query",
+        "filter",
+        "merge",
+        "join",
+        "copy",
+        "rename",
+        "astype",
+    }
+)
 _INDEXERS = frozenset({"loc", "iloc", "at", "iat"})
 _ROW_ITERATORS = frozenset({"iterrows", "itertuples", "items", "iteritems"})
 _GROWTH = frozenset({"append", "extend", "add", "insert", "update", "setdefault"})
+
+
 @dataclass
 class Reads:
     """Table -> columns read; a table loaded but none of whose columns is read maps to []."""
@@ -114,8 +215,10 @@ class Reads:
         col = name.strip().strip("`\"'[]").strip().lower()
         owners = [t for t in tables if col in EICU_COLUMNS[t]]
         if not owners:
-            detail = (f"{where}: column '{col}' is not in the schema of table(s) "
-                      f"{', '.join(sorted(tables))}")  # fmt: skip
+            detail = (
+                f"{where}: column '{col}' is not in the schema of table(s) "
+                f"{', '.join(sorted(tables))}"
+            )
             if self.strict:
                 unreadable("unknown_column", detail)
             self.unknown.append(detail)
@@ -164,8 +267,10 @@ class Interpreter:
             tree = ast.parse(lift_raw_sql(source))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             line = getattr(exc, "lineno", None)
-            unreadable("unparsable_code", f"{where} is not valid Python"
-                       + (f" (line {line})" if line else ""))  # fmt: skip
+            unreadable(
+                "unparsable_code",
+                f"{where} is not valid Python" + (f" (line {line})" if line else ""),
+            )
         self.block(tree.body)
         self.end_of_cell(tree.body)
 
@@ -201,10 +306,12 @@ class Interpreter:
         elif isinstance(node, ast.AugAssign):
             current = self.expr(node.target)
             right = self.expr(node.value)
-            strings = isinstance(node.op, ast.Add) and current.elems is None and (
-                current.strs or right.strs)  # fmt: skip
-            self.bind(node.target, concat(current, right) if strings else current.join(right),
-                      None)  # fmt: skip
+            strings = (
+                isinstance(node.op, ast.Add)
+                and current.elems is None
+                and (current.strs or right.strs)
+            )
+            self.bind(node.target, concat(current, right) if strings else current.join(right), None)
         elif isinstance(node, ast.Expr | ast.Return):
             value = self.expr(node.value) if node.value is not None else OPAQUE
             if isinstance(node, ast.Return) and self.returns:
@@ -258,13 +365,16 @@ class Interpreter:
         elif isinstance(node, ast.Pass | ast.Break | ast.Continue):
             return
         else:
-            unreadable("unsupported_construct",
-                       f"line {node.lineno}: a '{type(node).__name__}' statement")  # fmt: skip
+            unreadable(
+                "unsupported_construct", f"line {node.lineno}: a '{type(node).__name__}' statement"
+            )
 
     def branches(
-        self, bodies: list[list[ast.stmt]], loop: bool = False,
+        self,
+        bodies: list[list[ast.stmt]],
+        loop: bool = False,
         rebind: tuple[ast.expr, Value] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Run each body from the current state and join: every path counts.
 
         A loop body runs twice, so values that flow around the loop once are seen.
@@ -293,15 +403,13 @@ class Interpreter:
                 for sub, elt in zip(target.elts, source.elts, strict=True):
                     self.bind(sub, self.expr(elt), elt)
                 return
-            part = value.elems if value.elems is not None else (
-                value if value.tables else OPAQUE)
+            part = value.elems if value.elems is not None else (value if value.tables else OPAQUE)
             for sub in target.elts:
                 self.bind(sub.value if isinstance(sub, ast.Starred) else sub, part, None)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, None)
         else:  # x.attr = v, x[i] = v: the container may now hold v
-            self.expr(target.value if isinstance(target, ast.Attribute | ast.Subscript)
-                      else target)  # fmt: skip
+            self.expr(target.value if isinstance(target, ast.Attribute | ast.Subscript) else target)
             if isinstance(target, ast.Subscript):
                 self.expr(target.slice)
             base = _root_name(target)
@@ -415,8 +523,11 @@ class Interpreter:
                 return left.join(right)
             return concat(left, right) if left.strs or right.strs else OPAQUE
         if isinstance(node.op, ast.Mod) and left.strs:
-            parts = [self.expr(e) for e in node.right.elts] if isinstance(
-                node.right, ast.Tuple) else [right]  # fmt: skip
+            parts = (
+                [self.expr(e) for e in node.right.elts]
+                if isinstance(node.right, ast.Tuple)
+                else [right]
+            )
             return Value(strs=cap(frozenset(percent(s, parts) for s in left.strs)))
         if left.strs or right.strs:
             return UNKNOWN_STR  # `'a' * n` and friends: text, but not knowable
@@ -464,8 +575,9 @@ class Interpreter:
         A row is still that table, so `row["col"]` is a read of col and any other use of a row
         reads it whole.
         """
-        rows = Value(tables=value.tables | frozenset(t for t, _ in value.indexer),
-                     columns=value.columns)  # fmt: skip
+        rows = Value(
+            tables=value.tables | frozenset(t for t, _ in value.indexer), columns=value.columns
+        )
         items = join_opt(value.elems, value.keys)
         if items is not None:
             return items.join(rows) if rows.tables else items
@@ -506,14 +618,21 @@ class Interpreter:
                 self.reads.whole(tables_in(value))
         if name == "str" and len(args) == 1:
             return Value(strs=as_text(args[0]))
-        if name in _DATA_KEEPING and name not in self.env and args and all(
-                is_data(a) or (a.strs and not a.other) for a in args) and is_data(args[0]):
+        if (
+            name in _DATA_KEEPING
+            and name not in self.env
+            and args
+            and all(is_data(a) or (a.strs and not a.other) for a in args)
+            and is_data(args[0])
+        ):
             return DATA  # int(stay_id): a number read from the database
         if name == "Calendar" and name not in self.env:  # EHRAgent's date tool runs SQL:
             template = Value(strs=frozenset({"select datetime(current_time, '"}))
             for arg in [*args, *kwargs.values()]:  # select datetime(current_time, '<arg>')
-                self.sql(concat(concat(template, arg), Value(strs=frozenset({"')"}))),
-                         f"line {node.lineno}: Calendar")  # fmt: skip
+                self.sql(
+                    concat(concat(template, arg), Value(strs=frozenset({"')"}))),
+                    f"line {node.lineno}: Calendar",
+                )
             return DATA  # a date, not code
         if name in ("list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"):
             return Value(elems=join_all(a.elems if a.elems is not None else a for a in args))
@@ -521,19 +640,27 @@ class Interpreter:
 
     def check_import(self, node: ast.Import | ast.ImportFrom) -> None:
         """Only computation modules may be imported, and no data reader out of them."""
-        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
-            "." * node.level + (node.module or "")]  # fmt: skip
+        modules = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else ["." * node.level + (node.module or "")]
+        )
         for module in modules:
             if module.split(".")[0] not in _MODULES:
-                unreadable("dynamic_code", f"line {node.lineno}: an import of '{module}' "
-                           "(only computation modules are read; this one can reach the data "
-                           "or the tools in ways the reader cannot follow)")
+                unreadable(
+                    "dynamic_code",
+                    f"line {node.lineno}: an import of '{module}' "
+                    "(only computation modules are read; this one can reach the data "
+                    "or the tools in ways the reader cannot follow)",
+                )
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 _check_attribute(alias.name, node.lineno)
                 if alias.name == "*" or alias.name in _DYNAMIC:
-                    unreadable("dynamic_code", f"line {node.lineno}: an import of "
-                               f"'{alias.name}' from '{modules[0]}'")
+                    unreadable(
+                        "dynamic_code",
+                        f"line {node.lineno}: an import of '{alias.name}' from '{modules[0]}'",
+                    )
 
     def grow(self, container: ast.expr, values: list[Value]) -> None:
         """`rows.append(x)` and friends: the container may now hold x."""
@@ -542,8 +669,9 @@ class Interpreter:
             return
         held = self.env.get(base, Value())
         added = join_all(values)
-        self.env[base] = replace(held, elems=added if held.elems is None else held.elems.join(
-            added))  # fmt: skip
+        self.env[base] = replace(
+            held, elems=added if held.elems is None else held.elems.join(added)
+        )
 
     def escape(self, values: list[Value], node: ast.Call | ast.FunctionDef) -> None:
         """Functions the code defined, handed to code the reader does not follow.
@@ -555,14 +683,18 @@ class Interpreter:
         funcs = frozenset[str]().union(*(_funcs_in(v) for v in values))
         if not funcs:
             return
-        given = join_all([OPAQUE, *values, *(p for v in values for p in (v.elems, v.keys)
-                                              if p is not None)])  # fmt: skip
+        given = join_all(
+            [OPAQUE, *values, *(p for v in values for p in (v.elems, v.keys) if p is not None)]
+        )
         self.user_call(funcs, [given] * _MAX_PARAMS, {}, node)
 
     def user_call(
-        self, names: frozenset[str], args: list[Value], kwargs: dict[str | None, Value],
+        self,
+        names: frozenset[str],
+        args: list[Value],
+        kwargs: dict[str | None, Value],
         node: ast.Call | ast.FunctionDef,
-    ) -> Value:  # fmt: skip
+    ) -> Value:
         """Walk the body of a function the code defined, with these arguments bound."""
         if self.depth >= _MAX_CALL_DEPTH:
             unreadable("too_complex", f"line {node.lineno}: calls nested too deeply to follow")
@@ -574,7 +706,7 @@ class Interpreter:
             for param in (*params, *(a.arg for a in fn.args.kwonlyargs)):
                 self.env[param] = OPAQUE
             defaults = [self.expr(d) for d in fn.args.defaults]  # `def g(h=f)`: h may be f
-            for param, value in zip(params[len(params) - len(defaults):], defaults, strict=True):
+            for param, value in zip(params[len(params) - len(defaults) :], defaults, strict=True):
                 self.env[param] = value
             for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
                 if default is not None:
@@ -615,8 +747,11 @@ class Interpreter:
         spec = args[1] if len(args) > 1 else next(iter(kwargs.values()), Value())
         tables = self.table_of(db, where)
         if not _only_text(spec) or any(HOLE in s for s in spec.strs):
-            unreadable("dynamic_column", f"{where}: the column argument is computed at run time"
-                       " (a part the code computes may add a column or a '||' condition)")
+            unreadable(
+                "dynamic_column",
+                f"{where}: the column argument is computed at run time"
+                " (a part the code computes may add a column or a '||' condition)",
+            )
         for text in spec.strs:
             for col in (filter_columns if name == "FilterDB" else value_columns)(text):
                 self.reads.column(tables, col, where)
@@ -630,9 +765,12 @@ class Interpreter:
         if not _only_text(sql):
             unreadable("dynamic_sql", f"{where}: the SQL text is built at run time")
         if any(HOLE in s for s in sql.strs):
-            unreadable("dynamic_sql", f"{where}: a part of the SQL is computed by the code (only "
-                       "a value read from the database may fill it: a computed one may close a "
-                       "quote or add a query)")
+            unreadable(
+                "dynamic_sql",
+                f"{where}: a part of the SQL is computed by the code (only "
+                "a value read from the database may fill it: a computed one may close a "
+                "quote or add a query)",
+            )
         for text in sql.strs:
             self.reads.merge(self.sql_reads(fill_value_holes(text, where)))
         return DATA
@@ -657,19 +795,34 @@ class Interpreter:
     # ------------------------------------------------------------------ tables
 
     def method(
-        self, owner: Value, attr: str, args: list[Value], kwargs: dict[str | None, Value],
+        self,
+        owner: Value,
+        attr: str,
+        args: list[Value],
+        kwargs: dict[str | None, Value],
         node: ast.Call,
-    ) -> Value:  # fmt: skip
+    ) -> Value:
         """`owner.attr(...)`: string methods are followed, table methods counted as reads."""
         where = f"line {node.lineno}: .{attr}()"
         self.escape([owner, *args, *kwargs.values()], node)
         if owner.tables and attr in _ROW_ITERATORS:  # (index, row) pairs: rows stay the table
             return Value(elems=Value(tables=owner.tables, other=True, columns=owner.columns))
         if owner.tables:
-            named = [*args, *(v for k, v in kwargs.items() if k in (
-                "by", "subset", "on", "columns", "items", "keys", "column", None))]  # fmt: skip
-            if attr == "rename" and not all(_text_map(v) for v in [*args, *(
-                    v for k, v in kwargs.items() if k in ("columns", "mapper", "index"))]):
+            named = [
+                *args,
+                *(
+                    v
+                    for k, v in kwargs.items()
+                    if k in ("by", "subset", "on", "columns", "items", "keys", "column", None)
+                ),
+            ]
+            if attr == "rename" and not all(
+                _text_map(v)
+                for v in [
+                    *args,
+                    *(v for k, v in kwargs.items() if k in ("columns", "mapper", "index")),
+                ]
+            ):
                 self.reads.whole(tables_in(owner, deep=False))  # names mapped unseen: all
             if attr in _ROW_METHODS:
                 for value in named:  # a dict's keys too: `rename(columns={"old": "new"})`
@@ -679,23 +832,27 @@ class Interpreter:
                     if value.tables:
                         self.reads.merge({t: set() for t in value.tables})
                 joined = frozenset().union(*(v.tables for v in args))
-                return Value(tables=owner.tables | joined,
-                             columns=None if joined else owner.columns)  # fmt: skip
+                return Value(
+                    tables=owner.tables | joined, columns=None if joined else owner.columns
+                )
             self.reads.whole(tables_in(owner, deep=False))
             return OPAQUE
         for value in [*args, *kwargs.values()]:  # handed to an unknown method: read whole
             self.reads.whole(tables_in(value))
         if owner.strs and not owner.other:
             fields = {k: v for k, v in kwargs.items() if k is not None}
-            return Value(strs=cap(frozenset(str_method(s, attr, args, fields)
-                                            for s in owner.strs)))  # fmt: skip
+            return Value(strs=cap(frozenset(str_method(s, attr, args, fields) for s in owner.strs)))
         if is_data(owner) and attr in _DATA_METHODS:
             return DATA
         if attr in ("pop", "get", "setdefault") and owner.elems is not None:
             return owner.elems
         if attr in ("keys", "values", "items", "copy"):
-            items = {"keys": owner.keys, "values": owner.elems, "copy": owner.elems,
-                     "items": join_opt(owner.keys, owner.elems)}[attr]  # fmt: skip
+            items = {
+                "keys": owner.keys,
+                "values": owner.elems,
+                "copy": owner.elems,
+                "items": join_opt(owner.keys, owner.elems),
+            }[attr]
             if items is not None:
                 return replace(owner, elems=items) if attr == "copy" else Value(elems=items)
         return OPAQUE
@@ -721,8 +878,11 @@ class Interpreter:
     def subscript(self, node: ast.Subscript) -> Value:
         """`owner[key]`: columns of a table, rows of a table, or an element of a container."""
         base = node.value
-        if isinstance(base, ast.Name) and base.id == "SQLInterpreter" and "SQLInterpreter" \
-                not in self.env:  # fmt: skip
+        if (
+            isinstance(base, ast.Name)
+            and base.id == "SQLInterpreter"
+            and "SQLInterpreter" not in self.env
+        ):
             return self.sql(self.expr(node.slice), f"line {node.lineno}: SQLInterpreter[...]")
         owner = self.expr(base)
         where = f"line {node.lineno}: [...]"
@@ -733,8 +893,9 @@ class Interpreter:
             return Value(tables=tables, columns=columns)
         if owner.tables:
             if isinstance(node.slice, ast.Slice | ast.Compare | ast.BoolOp | ast.UnaryOp) or (
-                    isinstance(node.slice, ast.BinOp) and isinstance(
-                        node.slice.op, ast.BitAnd | ast.BitOr | ast.BitXor)):  # fmt: skip
+                isinstance(node.slice, ast.BinOp)
+                and isinstance(node.slice.op, ast.BitAnd | ast.BitOr | ast.BitXor)
+            ):
                 return replace(owner, indexer=frozenset())  # rows: a slice or a boolean mask
             columns = self.named_columns(owner.tables, key, where)
             return Value(tables=owner.tables, columns=columns)
@@ -745,9 +906,12 @@ class Interpreter:
         return DATA if is_data(owner) else OPAQUE  # stay_ids[0]: part of a value, still data
 
     def index_columns(
-        self, tables: frozenset[str], indexer: frozenset[tuple[str, str]], key: ast.expr,
+        self,
+        tables: frozenset[str],
+        indexer: frozenset[tuple[str, str]],
+        key: ast.expr,
         where: str,
-    ) -> frozenset[str] | None:  # fmt: skip
+    ) -> frozenset[str] | None:
         """`.loc[rows, cols]` names columns; `.loc[rows]` and any `.iloc` read every column.
 
         Returns the columns the result holds, or None when it holds (and read) them all.
@@ -782,15 +946,24 @@ class Interpreter:
 def _only_text(value: Value) -> bool:
     """Whether a value can only be text (no table, container, function or unknown object)."""
     return bool(value.strs) and not (
-        value.other or value.tables or value.indexer or value.func
-        or value.elems is not None or value.keys is not None)  # fmt: skip
+        value.other
+        or value.tables
+        or value.indexer
+        or value.func
+        or value.elems is not None
+        or value.keys is not None
+    )
 
 
 def _text_map(value: Value) -> bool:
     """Whether a value is a dict from text to text (a `rename` mapping the reader can read)."""
-    return (value.keys is not None and value.elems is not None and _only_text(value.keys)
-            and _only_text(value.elems) and not (value.strs or value.tables or value.other
-                                                 or value.func))  # fmt: skip
+    return (
+        value.keys is not None
+        and value.elems is not None
+        and _only_text(value.keys)
+        and _only_text(value.elems)
+        and not (value.strs or value.tables or value.other or value.func)
+    )
 
 
 def _through_columns(target: ast.expr) -> bool:
@@ -819,23 +992,29 @@ def _check_name(name: str, line: int) -> None:
     sees as a call; dunder names (`__builtins__`) reach everything.
     """
     if name in _TOOLS or name in _DYNAMIC or name == "Calendar":
-        unreadable("dynamic_code", f"line {line}: '{name}' is used other than by a direct "
-                   "call (the reader follows direct calls only)")
+        unreadable(
+            "dynamic_code",
+            f"line {line}: '{name}' is used other than by a direct "
+            "call (the reader follows direct calls only)",
+        )
     if name.startswith("__") and name.endswith("__") and name != "__name__":
         unreadable("dynamic_code", f"line {line}: the name '{name}'")
 
 
 def _check_attribute(attr: str, line: int) -> None:
     """An attribute that reaches code, data or a function's internals is unreadable."""
-    if attr in _DYNAMIC_ATTRS or attr.startswith("read_") or (
-            attr.startswith("__") and attr.endswith("__")):  # fmt: skip
-        unreadable("dynamic_code", f"line {line}: the attribute '{attr}' (code or data the "
-                   "reader cannot follow)")
+    if (
+        attr in _DYNAMIC_ATTRS
+        or attr.startswith("read_")
+        or (attr.startswith("__") and attr.endswith("__"))
+    ):
+        unreadable(
+            "dynamic_code",
+            f"line {line}: the attribute '{attr}' (code or data the reader cannot follow)",
+        )
 
 
 def _root_name(node: ast.expr) -> str | None:
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
-
-

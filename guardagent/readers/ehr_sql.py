@@ -59,40 +59,162 @@ from guardagent.readers.evidence import unreadable
 
 __all__ = ["sql_reads"]
 
-_READ_ONLY_FUNCTIONS = frozenset({
-    # core scalar functions
-    "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
-    "if", "instr", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
-    "nullif", "octet_length", "printf", "quote", "random", "randomblob", "replace", "round",
-    "rtrim", "sign", "soundex", "substr", "substring", "trim", "typeof", "unhex", "unicode",
-    "unlikely", "upper", "zeroblob", "changes", "total_changes", "last_insert_rowid",
-    "sqlite_version", "sqlite_source_id",
-    # date and time
-    "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff",
-    # aggregates and window functions
-    "avg", "count", "group_concat", "string_agg", "sum", "total", "row_number", "rank",
-    "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
-    "last_value", "nth_value",
-    # math
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
-    "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
-    "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
-    # JSON
-    "json", "jsonb", "json_array", "jsonb_array", "json_array_length", "json_error_position",
-    "json_extract", "jsonb_extract", "json_insert", "jsonb_insert", "json_object",
-    "jsonb_object", "json_patch", "jsonb_patch", "json_pretty", "json_remove", "jsonb_remove",
-    "json_replace", "jsonb_replace", "json_set", "jsonb_set", "json_type", "json_valid",
-    "json_quote", "json_group_array", "jsonb_group_array", "json_group_object",
-    "jsonb_group_object",
-})
+_READ_ONLY_FUNCTIONS = frozenset(
+    {
+        # core scalar functions
+        "abs",
+        "char",
+        "coalesce",
+        "concat",
+        "concat_ws",
+        "format",
+        "glob",
+        "hex",
+        "ifnull",
+        "iif",
+        "if",
+        "instr",
+        "length",
+        "like",
+        "likelihood",
+        "likely",
+        "lower",
+        "ltrim",
+        "max",
+        "min",
+        "nullif",
+        "octet_length",
+        "printf",
+        "quote",
+        "random",
+        "randomblob",
+        "replace",
+        "round",
+        "rtrim",
+        "sign",
+        "soundex",
+        "substr",
+        "substring",
+        "trim",
+        "typeof",
+        "unhex",
+        "unicode",
+        "unlikely",
+        "upper",
+        "zeroblob",
+        "changes",
+        "total_changes",
+        "last_insert_rowid",
+        "sqlite_version",
+        "sqlite_source_id",
+        # date and time
+        "date",
+        "time",
+        "datetime",
+        "julianday",
+        "unixepoch",
+        "strftime",
+        "timediff",
+        # aggregates and window functions
+        "avg",
+        "count",
+        "group_concat",
+        "string_agg",
+        "sum",
+        "total",
+        "row_number",
+        "rank",
+        "dense_rank",
+        "percent_rank",
+        "cume_dist",
+        "ntile",
+        "lag",
+        "lead",
+        "first_value",
+        "last_value",
+        "nth_value",
+        # math
+        "acos",
+        "acosh",
+        "asin",
+        "asinh",
+        "atan",
+        "atan2",
+        "atanh",
+        "ceil",
+        "ceiling",
+        "cos",
+        "cosh",
+        "degrees",
+        "exp",
+        "floor",
+        "ln",
+        "log",
+        "log10",
+        "log2",
+        "mod",
+        "pi",
+        "pow",
+        "power",
+        "radians",
+        "sin",
+        "sinh",
+        "sqrt",
+        "tan",
+        "tanh",
+        "trunc",
+        # JSON
+        "json",
+        "jsonb",
+        "json_array",
+        "jsonb_array",
+        "json_array_length",
+        "json_error_position",
+        "json_extract",
+        "jsonb_extract",
+        "json_insert",
+        "jsonb_insert",
+        "json_object",
+        "jsonb_object",
+        "json_patch",
+        "jsonb_patch",
+        "json_pretty",
+        "json_remove",
+        "jsonb_remove",
+        "json_replace",
+        "jsonb_replace",
+        "json_set",
+        "jsonb_set",
+        "json_type",
+        "json_valid",
+        "json_quote",
+        "json_group_array",
+        "jsonb_group_array",
+        "json_group_object",
+        "jsonb_group_object",
+    }
+)
 """Functions sqlglot does not know by type (`exp.Anonymous`) that a query may call: SQLite's
 read-only built-ins. Anything else (`load_extension`, an application-defined function) may
 do more than read, so the query is unsupported."""
 
-_SELECT_CLAUSES = frozenset({
-    "expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset",
-    "distinct", "windows", "with_", "kind",
-})
+_SELECT_CLAUSES = frozenset(
+    {
+        "expressions",
+        "from_",
+        "joins",
+        "where",
+        "group",
+        "having",
+        "order",
+        "limit",
+        "offset",
+        "distinct",
+        "windows",
+        "with_",
+        "kind",
+    }
+)
 """Select arguments the resolver understands; any other clause is unsupported."""
 
 _TABLE_ARGS = frozenset({"this", "db", "alias", "joins", "indexed"})
@@ -158,8 +280,10 @@ class _Reader:
             return left
         if isinstance(node, exp.Subquery):
             if node.args.get("alias") is not None:
-                unreadable("unsupported_statement",
-                           f"an aliased parenthesized query outside FROM: {_quote(node)}")
+                unreadable(
+                    "unsupported_statement",
+                    f"an aliased parenthesized query outside FROM: {_quote(node)}",
+                )
             inner = self.query(node.this, outer, ctes)
             scope = _Scope([], frozenset(inner.names), outer)
             self.modifiers(node, scope, ctes, skip={"this", "with_"})
@@ -185,12 +309,15 @@ class _Reader:
             result = self.query(body, outer, visible)
             if declared:
                 if not result.ordered:
-                    unreadable("unsupported_statement",
-                               f"CTE '{name}' names its columns over a select *")
+                    unreadable(
+                        "unsupported_statement", f"CTE '{name}' names its columns over a select *"
+                    )
                 if len(declared) != len(result.names):
-                    unreadable("unsupported_statement",
-                               f"CTE '{name}' names {len(declared)} columns but its query "
-                               f"returns {len(result.names)}")
+                    unreadable(
+                        "unsupported_statement",
+                        f"CTE '{name}' names {len(declared)} columns but its query "
+                        f"returns {len(result.names)}",
+                    )
                 result = _Rel(declared)
             ctes[name] = result
         return ctes
@@ -223,8 +350,9 @@ class _Reader:
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
                 ordered = False
                 qualifier = projection.table.lower()
-                names.extend(c for s in scope.sources if s.name == qualifier
-                             for c in sorted(s.columns))
+                names.extend(
+                    c for s in scope.sources if s.name == qualifier for c in sorted(s.columns)
+                )
             else:
                 names.append(projection.alias_or_name.lower())
         return _Rel(tuple(names), ordered)
@@ -251,16 +379,18 @@ class _Reader:
             self.only(node, _DERIVED_ARGS)
             alias = node.args.get("alias")
             if isinstance(alias, exp.TableAlias) and alias.columns:
-                unreadable("unsupported_statement",
-                           f"a derived table with a column list: {_quote(alias)}")
+                unreadable(
+                    "unsupported_statement", f"a derived table with a column list: {_quote(alias)}"
+                )
             # A FROM subquery cannot see its siblings; it may see enclosing queries.
             result = self.query(node.this, scope.parent, ctes)
             scope.sources.append(_Source(node.alias.lower(), None, frozenset(result.names)))
             for join in node.args.get("joins") or []:
                 self.join(join, scope, ctes)
         else:
-            unreadable("unsupported_statement", f"a FROM item the reader does not read: "
-                       f"{_quote(node)}")
+            unreadable(
+                "unsupported_statement", f"a FROM item the reader does not read: {_quote(node)}"
+            )
 
     def table(self, node: exp.Table, scope: _Scope, ctes: _Ctes) -> None:
         """A named FROM item: a CTE in scope, or one of the eICU tables."""
@@ -270,14 +400,14 @@ class _Reader:
         self.only(node, _TABLE_ARGS)
         alias = node.args.get("alias")
         if isinstance(alias, exp.TableAlias) and alias.columns:
-            unreadable("unsupported_statement", f"a table alias with a column list: "
-                       f"{_quote(node)}")
+            unreadable("unsupported_statement", f"a table alias with a column list: {_quote(node)}")
         name, db = node.name.lower(), node.db.lower()
         if db and db != "main":
             unreadable("unknown_table", f"table '{db}.{name}' is not in the main eICU database")
         if not db and name in ctes:
             scope.sources.append(
-                _Source(node.alias_or_name.lower(), None, frozenset(ctes[name].names)))
+                _Source(node.alias_or_name.lower(), None, frozenset(ctes[name].names))
+            )
         elif name in EICU_COLUMNS:
             self.reads.setdefault(name, set())
             scope.sources.append(_Source(node.alias_or_name.lower(), name, EICU_COLUMNS[name]))
@@ -288,17 +418,17 @@ class _Reader:
         """Refuse a FROM item that carries a clause the reader does not read."""
         for key, value in node.args.items():
             if _present(value) and key not in allowed:
-                unreadable("unsupported_statement", f"a FROM item with a '{key}' clause: "
-                           f"{_quote(node)}")
+                unreadable(
+                    "unsupported_statement", f"a FROM item with a '{key}' clause: {_quote(node)}"
+                )
 
     def join(self, join: exp.Expr, scope: _Scope, ctes: _Ctes) -> None:
         """A JOIN: its item, then USING / NATURAL columns (both sides) and ON."""
         if not isinstance(join, exp.Join):
-            unreadable("unsupported_statement", f"a join the reader does not read: "
-                       f"{_quote(join)}")
+            unreadable("unsupported_statement", f"a join the reader does not read: {_quote(join)}")
         before = list(scope.sources)
         self.source(join.this, scope, ctes)
-        added = scope.sources[len(before):]
+        added = scope.sources[len(before) :]
         for ident in join.args.get("using") or []:
             name = ident.name.lower()
             if isinstance(ident, exp.Column):
@@ -344,15 +474,18 @@ class _Reader:
         if isinstance(node, (exp.Table, exp.Dot, exp.Command, exp.DDL, exp.DML)):
             unreadable("unsupported_statement", f"'{_quote(node)}' inside an expression")
         if isinstance(node, exp.Identifier) and not isinstance(
-                node.parent, (exp.Alias, exp.TableAlias, exp.Window)):
-            unreadable("unsupported_statement", f"a name the reader does not place: "
-                       f"{_quote(node)}")
+            node.parent, (exp.Alias, exp.TableAlias, exp.Window)
+        ):
+            unreadable("unsupported_statement", f"a name the reader does not place: {_quote(node)}")
         if isinstance(node, exp.Var) and not isinstance(node.parent, exp.Collate):
-            unreadable("unsupported_statement", f"a bare word the reader does not place: "
-                       f"{_quote(node)}")
+            unreadable(
+                "unsupported_statement", f"a bare word the reader does not place: {_quote(node)}"
+            )
         if isinstance(node, exp.Anonymous) and node.name.lower() not in _READ_ONLY_FUNCTIONS:
-            unreadable("unsupported_statement",
-                       f"function '{node.name.lower()}' is not a read-only SQLite built-in")
+            unreadable(
+                "unsupported_statement",
+                f"function '{node.name.lower()}' is not a read-only SQLite built-in",
+            )
         for child in node.args.values():
             self.walk(child, scope, ctes)
 
@@ -366,8 +499,9 @@ class _Reader:
             self.seen.add(id(node.this))  # the Star inside `t.*`
         covered = [s for s in scope.sources if qualifier is None or s.name == qualifier]
         if qualifier is not None and not covered:
-            unreadable("unknown_table", f"'{qualifier}.*': no table or alias '{qualifier}' "
-                       "in scope")
+            unreadable(
+                "unknown_table", f"'{qualifier}.*': no table or alias '{qualifier}' in scope"
+            )
         for source in covered:
             if source.table is not None:
                 self.reads[source.table].update(source.columns)
@@ -380,8 +514,9 @@ class _Reader:
             unreadable("unsupported_statement", f"a four-part name: {_quote(node)}")
         db = node.db.lower()
         if db and db != "main":
-            unreadable("unknown_table",
-                       f"table '{db}.{qualifier}' is not in the main eICU database")
+            unreadable(
+                "unknown_table", f"table '{db}.{qualifier}' is not in the main eICU database"
+            )
         if qualifier:
             level: _Scope | None = scope
             while level is not None:
@@ -389,13 +524,16 @@ class _Reader:
                 if matches:
                     missing = [s for s in matches if name not in s.columns]
                     if missing:
-                        unreadable("unknown_column", f"column '{name}' is not in the schema of "
-                                   f"{_describe(missing)}")
+                        unreadable(
+                            "unknown_column",
+                            f"column '{name}' is not in the schema of {_describe(missing)}",
+                        )
                     self.report(matches, name)
                     return
                 level = level.parent
-            unreadable("unknown_table", f"'{qualifier}.{name}': no table or alias "
-                       f"'{qualifier}' in scope")
+            unreadable(
+                "unknown_table", f"'{qualifier}.{name}': no table or alias '{qualifier}' in scope"
+            )
         level = scope
         while level is not None:
             owners = [s for s in level.sources if name in s.columns]
@@ -419,8 +557,9 @@ class _Reader:
         """Last line of defence: every column, table and star node must have been resolved."""
         for node in tree.find_all(exp.Column, exp.Table, exp.Star):
             if id(node) not in self.seen and node.arg_key != "indexed":
-                unreadable("unsupported_statement",
-                           f"'{_quote(node)}' sits where the reader does not look")
+                unreadable(
+                    "unsupported_statement", f"'{_quote(node)}' sits where the reader does not look"
+                )
 
 
 def _present(value: object) -> bool:
@@ -479,8 +618,10 @@ def sql_reads(sql: str) -> dict[str, set[str]]:
         for tree in trees:
             if not isinstance(tree, (exp.Select, exp.SetOperation, exp.Subquery)):
                 kind = tree.key.upper() if not isinstance(tree, exp.Command) else tree.name
-                unreadable("unsupported_statement",
-                           f"{kind.upper()} statement: only SELECT queries are read")
+                unreadable(
+                    "unsupported_statement",
+                    f"{kind.upper()} statement: only SELECT queries are read",
+                )
             reader.query(tree, None, {})
             reader.check_all_seen(tree)
     except RecursionError:

@@ -18,12 +18,26 @@ from sqlglot.errors import SqlglotError
 from guardagent.readers.ehr_values import DATA_HOLE
 from guardagent.readers.evidence import unreadable
 
-_AGGREGATIONS = frozenset({"max", "min", "mean", "avg", "sum", "count", "list", "median",
-                           "first", "last", "std", "var", "unique", "nunique"})  # fmt: skip
+_AGGREGATIONS = frozenset(
+    {
+        "max",
+        "min",
+        "mean",
+        "avg",
+        "sum",
+        "count",
+        "list",
+        "median",
+        "first",
+        "last",
+        "std",
+        "var",
+        "unique",
+        "nunique",
+    }
+)
 _FILTER_OPS = ("<=", ">=", "!=", "==", "=", "<", ">")
 _FILTER_WORD_OPS = (" not in ", " in ", " not like ", " like ", " is not ", " is ")
-
-
 
 
 def filter_columns(conditions: str) -> list[str]:
@@ -100,12 +114,12 @@ def lift_raw_sql(source: str) -> str:
         open_at = start + len("SQLInterpreter")
         while open_at < len(source) and source[open_at] in " \t":
             open_at += 1
-        close = _closing_bracket(source, open_at) if source[open_at:open_at + 1] == "[" else None
+        close = _closing_bracket(source, open_at) if source[open_at : open_at + 1] == "[" else None
         if close is None:
             out.append(source[pos:open_at])
             pos = open_at
             continue
-        inner = source[open_at + 1:close]
+        inner = source[open_at + 1 : close]
         literal = inner if _is_string_literal(inner) else repr(inner.strip())
         out.append(source[pos:open_at] + "[" + literal + "]")
         pos = close + 1
@@ -152,9 +166,26 @@ def _closing_bracket(text: str, open_at: int) -> int | None:
 
 
 _HOLE_NAME = "__guard_hole__"
-_VALUE_PARENTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
-                  exp.In, exp.Between, exp.Is, exp.Limit, exp.Offset, exp.Add, exp.Sub,
-                  exp.Mul, exp.Div, exp.Tuple)  # fmt: skip
+_VALUE_PARENTS = (
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Like,
+    exp.ILike,
+    exp.In,
+    exp.Between,
+    exp.Is,
+    exp.Limit,
+    exp.Offset,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Tuple,
+)
 
 
 def fill_value_holes(sql: str, where: str) -> str:
@@ -175,12 +206,18 @@ def fill_value_holes(sql: str, where: str) -> str:
     for tree in trees:
         for node in list(tree.find_all(exp.Column, exp.Table, exp.Identifier)):
             if _HOLE_NAME not in node.name or (
-                    isinstance(node, exp.Identifier) and isinstance(node.parent, exp.Column)):
-                continue  # fmt: skip
-            value = isinstance(node, exp.Column) and not node.table and isinstance(
-                node.parent, _VALUE_PARENTS)  # fmt: skip
+                isinstance(node, exp.Identifier) and isinstance(node.parent, exp.Column)
+            ):
+                continue
+            value = (
+                isinstance(node, exp.Column)
+                and not node.table
+                and isinstance(node.parent, _VALUE_PARENTS)
+            )
             if not value:
-                unreadable("dynamic_sql", f"{where}: a run-time part of the SQL stands where a "
-                           "name must be")  # fmt: skip
+                unreadable(
+                    "dynamic_sql",
+                    f"{where}: a run-time part of the SQL stands where a name must be",
+                )
             node.replace(exp.Literal.number(0))
     return ";\n".join(t.sql(dialect="sqlite") for t in trees)

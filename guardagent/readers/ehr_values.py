@@ -54,15 +54,24 @@ class Value:
     def join(self, other: Value) -> Value:
         """Either this or `other`."""
         if self.tables and other.tables:
-            columns = None if self.columns is None or other.columns is None else (
-                self.columns | other.columns)  # fmt: skip
+            columns = (
+                None
+                if self.columns is None or other.columns is None
+                else (self.columns | other.columns)
+            )
         else:
             columns = self.columns if self.tables else other.columns
-        return Value(cap(self.strs | other.strs), self.tables | other.tables,
-                     self.indexer | other.indexer, join_opt(self.elems, other.elems),
-                     join_opt(self.keys, other.keys), self.func | other.func,
-                     self.other or other.other, columns,
-                     (self.data or not self.other) and (other.data or not other.other))
+        return Value(
+            cap(self.strs | other.strs),
+            self.tables | other.tables,
+            self.indexer | other.indexer,
+            join_opt(self.elems, other.elems),
+            join_opt(self.keys, other.keys),
+            self.func | other.func,
+            self.other or other.other,
+            columns,
+            (self.data or not self.other) and (other.data or not other.other),
+        )
 
 
 def join_opt(a: Value | None, b: Value | None) -> Value | None:
@@ -78,15 +87,28 @@ DATA = Value(other=True, data=True)
 
 def is_data(value: Value) -> bool:
     """Whether a value can only be database data (no text the code wrote, no table)."""
-    return value.data and value.other and not (
-        value.strs or value.tables or value.indexer or value.func
-        or value.elems is not None or value.keys is not None)  # fmt: skip
+    return (
+        value.data
+        and value.other
+        and not (
+            value.strs
+            or value.tables
+            or value.indexer
+            or value.func
+            or value.elems is not None
+            or value.keys is not None
+        )
+    )
 
 
 def hole(value: Value) -> str:
     """The hole a non-string value leaves in text: `DATA_HOLE` for database data."""
-    return DATA_HOLE if value.data and not (value.tables or value.indexer or value.func or
-                                            value.elems is not None) else HOLE  # fmt: skip
+    return (
+        DATA_HOLE
+        if value.data
+        and not (value.tables or value.indexer or value.func or value.elems is not None)
+        else HOLE
+    )
 
 
 def cap(strs: frozenset[str]) -> frozenset[str]:
@@ -115,8 +137,12 @@ def concat(left: Value, right: Value) -> Value:
 
 def squash(text: str) -> str:
     """Adjacent holes are one hole: an unknown run is an unknown run (computed if any is)."""
-    for pair, one in ((DATA_HOLE + HOLE, HOLE), (HOLE + DATA_HOLE, HOLE), (HOLE + HOLE, HOLE),
-                      (DATA_HOLE + DATA_HOLE, DATA_HOLE)):
+    for pair, one in (
+        (DATA_HOLE + HOLE, HOLE),
+        (HOLE + DATA_HOLE, HOLE),
+        (HOLE + HOLE, HOLE),
+        (DATA_HOLE + DATA_HOLE, DATA_HOLE),
+    ):
         while pair in text:
             text = text.replace(pair, one)
     return text
@@ -124,8 +150,11 @@ def squash(text: str) -> str:
 
 def as_text(value: Value) -> frozenset[str]:
     """The strings `str(value)` may give: its own strings, else a hole."""
-    return value.strs if value.strs and not (value.other or value.tables) else (
-        value.strs | {hole(value)})
+    return (
+        value.strs
+        if value.strs and not (value.other or value.tables)
+        else (value.strs | {hole(value)})
+    )
 
 
 def tables_in(value: Value, deep: bool = True) -> frozenset[str]:
@@ -153,7 +182,7 @@ def percent(template: str, args: list[Value]) -> str:
             out.append(ch)
             i += 1
             continue
-        if template[i + 1:i + 2] == "%":
+        if template[i + 1 : i + 2] == "%":
             out.append("%")
             i += 2
             continue
@@ -162,7 +191,7 @@ def percent(template: str, args: list[Value]) -> str:
             j += 1
         text = texts[n] if n < len(texts) else frozenset({HOLE})
         n += 1
-        out.append(next(iter(text)) if template[j:j + 1] == "s" and len(text) == 1 else HOLE)
+        out.append(next(iter(text)) if template[j : j + 1] == "s" and len(text) == 1 else HOLE)
         i = j + 1
     return squash("".join(out))
 
@@ -171,8 +200,9 @@ _DATA_SAFE = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "casefold
 """String methods that keep database data data: they add no text of the code's."""
 
 
-def str_method(text: str, attr: str, args: list[Value],
-               kwargs: dict[str, Value] | None = None) -> str:
+def str_method(
+    text: str, attr: str, args: list[Value], kwargs: dict[str, Value] | None = None
+) -> str:
     """A string method on one known value; anything not modelled is a hole.
 
     On text holding database data, only methods that add no text keep it data.
@@ -182,12 +212,16 @@ def str_method(text: str, attr: str, args: list[Value],
     if attr == "format":
         return format_text(text, args, kwargs or {})
     if attr in ("lower", "upper", "strip", "lstrip", "rstrip", "casefold", "title"):
-        return str(getattr(text.replace(HOLE, ""), attr)()) if HOLE not in text else (
-            text if attr in ("strip", "lstrip", "rstrip") else HOLE)
+        return (
+            str(getattr(text.replace(HOLE, ""), attr)())
+            if HOLE not in text
+            else (text if attr in ("strip", "lstrip", "rstrip") else HOLE)
+        )
     if attr == "replace" and len(args) >= 2 and len(args[0].strs) == 1 and len(args[1].strs) == 1:
         old, new = next(iter(args[0].strs)), next(iter(args[1].strs))
-        return text.replace(old, new) if HOLE not in old + new and DATA_HOLE not in old + new \
-            else HOLE  # fmt: skip
+        return (
+            text.replace(old, new) if HOLE not in old + new and DATA_HOLE not in old + new else HOLE
+        )
     if attr == "join" and args and args[0].elems is not None and args[0].elems.strs:
         parts = args[0].elems.strs
         return HOLE if len(parts) != 1 else squash(next(iter(parts)) + text + HOLE)
@@ -210,8 +244,11 @@ def format_text(template: str, args: list[Value], kwargs: dict[str, Value] | Non
             auto += 1
         else:
             index = int(name) if name.isdigit() else None
-        value = args[index] if index is not None and index < len(args) else (
-            (kwargs or {}).get(name) if index is None else None)
+        value = (
+            args[index]
+            if index is not None and index < len(args)
+            else ((kwargs or {}).get(name) if index is None else None)
+        )
         text = as_text(value) if value is not None and not spec and not conversion else None
         out.append(next(iter(text)) if text and len(text) == 1 else HOLE)
     return squash("".join(out))

@@ -55,16 +55,37 @@ MAX_BLOCKS = 400
 Language = Literal["python", "sql", "auto"]
 
 _SECTION_HEADERS = ("Solution:", "Generated code:", "Generated Code:", "Code:")
-_OTHER_HEADERS = ("Answer:", "Knowledge:", "Question:", "Observation:", "Error:",
-                  "Potential Reasons:", "TERMINATE")  # fmt: skip
+_OTHER_HEADERS = (
+    "Answer:",
+    "Knowledge:",
+    "Question:",
+    "Observation:",
+    "Error:",
+    "Potential Reasons:",
+    "TERMINATE",
+)
 _ERROR_REPORT = ("Error:", "Potential Reasons:", "Please make modifications")
 _TOOL_NAMES = frozenset({"LoadDB", "FilterDB", "GetValue", "SQLInterpreter"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # words of prose lines, to spot a tool call
 _MAX_CONTINUATION = 40  # lines a bare statement may span
 _MAX_PREFIX_TRIES = 8  # parses spent finding where a section's code ends and prose begins
-_CODE_NODES = (ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.For, ast.While,
-               ast.If, ast.With, ast.FunctionDef, ast.Return, ast.Try, ast.Delete, ast.Call,
-               ast.ClassDef, ast.Lambda)  # fmt: skip
+_CODE_NODES = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.Import,
+    ast.ImportFrom,
+    ast.For,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.FunctionDef,
+    ast.Return,
+    ast.Try,
+    ast.Delete,
+    ast.Call,
+    ast.ClassDef,
+    ast.Lambda,
+)
 
 
 @dataclass(frozen=True)
@@ -131,7 +152,7 @@ def parse_question(agent_input: str) -> str:
     for i, line in enumerate(lines):
         head, sep, value = line.partition(":")
         if sep and head.strip().lower() == "question":
-            return "\n".join([value, *lines[i + 1:]]).strip()
+            return "\n".join([value, *lines[i + 1 :]]).strip()
     return ""
 
 
@@ -144,8 +165,18 @@ def _json_string(text: str, start: int) -> tuple[str, int] | None:
     Tolerates the escapes EHRAgent logs hold but JSON forbids (`\'`, a backslash before a
     newline), so the real logs read as the agent meant them.
     """
-    simple = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", '"': '"',
-              "\\": "\\", "'": "'", "\n": ""}  # fmt: skip
+    simple = {
+        "n": "\n",
+        "t": "\t",
+        "r": "\r",
+        "b": "\b",
+        "f": "\f",
+        "/": "/",
+        '"': '"',
+        "\\": "\\",
+        "'": "'",
+        "\n": "",
+    }
     out: list[str] = []
     i = start + 1
     while i < len(text):
@@ -156,9 +187,9 @@ def _json_string(text: str, start: int) -> tuple[str, int] | None:
             out.append(ch)
             i += 1
             continue
-        nxt = text[i + 1:i + 2]
-        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
+        nxt = text[i + 1 : i + 2]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
             i += 6
         elif nxt in simple:
             out.append(simple[nxt])
@@ -204,8 +235,9 @@ def _cells(output: str) -> list[tuple[int, int, str]]:
         for code in codes:
             if not isinstance(code, str):
                 line = output.count("\n", 0, brace) + 1
-                unreadable("unparsable_code",
-                           f"the code cell at output line {line} is not valid JSON")
+                unreadable(
+                    "unparsable_code", f"the code cell at output line {line} is not valid JSON"
+                )
             if len(found) >= MAX_CELLS:
                 unreadable("too_complex", f"the output holds more than {MAX_CELLS} code cells")
             found.append((brace, end, code))
@@ -218,12 +250,12 @@ def _lenient_cell(output: str, after_key: int) -> tuple[str | None, int]:
     i = after_key
     while i < len(output) and output[i] in " \t\r\n":
         i += 1
-    if output[i:i + 1] != ":":
+    if output[i : i + 1] != ":":
         return None, after_key
     i += 1
     while i < len(output) and output[i] in " \t\r\n":
         i += 1
-    if output[i:i + 1] != '"':
+    if output[i : i + 1] != '"':
         return None, after_key
     decoded = _json_string(output, i)
     if decoded is None:
@@ -231,7 +263,7 @@ def _lenient_cell(output: str, after_key: int) -> tuple[str | None, int]:
     code, i = decoded
     while i < len(output) and output[i] in " \t\r\n":
         i += 1
-    return (code, i + 1) if output[i:i + 1] == "}" else (None, after_key)
+    return (code, i + 1) if output[i : i + 1] == "}" else (None, after_key)
 
 
 def _is_rule(line: str) -> bool:
@@ -247,8 +279,9 @@ def _header(line: str, headers: tuple[str, ...]) -> str | None:
 
 def _fence(line: str) -> str | None:
     """The info string of a markdown fence line (`` ```python ``), or None."""
-    text = line[len(line) - len(line.lstrip(" ")):] if len(line) - len(line.lstrip(" ")) <= 3 \
-        else ""  # fmt: skip
+    text = (
+        line[len(line) - len(line.lstrip(" ")) :] if len(line) - len(line.lstrip(" ")) <= 3 else ""
+    )
     return text[3:].strip().lower() if text.startswith("```") else None
 
 
@@ -259,28 +292,48 @@ def _is_error_report(text: str) -> bool:
     """
     head, sep, _ = text.partition(":")
     return text.startswith(_ERROR_REPORT) or (
-        bool(sep) and head.isidentifier() and head.endswith(("Error", "Exception")))
+        bool(sep) and head.isidentifier() and head.endswith(("Error", "Exception"))
+    )
 
 
 def _looks_like_sql(text: str) -> bool:
     words = _WORD.findall(text[:200].lower())
-    return bool(words) and words[0] in ("select", "with") and "from" in _WORD.findall(
-        text.lower())  # fmt: skip
+    return bool(words) and words[0] in ("select", "with") and "from" in _WORD.findall(text.lower())
 
 
 def _calls_tool(line: str) -> bool:
     """Whether a line calls one of EHRAgent's tools (`LoadDB(`, `SQLInterpreter[`, ...)."""
     for word in _WORD.finditer(line):
         if word.group() in _TOOL_NAMES:
-            rest = line[word.end():].lstrip()
+            rest = line[word.end() :].lstrip()
             if rest[:1] in ("(", "["):
                 return True
     return False
 
 
-_CODE_KEYWORDS = frozenset({"for", "if", "elif", "else", "while", "with", "def", "return",
-                            "import", "from", "try", "except", "finally", "class", "lambda",
-                            "assert", "del", "raise", "print"})  # fmt: skip
+_CODE_KEYWORDS = frozenset(
+    {
+        "for",
+        "if",
+        "elif",
+        "else",
+        "while",
+        "with",
+        "def",
+        "return",
+        "import",
+        "from",
+        "try",
+        "except",
+        "finally",
+        "class",
+        "lambda",
+        "assert",
+        "del",
+        "raise",
+        "print",
+    }
+)
 _CODE_FOLLOWERS = frozenset({"=", "(", "[", ".", ",", ":", "+=", "-=", "*=", "/=", "|="})
 
 
@@ -313,7 +366,8 @@ def _is_statement(text: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any(isinstance(n, _CODE_NODES) for n in ast.walk(tree)) or any(
-        isinstance(n, ast.AnnAssign) and n.value is not None for n in tree.body)  # fmt: skip
+        isinstance(n, ast.AnnAssign) and n.value is not None for n in tree.body
+    )
 
 
 def _parses(text: str) -> bool:
@@ -378,30 +432,41 @@ class _Lines:
         """A markdown fence; an unclosed one runs to the end (as in CommonMark)."""
         end = start + 1
         while end < len(self.lines) and not (
-                self.lines[end].strip().startswith("```")
-                and set(self.lines[end].strip()) == {"`"}):  # fmt: skip
+            self.lines[end].strip().startswith("```") and set(self.lines[end].strip()) == {"`"}
+        ):
             end += 1
-        language: Language = "sql" if info.startswith("sql") else (
-            "python" if info.startswith(("python", "py")) else "auto")  # fmt: skip
-        self.add("fence", language, "\n".join(self.lines[start + 1:end]), start + 1)
+        language: Language = (
+            "sql"
+            if info.startswith("sql")
+            else ("python" if info.startswith(("python", "py")) else "auto")
+        )
+        self.add("fence", language, "\n".join(self.lines[start + 1 : end]), start + 1)
         return end + 1
 
     def section(self, start: int) -> int:
         """`Solution:` / `Generated code:`: code up to a separator, header or fence."""
         header = _header(self.lines[start], _SECTION_HEADERS) or ""
-        first = self.lines[start].strip()[len(header):]
+        first = self.lines[start].strip()[len(header) :]
         body = [first] if first.strip() else []
         i = start + 1
         rules = 0
-        while i < len(self.lines) and not body and i not in self.cell_lines and (
-                not self.lines[i].strip() or (_is_rule(self.lines[i]) and rules == 0)):
+        while (
+            i < len(self.lines)
+            and not body
+            and i not in self.cell_lines
+            and (not self.lines[i].strip() or (_is_rule(self.lines[i]) and rules == 0))
+        ):
             rules += _is_rule(self.lines[i])
-            i += 1  # fmt: skip
+            i += 1
         begin = i
         while i < len(self.lines):
             line = self.lines[i]
-            if i in self.cell_lines or _is_rule(line) or _fence(line) is not None or _header(
-                    line, _SECTION_HEADERS + _OTHER_HEADERS):  # fmt: skip
+            if (
+                i in self.cell_lines
+                or _is_rule(line)
+                or _fence(line) is not None
+                or _header(line, _SECTION_HEADERS + _OTHER_HEADERS)
+            ):
                 break
             body.append(line)
             i += 1
@@ -433,23 +498,26 @@ class _Lines:
             return i + 1
         if _looks_like_sql(text):
             end = i + 1
-            while end < len(self.lines) and self.lines[end].strip() and not text.rstrip(
-                    ).endswith(";") and end - i < _MAX_CONTINUATION:  # fmt: skip
+            while (
+                end < len(self.lines)
+                and self.lines[end].strip()
+                and not text.rstrip().endswith(";")
+                and end - i < _MAX_CONTINUATION
+            ):
                 end += 1
-            self.add("bare", "sql", "\n".join([text, *self.lines[i + 1:end]]), i)
+            self.add("bare", "sql", "\n".join([text, *self.lines[i + 1 : end]]), i)
             return end
         tool = _calls_tool(text) and _starts_like_code(text)
         if not tool and not _is_statement(text):
             return i + 1  # prose, or prose that mentions a tool: `(2) LoadDB(DBNAME) loads ...`
         for end in range(i + 1, min(len(self.lines), i + _MAX_CONTINUATION) + 1):
-            chunk = "\n".join([text, *self.lines[i + 1:end]])
+            chunk = "\n".join([text, *self.lines[i + 1 : end]])
             if _parses(chunk):
                 chunk, end = self.indented_tail(chunk, end)
                 self.add("bare", "python", chunk, i)
                 return end
         what = "calls an EHRAgent tool" if tool else "reads as code"
         unreadable("unparsable_code", f"output line {i + 1} {what} but is not valid Python")
-
 
     def indented_tail(self, chunk: str, end: int) -> tuple[str, int]:
         """`chunk` extended by the indented lines after it that keep it valid Python.
@@ -465,7 +533,8 @@ class _Lines:
         if stop > end and _parses(whole):
             return whole, stop
         while end < min(stop, end + _MAX_CONTINUATION) and _parses(
-                "\n".join([chunk, self.lines[end]])):  # fmt: skip
+            "\n".join([chunk, self.lines[end]])
+        ):
             chunk = "\n".join([chunk, self.lines[end]])
             end += 1
         return chunk, end
@@ -491,8 +560,10 @@ def code_blocks(agent_output: str) -> list[CodeBlock]:
         cell_lines.update(range(first, first + agent_output.count("\n", start, end) + 1))
     lines = _Lines("".join(rest), cell_lines)
     lines.scan()
-    blocks = [CodeBlock("cell", "python", code, agent_output.count("\n", 0, start) + 1)
-              for start, _, code in cells]  # fmt: skip
+    blocks = [
+        CodeBlock("cell", "python", code, agent_output.count("\n", 0, start) + 1)
+        for start, _, code in cells
+    ]
     return sorted([*blocks, *lines.blocks], key=lambda b: b.line)
 
 
@@ -547,8 +618,9 @@ def ehr_accessed_columns(agent_output: str) -> dict[str, list[str]]:
         final = interpreter.reads.strict = n == len(blocks) - 1
         language = block.language
         if language == "auto":
-            language = "sql" if not _parses(block.text) and _looks_like_sql(block.text) else (
-                "python")  # fmt: skip
+            language = (
+                "sql" if not _parses(block.text) and _looks_like_sql(block.text) else ("python")
+            )
         if language == "python" and not final and _never_ran(block):
             continue  # a SyntaxError: Python ran none of it (the agent retried after it)
         if language == "sql":

@@ -10,27 +10,61 @@ from __future__ import annotations
 EICU_SCHEMA: dict[str, list[str]] = {
     "allergy": ["patientunitstayid", "drugname", "allergyname", "allergytime"],
     "cost": [
-        "uniquepid", "patienthealthsystemstayid", "eventtype", "eventid", "chargetime", "cost"
+        "uniquepid",
+        "patienthealthsystemstayid",
+        "eventtype",
+        "eventid",
+        "chargetime",
+        "cost",
     ],
     "diagnosis": ["patientunitstayid", "icd9code", "diagnosisname", "diagnosistime"],
     "intakeoutput": [
-        "patientunitstayid", "cellpath", "celllabel", "cellvaluenumeric", "intakeoutputtime"
+        "patientunitstayid",
+        "cellpath",
+        "celllabel",
+        "cellvaluenumeric",
+        "intakeoutputtime",
     ],
     "lab": ["patientunitstayid", "labname", "labresult", "labresulttime"],
     "medication": [
-        "patientunitstayid", "drugname", "dosage", "routeadmin", "drugstarttime", "drugstoptime"
+        "patientunitstayid",
+        "drugname",
+        "dosage",
+        "routeadmin",
+        "drugstarttime",
+        "drugstoptime",
     ],
     "microlab": ["patientunitstayid", "culturesite", "organism", "culturetakentime"],
     "patient": [
-        "patientunitstayid", "patienthealthsystemstayid", "gender", "age", "ethnicity",
-        "hospitalid", "wardid", "admissionheight", "hospitaladmitsource",
-        "hospitaldischargestatus", "admissionweight", "dischargeweight", "uniquepid",
-        "hospitaladmittime", "unitadmittime", "unitdischargetime", "hospitaldischargetime"
+        "patientunitstayid",
+        "patienthealthsystemstayid",
+        "gender",
+        "age",
+        "ethnicity",
+        "hospitalid",
+        "wardid",
+        "admissionheight",
+        "hospitaladmitsource",
+        "hospitaldischargestatus",
+        "admissionweight",
+        "dischargeweight",
+        "uniquepid",
+        "hospitaladmittime",
+        "unitadmittime",
+        "unitdischargetime",
+        "hospitaldischargetime",
     ],
     "treatment": ["patientunitstayid", "treatmentname", "treatmenttime"],
     "vitalperiodic": [
-        "patientunitstayid", "temperature", "sao2", "heartrate", "respiration",
-        "systemicsystolic", "systemicdiastolic", "systemicmean", "observationtime"
+        "patientunitstayid",
+        "temperature",
+        "sao2",
+        "heartrate",
+        "respiration",
+        "systemicsystolic",
+        "systemicdiastolic",
+        "systemicmean",
+        "observationtime",
     ],
 }
 """The 10 eICU tables EHRAgent queries and their readable columns."""

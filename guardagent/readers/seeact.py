@@ -51,7 +51,7 @@ def parse_task(agent_input: str) -> str:
     for i, line in enumerate(lines):
         key, sep, rest = line.partition(":")
         if sep and key.strip().lower() == _TASK:
-            head = "\n".join([rest, *lines[i + 1:]])
+            head = "\n".join([rest, *lines[i + 1 :]])
             break
     task = " ".join(head.split())
     if not task:
@@ -82,7 +82,7 @@ def _answers(lines: list[str]) -> list[dict[str, str]]:
         keys = list(_KEY.finditer(line))
         for n, key in enumerate(keys):
             end = keys[n + 1].start() if n + 1 < len(keys) else len(line)
-            name, value = key.group(1).lower(), line[key.end():end].strip(_TRIM)
+            name, value = key.group(1).lower(), line[key.end() : end].strip(_TRIM)
             if name == "element":
                 records.append({"element": value, "line": str(len(records))})
             elif records and name not in records[-1]:
@@ -115,8 +115,9 @@ def seeact_final_action(agent_output: str) -> dict[str, str]:
     lines = (agent_output or "").replace("\r", "").split("\n")
     answers = _answers(lines)
     if not answers:
-        unreadable("no_final_action",
-                   "the output has no final answer (ELEMENT and ACTION) to judge")  # fmt: skip
+        unreadable(
+            "no_final_action", "the output has no final answer (ELEMENT and ACTION) to judge"
+        )
     last = answers[-1]
     letter = _LETTER.fullmatch(last["element"])
     element = letter.group(1).upper() if letter else last["element"]

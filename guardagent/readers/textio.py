@@ -41,8 +41,10 @@ class Decoded:
         """A one-line warning when bytes were replaced, else None."""
         if not self.replaced:
             return None
-        return (f"{what}: not valid {self.encoding.upper()}; {self.replaced} undecodable "
-                f"byte sequence(s) replaced with U+FFFD")
+        return (
+            f"{what}: not valid {self.encoding.upper()}; {self.replaced} undecodable "
+            f"byte sequence(s) replaced with U+FFFD"
+        )
 
 
 def sniff_encoding(data: bytes) -> tuple[str, int]:
@@ -105,8 +107,10 @@ def strict_text(data: bytes) -> str:
     """
     decoded = decode_bytes(data)
     if decoded.replaced:
-        raise ValueError(f"not valid {decoded.encoding.upper()} ({decoded.replaced} "
-                         "undecodable byte sequence(s))")  # fmt: skip
+        raise ValueError(
+            f"not valid {decoded.encoding.upper()} ({decoded.replaced} "
+            "undecodable byte sequence(s))"
+        )
     return decoded.text
 
 
@@ -175,8 +179,9 @@ class UnreadableJson(ValueError):
         self.kind = kind
 
 
-def load_json(data: str | bytes | bytearray,
-              pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:  # fmt: skip
+def load_json(
+    data: str | bytes | bytearray, pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+) -> Any:
     """JSON text, or bytes in any Unicode encoding (UTF-8/16/32, json's own detection).
 
     The one reading of a JSON document the host or a user hands in (a trace, a decision, a

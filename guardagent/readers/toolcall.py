@@ -116,6 +116,7 @@ _MARKER = re2.compile(
 """Locates call markers (quoted call keys, quoted call types); see the module docstring.
 RE2: ``\\*["']`` backtracked over a run of backslashes (40,000 took 8 s), RE2 is linear."""
 
+
 class _Twice(dict[str, Any]):
     """A decoded object that gave a key twice (`twice`): ambiguous if it is a call's argument.
 
@@ -209,8 +210,10 @@ def _check_once(args: dict[str, Any], what: str) -> dict[str, Any]:
     while stack:
         node = stack.pop()
         if isinstance(node, _Twice):
-            raise _Unparsable(f"{what} give the key {_quote(node.twice)} twice in one object "
-                              "(one JSON reader keeps the first value, another the last)")
+            raise _Unparsable(
+                f"{what} give the key {_quote(node.twice)} twice in one object "
+                "(one JSON reader keeps the first value, another the last)"
+            )
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):
@@ -312,8 +315,9 @@ def _read_blocks(text: str, top: bool, scan: _Scan) -> list[tuple[int, int]]:
     return spans
 
 
-def _read_json(text: str, blocks: list[tuple[int, int]], depth: int, scan: _Scan
-               ) -> list[tuple[int, int]]:
+def _read_json(
+    text: str, blocks: list[tuple[int, int]], depth: int, scan: _Scan
+) -> list[tuple[int, int]]:
     """Decode every JSON object outside the block lines; returns the spans decoded."""
     spans: list[tuple[int, int]] = []
     pos = 0

@@ -39,9 +39,12 @@ class NoZygote(RuntimeError):
 
 
 def run_in_zygote(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: Any,
     facts: dict[str, Any] | None = None,
-) -> tuple[str, Any]:  # fmt: skip
+) -> tuple[str, Any]:
     """Run one program in a zygote child, waiting for it (starting the zygote if needed).
 
     Returns:
@@ -54,9 +57,12 @@ def run_in_zygote(
 
 
 async def arun_in_zygote(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: Any,
     facts: dict[str, Any] | None = None,
-) -> tuple[str, Any]:  # fmt: skip
+) -> tuple[str, Any]:
     """Run one program in a zygote child, awaiting it on the running loop.
 
     Returns:

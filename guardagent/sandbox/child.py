@@ -44,9 +44,20 @@ _MEMORY_LINE = b'{"e": "LimitExceeded: memory limit exceeded while reporting"}\n
 _FAILED_LINE = b'{"e": "SandboxError: the child failed before reporting"}\n'
 RESET_SIGNALS = tuple(
     int(s)
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP, signal.SIGUSR1,
-              signal.SIGUSR2, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ)
-)  # fmt: skip
+    for s in (
+        signal.SIGINT,
+        signal.SIGTERM,
+        signal.SIGALRM,
+        signal.SIGHUP,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGCHLD,
+        signal.SIGPIPE,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+    )
+)
+
 
 @dataclass(frozen=True)
 class SandboxLimits:
@@ -86,10 +97,16 @@ def limit_maxima() -> SandboxLimits:
 
 def set_limit_maxima(maxima: SandboxLimits) -> None:
     """Change the process's limit maxima (a deployment decision; the zygote restarts on it)."""
-    problems = limit_problems(maxima, SandboxLimits(
-        wall_seconds=math.inf, cpu_seconds=2**31, memory_mb=2**31, max_output_chars=2**31,
-        max_source_chars=2**31,
-    ))  # fmt: skip
+    problems = limit_problems(
+        maxima,
+        SandboxLimits(
+            wall_seconds=math.inf,
+            cpu_seconds=2**31,
+            memory_mb=2**31,
+            max_output_chars=2**31,
+            max_source_chars=2**31,
+        ),
+    )
     if problems:
         raise ValueError("; ".join(problems))
     _maxima[0] = maxima
@@ -173,15 +190,26 @@ class _Run:
 
 
 def prepare_run(
-    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
-    limits: SandboxLimits, facts: dict[str, Any] | None = None,
-) -> _Run:  # fmt: skip
+    code: CodeType | None,
+    source: str,
+    toolbox: Toolbox,
+    inputs: tuple[str, str],
+    limits: SandboxLimits,
+    facts: dict[str, Any] | None = None,
+) -> _Run:
     """The program's fresh globals plus the child's limits, signals to reset and user facts."""
     program = prepare_program(code, toolbox, inputs[0], inputs[1], limits.max_output_chars)
     signals = [s for s in RESET_SIGNALS if callable(signal.getsignal(s))]
     protected = _protected_names(toolbox)
-    return _Run(program, rlimits_for(limits), signals, None if code else source, protected,
-                facts, environ_block())  # fmt: skip
+    return _Run(
+        program,
+        rlimits_for(limits),
+        signals,
+        None if code else source,
+        protected,
+        facts,
+        environ_block(),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -246,9 +274,12 @@ def _isolate(run: _Run, cwd_fd: int, write_fd: int) -> None:
 
 
 def isolate_process(
-    signals: list[int], rlimits: list[tuple[int, int, int]], environ: tuple[int, int] | None,
-    cwd_fd: int, write_fd: int,
-) -> None:  # fmt: skip
+    signals: list[int],
+    rlimits: list[tuple[int, int, int]],
+    environ: tuple[int, int] | None,
+    cwd_fd: int,
+    write_fd: int,
+) -> None:
     """Isolate this process: what every sandbox process does before it runs a program.
 
     Resets `signals`, enters `cwd_fd`, keeps only `write_fd` (as fd 3), wipes the
@@ -303,7 +334,6 @@ def child_main(run: _Run, write_fd: int) -> NoReturn:
     _child(run, empty_cwd_fd(), write_fd)
 
 
-
 _lock = threading.Lock()
 _cwd: list[int] = []
 
@@ -332,5 +362,3 @@ def compile_for_run(source: str, toolbox: Toolbox) -> tuple[CodeType | None, str
         return None, None
     compiled = compile_program(source, _protected_names(toolbox))
     return compiled.code, (compiled.rejection() if compiled.code is None else None)
-
-

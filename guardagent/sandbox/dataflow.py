@@ -54,8 +54,7 @@ def reader_slots(toolbox: Toolbox) -> dict[str, dict[int, str]]:
         taken = {
             i: p.name
             for i, p in enumerate(params)
-            if p.name in EVENT_NAMES
-            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            if p.name in EVENT_NAMES and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         }
         if taken:
             slots[spec.name] = taken
@@ -157,8 +156,11 @@ def check_dataflow(source: str, toolbox: Toolbox) -> list[str]:
                 tree: ast.Module | None = ast.parse(source)
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 tree = None
-        found = () if tree is None else tuple(
-            f"{ERROR_KIND}: {e}" for e in dataflow_errors(tree, toolbox))  # fmt: skip
+        found = (
+            ()
+            if tree is None
+            else tuple(f"{ERROR_KIND}: {e}" for e in dataflow_errors(tree, toolbox))
+        )
         if len(_CHECKED) >= _MAX_CHECKED:
             _CHECKED.clear()
         _CHECKED[key] = found

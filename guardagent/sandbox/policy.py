@@ -72,10 +72,45 @@ _SAFE_EXCEPTIONS: tuple[type[BaseException], ...] = (
 )
 
 _SAFE_CALLABLES: tuple[Callable[..., Any], ...] = (
-    abs, all, any, bin, bool, callable, chr, dict, divmod, enumerate, filter, float,
-    frozenset, hash, hex, int, isinstance, iter, len, list, map, max, min, next, oct, ord,
-    pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, zip,
-)  # fmt: skip
+    abs,
+    all,
+    any,
+    bin,
+    bool,
+    callable,
+    chr,
+    dict,
+    divmod,
+    enumerate,
+    filter,
+    float,
+    frozenset,
+    hash,
+    hex,
+    int,
+    isinstance,
+    iter,
+    len,
+    list,
+    map,
+    max,
+    min,
+    next,
+    oct,
+    ord,
+    pow,
+    range,
+    repr,
+    reversed,
+    round,
+    set,
+    slice,
+    sorted,
+    str,
+    sum,
+    tuple,
+    zip,
+)
 
 _INPLACE_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "+=": operator.iadd,
@@ -303,9 +338,7 @@ def verdict_calls(recorder: VerdictRecorder, errors: list[str]) -> dict[str, Cal
     }
 
 
-def assign_calls(
-    recorder: PredicateRecorder, errors: list[str]
-) -> dict[str, Callable[..., Any]]:
+def assign_calls(recorder: PredicateRecorder, errors: list[str]) -> dict[str, Callable[..., Any]]:
     """`assign` that also remembers every PredicateError, caught by the program or not.
 
     As with the verdict calls, a failed assignment the program swallows still fails the
@@ -389,15 +422,21 @@ class PreparedProgram:
             error = f"Unreadable: {describe(ledger)}"[:_MAX_ERROR_CHARS]
         elif self.verdict_errors:
             error = f"VerdictError: {self.verdict_errors[0][:_MAX_ERROR_CHARS]}"
-        elif (error is None and self.recorder.verdict is None
-              and not self.predicates.assignments):  # fmt: skip
-            error = ("NoVerdict: the program finished without calling allow() or deny() "
-                     "(or assign() under a policy model)")  # fmt: skip
+        elif error is None and self.recorder.verdict is None and not self.predicates.assignments:
+            error = (
+                "NoVerdict: the program finished without calling allow() or deny() "
+                "(or assign() under a policy model)"
+            )
         stdout = self.collector.text() + (TRUNCATED_MARK if self.collector.truncated else "")
         verdict = self.recorder.verdict if error is None else None
         predicates = self.predicates.to_json() if error is None else {}
-        return {"v": verdict, "e": error, "o": stdout, "u": ledger[:_MAX_UNREADABLE],
-                "p": predicates}  # fmt: skip
+        return {
+            "v": verdict,
+            "e": error,
+            "o": stdout,
+            "u": ledger[:_MAX_UNREADABLE],
+            "p": predicates,
+        }
 
 
 def prepare_program(

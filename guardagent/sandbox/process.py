@@ -62,9 +62,16 @@ from guardagent.tools.registry import Toolbox
 from guardagent.tools.verdict import Verdict, VerdictError, VerdictRecorder
 
 __all__ = [
-    "ExecutionResult", "SandboxLimits", "arun_program", "check_program", "compile_for_run",
-    "limit_maxima", "limit_problems", "run_program", "set_limit_maxima",
-]  # fmt: skip
+    "ExecutionResult",
+    "SandboxLimits",
+    "arun_program",
+    "check_program",
+    "compile_for_run",
+    "limit_maxima",
+    "limit_problems",
+    "run_program",
+    "set_limit_maxima",
+]
 
 _MAX_ERROR_CHARS = 4000
 _SIGNAL_ERRORS: dict[int, str] = {
@@ -179,10 +186,21 @@ def _parse_payload(line: bytes, max_output: int) -> _Ended:
         predicates = PredicateRecorder.from_json(payload.get("p", {}))
         if predicates and error is not None:
             raise ValueError("predicates from a failed run")
-        return (_revalidate(verdict), error and error[:_MAX_ERROR_CHARS], stdout, unread,
-                predicates)  # fmt: skip
-    except (ValueError, TypeError, AttributeError, RecursionError, VerdictError,
-            PredicateError) as exc:  # fmt: skip
+        return (
+            _revalidate(verdict),
+            error and error[:_MAX_ERROR_CHARS],
+            stdout,
+            unread,
+            predicates,
+        )
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        VerdictError,
+        PredicateError,
+    ) as exc:
         return None, f"SandboxError: malformed result from child ({exc})", "", [], {}
 
 
@@ -217,9 +235,13 @@ def _revalidate(raw: Any) -> Verdict | None:
 
 
 def _fork_run(
-    code: CodeType | None, source: str, toolbox: Toolbox, inputs: tuple[str, str],
-    limits: SandboxLimits, facts: dict[str, Any] | None,
-) -> _Ended:  # fmt: skip
+    code: CodeType | None,
+    source: str,
+    toolbox: Toolbox,
+    inputs: tuple[str, str],
+    limits: SandboxLimits,
+    facts: dict[str, Any] | None,
+) -> _Ended:
     """Fork one child for one run and turn whatever happens into an `_Ended`."""
     run = prepare_run(code, source, toolbox, inputs, limits, facts)
     cwd_fd = empty_cwd_fd()
@@ -245,9 +267,13 @@ def _fork_run(
 
 
 def _result(
-    start: float, verdict: Verdict | None, error: str | None, stdout: str = "",
-    unreadable: list[Unreadable] | None = None, predicates: Assignments | None = None,
-) -> ExecutionResult:  # fmt: skip
+    start: float,
+    verdict: Verdict | None,
+    error: str | None,
+    stdout: str = "",
+    unreadable: list[Unreadable] | None = None,
+    predicates: Assignments | None = None,
+) -> ExecutionResult:
     ok = error is None and (verdict is not None or bool(predicates))
     return ExecutionResult(
         ok=ok,
@@ -321,9 +347,14 @@ def run_program(
 
 
 def _checked(
-    start: float, source: str, toolbox: Toolbox, agent_input: str, agent_output: str,
-    limits: SandboxLimits, user_facts: Mapping[str, Any] | None,
-) -> ExecutionResult | tuple[CodeType | None, dict[str, Any] | None]:  # fmt: skip
+    start: float,
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
+    limits: SandboxLimits,
+    user_facts: Mapping[str, Any] | None,
+) -> ExecutionResult | tuple[CodeType | None, dict[str, Any] | None]:
     """The refusal of a run that must not start, else (compiled code, normalized facts)."""
     if type(agent_input) is not str or type(agent_output) is not str:
         return _result(start, None, "SandboxError: agent_input and agent_output must be str")
@@ -335,8 +366,11 @@ def _checked(
     except ValueError as exc:
         return _result(start, None, f"SandboxError: user facts refused: {exc}")
     if type(source) is not str or len(source) > limits.max_source_chars:
-        return _result(start, None, f"CompileError: source must be a str of at most "
-                       f"{limits.max_source_chars} chars")  # fmt: skip
+        return _result(
+            start,
+            None,
+            f"CompileError: source must be a str of at most {limits.max_source_chars} chars",
+        )
     code, rejection = compile_for_run(source, toolbox)
     if rejection is not None:
         return _result(start, None, rejection)
@@ -403,9 +437,12 @@ def _warm_enabled() -> bool:
 
 
 def _warm_run(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: SandboxLimits,
     facts: dict[str, Any] | None,
-) -> _Ended:  # fmt: skip
+) -> _Ended:
     """One run in a warm worker (no fork); same outcomes as a fork."""
     outcome, value = run_warm(source, refs, inputs, limits, facts)
     if outcome == "status":
@@ -422,16 +459,17 @@ def ended_parts(ended: tuple[str, Any]) -> tuple[str, bytes, int | None]:
 
 
 def _zygote_run(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: SandboxLimits,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: SandboxLimits,
     facts: dict[str, Any] | None,
-) -> _Ended:  # fmt: skip
+) -> _Ended:
     """One run in a child of the pre-warmed zygote (cheap fork); same outcomes as a fork."""
     return _ended(*ended_parts(run_in_zygote(source, refs, inputs, limits, facts)), limits)
 
 
-def _ended(
-    outcome: str, line: bytes, status: int | None, limits: SandboxLimits
-) -> _Ended:
+def _ended(outcome: str, line: bytes, status: int | None, limits: SandboxLimits) -> _Ended:
     """How a child ended, as an `_Ended`: one reading for both fork paths."""
     if outcome == "line":
         return _parse_payload(line, limits.max_output_chars)
@@ -444,9 +482,12 @@ def _ended(
 
 
 def run_shipped_program(
-    source: str, toolbox: Toolbox, agent_input: str, agent_output: str,
+    source: str,
+    toolbox: Toolbox,
+    agent_input: str,
+    agent_output: str,
     limits: SandboxLimits | None = None,
-) -> ExecutionResult:  # fmt: skip
+) -> ExecutionResult:
     """Run a program that ships with the installed package in this process, without a fork.
 
     Only for code that is part of the package (a built-in profile's own program, as trusted
@@ -463,8 +504,9 @@ def run_shipped_program(
     compiled = compile_program(source, _protected_names(toolbox))
     if compiled.code is None:
         return _result(start, None, compiled.rejection())
-    program = prepare_program(compiled.code, toolbox, agent_input, agent_output,
-                              limits.max_output_chars)  # fmt: skip
+    program = prepare_program(
+        compiled.code, toolbox, agent_input, agent_output, limits.max_output_chars
+    )
     payload = contextvars.copy_context().run(program.execute)
     line = json.dumps(payload).encode()
     return _result(start, *_parse_payload(line, limits.max_output_chars))
@@ -491,21 +533,29 @@ async def arun_program(
     stop the run, and its child still dies at its deadline.
     """
     start = time.perf_counter()
-    checked = _checked(start, source, toolbox, agent_input, agent_output,
-                       limits or SandboxLimits(), user_facts)  # fmt: skip
+    checked = _checked(
+        start, source, toolbox, agent_input, agent_output, limits or SandboxLimits(), user_facts
+    )
     if isinstance(checked, dict):
         return checked
     refs = toolbox_refs(toolbox) if _zygote_enabled() else None
     if refs is not None and not (trusted and _warm_enabled()):
         try:
-            ended = await arun_in_zygote(source, refs, (agent_input, agent_output),
-                                         limits or SandboxLimits(), checked[1])  # fmt: skip
+            ended = await arun_in_zygote(
+                source, refs, (agent_input, agent_output), limits or SandboxLimits(), checked[1]
+            )
         except Exception:  # noqa: BLE001 - as run_program: no usable zygote (none yet: NoZygote)
             pass  # the threaded path starts one, or forks the caller
         else:
             return _result(start, *_ended(*ended_parts(ended), limits or SandboxLimits()))
     call = functools.partial(
-        run_program, source, toolbox, agent_input, agent_output, limits, user_facts=user_facts,
+        run_program,
+        source,
+        toolbox,
+        agent_input,
+        agent_output,
+        limits,
+        user_facts=user_facts,
         trusted=trusted,
     )
     return await asyncio.get_running_loop().run_in_executor(_async_pool(), call)

@@ -127,9 +127,12 @@ def start_idle(refs: list[list[str]], limits: Any, source: str | None = None) ->
 
 
 def run_warm(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: Any,
     facts: dict[str, Any] | None = None,
-) -> tuple[str, Any]:  # fmt: skip
+) -> tuple[str, Any]:
     """Run one trusted program in a warm worker.
 
     Returns:
@@ -143,10 +146,18 @@ def run_warm(
     path = zygote._zygote().path  # may start the zygote: not part of the program's time
     key = (path, tuple(asdict(limits).values()))  # one worker serves every built-in toolbox
     worker = _take(key) or _start(path, refs, limits, source)
-    request = json.dumps(
-        {"tools": refs, "source": source, "input": inputs[0], "output": inputs[1],
-         "facts": facts}
-    ).encode() + b"\n"  # fmt: skip
+    request = (
+        json.dumps(
+            {
+                "tools": refs,
+                "source": source,
+                "input": inputs[0],
+                "output": inputs[1],
+                "facts": facts,
+            }
+        ).encode()
+        + b"\n"
+    )
     try:
         worker.sock.sendall(request)
     except OSError:

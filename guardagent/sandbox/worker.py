@@ -88,7 +88,7 @@ def _read_request(buf: bytearray) -> bytes | None:
 
 def _run_one(
     raw: bytes, toolbox_of: Callable[[Any], Toolbox], limits: child.SandboxLimits
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """One request: its toolbox, compile (cached), fresh globals, run in an empty context."""
     req = json.loads(raw)
     toolbox = toolbox_of(req["tools"])
@@ -103,8 +103,9 @@ def _run_one(
     compiled = compile_program(source, protected)
     if compiled.code is None:
         return {"v": None, "e": compiled.rejection(), "o": ""}
-    program = prepare_program(compiled.code, toolbox, agent_input, agent_output,
-                                    limits.max_output_chars)  # fmt: skip
+    program = prepare_program(
+        compiled.code, toolbox, agent_input, agent_output, limits.max_output_chars
+    )
 
     def body() -> dict[str, Any]:
         bind_host_facts(facts)
@@ -113,8 +114,9 @@ def _run_one(
     return contextvars.Context().run(body)
 
 
-def _retire_after(payload: dict[str, Any], runs: int, limits: child.SandboxLimits,
-                  hard_cpu: int) -> bool:  # fmt: skip
+def _retire_after(
+    payload: dict[str, Any], runs: int, limits: child.SandboxLimits, hard_cpu: int
+) -> bool:
     error = payload.get("e") or ""
     if runs >= MAX_RUNS or error.startswith(("LimitExceeded", "SandboxError")):
         return True
@@ -123,7 +125,7 @@ def _retire_after(payload: dict[str, Any], runs: int, limits: child.SandboxLimit
 
 def serve_worker(
     conn_fd: int, toolbox_of: Callable[[Any], Toolbox], limits: child.SandboxLimits
-) -> NoReturn:  # fmt: skip
+) -> NoReturn:
     """Worker body (forked by the zygote after it announced our pid): isolate, then serve.
 
     `toolbox_of` turns a request's toolbox references into the toolbox (built-in functions
@@ -134,25 +136,30 @@ def serve_worker(
         signals = [s for s in child.RESET_SIGNALS if callable(signal.getsignal(s))]
         rlimits = worker_rlimits(limits)
         hard_cpu = next(h for w, _, h in rlimits if w == resource.RLIMIT_CPU)
-        child.isolate_process(signals, rlimits, child.environ_block(), child.empty_cwd_fd(),
-                              conn_fd)  # fmt: skip
+        child.isolate_process(
+            signals, rlimits, child.environ_block(), child.empty_cwd_fd(), conn_fd
+        )
         gc.freeze()  # what the zygote shared is never walked (copied) by the collections below
         buf, runs = bytearray(), 0
         while True:
             raw = _read_request(buf)
             if raw is None:
                 break
-            resource.setrlimit(resource.RLIMIT_CPU,
-                               (min(math.ceil(_cpu_used()) + limits.cpu_seconds, hard_cpu),
-                                hard_cpu))  # fmt: skip
+            resource.setrlimit(
+                resource.RLIMIT_CPU,
+                (min(math.ceil(_cpu_used()) + limits.cpu_seconds, hard_cpu), hard_cpu),
+            )
             runs += 1
             try:
                 payload = _run_one(raw, toolbox_of, limits)
             except MemoryError:
                 payload = {"v": None, "e": "LimitExceeded: memory limit exceeded", "o": ""}
             except Exception as exc:  # noqa: BLE001 - a malformed request: answer, retire
-                payload = {"v": None, "e": f"SandboxError: bad worker request ({exc})"[:400],
-                           "o": ""}  # fmt: skip
+                payload = {
+                    "v": None,
+                    "e": f"SandboxError: bad worker request ({exc})"[:400],
+                    "o": "",
+                }
             retire = _retire_after(payload, runs, limits, hard_cpu)
             if retire:
                 payload["w"] = 1

@@ -167,11 +167,24 @@ class _Zygote:
         # Isolated mode and an empty environment: the caller's sys.path, PYTHONPATH and
         # working directory never reach the zygote (see the module docstring).
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, _PACKAGE_DIR, self.path,
-             json.dumps(asdict(self.maxima)), str(nice), str(int(spares))],
-            env={}, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, close_fds=True,
-        )  # fmt: skip  (same process group: a group kill of the caller takes the zygote too)
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                _BOOT,
+                _PACKAGE_DIR,
+                self.path,
+                json.dumps(asdict(self.maxima)),
+                str(nice),
+                str(int(spares)),
+            ],
+            env={},
+            cwd=self.dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )  # (same process group: a group kill of the caller takes the zygote too)
         deadline = time.monotonic() + 20
         while not os.path.exists(self.path):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -279,8 +292,14 @@ def ready(fd: int, deadline: float) -> bool:
     return remaining > 0 and bool(poller.poll(max(1, int(remaining * 1000))))
 
 
-_NO_PIPE = json.dumps({"v": None, "o": "", "e": "SandboxError: the run's result pipe was not "
-                       "received (this process is at its descriptor limit?)"}).encode()
+_NO_PIPE = json.dumps(
+    {
+        "v": None,
+        "o": "",
+        "e": "SandboxError: the run's result pipe was not "
+        "received (this process is at its descriptor limit?)",
+    }
+).encode()
 
 
 class Reply:
@@ -357,14 +376,26 @@ class Reply:
 
 
 def run_request(
-    source: str, refs: list[list[str]], inputs: tuple[str, str], limits: Any,
+    source: str,
+    refs: list[list[str]],
+    inputs: tuple[str, str],
+    limits: Any,
     facts: dict[str, Any] | None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     """The request line of one run (protocol: see the module docstring)."""
-    return json.dumps(
-        {"source": source, "tools": refs, "input": inputs[0], "output": inputs[1],
-         "limits": asdict(limits), "facts": facts}
-    ).encode() + b"\n"  # fmt: skip
+    return (
+        json.dumps(
+            {
+                "source": source,
+                "tools": refs,
+                "input": inputs[0],
+                "output": inputs[1],
+                "limits": asdict(limits),
+                "facts": facts,
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 def read_reply(line: bytes, pid: int | None) -> tuple[int | None, tuple[str, Any] | None]:
@@ -481,9 +512,7 @@ def _child_run(
     child.child_main(run, result_fd)
 
 
-def _worker_main(
-    conn: socket.socket, toolbox_of: Any, limits: child.SandboxLimits
-) -> None:  # fmt: skip
+def _worker_main(conn: socket.socket, toolbox_of: Any, limits: child.SandboxLimits) -> None:
     """In a fresh child: announce our pid, then serve runs on the connection until retired."""
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     worker.serve_worker(conn.fileno(), toolbox_of, limits)
@@ -501,8 +530,16 @@ WARM_SOURCE = "allow('warm-up')"
 
 def rehearsal(req: _Request) -> bytes:
     """A request like `req` (its toolbox and limits) with no event and :data:`WARM_SOURCE`."""
-    return json.dumps({"source": WARM_SOURCE, "tools": req.tools, "input": "", "output": "",
-                       "limits": req.limits_json, "facts": None}).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "source": WARM_SOURCE,
+            "tools": req.tools,
+            "input": "",
+            "output": "",
+            "limits": req.limits_json,
+            "facts": None,
+        }
+    ).encode()
 
 
 def _rehearse(raw: bytes, cache: dict[str, Toolbox], maxima: child.SandboxLimits) -> None:
@@ -517,14 +554,15 @@ def _rehearse(raw: bytes, cache: dict[str, Toolbox], maxima: child.SandboxLimits
     """
     req = _Request(raw, cache, maxima)
     code, _ = child.compile_for_run(req.source, req.toolbox)
-    child.prepare_run(code, req.source, req.toolbox, (req.input, req.output), req.limits,
-                      req.facts)  # fmt: skip
+    child.prepare_run(code, req.source, req.toolbox, (req.input, req.output), req.limits, req.facts)
 
 
 def _spare_main(
-    chan: socket.socket, cache: dict[str, Toolbox], maxima: child.SandboxLimits,
+    chan: socket.socket,
+    cache: dict[str, Toolbox],
+    maxima: child.SandboxLimits,
     warm: bytes | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """A pre-forked child waiting for one request: the fork is paid before the request."""
     if warm is not None:
         with contextlib.suppress(Exception):  # a rehearsal only: the real request decides
@@ -627,9 +665,14 @@ class _Server:
         Our listener, wake pipe and selector, and every connection of another run (a copy
         held open would keep its client from seeing EOF).
         """
-        return [self.listener, *self.wake, self.selector, *self.pending.values(),
-                *(i.conn for i in self.incoming.values()),
-                *(chan for _, chan in self.spares)]  # fmt: skip
+        return [
+            self.listener,
+            *self.wake,
+            self.selector,
+            *self.pending.values(),
+            *(i.conn for i in self.incoming.values()),
+            *(chan for _, chan in self.spares),
+        ]
 
     def add_spare(self) -> None:
         """Fork one more child ahead of time (after the latest compile, so it has it).
@@ -648,8 +691,7 @@ class _Server:
             return
         cache, maxima, warm = self.cache, self.maxima, self.warm
         try:
-            pid = _fork(lambda: _spare_main(theirs, cache, maxima, warm), ours,
-                        *self._closing())  # fmt: skip
+            pid = _fork(lambda: _spare_main(theirs, cache, maxima, warm), ours, *self._closing())
         except OSError:
             ours.close()
             self.no_spares_until = time.monotonic() + 1.0
@@ -780,8 +822,7 @@ class _Server:
             finally:
                 chan.close()
         cache, maxima = self.cache, self.maxima
-        return _fork(lambda: _child_run(raw, write_end, cache, maxima), *not_its,
-                     *self._closing())  # fmt: skip
+        return _fork(lambda: _child_run(raw, write_end, cache, maxima), *not_its, *self._closing())
 
     def rehearse_like(self, req: _Request) -> None:
         """Spares forked from now on rehearse requests of `req`'s toolbox and limits."""
@@ -803,8 +844,9 @@ class _Server:
         except Exception as exc:  # a malformed request is answered, never fatal to the zygote
             return _answer(conn, f"SandboxError: bad zygote request ({type(exc).__name__}: {exc})")
         cache = self.cache
-        pid = _fork(lambda: _worker_main(conn, lambda refs: _toolbox(refs, cache), limits),
-                    *self._closing())  # fmt: skip
+        pid = _fork(
+            lambda: _worker_main(conn, lambda refs: _toolbox(refs, cache), limits), *self._closing()
+        )
         self.pending[pid] = conn
         self.workers.add(pid)
 
@@ -881,8 +923,12 @@ def _serve(path: str, caller: int, maxima: child.SandboxLimits, spares: int) -> 
         if not server.spares and spares:
             server.add_spare()
         # more only while nothing waits for us and no run is in flight
-        refill = bool(spares) and len(server.spares) < server.wanted(spares) and not (
-            server.in_flight()) and time.monotonic() >= server.no_spares_until  # fmt: skip
+        refill = (
+            bool(spares)
+            and len(server.spares) < server.wanted(spares)
+            and not (server.in_flight())
+            and time.monotonic() >= server.no_spares_until
+        )
         timeout = 0.0 if refill else max(0.0, min(1.0, server.next_deadline() - time.monotonic()))
         ready = server.selector.select(timeout)
         if not ready and refill:

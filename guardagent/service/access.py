@@ -98,10 +98,15 @@ def read_grants(path: str) -> tuple[Grant, ...]:
         data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise TokensFileError(f"cannot read the tokens file {path!r}: {exc}") from None
-    if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(
-            data["tokens"], list) or not data["tokens"]:  # fmt: skip
-        raise TokensFileError(f"{path}: must be a JSON object {{\"tokens\": [...]}} with at "
-                              "least one token")  # fmt: skip
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"tokens"}
+        or not isinstance(data["tokens"], list)
+        or not data["tokens"]
+    ):
+        raise TokensFileError(
+            f'{path}: must be a JSON object {{"tokens": [...]}} with at least one token'
+        )
     grants = [_grant(entry, n, path) for n, entry in enumerate(data["tokens"])]
     digests = [g.digest for g in grants]
     if len(set(digests)) < len(digests):
@@ -111,25 +116,38 @@ def read_grants(path: str) -> tuple[Grant, ...]:
 
 def _grant(entry: Any, n: int, path: str) -> Grant:
     where = f"{path}: token {n}"
-    if not isinstance(entry, dict) or set(entry) - _FIELDS or not {"name", "sha256",
-                                                                     "scopes"} <= set(entry):
-        raise TokensFileError(f"{where}: an object of name, sha256, scopes and threads "
-                              "(optional)")  # fmt: skip
-    name, digest, threads, scopes = (entry["name"], entry["sha256"], entry.get("threads", ""),
-                                     entry["scopes"])  # fmt: skip
+    if (
+        not isinstance(entry, dict)
+        or set(entry) - _FIELDS
+        or not {"name", "sha256", "scopes"} <= set(entry)
+    ):
+        raise TokensFileError(f"{where}: an object of name, sha256, scopes and threads (optional)")
+    name, digest, threads, scopes = (
+        entry["name"],
+        entry["sha256"],
+        entry.get("threads", ""),
+        entry["scopes"],
+    )
     if not isinstance(name, str) or not name:
         raise TokensFileError(f"{where}: name must be a non-empty string")
     if not isinstance(digest, str) or len(digest) != 64 or not _hex(digest):
-        raise TokensFileError(f"{where} ({name}): sha256 must be 64 hex digits (the token's "
-                              "SHA-256)")  # fmt: skip
+        raise TokensFileError(
+            f"{where} ({name}): sha256 must be 64 hex digits (the token's SHA-256)"
+        )
     if not isinstance(threads, str) or threads and (threads[-1].isalnum() or "\x00" in threads):
-        raise TokensFileError(f"{where} ({name}): threads must be \"\" (every thread) or a "
-                              "thread-id prefix ending in a separator such as '/' (so 'acme' "
-                              "cannot cover 'acmecorp')")  # fmt: skip
-    if not isinstance(scopes, list) or not scopes or not all(
-            isinstance(s, str) and s in SCOPES for s in scopes):  # fmt: skip
-        raise TokensFileError(f"{where} ({name}): scopes must list one or both of "
-                              f"{', '.join(sorted(SCOPES))}")  # fmt: skip
+        raise TokensFileError(
+            f'{where} ({name}): threads must be "" (every thread) or a '
+            "thread-id prefix ending in a separator such as '/' (so 'acme' "
+            "cannot cover 'acmecorp')"
+        )
+    if (
+        not isinstance(scopes, list)
+        or not scopes
+        or not all(isinstance(s, str) and s in SCOPES for s in scopes)
+    ):
+        raise TokensFileError(
+            f"{where} ({name}): scopes must list one or both of {', '.join(sorted(SCOPES))}"
+        )
     return Grant(name, bytes.fromhex(digest), threads, frozenset(scopes))
 
 
@@ -148,8 +166,10 @@ class Access:
     def __init__(self, token: str | None, grants: tuple[Grant, ...] = ()) -> None:
         self.grants = grants
         if token is not None:
-            self.grants = (Grant("GUARDAGENT_SERVICE_TOKEN", token_digest(token),
-                                 namespaced=False), *grants)  # fmt: skip
+            self.grants = (
+                Grant("GUARDAGENT_SERVICE_TOKEN", token_digest(token), namespaced=False),
+                *grants,
+            )
         self.open = not self.grants
 
     def grant(self, authorization: str) -> Grant | None:

@@ -70,8 +70,7 @@ def _json(answer: Answer) -> Response:
         headers["Idempotent-Replayed"] = "true"
     # UTF-8 on the wire: an error quoting request text may hold a lone surrogate (U+FFFD)
     body = json.dumps(without_surrogates(answer.body), ensure_ascii=False, separators=(",", ":"))
-    return Response(body, status_code=answer.status, headers=headers,
-                    media_type="application/json")  # fmt: skip
+    return Response(body, status_code=answer.status, headers=headers, media_type="application/json")
 
 
 _UNAUTHORIZED = {"error": "missing or wrong bearer token"}
@@ -88,8 +87,13 @@ def _forbidden(scope: str) -> Response:
     It names no thread and reads no store: the same answer whether the thread exists or not.
     """
     verb = "decide on" if scope == "decide" else "read"
-    return JSONResponse({"error": f"this token may not {verb} this thread (its thread prefix "
-                                  "or scopes do not cover it)"}, status_code=403)  # fmt: skip
+    return JSONResponse(
+        {
+            "error": f"this token may not {verb} this thread (its thread prefix "
+            "or scopes do not cover it)"
+        },
+        status_code=403,
+    )
 
 
 async def _body(request: HttpRequest, limit: int, seconds: float) -> Any:
@@ -128,11 +132,9 @@ def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:  # linear: one set
             if key in seen:
-                raise BadRequest(f"the request body gives the key {key[:60]!r} twice in one "
-                                 "object")  # fmt: skip
+                raise BadRequest(f"the request body gives the key {key[:60]!r} twice in one object")
             seen.add(key)
     return out
-
 
 
 def _decide_route(kind: str) -> Any:
@@ -145,28 +147,42 @@ def _decide_route(kind: str) -> Any:
         if "decide" not in grant.scopes:  # before the body is read
             return _forbidden("decide")
         try:
-            parsed = parse_request(kind, await _body(request, settings.max_request_bytes,
-                                                     settings.body_seconds))  # fmt: skip
+            parsed = parse_request(
+                kind, await _body(request, settings.max_request_bytes, settings.body_seconds)
+            )
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except TimeoutError:
-            return JSONResponse({"error": f"the request body did not arrive within "
-                                          f"{settings.body_seconds:g} s (GUARDAGENT_BODY_SECONDS)"},
-                                status_code=408, headers={"Connection": "close"})  # fmt: skip
+            return JSONResponse(
+                {
+                    "error": f"the request body did not arrive within "
+                    f"{settings.body_seconds:g} s (GUARDAGENT_BODY_SECONDS)"
+                },
+                status_code=408,
+                headers={"Connection": "close"},
+            )
         except OverflowError:
-            return JSONResponse({"error": f"request body over {settings.max_request_bytes} "
-                                          "bytes (GUARDAGENT_MAX_REQUEST_BYTES)"},
-                                status_code=413)  # fmt: skip
+            return JSONResponse(
+                {
+                    "error": f"request body over {settings.max_request_bytes} "
+                    "bytes (GUARDAGENT_MAX_REQUEST_BYTES)"
+                },
+                status_code=413,
+            )
         if not grant.may("decide", parsed.thread_id):
             return _forbidden("decide")
         decider: Decider = state.decider
         scoped = replace(parsed, idempotency_key=grant.key(parsed.idempotency_key))
         try:
-            answer = await within(decider.decide(scoped), settings.request_seconds,
-                                  "the decision")  # fmt: skip
+            answer = await within(decider.decide(scoped), settings.request_seconds, "the decision")
         except ServiceUnavailable as exc:
-            answer = Answer(503, denial(f"the guard service could not decide now: {exc} "
-                                        "(GUARDAGENT_REQUEST_SECONDS)", parsed.profile or ""))
+            answer = Answer(
+                503,
+                denial(
+                    f"the guard service could not decide now: {exc} (GUARDAGENT_REQUEST_SECONDS)",
+                    parsed.profile or "",
+                ),
+            )
         return _json(answer)
 
     return route
@@ -185,12 +201,16 @@ async def thread_history(request: HttpRequest) -> Response:
     if not grant.may("read", thread_id):
         return _forbidden("read")
     try:
-        history = await within(state.decider.threads.history(thread_id),
-                               state.settings.request_seconds, "the thread's history")
+        history = await within(
+            state.decider.threads.history(thread_id),
+            state.settings.request_seconds,
+            "the thread's history",
+        )
     except Exception as exc:
         log.exception("thread history failed")
-        return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503,
-                            headers=_retry_after(503))  # fmt: skip
+        return JSONResponse(
+            {"error": f"{type(exc).__name__}: {exc}"}, status_code=503, headers=_retry_after(503)
+        )
     return JSONResponse(history)
 
 
@@ -206,10 +226,12 @@ async def readyz(request: HttpRequest) -> Response:
     if require not in ("stateless", "threads"):
         return JSONResponse({"error": "require is stateless or threads"}, status_code=400)
     probe = getattr(state, "probe", None)
-    status, body = readiness(warm=getattr(state, "ready", False),
-                             draining=getattr(state, "draining", False),
-                             threads=probe.threads() if probe is not None else "down",
-                             require_threads=require == "threads")  # fmt: skip
+    status, body = readiness(
+        warm=getattr(state, "ready", False),
+        draining=getattr(state, "draining", False),
+        threads=probe.threads() if probe is not None else "down",
+        require_threads=require == "threads",
+    )
     return JSONResponse(body, status_code=status)
 
 
@@ -231,10 +253,12 @@ class _CloseWhileDraining:
             return
 
         async def closing(message: Any) -> None:
-            if (message["type"] == "http.response.start"
-                    and getattr(scope["app"].state, "draining", False)):  # fmt: skip
-                headers = [(k, v) for k, v in message.get("headers", [])
-                           if k.lower() != b"connection"]  # fmt: skip
+            if message["type"] == "http.response.start" and getattr(
+                scope["app"].state, "draining", False
+            ):
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"
+                ]
                 message = {**message, "headers": [*headers, (b"connection", b"close")]}
             await send(message)
 
@@ -247,16 +271,19 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings or ServiceSettings.from_env()
-        app.state.access = Access(app.state.settings.service_token,
-                                  app.state.settings.service_tokens)  # fmt: skip
+        app.state.access = Access(
+            app.state.settings.service_token, app.state.settings.service_tokens
+        )
         async with AsyncExitStack() as stack:
             stores = await stack.enter_async_context(open_stores(app.state.settings))
             decider = Decider(app.state.settings, stores.locks, stores.decisions, stores.threads)
             await decider.agent(decider.profile_ref(None))  # warm: the first request pays nothing
             app.state.decider, app.state.probe = decider, stores.probe
             app.state.ready = True
-            log.info("guard service ready (database: %s)",
-                     "postgres" if app.state.settings.database_url else "in-process")
+            log.info(
+                "guard service ready (database: %s)",
+                "postgres" if app.state.settings.database_url else "in-process",
+            )
             try:
                 yield
             finally:

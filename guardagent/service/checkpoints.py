@@ -32,8 +32,10 @@ FORMAT = 4
 """LangGraph's checkpoint format version (``Checkpoint.v``) the checkpoints are written in."""
 
 
-def child(seq: int, values: dict[str, Any],
-          ) -> tuple[Checkpoint, dict[str, Any], ChannelVersions]:  # fmt: skip
+def child(
+    seq: int,
+    values: dict[str, Any],
+) -> tuple[Checkpoint, dict[str, Any], ChannelVersions]:
     """The checkpoint of a thread's `seq`-th write: the checkpoint, its metadata, new versions.
 
     Shaped as LangGraph's ``update_state(values, as_node="record")`` makes it (the same
@@ -41,10 +43,14 @@ def child(seq: int, values: dict[str, Any],
     """
     version: str | int | float = f"{seq:032}.{0:016}"
     checkpoint = Checkpoint(
-        v=FORMAT, id=str(uuid6(clock_seq=seq - 1)), ts=datetime.now(UTC).isoformat(),
-        channel_values=dict(values), channel_versions=dict.fromkeys(values, version),
-        versions_seen={"record": {}}, updated_channels=None,
-    )  # fmt: skip
+        v=FORMAT,
+        id=str(uuid6(clock_seq=seq - 1)),
+        ts=datetime.now(UTC).isoformat(),
+        channel_values=dict(values),
+        channel_versions=dict.fromkeys(values, version),
+        versions_seen={"record": {}},
+        updated_channels=None,
+    )
     metadata = {"source": "update", "step": seq - 1, "parents": {}}
     return checkpoint, metadata, dict(checkpoint["channel_versions"])
 

@@ -37,11 +37,27 @@ if TYPE_CHECKING:
     from guardagent.decision import GuardDecision
 
 DECISION_FIELDS = (
-    "allowed", "label", "violations", "reason", "guardrailed_output", "program_source",
-    "program", "attempts", "attempt_errors", "llm_calls", "tokens", "latency_ms", "error",
-    "unreadable", "profile", "rules", "safety_probability", "remediation", "trace_facts",
+    "allowed",
+    "label",
+    "violations",
+    "reason",
+    "guardrailed_output",
+    "program_source",
+    "program",
+    "attempts",
+    "attempt_errors",
+    "llm_calls",
+    "tokens",
+    "latency_ms",
+    "error",
+    "unreadable",
+    "profile",
+    "rules",
+    "safety_probability",
+    "remediation",
+    "trace_facts",
     "trace_state",
-)  # fmt: skip
+)
 """The fields of a decision (`GuardDecision`'s, without importing pydantic): `--fields` picks
 from these before anything is sent."""
 
@@ -106,8 +122,14 @@ def _data(body: Any) -> bytes | None:
 
 def unreachable_denial(reason: str, profile: str = "") -> dict[str, Any]:
     """A fail-closed denial in the decision's shape, for when no decision came back."""
-    return {"allowed": False, "label": 1, "violations": [], "reason": f"denied: {reason}",
-            "error": reason, "profile": profile}  # fmt: skip
+    return {
+        "allowed": False,
+        "label": 1,
+        "violations": [],
+        "reason": f"denied: {reason}",
+        "error": reason,
+        "profile": profile,
+    }
 
 
 def is_decision(status: int, answer: Any) -> bool:
@@ -140,10 +162,15 @@ def typed(answer: dict[str, Any], status: int = 200) -> GuardDecision:
     try:
         return GuardDecision.model_validate(answer)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                             for e in exc.errors()[:3])  # fmt: skip
-        raise ServiceError(f"guard service answered {status} with fields that do not read "
-                           f"as a decision ({problems[:300]})", status, answer) from None
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise ServiceError(
+            f"guard service answered {status} with fields that do not read "
+            f"as a decision ({problems[:300]})",
+            status,
+            answer,
+        ) from None
 
 
 RETRYABLE_STATUS = (502, 503, 504)
@@ -196,8 +223,14 @@ class GuardClient:
             stateless one (no thread) is stored nowhere and is simply decided again.
     """
 
-    def __init__(self, url: str | Sequence[str], *, token: str | None = None,
-                 timeout: float = 60.0, retries: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str | Sequence[str],
+        *,
+        token: str | None = None,
+        timeout: float = 60.0,
+        retries: int | None = None,
+    ) -> None:
         self.bases = service_urls(url)
         self.parts = self.bases[0]
         self.token = token if token is not None else value(SERVICE_TOKEN)
@@ -217,8 +250,9 @@ class GuardClient:
         """
         return self._send(self._current, method, path, _data(body))[:3]
 
-    def _send(self, index: int, method: str, path: str,
-              data: bytes | None) -> tuple[int, Any, bool, float]:  # fmt: skip
+    def _send(
+        self, index: int, method: str, path: str, data: bytes | None
+    ) -> tuple[int, Any, bool, float]:
         """:meth:`request` to replica `index`, with the answer's `Retry-After` (0 if none)."""
         parts = self.bases[index]
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -226,18 +260,28 @@ class GuardClient:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
             status, answer_headers, raw = exchange(
-                parts.scheme, parts.hostname or "", parts.port, method,
-                parts.path.rstrip("/") + path, data, headers, self.timeout)
+                parts.scheme,
+                parts.hostname or "",
+                parts.port,
+                method,
+                parts.path.rstrip("/") + path,
+                data,
+                headers,
+                self.timeout,
+            )
         except OSError as exc:  # WireError too: no answer this client can read
             raise ServiceError(f"guard service {parts.netloc} unreachable: {exc}") from None
         try:
             answer = json.loads(raw)
         except (ValueError, RecursionError):
-            raise ServiceError(f"guard service answered {status} without JSON",
-                               status) from None  # fmt: skip
+            raise ServiceError(f"guard service answered {status} without JSON", status) from None
         wait = answer_headers.get("retry-after", "")
-        return (status, answer, answer_headers.get("idempotent-replayed") == "true",
-                min(float(wait), MAX_RETRY_WAIT) if wait.isdigit() else 0.0)  # fmt: skip
+        return (
+            status,
+            answer,
+            answer_headers.get("idempotent-replayed") == "true",
+            min(float(wait), MAX_RETRY_WAIT) if wait.isdigit() else 0.0,
+        )
 
     def _failing_over(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """The first answer that is not retryable, trying replica after replica.
@@ -278,44 +322,95 @@ class GuardClient:
         if is_decision(status, answer):
             return dict(answer)  # a decision (200), or a fail-closed denial (503)
         message = answer.get("error") if isinstance(answer, dict) else None
-        raise ServiceError(f"guard service refused the request ({status}): "
-                           f"{message or answer}", status, answer)  # fmt: skip
+        raise ServiceError(
+            f"guard service refused the request ({status}): {message or answer}", status, answer
+        )
 
-    def check(self, agent_input: str, agent_output: str, *, profile: str | None = None,
-              user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
-              idempotency_key: str | None = None) -> GuardDecision:  # fmt: skip
+    def check(
+        self,
+        agent_input: str,
+        agent_output: str,
+        *,
+        profile: str | None = None,
+        user_facts: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> GuardDecision:
         """Decide one event (the service's `GuardAgent.check`): the typed decision."""
-        answer = self.check_raw(agent_input, agent_output, profile=profile,
-                                user_facts=user_facts, thread_id=thread_id,
-                                idempotency_key=idempotency_key)  # fmt: skip
+        answer = self.check_raw(
+            agent_input,
+            agent_output,
+            profile=profile,
+            user_facts=user_facts,
+            thread_id=thread_id,
+            idempotency_key=idempotency_key,
+        )
         return typed(answer)
 
-    def check_raw(self, agent_input: str, agent_output: str, *, profile: str | None = None,
-                  user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
-                  idempotency_key: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def check_raw(
+        self,
+        agent_input: str,
+        agent_output: str,
+        *,
+        profile: str | None = None,
+        user_facts: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`check`, the decision as the service's JSON (standard library only)."""
-        return self._decide("/v1/decide/event", {
-            "profile": profile, "input": agent_input, "output": agent_output,
-            "user_facts": user_facts, "thread_id": thread_id, "idempotency_key": idempotency_key,
-        })  # fmt: skip
+        return self._decide(
+            "/v1/decide/event",
+            {
+                "profile": profile,
+                "input": agent_input,
+                "output": agent_output,
+                "user_facts": user_facts,
+                "thread_id": thread_id,
+                "idempotency_key": idempotency_key,
+            },
+        )
 
-    def check_trace(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
-                    *, trace: Any = None, profile: str | None = None,
-                    consent: list[Any] | None = None, user_facts: dict[str, Any] | None = None,
-                    thread_id: str | None = None, idempotency_key: str | None = None,
-                    task: Any = None) -> GuardDecision:  # fmt: skip
+    def check_trace(
+        self,
+        messages: Any = None,
+        proposed_call: dict[str, Any] | None = None,
+        *,
+        trace: Any = None,
+        profile: str | None = None,
+        consent: list[Any] | None = None,
+        user_facts: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+        task: Any = None,
+    ) -> GuardDecision:
         """Decide a proposed tool call (:meth:`check_trace_raw`): the typed decision."""
-        return typed(self.check_trace_raw(
-            messages, proposed_call, trace=trace, profile=profile, consent=consent,
-            user_facts=user_facts, thread_id=thread_id, idempotency_key=idempotency_key,
-            task=task))  # fmt: skip
+        return typed(
+            self.check_trace_raw(
+                messages,
+                proposed_call,
+                trace=trace,
+                profile=profile,
+                consent=consent,
+                user_facts=user_facts,
+                thread_id=thread_id,
+                idempotency_key=idempotency_key,
+                task=task,
+            )
+        )
 
-    def check_trace_raw(self, messages: Any = None, proposed_call: dict[str, Any] | None = None,
-                        *, trace: Any = None, profile: str | None = None,
-                        consent: list[Any] | None = None,
-                        user_facts: dict[str, Any] | None = None, thread_id: str | None = None,
-                        idempotency_key: str | None = None,
-                        task: Any = None) -> dict[str, Any]:  # fmt: skip
+    def check_trace_raw(
+        self,
+        messages: Any = None,
+        proposed_call: dict[str, Any] | None = None,
+        *,
+        trace: Any = None,
+        profile: str | None = None,
+        consent: list[Any] | None = None,
+        user_facts: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+        task: Any = None,
+    ) -> dict[str, Any]:
         """Decide a proposed tool call from its conversation (the service's `check_trace`).
 
         The decision as the service's JSON, with the standard library only.
@@ -327,9 +422,14 @@ class GuardClient:
         as `check_trace(task=...)` takes it: the service attaches it, or denies saying why.
         A `trace` given as bytes (a file's) is sent as those bytes (:func:`trace_text`).
         """
-        body: dict[str, Any] = {"profile": profile, "consent": consent, "user_facts": user_facts,
-                                "thread_id": thread_id, "idempotency_key": idempotency_key,
-                                "task": task}
+        body: dict[str, Any] = {
+            "profile": profile,
+            "consent": consent,
+            "user_facts": user_facts,
+            "thread_id": thread_id,
+            "idempotency_key": idempotency_key,
+            "task": task,
+        }
         if isinstance(trace, bytes | bytearray):
             trace = trace_text(bytes(trace))
         if trace is not None:
@@ -341,7 +441,8 @@ class GuardClient:
     def thread(self, thread_id: str) -> dict[str, Any]:
         """The thread's decisions, oldest first (``{"decisions": [...], "linear": ...}``)."""
         status, answer = self._failing_over(
-            "GET", "/v1/threads/" + urllib.parse.quote(thread_id, safe=""))
+            "GET", "/v1/threads/" + urllib.parse.quote(thread_id, safe="")
+        )
         if status != 200 or not isinstance(answer, dict):
             raise ServiceError(f"guard service answered {status}: {answer}", status, answer)
         return answer

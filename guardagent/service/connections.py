@@ -24,8 +24,10 @@ from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-_LATE = (b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n"
-         b"Content-Type: text/plain\r\n\r\n")  # fmt: skip
+_LATE = (
+    b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n"
+    b"Content-Type: text/plain\r\n\r\n"
+)
 _HOOKS = ("connection_made", "data_received", "connection_lost", "on_response_complete")
 
 
@@ -43,8 +45,7 @@ def head_bounded(seconds: float, limit: int, base: type[Any] = AutoHTTPProtocol)
     """
     missing = [name for name in _HOOKS if not callable(getattr(base, name, None))]
     if missing:
-        raise TypeError(f"{base.__name__} lacks {', '.join(missing)}: cannot bound request "
-                        "heads")  # fmt: skip
+        raise TypeError(f"{base.__name__} lacks {', '.join(missing)}: cannot bound request heads")
     waiting: dict[Any, None] = {}  # the connections waiting for a head, longest first
 
     class HeadBounded(base):  # type: ignore[misc]

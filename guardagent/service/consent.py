@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-NEEDS_KEY = ("consent records need the deployment's key, which signs them: set "
-             "GUARDAGENT_TRACE_KEY (e.g. export GUARDAGENT_TRACE_KEY=$(openssl rand -hex 32), "
-             "the same key for every call of the deployment)")  # fmt: skip
+NEEDS_KEY = (
+    "consent records need the deployment's key, which signs them: set "
+    "GUARDAGENT_TRACE_KEY (e.g. export GUARDAGENT_TRACE_KEY=$(openssl rand -hex 32), "
+    "the same key for every call of the deployment)"
+)
 
 
 def consent_problem(records: Any, key: bytes | None) -> str | None:
@@ -37,6 +39,8 @@ def consent_problem(records: Any, key: bytes | None) -> str | None:
         except (PredicateSpecError, TypeError, RecursionError) as exc:
             return f"record {number}: {str(exc)[:200]}"
         if not verify(record, key):
-            return (f"record {number} is not signed with GUARDAGENT_TRACE_KEY (sign records "
-                    "with guardagent.trace.Consent(...).signed(key))")  # fmt: skip
+            return (
+                f"record {number} is not signed with GUARDAGENT_TRACE_KEY (sign records "
+                "with guardagent.trace.Consent(...).signed(key))"
+            )
     return None

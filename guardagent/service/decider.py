@@ -58,15 +58,17 @@ class Answer:
 
 def denial(reason: str, profile: str = "") -> dict[str, Any]:
     """A fail-closed denial in the decision's JSON shape (the service could not decide)."""
-    return GuardDecision(allowed=False, label=1, reason=f"denied: {reason}", error=reason,
-                         profile=profile).model_dump(mode="json")  # fmt: skip
+    return GuardDecision(
+        allowed=False, label=1, reason=f"denied: {reason}", error=reason, profile=profile
+    ).model_dump(mode="json")
 
 
 class Decider:
     """The guards of the registered profiles and the stores every decision goes through."""
 
-    def __init__(self, settings: ServiceSettings, locks: Locks, decisions: Decisions,
-                 threads: ThreadStore) -> None:  # fmt: skip
+    def __init__(
+        self, settings: ServiceSettings, locks: Locks, decisions: Decisions, threads: ThreadStore
+    ) -> None:
         self.settings = settings
         self.locks = locks
         self.decisions = decisions
@@ -84,8 +86,10 @@ class Decider:
         if name is None:
             return self.settings.guard.profile
         if name not in self.profiles:
-            raise BadRequest(f"profile {name[:80]!r} is not served here; choose one of: "
-                             f"{', '.join(sorted(self.profiles))}")  # fmt: skip
+            raise BadRequest(
+                f"profile {name[:80]!r} is not served here; choose one of: "
+                f"{', '.join(sorted(self.profiles))}"
+            )
         return self.profiles[name]
 
     def _build(self, ref: str) -> GuardAgent:
@@ -116,14 +120,18 @@ class Decider:
         if not build.cancelled() and build.exception() is None:
             self._agents[ref] = build.result()
 
-    async def _run(self, request: Request, trace_state: dict[str, Any] | None,
-                   ) -> GuardDecision:  # fmt: skip
+    async def _run(
+        self,
+        request: Request,
+        trace_state: dict[str, Any] | None,
+    ) -> GuardDecision:
         agent = await self.agent(self.profile_ref(request.profile))
         body = request.body
         try:
             if request.kind == "event":
-                return await agent.acheck(body["input"], body["output"],
-                                          user_facts=request.user_facts)  # fmt: skip
+                return await agent.acheck(
+                    body["input"], body["output"], user_facts=request.user_facts
+                )
             if "consent" in body:  # as `check --consent` takes them: signed, or refused
                 problem = consent_problem(body["consent"], agent.context.trace_key_bytes)
                 if problem:
@@ -131,13 +139,17 @@ class Decider:
             trace = body.get("trace")
             if isinstance(trace, str):  # the bytes it stands for: read (and sized) as bytes
                 trace = trace_bytes(trace)
-            args = ((trace, None) if "trace" in body
-                    else (body["messages"], body.get("proposed_call")))  # fmt: skip
-            decision = await agent.acheck_trace(*args, user_facts=request.user_facts,
-                                                consent=body.get("consent") or [],
-                                                thread_state=trace_state,
-                                                thread_id=request.thread_id,
-                                                task=body.get("task"))  # fmt: skip
+            args = (
+                (trace, None) if "trace" in body else (body["messages"], body.get("proposed_call"))
+            )
+            decision = await agent.acheck_trace(
+                *args,
+                user_facts=request.user_facts,
+                consent=body.get("consent") or [],
+                thread_state=trace_state,
+                thread_id=request.thread_id,
+                task=body.get("task"),
+            )
         except ValueError as exc:  # the caller's facts (an event's)
             raise BadRequest(str(exc)) from None
         if any(u.get("reason") == "no_trace_policy" for u in decision.unreadable or ()):
@@ -159,15 +171,17 @@ class Decider:
         except LockBusy as exc:
             return Answer(200, denial(str(exc), profile))
         except ServiceUnavailable as exc:  # its database or the deadline: retry (same key)
-            return Answer(503, denial(f"the guard service could not decide now: {exc}",
-                                      profile))  # fmt: skip
+            return Answer(503, denial(f"the guard service could not decide now: {exc}", profile))
         except WriteRefused as exc:  # not decided: the host may retry it (same key)
-            return Answer(503, denial(f"{exc}; decided {ATTEMPTS} times, each write refused",
-                                      profile))  # fmt: skip
+            return Answer(
+                503, denial(f"{exc}; decided {ATTEMPTS} times, each write refused", profile)
+            )
         except Exception as exc:  # the database, the memory, a bug: deny, say why, log
             log.exception("decision failed")
-            return Answer(503, denial(f"the guard service could not decide: "
-                                      f"{type(exc).__name__}: {exc}", profile))  # fmt: skip
+            return Answer(
+                503,
+                denial(f"the guard service could not decide: {type(exc).__name__}: {exc}", profile),
+            )
 
     def _canonical(self, request: Request) -> dict[str, Any]:
         """The body as fingerprinted: the profile as loaded, the default's left out.
@@ -232,8 +246,9 @@ class Decider:
             body = decision.model_dump(mode="json")
             also = None if key is None else self._key_writer(key, Stored(fp, body))
             if thread is not None or also is not None:
-                new = await self.threads.append(thread, head, request.kind, body,
-                                                decision.trace_state, mark, also, parent=last)
+                new = await self.threads.append(
+                    thread, head, request.kind, body, decision.trace_state, mark, also, parent=last
+                )
                 if thread is not None:  # committed: the next run of this hold starts there
                     turn.baton[thread] = new
             return Answer(200, body)

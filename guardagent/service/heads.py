@@ -98,8 +98,13 @@ class Heads(Protocol):
     async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
         """Refuse early (:class:`HeadMoved`) where a write cannot be rolled back."""
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
-                      ) -> Advanced:  # fmt: skip
+    async def advance(
+        self,
+        tx: Transaction,
+        thread_id: str,
+        expected: Head,
+        new_id: str,
+    ) -> Advanced:
         """Send: make `new_id` the head if `expected` still is (see :data:`Advanced`)."""
 
 
@@ -124,8 +129,13 @@ class MemoryHeads:
         if current != expected:
             raise _moved(thread_id, expected, current.seq)
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
-                      ) -> Advanced:  # fmt: skip
+    async def advance(
+        self,
+        tx: Transaction,
+        thread_id: str,
+        expected: Head,
+        new_id: str,
+    ) -> Advanced:
         """Make `new_id` the head if `expected` still is; else :class:`HeadMoved` at once."""
         current = self._heads.get(thread_id, NEW_THREAD)
         if current != expected:
@@ -136,8 +146,10 @@ class MemoryHeads:
 
 def _moved(thread_id: str, expected: Head, seq: int | None) -> HeadMoved:
     now = "has another head" if seq is None else f"is at write {seq}"
-    return HeadMoved(f"thread {thread_id[:80]!r} moved on while this run decided: it read write "
-                     f"{expected.seq}, the thread {now} (another replica wrote it)")  # fmt: skip
+    return HeadMoved(
+        f"thread {thread_id[:80]!r} moved on while this run decided: it read write "
+        f"{expected.seq}, the thread {now} (another replica wrote it)"
+    )
 
 
 class PostgresHeads:
@@ -172,17 +184,23 @@ class PostgresHeads:
         from psycopg.rows import tuple_row
 
         async with conn.cursor(row_factory=tuple_row) as cur:
-            await cur.execute(f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s",
-                              (thread_id,))  # fmt: skip
+            await cur.execute(
+                f"SELECT seq, checkpoint_id FROM {HEADS} WHERE thread_id = %s", (thread_id,)
+            )
             row = await cur.fetchone()
             if row is not None:
                 return Head(int(row[0]), str(row[1]))
-            await cur.execute("SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
-                              "checkpoint_ns = '' LIMIT 1", (thread_id,))  # fmt: skip
+            await cur.execute(
+                "SELECT 1 AS found FROM checkpoints WHERE thread_id = %s AND "
+                "checkpoint_ns = '' LIMIT 1",
+                (thread_id,),
+            )
             if await cur.fetchone() is not None:
-                raise Headless(f"thread {thread_id[:80]!r} has checkpoints but no head: a replica "
-                               "of an older guardagent wrote it after the database was "
-                               "upgraded; stop older replicas (see guardagent.service.heads)")
+                raise Headless(
+                    f"thread {thread_id[:80]!r} has checkpoints but no head: a replica "
+                    "of an older guardagent wrote it after the database was "
+                    "upgraded; stop older replicas (see guardagent.service.heads)"
+                )
         return NEW_THREAD
 
     @asynccontextmanager
@@ -190,15 +208,19 @@ class PostgresHeads:
         """A pipelined connection in a transaction, and a checkpoint saver bound to it."""
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        async with (self.pool.connection() as conn, conn.pipeline() as pipeline,
-                    conn.transaction()):  # fmt: skip
+        async with self.pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
             yield Transaction(conn, AsyncPostgresSaver(conn, serde=self.serde), pipeline)
 
     async def check(self, tx: Transaction, thread_id: str, expected: Head) -> None:
         """Nothing to do: :meth:`advance` decides, in the transaction that rolls back."""
 
-    async def advance(self, tx: Transaction, thread_id: str, expected: Head, new_id: str,
-                      ) -> Advanced:  # fmt: skip
+    async def advance(
+        self,
+        tx: Transaction,
+        thread_id: str,
+        expected: Head,
+        new_id: str,
+    ) -> Advanced:
         """Send the head's compare-and-set in `tx` (a concurrent advance waits for the row).
 
         The returned function, called after `tx` synced, gives the new head, or raises
@@ -208,12 +230,15 @@ class PostgresHeads:
         if expected.seq == 0:
             cur = await tx.conn.execute(
                 f"INSERT INTO {HEADS} (thread_id, seq, checkpoint_id) VALUES (%s, 1, %s) "
-                "ON CONFLICT (thread_id) DO NOTHING", (thread_id, new_id))  # fmt: skip
+                "ON CONFLICT (thread_id) DO NOTHING",
+                (thread_id, new_id),
+            )
         else:
             cur = await tx.conn.execute(
                 f"UPDATE {HEADS} SET seq = seq + 1, checkpoint_id = %s, updated_at = now() "
                 "WHERE thread_id = %s AND seq = %s AND checkpoint_id = %s",
-                (new_id, thread_id, expected.seq, expected.checkpoint_id))  # fmt: skip
+                (new_id, thread_id, expected.seq, expected.checkpoint_id),
+            )
 
         def advanced() -> Head:
             if cur.rowcount != 1:
@@ -233,22 +258,31 @@ class PostgresHeads:
             SchemaTooNew: the database's schema is newer than this replica's.
         """
         async with conn.transaction():
-            await conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA} (id int PRIMARY KEY "
-                               "CHECK (id = 1), version int NOT NULL)")  # fmt: skip
-            await conn.execute(f"CREATE TABLE IF NOT EXISTS {HEADS} (thread_id text PRIMARY KEY, "
-                               "seq bigint NOT NULL, checkpoint_id text NOT NULL, "
-                               "updated_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {SCHEMA} (id int PRIMARY KEY "
+                "CHECK (id = 1), version int NOT NULL)"
+            )
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {HEADS} (thread_id text PRIMARY KEY, "
+                "seq bigint NOT NULL, checkpoint_id text NOT NULL, "
+                "updated_at timestamptz NOT NULL DEFAULT now())"
+            )
             cur = await conn.execute(f"SELECT version FROM {SCHEMA} WHERE id = 1 FOR UPDATE")
             row = await cur.fetchone()
             version = 1 if row is None else int(row[0])
             if version > SCHEMA_VERSION:
-                raise SchemaTooNew(f"the database's guardagent schema is version {version}; "
-                                   f"this replica knows {SCHEMA_VERSION}: upgrade the replica")
+                raise SchemaTooNew(
+                    f"the database's guardagent schema is version {version}; "
+                    f"this replica knows {SCHEMA_VERSION}: upgrade the replica"
+                )
             if version < 2:  # heads were the highest checkpoint ids: take them as they were
                 await conn.execute(
                     f"INSERT INTO {HEADS} (thread_id, seq, checkpoint_id) SELECT thread_id, "
                     "count(*), max(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
-                    "GROUP BY thread_id ON CONFLICT (thread_id) DO NOTHING")  # fmt: skip
-            await conn.execute(f"INSERT INTO {SCHEMA} (id, version) VALUES (1, %s) ON CONFLICT "
-                               "(id) DO UPDATE SET version = EXCLUDED.version",
-                               (SCHEMA_VERSION,))  # fmt: skip
+                    "GROUP BY thread_id ON CONFLICT (thread_id) DO NOTHING"
+                )
+            await conn.execute(
+                f"INSERT INTO {SCHEMA} (id, version) VALUES (1, %s) ON CONFLICT "
+                "(id) DO UPDATE SET version = EXCLUDED.version",
+                (SCHEMA_VERSION,),
+            )

@@ -32,14 +32,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 VALUE_OPTIONS = {
-    "--profile": "profile", "--input": "agent_input", "--output": "agent_output",
-    "--trace": "trace_file", "--consent": "consent_file", "--task": "task_file",
-    "--fields": "fields", "--server": "server", "--thread-id": "thread_id",
-    "--idempotency-key": "idempotency_key", "--rules": "rules",
-}  # fmt: skip
+    "--profile": "profile",
+    "--input": "agent_input",
+    "--output": "agent_output",
+    "--trace": "trace_file",
+    "--consent": "consent_file",
+    "--task": "task_file",
+    "--fields": "fields",
+    "--server": "server",
+    "--thread-id": "thread_id",
+    "--idempotency-key": "idempotency_key",
+    "--rules": "rules",
+}
 FLAG_OPTIONS = {"--quiet": "quiet"}
-LEFT_TO_CLICK = frozenset({"--state", "--model", "--base-url", "--memory-dir", "--memory-url",
-                           "--help"})  # fmt: skip
+LEFT_TO_CLICK = frozenset(
+    {"--state", "--model", "--base-url", "--memory-dir", "--memory-url", "--help"}
+)
 """Options of `check` this path never takes (refused with --server, or help): click answers."""
 
 EXIT_ALLOW, EXIT_DENY, EXIT_UNREADABLE = 0, 1, 2
@@ -75,8 +83,9 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     if "server" not in options or "profile" not in options:
         return None
     pair = "agent_input" in options and "agent_output" in options
-    if ("trace_file" in options) == pair or (len({"agent_input", "agent_output"} & set(options))
-                                             == 1):  # fmt: skip
+    if ("trace_file" in options) == pair or (
+        len({"agent_input", "agent_output"} & set(options)) == 1
+    ):
         return None
     if "trace_file" not in options and {"consent_file", "task_file", "rules"} & set(options):
         return None
@@ -184,13 +193,21 @@ def send(client: GuardClient, options: dict[str, Any], inputs: dict[str, Any]) -
     try:
         if "trace" in inputs:
             decision = client.check_trace_raw(
-                trace=inputs["trace"], profile=profile, consent=inputs.get("consent"),
-                thread_id=options.get("thread_id"), task=inputs.get("task"),
-                idempotency_key=options.get("idempotency_key"))  # fmt: skip
+                trace=inputs["trace"],
+                profile=profile,
+                consent=inputs.get("consent"),
+                thread_id=options.get("thread_id"),
+                task=inputs.get("task"),
+                idempotency_key=options.get("idempotency_key"),
+            )
         else:
-            decision = client.check_raw(inputs["input"], inputs["output"], profile=profile,
-                                        thread_id=options.get("thread_id"),
-                                        idempotency_key=options.get("idempotency_key"))  # fmt: skip
+            decision = client.check_raw(
+                inputs["input"],
+                inputs["output"],
+                profile=profile,
+                thread_id=options.get("thread_id"),
+                idempotency_key=options.get("idempotency_key"),
+            )
     except ServiceError as exc:
         if exc.status in UNREADABLE_STATUS:
             sys.stderr.write(f"error: {exc}\n")
@@ -226,8 +243,12 @@ def _files(options: dict[str, Any]) -> dict[str, Any]:
         raise NotPlain(trace)
     for key in ("agent_input", "agent_output"):
         value = options.get(key)
-        if (value is not None and value.startswith("@") and value != "@-"
-                and not os.path.isfile(value[1:])):  # fmt: skip
+        if (
+            value is not None
+            and value.startswith("@")
+            and value != "@-"
+            and not os.path.isfile(value[1:])
+        ):
             raise NotPlain(value)
     return inputs
 

@@ -51,8 +51,9 @@ class Stored(NamedTuple):
 def fingerprint(kind: str, request: Mapping[str, Any]) -> str:
     """SHA-256 of the request as canonical JSON (key order and spacing do not count)."""
     fields = {k: v for k, v in request.items() if k != "idempotency_key"}
-    canonical = json.dumps([kind, fields], sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)  # fmt: skip
+    canonical = json.dumps(
+        [kind, fields], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -175,8 +175,12 @@ class PostgresLocks:
                 except BaseException as exc:
                     await held.release(exc)
                     raise
-                if (one is not None and held.runs < HANDOVERS and self._turns.users(one) > 1
-                        and not held.conn.closed):  # fmt: skip
+                if (
+                    one is not None
+                    and held.runs < HANDOVERS
+                    and self._turns.users(one) > 1
+                    and not held.conn.closed
+                ):
                     held.runs += 1
                     self._parked[one] = held  # the next run of this key here takes it
                 else:
@@ -201,16 +205,18 @@ class PostgresLocks:
             entered = self.pool.connection(timeout=max(0.001, deadline - time.monotonic()))
             conn = await entered.__aenter__()
         except PoolTimeout:  # the database is down, or every connection busy: retry (503)
-            raise ServiceUnavailable(f"no database connection free for a lock within "
-                                     f"{self.wait:g} s (GUARDAGENT_POOL_SIZE)",
-                                     ) from None  # fmt: skip
+            raise ServiceUnavailable(
+                f"no database connection free for a lock within "
+                f"{self.wait:g} s (GUARDAGENT_POOL_SIZE)",
+            ) from None
         held = _Held(entered, conn)
         try:
             waited = False
             for key in keys:
                 args = (LOCK_NAMESPACE, key)
                 cur = await conn.execute(
-                    "SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))", args)
+                    "SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))", args
+                )
                 row = await cur.fetchone()
                 if row and row[0]:
                     continue  # free: one round trip
@@ -218,11 +224,11 @@ class PostgresLocks:
                 if left_ms < 1:
                     raise _busy(key, self.wait)
                 waited = True
-                await conn.execute("SELECT set_config('lock_timeout', %s, false)",
-                                   (f"{left_ms}ms",))  # fmt: skip
+                await conn.execute(
+                    "SELECT set_config('lock_timeout', %s, false)", (f"{left_ms}ms",)
+                )
                 try:
-                    await conn.execute(
-                        "SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", args)
+                    await conn.execute("SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", args)
                 except errors.LockNotAvailable:
                     raise _busy(key, self.wait) from None
             if waited:

@@ -49,8 +49,9 @@ class PromptPool(AsyncConnectionPool[Any]):
             await self.check()  # the others went with it: replaced now, not one per pause
             raise
 
-    async def _add_connection(self, attempt: AttemptWithBackoff | None,
-                              growing: bool = False) -> None:  # fmt: skip
+    async def _add_connection(
+        self, attempt: AttemptWithBackoff | None, growing: bool = False
+    ) -> None:
         if attempt is None:
             attempt = _EverySecond(timeout=self.reconnect_timeout)
         await super()._add_connection(attempt, growing=growing)

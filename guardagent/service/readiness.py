@@ -65,8 +65,9 @@ class DatabaseProbe:
             its own, :func:`within`).
     """
 
-    def __init__(self, url: str, every: float = PROBE_EVERY_SECONDS,
-                 bound: float = PROBE_WITHIN_SECONDS) -> None:  # fmt: skip
+    def __init__(
+        self, url: str, every: float = PROBE_EVERY_SECONDS, bound: float = PROBE_WITHIN_SECONDS
+    ) -> None:
         self.url, self.every, self.bound = url, every, bound
         self._state = "down: not checked yet"
         self._conn: Any = None
@@ -95,7 +96,8 @@ class DatabaseProbe:
         conn = self._conn
         if conn is None or conn.closed:
             conn = self._conn = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, connect_timeout=max(1, round(self.bound)))
+                self.url, autocommit=True, connect_timeout=max(1, round(self.bound))
+            )
         try:
             await conn.execute("SELECT 1")
         except BaseException:  # failed or cancelled: this connection is not used again
@@ -125,12 +127,15 @@ class DatabaseProbe:
                     await self._conn.close()
 
 
-def readiness(*, warm: bool, draining: bool, threads: str,
-              require_threads: bool) -> tuple[int, dict[str, Any]]:  # fmt: skip
+def readiness(
+    *, warm: bool, draining: bool, threads: str, require_threads: bool
+) -> tuple[int, dict[str, Any]]:
     """`/readyz`'s status and body (see the module's table)."""
     if draining or not warm:
-        return 503, {"status": "draining" if draining else "starting",
-                     "stateless": "down", "threads": "down"}  # fmt: skip
-    body = {"status": "ready" if threads == OK else "degraded", "stateless": OK,
-            "threads": threads}  # fmt: skip
+        return 503, {
+            "status": "draining" if draining else "starting",
+            "stateless": "down",
+            "threads": "down",
+        }
+    body = {"status": "ready" if threads == OK else "degraded", "stateless": OK, "threads": threads}
     return (503 if require_threads and threads != OK else 200), body

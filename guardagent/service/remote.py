@@ -40,10 +40,21 @@ def _consent(consent_file: str | None) -> list[Any] | None:
         raise click.BadParameter(f"{consent_file}: {exc}", param_hint="--consent") from None
 
 
-def check_remote(server: str, profile: str, *, agent_input: str | None,
-                 agent_output: str | None, trace_file: str | None, consent_file: str | None,
-                 thread_id: str | None, idempotency_key: str | None, quiet: bool,
-                 fields: str | None, task: Any = None, rules: str = "all") -> int:  # fmt: skip
+def check_remote(
+    server: str,
+    profile: str,
+    *,
+    agent_input: str | None,
+    agent_output: str | None,
+    trace_file: str | None,
+    consent_file: str | None,
+    thread_id: str | None,
+    idempotency_key: str | None,
+    quiet: bool,
+    fields: str | None,
+    task: Any = None,
+    rules: str = "all",
+) -> int:
     """Send the event or trace, print the decision JSON, return the exit status.
 
     Raises:
@@ -51,14 +62,22 @@ def check_remote(server: str, profile: str, *, agent_input: str | None,
     """
     unknown = unknown_fields(fields)
     if unknown:
-        raise click.BadParameter(f"unknown field(s) {', '.join(unknown)}; a decision has "
-                                 f"{', '.join(DECISION_FIELDS)}", param_hint="--fields")
+        raise click.BadParameter(
+            f"unknown field(s) {', '.join(unknown)}; a decision has {', '.join(DECISION_FIELDS)}",
+            param_hint="--fields",
+        )
     try:
         client = GuardClient(server)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--server") from None
-    options = {"profile": profile, "thread_id": thread_id, "idempotency_key": idempotency_key,
-               "quiet": quiet, "fields": fields, "rules": rules}  # fmt: skip
+    options = {
+        "profile": profile,
+        "thread_id": thread_id,
+        "idempotency_key": idempotency_key,
+        "quiet": quiet,
+        "fields": fields,
+        "rules": rules,
+    }
     inputs: dict[str, Any]
     if trace_file is not None:
         consent = _consent(consent_file)  # files first, as the hook reads them

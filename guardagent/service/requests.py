@@ -18,10 +18,20 @@ from typing import Any
 from guardagent.service.idempotency import MAX_KEY_CHARS
 from guardagent.service.threads import MAX_THREAD_ID_CHARS
 
-EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id",
-                        "idempotency_key"})  # fmt: skip
-TRACE_KEYS = frozenset({"profile", "trace", "messages", "proposed_call", "consent",
-                        "user_facts", "thread_id", "idempotency_key", "task"})  # fmt: skip
+EVENT_KEYS = frozenset({"profile", "input", "output", "user_facts", "thread_id", "idempotency_key"})
+TRACE_KEYS = frozenset(
+    {
+        "profile",
+        "trace",
+        "messages",
+        "proposed_call",
+        "consent",
+        "user_facts",
+        "thread_id",
+        "idempotency_key",
+        "task",
+    }
+)
 
 
 class BadRequest(ValueError):
@@ -54,8 +64,9 @@ class Request:
         return []
 
 
-NULL_MEANS_ABSENT = frozenset({"profile", "user_facts", "thread_id", "idempotency_key", "task",
-                               "proposed_call"})  # fmt: skip
+NULL_MEANS_ABSENT = frozenset(
+    {"profile", "user_facts", "thread_id", "idempotency_key", "task", "proposed_call"}
+)
 """Keys whose JSON ``null`` the service reads as the key left out: dropped on reading, so a
 retry that adds ``"profile": null`` is the same request (its fingerprint too)."""
 
@@ -71,10 +82,18 @@ def checked_id(key: str, value: object, limit: int) -> str:
     Raises:
         BadRequest: anything else.
     """
-    if (not isinstance(value, str) or not value or len(value) > limit or "\x00" in value
-            or not value.isascii() and not _utf8(value)):  # fmt: skip
-        raise BadRequest(f"{key} must be a non-empty string of at most {limit} characters, "
-                         "without NUL or lone surrogates")  # fmt: skip
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > limit
+        or "\x00" in value
+        or not value.isascii()
+        and not _utf8(value)
+    ):
+        raise BadRequest(
+            f"{key} must be a non-empty string of at most {limit} characters, "
+            "without NUL or lone surrogates"
+        )
     return value
 
 
@@ -107,8 +126,10 @@ def parse_request(kind: str, body: Any) -> Request:
     allowed = EVENT_KEYS if kind == "event" else TRACE_KEYS
     unknown = sorted(set(body) - allowed)
     if unknown:
-        raise BadRequest(f"unknown key(s) {', '.join(map(repr, unknown))}; a {kind} request "
-                         f"has {', '.join(sorted(allowed))}")  # fmt: skip
+        raise BadRequest(
+            f"unknown key(s) {', '.join(map(repr, unknown))}; a {kind} request "
+            f"has {', '.join(sorted(allowed))}"
+        )
     if kind == "event":
         for key in ("input", "output"):
             if not isinstance(body.get(key), str):
@@ -127,7 +148,10 @@ def parse_request(kind: str, body: Any) -> Request:
     if profile is not None and not isinstance(profile, str):
         raise BadRequest("profile must be the name of a profile the service serves")
     return Request(
-        kind=kind, body=body, profile=profile, user_facts=facts,
+        kind=kind,
+        body=body,
+        profile=profile,
+        user_facts=facts,
         thread_id=_name(body, "thread_id", MAX_THREAD_ID_CHARS),
         idempotency_key=_name(body, "idempotency_key", MAX_KEY_CHARS),
-    )  # fmt: skip
+    )

@@ -48,15 +48,19 @@ class _DrainingServer(uvicorn.Server):
     async def on_tick(self, counter: int) -> bool:
         if self.drain_until is not None and not self._drain_logged:
             self._drain_logged = True
-            log.warning("draining for %g s (GUARDAGENT_DRAIN_SECONDS): not ready, still "
-                        "serving; a second signal stops now", self.drain_seconds)  # fmt: skip
+            log.warning(
+                "draining for %g s (GUARDAGENT_DRAIN_SECONDS): not ready, still "
+                "serving; a second signal stops now",
+                self.drain_seconds,
+            )
         if self.drain_until is not None and time.monotonic() >= self.drain_until:
             self.should_exit = True
         return await super().on_tick(counter)
 
 
-def serve(host: str, port: int, *, log_level: str = "info",
-          settings: ServiceSettings | None = None) -> None:  # fmt: skip
+def serve(
+    host: str, port: int, *, log_level: str = "info", settings: ServiceSettings | None = None
+) -> None:
     """Serve until a signal; settings default to the environment's (checked before binding).
 
     Raises:
@@ -67,11 +71,17 @@ def serve(host: str, port: int, *, log_level: str = "info",
     _DrainingServer(config, settings.drain_seconds).run()
 
 
-def server_config(settings: ServiceSettings, host: str, port: int, *,
-                  log_level: str = "info") -> uvicorn.Config:  # fmt: skip
+def server_config(
+    settings: ServiceSettings, host: str, port: int, *, log_level: str = "info"
+) -> uvicorn.Config:
     """The uvicorn configuration of one replica (also what the tests serve with)."""
     return uvicorn.Config(
-        create_app(settings), host=host, port=port, log_level=log_level, lifespan="on",
-        timeout_graceful_shutdown=math.ceil(settings.shutdown_seconds), access_log=False,
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_seconds),
+        access_log=False,
         http=head_bounded(settings.header_seconds, settings.max_pending_connections),
-    )  # fmt: skip
+    )

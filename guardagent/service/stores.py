@@ -60,8 +60,10 @@ async def _setup_lock(conn: Any) -> None:
     """
     deadline = time.monotonic() + _OPEN_SECONDS
     while True:
-        cur = await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
-                                 (LOCK_NAMESPACE, "setup:schema"))  # fmt: skip
+        cur = await conn.execute(
+            "SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+            (LOCK_NAMESPACE, "setup:schema"),
+        )
         row = await cur.fetchone()
         if row and row[0]:
             return
@@ -74,9 +76,12 @@ async def _setup_lock(conn: Any) -> None:
 async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
     """The replica's stores for its lifetime; pools close (after in-flight work) on exit."""
     if not settings.database_url:
-        yield Stores(LocalLocks(settings.lock_wait_seconds), MemoryDecisions(),
-                     ThreadStore(InMemorySaver(serde=saver_serde()), heads=MemoryHeads()),
-                     InProcess())  # fmt: skip
+        yield Stores(
+            LocalLocks(settings.lock_wait_seconds),
+            MemoryDecisions(),
+            ThreadStore(InMemorySaver(serde=saver_serde()), heads=MemoryHeads()),
+            InProcess(),
+        )
         return
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
@@ -85,13 +90,22 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
 
     url, size = settings.database_url, settings.pool_size
     data_pool = PromptPool(
-        url, min_size=size, max_size=size, open=False, name="guardagent-data",
+        url,
+        min_size=size,
+        max_size=size,
+        open=False,
+        name="guardagent-data",
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-    )  # fmt: skip
+    )
     lock_pool = PromptPool(
-        url, min_size=size, max_size=size, open=False, name="guardagent-locks",
-        kwargs={"autocommit": True}, reset=release_all,
-    )  # fmt: skip
+        url,
+        min_size=size,
+        max_size=size,
+        open=False,
+        name="guardagent-locks",
+        kwargs={"autocommit": True},
+        reset=release_all,
+    )
     await data_pool.open(wait=True, timeout=_OPEN_SECONDS)
     try:
         await lock_pool.open(wait=True, timeout=_OPEN_SECONDS)
@@ -106,13 +120,20 @@ async def open_stores(settings: ServiceSettings) -> AsyncIterator[Stores]:
                 finally:
                     await conn.execute("SELECT pg_advisory_unlock_all()")
 
-            savers = [saver, *(AsyncPostgresSaver(data_pool, serde=saver_serde())
-                               for _ in range(max(0, size // 2 - 1)))]  # fmt: skip
+            savers = [
+                saver,
+                *(
+                    AsyncPostgresSaver(data_pool, serde=saver_serde())
+                    for _ in range(max(0, size // 2 - 1))
+                ),
+            ]
             async with DatabaseProbe(url).running() as probe:
-                yield Stores(PostgresLocks(lock_pool, settings.lock_wait_seconds),
-                             PostgresDecisions(),
-                             ThreadStore(*savers, heads=PostgresHeads(data_pool, saver_serde())),
-                             probe)  # fmt: skip
+                yield Stores(
+                    PostgresLocks(lock_pool, settings.lock_wait_seconds),
+                    PostgresDecisions(),
+                    ThreadStore(*savers, heads=PostgresHeads(data_pool, saver_serde())),
+                    probe,
+                )
         finally:
             await lock_pool.close()
     finally:

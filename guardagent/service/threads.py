@@ -75,15 +75,19 @@ class ThreadStore:
         heads: Where the threads' heads live (default: this process's, for an in-memory saver).
     """
 
-    def __init__(self, *checkpointers: BaseCheckpointSaver[Any], heads: Heads | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *checkpointers: BaseCheckpointSaver[Any],
+        heads: Heads | None = None,
+    ) -> None:
         builder = StateGraph(ThreadState)
         builder.add_node("record", _record)
         builder.add_edge(START, "record")
         builder.add_edge("record", END)
         self.savers = checkpointers
-        self.graphs = [builder.compile(checkpointer=c, name="guardagent.thread")
-                       for c in checkpointers]  # fmt: skip
+        self.graphs = [
+            builder.compile(checkpointer=c, name="guardagent.thread") for c in checkpointers
+        ]
         self.graph = self.graphs[0]
         self.heads: Heads = heads if heads is not None else MemoryHeads()
         # (thread, checkpoint id) -> its state, for heads this replica wrote: a checkpoint
@@ -108,11 +112,13 @@ class ThreadStore:
         Raises:
             LookupError: the head's checkpoint is not there (never read as a new thread).
         """
-        values = await checkpoints.read(self.savers[self._share(thread_id)],
-                                        self._config(thread_id, head))  # fmt: skip
+        values = await checkpoints.read(
+            self.savers[self._share(thread_id)], self._config(thread_id, head)
+        )
         if not values:
-            raise LookupError(f"thread {thread_id[:80]!r}: its head checkpoint "
-                              f"{head.checkpoint_id} is missing")  # fmt: skip
+            raise LookupError(
+                f"thread {thread_id[:80]!r}: its head checkpoint {head.checkpoint_id} is missing"
+            )
         return cast(ThreadState, values)
 
     @staticmethod
@@ -122,8 +128,12 @@ class ThreadStore:
             configurable["checkpoint_id"] = head.checkpoint_id
         return {"configurable": configurable}
 
-    async def last(self, thread_id: str, head: Head | None = None, session: Any = None,
-                   ) -> tuple[Head, ThreadState]:  # fmt: skip
+    async def last(
+        self,
+        thread_id: str,
+        head: Head | None = None,
+        session: Any = None,
+    ) -> tuple[Head, ThreadState]:
         """The thread's head and its state there (NEW_THREAD and empty for a new thread).
 
         Args:
@@ -150,10 +160,17 @@ class ThreadStore:
         value = (await self.last(thread_id))[1].get("trace_state")
         return value if isinstance(value, dict) else None
 
-    async def append(self, thread_id: str | None, head: Head, kind: str,
-                     decision: dict[str, Any], trace_state: dict[str, Any] | None,
-                     request: dict[str, str] | None = None, also: KeyWrite | None = None,
-                     parent: ThreadState | None = None) -> Head | None:  # fmt: skip
+    async def append(
+        self,
+        thread_id: str | None,
+        head: Head,
+        kind: str,
+        decision: dict[str, Any],
+        trace_state: dict[str, Any] | None,
+        request: dict[str, str] | None = None,
+        also: KeyWrite | None = None,
+        parent: ThreadState | None = None,
+    ) -> Head | None:
         """Write the decision as the child of `head`, and `also`, all in one transaction.
 
         Args:
@@ -183,8 +200,10 @@ class ThreadStore:
                 try:
                     known = parent if parent is not None else await self._state(thread_id, head)
                 except LookupError:  # no such checkpoint: not the thread's head either
-                    raise HeadMoved(f"thread {thread_id[:80]!r} moved on: the head this write "
-                                    f"names ({head.checkpoint_id}) is not there") from None
+                    raise HeadMoved(
+                        f"thread {thread_id[:80]!r} moved on: the head this write "
+                        f"names ({head.checkpoint_id}) is not there"
+                    ) from None
                 trace_state = known.get("trace_state")
             values = {"kind": kind, "decision": decision, "request": request}
             if trace_state is not None:
@@ -230,8 +249,16 @@ class ThreadStore:
             snap = by_id[cid]
             line.append((cid, snap))
             cid = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        decisions = [{"checkpoint_id": cid, "kind": s.values.get("kind"), **s.values["decision"]}
-                     for cid, s in line if s.values and s.values.get("decision")]  # fmt: skip
+        decisions = [
+            {"checkpoint_id": cid, "kind": s.values.get("kind"), **s.values["decision"]}
+            for cid, s in line
+            if s.values and s.values.get("decision")
+        ]
         decisions.reverse()
-        return {"thread_id": thread_id, "decisions": decisions, "checkpoints": len(snaps),
-                "linear": len(line) == len(snaps), "seq": head.seq}  # fmt: skip
+        return {
+            "thread_id": thread_id,
+            "decisions": decisions,
+            "checkpoints": len(snaps),
+            "linear": len(line) == len(snaps),
+            "seq": head.seq,
+        }

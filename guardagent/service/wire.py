@@ -32,9 +32,16 @@ class WireError(OSError):
     """The answer is not HTTP/1.x this client reads (or the request cannot be written)."""
 
 
-def exchange(scheme: str, host: str, port: int | None, method: str, target: str,
-             body: bytes | None, headers: Mapping[str, str],
-             timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+def exchange(
+    scheme: str,
+    host: str,
+    port: int | None,
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout: float,
+) -> tuple[int, dict[str, str], bytes]:
     """Send one request and read its answer: (status, headers with lower-case names, body).
 
     Raises:
@@ -49,8 +56,12 @@ def exchange(scheme: str, host: str, port: int | None, method: str, target: str,
     authority = f"[{host}]" if ":" in host else host
     if port is not None:
         authority += f":{port}"
-    head = [f"{method} {target or '/'} HTTP/1.1", f"Host: {authority}", "Connection: close",
-            f"Content-Length: {len(body or b'')}"]  # fmt: skip
+    head = [
+        f"{method} {target or '/'} HTTP/1.1",
+        f"Host: {authority}",
+        "Connection: close",
+        f"Content-Length: {len(body or b'')}",
+    ]
     head += [f"{name}: {value}" for name, value in headers.items()]
     request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "replace") + (body or b"")
     # an ASCII host as bytes: a str host makes getaddrinfo import the idna codec (~1 ms)
@@ -90,7 +101,7 @@ def _send(sock: socket.socket, data: bytes, deadline: float) -> None:
         if left <= 0:
             raise TimeoutError("the request was not sent within the timeout")
         sock.settimeout(left)
-        sock.sendall(view[start:start + SEND_CHUNK])
+        sock.sendall(view[start : start + SEND_CHUNK])
 
 
 class _Until(io.RawIOBase):
@@ -207,9 +218,15 @@ def _chunks(stream: BinaryIO) -> bytes:
         budget = [MAX_HEADER_BYTES]
 
 
-def _https(host: str, port: int | None, method: str, target: str, body: bytes | None,
-           headers: Mapping[str, str],
-           timeout: float) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+def _https(
+    host: str,
+    port: int | None,
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout: float,
+) -> tuple[int, dict[str, str], bytes]:
     import http.client
     import threading
 

@@ -13,8 +13,9 @@ from typing import Any
 from guardagent.tools.compare import compare, unmet_requirements
 
 
-def check_access(accessed: dict[str, list[str]],
-                 permissions: dict[str, list[str]]) -> dict[str, list[str]]:
+def check_access(
+    accessed: dict[str, list[str]], permissions: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """The accessed columns that the permissions do not allow.
 
     Args:

@@ -44,16 +44,21 @@ _PLAIN = (str, int, float, bool, type(None))
 def _regex(caller: str, pattern: Any, text: Any, ignore_case: Any) -> Any:
     """The compiled RE2 pattern, after checking the arguments' types and sizes."""
     if not isinstance(pattern, str) or not isinstance(text, str):
-        raise TypeError(f"{caller}: pattern and text must be strings, got "
-                        f"{type(pattern).__name__} and {type(text).__name__}")  # fmt: skip
+        raise TypeError(
+            f"{caller}: pattern and text must be strings, got "
+            f"{type(pattern).__name__} and {type(text).__name__}"
+        )
     if not isinstance(ignore_case, bool):
         raise TypeError(f"{caller}: ignore_case must be True or False")
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise ValueError(f"{caller}: the pattern has {len(pattern)} characters; at most "
-                         f"{MAX_PATTERN_CHARS} are allowed")  # fmt: skip
+        raise ValueError(
+            f"{caller}: the pattern has {len(pattern)} characters; at most "
+            f"{MAX_PATTERN_CHARS} are allowed"
+        )
     if len(text) > MAX_TEXT_CHARS:
-        raise ValueError(f"{caller}: the text has {len(text)} characters; at most "
-                         f"{MAX_TEXT_CHARS} are searched")  # fmt: skip
+        raise ValueError(
+            f"{caller}: the text has {len(text)} characters; at most {MAX_TEXT_CHARS} are searched"
+        )
     options = re2.Options()
     options.log_errors = False  # the error is raised to the program, not printed
     options.max_mem = _RE2_MEMORY
@@ -95,9 +100,7 @@ def re_fullmatch(pattern: str, text: str, ignore_case: bool = False) -> list[str
     return None if match is None else _groups(match)
 
 
-def re_findall(
-    pattern: str, text: str, ignore_case: bool = False
-) -> list[str] | list[list[str]]:
+def re_findall(pattern: str, text: str, ignore_case: bool = False) -> list[str] | list[list[str]]:
     """Every non-overlapping match of an RE2 pattern in `text`, like Python's `re.findall`.
 
     Returns:
@@ -111,8 +114,9 @@ def re_findall(
         if len(found) == MAX_MATCHES:
             raise ValueError(f"re_findall: more than {MAX_MATCHES} matches; narrow the pattern")
         groups = _groups(match)
-        found.append(groups[0] if len(groups) == 1 else groups[1] if len(groups) == 2
-                     else groups[1:])  # fmt: skip
+        found.append(
+            groups[0] if len(groups) == 1 else groups[1] if len(groups) == 2 else groups[1:]
+        )
     return found
 
 
@@ -124,8 +128,9 @@ def _check_spec(spec: str, field: str) -> None:
     for char in spec:
         run = run + 1 if char.isdigit() else 0
         if run > _MAX_SPEC_DIGITS:
-            raise ValueError(f"format_text: field {{{field}:{spec}}}: widths and precisions "
-                             "must be below 1000")  # fmt: skip
+            raise ValueError(
+                f"format_text: field {{{field}:{spec}}}: widths and precisions must be below 1000"
+            )
 
 
 def _check_template(template: str) -> int:
@@ -133,19 +138,24 @@ def _check_template(template: str) -> int:
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise ValueError(f"format_text: the template does not parse ({exc}); write a "
-                         "literal brace as {{ or }}") from None  # fmt: skip
+        raise ValueError(
+            f"format_text: the template does not parse ({exc}); write a "
+            "literal brace as {{ or }}"
+        ) from None
     fields = 0
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
         fields += 1
         if name and not (name.isdigit() or name.isidentifier()):
-            raise ValueError(f"format_text: field {{{name}}} is not allowed: only {{}}, "
-                             "{0} or {name}, with no attribute or index access")  # fmt: skip
+            raise ValueError(
+                f"format_text: field {{{name}}} is not allowed: only {{}}, "
+                "{0} or {name}, with no attribute or index access"
+            )
         if conversion not in (None, "s", "r"):
-            raise ValueError(f"format_text: conversion !{conversion} is not allowed (only "
-                             "!s and !r)")  # fmt: skip
+            raise ValueError(
+                f"format_text: conversion !{conversion} is not allowed (only !s and !r)"
+            )
         _check_spec(spec or "", name)
     if fields > MAX_FIELDS:
         raise ValueError(f"format_text: {fields} fields; at most {MAX_FIELDS} are allowed")
@@ -161,15 +171,20 @@ def format_text(template: str, *args: Any, **kwargs: Any) -> str:
     Example: `format_text("transfer of {amount:.2f} to {to}", amount=25, to="ACME")`.
     """
     if not isinstance(template, str):
-        raise TypeError(f"format_text: the template must be a string, not "
-                        f"{type(template).__name__}")  # fmt: skip
+        raise TypeError(
+            f"format_text: the template must be a string, not {type(template).__name__}"
+        )
     if len(template) > MAX_TEMPLATE_CHARS:
-        raise ValueError(f"format_text: the template has {len(template)} characters; at most "
-                         f"{MAX_TEMPLATE_CHARS} are allowed")  # fmt: skip
+        raise ValueError(
+            f"format_text: the template has {len(template)} characters; at most "
+            f"{MAX_TEMPLATE_CHARS} are allowed"
+        )
     for where, value in [*enumerate(args), *kwargs.items()]:
         if type(value) not in _PLAIN:  # exact types: a subclass could bring its own __format__
-            raise TypeError(f"format_text: argument {where!r} is a {type(value).__name__}; "
-                            "only str, int, float, bool and None can be formatted")  # fmt: skip
+            raise TypeError(
+                f"format_text: argument {where!r} is a {type(value).__name__}; "
+                "only str, int, float, bool and None can be formatted"
+            )
     _check_template(template)
     try:
         text = template.format(*args, **kwargs)
@@ -180,6 +195,8 @@ def format_text(template: str, *args: Any, **kwargs: Any) -> str:
     except ValueError as exc:
         raise ValueError(f"format_text: {exc}") from None
     if len(text) > MAX_FORMATTED_CHARS:
-        raise ValueError(f"format_text: the result has {len(text)} characters; at most "
-                         f"{MAX_FORMATTED_CHARS} are allowed")  # fmt: skip
+        raise ValueError(
+            f"format_text: the result has {len(text)} characters; at most "
+            f"{MAX_FORMATTED_CHARS} are allowed"
+        )
     return text

@@ -67,19 +67,35 @@ if TYPE_CHECKING:
     from guardagent.trace.thread.state import MAX_STATE_BYTES, TraceIndex
 
 _HOMES = {
-    "TraceEvent": "event.guard", "prepare_trace_event": "event.guard",
-    "unreadable_fields": "event.guard", "LabelError": "document.labels",
-    "Labels": "document.labels", "ToolLabel": "document.labels",
-    "labels_from_schemas": "document.labels", "MAX_TRACE_BYTES": "document.messages",
-    "Message": "document.shapes", "ToolCall": "document.shapes", "Trace": "document.shapes",
-    "load_trace": "document.messages", "parse_trace": "document.messages",
-    "render_event": "document.messages", "PREDICATES": "predicates", "Consent": "predicates",
-    "Fact": "predicates", "PredicateSpecError": "predicates", "TraceFacts": "predicates",
-    "analyze": "predicates", "compile_bindings": "predicates", "facts_json": "predicates",
-    "unknown_arguments": "predicates", "CallProvenance": "sources.provenance",
-    "SourceRef": "sources.provenance", "ValueProvenance": "sources.provenance",
-    "MAX_STATE_BYTES": "thread.state", "TraceIndex": "thread.state",
-}  # fmt: skip
+    "TraceEvent": "event.guard",
+    "prepare_trace_event": "event.guard",
+    "unreadable_fields": "event.guard",
+    "LabelError": "document.labels",
+    "Labels": "document.labels",
+    "ToolLabel": "document.labels",
+    "labels_from_schemas": "document.labels",
+    "MAX_TRACE_BYTES": "document.messages",
+    "Message": "document.shapes",
+    "ToolCall": "document.shapes",
+    "Trace": "document.shapes",
+    "load_trace": "document.messages",
+    "parse_trace": "document.messages",
+    "render_event": "document.messages",
+    "PREDICATES": "predicates",
+    "Consent": "predicates",
+    "Fact": "predicates",
+    "PredicateSpecError": "predicates",
+    "TraceFacts": "predicates",
+    "analyze": "predicates",
+    "compile_bindings": "predicates",
+    "facts_json": "predicates",
+    "unknown_arguments": "predicates",
+    "CallProvenance": "sources.provenance",
+    "SourceRef": "sources.provenance",
+    "ValueProvenance": "sources.provenance",
+    "MAX_STATE_BYTES": "thread.state",
+    "TraceIndex": "thread.state",
+}
 """Where each public name lives: modules load on first use, so importing one light module
 (``guardagent.trace.document.labels`` from a policy file) does not pull in the whole engine."""
 

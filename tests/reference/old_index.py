@@ -43,8 +43,9 @@ def old_written_keys(call: ToolCall, region: str | None, year: int | None = None
     return keys
 
 
-def old_echo_of(message: Message, trace: Trace, region: str | None, year: int | None = None
-                ) -> set[str]:  # fmt: skip
+def old_echo_of(
+    message: Message, trace: Trace, region: str | None, year: int | None = None
+) -> set[str]:
     if message.role != "tool":
         return set()
     call = trace.call_of(message)
@@ -114,8 +115,9 @@ class OldIndex(TraceIndex):
         for sep in joins:
             joined = tail + sep + head
             cut = len(tail)
-            for found in extract_values(joined, region=self.region, year=self.year,
-                                        across=(cut, cut + len(sep))):  # fmt: skip
+            for found in extract_values(
+                joined, region=self.region, year=self.year, across=(cut, cut + len(sep))
+            ):
                 keys.update(found.value.keys)
                 keys.update(k for _, k in found.value.parts)
         return keys

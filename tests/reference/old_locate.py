@@ -37,18 +37,18 @@ _PATTERNS = {
     "email": rf"[{_W}.!#$%&*+/=?^{{|}}~-][{_W}.!#$%&'*+/=?^`{{|}}~-]*@[{_W}-]+(?:\.[{_W}-]+)+",
     "url": rf"(?:^|[^{_W}.+-])((?:https?|ftp|wss?)://{_URL_CHARS}+)",
     "bare": rf"(?:^|[^{_W}.@/:\\-])((?:www\.)?[{_W}-]+(?:\.[{_W}-]+)+(?::\d{{1,5}})?"
-            rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",
+    rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",
     "iban": rf"(?:^|[^{_W}])([a-z]{{2}}[ -]?\d[ -]?\d)",
     "iso": rf"(?:^|[^{_W}.-])((\d{{4}})-(\d{{1,2}})-(\d{{1,2}})"
-           r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?)",
+    r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?)",
     "num": rf"(?:^|[^{_W}.,/-])((\d{{1,2}})([./-])(\d{{1,2}})([./-])(\d{{4}}|\d{{2}}))",
     "dmy": rf"(?:^|[^{_W}])((\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\.?"
-           r"(?:,?\s+(\d{4}))?)",
+    r"(?:,?\s+(\d{4}))?)",
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
     "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
     "number": rf"(?:^|[^{_W}.,'])'?(\d+(?:[.,']\d+)*)",  # amended: a quoted number ('26')
-}  # fmt: skip
+}
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear
 _DIGIT = re.compile(r"\d")  # one character, no repetition: nothing to backtrack
 _NUM_HINT = re.compile(r"\d[./-]\d")  # fixed width: constant work per position
@@ -179,8 +179,9 @@ class _Reader:
             self.found.append(Found(value, start, end))
             self.taken.take(start, end)
 
-    def each(self, name: str, read: Callable[[Any], Value | None], after: str | None = "",
-             group: int = 1) -> None:  # fmt: skip
+    def each(
+        self, name: str, read: Callable[[Any], Value | None], after: str | None = "", group: int = 1
+    ) -> None:
         """Read every match of a locator whose span is free and whose right boundary holds."""
         for m in _matches(name, self.text):
             start, end = m.span(group)
@@ -191,7 +192,7 @@ class _Reader:
 
 def _iban_at(text: str, start: int) -> tuple[str, int] | None:
     """The compact IBAN starting at `start` (single spaces or hyphens between characters)."""
-    length = iban_length(text[start:start + 2])
+    length = iban_length(text[start : start + 2])
     if length is None:
         return None
     compact: list[str] = []
@@ -200,8 +201,13 @@ def _iban_at(text: str, start: int) -> tuple[str, int] | None:
         c = text[i]
         if c.isascii() and c.isalnum():
             compact.append(c)
-        elif not (c in _IBAN_SEPARATORS and compact and i + 1 < len(text)
-                  and text[i + 1].isascii() and text[i + 1].isalnum()):  # fmt: skip
+        elif not (
+            c in _IBAN_SEPARATORS
+            and compact
+            and i + 1 < len(text)
+            and text[i + 1].isascii()
+            and text[i + 1].isalnum()
+        ):
             return None
         i += 1
     if len(compact) != length or not _after_ok(text, i):
@@ -217,12 +223,17 @@ def _dates(r: _Reader, year: int) -> None:
         return _date_value([iso(y, b, a), iso(y, a, b)], m.group(1))
 
     def named(day: str, month: str, yr: str | None, written: str, end: int) -> Value | None:
-        yr = yr or _range_year(r.text[end:end + 64])
+        yr = yr or _range_year(r.text[end : end + 64])
         return _date_value([iso(int(yr) if yr else year, MONTHS[month], int(day))], written)
 
     if "-" in r.text:
-        r.each("iso", lambda m: _date_value([iso(int(m.group(2)), int(m.group(3)),
-                                                  int(m.group(4)))], m.group(1)), "-")  # fmt: skip
+        r.each(
+            "iso",
+            lambda m: _date_value(
+                [iso(int(m.group(2)), int(m.group(3)), int(m.group(4)))], m.group(1)
+            ),
+            "-",
+        )
     if _NUM_HINT.search(r.text) is not None:
         r.each("num", numeric, "/-")
     if _MONTH_HINT.search(r.text) is not None:
@@ -233,7 +244,8 @@ def _dates(r: _Reader, year: int) -> None:
 _RANGE_REST = re.compile(  # amended: a range's one year is its first date's too
     rf"(?:\s*[-\u2013\u2014]\s*|\s+(?:to|until|till|through|thru|and)\s+)(?:the\s+)?"
     rf"(?:{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{MONTH}\.?)?)"
-    r",?\s+(\d{4})(?!\w)")
+    r",?\s+(\d{4})(?!\w)"
+)
 
 
 def _range_year(window: str) -> str:
@@ -326,7 +338,7 @@ def extract_values(
             if hit is not None and r.taken.free(start, hit[1]):
                 key = iban_key(hit[0])
                 if key is not None:
-                    written = text[start:hit[1]]
+                    written = text[start : hit[1]]
                     r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
         r.taken.flush()
         _dates(r, host_year() if year is None else year)

@@ -37,8 +37,10 @@ def record(message: Message) -> str:
     """One message as its chain record (six length-prefixed fields, the text last)."""
     role, source, text = message.role, message.source, message.text
     ident, status, calls = message.tool_call_id or "", message.status or "", calls_json(message)
-    return (f"{len(role)}:{role}{len(source)}:{source}{len(ident)}:{ident}"
-            f"{len(status)}:{status}{len(calls)}:{calls}{len(text)}:{text}")  # fmt: skip
+    return (
+        f"{len(role)}:{role}{len(source)}:{source}{len(ident)}:{ident}"
+        f"{len(status)}:{status}{len(calls)}:{calls}{len(text)}:{text}"
+    )
 
 
 def chains(

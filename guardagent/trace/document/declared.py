@@ -53,11 +53,17 @@ def check_argument_names(tool: str, args: Mapping[str, Any], label: ToolLabel) -
         extra = [str(name) for name in args if name not in declared]
         if extra:
             listed = ", ".join(repr(name)[:60] for name in extra[:5])
-            known = (f"its label declares {sorted(declared)}" if label.args is not None
-                     else "its label declares no args")  # fmt: skip
-            unreadable("undeclared_argument", f"the call of {tool[:80]!r} has arguments "
-                       f"{listed} that {known} (names are matched exactly; list every "
-                       "argument the tool takes under `args`, or set `other_args: allow`)")
+            known = (
+                f"its label declares {sorted(declared)}"
+                if label.args is not None
+                else "its label declares no args"
+            )
+            unreadable(
+                "undeclared_argument",
+                f"the call of {tool[:80]!r} has arguments "
+                f"{listed} that {known} (names are matched exactly; list every "
+                "argument the tool takes under `args`, or set `other_args: allow`)",
+            )
     check_keys_alike(tool, args)
 
 
@@ -80,9 +86,12 @@ def check_keys_alike(tool: str, value: Any) -> None:
             for key, inner in item.items():
                 read = normalize_text(str(key)).strip().translate(_JOINERS)
                 if read in seen:
-                    unreadable("ambiguous_argument", f"the call of {tool[:80]!r} has keys "
-                               f"{seen[read][:60]!r} and {str(key)[:60]!r} in one object, which "
-                               "read alike: the tool may read either")  # fmt: skip
+                    unreadable(
+                        "ambiguous_argument",
+                        f"the call of {tool[:80]!r} has keys "
+                        f"{seen[read][:60]!r} and {str(key)[:60]!r} in one object, which "
+                        "read alike: the tool may read either",
+                    )
                 seen[read] = str(key)
                 stack.append(inner)
         elif isinstance(item, list | tuple):
@@ -103,6 +112,9 @@ def keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 twice = key
                 break
             seen.add(key)
-        unreadable("ambiguous_argument", f"arguments give the key {twice[:60]!r} twice in "
-                   "one object: one JSON reader keeps the first value, another the last")
+        unreadable(
+            "ambiguous_argument",
+            f"arguments give the key {twice[:60]!r} twice in "
+            "one object: one JSON reader keeps the first value, another the last",
+        )
     return out

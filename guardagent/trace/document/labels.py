@@ -64,8 +64,20 @@ Effect = Literal["read", "write", "send", "irreversible", "navigate"]
 SourceKind = Literal["user", "system", "model", "trusted_tool", "untrusted_tool"]
 
 EFFECTS: tuple[Effect, ...] = ("read", "write", "send", "irreversible", "navigate")
-_KEYS = frozenset({"results", "effect", "sensitive", "recipients", "args", "description",
-                   "untrusted_fields", "result_format", "columns", "other_args"})  # fmt: skip
+_KEYS = frozenset(
+    {
+        "results",
+        "effect",
+        "sensitive",
+        "recipients",
+        "args",
+        "description",
+        "untrusted_fields",
+        "result_format",
+        "columns",
+        "other_args",
+    }
+)
 
 
 class LabelError(ValueError):
@@ -133,8 +145,9 @@ class Labels:
             return found
         if not tool.isprintable() or any(c.isspace() for c in tool):
             return UNLABELLED  # a hidden or spaced character: no pattern may stand for it
-        return next((lab for pat, lab in self.patterns if fnmatch.fnmatchcase(tool, pat)),
-                    UNLABELLED)  # fmt: skip
+        return next(
+            (lab for pat, lab in self.patterns if fnmatch.fnmatchcase(tool, pat)), UNLABELLED
+        )
 
     def kind(self, source: str) -> SourceKind:
         """The trust class of a message source (``user``, ``system``, ``model``, ``tool:X``)."""
@@ -152,6 +165,7 @@ class Labels:
 
     def to_json(self) -> dict[str, Any]:
         """The labels as plain data (the file format)."""
+
         def one(lab: ToolLabel) -> dict[str, Any]:
             out: dict[str, Any] = {"results": lab.results, "effect": lab.effect}
             if lab.sensitive:
@@ -256,14 +270,16 @@ def _label(name: str, raw: Any, problems: list[str]) -> ToolLabel | None:
     recipients = _names(name, "recipients", raw.get("recipients", []), problems)
     args = _names(name, "args", raw["args"], problems) if "args" in raw else None
     if args is not None and recipients and not set(recipients) <= set(args):
-        problems.append(f"{name}: recipients {sorted(set(recipients) - set(args))} are not "
-                        "among its args")  # fmt: skip
+        problems.append(
+            f"{name}: recipients {sorted(set(recipients) - set(args))} are not among its args"
+        )
     fields, fmt, columns = _fields(name, raw, results, problems)
     other = raw.get("other_args", "deny")
     if other not in ("allow", "deny"):
         problems.append(f"{name}: other_args must be 'allow' or 'deny', not {other!r}")
-    return ToolLabel(results, effect, sensitive, recipients, args, True, fields, fmt, columns,
-                     other == "allow")  # fmt: skip
+    return ToolLabel(
+        results, effect, sensitive, recipients, args, True, fields, fmt, columns, other == "allow"
+    )
 
 
 def _fields(
@@ -282,19 +298,24 @@ def _fields(
             problems.append(f"{name}: untrusted_fields: {exc}")
     fmt = raw.get("result_format", "json")
     if fmt not in RESULT_FORMATS:
-        problems.append(f"{name}: result_format must be one of {', '.join(RESULT_FORMATS)}, "
-                        f"not {fmt!r}")  # fmt: skip
+        problems.append(
+            f"{name}: result_format must be one of {', '.join(RESULT_FORMATS)}, not {fmt!r}"
+        )
         fmt = "json"
     columns = raw.get("columns")
     if columns is not None and (type(columns) is not int or columns < 1):
         problems.append(f"{name}: columns must be a positive whole number")
         columns = None
     if paths and results != "trusted":
-        problems.append(f"{name}: untrusted_fields are for a trusted tool (an untrusted tool's "
-                        "results are untrusted whole)")  # fmt: skip
+        problems.append(
+            f"{name}: untrusted_fields are for a trusted tool (an untrusted tool's "
+            "results are untrusted whole)"
+        )
     if paths and fmt == "listing" and columns is None:
-        problems.append(f"{name}: a listing needs 'columns' (a line with another number of "
-                        "cells is refused: an injected '|' shifts cells)")  # fmt: skip
+        problems.append(
+            f"{name}: a listing needs 'columns' (a line with another number of "
+            "cells is refused: an injected '|' shifts cells)"
+        )
     return tuple(paths), fmt, columns
 
 
@@ -322,8 +343,11 @@ def labels_from_schemas(tools: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             raise LabelError(["a tool schema has no name"])
         params = spec.get("parameters") or spec.get("input_schema") or spec.get("args_schema")
         props = params.get("properties", {}) if isinstance(params, Mapping) else {}
-        entry: dict[str, Any] = {"results": "untrusted", "effect": "irreversible",
-                                 "args": sorted(props)}  # fmt: skip
+        entry: dict[str, Any] = {
+            "results": "untrusted",
+            "effect": "irreversible",
+            "args": sorted(props),
+        }
         if isinstance(spec.get("description"), str):
             entry["description"] = " ".join(spec["description"].split())[:200]
         out[name] = entry

@@ -104,14 +104,27 @@ MAX_TRACE_BYTES = 8 * 1024 * 1024
 
 
 _LC_TYPES: dict[str, Role] = {
-    "human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
-    "HumanMessageChunk": "user", "AIMessageChunk": "assistant", "SystemMessageChunk": "system",
-    "ToolMessageChunk": "tool", "FunctionMessageChunk": "tool",
-}  # fmt: skip
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "FunctionMessageChunk": "tool",
+}
 _OPENAI_ROLES: dict[str, Role] = {
-    "system": "system", "developer": "system", "user": "user", "human": "user",
-    "assistant": "assistant", "ai": "assistant", "tool": "tool", "function": "tool",
-}  # fmt: skip
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
 _ARG_FIELDS = ("args", "arguments", "input")
 
 
@@ -139,9 +152,19 @@ class _Reader:
         digest = None if self.borrowed else content_digest(items)
         if digest is None:
             return None
-        return ReadState(len(items), digest, self.labels, self.max_bytes, tuple(self.messages),
-                         self.position, self.size, self.calls_by_id, tuple(self.unanswered),
-                         self.results, self.answers)  # fmt: skip
+        return ReadState(
+            len(items),
+            digest,
+            self.labels,
+            self.max_bytes,
+            tuple(self.messages),
+            self.position,
+            self.size,
+            self.calls_by_id,
+            tuple(self.unanswered),
+            self.results,
+            self.answers,
+        )
 
     def resume(self, state: ReadState) -> None:
         """Continue after the messages of `state` (on copies: the state is shared)."""
@@ -155,8 +178,11 @@ class _Reader:
     def count(self, text: str) -> None:
         self.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if self.size > self.max_bytes:
-            unreadable("trace_too_large", f"the trace is over {self.max_bytes} bytes; it is "
-                       "denied rather than cut (raise max_trace_bytes to guard it)")  # fmt: skip
+            unreadable(
+                "trace_too_large",
+                f"the trace is over {self.max_bytes} bytes; it is "
+                "denied rather than cut (raise max_trace_bytes to guard it)",
+            )
 
     def text(self, content: Any, where: str) -> str:
         if content is None:
@@ -173,8 +199,9 @@ class _Reader:
                 elif isinstance(part, Mapping):
                     parts.append(_json(part))
                 else:
-                    unreadable("unparsable_trace", f"{where}: a content part is neither text nor "
-                               "an object")  # fmt: skip
+                    unreadable(
+                        "unparsable_trace", f"{where}: a content part is neither text nor an object"
+                    )
             joined = "\n".join(parts)
             self.count(joined)
             return joined
@@ -210,25 +237,37 @@ class _Reader:
         if "function" in raw:  # OpenAI: everything in `function`, nothing beside it
             fn = raw["function"]
             if not _is_mapping(fn) or given:
-                unreadable("unparsable_trace", f"{where}: a tool call in two formats at once "
-                           "(a `function` object and arguments beside it): one host runs one, "
-                           "another the other")  # fmt: skip
+                unreadable(
+                    "unparsable_trace",
+                    f"{where}: a tool call in two formats at once "
+                    "(a `function` object and arguments beside it): one host runs one, "
+                    "another the other",
+                )
             name, args = fn.get("name"), self.args(fn.get("arguments"), where)
             if "name" in raw and raw["name"] != name:
-                unreadable("inconsistent_trace", f"{where}: a tool call names two tools (its "
-                           "`name` and its `function`'s)")  # fmt: skip
+                unreadable(
+                    "inconsistent_trace",
+                    f"{where}: a tool call names two tools (its `name` and its `function`'s)",
+                )
         elif len(given) > 1:
-            unreadable("unparsable_trace", f"{where}: a tool call gives its arguments twice "
-                       f"({' and '.join(given)}): a host may read either")  # fmt: skip
+            unreadable(
+                "unparsable_trace",
+                f"{where}: a tool call gives its arguments twice "
+                f"({' and '.join(given)}): a host may read either",
+            )
         else:
             name = raw.get("name")
             args = self.args(raw.get(given[0]) if given else None, where)
         if not isinstance(name, str) or not name.strip():
             unreadable("unparsable_trace", f"{where}: a tool call has no name")
         ident = raw.get("id")
-        call = ToolCall(name=name, args=args,
-                        id=str(ident) if isinstance(ident, str | int) and ident != "" else None,
-                        index=index, position=self.position)  # fmt: skip
+        call = ToolCall(
+            name=name,
+            args=args,
+            id=str(ident) if isinstance(ident, str | int) and ident != "" else None,
+            index=index,
+            position=self.position,
+        )
         self.position += 1
         return call
 
@@ -240,8 +279,10 @@ class _Reader:
         walked = walk([getattr(raw, "__dict__", None)], self.nodes_left)
         self.nodes_left -= walked.visited
         if walked.problem is not None:
-            unreadable("trace_too_large" if walked.problem.large else "unparsable_trace",
-                       f"{where}: {walked.problem.text}")  # fmt: skip
+            unreadable(
+                "trace_too_large" if walked.problem.large else "unparsable_trace",
+                f"{where}: {walked.problem.text}",
+            )
 
     def add(self, raw: Any, index: int) -> None:
         where = f"message {index}"
@@ -276,8 +317,9 @@ class _Reader:
         if role == "tool":
             name = data.get("name")
             text = self.text(data.get("content"), where)
-            self.tool(data, text, name if isinstance(name, str) else None, index, where,
-                      legacy_function)  # fmt: skip
+            self.tool(
+                data, text, name if isinstance(name, str) else None, index, where, legacy_function
+            )
             return
         body = data.get("content")
         if body is None or type(body) is str:  # plain text (the usual case): nothing to sort
@@ -296,27 +338,53 @@ class _Reader:
             said = "\n".join(hidden)
             self.count(said)
             source = "model" if role == "assistant" else "tool:?"
-            self.messages.append(Message("assistant" if role == "assistant" else "tool", source,
-                                         said, None, None, len(self.messages),
-                                         status=None if role == "assistant" else "ok"))  # fmt: skip
+            self.messages.append(
+                Message(
+                    "assistant" if role == "assistant" else "tool",
+                    source,
+                    said,
+                    None,
+                    None,
+                    len(self.messages),
+                    status=None if role == "assistant" else "ok",
+                )
+            )
         for call_id, body, failed in content.results:  # a user message's tool results
             result = {"tool_call_id": call_id, "status": "error" if failed else "ok"}
             self.tool(result, self.text(body, where), None, len(self.messages), where, False)
         if role == "assistant":
             if parts := delivered_parts(body):  # what a final answer sends besides its text
                 self.parts[len(self.messages)] = parts
-            self.assistant(data, content.shown, content.calls, len(self.messages), where,
-                           len(parts))  # fmt: skip
+            self.assistant(
+                data, content.shown, content.calls, len(self.messages), where, len(parts)
+            )
         elif (content.shown or not content.results) and is_summary(data, content.shown):
-            self.messages.append(Message("tool", SUMMARY_SOURCE, content.shown, None, None,
-                                         len(self.messages), status="ok"))  # fmt: skip
+            self.messages.append(
+                Message(
+                    "tool",
+                    SUMMARY_SOURCE,
+                    content.shown,
+                    None,
+                    None,
+                    len(self.messages),
+                    status="ok",
+                )
+            )
         elif content.shown or not content.results:
             source = "user" if role == "user" else "system"
-            self.messages.append(Message(role, source, content.shown, None, None,
-                                         len(self.messages)))  # fmt: skip
+            self.messages.append(
+                Message(role, source, content.shown, None, None, len(self.messages))
+            )
 
-    def assistant(self, data: Mapping[str, Any], text: str, parts: list[Mapping[str, Any]],
-                  index: int, where: str, unread: int = 0) -> None:  # fmt: skip
+    def assistant(
+        self,
+        data: Mapping[str, Any],
+        text: str,
+        parts: list[Mapping[str, Any]],
+        index: int,
+        where: str,
+        unread: int = 0,
+    ) -> None:
         raw_calls = data.get("tool_calls")
         if not raw_calls:
             extra = data.get("additional_kwargs")
@@ -325,8 +393,11 @@ class _Reader:
             raw_calls = list(parts)
         if data.get("function_call") is not None:
             if raw_calls or not isinstance(data["function_call"], Mapping):
-                unreadable("inconsistent_trace", f"{where}: a `function_call` beside tool "
-                           "calls (or not an object): which call runs is ambiguous")  # fmt: skip
+                unreadable(
+                    "inconsistent_trace",
+                    f"{where}: a `function_call` beside tool "
+                    "calls (or not an object): which call runs is ambiguous",
+                )
             raw_calls = [data["function_call"]]
         if raw_calls is not None and not isinstance(raw_calls, list):
             unreadable("unparsable_trace", f"{where}: tool_calls is not a list")
@@ -335,32 +406,51 @@ class _Reader:
             check_keys_alike(call.name, call.args)  # what it read or sent is unknown
             if call.id is not None:
                 if call.id in self.calls_by_id:
-                    unreadable("inconsistent_trace", f"{where}: call id {call.id[:40]!r} is "
-                               "used by an earlier call too")  # fmt: skip
+                    unreadable(
+                        "inconsistent_trace",
+                        f"{where}: call id {call.id[:40]!r} is used by an earlier call too",
+                    )
                 self.calls_by_id[call.id] = (index, k)
             self.unanswered.append((index, k))
-        self.messages.append(Message("assistant", "model", text, None, None, index, calls,
-                                     unread_parts=unread))  # fmt: skip
+        self.messages.append(
+            Message("assistant", "model", text, None, None, index, calls, unread_parts=unread)
+        )
 
-    def tool(self, data: Mapping[str, Any], text: str, name: str | None, index: int, where: str,
-             legacy_function: bool) -> None:  # fmt: skip
+    def tool(
+        self,
+        data: Mapping[str, Any],
+        text: str,
+        name: str | None,
+        index: int,
+        where: str,
+        legacy_function: bool,
+    ) -> None:
         ident = data.get("tool_call_id")
         call_id = str(ident) if isinstance(ident, str | int) and ident != "" else None
         answered: tuple[int, int] | None = None
         if call_id is not None:
             answered = self.calls_by_id.get(call_id)  # None: its call was trimmed away
             if answered is not None and answered not in self.unanswered:
-                unreadable("inconsistent_trace", f"{where}: a second result for call id "
-                           f"{call_id[:40]!r}")  # fmt: skip
+                unreadable(
+                    "inconsistent_trace", f"{where}: a second result for call id {call_id[:40]!r}"
+                )
         elif legacy_function and name:
-            answered = next((a for a in reversed(self.unanswered)
-                             if self.messages[a[0]].calls[a[1]].name == name), None)  # fmt: skip
+            answered = next(
+                (
+                    a
+                    for a in reversed(self.unanswered)
+                    if self.messages[a[0]].calls[a[1]].name == name
+                ),
+                None,
+            )
         tool_name: str | None = None  # a result's own name never makes it a tool's
         if answered is not None:
             call = self.messages[answered[0]].calls[answered[1]]
             if name and name != call.name:
-                unreadable("inconsistent_trace", f"{where}: a result named {name[:40]!r} answers "
-                           f"a call of {call.name[:40]!r}")  # fmt: skip
+                unreadable(
+                    "inconsistent_trace",
+                    f"{where}: a result named {name[:40]!r} answers a call of {call.name[:40]!r}",
+                )
             tool_name = call.name
             self.unanswered.remove(answered)
             self.results[call.id or f"#{call.position}"] = index
@@ -369,8 +459,9 @@ class _Reader:
         source = f"tool:{tool_name}" if tool_name else "tool:?"
         label = self.labels.label(tool_name) if self.labels and tool_name else None
         if label is None or label.results != "trusted":
-            self.messages.append(Message("tool", source, text, tool_name, call_id, index,
-                                         status=status))  # fmt: skip
+            self.messages.append(
+                Message("tool", source, text, tool_name, call_id, index, status=status)
+            )
             return
         if not label.untrusted_fields:
             self.trusted_text(text, source, tool_name, call_id, index, status, answered)
@@ -378,34 +469,70 @@ class _Reader:
         # a string of the record that addresses the agent is its author's words, as a field
         # the label names untrusted is (guardagent.trace.found.trusted_addressed)
         also = addressed_part if label.result_format != "listing" else None
-        trusted, parts = split_result(text, label.untrusted_fields, label.result_format,
-                                      label.columns, also=also)  # fmt: skip
-        self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
-                                     status=status, whole=text))  # fmt: skip
+        trusted, parts = split_result(
+            text, label.untrusted_fields, label.result_format, label.columns, also=also
+        )
+        self.messages.append(
+            Message("tool", source, trusted, tool_name, call_id, index, status=status, whole=text)
+        )
         self.parts_of(parts, source, tool_name, call_id, status, answered)
 
-    def parts_of(self, parts: list[tuple[str, str]], source: str, tool_name: str | None,
-                 call_id: str | None, status: Literal["ok", "error"],
-                 answered: tuple[int, int] | None) -> None:  # fmt: skip
+    def parts_of(
+        self,
+        parts: list[tuple[str, str]],
+        source: str,
+        tool_name: str | None,
+        call_id: str | None,
+        status: Literal["ok", "error"],
+        answered: tuple[int, int] | None,
+    ) -> None:
         """Append a result's untrusted parts, each a message of its own after its rest."""
         for part, part_text in parts:
             if answered is not None:  # a field is still the record's: it answers the same call
                 self.answers[len(self.messages)] = answered
-            self.messages.append(Message("tool", f"{source}#{part}", part_text, tool_name,
-                                         call_id, len(self.messages), status=status))  # fmt: skip
+            self.messages.append(
+                Message(
+                    "tool",
+                    f"{source}#{part}",
+                    part_text,
+                    tool_name,
+                    call_id,
+                    len(self.messages),
+                    status=status,
+                )
+            )
 
-    def trusted_text(self, text: str, source: str, tool_name: str | None, call_id: str | None,
-                     index: int, status: Literal["ok", "error"],
-                     answered: tuple[int, int] | None) -> None:  # fmt: skip
+    def trusted_text(
+        self,
+        text: str,
+        source: str,
+        tool_name: str | None,
+        call_id: str | None,
+        index: int,
+        status: Literal["ok", "error"],
+        answered: tuple[int, int] | None,
+    ) -> None:
         """A trusted result without field labels: its words to the agent are taken apart."""
         split = addressed_text(text)
         if split is None:
-            self.messages.append(Message("tool", source, text, tool_name, call_id, index,
-                                         status=status))  # fmt: skip
+            self.messages.append(
+                Message("tool", source, text, tool_name, call_id, index, status=status)
+            )
             return
         trusted, parts, listed = split
-        self.messages.append(Message("tool", source, trusted, tool_name, call_id, index,
-                                     status=status, whole=text, listed=listed))  # fmt: skip
+        self.messages.append(
+            Message(
+                "tool",
+                source,
+                trusted,
+                tool_name,
+                call_id,
+                index,
+                status=status,
+                whole=text,
+                listed=listed,
+            )
+        )
         self.parts_of(parts, source, tool_name, call_id, status, answered)
 
 
@@ -420,12 +547,16 @@ def _json(value: Any) -> str:
     try:
         return _content.as_json(value)
     except (ValueError, TypeError, RecursionError):  # an int over 4300 digits, a cycle, mixed keys
-        return unreadable("unparsable_trace", "a value of the trace cannot be read as JSON (an "
-                          "integer over 4,300 digits, a cycle or keys of mixed types)")  # fmt: skip
+        return unreadable(
+            "unparsable_trace",
+            "a value of the trace cannot be read as JSON (an "
+            "integer over 4,300 digits, a cycle or keys of mixed types)",
+        )
 
 
-def check_nesting(value: Any, where: str, *, reason: str = "unparsable_trace",
-                  max_bytes: int = MAX_TRACE_BYTES) -> None:  # fmt: skip
+def check_nesting(
+    value: Any, where: str, *, reason: str = "unparsable_trace", max_bytes: int = MAX_TRACE_BYTES
+) -> None:
     """Refuse values nested over :data:`MAX_NESTING` deep, or too many to walk as a tree.
 
     See :mod:`guardagent.trace.text.nesting` (shared sub-objects counted each time they are met).
@@ -490,8 +621,11 @@ def _to_dict(message: Any) -> dict[str, Any]:
 def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
     if isinstance(raw, bytes | bytearray | str):
         if len(raw) > max_bytes:
-            unreadable("trace_too_large", f"the trace is over {max_bytes} bytes; it is denied "
-                       "rather than cut (raise max_trace_bytes to guard it)")  # fmt: skip
+            unreadable(
+                "trace_too_large",
+                f"the trace is over {max_bytes} bytes; it is denied "
+                "rather than cut (raise max_trace_bytes to guard it)",
+            )
         if isinstance(raw, str):
             raw = raw.removeprefix("\ufeff")
         try:
@@ -504,8 +638,9 @@ def _document(raw: Any, max_bytes: int) -> tuple[Any, Any]:
         return raw["messages"], raw.get("proposed_call", raw.get("tool_call"))
     if isinstance(raw, list | tuple):
         return list(raw), None
-    return unreadable("unparsable_trace", "a trace is a list of messages or an object with "
-                      "'messages'")  # fmt: skip
+    return unreadable(
+        "unparsable_trace", "a trace is a list of messages or an object with 'messages'"
+    )
 
 
 def parse_trace(
@@ -543,9 +678,13 @@ def parse_trace(
     items, documented = _document(messages, max_bytes)
     reader = _Reader(max_bytes, labels)
     start = 0
-    if (resume is not None and resume.labels is labels and resume.max_bytes == max_bytes
-            and len(items) >= resume.items
-            and content_digest(items[:resume.items]) == resume.digest):  # fmt: skip
+    if (
+        resume is not None
+        and resume.labels is labels
+        and resume.max_bytes == max_bytes
+        and len(items) >= resume.items
+        and content_digest(items[: resume.items]) == resume.digest
+    ):
         reader.resume(resume)
         start = resume.items
     else:
@@ -559,19 +698,33 @@ def parse_trace(
     proposed: ToolCall | None = None
     last = msgs[-1] if msgs else None
     if given is None:
-        answer = final_answer_call(last, final_answer, reader.position,
-                                   reader.parts.get(last.index) if last else None)
+        answer = final_answer_call(
+            last, final_answer, reader.position, reader.parts.get(last.index) if last else None
+        )
         if answer is not None:
-            return Trace(tuple(msgs), answer, reader.size,
-                         tuple(c for m in msgs for c in m.calls), reader.results,
-                         reader.answers, read, resume)  # fmt: skip
+            return Trace(
+                tuple(msgs),
+                answer,
+                reader.size,
+                tuple(c for m in msgs for c in m.calls),
+                reader.results,
+                reader.answers,
+                read,
+                resume,
+            )
         if last is None or last.role != "assistant" or not last.calls:
-            unreadable("no_tool_call", "no proposed call was given and the last message makes "
-                       "no tool call (label the pseudo-tool `respond` to guard a final "
-                       "answer)")  # fmt: skip
+            unreadable(
+                "no_tool_call",
+                "no proposed call was given and the last message makes "
+                "no tool call (label the pseudo-tool `respond` to guard a final "
+                "answer)",
+            )
         if len(last.calls) > 1:
-            unreadable("several_tool_calls", f"the last message makes {len(last.calls)} calls; "
-                       "pass the one to guard as proposed_call")  # fmt: skip
+            unreadable(
+                "several_tool_calls",
+                f"the last message makes {len(last.calls)} calls; "
+                "pass the one to guard as proposed_call",
+            )
         proposed = last.calls[0]
     else:
         check_nesting(given, "the proposed call", max_bytes=max_bytes)
@@ -579,19 +732,24 @@ def parse_trace(
         proposed = _match(msgs, wanted)
     skip = {(proposed.index, proposed.position)}
     if proposed.index < len(msgs):  # in the last message: later siblings are not earlier
-        skip.update((c.index, c.position) for c in msgs[proposed.index].calls
-                    if c.position > proposed.position)  # fmt: skip
+        skip.update(
+            (c.index, c.position)
+            for c in msgs[proposed.index].calls
+            if c.position > proposed.position
+        )
     earlier = tuple(c for m in msgs for c in m.calls if (c.index, c.position) not in skip)
-    return Trace(tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers,
-                 read, resume)  # fmt: skip
+    return Trace(
+        tuple(msgs), proposed, reader.size, earlier, reader.results, reader.answers, read, resume
+    )
 
 
 FINAL_ANSWER = "respond"
 """The pseudo-tool a final answer (an assistant message with no call) is guarded as."""
 
 
-def final_answer_call(last: Message | None, name: str | None, position: int,
-                      parts: list[str] | None = None) -> ToolCall | None:  # fmt: skip
+def final_answer_call(
+    last: Message | None, name: str | None, position: int, parts: list[str] | None = None
+) -> ToolCall | None:
     """A final answer as a call of the pseudo-tool `name`, ``{"content": <its text>}``.
 
     An assistant message that makes no call is the agent's message to the user (a question,
@@ -604,8 +762,7 @@ def final_answer_call(last: Message | None, name: str | None, position: int,
     """
     if name is None or last is None or last.role != "assistant" or last.calls:
         return None
-    return ToolCall(name, {"content": answer_content(last.text, parts)}, None, last.index,
-                    position)  # fmt: skip
+    return ToolCall(name, {"content": answer_content(last.text, parts)}, None, last.index, position)
 
 
 def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
@@ -620,24 +777,39 @@ def _match(msgs: Sequence[Message], wanted: ToolCall) -> ToolCall:
     if wanted.id is not None:
         where = [(m, c) for m in msgs for c in m.calls if c.id == wanted.id]
     else:
-        where = [(msgs[-1], c) for c in (msgs[-1].calls if msgs else ())
-                 if c.name == wanted.name and c.args == wanted.args]  # fmt: skip
+        where = [
+            (msgs[-1], c)
+            for c in (msgs[-1].calls if msgs else ())
+            if c.name == wanted.name and c.args == wanted.args
+        ]
         if len(where) > 1:
-            unreadable("several_tool_calls", f"the proposed call {wanted.name[:40]!r} has no "
-                       f"id and {len(where)} calls of the last message equal it: pass its id")
+            unreadable(
+                "several_tool_calls",
+                f"the proposed call {wanted.name[:40]!r} has no "
+                f"id and {len(where)} calls of the last message equal it: pass its id",
+            )
     for message, call in where:
         if message.index != len(msgs) - 1:
-            unreadable("inconsistent_trace", f"the proposed call is made in message "
-                       f"{message.index}, and {len(msgs) - 1 - message.index} message(s) "
-                       "follow it")  # fmt: skip
+            unreadable(
+                "inconsistent_trace",
+                f"the proposed call is made in message "
+                f"{message.index}, and {len(msgs) - 1 - message.index} message(s) "
+                "follow it",
+            )
         if call.name != wanted.name or call.args != wanted.args:
-            unreadable("inconsistent_trace", f"the proposed call {wanted.name[:40]!r} differs "
-                       f"from call {str(call.id)[:40]!r} of the last message "
-                       f"({call.name[:40]!r}): name or arguments disagree")  # fmt: skip
+            unreadable(
+                "inconsistent_trace",
+                f"the proposed call {wanted.name[:40]!r} differs "
+                f"from call {str(call.id)[:40]!r} of the last message "
+                f"({call.name[:40]!r}): name or arguments disagree",
+            )
         return call
     if msgs and msgs[-1].calls:
-        unreadable("inconsistent_trace", f"the proposed call {wanted.name[:40]!r} is none of "
-                   f"the {len(msgs[-1].calls)} call(s) the last message makes")  # fmt: skip
+        unreadable(
+            "inconsistent_trace",
+            f"the proposed call {wanted.name[:40]!r} is none of "
+            f"the {len(msgs[-1].calls)} call(s) the last message makes",
+        )
     return wanted
 
 

@@ -17,8 +17,9 @@ from typing import Any, Literal, TypeVar
 from guardagent.trace.document.labels import Labels
 from guardagent.trace.text.nesting import MAX_NESTING as MAX_NESTING
 
-CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                                  default=str)  # fmt: skip
+CANONICAL_JSON = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
+)
 """Canonical JSON of calls (sorted keys, compact, Unicode kept), built once (an encoder holds
 no state between calls)."""
 

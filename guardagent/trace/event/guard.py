@@ -98,8 +98,11 @@ class TraceEvent:
         """:meth:`state_after`, built when first asked for."""
         if not allowed or not self.consumed:
             return self.state
-        return Deferred(lambda: spend_in_state(self.thread_state, self.consumed,
-                                               use_of(self.trace.call), self.key))  # fmt: skip
+        return Deferred(
+            lambda: spend_in_state(
+                self.thread_state, self.consumed, use_of(self.trace.call), self.key
+            )
+        )
 
     @property
     def assignments(self) -> dict[str, bool | None]:
@@ -162,28 +165,53 @@ def prepare_trace_event(
     compiled = compile_bindings(bindings)
     answers = FINAL_ANSWER if FINAL_ANSWER in labels.tools else None  # labelled: guarded
     with reading_budget(budget_ms):
-        trace = parse_trace(messages, proposed_call, max_bytes=max_bytes, labels=labels,
-                            final_answer=answers, resume=resumable(thread_state))
+        trace = parse_trace(
+            messages,
+            proposed_call,
+            max_bytes=max_bytes,
+            labels=labels,
+            final_answer=answers,
+            resume=resumable(thread_state),
+        )
         name = trace.call.name
         if not labels.label(name).labelled:
-            unreadable("unlabelled_tool", f"the tool {name[:80]!r} is not labelled (names are "
-                       "matched exactly); a tool with no label is denied")  # fmt: skip
+            unreadable(
+                "unlabelled_tool",
+                f"the tool {name[:80]!r} is not labelled (names are "
+                "matched exactly); a tool with no label is denied",
+            )
         check_argument_names(name, trace.call.args, labels.label(name))
         consent = _readable_consent(consent)
-        restored = restore(thread_state, trace, region=labels.phone_region, key=key,
-                           thread_id=thread_id, max_state_bytes=max_state_bytes)  # fmt: skip
+        restored = restore(
+            thread_state,
+            trace,
+            region=labels.phone_region,
+            key=key,
+            thread_id=thread_id,
+            max_state_bytes=max_state_bytes,
+        )
         index, ledger = restored.index, restored.ledger
         records = (values or Records()).with_user_facts(user_facts, labels.phone_region)
-        facts = analyze(trace, labels, index=index, consent=consent, key=key, records=records,
-                        secrets=secrets, ledger=ledger, lazy=True)  # fmt: skip
+        facts = analyze(
+            trace,
+            labels,
+            index=index,
+            consent=consent,
+            key=key,
+            records=records,
+            secrets=secrets,
+            ledger=ledger,
+            lazy=True,
+        )
         found = {name: fn(facts) for name, fn in compiled.items()}
     remember(index.chain, trace.read, getattr(index, "hasher", None))  # for the next call
     agent_input, agent_output = render_event(trace, user_facts)
     state = Deferred(lambda: with_ledger(index.to_json(key), ledger, key))
     if index.deferred is None:  # read already: the state costs little, build it now
         state.get()
-    return TraceEvent(trace, agent_input, agent_output, found, state, tuple(facts.consumed),
-                      key, restored.notes)  # fmt: skip
+    return TraceEvent(
+        trace, agent_input, agent_output, found, state, tuple(facts.consumed), key, restored.notes
+    )
 
 
 def _readable_consent(

@@ -105,8 +105,10 @@ def _spread_from(function: str) -> int | None:
     for parameter in list(inspect.signature(func).parameters.values())[1:]:  # after `facts`
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
             return positional
-        if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                              inspect.Parameter.POSITIONAL_OR_KEYWORD):  # fmt: skip
+        if parameter.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
             positional += 1
     return None
 

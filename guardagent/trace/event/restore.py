@@ -47,8 +47,10 @@ from guardagent.trace.predicates.ledger import ConsentLedger, new_thread_id, rea
 from guardagent.trace.text.summaries import SUMMARY_SOURCE
 from guardagent.trace.thread.state import MAX_STATE_BYTES, TraceIndex, short_digest
 
-UNSIGNED_NOTE = ("The thread state was not used as evidence: it is not signed (no trace_key is "
-                 "configured), so the thread was read from its messages.")  # fmt: skip
+UNSIGNED_NOTE = (
+    "The thread state was not used as evidence: it is not signed (no trace_key is "
+    "configured), so the thread was read from its messages."
+)
 """What a decision says when it set an unsigned state aside."""
 MAX_TAIL_TRIES = 4
 """Places tried for the kept messages after a summary (each try reads them once)."""
@@ -87,8 +89,9 @@ def restore(
             other than by a summary.
     """
     index_state, ledger = read_ledger(thread_state, thread_id=thread_id, key=key)
-    index = TraceIndex.from_json(index_state, region=region, max_state_bytes=max_state_bytes,
-                                 key=key)  # fmt: skip
+    index = TraceIndex.from_json(
+        index_state, region=region, max_state_bytes=max_state_bytes, key=key
+    )
     if index_state is None:
         return Restored(index, ledger)
     at = summary_at(index, trace)
@@ -97,14 +100,20 @@ def restore(
     if key is not None:
         if at is None:
             return Restored(index, ledger)
-        return Restored(index.summarised(at, _kept_from(index, trace, at)), ledger, (
-            f"A conversation summary (message {at}, written by the model) replaced messages "
-            "the thread's state saw; a value in it keeps only the sources those gave it.",))
+        return Restored(
+            index.summarised(at, _kept_from(index, trace, at)),
+            ledger,
+            (
+                f"A conversation summary (message {at}, written by the model) replaced messages "
+                "the thread's state saw; a value in it keeps only the sources those gave it.",
+            ),
+        )
     if at is None:
         index.check_unchanged(trace)  # it may deny: a history that changed since
     thread = thread_id or new_thread_id()  # an unsigned thread id names nothing
-    return Restored(TraceIndex(region, max_state_bytes), ConsentLedger(thread, ledger.uses),
-                    (UNSIGNED_NOTE,))  # fmt: skip
+    return Restored(
+        TraceIndex(region, max_state_bytes), ConsentLedger(thread, ledger.uses), (UNSIGNED_NOTE,)
+    )
 
 
 def summary_at(index: TraceIndex, trace: Trace) -> int | None:
@@ -134,8 +143,11 @@ def unchanged_before(index: TraceIndex, trace: Trace, at: int) -> None:
     messages = trace.messages
     for i in range(at):
         if short_digest(messages[i]) != index.hashes[i]:
-            unreadable("trace_rewritten", f"message {i} ({messages[i].source}) changed since the "
-                       f"thread's last check (before the summary at message {at})")  # fmt: skip
+            unreadable(
+                "trace_rewritten",
+                f"message {i} ({messages[i].source}) changed since the "
+                f"thread's last check (before the summary at message {at})",
+            )
 
 
 def _kept_from(index: TraceIndex, trace: Trace, at: int) -> int:
@@ -153,8 +165,7 @@ def _kept_from(index: TraceIndex, trace: Trace, at: int) -> int:
             continue
         tries += 1
         kept = end - at
-        if all(short_digest(messages[at + 1 + j]) == hashes[count - kept + j]
-               for j in range(kept)):  # fmt: skip
+        if all(short_digest(messages[at + 1 + j]) == hashes[count - kept + j] for j in range(kept)):
             return count - kept
         if tries >= MAX_TAIL_TRIES:
             break

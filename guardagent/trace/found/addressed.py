@@ -78,43 +78,119 @@ def _phrases(*texts: str) -> frozenset[tuple[str, ...]]:
 
 
 ADDRESS = _phrases(
-    "ai assistant", "ai agent", "ai bot", "language model", "llm", "llms", "chatbot", "chatgpt",
-    "gpt", "note to the ai", "note to ai", "note to the assistant", "note for the ai",
-    "note for the assistant", "dear assistant", "dear ai", "hey assistant", "hello assistant",
-    "hi assistant", "to the ai", "as an ai",
-    "you are an ai", "you are an assistant", "assistant reading this", "ai reading this",
-    "agent reading this", "model reading this", "automated assistant", "automated agent",
+    "ai assistant",
+    "ai agent",
+    "ai bot",
+    "language model",
+    "llm",
+    "llms",
+    "chatbot",
+    "chatgpt",
+    "gpt",
+    "note to the ai",
+    "note to ai",
+    "note to the assistant",
+    "note for the ai",
+    "note for the assistant",
+    "dear assistant",
+    "dear ai",
+    "hey assistant",
+    "hello assistant",
+    "hi assistant",
+    "to the ai",
+    "as an ai",
+    "you are an ai",
+    "you are an assistant",
+    "assistant reading this",
+    "ai reading this",
+    "agent reading this",
+    "model reading this",
+    "automated assistant",
+    "automated agent",
 )
 """Phrases that address a model (word tokens)."""
 
 CLAIMS = _phrases(
-    "this is the user", "this is your user", "i am the user", "i am your user",
-    "message from the user", "message from your user", "note from the user",
-    "instruction from the user", "instructions from the user", "request from the user",
-    "the user wants you", "the user asks you", "the user has asked you", "the user instructs",
-    "the user requests that you", "the user would like you", "the user authorized",
-    "the user authorised", "the user approved", "the user has approved",
-    "approved by the user", "on behalf of the user", "system prompt", "system message",
-    "system instruction", "system instructions", "system override", "admin override",
+    "this is the user",
+    "this is your user",
+    "i am the user",
+    "i am your user",
+    "message from the user",
+    "message from your user",
+    "note from the user",
+    "instruction from the user",
+    "instructions from the user",
+    "request from the user",
+    "the user wants you",
+    "the user asks you",
+    "the user has asked you",
+    "the user instructs",
+    "the user requests that you",
+    "the user would like you",
+    "the user authorized",
+    "the user authorised",
+    "the user approved",
+    "the user has approved",
+    "approved by the user",
+    "on behalf of the user",
+    "system prompt",
+    "system message",
+    "system instruction",
+    "system instructions",
+    "system override",
+    "admin override",
     "developer mode",
 )
 """Phrases that claim to be the user or the system (word tokens)."""
 
 OVERRIDES = _phrases(
-    "ignore previous", "ignore all previous", "ignore prior", "ignore all prior",
-    "ignore the above", "ignore your", "ignore all instructions", "ignore any instructions",
-    "ignore the previous", "ignore earlier", "disregard previous", "disregard all",
-    "disregard the above", "disregard your", "disregard prior", "disregard the previous",
-    "forget previous", "forget all previous", "forget your", "forget the above",
-    "new instructions", "updated instructions", "override instructions",
-    "your original task", "the task i gave you",
-    "the task you were given", "before you continue", "before you can continue",
-    "before you proceed", "before you can solve", "before you solve", "before you complete",
-    "before you can complete", "before you finish", "before completing your task",
-    "before completing the task", "do not tell the user", "don t tell the user",
-    "do not inform the user", "do not mention this", "don t mention this",
-    "do not ask the user", "don t ask the user", "without asking the user",
-    "without telling the user", "without informing the user", "without asking for confirmation",
+    "ignore previous",
+    "ignore all previous",
+    "ignore prior",
+    "ignore all prior",
+    "ignore the above",
+    "ignore your",
+    "ignore all instructions",
+    "ignore any instructions",
+    "ignore the previous",
+    "ignore earlier",
+    "disregard previous",
+    "disregard all",
+    "disregard the above",
+    "disregard your",
+    "disregard prior",
+    "disregard the previous",
+    "forget previous",
+    "forget all previous",
+    "forget your",
+    "forget the above",
+    "new instructions",
+    "updated instructions",
+    "override instructions",
+    "your original task",
+    "the task i gave you",
+    "the task you were given",
+    "before you continue",
+    "before you can continue",
+    "before you proceed",
+    "before you can solve",
+    "before you solve",
+    "before you complete",
+    "before you can complete",
+    "before you finish",
+    "before completing your task",
+    "before completing the task",
+    "do not tell the user",
+    "don t tell the user",
+    "do not inform the user",
+    "do not mention this",
+    "don t mention this",
+    "do not ask the user",
+    "don t ask the user",
+    "without asking the user",
+    "without telling the user",
+    "without informing the user",
+    "without asking for confirmation",
 )
 """Phrases that override the agent's instructions (word tokens)."""
 
@@ -125,10 +201,24 @@ _FIRSTS = frozenset(p[0] for p in CUES)
 ROLES = frozenset({"assistant", "ai", "system", "admin", "bot", "chatbot", "llm"})
 """A line starting with one of these and ``:`` or ``,`` speaks as or to a chat role."""
 
-MARKERS = frozenset({
-    "important", "information", "instruction", "instructions", "system", "sys", "inst",
-    "admin", "user", "assistant", "imstart", "imend", "ai", "systemprompt",
-})  # fmt: skip
+MARKERS = frozenset(
+    {
+        "important",
+        "information",
+        "instruction",
+        "instructions",
+        "system",
+        "sys",
+        "inst",
+        "admin",
+        "user",
+        "assistant",
+        "imstart",
+        "imend",
+        "ai",
+        "systemprompt",
+    }
+)
 """Bracketed words that mark a block for a model: ``<IMPORTANT>``, ``[SYSTEM]``,
 ``<|im_start|>`` (inner text lower-cased, spaces, ``/``, ``|`` and ``_`` dropped)."""
 _MARKER_CHARS = 16
@@ -164,8 +254,8 @@ def _phrase_cue(words: list[str]) -> str | None:
         if words[i] not in _FIRSTS:
             continue  # one set lookup for most words
         for n in range(1, min(_LONGEST, len(words) - i) + 1):
-            if tuple(words[i:i + n]) in CUES:
-                return " ".join(words[i:i + n])
+            if tuple(words[i : i + n]) in CUES:
+                return " ".join(words[i : i + n])
     return None
 
 
@@ -175,7 +265,7 @@ def _marker_cue(form: str) -> str | None:
         while at >= 0:
             end = form.find(closer, at + 1, at + 2 + _MARKER_CHARS + 4)
             if end > at:
-                inner = form[at + 1:end]
+                inner = form[at + 1 : end]
                 word = "".join(c for c in inner if c not in " /|_<[")
                 if word in MARKERS:
                     return opener + inner + closer
@@ -194,14 +284,14 @@ def _role_cue(form: str) -> str | None:
         at = form.find(role)
         while at >= 0:
             end = at + len(role)
-            if form[end:end + 1] in (":", ",") and _starts_here(form, at):
-                return form[at:end + 1]
+            if form[end : end + 1] in (":", ",") and _starts_here(form, at):
+                return form[at : end + 1]
             at = form.find(role, at + 1)
     return None
 
 
 def _starts_here(form: str, at: int) -> bool:
-    window = form[max(0, at - _LOOK_BACK):at]  # bounded: linear however many roles repeat
+    window = form[max(0, at - _LOOK_BACK) : at]  # bounded: linear however many roles repeat
     before = window.rstrip(_ROLE_LEAD)
     if not before:
         return True  # nothing but list or quote marks before it
@@ -215,8 +305,13 @@ def addressed_from(text: str) -> Cue | None:
     for offset, paragraph in _paragraphs(text):
         check_budget()
         form = normalize_text(paragraph)
-        cue = (_marker_cue(form) or _role_cue(form) or _phrase_cue(tokens(form))
-               or address_cue(paragraph) or order_cue(paragraph))  # fmt: skip
+        cue = (
+            _marker_cue(form)
+            or _role_cue(form)
+            or _phrase_cue(tokens(form))
+            or address_cue(paragraph)
+            or order_cue(paragraph)
+        )
         if cue is not None:
             first = paragraph.strip().splitlines()[0] if paragraph.strip() else ""
             return Cue(offset, cue, first[:80])
@@ -230,12 +325,16 @@ def _holds(text: str, value: Value, region: str | None, year: int | None) -> boo
     if value.kind != "text" or not value.tokens:
         return False
     words, want = message_tokens(text), list(value.tokens)
-    return any(words[i:i + len(want)] == want for i in range(len(words) - len(want) + 1)
-               if words[i] == want[0])  # fmt: skip
+    return any(
+        words[i : i + len(want)] == want
+        for i in range(len(words) - len(want) + 1)
+        if words[i] == want[0]
+    )
 
 
-def holds_outside(text: str, value: Value, region: str | None, year: int | None
-                  ) -> tuple[bool, Cue | None]:  # fmt: skip
+def holds_outside(
+    text: str, value: Value, region: str | None, year: int | None
+) -> tuple[bool, Cue | None]:
     """Whether a document writes a value whole before any text addressed to the agent.
 
     The text must hold the value itself (a value the search found only across the boundary
@@ -251,6 +350,6 @@ def holds_outside(text: str, value: Value, region: str | None, year: int | None
         cue = addressed_from(reading)
         if cue is None or (len(every) > 1 and not _holds(reading, value, region, year)):
             continue
-        if not _holds(reading[:cue.start], value, region, year):
+        if not _holds(reading[: cue.start], value, region, year):
             return False, cue
     return True, None

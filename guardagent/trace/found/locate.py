@@ -47,8 +47,10 @@ _IBAN_SEPARATORS = frozenset(" -")
 _TOKEN_PUNCTUATION = ".,;:!?()[]<>'\""
 _PRECHECK_CHARS = 4096
 """Longest text whose dots and at signs are looked at before a pass (a message, a boundary)."""
-_SPACES = frozenset(" \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
-                    + "".join(chr(c) for c in range(0x2000, 0x200B)))  # fmt: skip
+_SPACES = frozenset(
+    " \t\n\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
 """RE2's ``\\s`` and the Unicode separators (``\\pZ``): no address, link, leftover token,
 numeric date or bare amount holds one."""
 
@@ -107,7 +109,7 @@ def _after_ok(text: str, end: int) -> bool:
 
 def _iban_at(text: str, start: int) -> tuple[str, int] | None:
     """The compact IBAN starting at `start` (single spaces or hyphens between characters)."""
-    length = iban_length(text[start:start + 2])
+    length = iban_length(text[start : start + 2])
     if length is None:
         return None
     compact: list[str] = []
@@ -116,8 +118,13 @@ def _iban_at(text: str, start: int) -> tuple[str, int] | None:
         c = text[i]
         if c.isascii() and c.isalnum():
             compact.append(c)
-        elif not (c in _IBAN_SEPARATORS and compact and i + 1 < len(text)
-                  and text[i + 1].isascii() and text[i + 1].isalnum()):  # fmt: skip
+        elif not (
+            c in _IBAN_SEPARATORS
+            and compact
+            and i + 1 < len(text)
+            and text[i + 1].isascii()
+            and text[i + 1].isalnum()
+        ):
             return None
         i += 1
     if len(compact) != length or not _after_ok(text, i):
@@ -135,7 +142,7 @@ def _ibans(r: _Reader) -> None:
         if hit is not None and taken.free(start, hit[1]):
             key = iban_key(hit[0])
             if key is not None:
-                written = text[start:hit[1]]
+                written = text[start : hit[1]]
                 r.keep(Value("iban", (key,), written, tuple(tokens(written))), start, hit[1])
     taken.flush()
 
@@ -166,8 +173,7 @@ def _date_value(isos: list[str | None], written: str) -> Value | None:
 
 def _iso(text: str, spans: Spans) -> Value | None:
     (_, _), (w0, w1), (y0, y1), (m0, m1), (d0, d1) = spans[:5]
-    return _date_value([iso(int(text[y0:y1]), int(text[m0:m1]), int(text[d0:d1]))],
-                       text[w0:w1])  # fmt: skip
+    return _date_value([iso(int(text[y0:y1]), int(text[m0:m1]), int(text[d0:d1]))], text[w0:w1])
 
 
 def _numeric(text: str, spans: Spans) -> Value | None:
@@ -183,8 +189,16 @@ def _named(year: int, day: int, month: int) -> Read:
 
     def read(text: str, spans: Spans) -> Value | None:
         yr = group(text, spans, 4) or _range_year(text, spans[1][1])
-        return _date_value([iso(int(yr) if yr else year, MONTHS[group(text, spans, month)],
-                                int(group(text, spans, day)))], group(text, spans, 1))  # fmt: skip
+        return _date_value(
+            [
+                iso(
+                    int(yr) if yr else year,
+                    MONTHS[group(text, spans, month)],
+                    int(group(text, spans, day)),
+                )
+            ],
+            group(text, spans, 1),
+        )
 
     return read
 
@@ -196,7 +210,7 @@ def _range_year(text: str, end: int) -> str:
     the trace's) year. Only a range connector and a second date with its year count, read
     in a constant window after the date.
     """
-    tail = text[end:end + RANGE_WINDOW]
+    tail = text[end : end + RANGE_WINDOW]
     spans = prefix("range_year", tail)
     return "" if spans is None else group(tail, spans, 1)
 
@@ -311,13 +325,14 @@ def _digit_at_space(text: str, across: tuple[int, int] | None) -> bool:
     if across is None:
         return True
     stop = min(across[1] + 1, len(text) - 1)
-    return any(text[i].isdigit() and text[i + 1] in _SPACES
-               for i in range(max(across[0] - 2, 0), stop))  # fmt: skip
+    return any(
+        text[i].isdigit() and text[i + 1] in _SPACES for i in range(max(across[0] - 2, 0), stop)
+    )
 
 
 def _spaced(text: str, across: tuple[int, int]) -> bool:
     """Whether a value spanning the boundary would hold a space (see the module docstring)."""
-    return any(c in _SPACES for c in text[max(across[0] - 1, 0):across[1] + 1])
+    return any(c in _SPACES for c in text[max(across[0] - 1, 0) : across[1] + 1])
 
 
 def extract_values(

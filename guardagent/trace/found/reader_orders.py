@@ -33,27 +33,107 @@ from guardagent.trace.text.budget import check_budget
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]")  # a word (with "'s") or one other character
 PRINCIPALS = frozenset({"user", "owner", "principal", "operator"})
 """Who an agent acts for, as an injection names them."""
-WANTING = frozenset({"wants", "want", "asked", "asks", "requested", "requests", "instructed",
-                     "instructs", "authorized", "authorised", "approved", "prefers",
-                     "insists", "wishes", "would", "demands", "needs", "expects", "ordered",
-                     "told", "directs", "directed"})  # fmt: skip
+WANTING = frozenset(
+    {
+        "wants",
+        "want",
+        "asked",
+        "asks",
+        "requested",
+        "requests",
+        "instructed",
+        "instructs",
+        "authorized",
+        "authorised",
+        "approved",
+        "prefers",
+        "insists",
+        "wishes",
+        "would",
+        "demands",
+        "needs",
+        "expects",
+        "ordered",
+        "told",
+        "directs",
+        "directed",
+    }
+)
 """Verbs of what the principal wants ("has", "also", "now" may come between)."""
-TASKS = frozenset({"task", "tasks", "instructions", "instruction", "objective", "mission",
-                   "directive", "directives", "prompt", "assignment"})  # fmt: skip
+TASKS = frozenset(
+    {
+        "task",
+        "tasks",
+        "instructions",
+        "instruction",
+        "objective",
+        "mission",
+        "directive",
+        "directives",
+        "prompt",
+        "assignment",
+    }
+)
 """Words for what an agent was told to do."""
-_NEW = frozenset({"new", "real", "actual", "true", "updated", "current", "revised", "only",
-                  "main", "next", "original", "first", "primary"})  # fmt: skip
-_TASK_VERBS = frozenset({"is", "are", "has", "have", "was", "were", "now", "changed",
-                         "updated", "includes", "include"})  # fmt: skip
-_BETWEEN = frozenset({"has", "have", "had", "also", "now", "just", "already", "explicitly",
-                      "specifically", "kindly"})  # fmt: skip
-WORK = frozenset({"summarizing", "summarising", "answering", "replying", "responding",
-                  "continuing", "proceeding", "completing", "finishing", "returning",
-                  "outputting", "generating", "reporting"})  # fmt: skip
+_NEW = frozenset(
+    {
+        "new",
+        "real",
+        "actual",
+        "true",
+        "updated",
+        "current",
+        "revised",
+        "only",
+        "main",
+        "next",
+        "original",
+        "first",
+        "primary",
+    }
+)
+_TASK_VERBS = frozenset(
+    {"is", "are", "has", "have", "was", "were", "now", "changed", "updated", "includes", "include"}
+)
+_BETWEEN = frozenset(
+    {"has", "have", "had", "also", "now", "just", "already", "explicitly", "specifically", "kindly"}
+)
+WORK = frozenset(
+    {
+        "summarizing",
+        "summarising",
+        "answering",
+        "replying",
+        "responding",
+        "continuing",
+        "proceeding",
+        "completing",
+        "finishing",
+        "returning",
+        "outputting",
+        "generating",
+        "reporting",
+    }
+)
 """The reader's own work: "before summarizing", "prior to replying"."""
 _READING = frozenset({"reading", "processing", "parsing", "seeing", "ingesting", "scanning"})
-_READ = frozenset({"read", "process", "parse", "see", "summarize", "summarise", "answer",
-                   "reply", "respond", "ingest", "scan", "finish", "complete"})  # fmt: skip
+_READ = frozenset(
+    {
+        "read",
+        "process",
+        "parse",
+        "see",
+        "summarize",
+        "summarise",
+        "answer",
+        "reply",
+        "respond",
+        "ingest",
+        "scan",
+        "finish",
+        "complete",
+    }
+)
 _WHEN = frozenset({"before", "after", "upon", "once", "when", "while", "prior"})
 _THIS = frozenset({"this", "these", "it"})
 
@@ -93,8 +173,11 @@ def _claim(words: list[str], i: int) -> str | None:
     j = i + 1
     while j < len(words) and j - i < 4 and words[j] in _BETWEEN:
         j += 1
-    return f"{words[i - 1]} {words[i]} {words[j]}" if j < len(words) and (
-        words[j] in WANTING) else None  # fmt: skip
+    return (
+        f"{words[i - 1]} {words[i]} {words[j]}"
+        if j < len(words) and (words[j] in WANTING)
+        else None
+    )
 
 
 def _task(words: list[str], starts: list[bool], i: int, colon: bool) -> str | None:
@@ -103,8 +186,9 @@ def _task(words: list[str], starts: list[bool], i: int, colon: bool) -> str | No
     if w not in TASKS:
         return None
     ends = colon and i + 1 < n and starts[i + 1]  # a colon (or a sentence's end) after it
-    yours = i and words[i - 1] == "your" or i > 1 and words[i - 1] in _NEW and (
-        words[i - 2] == "your")  # fmt: skip
+    yours = (
+        i and words[i - 1] == "your" or i > 1 and words[i - 1] in _NEW and (words[i - 2] == "your")
+    )
     if yours and (ends or i + 1 < n and words[i + 1] in _TASK_VERBS):
         return f"your ... {w}"
     if i and words[i - 1] == "new" and starts[i - 1] and not starts[i] and ends:
@@ -117,11 +201,12 @@ def _work(words: list[str], starts: list[bool], i: int) -> str | None:
     w = words[i]
     if w not in _WHEN or not starts[i]:
         return None
-    after = words[i + 1:i + 4]
+    after = words[i + 1 : i + 4]
     if w == "prior" and after[:1] == ["to"]:
         after = after[1:]
-    if after[:1] and (after[0] in WORK or after[0] in _READING and after[1:2]
-                      and after[1] in _THIS):  # fmt: skip
+    if after[:1] and (
+        after[0] in WORK or after[0] in _READING and after[1:2] and after[1] in _THIS
+    ):
         return f"{w} {after[0]}"
     if after[:1] == ["you"] and after[1:2] and after[1] in _READ:
         return f"{w} you {after[1]}"

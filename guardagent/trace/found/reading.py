@@ -71,11 +71,19 @@ def _hashed(keys: Iterable[str]) -> dict[str, str]:
     missing = [key for key, h in out.items() if not h]
     if missing:
         blake = hashlib.blake2b
-        joined = b"\0".join([blake(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-                             for key in missing]) + b"\0"  # fmt: skip
+        joined = (
+            b"\0".join(
+                [
+                    blake(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+                    for key in missing
+                ]
+            )
+            + b"\0"
+        )
         text = base64.urlsafe_b64encode(joined).decode("ascii")
-        hashes = dict(zip(missing, [text[i:i + 11] for i in range(0, len(text), 12)],
-                          strict=True))  # fmt: skip
+        hashes = dict(
+            zip(missing, [text[i : i + 11] for i in range(0, len(text), 12)], strict=True)
+        )
         if len(memo) + len(hashes) > MAX_HASHES:
             memo.clear()
         memo.update(hashes)
@@ -126,8 +134,9 @@ class ReadingCache(Generic[E]):
         keys: The keys an entry holds (a :class:`Reading`'s hashes by default).
     """
 
-    def __init__(self, max_bytes: int = MAX_CACHED_BYTES,
-                 keys: Callable[[E], int] = _key_count) -> None:  # fmt: skip
+    def __init__(
+        self, max_bytes: int = MAX_CACHED_BYTES, keys: Callable[[E], int] = _key_count
+    ) -> None:
         self.max_bytes = max_bytes
         self.keys = keys
         self.entries: OrderedDict[CacheKey, tuple[E, int]] = OrderedDict()
@@ -268,8 +277,9 @@ def boundary_keys(tail: str, head: str, region: str | None, year: int | None) ->
         joins = ("",) if tail[-1:].isspace() or head[:1].isspace() else ("", " ")
         for sep in joins:
             cut = len(tail)
-            for found in extract_values(tail + sep + head, region=region, year=year,
-                                        across=(cut, cut + len(sep))):  # fmt: skip
+            for found in extract_values(
+                tail + sep + head, region=region, year=year, across=(cut, cut + len(sep))
+            ):
                 keys.update(found.value.keys)
                 keys.update(k for _, k in found.value.parts)
         entry = Reading.of(keys)

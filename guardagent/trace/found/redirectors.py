@@ -105,8 +105,7 @@ def _after_prefix(where: Location, prefixes: frozenset[str]) -> list[Target]:
         secure = segments[1] == "s"
         rest = segments[2:] if secure else segments[1:]
         query = f"?{where.query}" if where.query else ""
-        out.append(("https://" if secure else "http://") + "/".join(rest) + query
-                   if rest else None)  # fmt: skip
+        out.append(("https://" if secure else "http://") + "/".join(rest) + query if rest else None)
     return out
 
 
@@ -128,7 +127,7 @@ def _urldefense_v3(where: Location) -> list[Target]:
     for path in _paths(where):
         if not path.startswith("/v3/__"):
             continue
-        text = path[len("/v3/__"):] + (f"?{where.query}" if where.query else "")
+        text = path[len("/v3/__") :] + (f"?{where.query}" if where.query else "")
         ends = {text.find("__;"), text.rfind("__;")} - {-1} or {text.rfind("__")} - {-1}
         out.extend(text[:end] or None for end in sorted(ends or {len(text)}))
     return out
@@ -156,13 +155,17 @@ def _schemeless(where: Location, path: tuple[str, ...], names: tuple[str, ...]) 
     :func:`~guardagent.trace.found.redirects.carried` decodes a piece; a target with a scheme, or
     a path of the site (``/maps``, ``./x``, ``//host``), is read as any query piece is.
     """
-    if not any(tuple(s[:len(path)]) == path for s in _segments(where)):
+    if not any(tuple(s[: len(path)]) == path for s in _segments(where)):
         return []
     out: list[Target] = []
     for value in (v for name in names for v in _param(where, name)):
         text = percent_decoded(value).strip()  # as carried() decodes a piece (%253A: a colon)
-        if (not text or text[:1] in "/\\." or "://" in text
-                or text.partition(":")[0].casefold() in _READ_ELSEWHERE):  # fmt: skip
+        if (
+            not text
+            or text[:1] in "/\\."
+            or "://" in text
+            or text.partition(":")[0].casefold() in _READ_ELSEWHERE
+        ):
             continue
         out.append("http://" + text)
     return out
@@ -195,11 +198,39 @@ def _param(where: Location, name: str) -> list[str]:
 
 
 SHORTENERS = (
-    "t.co", "bit.ly", "lnkd.in", "goo.gl", "tinyurl.com", "ow.ly", "buff.ly", "is.gd",
-    "v.gd", "rb.gy", "t.ly", "cutt.ly", "rebrand.ly", "tiny.cc", "bit.do", "shorturl.at",
-    "s.id", "qrco.de", "trib.al", "dlvr.it", "fb.me", "bl.ink", "adf.ly", "shorte.st",
-    "surl.li", "tiny.one", "short.gy", "soo.gd", "x.co", "po.st", "j.mp", "amzn.to",
-)  # fmt: skip
+    "t.co",
+    "bit.ly",
+    "lnkd.in",
+    "goo.gl",
+    "tinyurl.com",
+    "ow.ly",
+    "buff.ly",
+    "is.gd",
+    "v.gd",
+    "rb.gy",
+    "t.ly",
+    "cutt.ly",
+    "rebrand.ly",
+    "tiny.cc",
+    "bit.do",
+    "shorturl.at",
+    "s.id",
+    "qrco.de",
+    "trib.al",
+    "dlvr.it",
+    "fb.me",
+    "bl.ink",
+    "adf.ly",
+    "shorte.st",
+    "surl.li",
+    "tiny.one",
+    "short.gy",
+    "soo.gd",
+    "x.co",
+    "po.st",
+    "j.mp",
+    "amzn.to",
+)
 """Link shorteners whose target only the shortener knows."""
 
 REDIRECTORS = (
@@ -208,13 +239,15 @@ REDIRECTORS = (
     Redirector("Proofpoint URL Defense v3", ("urldefense.com", "urldefense.us"), _urldefense_v3),
     Redirector("Proofpoint URL Defense v2", ("urldefense.proofpoint.com",), _urldefense_v2),
     Redirector("Google /url", ("google.*",), _query_carrier(("url",), "q", "url")),
-    Redirector("Facebook link shim", ("l.facebook.com", "lm.facebook.com"),
-               _query_carrier(("l.php",), "u")),  # fmt: skip
+    Redirector(
+        "Facebook link shim", ("l.facebook.com", "lm.facebook.com"), _query_carrier(("l.php",), "u")
+    ),
     Redirector("Instagram link shim", ("l.instagram.com",), _query_carrier((), "u")),
     Redirector("YouTube redirect", ("youtube.com",), _query_carrier(("redirect",), "q")),
     Redirector("Slack redirect", ("slack-redir.net",), _query_carrier(("link",), "url")),
-    Redirector("Outlook Safe Links", (".safelinks.protection.outlook.com",),
-               _query_carrier((), "url")),  # fmt: skip
+    Redirector(
+        "Outlook Safe Links", (".safelinks.protection.outlook.com",), _query_carrier((), "url")
+    ),
     Redirector("Reddit outbound", ("out.reddit.com",), _query_carrier((), "url")),
     Redirector("Bing click tracker", ("bing.com",), _bing),
     Redirector("link shortener", SHORTENERS, _opaque),

@@ -83,8 +83,9 @@ def _in_base64(literal: bytes) -> list[str]:
     for offset in range(3):
         encoded = base64.b64encode(bytes(offset) + literal + bytes(3)).decode()
         first, last = 8 * offset, 8 * (offset + len(literal))
-        out.append("".join(c for j, c in enumerate(encoded)
-                           if first <= 6 * j and 6 * j + 6 <= last))  # fmt: skip
+        out.append(
+            "".join(c for j, c in enumerate(encoded) if first <= 6 * j and 6 * j + 6 <= last)
+        )
     return [n.casefold() for n in out]
 
 
@@ -115,8 +116,9 @@ def _carried(where: Location) -> tuple[Value | None, ...]:
         for piece in _pieces(text):
             _judge(piece, base, found)
     _path_targets(where.path, found)
-    found.extend(None if t is None else parse_url(reading_form(t), False)
-                 for t in known_targets(where))  # fmt: skip
+    found.extend(
+        None if t is None else parse_url(reading_form(t), False) for t in known_targets(where)
+    )
     if len(found) > MAX_TARGETS:
         return (None,)
     return tuple(found)
@@ -288,7 +290,7 @@ def _path_targets(path: str, found: list[Value | None]) -> None:
     if path.startswith("//"):  # a server normalising the path answers Location: //host/...
         found.append(parse_url(reading_form("https:" + path), False))
     for segment in _SCHEME_SEGMENT.finditer(path):  # /out/https:evil.example: no slashes
-        found.append(parse_url(reading_form(path[segment.start(1):]), False))
+        found.append(parse_url(reading_form(path[segment.start(1) :]), False))
     at = path.find(":/")
     while at >= 0 and len(found) <= MAX_TARGETS:
         start = path.rfind("/", 0, at) + 1

@@ -68,71 +68,341 @@ or quoted; a statement (or anything else)."""
 _WORD = re.compile(r"\w+(?:['’]\w+)*")  # one class, one run: linear, nothing to backtrack
 _MENTION = "\x00"
 
-VERBS = frozenset({
-    "pay", "read", "open", "process", "settle", "handle", "check", "review", "look", "use",
-    "take", "get", "fetch", "load", "download", "print", "send", "forward", "transfer", "wire",
-    "summarize", "summarise", "go", "see", "find", "show", "view", "book", "share", "upload",
-    "reply", "answer", "file", "archive", "copy", "move", "submit", "complete", "do", "make",
-    "run", "import", "parse", "extract", "scan", "examine", "inspect", "analyze", "analyse",
-    "verify", "follow", "grab", "pull", "access", "consult", "start", "save", "edit",
-    "update", "add", "reconcile", "help", "deal", "work", "clear", "cover", "refund",
-    "execute", "act", "sort", "tackle", "action", "visit", "browse", "fill", "sign", "approve",
-    "arrange", "initiate", "schedule", "prepare", "finish", "finalize", "finalise", "resolve",
-    "confirm", "remit", "issue", "order", "purchase", "buy", "renew", "have", "give",
-    "create", "invite", "set", "organize", "organise", "write", "draft", "email", "message",
-    "post", "reschedule", "contact", "notify",
-})  # fmt: skip
+VERBS = frozenset(
+    {
+        "pay",
+        "read",
+        "open",
+        "process",
+        "settle",
+        "handle",
+        "check",
+        "review",
+        "look",
+        "use",
+        "take",
+        "get",
+        "fetch",
+        "load",
+        "download",
+        "print",
+        "send",
+        "forward",
+        "transfer",
+        "wire",
+        "summarize",
+        "summarise",
+        "go",
+        "see",
+        "find",
+        "show",
+        "view",
+        "book",
+        "share",
+        "upload",
+        "reply",
+        "answer",
+        "file",
+        "archive",
+        "copy",
+        "move",
+        "submit",
+        "complete",
+        "do",
+        "make",
+        "run",
+        "import",
+        "parse",
+        "extract",
+        "scan",
+        "examine",
+        "inspect",
+        "analyze",
+        "analyse",
+        "verify",
+        "follow",
+        "grab",
+        "pull",
+        "access",
+        "consult",
+        "start",
+        "save",
+        "edit",
+        "update",
+        "add",
+        "reconcile",
+        "help",
+        "deal",
+        "work",
+        "clear",
+        "cover",
+        "refund",
+        "execute",
+        "act",
+        "sort",
+        "tackle",
+        "action",
+        "visit",
+        "browse",
+        "fill",
+        "sign",
+        "approve",
+        "arrange",
+        "initiate",
+        "schedule",
+        "prepare",
+        "finish",
+        "finalize",
+        "finalise",
+        "resolve",
+        "confirm",
+        "remit",
+        "issue",
+        "order",
+        "purchase",
+        "buy",
+        "renew",
+        "have",
+        "give",
+        "create",
+        "invite",
+        "set",
+        "organize",
+        "organise",
+        "write",
+        "draft",
+        "email",
+        "message",
+        "post",
+        "reschedule",
+        "contact",
+        "notify",
+    }
+)
 """Action verbs that open an imperative clause ("pay X", "open X and pay it")."""
 
-_FORMS: tuple[tuple[str, ...], ...] = tuple(tuple(f.split()) for f in (
-    "can you", "could you", "would you", "will you", "can u", "could u", "would u",
-    "i want you to", "i need you to", "i'd like you to", "i would like you to",
-    "i want to", "i need to", "i'd like to", "i would like to", "we need to", "you can",
-    "time to", "it's time to",
-    "you should", "you must", "go ahead and", "let's", "let us", "make sure to",
-    "be sure to", "remember to", "help me", "i'd like you to please",
-))  # fmt: skip
+_FORMS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(f.split())
+    for f in (
+        "can you",
+        "could you",
+        "would you",
+        "will you",
+        "can u",
+        "could u",
+        "would u",
+        "i want you to",
+        "i need you to",
+        "i'd like you to",
+        "i would like you to",
+        "i want to",
+        "i need to",
+        "i'd like to",
+        "i would like to",
+        "we need to",
+        "you can",
+        "time to",
+        "it's time to",
+        "you should",
+        "you must",
+        "go ahead and",
+        "let's",
+        "let us",
+        "make sure to",
+        "be sure to",
+        "remember to",
+        "help me",
+        "i'd like you to please",
+    )
+)
 """Request forms before an action verb ("can you pay X", "I'd like you to read X")."""
 _ASKING = frozenset(_FORMS[:7])
 """The forms that make a question a request to the assistant ("can you pay X?")."""
 
-_OPENING = frozenset({
-    "please", "kindly", "now", "also", "then", "and", "so", "ok", "okay", "alright", "hi",
-    "hey", "hello", "dear", "just", "first", "next", "finally", "lastly", "quickly", "sure",
-    "yes", "yeah", "but", "or", "plus", "pls", "plz", "assistant",
-})  # fmt: skip
+_OPENING = frozenset(
+    {
+        "please",
+        "kindly",
+        "now",
+        "also",
+        "then",
+        "and",
+        "so",
+        "ok",
+        "okay",
+        "alright",
+        "hi",
+        "hey",
+        "hello",
+        "dear",
+        "just",
+        "first",
+        "next",
+        "finally",
+        "lastly",
+        "quickly",
+        "sure",
+        "yes",
+        "yeah",
+        "but",
+        "or",
+        "plus",
+        "pls",
+        "plz",
+        "assistant",
+    }
+)
 """Words skipped before a clause's verb (greetings, "please", joining words)."""
 
-_JOINING = frozenset({"and", "but", "then", "or", "so", "yet", "while", "whereas", "because",
-                      "although", "though", "plus"})  # fmt: skip
-_DOUBT = frozenset({
-    "if", "whether", "unless", "whichever", "maybe", "perhaps", "might",
-    "scam", "scams", "spam", "phishing", "fraud", "fraudulent", "suspicious", "fake", "legit",
-    "legitimate", "genuine", "malware", "virus", "dodgy", "sketchy", "shady", "bogus",
-})  # fmt: skip
+_JOINING = frozenset(
+    {
+        "and",
+        "but",
+        "then",
+        "or",
+        "so",
+        "yet",
+        "while",
+        "whereas",
+        "because",
+        "although",
+        "though",
+        "plus",
+    }
+)
+_DOUBT = frozenset(
+    {
+        "if",
+        "whether",
+        "unless",
+        "whichever",
+        "maybe",
+        "perhaps",
+        "might",
+        "scam",
+        "scams",
+        "spam",
+        "phishing",
+        "fraud",
+        "fraudulent",
+        "suspicious",
+        "fake",
+        "legit",
+        "legitimate",
+        "genuine",
+        "malware",
+        "virus",
+        "dodgy",
+        "sketchy",
+        "shady",
+        "bogus",
+    }
+)
 """Words that leave what their clause names undecided, or in doubt ("check X for fraud")."""
-_REPORTING = frozenset({
-    "said", "says", "say", "told", "tells", "wrote", "writes", "asked", "asks", "claims",
-    "claimed", "replied", "replies", "quoted", "according", "mentioned", "mentions",
-    "suggested", "suggests", "insists", "insisted",
-})  # fmt: skip
+_REPORTING = frozenset(
+    {
+        "said",
+        "says",
+        "say",
+        "told",
+        "tells",
+        "wrote",
+        "writes",
+        "asked",
+        "asks",
+        "claims",
+        "claimed",
+        "replied",
+        "replies",
+        "quoted",
+        "according",
+        "mentioned",
+        "mentions",
+        "suggested",
+        "suggests",
+        "insists",
+        "insisted",
+    }
+)
 """Words that report someone's speech ("he said ...", "the e-mail says: ...")."""
-_PASTING = _REPORTING | {"email", "e", "mail", "message", "forwarded", "fwd", "text", "sms",
-                         "letter"}  # fmt: skip
+_PASTING = _REPORTING | {
+    "email",
+    "e",
+    "mail",
+    "message",
+    "forwarded",
+    "fwd",
+    "text",
+    "sms",
+    "letter",
+}
 """Words of a line that, ended by ``:`` and a line break, introduces pasted text ("Here is
 the email I got:"): everything after it is quoted (to the message's end: fail closed)."""
 _INDIRECT = frozenset({"what", "whatever", "whether", "how", "why", "who", "whom", "which"})
 """Before a reporting word in its clause, an indirect question ("tell me what the page says"):
 the user asks about the speech, nothing in the sentence is reported."""
-_FILLER = frozenset({"and", "or", "also", "then", "plus", "the", "a", "an", "file", "files",
-                     "one", "too", "as", "well", "both", "in", "from"})
+_FILLER = frozenset(
+    {
+        "and",
+        "or",
+        "also",
+        "then",
+        "plus",
+        "the",
+        "a",
+        "an",
+        "file",
+        "files",
+        "one",
+        "too",
+        "as",
+        "well",
+        "both",
+        "in",
+        "from",
+    }
+)
 """Words a clause of mentions alone may hold ("..., and the one in C")."""
-_SUBJECTS = frozenset({"it", "it's", "its", "they", "they're", "this", "that", "the", "invoice",
-                       "bill", "file", "document", "details", "invoices", "bills", "files",
-                       "documents", "everything", "all", "one"})  # fmt: skip
+_SUBJECTS = frozenset(
+    {
+        "it",
+        "it's",
+        "its",
+        "they",
+        "they're",
+        "this",
+        "that",
+        "the",
+        "invoice",
+        "bill",
+        "file",
+        "document",
+        "details",
+        "invoices",
+        "bills",
+        "files",
+        "documents",
+        "everything",
+        "all",
+        "one",
+    }
+)
 """Words of the subject of a statement of where the thing asked for is ("the invoice is in")."""
-_NAMING = _FILLER | {"my", "folder", "invoice", "bill", "txt", "pdf", "doc", "docx", "csv",
-                     "xlsx", "json", "md", "eml"}  # fmt: skip
+_NAMING = _FILLER | {
+    "my",
+    "folder",
+    "invoice",
+    "bill",
+    "txt",
+    "pdf",
+    "doc",
+    "docx",
+    "csv",
+    "xlsx",
+    "json",
+    "md",
+    "eml",
+}
 """Words a statement of where the thing is may hold after "in" (beside names with digits)."""
 _BACK = frozenset({"it", "them", "that", "this", "these", "those", "everything"})
 """Words of a request that point back at a thing named before it ("pay it")."""
@@ -183,7 +453,7 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
     pasted = fenced = marked = False  # after "... wrote:" + a line break; inside a ``` block
     prev_end = 0
     for i, t in enumerate(tokens):
-        gap = text[prev_end:t.start]
+        gap = text[prev_end : t.start]
         fenced ^= gap.count("```") % 2 == 1
         pasted = pasted or (marked and ":" in gap.split("\n", 1)[0] and "\n" in gap)
         spaced = i == 0 or any(c.isspace() for c in gap)
@@ -215,7 +485,7 @@ def _segment(text: str, tokens: list[_Token]) -> dict[int, bool]:
 
 def _period(gap: str) -> bool:
     """A ``.`` that ends a sentence: before a space (an address or a URL keeps its dots)."""
-    return any(c == "." and gap[j + 1:j + 2].isspace() for j, c in enumerate(gap))
+    return any(c == "." and gap[j + 1 : j + 2].isspace() for j, c in enumerate(gap))
 
 
 def _opens_request(words: list[str], question: bool) -> bool:
@@ -228,8 +498,8 @@ def _opens_request(words: list[str], question: bool) -> bool:
         return len(rest) > 3 and _gerund(rest[3])  # "would you mind paying X?"
     forms = _ASKING if question else _FORMS
     for form in forms:
-        if tuple(rest[:len(form)]) == form:
-            after = rest[len(form):]
+        if tuple(rest[: len(form)]) == form:
+            after = rest[len(form) :]
             k = 0
             while k < len(after) and after[k] in ("please", "kindly", "just", "also", "quickly"):
                 k += 1
@@ -240,8 +510,11 @@ def _opens_request(words: list[str], question: bool) -> bool:
 def _gerund(word: str) -> bool:
     """An action verb's -ing form: "paying", "settling", "getting"."""
     stem = word[:-3]
-    return word.endswith("ing") and (stem in VERBS or stem + "e" in VERBS or (
-        len(stem) > 2 and stem[-1] == stem[-2] and stem[:-1] in VERBS))  # fmt: skip
+    return word.endswith("ing") and (
+        stem in VERBS
+        or stem + "e" in VERBS
+        or (len(stem) > 2 and stem[-1] == stem[-2] and stem[:-1] in VERBS)
+    )
 
 
 def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
@@ -262,16 +535,20 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     for k, t in enumerate(tokens):
         clauses.setdefault(t.clause, []).append(t)
         sentences.setdefault(t.sentence, []).append(t.word)
-        if (t.word in _REPORTING and t.clause not in asking
-                and not _participle(tokens, k, verb_at.get(t.clause, k))):  # fmt: skip
+        if (
+            t.word in _REPORTING
+            and t.clause not in asking
+            and not _participle(tokens, k, verb_at.get(t.clause, k))
+        ):
             reporting.setdefault(t.sentence, {}).setdefault(t.clause, t.start)
         if t.word in _INDIRECT:
             asking.add(t.clause)
         if t.word in VERBS:
             verb_at.setdefault(t.clause, k)
     quoted_words = {t.quote for t in tokens if t.quote >= 0 and t.word != _MENTION}
-    taken_back = max((s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)),
-                     default=-1)
+    taken_back = max(
+        (s for s, ws in sentences.items() if takes_back_words(ws, _MENTION)), default=-1
+    )
     held = {s for s, ws in sentences.items() if holding(ws) is not None}
     dangling: dict[int, int] = {}  # sentence -> its first clause of a bare negation
     for c, ts in sorted(clauses.items()):
@@ -281,30 +558,47 @@ def mentions(text: str, spans: list[tuple[int, int]]) -> list[Verdict]:
     clause_verdict: dict[int, Verdict] = {}
     for c, words in sorted(clauses.items()):
         clause_verdict[c] = _clause(words, clauses.get(c - 1), clause_verdict.get(c - 1), asked)
-    for c in specified({c: [t.word for t in ts] for c, ts in clauses.items()},
-                       {c: ts[0].sentence for c, ts in clauses.items()}, clause_verdict,
-                       _OPENING):  # "... The event should have ...": how the request must be
+    for c in specified(
+        {c: [t.word for t in ts] for c, ts in clauses.items()},
+        {c: ts[0].sentence for c, ts in clauses.items()},
+        clause_verdict,
+        _OPENING,
+    ):  # "... The event should have ...": how the request must be
         clause_verdict[c] = "request"
     _located(clauses, clause_verdict)
     withdrawn = _withdrawn(clauses, clause_verdict)
     sentences_read = _sentences(clauses, clause_verdict)
-    pasted = min(headers_from(text), introduced_from(text, _PASTING),
-                 introduced_at(text, sentences_read, _MENTION, _OPENING, _PASTING, _DOUBT))
+    pasted = min(
+        headers_from(text),
+        introduced_from(text, _PASTING),
+        introduced_at(text, sentences_read, _MENTION, _OPENING, _PASTING, _DOUBT),
+    )
     quoted_before = quoted_until(text)
-    late = {c for c in {t.clause for t in tokens if t.word == _MENTION}
-            if later([w.word for w in clauses[c]]) is not None}  # fmt: skip
+    late = {
+        c
+        for c in {t.clause for t in tokens if t.word == _MENTION}
+        if later([w.word for w in clauses[c]]) is not None
+    }
     late |= governed(sentences_read)
     for t in tokens:
         if t.word != _MENTION:
             continue
         verdict = clause_verdict[t.clause]
-        if (t.quoted_line or t.quote in quoted_words or _reported(t, reporting.get(t.sentence))
-                or t.start >= pasted or t.start < quoted_before):  # fmt: skip
+        if (
+            t.quoted_line
+            or t.quote in quoted_words
+            or _reported(t, reporting.get(t.sentence))
+            or t.start >= pasted
+            or t.start < quoted_before
+        ):
             verdict = "quoted"
-        if verdict == "request" and (t.sentence < taken_back or t.sentence in held
-                                     or t.clause in late
-                                     or dangling.get(t.sentence, t.clause) < t.clause
-                                     or t.clause < withdrawn):
+        if verdict == "request" and (
+            t.sentence < taken_back
+            or t.sentence in held
+            or t.clause in late
+            or dangling.get(t.sentence, t.clause) < t.clause
+            or t.clause < withdrawn
+        ):
             verdict = "refused"
         verdict_of[t.start] = verdict
     return [verdict_of[s] for s, _ in spans]
@@ -315,8 +609,9 @@ def _sentences(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -
     out: dict[int, Sentence] = {}
     for c in sorted(clauses):
         ts = clauses[c]
-        out.setdefault(ts[0].sentence, []).append(Clause(
-            c, [t.word for t in ts], ts[0].start, ts[-1].end, verdicts[c] == "request"))
+        out.setdefault(ts[0].sentence, []).append(
+            Clause(c, [t.word for t in ts], ts[0].start, ts[-1].end, verdicts[c] == "request")
+        )
     return list(out.values())
 
 
@@ -349,8 +644,9 @@ def _withdrawn(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -
     return at
 
 
-def _clause(words: list[_Token], before: list[_Token] | None, was: Verdict | None,
-            asked: dict[int, bool]) -> Verdict:  # fmt: skip
+def _clause(
+    words: list[_Token], before: list[_Token] | None, was: Verdict | None, asked: dict[int, bool]
+) -> Verdict:
     """The verdict of one clause's mentions (before quotation and reporting)."""
     plain = _reminded([t.word for t in words])
     if any(negative(w) for w in plain if w != _MENTION) or any(w in _DOUBT for w in plain):
@@ -381,9 +677,10 @@ def _locative(words: list[str]) -> bool:
     k += k < len(words) and words[k] in ("saved", "stored", "attached", "located", "kept")
     if k >= len(words) or words[k] not in ("in", "at", "inside", "under"):
         return False
-    rest = words[k + 1:]
-    return bool(rest) and all(w == _MENTION or w in _NAMING or any(map(str.isdigit, w))
-                              for w in rest)  # fmt: skip
+    rest = words[k + 1 :]
+    return bool(rest) and all(
+        w == _MENTION or w in _NAMING or any(map(str.isdigit, w)) for w in rest
+    )
 
 
 def _located(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> None:
@@ -401,10 +698,14 @@ def _located(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> 
     located = {c for c in clauses if verdicts[c] == "said" and _locative(words[c])}
     for s, ids in by_sentence.items():
         here = [c for c in ids if c in located]
-        if not here or any(c not in located and verdicts[c] != "request"
-                           and not all(w in _OPENING for w in words[c])
-                           and not _only_mentions(words[c]) for c in ids):
-            continue  # fmt: skip
+        if not here or any(
+            c not in located
+            and verdicts[c] != "request"
+            and not all(w in _OPENING for w in words[c])
+            and not _only_mentions(words[c])
+            for c in ids
+        ):
+            continue
         near = [c for t in (s - 1, s, s + 1) for c in by_sentence.get(t, ())]
         if any(verdicts[c] in ("refused", "asked") for c in near):
             continue
@@ -416,27 +717,49 @@ def _located(clauses: dict[int, list[_Token]], verdicts: dict[int, Verdict]) -> 
                 verdicts[loc] = "request"
     for c in sorted(clauses):  # a list continues a located clause: "it is in A and B"
         before = clauses.get(c - 1)
-        if (verdicts[c] == "said" and before is not None and verdicts[c - 1] == "request"
-                and before[0].sentence == clauses[c][0].sentence
-                and _only_mentions(words[c])):  # fmt: skip
+        if (
+            verdicts[c] == "said"
+            and before is not None
+            and verdicts[c - 1] == "request"
+            and before[0].sentence == clauses[c][0].sentence
+            and _only_mentions(words[c])
+        ):
             verdicts[c] = "request"
 
 
 def _reminded(words: list[str]) -> list[str]:
-    """"Don't forget to pay X" (or "never hesitate to") asks to pay X: read it "pay X"."""
+    """Read "Don't forget to pay X" (or "never hesitate to") as "pay X": it asks to pay X."""
     n = 0
     while n < len(words) and words[n] in _OPENING:
         n += 1
-    if (len(words) > n + 2 and negative(words[n]) and words[n + 1] in ("forget", "hesitate")
-            and words[n + 2] == "to"):  # fmt: skip
-        return words[:n] + words[n + 3:]
+    if (
+        len(words) > n + 2
+        and negative(words[n])
+        and words[n + 1] in ("forget", "hesitate")
+        and words[n + 2] == "to"
+    ):
+        return words[:n] + words[n + 3 :]
     return words
 
 
 _PARTICIPLES = frozenset({"mentioned", "quoted", "suggested"})
 _DETERMINERS = frozenset({"the", "each", "every", "all", "any", "those", "these", "this", "that"})
-_PLACED = frozenset({"in", "on", "at", "by", "above", "below", "earlier", "there", "here",
-                     "under", "within", "inside"})  # fmt: skip
+_PLACED = frozenset(
+    {
+        "in",
+        "on",
+        "at",
+        "by",
+        "above",
+        "below",
+        "earlier",
+        "there",
+        "here",
+        "under",
+        "within",
+        "inside",
+    }
+)
 
 
 def _participle(tokens: list[_Token], k: int, verb_at: int) -> bool:

@@ -22,22 +22,22 @@ PATTERNS = {
     "email": rf"[{_W}.!#$%&*+/=?^{{|}}~-][{_W}.!#$%&'*+/=?^`{{|}}~-]*@[{_W}-]+(?:\.[{_W}-]+)+",
     "url": rf"(?:^|[^{_W}.+-])((?:https?|ftp|wss?)://{_URL_CHARS}+)",
     "bare": rf"(?:^|[^{_W}.@/:\\-])((?:www\.)?[{_W}-]+(?:\.[{_W}-]+)+(?::\d{{1,5}})?"
-            rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",
+    rf"(?:[/?#]{_URL_CHARS}*)?|localhost(?::\d{{1,5}})?(?:[/?#]{_URL_CHARS}*)?)",
     "iban": rf"(?:^|[^{_W}])([a-z]{{2}}[ -]?\d[ -]?\d)",
     "iso": rf"(?:^|[^{_W}.-])((\d{{4}})-(\d{{1,2}})-(\d{{1,2}})"
-           r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?)",
+    r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?)",
     "num": rf"(?:^|[^{_W}.,/-])((\d{{1,2}})([./-])(\d{{1,2}})([./-])(\d{{4}}|\d{{2}}))",
     "dmy": rf"(?:^|[^{_W}])((\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH})\.?"
-           r"(?:,?\s+(\d{4}))?)",
+    r"(?:,?\s+(\d{4}))?)",
     "mdy": rf"(?:^|[^{_W}])(({MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)",
     "at_token": r"[^\s\pZ]*@[^\s\pZ]*",
     "phone": rf"(?:^|[^{_W}+])((?:\+|\()?\d[\d \-.()/]{{4,24}}\d)",
     "number": rf"(?:^|[^{_W}.,'])'?(\d+(?:[.,']\d+)*)",  # a quoted number ('26') too
     # after a date with no year: the rest of a range whose last date has one (`to May 2, 2025`)
     "range_year": rf"(?:\s*[-\x{{2013}}\x{{2014}}]\s*|\s+(?:to|until|till|through|thru|and)\s+)"
-                  rf"(?:the\s+)?(?:{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?"
-                  rf"|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{MONTH}\.?)?),?\s+(\d{{4}})(?:[^{_W}]|$)",
-}  # fmt: skip
+    rf"(?:the\s+)?(?:{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{MONTH}\.?)?),?\s+(\d{{4}})(?:[^{_W}]|$)",
+}
 RANGE_WINDOW = 64
 """Characters after a year-less date looked at for the rest of its range (constant work)."""
 CHECK_EVERY = 256

@@ -61,14 +61,17 @@ def _lookalikes() -> dict[int, str]:
     cases of a letter are keys, since text is case-folded before it is read.
     """
     data: dict[str, list[dict[str, str]]] = json.loads(
-        resources.files("confusable_homoglyphs").joinpath("confusables.json")
-        .read_text(encoding="utf-8"))  # fmt: skip
+        resources.files("confusable_homoglyphs")
+        .joinpath("confusables.json")
+        .read_text(encoding="utf-8")
+    )
     table: dict[int, str] = {}
     for char, similar in data.items():
         if len(char) != 1 or char.isascii():
             continue
-        ascii_like = [s["c"] for s in similar if len(s["c"]) == 1 and s["c"].isascii()
-                      and s["c"].isalnum()]  # fmt: skip
+        ascii_like = [
+            s["c"] for s in similar if len(s["c"]) == 1 and s["c"].isascii() and s["c"].isalnum()
+        ]
         if not ascii_like:
             continue
         for key in {char, char.casefold()}:
@@ -120,9 +123,10 @@ def _shift(text: str, by: int, digits: bool = False) -> str:
     """
     if by == 0:
         return text
-    table = str.maketrans(_LOWER + (_DIGITS if digits else ""),
-                          _LOWER[by:] + _LOWER[:by]
-                          + (_DIGITS[by % 10:] + _DIGITS[:by % 10] if digits else ""))  # fmt: skip
+    table = str.maketrans(
+        _LOWER + (_DIGITS if digits else ""),
+        _LOWER[by:] + _LOWER[:by] + (_DIGITS[by % 10 :] + _DIGITS[: by % 10] if digits else ""),
+    )
     return text.translate(table)
 
 
@@ -133,15 +137,15 @@ def rot47(text: str) -> str:
 
 def _atbash(text: str, digits: bool = False) -> str:
     """Atbash: the letters of (folded, lower-case) `text` mirrored, a to z (digits 0 to 9 too)."""
-    table = str.maketrans(_LOWER + (_DIGITS if digits else ""),
-                          _LOWER[::-1] + (_DIGITS[::-1] if digits else ""))  # fmt: skip
+    table = str.maketrans(
+        _LOWER + (_DIGITS if digits else ""), _LOWER[::-1] + (_DIGITS[::-1] if digits else "")
+    )
     return text.translate(table)
 
 
 def _label(turned: bool, by: int, digits: bool = False) -> str:
     shift = "" if by == 0 else "rot13" if by == 13 else f"caesar +{by}"
-    parts = [p for p in ("reversed" if turned else "", shift, "digits too" if digits else "")
-             if p]  # fmt: skip
+    parts = [p for p in ("reversed" if turned else "", shift, "digits too" if digits else "") if p]
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -161,8 +165,11 @@ def forms(secret: str) -> Iterator[tuple[str, str, bool]]:
                 if wide:
                     yield label, _shift(base_short, by, digits), True
         if wide:  # ROT47 turns case apart: from the secret as written, then folded
-            yield _label(turned, 0).rstrip(")") + (", rot47)" if turned else " (rot47)"), fold(
-                rot47(secret.strip()[::-1] if turned else secret.strip())), False
+            yield (
+                _label(turned, 0).rstrip(")") + (", rot47)" if turned else " (rot47)"),
+                fold(rot47(secret.strip()[::-1] if turned else secret.strip())),
+                False,
+            )
             for digits in (False, True):
                 parts = ["atbash"] + ["reversed"] * turned + ["digits too"] * digits
                 yield f" ({', '.join(parts)})", compact(_atbash(base, digits)), True
@@ -189,13 +196,19 @@ def reorderings(norm: str, short: str) -> Iterator[tuple[str, str, bool]]:
         for stride in _STRIDES:
             strands = [base[i::stride] for i in range(stride)]
             for order in itertools.permutations(range(stride)):
-                yield (f" (every {stride} characters, strands in order "
-                       f"{'-'.join(str(i + 1) for i in order)})",
-                       compact("".join(strands[i] for i in order)), True)  # fmt: skip
+                yield (
+                    f" (every {stride} characters, strands in order "
+                    f"{'-'.join(str(i + 1) for i in order)})",
+                    compact("".join(strands[i] for i in order)),
+                    True,
+                )
         for size in _CHUNKS:
-            chunks = [base[i:i + size] for i in range(0, len(base), size)]
-            yield f" ({size}-character chunks in reverse order)", compact(
-                "".join(reversed(chunks))), True
+            chunks = [base[i : i + size] for i in range(0, len(base), size)]
+            yield (
+                f" ({size}-character chunks in reverse order)",
+                compact("".join(reversed(chunks))),
+                True,
+            )
 
 
 def skeleton(folded: str) -> str:

@@ -67,7 +67,7 @@ class Pieces:
             self._compact[name] = short
             size = piece_size(len(short))
             for start in range(len(short) - size + 1):
-                piece = short[start:start + size]
+                piece = short[start : start + size]
                 where = self._automaton.get(piece, [])
                 where.append((name, start, size))
                 self._automaton.add_word(piece, where)

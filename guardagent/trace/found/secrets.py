@@ -52,8 +52,18 @@ from guardagent.trace.text.decoders import decodings, first_decodings
 MIN_CHARS = 6
 """A secret shorter than this (normalised) would be found everywhere: a configuration error."""
 
-__all__ = ["COMPACT_MIN", "MIN_CHARS", "SecretSearch", "SecretSpec", "Secrets", "SecretsError",
-           "find_secrets", "read_views", "search_secrets", "views"]
+__all__ = [
+    "COMPACT_MIN",
+    "MIN_CHARS",
+    "SecretSearch",
+    "SecretSpec",
+    "Secrets",
+    "SecretsError",
+    "find_secrets",
+    "read_views",
+    "search_secrets",
+    "views",
+]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -133,8 +143,10 @@ class Secrets:
                 problems.append(f"{where}: value must be a string")
                 continue
             if len(normalize_text(str(value)).strip()) < MIN_CHARS:
-                problems.append(f"{where}: a secret needs at least {MIN_CHARS} characters (a "
-                                "shorter one would be found in ordinary text)")  # fmt: skip
+                problems.append(
+                    f"{where}: a secret needs at least {MIN_CHARS} characters (a "
+                    "shorter one would be found in ordinary text)"
+                )
                 continue
             specs.append(SecretSpec(name, value=str(value)))
         if problems:
@@ -199,7 +211,8 @@ def _text_like(view: str) -> bool:
 Views = tuple[tuple[tuple[str, str], ...], str | None]
 """A value's views and why their reading stopped short (:func:`read_views`), as kept."""
 _KEPT: ReadingCache[Views] = kept_cache(
-    MAX_CACHED_BYTES // 8, keys=lambda kept: 1 + sum(len(v) for _, v in kept[0]) // KEY_BYTES)
+    MAX_CACHED_BYTES // 8, keys=lambda kept: 1 + sum(len(v) for _, v in kept[0]) // KEY_BYTES
+)
 """Views by the text read (a pure function of it, `turned`, `depth` and the bounds: see
 :mod:`guardagent.trace.found.reading` for why sharing them is safe). A thread's earlier calls are
 read again at every call of a policy that declares secrets (:mod:`.secret_split`), and a
@@ -207,8 +220,9 @@ value the model repeats (a recipient, a subject) at each call that repeats it: e
 decoded once."""
 
 
-def read_views(text: str, turned: bool = True,
-               depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
+def read_views(
+    text: str, turned: bool = True, depth: int = DEPTH
+) -> tuple[list[tuple[str, str]], str | None]:
     """:func:`decoded_views` of a value, kept by its text (each text decoded once)."""
     key = (text, f"views {WORK} {WORK_FLOOR} {MIN_CHARS}", None, 2 * depth + turned)  # its bounds
     kept = _KEPT.get(key)
@@ -235,8 +249,9 @@ def _rot47_runs(text: str) -> str:
     return " ".join(t for t in turned if _ENCODED.fullmatch(t))
 
 
-def decoded_views(text: str, turned: bool = True,
-                  depth: int = DEPTH) -> tuple[list[tuple[str, str]], str | None]:  # fmt: skip
+def decoded_views(
+    text: str, turned: bool = True, depth: int = DEPTH
+) -> tuple[list[tuple[str, str]], str | None]:
     """``(encoding, view)`` of a value, decoded layer after layer, and why it stopped short.
 
     As written, reversed, ROT13 and ROT47 (without `turned`: as written only), then each layer of
@@ -267,14 +282,18 @@ def decoded_views(text: str, turned: bool = True,
                     found.append((prefix + decoded_how, decoded))
             if work > limit:
                 out.extend(found)
-                return out, (f"decoding it makes more than {WORK} times its length of text "
-                             "(the search reads no further)")  # fmt: skip
+                return out, (
+                    f"decoding it makes more than {WORK} times its length of text "
+                    "(the search reads no further)"
+                )
         out.extend(found)
         frontier = [(h, v) for h, v in found if _text_like(v)]
     for _, view in frontier:
         check_budget()
-        if any(_text_like(v) and len(v) >= MIN_CHARS and 5 * len(v) <= 4 * len(view)
-               for _, v in decodings(view)):  # fmt: skip
+        if any(
+            _text_like(v) and len(v) >= MIN_CHARS and 5 * len(v) <= 4 * len(view)
+            for _, v in decodings(view)
+        ):
             return out, f"it is encoded more deeply than the {depth} layers the search reads"
     return out, None
 
@@ -304,8 +323,9 @@ def views(text: str, turned: bool = True, depth: int = 2) -> list[tuple[str, str
     return out
 
 
-def search_secrets(text: str, secrets: list[tuple[str, str]],
-                   matcher: Matcher | None = None) -> SecretSearch:  # fmt: skip
+def search_secrets(
+    text: str, secrets: list[tuple[str, str]], matcher: Matcher | None = None
+) -> SecretSearch:
     """Each declared secret the text carries (see the module), and whether it read it all.
 
     `matcher` is the secrets' :class:`~guardagent.trace.found.secret_forms.Matcher` when the caller

@@ -25,7 +25,7 @@ def trace_year(system_texts: list[str]) -> int | None:
             at = text.find(word)
             if at == -1:
                 continue
-            window = text[at + len(word):at + len(word) + 40]
+            window = text[at + len(word) : at + len(word) + 40]
             for found in extract_values(window, year=0):
                 if found.value.kind == "date" and found.value.keys:
                     year = int(found.value.keys[0][5:9])

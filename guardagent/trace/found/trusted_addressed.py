@@ -72,7 +72,7 @@ def addressed_text(text: str) -> tuple[str, list[tuple[str, str]], tuple[str, ..
     for reading in readings(text):
         cue = addressed_from(reading)
         if cue is not None:
-            return reading[:cue.start], [(PART, reading[cue.start:])], ()
+            return reading[: cue.start], [(PART, reading[cue.start :])], ()
     return None  # (the escaped reading held the cue: read above)
 
 

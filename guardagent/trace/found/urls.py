@@ -52,8 +52,12 @@ def _tld() -> tldextract.TLDExtract:
     import tldextract
 
     # The bundled public-suffix snapshot only: no fetch, no cache written to disk.
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True,
-                                 include_psl_private_domains=True)  # fmt: skip
+    return tldextract.TLDExtract(
+        suffix_list_urls=(),
+        cache_dir=None,
+        fallback_to_snapshot=True,
+        include_psl_private_domains=True,
+    )
 
 
 def trim(candidate: str) -> str:
@@ -113,8 +117,7 @@ def unplaceable(candidate: str) -> bool:
     if last.isdigit():
         return not _dotted_quad(candidate)
     top = _top_labels()
-    return (last.isalpha() and not last.startswith("xn--") and top is not None
-            and last not in top)  # fmt: skip
+    return last.isalpha() and not last.startswith("xn--") and top is not None and last not in top
 
 
 @lru_cache(maxsize=4096)
@@ -162,9 +165,14 @@ def parse_url(candidate: str, bare: bool) -> Value | None:
     key = f"url:{authority}{path}" + (f"?{query}" if query else "")
     if fragment and not _anchor(fragment):
         key += "#" + _unreserved(fragment)
-    return Value("url", (key,), candidate, tuple(tokens(candidate)),
-                 parts=(("host", f"host:{host}"), ("domain", f"domain:{domain or host}")),
-                 where=where)  # fmt: skip
+    return Value(
+        "url",
+        (key,),
+        candidate,
+        tuple(tokens(candidate)),
+        parts=(("host", f"host:{host}"), ("domain", f"domain:{domain or host}")),
+        where=where,
+    )
 
 
 UNSETTLED = "\x00"
@@ -210,8 +218,9 @@ def _unreserved(text: str) -> str:
     """Percent-escapes of unreserved characters decoded (RFC 3986 6.2.2.2: the same URI)."""
     if "%" not in text:
         return text
-    return _ESCAPE.sub(lambda m: c if (c := chr(int(m.group(1), 16))) in _UNRESERVED
-                       else m.group(0).upper(), text)  # fmt: skip
+    return _ESCAPE.sub(
+        lambda m: c if (c := chr(int(m.group(1), 16))) in _UNRESERVED else m.group(0).upper(), text
+    )
 
 
 def _anchor(fragment: str) -> bool:

@@ -41,10 +41,22 @@ from guardagent.trace.text.normal import (
 from guardagent.trace.text.numbers import amount_readings, canon, strip_currency
 
 __all__ = [
-    "TYPED_KINDS", "Found", "Value", "ValueKind", "_FORMAT_RANGES", "_tld", "_url_value",
-    "amount_readings", "extract_values", "normalize_text", "read_argument", "read_scalar",
-    "reading_form", "secret_like", "tokens",
-]  # fmt: skip
+    "TYPED_KINDS",
+    "Found",
+    "Value",
+    "ValueKind",
+    "_FORMAT_RANGES",
+    "_tld",
+    "_url_value",
+    "amount_readings",
+    "extract_values",
+    "normalize_text",
+    "read_argument",
+    "read_scalar",
+    "reading_form",
+    "secret_like",
+    "tokens",
+]
 _TRAILING = ".,;:!?"
 _TAB_NEWLINE = {9: None, 10: None, 13: None}
 
@@ -118,8 +130,17 @@ def read_argument(
             return []
         number = canon(Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
         written = number if isinstance(value, int) else str(value)  # str(int) stops at 4300 digits
-        return [(Value("amount", (f"amount:{number}",), written, (number,) if
-                       number.isdigit() else tuple(tokens(number))), False)]  # fmt: skip
+        return [
+            (
+                Value(
+                    "amount",
+                    (f"amount:{number}",),
+                    written,
+                    (number,) if number.isdigit() else tuple(tokens(number)),
+                ),
+                False,
+            )
+        ]
     if not isinstance(value, str) or not value.strip():
         return []
     if len(value) > MAX_CACHED_CHARS:
@@ -151,8 +172,11 @@ def _read_string(value: str, region: str | None, year: int | None) -> list[tuple
     text = reading_form(value).strip()
     raw = unicodedata.normalize("NFC", value).strip()  # what a mail server reads: no NFKC
     listed = read_address_list(raw) if "@" in raw and "://" not in raw else None
-    if listed is not None and len(listed) == 1 and (
-            listed[0].text.casefold() == raw.removeprefix("mailto:").casefold()):  # fmt: skip
+    if (
+        listed is not None
+        and len(listed) == 1
+        and (listed[0].text.casefold() == raw.removeprefix("mailto:").casefold())
+    ):
         return [(listed[0], False)]  # one bare address
     typed = _whole(text, region, year) if listed is None else None
     if typed is not None and typed.kind == "email" and typed.keys[:1] != _raw_key(raw):

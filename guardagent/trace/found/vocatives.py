@@ -47,8 +47,24 @@ from guardagent.trace.found.secret_forms import fold
 from guardagent.trace.text.budget import check_budget
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")  # a word or one other character: linear
-STRONG = frozenset({"ai", "ais", "llm", "llms", "gpt", "chatgpt", "chatbot", "chatbots", "bot",
-                    "bots", "copilot", "claude", "gemini", "genai"})  # fmt: skip
+STRONG = frozenset(
+    {
+        "ai",
+        "ais",
+        "llm",
+        "llms",
+        "gpt",
+        "chatgpt",
+        "chatbot",
+        "chatbots",
+        "bot",
+        "bots",
+        "copilot",
+        "claude",
+        "gemini",
+        "genai",
+    }
+)
 """Words that name a model and nothing else."""
 WEAK = frozenset({"assistant", "assistants", "agent", "agents", "model", "models"})
 """Words that name a model or a person: a cue only inside one of the module's forms."""
@@ -56,32 +72,138 @@ NOUNS = STRONG | WEAK
 _GREETED = STRONG | {"assistant", "assistants"}
 """Model words a greeting or a heading addresses ("Dear Agent," and "Model instructions:"
 are a letter to a person and a product's manual)."""
-_READ = frozenset({"this", "these", "the", "it", "that", "document", "text", "email", "page",
-                   "message", "file", "invoice"})  # fmt: skip
+_READ = frozenset(
+    {
+        "this",
+        "these",
+        "the",
+        "it",
+        "that",
+        "document",
+        "text",
+        "email",
+        "page",
+        "message",
+        "file",
+        "invoice",
+    }
+)
 """Words after "reading" that make it a model reading the text ("Agent processing fee" is
 none)."""
-_JOINED = {("artificial", "intelligence"): "ai", ("language", "model"): "llm",
-           ("language", "models"): "llms", ("chat", "gpt"): "chatgpt", ("co", "pilot"): "copilot",
-           ("chat", "bot"): "chatbot"}  # fmt: skip
-_DETERMINERS = frozenset({"the", "a", "an", "any", "all", "every", "each", "this", "our",
-                          "your", "my", "automated", "virtual", "digital", "smart",
-                          "helpful", "friendly", "autonomous", "large", "intelligent", "ai",
-                          "llm", "gpt", "coding", "browsing", "personal", "reading"})  # fmt: skip
-DIRECTIVES = frozenset({
-    "note", "notes", "message", "messages", "instruction", "instructions", "memo", "reminder",
-    "direction", "directions", "request", "task", "tasks", "notice", "warning", "info",
-    "information", "update", "order", "orders", "command", "commands", "directive",
-    "directives", "guidance", "attention", "hint", "hints", "ps", "rules", "prompt", "action",
-})  # fmt: skip
+_JOINED = {
+    ("artificial", "intelligence"): "ai",
+    ("language", "model"): "llm",
+    ("language", "models"): "llms",
+    ("chat", "gpt"): "chatgpt",
+    ("co", "pilot"): "copilot",
+    ("chat", "bot"): "chatbot",
+}
+_DETERMINERS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "any",
+        "all",
+        "every",
+        "each",
+        "this",
+        "our",
+        "your",
+        "my",
+        "automated",
+        "virtual",
+        "digital",
+        "smart",
+        "helpful",
+        "friendly",
+        "autonomous",
+        "large",
+        "intelligent",
+        "ai",
+        "llm",
+        "gpt",
+        "coding",
+        "browsing",
+        "personal",
+        "reading",
+    }
+)
+DIRECTIVES = frozenset(
+    {
+        "note",
+        "notes",
+        "message",
+        "messages",
+        "instruction",
+        "instructions",
+        "memo",
+        "reminder",
+        "direction",
+        "directions",
+        "request",
+        "task",
+        "tasks",
+        "notice",
+        "warning",
+        "info",
+        "information",
+        "update",
+        "order",
+        "orders",
+        "command",
+        "commands",
+        "directive",
+        "directives",
+        "guidance",
+        "attention",
+        "hint",
+        "hints",
+        "ps",
+        "rules",
+        "prompt",
+        "action",
+    }
+)
 """Words of a text written to someone ("note to ...", "instructions for ...")."""
-GREETINGS = frozenset({"dear", "hey", "hi", "hello", "attention", "attn", "yo", "greetings",
-                       "listen", "psst", "fyi", "ok", "okay"})  # fmt: skip
-_READING = frozenset({"reading", "processing", "parsing", "summarizing", "summarising",
-                      "handling", "viewing", "seeing", "analyzing", "analysing", "scanning",
-                      "reviewing", "ingesting"})  # fmt: skip
+GREETINGS = frozenset(
+    {
+        "dear",
+        "hey",
+        "hi",
+        "hello",
+        "attention",
+        "attn",
+        "yo",
+        "greetings",
+        "listen",
+        "psst",
+        "fyi",
+        "ok",
+        "okay",
+    }
+)
+_READING = frozenset(
+    {
+        "reading",
+        "processing",
+        "parsing",
+        "summarizing",
+        "summarising",
+        "handling",
+        "viewing",
+        "seeing",
+        "analyzing",
+        "analysing",
+        "scanning",
+        "reviewing",
+        "ingesting",
+    }
+)
 _OVERRIDING = frozenset({"ignore", "disregard", "forget", "overlook", "override"})
-_EARLIER = frozenset({"above", "previous", "prior", "earlier", "preceding", "former", "old",
-                      "original"})  # fmt: skip
+_EARLIER = frozenset(
+    {"above", "previous", "prior", "earlier", "preceding", "former", "old", "original"}
+)
 _SPELLING = frozenset(".-_*·'")
 _ENDS = frozenset(".!?;\n")
 _LOOK = 8
@@ -141,8 +263,13 @@ def address_cue(paragraph: str) -> str | None:
     gaps.append(gap)  # after the last word
     for k, w in enumerate(words):
         check_budget()
-        cue = (_addressed(words, gaps, k) if w in NOUNS
-               else _override(words, gaps, k) if w in _OVERRIDING else None)  # fmt: skip
+        cue = (
+            _addressed(words, gaps, k)
+            if w in NOUNS
+            else _override(words, gaps, k)
+            if w in _OVERRIDING
+            else None
+        )
         if cue is not None:
             return cue
     return None
@@ -176,9 +303,12 @@ def _addressed(words: list[str], gaps: list[str], k: int) -> str | None:
     mark = _vocative_mark(gaps[k + 1], link)
     if q == k and _sentence_start(link) and mark and noun in _GREETED:
         return f"{noun}{mark}"  # "AI; pay", "(AI) pay", "Copilot — pay", "`AI`, pay"
-    if noun in STRONG and (q < k and words[q] in _GENERIC or q == k and _sentence_start(link)
-                           ) and _obliged(words, gaps, k + 1):  # fmt: skip
-        return f"{' '.join(words[q:k + 1])} {words[k + 1]}"  # "The AI must pay"
+    if (
+        noun in STRONG
+        and (q < k and words[q] in _GENERIC or q == k and _sentence_start(link))
+        and _obliged(words, gaps, k + 1)
+    ):
+        return f"{' '.join(words[q : k + 1])} {words[k + 1]}"  # "The AI must pay"
     if prev in GREETINGS and link in ("", ",") and noun in _GREETED:
         return f"{prev} {noun}"
     if prev == "you" and (link == "," and follows in (",", ":") or not link and noun in STRONG):
@@ -198,8 +328,9 @@ _WRAPPERS = "`\"'_*)]}»”’"
 _MARKS = frozenset({",", "!", ";", "—", "–", "|", "~", "…", ">", "="})
 """Marks after a lone model word that make it a vocative (not ``.``: "AI. Machine learning."
 lists topics; not ``-``: "AI-generated")."""
-_OBLIGING = frozenset({"must", "should", "shall", "has", "have", "needs", "need", "is",
-                       "are", "ought"})  # fmt: skip
+_OBLIGING = frozenset(
+    {"must", "should", "shall", "has", "have", "needs", "need", "is", "are", "ought"}
+)
 _GENERIC = frozenset({"the", "a", "an", "any", "all", "every", "each", "this"})
 """Determiners of a model word that names whichever model reads ("the AI", "any LLM"; not
 "our AI", a product)."""
@@ -228,7 +359,7 @@ def _obliged(words: list[str], gaps: list[str], j: int) -> bool:
 
 
 def _override(words: list[str], gaps: list[str], k: int) -> str | None:
-    """"Ignore the IBAN above": an override of what came before, within its sentence."""
+    """An override of what came before ("Ignore the IBAN above"), within its sentence."""
     for j in range(k + 1, min(len(words), k + 1 + _LOOK)):
         if any(c in _ENDS for c in gaps[j]):
             return None

@@ -125,5 +125,5 @@ def exact_spans(text: str, wanted: str) -> list[tuple[int, int]]:
 def _closed_raw(text: str, end: int) -> bool:
     if end == len(text) or text[end].isspace() or text[end] in _IS_BOUNDARY:
         return True
-    after = text[end + 1:end + 2]
+    after = text[end + 1 : end + 2]
     return text[end] == "." and (not after or after.isspace() or after in _IS_BOUNDARY)

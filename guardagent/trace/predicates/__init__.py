@@ -111,7 +111,17 @@ from guardagent.trace.predicates.provenance import INNER_KINDS
 from guardagent.trace.predicates.record import Consent, Decision
 
 __all__: Sequence[str] = [
-    "INNER_KINDS", "PREDICATES", "Consent", "Decision", "Fact", "PredicateSpecError",
-    "TraceFacts", "analyze", "compile_bindings", "compile_predicate", "facts_json", "predicate",
+    "INNER_KINDS",
+    "PREDICATES",
+    "Consent",
+    "Decision",
+    "Fact",
+    "PredicateSpecError",
+    "TraceFacts",
+    "analyze",
+    "compile_bindings",
+    "compile_predicate",
+    "facts_json",
+    "predicate",
     "unknown_arguments",
-]  # fmt: skip
+]

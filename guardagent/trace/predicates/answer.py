@@ -24,30 +24,106 @@ import unicodedata
 from guardagent.trace.document.shapes import ToolCall
 from guardagent.trace.predicates.naming import CallNames, phrase_words
 
-__all__ = ["AFFIRMATIVE", "COURTESY", "COURTESY_SYMBOLS", "NEGATIVE", "REFERENCES",
-           "not_a_plain_yes", "says_yes", "tokens"]  # fmt: skip
+__all__ = [
+    "AFFIRMATIVE",
+    "COURTESY",
+    "COURTESY_SYMBOLS",
+    "NEGATIVE",
+    "REFERENCES",
+    "not_a_plain_yes",
+    "says_yes",
+    "tokens",
+]
 
-AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in (
-    "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "all right",
-    "approved", "approve", "i approve", "confirmed", "confirm", "i confirm", "proceed",
-    "please proceed", "go ahead", "please go ahead", "please do", "do it", "absolutely",
-    "of course", "certainly", "definitely", "correct", "that's fine", "fine", "sounds good",
-    "agreed", "i agree", "go for it",
-))  # fmt: skip
+AFFIRMATIVE: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "yes",
+        "y",
+        "yeah",
+        "yep",
+        "yup",
+        "sure",
+        "ok",
+        "okay",
+        "alright",
+        "all right",
+        "approved",
+        "approve",
+        "i approve",
+        "confirmed",
+        "confirm",
+        "i confirm",
+        "proceed",
+        "please proceed",
+        "go ahead",
+        "please go ahead",
+        "please do",
+        "do it",
+        "absolutely",
+        "of course",
+        "certainly",
+        "definitely",
+        "correct",
+        "that's fine",
+        "fine",
+        "sounds good",
+        "agreed",
+        "i agree",
+        "go for it",
+    )
+)
 """Phrases (whole words) that say yes: a plain yes holds one of them."""
 
-COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(tuple(p.split()) for p in (
-    "please", "thanks", "thank you", "thanks a lot", "thank you very much", "thx", "cheers",
-    "go for it", "do so", "please do it", "you may", "you can", "now", "right now",
-    "that's ok", "that's okay", "it's fine", "it's ok", "it's okay", "that is fine",
-    "great", "perfect", "good", "cool", "exactly", "indeed", "of course", "by all means",
-    "go ahead and", "please go ahead and", "that one", "this one", "i'm sure", "i am sure",
-    "that's right", "that works", "works for me", "no problem", "no worries",
-))  # fmt: skip
+COURTESY: tuple[tuple[str, ...], ...] = AFFIRMATIVE + tuple(
+    tuple(p.split())
+    for p in (
+        "please",
+        "thanks",
+        "thank you",
+        "thanks a lot",
+        "thank you very much",
+        "thx",
+        "cheers",
+        "go for it",
+        "do so",
+        "please do it",
+        "you may",
+        "you can",
+        "now",
+        "right now",
+        "that's ok",
+        "that's okay",
+        "it's fine",
+        "it's ok",
+        "it's okay",
+        "that is fine",
+        "great",
+        "perfect",
+        "good",
+        "cool",
+        "exactly",
+        "indeed",
+        "of course",
+        "by all means",
+        "go ahead and",
+        "please go ahead and",
+        "that one",
+        "this one",
+        "i'm sure",
+        "i am sure",
+        "that's right",
+        "that works",
+        "works for me",
+        "no problem",
+        "no worries",
+    )
+)
 """The closed list of words a plain yes may hold beyond its restatement of the call."""
 
 COURTESY_SYMBOLS = frozenset("👍✅👌🙂😊🙏✔☑\ufe0f") | frozenset(
-    chr(c) for c in range(0x1F3FB, 0x1F400))  # skin tones
+    chr(c) for c in range(0x1F3FB, 0x1F400)
+)  # skin tones
 """Symbols a plain yes may hold (a thumbs up, a check mark; skin tones, the emoji
 selector): any other non-ASCII symbol ("👎", "⏰", "🔜") or an invisible character is
 read as something the guard does not understand, so no yes (fail closed)."""
@@ -55,11 +131,39 @@ read as something the guard does not understand, so no yes (fail closed)."""
 REFERENCES = frozenset({"it", "this", "that", "the"})
 """Words that refer back to the question's object ("Yes, delete it")."""
 
-NEGATIVE = frozenset({
-    "no", "nope", "nah", "not", "never", "dont", "cancel", "stop", "wait", "hold", "abort",
-    "reject", "rejected", "deny", "denied", "refuse", "negative", "neither", "nor", "without",
-    "but", "instead", "except", "only", "unless", "later", "rather", "maybe", "perhaps",
-})  # fmt: skip
+NEGATIVE = frozenset(
+    {
+        "no",
+        "nope",
+        "nah",
+        "not",
+        "never",
+        "dont",
+        "cancel",
+        "stop",
+        "wait",
+        "hold",
+        "abort",
+        "reject",
+        "rejected",
+        "deny",
+        "denied",
+        "refuse",
+        "negative",
+        "neither",
+        "nor",
+        "without",
+        "but",
+        "instead",
+        "except",
+        "only",
+        "unless",
+        "later",
+        "rather",
+        "maybe",
+        "perhaps",
+    }
+)
 """Words that make an answer something other than a plain yes (so never consent)."""
 
 
@@ -91,24 +195,37 @@ def not_a_plain_yes(text: str, call: ToolCall | CallNames | None = None) -> str 
     """
     if "?" in text or "？" in text:
         return "it asks back"  # "Yes?", "OK, which one?" approve nothing
-    odd = next((c for c in text if not c.isascii() and c not in COURTESY_SYMBOLS and (
-        unicodedata.category(c)[0] == "S" or unicodedata.category(c) == "Cf")), None)
+    odd = next(
+        (
+            c
+            for c in text
+            if not c.isascii()
+            and c not in COURTESY_SYMBOLS
+            and (unicodedata.category(c)[0] == "S" or unicodedata.category(c) == "Cf")
+        ),
+        None,
+    )
     if odd is not None:
         return f"it holds {odd!r}, a sign the guard does not read"
     names = CallNames(call) if isinstance(call, ToolCall) else call
-    bad = next((w for w in tokens(_without_no_trouble(text))
-                if w in NEGATIVE or w.endswith("n't")), None)  # fmt: skip
+    bad = next(
+        (w for w in tokens(_without_no_trouble(text)) if w in NEGATIVE or w.endswith("n't")), None
+    )
     if bad is not None:  # anywhere, even inside a restated value: the user wrote it
         return f"it holds {bad!r}"
     words = tokens(" ".join(_without_values(text, names.phrases if names else [])))
-    if not any(tuple(words[i:i + len(p)]) == p for i in range(len(words)) for p in AFFIRMATIVE):
+    if not any(tuple(words[i : i + len(p)]) == p for i in range(len(words)) for p in AFFIRMATIVE):
         return "it holds no yes"  # "Thanks.", "Delete it." approve nothing
     allowed = COURTESY
     if names is not None:
         allowed += tuple((w,) for w in (*names.tool.split(), *REFERENCES))
     extra = _first_extra(words, allowed)
-    return None if extra is None else f"it adds {extra!r} (a yes with a condition, a time " \
+    return (
+        None
+        if extra is None
+        else f"it adds {extra!r} (a yes with a condition, a time "
         "or another object is no yes to this call now)"
+    )
 
 
 NO_TROUBLE = ("no problem", "no worries")
@@ -123,7 +240,7 @@ def _without_no_trouble(text: str) -> str:
         kept, start, at = [], 0, text.find(phrase)
         while at >= 0:
             end = at + len(phrase)
-            if (at == 0 or not text[at - 1].isalnum()) and not text[end:end + 1].isalnum():
+            if (at == 0 or not text[at - 1].isalnum()) and not text[end : end + 1].isalnum():
                 kept.append(text[start:at] + " ")
                 start = end
             at = text.find(phrase, end)
@@ -146,7 +263,7 @@ def _without_values(text: str, values: list[str]) -> list[str]:
         kept: list[str] = []
         i = 0
         while i < len(words):
-            if words[i:i + len(run)] == run:
+            if words[i : i + len(run)] == run:
                 i += len(run)
                 continue
             kept.append(words[i])
@@ -171,7 +288,7 @@ def _first_extra(words: list[str], allowed: tuple[tuple[str, ...], ...]) -> str 
         if not reached[i]:
             continue
         for p in by_start.get(word, ()):
-            if tuple(words[i:i + len(p)]) == p:
+            if tuple(words[i : i + len(p)]) == p:
                 reached[i + len(p)] = True
                 furthest = max(furthest, i + len(p))
     return None if reached[-1] else words[min(furthest, len(words) - 1)]

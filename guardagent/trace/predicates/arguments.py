@@ -44,14 +44,20 @@ from guardagent.trace.thread.state import flatten
 
 Test = Callable[[Any], bool | None]
 OPERATORS: dict[str, Callable[[Decimal, Decimal], bool]] = {
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-}  # fmt: skip
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
 SCORERS: dict[str, Callable[..., float]] = {
-    "ratio": fuzz.ratio, "partial_ratio": fuzz.partial_ratio,
-    "token_sort_ratio": fuzz.token_sort_ratio, "token_set_ratio": fuzz.token_set_ratio,
+    "ratio": fuzz.ratio,
+    "partial_ratio": fuzz.partial_ratio,
+    "token_sort_ratio": fuzz.token_sort_ratio,
+    "token_set_ratio": fuzz.token_set_ratio,
     "WRatio": fuzz.WRatio,
-}  # fmt: skip
+}
 _SHOWN = 60
 
 
@@ -69,27 +75,39 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _judge(facts: TraceFacts, name: str, arg: str, match: str | None, test: Test,
-           what: str) -> Fact:  # fmt: skip
+def _judge(
+    facts: TraceFacts, name: str, arg: str, match: str | None, test: Test, what: str
+) -> Fact:
     """Apply a test to the argument's values and combine them (see the module docstring)."""
     mode = match or ("any" if arg == "*" else "every")
-    leaves = [(p, v) for p, v in flatten(facts.trace.call.args)
-              if (arg == "*" or under(p, arg)) and v is not None]  # fmt: skip
+    leaves = [
+        (p, v)
+        for p, v in flatten(facts.trace.call.args)
+        if (arg == "*" or under(p, arg)) and v is not None
+    ]
     if not leaves:
         which = "no argument" if arg == "*" else f"argument {arg!r}"
         return Fact(name, None if mode == "every" else False, (), f"{which} has no value")
     results = [(p, v, _as_sent(v, test, mode, _header(facts, p))) for p, v in leaves]
     want: bool | None
     if mode == "every":
-        want = False if any(r is False for *_, r in results) else (
-            None if any(r is None for *_, r in results) else True)  # fmt: skip
+        want = (
+            False
+            if any(r is False for *_, r in results)
+            else (None if any(r is None for *_, r in results) else True)
+        )
     else:
-        want = True if any(r is True for *_, r in results) else (
-            None if any(r is None for *_, r in results) else False)  # fmt: skip
+        want = (
+            True
+            if any(r is True for *_, r in results)
+            else (None if any(r is None for *_, r in results) else False)
+        )
     deciding = [(p, v, r) for p, v, r in results if r is want] or results
-    shown = "; ".join(f"{p} {_show(v)}: " + (f"cannot be read ({what})" if r is None else
-                                             what if r else f"not {what}")
-                      for p, v, r in deciding[:3])  # fmt: skip
+    shown = "; ".join(
+        f"{p} {_show(v)}: "
+        + (f"cannot be read ({what})" if r is None else what if r else f"not {what}")
+        for p, v, r in deciding[:3]
+    )
     return Fact(name, want, (), shown)
 
 
@@ -189,13 +207,15 @@ def _same_text(actual: Any, expected: Any) -> bool | None:
 
 
 COMPARISONS: dict[str, Callable[[Any, Any, str | None], bool | None]] = {
-    "text": lambda a, e, _region: _same_text(a, e), "typed": _equal,
-}  # fmt: skip
+    "text": lambda a, e, _region: _same_text(a, e),
+    "typed": _equal,
+}
 """How ``arg_in`` / ``arg_equals`` compare a value with an expected one (`compare=`)."""
 
 
-def _among(actual: Any, items: Sequence[Any], region: str | None,
-           compare: str = "typed") -> bool | None:  # fmt: skip
+def _among(
+    actual: Any, items: Sequence[Any], region: str | None, compare: str = "typed"
+) -> bool | None:
     """Equal to one of `items` (three-valued: see :func:`_equal`)."""
     same = COMPARISONS[compare]
     verdicts = {same(actual, e, region) for e in items}
@@ -216,21 +236,29 @@ def _expected(facts: TraceFacts, values: Any) -> tuple[Sequence[Any] | None, str
 
 
 @predicate
-def arg_equals(facts: TraceFacts, arg: str, value: Any, match: str | None = None,
-               compare: str = "typed") -> Fact:  # fmt: skip
+def arg_equals(
+    facts: TraceFacts, arg: str, value: Any, match: str | None = None, compare: str = "typed"
+) -> Fact:
     """The argument's values equal `value` (by kind: ``2,500.00`` equals ``2500``).
 
     ``compare="text"`` asks for the same normalised text instead (see :func:`arg_in`).
     """
     region, same = facts.labels.phone_region, COMPARISONS[compare]
     how = "" if compare == "typed" else " as text"
-    return _judge(facts, "arg_equals", arg, match, lambda v: same(v, value, region),
-                  f"equals {_show(value)}{how}")  # fmt: skip
+    return _judge(
+        facts,
+        "arg_equals",
+        arg,
+        match,
+        lambda v: same(v, value, region),
+        f"equals {_show(value)}{how}",
+    )
 
 
 @predicate
-def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None,
-           compare: str = "text") -> Fact:  # fmt: skip
+def arg_in(
+    facts: TraceFacts, arg: str, values: Any, match: str | None = None, compare: str = "text"
+) -> Fact:
     """The argument's values are among `values` (a list, or ``"@section"`` of the records).
 
     By default a value is in the list when it is one of its entries as normalised text
@@ -246,8 +274,14 @@ def arg_in(facts: TraceFacts, arg: str, values: Any, match: str | None = None,
         return Fact("arg_in", None, (), where)
     region = facts.labels.phone_region
     how = "by kind" if compare == "typed" else "as text"
-    return _judge(facts, "arg_in", arg, match,
-                  lambda v: _among(v, items, region, compare), f"in {where} ({how})")  # fmt: skip
+    return _judge(
+        facts,
+        "arg_in",
+        arg,
+        match,
+        lambda v: _among(v, items, region, compare),
+        f"in {where} ({how})",
+    )
 
 
 @predicate
@@ -275,22 +309,27 @@ def arg_glob(facts: TraceFacts, arg: str, pattern: str, match: str | None = None
 
 
 @predicate
-def arg_match(facts: TraceFacts, arg: str, regex: str, match: str | None = None,
-              raw: bool = False) -> Fact:  # fmt: skip
+def arg_match(
+    facts: TraceFacts, arg: str, regex: str, match: str | None = None, raw: bool = False
+) -> Fact:
     """An RE2 pattern matches somewhere in each value (normalised, or as written with raw)."""
     compiled = _re2(regex)
 
     def test(v: Any) -> bool | None:
-        t = (str(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else _text(v)
-             ) if raw else _text(v)  # fmt: skip
+        t = (
+            (str(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else _text(v))
+            if raw
+            else _text(v)
+        )
         return None if t is None else compiled.search(t) is not None
 
     return _judge(facts, "arg_match", arg, match, test, f"matches /{regex}/")
 
 
 @predicate
-def arg_compare(facts: TraceFacts, arg: str, op: str, number: float,
-                match: str | None = None) -> Fact:  # fmt: skip
+def arg_compare(
+    facts: TraceFacts, arg: str, op: str, number: float, match: str | None = None
+) -> Fact:
     """The argument's values, read as numbers, compare with `number` (``"<="`` etc.).
 
     A value that is not an amount, reads two ways, or is negative is open (a rule that
@@ -312,8 +351,14 @@ def arg_compare(facts: TraceFacts, arg: str, op: str, number: float,
 
 
 @predicate
-def arg_similar(facts: TraceFacts, arg: str, value: Any, threshold: float = 90,
-                scorer: str = "ratio", match: str | None = None) -> Fact:  # fmt: skip
+def arg_similar(
+    facts: TraceFacts,
+    arg: str,
+    value: Any,
+    threshold: float = 90,
+    scorer: str = "ratio",
+    match: str | None = None,
+) -> Fact:
     """The argument's values are at least `threshold` (0-100) similar to one of `value`.
 
     `value` is a string, a list, or ``"@section"`` of the records; `scorer` a
@@ -332,8 +377,7 @@ def arg_similar(facts: TraceFacts, arg: str, value: Any, threshold: float = 90,
             return None
         return any(score(t, w, processor=None) >= threshold for w in wanted)
 
-    return _judge(facts, "arg_similar", arg, match, test,
-                  f"{scorer} >= {threshold} with {where}")  # fmt: skip
+    return _judge(facts, "arg_similar", arg, match, test, f"{scorer} >= {threshold} with {where}")
 
 
 # -- compiled patterns ---------------------------------------------------------------------
@@ -353,8 +397,10 @@ def _re2(pattern: str) -> Any:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
-        raise PredicateSpecError(f"{pattern!r} is not an RE2 pattern ({detail}); RE2 has no "
-                                 "backreferences and no look-around") from None  # fmt: skip
+        raise PredicateSpecError(
+            f"{pattern!r} is not an RE2 pattern ({detail}); RE2 has no "
+            "backreferences and no look-around"
+        ) from None
 
 
 def glob_regex(pattern: str) -> str:
@@ -380,7 +426,7 @@ def glob_regex(pattern: str) -> str:
             if end < 0:
                 out.append(re.escape(c))
                 continue
-            one = fnmatch.translate(pattern[i - 1:end + 1])
+            one = fnmatch.translate(pattern[i - 1 : end + 1])
             body = one.removeprefix("(?s:").removesuffix(r")\Z")
             out.append(r"[^\x00-\x{10FFFF}]" if body == "(?!)" else body)  # (?!): never
             i = end + 1
@@ -417,8 +463,9 @@ def _values_option(raw: Any, key: str) -> None:
 def _check_equals(given: dict[str, Any]) -> None:
     _arg_and_match(given)
     if not isinstance(given["value"], str | int | float | bool):
-        raise PredicateSpecError("value must be a string, a number or true/false (arg_in "
-                                 "takes a list)")  # fmt: skip
+        raise PredicateSpecError(
+            "value must be a string, a number or true/false (arg_in takes a list)"
+        )
 
 
 @checks("arg_in")
@@ -467,8 +514,11 @@ def _check_similar(given: dict[str, Any]) -> None:
     _arg_and_match(given)
     _values_option(given["value"], "value")
     threshold = given["threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
-            0 < threshold <= 100):  # fmt: skip
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not (0 < threshold <= 100)
+    ):
         raise PredicateSpecError(f"threshold must be a number in (0, 100], not {threshold!r}")
     if given["scorer"] not in SCORERS:
         raise PredicateSpecError(f"scorer must be one of {', '.join(SCORERS)}")

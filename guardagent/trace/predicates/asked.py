@@ -119,12 +119,14 @@ def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None
     is the user's last message: anything the user said since may take it back.
     """
     if not plain_question(question.text, []):
-        return "the question is not plain (a negation, an alternative, a condition or a " \
+        return (
+            "the question is not plain (a negation, an alternative, a condition or a "
             "hidden character)"
+        )
     asking = facts.trace.messages[question.index]
     if via is not None and any(not fnmatch.fnmatchcase(c.name, via) for c in asking.calls):
         return "the turn that asked it also acted"
-    for message in facts.trace.messages[question.index + 1:]:
+    for message in facts.trace.messages[question.index + 1 :]:
         if message.role == "tool":
             continue  # the message tool's own result ("sent")
         if message.role != "user":
@@ -133,8 +135,12 @@ def _answered(facts: TraceFacts, question: Asked, via: str | None) -> str | None
         if why is not None:
             return f"the user's answer in message {message.index} is no plain yes ({why})"
         last = next(m for m in reversed(facts.trace.messages) if m.role == "user")
-        return None if last is message else f"the user wrote again after the yes (message " \
+        return (
+            None
+            if last is message
+            else f"the user wrote again after the yes (message "
             f"{last.index}): a yes counts as the user's last word only"
+        )
     return "the user has not answered it"
 
 
@@ -156,10 +162,16 @@ def _no_yes(answer: str, question: str) -> str | None:
 
 @predicate
 @summary_hides(True, _window)
-def asked_before(facts: TraceFacts, text: str | list[str] | tuple[str, ...],
-                 threshold: float = 90, scorer: str = "ratio", via: str | None = None,
-                 within: int | None = None, yes: bool = False,
-                 words: str | list[str] | tuple[str, ...] = ()) -> Fact:  # fmt: skip
+def asked_before(
+    facts: TraceFacts,
+    text: str | list[str] | tuple[str, ...],
+    threshold: float = 90,
+    scorer: str = "ratio",
+    via: str | None = None,
+    within: int | None = None,
+    yes: bool = False,
+    words: str | list[str] | tuple[str, ...] = (),
+) -> Fact:
     """The assistant asked the user a question at least `threshold` similar to `text` earlier.
 
     `text` is one template or a list (any counts); `via` a tool glob whose delivered calls'
@@ -190,21 +202,35 @@ def asked_before(facts: TraceFacts, text: str | list[str] | tuple[str, ...],
             found = question
         else:
             refused = f"; message {question.index} asks it, but {why}"
-    where = f"{scorer} >= {threshold} with {_shown(templates)}" + (
-        f", holding {', '.join(' '.join(w) for w in needed)}" if needed else "") + (
-        f", within {within} call(s)" if within is not None else "")
+    where = (
+        f"{scorer} >= {threshold} with {_shown(templates)}"
+        + (f", holding {', '.join(' '.join(w) for w in needed)}" if needed else "")
+        + (f", within {within} call(s)" if within is not None else "")
+    )
     if found is not None:
         answered = " and the user said yes" if yes else ""
-        return Fact("asked_before", True, facts.search.refs([found.index]),
-                    f"the assistant asked {_quoted(found.text)} in message {found.index}"
-                    f"{answered} ({where})")  # fmt: skip
+        return Fact(
+            "asked_before",
+            True,
+            facts.search.refs([found.index]),
+            f"the assistant asked {_quoted(found.text)} in message {found.index}"
+            f"{answered} ({where})",
+        )
     if unread is not None:
-        return Fact("asked_before", None, facts.search.refs([unread.index]),
-                    f"no question of the assistant matches ({where}){refused}; the question "
-                    f"in message {unread.index} is too long to compare (over "
-                    f"{MAX_QUESTION_CHARS} characters)")  # fmt: skip
-    return Fact("asked_before", False, (), f"no question the assistant put to the user "
-                f"matches ({where}){refused}")  # fmt: skip
+        return Fact(
+            "asked_before",
+            None,
+            facts.search.refs([unread.index]),
+            f"no question of the assistant matches ({where}){refused}; the question "
+            f"in message {unread.index} is too long to compare (over "
+            f"{MAX_QUESTION_CHARS} characters)",
+        )
+    return Fact(
+        "asked_before",
+        False,
+        (),
+        f"no question the assistant put to the user matches ({where}){refused}",
+    )
 
 
 def _plain(text: str) -> str:
@@ -214,8 +240,9 @@ def _plain(text: str) -> str:
 
 def _holds(said: list[str], needed: list[tuple[str, ...]]) -> bool:
     """Every needed word run occurs whole in `said` (linear: runs are a policy's few words)."""
-    return all(any(tuple(said[i:i + len(run)]) == run for i in range(len(said)))
-               for run in needed)  # fmt: skip
+    return all(
+        any(tuple(said[i : i + len(run)]) == run for i in range(len(said))) for run in needed
+    )
 
 
 def _quoted(text: str, limit: int = 80) -> str:
@@ -225,21 +252,26 @@ def _quoted(text: str, limit: int = 80) -> str:
 
 def _shown(templates: list[str]) -> str:
     return " or ".join(_quoted(t, 60) for t in templates[:3]) + (
-        f" (+{len(templates) - 3})" if len(templates) > 3 else "")
+        f" (+{len(templates) - 3})" if len(templates) > 3 else ""
+    )
 
 
 @checks("asked_before")
 def _check_asked(given: dict[str, Any]) -> None:
     text = given["text"]
-    items = [text] if isinstance(text, str) else list(text) if isinstance(text, list | tuple) \
-        else None
+    items = (
+        [text] if isinstance(text, str) else list(text) if isinstance(text, list | tuple) else None
+    )
     if not items or not all(isinstance(t, str) and normalize_text(t).strip() for t in items):
         raise PredicateSpecError("text must be a non-empty string or a list of them")
     if any(len(t) > MAX_TEMPLATE_CHARS for t in items):
         raise PredicateSpecError(f"a template is at most {MAX_TEMPLATE_CHARS} characters")
     threshold = given["threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
-            0 < threshold <= 100):  # fmt: skip
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not (0 < threshold <= 100)
+    ):
         raise PredicateSpecError(f"threshold must be a number in (0, 100], not {threshold!r}")
     if given["scorer"] not in SCORERS:
         raise PredicateSpecError(f"scorer must be one of {', '.join(SCORERS)}")
@@ -247,14 +279,21 @@ def _check_asked(given: dict[str, Any]) -> None:
     if via is not None and (not isinstance(via, str) or not via.strip()):
         raise PredicateSpecError("via must be a tool name or glob (the message tool)")
     within = given["within"]
-    if within is not None and (isinstance(within, bool) or not isinstance(within, int)
-                               or within < 1):  # fmt: skip
+    if within is not None and (
+        isinstance(within, bool) or not isinstance(within, int) or within < 1
+    ):
         raise PredicateSpecError(f"within must be a whole number >= 1, not {within!r}")
     if not isinstance(given["yes"], bool):
         raise PredicateSpecError("yes must be True or False")
     words = given["words"]
-    runs = [words] if isinstance(words, str) else list(words) if isinstance(
-        words, list | tuple) else None  # fmt: skip
+    runs = (
+        [words]
+        if isinstance(words, str)
+        else list(words)
+        if isinstance(words, list | tuple)
+        else None
+    )
     if runs is None or not all(isinstance(w, str) and 0 < len(tokens(w)) <= 8 for w in runs):
-        raise PredicateSpecError("words must be a word (or a phrase of up to 8 words) or a "
-                                 "list of them")  # fmt: skip
+        raise PredicateSpecError(
+            "words must be a word (or a phrase of up to 8 words) or a list of them"
+        )

@@ -21,13 +21,21 @@ def effect_is(facts: TraceFacts, *effects: str) -> Fact:
     """The proposed call's tool has one of the effect labels."""
     label = facts.labels.label(facts.trace.call.name)
     note = "" if label.labelled else " (unlabelled: irreversible)"
-    return Fact("effect_is", label.effect in effects, (),
-                f"{facts.trace.call.name!r} has effect {label.effect}{note}")  # fmt: skip
+    return Fact(
+        "effect_is",
+        label.effect in effects,
+        (),
+        f"{facts.trace.call.name!r} has effect {label.effect}{note}",
+    )
 
 
 @predicate
 def tool_labelled(facts: TraceFacts) -> Fact:
     """The deployer labelled the proposed call's tool."""
     labelled = facts.labels.label(facts.trace.call.name).labelled
-    return Fact("tool_labelled", labelled, (),
-                f"{facts.trace.call.name!r} is {'' if labelled else 'not '}labelled")  # fmt: skip
+    return Fact(
+        "tool_labelled",
+        labelled,
+        (),
+        f"{facts.trace.call.name!r} is {'' if labelled else 'not '}labelled",
+    )

@@ -35,8 +35,9 @@ def _about(record: Consent, call: ToolCall, facts: TraceFacts, arg: str | None) 
     if not record.values:
         return True  # a decision about the tool's calls as such
     if arg is None:
-        return all(_values_match(facts, call, name, expected)
-                   for name, expected in record.values.items())  # fmt: skip
+        return all(
+            _values_match(facts, call, name, expected) for name, expected in record.values.items()
+        )
     if arg not in record.values:
         return False
     return _values_match(facts, call, arg, record.values[arg])
@@ -47,8 +48,7 @@ def _values_match(facts: TraceFacts, call: ToolCall, arg: str, expected: Any) ->
     wanted = expected if isinstance(expected, list) else [expected]
     region = facts.index.region
     with strict_values():  # an approval names the value with every character, one reading
-        return bool(actual) and all(any(same_value(a, w, region) for w in wanted)
-                                    for a in actual)  # fmt: skip
+        return bool(actual) and all(any(same_value(a, w, region) for w in wanted) for a in actual)
 
 
 def _uses_taken(record: Consent, facts: TraceFacts, arg: str | None) -> int:
@@ -61,10 +61,17 @@ def _uses_taken(record: Consent, facts: TraceFacts, arg: str | None) -> int:
     """
     call, trace = facts.trace.call, facts.trace
     recorded = facts.ledger.uses.get(record.identity(), [])
-    seen = [c for c in trace.calls
-            if (c.index == call.index or (record.call_id is not None and c.id == record.call_id)
-                or _ran(trace.result_of(c)))
-            and _about(record, c, facts, arg) and use_of(c) not in recorded]  # fmt: skip
+    seen = [
+        c
+        for c in trace.calls
+        if (
+            c.index == call.index
+            or (record.call_id is not None and c.id == record.call_id)
+            or _ran(trace.result_of(c))
+        )
+        and _about(record, c, facts, arg)
+        and use_of(c) not in recorded
+    ]
     return len(recorded) + len(seen)
 
 
@@ -85,14 +92,28 @@ def _from_records(facts: TraceFacts, arg: str | None, what: str) -> Fact:
         if taken < record.uses:
             facts.consumed[record.identity()] = None
             left = record.uses - taken - 1
-            return Fact("consent_given", True, (), f"a reviewer approved {what} (in this "
-                        f"thread; {left} use(s) left after this call)")  # fmt: skip
+            return Fact(
+                "consent_given",
+                True,
+                (),
+                f"a reviewer approved {what} (in this thread; {left} use(s) left after this call)",
+            )
     if here:
-        return Fact("consent_given", False, (), f"the reviewer's approval of {what} is used "
-                    "up (an approval lets through one call, or the count its record sets)")
+        return Fact(
+            "consent_given",
+            False,
+            (),
+            f"the reviewer's approval of {what} is used "
+            "up (an approval lets through one call, or the count its record sets)",
+        )
     if approvals:
-        return Fact("consent_given", False, (), f"the approval of {what} is not bound to this "
-                    "thread (a record approves calls of the thread it names)")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (),
+            f"the approval of {what} is not bound to this "
+            "thread (a record approves calls of the thread it names)",
+        )
     return Fact("consent_given", False, (), f"no review record approves {what}")
 
 
@@ -130,16 +151,20 @@ def _check_options(options: dict[str, Any]) -> None:
         raise PredicateSpecError("arg must be an argument name")
     if not isinstance(options["conversation"], bool):
         raise PredicateSpecError("conversation must be True or False")
-    if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not (
-        50 <= similarity <= 100
+    if (
+        isinstance(similarity, bool)
+        or not isinstance(similarity, int | float)
+        or not (50 <= similarity <= 100)
     ):
         raise PredicateSpecError("similarity must be a number from 50 to 100")
     via = options["via"]
     if via is not None and (not isinstance(via, str) or not via.strip()):
-        raise PredicateSpecError("via must be a tool name or glob (the tool the agent asks "
-                                 "the user with)")  # fmt: skip
+        raise PredicateSpecError(
+            "via must be a tool name or glob (the tool the agent asks the user with)"
+        )
     if via is not None and not options["conversation"]:
-        raise PredicateSpecError("via reads questions in the conversation: give "
-                                 "conversation=True too")  # fmt: skip
+        raise PredicateSpecError(
+            "via reads questions in the conversation: give conversation=True too"
+        )
     if options["match"] not in MATCHES:
         raise PredicateSpecError(f"match must be one of {', '.join(MATCHES)}")

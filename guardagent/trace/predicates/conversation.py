@@ -106,9 +106,19 @@ from guardagent.trace.predicates.tool_words import verb_is_unique
 from guardagent.trace.sources.provenance import SourceRef
 from guardagent.trace.thread.state import flatten
 
-__all__ = ["AFFIRMATIVE", "DEFERRALS", "MATCHES", "MAX_TARGET_CHARS", "NEGATIVE",
-           "QUESTION_STOPS", "asked_in_conversation", "final_question", "names_call", "questions",
-           "says_yes"]
+__all__ = [
+    "AFFIRMATIVE",
+    "DEFERRALS",
+    "MATCHES",
+    "MAX_TARGET_CHARS",
+    "NEGATIVE",
+    "QUESTION_STOPS",
+    "asked_in_conversation",
+    "final_question",
+    "names_call",
+    "questions",
+    "says_yes",
+]
 
 MATCHES = ("both", "either")
 """How a question must name the call: its tool and a value (``both``), or ``either``."""
@@ -120,6 +130,8 @@ _CLOSING = " \t\r\n*_`\"')]}»”’"
 _SENTENCE_ENDS = frozenset("?\n。！？")
 _QUESTION_ENDS = frozenset("?？")
 _SPACED_ENDS = frozenset(".!")
+
+
 def questions(text: str) -> list[str]:
     """The sentences of a text that end with a question mark (a linear scan).
 
@@ -129,11 +141,12 @@ def questions(text: str) -> list[str]:
     found: list[str] = []
     start = 0
     for i, ch in enumerate(text):
-        ends = ch in _SENTENCE_ENDS or (ch in _SPACED_ENDS and (
-            i + 1 == len(text) or text[i + 1].isspace()))  # fmt: skip
+        ends = ch in _SENTENCE_ENDS or (
+            ch in _SPACED_ENDS and (i + 1 == len(text) or text[i + 1].isspace())
+        )
         if ends:
             if ch in _QUESTION_ENDS and text[start:i].strip():
-                found.append(text[start:i + 1].strip())
+                found.append(text[start : i + 1].strip())
             start = i + 1
     return found
 
@@ -161,11 +174,15 @@ def _ask(call: ToolCall, names: CallNames) -> str:
     flag as ``name=value``: a question a plain yes to which approves this call.
     """
     order = names.order or ()
-    ranked = sorted(flatten(call.args), key=lambda pv: (
-        order.index(top_arg(pv[0])) if top_arg(pv[0]) in order else len(order)))
+    ranked = sorted(
+        flatten(call.args),
+        key=lambda pv: order.index(top_arg(pv[0])) if top_arg(pv[0]) in order else len(order),
+    )
     what = " ".join(_written(path, value) for path, value in ranked)
-    return (f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
-            'for a plain yes ("Yes", "Go ahead")')
+    return (
+        f'ask the user "May I {names.tool}{" " + what if what else ""} now?" and wait '
+        'for a plain yes ("Yes", "Go ahead")'
+    )
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -194,21 +211,33 @@ def _repeated(value: Any, path: str = "") -> str | None:
     folded), so a re-spaced or re-cased copy is a copy too (fail closed). Linear.
     """
     if isinstance(value, dict):
-        return next((r for k, v in value.items()
-                     if (r := _repeated(v, f"{path}.{k}" if path else str(k))) is not None),
-                    None)  # fmt: skip
+        return next(
+            (
+                r
+                for k, v in value.items()
+                if (r := _repeated(v, f"{path}.{k}" if path else str(k))) is not None
+            ),
+            None,
+        )
     if isinstance(value, list | tuple):
         keys = ["".join(str(v).split()).casefold() for v in value]
         if len(set(keys)) < len(keys):
             return path
-        return next((r for i, v in enumerate(value)
-                     if (r := _repeated(v, f"{path}[{i}]")) is not None), None)  # fmt: skip
+        return next(
+            (r for i, v in enumerate(value) if (r := _repeated(v, f"{path}[{i}]")) is not None),
+            None,
+        )
     return None
 
 
-def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
-                          similarity: float = 85, match: str = "both",
-                          via: str | None = None) -> Fact:  # fmt: skip
+def asked_in_conversation(
+    facts: TraceFacts,
+    *,
+    arg: str | None = None,
+    similarity: float = 85,
+    match: str = "both",
+    via: str | None = None,
+) -> Fact:
     """The user's last message says yes to the assistant's question naming this call.
 
     With `via` (the glob of the tool the agent speaks to the user with), the conversation is
@@ -230,69 +259,134 @@ def asked_in_conversation(facts: TraceFacts, *, arg: str | None = None,
     ask = _ask(call, names)
     repeated = _repeated(call.args)
     if repeated is not None:
-        return Fact("consent_given", False, (where,), f"the call's argument {repeated!r} is a "
-                    "list that repeats a value: a yes to a question naming it once approves "
-                    f"one action, not one per copy; {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the call's argument {repeated!r} is a "
+            "list that repeats a value: a yes to a question naming it once approves "
+            f"one action, not one per copy; {ask}",
+        )
     asker = asked_by(facts.trace, msgs, answer, via)
     if asker is None or asker.role != "assistant" or asker.calls:
-        return Fact("consent_given", False, (where,), f"the user's last message (message "
-                    f"{answer.index}) answers no question of the assistant: {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the user's last message (message "
+            f"{answer.index}) answers no question of the assistant: {ask}",
+        )
     if asker.unread_parts:
-        return Fact("consent_given", False, (where,), f"the assistant's message before the "
-                    f"user's last message (message {asker.index}) shows the user "
-                    f"{asker.unread_parts} part(s) besides its text (an image, a file) the "
-                    f"guard cannot read: a yes to it approves nothing; {ask} in text alone")
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's message before the "
+            f"user's last message (message {asker.index}) shows the user "
+            f"{asker.unread_parts} part(s) besides its text (an image, a file) the "
+            f"guard cannot read: a yes to it approves nothing; {ask} in text alone",
+        )
     final = final_question(asker.text)
     if final is None:
-        return Fact("consent_given", False, (where,), f"the assistant's message before the "
-                    f"user's last message (message {asker.index}) does not end with a question "
-                    f"(a yes answers the question right above it): {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's message before the "
+            f"user's last message (message {asker.index}) does not end with a question "
+            f"(a yes answers the question right above it): {ask}",
+        )
     verb = names.tool.split()[0] if names.tool else ""
     read = [Question(without_lead_ins(final, verb), region)]  # "go ahead and delete" asks leave
     unclear = next((q for q in read if not plain_question(q.text, names.phrases)), None)
     if unclear is not None:
-        return Fact("consent_given", False, (where,), f"the assistant's question in message "
-                    f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
-                    "action (a negation, an alternative, an exclusion, a deferral, a "
-                    f"condition or a hidden character): a yes to it approves nothing; {ask}")
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's question in message "
+            f"{asker.index} ({_quote(unclear.text)}) is not a plain question about one "
+            "action (a negation, an alternative, an exclusion, a deferral, a "
+            f"condition or a hidden character): a yes to it approves nothing; {ask}",
+        )
     deferral = deferred(msgs, asker, final, names.phrases)
     if deferral is not None:
-        return Fact("consent_given", False, (where,), f"the assistant defers or conditions "
-                    f"the action before its question in message {asker.index} ({deferral!r}): "
-                    f"a yes to it is no yes to doing it now; {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant defers or conditions "
+            f"the action before its question in message {asker.index} ({deferral!r}): "
+            f"a yes to it is no yes to doing it now; {ask}",
+        )
     asked = [q for q in read if names.named_by(q)]
     if not asked:
-        return Fact("consent_given", False, (where,), f"the assistant's question before the "
-                    f"user's last message (message {asker.index}) does not name "
-                    f"{call.name!r} with exactly its values, as the thing asked about (not "
-                    f"another thing that mentions them, not in another case): {ask}")
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's question before the "
+            f"user's last message (message {asker.index}) does not name "
+            f"{call.name!r} with exactly its values, as the thing asked about (not "
+            f"another thing that mentions them, not in another case): {ask}",
+        )
     question = asked[-1].text
-    leave = why_not_leave(question, names.tool, similarity, match == "either", names.flag_words,
-                          names.phrases)  # fmt: skip
+    leave = why_not_leave(
+        question, names.tool, similarity, match == "either", names.flag_words, names.phrases
+    )
     if leave is not None:
-        return Fact("consent_given", False, (where,), f"the assistant's question in message "
-                    f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "
-                    f"a yes to it approves nothing; {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's question in message "
+            f"{asker.index} ({_quote(question)}) asks no leave for this call: {leave}; "
+            f"a yes to it approves nothing; {ask}",
+        )
     before = questions(asker.text)[:-1]
     if before:
-        return Fact("consent_given", False, (where,), f"the assistant's message {asker.index} "
-                    f"asks {len(before) + 1} questions ({_quote(before[-1])} before its last): "
-                    f"a yes does not say which it answers; {ask} alone")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            (where,),
+            f"the assistant's message {asker.index} "
+            f"asks {len(before) + 1} questions ({_quote(before[-1])} before its last): "
+            f"a yes does not say which it answers; {ask} alone",
+        )
     sources = (where, SourceRef(asker.index, asker.source, "model"))
     said = f"message {answer.index} ({_quote(answer.text)})"
     why = not_a_plain_yes(answer.text, names)
     if why is not None:
-        return Fact("consent_given", False, sources, f"the user's answer in {said} is not a "
-                    f"plain yes ({why}): {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            sources,
+            f"the user's answer in {said} is not a plain yes ({why}): {ask}",
+        )
     earlier = {**options, "order": ANY_ORDER, "verb_alone": True, "single": False}  # any naming
-    used = next((c for c in facts.trace.calls if c.index > answer.index
-                 and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)),
-                None)  # fmt: skip
+    used = next(
+        (
+            c
+            for c in facts.trace.calls
+            if c.index > answer.index
+            and any(CallNames(c, **earlier, region=region).named_by(q) for q in asked)
+        ),
+        None,
+    )
     identity = _identity(answer)
     if used is not None or facts.ledger.used(identity):
         by = f" by the call in message {used.index}" if used is not None else ""
-        return Fact("consent_given", False, sources, f"the user's yes in {said} was already "
-                    f"used{by}: it approves one call, once; {ask}")  # fmt: skip
+        return Fact(
+            "consent_given",
+            False,
+            sources,
+            f"the user's yes in {said} was already used{by}: it approves one call, once; {ask}",
+        )
     facts.consumed[identity] = None
-    return Fact("consent_given", True, sources, f"the user approved it in {said}, answering "
-                f"the assistant's question in message {asker.index} ({_quote(question, 80)})")
+    return Fact(
+        "consent_given",
+        True,
+        sources,
+        f"the user approved it in {said}, answering "
+        f"the assistant's question in message {asker.index} ({_quote(question, 80)})",
+    )

@@ -98,8 +98,9 @@ def _of_call(facts: TraceFacts, call: ToolCall) -> CallProvenance:
 _NOT_GIVEN: Any = object()
 
 
-def _direct(facts: TraceFacts, value: ValueProvenance, before: int,
-            raw: Any = _NOT_GIVEN) -> Chain | None:  # fmt: skip
+def _direct(
+    facts: TraceFacts, value: ValueProvenance, before: int, raw: Any = _NOT_GIVEN
+) -> Chain | None:
     """The value's trusted source among the messages before `before` (or the records).
 
     With `raw` (the argument's scalar: the value designates a call), a user message counts
@@ -143,12 +144,16 @@ def specific(value: ValueProvenance, names: bool = False) -> bool:
     return len(toks) >= 2 or any(c.isdigit() for t in toks for c in t) or (names and len(toks) == 1)
 
 
-def _beside_noun(facts: TraceFacts, call: ToolCall, value: ValueProvenance, raw: Any,
-                 chain: Chain) -> bool:  # fmt: skip
+def _beside_noun(
+    facts: TraceFacts, call: ToolCall, value: ValueProvenance, raw: Any, chain: Chain
+) -> bool:
     """A one-word name the user asked for beside its tool's noun ("the general channel")."""
     asked = chain[1][0] if chain[1] else None
-    return (asked is not None and asked.kind == "user"
-            and named_beside_noun(facts, call, value, raw, asked.index))  # fmt: skip
+    return (
+        asked is not None
+        and asked.kind == "user"
+        and named_beside_noun(facts, call, value, raw, asked.index)
+    )
 
 
 Via = tuple[CallPattern, ...] | None
@@ -164,9 +169,15 @@ def via_patterns(raw: Any) -> Via:
     return tuple(CallPattern.of(spec) for spec in specs)
 
 
-def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-               via: Via = None, raw: Any = _NOT_GIVEN, names: bool = False,
-               ) -> Chain | None:  # fmt: skip
+def derivation(
+    facts: TraceFacts,
+    value: ValueProvenance,
+    before: int,
+    hops: int,
+    via: Via = None,
+    raw: Any = _NOT_GIVEN,
+    names: bool = False,
+) -> Chain | None:
     """How a value derives from a designated source within `hops` (None: it does not).
 
     `raw`, for an argument of a call whose result is judged: its scalar as given, which a
@@ -185,9 +196,14 @@ def derivation(facts: TraceFacts, value: ValueProvenance, before: int, hops: int
     return None
 
 
-def designated_documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-                         via: Via = None, names: bool = False,
-                         ) -> Iterator[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
+def designated_documents(
+    facts: TraceFacts,
+    value: ValueProvenance,
+    before: int,
+    hops: int,
+    via: Via = None,
+    names: bool = False,
+) -> Iterator[tuple[SourceRef, ToolCall, Chain]]:
     """Each result before `before` holding the value, of a call the user pointed at (`hops`).
 
     In the order of the value's sources: :func:`derivation` takes the first, the document
@@ -208,11 +224,11 @@ def designated_documents(facts: TraceFacts, value: ValueProvenance, before: int,
             yield ref, call, designated
 
 
-def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
-                    via: Via = None, names: bool = False) -> Chain | None:  # fmt: skip
+def designated_call(
+    facts: TraceFacts, call: ToolCall, hops: int, via: Via = None, names: bool = False
+) -> Chain | None:
     """Whether the user pointed at an earlier call: its arguments designated within `hops`."""
-    key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)),
-           names)  # fmt: skip
+    key = ("designated", call.position, hops, None if via is None else tuple(map(str, via)), names)
     if key in facts.memo:
         return facts.memo[key]  # type: ignore[no-any-return]
     label = facts.labels.label(call.name)
@@ -223,29 +239,43 @@ def designated_call(facts: TraceFacts, call: ToolCall, hops: int,
     writer = writes.writer(call)
     if writer is not None:  # it returns what the agent wrote there, not the user's document
         unread = writes.unread(writer)
-        facts.memo.setdefault(("designation_note", call.index), f"it reads what `{writer.name}` "
-                              f"in message {writer.index} wrote into the same resource"
-                              if unread is None else f"`{writer.name}` in message "
-                              f"{writer.index} may have written any resource ({unread})")
+        facts.memo.setdefault(
+            ("designation_note", call.index),
+            f"it reads what `{writer.name}` in message {writer.index} wrote into the same resource"
+            if unread is None
+            else f"`{writer.name}` in message "
+            f"{writer.index} may have written any resource ({unread})",
+        )
         facts.memo[key] = None
         return None
-    values = [v for v in _of_call(facts, call).values
-              if not v.inner or v.value.kind in INNER_KINDS]  # fmt: skip
+    values = [v for v in _of_call(facts, call).values if not v.inner or v.value.kind in INNER_KINDS]
     scalars = dict(flatten(call.args))
     found: Chain | None = None
     for value in values:
         chain = derivation(facts, value, call.index, hops, via, scalars.get(value.path), names)
-        if chain is not None and not specific(value, names) and not _beside_noun(
-                facts, call, value, scalars.get(value.path), chain):  # fmt: skip
+        if (
+            chain is not None
+            and not specific(value, names)
+            and not _beside_noun(facts, call, value, scalars.get(value.path), chain)
+        ):
             continue  # names a collection (a folder, a search word), not one document
-        if chain is not None and not specific(value) and chain[1] and chain[1][0].kind == "user" \
-                and not named_as_name(facts, chain[1][0].index, value, scalars.get(value.path)):
-            facts.memo.setdefault(("designation_note", call.index), f"the user wrote "
-                                  f"{value.value.text!r} as a common noun of the request, not "
-                                  "as a name (write #name or 'the name channel')")  # fmt: skip
+        if (
+            chain is not None
+            and not specific(value)
+            and chain[1]
+            and chain[1][0].kind == "user"
+            and not named_as_name(facts, chain[1][0].index, value, scalars.get(value.path))
+        ):
+            facts.memo.setdefault(
+                ("designation_note", call.index),
+                f"the user wrote "
+                f"{value.value.text!r} as a common noun of the request, not "
+                "as a name (write #name or 'the name channel')",
+            )
             continue  # names=True: "the article", not the channel `article`
-        if chain is None and any(s.index < call.index and s.kind == "untrusted_tool"
-                                 for s in value.sources):  # fmt: skip
+        if chain is None and any(
+            s.index < call.index and s.kind == "untrusted_tool" for s in value.sources
+        ):
             found = None  # an argument an untrusted message chose spoils the call
             break
         if chain is not None and found is None:

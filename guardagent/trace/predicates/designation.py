@@ -28,9 +28,12 @@ from guardagent.trace.sources.provenance import SourceRef, ValueProvenance
 from guardagent.trace.text.normal import reading_form
 
 _DECISIVE = frozenset({"request", "refused", "asked"})
-_SAID = {"refused": "negated, doubted or taken back", "asked": "asked about, not asked for",
-         "quoted": "quoted or reported, not asked for",
-         "said": "mentioned, not asked for"}  # fmt: skip
+_SAID = {
+    "refused": "negated, doubted or taken back",
+    "asked": "asked about, not asked for",
+    "quoted": "quoted or reported, not asked for",
+    "said": "mentioned, not asked for",
+}
 
 
 def _spans(text: str, value: ValueProvenance, raw: Any) -> list[tuple[int, int]]:
@@ -59,8 +62,13 @@ def written_as_read(facts: TraceFacts, index: int, value: ValueProvenance, raw: 
     if found is None:
         message = facts.trace.messages[index]
         spans = _spans(message.text, value, raw)
-        exact = value.value.kind != "text" and value.value.placed or value.inner or not (
-            isinstance(raw, str)) or bool(spans)  # fmt: skip
+        exact = (
+            value.value.kind != "text"
+            and value.value.placed
+            or value.inner
+            or not (isinstance(raw, str))
+            or bool(spans)
+        )
         refused = message.source == "system" and "refused" in mentions(message.text, spans)
         found = facts.memo[key] = exact and not refused
     return bool(found)
@@ -93,8 +101,9 @@ def _takes_back(facts: TraceFacts, index: int) -> bool:
     return bool(found)
 
 
-def requested(facts: TraceFacts, value: ValueProvenance, raw: Any,
-              before: int) -> tuple[SourceRef | None, str, bool]:  # fmt: skip
+def requested(
+    facts: TraceFacts, value: ValueProvenance, raw: Any, before: int
+) -> tuple[SourceRef | None, str, bool]:
     """The user message that asks for the value before `before`, or None and why not.
 
     The third item says the user spoke against it (refused, questioned or took it back):
@@ -118,17 +127,28 @@ def requested(facts: TraceFacts, value: ValueProvenance, raw: Any,
     shown = repr(str(raw)[:60])
     found: tuple[SourceRef | None, str, bool]
     if not said:
-        found = (None, f"the user never wrote {shown} as the tool reads it (every character "
-                       "counts: a case-sensitive store reads another spelling as another "
-                       "file)", False)  # fmt: skip
+        found = (
+            None,
+            f"the user never wrote {shown} as the tool reads it (every character "
+            "counts: a case-sensitive store reads another spelling as another "
+            "file)",
+            False,
+        )
     elif decisive and decisive[-1][1] != "request":
         i, v = decisive[-1]
-        found = (None, f"the user's message {i} names {shown} but does not ask for it "
-                       f"({_SAID[v]})", True)  # fmt: skip
+        found = (
+            None,
+            f"the user's message {i} names {shown} but does not ask for it ({_SAID[v]})",
+            True,
+        )
     elif not asks:
         i, v = said[-1]
-        found = (None, f"the user's message {i} names {shown} but does not ask for it "
-                       f"({_SAID.get(v, 'asked for only after the call')})", False)  # fmt: skip
+        found = (
+            None,
+            f"the user's message {i} names {shown} but does not ask for it "
+            f"({_SAID.get(v, 'asked for only after the call')})",
+            False,
+        )
     else:
         last = max(i for i, v in said if v == "request")
         back = next((i for i in _user_messages(facts) if i > last and _takes_back(facts, i)), None)

@@ -55,9 +55,14 @@ def _short(text: str, shown: int = _SHOWN) -> str:
     return text if len(text) <= shown else text[:shown] + "..."
 
 
-def documents(facts: TraceFacts, value: ValueProvenance, before: int, hops: int,
-              via: Via, names: bool = False,
-              ) -> list[tuple[SourceRef, ToolCall, Chain]]:  # fmt: skip
+def documents(
+    facts: TraceFacts,
+    value: ValueProvenance,
+    before: int,
+    hops: int,
+    via: Via,
+    names: bool = False,
+) -> list[tuple[SourceRef, ToolCall, Chain]]:
     """The designated documents that hold a value: results of calls the user pointed at."""
     return list(designated_documents(facts, value, before, hops, via, names))
 
@@ -82,21 +87,29 @@ def _named(ref: SourceRef, call: ToolCall, chain: Chain) -> str:
     return f"{ref} (`{call.name}` of {chain[0]})"
 
 
-def _open_values(facts: TraceFacts, name: str, arg: str, kinds: Any
-                 ) -> tuple[list[ValueProvenance], Fact | None]:  # fmt: skip
+def _open_values(
+    facts: TraceFacts, name: str, arg: str, kinds: Any
+) -> tuple[list[ValueProvenance], Fact | None]:
     values = select_values(facts, arg, kinds, None)
     if values:
         return values, None
-    return [], Fact(name, None, (), f"{facts.trace.call.name!r} has no value in argument "
-                    f"{arg!r} to trace")  # fmt: skip
+    return [], Fact(
+        name, None, (), f"{facts.trace.call.name!r} has no value in argument {arg!r} to trace"
+    )
 
 
 def _before(facts: TraceFacts) -> int:
     return len(facts.trace.messages) + 1  # every message is before the proposed call
 
 
-def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], hops: int,
-                 patterns: Via, names: bool) -> Fact:  # fmt: skip
+def _unaddressed(
+    facts: TraceFacts,
+    name: str,
+    values: list[ValueProvenance],
+    hops: int,
+    patterns: Via,
+    names: bool,
+) -> Fact:
     """Whether every value is trusted or in a designated document outside addressed text."""
     before = _before(facts)
     region, year = facts.search.region, facts.search.year
@@ -118,37 +131,63 @@ def _unaddressed(facts: TraceFacts, name: str, values: list[ValueProvenance], ho
             linked = _addressed_link(facts, chain) if plain else None
             if linked is not None:
                 plain = False
-                addressed.append(f"{ref} is from {linked[0]}, a document with text addressed "
-                                 f"to the agent (cue {linked[1].cue!r} in {linked[1].line!r}) "
-                                 "that may have chosen it")  # fmt: skip
+                addressed.append(
+                    f"{ref} is from {linked[0]}, a document with text addressed "
+                    f"to the agent (cue {linked[1].cue!r} in {linked[1].line!r}) "
+                    "that may have chosen it"
+                )
             if plain:
-                shown.append(f"{what} is in {_named(ref, call, chain)}, outside text addressed "
-                             "to the agent")  # fmt: skip
+                shown.append(
+                    f"{what} is in {_named(ref, call, chain)}, outside text addressed to the agent"
+                )
                 sources.extend((ref, *chain[1]))
                 trails.append(designated(facts, v, (ref, *chain[1])))
                 break
             if cue is not None:
-                addressed.append(f"{ref} writes it only from text addressed to the agent on "
-                                 f"(cue {cue.cue!r} in {cue.line!r})")  # fmt: skip
+                addressed.append(
+                    f"{ref} writes it only from text addressed to the agent on "
+                    f"(cue {cue.cue!r} in {cue.line!r})"
+                )
         else:
             if addressed:
-                return Fact(name, False, tuple(r for r, _, _ in docs),
-                            f"{what}: " + "; ".join(addressed[:3]), (trail(facts, v),))
+                return Fact(
+                    name,
+                    False,
+                    tuple(r for r, _, _ in docs),
+                    f"{what}: " + "; ".join(addressed[:3]),
+                    (trail(facts, v),),
+                )
             if docs:  # found by the search, but not as one run of one message's text
-                return Fact(name, False, tuple(r for r, _, _ in docs),
-                            f"{what} is in " + ", ".join(str(r) for r, _, _ in docs[:3])
-                            + " only split across two messages: not known to be outside text "
-                            "addressed to the agent", (trail(facts, v),))  # fmt: skip
-            return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))",
-                        (trail(facts, v),))  # fmt: skip
-    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]),
-                tuple(trails[:5]))
+                return Fact(
+                    name,
+                    False,
+                    tuple(r for r, _, _ in docs),
+                    f"{what} is in "
+                    + ", ".join(str(r) for r, _, _ in docs[:3])
+                    + " only split across two messages: not known to be outside text "
+                    "addressed to the agent",
+                    (trail(facts, v),),
+                )
+            return Fact(
+                name,
+                False,
+                v.sources,
+                f"{describe(facts, v)}, and not from a call "
+                f"the user pointed at (within {hops} hop(s))",
+                (trail(facts, v),),
+            )
+    return Fact(name, True, tuple(dict.fromkeys(sources)), "; ".join(shown[:5]), tuple(trails[:5]))
 
 
 @predicate
-def arg_designated_unaddressed(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                               kinds: Any = None, names: bool = False) -> Fact:  # fmt: skip
+def arg_designated_unaddressed(
+    facts: TraceFacts,
+    arg: str,
+    hops: int = 1,
+    via: Any = None,
+    kinds: Any = None,
+    names: bool = False,
+) -> Fact:
     """Every value is in a designated document outside text addressed to the agent.
 
     `names`: one-word names designate, as :func:`arg_from_designated`'s opt-in.
@@ -167,14 +206,16 @@ def _kind_keys(facts: TraceFacts, index: int, kind: str) -> list[str]:
     (:func:`~guardagent.trace.thread.state.message_keys`): the reading the search found the value
     in, kept for the thread (a long result is not read again).
     """
-    keys = message_keys(facts.trace.messages[index], facts.trace, facts.search.region,
-                        facts.search.year)  # fmt: skip
+    keys = message_keys(
+        facts.trace.messages[index], facts.trace, facts.search.region, facts.search.year
+    )
     return sorted(k for k in keys if k.startswith(kind + ":"))
 
 
 @predicate
-def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                          kinds: Any = None) -> Fact:  # fmt: skip
+def arg_designated_unique(
+    facts: TraceFacts, arg: str, hops: int = 1, via: Any = None, kinds: Any = None
+) -> Fact:
     """Every designated document holding a value holds no other value of its kind."""
     name = "arg_designated_unique"
     values, empty = _open_values(facts, name, arg, kinds)
@@ -191,23 +232,37 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
             trails.append(trail(facts, v))  # the user, a trusted source or the records
             continue
         if v.value.kind == "text" or not v.value.keys:
-            return Fact(name, None, v.sources, f"{what} is a {v.value.kind} value: it has no "
-                        "kind whose values a document could be counted for",
-                        (trail(facts, v),))  # fmt: skip
+            return Fact(
+                name,
+                None,
+                v.sources,
+                f"{what} is a {v.value.kind} value: it has no "
+                "kind whose values a document could be counted for",
+                (trail(facts, v),),
+            )
         docs = documents(facts, v, before, int(hops), patterns)
         if not docs:
-            return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))",
-                        (trail(facts, v),))  # fmt: skip
+            return Fact(
+                name,
+                False,
+                v.sources,
+                f"{describe(facts, v)}, and not from a call "
+                f"the user pointed at (within {hops} hop(s))",
+                (trail(facts, v),),
+            )
         mine = set(v.value.keys)
         for ref, call, chain in docs:
             others = [k for k in _kind_keys(facts, ref.index, v.value.kind) if k not in mine]
             if others:
                 listed = ", ".join(repr(_short(k.partition(":")[2])) for k in others[:3])
-                return Fact(name, False, (ref, *chain[1]),
-                            f"{_named(ref, call, chain)} holds {v.value.kind} values other "
-                            f"than {what}: {listed}",
-                            (designated(facts, v, (ref, *chain[1])),))  # fmt: skip
+                return Fact(
+                    name,
+                    False,
+                    (ref, *chain[1]),
+                    f"{_named(ref, call, chain)} holds {v.value.kind} values other "
+                    f"than {what}: {listed}",
+                    (designated(facts, v, (ref, *chain[1])),),
+                )
         where = ", ".join(str(ref) for ref, _, _ in docs)
         shown.append(f"{what} is the only {v.value.kind} of {where}")
         ref, _, chain = docs[0]
@@ -216,8 +271,9 @@ def arg_designated_unique(facts: TraceFacts, arg: str, hops: int = 1, via: Any =
 
 
 @predicate
-def arg_from_same_document(facts: TraceFacts, arg: str, other: str, hops: int = 1,
-                           via: Any = None, kinds: Any = None) -> Fact:  # fmt: skip
+def arg_from_same_document(
+    facts: TraceFacts, arg: str, other: str, hops: int = 1, via: Any = None, kinds: Any = None
+) -> Fact:
     """The values of both arguments come from one designated document (or the user)."""
     name = "arg_from_same_document"
     values, empty = _open_values(facts, name, arg, kinds)
@@ -235,24 +291,37 @@ def arg_from_same_document(facts: TraceFacts, arg: str, other: str, hops: int = 
             continue
         docs = documents(facts, v, before, int(hops), patterns)
         if not docs:
-            return Fact(name, False, v.sources, f"{describe(facts, v)}, and not from a call "
-                        f"the user pointed at (within {hops} hop(s))")  # fmt: skip
+            return Fact(
+                name,
+                False,
+                v.sources,
+                f"{describe(facts, v)}, and not from a call "
+                f"the user pointed at (within {hops} hop(s))",
+            )
         here = {ref.index for ref, _, _ in docs}
         named.update((ref.index, _named(ref, call, chain)) for ref, call, chain in docs)
-        derived.append(f"{v.path} {_short(v.value.text)!r} is in "
-                       + ", ".join(str(ref) for ref, _, _ in docs))  # fmt: skip
+        derived.append(
+            f"{v.path} {_short(v.value.text)!r} is in " + ", ".join(str(ref) for ref, _, _ in docs)
+        )
         common = here if common is None else common & here
         if not common:
-            return Fact(name, False, tuple(facts.search.refs(here)),
-                        "no one designated document holds them all: "
-                        + "; ".join(derived[-3:]))  # fmt: skip
+            return Fact(
+                name,
+                False,
+                tuple(facts.search.refs(here)),
+                "no one designated document holds them all: " + "; ".join(derived[-3:]),
+            )
     if common is None:
-        return Fact(name, True, (), f"every value of {arg!r} and {other!r} is from a trusted "
-                    "source")  # fmt: skip
+        return Fact(
+            name, True, (), f"every value of {arg!r} and {other!r} is from a trusted source"
+        )
     first = min(common)
-    return Fact(name, True, facts.search.refs([first]),
-                f"{named[first]} holds every value of {arg!r} and {other!r} not from a trusted "
-                "source")  # fmt: skip
+    return Fact(
+        name,
+        True,
+        facts.search.refs([first]),
+        f"{named[first]} holds every value of {arg!r} and {other!r} not from a trusted source",
+    )
 
 
 def _check_document(given: dict[str, Any]) -> None:
@@ -261,8 +330,9 @@ def _check_document(given: dict[str, Any]) -> None:
         raise PredicateSpecError(f"hops must be a whole number from 1 to {MAX_HOPS}, not {hops!r}")
     for key in ("arg", "other"):
         if key in given and (not isinstance(given[key], str) or not given[key]):
-            raise PredicateSpecError(f"{key} must be an argument name, a path, '*' or "
-                                     "'@recipients'")  # fmt: skip
+            raise PredicateSpecError(
+                f"{key} must be an argument name, a path, '*' or '@recipients'"
+            )
     via_patterns(given["via"])
 
 
@@ -271,9 +341,16 @@ for _name in ("arg_designated_unaddressed", "arg_designated_unique", "arg_from_s
 
 
 @predicate
-def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = None,
-                        kinds: Any = None, part: Any = None, names: bool = False,
-                        addressed: bool = False) -> Fact:  # fmt: skip
+def arg_from_designated(
+    facts: TraceFacts,
+    arg: str,
+    hops: int = 1,
+    via: Any = None,
+    kinds: Any = None,
+    part: Any = None,
+    names: bool = False,
+    addressed: bool = False,
+) -> Fact:
     """Every value of the argument derives from a source the user designated (:mod:`.derived`).
 
     A value a designated document writes only inside text addressed to the agent ("AI
@@ -284,26 +361,38 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
     """
     values = select_values(facts, arg, kinds, part)
     if not values:
-        what = ("names no recipient to trace" if arg == "@recipients"
-                else f"has no value in argument {arg!r}")  # fmt: skip
+        what = (
+            "names no recipient to trace"
+            if arg == "@recipients"
+            else f"has no value in argument {arg!r}"
+        )
         return Fact("arg_from_designated", None, (), f"{facts.trace.call.name!r} {what}")
     before = len(facts.trace.messages) + 1  # every message is before the proposed call
     patterns = via_patterns(via)
-    chains = [(v, derivation(facts, v, before, int(hops), patterns, names=bool(names)))
-              for v in values]  # fmt: skip
+    chains = [
+        (v, derivation(facts, v, before, int(hops), patterns, names=bool(names))) for v in values
+    ]
     failed = [v for v, c in chains if c is None]
     if failed:
         sources = tuple(dict.fromkeys(s for v in failed for s in v.sources))
-        detail = "; ".join(f"{describe(facts, v)}, and not from a call the user pointed at "
-                           f"(within {hops} hop(s))" for v in failed[:3])  # fmt: skip
+        detail = "; ".join(
+            f"{describe(facts, v)}, and not from a call the user pointed at (within {hops} hop(s))"
+            for v in failed[:3]
+        )
         notes = _notes(facts, sources)
         if notes:
             detail += " (" + "; ".join(notes[:3]) + ")"
-        return Fact("arg_from_designated", False, sources, detail,
-                    tuple(trail(facts, v) for v in failed[:3]))  # fmt: skip
+        return Fact(
+            "arg_from_designated",
+            False,
+            sources,
+            detail,
+            tuple(trail(facts, v) for v in failed[:3]),
+        )
     if not addressed:
-        strict = _unaddressed(facts, "arg_from_designated", values, int(hops), patterns,
-                              bool(names))  # fmt: skip
+        strict = _unaddressed(
+            facts, "arg_from_designated", values, int(hops), patterns, bool(names)
+        )
         if strict.value is not True:
             return strict
     shown = []
@@ -315,12 +404,18 @@ def arg_from_designated(facts: TraceFacts, arg: str, hops: int = 1, via: Any = N
         documented = chain[0].startswith("which is from ")  # else the user, trusted, records
         trails.append(designated(facts, v, chain[1]) if documented else trail(facts, v))
         if documented:
-            shown.append(f"{v.path} {_short(v.value.text, 60)!r} is "
-                         f"{chain[0].removeprefix('which is ')}")  # fmt: skip
+            shown.append(
+                f"{v.path} {_short(v.value.text, 60)!r} is {chain[0].removeprefix('which is ')}"
+            )
         else:
             shown.append(describe(facts, v))
-    return Fact("arg_from_designated", True, tuple(dict.fromkeys(sources_list)), "; ".join(shown),
-                tuple(trails))
+    return Fact(
+        "arg_from_designated",
+        True,
+        tuple(dict.fromkeys(sources_list)),
+        "; ".join(shown),
+        tuple(trails),
+    )
 
 
 def _notes(facts: TraceFacts, sources: tuple[SourceRef, ...]) -> list[str]:

@@ -163,12 +163,13 @@ def compile_predicate(expression: str) -> BoundPredicate:
         raise PredicateSpecError(f"{expression!r}: not a predicate call ({exc.msg})") from None
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
-        raise PredicateSpecError(f"{expression!r}: write a call such as arg_from_user(\"to\")")
+        raise PredicateSpecError(f'{expression!r}: write a call such as arg_from_user("to")')
     func = PREDICATES.get(call.func.id)
     if func is None:
         known = ", ".join(sorted(PREDICATES))
-        raise PredicateSpecError(f"{expression!r}: unknown predicate {call.func.id!r} "
-                                 f"(known: {known})")  # fmt: skip
+        raise PredicateSpecError(
+            f"{expression!r}: unknown predicate {call.func.id!r} (known: {known})"
+        )
     try:
         args = [ast.literal_eval(a) for a in call.args]
         kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg is not None}
@@ -203,8 +204,11 @@ def _check(func: Predicate, name: str, args: list[Any], kwargs: dict[str, Any]) 
             if key in kwargs:
                 parse_kinds(kwargs["kinds"]) if key == "kinds" else parse_part(kwargs["part"])
         if func.__name__ in ("called_before", "called_at_least", "nothing_after"):
-            CallPattern.of(args[0] if args else kwargs.get("pattern", ""),
-                           args=kwargs.get("args"), status=kwargs.get("status"))  # fmt: skip
+            CallPattern.of(
+                args[0] if args else kwargs.get("pattern", ""),
+                args=kwargs.get("args"),
+                status=kwargs.get("status"),
+            )
         elif func.__name__ == "order_holds":
             for spec in args:
                 CallPattern.of(spec)
@@ -246,8 +250,12 @@ def unknown_arguments(bindings: Mapping[str, str], labels: Labels) -> list[str]:
 
     Only meaningful when the labels list tools' ``args``; checked when a policy is loaded.
     """
-    declared = {a for lab in [*labels.tools.values(), *(p[1] for p in labels.patterns)]
-                if lab.args is not None for a in lab.args}  # fmt: skip
+    declared = {
+        a
+        for lab in [*labels.tools.values(), *(p[1] for p in labels.patterns)]
+        if lab.args is not None
+        for a in lab.args
+    }
     if not declared:
         return []
     problems = []

@@ -50,9 +50,15 @@ class Trail:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form, for a decision."""
-        return {"path": self.path, "value": self.text, "origin": self.origin,
-                "chain": [{"index": s.ref.index, "source": s.ref.source, "kind": s.ref.kind,
-                           "note": s.note} for s in self.chain]}  # fmt: skip
+        return {
+            "path": self.path,
+            "value": self.text,
+            "origin": self.origin,
+            "chain": [
+                {"index": s.ref.index, "source": s.ref.source, "kind": s.ref.kind, "note": s.note}
+                for s in self.chain
+            ],
+        }
 
 
 @dataclass(frozen=True)
@@ -76,9 +82,14 @@ class Fact:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form, for a decision."""
-        out = {"name": self.name, "value": self.value, "detail": self.detail,
-               "sources": [{"index": s.index, "source": s.source, "kind": s.kind}
-                           for s in self.sources]}  # fmt: skip
+        out = {
+            "name": self.name,
+            "value": self.value,
+            "detail": self.detail,
+            "sources": [
+                {"index": s.index, "source": s.source, "kind": s.kind} for s in self.sources
+            ],
+        }
         if self.values:
             out["values"] = [t.to_json() for t in self.values]
         return out

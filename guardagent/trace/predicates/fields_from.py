@@ -79,8 +79,7 @@ def identifier(value: Any) -> str | None:
 class _Listing:
     """What one earlier call's result holds at the path (or why it cannot be read)."""
 
-    def __init__(self, facts: TraceFacts, call: ToolCall, result: Message,
-                 path: FieldPath) -> None:  # fmt: skip
+    def __init__(self, facts: TraceFacts, call: ToolCall, result: Message, path: FieldPath) -> None:
         self.call = call
         self.result = result
         self.ids: frozenset[str] = frozenset()
@@ -88,8 +87,9 @@ class _Listing:
         self.problem: str | None = None
         label = facts.labels.label(call.name)
         try:
-            found = values_at(result.result_text, path, label.result_format, label.columns,
-                              label.untrusted_fields)  # fmt: skip
+            found = values_at(
+                result.result_text, path, label.result_format, label.columns, label.untrusted_fields
+            )
         except NotStructured as exc:
             self.problem = f"`{call.name}` in message {result.index}: {exc}"
             return
@@ -103,8 +103,9 @@ class _Listing:
         return SourceRef(self.result.index, self.result.source, "trusted_tool")
 
 
-def _listings(facts: TraceFacts, pattern: CallPattern, path: FieldPath
-              ) -> tuple[list[_Listing], list[str]]:  # fmt: skip
+def _listings(
+    facts: TraceFacts, pattern: CallPattern, path: FieldPath
+) -> tuple[list[_Listing], list[str]]:
     """The readable-or-not results of the pattern's answered calls, and the calls skipped."""
     key = (NAME, repr(pattern), path.text)  # a pattern's args may be unhashable
     kept = facts.memo.get(key)
@@ -117,8 +118,10 @@ def _listings(facts: TraceFacts, pattern: CallPattern, path: FieldPath
             continue
         result = facts.trace.result_of(call)
         if result is None or result.status != "ok":
-            skipped.append(f"`{call.name}` in message {call.index} "
-                           f"({'unanswered' if result is None else 'failed'})")  # fmt: skip
+            skipped.append(
+                f"`{call.name}` in message {call.index} "
+                f"({'unanswered' if result is None else 'failed'})"
+            )
         elif facts.labels.label(call.name).results != "trusted":
             skipped.append(f"`{call.name}` in message {call.index} (its results are untrusted)")
         else:
@@ -136,8 +139,12 @@ def arg_from_field(facts: TraceFacts, arg: str, tool: Any, path: str) -> Fact:
     where = f"`{pattern}` results at {path}"
     values = [(p, v) for p, v in flatten(facts.trace.call.args) if arg == "*" or under(p, arg)]
     if not values:
-        return Fact(NAME, None, (), f"{facts.trace.call.name!r} has no value in argument "
-                    f"{arg!r} to find in {where}")  # fmt: skip
+        return Fact(
+            NAME,
+            None,
+            (),
+            f"{facts.trace.call.name!r} has no value in argument {arg!r} to find in {where}",
+        )
     listings, skipped = _listings(facts, pattern, field)
     problems = [x.problem for x in listings if x.problem is not None]
     read = [x for x in listings if x.problem is None]
@@ -149,28 +156,48 @@ def arg_from_field(facts: TraceFacts, arg: str, tool: Any, path: str) -> Fact:
         hit = next((x for x in read if text is not None and text in x.ids), None)
         if hit is None:
             echo = next((x for x in read if text is not None and text in x.echoed), None)
-            missing.append(f"{name} {_SHOWN.repr(value)}" + ("" if echo is None else (
-                f" (message {echo.result.index} holds it only as its call's own argument)")))
+            missing.append(
+                f"{name} {_SHOWN.repr(value)}"
+                + (
+                    ""
+                    if echo is None
+                    else (
+                        f" (message {echo.result.index} holds it only as its call's own argument)"
+                    )
+                )
+            )
             continue
         sources.append(hit.ref)
-        found.append(f"{name} {_SHOWN.repr(value)} is in `{hit.call.name}` message "
-                     f"{hit.result.index}")
+        found.append(
+            f"{name} {_SHOWN.repr(value)} is in `{hit.call.name}` message {hit.result.index}"
+        )
     if not missing:
-        return Fact(NAME, True, tuple(dict.fromkeys(sources)),
-                    f"{'; '.join(found[:5])} at {path}")  # fmt: skip
+        return Fact(NAME, True, tuple(dict.fromkeys(sources)), f"{'; '.join(found[:5])} at {path}")
     shown = ", ".join(missing[:5])
     seen = ", ".join(f"message {x.result.index}" for x in read[:5]) or "no readable result"
     notes = "; ".join([*problems[:3], *(f"skipped {s}" for s in skipped[:3])])
     notes = f" ({notes})" if notes else ""
     if problems:
-        return Fact(NAME, None, tuple(x.ref for x in listings),
-                    f"{shown}: not found in {where} ({seen}), and a result could not be "
-                    f"read{notes}")  # fmt: skip
+        return Fact(
+            NAME,
+            None,
+            tuple(x.ref for x in listings),
+            f"{shown}: not found in {where} ({seen}), and a result could not be read{notes}",
+        )
     if not listings:
-        return Fact(NAME, False, (), f"{shown}: no earlier answered call of a trusted tool "
-                    f"matching `{pattern}` lists values at {path}{notes}")  # fmt: skip
-    return Fact(NAME, False, tuple(x.ref for x in read),
-                f"{shown}: not a value at {path} of `{pattern}` ({seen}){notes}")  # fmt: skip
+        return Fact(
+            NAME,
+            False,
+            (),
+            f"{shown}: no earlier answered call of a trusted tool "
+            f"matching `{pattern}` lists values at {path}{notes}",
+        )
+    return Fact(
+        NAME,
+        False,
+        tuple(x.ref for x in read),
+        f"{shown}: not a value at {path} of `{pattern}` ({seen}){notes}",
+    )
 
 
 @checks(NAME)

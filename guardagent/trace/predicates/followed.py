@@ -23,10 +23,25 @@ from guardagent.trace.predicates.qualified import DETERMINERS, ROLES, words_of
 
 __all__ = ["FOLLOWERS", "LOOK_AHEAD", "followed_by_another"]
 
-FOLLOWERS = frozenset({
-    "now", "please", "pls", "permanently", "immediately", "completely", "entirely",
-    "fully", "forever", "again", "too", "also", "and", "right", "first",
-})  # fmt: skip
+FOLLOWERS = frozenset(
+    {
+        "now",
+        "please",
+        "pls",
+        "permanently",
+        "immediately",
+        "completely",
+        "entirely",
+        "fully",
+        "forever",
+        "again",
+        "too",
+        "also",
+        "and",
+        "right",
+        "first",
+    }
+)
 """Words after a value that add no object nor scope ("delete planner *now*", "*right*
 now"); "for" only in "for good" (else it may set an owner: "planner *for* Bob")."""
 
@@ -40,8 +55,9 @@ _CLOSERS = "\"'`)]}»”’*_"
 """Quotes, brackets and emphasis closing around a value (``planner``)."""
 
 
-def followed_by_another(value: str, text: str, passed: frozenset[str],
-                        others: frozenset[str]) -> bool:  # fmt: skip
+def followed_by_another(
+    value: str, text: str, passed: frozenset[str], others: frozenset[str]
+) -> bool:
     """Whether some whole-word occurrence of `value` in `text` is followed by another thing.
 
     Args:
@@ -67,7 +83,7 @@ def followed_by_another(value: str, text: str, passed: frozenset[str],
         after = text[end] if end < len(text) else " "
         if not _in_word(before) and not _in_word(after, trailing=True):
             found = True
-            if not _another_after(text[end:end + LOOK_AHEAD], passed, others):
+            if not _another_after(text[end : end + LOOK_AHEAD], passed, others):
                 return False  # an occurrence that ends as the thing itself
         at = text.find(value, at + 1)
     return found
@@ -91,8 +107,9 @@ def _another_after(rest: str, passed: frozenset[str], others: frozenset[str]) ->
         stripped = closed.lstrip()
         if not stripped or not stripped[0].isalnum():
             return False  # the value ends its clause: "?", ",", "(", an emoji, the end
-        end = next((i for i, ch in enumerate(stripped)
-                    if not (ch.isalnum() or ch in "@._")), len(stripped))  # fmt: skip
+        end = next(
+            (i for i, ch in enumerate(stripped) if not (ch.isalnum() or ch in "@._")), len(stripped)
+        )
         word = stripped[:end].casefold()
         if word not in passed or word in others:
             break
@@ -104,7 +121,10 @@ def _another_after(rest: str, passed: frozenset[str], others: frozenset[str]) ->
     if first not in LEADS:
         return True  # a noun ("planner tasks") or any word not known to add nothing
     i = 1
-    while i < len(words) and words[i] not in others and (
-            words[i] in DETERMINERS or words[i] in passed):
+    while (
+        i < len(words)
+        and words[i] not in others
+        and (words[i] in DETERMINERS or words[i] in passed)
+    ):
         i += 1
     return i == len(words) or words[i] not in others  # a scope, or nothing read: closed

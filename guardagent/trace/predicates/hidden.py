@@ -29,8 +29,9 @@ def last_summary(trace: Trace) -> int | None:
     return next((m.index for m in reversed(trace.messages) if m.source == SUMMARY_SOURCE), None)
 
 
-def summary_hides(certain: bool | None, window: Window | None = None
-                  ) -> Callable[[HistoryPredicate], HistoryPredicate]:  # fmt: skip
+def summary_hides(
+    certain: bool | None, window: Window | None = None
+) -> Callable[[HistoryPredicate], HistoryPredicate]:
     """Make a history predicate open where calls a summary replaced could change it.
 
     Args:
@@ -56,9 +57,13 @@ def summary_hides(certain: bool | None, window: Window | None = None
                 after = sum(1 for c in facts.trace.calls if c.index > at)
                 if after >= window(args, kwargs):
                     return fact
-            return Fact(fact.name, None, fact.sources,
-                        f"{fact.detail}; but a conversation summary (message {at}) replaced "
-                        "earlier messages, whose calls are not known")  # fmt: skip
+            return Fact(
+                fact.name,
+                None,
+                fact.sources,
+                f"{fact.detail}; but a conversation summary (message {at}) replaced "
+                "earlier messages, whose calls are not known",
+            )
 
         return run
 

@@ -39,21 +39,27 @@ def called_before(facts: TraceFacts, pattern: Any, args: Any = None, status: Any
     """An earlier call matches the pattern."""
     pat = CallPattern.of(pattern, args=args, status=status)
     calls = earlier_calls(facts.trace, pat, facts.labels)
-    detail = (f"{len(calls)} earlier call(s) match {pat}" if calls
-              else f"no earlier call matches {pat}")  # fmt: skip
+    detail = (
+        f"{len(calls)} earlier call(s) match {pat}" if calls else f"no earlier call matches {pat}"
+    )
     return Fact("called_before", bool(calls), _refs(facts, (c.index for c in calls)), detail)
 
 
 @predicate
 @summary_hides(True)
 @both_readings
-def called_at_least(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
-                    status: Any = None) -> Fact:  # fmt: skip
+def called_at_least(
+    facts: TraceFacts, pattern: Any, n: int, args: Any = None, status: Any = None
+) -> Fact:
     """At least `n` earlier calls match the pattern."""
     pat = CallPattern.of(pattern, args=args, status=status)
     calls = earlier_calls(facts.trace, pat, facts.labels)
-    return Fact("called_at_least", len(calls) >= int(n), _refs(facts, (c.index for c in calls)),
-                f"{len(calls)} earlier call(s) match {pat}")  # fmt: skip
+    return Fact(
+        "called_at_least",
+        len(calls) >= int(n),
+        _refs(facts, (c.index for c in calls)),
+        f"{len(calls)} earlier call(s) match {pat}",
+    )
 
 
 @predicate
@@ -64,10 +70,15 @@ def order_holds(facts: TraceFacts, first: Any, then: Any) -> Fact:
     bad = order_violations(facts.trace, a, b, facts.labels)
     if not bad:
         return Fact("order_holds", True, (), f"every {b} call comes after a {a} call")
-    shown = ", ".join("the proposed call" if c is facts.trace.call else f"message {c.index}"
-                      for c in bad[:5])  # fmt: skip
-    return Fact("order_holds", False, _refs(facts, (c.index for c in bad)),
-                f"{b} without an earlier {a}: {shown}")  # fmt: skip
+    shown = ", ".join(
+        "the proposed call" if c is facts.trace.call else f"message {c.index}" for c in bad[:5]
+    )
+    return Fact(
+        "order_holds",
+        False,
+        _refs(facts, (c.index for c in bad)),
+        f"{b} without an earlier {a}: {shown}",
+    )
 
 
 @predicate
@@ -76,8 +87,6 @@ def nothing_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any
     fact = called_before(facts, pattern, args, status)
     value = None if fact.value is None else not fact.value  # open stays open
     return Fact("nothing_after", value, fact.sources, fact.detail)
-
-
 
 
 @predicate
@@ -93,16 +102,30 @@ def navigation_in_scope(facts: TraceFacts, *scopes: str, arg: str = "url") -> Fa
         shown = ", ".join(repr(u) for _, u, _ in outside[:3])
         lookalike = idn_wildcard_hosts(values, parsed)
         if lookalike and all(verdict is None for *_, verdict in outside):
-            return Fact("navigation_in_scope", None, (), f"the host {lookalike[0]!r} is inside "
-                        f"{', '.join(map(str, parsed))} only through a wildcard over an "
-                        "internationalised label (it may render like another site)")  # fmt: skip
+            return Fact(
+                "navigation_in_scope",
+                None,
+                (),
+                f"the host {lookalike[0]!r} is inside "
+                f"{', '.join(map(str, parsed))} only through a wildcard over an "
+                "internationalised label (it may render like another site)",
+            )
         if all(verdict is None for *_, verdict in outside):  # open: a rule either way denies
-            return Fact("navigation_in_scope", None, (), f"{shown} inside "
-                        f"{', '.join(map(str, parsed))} by one reading only (the path as "
-                        "the browser sends it or as a server may resolve it, or a URL it "
-                        "carries, which the browser is sent on to)")  # fmt: skip
-        return Fact("navigation_in_scope", False, (), f"{shown} outside "
-                    f"{', '.join(map(str, parsed))}{_carried_note(values, parsed)}")  # fmt: skip
+            return Fact(
+                "navigation_in_scope",
+                None,
+                (),
+                f"{shown} inside "
+                f"{', '.join(map(str, parsed))} by one reading only (the path as "
+                "the browser sends it or as a server may resolve it, or a URL it "
+                "carries, which the browser is sent on to)",
+            )
+        return Fact(
+            "navigation_in_scope",
+            False,
+            (),
+            f"{shown} outside {', '.join(map(str, parsed))}{_carried_note(values, parsed)}",
+        )
     return Fact("navigation_in_scope", True, (), f"inside {', '.join(map(str, parsed))}")
 
 
@@ -118,8 +141,10 @@ def _carried_note(values: Sequence[Value | None], scopes: Sequence[Scope]) -> st
             continue
         for target in every_carried(where):
             if target is None:
-                return (" (it sends the browser on to a URL that cannot be read: a link "
-                        "shortener's, or one encoded past reading)")  # fmt: skip
+                return (
+                    " (it sends the browser on to a URL that cannot be read: a link "
+                    "shortener's, or one encoded past reading)"
+                )
             if scope_verdict(target, scopes) is not True:
                 return f" (it sends the browser on to {target.text!r})"
     return ""
@@ -142,20 +167,35 @@ def history_in_scope(facts: TraceFacts, *scopes: str, tool: str = "*", arg: str 
     outside = out_of_scope(calls, parsed, arg, facts.index.region)
     if any(verdict is False for *_, verdict in outside):
         out = [(c, u) for c, u, verdict in outside if verdict is False]
-        return Fact("history_in_scope", False, _refs(facts, (c.index for c, _ in out)),
-                    f"earlier {out[0][1]!r} outside {', '.join(map(str, parsed))}")  # fmt: skip
+        return Fact(
+            "history_in_scope",
+            False,
+            _refs(facts, (c.index for c, _ in out)),
+            f"earlier {out[0][1]!r} outside {', '.join(map(str, parsed))}",
+        )
     if outside:  # inside by one reading only, or through a wildcard over an IDN label: open
-        return Fact("history_in_scope", None, _refs(facts, (c.index for c, *_ in outside)),
-                    f"earlier {outside[0][1]!r} inside {', '.join(map(str, parsed))} by one "
-                    "reading only (its path as a server may resolve it, a URL it carries, "
-                    "or a wildcard over an internationalised host label)")  # fmt: skip
+        return Fact(
+            "history_in_scope",
+            None,
+            _refs(facts, (c.index for c, *_ in outside)),
+            f"earlier {outside[0][1]!r} inside {', '.join(map(str, parsed))} by one "
+            "reading only (its path as a server may resolve it, a URL it carries, "
+            "or a wildcard over an internationalised host label)",
+        )
     if unknown:
-        names = ", ".join(repr(n)[:40] for n in unknown[0].args if n not in
-                          (facts.labels.label(unknown[0].name).args or ()))  # fmt: skip
-        return Fact("history_in_scope", None, _refs(facts, (c.index for c in unknown)),
-                    f"the earlier call in message {unknown[0].index} has arguments {names} "
-                    f"that the label of {unknown[0].name!r} does not declare: where it "
-                    "navigated is not known")  # fmt: skip
+        names = ", ".join(
+            repr(n)[:40]
+            for n in unknown[0].args
+            if n not in (facts.labels.label(unknown[0].name).args or ())
+        )
+        return Fact(
+            "history_in_scope",
+            None,
+            _refs(facts, (c.index for c in unknown)),
+            f"the earlier call in message {unknown[0].index} has arguments {names} "
+            f"that the label of {unknown[0].name!r} does not declare: where it "
+            "navigated is not known",
+        )
     return Fact("history_in_scope", True, (), f"{len(calls)} earlier navigation(s) in scope")
 
 

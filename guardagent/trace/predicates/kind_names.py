@@ -38,19 +38,79 @@ from guardagent.trace.predicates.engine import TraceFacts
 from guardagent.trace.sources.provenance import ValueProvenance
 from guardagent.trace.text.normal import normalize_text
 
-NOT_NOUNS = frozenset({
-    "get", "read", "list", "search", "find", "fetch", "open", "send", "post", "add", "remove",
-    "delete", "create", "update", "set", "put", "make", "write", "append", "share", "invite",
-    "cancel", "reschedule", "check", "by", "from", "to", "of", "in", "on", "for", "with", "all",
-    "the", "a", "an", "my", "new", "id", "ids", "name", "names", "info", "information", "data",
-    "details", "content", "contents", "query",
-})  # fmt: skip
+NOT_NOUNS = frozenset(
+    {
+        "get",
+        "read",
+        "list",
+        "search",
+        "find",
+        "fetch",
+        "open",
+        "send",
+        "post",
+        "add",
+        "remove",
+        "delete",
+        "create",
+        "update",
+        "set",
+        "put",
+        "make",
+        "write",
+        "append",
+        "share",
+        "invite",
+        "cancel",
+        "reschedule",
+        "check",
+        "by",
+        "from",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "all",
+        "the",
+        "a",
+        "an",
+        "my",
+        "new",
+        "id",
+        "ids",
+        "name",
+        "names",
+        "info",
+        "information",
+        "data",
+        "details",
+        "content",
+        "contents",
+        "query",
+    }
+)
 """Words of a tool's or an argument's name that name no kind of thing (verbs, prepositions)."""
 
-FOLDERS = frozenset({
-    "folder", "directory", "dir", "mailbox", "drive", "feed", "queue", "category", "label",
-    "tag", "collection", "bucket", "library", "archive",
-})  # fmt: skip
+FOLDERS = frozenset(
+    {
+        "folder",
+        "directory",
+        "dir",
+        "mailbox",
+        "drive",
+        "feed",
+        "queue",
+        "category",
+        "label",
+        "tag",
+        "collection",
+        "bucket",
+        "library",
+        "archive",
+    }
+)
 """Nouns of a store of anyone's documents, not of one conversation: "the unread folder" still
 names a collection (a channel and an inbox are the messages of one place or one person, which
 issue 33 lets the user point at)."""
@@ -68,8 +128,14 @@ def kind_nouns(tool: str, arg: str) -> frozenset[str]:
     for name in (tool, arg.split(".")[0].split("[")[0]):
         spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
         words.update(w.casefold() for w in spaced.split())
-    return frozenset(w for w in words if w not in NOT_NOUNS and w not in FOLDERS and len(w) > 2
-                     and not (w.endswith("s") and not w.endswith("ss")))  # fmt: skip
+    return frozenset(
+        w
+        for w in words
+        if w not in NOT_NOUNS
+        and w not in FOLDERS
+        and len(w) > 2
+        and not (w.endswith("s") and not w.endswith("ss"))
+    )
 
 
 def _word_before(text: str) -> str:
@@ -88,19 +154,20 @@ def beside_noun(text: str, start: int, end: int, nouns: frozenset[str]) -> bool:
     "<name> <noun>", "<noun> <name>", "<name>'s <noun>" and "<noun> of <name>", quotes and
     ``#`` around the name allowed.
     """
-    before = text[max(0, start - _LOOK):start]
-    after = text[end:end + _LOOK]
+    before = text[max(0, start - _LOOK) : start]
+    after = text[end : end + _LOOK]
     if _word_after(after) in nouns or _word_before(before) in nouns:
         return True
     rest = unicodedata.normalize("NFKC", after).casefold()
     if rest.startswith(("'s ", "\u2019s ")) and _word_after(rest[3:]) in nouns:
         return True
     head = before.rstrip(_QUOTES)
-    return _word_before(head) == "of" and _word_before(head[: -2].rstrip()) in nouns
+    return _word_before(head) == "of" and _word_before(head[:-2].rstrip()) in nouns
 
 
-def named_beside_noun(facts: TraceFacts, call: ToolCall, value: ValueProvenance, raw: object,
-                      message: int) -> bool:  # fmt: skip
+def named_beside_noun(
+    facts: TraceFacts, call: ToolCall, value: ValueProvenance, raw: object, message: int
+) -> bool:
     """Whether the user's `message` writes a one-word argument beside a noun of its tool.
 
     Args:

@@ -17,15 +17,22 @@ import unicodedata
 
 __all__ = ["CLOSERS", "LEAD_INS", "closing_only", "without_lead_ins"]
 
-LEAD_INS = (("go", "ahead", "and"), ("proceed", "and"), ("proceed", "to"),
-            ("go", "ahead", "to"))  # fmt: skip
+LEAD_INS = (("go", "ahead", "and"), ("proceed", "and"), ("proceed", "to"), ("go", "ahead", "to"))
 """Words before the tool's verb that ask leave and join no other request."""
 
 _BEFORE_GERUND = (("proceed", "with"), ("go", "ahead", "with"))
 """Words before the gerund of the tool's verb ("proceed with deleting")."""
 
-CLOSERS = frozenset({"let me know", "please let me know", "thanks", "thank you",
-                     "thanks in advance", "please confirm"})  # fmt: skip
+CLOSERS = frozenset(
+    {
+        "let me know",
+        "please let me know",
+        "thanks",
+        "thank you",
+        "thanks in advance",
+        "please confirm",
+    }
+)
 """Text that may follow the final question without being what the user answered."""
 
 
@@ -52,13 +59,20 @@ def without_lead_ins(question: str, verb: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(words):
-        lead = next((p for p in LEAD_INS if tuple(folded[i:i + len(p)]) == p), None)
+        lead = next((p for p in LEAD_INS if tuple(folded[i : i + len(p)]) == p), None)
         if lead is not None:
             i += len(lead)
             continue
-        before = next((p for p in _BEFORE_GERUND if tuple(folded[i:i + len(p)]) == p
-                       and folded[i + len(p):i + len(p) + 1] and folded[i + len(p)] in gerunds),
-                      None)  # fmt: skip
+        before = next(
+            (
+                p
+                for p in _BEFORE_GERUND
+                if tuple(folded[i : i + len(p)]) == p
+                and folded[i + len(p) : i + len(p) + 1]
+                and folded[i + len(p)] in gerunds
+            ),
+            None,
+        )
         if before is not None:
             out.append(verb)
             i += len(before) + 1

@@ -41,25 +41,91 @@ from guardagent.trace.predicates.tool_words import clean, tool_named
 __all__ = ["BETWEEN", "FRAMES", "OPENERS", "why_not_leave"]
 
 _FINE = ("ok", "okay", "alright", "all right", "fine")
-FRAMES: tuple[tuple[str, ...], ...] = tuple(tuple(f.split()) for f in (
-    "may i", "can i", "could i", "shall i", "should i", "might i", "may we", "can we",
-    "could we", "shall we", "should we", "do you want me to", "do you want us to",
-    "would you like me to", "would you like us to", "want me to", "you want me to",
-    "am i allowed to", "are we allowed to", "am i cleared to", "good to",
-    "do i have your permission to", "do i have permission to", "do we have your permission to",
-    *(f"{lead}{fine} {tail}" for fine in _FINE for lead in ("", "is it ", "would it be ")
-      for tail in ("if i", "if we", "to")),
-    *(f"am i {fine} to" for fine in _FINE), *(f"do i have your {fine} to" for fine in _FINE),
-))  # fmt: skip
+FRAMES: tuple[tuple[str, ...], ...] = tuple(
+    tuple(f.split())
+    for f in (
+        "may i",
+        "can i",
+        "could i",
+        "shall i",
+        "should i",
+        "might i",
+        "may we",
+        "can we",
+        "could we",
+        "shall we",
+        "should we",
+        "do you want me to",
+        "do you want us to",
+        "would you like me to",
+        "would you like us to",
+        "want me to",
+        "you want me to",
+        "am i allowed to",
+        "are we allowed to",
+        "am i cleared to",
+        "good to",
+        "do i have your permission to",
+        "do i have permission to",
+        "do we have your permission to",
+        *(
+            f"{lead}{fine} {tail}"
+            for fine in _FINE
+            for lead in ("", "is it ", "would it be ")
+            for tail in ("if i", "if we", "to")
+        ),
+        *(f"am i {fine} to" for fine in _FINE),
+        *(f"do i have your {fine} to" for fine in _FINE),
+    )
+)
 """Word runs that ask the user's leave for the assistant's (or "our") own act."""
 
-OPENERS = frozenset({"so", "ok", "okay", "alright", "great", "now", "then", "and", "also",
-                     "finally", "lastly", "next", "perfect", "sure", "well", "good", "right",
-                     "hi", "hey", "understood", "quick", "question"})  # fmt: skip
+OPENERS = frozenset(
+    {
+        "so",
+        "ok",
+        "okay",
+        "alright",
+        "great",
+        "now",
+        "then",
+        "and",
+        "also",
+        "finally",
+        "lastly",
+        "next",
+        "perfect",
+        "sure",
+        "well",
+        "good",
+        "right",
+        "hi",
+        "hey",
+        "understood",
+        "quick",
+        "question",
+    }
+)
 """Transition words a question may start with before its frame ("So, may I ...?")."""
 
-BETWEEN = frozenset({"now", "also", "just", "then", "please", "kindly", "permanently",
-                     "quickly", "safely", "finally", "immediately", "go", "ahead", "and"})
+BETWEEN = frozenset(
+    {
+        "now",
+        "also",
+        "just",
+        "then",
+        "please",
+        "kindly",
+        "permanently",
+        "quickly",
+        "safely",
+        "finally",
+        "immediately",
+        "go",
+        "ahead",
+        "and",
+    }
+)
 """Adverbs a question may hold between its frame and the act ("may I now delete")."""
 
 _LEAD = " \t\r\n*_~"
@@ -68,7 +134,7 @@ _LEAD = " \t\r\n*_~"
 
 def _frame_at(words: list[str], i: int) -> int:
     """The length of the frame starting at `i` (0: none)."""
-    return max((len(f) for f in FRAMES if tuple(words[i:i + len(f)]) == f), default=0)
+    return max((len(f) for f in FRAMES if tuple(words[i : i + len(f)]) == f), default=0)
 
 
 def _purpose(question: str) -> int:
@@ -87,16 +153,58 @@ def _is_tool_word(word: str, tool: list[str], similarity: float) -> bool:
     return any(tool_named(t, word, similarity) for t in tool)
 
 
-TAIL_STOPS = frozenset({
-    # reported: "..., Bob asks?", "... (says the email)?", "... - Bob wants to know?"
-    "asks", "asked", "ask", "asking", "says", "said", "say", "wonders", "wondering", "wants",
-    "wanted", "know", "quote", "quoting", "according", "writes", "wrote", "requests",
-    # hedged: "..., in theory?", "... (asking for a friend)?", "..., you reckon?"
-    "theory", "theoretically", "hypothetically", "hypothetical", "principle", "kidding",
-    "joking", "jk", "lol", "friend", "curious", "curiosity", "reckon", "think", "guess",
-    "suppose", "imagine", "rhetorical", "rhetorically", "speaking", "pretend", "pretending",
-    "simulation", "simulated", "test", "testing", "drill", "example",
-})  # fmt: skip
+TAIL_STOPS = frozenset(
+    {
+        # reported: "..., Bob asks?", "... (says the email)?", "... - Bob wants to know?"
+        "asks",
+        "asked",
+        "ask",
+        "asking",
+        "says",
+        "said",
+        "say",
+        "wonders",
+        "wondering",
+        "wants",
+        "wanted",
+        "know",
+        "quote",
+        "quoting",
+        "according",
+        "writes",
+        "wrote",
+        "requests",
+        # hedged: "..., in theory?", "... (asking for a friend)?", "..., you reckon?"
+        "theory",
+        "theoretically",
+        "hypothetically",
+        "hypothetical",
+        "principle",
+        "kidding",
+        "joking",
+        "jk",
+        "lol",
+        "friend",
+        "curious",
+        "curiosity",
+        "reckon",
+        "think",
+        "guess",
+        "suppose",
+        "imagine",
+        "rhetorical",
+        "rhetorically",
+        "speaking",
+        "pretend",
+        "pretending",
+        "simulation",
+        "simulated",
+        "test",
+        "testing",
+        "drill",
+        "example",
+    }
+)
 """Words that, after a clause mark closing the act, make the question another's or not
 meant: reported, hedged, hypothetical."""
 _CLAUSE_MARKS = ",;(—–"
@@ -118,8 +226,8 @@ def _tail(question: str, act: str, values: Iterable[str]) -> str | None:
     marks = [i for i in range(max(at, 0), len(text)) if _closes(text, i)]
     if not marks:
         return None
-    rest = clean(text[marks[0] + 1:]).split()  # every tail after the act: one reading
-    last = text[marks[-1] + 1:].strip(" )?!.")
+    rest = clean(text[marks[0] + 1 :]).split()  # every tail after the act: one reading
+    last = text[marks[-1] + 1 :].strip(" )?!.")
     named = " " not in last and last[:1].isupper() and last.isalpha()  # ", Bob?"
     return " ".join(rest[:6]) if named or any(w in TAIL_STOPS for w in rest) else None
 
@@ -128,13 +236,20 @@ def _closes(text: str, i: int) -> bool:
     """A clause mark at `i`: a comma (not between digits), a bracket, a dash between spaces."""
     c = text[i]
     if c == "-":
-        return text[i - 1:i] == " " and text[i + 1:i + 2] == " "
+        return text[i - 1 : i] == " " and text[i + 1 : i + 2] == " "
     return c in _CLAUSE_MARKS and not (
-        c == "," and text[i - 1:i].isdigit() and text[i + 1:i + 2].isdigit())  # fmt: skip
+        c == "," and text[i - 1 : i].isdigit() and text[i + 1 : i + 2].isdigit()
+    )
 
 
-def why_not_leave(question: str, tool: str, similarity: float, either: bool,
-                  flags: Iterable[str] = (), values: Iterable[str] = ()) -> str | None:  # fmt: skip
+def why_not_leave(
+    question: str,
+    tool: str,
+    similarity: float,
+    either: bool,
+    flags: Iterable[str] = (),
+    values: Iterable[str] = (),
+) -> str | None:
     """Why a question asks no leave for this call's act (for the fact), or None if it does.
 
     Args:
@@ -165,5 +280,7 @@ def why_not_leave(question: str, tool: str, similarity: float, either: bool,
         return None
     if either and framed and not any(_is_tool_word(w, names, similarity) for w in words[i:]):
         return None
-    return (f"it does not ask leave for the assistant's own act ({words[i]!r} stands where "
-            "\"may I\", \"shall I\" or \"do you want me to\" and the tool's verb would)")
+    return (
+        f"it does not ask leave for the assistant's own act ({words[i]!r} stands where "
+        '"may I", "shall I" or "do you want me to" and the tool\'s verb would)'
+    )

@@ -72,10 +72,12 @@ class ConsentLedger:
         no longer equals its call's id, so that call counts once more (over, never under).
         """
         data: dict[str, Any] = {
-            "format": LEDGER_FORMAT, "thread": without_surrogates(self.thread),
+            "format": LEDGER_FORMAT,
+            "thread": without_surrogates(self.thread),
             "uses": without_surrogates(self.uses),
-            "count": index_state.get("count"), "chain": index_state.get("chain"),
-        }  # fmt: skip
+            "count": index_state.get("count"),
+            "chain": index_state.get("chain"),
+        }
         if key is not None:
             data["mac"] = sign(data, key)
         return data
@@ -111,28 +113,44 @@ def read_ledger(
     raw = state.get(LEDGER_FIELD)
     if raw is None:
         if key is not None:
-            unreadable("unreadable_state", "the thread's state has no consent ledger (written "
-                       "by an older version or stripped)")  # fmt: skip
+            unreadable(
+                "unreadable_state",
+                "the thread's state has no consent ledger (written "
+                "by an older version or stripped)",
+            )
         return index_state, ConsentLedger(thread_id or new_thread_id())
     if not isinstance(raw, Mapping) or (key is not None and not verify(raw, key)):
-        unreadable("unreadable_state", "the thread's consent ledger is not signed by this "
-                   "deployment (altered, or written by someone else)")  # fmt: skip
+        unreadable(
+            "unreadable_state",
+            "the thread's consent ledger is not signed by this "
+            "deployment (altered, or written by someone else)",
+        )
     if raw.get("format") != LEDGER_FORMAT:
         unreadable("unreadable_state", "the thread's consent ledger is of an unknown format")
     if raw.get("count") != index_state.get("count") or raw.get("chain") != index_state.get("chain"):
-        unreadable("unreadable_state", "the thread's consent ledger was written with another "
-                   "state of the thread (an older one, or another thread's)")  # fmt: skip
+        unreadable(
+            "unreadable_state",
+            "the thread's consent ledger was written with another "
+            "state of the thread (an older one, or another thread's)",
+        )
     thread, uses = raw.get("thread"), raw.get("uses")
-    if not isinstance(thread, str) or not isinstance(uses, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(u, str) for u in v)
-        for k, v in uses.items()
+    if (
+        not isinstance(thread, str)
+        or not isinstance(uses, Mapping)
+        or not all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(u, str) for u in v)
+            for k, v in uses.items()
+        )
     ):
         unreadable("unreadable_state", "the thread's consent ledger cannot be read")
     if thread_id is not None and without_surrogates(thread_id) != thread:
-        unreadable("unreadable_state", f"the thread's state belongs to thread {thread!r}, not "
-                   f"{thread_id!r}")  # fmt: skip
-    return index_state, ConsentLedger(thread_id if thread_id is not None else thread,
-                                      {k: list(v) for k, v in uses.items()})  # fmt: skip
+        unreadable(
+            "unreadable_state",
+            f"the thread's state belongs to thread {thread!r}, not {thread_id!r}",
+        )
+    return index_state, ConsentLedger(
+        thread_id if thread_id is not None else thread, {k: list(v) for k, v in uses.items()}
+    )
 
 
 def with_ledger(

@@ -48,6 +48,5 @@ def with_listed_names(facts: TraceFacts, values: list[ValueProvenance]) -> list[
     for v in values:
         scalar = raw.get(v.path)
         ref = listed.get(scalar) if isinstance(scalar, str) else None
-        out.append(v if ref is None or ref in v.sources else
-                   replace(v, sources=(*v.sources, ref)))  # fmt: skip
+        out.append(v if ref is None or ref in v.sources else replace(v, sources=(*v.sources, ref)))
     return out

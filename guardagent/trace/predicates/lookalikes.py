@@ -52,6 +52,7 @@ def idn_wildcard_hosts(values: list[Value | None], scopes: list[WrittenIdnScope]
         if value is None or where is None or IDNA_PREFIX not in where.host:
             continue
         if any(Scope.verdict(s, value) is True for s in scopes) and not any(
-                s.verdict(value) is True for s in scopes):  # fmt: skip
+            s.verdict(value) is True for s in scopes
+        ):
             out.append(where.host)
     return out

@@ -50,8 +50,11 @@ def _phrase(text: str, *, question: bool = False) -> str:
     as two names (typed values that their consumers fold are compared by their keys).
     """
     text = DIGIT_GROUPS.sub("", unicodedata.normalize("NFKC", text))
-    lead, trail = (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".") if question else (
-        _QUOTES, _QUOTES + _MARKS)  # fmt: skip
+    lead, trail = (
+        (_QUOTES + _EMPHASIS, _QUOTES + _EMPHASIS + _MARKS + ".")
+        if question
+        else (_QUOTES, _QUOTES + _MARKS)
+    )
     words = (w.lstrip(lead).rstrip(trail) for w in text.split())
     return " " + " ".join(w for w in words if w) + " "
 
@@ -143,8 +146,11 @@ class _Target:
         approves neither, since a bank may pay 5000.
         """
         if self.keys and single:
-            return (self.keys <= question.keys and not self.keys.isdisjoint(question.plain)
-                    and self._in_its_case(question))  # fmt: skip
+            return (
+                self.keys <= question.keys
+                and not self.keys.isdisjoint(question.plain)
+                and self._in_its_case(question)
+            )
         if self.keys:
             return not self.keys.isdisjoint(question.keys)
         return bool(self.phrase) and f" {self.phrase} " in question.phrase
@@ -166,16 +172,39 @@ class _Target:
 
 
 FLAG_WORDS: dict[bool | None, frozenset[str]] = {
-    True: frozenset({"true", "on", "yes"}), False: frozenset({"false", "off"}),
+    True: frozenset({"true", "on", "yes"}),
+    False: frozenset({"false", "off"}),
     None: frozenset({"null", "none"}),
-}  # fmt: skip
+}
 """How a question writes a flag's value after its name (``force true``, ``dry_run=false``)."""
-_NOT_TRUE = FLAG_WORDS[False] | FLAG_WORDS[None] | {
-    "no", "n", "f", "0", "disabled", "disable", "unset", "skipped", "omitted", "never"}
-_NOT_BEFORE = frozenset({
-    "no", "non", "not", "without", "skip", "skipping", "disable", "disabling", "disabled",
-    "omit", "omitting", "sans", "minus", "except", "excluding", "unset", "never", "drop",
-    "dropping"})  # fmt: skip
+_NOT_TRUE = (
+    FLAG_WORDS[False]
+    | FLAG_WORDS[None]
+    | {"no", "n", "f", "0", "disabled", "disable", "unset", "skipped", "omitted", "never"}
+)
+_NOT_BEFORE = frozenset(
+    {
+        "no",
+        "non",
+        "not",
+        "without",
+        "skip",
+        "skipping",
+        "disable",
+        "disabling",
+        "disabled",
+        "omit",
+        "omitting",
+        "sans",
+        "minus",
+        "except",
+        "excluding",
+        "unset",
+        "never",
+        "drop",
+        "dropping",
+    }
+)
 """Words before a flag's name that turn it off (``non-recursive``, ``skipping force``)."""
 
 
@@ -200,7 +229,7 @@ class _Flag:
     def named_in(self, question: Question, single: bool = False) -> bool:
         words, size = question.words.split(), len(self.name)
         for i in range(len(words) - size + 1 if size else 0):
-            if words[i:i + size] != self.name:
+            if words[i : i + size] != self.name:
                 continue
             after = words[i + size] if i + size < len(words) else ""
             before = words[i - 1] if i else ""
@@ -259,8 +288,9 @@ ANY_ORDER = ("*",)
 """An `order` that accepts values in any order (to find earlier calls that used a yes)."""
 
 
-def _in_order(targets: list[_Target | _Flag], question: Question,
-              order: tuple[str, ...] | None) -> bool:  # fmt: skip
+def _in_order(
+    targets: list[_Target | _Flag], question: Question, order: tuple[str, ...] | None
+) -> bool:
     """Values of one kind in two or more arguments are named in the label's `args` order.
 
     "May I move planner to notes?" names both values of ``move_file(src="notes",
@@ -324,8 +354,12 @@ def _one_request(targets: list[_Target | _Flag], question: Question, listed: boo
 
 def _joins(words: str, text: str) -> int:
     """Joining words (:data:`JOINERS`) among `words`, and ``&``, ``;`` and `` + `` in `text`."""
-    return (sum(1 for w in words.split() if w in JOINERS) + text.count("&") + text.count(";")
-            + " ".join(text.split()).count(" + "))  # fmt: skip
+    return (
+        sum(1 for w in words.split() if w in JOINERS)
+        + text.count("&")
+        + text.count(";")
+        + " ".join(text.split()).count(" + ")
+    )
 
 
 CLAUSE_WORDS = frozenset({"well", "along", "together", "followed", "besides"})
@@ -343,21 +377,38 @@ def _clauses(words: str, text: str, flags: frozenset[str] = frozenset()) -> int:
     names both values of ``move_file(src="planner", dst="trash")`` in order. A ``,`` before a
     digit groups thousands (``4,950``). One scan of the text: linear.
     """
-    commas = sum(1 for i, c in enumerate(text) if c == "," and not text[i + 1:i + 2].isdigit())
+    commas = sum(1 for i, c in enumerate(text) if c == "," and not text[i + 1 : i + 2].isdigit())
     ws = words.split()
-    withs = sum(1 for i, w in enumerate(ws) if w == "with" and ws[i + 1:i + 2] != []
-                and ws[i + 1] not in flags)  # fmt: skip
-    return (commas + text.count("\n") + text.count("\r") + " ".join(text.split()).count(" / ")
-            + sum(1 for w in ws if w in CLAUSE_WORDS) + withs)  # fmt: skip
+    withs = sum(
+        1
+        for i, w in enumerate(ws)
+        if w == "with" and ws[i + 1 : i + 2] != [] and ws[i + 1] not in flags
+    )
+    return (
+        commas
+        + text.count("\n")
+        + text.count("\r")
+        + " ".join(text.split()).count(" / ")
+        + sum(1 for w in ws if w in CLAUSE_WORDS)
+        + withs
+    )
 
 
 class CallNames:
     """What a question must name to name a call, read once per call (see the module)."""
 
-    def __init__(self, call: ToolCall, *, arg: str | None = None, similarity: float = 85,
-                 match: str = "both", region: str | None = None,
-                 order: tuple[str, ...] | None = None,
-                 verb_alone: bool = True, single: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        call: ToolCall,
+        *,
+        arg: str | None = None,
+        similarity: float = 85,
+        match: str = "both",
+        region: str | None = None,
+        order: tuple[str, ...] | None = None,
+        verb_alone: bool = True,
+        single: bool = True,
+    ) -> None:
         self.tool = tool_words(call.name)
         self.targets, self.values = _targets(call, arg, region)
         self.arg, self.similarity, self.match, self.region = arg, similarity, match, region
@@ -377,17 +428,17 @@ class CallNames:
             return False
         by_tool = tool_named(self.tool, q.words, self.similarity, self.verb_alone)
         if self.arg is not None or self.values:  # every value (of the argument) named
-            target_named = (bool(self.targets)
-                            and all(t.named_in(q, self.single) for t in self.targets)
-                            and not (self.single and any(
-                                self._about_another(t, q) for t in self.targets))
-                            and _in_order(self.targets, q, self.order))  # fmt: skip
+            target_named = (
+                bool(self.targets)
+                and all(t.named_in(q, self.single) for t in self.targets)
+                and not (self.single and any(self._about_another(t, q) for t in self.targets))
+                and _in_order(self.targets, q, self.order)
+            )
         else:
             target_named = self.match == "both"  # no value at all: its tool names it
         if self.match == "both":
             return by_tool and target_named
         return target_named if self.arg is not None else by_tool or target_named
-
 
     def _about_another(self, target: _Target | _Flag, question: Question) -> bool:
         """The question writes this value only to qualify another thing (:mod:`.qualified`).
@@ -401,20 +452,30 @@ class CallNames:
             return False
         tool = self.tool.split()
         passed = frozenset(tool) | frozenset(tool_words(target.arg.rsplit(".", 1)[-1]).split())
-        others = frozenset(w for t in self.targets if t is not target
-                           and isinstance(t, _Target) for w in words_of(t.phrase))  # fmt: skip
+        others = frozenset(
+            w
+            for t in self.targets
+            if t is not target and isinstance(t, _Target)
+            for w in words_of(t.phrase)
+        )
         value, asked = target.phrase, question.phrase
         if target.kind == "email":
             value, asked = value.casefold(), asked.casefold()
-        if about_another(value, asked, passed, frozenset(tool[:1]), others,
-                         roles=bool(target.keys)):  # fmt: skip
+        if about_another(
+            value, asked, passed, frozenset(tool[:1]), others, roles=bool(target.keys)
+        ):
             return True
         if target.keys:  # an address or a link fills a role: in "send bob@x.ch the email
             return False  # titled Q3" what follows it is the call's object, not bob's
-        around = frozenset(w for t in self.targets for w in tool_words(
-            t.arg.rsplit(".", 1)[-1]).split())  # every argument's name: "the *project* planner"
-        flags = frozenset(w for t in self.targets if isinstance(t, _Flag) for w in [
-            *t.name, t.arg.rsplit(".", 1)[-1].split("[", 1)[0].casefold()])  # "dry_run=false"
+        around = frozenset(
+            w for t in self.targets for w in tool_words(t.arg.rsplit(".", 1)[-1]).split()
+        )  # every argument's name: "the *project* planner"
+        flags = frozenset(
+            w
+            for t in self.targets
+            if isinstance(t, _Flag)
+            for w in [*t.name, t.arg.rsplit(".", 1)[-1].split("[", 1)[0].casefold()]
+        )  # "dry_run=false"
         return followed_by_another(value, question.exact, passed | around, others | flags)
 
     @property
@@ -431,8 +492,9 @@ class CallNames:
 
         An answer may restate them ("Yes, delete planner"), and nothing else (:mod:`.answer`).
         """
-        return [t.phrase for t in self.targets
-                if isinstance(t, _Target) and not t.keys and t.phrase]  # fmt: skip
+        return [
+            t.phrase for t in self.targets if isinstance(t, _Target) and not t.keys and t.phrase
+        ]
 
 
 def names_call(question: str, call: ToolCall, **options: Any) -> bool:

@@ -23,18 +23,54 @@ from guardagent.trace.predicates.naming import phrase_words
 __all__ = ["DEFERRALS", "QUESTION_STOPS", "deferred", "plain_question"]
 
 
-_DEFERRING = frozenset({
-    # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
-    # empty / after the backup" is no yes to deleting it now, unconditionally
-    "if", "once", "when", "whenever", "after", "before", "until", "tomorrow", "tonight",
-    "next", "soon", "eventually", "someday", "postpone", "schedule", "scheduled",
-    "assuming", "provided", "providing", "pending", "till", "depending", "depends",
-    "condition", "conditional", "given", "upon", "yet", "afterwards", "meanwhile",
-    "postponed", "paused", "pause", "waiting",
-})  # fmt: skip
+_DEFERRING = frozenset(
+    {
+        # the call deferred or conditional: a yes to "delete planner tomorrow / if it is
+        # empty / after the backup" is no yes to deleting it now, unconditionally
+        "if",
+        "once",
+        "when",
+        "whenever",
+        "after",
+        "before",
+        "until",
+        "tomorrow",
+        "tonight",
+        "next",
+        "soon",
+        "eventually",
+        "someday",
+        "postpone",
+        "schedule",
+        "scheduled",
+        "assuming",
+        "provided",
+        "providing",
+        "pending",
+        "till",
+        "depending",
+        "depends",
+        "condition",
+        "conditional",
+        "given",
+        "upon",
+        "yet",
+        "afterwards",
+        "meanwhile",
+        "postponed",
+        "paused",
+        "pause",
+        "waiting",
+    }
+)
 
-_DEFERRING_PHRASES = (("as", "long", "as"), ("so", "long", "as"), ("in", "case"),
-                      ("subject", "to"), ("as", "soon", "as"))  # fmt: skip
+_DEFERRING_PHRASES = (
+    ("as", "long", "as"),
+    ("so", "long", "as"),
+    ("in", "case"),
+    ("subject", "to"),
+    ("as", "soon", "as"),
+)
 """Conditions of several words, each of them harmless alone ("long", "case")."""
 
 
@@ -48,28 +84,119 @@ def _stop_in(words: list[str], singles: frozenset[str], negations: bool = True) 
         if w in singles or (negations and w.endswith("n't")) or _at_a_clock_time(w):
             return w
         for p in _DEFERRING_PHRASES:
-            if tuple(words[i:i + len(p)]) == p:
+            if tuple(words[i : i + len(p)]) == p:
                 return " ".join(p)
     return None
 
-QUESTION_STOPS = NEGATIVE | {"or", "already", "undo", "restore", "keep"} | {
-    # a value excluded: "delete the projects, excluding planner" spares planner
-    "excluding", "exclude", "excepting", "apart", "aside", "besides", "other", "spare",
-    "sparing", "leave", "leaving", "skip", "skipping", "omit", "omitting", "minus",
-} | _DEFERRING | {
-    # a time set for the call: "at 5pm", "on Monday", "in an hour" is not now
-    "today", "weekend", "morning", "afternoon", "evening", "noon", "midnight", "pm",
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "moment", "shortly", "asap", "eod", "o'clock", "year", "years", "hr", "hrs", "min",
-    "mins", "tonite", "tmrw", "tmr", "fortnight", "january", "february", "march", "april",
-    "june", "july", "august", "september", "october", "november", "december", "jan",
-    "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-} | {
-    # a question whose yes says "don't": "Is it a bad idea to delete planner?"
-    "bad", "risky", "dangerous", "unsafe", "mistake", "wrong", "harmful", "problem",
-    "problematic", "objection", "objections", "mind", "regret", "terrible", "reckless",
-}  # fmt: skip
+
+QUESTION_STOPS = (
+    NEGATIVE
+    | {"or", "already", "undo", "restore", "keep"}
+    | {
+        # a value excluded: "delete the projects, excluding planner" spares planner
+        "excluding",
+        "exclude",
+        "excepting",
+        "apart",
+        "aside",
+        "besides",
+        "other",
+        "spare",
+        "sparing",
+        "leave",
+        "leaving",
+        "skip",
+        "skipping",
+        "omit",
+        "omitting",
+        "minus",
+    }
+    | _DEFERRING
+    | {
+        # a time set for the call: "at 5pm", "on Monday", "in an hour" is not now
+        "today",
+        "weekend",
+        "morning",
+        "afternoon",
+        "evening",
+        "noon",
+        "midnight",
+        "pm",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "moment",
+        "shortly",
+        "asap",
+        "eod",
+        "o'clock",
+        "year",
+        "years",
+        "hr",
+        "hrs",
+        "min",
+        "mins",
+        "tonite",
+        "tmrw",
+        "tmr",
+        "fortnight",
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    }
+    | {
+        # a question whose yes says "don't": "Is it a bad idea to delete planner?"
+        "bad",
+        "risky",
+        "dangerous",
+        "unsafe",
+        "mistake",
+        "wrong",
+        "harmful",
+        "problem",
+        "problematic",
+        "objection",
+        "objections",
+        "mind",
+        "regret",
+        "terrible",
+        "reckless",
+    }
+)
 """Words that make a question something other than "may I do this?" (negated, an
 alternative, about the past or the opposite, a value excluded, the call deferred,
 conditional or set for a time, or one a yes to which says "don't"): a yes to it approves
@@ -87,8 +214,9 @@ asks ("I'll wait until Bob signs off. May I delete planner?"): the user's yes an
 question as the message frames it, so it approves nothing now (:func:`deferred`)."""
 
 
-def deferred(msgs: Sequence[Message], asker: Message, question: str,
-             values: list[str]) -> str | None:  # fmt: skip
+def deferred(
+    msgs: Sequence[Message], asker: Message, question: str, values: list[str]
+) -> str | None:
     """The first deferral word the assistant wrote in its turn before the question, or None.
 
     The turn is the asking message's text before its final question and every assistant
@@ -98,17 +226,22 @@ def deferred(msgs: Sequence[Message], asker: Message, question: str,
     2020") also voids the yes (fail closed; ask the question alone). The call's own values
     quoted whole are names, not words of the sentence (:func:`_unquoted`).
     """
-    turn = [asker.text[:max(0, asker.text.rfind(question))]]
-    for m in reversed(msgs[:asker.index]):
+    turn = [asker.text[: max(0, asker.text.rfind(question))]]
+    for m in reversed(msgs[: asker.index]):
         if m.role == "user":
             break
         if m.role == "assistant":
             turn.append(m.text)
     if any(_look_alike(text, values) for text in turn):
         return "a look-alike letter"  # "I'll wаit": a deferral the lexicon cannot see
-    return next((w for text in turn
-                 if (w := _stop_in(tokens(_unquoted(text, values)), DEFERRALS, False))
-                 is not None), None)  # fmt: skip
+    return next(
+        (
+            w
+            for text in turn
+            if (w := _stop_in(tokens(_unquoted(text, values)), DEFERRALS, False)) is not None
+        ),
+        None,
+    )
 
 
 def plain_question(question: str, values: list[str]) -> bool:
@@ -124,8 +257,7 @@ def plain_question(question: str, values: list[str]) -> bool:
     if _hides_text(question) or _look_alike(question, values):
         return False
     text = _unquoted(question, values)
-    return _stop_in(_asking_leave(tokens(text)), QUESTION_STOPS) is None and not _sets_a_date(
-        text)
+    return _stop_in(_asking_leave(tokens(text)), QUESTION_STOPS) is None and not _sets_a_date(text)
 
 
 _LEAVE = frozenset({"ok", "okay", "alright", "fine"})
@@ -136,9 +268,16 @@ def _asking_leave(words: list[str]) -> list[str]:
 
     Only after OK/okay/alright/fine and before "I" or "we"; any other "if" stays a stop.
     """
-    return [w for i, w in enumerate(words) if not (
-        w == "if" and 0 < i < len(words) - 1 and words[i - 1] in _LEAVE
-        and words[i + 1] in ("i", "we"))]  # fmt: skip
+    return [
+        w
+        for i, w in enumerate(words)
+        if not (
+            w == "if"
+            and 0 < i < len(words) - 1
+            and words[i - 1] in _LEAVE
+            and words[i + 1] in ("i", "we")
+        )
+    ]
 
 
 def _sets_a_date(text: str) -> bool:
@@ -154,7 +293,8 @@ def _sets_a_date(text: str) -> bool:
     return any(
         (w in ("a", "p") and nxt == "m" and prev.isdigit())
         or (len(w) == 4 and w.isdigit() and prev in ("in", "by", "on"))
-        for prev, w, nxt in zip(["", *words[:-1]], words, [*words[1:], ""], strict=True))
+        for prev, w, nxt in zip(["", *words[:-1]], words, [*words[1:], ""], strict=True)
+    )
 
 
 def _clock_at(text: str, colon: int) -> bool:
@@ -162,12 +302,18 @@ def _clock_at(text: str, colon: int) -> bool:
     start = colon - 1
     while start > 0 and colon - start < 2 and text[start - 1].isdigit():
         start -= 1
-    hour, minute = text[start:colon], text[colon + 1:colon + 3]
+    hour, minute = text[start:colon], text[colon + 1 : colon + 3]
     before = text[start - 1] if start else " "
-    after = text[colon + 3:colon + 4] or " "
-    return (hour.isdigit() and minute.isdigit() and len(minute) == 2 and int(hour) <= 24
-            and int(minute) < 60 and not (before.isalnum() or before in ".:")
-            and not (after.isalnum() or after == ":"))  # fmt: skip
+    after = text[colon + 3 : colon + 4] or " "
+    return (
+        hour.isdigit()
+        and minute.isdigit()
+        and len(minute) == 2
+        and int(hour) <= 24
+        and int(minute) < 60
+        and not (before.isalnum() or before in ".:")
+        and not (after.isalnum() or after == ":")
+    )
 
 
 _LOOK_ALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
@@ -183,8 +329,12 @@ def _look_alike(question: str, values: list[str]) -> bool:
     otherwise than it reads (fail closed).
     """
     own = {w for value in values for w in value.split()}
-    return any(ch.isalpha() and unicodedata.name(ch, "").startswith(_LOOK_ALIKE_SCRIPTS)
-               for w in phrase_words(question) if w not in own for ch in w)  # fmt: skip
+    return any(
+        ch.isalpha() and unicodedata.name(ch, "").startswith(_LOOK_ALIKE_SCRIPTS)
+        for w in phrase_words(question)
+        if w not in own
+        for ch in w
+    )
 
 
 _QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("«", "»"))

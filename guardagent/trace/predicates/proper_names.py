@@ -16,14 +16,67 @@ from __future__ import annotations
 
 import re
 
-DETERMINERS = frozenset({"the", "a", "an", "my", "your", "our", "his", "her", "their", "its",
-                         "this", "that", "these", "those", "some", "any", "every", "each",
-                         "no", "all", "another", "which", "what"})  # fmt: skip
+DETERMINERS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "our",
+        "his",
+        "her",
+        "their",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "every",
+        "each",
+        "no",
+        "all",
+        "another",
+        "which",
+        "what",
+    }
+)
 """Words before a common noun."""
-KINDS = frozenset({"channel", "channels", "inbox", "inboxes", "folder", "folders", "list",
-                   "lists", "group", "groups", "room", "rooms", "board", "space", "workspace",
-                   "chat", "thread", "mailbox", "mailboxes", "account", "feed", "queue",
-                   "team", "project", "repo", "repository", "label", "tag", "page"})  # fmt: skip
+KINDS = frozenset(
+    {
+        "channel",
+        "channels",
+        "inbox",
+        "inboxes",
+        "folder",
+        "folders",
+        "list",
+        "lists",
+        "group",
+        "groups",
+        "room",
+        "rooms",
+        "board",
+        "space",
+        "workspace",
+        "chat",
+        "thread",
+        "mailbox",
+        "mailboxes",
+        "account",
+        "feed",
+        "queue",
+        "team",
+        "project",
+        "repo",
+        "repository",
+        "label",
+        "tag",
+        "page",
+    }
+)
 """Words for a source's kind ("the general channel"): the word before them is its name."""
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
 _MARKS = "#@`'\"“‘«"
@@ -36,7 +89,7 @@ def _word_before(text: str, at: int) -> str:
 
 def _word_after(text: str, end: int) -> str:
     found = _WORD.search(text, end, end + 40)
-    return found.group().lower() if found and not text[end:found.start()].strip(" ") else ""
+    return found.group().lower() if found and not text[end : found.start()].strip(" ") else ""
 
 
 def written_as_name(text: str, spans: list[tuple[int, int]], kinds: frozenset[str]) -> bool:
@@ -48,7 +101,7 @@ def written_as_name(text: str, spans: list[tuple[int, int]], kinds: frozenset[st
         kinds: More words for the argument's kind (its name's words: "channel").
     """
     for at, end in spans:
-        if text[at - 1:at] in _MARKS and at:
+        if text[at - 1 : at] in _MARKS and at:
             return True
         if _word_before(text, at) not in DETERMINERS or _word_after(text, end) in KINDS | kinds:
             return True

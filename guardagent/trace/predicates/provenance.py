@@ -40,9 +40,12 @@ def _selected(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
         chosen = [v for name in names for v in facts.provenance.select(name)]
     if arg == "@recipients":  # read as the mail server, bank or gateway reads the argument
         chosen = recipients_read(chosen, dict(flatten(facts.trace.call.args)))
-        return [v for v in chosen if (wanted is None and (not v.inner or v.value.kind in
-                                                          INNER_KINDS))
-                or (wanted is not None and v.value.kind in wanted)]  # fmt: skip
+        return [
+            v
+            for v in chosen
+            if (wanted is None and (not v.inner or v.value.kind in INNER_KINDS))
+            or (wanted is not None and v.value.kind in wanted)
+        ]
     if wanted is not None:
         return [v for v in chosen if v.value.kind in wanted]
     # by default a free-text value holding addresses, URLs, IBANs or phone numbers is judged
@@ -50,9 +53,15 @@ def _selected(facts: TraceFacts, arg: str, kinds: Any) -> list[ValueProvenance]:
     # a short one is a target the tool uses whole (a path, a command): judged whole too
     holders = {v.path for v in chosen if v.inner and v.value.kind in INNER_KINDS}
     raw = dict(flatten(facts.trace.call.args))
-    return [v for v in chosen if (v.value.kind in INNER_KINDS if v.inner
-                                  else v.value.kind != "text" or v.path not in holders
-                                  or _target_text(raw.get(v.path)))]  # fmt: skip
+    return [
+        v
+        for v in chosen
+        if (
+            v.value.kind in INNER_KINDS
+            if v.inner
+            else v.value.kind != "text" or v.path not in holders or _target_text(raw.get(v.path))
+        )
+    ]
 
 
 def _target_text(scalar: Any) -> bool:
@@ -63,8 +72,11 @@ def _target_text(scalar: Any) -> bool:
     goes), and prose over :data:`~guardagent.trace.predicates.naming.MAX_TARGET_CHARS` is
     a body, judged by what identifies something inside it.
     """
-    return (isinstance(scalar, str) and (len(scalar) <= MAX_TARGET_CHARS or target_shaped(scalar))
-            and not address_list(scalar))  # fmt: skip
+    return (
+        isinstance(scalar, str)
+        and (len(scalar) <= MAX_TARGET_CHARS or target_shaped(scalar))
+        and not address_list(scalar)
+    )
 
 
 def _withparse_part(
@@ -89,8 +101,7 @@ def _whole_values(facts: TraceFacts, arg: str) -> list[ValueProvenance]:
     and ``see https://ubs.com`` is no address at all, whatever URL is written inside, so a
     host or domain rule judges the whole value (a phrase has no host: it is from nobody).
     """
-    return [v for v in _select(facts, arg, "email,url,iban,phone,amount,date,text")
-            if not v.inner]  # fmt: skip
+    return [v for v in _select(facts, arg, "email,url,iban,phone,amount,date,text") if not v.inner]
 
 
 def in_records(facts: TraceFacts, value: ValueProvenance) -> list[RecordSet]:
@@ -130,21 +141,35 @@ def select_values(facts: TraceFacts, arg: str, kinds: Any, part: Any) -> list[Va
     return _withparse_part(facts, _whole_values(facts, arg), part)
 
 
-def _provenance(facts: TraceFacts, name: str, arg: str, kinds: Any, part: Any,
-                test: Callable[[ValueProvenance], bool], every: bool,
-                pieces: bool = False) -> Fact:  # fmt: skip
+def _provenance(
+    facts: TraceFacts,
+    name: str,
+    arg: str,
+    kinds: Any,
+    part: Any,
+    test: Callable[[ValueProvenance], bool],
+    every: bool,
+    pieces: bool = False,
+) -> Fact:
     values = select_values(facts, arg, kinds, part)
     if pieces and part is None and kinds is None:  # what a phrase the model made carries
         values = values + invented_pieces(facts.search, facts.provenance, values)
     if not values and arg == "@recipients":
         if _sends_to_nobody(facts):  # as an absent argument: vacuous for every, not for any
-            return Fact(name, every, (), f"{facts.trace.call.name!r} names no recipient: "
-                                         "its recipient arguments are empty")  # fmt: skip
+            return Fact(
+                name,
+                every,
+                (),
+                f"{facts.trace.call.name!r} names no recipient: its recipient arguments are empty",
+            )
         return Fact(name, None, (), f"{facts.trace.call.name!r} names no recipient to trace")
     if not values:
         label = facts.labels.label(facts.trace.call.name)
-        unknown = (label.args is not None and arg not in ("*", "@recipients")
-                   and top_arg(arg) not in label.args)  # fmt: skip
+        unknown = (
+            label.args is not None
+            and arg not in ("*", "@recipients")
+            and top_arg(arg) not in label.args
+        )
         note = f" ({facts.trace.call.name!r} has no such argument)" if unknown else ""
         return Fact(name, every, (), f"argument {arg!r} has no value to trace{note}")
     hits = [v for v in values if test(v)]
@@ -172,53 +197,80 @@ def _sends_to_nobody(facts: TraceFacts) -> bool:
     if label.effect == "irreversible":  # a payment with no payee: the tool's default is paid
         return False
     return bool(recipients) and not any(
-        v not in (None, "") for p, v in flatten(facts.trace.call.args)
-        if any(under(p, r) for r in recipients))
+        v not in (None, "")
+        for p, v in flatten(facts.trace.call.args)
+        if any(under(p, r) for r in recipients)
+    )
 
 
 @predicate
 def arg_present(facts: TraceFacts, arg: str) -> Fact:
     """The argument is present with at least one non-empty value."""
-    present = [p for p, v in flatten(facts.trace.call.args)
-               if under(p, arg) and v not in (None, "")]  # fmt: skip
-    return Fact("arg_present", bool(present), (),
-                f"argument {arg!r} is {'present' if present else 'absent'}")  # fmt: skip
+    present = [
+        p for p, v in flatten(facts.trace.call.args) if under(p, arg) and v not in (None, "")
+    ]
+    return Fact(
+        "arg_present",
+        bool(present),
+        (),
+        f"argument {arg!r} is {'present' if present else 'absent'}",
+    )
 
 
 @predicate
 def arg_from_user(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
     """Every value of the argument is in a user message."""
-    return _provenance(facts, "arg_from_user", arg, kinds, part,
-                       lambda v: "user" in v.kinds(), every=True)  # fmt: skip
+    return _provenance(
+        facts, "arg_from_user", arg, kinds, part, lambda v: "user" in v.kinds(), every=True
+    )
 
 
 @predicate
 def arg_from_trusted_tool(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
     """Every value of the argument is in a trusted tool's result."""
-    return _provenance(facts, "arg_from_trusted_tool", arg, kinds, part,
-                       lambda v: "trusted_tool" in v.kinds(), every=True)  # fmt: skip
+    return _provenance(
+        facts,
+        "arg_from_trusted_tool",
+        arg,
+        kinds,
+        part,
+        lambda v: "trusted_tool" in v.kinds(),
+        every=True,
+    )
 
 
 @predicate
 def arg_from_trusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
     """Every value comes from the user, the system prompt, a trusted tool or the records."""
-    return _provenance(facts, "arg_from_trusted", arg, kinds, part,
-                       lambda v: trusted(facts, v), every=True)  # fmt: skip
+    return _provenance(
+        facts, "arg_from_trusted", arg, kinds, part, lambda v: trusted(facts, v), every=True
+    )
 
 
 @predicate
-def arg_from_records(facts: TraceFacts, arg: str, section: str | None = None, kinds: Any = None,
-                     part: Any = None) -> Fact:  # fmt: skip
+def arg_from_records(
+    facts: TraceFacts, arg: str, section: str | None = None, kinds: Any = None, part: Any = None
+) -> Fact:
     """Every value of the argument is in the user's records (or in the named section)."""
     if section is not None and facts.records.section(section) is None:
         known = ", ".join(facts.records.names()) or "none"
-        return Fact("arg_from_records", None, (), f"the user's records have no section "
-                    f"{section!r} (sections: {known})")  # fmt: skip
+        return Fact(
+            "arg_from_records",
+            None,
+            (),
+            f"the user's records have no section {section!r} (sections: {known})",
+        )
     if not select_values(facts, arg, kinds, part):
         return Fact("arg_from_records", None, (), f"argument {arg!r} has no value to look up")
-    return _provenance(facts, "arg_from_records", arg, kinds, part,
-                       lambda v: any(section in (None, s.name) for s in in_records(facts, v)),
-                       every=True)  # fmt: skip
+    return _provenance(
+        facts,
+        "arg_from_records",
+        arg,
+        kinds,
+        part,
+        lambda v: any(section in (None, s.name) for s in in_records(facts, v)),
+        every=True,
+    )
 
 
 @predicate
@@ -228,14 +280,27 @@ def arg_only_untrusted(facts: TraceFacts, arg: str, kinds: Any = None, part: Any
     A phrase in no message (the model made it) is judged by what identifies something
     inside it too: ``9999 units`` is only from the page that said ``9999``.
     """
-    return _provenance(facts, "arg_only_untrusted", arg, kinds, part,
-                       lambda v: v.origin == "untrusted" and not in_records(facts, v),
-                       every=False, pieces=True)  # fmt: skip
+    return _provenance(
+        facts,
+        "arg_only_untrusted",
+        arg,
+        kinds,
+        part,
+        lambda v: v.origin == "untrusted" and not in_records(facts, v),
+        every=False,
+        pieces=True,
+    )
 
 
 @predicate
 def arg_invented(facts: TraceFacts, arg: str, kinds: Any = None, part: Any = None) -> Fact:
     """Some value is in no user, system or tool message (nor in the user's records)."""
-    return _provenance(facts, "arg_invented", arg, kinds, part,
-                       lambda v: v.origin == "invented" and not in_records(facts, v),
-                       every=False)  # fmt: skip
+    return _provenance(
+        facts,
+        "arg_invented",
+        arg,
+        kinds,
+        part,
+        lambda v: v.origin == "invented" and not in_records(facts, v),
+        every=False,
+    )

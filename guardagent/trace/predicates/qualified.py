@@ -34,46 +34,187 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-__all__ = ["DETERMINERS", "LINKED_BY_TO", "LOOK_BACK", "QUALIFIERS", "RELATIVES", "ROLES",
-           "about_another", "words_of"]
+__all__ = [
+    "DETERMINERS",
+    "LINKED_BY_TO",
+    "LOOK_BACK",
+    "QUALIFIERS",
+    "RELATIVES",
+    "ROLES",
+    "about_another",
+    "words_of",
+]
 
-DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your",
-                         "our", "their", "its", "his", "her"})  # fmt: skip
+DETERMINERS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "your",
+        "our",
+        "their",
+        "its",
+        "his",
+        "her",
+    }
+)
 """Words passed over between a value and what introduces it."""
 
-QUALIFIERS = frozenset({
-    # prepositions that attach a value to another noun: "the copy of planner"
-    "of", "about", "regarding", "concerning", "re", "for", "from", "with", "within", "in",
-    "inside", "on", "by", "under", "at", "per", "via", "around", "behind", "like", "near",
-    "over", "toward", "towards", "between", "among", "against", "including", "involving",
-    "mentioning", "referencing", "containing", "citing", "naming", "quoting", "listing",
-    "describing", "discussing", "covering", "featuring", "showing", "matching",
-    # relative clauses: "the note that mentions planner", "which references planner"
-    "mention", "mentions", "mentioned", "reference", "references", "referenced", "contain",
-    "contains", "contained", "cite", "cites", "cited", "concern", "concerns", "concerned",
-    "involve", "involves", "involved", "discuss", "discusses", "discussed", "describe",
-    "describes", "described", "cover", "covers", "covered", "list", "lists", "listed",
-    "quote", "quotes", "quoted", "match", "matches", "matched", "show", "shows", "showed",
-})  # fmt: skip
+QUALIFIERS = frozenset(
+    {
+        # prepositions that attach a value to another noun: "the copy of planner"
+        "of",
+        "about",
+        "regarding",
+        "concerning",
+        "re",
+        "for",
+        "from",
+        "with",
+        "within",
+        "in",
+        "inside",
+        "on",
+        "by",
+        "under",
+        "at",
+        "per",
+        "via",
+        "around",
+        "behind",
+        "like",
+        "near",
+        "over",
+        "toward",
+        "towards",
+        "between",
+        "among",
+        "against",
+        "including",
+        "involving",
+        "mentioning",
+        "referencing",
+        "containing",
+        "citing",
+        "naming",
+        "quoting",
+        "listing",
+        "describing",
+        "discussing",
+        "covering",
+        "featuring",
+        "showing",
+        "matching",
+        # relative clauses: "the note that mentions planner", "which references planner"
+        "mention",
+        "mentions",
+        "mentioned",
+        "reference",
+        "references",
+        "referenced",
+        "contain",
+        "contains",
+        "contained",
+        "cite",
+        "cites",
+        "cited",
+        "concern",
+        "concerns",
+        "concerned",
+        "involve",
+        "involves",
+        "involved",
+        "discuss",
+        "discusses",
+        "discussed",
+        "describe",
+        "describes",
+        "described",
+        "cover",
+        "covers",
+        "covered",
+        "list",
+        "lists",
+        "listed",
+        "quote",
+        "quotes",
+        "quoted",
+        "match",
+        "matches",
+        "matched",
+        "show",
+        "shows",
+        "showed",
+    }
+)
 """Words after which a value qualifies another noun rather than being the thing asked about."""
 
-ROLES = frozenset({"from", "with", "in", "inside", "within", "on", "for", "by", "at", "via",
-                   "under", "over", "between", "among", "against", "toward", "towards",
-                   "near", "around", "behind"})  # fmt: skip
+ROLES = frozenset(
+    {
+        "from",
+        "with",
+        "in",
+        "inside",
+        "within",
+        "on",
+        "for",
+        "by",
+        "at",
+        "via",
+        "under",
+        "over",
+        "between",
+        "among",
+        "against",
+        "toward",
+        "towards",
+        "near",
+        "around",
+        "behind",
+    }
+)
 """Qualifiers that may give another value of the call its role ("remove bob *from* the
 project planner"); the others say what a thing is about ("bob@x.ch *about* planner")."""
 
-LINKED_BY_TO = frozenset({"linked", "related", "relating", "attached", "belonging",
-                          "connected", "pointing", "sent", "addressed", "similar", "next",
-                          "close", "due", "according", "subject", "tied"})  # fmt: skip
+LINKED_BY_TO = frozenset(
+    {
+        "linked",
+        "related",
+        "relating",
+        "attached",
+        "belonging",
+        "connected",
+        "pointing",
+        "sent",
+        "addressed",
+        "similar",
+        "next",
+        "close",
+        "due",
+        "according",
+        "subject",
+        "tied",
+    }
+)
 """Words that make a following *to* a qualifier: "the page linked to planner"."""
 
 LOOK_BACK = 120
 """Characters before an occurrence of the value read for what introduces it."""
 
 
-def about_another(value: str, asked: str, passed: frozenset[str], tool: frozenset[str],
-                  others: frozenset[str], roles: bool = False) -> bool:  # fmt: skip
+def about_another(
+    value: str,
+    asked: str,
+    passed: frozenset[str],
+    tool: frozenset[str],
+    others: frozenset[str],
+    roles: bool = False,
+) -> bool:
     """Whether every occurrence of `value` in `asked` qualifies another thing.
 
     Args:
@@ -105,13 +246,12 @@ def about_another(value: str, asked: str, passed: frozenset[str], tool: frozense
     while at >= 0:
         found = True
         words = bisect_right(starts, at)  # the words written before this occurrence
-        before = words_of(asked[max(0, at - LOOK_BACK):at + 1])
+        before = words_of(asked[max(0, at - LOOK_BACK) : at + 1])
         i = len(before) - 1
         while i >= 0 and before[i] in skip:
             i -= 1
         cut = at > LOOK_BACK and i <= 0  # the window ran out: what came before is unread
-        if not (cut or (words and clause[words - 1])
-                or _qualified(before, i, tool, others, roles)):  # fmt: skip
+        if not (cut or (words and clause[words - 1]) or _qualified(before, i, tool, others, roles)):
             return False  # an occurrence that is the thing itself
         at = asked.find(needle, at + 1)
     return found
@@ -170,8 +310,9 @@ def _spans(text: str) -> list[tuple[int, str]]:
     return spans
 
 
-def _qualified(before: list[str], i: int, tool: frozenset[str], others: frozenset[str],
-               roles: bool) -> bool:  # fmt: skip
+def _qualified(
+    before: list[str], i: int, tool: frozenset[str], others: frozenset[str], roles: bool
+) -> bool:
     """Whether the word at `i` (with the one before it) makes the value another thing's."""
     if i < 0:
         return False

@@ -42,9 +42,13 @@ def both_readings(func: PatternPredicate) -> PatternPredicate:
             strict = _addresses(func, facts, *args, **kwargs)
         if strict.value == fact.value:
             return fact
-        return Fact(fact.name, None, fact.sources + strict.sources,
-                    f"{fact.detail}; but compared with every character and every reading of "
-                    f"a number: {strict.detail}")  # fmt: skip
+        return Fact(
+            fact.name,
+            None,
+            fact.sources + strict.sources,
+            f"{fact.detail}; but compared with every character and every reading of "
+            f"a number: {strict.detail}",
+        )
 
     return run
 
@@ -59,10 +63,18 @@ def _addresses(func: PatternPredicate, facts: TraceFacts, *args: Any, **kwargs: 
         with pattern_reading(True):
             sent = func(facts, *args, **kwargs)
     except UnsureReading as exc:
-        return Fact(written.name, None, written.sources, f"{written.detail}; but an "
-                    f"argument holding addresses does not read as addresses ({exc})")
+        return Fact(
+            written.name,
+            None,
+            written.sources,
+            f"{written.detail}; but an "
+            f"argument holding addresses does not read as addresses ({exc})",
+        )
     if sent.value == written.value:
         return written
-    return Fact(written.name, None, written.sources + sent.sources,
-                f"{written.detail}; but as the mail server reads the addresses: "
-                f"{sent.detail}")  # fmt: skip
+    return Fact(
+        written.name,
+        None,
+        written.sources + sent.sources,
+        f"{written.detail}; but as the mail server reads the addresses: {sent.detail}",
+    )

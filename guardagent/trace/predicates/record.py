@@ -67,12 +67,14 @@ class Consent:
             raise PredicateSpecError("a consent record needs a 'tool'")
         unknown = sorted(str(k)[:40] for k in raw if k not in FIELDS)
         if unknown:  # a field meant to narrow the approval, ignored, would widen it
-            raise PredicateSpecError(f"a consent record has unknown field(s) {unknown} (it "
-                                     f"has {', '.join(FIELDS)})")  # fmt: skip
+            raise PredicateSpecError(
+                f"a consent record has unknown field(s) {unknown} (it has {', '.join(FIELDS)})"
+            )
         decision = raw.get("decision", "approve")
         if decision not in ("approve", "edit", "reject"):
-            raise PredicateSpecError(f"consent decision must be approve, edit or reject, not "
-                                     f"{decision!r}")  # fmt: skip
+            raise PredicateSpecError(
+                f"consent decision must be approve, edit or reject, not {decision!r}"
+            )
         args, values = raw.get("args"), raw.get("values") or {}
         if (args is not None and not isinstance(args, Mapping)) or not isinstance(values, Mapping):
             raise PredicateSpecError("consent args and values must be mappings")
@@ -80,20 +82,36 @@ class Consent:
         if thread is not None and not isinstance(thread, str):
             raise PredicateSpecError("a consent record's thread must be a string")
         if type(uses) is not int or uses < 1:
-            raise PredicateSpecError(f"a consent record's uses must be a positive integer, "
-                                     f"not {uses!r}")  # fmt: skip
+            raise PredicateSpecError(
+                f"a consent record's uses must be a positive integer, not {uses!r}"
+            )
         call_id = raw.get("call_id")
         if call_id is not None and not (isinstance(call_id, str) and call_id):
-            raise PredicateSpecError(f"a consent record's call_id must be a non-empty string "
-                                     f"or null, not {call_id!r:.40}")  # fmt: skip
-        return cls(raw["tool"], decision, dict(args) if args is not None else None, dict(values),
-                   call_id, thread or None, uses)  # fmt: skip
+            raise PredicateSpecError(
+                f"a consent record's call_id must be a non-empty string "
+                f"or null, not {call_id!r:.40}"
+            )
+        return cls(
+            raw["tool"],
+            decision,
+            dict(args) if args is not None else None,
+            dict(values),
+            call_id,
+            thread or None,
+            uses,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form (for a checkpoint)."""
-        return {"tool": self.tool, "decision": self.decision, "args": self.args,
-                "values": dict(self.values), "call_id": self.call_id, "thread": self.thread,
-                "uses": self.uses}  # fmt: skip
+        return {
+            "tool": self.tool,
+            "decision": self.decision,
+            "args": self.args,
+            "values": dict(self.values),
+            "call_id": self.call_id,
+            "thread": self.thread,
+            "uses": self.uses,
+        }
 
 
 FIELDS = ("tool", "decision", "args", "values", "call_id", "thread", "uses", "mac")

@@ -29,20 +29,30 @@ def secret_flow(facts: TraceFacts, effects: Any = "send") -> Fact:
         return Fact("secret_flow", False, (), f"{facts.trace.call.name!r} does not send")
     if not flow.leaked:
         return Fact("secret_flow", False, (), "no value of the call comes from a sensitive tool")
-    sources = tuple(dict.fromkeys(s for v in flow.leaked for s in v.sources
-                                  if facts.labels.sensitive(s.source)))  # fmt: skip
+    sources = tuple(
+        dict.fromkeys(s for v in flow.leaked for s in v.sources if facts.labels.sensitive(s.source))
+    )
     leaked = "; ".join(_leak(facts, v) for v in flow.leaked[:3])
     if not flow.recipients:
-        return Fact("secret_flow", True, sources, f"{leaked}; and the call has no recipient "
-                    "that could be traced")  # fmt: skip
+        return Fact(
+            "secret_flow",
+            True,
+            sources,
+            f"{leaked}; and the call has no recipient that could be traced",
+        )
     unapproved = [r for r in flow.recipients if not trusted(facts, r)]
     if unapproved:
         bad = "; ".join(describe(facts, v) for v in unapproved[:3])
         more = tuple(s for v in unapproved for s in v.sources)
-        return Fact("secret_flow", True, tuple(dict.fromkeys(sources + more)),
-                    f"{leaked}; sent to {bad}")  # fmt: skip
-    return Fact("secret_flow", False, sources, f"{leaked}; every recipient is from the user, "
-                "a trusted source or the user's records")  # fmt: skip
+        return Fact(
+            "secret_flow", True, tuple(dict.fromkeys(sources + more)), f"{leaked}; sent to {bad}"
+        )
+    return Fact(
+        "secret_flow",
+        False,
+        sources,
+        f"{leaked}; every recipient is from the user, a trusted source or the user's records",
+    )
 
 
 def _leak(facts: TraceFacts, value: ValueProvenance) -> str:
@@ -55,8 +65,9 @@ def _leak(facts: TraceFacts, value: ValueProvenance) -> str:
 def value_from_sensitive(facts: TraceFacts, arg: str = "*") -> Fact:
     """Some value of the argument comes from a sensitive tool (and not from the user)."""
     leaked = [v for v in facts.flow.leaked if arg == "*" or under(v.path, arg)]
-    sources = tuple(dict.fromkeys(s for v in leaked for s in v.sources
-                                  if facts.labels.sensitive(s.source)))  # fmt: skip
+    sources = tuple(
+        dict.fromkeys(s for v in leaked for s in v.sources if facts.labels.sensitive(s.source))
+    )
     detail = "; ".join(_leak(facts, v) for v in leaked[:3]) or "no value from a sensitive tool"
     return Fact("value_from_sensitive", bool(leaked), sources, detail)
 
@@ -89,48 +100,69 @@ def secret_in_args(facts: TraceFacts, arg: str = "*", names: Any = None) -> Fact
             search = search_secrets(text, found, matcher)
             folded.extend(search.folded)
             where = "its name" if text is path and len(texts) > 1 else "its value"
-            hits.extend(f"argument {path!r} carries the secret {name!r} "
-                        f"({'as written' if how == 'plain' else how}, in {where})"
-                        for name, how in search.hits)  # fmt: skip
+            hits.extend(
+                f"argument {path!r} carries the secret {name!r} "
+                f"({'as written' if how == 'plain' else how}, in {where})"
+                for name, how in search.hits
+            )
             if search.open is not None:
                 unread.append(f"argument {path!r} ({where}): {search.open}")
     if not hits and len(joined) > 1:  # split across arguments or list elements, in order
         # glued, and apart: a list of character codes ([115, 107, 45, ...]) reads as codes
-        hits.extend(f"the argument values joined carry the secret {name!r} "
-                    f"({'as written' if how == 'plain' else how})"
-                    for glue in ("", " ")
-                    for name, how in find_secrets(glue.join(joined), found))  # fmt: skip
+        hits.extend(
+            f"the argument values joined carry the secret {name!r} "
+            f"({'as written' if how == 'plain' else how})"
+            for glue in ("", " ")
+            for name, how in find_secrets(glue.join(joined), found)
+        )
     if not hits:
         hits.extend(_split(facts, found, folded))
     if hits:
         return Fact("secret_in_args", True, (), "; ".join(dict.fromkeys(hits)))
     if unread:
-        return Fact("secret_in_args", None, (), "the call cannot be checked for the declared "
-                    "secrets: " + "; ".join(unread[:3]))  # fmt: skip
+        return Fact(
+            "secret_in_args",
+            None,
+            (),
+            "the call cannot be checked for the declared secrets: " + "; ".join(unread[:3]),
+        )
     if missing:
-        unset = ", ".join(f"{s.name!r} (${s.env})" if s.env else repr(s.name)
-                          for s in specs if s.name in missing)  # fmt: skip
-        return Fact("secret_in_args", None, (), f"the secret(s) {unset} cannot be read (the "
-                    "environment variable is not set): the call cannot be checked for them")
-    return Fact("secret_in_args", False, (), f"no argument carries any of {len(found)} declared "
-                "secret(s)")  # fmt: skip
+        unset = ", ".join(
+            f"{s.name!r} (${s.env})" if s.env else repr(s.name) for s in specs if s.name in missing
+        )
+        return Fact(
+            "secret_in_args",
+            None,
+            (),
+            f"the secret(s) {unset} cannot be read (the "
+            "environment variable is not set): the call cannot be checked for them",
+        )
+    return Fact(
+        "secret_in_args", False, (), f"no argument carries any of {len(found)} declared secret(s)"
+    )
 
 
 def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -> list[str]:
     """Secrets whose pieces this call's values cover, alone or with the earlier calls'."""
     pieces = Pieces(found)
     now = _merged(pieces.cover(folded), pieces.cover_values(_strings(facts.trace.call.args)))
-    out = [f"the argument values carry pieces of the secret {name!r} that make most of it "
-           "(split, in any order, or cut short)"
-           for name, covered in now.items() if pieces.whole(name, covered)]  # fmt: skip
+    out = [
+        f"the argument values carry pieces of the secret {name!r} that make most of it "
+        "(split, in any order, or cut short)"
+        for name, covered in now.items()
+        if pieces.whole(name, covered)
+    ]
     rest = {name: covered for name, covered in now.items() if not pieces.whole(name, covered)}
     if not rest or not facts.trace.calls:
         return out
     before: dict[str, set[int]] = {}
     senders: dict[str, list[str]] = {}
     for call in facts.trace.calls:
-        views = (fold(view) for text in _strings(call.args)
-                 for _, view in read_views(text, turned=False)[0])  # fmt: skip
+        views = (
+            fold(view)
+            for text in _strings(call.args)
+            for _, view in read_views(text, turned=False)[0]
+        )
         alone = pieces.cover_values(_strings(call.args))  # a value that is only a piece
         for name, covered in _merged(pieces.cover(views), alone).items():
             if name in rest:
@@ -140,8 +172,10 @@ def _split(facts: TraceFacts, found: list[tuple[str, str]], folded: list[str]) -
         earlier = before.get(name, set())
         if covered - earlier and pieces.whole(name, covered | earlier):
             calls = ", ".join(dict.fromkeys(senders[name]))
-            out.append(f"the secret {name!r} is split between this call and earlier call(s) "
-                       f"{calls} (each carries pieces of it)")
+            out.append(
+                f"the secret {name!r} is split between this call and earlier call(s) "
+                f"{calls} (each carries pieces of it)"
+            )
     return out
 
 
@@ -161,8 +195,9 @@ def _strings(args: Any) -> list[str]:
 @checks("secret_in_args")
 def _check_secret_in_args(given: dict[str, Any]) -> None:
     names = given["names"]
-    if names is not None and not (isinstance(names, list | tuple)
-                                  and all(isinstance(n, str) for n in names)):  # fmt: skip
+    if names is not None and not (
+        isinstance(names, list | tuple) and all(isinstance(n, str) for n in names)
+    ):
         raise PredicateSpecError("names must be a list of secret names")
     if not isinstance(given["arg"], str) or not given["arg"]:
         raise PredicateSpecError("arg must be an argument name, a path or '*'")

@@ -27,16 +27,18 @@ def _refs(facts: TraceFacts, calls: list[ToolCall]) -> tuple[SourceRef, ...]:
     return facts.search.refs(c.index for c in calls if c.index < facts.index.count)
 
 
-def _matching(facts: TraceFacts, calls: tuple[ToolCall, ...] | list[ToolCall],
-              pat: CallPattern) -> list[ToolCall]:  # fmt: skip
+def _matching(
+    facts: TraceFacts, calls: tuple[ToolCall, ...] | list[ToolCall], pat: CallPattern
+) -> list[ToolCall]:
     return [c for c in calls if matches(c, pat, facts.trace, facts.labels)]
 
 
 @predicate
 @summary_hides(None, lambda args, kwargs: 1)
 @both_readings
-def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
-                      status: Any = None) -> Fact:  # fmt: skip
+def immediately_after(
+    facts: TraceFacts, pattern: Any, args: Any = None, status: Any = None
+) -> Fact:
     """The call just before this one (no call in between) matches the pattern."""
     pat = CallPattern.of(pattern, args=args, status=status)
     calls = facts.trace.calls
@@ -44,26 +46,33 @@ def immediately_after(facts: TraceFacts, pattern: Any, args: Any = None,
         return Fact("immediately_after", False, (), "no call before this one")
     last = calls[-1]
     hit = bool(_matching(facts, [last], pat))
-    return Fact("immediately_after", hit, _refs(facts, [last]),
-                f"the call before this one, {last.name!r} (message {last.index}), "
-                f"{'matches' if hit else 'does not match'} {pat}")  # fmt: skip
+    return Fact(
+        "immediately_after",
+        hit,
+        _refs(facts, [last]),
+        f"the call before this one, {last.name!r} (message {last.index}), "
+        f"{'matches' if hit else 'does not match'} {pat}",
+    )
 
 
 @predicate
 @summary_hides(None, steps)
 @both_readings
-def within_steps(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
-                 status: Any = None) -> Fact:  # fmt: skip
+def within_steps(
+    facts: TraceFacts, pattern: Any, n: int, args: Any = None, status: Any = None
+) -> Fact:
     """One of the last `n` calls before this one matches the pattern."""
     pat = CallPattern.of(pattern, args=args, status=status)
-    recent = list(facts.trace.calls[-int(n):])
+    recent = list(facts.trace.calls[-int(n) :])
     hits = _matching(facts, recent, pat)
     if hits:
-        return Fact("within_steps", True, _refs(facts, hits[-1:]),
-                    f"{hits[-1].name!r} (message {hits[-1].index}) matches {pat}, "
-                    f"within {n} step(s)")  # fmt: skip
-    return Fact("within_steps", False, (), f"none of the last {len(recent)} call(s) matches "
-                f"{pat}")  # fmt: skip
+        return Fact(
+            "within_steps",
+            True,
+            _refs(facts, hits[-1:]),
+            f"{hits[-1].name!r} (message {hits[-1].index}) matches {pat}, within {n} step(s)",
+        )
+    return Fact("within_steps", False, (), f"none of the last {len(recent)} call(s) matches {pat}")
 
 
 @predicate
@@ -74,25 +83,33 @@ def never_after(facts: TraceFacts, pattern: Any, args: Any = None, status: Any =
     pat = CallPattern.of(pattern, args=args, status=status)
     hits = _matching(facts, facts.trace.calls, pat)
     if hits:
-        return Fact("never_after", False, _refs(facts, hits[:1]),
-                    f"this call comes after {hits[0].name!r} (message {hits[0].index}), "
-                    f"which matches {pat}")  # fmt: skip
+        return Fact(
+            "never_after",
+            False,
+            _refs(facts, hits[:1]),
+            f"this call comes after {hits[0].name!r} (message {hits[0].index}), "
+            f"which matches {pat}",
+        )
     return Fact("never_after", True, (), f"no earlier call matches {pat}")
 
 
 @predicate
 @summary_hides(False)
 @both_readings
-def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None,
-            status: Any = None) -> Fact:  # fmt: skip
+def at_most(facts: TraceFacts, pattern: Any, n: int, args: Any = None, status: Any = None) -> Fact:
     """At most `n` calls of the thread match the pattern, this one included if it does."""
     pat = CallPattern.of(pattern, args=args, status=status)
     hits = _matching(facts, facts.trace.calls, pat)
     this = matches(facts.trace.call, pat, facts.trace, facts.labels)
     total = len(hits) + (1 if this else 0)
-    return Fact("at_most", total <= int(n), _refs(facts, hits),
-                f"{total} call(s) of the thread match {pat}"
-                + (" (this one included)" if this else "") + f"; at most {n}")  # fmt: skip
+    return Fact(
+        "at_most",
+        total <= int(n),
+        _refs(facts, hits),
+        f"{total} call(s) of the thread match {pat}"
+        + (" (this one included)" if this else "")
+        + f"; at most {n}",
+    )
 
 
 MAX_RUN = 20
@@ -113,15 +130,24 @@ def called_in_a_row(facts: TraceFacts, *patterns: Any) -> Fact:
     calls = facts.trace.calls
     hit = [[matches(c, p, facts.trace, facts.labels) for p in pats] for c in calls]
     k = len(pats)
-    start = next((i for i in range(len(calls) - k + 1)
-                  if all(hit[i + j][j] for j in range(k))), None)  # fmt: skip
+    start = next(
+        (i for i in range(len(calls) - k + 1) if all(hit[i + j][j] for j in range(k))), None
+    )
     shown = ", ".join(map(str, pats))
     if start is None:
-        return Fact("called_in_a_row", False, (), f"no {k} consecutive earlier calls of the "
-                    f"{len(calls)} match {shown} in order")  # fmt: skip
-    run = list(calls[start:start + k])
-    return Fact("called_in_a_row", True, _refs(facts, run), f"the calls in messages "
-                f"{', '.join(str(c.index) for c in run)} match {shown}, in a row")  # fmt: skip
+        return Fact(
+            "called_in_a_row",
+            False,
+            (),
+            f"no {k} consecutive earlier calls of the {len(calls)} match {shown} in order",
+        )
+    run = list(calls[start : start + k])
+    return Fact(
+        "called_in_a_row",
+        True,
+        _refs(facts, run),
+        f"the calls in messages {', '.join(str(c.index) for c in run)} match {shown}, in a row",
+    )
 
 
 def _check_pattern(given: dict[str, Any], counted: bool) -> None:

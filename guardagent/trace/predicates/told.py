@@ -59,13 +59,15 @@ def user_view(trace: Trace, via: str) -> tuple[Message, ...]:
                 acts = True
             else:
                 said.append(text)
-        out.append(dataclasses.replace(message, text="\n".join(said),
-                                       calls=message.calls if acts else ()))  # fmt: skip
+        out.append(
+            dataclasses.replace(message, text="\n".join(said), calls=message.calls if acts else ())
+        )
     return tuple(out)
 
 
-def asker(trace: Trace, view: tuple[Message, ...], answer: Message,
-          via: str | None) -> Message | None:  # fmt: skip
+def asker(
+    trace: Trace, view: tuple[Message, ...], answer: Message, via: str | None
+) -> Message | None:
     """The message the user's `answer` replies to (in `view`), or None (it is the first).
 
     Without `via`, the message right before it. With `via`, results of that message's own

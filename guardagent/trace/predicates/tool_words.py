@@ -73,8 +73,10 @@ def _word_named(word: str, question: list[str], similarity: float) -> bool:
     A misspelling (``fuzz.ratio`` at least `similarity`) neither holds the word nor is held
     by it: "undelete", "deleted" and "delet" are other words, never "delete".
     """
-    return any(w == word or (fuzz.ratio(word, w) >= similarity and word not in w
-                             and w not in word) for w in question)  # fmt: skip
+    return any(
+        w == word or (fuzz.ratio(word, w) >= similarity and word not in w and w not in word)
+        for w in question
+    )
 
 
 def tool_named(tool: str, question: str, similarity: float, verb_alone: bool = True) -> bool:

@@ -24,12 +24,19 @@ _AROUND = 24
 """Characters of the user's message kept either side of the words that asked."""
 _MAX_ARGS = 3
 
-_HOLDS = {"user": "the user wrote it", "system": "the system prompt holds it",
-          "trusted_tool": "a trusted result holds it",
-          "untrusted_tool": "an untrusted result holds it",
-          "model": "only the model wrote it"}  # fmt: skip
-_DECIDING = {"user": ("user",), "trusted": ("system", "trusted_tool"),
-             "untrusted": ("untrusted_tool",), "invented": ("model",)}  # fmt: skip
+_HOLDS = {
+    "user": "the user wrote it",
+    "system": "the system prompt holds it",
+    "trusted_tool": "a trusted result holds it",
+    "untrusted_tool": "an untrusted result holds it",
+    "model": "only the model wrote it",
+}
+_DECIDING = {
+    "user": ("user",),
+    "trusted": ("system", "trusted_tool"),
+    "untrusted": ("untrusted_tool",),
+    "invented": ("model",),
+}
 
 
 def shown(text: str) -> str:
@@ -94,8 +101,9 @@ def _around(text: str, start: int, end: int) -> str:
     return ("..." if lo > 0 else "") + words + ("..." if hi < len(text) else "")
 
 
-def _note(facts: TraceFacts, ref: SourceRef, later: SourceRef | None,
-          value: ValueProvenance) -> str:  # fmt: skip
+def _note(
+    facts: TraceFacts, ref: SourceRef, later: SourceRef | None, value: ValueProvenance
+) -> str:
     """What one message did: the user's words that asked, or the call it is the result of."""
     if ref.kind in ("trusted_tool", "untrusted_tool"):
         call, _ = _call_text(facts, ref)

@@ -86,7 +86,7 @@ def _runs(toks: Sequence[str]) -> Iterator[Iterable[str]]:
     """
     ends = [0, *accumulate(map(len, toks))]
     for i in range(len(toks)):
-        window = toks[i:i + MAX_JOINED]
+        window = toks[i : i + MAX_JOINED]
         runs: Iterable[str] = accumulate(window)
         if ends[i + len(window)] - ends[i] > _JOINED_CHARS:
             runs = chain(window[:1], takewhile(_short, islice(runs, 1, None)))
@@ -128,8 +128,9 @@ class Read:
         """
         if self._runs is None:
             check_budget()
-            self._runs = frozenset(chain.from_iterable(chain.from_iterable(
-                _runs(w) for w in self._words)))  # fmt: skip
+            self._runs = frozenset(
+                chain.from_iterable(chain.from_iterable(_runs(w) for w in self._words))
+            )
         return self._runs
 
 
@@ -143,8 +144,12 @@ class Sensitive:
             is that token glued).
     """
 
-    def __init__(self, parts: Sequence[tuple[int, Read]], users: Sequence[Message] = (),
-                 trace: Trace | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        parts: Sequence[tuple[int, Read]],
+        users: Sequence[Message] = (),
+        trace: Trace | None = None,
+    ) -> None:
         self.parts = tuple(parts)
         self.glued = frozenset().union(*(read.glued for _, read in self.parts))
         self._users = users
@@ -191,8 +196,9 @@ class Sensitive:
         key = tuple(id(read) for _, read in self.parts)
         if _TARGETS and _TARGETS[0][0] == key:
             return _TARGETS[0][1]
-        found = merged([read.targets for _, read in self.parts if read.identifiers]
-                       or [_NO_TARGETS])  # fmt: skip
+        found = merged(
+            [read.targets for _, read in self.parts if read.identifiers] or [_NO_TARGETS]
+        )
         _TARGETS[:] = [(key, found, self.parts)]  # holds the parts: their ids stay theirs
         return found
 
@@ -212,8 +218,11 @@ class Sensitive:
             return False
         call = self._trace.call_of(self._trace.messages[index])
         return call is not None and any(
-            token in runs for _, v in flatten(call.args) if (text := _written(v))
-            for runs in _runs(tokens(normalize_text(text))))  # fmt: skip
+            token in runs
+            for _, v in flatten(call.args)
+            if (text := _written(v))
+            for runs in _runs(tokens(normalize_text(text)))
+        )
 
     def from_user(self, token: str) -> bool:
         """Whether a user message holds `token`, as one token or a run of adjacent ones."""
@@ -253,14 +262,18 @@ def sensitive_tokens(trace: Trace, labels: Labels) -> Sensitive:
     lives (a resumed thread keeps its messages, :mod:`guardagent.trace.document.resume`) and by its
     text for the process (:data:`_KEPT`), so a call reads only the new ones.
     """
-    return Sensitive([(m.index, _message_tokens(m)) for m in trace.messages
-                      if labels.sensitive(m.source)],
-                     [m for m in trace.messages if m.source == "user"], trace)  # fmt: skip
+    return Sensitive(
+        [(m.index, _message_tokens(m)) for m in trace.messages if labels.sensitive(m.source)],
+        [m for m in trace.messages if m.source == "user"],
+        trace,
+    )
 
 
 _TOKENS: dict[int, tuple[weakref.ref[Message], Read]] = {}
-_KEPT: ReadingCache[Read] = kept_cache(MAX_CACHED_BYTES // 8, keys=lambda read: (
-    MAX_JOINED * len(read.tokens) + 24 * len(read.identifiers)))
+_KEPT: ReadingCache[Read] = kept_cache(
+    MAX_CACHED_BYTES // 8,
+    keys=lambda read: MAX_JOINED * len(read.tokens) + 24 * len(read.identifiers),
+)
 """Readings by content (pure functions of the text: see :mod:`guardagent.trace.found.reading` for
 why that is safe to share; the runs and targets made later are counted ahead, MAX_JOINED a
 token and about 24 keys' worth an identifier: three spellings' prefixes)."""
@@ -276,8 +289,9 @@ def _message_tokens(message: Message) -> Read:
     read = _KEPT.get((text, "", None, 0))
     if read is None:
         check_budget()
-        read = Read([tokens(normalize_text(x))
-                     for x in [text] + ([unescape(text)] if "\\" in text else [])])
+        read = Read(
+            [tokens(normalize_text(x)) for x in [text] + ([unescape(text)] if "\\" in text else [])]
+        )
         _KEPT.put((text, "", None, 0), read)
     _TOKENS[key] = (weakref.ref(message, functools.partial(_forget, key)), read)
     return read
@@ -288,8 +302,9 @@ def _forget(key: int, _: object) -> None:
 
 
 def _glued(token: str) -> bool:
-    return (len(token) >= GLUED_MIN and token.isalnum() and not token.isdigit()
-            and not token.isalpha())  # fmt: skip
+    return (
+        len(token) >= GLUED_MIN and token.isalnum() and not token.isdigit() and not token.isalpha()
+    )
 
 
 def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried]:
@@ -299,8 +314,11 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
     reversed and in ROT13 (``QX412937`` and ``739214KD`` are ``739214XQ``): a view's runs
     read backwards or in ROT13 are the runs of the view reversed or in ROT13.
     """
-    sensitive = wanted if isinstance(wanted, Sensitive) else Sensitive(
-        [(-1, Read([[w] for w in sorted(wanted)]))])  # each a token (its runs: itself)
+    sensitive = (
+        wanted
+        if isinstance(wanted, Sensitive)
+        else Sensitive([(-1, Read([[w] for w in sorted(wanted)]))])
+    )  # each a token (its runs: itself)
     strings = [(p, t) for p, v in flatten(call.args) if (t := _written(v))]
     normal: list[tuple[str, list[str]]] = []
     for path, text in strings:
@@ -339,14 +357,17 @@ def encoded_tokens(call: ToolCall, wanted: Sensitive | set[str]) -> list[Carried
         add((path,), sorted(sensitive.written_as_runs(_turned(whole))), runs=True)
     # by the value's place, not its path: the model names the arguments, and two values
     # may have one path ({"a.b": "7392", "a": {"b": "1455"}}; "body[0]" beside body's first)
-    spread = [(t, p, k) for k, (p, v) in enumerate(strings) for t in tokens(normalize_text(v))
-              ] if targets.targets else []  # no identifier-like sensitive token: no run is one
+    spread = (
+        [(t, p, k) for k, (p, v) in enumerate(strings) for t in tokens(normalize_text(v))]
+        if targets.targets
+        else []
+    )  # no identifier-like sensitive token: no run is one
     crossing: dict[str, tuple[str, ...]] = {}  # runs that span two values or more: their paths
     for i in range(len(spread)):
         if spread[i][2] == spread[min(i + MAX_JOINED, len(spread)) - 1][2]:
             continue  # the run stays in one value: read above
         joined, paths = "", dict.fromkeys([spread[i][1]])
-        for t, p, k in spread[i:i + MAX_JOINED]:
+        for t, p, k in spread[i : i + MAX_JOINED]:
             joined += t
             paths[p] = None
             if len(joined) > _JOINED_CHARS:

@@ -123,8 +123,9 @@ class Segments:
         found = self.texts.get(name)
         if found is None:
             if name == "low":
-                found = [f if f.isascii() and f.islower() else f.lower()
-                         for f in self.texts["forms"]]  # fmt: skip
+                found = [
+                    f if f.isascii() and f.islower() else f.lower() for f in self.texts["forms"]
+                ]
             else:  # compact
                 found = [f.replace(" ", "").replace("-", "") for f in self.form("low")]
             self.texts[name] = found
@@ -143,8 +144,11 @@ class Segments:
         if what in ("digit", "links"):
             found = self._tests.get(what)
             if found is None:
-                found = self._tests[what] = {o for o, f in zip(self.owners, self.texts["forms"],
-                                                                strict=True) if _test(what, f)}
+                found = self._tests[what] = {
+                    o
+                    for o, f in zip(self.owners, self.texts["forms"], strict=True)
+                    if _test(what, f)
+                }
             return found
         joined = self._joined.get(what)
         if joined is None:
@@ -249,16 +253,18 @@ class LookupSearch(Search):
         """The keys message `i` only repeats from its call's arguments."""
         found = self._echo.get(i)
         if found is None:
-            found = self._echo[i] = echo_of(self.trace.messages[i], self.trace, self.region,
-                                            self.year)  # fmt: skip
+            found = self._echo[i] = echo_of(
+                self.trace.messages[i], self.trace, self.region, self.year
+            )
         return found
 
     def _reading(self, i: int) -> Reading:
         found = self._readings.get(i)
         if found is None:
             check_budget()
-            found = self._readings[i] = message_reading(self.trace.messages[i].text,
-                                                        self.region, self.year)  # fmt: skip
+            found = self._readings[i] = message_reading(
+                self.trace.messages[i].text, self.region, self.year
+            )
         return found
 
     def _boundary(self, n: int) -> Reading:
@@ -370,10 +376,18 @@ class LookupSearch(Search):
             pairs = list(zip(segments.texts["words"], segments.texts["forms"], strict=True))
             budget, size = self.index.max_state_bytes, self.index._size  # a restored state's
             self._fits = any(
-                state_bound(self.trace, size, pairs, tight=tight, exact=exact,
-                            region=self.region, year=self.year) <= budget
+                state_bound(
+                    self.trace,
+                    size,
+                    pairs,
+                    tight=tight,
+                    exact=exact,
+                    region=self.region,
+                    year=self.year,
+                )
+                <= budget
                 for tight, exact in ((False, False), (True, False), (True, True))
-            )  # fmt: skip
+            )
         return self._fits
 
     def _holds(self, i: int, key: str) -> bool:
@@ -405,8 +419,10 @@ class LookupSearch(Search):
             head, tail = self.token_list(i), self.token_list(j)
             n = len(needle_tokens)
             for k in range(1, n):
-                if tuple(head[-k:]) == needle_tokens[:k] and tuple(tail[:n - k]) == (
-                        needle_tokens[k:]):  # fmt: skip
+                if (
+                    tuple(head[-k:]) == needle_tokens[:k]
+                    and tuple(tail[: n - k]) == (needle_tokens[k:])
+                ):
                     found.update((i, j))
                     break
         return found
@@ -425,8 +441,10 @@ class LookupSearch(Search):
     def refs(self, ids: Iterable[int]) -> tuple[SourceRef, ...]:
         """Source references of message indices, in order."""
         messages = self.trace.messages
-        return tuple(SourceRef(i, messages[i].source, self.labels.kind(messages[i].source))
-                     for i in sorted(ids))  # fmt: skip
+        return tuple(
+            SourceRef(i, messages[i].source, self.labels.kind(messages[i].source))
+            for i in sorted(ids)
+        )
 
     def _written_before(self, key: str, index: int) -> bool:
         if self._first_written is None:
@@ -442,5 +460,6 @@ class LookupSearch(Search):
     def _written(self, value: Value, index: int) -> bool:
         if any(self._written_before(k, index) for k in value.keys):
             return True
-        return bool(value.tokens) and all(self._written_before("w:" + t, index)
-                                          for t in value.tokens)  # fmt: skip
+        return bool(value.tokens) and all(
+            self._written_before("w:" + t, index) for t in value.tokens
+        )

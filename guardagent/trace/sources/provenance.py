@@ -110,37 +110,56 @@ class ValueProvenance:
 
     def describe(self) -> str:
         """One line for a decision: the value, its origin and the messages that decided it."""
-        shown = self.value.text if len(self.value.text) <= _SHOWN_CHARS else (
-            self.value.text[:_SHOWN_CHARS] + "...")  # fmt: skip
+        shown = (
+            self.value.text
+            if len(self.value.text) <= _SHOWN_CHARS
+            else (self.value.text[:_SHOWN_CHARS] + "...")
+        )
         where = f"{self.path} ({'inside' if self.inner else 'value'}) {shown!r}"
         origin = self.origin
-        if not self.value.keys and self.value.kind != "text" or (
-                self.value.kind == "text" and not self.value.tokens):  # fmt: skip
+        if (
+            not self.value.keys
+            and self.value.kind != "text"
+            or (self.value.kind == "text" and not self.value.tokens)
+        ):
             if "#" in self.path:
                 part = self.path.rsplit("#", 1)[1]
                 return f"{where} is no URL with a {part}: it comes from nobody"
             if self.value.kind == "email":
                 return f"{where} is not an address a mail server accepts: it comes from nobody"
             if self.value.kind in ("amount", "date"):
-                return (f"{where} is a number or a date, not a recipient: no message's number "
-                        "is where it goes, so it comes from nobody")  # fmt: skip
+                return (
+                    f"{where} is a number or a date, not a recipient: no message's number "
+                    "is where it goes, so it comes from nobody"
+                )
             return f"{where} holds nothing that can be traced: it comes from nobody"
         if origin == "invented":
             model = self.of("model")
             said = f"; only the model wrote it ({', '.join(map(str, model))})" if model else ""
             if self.laundered:
-                said += (f"; {', '.join(map(str, self.laundered))} only hold what the model "
-                         "wrote into an earlier call")  # fmt: skip
+                said += (
+                    f"; {', '.join(map(str, self.laundered))} only hold what the model "
+                    "wrote into an earlier call"
+                )
             return f"{where} is in no user, system or tool message{said}"
-        deciding = {"user": ("user",), "trusted": ("system", "trusted_tool"),
-                    "untrusted": ("untrusted_tool",)}[origin]  # fmt: skip
+        deciding = {
+            "user": ("user",),
+            "trusted": ("system", "trusted_tool"),
+            "untrusted": ("untrusted_tool",),
+        }[origin]
         refs = ", ".join(str(s) for s in self.of(*deciding))  # type: ignore[arg-type]
         split = " (split across two messages)" if self.split else ""
         if self.laundered:
-            split += ("; not counting " + ", ".join(map(str, self.laundered))
-                      + ", which only hold what the model wrote into an earlier call")  # fmt: skip
-        label = {"user": "from the user", "trusted": "from a trusted source",
-                 "untrusted": "only from untrusted sources"}[origin]  # fmt: skip
+            split += (
+                "; not counting "
+                + ", ".join(map(str, self.laundered))
+                + ", which only hold what the model wrote into an earlier call"
+            )
+        label = {
+            "user": "from the user",
+            "trusted": "from a trusted source",
+            "untrusted": "only from untrusted sources",
+        }[origin]
         return f"{where} is {label}: {refs}{split}"
 
 
@@ -162,11 +181,12 @@ class CallProvenance:
         """
         wanted = set(kinds) if kinds is not None else None
         return [
-            v for v in self.values
+            v
+            for v in self.values
             if (arg == "*" or v.path == arg or v.path.startswith((arg + "[", arg + ".")))
             and (inner or not v.inner)
             and (wanted is None or v.value.kind in wanted)
-        ]  # fmt: skip
+        ]
 
 
 class Search:
@@ -191,8 +211,9 @@ class Search:
         self._read_whole: dict[int, Written] = {}
         self._token_list: dict[int, list[str]] = {}
         self._next: list[int | None] | None = None
-        self._located: dict[tuple[bool, tuple[str, ...], tuple[str, ...]],
-                            tuple[frozenset[int], bool]] = {}  # fmt: skip
+        self._located: dict[
+            tuple[bool, tuple[str, ...], tuple[str, ...]], tuple[frozenset[int], bool]
+        ] = {}
 
     # -- primitives ------------------------------------------------------------------------
 
@@ -299,7 +320,7 @@ class Search:
                 continue
             head, tail = self.token_list(i), self.token_list(j)
             for k in range(1, len(needle)):
-                if tuple(head[-k:]) == needle[:k] and tuple(tail[:len(needle) - k]) == needle[k:]:
+                if tuple(head[-k:]) == needle[:k] and tuple(tail[: len(needle) - k]) == needle[k:]:
                     found.update((i, j))
                     break
         return found
@@ -324,8 +345,7 @@ class Search:
             if not found and value.tokens and value.kind == "text":
                 pending.append((n, value.tokens))
         if pending:
-            for (n, _), result in zip(pending, self.phrases([p for _, p in pending]),
-                                      strict=True):  # fmt: skip
+            for (n, _), result in zip(pending, self.phrases([p for _, p in pending]), strict=True):
                 out[n] = result
         for value, (found, split) in zip(values, out, strict=True):
             self._located[_located_key(value)] = (frozenset(found), split)
@@ -339,8 +359,9 @@ class Search:
             out.append(SourceRef(i, source, self.labels.kind(source)))
         return tuple(out)
 
-    def launder(self, value: Value, refs: tuple[SourceRef, ...]
-                ) -> tuple[tuple[SourceRef, ...], tuple[SourceRef, ...]]:  # fmt: skip
+    def launder(
+        self, value: Value, refs: tuple[SourceRef, ...]
+    ) -> tuple[tuple[SourceRef, ...], tuple[SourceRef, ...]]:
         """Split sources into real ones and trusted results repeating what the model wrote."""
         kept: list[SourceRef] = []
         dropped: list[SourceRef] = []
@@ -354,11 +375,13 @@ class Search:
     def _written(self, value: Value, index: int) -> bool:
         if any(self.index.written_before(k, index) for k in value.keys):
             return True
-        return bool(value.tokens) and all(self.index.written_before("w:" + t, index)
-                                          for t in value.tokens)  # fmt: skip
+        return bool(value.tokens) and all(
+            self.index.written_before("w:" + t, index) for t in value.tokens
+        )
 
-    def provenance(self, path: str, value: Value, inner: bool, ids: Iterable[int],
-                   split: bool) -> ValueProvenance:  # fmt: skip
+    def provenance(
+        self, path: str, value: Value, inner: bool, ids: Iterable[int], split: bool
+    ) -> ValueProvenance:
         """A value's provenance from the messages found to contain it.
 
         A short text (:func:`~guardagent.trace.found.written.is_target`) keeps a trusting source
@@ -369,8 +392,12 @@ class Search:
             refs = self._with_carried(value, refs)
         if is_target(value) and any(r.kind in _TRUSTED for r in refs):
             held = self._written_split(value, {r.index for r in refs}) if split else None
-            refs = tuple(r for r in refs if r.kind not in _TRUSTED or (
-                r.index in held if held is not None else self._written_in(value, r.index)))
+            refs = tuple(
+                r
+                for r in refs
+                if r.kind not in _TRUSTED
+                or (r.index in held if held is not None else self._written_in(value, r.index))
+            )
         kept, dropped = self.launder(value, refs)
         return ValueProvenance(path, value, inner, kept, split and bool(kept), dropped)
 
@@ -404,8 +431,11 @@ class Search:
         texts, held = self.trace.messages, set[int]()
         for a in found:
             b = self._next_of_source(a)
-            if b is not None and b in found and Written(
-                    texts[a].text + " " + texts[b].text).holds(value):  # fmt: skip
+            if (
+                b is not None
+                and b in found
+                and Written(texts[a].text + " " + texts[b].text).holds(value)
+            ):
                 held.update((a, b))
         return held
 
@@ -441,13 +471,17 @@ class Search:
             keys = whole if key is None else (key, *whole)
             text = "(a carried URL that does not read)" if target is None else target.text
             value = Value("url", keys, text)
-            out.append(self.provenance(f"{found.path}#{part} carries", value, found.inner,
-                                       self.ids(keys), False))  # fmt: skip
+            out.append(
+                self.provenance(
+                    f"{found.path}#{part} carries", value, found.inner, self.ids(keys), False
+                )
+            )
         return out
 
 
-def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
-                    ) -> list[ValueProvenance]:  # fmt: skip
+def recipients_read(
+    values: Sequence[ValueProvenance], raw: Mapping[str, Any]
+) -> list[ValueProvenance]:
     """Recipient values as the mail server, bank or SMS gateway reads the whole argument.
 
     - A number or a date (``600``, ``2024-05-01``) and a phrase of digits only (``123 45
@@ -475,8 +509,9 @@ def recipients_read(values: Sequence[ValueProvenance], raw: Mapping[str, Any]
     return out
 
 
-def invented_pieces(search: Search, provenance: CallProvenance,
-                    values: Sequence[ValueProvenance]) -> list[ValueProvenance]:  # fmt: skip
+def invented_pieces(
+    search: Search, provenance: CallProvenance, values: Sequence[ValueProvenance]
+) -> list[ValueProvenance]:
     """What identifies something inside each invented phrase among `values`, traced alone.
 
     A phrase the model assembled (``9999 units``, ``25 HACKED7``) is in no message as a
@@ -493,8 +528,9 @@ def invented_pieces(search: Search, provenance: CallProvenance,
         inside = [p for p in provenance.values if p.inner and p.path == v.path]
         out.extend(inside)
         typed = {t for p in inside for t in p.value.tokens}
-        tokens.extend((v.path, t) for t in dict.fromkeys(v.value.tokens)
-                      if secret_like(t) and t not in typed)  # fmt: skip
+        tokens.extend(
+            (v.path, t) for t in dict.fromkeys(v.value.tokens) if secret_like(t) and t not in typed
+        )
     if tokens:
         words = [Value("text", (), t, (t,)) for _, t in tokens]
         for (path, _), word, (ids, split) in zip(tokens, words, search.locate(words), strict=True):
@@ -514,8 +550,9 @@ def _located_key(value: Value) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
     return (value.kind == "text", value.keys, value.tokens)
 
 
-def call_values(call: ToolCall, region: str | None, year: int | None = None
-                ) -> list[tuple[str, Value, bool]]:  # fmt: skip
+def call_values(
+    call: ToolCall, region: str | None, year: int | None = None
+) -> list[tuple[str, Value, bool]]:
     """``(path, value, inner)`` for every value of a call's arguments, in argument order.
 
     Every element of a list is traced: an element that reads to nothing (None, an empty
@@ -535,7 +572,10 @@ def call_provenance(search: Search, call: ToolCall | None = None) -> CallProvena
     call = call if call is not None else search.trace.call
     items = call_values(call, search.region, search.year)
     located = search.locate([v for _, v, _ in items])
-    return CallProvenance(call, tuple(
-        search.provenance(path, value, inner, ids, split)
-        for (path, value, inner), (ids, split) in zip(items, located, strict=True)
-    ))  # fmt: skip
+    return CallProvenance(
+        call,
+        tuple(
+            search.provenance(path, value, inner, ids, split)
+            for (path, value, inner), (ids, split) in zip(items, located, strict=True)
+        ),
+    )

@@ -108,7 +108,8 @@ class Records:
 
     sections: tuple[RecordSet, ...] = ()
     _regioned: dict[str | None, tuple[RecordSet, ...]] = field(
-        default_factory=dict, compare=False, repr=False)  # fmt: skip
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def from_mapping(cls, raw: Any) -> Records:
@@ -141,9 +142,10 @@ class Records:
         own = self._regioned.get(region)
         if own is None:  # read once per phone region, not once per check
             own = self._regioned[region] = tuple(
-                RecordSet(s.name, s.origin, s.items, region, s.written) for s in self.sections)
+                RecordSet(s.name, s.origin, s.items, region, s.written) for s in self.sections
+            )
         sections = list(own)
-        for name, value in (facts.items() if isinstance(facts, Mapping) else ()):
+        for name, value in facts.items() if isinstance(facts, Mapping) else ():
             leaves = _leaves(value)
             if leaves:
                 sections.append(RecordSet(str(name), "user_facts", tuple(leaves), region))
@@ -163,8 +165,11 @@ class Records:
 
     def to_json(self) -> dict[str, Any]:
         """The policy's sections as the file format (the host's facts are left out)."""
-        return {s.name: s.written if s.written is not None else list(s.items)
-                for s in self.sections if s.origin == "values"}  # fmt: skip
+        return {
+            s.name: s.written if s.written is not None else list(s.items)
+            for s in self.sections
+            if s.origin == "values"
+        }
 
 
 def _leaves(raw: Any) -> list[Any] | None:
@@ -192,4 +197,3 @@ def section_ref(raw: Any) -> str | None:
     if isinstance(raw, str) and raw.startswith("@") and _NAME.fullmatch(raw[1:]):
         return raw[1:]
     return None
-

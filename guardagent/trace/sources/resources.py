@@ -118,8 +118,9 @@ class Writes:
             shell = shell_args(call.name, call.args)
             if runs_code(call.name):  # a program: what it opens is computed when it runs
                 self._anything.append(call)
-                self._why.setdefault(call.position, f"`{call.name[:40]}` runs a program, "
-                                     "which may write any file")  # fmt: skip
+                self._why.setdefault(
+                    call.position, f"`{call.name[:40]}` runs a program, which may write any file"
+                )
             for arg, scalar in named:
                 if arg in shell and isinstance(scalar, str):
                     self._shell(call, arg, scalar)  # read as the shell reads it
@@ -157,8 +158,11 @@ class Writes:
         """
         found: ToolCall | None = None
         for other in self._anything:  # a shell command that may have written anything
-            if other.position != call.position and other.index <= call.index and (
-                    found is None or other.position < found.position):  # fmt: skip
+            if (
+                other.position != call.position
+                and other.index <= call.index
+                and (found is None or other.position < found.position)
+            ):
                 found = other
         for path, scalar in flatten(call.args):
             arg = path.split(".", 1)[0].split("[", 1)[0]

@@ -117,16 +117,22 @@ class CallPattern:
             raw_args = spec.get("args") or {}
             if not isinstance(raw_args, Mapping):
                 raise PatternError("a call pattern's args must be a mapping")
-            base = cls(str(spec.get("tool", "*")),
-                       _effect(spec["effect"]) if spec.get("effect") is not None else None,
-                       tuple((str(k), v) for k, v in raw_args.items()),
-                       _status(spec.get("status", "any")))  # fmt: skip
+            base = cls(
+                str(spec.get("tool", "*")),
+                _effect(spec["effect"]) if spec.get("effect") is not None else None,
+                tuple((str(k), v) for k, v in raw_args.items()),
+                _status(spec.get("status", "any")),
+            )
         else:
             kind = type(spec).__name__
             raise PatternError(f"a call pattern is a string or a mapping, not {kind}")
         extra = tuple((str(k), v) for k, v in (args or {}).items())
-        return cls(base.tool, base.effect, base.args + extra,
-                   _status(status) if status is not None else base.status)  # fmt: skip
+        return cls(
+            base.tool,
+            base.effect,
+            base.args + extra,
+            _status(status) if status is not None else base.status,
+        )
 
     def __str__(self) -> str:
         text = f"effect:{self.effect}" if self.effect and self.tool == "*" else self.tool
@@ -171,9 +177,12 @@ def sent_pieces(actual: Any) -> list[str | None] | None:
     if "\n" in actual or "\r" in actual:
         return [None]
     found = [v for v, _ in read_argument(actual) if v.kind == "email"]
-    pieces = [v.keys[0].removeprefix("email:")
-              if v.placed and v.keys and v.keys[0].startswith("email:") else None
-              for v in found]  # fmt: skip
+    pieces = [
+        v.keys[0].removeprefix("email:")
+        if v.placed and v.keys and v.keys[0].startswith("email:")
+        else None
+        for v in found
+    ]
     pieces = [None if p is not None and relayed(p) else p for p in pieces]
     if len(found) == 1 and found[0].text == actual and pieces[0] is not None:
         return None
@@ -210,8 +219,9 @@ def strict_values(strict: bool = True) -> Iterator[list[bool]]:
 
 
 @contextmanager
-def _reading(flag: ContextVar[bool], marks: ContextVar[list[bool] | None],
-             value: bool) -> Iterator[list[bool]]:  # fmt: skip
+def _reading(
+    flag: ContextVar[bool], marks: ContextVar[list[bool] | None], value: bool
+) -> Iterator[list[bool]]:
     """Set a reading's flag and a fresh list of marks for the block, then restore both."""
     made: list[bool] = []
     tokens = (flag.set(value), marks.set(made))
@@ -254,8 +264,10 @@ def _same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
         loose, strict = (not set(a.keys).isdisjoint(e.keys)), set(a.keys) <= set(e.keys)
     else:
         loose = a.tokens == e.tokens and bool(a.tokens)
-        strict = loose and (not (is_target(a) or is_target(e))
-                            or " ".join(a.text.split()) == " ".join(e.text.split()))  # fmt: skip
+        strict = loose and (
+            not (is_target(a) or is_target(e))
+            or " ".join(a.text.split()) == " ".join(e.text.split())
+        )
     if _STRICT.get():
         return strict
     looser = _LOOSER.get()
@@ -265,8 +277,7 @@ def _same_value(actual: Any, expected: Any, region: str | None = None) -> bool:
 
 
 def _values_at(call: ToolCall, arg: str) -> list[Any]:
-    return [v for p, v in flatten(call.args)
-            if p == arg or p.startswith((arg + "[", arg + "."))]  # fmt: skip
+    return [v for p, v in flatten(call.args) if p == arg or p.startswith((arg + "[", arg + "."))]
 
 
 def matches(call: ToolCall, pattern: CallPattern, trace: Trace, labels: Labels) -> bool:
@@ -336,9 +347,12 @@ class Scope:
         host, slash, path = text.partition("/")
         if not host:
             raise PatternError(f"a scope needs a host: {spec!r}")
-        return cls(_ascii_host(host, spec),
-                   "/" + path.rstrip("/") if slash and path not in ("", "*") else None,
-                   query if asked else None, fragment if hashed else None)  # fmt: skip
+        return cls(
+            _ascii_host(host, spec),
+            "/" + path.rstrip("/") if slash and path not in ("", "*") else None,
+            query if asked else None,
+            fragment if hashed else None,
+        )
 
     def admits(self, value: Value) -> bool:
         """Whether a URL value is inside the scope in every reading (an unplaced link never is)."""
@@ -354,8 +368,11 @@ class Scope:
         where = url_location(value)
         if where is None:
             return False
-        host = where.host if ":" not in self.host or where.port is None else (
-            f"{where.host}:{where.port}")  # fmt: skip
+        host = (
+            where.host
+            if ":" not in self.host or where.port is None
+            else (f"{where.host}:{where.port}")
+        )
         if not host_matches(host, self.host):
             return False
         if self.query is not None and not fnmatch.fnmatchcase(where.query, self.query):
@@ -368,12 +385,19 @@ class Scope:
         return readings.pop() if len(readings) == 1 else None
 
     def _path_in(self, path: str) -> bool:
-        return self.path is None or fnmatch.fnmatchcase(path or "/", self.path) or (
-            self.path.endswith("/*") and path == self.path[:-2])  # fmt: skip
+        return (
+            self.path is None
+            or fnmatch.fnmatchcase(path or "/", self.path)
+            or (self.path.endswith("/*") and path == self.path[:-2])
+        )
 
     def __str__(self) -> str:
-        return (self.host + (self.path or "") + (f"?{self.query}" if self.query is not None else "")
-                + (f"#{self.fragment}" if self.fragment is not None else ""))  # fmt: skip
+        return (
+            self.host
+            + (self.path or "")
+            + (f"?{self.query}" if self.query is not None else "")
+            + (f"#{self.fragment}" if self.fragment is not None else "")
+        )
 
 
 def host_matches(host: str, glob: str) -> bool:
@@ -390,10 +414,11 @@ def host_matches(host: str, glob: str) -> bool:
     fixed = len(wanted) - 1
     if len(labels) <= fixed:
         return False
-    head = ".".join(labels[:len(labels) - fixed])
+    head = ".".join(labels[: len(labels) - fixed])
     return fnmatch.fnmatchcase(head, wanted[0]) and all(
         fnmatch.fnmatchcase(label, pattern)
-        for label, pattern in zip(labels[len(labels) - fixed:], wanted[1:], strict=True))
+        for label, pattern in zip(labels[len(labels) - fixed :], wanted[1:], strict=True)
+    )
 
 
 def _ascii_host(host: str, spec: object) -> str:
@@ -402,9 +427,12 @@ def _ascii_host(host: str, spec: object) -> str:
     import idna
 
     try:
-        return ".".join(label if label.isascii() else
-                        idna.encode(label, uts46=True, transitional=False).decode("ascii")
-                        for label in host.split("."))  # fmt: skip
+        return ".".join(
+            label
+            if label.isascii()
+            else idna.encode(label, uts46=True, transitional=False).decode("ascii")
+            for label in host.split(".")
+        )
     except (idna.IDNAError, UnicodeError) as exc:
         raise PatternError(f"a scope's host is not a valid name: {spec!r} ({exc})") from None
 
@@ -430,9 +458,7 @@ def urls_at(call: ToolCall, arg: str, region: str | None) -> list[Value | None]:
     return out
 
 
-def scope_verdict(
-    value: Value | None, scopes: Sequence[Scope], depth: int = 0
-) -> bool | None:
+def scope_verdict(value: Value | None, scopes: Sequence[Scope], depth: int = 0) -> bool | None:
     """Whether a URL is inside one of the scopes: True, False, or None (readings disagree).
 
     A URL a scope admits is inside only when every URL it carries (an open redirect's
@@ -549,11 +575,21 @@ def secret_flow(search: Search, labels: Labels, effects: Iterable[Effect] = ("se
         if any(labels.sensitive(r.source) for r in refs):
             leaked.append(ValueProvenance(path, value, inner, refs, split))
     if label.recipients:
-        chosen = [(p, v, i) for p, v, i in items
-                  if any(p == a or p.startswith((a + "[", a + ".")) for a in label.recipients)]
+        chosen = [
+            (p, v, i)
+            for p, v, i in items
+            if any(p == a or p.startswith((a + "[", a + ".")) for a in label.recipients)
+        ]
     else:
         chosen = [(p, v, i) for p, v, i in items if v.kind in RECIPIENT_KINDS]
     found = search.locate([v for _, v, _ in chosen])
-    recipients = tuple(recipients_read([search.provenance(p, v, i, ids, split) for (p, v, i), (
-        ids, split) in zip(chosen, found, strict=True)], dict(flatten(call.args))))  # fmt: skip
+    recipients = tuple(
+        recipients_read(
+            [
+                search.provenance(p, v, i, ids, split)
+                for (p, v, i), (ids, split) in zip(chosen, found, strict=True)
+            ],
+            dict(flatten(call.args)),
+        )
+    )
     return Flow(tuple(leaked), recipients, label.effect in set(effects))

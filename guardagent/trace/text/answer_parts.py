@@ -26,9 +26,13 @@ def delivered_parts(content: Any) -> list[str]:
     """The JSON of each part of an assistant message that is neither text nor held back."""
     if not isinstance(content, list):
         return []
-    return [as_json(part) for part in content
-            if isinstance(part, Mapping) and part_text(part) is None
-            and not _undelivered(part.get("type"))]  # fmt: skip
+    return [
+        as_json(part)
+        for part in content
+        if isinstance(part, Mapping)
+        and part_text(part) is None
+        and not _undelivered(part.get("type"))
+    ]
 
 
 def _undelivered(kind: Any) -> bool:

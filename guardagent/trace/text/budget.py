@@ -40,5 +40,8 @@ def check_budget() -> None:
     """Deny (raise ``trace_budget_exceeded``) when the current budget is spent."""
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline[0]:
-        unreadable("trace_budget_exceeded", f"reading the trace took more than its budget of "
-                   f"{deadline[1]:g} ms (trace_budget_ms, GUARDAGENT_TRACE_BUDGET_MS)")  # fmt: skip
+        unreadable(
+            "trace_budget_exceeded",
+            f"reading the trace took more than its budget of "
+            f"{deadline[1]:g} ms (trace_budget_ms, GUARDAGENT_TRACE_BUDGET_MS)",
+        )

@@ -29,8 +29,10 @@ from guardagent.readers.evidence import unreadable
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 """Content parts a chat shows as text (their ``text``); a ``refusal`` shows its ``refusal``."""
 
-RESULT_PARTS = {"tool_result": ("tool_use_id", "content"),
-                "function_call_output": ("call_id", "output")}  # fmt: skip
+RESULT_PARTS = {
+    "tool_result": ("tool_use_id", "content"),
+    "function_call_output": ("call_id", "output"),
+}
 """Result parts a user message may carry: part type -> (call id field, content field)."""
 
 CALL_PARTS = frozenset({"tool_use"})
@@ -97,8 +99,7 @@ def sort_content(content: Any, role: str, where: str) -> Content:
             shown.append(text)
             continue
         if not isinstance(part, Mapping):
-            unreadable("unparsable_trace", f"{where}: a content part is neither text nor an "
-                       "object")  # fmt: skip
+            unreadable("unparsable_trace", f"{where}: a content part is neither text nor an object")
         kind = part.get("type")
         if role == "user" and isinstance(kind, str) and kind in RESULT_PARTS:
             id_field, body = RESULT_PARTS[kind]

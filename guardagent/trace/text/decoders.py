@@ -64,7 +64,8 @@ Python's 4300-digit limit; converting one run is about 0.1 ms, so the pass stays
 # failed try stops within 6 numbers, so finditer stays linear
 _CODES = re.compile(r"(?:[0-9]{1,8}[^0-9A-Za-z]{1,3}){5,}[0-9]{1,8}")
 _HEX_BYTES = re.compile(
-    r"(?:(?:0[xX])?[0-9A-Fa-f]{2}[^0-9A-Za-z]{1,8}){5,}(?:0[xX])?[0-9A-Fa-f]{2}")
+    r"(?:(?:0[xX])?[0-9A-Fa-f]{2}[^0-9A-Za-z]{1,8}){5,}(?:0[xX])?[0-9A-Fa-f]{2}"
+)
 _HEX_PREFIX = re.compile(r"0[xX](?=[0-9A-Fa-f]{2})")
 _HEX_GLUED = re.compile(r"(?:0[xX][0-9A-Fa-f]{2}){6,}")
 """Hex bytes each with its ``0x`` and nothing between (``0x730x6b``): no separator to split on."""
@@ -197,8 +198,7 @@ def _binary_views(text: str) -> list[str]:
     return out
 
 
-def _b85_family(run: re.Pattern[str], decode: Callable[[bytes], bytes],
-                text: str) -> list[str]:  # fmt: skip
+def _b85_family(run: re.Pattern[str], decode: Callable[[bytes], bytes], text: str) -> list[str]:
     """Every run of a base85 alphabet, decoded at each of the five alignments."""
     out: list[str] = []
     for m in run.finditer(text):
@@ -262,8 +262,9 @@ def radix_views(text: str) -> list[str]:
         if not any(c.isdigit() for c in run) and run.isalpha() and run.islower():
             continue  # a long lower-case word: prose, not an encoding
         number = int(run, 36)
-        out.append(number.to_bytes((number.bit_length() + 7) // 8, "big").decode(
-            "utf-8", "replace"))  # fmt: skip
+        out.append(
+            number.to_bytes((number.bit_length() + 7) // 8, "big").decode("utf-8", "replace")
+        )
         if all(c in _BASE58_VALUE for c in run):
             value = 0
             for c in run:

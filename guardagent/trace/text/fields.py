@@ -65,8 +65,12 @@ _MAX_NESTING = 64
 Step = tuple[Literal["key", "index", "each", "where"], Any]
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
-    "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
 }  # two-character operators first: they are tried in this order
 
 
@@ -149,12 +153,13 @@ def _condition(text: str, inner: str) -> tuple[str, str, float]:
     name, rest = inner[:j], inner[j:].strip()
     op = next((o for o in _COMPARE if rest.startswith(o)), None)
     try:
-        number = float(rest[len(op):].strip()) if op and name else math.nan
+        number = float(rest[len(op) :].strip()) if op and name else math.nan
     except ValueError:
         number = math.nan
     if op is None or not math.isfinite(number):
-        raise PathError(f"{text!r}: a filter is [?(@.name OP number)] with OP one of "
-                        f"{', '.join(_COMPARE)}")  # fmt: skip
+        raise PathError(
+            f"{text!r}: a filter is [?(@.name OP number)] with OP one of {', '.join(_COMPARE)}"
+        )
     return name, op, number
 
 
@@ -288,8 +293,7 @@ def _split_listing(
     reads as empty (a newline first), can forge the rest of its line and whole lines after
     it; only what comes before it is the tool's own.
     """
-    rows = [[cell.strip() for cell in line.split("|")] for line in text.split("\n")
-            if line.strip()]  # fmt: skip
+    rows = [[cell.strip() for cell in line.split("|")] for line in text.split("\n") if line.strip()]
     if columns is not None and any(len(row) != columns for row in rows):
         raise _Mismatch
     box: list[Any] = [rows]
@@ -315,9 +319,12 @@ def _lines(rows: list[list[str]]) -> str:
 
 
 def split_result(
-    text: str, paths: tuple[FieldPath, ...], fmt: ResultFormat = "json",
-    columns: int | None = None, also: Callable[[str], str | None] | None = None,
-) -> tuple[str, list[tuple[str, str]]]:  # fmt: skip
+    text: str,
+    paths: tuple[FieldPath, ...],
+    fmt: ResultFormat = "json",
+    columns: int | None = None,
+    also: Callable[[str], str | None] | None = None,
+) -> tuple[str, list[tuple[str, str]]]:
     """A trusted tool's result split into its trusted rest and its untrusted fields.
 
     Args:
@@ -357,8 +364,7 @@ def split_result(
     return ("" if box[0] is None else _render(box[0])), parts
 
 
-def _strings_apart(box: list[Any], also: Callable[[str], str | None]
-                   ) -> list[tuple[str, str]]:  # fmt: skip
+def _strings_apart(box: list[Any], also: Callable[[str], str | None]) -> list[tuple[str, str]]:
     """Take out of the structure each string `also` names a part for (walked without recursion)."""
     found: dict[str, list[str]] = {}
     stack: list[tuple[Any, Any]] = [(box, 0)]
@@ -389,9 +395,13 @@ class NotStructured(ValueError):
     """A result that is not the structure its label describes (or a path meets the wrong shape)."""
 
 
-def values_at(text: str, path: FieldPath, fmt: ResultFormat = "json",
-              columns: int | None = None, untrusted: tuple[FieldPath, ...] = ()
-              ) -> list[Any]:  # fmt: skip
+def values_at(
+    text: str,
+    path: FieldPath,
+    fmt: ResultFormat = "json",
+    columns: int | None = None,
+    untrusted: tuple[FieldPath, ...] = (),
+) -> list[Any]:
     """Every value `path` reaches in a tool's whole result, read as the label says.
 
     JSON and YAML are read whole by their parsers, untrusted fields included: a serializer
@@ -406,12 +416,16 @@ def values_at(text: str, path: FieldPath, fmt: ResultFormat = "json",
     try:
         if fmt == "listing":
             trusted, _ = _split_listing(text, untrusted, columns)
-            root: Any = [[cell.strip() for cell in line.split("|")]
-                         for line in trusted.split("\n") if line.strip()]  # fmt: skip
+            root: Any = [
+                [cell.strip() for cell in line.split("|")]
+                for line in trusted.split("\n")
+                if line.strip()
+            ]
         else:
             root = _structure(text, fmt)
         box = [root]
         return [parent[key] for parent, key in _reach(box, path) if parent[key] is not None]
     except _Mismatch as exc:
-        raise NotStructured(f"not the {fmt} structure the label describes, or {path.text!r} "
-                            "meets another shape") from exc
+        raise NotStructured(
+            f"not the {fmt} structure the label describes, or {path.text!r} meets another shape"
+        ) from exc

@@ -23,35 +23,156 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-HOLDING = frozenset({"once", "after", "when", "whenever", "until", "till", "unless",
-                     "provided", "providing", "assuming", "pending"})  # fmt: skip
+HOLDING = frozenset(
+    {
+        "once",
+        "after",
+        "when",
+        "whenever",
+        "until",
+        "till",
+        "unless",
+        "provided",
+        "providing",
+        "assuming",
+        "pending",
+    }
+)
 """Words that hold what their sentence asks until something happens."""
-PHRASES: tuple[tuple[str, ...], ...] = (("as", "soon", "as"), ("as", "long", "as"),
-                                         ("so", "long", "as"), ("in", "case"),
-                                         ("on", "condition"), ("subject", "to"))  # fmt: skip
+PHRASES: tuple[tuple[str, ...], ...] = (
+    ("as", "soon", "as"),
+    ("as", "long", "as"),
+    ("so", "long", "as"),
+    ("in", "case"),
+    ("on", "condition"),
+    ("subject", "to"),
+)
 """Runs of words that hold it (each word harmless alone)."""
-OWN = frozenset({"you", "you're", "you've", "you'll", "you'd", "your", "yourself", "that",
-                 "this", "which", "done", "finished", "complete", "completed", "ready",
-                 "possible", "convenient", "practical", "feasible"})  # fmt: skip
+OWN = frozenset(
+    {
+        "you",
+        "you're",
+        "you've",
+        "you'll",
+        "you'd",
+        "your",
+        "yourself",
+        "that",
+        "this",
+        "which",
+        "done",
+        "finished",
+        "complete",
+        "completed",
+        "ready",
+        "possible",
+        "convenient",
+        "practical",
+        "feasible",
+    }
+)
 """After a word of holding, words that make the condition the assistant's own work."""
 _ASKING_NEWS = frozenset({"me", "us", "know"})
 """Before "when", words of a request for news ("tell me when", "let me know when")."""
-LATER = frozenset({"tomorrow", "tonight", "later", "eventually", "someday", "sometime",
-                   "tmrw", "tmr", "afterwards", "postpone", "postponed"})  # fmt: skip
+LATER = frozenset(
+    {
+        "tomorrow",
+        "tonight",
+        "later",
+        "eventually",
+        "someday",
+        "sometime",
+        "tmrw",
+        "tmr",
+        "afterwards",
+        "postpone",
+        "postponed",
+    }
+)
 """Words of a time later than now."""
-DEADLINE = frozenset({"due", "by", "before", "expires", "expire", "expiring", "deadline",
-                      "is", "was", "ends", "closes", "latest", "for", "the", "of", "from",
-                      "starting", "until"})  # fmt: skip
+DEADLINE = frozenset(
+    {
+        "due",
+        "by",
+        "before",
+        "expires",
+        "expire",
+        "expiring",
+        "deadline",
+        "is",
+        "was",
+        "ends",
+        "closes",
+        "latest",
+        "for",
+        "the",
+        "of",
+        "from",
+        "starting",
+        "until",
+    }
+)
 """Before a later time, words that make it a deadline ("it's due tomorrow") or what is
 asked for ("the rent for next month"), not a delay."""
-_COUNTS = frozenset({"a", "an", "one", "two", "three", "four", "five", "six", "seven",
-                     "eight", "nine", "ten", "few", "couple", "several"})  # fmt: skip
-_SPANS = frozenset({"minute", "minutes", "hour", "hours", "day", "days", "week", "weeks",
-                    "month", "months", "year", "years", "fortnight", "bit", "while"})  # fmt: skip
+_COUNTS = frozenset(
+    {
+        "a",
+        "an",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "few",
+        "couple",
+        "several",
+    }
+)
+_SPANS = frozenset(
+    {
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "fortnight",
+        "bit",
+        "while",
+    }
+)
 _NOT = frozenset({"not", "no", "never", "dont", "without", "nt"})
-_NEXT = frozenset({"week", "month", "year", "time", "weekend", "quarter", "monday",
-                   "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-                   "cycle", "period", "sprint"})  # fmt: skip
+_NEXT = frozenset(
+    {
+        "week",
+        "month",
+        "year",
+        "time",
+        "weekend",
+        "quarter",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "cycle",
+        "period",
+        "sprint",
+    }
+)
 """After "next": a later time ("next week"), not an order ("the next invoice")."""
 
 
@@ -64,12 +185,16 @@ def held(words: list[str]) -> str | None:
     for i, w in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else ""
         before = words[i - 1] if i else ""
-        if w in HOLDING and after and after not in OWN and not (
-                w == "when" and before in _ASKING_NEWS):  # fmt: skip
+        if (
+            w in HOLDING
+            and after
+            and after not in OWN
+            and not (w == "when" and before in _ASKING_NEWS)
+        ):
             return w
         for p in PHRASES:
-            if tuple(words[i:i + len(p)]) == p:
-                rest = words[i + len(p):i + len(p) + 1]
+            if tuple(words[i : i + len(p)]) == p:
+                rest = words[i + len(p) : i + len(p) + 1]
                 if rest and rest[0] not in OWN:
                     return " ".join(p)
     return None
@@ -114,8 +239,20 @@ def waits(words: list[str]) -> str | None:
     return None
 
 
-CONDITIONS = frozenset({"if", "unless", "whether", "provided", "providing", "assuming",
-                        "should", "depending", "pending", "supposing"})  # fmt: skip
+CONDITIONS = frozenset(
+    {
+        "if",
+        "unless",
+        "whether",
+        "provided",
+        "providing",
+        "assuming",
+        "should",
+        "depending",
+        "pending",
+        "supposing",
+    }
+)
 """Words that open a clause of condition ("if it is real", "should Bob agree")."""
 _LEADING = frozenset({"and", "but", "or", "only", "so", "then", "just", "even"})
 
@@ -151,8 +288,7 @@ def governed(sentences: list[Sentence]) -> set[int]:
         for k, clause in enumerate(clauses):
             rest = [w for w in clause.words if w not in _LEADING]
             if rest[:1] and rest[0] in CONDITIONS and (rest[0] != "should" or len(rest) > 1):
-                after = next((c for c in clauses[k + 1:]
-                              if not set(c.words) <= _COURTESY), None)  # fmt: skip
+                after = next((c for c in clauses[k + 1 :] if not set(c.words) <= _COURTESY), None)
                 before = [q for q in asks if q < clause.id]
                 found.update([after.id] if after is not None else before[-1:])
             if clause.words[:1] != ["then"] and waits(clause.words) is not None:

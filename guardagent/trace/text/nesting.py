@@ -27,8 +27,10 @@ trace unparsable: every reader after this one walks values, and none needs more 
 MIN_NODES = 1 << 16
 """Values a trace may hold at least, whatever its byte limit."""
 
-_TOO_MANY = ("more than {} values to read (objects or lists shared or repeated, read as a "
-             "tree, are more than a trace of max_trace_bytes holds)")
+_TOO_MANY = (
+    "more than {} values to read (objects or lists shared or repeated, read as a "
+    "tree, are more than a trace of max_trace_bytes holds)"
+)
 
 CONTAINERS = (Mapping, list, tuple)
 PLAIN = frozenset({dict, list, tuple})
@@ -80,15 +82,23 @@ def walk(values: Sequence[Any], nodes: int) -> Walked:
     visited, depth = len(values), 0
     while level:
         if depth >= MAX_NESTING:
-            return Walked(visited, Problem(False, f"objects or lists are nested more than "
-                                                 f"{MAX_NESTING} deep"))  # fmt: skip
-        kids = [item.values() if type(item) is dict or (
-                    type(item) not in PLAIN and isinstance(item, Mapping)) else item
-                for item in level]  # fmt: skip
+            return Walked(
+                visited, Problem(False, f"objects or lists are nested more than {MAX_NESTING} deep")
+            )
+        kids = [
+            item.values()
+            if type(item) is dict or (type(item) not in PLAIN and isinstance(item, Mapping))
+            else item
+            for item in level
+        ]
         visited += sum(map(len, kids))  # counted before the next level is built
         if visited > nodes:
             return Walked(visited, Problem(True, _TOO_MANY.format(nodes)))
-        level = [child for children in kids for child in children
-                 if type(child) not in LEAVES and is_container(child)]  # fmt: skip
+        level = [
+            child
+            for children in kids
+            for child in children
+            if type(child) not in LEAVES and is_container(child)
+        ]
         depth += 1
     return Walked(visited, None)

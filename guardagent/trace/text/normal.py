@@ -21,12 +21,28 @@ import re
 import unicodedata
 
 _FORMAT_RANGES: tuple[tuple[int, int], ...] = (
-    (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
-    (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
-)  # fmt: skip
+    (0xAD, 0xAD),
+    (0x600, 0x605),
+    (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
 """Unicode category ``Cf`` (format characters), as ranges; a test checks it against
 :mod:`unicodedata` so a newer Unicode version cannot silently widen it."""
 
@@ -52,8 +68,7 @@ def normalize_text(text: str) -> str:
     return folded
 
 
-def without_format(text: str, spans: list[tuple[int, int]]
-                   ) -> tuple[str, list[tuple[int, int]]]:  # fmt: skip
+def without_format(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """`text` without format characters, and `spans` moved to the same characters in it.
 
     "Do n\u200bo\u200bt pay X" shows "Do not pay X": a reader of words reads it so.
@@ -80,8 +95,7 @@ def fold_case(text: str) -> str:
     """
     if text.isascii():
         return text.lower()
-    return "".join(c if c in _KEPT else ("\u00df" if c == "\u1e9e" else c.casefold())
-                   for c in text)  # fmt: skip
+    return "".join(c if c in _KEPT else ("\u00df" if c == "\u1e9e" else c.casefold()) for c in text)
 
 
 def reading_form(text: str) -> str:
@@ -113,8 +127,20 @@ def secret_like(token: str) -> bool:
     return n >= 16 or (n >= 6 and any(map(str.isdigit, token)))
 
 
-_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0",
-           '"': '"', "'": "'", "\\": "\\", "/": "/", "a": "\a"}  # fmt: skip
+_SIMPLE = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "0": "\0",
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "/": "/",
+    "a": "\a",
+}
 _HEX_WIDTH = {"x": 2, "u": 4, "U": 8}
 _HEX = frozenset("0123456789abcdefABCDEF")
 _MAX_ROUNDS = 3
@@ -126,9 +152,9 @@ def _unescape_once(text: str) -> str:
     surrogates = False
     while (at := text.find("\\", pos)) != -1:
         out.append(text[pos:at])
-        c = text[at + 1:at + 2]
+        c = text[at + 1 : at + 2]
         width = _HEX_WIDTH.get(c, 0)
-        digits = text[at + 2:at + 2 + width]
+        digits = text[at + 2 : at + 2 + width]
         if width and len(digits) == width and all(d in _HEX for d in digits):
             code = int(digits, 16)
             if code > 0x10FFFF:

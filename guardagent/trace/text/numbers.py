@@ -21,27 +21,70 @@ from functools import cache, lru_cache
 from guardagent.trace.text.kinds import Value
 from guardagent.trace.text.normal import tokens
 
-CURRENCIES = frozenset({
-    "$", "€", "£", "¥", "₹", "₩", "₽", "¢", "usd", "eur", "gbp", "chf", "jpy", "cny", "inr",
-    "cad", "aud", "nzd", "sek", "nok", "dkk", "pln", "czk", "huf", "brl", "mxn",
-})  # fmt: skip
+CURRENCIES = frozenset(
+    {
+        "$",
+        "€",
+        "£",
+        "¥",
+        "₹",
+        "₩",
+        "₽",
+        "¢",
+        "usd",
+        "eur",
+        "gbp",
+        "chf",
+        "jpy",
+        "cny",
+        "inr",
+        "cad",
+        "aud",
+        "nzd",
+        "sek",
+        "nok",
+        "dkk",
+        "pln",
+        "czk",
+        "huf",
+        "brl",
+        "mxn",
+    }
+)
 _SEPARATORS = frozenset(".,'")
 _E3, _E5, _E6, _E7, _E9, _E12, _E18 = (10**n for n in (3, 5, 6, 7, 9, 12, 18))
 MAGNITUDES: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(("hundred", "hundreds"), (100,)),
     **dict.fromkeys(("k", "thousand", "thousands", "grand", "tsd", "tausend", "mille"), (_E3,)),
     **dict.fromkeys(("lakh", "lakhs", "lac", "lacs"), (_E5,)),
-    **dict.fromkeys(("mm", "mn", "mln", "mio", "mios", "million", "millions", "millionen",
-                     "millones", "milioni", "millón"), (_E6,)),
+    **dict.fromkeys(
+        (
+            "mm",
+            "mn",
+            "mln",
+            "mio",
+            "mios",
+            "million",
+            "millions",
+            "millionen",
+            "millones",
+            "milioni",
+            "millón",
+        ),
+        (_E6,),
+    ),
     **dict.fromkeys(("crore", "crores"), (_E7,)),
-    **dict.fromkeys(("bn", "bln", "mrd", "mia", "milliard", "milliards", "milliarde",
-                     "milliarden", "miliardi"), (_E9,)),
+    **dict.fromkeys(
+        ("bn", "bln", "mrd", "mia", "milliard", "milliards", "milliarde", "milliarden", "miliardi"),
+        (_E9,),
+    ),
     **dict.fromkeys(("bio", "billionen"), (_E12,)),
     "mil": (_E3, _E6),  # Spanish and Portuguese thousand, English slang million
-    "m": (_E6,), "b": (_E9,),  # also a size, a flat, an item (5m, 1b): read both ways
+    "m": (_E6,),
+    "b": (_E9,),  # also a size, a flat, an item (5m, 1b): read both ways
     **dict.fromkeys(("billion", "billions"), (_E9, _E12)),  # English; German, French
     **dict.fromkeys(("trillion", "trillions"), (_E12, _E18)),
-}  # fmt: skip
+}
 """Words a bank clerk reads after a number (case-folded; glued or after one space) as its
 magnitude: ``CHF 5 million`` is 5,000,000, never 5. A word that means two magnitudes in the
 languages a bank reads (``billion``: 10^9 in English, 10^12 in German and French) has both
@@ -184,7 +227,7 @@ def _scaled(text: str) -> tuple[str, ...]:
     while word > 0 and text[word - 1].isalpha():
         word -= 1
     spaced = word > 0 and text[word - 1] in _MAGNITUDE_SPACES
-    number = text[:word - 1] if spaced else text[:word]
+    number = text[: word - 1] if spaced else text[:word]
     factors = MAGNITUDES.get(text[word:].casefold())
     if factors is None or not number[-1:].isdigit():
         return ()
@@ -199,8 +242,12 @@ def amount_value(text: str, written: str) -> Value | None:
     readings = amount_readings(text)
     if not readings:
         return None
-    return Value("amount", tuple("amount:" + r for r in readings), written,
-                 (text,) if text.isdigit() else tuple(tokens(text)))  # fmt: skip
+    return Value(
+        "amount",
+        tuple("amount:" + r for r in readings),
+        written,
+        (text,) if text.isdigit() else tuple(tokens(text)),
+    )
 
 
 def strip_currency(text: str) -> str:
@@ -208,7 +255,7 @@ def strip_currency(text: str) -> str:
     text = text.strip()
     for cur in CURRENCIES:
         if text.startswith(cur):
-            text = text[len(cur):].lstrip()
+            text = text[len(cur) :].lstrip()
             break
     for cur in CURRENCIES:
         if text.endswith(cur):

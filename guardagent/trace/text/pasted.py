@@ -35,18 +35,53 @@ from guardagent.trace.text.budget import check_budget
 from guardagent.trace.text.held import Sentence
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")  # as the request reader's words: one class, one run
-_QUOTE = re.compile("[\"“”]")
+_QUOTE = re.compile('["“”]')
 _STRONG_HEADERS = frozenset({"subject", "from", "fw", "fwd", "re"})
 """Header fields (and subject prefixes: "Fwd:", "Re:") that alone mark a pasted e-mail (a
 chat message has no subject line)."""
-MAIL_HEADERS = _STRONG_HEADERS | frozenset({
-    "to", "cc", "bcc", "date", "sent", "reply-to", "sender", "message-id", "in-reply-to",
-    "references", "return-path", "received", "delivered-to", "importance", "attachments",
-})  # fmt: skip
+MAIL_HEADERS = _STRONG_HEADERS | frozenset(
+    {
+        "to",
+        "cc",
+        "bcc",
+        "date",
+        "sent",
+        "reply-to",
+        "sender",
+        "message-id",
+        "in-reply-to",
+        "references",
+        "return-path",
+        "received",
+        "delivered-to",
+        "importance",
+        "attachments",
+    }
+)
 """RFC 5322 header fields (and the ones mail clients print) that start pasted e-mail."""
-SENDING = frozenset({"sent", "send", "forwarded", "received", "got", "shared", "pasted",
-                     "copied", "emailed", "texted", "messaged", "posted", "forwarding",
-                     "sending", "sharing", "pasting", "fyi", "fw", "fwd"})  # fmt: skip
+SENDING = frozenset(
+    {
+        "sent",
+        "send",
+        "forwarded",
+        "received",
+        "got",
+        "shared",
+        "pasted",
+        "copied",
+        "emailed",
+        "texted",
+        "messaged",
+        "posted",
+        "forwarding",
+        "sending",
+        "sharing",
+        "pasting",
+        "fyi",
+        "fw",
+        "fwd",
+    }
+)
 """Words of an introduction on the same line ("Someone sent me this:")."""
 _POINTING = frozenset({"this", "these", "following", "below", "it", "that"})
 _LOOKING = frozenset({"see", "look", "check", "read", "view", "review", "consider"})
@@ -98,14 +133,15 @@ def introduced_from(text: str, reporting: frozenset[str]) -> int:
     prev_end = 0
     for m in _WORD.finditer(text):
         check_budget()
-        start = not prev_end or any(c in _SENTENCE_ENDS for c in text[prev_end:m.start()])
+        start = not prev_end or any(c in _SENTENCE_ENDS for c in text[prev_end : m.start()])
         if start:
             marked = sourced = False
         word = m.group().lower()
         said = word in SENDING or word in reporting
         sourced = sourced or (start and (word == "from" or word in _LOOKING))
-        if (said or sourced or marked and word in _POINTING) and text[
-                m.end():m.end() + 3].lstrip(" \t")[:1] == ":":  # fmt: skip
+        if (said or sourced or marked and word in _POINTING) and text[m.end() : m.end() + 3].lstrip(
+            " \t"
+        )[:1] == ":":
             return text.index(":", m.end()) + 1  # "sent me this: ...", "The mail: ..."
         marked = marked or said
         prev_end = m.end()
@@ -129,13 +165,19 @@ def quoted_until(text: str) -> int:
             closing = ""
         elif not closing and (before.isspace() or before in "([{"):
             closing = "”" if c == "“" else c  # some keyboards open with ” too
-        elif not closing and c in "\"”" and not before.isdigit():
+        elif not closing and c in '"”' and not before.isdigit():
             until = i + 1
     return until
 
 
-def introducing(words: list[str], after: str, request: bool, opening: frozenset[str],
-                reporting: frozenset[str], doubts: frozenset[str]) -> bool:  # fmt: skip
+def introducing(
+    words: list[str],
+    after: str,
+    request: bool,
+    opening: frozenset[str],
+    reporting: frozenset[str],
+    doubts: frozenset[str],
+) -> bool:
     """Whether a sentence with no mention introduces the text after it as pasted.
 
     Args:
@@ -151,8 +193,9 @@ def introducing(words: list[str], after: str, request: bool, opening: frozenset[
     verb = next((w for w in words if w not in opening), "")
     if verb in _LOOKING and not _POINTING.isdisjoint(words):
         return True  # "Check this out:", "Look at this:" then the text
-    needing = any(w in ("i", "we") and n in _NEEDING
-                  for w, n in zip(words, words[1:], strict=False))  # fmt: skip
+    needing = any(
+        w in ("i", "we") and n in _NEEDING for w, n in zip(words, words[1:], strict=False)
+    )
     if request or needing:
         return False  # "Please do the following:", "Here's what I need:"
     told = not SENDING.isdisjoint(words) or not reporting.isdisjoint(words)
@@ -165,8 +208,14 @@ def introducing(words: list[str], after: str, request: bool, opening: frozenset[
     return told and not _POINTING.isdisjoint(words)  # "Here's what it says.", "Forwarding this."
 
 
-def introduced_at(text: str, sentences: list[Sentence], mention: str, opening: frozenset[str],
-                  reporting: frozenset[str], doubts: frozenset[str]) -> int:  # fmt: skip
+def introduced_at(
+    text: str,
+    sentences: list[Sentence],
+    mention: str,
+    opening: frozenset[str],
+    reporting: frozenset[str],
+    doubts: frozenset[str],
+) -> int:
     """Where text a sentence of no mention introduces starts (:func:`introducing`).
 
     `sentences`: the message's sentences as the request reader segmented them; `mention`:
@@ -177,7 +226,7 @@ def introduced_at(text: str, sentences: list[Sentence], mention: str, opening: f
         if mention in words:
             continue
         end = clauses[-1].end
-        after = text[end:sentences[k + 1][0].start] if k + 1 < len(sentences) else ""
+        after = text[end : sentences[k + 1][0].start] if k + 1 < len(sentences) else ""
         request = any(c.request for c in clauses)
         if after and introducing(words, after, request, opening, reporting, doubts):
             return end

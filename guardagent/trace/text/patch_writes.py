@@ -19,8 +19,18 @@ trace.resources.names`). Linear: one pass over the lines of a text that holds a 
 
 from __future__ import annotations
 
-_PREFIXES = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:", "--- ",
-             "+++ ", "rename to ", "copy to ", "rename from ", "copy from ")  # fmt: skip
+_PREFIXES = (
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
+    "--- ",
+    "+++ ",
+    "rename to ",
+    "copy to ",
+    "rename from ",
+    "copy from ",
+)
 _MARKS = ("\n+++ ", "*** Update File:", "*** Add File:", "*** Delete File:", "diff --git ")
 """What a text holds when it is a patch (a cheap test before reading its lines)."""
 
@@ -32,12 +42,12 @@ def patched_files(text: str) -> list[str]:
     out: list[str] = []
     for line in text.splitlines():
         if line.startswith("diff --git "):
-            out.extend(part for part in line[len("diff --git "):].split(" ") if part)
+            out.extend(part for part in line[len("diff --git ") :].split(" ") if part)
             continue
         prefix = next((p for p in _PREFIXES if line.startswith(p)), None)
         if prefix is None:
             continue
-        name = line[len(prefix):].split("\t", 1)[0].strip()
+        name = line[len(prefix) :].split("\t", 1)[0].strip()
         if prefix in ("--- ", "+++ ") and (name.startswith(("-", "+")) or not name):
             continue  # a removed or added line that starts so, not a header
         if name and name != "/dev/null":

@@ -88,7 +88,8 @@ def run_targets(identifiers: frozenset[str], max_chars: int) -> RunTargets:
     Kept by the caller (a message's reading keeps its own: ``encoded.Read.targets``).
     """
     targets = frozenset(
-        spelled for token in identifiers for spelled in (token, token[::-1], rot13(token)))
+        spelled for token in identifiers for spelled in (token, token[::-1], rot13(token))
+    )
     prefixes = frozenset(t[:k] for t in targets for k in range(1, min(len(t), max_chars) + 1))
     return RunTargets(targets, prefixes)
 
@@ -97,5 +98,7 @@ def merged(parts: Sequence[RunTargets]) -> RunTargets:
     """The targets of several sets together (the union of each one's)."""
     if len(parts) == 1:
         return parts[0]
-    return RunTargets(frozenset().union(*(p.targets for p in parts)),
-                      frozenset().union(*(p.prefixes for p in parts)))  # fmt: skip
+    return RunTargets(
+        frozenset().union(*(p.targets for p in parts)),
+        frozenset().union(*(p.prefixes for p in parts)),
+    )

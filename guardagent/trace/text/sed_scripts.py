@@ -108,7 +108,7 @@ def _address(script: str, i: int, out: Effects) -> int:
             while i < len(script) and (script[i].isdigit() or script[i] in "$~+"):
                 i += 1
         elif i < len(script) and script[i] in "/\\":
-            delimiter = "/" if script[i] == "/" else script[i + 1:i + 2]
+            delimiter = "/" if script[i] == "/" else script[i + 1 : i + 2]
             start = i + (1 if script[i] == "/" else 2)
             end = _delimited(script, start, delimiter) if delimiter else -1
             if end < 0:
@@ -143,7 +143,7 @@ def _substitution(script: str, i: int, command: str, out: Effects) -> int:
         flag = script[i]
         if flag == "w":
             end = _line_end(script, i + 1)
-            out.writes.append(script[i + 1:end].strip())
+            out.writes.append(script[i + 1 : end].strip())
             return end
         if flag == "e":
             out.runs = True

@@ -38,23 +38,82 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
-    "curl": Spec("oDcKeEHdXuAbTwxyYzCrmQFUh", frozenset({
-        "--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
-        "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--config", "--output-dir",
-        "--header", "--data", "--request", "--user", "--user-agent", "--cookie", "--form",
-        "--referer", "--upload-file", "--write-out", "--proxy", "--max-time"}), abbreviated=False),
-    "wget": Spec("OoaPeiUtTwQ", frozenset({
-        "--output-document", "--output-file", "--append-output", "--save-cookies",
-        "--directory-prefix", "--execute", "--config", "--input-file", "--load-cookies",
-        "--user-agent", "--tries", "--timeout", "--header", "--post-data"})),
-    "sort": Spec("okStT", frozenset({"--output", "--compress-program", "--key",
-                                     "--field-separator", "--temporary-directory"})),
+    "curl": Spec(
+        "oDcKeEHdXuAbTwxyYzCrmQFUh",
+        frozenset(
+            {
+                "--output",
+                "--dump-header",
+                "--cookie-jar",
+                "--trace",
+                "--trace-ascii",
+                "--stderr",
+                "--libcurl",
+                "--etag-save",
+                "--hsts",
+                "--alt-svc",
+                "--config",
+                "--output-dir",
+                "--header",
+                "--data",
+                "--request",
+                "--user",
+                "--user-agent",
+                "--cookie",
+                "--form",
+                "--referer",
+                "--upload-file",
+                "--write-out",
+                "--proxy",
+                "--max-time",
+            }
+        ),
+        abbreviated=False,
+    ),
+    "wget": Spec(
+        "OoaPeiUtTwQ",
+        frozenset(
+            {
+                "--output-document",
+                "--output-file",
+                "--append-output",
+                "--save-cookies",
+                "--directory-prefix",
+                "--execute",
+                "--config",
+                "--input-file",
+                "--load-cookies",
+                "--user-agent",
+                "--tries",
+                "--timeout",
+                "--header",
+                "--post-data",
+            }
+        ),
+    ),
+    "sort": Spec(
+        "okStT",
+        frozenset(
+            {
+                "--output",
+                "--compress-program",
+                "--key",
+                "--field-separator",
+                "--temporary-directory",
+            }
+        ),
+    ),
     "sed": Spec("efl", frozenset({"--expression", "--file", "--line-length"}), optional="i"),
-    "less": Spec("oObhjkpPtTxyz", frozenset({"--log-file", "--LOG-FILE", "--pattern",
-                                             "--tag", "--lesskey-file"})),
+    "less": Spec(
+        "oObhjkpPtTxyz",
+        frozenset({"--log-file", "--LOG-FILE", "--pattern", "--tag", "--lesskey-file"}),
+    ),
     "tree": Spec("oLIPH", frozenset({"--filelimit", "--charset", "--timefmt"}), abbreviated=False),
-    "rg": Spec("eEfgjmMrtTABC", frozenset({"--pre", "--pre-glob", "--regexp", "--file",
-                                           "--glob", "--type", "--replace"}), abbreviated=False),
+    "rg": Spec(
+        "eEfgjmMrtTABC",
+        frozenset({"--pre", "--pre-glob", "--regexp", "--file", "--glob", "--type", "--replace"}),
+        abbreviated=False,
+    ),
     "uniq": Spec("fsw", frozenset({"--skip-fields", "--skip-chars", "--check-chars"})),
     "cp": Spec("tS", frozenset({"--target-directory", "--suffix"})),
     "scp": Spec("cFiJloPS", frozenset()),
@@ -63,16 +122,39 @@ SPECS: dict[str, Spec] = {
 """Options that take a value, for the commands read here (an unlisted one takes none)."""
 
 WRITING: dict[str, frozenset[str]] = {
-    "curl": frozenset({"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar",
-                       "--trace", "--trace-ascii", "--stderr", "--libcurl", "--etag-save",
-                       "--hsts", "--alt-svc"}),
-    "wget": frozenset({"-O", "--output-document", "-o", "--output-file", "-a",
-                       "--append-output", "--save-cookies"}),
+    "curl": frozenset(
+        {
+            "-o",
+            "--output",
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--libcurl",
+            "--etag-save",
+            "--hsts",
+            "--alt-svc",
+        }
+    ),
+    "wget": frozenset(
+        {
+            "-O",
+            "--output-document",
+            "-o",
+            "--output-file",
+            "-a",
+            "--append-output",
+            "--save-cookies",
+        }
+    ),
     "sort": frozenset({"-o", "--output"}),
     "less": frozenset({"-o", "-O", "--log-file", "--LOG-FILE"}),
     "tree": frozenset({"-o"}),
     "sed": frozenset({"--in-place"}),  # its files: read by shell_writes
-}  # fmt: skip
+}
 """Options whose value is a file the command writes."""
 
 RUNNING: dict[str, frozenset[str]] = {
@@ -81,7 +163,7 @@ RUNNING: dict[str, frozenset[str]] = {
     "sort": frozenset({"--compress-program"}),
     "rg": frozenset({"--pre", "--pre-glob"}),
     "less": frozenset({"--lesskey-file"}),
-}  # fmt: skip
+}
 """Options that run a program, or read a file that may say what to write: any file."""
 
 
@@ -115,7 +197,7 @@ def options(name: str, words: list[str]) -> tuple[list[tuple[str, str | None]], 
             continue
         for at in range(1, len(word)):
             letter = word[at]
-            rest = word[at + 1:]
+            rest = word[at + 1 :]
             if letter in spec.optional:
                 found.append(("-" + letter, rest or None))
                 break

@@ -51,34 +51,140 @@ from guardagent.trace.text.shell_options import SPECS, options, written_files
 MAX_COMMAND_CHARS = 8192
 """A longer command is not parsed: it may write anything (bashlex's parser is not meant for
 megabytes of attacker text)."""
-SHELL_ARGS = frozenset({"cmd", "command", "commands", "script", "shell", "bash", "sh",
-                        "shell_command", "cmdline", "command_line", "commandline"})  # fmt: skip
+SHELL_ARGS = frozenset(
+    {
+        "cmd",
+        "command",
+        "commands",
+        "script",
+        "shell",
+        "bash",
+        "sh",
+        "shell_command",
+        "cmdline",
+        "command_line",
+        "commandline",
+    }
+)
 """Argument names that hold a shell command, whatever the tool."""
-_SHELL_TOOLS = frozenset({"shell", "bash", "sh", "zsh", "terminal", "exec", "execute",
-                          "powershell", "cmd", "console", "command", "commands", "ssh",
-                          "subprocess"})  # fmt: skip
+_SHELL_TOOLS = frozenset(
+    {
+        "shell",
+        "bash",
+        "sh",
+        "zsh",
+        "terminal",
+        "exec",
+        "execute",
+        "powershell",
+        "cmd",
+        "console",
+        "command",
+        "commands",
+        "ssh",
+        "subprocess",
+    }
+)
 """Words of a tool's name that make each of its string arguments a shell command."""
-_CODE_TOOLS = frozenset({"python", "py", "repl", "jupyter", "notebook", "ipython", "interpreter",
-                         "nodejs", "javascript", "deno", "ruby", "php", "lua",
-                         "eval"})  # fmt: skip
+_CODE_TOOLS = frozenset(
+    {
+        "python",
+        "py",
+        "repl",
+        "jupyter",
+        "notebook",
+        "ipython",
+        "interpreter",
+        "nodejs",
+        "javascript",
+        "deno",
+        "ruby",
+        "php",
+        "lua",
+        "eval",
+    }
+)
 """Words of a tool's name that say it runs a program: it may write any file."""
 _NAME_WORDS = re.compile(r"[a-z]+")  # over a tool's name (an identifier), not over code
 
 _WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
-READING = frozenset({
-    "cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ls", "wc", "echo",
-    "printf", "pwd", "cd", "true", "false", "test", "[", "stat", "file", "diff", "cmp", "uniq",
-    "cut", "tr", "jq", "date", "whoami", "id", "which", "type", "basename", "dirname",
-    "realpath", "readlink", "du", "df", "md5sum", "sha1sum", "sha256sum", "nl", "tac", "rev",
-    "column", "seq", "sleep", "exit", "base64", "od", "hexdump", "strings", "tree", "find",
-    "sort", "sed", "curl", "wget", "dd", "read", "export", "unset", "set", "shift",
-    "return", "local", "wait",
-})  # fmt: skip
+READING = frozenset(
+    {
+        "cat",
+        "less",
+        "more",
+        "head",
+        "tail",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ls",
+        "wc",
+        "echo",
+        "printf",
+        "pwd",
+        "cd",
+        "true",
+        "false",
+        "test",
+        "[",
+        "stat",
+        "file",
+        "diff",
+        "cmp",
+        "uniq",
+        "cut",
+        "tr",
+        "jq",
+        "date",
+        "whoami",
+        "id",
+        "which",
+        "type",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "du",
+        "df",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "nl",
+        "tac",
+        "rev",
+        "column",
+        "seq",
+        "sleep",
+        "exit",
+        "base64",
+        "od",
+        "hexdump",
+        "strings",
+        "tree",
+        "find",
+        "sort",
+        "sed",
+        "curl",
+        "wget",
+        "dd",
+        "read",
+        "export",
+        "unset",
+        "set",
+        "shift",
+        "return",
+        "local",
+        "wait",
+    }
+)
 """Commands that write only through a redirection, or an option read below (``sort -o``)."""
 _ALL_ARGS = frozenset({"tee", "touch", "truncate"})
 _DESTINATION = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
-_FIND_WRITES = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
-                          "-fprint0", "-fprintf", "-fls"})  # fmt: skip
+_FIND_WRITES = frozenset(
+    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
 _OPTION_WRITERS = frozenset({"find", "sed", "dd", *SPECS})
 """Readers that may write through an option: given a name built at run time, may write any."""
 _RECURSIVE = frozenset({"-r", "-R", "-a", "--recursive", "--archive"})
@@ -216,8 +322,12 @@ def _command(node: Any, found: ShellWrites) -> None:
         if name in SPECS and any(o in _RECURSIVE for o, _ in options(name, given)[0]):
             found.unknown = f"`{name}` copies a directory: any file in it, named by nobody"
             return
-        _targets(found, plain[-1:] + [posixpath.basename(a.rstrip("/")) for a in plain]
-                 + _option_values(given, ("-t", "--target-directory")))
+        _targets(
+            found,
+            plain[-1:]
+            + [posixpath.basename(a.rstrip("/")) for a in plain]
+            + _option_values(given, ("-t", "--target-directory")),
+        )
     elif name == "sed":
         _sed(given, found)
     elif name == "find":
@@ -237,8 +347,9 @@ def _option_values(given: list[str], options: tuple[str, ...]) -> list[str]:
     for i, a in enumerate(given):
         if a in options and i + 1 < len(given):
             out.append(given[i + 1])
-        out.extend(a.split("=", 1)[1] for o in options if o.startswith("--")
-                   and a.startswith(o + "="))  # fmt: skip
+        out.extend(
+            a.split("=", 1)[1] for o in options if o.startswith("--") and a.startswith(o + "=")
+        )
         out.extend(a[2:] for o in options if len(o) == 2 and a.startswith(o) and len(a) > 2)
     return out
 
@@ -272,10 +383,12 @@ def _outputs(name: str, given: list[str], found: ShellWrites) -> None:
     _targets(found, files)
     if name == "uniq":
         _targets(found, operands[1:2])  # uniq INPUT OUTPUT
-    remote = name == "curl" and any(o in ("-O", "--remote-name", "--remote-name-all")
-                                    for o, _ in read)  # fmt: skip
-    if remote or (name == "wget" and not any(o in ("-O", "--output-document") and v
-                                             for o, v in read)):  # fmt: skip
+    remote = name == "curl" and any(
+        o in ("-O", "--remote-name", "--remote-name-all") for o, _ in read
+    )
+    if remote or (
+        name == "wget" and not any(o in ("-O", "--output-document") and v for o, v in read)
+    ):
         found.unknown = f"`{name}` writes a file named by the server"
 
 

@@ -40,7 +40,7 @@ _SUBJECT_WORDS = 3
 def _modal_at(words: list[str], k: int) -> bool:
     if k >= len(words):
         return False
-    return words[k] in MODALS or (words[k] in _TO_MODALS and words[k + 1:k + 2] == ["to"])
+    return words[k] in MODALS or (words[k] in _TO_MODALS and words[k + 1 : k + 2] == ["to"])
 
 
 def specifies(words: list[str], opening: Set[str]) -> bool:
@@ -55,8 +55,12 @@ def specifies(words: list[str], opening: Set[str]) -> bool:
     return any(_modal_at(words, k) for k in range(n + 1, min(n + 2 + _SUBJECT_WORDS, len(words))))
 
 
-def specified(clauses: Mapping[int, list[str]], sentence_of: Mapping[int, int],
-              verdicts: Mapping[int, str], opening: Set[str]) -> list[int]:  # fmt: skip
+def specified(
+    clauses: Mapping[int, list[str]],
+    sentence_of: Mapping[int, int],
+    verdicts: Mapping[int, str],
+    opening: Set[str],
+) -> list[int]:
     """The clauses that specify an earlier request of the same message (to read as requests).
 
     Args:
@@ -75,17 +79,27 @@ def specified(clauses: Mapping[int, list[str]], sentence_of: Mapping[int, int],
         if verdict == "request":
             asked_in, spoiled = sentence_of[c], False
         elif verdict in ("refused", "asked") and (
-                sentence_of[c] != asked_in or any(negative(w) for w in clauses[c])):  # fmt: skip
+            sentence_of[c] != asked_in or any(negative(w) for w in clauses[c])
+        ):
             spoiled = True  # (a doubt within the request's sentence qualifies a detail of it)
-        elif (first and asked_before and not spoiled and verdict == "said"
-              and specifies(clauses[c], opening)
-              and not _spoiled_later(clauses, sentence_of, verdicts, c)):  # fmt: skip
+        elif (
+            first
+            and asked_before
+            and not spoiled
+            and verdict == "said"
+            and specifies(clauses[c], opening)
+            and not _spoiled_later(clauses, sentence_of, verdicts, c)
+        ):
             found.append(c)
     return found
 
 
-def _spoiled_later(clauses: Mapping[int, list[str]], sentence_of: Mapping[int, int],
-                   verdicts: Mapping[int, str], c: int) -> bool:  # fmt: skip
+def _spoiled_later(
+    clauses: Mapping[int, list[str]],
+    sentence_of: Mapping[int, int],
+    verdicts: Mapping[int, str],
+    c: int,
+) -> bool:
     """Whether a later clause of the same sentence is refused, doubted or asked."""
     d = c + 1
     while d in clauses and sentence_of[d] == sentence_of[c]:

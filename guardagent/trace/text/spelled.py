@@ -30,26 +30,101 @@ _MIN = 6
 """Characters a spelled view needs before it is read (fewer are found everywhere)."""
 
 _SPELLING = {
-    "alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta": "d", "echo": "e",
-    "foxtrot": "f", "golf": "g", "hotel": "h", "india": "i", "juliett": "j", "juliet": "j",
-    "kilo": "k", "lima": "l", "mike": "m", "november": "n", "oscar": "o", "papa": "p",
-    "quebec": "q", "romeo": "r", "sierra": "s", "tango": "t", "uniform": "u", "victor": "v",
-    "whiskey": "w", "whisky": "w", "xray": "x", "x-ray": "x", "yankee": "y", "zulu": "z",
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "niner": "9", "dash": "-", "hyphen": "-",
-    "minus": "-", "dot": ".", "period": ".", "underscore": "_",
-}  # fmt: skip
+    "alfa": "a",
+    "alpha": "a",
+    "bravo": "b",
+    "charlie": "c",
+    "delta": "d",
+    "echo": "e",
+    "foxtrot": "f",
+    "golf": "g",
+    "hotel": "h",
+    "india": "i",
+    "juliett": "j",
+    "juliet": "j",
+    "kilo": "k",
+    "lima": "l",
+    "mike": "m",
+    "november": "n",
+    "oscar": "o",
+    "papa": "p",
+    "quebec": "q",
+    "romeo": "r",
+    "sierra": "s",
+    "tango": "t",
+    "uniform": "u",
+    "victor": "v",
+    "whiskey": "w",
+    "whisky": "w",
+    "xray": "x",
+    "x-ray": "x",
+    "yankee": "y",
+    "zulu": "z",
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "niner": "9",
+    "dash": "-",
+    "hyphen": "-",
+    "minus": "-",
+    "dot": ".",
+    "period": ".",
+    "underscore": "_",
+}
 """The NATO/ICAO spelling alphabet, digits as words, and the names of common separators."""
 
 _MORSE = {
-    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g",
-    "....": "h", "..": "i", ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n",
-    "---": "o", ".--.": "p", "--.-": "q", ".-.": "r", "...": "s", "-": "t", "..-": "u",
-    "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z", "-----": "0",
-    ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
-    "--...": "7", "---..": "8", "----.": "9", "-....-": "-", ".-.-.-": ".", "..--.-": "_",
-    "-..-.": "/", "---...": ":", "-...-": "=", ".-.-.": "+",
-}  # fmt: skip
+    ".-": "a",
+    "-...": "b",
+    "-.-.": "c",
+    "-..": "d",
+    ".": "e",
+    "..-.": "f",
+    "--.": "g",
+    "....": "h",
+    "..": "i",
+    ".---": "j",
+    "-.-": "k",
+    ".-..": "l",
+    "--": "m",
+    "-.": "n",
+    "---": "o",
+    ".--.": "p",
+    "--.-": "q",
+    ".-.": "r",
+    "...": "s",
+    "-": "t",
+    "..-": "u",
+    "...-": "v",
+    ".--": "w",
+    "-..-": "x",
+    "-.--": "y",
+    "--..": "z",
+    "-----": "0",
+    ".----": "1",
+    "..---": "2",
+    "...--": "3",
+    "....-": "4",
+    ".....": "5",
+    "-....": "6",
+    "--...": "7",
+    "---..": "8",
+    "----.": "9",
+    "-....-": "-",
+    ".-.-.-": ".",
+    "..--.-": "_",
+    "-..-.": "/",
+    "---...": ":",
+    "-...-": "=",
+    ".-.-.": "+",
+}
 """International Morse code (ITU-R M.1677): letters, digits and common punctuation."""
 _MORSE_SIGNS = str.maketrans({"\u00b7": ".", "\u2212": "-"})
 
@@ -97,8 +172,9 @@ def spelled_views(text: str) -> list[tuple[str, str]]:
     lines = text.splitlines() if text.count("\n") >= _MIN - 1 else []
     short = [t if 0 < len(t := _TOKEN.findall(line)) <= _SHORT_LINE else [] for line in lines]
     for end in (0, -1) if short else ():  # a character a line, beside its number ("1. s", "s (1)")
-        marks = [next((t for t in line[::1 if end == 0 else -1] if len(t) == 1), "")
-                 for line in short]  # fmt: skip
+        marks = [
+            next((t for t in line[:: 1 if end == 0 else -1] if len(t) == 1), "") for line in short
+        ]
         if each := _runs(marks, 0):
             out.append(("spelled a line each", " ".join(each)))
     if spelled := _runs([_SPELLING.get(w.lower(), "") for w in _WORD.findall(text)], 1):

@@ -17,28 +17,144 @@ continues the request ("pay X, then stop"), and "don't wait" or "never stop" urg
 
 from __future__ import annotations
 
-NEGATIONS = frozenset({
-    "not", "no", "never", "nothing", "none", "neither", "nor", "without", "ignore",
-    "ignoring", "skip", "avoid", "except", "excluding", "instead", "rather", "stop", "cancel",
-    "refrain", "nevermind", "cannot", "leave", "dont", "doesnt", "didnt", "cant",
-    "wont", "shouldnt", "mustnt", "isnt",
-})  # fmt: skip
+NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "nothing",
+        "none",
+        "neither",
+        "nor",
+        "without",
+        "ignore",
+        "ignoring",
+        "skip",
+        "avoid",
+        "except",
+        "excluding",
+        "instead",
+        "rather",
+        "stop",
+        "cancel",
+        "refrain",
+        "nevermind",
+        "cannot",
+        "leave",
+        "dont",
+        "doesnt",
+        "didnt",
+        "cant",
+        "wont",
+        "shouldnt",
+        "mustnt",
+        "isnt",
+    }
+)
 """Words that point away from what their clause names (any "...n't" too)."""
 
-TAKING_BACK = frozenset({
-    "actually", "no", "nope", "do", "not", "never", "mind", "nevermind", "cancel",
-    "that", "this", "it", "scratch", "wait", "forget", "stop", "hold", "on", "ignore",
-    "sorry", "please", "oh", "hmm", "neither", "none", "of", "them", "these", "those",
-    "after", "all", "ok", "okay", "then", "the", "above", "request", "just", "kidding",
-    "joking", "jk", "second", "thought", "thoughts", "nah", "off", "belay", "disregard",
-    "undo", "scrap", "strike", "i", "changed", "my", "said", "later", "psych", "let's",
-    "now", "though", "yet", "right", "nvm", "really", "pls", "plz",
-})  # fmt: skip
+TAKING_BACK = frozenset(
+    {
+        "actually",
+        "no",
+        "nope",
+        "do",
+        "not",
+        "never",
+        "mind",
+        "nevermind",
+        "cancel",
+        "that",
+        "this",
+        "it",
+        "scratch",
+        "wait",
+        "forget",
+        "stop",
+        "hold",
+        "on",
+        "ignore",
+        "sorry",
+        "please",
+        "oh",
+        "hmm",
+        "neither",
+        "none",
+        "of",
+        "them",
+        "these",
+        "those",
+        "after",
+        "all",
+        "ok",
+        "okay",
+        "then",
+        "the",
+        "above",
+        "request",
+        "just",
+        "kidding",
+        "joking",
+        "jk",
+        "second",
+        "thought",
+        "thoughts",
+        "nah",
+        "off",
+        "belay",
+        "disregard",
+        "undo",
+        "scrap",
+        "strike",
+        "i",
+        "changed",
+        "my",
+        "said",
+        "later",
+        "psych",
+        "let's",
+        "now",
+        "though",
+        "yet",
+        "right",
+        "nvm",
+        "really",
+        "pls",
+        "plz",
+    }
+)
 """Words a sentence (or clause) that only takes back may hold."""
-TAKES_BACK = frozenset({"no", "nope", "not", "never", "cancel", "scratch", "forget",
-                        "stop", "ignore", "neither", "none", "nevermind", "wait", "hold",
-                        "kidding", "joking", "jk", "nah", "belay", "disregard", "undo",
-                        "scrap", "strike", "changed", "later", "psych", "nvm"})  # fmt: skip
+TAKES_BACK = frozenset(
+    {
+        "no",
+        "nope",
+        "not",
+        "never",
+        "cancel",
+        "scratch",
+        "forget",
+        "stop",
+        "ignore",
+        "neither",
+        "none",
+        "nevermind",
+        "wait",
+        "hold",
+        "kidding",
+        "joking",
+        "jk",
+        "nah",
+        "belay",
+        "disregard",
+        "undo",
+        "scrap",
+        "strike",
+        "changed",
+        "later",
+        "psych",
+        "nvm",
+    }
+)
 """A run of :data:`TAKING_BACK` words with one of these takes back what came before."""
 
 _REPLACING = frozenset({"instead", "rather"})
@@ -60,9 +176,12 @@ def takes_back_words(words: list[str], mention: str) -> bool:
     `mention` is the token that stands for a named thing: a sentence naming one asks or
     refuses something of its own, it does not only take back.
     """
-    return bool(words) and mention not in words and all(
-        w in TAKING_BACK or negative(w) for w in words) and any(
-        w in TAKES_BACK or negative(w) for w in words)  # fmt: skip
+    return (
+        bool(words)
+        and mention not in words
+        and all(w in TAKING_BACK or negative(w) for w in words)
+        and any(w in TAKES_BACK or negative(w) for w in words)
+    )
 
 
 def withdraws(clause: list[str], before: list[str], after: list[str], mention: str) -> bool:
@@ -78,8 +197,10 @@ def withdraws(clause: list[str], before: list[str], after: list[str], mention: s
     if clause[0] in _CONTINUING or (before and all(w in _CONTINUING for w in before)):
         return False
     words = before[-1:] + clause + after[:1]
-    return not any(negative(w) and w not in ("no", "nope") and words[i + 1] in _URGED
-                   for i, w in enumerate(words[:-1]))  # fmt: skip
+    return not any(
+        negative(w) and w not in ("no", "nope") and words[i + 1] in _URGED
+        for i, w in enumerate(words[:-1])
+    )
 
 
 def replaces(clause: list[str], opening: frozenset[str]) -> bool:

@@ -92,16 +92,28 @@ def written_bound(call: ToolCall, *, tight: bool = False) -> int:
         for form in dict.fromkeys((scalar, unquote(scalar), html.unescape(scalar))):
             total += _reading_keys(form, tight)
         form = reading_form(scalar)
-        n = max(len(scalar), len(normalize_text(scalar)), len(form),
-                len(unicodedata.normalize("NFC", scalar)))  # fmt: skip
+        n = max(
+            len(scalar),
+            len(normalize_text(scalar)),
+            len(form),
+            len(unicodedata.normalize("NFC", scalar)),
+        )
         keys = 3 * typed_keys(form) + form.count("@") if tight else 2 * n
         inner = keys + n  # the inner values' keys, and their tokens
         total += 9 + n + inner + scalar.count("@") * (1 + n)
     return total
 
 
-def state_bound(trace: Trace, size: int, pairs: Sequence[tuple[str, str]], *,
-                tight: bool, exact: bool, region: str | None, year: int | None) -> int:  # fmt: skip
+def state_bound(
+    trace: Trace,
+    size: int,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    tight: bool,
+    exact: bool,
+    region: str | None,
+    year: int | None,
+) -> int:
     """The bound (see the module docstring) of the state after reading `trace`.
 
     Args:
@@ -122,7 +134,8 @@ def state_bound(trace: Trace, size: int, pairs: Sequence[tuple[str, str]], *,
             size += len(message.source) + 4
         keys += 2 * BOUNDARY_KEYS
         for call in message.calls:
-            keys += (len(written_keys(call, region, year)) if exact
-                     else written_bound(call, tight=tight))  # fmt: skip
+            keys += (
+                len(written_keys(call, region, year)) if exact else written_bound(call, tight=tight)
+            )
         size += per_key
     return size + per_key * keys

@@ -101,8 +101,12 @@ from guardagent.trace.thread import state_text
 
 STATE_FORMAT = "guardagent-trace-index/5"
 _OLDER_FORMATS = frozenset(
-    {"guardagent-trace-index/1", "guardagent-trace-index/2", "guardagent-trace-index/3",
-     "guardagent-trace-index/4"}
+    {
+        "guardagent-trace-index/1",
+        "guardagent-trace-index/2",
+        "guardagent-trace-index/3",
+        "guardagent-trace-index/4",
+    }
 )
 """States of earlier versions (other readings): the thread is read again from its start."""
 MAX_STATE_BYTES = 1_000_000
@@ -138,9 +142,13 @@ MAX_CACHED_CALL_CHARS = 4096
 """Calls whose string arguments are longer in all are read each time (the cache stays small)."""
 
 
-def _cached_call(kind: str, call: ToolCall, region: str | None, year: int | None,
-                 read: Callable[[list[Any], str | None, int], frozenset[str]]
-                 ) -> frozenset[str]:  # fmt: skip
+def _cached_call(
+    kind: str,
+    call: ToolCall,
+    region: str | None,
+    year: int | None,
+    read: Callable[[list[Any], str | None, int], frozenset[str]],
+) -> frozenset[str]:
     """A reading of a call's scalar arguments, kept by their values and types.
 
     Both readings depend only on the scalar values (not on names or nesting), the region
@@ -204,8 +212,9 @@ def written_keys(call: ToolCall, region: str | None, year: int | None = None) ->
 _NO_ECHO: frozenset[str] = frozenset()
 
 
-def echo_of(message: Message, trace: Trace, region: str | None, year: int | None = None
-            ) -> set[str]:  # fmt: skip
+def echo_of(
+    message: Message, trace: Trace, region: str | None, year: int | None = None
+) -> set[str]:
     """Keys a tool result only repeats from the arguments of the call it answers."""
     if message.role != "tool":
         return set()
@@ -213,8 +222,9 @@ def echo_of(message: Message, trace: Trace, region: str | None, year: int | None
     return call_keys(call, region, year) if call is not None else set()
 
 
-def message_keys(message: Message, trace: Trace, region: str | None, year: int | None = None
-                 ) -> set[str]:  # fmt: skip
+def message_keys(
+    message: Message, trace: Trace, region: str | None, year: int | None = None
+) -> set[str]:
     """The keys a message is a source of (its own, less those echoed from its call)."""
     return text_keys(message.text, region, year) - echo_of(message, trace, region, year)
 
@@ -304,22 +314,28 @@ class TraceIndex:
         """
         messages = trace.messages
         if len(messages) < self.count:
-            unreadable("trace_rewritten", f"the thread had {self.count} messages at its last "
-                       f"check and now has {len(messages)}: messages were removed")  # fmt: skip
+            unreadable(
+                "trace_rewritten",
+                f"the thread had {self.count} messages at its last "
+                f"check and now has {len(messages)}: messages were removed",
+            )
         resumed = trace.resumed  # a parse resumed from messages whose chain is known
         known = (len(resumed.messages), resumed.chain) if resumed and resumed.chain else None
         seen, chain, self.hasher = chains(messages, self.count, known)  # one hash, the thread
-        hashed = messages[known[0]:] if known and known[0] <= self.count else messages
+        hashed = messages[known[0] :] if known and known[0] <= self.count else messages
         self.work.messages_hashed += len(hashed)
         self.work.bytes_hashed += sum(len(m.text) for m in hashed)
         if self.count and seen != self.chain:  # name the first changed message
-            for i, message in enumerate(messages[:self.count]):
+            for i, message in enumerate(messages[: self.count]):
                 if _short(message.digest) != self.hashes[i]:
-                    unreadable("trace_rewritten", f"message {i} ({message.source}) changed "
-                               "since the thread's last check")  # fmt: skip
+                    unreadable(
+                        "trace_rewritten",
+                        f"message {i} ({message.source}) changed since the thread's last check",
+                    )
             if self.chain:  # "": unknown since a truncate, the messages' digests decide
-                unreadable("trace_rewritten", "the thread's hash chain does not match its "
-                           "last check")  # fmt: skip
+                unreadable(
+                    "trace_rewritten", "the thread's hash chain does not match its last check"
+                )
         return chain
 
     def defer(self, trace: Trace) -> None:
@@ -342,7 +358,7 @@ class TraceIndex:
         resumed = trace.resumed
         known = (len(resumed.messages), resumed.chain) if resumed and resumed.chain else None
         _, self.chain, self.hasher = chains(messages, 0, known)
-        hashed = messages[known[0]:] if known and known[0] <= 0 else messages
+        hashed = messages[known[0] :] if known and known[0] <= 0 else messages
         self.work.messages_hashed += len(hashed)
         self.work.bytes_hashed += sum(len(m.text) for m in hashed)
         if self.year is None:  # a restored state of no message keeps its year, as update does
@@ -382,7 +398,7 @@ class TraceIndex:
         self.work.messages_read += 1
         self.work.chars_read += len(text)
         if (index - self.count) % READ_AHEAD == 0:  # the next new messages, read together
-            read_ahead((m.text for m in trace.messages[index:index + READ_AHEAD]), region, year)
+            read_ahead((m.text for m in trace.messages[index : index + READ_AHEAD]), region, year)
         echo = echo_of(message, trace, region, year) if message.role == "tool" else _NO_ECHO
         reading = message_reading(text, region, year)
         hashes: Set[str] = reading.hashes
@@ -459,8 +475,9 @@ class TraceIndex:
         if count >= self.count:
             return
         count = max(0, count)
-        self.postings = {h: kept for h, ids in self.postings.items()
-                         if (kept := [i for i in ids if i < count])}  # fmt: skip
+        self.postings = {
+            h: kept for h, ids in self.postings.items() if (kept := [i for i in ids if i < count])
+        }
         self.texts = {}  # every list written again
         self.unindexed = [i for i in self.unindexed if i < count]
         self.tails = {s: t for s, t in self.tails.items() if t[0] < count}
@@ -551,8 +568,11 @@ class TraceIndex:
         if data is None:
             return index
         if key is not None and not (isinstance(data, Mapping) and verify(data, key)):
-            unreadable("unreadable_state", "the thread's trace index is not signed by this "
-                       "deployment (altered, or written by someone else)")  # fmt: skip
+            unreadable(
+                "unreadable_state",
+                "the thread's trace index is not signed by this "
+                "deployment (altered, or written by someone else)",
+            )
         try:
             if data.get("format") in _OLDER_FORMATS:
                 return index
@@ -569,8 +589,11 @@ class TraceIndex:
             if sources and not (min(sources) >= 0 and max(sources) < len(names)):
                 raise ValueError("sources")
             postings = data["postings"]
-            if (type(postings) is not dict or not set(map(type, postings.values())) <= {list}
-                    or not all(postings.values())):  # fmt: skip
+            if (
+                type(postings) is not dict
+                or not set(map(type, postings.values())) <= {list}
+                or not all(postings.values())
+            ):
                 raise ValueError("postings")  # each list's items are checked when used (ids)
             tails = {str(s): (int(v[0]), str(v[1])) for s, v in data["tails"].items()}
             unindexed = [int(i) for i in data["unindexed"]]
@@ -583,8 +606,9 @@ class TraceIndex:
             summaries = data.get("summaries", 0)
             if type(summaries) is not int or summaries < 0:
                 raise ValueError("summaries")
-            carried = {str(h): [int(i) for i in ids]
-                       for h, ids in (data.get("carried") or {}).items()}  # fmt: skip
+            carried = {
+                str(h): [int(i) for i in ids] for h, ids in (data.get("carried") or {}).items()
+            }
             if not all(0 <= i < len(names) for ids in carried.values() for i in ids):
                 raise ValueError("carried")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -592,7 +616,7 @@ class TraceIndex:
         index.count = count
         index.year = year
         index.chain = chain
-        index.hashes = [hashes[i:i + 12] for i in range(0, len(hashes), 12)]
+        index.hashes = [hashes[i : i + 12] for i in range(0, len(hashes), 12)]
         index.sources = sources
         index.source_names = names
         index.postings = dict(postings)  # the host's lists are copied when first posted to
@@ -625,17 +649,19 @@ class TraceIndex:
         fresh.written = {h: min(i, at) for h, i in self.written.items() if i < replaced}
         fresh._size += sum(16 + len(str(i)) for i in fresh.written.values())
         carried: dict[str, set[str]] = {
-            h: {self.source_names[s] for s in ids} for h, ids in self.carried.items()}
+            h: {self.source_names[s] for s in ids} for h, ids in self.carried.items()
+        }
         for h, ids in self.postings.items():
             if not all(type(i) is int and 0 <= i < self.count for i in ids):
                 unreadable("unreadable_state", "the thread's trace index holds a bad posting")
             first_written = self.written.get(h)
-            for i in ids[bisect_left(ids, at):]:
+            for i in ids[bisect_left(ids, at) :]:
                 if i >= replaced:
                     break
                 name = self.source_names[self.sources[i]]
-                if name == "model" or (name.startswith("tool:") and first_written is not None
-                                       and first_written < i):  # fmt: skip
+                if name == "model" or (
+                    name.startswith("tool:") and first_written is not None and first_written < i
+                ):
                     continue  # model text is nobody's; a tool repeating the model launders
                 carried.setdefault(h, set()).add(name)
         for h, names in carried.items():

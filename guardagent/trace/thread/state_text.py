@@ -42,8 +42,13 @@ rendered = 0
 
 def canonical(data: Mapping[str, Any]) -> str:
     """The canonical JSON of a state's object, its ``mac`` left out (what is signed)."""
-    return json.dumps({k: v for k, v in data.items() if k != "mac"}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
+    return json.dumps(
+        {k: v for k, v in data.items() if k != "mac"},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
 
 
 def body(
@@ -82,8 +87,11 @@ def body(
 
 def _written(h: str, ids: list[int]) -> str:
     """One list's text, as :func:`json.dumps` writes it inside the canonical JSON."""
-    if h.isascii() and h.replace("-", "").replace("_", "").isalnum() and all(
-            type(i) is int for i in ids):  # fmt: skip
+    if (
+        h.isascii()
+        and h.replace("-", "").replace("_", "").isalnum()
+        and all(type(i) is int for i in ids)
+    ):
         return f'"{h}":[{",".join(map(str, ids))}]'
     return canonical({h: ids})[1:-1]
 

@@ -36,8 +36,14 @@ for call in calls:
     args = call.get("args")
     args_of[str(call.get("name", "")).strip().lower()] = args if isinstance(args, dict) else {}
 
-for key in ["ticket_open", "identity_verified", "manager_approval", "dpo_approval",
-            "customer_opted_out", "comply_with_gdpr"]:
+for key in [
+    "ticket_open",
+    "identity_verified",
+    "manager_approval",
+    "dpo_approval",
+    "customer_opted_out",
+    "comply_with_gdpr",
+]:
     assign(key, fact(key))
 
 lookup = args_of.get("lookup_customer")
@@ -45,8 +51,10 @@ ticket_customer = user.get("ticket_customer")
 if lookup is None:
     assign("customer_on_ticket", None)
 else:
-    assign("customer_on_ticket", ticket_customer is not None
-           and lookup.get("customer_id") == ticket_customer)
+    assign(
+        "customer_on_ticket",
+        ticket_customer is not None and lookup.get("customer_id") == ticket_customer,
+    )
 
 refund = args_of.get("refund")
 if refund is None:
