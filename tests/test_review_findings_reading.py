@@ -621,6 +621,7 @@ def test_open_a_qualifier_the_lexicon_lacks_names_another_thing(question: str) -
         f"Pay <s>{_S}</s> invoice-0425.txt.",
         f"Pay {_S} ❌",
         f"FYI, pay {_S}.",
+        f"Pay {_S}!!! (that's what they wrote)",  # found by the lead's own re-attack
     ],
 )
 def test_open_a_request_for_another_act_or_a_refusal_by_sign_still_designates(said: str) -> None:
