@@ -1,14 +1,33 @@
-"""Chroma memory of demonstrations, re-ranked by Levenshtein distance."""
+"""Chroma memory of demonstrations, re-ranked by Levenshtein distance.
 
-from typing import Any
+Names load on first use: the `guardagent memory` commands live in this package
+(:mod:`.cli`), and the CLI imports them at start, so importing the package must not load the
+store (SQLite, Levenshtein, Chroma's client) before a command needs it.
+"""
 
-from guardagent.memory_store.store import (
-    Demonstration,
-    MemoryStore,
-    default_memory_dir,
-    demonstration_id,
-    request_fingerprint,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from guardagent.memory_store.embeddings import HashingEmbeddings
+    from guardagent.memory_store.store import (
+        Demonstration,
+        MemoryStore,
+        default_memory_dir,
+        demonstration_id,
+        request_fingerprint,
+    )
+
+_HOMES = {
+    "Demonstration": "store",
+    "MemoryStore": "store",
+    "default_memory_dir": "store",
+    "demonstration_id": "store",
+    "request_fingerprint": "store",
+    "HashingEmbeddings": "embeddings",
+}
 
 __all__ = [
     "Demonstration",
@@ -21,9 +40,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`HashingEmbeddings` on first use: numpy is not needed to name a demonstration."""
-    if name == "HashingEmbeddings":
-        from guardagent.memory_store.embeddings import HashingEmbeddings
-
-        return HashingEmbeddings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
