@@ -254,3 +254,30 @@ def test_sigint_keeps_partial_predictions_and_resume_completes(tmp_path, concurr
     assert [r["id"] for r in final] == [c.id for c in all_cases]
     by_id = {r["id"]: r for r in final}
     assert all(by_id[r["id"]]["decision"] == r["decision"] for r in kept)
+
+
+def test_a_ctrl_c_a_library_wraps_still_stops_the_run_as_an_interrupt(
+    tmp_path, m2w_cases, ctrl_c_interrupts, monkeypatch
+):
+    """A Ctrl-C that lands inside pydantic's serializer comes out wrapped in its own error
+    (PydanticSerializationError: "KeyboardInterrupt"): the run still stops as interrupted
+    (exit 130 from the CLI), keeping the decisions logged before it, not as a crash."""
+    import guardagent.eval.predictions as predictions
+
+    real = predictions.prediction_record
+    calls = {"n": 0}
+
+    def wrapped_ctrl_c(case, decision):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt as exc:  # what a library that catches and wraps does
+                raise ValueError("Error calling function: KeyboardInterrupt") from exc
+        return real(case, decision)
+
+    monkeypatch.setattr(predictions, "prediction_record", wrapped_ctrl_c)
+    out = tmp_path / "run"
+    with pytest.raises(EvalInterruptedError) as stopped:
+        run_eval(GuardAgent("mind2web-sc"), m2w_cases[:6], out, progress=False, plots=False)
+    assert stopped.value.done == 2 == len(_lines(out / PARTIAL))

@@ -142,7 +142,14 @@ def _decide(
             if concurrency <= 1:
                 with _StopOnSigint() as stop:
                     for i in todo:
-                        finished(i, guard.check(cases[i].agent_input, cases[i].agent_output))
+                        try:
+                            finished(i, guard.check(cases[i].agent_input, cases[i].agent_output))
+                        except Exception:
+                            # a library caught the Ctrl-C and raised its own error (pydantic's
+                            # serializer does): still an interruption, the case not logged
+                            if stop.requested:
+                                raise KeyboardInterrupt from None
+                            raise
                         if stop.requested:
                             raise KeyboardInterrupt
             elif todo:
